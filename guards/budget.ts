@@ -1,0 +1,37 @@
+/**
+ * Budget guards (DESIGN §2): each runs before the next spend. A budget crossed by the call
+ * in hand is let stand; the next call is refused, so no budget is overrun by more than one call.
+ */
+import { eventTime, type GuardArgs } from './event-time.js';
+
+export function isDeadlineExceeded({ context, event }: GuardArgs): boolean {
+  if (context.startedAt === null) return false;
+  return eventTime(context, event) - context.startedAt >= context.limits.deadlineMs;
+}
+
+export function isStepLimitReached({ context }: GuardArgs): boolean {
+  return context.steps >= context.limits.maxSteps;
+}
+
+/** The next request's estimate would take cumulative input tokens past the limit. */
+export function isInputBudgetExhausted({ context }: GuardArgs): boolean {
+  return context.usage.inputTokens + context.nextRequestTokens > context.limits.maxInputTokens;
+}
+
+export function isOutputBudgetExhausted({ context }: GuardArgs): boolean {
+  return context.usage.outputTokens >= context.limits.maxOutputTokens;
+}
+
+export function isCostBudgetExhausted({ context }: GuardArgs): boolean {
+  return context.usage.costUsd >= context.limits.maxCostUsd;
+}
+
+export function isSpendBudgetExhausted(args: GuardArgs): boolean {
+  return isInputBudgetExhausted(args) || isOutputBudgetExhausted(args) || isCostBudgetExhausted(args);
+}
+
+/** A transport retry would wake up after the deadline: stop now instead of sleeping into it. */
+export function isRetryPastDeadline({ context, event }: GuardArgs): boolean {
+  if (event.type !== 'model.failed' || context.startedAt === null) return false;
+  return event.at + event.retryDelayMs - context.startedAt >= context.limits.deadlineMs;
+}

@@ -1,0 +1,216 @@
+/**
+ * The bounded agent loop as an XState v5 statechart (DESIGN §1, §12).
+ *
+ * The machine never invokes I/O and has no `after` delays: each state names the effect it
+ * wants (see `pending-effect.ts`) and the driver answers with an outcome event. Every cycle
+ * passes through `RUNNING.gate`, where the budget guards run before the next model call.
+ */
+import { assign, setup } from 'xstate';
+import * as actions from '../actions/index.js';
+import { guards } from '../guards/index.js';
+import type { LoopContext, LoopEvent, LoopInput, LoopOutput, StopReason } from './types.js';
+
+const stop = (reason: StopReason) => ({ type: 'stopRun', params: { reason } }) as const;
+const fail = (reason: StopReason) => ({ type: 'failTask', params: { reason } }) as const;
+
+const TERMINATED = '#loop.TERMINATED';
+const FAILED = '#loop.FAILED';
+const GATE = '#loop.RUNNING.gate';
+
+/** Shared first candidate of every outcome routing: a late outcome past the deadline stops the run. */
+const deadlineStop = { guard: 'isDeadlineExceeded', target: TERMINATED, actions: stop('deadline_exceeded') } as const;
+
+export function statusOf(reason: StopReason): LoopOutput['status'] {
+  if (reason === 'completed') return 'succeeded';
+  if (reason === 'needs_human') return 'needs_human';
+  return 'failed';
+}
+
+export const loopMachine = setup({
+  types: {
+    context: {} as LoopContext,
+    events: {} as LoopEvent,
+    input: {} as LoopInput,
+    output: {} as LoopOutput,
+  },
+  guards,
+  actions: {
+    startRun: assign(actions.startRun),
+    recordModelResponse: assign(actions.recordModelResponse),
+    recordModelFailure: assign(actions.recordModelFailure),
+    recordToolRound: assign(actions.recordToolRound),
+    recordEvaluation: assign(actions.recordEvaluation),
+    recordBackoffElapsed: assign(actions.recordBackoffElapsed),
+    recordInterruption: assign(actions.recordInterruption),
+    scheduleBackoff: assign(actions.scheduleBackoff),
+    requestArgumentRepair: assign(actions.requestArgumentRepair),
+    requestParseRepair: assign(actions.requestParseRepair),
+    requestReflection: assign(actions.requestReflection),
+    nudge: assign(actions.nudge),
+    nudgeOnDecision: assign(actions.nudgeOnDecision),
+    nudgeAndReflect: assign(actions.nudgeAndReflect),
+    stopRun: assign(actions.stopRun),
+    failTask: assign(actions.failTask),
+    stopWithTaskFailure: assign(actions.stopWithTaskFailure),
+    completeTask: assign(actions.completeTask),
+    skipFailedTask: assign(actions.skipFailedTask),
+  },
+}).createMachine({
+  id: 'loop',
+  context: actions.createInitialContext,
+  initial: 'READY',
+  on: {
+    'run.cancelRequested': { target: '.TERMINATED', actions: ['recordInterruption', stop('cancelled')] },
+    'run.deadlineReached': { target: '.TERMINATED', actions: ['recordInterruption', stop('deadline_exceeded')] },
+  },
+  states: {
+    READY: {
+      // First entry waits for the driver to start the run; later entries queue the next task.
+      always: { guard: 'hasRunStarted', target: 'RUNNING' },
+      on: { 'run.started': { target: 'RUNNING', actions: 'startRun' } },
+    },
+    RUNNING: {
+      initial: 'gate',
+      states: {
+        gate: {
+          always: [
+            deadlineStop,
+            { guard: 'isStepLimitReached', target: TERMINATED, actions: stop('max_steps') },
+            { guard: 'isSpendBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },
+            { guard: { type: 'isPlanStalled' }, target: 'gateStalled' },
+            { target: 'deciding' },
+          ],
+        },
+        gateStalled: {
+          always: [
+            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stop('no_progress') },
+            { guard: 'canNudge', target: 'deciding', actions: { type: 'nudge', params: { signal: 'plan_stall' } } },
+            { target: 'deciding' },
+          ],
+        },
+        deciding: {
+          on: {
+            'model.responded': { target: 'routingDecision', actions: 'recordModelResponse' },
+            'model.failed': { target: 'routingFailure', actions: 'recordModelFailure' },
+          },
+        },
+        routingDecision: {
+          always: [
+            deadlineStop,
+            { guard: 'isFinalReply', target: 'evaluating' },
+            { guard: 'hasDeniedToolCall', target: TERMINATED, actions: stop('permission_denied') },
+            { guard: 'hasToolCallNeedingApproval', target: TERMINATED, actions: stop('needs_human') },
+            { guard: 'hasUnavailableToolCall', target: TERMINATED, actions: stop('tool_unavailable') },
+            // Tool results nobody can read are not worth their side effects: stop before acting.
+            { guard: 'isStepLimitReached', target: TERMINATED, actions: stop('max_steps') },
+            { guard: 'isSpendBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },
+            { guard: 'hasDecisionSignal', target: 'decisionSignalled' },
+            { guard: 'isUnparseableReply', target: GATE, actions: 'requestParseRepair' },
+            { guard: 'hasInvalidToolCall', target: 'repairingArguments' },
+            { target: 'acting' },
+          ],
+        },
+        // Streaks are read after the step was counted, so a nudge recorded here is always from an earlier step.
+        decisionSignalled: {
+          always: [
+            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stop('no_progress') },
+            { target: GATE, actions: 'nudgeOnDecision' },
+          ],
+        },
+        repairingArguments: {
+          always: [
+            { guard: 'canRepairArguments', target: GATE, actions: 'requestArgumentRepair' },
+            { target: FAILED, actions: fail('retries_exhausted') },
+          ],
+        },
+        routingFailure: {
+          always: [
+            deadlineStop,
+            { guard: 'isFatalModelFailure', target: FAILED, actions: fail('fatal_error') },
+            { guard: 'canRetryTransport', target: 'backoffChecked' },
+            { target: FAILED, actions: fail('retries_exhausted') },
+          ],
+        },
+        backoffChecked: {
+          always: [
+            { guard: 'isRetryPastDeadline', target: TERMINATED, actions: stop('deadline_exceeded') },
+            { target: '#loop.RETRY.backingOff', actions: 'scheduleBackoff' },
+          ],
+        },
+        acting: {
+          on: { 'tools.completed': { target: 'routingTools', actions: 'recordToolRound' } },
+        },
+        routingTools: {
+          always: [
+            deadlineStop,
+            { guard: 'hasUnknownToolOutcome', target: TERMINATED, actions: stop('needs_human') },
+            { guard: 'isRequiredToolUnavailable', target: TERMINATED, actions: stop('tool_unavailable') },
+            { guard: 'isDuplicateObservationSignal', target: 'observationSignalled' },
+            { target: 'gate' },
+          ],
+        },
+        observationSignalled: {
+          always: [
+            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stop('no_progress') },
+            { target: 'gate', actions: { type: 'nudge', params: { signal: 'duplicate_observation' } } },
+          ],
+        },
+        evaluating: {
+          on: { 'evaluation.completed': { target: 'routingEvaluation', actions: 'recordEvaluation' } },
+        },
+        routingEvaluation: {
+          always: [
+            { guard: 'isEvaluationPassed', target: '#loop.SUCCESS' },
+            deadlineStop,
+            { guard: 'isSameEvaluatorReasonSignal', target: 'evaluationSignalled' },
+            { guard: 'canReflect', target: '#loop.RETRY.reflecting', actions: 'requestReflection' },
+            { target: FAILED, actions: fail('retries_exhausted') },
+          ],
+        },
+        evaluationSignalled: {
+          always: [
+            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stop('no_progress') },
+            { guard: 'canReflect', target: '#loop.RETRY.reflecting', actions: 'nudgeAndReflect' },
+            { target: FAILED, actions: fail('retries_exhausted') },
+          ],
+        },
+      },
+    },
+    RETRY: {
+      // Entered only through its sub-states; `backingOff` is the nominal initial.
+      initial: 'backingOff',
+      states: {
+        backingOff: {
+          on: { 'backoff.elapsed': { target: GATE, actions: 'recordBackoffElapsed' } },
+        },
+        // Reflection needs no wait: the evaluator's reason is the new information.
+        reflecting: { always: { target: GATE } },
+      },
+    },
+    SUCCESS: {
+      entry: 'completeTask',
+      always: [{ guard: 'hasQueuedTask', target: 'READY' }, { target: 'TERMINATED', actions: stop('completed') }],
+    },
+    FAILED: {
+      always: [
+        { guard: 'canContinueAfterTaskFailure', target: 'READY', actions: 'skipFailedTask' },
+        { target: 'TERMINATED', actions: 'stopWithTaskFailure' },
+      ],
+    },
+    TERMINATED: { type: 'final' },
+  },
+  output: ({ context }) => {
+    const stopRecord = context.stop ?? { reason: 'fatal_error' as const, detail: 'terminated without a stop record' };
+    return {
+      stopReason: stopRecord.reason,
+      status: statusOf(stopRecord.reason),
+      detail: stopRecord.detail,
+      steps: context.steps,
+      usage: context.usage,
+      completedTasks: context.completedTasks,
+      failedTasks: context.failedTasks,
+    };
+  },
+});
+
+export type LoopMachine = typeof loopMachine;

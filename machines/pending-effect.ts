@@ -1,0 +1,31 @@
+/**
+ * Which effect the machine is waiting for, read off its state and context (DESIGN §12).
+ * The driver performs exactly this effect and answers with the matching outcome event.
+ */
+import type { SnapshotFrom } from 'xstate';
+import type { LoopMachine } from './loop-machine.js';
+import type { Feedback, LoopOutput } from './types.js';
+
+export type PendingEffect =
+  | { kind: 'start' }
+  | { kind: 'callModel'; feedback: Feedback | null; taskIndex: number }
+  | { kind: 'runTools'; taskIndex: number }
+  | { kind: 'evaluate'; taskIndex: number }
+  | { kind: 'sleep'; until: number }
+  | { kind: 'done'; output: LoopOutput };
+
+export type LoopSnapshot = SnapshotFrom<LoopMachine>;
+
+export function getPendingEffect(snapshot: LoopSnapshot): PendingEffect {
+  const { context } = snapshot;
+  if (snapshot.status === 'done') return { kind: 'done', output: snapshot.output as LoopOutput };
+  if (snapshot.matches({ RUNNING: 'deciding' })) {
+    return { kind: 'callModel', feedback: context.feedback, taskIndex: context.taskIndex };
+  }
+  if (snapshot.matches({ RUNNING: 'acting' })) return { kind: 'runTools', taskIndex: context.taskIndex };
+  if (snapshot.matches({ RUNNING: 'evaluating' })) return { kind: 'evaluate', taskIndex: context.taskIndex };
+  if (snapshot.matches({ RETRY: 'backingOff' })) return { kind: 'sleep', until: context.retryAt ?? context.lastEventAt };
+  if (snapshot.matches('READY')) return { kind: 'start' };
+  // Every other state is transient (eventless) and is never observed between macrosteps.
+  throw new Error(`loop machine rested in a transient state: ${JSON.stringify(snapshot.value)}`);
+}

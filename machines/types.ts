@@ -1,0 +1,258 @@
+/**
+ * Types of the loop statechart: its context, its events and its output.
+ * The machine never performs I/O; the driver in `src/` reads which effect the
+ * current state requests (see `pending-effect.ts`), performs it and sends the
+ * outcome back as one of the events below. Event payloads are summaries the
+ * driver computed (fingerprint counts, digests, estimates) so that guards stay
+ * pure and constant-time, and a recorded run replays by re-sending its events.
+ */
+
+/** Why a run stopped: one closed union, one value per terminal path (DESIGN §3). */
+export type StopReason =
+  | 'completed'
+  | 'max_steps'
+  | 'deadline_exceeded'
+  | 'budget_exhausted'
+  | 'no_progress'
+  | 'permission_denied'
+  | 'tool_unavailable'
+  | 'cancelled'
+  | 'needs_human'
+  | 'retries_exhausted'
+  | 'fatal_error';
+
+export const STOP_REASONS: readonly StopReason[] = [
+  'completed',
+  'max_steps',
+  'deadline_exceeded',
+  'budget_exhausted',
+  'no_progress',
+  'permission_denied',
+  'tool_unavailable',
+  'cancelled',
+  'needs_human',
+  'retries_exhausted',
+  'fatal_error',
+];
+
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'needs_human';
+
+/** Resolved budgets; every one is enforced by a guard before the next spend (DESIGN §2). */
+export interface LoopLimits {
+  /** Model decisions (successful model calls) across the whole run. */
+  maxSteps: number;
+  /** Per task and per retry layer: transport retries and reflection retries each have their own counter. */
+  maxRetries: number;
+  /** End-to-end wall-clock budget in milliseconds. */
+  deadlineMs: number;
+  /** Cumulative input tokens; the next request's estimate is checked before the call. */
+  maxInputTokens: number;
+  /** Cumulative output tokens. */
+  maxOutputTokens: number;
+  /** Cumulative cost in US dollars, from usage and the price table. */
+  maxCostUsd: number;
+  /** Tool calls executed at once. */
+  maxParallelTools: number;
+  /** A tool result larger than this is cut, with a visible marker. */
+  maxToolResultBytes: number;
+  /** Consecutive invalid-argument rounds the model may repair before the task fails. */
+  maxArgumentRepairs: number;
+}
+
+/** Thresholds of the six no-progress signals (DESIGN §5). A signal first nudges, then stops the run. */
+export interface NoProgressThresholds {
+  /** The same tool with the same canonical arguments requested this many times in the run. */
+  repeatedToolCall: number;
+  /** The state digest unchanged across this many consecutive decisions. */
+  unchangedState: number;
+  /** The evaluator failed with the same reason this many times in a row. */
+  sameEvaluatorReason: number;
+  /** This many consecutive tool rounds whose observations had all been seen before. */
+  duplicateObservation: number;
+  /** This many decisions within one task without the task queue shrinking. */
+  planStall: number;
+  /** The same parse error (empty reply, malformed or invalid arguments, unknown tool) this many times in a row. */
+  sameParseError: number;
+}
+
+export type NoProgressSignal =
+  | 'repeated_tool_call'
+  | 'unchanged_state'
+  | 'same_evaluator_reason'
+  | 'duplicate_observation'
+  | 'plan_stall'
+  | 'same_parse_error';
+
+/** What a task does when it fails for good: stop the run, or record a warning and go on with the next task. */
+export type TaskFailurePolicy = 'stop' | 'continue';
+
+export interface TaskPlan {
+  id: string;
+  onFailure: TaskFailurePolicy;
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  modelCalls: number;
+  toolCalls: number;
+}
+
+/** Usage of one model call, with its cost already priced by the driver. */
+export interface CallUsage {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+}
+
+/** The model's decision, classified by the driver (tool lookup, policy, argument validation, fingerprints). */
+export type ModelDecision =
+  | { kind: 'final' }
+  | {
+      /** No usable content: an empty reply. `parseError` is a stable key such as `empty_reply`. */
+      kind: 'unparseable';
+      parseError: string;
+    }
+  | {
+      kind: 'tool_calls';
+      calls: number;
+      /** Calls whose arguments were malformed JSON, failed the zod schema, or named an unknown tool. */
+      invalidCalls: number;
+      /** Stable key of the first invalid call's error, for the same-parse-error signal; null when all are valid. */
+      parseError: string | null;
+      /** Calls the policy forbids outright. */
+      deniedCalls: number;
+      /** Calls the policy allows only with a person's approval. */
+      approvalCalls: number;
+      /** Calls to a tool whose circuit breaker is open. */
+      unavailableCalls: number;
+      /** Highest number of times any call's fingerprint has been requested in this run, this one included. */
+      maxRepeatCount: number;
+    };
+
+/** Summary of one tool round, as the driver observed it. */
+export interface ToolRoundSummary {
+  calls: number;
+  failedCalls: number;
+  timedOutCalls: number;
+  /** Side-effecting calls whose outcome cannot be known (timed out, no idempotent lookup). */
+  unknownOutcomeCalls: number;
+  /** True when every observation in this round had been seen before in the run. */
+  allObservationsSeen: boolean;
+  /** True when a tool the current task requires became unavailable (its circuit opened). */
+  requiredToolUnavailable: boolean;
+}
+
+export type ModelFailureKind = 'transient' | 'fatal';
+
+export interface TimedEvent {
+  /** Wall-clock time (ms) at which the driver observed the outcome; the only way time enters the machine. */
+  at: number;
+}
+
+export interface TranscriptEvent extends TimedEvent {
+  /** Estimated input tokens of the next model request if it were built now. */
+  nextRequestTokens: number;
+}
+
+export type LoopEvent =
+  | ({ type: 'run.started' } & TranscriptEvent)
+  | ({
+      type: 'model.responded';
+      usage: CallUsage;
+      decision: ModelDecision;
+      /** Digest of the run's state summary (task, distinct observations, this reply). */
+      stateDigest: string;
+    } & TranscriptEvent)
+  | ({
+      type: 'model.failed';
+      failure: ModelFailureKind;
+      message: string;
+      /** Backoff chosen by the driver's retry policy (full jitter, Retry-After honoured). */
+      retryDelayMs: number;
+    } & TimedEvent)
+  | ({ type: 'tools.completed'; round: ToolRoundSummary } & TranscriptEvent)
+  | ({
+      type: 'evaluation.completed';
+      passed: boolean;
+      reason: string;
+      /** Usage of an LLM judge, when one ran. */
+      usage: CallUsage | null;
+    } & TranscriptEvent)
+  | ({ type: 'backoff.elapsed' } & TimedEvent)
+  | ({ type: 'run.deadlineReached' } & TimedEvent)
+  | ({ type: 'run.cancelRequested'; message: string } & TimedEvent);
+
+export type LoopEventType = LoopEvent['type'];
+
+/** What the next model request must add to the transcript, decided by the machine. */
+export type Feedback =
+  | { kind: 'reflection'; reason: string }
+  | { kind: 'argument_repair' }
+  | { kind: 'parse_error'; parseError: string }
+  | { kind: 'nudge'; signal: NoProgressSignal }
+  | { kind: 'transport_retry' };
+
+export interface TaskCounters {
+  steps: number;
+  transportRetries: number;
+  reflectionRetries: number;
+  argumentRepairs: number;
+}
+
+export interface ProgressState {
+  lastStateDigest: string | null;
+  unchangedStateStreak: number;
+  lastEvaluatorReason: string | null;
+  sameReasonStreak: number;
+  duplicateObservationStreak: number;
+  lastParseError: string | null;
+  sameParseErrorStreak: number;
+  /** The step at which the model was nudged; null when it has not been (reset when a task succeeds). */
+  nudgedAtStep: number | null;
+  /** The signal that fired last, for the stop detail. */
+  lastSignal: NoProgressSignal | null;
+}
+
+export interface StopRecord {
+  reason: StopReason;
+  detail: string;
+}
+
+export interface LoopContext {
+  limits: LoopLimits;
+  noProgress: NoProgressThresholds;
+  tasks: readonly TaskPlan[];
+  taskIndex: number;
+  startedAt: number | null;
+  lastEventAt: number;
+  steps: number;
+  usage: Usage;
+  nextRequestTokens: number;
+  task: TaskCounters;
+  progress: ProgressState;
+  feedback: Feedback | null;
+  retryAt: number | null;
+  /** Why the current task failed for good, while in FAILED. */
+  failure: StopRecord | null;
+  stop: StopRecord | null;
+  completedTasks: number;
+  failedTasks: number;
+}
+
+export interface LoopInput {
+  limits: LoopLimits;
+  noProgress: NoProgressThresholds;
+  tasks: readonly TaskPlan[];
+}
+
+export interface LoopOutput {
+  stopReason: StopReason;
+  status: RunStatus;
+  detail: string;
+  steps: number;
+  usage: Usage;
+  completedTasks: number;
+  failedTasks: number;
+}

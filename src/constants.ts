@@ -1,0 +1,59 @@
+/**
+ * Every default in one place. Start strict and loosen per task (seed 001 §8.2: "先严后松").
+ */
+import type { LoopLimits, NoProgressThresholds } from '../machines/types.js';
+
+export const DEFAULT_LIMITS: Readonly<LoopLimits> = Object.freeze({
+  maxSteps: 10,
+  maxRetries: 2,
+  deadlineMs: 120_000,
+  maxInputTokens: 200_000,
+  maxOutputTokens: 20_000,
+  maxCostUsd: 1,
+  maxParallelTools: 4,
+  maxToolResultBytes: 16_384,
+  maxArgumentRepairs: 1,
+});
+
+export const DEFAULT_NO_PROGRESS: Readonly<NoProgressThresholds> = Object.freeze({
+  repeatedToolCall: 3,
+  unchangedState: 3,
+  sameEvaluatorReason: 2,
+  duplicateObservation: 3,
+  // Above the default maxSteps, so a single-task loop stops for max_steps unless you raise it.
+  planStall: 12,
+  sameParseError: 3,
+});
+
+/** Default per-call tool timeout when a tool does not set its own. */
+export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
+
+/** Consecutive failures after which a tool's circuit breaker opens and the tool is withheld. */
+export const DEFAULT_CIRCUIT_BREAKER_THRESHOLD = 3;
+
+/** Transport backoff: full jitter over base * 2^attempt, capped. */
+export const DEFAULT_BACKOFF = Object.freeze({ baseMs: 500, maxMs: 30_000 });
+
+/** Rough characters per token for pre-call estimates; errs high for English text. */
+export const CHARS_PER_TOKEN_ESTIMATE = 4;
+
+/** USD per million tokens. Override or extend with the `prices` config option. */
+export interface ModelPrice {
+  inputPerMillion: number;
+  outputPerMillion: number;
+}
+
+export const DEFAULT_PRICES: Readonly<Record<string, ModelPrice>> = Object.freeze({
+  'gpt-4.1': { inputPerMillion: 2, outputPerMillion: 8 },
+  'gpt-4.1-mini': { inputPerMillion: 0.4, outputPerMillion: 1.6 },
+  'gpt-4.1-nano': { inputPerMillion: 0.1, outputPerMillion: 0.4 },
+  'gpt-4o': { inputPerMillion: 2.5, outputPerMillion: 10 },
+  'gpt-4o-mini': { inputPerMillion: 0.15, outputPerMillion: 0.6 },
+  'o4-mini': { inputPerMillion: 1.1, outputPerMillion: 4.4 },
+  // The offline scripted model is priced like a small hosted model so cost budgets are exercised offline.
+  scripted: { inputPerMillion: 0.4, outputPerMillion: 1.6 },
+});
+
+/** Marker appended to a tool result cut at maxToolResultBytes. */
+export const TRUNCATION_MARKER = (keptBytes: number, totalBytes: number): string =>
+  `\n[loopstate: tool result truncated: kept ${keptBytes} of ${totalBytes} bytes]`;

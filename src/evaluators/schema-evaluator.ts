@@ -1,0 +1,56 @@
+/**
+ * The schema format layer: a zod schema over the parsed output. zod issues become the reason,
+ * one `path: message` per issue, so the model learns exactly which field to fix.
+ */
+import { z } from 'zod';
+import type { Evaluator, EvaluationInput, EvaluationResult } from './types.js';
+import { parseJsonOutput } from './parse-json-output.js';
+
+/**
+ * Options of `evaluators.schema`.
+ * @example
+ * const options: SchemaEvaluatorOptions = { name: 'order-schema' };
+ */
+export interface SchemaEvaluatorOptions {
+  /** Evaluator name in traces; defaults to `schema`. */
+  name?: string;
+}
+
+/**
+ * Formats zod issues as `path: message`, separated by `; ` (`(root)` for the value itself).
+ * @example
+ * formatZodIssues(z.safeParse(z.object({ a: z.number() }), {}).error!.issues) // 'a: Invalid input: expected number, received undefined'
+ */
+export function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues.map((issue) => `${z.core.toDotPath(issue.path) || '(root)'}: ${issue.message}`).join('; ');
+}
+
+/**
+ * Validates the parsed output with a zod schema; later evaluators receive the schema's output
+ * (defaults and transforms applied). When no format evaluator ran before it (the parsed value is
+ * still the raw output text), the text is parsed as JSON first, tolerating a ```json fence.
+ * @example
+ * evaluators.schema(z.object({ status: z.enum(['shipped', 'pending']), eta: z.number().int() }))
+ */
+export function schemaEvaluator<Schema extends z.core.$ZodType>(schema: Schema, options: SchemaEvaluatorOptions = {}): Evaluator {
+  return {
+    name: options.name ?? 'schema',
+    kind: 'format',
+    async evaluate(input: EvaluationInput): Promise<EvaluationResult> {
+      let value = input.parsed;
+      // Compare with the raw text rather than "is a string": a JSON string literal parsed by
+      // `evaluators.json` is a string too, and must not be parsed a second time.
+      if (typeof value === 'string' && value === input.output) {
+        const outcome = parseJsonOutput(value);
+        if (!outcome.ok) return { passed: false, reason: `output is not valid JSON: ${outcome.error}`, parsed: input.parsed };
+        value = outcome.value;
+      }
+      // Async so that schemas with async refinements work too.
+      const result = await z.safeParseAsync(schema, value);
+      if (!result.success) {
+        return { passed: false, reason: `output does not match the schema: ${formatZodIssues(result.error.issues)}`, parsed: value };
+      }
+      return { passed: true, reason: 'matches the schema', parsed: result.data };
+    },
+  };
+}

@@ -1,0 +1,159 @@
+/**
+ * Classifies the model's raw tool calls before anything runs (DESIGN §4, §7): which tool, whether its
+ * circuit is open, what the policy says, and whether the arguments parse and pass the zod schema.
+ * Every non-ready call carries a stable error `key` (for the same-parse-error signal) and a `message`
+ * written for the model.
+ */
+import type { z } from 'zod';
+import { LoopConfigError } from '../errors.js';
+import type { ToolCallRequest } from '../model/types.js';
+import type { Tool } from './define-tool.js';
+import { checkToolPolicy, type PolicyVerdict, type ToolPolicy } from './policy.js';
+import type { ToolHealth } from './tool-health.js';
+
+/**
+ * How a call was classified; only `ready` calls are run.
+ * @example
+ * const runnable = prepared.filter((call) => call.status === 'ready');
+ */
+export type PreparedCallStatus = 'ready' | 'invalid' | 'denied' | 'needs_approval' | 'unavailable';
+
+/**
+ * One tool call, classified.
+ * @example
+ * const [call] = prepareToolCalls(response.toolCalls, { tools, policy, health });
+ * if (call.status !== 'ready') messages.push({ role: 'tool', toolCallId: call.request.id, content: call.error!.message });
+ */
+export interface PreparedCall {
+  request: ToolCallRequest;
+  /** undefined only when the model named a tool that does not exist. */
+  tool: Tool | undefined;
+  status: PreparedCallStatus;
+  /** The schema's parsed output when the arguments are valid; otherwise the raw parsed JSON, or undefined if it did not parse. */
+  args: unknown;
+  /** null when ready. `key` is stable across repeats of the same mistake; `message` is for the model. */
+  error: { key: string; message: string } | null;
+}
+
+/**
+ * What `prepareToolCalls` needs to know.
+ * @example
+ * const options: PrepareToolCallsOptions = { tools: new Map([[tool.name, tool]]), policy: undefined, health: new ToolHealth() };
+ */
+export interface PrepareToolCallsOptions {
+  tools: ReadonlyMap<string, Tool>;
+  policy: ToolPolicy | undefined;
+  health: ToolHealth;
+}
+
+type ArgumentCheck = { valid: true; args: unknown } | { valid: false; args: unknown; key: string; message: string };
+
+/**
+ * Classifies each call, in order of precedence:
+ * 1. unknown tool → `invalid` (`unknown_tool:<name>`; the message lists the available tools);
+ * 2. circuit open → `unavailable` (nothing else matters while the tool is withheld);
+ * 3. policy `deny` → `denied`, even when the arguments are invalid: a forbidden call is not worth repairing;
+ * 4. malformed JSON or a schema failure → `invalid` (`malformed_arguments:<name>`,
+ *    `invalid_arguments:<name>:<path>`), so the model can fix it;
+ * 5. policy `needs_approval` → `needs_approval`, only once the arguments are valid, so a person is
+ *    never asked to approve a call that could not run;
+ * 6. otherwise `ready`.
+ * The policy's `decide` hook sees the schema's parsed output; when the arguments are invalid only the
+ * access lists are consulted, since the hook is promised well-formed arguments.
+ * @example
+ * const prepared = prepareToolCalls(response.toolCalls, { tools, policy: config.policy, health });
+ * const ready = prepared.filter((call) => call.status === 'ready');
+ */
+export function prepareToolCalls(calls: readonly ToolCallRequest[], options: PrepareToolCallsOptions): PreparedCall[] {
+  return calls.map((request) => prepareToolCall(request, options));
+}
+
+function prepareToolCall(request: ToolCallRequest, { tools, policy, health }: PrepareToolCallsOptions): PreparedCall {
+  const tool = tools.get(request.name);
+  if (!tool) {
+    const parsed = parseJson(request.arguments);
+    const error = { key: `unknown_tool:${request.name}`, message: unknownToolMessage(request.name, tools) };
+    return { request, tool, status: 'invalid', args: parsed.ok ? parsed.value : undefined, error };
+  }
+  const checked = checkArguments(tool, request.arguments);
+  if (health.isOpen(tool.name)) {
+    const message = `Tool ${tool.name} is unavailable: it failed ${health.threshold} or more times in a row. Do not call it again in this run.`;
+    return { request, tool, status: 'unavailable', args: checked.args, error: { key: `tool_unavailable:${tool.name}`, message } };
+  }
+  const verdict: PolicyVerdict = checked.valid
+    ? checkToolPolicy(policy, tool, checked.args)
+    : checkToolPolicy(policy && { allow: policy.allow, requireApproval: policy.requireApproval }, tool, checked.args);
+  if (verdict === 'deny') {
+    const message = `Tool ${tool.name} is not permitted by the tool policy (access: ${tool.access}). Do not call it again; continue without it.`;
+    return { request, tool, status: 'denied', args: checked.args, error: { key: `permission_denied:${tool.name}`, message } };
+  }
+  if (!checked.valid) {
+    return { request, tool, status: 'invalid', args: checked.args, error: { key: checked.key, message: checked.message } };
+  }
+  if (verdict === 'needs_approval') {
+    const message = `Tool ${tool.name} needs a person's approval (access: ${tool.access}); the call is on hold until it is approved.`;
+    return { request, tool, status: 'needs_approval', args: checked.args, error: { key: `needs_approval:${tool.name}`, message } };
+  }
+  return { request, tool, status: 'ready', args: checked.args, error: null };
+}
+
+function unknownToolMessage(name: string, tools: ReadonlyMap<string, Tool>): string {
+  const available = [...tools.keys()];
+  return available.length === 0
+    ? `Unknown tool "${name}". No tools are available; answer without calling tools.`
+    : `Unknown tool "${name}". Available tools: ${available.join(', ')}.`;
+}
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  // Some OpenAI-compatible servers send an empty string for a call without arguments.
+  if (text.trim() === '') return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch (error) {
+    return { ok: false, message: (error as Error).message };
+  }
+}
+
+function checkArguments(tool: Tool, text: string): ArgumentCheck {
+  const parsed = parseJson(text);
+  if (!parsed.ok) {
+    return {
+      valid: false,
+      args: undefined,
+      key: `malformed_arguments:${tool.name}`,
+      message: `Tool ${tool.name} was called with arguments that are not valid JSON (${parsed.message}). Send the arguments as one JSON object matching the tool's schema.`,
+    };
+  }
+  let result: z.ZodSafeParseResult<unknown>;
+  try {
+    result = tool.input.safeParse(parsed.value);
+  } catch (error) {
+    // An async refinement (or a throwing one) is a bug in the tool, which the model cannot repair.
+    throw new LoopConfigError({
+      issues: [{ path: `tools.${tool.name}.input`, message: `could not validate arguments synchronously: ${(error as Error).message}` }],
+      cause: error,
+    });
+  }
+  if (result.success) return { valid: true, args: result.data };
+  const [firstIssue] = result.error.issues;
+  return {
+    valid: false,
+    args: parsed.value,
+    key: `invalid_arguments:${tool.name}:${issuePath(firstIssue?.path ?? [])}`,
+    message: `Tool ${tool.name} was called with invalid arguments:\n${formatIssues(result.error.issues)}\nFix these fields and call it again.`,
+  };
+}
+
+/** Dotted path of a zod issue; `(root)` for the arguments object itself. */
+function issuePath(path: readonly PropertyKey[]): string {
+  return path.length === 0 ? '(root)' : path.map(String).join('.');
+}
+
+/**
+ * One line per zod issue, `path: message`, e.g. `- order_id: Invalid string: must match pattern /^O-\d+$/`.
+ * @example
+ * formatIssues(schema.safeParse(args).error!.issues) // '- qty: Too small: expected number to be >=1'
+ */
+export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues.map((issue) => `- ${issuePath(issue.path)}: ${issue.message}`).join('\n');
+}

@@ -1,0 +1,107 @@
+/**
+ * Per-tool health (DESIGN §7): success rate, latency and consecutive failures, with a circuit breaker
+ * that withholds a tool after N failures in a row. One instance lives as long as the run (or longer,
+ * when runs share it).
+ */
+import { DEFAULT_CIRCUIT_BREAKER_THRESHOLD } from '../constants.js';
+import { LoopConfigError } from '../errors.js';
+
+/**
+ * One tool's health, as a plain object (safe to log or persist).
+ * @example
+ * const stats: ToolHealthStats = health.snapshot().get_order_status;
+ * if (stats.successRate < 0.5) console.warn('flaky tool');
+ */
+export interface ToolHealthStats {
+  calls: number;
+  successes: number;
+  failures: number;
+  consecutiveFailures: number;
+  /** successes / calls (a tool appears only after its first call, so calls > 0). */
+  successRate: number;
+  meanLatencyMs: number;
+  circuitOpen: boolean;
+}
+
+// A broken clock must not poison the mean with NaN or negative time.
+const sanitizeLatency = (latencyMs: number): number => (Number.isFinite(latencyMs) && latencyMs > 0 ? latencyMs : 0);
+
+interface Counters {
+  calls: number;
+  successes: number;
+  failures: number;
+  consecutiveFailures: number;
+  totalLatencyMs: number;
+}
+
+/**
+ * Tracks how each tool has fared and opens its circuit after `threshold` consecutive failures;
+ * a success closes it again.
+ * @example
+ * const health = new ToolHealth({ threshold: 3 });
+ * health.recordFailure('search', 120);
+ * health.isOpen('search'); // false until three failures in a row
+ */
+export class ToolHealth {
+  readonly threshold: number;
+  readonly #counters = new Map<string, Counters>();
+
+  constructor(options: { threshold?: number } = {}) {
+    const threshold = options.threshold ?? DEFAULT_CIRCUIT_BREAKER_THRESHOLD;
+    if (!Number.isInteger(threshold) || threshold < 1) {
+      throw new LoopConfigError({ issues: [{ path: 'threshold', message: `must be a positive integer, got ${String(threshold)}` }] });
+    }
+    this.threshold = threshold;
+  }
+
+  /** Records a call that returned a usable result; closes the tool's circuit. */
+  recordSuccess(name: string, latencyMs: number): void {
+    const counters = this.#countersOf(name);
+    counters.calls += 1;
+    counters.successes += 1;
+    counters.consecutiveFailures = 0;
+    counters.totalLatencyMs += sanitizeLatency(latencyMs);
+  }
+
+  /** Records a call that failed, timed out or whose outcome is unknown. */
+  recordFailure(name: string, latencyMs: number): void {
+    const counters = this.#countersOf(name);
+    counters.calls += 1;
+    counters.failures += 1;
+    counters.consecutiveFailures += 1;
+    counters.totalLatencyMs += sanitizeLatency(latencyMs);
+  }
+
+  /** True while the tool has failed `threshold` or more times in a row; it should be withheld. */
+  isOpen(name: string): boolean {
+    return (this.#counters.get(name)?.consecutiveFailures ?? 0) >= this.threshold;
+  }
+
+  /** Every tool that has been called, by name. */
+  snapshot(): Record<string, ToolHealthStats> {
+    // fromEntries defines own properties, so a tool named `__proto__` cannot touch the prototype.
+    return Object.fromEntries(
+      [...this.#counters].map(([name, counters]): [string, ToolHealthStats] => [
+        name,
+        {
+          calls: counters.calls,
+          successes: counters.successes,
+          failures: counters.failures,
+          consecutiveFailures: counters.consecutiveFailures,
+          successRate: counters.successes / counters.calls,
+          meanLatencyMs: counters.totalLatencyMs / counters.calls,
+          circuitOpen: counters.consecutiveFailures >= this.threshold,
+        },
+      ]),
+    );
+  }
+
+  #countersOf(name: string): Counters {
+    let counters = this.#counters.get(name);
+    if (!counters) {
+      counters = { calls: 0, successes: 0, failures: 0, consecutiveFailures: 0, totalLatencyMs: 0 };
+      this.#counters.set(name, counters);
+    }
+    return counters;
+  }
+}

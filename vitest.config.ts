@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['machines/**/*.test.ts', 'guards/**/*.test.ts', 'actions/**/*.test.ts', 'src/**/*.test.ts', 'test/**/*.test.ts'],
+    // Two cores: keep the pool small so heavy model-based exploration does not starve the rest.
+    pool: 'threads',
+    maxWorkers: 2,
+    testTimeout: 20_000,
+  },
+});
