@@ -84,7 +84,6 @@ function advanceTask(context: LoopContext): Partial<LoopContext> {
     // The plan shrank: streaks and the nudge start over for the next task.
     progress: { ...FRESH_PROGRESS, lastStateDigest: context.progress.lastStateDigest },
     feedback: null,
-    failure: null,
   };
 }
 

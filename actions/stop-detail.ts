@@ -10,7 +10,7 @@ export function describeStop(
   const { limits, usage } = context;
   switch (reason) {
     case 'completed':
-      return `all ${context.tasks.length} task(s) passed evaluation`;
+      return `${context.completedTasks} of ${context.tasks.length} task(s) passed evaluation`;
     case 'max_steps':
       return `reached maxSteps (${limits.maxSteps}) before the task passed evaluation`;
     case 'deadline_exceeded':

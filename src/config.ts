@@ -1,0 +1,223 @@
+/**
+ * `createLoop` config: validated with zod before anything runs (STYLE §6). Bad config throws
+ * `LoopConfigError` naming each bad field's path and what was expected.
+ */
+import { z } from 'zod';
+import { DEFAULT_BACKOFF, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
+import { LoopConfigError, type ConfigIssue } from './errors.js';
+import { validateEvaluators, type Evaluator } from './evaluators/index.js';
+import { systemClock, type Clock } from './runtime/clock.js';
+import type { BackoffOptions } from './runtime/retry-policy.js';
+import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../machines/types.js';
+import type { Model } from './model/types.js';
+import type { Tool, ToolPolicy } from './tools/index.js';
+import type { TraceOptions } from './trace/trace-event.js';
+
+/** What a task prompt may be built from: the run's goal and the outputs of the tasks before it. */
+export interface TaskPromptContext {
+  goal: string;
+  outputs: Readonly<Record<string, unknown>>;
+}
+
+export interface TaskConfig {
+  id: string;
+  prompt: string | ((context: TaskPromptContext) => string);
+  /** This task's evaluators; defaults to the loop's `evaluate`. */
+  evaluate?: readonly Evaluator[];
+  /** Tools the task cannot do without: if one becomes unavailable the run stops with `tool_unavailable`. */
+  requires?: readonly string[];
+  /** `stop` (default) ends the run when the task fails for good; `continue` records a warning and goes on. */
+  onFailure?: TaskFailurePolicy;
+}
+
+export interface LoopConfig {
+  model: Model;
+  instructions?: string;
+  tools?: readonly Tool[];
+  evaluate?: readonly Evaluator[];
+  tasks?: readonly TaskConfig[];
+  limits?: Partial<LoopLimits>;
+  noProgress?: Partial<NoProgressThresholds>;
+  policy?: ToolPolicy;
+  /** USD per million tokens by model id, merged over the defaults. */
+  prices?: Readonly<Record<string, ModelPrice>>;
+  trace?: TraceOptions | false;
+  retry?: Partial<BackoffOptions>;
+  /** Injected time source; tests pass a virtual clock. */
+  clock?: Clock;
+  /** Injected [0, 1) source for backoff jitter; tests pass a seeded one. */
+  random?: () => number;
+  /** Run id generator when `run()` is not given one. */
+  generateRunId?: () => string;
+}
+
+export interface ResolvedConfig {
+  model: Model;
+  instructions: string;
+  tools: ReadonlyMap<string, Tool>;
+  evaluate: readonly Evaluator[];
+  tasks: readonly TaskConfig[] | null;
+  limits: LoopLimits;
+  noProgress: NoProgressThresholds;
+  policy: ToolPolicy | undefined;
+  prices: Readonly<Record<string, ModelPrice>>;
+  trace: { inMemory: boolean; onEvent: ((event: import('./trace/trace-event.js').TraceEvent) => void) | undefined };
+  backoff: BackoffOptions;
+  clock: Clock;
+  random: () => number;
+  generateRunId: () => string;
+}
+
+const isFunction = (value: unknown): value is (...args: never[]) => unknown => typeof value === 'function';
+const fn = (expected: string) => z.custom<(...args: never[]) => unknown>(isFunction, { message: `expected ${expected}` });
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().min(0);
+
+const modelSchema = z.custom<Model>(
+  (value) => typeof value === 'object' && value !== null && typeof (value as Model).id === 'string' && isFunction((value as Model).generate),
+  { message: 'expected a Model: an object with a string `id` and a `generate(request)` method (e.g. scriptedModel([...]))' },
+);
+const toolSchema = z.custom<Tool>(
+  (value) => typeof value === 'object' && value !== null && typeof (value as Tool).name === 'string' && isFunction((value as Tool).execute) && typeof (value as Tool).spec === 'object',
+  { message: 'expected a tool made with defineTool({...})' },
+);
+const evaluatorSchema = z.custom<Evaluator>(
+  (value) => typeof value === 'object' && value !== null && typeof (value as Evaluator).name === 'string' && isFunction((value as Evaluator).evaluate),
+  { message: 'expected an evaluator, e.g. evaluators.json() or evaluators.rule(...)' },
+);
+const accessSchema = z.enum(['read', 'write', 'destructive']);
+
+const limitsSchema = z
+  .object({
+    maxSteps: positiveInt,
+    maxRetries: nonNegativeInt,
+    deadlineMs: positiveInt,
+    maxInputTokens: positiveInt,
+    maxOutputTokens: positiveInt,
+    maxCostUsd: z.number().positive(),
+    maxParallelTools: positiveInt,
+    // Below this a truncation marker would not fit.
+    maxToolResultBytes: z.number().int().min(128),
+    maxArgumentRepairs: nonNegativeInt,
+  })
+  .partial()
+  .strict();
+
+const noProgressSchema = z
+  .object({
+    repeatedToolCall: z.number().int().min(2),
+    unchangedState: positiveInt,
+    sameEvaluatorReason: positiveInt,
+    duplicateObservation: positiveInt,
+    planStall: positiveInt,
+    sameParseError: positiveInt,
+  })
+  .partial()
+  .strict();
+
+const taskSchema = z
+  .object({
+    id: z.string().min(1),
+    prompt: z.union([z.string().min(1), fn('a function (context) => string')]),
+    evaluate: z.array(evaluatorSchema).optional(),
+    requires: z.array(z.string().min(1)).optional(),
+    onFailure: z.enum(['stop', 'continue']).optional(),
+  })
+  .strict();
+
+const configSchema = z
+  .object({
+    model: modelSchema,
+    instructions: z.string().optional(),
+    tools: z.array(toolSchema).optional(),
+    evaluate: z.array(evaluatorSchema).optional(),
+    tasks: z.array(taskSchema).min(1).optional(),
+    limits: limitsSchema.optional(),
+    noProgress: noProgressSchema.optional(),
+    policy: z
+      .object({ allow: z.array(accessSchema).optional(), requireApproval: z.array(accessSchema).optional(), decide: fn('a function ({ tool, args }) => verdict').optional() })
+      .strict()
+      .optional(),
+    prices: z.record(z.string(), z.object({ inputPerMillion: z.number().min(0), outputPerMillion: z.number().min(0) }).strict()).optional(),
+    trace: z.union([z.literal(false), z.object({ inMemory: z.boolean().optional(), onEvent: fn('a function (event) => void').optional() }).strict()]).optional(),
+    retry: z.object({ baseMs: positiveInt, maxMs: positiveInt }).partial().strict().optional(),
+    clock: z.custom<Clock>((value) => typeof value === 'object' && value !== null && isFunction((value as Clock).now) && isFunction((value as Clock).sleep) && isFunction((value as Clock).setTimer), { message: 'expected a Clock with now(), sleep(ms, signal) and setTimer(ms, callback)' }).optional(),
+    random: fn('a function returning a number in [0, 1)').optional(),
+    generateRunId: fn('a function returning a string').optional(),
+  })
+  .strict()
+  .superRefine((config, context) => {
+    const seen = new Set<string>();
+    config.tools?.forEach((tool, index) => {
+      if (seen.has(tool.name)) context.addIssue({ code: 'custom', path: ['tools', index, 'name'], message: `duplicate tool name "${tool.name}"` });
+      seen.add(tool.name);
+    });
+    const taskIds = new Set<string>();
+    config.tasks?.forEach((task, index) => {
+      if (taskIds.has(task.id)) context.addIssue({ code: 'custom', path: ['tasks', index, 'id'], message: `duplicate task id "${task.id}"` });
+      taskIds.add(task.id);
+      task.requires?.forEach((name, requireIndex) => {
+        if (!seen.has(name)) context.addIssue({ code: 'custom', path: ['tasks', index, 'requires', requireIndex], message: `unknown tool "${name}"; known: ${[...seen].join(', ') || '(none)'}` });
+      });
+    });
+  });
+
+/** Evaluator lists are checked by their own module; its paths are relative to the list. */
+function evaluatorIssues(config: z.infer<typeof configSchema>): ConfigIssue[] {
+  const lists: [string, readonly Evaluator[] | undefined][] = [
+    ['evaluate', config.evaluate],
+    ...(config.tasks ?? []).map((task, index): [string, readonly Evaluator[] | undefined] => [`tasks[${index}].evaluate`, task.evaluate]),
+  ];
+  return lists.flatMap(([prefix, list]) => validateEvaluators(list ?? []).map((issue) => ({ path: `${prefix}${issue.path}`, message: issue.message })));
+}
+
+export function toConfigIssues(error: z.ZodError): ConfigIssue[] {
+  return error.issues.map((issue) => ({ path: z.core.toDotPath(issue.path), message: issue.message }));
+}
+
+let runCounter = 0;
+const defaultRunId = () => `run_${Date.now().toString(36)}_${(runCounter++).toString(36)}`;
+
+export function resolveConfig(input: unknown): ResolvedConfig {
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) throw new LoopConfigError({ issues: toConfigIssues(parsed.error), cause: parsed.error });
+  const config = parsed.data;
+  const issues = evaluatorIssues(config);
+  if (issues.length > 0) throw new LoopConfigError({ issues });
+  return {
+    model: config.model,
+    instructions: config.instructions ?? '',
+    tools: new Map((config.tools ?? []).map((tool) => [tool.name, tool])),
+    evaluate: config.evaluate ?? [],
+    tasks: (config.tasks as TaskConfig[] | undefined) ?? null,
+    limits: { ...DEFAULT_LIMITS, ...config.limits },
+    noProgress: { ...DEFAULT_NO_PROGRESS, ...config.noProgress },
+    policy: config.policy as ToolPolicy | undefined,
+    prices: { ...DEFAULT_PRICES, ...config.prices },
+    trace: config.trace === false ? { inMemory: false, onEvent: undefined } : { inMemory: config.trace?.inMemory ?? true, onEvent: config.trace?.onEvent as ResolvedConfig['trace']['onEvent'] },
+    backoff: { ...DEFAULT_BACKOFF, ...config.retry },
+    clock: config.clock ?? systemClock,
+    random: (config.random as (() => number) | undefined) ?? Math.random,
+    generateRunId: (config.generateRunId as (() => string) | undefined) ?? defaultRunId,
+  };
+}
+
+const runInputSchema = z
+  .object({
+    goal: z.string().trim().min(1, 'expected a non-empty goal'),
+    runId: z.string().min(1).max(200).optional(),
+    signal: z.custom<AbortSignal>((value) => value instanceof AbortSignal, { message: 'expected an AbortSignal' }).optional(),
+  })
+  .strict();
+
+export interface RunInput {
+  goal: string;
+  runId?: string;
+  signal?: AbortSignal;
+}
+
+export function validateRunInput(input: unknown): RunInput {
+  const parsed = runInputSchema.safeParse(input);
+  if (!parsed.success) throw new LoopConfigError({ issues: toConfigIssues(parsed.error), cause: parsed.error });
+  return parsed.data;
+}

@@ -1,0 +1,18 @@
+/**
+ * loopstate: bounded LLM agent loops as explicit XState v5 statecharts.
+ * Public API only; test doubles live in `loopstate/testing`.
+ */
+export { createLoop, type Loop } from './loop.js';
+export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput } from './config.js';
+export type { RunResult, PendingApproval } from './runtime/run-result.js';
+export { defineTool, checkToolPolicy, ToolHealth } from './tools/index.js';
+export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyVerdict, OutcomeLookup, ToolHealthStats } from './tools/index.js';
+export { evaluators, runEvaluators } from './evaluators/index.js';
+export type { Evaluator, EvaluationInput, EvaluationResult, EvaluationSummary } from './evaluators/index.js';
+export type { Model, ModelRequest, ModelResponse, ModelUsage, Message, ToolSpec, ToolCallRequest } from './model/types.js';
+export { LoopstateError, LoopConfigError, ModelCallError, ScriptExhaustedError, type ConfigIssue, type ModelErrorKind } from './errors.js';
+export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
+export { systemClock, type Clock } from './runtime/clock.js';
+export type { TraceEvent, TraceOptions } from './trace/trace-event.js';
+export { loopMachine, getPendingEffect, STOP_REASONS } from '../machines/index.js';
+export type { StopReason, RunStatus, Usage, LoopLimits, NoProgressThresholds, NoProgressSignal, LoopEvent, PendingEffect } from '../machines/index.js';

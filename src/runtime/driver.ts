@@ -1,0 +1,143 @@
+/**
+ * The driver: runs the loop machine as an actor, performs the effect each resting state
+ * requests, and sends the outcome back as an event (DESIGN §12). All I/O, time and
+ * randomness live here; the machine stays a pure function of its events.
+ */
+import { createActor, type Actor } from 'xstate';
+import { getPendingEffect, loopMachine, type LoopMachine, type LoopSnapshot, type PendingEffect } from '../../machines/index.js';
+import type { LoopEvent, TaskPlan } from '../../machines/types.js';
+import type { ResolvedConfig, RunInput } from '../config.js';
+import type { ToolHealth } from '../tools/index.js';
+import { summarize } from '../trace/trace-event.js';
+import { performEvaluation } from './evaluation-step.js';
+import { interruptionOf, RunInterruption, untilAborted } from './interruption.js';
+import { performModelCall } from './model-step.js';
+import type { RunResult } from './run-result.js';
+import { RunSession } from './run-session.js';
+import { performToolRound } from './tool-step.js';
+
+function stateName(snapshot: LoopSnapshot): string {
+  const value = snapshot.value;
+  if (typeof value === 'string') return value;
+  const [parent, child] = Object.entries(value)[0] ?? ['?', '?'];
+  return `${parent}.${String(child)}`;
+}
+
+export async function driveRun(config: ResolvedConfig, health: ToolHealth, input: RunInput): Promise<RunResult> {
+  const { clock } = config;
+  const runId = input.runId ?? config.generateRunId();
+  const controller = new AbortController();
+  const onUserAbort = () => controller.abort(new RunInterruption('cancelled', summarize(input.signal?.reason ?? 'cancelled')));
+  input.signal?.addEventListener('abort', onUserAbort, { once: true });
+  const cancelDeadline = clock.setTimer(config.limits.deadlineMs, () =>
+    controller.abort(new RunInterruption('deadline', `deadline of ${config.limits.deadlineMs} ms reached`)),
+  );
+  const session = new RunSession(config, runId, input.goal, controller.signal);
+  const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
+  const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks } });
+  actor.start();
+  const startedAt = clock.now();
+  if (config.prices[config.model.id] === undefined) {
+    session.warn(`no price for model "${config.model.id}": its cost counts as $0, so maxCostUsd cannot stop it; add it to \`prices\``, startedAt);
+  }
+  session.beginTask(0);
+  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: tasks.map((task) => task.id), modelId: config.model.id });
+  send(actor, session, { type: 'run.started', at: startedAt, nextRequestTokens: session.transcript.estimateTokens() });
+  if (input.signal?.aborted) onUserAbort();
+  try {
+    for (;;) {
+      const snapshot = actor.getSnapshot();
+      const effect = getPendingEffect(snapshot);
+      if (effect.kind === 'done') break;
+      send(actor, session, await perform(effect, snapshot, session, health));
+    }
+  } finally {
+    cancelDeadline();
+    input.signal?.removeEventListener('abort', onUserAbort);
+    actor.stop();
+  }
+  return buildResult(session, actor.getSnapshot());
+}
+
+async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapshot: LoopSnapshot, session: RunSession, health: ToolHealth): Promise<LoopEvent> {
+  const { clock } = session.config;
+  if (session.signal.aborted) return interruptionEvent(session);
+  try {
+    switch (effect.kind) {
+      case 'start':
+        throw new Error('the loop machine is waiting for run.started after the driver started it');
+      case 'callModel':
+        if (effect.taskIndex !== session.taskIndex) session.beginTask(effect.taskIndex);
+        return await performModelCall(session, health, snapshot.context, effect.feedback);
+      case 'runTools':
+        return await performToolRound(session, health, snapshot.context);
+      case 'evaluate':
+        return await performEvaluation(session);
+      case 'sleep':
+        await untilAborted(clock.sleep(Math.max(0, effect.until - clock.now()), session.signal), session.signal);
+        return { type: 'backoff.elapsed', at: clock.now() };
+    }
+  } catch (error) {
+    if (session.signal.aborted) return interruptionEvent(session);
+    throw error;
+  }
+}
+
+function interruptionEvent(session: RunSession): LoopEvent {
+  const interruption = interruptionOf(session.signal);
+  const at = session.config.clock.now();
+  return interruption.kind === 'deadline'
+    ? { type: 'run.deadlineReached', at }
+    : { type: 'run.cancelRequested', at, message: interruption.message };
+}
+
+function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): void {
+  const before = actor.getSnapshot();
+  actor.send(event);
+  const after = actor.getSnapshot();
+  session.record({ type: 'transition', runId: session.runId, at: event.at, event: event.type, from: stateName(before), to: stateName(after) });
+  noteWarnings(session, before.context, after.context, event.at);
+}
+
+/** Nudges and skipped tasks are decisions of the machine the caller should hear about. */
+function noteWarnings(session: RunSession, before: LoopSnapshot['context'], after: LoopSnapshot['context'], at: number): void {
+  if (after.progress.nudgedAtStep !== null && before.progress.nudgedAtStep !== after.progress.nudgedAtStep) {
+    session.warn(`no-progress nudge at step ${after.steps}: ${after.progress.lastSignal}`, at);
+  }
+  if (after.failedTasks > before.failedTasks) {
+    const task = session.tasks[before.taskIndex];
+    session.warn(`task ${task?.id ?? before.taskIndex} failed (${after.failure?.reason}: ${after.failure?.detail}) and was skipped (onFailure: continue)`, at);
+  }
+}
+
+function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
+  const output = snapshot.output;
+  if (output === undefined) throw new Error('the loop machine stopped without an output');
+  const completed = output.stopReason === 'completed';
+  const lastTask = session.tasks[session.tasks.length - 1];
+  const evaluated = lastTask !== undefined && lastTask.id in session.taskOutputs ? session.taskOutputs[lastTask.id] : undefined;
+  let result: unknown = completed ? evaluated : (session.lastReply ?? null);
+  if (!completed && result !== null) {
+    session.warn(`partial output: the run stopped (${output.stopReason}) before the last reply passed evaluation`, session.config.clock.now());
+  }
+  if (result === undefined) result = null;
+  const at = session.config.clock.now();
+  session.record({ type: 'run-end', runId: session.runId, at, status: output.status, stopReason: output.stopReason, detail: output.detail, usage: output.usage, steps: output.steps });
+  const fatal = output.stopReason === 'fatal_error' ? session.fatalError : null;
+  return {
+    runId: session.runId,
+    status: output.status,
+    stopReason: output.stopReason,
+    detail: output.detail,
+    output: result,
+    taskOutputs: session.taskOutputs,
+    warnings: session.warnings,
+    usage: output.usage,
+    steps: output.steps,
+    trace: session.trace,
+    pendingApprovals: output.stopReason === 'needs_human'
+      ? session.pendingCalls.filter((call) => call.status === 'needs_approval').map((call) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
+      : [],
+    ...(fatal ? { error: { name: fatal.name, message: fatal.message, ...('code' in fatal && typeof fatal.code === 'string' ? { code: fatal.code } : {}) } } : {}),
+  };
+}

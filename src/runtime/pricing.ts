@@ -1,0 +1,12 @@
+/** Cost of a call from its usage and the per-model price table (USD per million tokens). */
+import type { ModelPrice } from '../constants.js';
+import type { ModelUsage } from '../model/types.js';
+
+export function priceOf(prices: Readonly<Record<string, ModelPrice>>, modelId: string): ModelPrice | undefined {
+  return prices[modelId];
+}
+
+export function costOf(price: ModelPrice | undefined, usage: ModelUsage): number {
+  if (price === undefined) return 0;
+  return (usage.inputTokens * price.inputPerMillion + usage.outputTokens * price.outputPerMillion) / 1_000_000;
+}

@@ -1,0 +1,30 @@
+/** What `loop.run()` returns: always a named stop reason, never only `failed = true` (DESIGN §3). */
+import type { RunStatus, StopReason, Usage } from '../../machines/types.js';
+import type { TraceEvent } from '../trace/trace-event.js';
+
+/** A tool call that stopped the run because it needs a person's approval. */
+export interface PendingApproval {
+  callId: string;
+  tool: string;
+  args: unknown;
+}
+
+export interface RunResult {
+  runId: string;
+  status: RunStatus;
+  stopReason: StopReason;
+  /** Why it stopped, in words: which budget, which signal, which error. */
+  detail: string;
+  /** The evaluated output of the last task when completed; otherwise the best partial output (or null). */
+  output: unknown;
+  /** Evaluated outputs of the tasks that passed, by task id. */
+  taskOutputs: Record<string, unknown>;
+  warnings: string[];
+  usage: Usage;
+  steps: number;
+  trace: TraceEvent[];
+  /** Tool calls awaiting approval when the run stopped with `needs_human`. */
+  pendingApprovals: PendingApproval[];
+  /** The underlying error when the run stopped with `fatal_error`. */
+  error?: { name: string; message: string; code?: string };
+}

@@ -1,0 +1,46 @@
+/** The `runTools` effect: run the decision's ready calls and summarise the round for the machine. */
+import { createHash } from 'node:crypto';
+import type { LoopContext, LoopEvent } from '../../machines/types.js';
+import { runToolRound, type ToolHealth } from '../tools/index.js';
+import type { RunSession } from './run-session.js';
+
+/** Short content hash naming an observation in traces without copying its content. */
+function observationId(content: string): string {
+  return createHash('sha1').update(content).digest('hex').slice(0, 12);
+}
+
+export async function performToolRound(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
+  const { config } = session;
+  const ready = session.pendingCalls.filter((call) => call.status === 'ready');
+  session.pendingCalls = [];
+  const { maxParallelTools, maxToolResultBytes } = context.limits;
+  if (ready.length > maxParallelTools) {
+    session.warn(`step ${context.steps}: the model requested ${ready.length} tool calls; ran at most ${maxParallelTools} at a time`, config.clock.now());
+  }
+  const outcomes = await runToolRound(ready, {
+    runId: session.runId, stepId: String(context.steps), maxParallel: maxParallelTools, maxResultBytes: maxToolResultBytes,
+    signal: session.signal, health, now: () => config.clock.now(),
+  });
+  if (session.signal.aborted) throw session.signal.reason;
+  const at = config.clock.now();
+  let allObservationsSeen = outcomes.length > 0;
+  let failedCalls = 0, timedOutCalls = 0, unknownOutcomeCalls = 0;
+  for (const outcome of outcomes) {
+    session.transcript.append({ role: 'tool', toolCallId: outcome.callId, content: outcome.content });
+    const seen = session.progress.observe(outcome.content);
+    allObservationsSeen &&= seen;
+    if (outcome.status === 'error') failedCalls++;
+    else if (outcome.status === 'timeout') timedOutCalls++;
+    else if (outcome.status === 'unknown_outcome') unknownOutcomeCalls++;
+    if (outcome.truncated) session.warn(`tool ${outcome.name} (${outcome.callId}): result cut from ${outcome.bytes} to ${maxToolResultBytes} bytes`, at);
+    session.record({
+      type: 'tool-end', runId: session.runId, at, taskId: session.task.id, callId: outcome.callId, name: outcome.name, status: outcome.status,
+      observationId: observationId(outcome.content), bytes: outcome.bytes, truncated: outcome.truncated, latencyMs: outcome.durationMs,
+    });
+  }
+  const requiredToolUnavailable = (session.task.requires ?? []).some((name) => health.isOpen(name));
+  return {
+    type: 'tools.completed', at, nextRequestTokens: session.transcript.estimateTokens(),
+    round: { calls: outcomes.length, failedCalls, timedOutCalls, unknownOutcomeCalls, allObservationsSeen, requiredToolUnavailable },
+  };
+}
