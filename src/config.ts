@@ -11,7 +11,7 @@ import type { BackoffOptions } from './runtime/retry-policy.js';
 import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../machines/types.js';
 import type { Model } from './model/types.js';
 import type { Tool, ToolPolicy } from './tools/index.js';
-import type { TraceOptions } from './trace/trace-event.js';
+import type { TraceEvent, TraceOptions } from './trace/trace-event.js';
 
 /** What a task prompt may be built from: the run's goal and the outputs of the tasks before it. */
 export interface TaskPromptContext {
@@ -61,7 +61,7 @@ export interface ResolvedConfig {
   noProgress: NoProgressThresholds;
   policy: ToolPolicy | undefined;
   prices: Readonly<Record<string, ModelPrice>>;
-  trace: { inMemory: boolean; onEvent: ((event: import('./trace/trace-event.js').TraceEvent) => void) | undefined };
+  trace: { inMemory: boolean; onEvent: ((event: TraceEvent) => void) | undefined };
   backoff: BackoffOptions;
   clock: Clock;
   random: () => number;

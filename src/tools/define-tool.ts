@@ -83,6 +83,8 @@ export interface Tool {
   readonly spec: ToolSpec;
 }
 
+const MAX_TIMER_MS = 2_147_483_647;
+
 const isFunction = (value: unknown): boolean => typeof value === 'function';
 
 const toolDefinitionSchema = z.object({
@@ -92,7 +94,8 @@ const toolDefinitionSchema = z.object({
   description: z.string().trim().min(1, 'must not be empty'),
   input: z.custom<z.ZodType>((value) => value instanceof z.ZodType, 'must be a zod 4 schema, e.g. z.object({...})'),
   access: z.enum(TOOL_ACCESS_LEVELS as [ToolAccess, ...ToolAccess[]]),
-  timeoutMs: z.number().int().positive().optional(),
+  // Node fires longer timers at once (with a warning), which would time every call out.
+  timeoutMs: z.number().int().positive().max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} (the longest timer Node supports)`).optional(),
   idempotent: z.boolean().optional(),
   execute: z.custom<unknown>(isFunction, 'must be a function'),
   checkOutcome: z.custom<unknown>(isFunction, 'must be a function').optional(),

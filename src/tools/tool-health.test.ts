@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CIRCUIT_BREAKER_THRESHOLD } from '../constants.js';
+import { LoopConfigError } from '../errors.js';
+import { ToolHealth } from './tool-health.js';
+
+describe('ToolHealth', () => {
+  it('starts empty with closed circuits', () => {
+    const health = new ToolHealth();
+    expect(health.snapshot()).toEqual({});
+    expect(health.isOpen('search')).toBe(false);
+    expect(health.threshold).toBe(DEFAULT_CIRCUIT_BREAKER_THRESHOLD);
+  });
+
+  it('counts calls, successes, failures, success rate and mean latency per tool', () => {
+    const health = new ToolHealth();
+    health.recordSuccess('search', 100);
+    health.recordFailure('search', 300);
+    health.recordSuccess('search', 200);
+    health.recordSuccess('fetch', 10);
+    expect(health.snapshot()).toEqual({
+      search: { calls: 3, successes: 2, failures: 1, consecutiveFailures: 0, successRate: 2 / 3, meanLatencyMs: 200, circuitOpen: false },
+      fetch: { calls: 1, successes: 1, failures: 0, consecutiveFailures: 0, successRate: 1, meanLatencyMs: 10, circuitOpen: false },
+    });
+  });
+
+  it('opens the circuit after the default threshold of consecutive failures', () => {
+    const health = new ToolHealth();
+    for (let failure = 1; failure < DEFAULT_CIRCUIT_BREAKER_THRESHOLD; failure += 1) {
+      health.recordFailure('search', 1);
+      expect(health.isOpen('search')).toBe(false);
+    }
+    health.recordFailure('search', 1);
+    expect(health.isOpen('search')).toBe(true);
+    expect(health.snapshot().search).toMatchObject({ consecutiveFailures: DEFAULT_CIRCUIT_BREAKER_THRESHOLD, circuitOpen: true });
+    expect(health.isOpen('fetch')).toBe(false);
+  });
+
+  it('closes the circuit on a success and needs a full new streak to reopen', () => {
+    const health = new ToolHealth({ threshold: 2 });
+    health.recordFailure('search', 1);
+    health.recordFailure('search', 1);
+    expect(health.isOpen('search')).toBe(true);
+    health.recordSuccess('search', 1);
+    expect(health.isOpen('search')).toBe(false);
+    health.recordFailure('search', 1);
+    expect(health.isOpen('search')).toBe(false);
+    health.recordFailure('search', 1);
+    expect(health.isOpen('search')).toBe(true);
+    expect(health.snapshot().search).toMatchObject({ calls: 5, failures: 4, successes: 1 });
+  });
+
+  it('does not let failures separated by a success add up', () => {
+    const health = new ToolHealth({ threshold: 2 });
+    health.recordFailure('search', 1);
+    health.recordSuccess('search', 1);
+    health.recordFailure('search', 1);
+    expect(health.isOpen('search')).toBe(false);
+  });
+
+  it('ignores nonsensical latencies instead of poisoning the mean', () => {
+    const health = new ToolHealth();
+    health.recordSuccess('search', Number.NaN);
+    health.recordSuccess('search', -50);
+    health.recordSuccess('search', 30);
+    expect(health.snapshot().search?.meanLatencyMs).toBe(10);
+  });
+
+  it('keeps a tool named __proto__ as an ordinary entry', () => {
+    const health = new ToolHealth();
+    health.recordSuccess('__proto__', 5);
+    const snapshot = health.snapshot();
+    expect(Object.keys(snapshot)).toEqual(['__proto__']);
+    expect(Object.getPrototypeOf(snapshot)).toBe(Object.prototype);
+  });
+
+  it('returns a copy that later calls do not change', () => {
+    const health = new ToolHealth();
+    health.recordSuccess('search', 5);
+    const before = health.snapshot();
+    health.recordFailure('search', 5);
+    expect(before.search?.calls).toBe(1);
+  });
+
+  it.each([0, -1, 1.5, Number.NaN])('rejects threshold %s', (threshold) => {
+    expect(() => new ToolHealth({ threshold })).toThrow(LoopConfigError);
+    expect(() => new ToolHealth({ threshold })).toThrow(/threshold: must be a positive integer/);
+  });
+});
