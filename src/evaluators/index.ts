@@ -1,0 +1,35 @@
+/**
+ * Evaluators (DESIGN §6): ordered layers, first failure wins — format, business rules, optional judge.
+ */
+import { jsonEvaluator } from './json-evaluator.js';
+import { judgeEvaluator } from './judge-evaluator.js';
+import { ruleEvaluator } from './rule-evaluator.js';
+import { schemaEvaluator } from './schema-evaluator.js';
+
+/**
+ * Builders for the built-in evaluators, in the order they usually run.
+ * @example
+ * const evaluate = [
+ *   evaluators.schema(z.object({ status: z.string(), eta: z.number() })),
+ *   evaluators.rule((order: { eta: number }) => order.eta >= 0, 'eta must not be negative'),
+ *   evaluators.judge({ model, criteria: 'The status is explained in plain words.' }),
+ * ];
+ */
+export const evaluators = Object.freeze({
+  json: jsonEvaluator,
+  schema: schemaEvaluator,
+  rule: ruleEvaluator,
+  judge: judgeEvaluator,
+});
+
+export type { Evaluator, EvaluatorKind, EvaluationInput, EvaluationResult } from './types.js';
+export type { JsonEvaluatorOptions } from './json-evaluator.js';
+export type { SchemaEvaluatorOptions } from './schema-evaluator.js';
+export type { RuleEvaluatorOptions, RulePredicate } from './rule-evaluator.js';
+export type { JudgeEvaluatorOptions } from './judge-evaluator.js';
+export { JUDGE_INSTRUCTIONS } from './judge-evaluator.js';
+export { formatZodIssues } from './schema-evaluator.js';
+export { runEvaluators } from './run-evaluators.js';
+export type { EvaluationSummary, RunEvaluatorsOptions } from './run-evaluators.js';
+export { validateEvaluators } from './validate-evaluators.js';
+export { parseJsonOutput, unwrapJsonFence } from './parse-json-output.js';

@@ -1,0 +1,7 @@
+/**
+ * Driver-side progress facts for the no-progress signals (DESIGN §5).
+ */
+export { canonicalJson } from './canonical-json.js';
+export { toolCallFingerprint } from './tool-call-fingerprint.js';
+export { ProgressTracker } from './progress-tracker.js';
+export type { ProgressTrackerSnapshot, StateDigestParts } from './progress-tracker.js';

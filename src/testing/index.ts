@@ -1,0 +1,18 @@
+/**
+ * `loopstate/testing`: deterministic doubles for tests and offline runs (DESIGN §9, §13).
+ */
+export { scriptedModel } from './scripted-model.js';
+export type { ScriptedModel, ScriptedModelOptions } from './scripted-model.js';
+export { reply, toolCall, emptyReply, modelError, modelErrorKindForStatus, DEFAULT_SCRIPTED_USAGE } from './script-steps.js';
+export type {
+  ScriptStep,
+  ScriptStepResult,
+  ScriptedResponse,
+  ScriptedFailure,
+  ScriptedToolCall,
+  ScriptedToolCallData,
+  StepUsageOptions,
+  ModelErrorStepOptions,
+} from './script-steps.js';
+export { ScriptExhaustedError } from '../errors.js';
+export { virtualClock, type VirtualClock } from './virtual-clock.js';
