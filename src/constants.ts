@@ -31,6 +31,9 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
 /** Consecutive failures after which a tool's circuit breaker opens and the tool is withheld. */
 export const DEFAULT_CIRCUIT_BREAKER_THRESHOLD = 3;
 
+/** How long an open circuit withholds its tool before offering it again (half-open). */
+export const DEFAULT_CIRCUIT_COOLDOWN_MS = 30_000;
+
 /** Transport backoff: full jitter over base * 2^attempt, capped. */
 export const DEFAULT_BACKOFF = Object.freeze({ baseMs: 500, maxMs: 30_000 });
 

@@ -24,9 +24,10 @@ export interface Loop {
  */
 export function createLoop(config: LoopConfig): Loop {
   const resolved = resolveConfig(config);
-  const toolHealth = new ToolHealth();
+  const toolHealth = new ToolHealth({ now: () => resolved.clock.now() });
   return {
     toolHealth,
-    run: (input) => driveRun(resolved, toolHealth, validateRunInput(input)),
+    // async, so invalid input rejects the returned promise instead of throwing synchronously.
+    run: async (input) => driveRun(resolved, toolHealth, validateRunInput(input)),
   };
 }

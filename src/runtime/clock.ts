@@ -33,8 +33,6 @@ export const systemClock: Clock = {
     }),
   setTimer: (ms, callback) => {
     const timer = setTimeout(callback, Math.max(0, ms));
-    // A pending deadline must not keep the process alive after the run returns.
-    timer.unref?.();
     return () => clearTimeout(timer);
   },
 };

@@ -27,7 +27,10 @@ export async function driveRun(config: ResolvedConfig, health: ToolHealth, input
   const { clock } = config;
   const runId = input.runId ?? config.generateRunId();
   const controller = new AbortController();
-  const onUserAbort = () => controller.abort(new RunInterruption('cancelled', summarize(input.signal?.reason ?? 'cancelled')));
+  const onUserAbort = () => {
+    const reason: unknown = input.signal?.reason;
+    controller.abort(new RunInterruption('cancelled', reason instanceof Error ? reason.message : summarize(reason ?? 'cancelled')));
+  };
   input.signal?.addEventListener('abort', onUserAbort, { once: true });
   const cancelDeadline = clock.setTimer(config.limits.deadlineMs, () =>
     controller.abort(new RunInterruption('deadline', `deadline of ${config.limits.deadlineMs} ms reached`)),
@@ -68,7 +71,7 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
         throw new Error('the loop machine is waiting for run.started after the driver started it');
       case 'callModel':
         if (effect.taskIndex !== session.taskIndex) session.beginTask(effect.taskIndex);
-        return await performModelCall(session, health, snapshot.context, effect.feedback);
+        return await performModelCall(session, health, snapshot.context);
       case 'runTools':
         return await performToolRound(session, health, snapshot.context);
       case 'evaluate':

@@ -3,8 +3,9 @@
  * its reply (tool lookup, policy, argument validation, fingerprints) into a `model.responded`
  * event, or a transport failure into `model.failed`.
  */
+import { z } from 'zod';
 import { ModelCallError } from '../errors.js';
-import type { Feedback, LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
+import type { LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
 import type { ModelResponse } from '../model/types.js';
 import { toolCallFingerprint } from '../progress/index.js';
 import { prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
@@ -13,6 +14,21 @@ import { untilAborted } from './interruption.js';
 import { costOf } from './pricing.js';
 import { backoffDelay } from './retry-policy.js';
 import type { RunSession } from './run-session.js';
+
+const tokenCount = z.number().int().min(0);
+const modelResponseSchema = z.object({
+  text: z.string().nullable(),
+  toolCalls: z.array(z.object({ id: z.string(), name: z.string(), arguments: z.string() })),
+  usage: z.object({ inputTokens: tokenCount, outputTokens: tokenCount }),
+});
+
+/** A model adapter's reply of the wrong shape is a fatal error naming the field, never a crash. */
+function checkModelResponse(response: unknown): Error | null {
+  const checked = modelResponseSchema.safeParse(response);
+  if (checked.success) return null;
+  const issues = checked.error.issues.map((issue) => `${z.core.toDotPath(issue.path) || '(root)'}: ${issue.message}`).join('; ');
+  return new ModelCallError({ kind: 'unknown', message: `the model returned a malformed response: ${issues}` });
+}
 
 const NUDGES: Record<NoProgressSignal, string> = {
   repeated_tool_call: 'You are repeating a tool call you already made with the same arguments; its result is above. Use it, try something different, or give your final answer.',
@@ -24,20 +40,34 @@ const NUDGES: Record<NoProgressSignal, string> = {
 };
 
 /** Tool calls of a reply that were not run still need an answer before the next request. */
-function answerUnrunCalls(session: RunSession, feedback: Feedback | null): void {
-  for (const call of session.pendingCalls) {
+function answerUnrunCalls(session: RunSession, context: LoopContext): void {
+  const repeatThreshold = context.noProgress.repeatedToolCall;
+  session.pendingCalls.forEach((call, index) => {
+    const repeats = session.pendingRepeatCounts[index] ?? 0;
     const content =
       call.error?.message ??
-      (feedback?.kind === 'nudge'
-        ? `Not executed: this exact call (${call.request.name} with the same arguments) was already made; its result is above.`
-        : 'Not executed: another call in the same reply was invalid. Fix it and call again.');
+      (repeats >= repeatThreshold
+        ? `Not executed: this exact call (${call.request.name} with the same arguments) was already made ${repeats - 1} time(s); its result is above.`
+        : context.feedback?.kind === 'nudge'
+          ? 'Not executed: this reply was held back because the loop is not making progress (see the note below). Call it again if you still need it.'
+          : 'Not executed: another call in the same reply was invalid. Fix that call and call this one again.');
     session.transcript.append({ role: 'tool', toolCallId: call.request.id, content });
-  }
+  });
   session.pendingCalls = [];
+  session.pendingRepeatCounts = [];
 }
 
-function applyFeedback(session: RunSession, feedback: Feedback | null): void {
-  answerUnrunCalls(session, feedback);
+/** The nudge names what is repeating, so the model gets the information along with the push. */
+function nudgeText(context: LoopContext, signal: NoProgressSignal): string {
+  const { lastEvaluatorReason, lastParseError } = context.progress;
+  if (signal === 'same_evaluator_reason' && lastEvaluatorReason !== null) return `${NUDGES[signal]}\nThe reason: ${lastEvaluatorReason}`;
+  if (signal === 'same_parse_error' && lastParseError !== null) return `${NUDGES[signal]}\nThe error: ${lastParseError}`;
+  return NUDGES[signal];
+}
+
+function applyFeedback(session: RunSession, context: LoopContext): void {
+  const feedback = context.feedback;
+  answerUnrunCalls(session, context);
   if (feedback === null) return;
   switch (feedback.kind) {
     case 'reflection':
@@ -47,7 +77,7 @@ function applyFeedback(session: RunSession, feedback: Feedback | null): void {
       session.transcript.append({ role: 'user', content: `Your previous reply could not be used (${feedback.parseError}). Reply with your final answer as text, or call one of the offered tools.` });
       break;
     case 'nudge':
-      session.transcript.append({ role: 'user', content: NUDGES[feedback.signal] });
+      session.transcript.append({ role: 'user', content: nudgeText(context, feedback.signal) });
       break;
     case 'argument_repair':
     case 'transport_retry':
@@ -56,21 +86,32 @@ function applyFeedback(session: RunSession, feedback: Feedback | null): void {
   }
 }
 
-function classify(session: RunSession, health: ToolHealth, response: ModelResponse): { decision: ModelDecision; prepared: PreparedCall[]; reply: string } {
+interface Classified {
+  decision: ModelDecision;
+  prepared: PreparedCall[];
+  /** Per prepared call: how often its fingerprint has been requested in the run. */
+  repeatCounts: number[];
+  reply: string;
+}
+
+function classify(session: RunSession, health: ToolHealth, response: ModelResponse): Classified {
   const text = response.text !== null && response.text.trim() !== '' ? response.text : null;
   if (response.toolCalls.length === 0) {
     return text === null
-      ? { decision: { kind: 'unparseable', parseError: 'empty_reply' }, prepared: [], reply: '' }
-      : { decision: { kind: 'final' }, prepared: [], reply: text };
+      ? { decision: { kind: 'unparseable', parseError: 'empty_reply' }, prepared: [], repeatCounts: [], reply: '' }
+      : { decision: { kind: 'final' }, prepared: [], repeatCounts: [], reply: text };
   }
   const prepared = prepareToolCalls(response.toolCalls, { tools: session.config.tools, policy: session.config.policy, health });
   let invalidCalls = 0, deniedCalls = 0, approvalCalls = 0, unavailableCalls = 0, maxRepeatCount = 0;
   let parseError: string | null = null;
   const fingerprints: string[] = [];
+  const repeatCounts: number[] = [];
   for (const call of prepared) {
     const fingerprint = toolCallFingerprint(call.request.name, call.status === 'invalid' ? call.request.arguments : call.args);
     fingerprints.push(fingerprint);
-    maxRepeatCount = Math.max(maxRepeatCount, session.progress.countToolCall(fingerprint));
+    const repeats = session.progress.countToolCall(fingerprint);
+    repeatCounts.push(repeats);
+    maxRepeatCount = Math.max(maxRepeatCount, repeats);
     if (call.status === 'invalid') {
       invalidCalls++;
       parseError ??= call.error?.key ?? 'invalid_arguments';
@@ -81,27 +122,33 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
   return {
     decision: { kind: 'tool_calls', calls: prepared.length, invalidCalls, parseError, deniedCalls, approvalCalls, unavailableCalls, maxRepeatCount },
     prepared,
+    repeatCounts,
     reply: `${text ?? ''}\n${fingerprints.join('\n')}`,
   };
 }
 
-export async function performModelCall(session: RunSession, health: ToolHealth, context: LoopContext, feedback: Feedback | null): Promise<LoopEvent> {
+export async function performModelCall(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
   const { config } = session;
-  applyFeedback(session, feedback);
+  applyFeedback(session, context);
   const startedAt = config.clock.now();
   let response: ModelResponse;
   try {
     response = await untilAborted(
-      config.model.generate({ messages: session.transcript.messages, tools: session.offeredTools(health), signal: session.signal }),
+      Promise.resolve().then(() =>
+        config.model.generate({ messages: session.transcript.messages, tools: session.offeredTools(health), signal: session.signal }),
+      ),
       session.signal,
     );
   } catch (error) {
     if (session.signal.aborted) throw session.signal.reason;
     return modelFailure(session, context, error, config.clock.now());
   }
+  const malformed = checkModelResponse(response);
+  if (malformed !== null) return modelFailure(session, context, malformed, config.clock.now());
   const at = config.clock.now();
-  const { decision, prepared, reply } = classify(session, health, response);
+  const { decision, prepared, repeatCounts, reply } = classify(session, health, response);
   session.pendingCalls = prepared;
+  session.pendingRepeatCounts = repeatCounts;
   const text = decision.kind === 'unparseable' ? null : response.text;
   if (text !== null || response.toolCalls.length > 0) {
     session.transcript.append({ role: 'assistant', content: text, toolCalls: response.toolCalls.length > 0 ? response.toolCalls : undefined });

@@ -22,6 +22,8 @@ export class RunSession {
   taskIndex = -1;
   /** Calls of the last model decision, waiting to be run or answered. */
   pendingCalls: PreparedCall[] = [];
+  /** For each pending call, how often its fingerprint has been requested in the run. */
+  pendingRepeatCounts: number[] = [];
   /** Text of the last model reply in this run, the best partial output when a run does not complete. */
   lastReply: string | null = null;
   fatalError: Error | null = null;
@@ -48,6 +50,7 @@ export class RunSession {
   beginTask(index: number): void {
     this.taskIndex = index;
     this.pendingCalls = [];
+    this.pendingRepeatCounts = [];
     this.transcript = new Transcript(this.toolSpecChars);
     if (this.config.instructions) this.transcript.append({ role: 'system', content: this.config.instructions });
     this.transcript.append({ role: 'user', content: this.taskPrompt() });

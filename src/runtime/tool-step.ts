@@ -19,9 +19,10 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
   }
   const outcomes = await runToolRound(ready, {
     runId: session.runId, stepId: String(context.steps), maxParallel: maxParallelTools, maxResultBytes: maxToolResultBytes,
-    signal: session.signal, health, now: () => config.clock.now(),
+    signal: session.signal, health, now: () => config.clock.now(), setTimer: (ms, callback) => config.clock.setTimer(ms, callback),
   });
-  if (session.signal.aborted) throw session.signal.reason;
+  // Even when cancel or the deadline cut the round short, its outcomes are reported: calls that
+  // ran are counted, and side effects of unknown outcome are named before the run stops.
   const at = config.clock.now();
   let allObservationsSeen = outcomes.length > 0;
   let failedCalls = 0, timedOutCalls = 0, unknownOutcomeCalls = 0;
@@ -32,6 +33,9 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
     if (outcome.status === 'error') failedCalls++;
     else if (outcome.status === 'timeout') timedOutCalls++;
     else if (outcome.status === 'unknown_outcome') unknownOutcomeCalls++;
+    if (outcome.status === 'unknown_outcome') {
+      session.warn(`tool ${outcome.name} (${outcome.callId}): outcome unknown; check it by idempotency key ${session.runId}:${context.steps}:${outcome.callId} before calling it again`, at);
+    }
     if (outcome.truncated) session.warn(`tool ${outcome.name} (${outcome.callId}): result cut from ${outcome.bytes} to ${maxToolResultBytes} bytes`, at);
     session.record({
       type: 'tool-end', runId: session.runId, at, taskId: session.task.id, callId: outcome.callId, name: outcome.name, status: outcome.status,

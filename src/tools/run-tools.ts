@@ -42,6 +42,8 @@ export interface RunToolRoundOptions {
   health: ToolHealth;
   /** Monotonic clock in ms for durations; defaults to `performance.now`. */
   now?: () => number;
+  /** Timer for per-call timeouts, returning a cancel function; defaults to `setTimeout`. The loop passes its clock's. */
+  setTimer?: (ms: number, callback: () => void) => () => void;
 }
 
 type Settled =
@@ -104,7 +106,7 @@ async function runOneCall(
     runId: options.runId,
     callId: call.request.id,
   });
-  const settled = await settleWithin(tool.timeoutMs, options.signal, (signal) => tool.execute(call.args, context(signal)));
+  const settled = await settleWithin(tool.timeoutMs, options.signal, timerOf(options), (signal) => tool.execute(call.args, context(signal)));
   switch (settled.kind) {
     case 'returned':
       return succeeded(resultText(tool, settled.value));
@@ -120,7 +122,7 @@ async function runOneCall(
     case 'timed_out': {
       const timedOut = `Tool ${tool.name} timed out after ${tool.timeoutMs} ms`;
       if (tool.idempotent) return failed('timeout', `${timedOut}.`);
-      const lookup = await lookUpOutcome(tool, call, options.signal, context);
+      const lookup = await lookUpOutcome(tool, call, options.signal, timerOf(options), context);
       if (lookup.status === 'done') return succeeded(resultText(tool, lookup.result));
       if (lookup.status === 'not_done') return failed('error', `${timedOut} and did not take effect.`);
       // Never re-execute blindly: the journal resolves it by idempotency key, or a person decides.
@@ -137,22 +139,34 @@ async function lookUpOutcome(
   tool: Tool,
   call: PreparedCall,
   roundSignal: AbortSignal,
+  setTimer: TimerSource,
   context: (signal: AbortSignal) => ToolContext,
 ): Promise<OutcomeLookup> {
   const checkOutcome = tool.checkOutcome;
   if (!checkOutcome) return { status: 'unknown' };
-  const settled = await settleWithin(tool.timeoutMs, roundSignal, (signal) => checkOutcome(call.args, context(signal)));
+  const settled = await settleWithin(tool.timeoutMs, roundSignal, setTimer, (signal) => checkOutcome(call.args, context(signal)));
   if (settled.kind !== 'returned') return { status: 'unknown' };
   const lookup = settled.value as Partial<OutcomeLookup> | null | undefined;
   if (lookup?.status === 'done') return { status: 'done', result: lookup.result };
   return lookup?.status === 'not_done' ? { status: 'not_done' } : { status: 'unknown' };
 }
 
+type TimerSource = (ms: number, callback: () => void) => () => void;
+
+const hostTimer: TimerSource = (ms, callback) => {
+  const timer = setTimeout(callback, ms);
+  return () => clearTimeout(timer);
+};
+
+function timerOf(options: RunToolRoundOptions): TimerSource {
+  return options.setTimer ?? hostTimer;
+}
+
 /**
  * Runs `work` with a signal that aborts on the timeout or the round's signal, and stops waiting at
  * that moment even if `work` ignores the signal.
  */
-async function settleWithin(timeoutMs: number, roundSignal: AbortSignal, work: (signal: AbortSignal) => unknown): Promise<Settled> {
+async function settleWithin(timeoutMs: number, roundSignal: AbortSignal, setTimer: TimerSource, work: (signal: AbortSignal) => unknown): Promise<Settled> {
   // An aborted signal never fires 'abort' again, so waiting on it would hang.
   if (roundSignal.aborted) return { kind: 'cancelled' };
   // One controller fed by the round's signal and the timer: AbortSignal.any costs tens of
@@ -167,10 +181,10 @@ async function settleWithin(timeoutMs: number, roundSignal: AbortSignal, work: (
     onAbort = () => resolve(timedOut ? { kind: 'timed_out' } : { kind: 'cancelled' });
     controller.signal.addEventListener('abort', onAbort, { once: true });
   });
-  const timer = setTimeout(() => {
+  const cancelTimer = setTimer(timeoutMs, () => {
     timedOut = true;
     controller.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError'));
-  }, timeoutMs);
+  });
   try {
     const finished = Promise.resolve()
       .then(() => work(controller.signal))
@@ -180,7 +194,7 @@ async function settleWithin(timeoutMs: number, roundSignal: AbortSignal, work: (
       );
     return await Promise.race([finished, aborted]);
   } finally {
-    clearTimeout(timer);
+    cancelTimer();
     roundSignal.removeEventListener('abort', onRoundAbort);
     if (onAbort) controller.signal.removeEventListener('abort', onAbort);
   }

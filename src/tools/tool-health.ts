@@ -3,7 +3,7 @@
  * that withholds a tool after N failures in a row. One instance lives as long as the run (or longer,
  * when runs share it).
  */
-import { DEFAULT_CIRCUIT_BREAKER_THRESHOLD } from '../constants.js';
+import { DEFAULT_CIRCUIT_BREAKER_THRESHOLD, DEFAULT_CIRCUIT_COOLDOWN_MS } from '../constants.js';
 import { LoopConfigError } from '../errors.js';
 
 /**
@@ -32,11 +32,13 @@ interface Counters {
   failures: number;
   consecutiveFailures: number;
   totalLatencyMs: number;
+  lastFailureAt: number;
 }
 
 /**
- * Tracks how each tool has fared and opens its circuit after `threshold` consecutive failures;
- * a success closes it again.
+ * Tracks how each tool has fared and opens its circuit after `threshold` consecutive failures.
+ * After `cooldownMs` the circuit is half-open: the tool is offered again, one more failure
+ * reopens it and a success closes it.
  * @example
  * const health = new ToolHealth({ threshold: 3 });
  * health.recordFailure('search', 120);
@@ -44,14 +46,22 @@ interface Counters {
  */
 export class ToolHealth {
   readonly threshold: number;
+  readonly cooldownMs: number;
   readonly #counters = new Map<string, Counters>();
+  readonly #now: () => number;
 
-  constructor(options: { threshold?: number } = {}) {
+  constructor(options: { threshold?: number; cooldownMs?: number; now?: () => number } = {}) {
     const threshold = options.threshold ?? DEFAULT_CIRCUIT_BREAKER_THRESHOLD;
     if (!Number.isInteger(threshold) || threshold < 1) {
       throw new LoopConfigError({ issues: [{ path: 'threshold', message: `must be a positive integer, got ${String(threshold)}` }] });
     }
     this.threshold = threshold;
+    const cooldownMs = options.cooldownMs ?? DEFAULT_CIRCUIT_COOLDOWN_MS;
+    if (!(cooldownMs >= 0)) {
+      throw new LoopConfigError({ issues: [{ path: 'cooldownMs', message: `must be a number >= 0, got ${String(cooldownMs)}` }] });
+    }
+    this.cooldownMs = cooldownMs;
+    this.#now = options.now ?? (() => Date.now());
   }
 
   /** Records a call that returned a usable result; closes the tool's circuit. */
@@ -70,11 +80,17 @@ export class ToolHealth {
     counters.failures += 1;
     counters.consecutiveFailures += 1;
     counters.totalLatencyMs += sanitizeLatency(latencyMs);
+    counters.lastFailureAt = this.#now();
   }
 
-  /** True while the tool has failed `threshold` or more times in a row; it should be withheld. */
+  /** True while the tool has failed `threshold` or more times in a row and is cooling down; it should be withheld. */
   isOpen(name: string): boolean {
-    return (this.#counters.get(name)?.consecutiveFailures ?? 0) >= this.threshold;
+    const counters = this.#counters.get(name);
+    return counters !== undefined && this.#isOpen(counters);
+  }
+
+  #isOpen(counters: Counters): boolean {
+    return counters.consecutiveFailures >= this.threshold && this.#now() - counters.lastFailureAt < this.cooldownMs;
   }
 
   /** Every tool that has been called, by name. */
@@ -90,7 +106,7 @@ export class ToolHealth {
           consecutiveFailures: counters.consecutiveFailures,
           successRate: counters.successes / counters.calls,
           meanLatencyMs: counters.totalLatencyMs / counters.calls,
-          circuitOpen: counters.consecutiveFailures >= this.threshold,
+          circuitOpen: this.#isOpen(counters),
         },
       ]),
     );
@@ -99,7 +115,7 @@ export class ToolHealth {
   #countersOf(name: string): Counters {
     let counters = this.#counters.get(name);
     if (!counters) {
-      counters = { calls: 0, successes: 0, failures: 0, consecutiveFailures: 0, totalLatencyMs: 0 };
+      counters = { calls: 0, successes: 0, failures: 0, consecutiveFailures: 0, totalLatencyMs: 0, lastFailureAt: 0 };
       this.#counters.set(name, counters);
     }
     return counters;
