@@ -63,13 +63,20 @@ export function nudgeAndReflect({ context, event }: ReducerArgs): Partial<LoopCo
   };
 }
 
-export function stopRun({ context, event }: ReducerArgs, params: { reason: StopReason }): Partial<LoopContext> {
-  const signal = params.reason === 'no_progress' ? (decisionSignal(context, event) ?? context.progress.lastSignal) : null;
+export function stopRun(
+  { context, event }: ReducerArgs,
+  params: { reason: StopReason; signal?: NoProgressSignal },
+): Partial<LoopContext> {
+  const signal = params.reason === 'no_progress' ? (params.signal ?? decisionSignal(context, event) ?? context.progress.lastSignal) : null;
   return { stop: { reason: params.reason, detail: describeStop(params.reason, context, event, signal) }, feedback: null };
 }
 
 export function failTask({ context, event }: ReducerArgs, params: { reason: StopReason }): Partial<LoopContext> {
-  return { failure: { reason: params.reason, detail: describeStop(params.reason, context, event, null) }, feedback: null };
+  return {
+    failure: { reason: params.reason, detail: describeStop(params.reason, context, event, null) },
+    failedTasks: context.failedTasks + 1,
+    feedback: null,
+  };
 }
 
 /** Move the stop cause of a task that failed for good onto the run. */
@@ -91,7 +98,7 @@ export function completeTask({ context }: ReducerArgs): Partial<LoopContext> {
   return { ...advanceTask(context), completedTasks: context.completedTasks + 1 };
 }
 
-/** A task failed for good under the `continue` policy: record it and move on (the driver adds a warning). */
+/** A task failed for good under the `continue` policy (already counted by `failTask`): move on; the driver adds a warning. */
 export function skipFailedTask({ context }: ReducerArgs): Partial<LoopContext> {
-  return { ...advanceTask(context), failedTasks: context.failedTasks + 1 };
+  return advanceTask(context);
 }

@@ -187,9 +187,9 @@ describe('recordModelResponse', () => {
   });
 
   describe('unchanged-state streak', () => {
-    it('does not count the first digest of the run', () => {
+    it('counts the first digest of the run as 1, like every other streak', () => {
       const result = reduce(recordModelResponse, contextWith(), responded({ stateDigest: 'a' }));
-      expect(result.progress).toMatchObject({ lastStateDigest: 'a', unchangedStateStreak: 0 });
+      expect(result.progress).toMatchObject({ lastStateDigest: 'a', unchangedStateStreak: 1 });
     });
 
     it('grows by one when the digest repeats', () => {
@@ -201,7 +201,7 @@ describe('recordModelResponse', () => {
     it('resets when the digest changes', () => {
       const context = contextWith({ progress: { lastStateDigest: 'a', unchangedStateStreak: 2 } });
       const result = reduce(recordModelResponse, context, responded({ stateDigest: 'b' }));
-      expect(result.progress).toMatchObject({ lastStateDigest: 'b', unchangedStateStreak: 0 });
+      expect(result.progress).toMatchObject({ lastStateDigest: 'b', unchangedStateStreak: 1 });
     });
   });
 
@@ -407,6 +407,11 @@ describe('recordBackoffElapsed', () => {
       retryAt: null,
       feedback: { kind: 'transport_retry' },
     });
+  });
+
+  it('never moves the clock backwards', () => {
+    const result = reduce(recordBackoffElapsed, contextWith({ retryAt: 2_100, lastEventAt: 3_000 }), { type: 'backoff.elapsed', at: 2_150 });
+    expect(result.lastEventAt).toBe(3_000);
   });
 
   it('rejects an event of another type', () => {

@@ -48,7 +48,8 @@ export function recordModelResponse({ context, event }: ReducerArgs): Partial<Lo
     progress: {
       ...progress,
       lastStateDigest: event.stateDigest,
-      unchangedStateStreak: sameDigest ? progress.unchangedStateStreak + 1 : 0,
+      // Counted like every other streak: the first occurrence is 1.
+      unchangedStateStreak: sameDigest ? progress.unchangedStateStreak + 1 : 1,
       lastParseError: parseError,
       sameParseErrorStreak: parseError === null ? 0 : sameParseError ? progress.sameParseErrorStreak + 1 : 1,
     },
@@ -99,8 +100,8 @@ export function recordBackoffElapsed({ context, event }: ReducerArgs): Partial<L
   return { lastEventAt: Math.max(context.lastEventAt, event.at), retryAt: null, feedback: { kind: 'transport_retry' } };
 }
 
-/** Cancel and deadline events only move the clock; the stop itself is recorded by `stopRun`. */
+/** Interruptions only move the clock; the stop itself is recorded by `stopRun`. */
 export function recordInterruption({ context, event }: ReducerArgs): Partial<LoopContext> {
-  assertEvent(event, ['run.cancelRequested', 'run.deadlineReached']);
+  assertEvent(event, ['run.cancelRequested', 'run.deadlineReached', 'run.faulted', 'tool.withheld']);
   return { lastEventAt: Math.max(context.lastEventAt, event.at) };
 }

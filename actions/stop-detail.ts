@@ -24,7 +24,9 @@ export function describeStop(
     case 'permission_denied':
       return 'the policy denied a requested tool call';
     case 'tool_unavailable':
-      return 'a tool the task needs is unavailable (circuit breaker open)';
+      return event.type === 'tool.withheld'
+        ? `the task requires tool "${event.tool}", which is unavailable (circuit breaker open)`
+        : 'a tool the task needs is unavailable (circuit breaker open)';
     case 'cancelled':
       return event.type === 'run.cancelRequested' && event.message ? `cancelled: ${event.message}` : 'cancelled';
     case 'needs_human':
@@ -34,7 +36,8 @@ export function describeStop(
     case 'retries_exhausted':
       return describeRetriesExhausted(context, event);
     case 'fatal_error':
-      return event.type === 'model.failed' ? `model call failed: ${event.message}` : 'fatal error';
+      if (event.type === 'model.failed') return `model call failed: ${event.message}`;
+      return event.type === 'run.faulted' ? `run faulted: ${event.message}` : 'fatal error';
   }
 }
 

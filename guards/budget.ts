@@ -22,8 +22,11 @@ export function isOutputBudgetExhausted({ context }: GuardArgs): boolean {
   return context.usage.outputTokens >= context.limits.maxOutputTokens;
 }
 
+/** Float sums of prices drift (0.7 + 0.1 < 0.8); a micro-cent of slack keeps the limit exact. */
+const COST_EPSILON_USD = 1e-9;
+
 export function isCostBudgetExhausted({ context }: GuardArgs): boolean {
-  return context.usage.costUsd >= context.limits.maxCostUsd;
+  return context.usage.costUsd >= context.limits.maxCostUsd - COST_EPSILON_USD;
 }
 
 export function isSpendBudgetExhausted(args: GuardArgs): boolean {

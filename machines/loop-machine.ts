@@ -8,14 +8,25 @@
 import { assign, setup } from 'xstate';
 import * as actions from '../actions/index.js';
 import { guards } from '../guards/index.js';
-import type { LoopContext, LoopEvent, LoopInput, LoopOutput, StopReason } from './types.js';
+import type { LoopContext, LoopEvent, LoopInput, LoopOutput, NoProgressSignal, StopReason } from './types.js';
 
 const stop = (reason: StopReason) => ({ type: 'stopRun', params: { reason } }) as const;
+const stopStalled = (signal: NoProgressSignal) => ({ type: 'stopRun', params: { reason: 'no_progress', signal } }) as const;
 const fail = (reason: StopReason) => ({ type: 'failTask', params: { reason } }) as const;
 
 const TERMINATED = '#loop.TERMINATED';
 const FAILED = '#loop.FAILED';
 const GATE = '#loop.RUNNING.gate';
+
+/**
+ * Cancel, deadline and fault reach every state that can rest (READY, RUNNING, RETRY), but not
+ * TERMINATED: a finished run is never rewritten, even through the pure `transition()`.
+ */
+const interruptions = {
+  'run.cancelRequested': { target: TERMINATED, actions: ['recordInterruption', stop('cancelled')] },
+  'run.deadlineReached': { target: TERMINATED, actions: ['recordInterruption', stop('deadline_exceeded')] },
+  'run.faulted': { target: TERMINATED, actions: ['recordInterruption', stop('fatal_error')] },
+} as const;
 
 /** Shared first candidate of every outcome routing: a late outcome past the deadline stops the run. */
 const deadlineStop = { guard: 'isDeadlineExceeded', target: TERMINATED, actions: stop('deadline_exceeded') } as const;
@@ -59,17 +70,14 @@ export const loopMachine = setup({
   id: 'loop',
   context: actions.createInitialContext,
   initial: 'READY',
-  on: {
-    'run.cancelRequested': { target: '.TERMINATED', actions: ['recordInterruption', stop('cancelled')] },
-    'run.deadlineReached': { target: '.TERMINATED', actions: ['recordInterruption', stop('deadline_exceeded')] },
-  },
   states: {
     READY: {
       // First entry waits for the driver to start the run; later entries queue the next task.
       always: { guard: 'hasRunStarted', target: 'RUNNING' },
-      on: { 'run.started': { target: 'RUNNING', actions: 'startRun' } },
+      on: { 'run.started': { target: 'RUNNING', actions: 'startRun' }, ...interruptions },
     },
     RUNNING: {
+      on: interruptions,
       initial: 'gate',
       states: {
         gate: {
@@ -83,7 +91,7 @@ export const loopMachine = setup({
         },
         gateStalled: {
           always: [
-            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stop('no_progress') },
+            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stopStalled('plan_stall') },
             { guard: 'canNudge', target: 'deciding', actions: { type: 'nudge', params: { signal: 'plan_stall' } } },
             { target: 'deciding' },
           ],
@@ -92,6 +100,7 @@ export const loopMachine = setup({
           on: {
             'model.responded': { target: 'routingDecision', actions: 'recordModelResponse' },
             'model.failed': { target: 'routingFailure', actions: 'recordModelFailure' },
+            'tool.withheld': { target: TERMINATED, actions: ['recordInterruption', stop('tool_unavailable')] },
           },
         },
         routingDecision: {
@@ -126,7 +135,8 @@ export const loopMachine = setup({
         routingFailure: {
           always: [
             deadlineStop,
-            { guard: 'isFatalModelFailure', target: FAILED, actions: fail('fatal_error') },
+            // A fatal error is the run's, not the task's: no onFailure policy can continue past it.
+            { guard: 'isFatalModelFailure', target: TERMINATED, actions: stop('fatal_error') },
             { guard: 'canRetryTransport', target: 'backoffChecked' },
             { target: FAILED, actions: fail('retries_exhausted') },
           ],
@@ -151,7 +161,7 @@ export const loopMachine = setup({
         },
         observationSignalled: {
           always: [
-            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stop('no_progress') },
+            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stopStalled('duplicate_observation') },
             { target: 'gate', actions: { type: 'nudge', params: { signal: 'duplicate_observation' } } },
           ],
         },
@@ -169,7 +179,7 @@ export const loopMachine = setup({
         },
         evaluationSignalled: {
           always: [
-            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stop('no_progress') },
+            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stopStalled('same_evaluator_reason') },
             { guard: 'canReflect', target: '#loop.RETRY.reflecting', actions: 'nudgeAndReflect' },
             { target: FAILED, actions: fail('retries_exhausted') },
           ],
@@ -177,6 +187,7 @@ export const loopMachine = setup({
       },
     },
     RETRY: {
+      on: interruptions,
       // Entered only through its sub-states; `backingOff` is the nominal initial.
       initial: 'backingOff',
       states: {

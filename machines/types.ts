@@ -182,6 +182,10 @@ export type LoopEvent =
     } & TranscriptEvent)
   | ({ type: 'backoff.elapsed' } & TimedEvent)
   | ({ type: 'run.deadlineReached' } & TimedEvent)
+  /** A tool the current task requires is withheld (circuit open) before the next model call. */
+  | ({ type: 'tool.withheld'; tool: string } & TimedEvent)
+  /** An effect failed in a way no retry layer covers (a throwing policy hook, prompt or trace sink). */
+  | ({ type: 'run.faulted'; message: string } & TimedEvent)
   | ({ type: 'run.cancelRequested'; message: string } & TimedEvent);
 
 export type LoopEventType = LoopEvent['type'];
@@ -234,7 +238,7 @@ export interface LoopContext {
   progress: ProgressState;
   feedback: Feedback | null;
   retryAt: number | null;
-  /** Why the current task failed for good, while in FAILED. */
+  /** Why the last task that failed for good failed; kept after a skip so the driver can name it. */
   failure: StopRecord | null;
   stop: StopRecord | null;
   completedTasks: number;

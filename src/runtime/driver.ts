@@ -43,9 +43,18 @@ export async function driveRun(config: ResolvedConfig, health: ToolHealth, input
   if (config.prices[config.model.id] === undefined) {
     session.warn(`no price for model "${config.model.id}": its cost counts as $0, so maxCostUsd cannot stop it; add it to \`prices\``, startedAt);
   }
-  session.beginTask(0);
   session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: tasks.map((task) => task.id), modelId: config.model.id });
+  let startFault: Error | null = null;
+  try {
+    session.beginTask(0);
+  } catch (error) {
+    startFault = error instanceof Error ? error : new Error(String(error));
+  }
   send(actor, session, { type: 'run.started', at: startedAt, nextRequestTokens: session.transcript.estimateTokens() });
+  if (startFault !== null) {
+    session.fatalError = startFault;
+    send(actor, session, { type: 'run.faulted', at: startedAt, message: `${startFault.name}: ${startFault.message}` });
+  }
   if (input.signal?.aborted) onUserAbort();
   try {
     for (;;) {
@@ -69,9 +78,12 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
     switch (effect.kind) {
       case 'start':
         throw new Error('the loop machine is waiting for run.started after the driver started it');
-      case 'callModel':
+      case 'callModel': {
         if (effect.taskIndex !== session.taskIndex) session.beginTask(effect.taskIndex);
+        const withheld = session.task.requires?.find((name) => health.isOpen(name));
+        if (withheld !== undefined) return { type: 'tool.withheld', at: clock.now(), tool: withheld };
         return await performModelCall(session, health, snapshot.context);
+      }
       case 'runTools':
         return await performToolRound(session, health, snapshot.context);
       case 'evaluate':
@@ -82,7 +94,10 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
     }
   } catch (error) {
     if (session.signal.aborted) return interruptionEvent(session);
-    throw error;
+    // No retry layer covers this (a throwing policy hook or task prompt, a bug): stop with fatal_error, never crash.
+    const fault = error instanceof Error ? error : new Error(String(error));
+    session.fatalError = fault;
+    return { type: 'run.faulted', at: clock.now(), message: `${fault.name}: ${fault.message}` };
   }
 }
 
@@ -107,7 +122,7 @@ function noteWarnings(session: RunSession, before: LoopSnapshot['context'], afte
   if (after.progress.nudgedAtStep !== null && before.progress.nudgedAtStep !== after.progress.nudgedAtStep) {
     session.warn(`no-progress nudge at step ${after.steps}: ${after.progress.lastSignal}`, at);
   }
-  if (after.failedTasks > before.failedTasks) {
+  if (after.failedTasks > before.failedTasks && after.taskIndex > before.taskIndex) {
     const task = session.tasks[before.taskIndex];
     session.warn(`task ${task?.id ?? before.taskIndex} failed (${after.failure?.reason}: ${after.failure?.detail}) and was skipped (onFailure: continue)`, at);
   }

@@ -71,9 +71,18 @@ export class RunSession {
     return specs;
   }
 
+  private traceSinkFailed = false;
+
   record(event: TraceEvent): void {
     if (this.config.trace.inMemory) this.trace.push(event);
-    this.config.trace.onEvent?.(event);
+    if (this.traceSinkFailed || this.config.trace.onEvent === undefined) return;
+    try {
+      this.config.trace.onEvent(event);
+    } catch (error) {
+      // A broken trace sink must not stop the loop; it is dropped once, with a warning.
+      this.traceSinkFailed = true;
+      this.warnings.push(`trace.onEvent threw and was disabled for this run: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   warn(message: string, at: number): void {

@@ -86,3 +86,42 @@ describe('ToolHealth', () => {
     expect(() => new ToolHealth({ threshold })).toThrow(/threshold: must be a positive integer/);
   });
 });
+
+describe('ToolHealth half-open circuit', () => {
+  function healthAt(start = 0) {
+    let now = start;
+    const health = new ToolHealth({ threshold: 2, cooldownMs: 1_000, now: () => now });
+    return { health, advance: (ms: number) => (now += ms) };
+  }
+
+  it('withholds the tool during the cooldown and offers it again after', () => {
+    const { health, advance } = healthAt();
+    health.recordFailure('search', 5);
+    health.recordFailure('search', 5);
+    expect(health.isOpen('search')).toBe(true);
+    advance(999);
+    expect(health.isOpen('search')).toBe(true);
+    advance(1);
+    expect(health.isOpen('search')).toBe(false);
+    expect(health.snapshot().search?.circuitOpen).toBe(false);
+  });
+
+  it('reopens on one more failure after the cooldown, and closes for good on a success', () => {
+    const { health, advance } = healthAt();
+    health.recordFailure('search', 5);
+    health.recordFailure('search', 5);
+    advance(1_000);
+    health.recordFailure('search', 5);
+    expect(health.isOpen('search')).toBe(true);
+    advance(1_000);
+    health.recordSuccess('search', 5);
+    expect(health.isOpen('search')).toBe(false);
+    health.recordFailure('search', 5);
+    expect(health.isOpen('search')).toBe(false);
+  });
+
+  it('rejects a negative or NaN cooldown, naming the field', () => {
+    expect(() => new ToolHealth({ cooldownMs: -1 })).toThrow(/cooldownMs/);
+    expect(() => new ToolHealth({ cooldownMs: Number.NaN })).toThrow(/cooldownMs/);
+  });
+});

@@ -36,13 +36,18 @@ describe('bad config throws LoopConfigError before anything runs', () => {
   it('names an unknown top-level key (a typo of `limits`)', () => {
     const [issue, ...rest] = configIssues({ model: model(), limit: { maxSteps: 3 } });
     expect(rest).toEqual([]);
-    expect(issue?.message).toContain('"limit"');
-    expect(issue?.message).toMatch(/unrecognized key/i);
+    expect(issue).toEqual({ path: 'limit', message: 'unknown option; did you mean "limits"?' });
+  });
+
+  it('lists the allowed options when an unknown key is not a near typo', () => {
+    const [issue] = configIssues({ model: model(), verbose: true });
+    expect(issue?.path).toBe('verbose');
+    expect(issue?.message).toMatch(/^unknown option; expected one of: model, instructions, tools, evaluate, tasks, limits,/);
   });
 
   it('names an unknown key inside limits', () => {
     const issues = configIssues({ model: model(), limits: { maxStep: 3 } });
-    expect(issues).toEqual([{ path: 'limits', message: expect.stringContaining('"maxStep"') }]);
+    expect(issues).toEqual([{ path: 'limits.maxStep', message: 'unknown option; did you mean "maxSteps"?' }]);
   });
 
   it('rejects a tool that was not made with defineTool, naming its index', () => {
@@ -274,5 +279,69 @@ describe('bad input never escapes as an exception', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'fatal_error', status: 'failed' });
+  });
+});
+
+describe('faults in user hooks end the run with fatal_error, never a rejection', () => {
+  it('a policy.decide hook that throws stops the run and keeps the error', async () => {
+    const { tool, executions } = recordingTool({});
+    const model = scriptedModel([toolCall('lookup', { id: 'R-1' })]);
+    const { loop } = createTestLoop({
+      model,
+      tools: [tool],
+      policy: {
+        decide: () => {
+          throw new Error('policy service down');
+        },
+      },
+    });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'fatal_error', status: 'failed', detail: 'run faulted: Error: policy service down' });
+    expect(result.error).toMatchObject({ name: 'Error', message: 'policy service down' });
+    expect(executions).toEqual([]);
+  });
+
+  it('a task prompt function that throws stops the run before any model call', async () => {
+    const model = scriptedModel([reply('never')]);
+    const { loop } = createTestLoop({
+      model,
+      tasks: [
+        {
+          id: 'first',
+          prompt: () => {
+            throw new TypeError('outputs.draft is undefined');
+          },
+        },
+      ],
+    });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'fatal_error', detail: 'run faulted: TypeError: outputs.draft is undefined', steps: 0 });
+    expect(model.calls).toHaveLength(0);
+  });
+
+  it('a trace sink that throws is disabled with a warning and the run completes', async () => {
+    const seen: string[] = [];
+    const model = scriptedModel([reply('R-1 is shipped')]);
+    const { loop } = createTestLoop({
+      model,
+      trace: {
+        onEvent: (event) => {
+          seen.push(event.type);
+          if (event.type === 'transition') throw new Error('disk full');
+        },
+      },
+    });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'completed', output: 'R-1 is shipped' });
+    expect(result.warnings).toContain('trace.onEvent threw and was disabled for this run: disk full');
+    expect(seen).toEqual(['run-start', 'transition']);
+    // The in-memory trace is unaffected by the broken sink.
+    expect(result.trace.map((event) => event.type)).toContain('run-end');
   });
 });

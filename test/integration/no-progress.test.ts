@@ -67,10 +67,11 @@ describe('unchanged state (the state digest did not change for N decisions)', ()
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(lastUserMessage(model, 4)).toBe('Your last replies have not changed anything. Take a different approach or give your final answer.');
-    expect(result.warnings).toContain('no-progress nudge at step 4: unchanged_state');
-    expect(result).toMatchObject({ stopReason: 'no_progress', status: 'failed', detail: 'no progress after a nudge: unchanged_state', steps: 5 });
-    model.assertComplete();
+    // Digests: d1 (no result yet), d2 (first result), d2, d2 — the second d2 makes a streak of 2.
+    expect(lastUserMessage(model, 3)).toBe('Your last replies have not changed anything. Take a different approach or give your final answer.');
+    expect(result.warnings).toContain('no-progress nudge at step 3: unchanged_state');
+    expect(result).toMatchObject({ stopReason: 'no_progress', status: 'failed', detail: 'no progress after a nudge: unchanged_state', steps: 4 });
+    expect(model.remaining).toBe(1);
   });
 
   it('lets the run continue with a higher unchangedState threshold', async () => {

@@ -442,7 +442,7 @@ describe('stop reasons in edge cases', () => {
     expect(result.stopReason).toBe('needs_human');
   });
 
-  it.skip('a task that requires a tool whose circuit is already open stops with tool_unavailable before calling the model', async () => {
+  it('a task that requires a tool whose circuit is already open stops with tool_unavailable before calling the model', async () => {
     const { tool } = recordingTool({
       name: 'flaky',
       respond: () => {

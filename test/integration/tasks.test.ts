@@ -178,8 +178,8 @@ describe('onFailure', () => {
   });
 });
 
-describe.skip('BUG: onFailure continue and run-level failures', () => {
-  it('BUG: a fatal model error (HTTP 401) stops the run even when the task says onFailure: continue', async () => {
+describe('onFailure continue and run-level failures', () => {
+  it('a fatal model error (HTTP 401) stops the run even when the task says onFailure: continue', async () => {
     const model = scriptedModel([reply(CLASSIFIED), modelError({ status: 401 }), reply(FORMATTED)]);
     const { loop } = createTestLoop({ model, tasks: weeklyReportTasks({ draft: { onFailure: 'continue' } }) });
 
