@@ -10,17 +10,9 @@ vi.mock('node:crypto', async (importOriginal) => {
   const actual = await importOriginal<typeof Crypto>();
   return {
     ...actual,
-    createHash(algorithm: string) {
-      const hash = actual.createHash(algorithm);
-      const counting = {
-        update(data: string, encoding: Crypto.Encoding) {
-          hashing.bytes += Buffer.byteLength(data, encoding);
-          hash.update(data, encoding);
-          return counting;
-        },
-        digest: (encoding: Crypto.BinaryToTextEncoding) => hash.digest(encoding),
-      };
-      return counting;
+    hash(algorithm: string, data: string, outputEncoding: Crypto.BinaryToTextEncoding) {
+      hashing.bytes += Buffer.byteLength(data, 'utf8');
+      return actual.hash(algorithm, data, outputEncoding);
     },
   };
 });
@@ -181,5 +173,17 @@ describe('ProgressTracker snapshot and restore', () => {
       }
     })();
     expect(error).toMatchObject({ code: 'invalid_snapshot', message: expect.stringContaining('observationHashes') });
+  });
+});
+
+describe('ProgressTracker.lastObservationHash', () => {
+  it('names the last observed content by its sha1, for seen and new observations alike', async () => {
+    const { hash } = await vi.importActual<typeof Crypto>('node:crypto');
+    const tracker = new ProgressTracker();
+    tracker.observe('first');
+    expect(tracker.lastObservationHash).toBe(hash('sha1', 'first', 'hex'));
+    tracker.observe('second');
+    tracker.observe('first');
+    expect(tracker.lastObservationHash).toBe(hash('sha1', 'first', 'hex'));
   });
 });

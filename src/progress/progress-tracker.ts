@@ -3,7 +3,7 @@
  * counters, so the driver computes these incrementally: each call costs the size of its own input,
  * never the size of the run's history (nothing already seen is re-hashed or re-serialised).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { LoopstateError } from '../errors.js';
 
@@ -38,8 +38,9 @@ const progressTrackerSnapshotSchema = z.object({
  */
 export type ProgressTrackerSnapshot = z.output<typeof progressTrackerSnapshotSchema>;
 
+/** One-shot hashing: about half the cost of createHash().update().digest() per call. */
 function sha1(text: string): string {
-  return createHash('sha1').update(text, 'utf8').digest('hex');
+  return hash('sha1', text, 'hex');
 }
 
 /**
@@ -57,6 +58,7 @@ export class ProgressTracker {
   readonly #observationHashes = new Set<string>();
   #distinctObservationsHash = '';
   #stateDigest = '';
+  #lastObservationHash = '';
 
   /** Digest of the last `advanceState` inputs; empty until the first update. */
   get stateDigest(): string {
@@ -80,6 +82,11 @@ export class ProgressTracker {
    */
   observe(content: string): boolean {
     return !this.#registerObservation(content);
+  }
+
+  /** Hash of the observation passed to the last `observe`, to name it in traces without hashing twice. */
+  get lastObservationHash(): string {
+    return this.#lastObservationHash;
   }
 
   /**
@@ -133,6 +140,7 @@ export class ProgressTracker {
   /** Returns true when the observation is new; folds it into the running hash exactly once. */
   #registerObservation(content: string): boolean {
     const hash = sha1(content);
+    this.#lastObservationHash = hash;
     if (this.#observationHashes.has(hash)) return false;
     this.#observationHashes.add(hash);
     this.#distinctObservationsHash = sha1(`${this.#distinctObservationsHash}${hash}`);

@@ -1,13 +1,7 @@
 /** The `runTools` effect: run the decision's ready calls and summarise the round for the machine. */
-import { createHash } from 'node:crypto';
 import type { LoopContext, LoopEvent } from '../../machines/types.js';
 import { runToolRound, type ToolHealth } from '../tools/index.js';
 import type { RunSession } from './run-session.js';
-
-/** Short content hash naming an observation in traces without copying its content. */
-function observationId(content: string): string {
-  return createHash('sha1').update(content).digest('hex').slice(0, 12);
-}
 
 export async function performToolRound(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
   const { config } = session;
@@ -39,7 +33,8 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
     if (outcome.truncated) session.warn(`tool ${outcome.name} (${outcome.callId}): result cut from ${outcome.bytes} to ${maxToolResultBytes} bytes`, at);
     session.record({
       type: 'tool-end', runId: session.runId, at, taskId: session.task.id, callId: outcome.callId, name: outcome.name, status: outcome.status,
-      observationId: observationId(outcome.content), bytes: outcome.bytes, truncated: outcome.truncated, latencyMs: outcome.durationMs,
+      // A short content hash names the observation without copying it into the trace.
+      observationId: session.progress.lastObservationHash.slice(0, 12), bytes: outcome.bytes, truncated: outcome.truncated, latencyMs: outcome.durationMs,
     });
   }
   const requiredToolUnavailable = (session.task.requires ?? []).some((name) => health.isOpen(name));
