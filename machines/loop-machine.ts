@@ -37,6 +37,11 @@ export function statusOf(reason: StopReason): LoopOutput['status'] {
   return 'failed';
 }
 
+/**
+ * The loop statechart itself, for inspection, visualisation and model-based testing.
+ * @example
+ * const [snapshot] = initialTransition(loopMachine, { limits: DEFAULT_LIMITS, noProgress: DEFAULT_NO_PROGRESS, tasks: [{ id: 'main', onFailure: 'stop' }] });
+ */
 export const loopMachine = setup({
   types: {
     context: {} as LoopContext,

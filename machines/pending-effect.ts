@@ -6,6 +6,11 @@ import type { SnapshotFrom } from 'xstate';
 import type { LoopMachine } from './loop-machine.js';
 import type { Feedback, LoopOutput } from './types.js';
 
+/**
+ * The effect a resting machine waits for.
+ * @example
+ * const effect: PendingEffect = getPendingEffect(actor.getSnapshot()); // { kind: 'callModel', feedback: null, taskIndex: 0 }
+ */
 export type PendingEffect =
   | { kind: 'start' }
   | { kind: 'callModel'; feedback: Feedback | null; taskIndex: number }
@@ -16,6 +21,11 @@ export type PendingEffect =
 
 export type LoopSnapshot = SnapshotFrom<LoopMachine>;
 
+/**
+ * Reads which effect the machine waits for off its state and context.
+ * @example
+ * if (getPendingEffect(snapshot).kind === 'runTools') await runTheTools();
+ */
 export function getPendingEffect(snapshot: LoopSnapshot): PendingEffect {
   const { context } = snapshot;
   if (snapshot.status === 'done') return { kind: 'done', output: snapshot.output as LoopOutput };

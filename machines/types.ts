@@ -7,7 +7,11 @@
  * pure and constant-time, and a recorded run replays by re-sending its events.
  */
 
-/** Why a run stopped: one closed union, one value per terminal path (DESIGN §3). */
+/**
+ * Why a run stopped: one closed union, one value per terminal path (DESIGN §3).
+ * @example
+ * const retryable = (reason: StopReason) => reason === 'deadline_exceeded' || reason === 'budget_exhausted';
+ */
 export type StopReason =
   | 'completed'
   | 'max_steps'
@@ -21,6 +25,11 @@ export type StopReason =
   | 'retries_exhausted'
   | 'fatal_error';
 
+/**
+ * Every stop reason, in documentation order.
+ * @example
+ * STOP_REASONS.includes(result.stopReason) // always true
+ */
 export const STOP_REASONS: readonly StopReason[] = [
   'completed',
   'max_steps',
@@ -35,9 +44,18 @@ export const STOP_REASONS: readonly StopReason[] = [
   'fatal_error',
 ];
 
+/**
+ * A run's status; cancelled runs are `failed` with reason `cancelled`.
+ * @example
+ * const done = (status: RunStatus) => status !== 'running';
+ */
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'needs_human';
 
-/** Resolved budgets; every one is enforced by a guard before the next spend (DESIGN §2). */
+/**
+ * Resolved budgets; every one is enforced by a guard before the next spend (DESIGN §2).
+ * @example
+ * const limits: Partial<LoopLimits> = { maxSteps: 6, deadlineMs: 60_000, maxCostUsd: 0.1 };
+ */
 export interface LoopLimits {
   /** Model decisions (successful model calls) across the whole run. */
   maxSteps: number;
@@ -59,7 +77,11 @@ export interface LoopLimits {
   maxArgumentRepairs: number;
 }
 
-/** Thresholds of the six no-progress signals (DESIGN §5). A signal first nudges, then stops the run. */
+/**
+ * Thresholds of the six no-progress signals (DESIGN §5). A signal first nudges, then stops the run.
+ * @example
+ * const noProgress: Partial<NoProgressThresholds> = { repeatedToolCall: 2, planStall: 8 };
+ */
 export interface NoProgressThresholds {
   /** The same tool with the same canonical arguments requested this many times in the run. */
   repeatedToolCall: number;
@@ -75,6 +97,11 @@ export interface NoProgressThresholds {
   sameParseError: number;
 }
 
+/**
+ * The no-progress signal that nudged or stopped a run.
+ * @example
+ * const signal: NoProgressSignal = 'repeated_tool_call';
+ */
 export type NoProgressSignal =
   | 'repeated_tool_call'
   | 'unchanged_state'
@@ -91,6 +118,11 @@ export interface TaskPlan {
   onFailure: TaskFailurePolicy;
 }
 
+/**
+ * Cumulative usage of a run.
+ * @example
+ * console.log(`${result.usage.modelCalls} calls, $${result.usage.costUsd.toFixed(4)}`);
+ */
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
@@ -156,6 +188,11 @@ export interface TranscriptEvent extends TimedEvent {
   nextRequestTokens: number;
 }
 
+/**
+ * Every event the machine accepts: effect outcomes from the driver, plus cancel, deadline and fault.
+ * @example
+ * actor.send({ type: 'backoff.elapsed', at: Date.now() });
+ */
 export type LoopEvent =
   | ({ type: 'run.started' } & TranscriptEvent)
   | ({

@@ -13,12 +13,21 @@ import type { Model } from './model/types.js';
 import type { Tool, ToolPolicy } from './tools/index.js';
 import type { TraceEvent, TraceOptions } from './trace/trace-event.js';
 
-/** What a task prompt may be built from: the run's goal and the outputs of the tasks before it. */
+/**
+ * What a task prompt may be built from: the run's goal and the outputs of the tasks before it.
+ * @example
+ * const prompt = ({ goal, outputs }: TaskPromptContext) => `${goal}: format ${JSON.stringify(outputs.draft)}`;
+ */
 export interface TaskPromptContext {
   goal: string;
   outputs: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * One node of a workflow: a bounded agent loop with its own evaluators and retry counters.
+ * @example
+ * const draft: TaskConfig = { id: 'draft', prompt: 'Write the draft as JSON', evaluate: [evaluators.json()], onFailure: 'continue' };
+ */
 export interface TaskConfig {
   id: string;
   prompt: string | ((context: TaskPromptContext) => string);
@@ -30,6 +39,11 @@ export interface TaskConfig {
   onFailure?: TaskFailurePolicy;
 }
 
+/**
+ * Everything `createLoop` accepts; only `model` is required. Validated before anything runs.
+ * @example
+ * const config: LoopConfig = { model, tools: [getOrderStatus], limits: { maxSteps: 4, maxCostUsd: 0.05 } };
+ */
 export interface LoopConfig {
   model: Model;
   instructions?: string;
@@ -247,6 +261,12 @@ const runInputSchema = z
   })
   .strict();
 
+/**
+ * One run's input.
+ * @example
+ * const controller = new AbortController();
+ * await loop.run({ goal: 'Status of O-101?', runId: 'order-O-101', signal: controller.signal });
+ */
 export interface RunInput {
   goal: string;
   runId?: string;

@@ -3,6 +3,11 @@
  */
 import type { LoopLimits, NoProgressThresholds } from '../machines/types.js';
 
+/**
+ * Budgets used when `limits` leaves them out.
+ * @example
+ * createLoop({ model, limits: { ...DEFAULT_LIMITS, maxSteps: 20 } });
+ */
 export const DEFAULT_LIMITS: Readonly<LoopLimits> = Object.freeze({
   maxSteps: 10,
   maxRetries: 2,
@@ -15,6 +20,11 @@ export const DEFAULT_LIMITS: Readonly<LoopLimits> = Object.freeze({
   maxArgumentRepairs: 1,
 });
 
+/**
+ * No-progress thresholds used when `noProgress` leaves them out.
+ * @example
+ * createLoop({ model, noProgress: { ...DEFAULT_NO_PROGRESS, repeatedToolCall: 2 } });
+ */
 export const DEFAULT_NO_PROGRESS: Readonly<NoProgressThresholds> = Object.freeze({
   repeatedToolCall: 3,
   unchangedState: 3,
@@ -40,12 +50,21 @@ export const DEFAULT_BACKOFF = Object.freeze({ baseMs: 500, maxMs: 30_000 });
 /** Rough characters per token for pre-call estimates; errs high for English text. */
 export const CHARS_PER_TOKEN_ESTIMATE = 4;
 
-/** USD per million tokens. Override or extend with the `prices` config option. */
+/**
+ * USD per million tokens. Override or extend with the `prices` config option.
+ * @example
+ * createLoop({ model, prices: { 'my-model': { inputPerMillion: 0.2, outputPerMillion: 0.8 } } });
+ */
 export interface ModelPrice {
   inputPerMillion: number;
   outputPerMillion: number;
 }
 
+/**
+ * The built-in price table (USD per million tokens), merged under `prices`.
+ * @example
+ * const price = DEFAULT_PRICES['gpt-4.1-mini']; // { inputPerMillion: 0.4, outputPerMillion: 1.6 }
+ */
 export const DEFAULT_PRICES: Readonly<Record<string, ModelPrice>> = Object.freeze({
   'gpt-4.1': { inputPerMillion: 2, outputPerMillion: 8 },
   'gpt-4.1-mini': { inputPerMillion: 0.4, outputPerMillion: 1.6 },

@@ -46,7 +46,11 @@ export class LoopConfigError extends LoopstateError {
   }
 }
 
-/** The kind of a failed model call; decides which retry layer (if any) handles it. */
+/**
+ * The kind of a failed model call; decides which retry layer (if any) handles it.
+ * @example
+ * const kind: ModelErrorKind = status === 429 ? 'rate_limited' : 'server';
+ */
 export type ModelErrorKind = 'rate_limited' | 'server' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'unknown';
 
 const RETRYABLE_KINDS: ReadonlySet<ModelErrorKind> = new Set(['rate_limited', 'server', 'timeout', 'connection']);

@@ -4,6 +4,12 @@ import { driveRun } from './runtime/driver.js';
 import type { RunResult } from './runtime/run-result.js';
 import { ToolHealth } from './tools/index.js';
 
+/**
+ * A configured loop; run it as often as you like (runs share only the tool health).
+ * @example
+ * const loop: Loop = createLoop({ model });
+ * const { stopReason } = await loop.run({ goal: 'Summarise the incident' });
+ */
 export interface Loop {
   /**
    * Runs one goal to a named stop. Budget hits, denials and failures are stop reasons on the

@@ -1,8 +1,8 @@
 /**
- * Time and randomness enter the loop only through the driver, injected so that tests use a
- * virtual clock and a seeded jitter instead of real sleeps (STYLE §10).
+ * Where the loop reads time and sets timers; inject a virtual one in tests.
+ * @example
+ * createLoop({ model, clock: virtualClock() }); // from 'loopstate/testing'
  */
-
 export interface Clock {
   now(): number;
   /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */

@@ -2,13 +2,23 @@
 import type { RunStatus, StopReason, Usage } from '../../machines/types.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 
-/** A tool call that stopped the run because it needs a person's approval. */
+/**
+ * A tool call that stopped the run because it needs a person's approval.
+ * @example
+ * if (result.status === 'needs_human') for (const call of result.pendingApprovals) console.log(call.tool, call.args);
+ */
 export interface PendingApproval {
   callId: string;
   tool: string;
   args: unknown;
 }
 
+/**
+ * What `loop.run()` returns: always a named stop reason, never only `failed = true` (DESIGN §3).
+ * @example
+ * const result: RunResult = await loop.run({ goal });
+ * if (result.stopReason !== 'completed') console.warn(result.detail, result.warnings);
+ */
 export interface RunResult {
   runId: string;
   status: RunStatus;

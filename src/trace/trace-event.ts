@@ -11,6 +11,11 @@ interface TraceBase {
   at: number;
 }
 
+/**
+ * One trace record; a run's trace rebuilds what happened and why it stopped.
+ * @example
+ * const toolCalls = result.trace.filter((event) => event.type === 'tool-end');
+ */
 export type TraceEvent =
   | (TraceBase & { type: 'run-start'; goalSummary: string; tasks: string[]; modelId: string })
   | (TraceBase & { type: 'transition'; event: string; from: string; to: string })
@@ -45,7 +50,11 @@ export type TraceEvent =
 
 export type TraceEventType = TraceEvent['type'];
 
-/** Where trace events go: kept in memory on the result (default) and/or handed to `onEvent`. */
+/**
+ * Where trace events go: kept in memory on the result (default) and/or handed to `onEvent`.
+ * @example
+ * createLoop({ model, trace: { onEvent: (event) => process.stdout.write(`${JSON.stringify(event)}\n`) } });
+ */
 export interface TraceOptions {
   /** Keep events on `result.trace` (default true). */
   inMemory?: boolean;
