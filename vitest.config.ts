@@ -7,5 +7,6 @@ export default defineConfig({
     pool: 'threads',
     maxWorkers: 2,
     testTimeout: 20_000,
+    reporters: ['default', './test/support/plain-summary-reporter.ts'],
   },
 });
