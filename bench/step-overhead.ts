@@ -3,16 +3,16 @@
  * same model and tool work, side by side in one process. Every guard, no-progress detection
  * and the in-memory trace are on. The target (issue 2) is <= 15 µs of overhead per step.
  *
- *   npm run bench            # defaults: 200 steps per run, 40 runs per side
- *   npm run bench -- 500 20  # steps per run, runs per side
+ *   npm run bench                   # runs of 50 and 400 steps, ~8,000 steps per side
+ *   npm run bench -- 20,200,1000 4000  # history lengths, steps per side
  */
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { createLoop, defineTool, evaluators, type Model, type ModelRequest, type ModelResponse } from '../src/index.js';
 
-const stepsPerRun = Number(process.argv[2] ?? 200);
-const runsPerSide = Number(process.argv[3] ?? 40);
-
+// Two history lengths side by side: flat per-step overhead shows that work does not grow with history.
+const historyLengths = (process.argv[2] ?? '50,400').split(',').map(Number);
+const stepsPerSide = Number(process.argv[3] ?? 8_000);
 /** A model with no latency: `steps - 1` tool calls with fresh arguments, then a final JSON answer. */
 function instantModel(steps: number): Model & { reset(): void } {
   let call = 0;
@@ -57,34 +57,36 @@ async function handWrittenRun(model: Model): Promise<number> {
   }
 }
 
-async function measure(label: string, run: () => Promise<number>): Promise<number> {
-  for (let warmup = 0; warmup < 5; warmup++) await run();
+async function measure(run: () => Promise<number>, runs: number): Promise<number> {
+  for (let warmup = 0; warmup < Math.max(2, runs / 10); warmup++) await run();
   const started = performance.now();
   let steps = 0;
-  for (let index = 0; index < runsPerSide; index++) steps += await run();
-  const perStepUs = ((performance.now() - started) * 1000) / steps;
-  console.log(`${label.padEnd(14)} ${perStepUs.toFixed(2).padStart(8)} µs/step  (${steps} steps)`);
-  return perStepUs;
+  for (let index = 0; index < runs; index++) steps += await run();
+  return ((performance.now() - started) * 1000) / steps;
 }
 
-const model = instantModel(stepsPerRun);
-const loop = createLoop({
-  model,
-  tools: [lookup],
-  evaluate: [evaluators.json()],
-  limits: { maxSteps: stepsPerRun, maxInputTokens: 1e9, maxOutputTokens: 1e9, maxCostUsd: 1e6, deadlineMs: 600_000 },
-  noProgress: { planStall: stepsPerRun + 1 },
-});
-
-console.log(`loopstate step overhead: ${stepsPerRun} steps per run, ${runsPerSide} runs per side (Node ${process.version})`);
-const baseline = await measure('hand-written', async () => {
-  model.reset();
-  return handWrittenRun(model);
-});
-const engine = await measure('loopstate', async () => {
-  model.reset();
-  const result = await loop.run({ goal: 'go' });
-  if (result.stopReason !== 'completed') throw new Error(`benchmark run stopped with ${result.stopReason}: ${result.detail}`);
-  return result.steps;
-});
-console.log(`overhead       ${(engine - baseline).toFixed(2).padStart(8)} µs/step  (ratio ${(engine / baseline).toFixed(2)}x)`);
+console.log(`loopstate step overhead (Node ${process.version}); every guard, no-progress detection and the in-memory trace on`);
+console.log('steps/run   hand-written   loopstate   overhead   ratio');
+for (const stepsPerRun of historyLengths) {
+  const runs = Math.max(5, Math.round(stepsPerSide / stepsPerRun));
+  const model = instantModel(stepsPerRun);
+  const loop = createLoop({
+    model,
+    tools: [lookup],
+    evaluate: [evaluators.json()],
+    limits: { maxSteps: stepsPerRun, maxInputTokens: 1e12, maxOutputTokens: 1e12, maxCostUsd: 1e6, deadlineMs: 600_000 },
+    noProgress: { planStall: stepsPerRun + 1 },
+  });
+  const baseline = await measure(async () => {
+    model.reset();
+    return handWrittenRun(model);
+  }, runs);
+  const engine = await measure(async () => {
+    model.reset();
+    const result = await loop.run({ goal: 'go' });
+    if (result.stopReason !== 'completed') throw new Error(`benchmark run stopped with ${result.stopReason}: ${result.detail}`);
+    return result.steps;
+  }, runs);
+  const cells = [String(stepsPerRun).padStart(9), `${baseline.toFixed(2)} µs`.padStart(14), `${engine.toFixed(2)} µs`.padStart(11), `${(engine - baseline).toFixed(2)} µs`.padStart(10), `${(engine / baseline).toFixed(1)}x`.padStart(7)];
+  console.log(cells.join(' '));
+}
