@@ -186,14 +186,15 @@ function evaluatorIssues(config: z.infer<typeof configSchema>): ConfigIssue[] {
 }
 
 /** The option names allowed at `path`, for the "did you mean" hint on unknown keys. */
-function knownKeysAt(path: readonly PropertyKey[]): string[] {
-  let schema: z.core.$ZodType | undefined = configSchema;
+function knownKeysAt(root: z.core.$ZodType, path: readonly PropertyKey[]): string[] {
+  let schema: z.core.$ZodType | undefined = root;
   for (const key of [...path, null]) {
     while (schema instanceof z.ZodOptional) schema = schema.unwrap();
     if (schema instanceof z.ZodUnion) schema = schema.options.find((option) => option instanceof z.ZodObject);
     if (key === null) break;
     if (schema instanceof z.ZodArray && typeof key === 'number') schema = schema.element;
     else if (schema instanceof z.ZodObject && typeof key === 'string') schema = schema.shape[key];
+    else if (schema instanceof z.ZodRecord && typeof key === 'string') schema = schema.valueType;
     else return [];
   }
   return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
@@ -218,10 +219,11 @@ function unknownKeyMessage(key: string, known: readonly string[]): string {
   return known.length > 0 ? `unknown option; expected one of: ${known.join(', ')}` : 'unknown option';
 }
 
-export function toConfigIssues(error: z.ZodError): ConfigIssue[] {
+/** zod issues as config issues; unknown keys get a "did you mean" hint from the schema that was checked. */
+export function toConfigIssues(error: z.ZodError, root: z.core.$ZodType): ConfigIssue[] {
   return error.issues.flatMap((issue) =>
     issue.code === 'unrecognized_keys'
-      ? issue.keys.map((key) => ({ path: z.core.toDotPath([...issue.path, key]), message: unknownKeyMessage(key, knownKeysAt(issue.path)) }))
+      ? issue.keys.map((key) => ({ path: z.core.toDotPath([...issue.path, key]), message: unknownKeyMessage(key, knownKeysAt(root, issue.path)) }))
       : [{ path: z.core.toDotPath(issue.path), message: issue.message }],
   );
 }
@@ -231,7 +233,7 @@ const defaultRunId = () => `run_${Date.now().toString(36)}_${(runCounter++).toSt
 
 export function resolveConfig(input: unknown): ResolvedConfig {
   const parsed = configSchema.safeParse(input);
-  if (!parsed.success) throw new LoopConfigError({ issues: toConfigIssues(parsed.error), cause: parsed.error });
+  if (!parsed.success) throw new LoopConfigError({ issues: toConfigIssues(parsed.error, configSchema), cause: parsed.error });
   const config = parsed.data;
   const issues = evaluatorIssues(config);
   if (issues.length > 0) throw new LoopConfigError({ issues });
@@ -275,6 +277,6 @@ export interface RunInput {
 
 export function validateRunInput(input: unknown): RunInput {
   const parsed = runInputSchema.safeParse(input);
-  if (!parsed.success) throw new LoopConfigError({ issues: toConfigIssues(parsed.error), cause: parsed.error });
+  if (!parsed.success) throw new LoopConfigError({ issues: toConfigIssues(parsed.error, runInputSchema), cause: parsed.error });
   return parsed.data;
 }

@@ -12,6 +12,7 @@ import { summarize } from '../trace/trace-event.js';
 import { performEvaluation } from './evaluation-step.js';
 import { interruptionOf, RunInterruption, untilAborted } from './interruption.js';
 import { performModelCall } from './model-step.js';
+import { priceOf } from './pricing.js';
 import type { RunResult } from './run-result.js';
 import { RunSession } from './run-session.js';
 import { performToolRound } from './tool-step.js';
@@ -40,7 +41,7 @@ export async function driveRun(config: ResolvedConfig, health: ToolHealth, input
   const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks } });
   actor.start();
   const startedAt = clock.now();
-  if (config.prices[config.model.id] === undefined) {
+  if (priceOf(config.prices, config.model.id) === undefined) {
     session.warn(`no price for model "${config.model.id}": its cost counts as $0, so maxCostUsd cannot stop it; add it to \`prices\``, startedAt);
   }
   session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: tasks.map((task) => task.id), modelId: config.model.id });

@@ -2,7 +2,7 @@
 import type { LoopEvent } from '../../machines/types.js';
 import { runEvaluators } from '../evaluators/index.js';
 import { untilAborted } from './interruption.js';
-import { costOf } from './pricing.js';
+import { costOf, priceOf } from './pricing.js';
 import type { RunSession } from './run-session.js';
 
 export async function performEvaluation(session: RunSession): Promise<LoopEvent> {
@@ -14,7 +14,7 @@ export async function performEvaluation(session: RunSession): Promise<LoopEvent>
   );
   const at = config.clock.now();
   let costUsd = 0;
-  for (const [modelId, usage] of Object.entries(summary.usageByModel)) costUsd += costOf(config.prices[modelId], usage);
+  for (const [modelId, usage] of Object.entries(summary.usageByModel)) costUsd += costOf(priceOf(config.prices, modelId), usage);
   const judged = summary.usage.inputTokens + summary.usage.outputTokens > 0;
   if (summary.passed) session.taskOutputs[task.id] = summary.parsed;
   session.record({ type: 'evaluation-end', runId: session.runId, at, taskId: task.id, passed: summary.passed, reason: summary.reason, evaluator: summary.failedEvaluator });

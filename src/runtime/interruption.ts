@@ -18,7 +18,11 @@ export function interruptionOf(signal: AbortSignal): RunInterruption {
  * signal must not hang the run past its deadline.
  */
 export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    // Abandoned, but its own rejection must not surface as an unhandled one.
+    promise.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });

@@ -11,7 +11,7 @@ import { toolCallFingerprint } from '../progress/index.js';
 import { prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
 import { summarize } from '../trace/trace-event.js';
 import { untilAborted } from './interruption.js';
-import { costOf } from './pricing.js';
+import { costOf, priceOf } from './pricing.js';
 import { backoffDelay } from './retry-policy.js';
 import type { RunSession } from './run-session.js';
 
@@ -155,7 +155,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   }
   if (text !== null && text.trim() !== '') session.lastReply = text;
   const stateDigest = session.progress.advanceState({ taskIndex: session.taskIndex, observations: [], reply });
-  const costUsd = costOf(config.prices[config.model.id], response.usage);
+  const costUsd = costOf(priceOf(config.prices, config.model.id), response.usage);
   session.record({
     type: 'step-end', runId: session.runId, at, step: context.steps + 1, taskId: session.task.id, modelId: config.model.id,
     latencyMs: at - startedAt, inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd,

@@ -3,7 +3,8 @@ import type { ModelPrice } from '../constants.js';
 import type { ModelUsage } from '../model/types.js';
 
 export function priceOf(prices: Readonly<Record<string, ModelPrice>>, modelId: string): ModelPrice | undefined {
-  return prices[modelId];
+  // Own properties only: a model id like `toString` must not find Object.prototype's.
+  return Object.hasOwn(prices, modelId) ? prices[modelId] : undefined;
 }
 
 export function costOf(price: ModelPrice | undefined, usage: ModelUsage): number {

@@ -20,13 +20,23 @@ export function virtualClock(startMs = 0): VirtualClock {
   let now = startMs;
   let nextTimerId = 0;
   const timers = new Map<number, { dueAt: number; callback: () => void }>();
+  /** The earliest timer due by `until`, looked up afresh each time: callbacks may cancel or add timers. */
+  const nextDue = (until: number): [number, { dueAt: number; callback: () => void }] | undefined => {
+    let next: [number, { dueAt: number; callback: () => void }] | undefined;
+    for (const entry of timers) if (entry[1].dueAt <= until && (next === undefined || entry[1].dueAt < next[1].dueAt)) next = entry;
+    return next;
+  };
   const advance = (ms: number) => {
-    now += Math.max(0, ms);
-    for (const [id, timer] of [...timers].sort((a, b) => a[1].dueAt - b[1].dueAt)) {
-      if (timer.dueAt > now) break;
+    if (!Number.isFinite(ms)) throw new RangeError(`virtualClock.advance: expected a finite number of ms, got ${ms}`);
+    const until = now + Math.max(0, ms);
+    for (let due = nextDue(until); due !== undefined; due = nextDue(until)) {
+      const [id, timer] = due;
       timers.delete(id);
+      // Each callback sees its own due time, so timers it sets are due relative to that.
+      now = Math.max(now, timer.dueAt);
       timer.callback();
     }
+    now = Math.max(now, until);
   };
   return {
     now: () => now,

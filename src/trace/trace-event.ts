@@ -62,14 +62,37 @@ export interface TraceOptions {
   onEvent?: (event: TraceEvent) => void;
 }
 
-const SECRET_KEY = /(api[_-]?key|token|secret|password|passwd|authorization|cookie|credential)/i;
+// Anchored at the end so `accessToken`, `tokens` and `x-api-key` match but `maxTokens` and `tokenizer` do not.
+const SECRET_KEY_SOURCE =
+  '(?:api[_-]?key|token|(?:^|auth|access|refresh|bearer|session|api)[_-]?tokens|secret|password|passwd|authorization|cookie|credentials?|private[_-]?key)';
+const SECRET_KEY = new RegExp(`${SECRET_KEY_SOURCE}$`, 'i');
+/** `"api_key": "value"` inside raw text (e.g. malformed tool arguments that never parsed). */
+const SECRET_IN_TEXT = new RegExp(`("[^"]*${SECRET_KEY_SOURCE}"\\s*:\\s*)"[^"]*"?`, 'gi');
 const SUMMARY_CHARS = 200;
 
-/** A short, redacted rendering of a value for traces: secret-looking keys are masked. */
+function render(value: unknown): string {
+  if (typeof value === 'string') return value.replace(SECRET_IN_TEXT, '$1"[redacted]"');
+  try {
+    return (
+      JSON.stringify(value, (key, inner: unknown) =>
+        key !== '' && SECRET_KEY.test(key) ? '[redacted]' : typeof inner === 'bigint' ? inner.toString() : inner,
+      ) ?? 'undefined'
+    );
+  } catch {
+    // Circular structures and the like: a summary must never throw.
+    return Object.prototype.toString.call(value);
+  }
+}
+
+/**
+ * A short, redacted rendering of a value for traces: secret-looking keys are masked.
+ * @example
+ * summarize({ order_id: 'O-1', api_key: 'sk-123' }) // '{"order_id":"O-1","api_key":"[redacted]"}'
+ */
 export function summarize(value: unknown): string {
-  const text =
-    typeof value === 'string'
-      ? value
-      : JSON.stringify(value, (key, inner: unknown) => (key !== '' && SECRET_KEY.test(key) ? '[redacted]' : inner)) ?? 'undefined';
-  return text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS)}…(${text.length} chars)` : text;
+  const text = render(value);
+  if (text.length <= SUMMARY_CHARS) return text;
+  // Never cut between the two halves of a surrogate pair.
+  const cut = /[\uD800-\uDBFF]/.test(text.charAt(SUMMARY_CHARS - 1)) ? SUMMARY_CHARS - 1 : SUMMARY_CHARS;
+  return `${text.slice(0, cut)}…(${text.length} chars)`;
 }

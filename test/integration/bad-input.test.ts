@@ -345,3 +345,20 @@ describe('faults in user hooks end the run with fatal_error, never a rejection',
     expect(result.trace.map((event) => event.type)).toContain('run-end');
   });
 });
+
+describe('odd abort reasons', () => {
+  it('a cancel whose reason cannot be serialised still cancels, with a readable detail', async () => {
+    const controller = new AbortController();
+    const model = scriptedModel([
+      () => {
+        controller.abort(10n);
+        return reply('too late');
+      },
+    ]);
+    const { loop } = createTestLoop({ model });
+
+    const result = await loop.run({ goal: GOAL, signal: controller.signal });
+
+    expect(result).toMatchObject({ stopReason: 'cancelled', status: 'failed', detail: 'cancelled: "10"' });
+  });
+});
