@@ -39,25 +39,12 @@ export async function driveRun(config: ResolvedConfig, health: ToolHealth, input
   const session = new RunSession(config, runId, input.goal, controller.signal);
   const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
   const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks } });
-  actor.start();
-  const startedAt = clock.now();
-  if (priceOf(config.prices, config.model.id) === undefined) {
-    session.warn(`no price for model "${config.model.id}": its cost counts as $0, so maxCostUsd cannot stop it; add it to \`prices\``, startedAt);
-  }
-  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: tasks.map((task) => task.id), modelId: config.model.id });
-  let startFault: Error | null = null;
+  // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
   try {
-    session.beginTask(0);
-  } catch (error) {
-    startFault = error instanceof Error ? error : new Error(String(error));
-  }
-  send(actor, session, { type: 'run.started', at: startedAt, nextRequestTokens: session.transcript.estimateTokens() });
-  if (startFault !== null) {
-    session.fatalError = startFault;
-    send(actor, session, { type: 'run.faulted', at: startedAt, message: `${startFault.name}: ${startFault.message}` });
-  }
-  if (input.signal?.aborted) onUserAbort();
-  try {
+    actor.start();
+    startRun(actor, session, input);
+    // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
+    if (input.signal?.aborted) onUserAbort();
     for (;;) {
       const snapshot = actor.getSnapshot();
       const effect = getPendingEffect(snapshot);
@@ -70,6 +57,27 @@ export async function driveRun(config: ResolvedConfig, health: ToolHealth, input
     actor.stop();
   }
   return buildResult(session, actor.getSnapshot());
+}
+
+/** Starts the machine and the first task; a task prompt that throws faults the run instead of rejecting. */
+function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInput): void {
+  const { config, runId } = session;
+  const startedAt = config.clock.now();
+  if (priceOf(config.prices, config.model.id) === undefined) {
+    session.warn(`no price for model "${config.model.id}": its cost counts as $0, so maxCostUsd cannot stop it; add it to \`prices\``, startedAt);
+  }
+  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
+  let startFault: Error | null = null;
+  try {
+    session.beginTask(0);
+  } catch (error) {
+    startFault = error instanceof Error ? error : new Error(String(error));
+  }
+  send(actor, session, { type: 'run.started', at: startedAt, nextRequestTokens: session.transcript.estimateTokens() });
+  if (startFault !== null) {
+    session.fatalError = startFault;
+    send(actor, session, { type: 'run.faulted', at: startedAt, message: `${startFault.name}: ${startFault.message}` });
+  }
 }
 
 async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapshot: LoopSnapshot, session: RunSession, health: ToolHealth): Promise<LoopEvent> {
