@@ -1,6 +1,6 @@
 /** The `runTools` effect: run the decision's ready calls and summarise the round for the machine. */
 import type { LoopContext, LoopEvent } from '../../machines/types.js';
-import { runToolRound, type ToolHealth } from '../tools/index.js';
+import { idempotencyKey, runToolRound, type ToolHealth } from '../tools/index.js';
 import type { RunSession } from './run-session.js';
 
 export async function performToolRound(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
@@ -26,9 +26,10 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
     allObservationsSeen &&= seen;
     if (outcome.status === 'error') failedCalls++;
     else if (outcome.status === 'timeout') timedOutCalls++;
-    else if (outcome.status === 'unknown_outcome') unknownOutcomeCalls++;
-    if (outcome.status === 'unknown_outcome') {
-      session.warn(`tool ${outcome.name} (${outcome.callId}): outcome unknown; check it by idempotency key ${session.runId}:${context.steps}:${outcome.callId} before calling it again`, at);
+    else if (outcome.status === 'unknown_outcome') {
+      unknownOutcomeCalls++;
+      const key = idempotencyKey(session.runId, String(context.steps), outcome.callId);
+      session.warn(`tool ${outcome.name} (${outcome.callId}): outcome unknown; check it by idempotency key ${key} before calling it again`, at);
     }
     if (outcome.truncated) session.warn(`tool ${outcome.name} (${outcome.callId}): result cut from ${outcome.bytes} to ${maxToolResultBytes} bytes`, at);
     session.record({

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../constants.js';
 import { LoopConfigError } from '../errors.js';
-import { defineTool, type ToolContext, type ToolDefinition } from './define-tool.js';
+import { defineTool, idempotencyKey, type ToolContext, type ToolDefinition } from './define-tool.js';
 
 const orderInput = z.object({ order_id: z.string().regex(/^O-\d+$/), verbose: z.boolean().default(false) });
 
@@ -132,5 +132,11 @@ describe('defineTool', () => {
   it('rejects an input schema JSON Schema cannot represent', () => {
     const error = configErrorOf({ ...validDefinition, input: z.object({ id: z.bigint() }) });
     expect(error.issues).toEqual([{ path: 'input', message: expect.stringContaining('BigInt cannot be represented') }]);
+  });
+});
+
+describe('idempotencyKey', () => {
+  it('joins run, step and call ids in that order', () => {
+    expect(idempotencyKey('run_1', '3', 'call_0')).toBe('run_1:3:call_0');
   });
 });

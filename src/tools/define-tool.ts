@@ -33,6 +33,15 @@ export interface ToolContext {
 }
 
 /**
+ * The key a side-effecting call is journalled and looked up by: `runId:stepId:callId` (DESIGN §4).
+ * @example
+ * idempotencyKey('run_1', '3', 'call_0') // 'run_1:3:call_0'
+ */
+export function idempotencyKey(runId: string, stepId: string, callId: string): string {
+  return `${runId}:${stepId}:${callId}`;
+}
+
+/**
  * Answer of `checkOutcome`: did the call with this idempotency key take effect?
  * @example
  * checkOutcome: async (_args, { idempotencyKey }) => {

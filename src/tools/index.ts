@@ -3,6 +3,7 @@
  */
 export {
   defineTool,
+  idempotencyKey,
   TOOL_ACCESS_LEVELS,
   type OutcomeLookup,
   type Tool,

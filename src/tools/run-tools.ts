@@ -5,7 +5,7 @@
  * outcome the model can read.
  */
 import { capBytes } from './cap-bytes.js';
-import type { OutcomeLookup, Tool, ToolContext } from './define-tool.js';
+import { idempotencyKey, type OutcomeLookup, type Tool, type ToolContext } from './define-tool.js';
 import type { PreparedCall } from './prepare-calls.js';
 import type { ToolHealth } from './tool-health.js';
 
@@ -102,7 +102,7 @@ async function runOneCall(
   const failed = (status: 'error' | 'timeout' | 'unknown_outcome', text: string) => ({ outcome: finish(status, text), health: 'failure' as const });
   const context = (signal: AbortSignal): ToolContext => ({
     signal,
-    idempotencyKey: `${options.runId}:${options.stepId}:${call.request.id}`,
+    idempotencyKey: idempotencyKey(options.runId, options.stepId, call.request.id),
     runId: options.runId,
     callId: call.request.id,
   });
