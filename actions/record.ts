@@ -100,8 +100,13 @@ export function recordBackoffElapsed({ context, event }: ReducerArgs): Partial<L
   return { lastEventAt: Math.max(context.lastEventAt, event.at), retryAt: null, feedback: { kind: 'transport_retry' } };
 }
 
-/** Interruptions only move the clock; the stop itself is recorded by `stopRun`. */
+/**
+ * Interruptions move the clock, and a fault after a model call still counts that call's usage;
+ * the stop itself is recorded by `stopRun`.
+ */
 export function recordInterruption({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, ['run.cancelRequested', 'run.deadlineReached', 'run.faulted', 'tool.withheld']);
-  return { lastEventAt: Math.max(context.lastEventAt, event.at) };
+  const lastEventAt = Math.max(context.lastEventAt, event.at);
+  if (event.type === 'run.faulted' && event.usage !== undefined) return { lastEventAt, usage: addUsage(context.usage, event.usage, 1) };
+  return { lastEventAt };
 }

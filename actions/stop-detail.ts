@@ -1,4 +1,5 @@
 /** Human-readable detail for a stop reason, built from the context at the moment it stopped. */
+import { isCostBudgetExhausted, isOutputBudgetExhausted } from '../guards/budget.js';
 import type { LoopContext, LoopEvent, NoProgressSignal, StopReason } from '../machines/types.js';
 
 export function describeStop(
@@ -16,8 +17,8 @@ export function describeStop(
     case 'deadline_exceeded':
       return `the run passed its deadline (${limits.deadlineMs} ms)`;
     case 'budget_exhausted':
-      if (usage.costUsd >= limits.maxCostUsd) return `cost $${usage.costUsd.toFixed(6)} reached maxCostUsd ($${limits.maxCostUsd})`;
-      if (usage.outputTokens >= limits.maxOutputTokens) return `output tokens ${usage.outputTokens} reached maxOutputTokens (${limits.maxOutputTokens})`;
+      if (isCostBudgetExhausted({ context, event })) return `cost $${usage.costUsd.toFixed(6)} reached maxCostUsd ($${limits.maxCostUsd})`;
+      if (isOutputBudgetExhausted({ context, event })) return `output tokens ${usage.outputTokens} reached maxOutputTokens (${limits.maxOutputTokens})`;
       return `the next request (~${context.nextRequestTokens} input tokens) would take input tokens past maxInputTokens (${limits.maxInputTokens}; used ${usage.inputTokens})`;
     case 'no_progress':
       return `no progress after a nudge: ${signal ?? 'unknown signal'}`;

@@ -222,7 +222,12 @@ export type LoopEvent =
   /** A tool the current task requires is withheld (circuit open) before the next model call. */
   | ({ type: 'tool.withheld'; tool: string } & TimedEvent)
   /** An effect failed in a way no retry layer covers (a throwing policy hook, prompt or trace sink). */
-  | ({ type: 'run.faulted'; message: string } & TimedEvent)
+  | ({
+      type: 'run.faulted';
+      message: string;
+      /** Usage of a model call that was made before the fault (e.g. its reply made a policy hook throw). */
+      usage?: CallUsage;
+    } & TimedEvent)
   | ({ type: 'run.cancelRequested'; message: string } & TimedEvent);
 
 export type LoopEventType = LoopEvent['type'];

@@ -99,7 +99,7 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
   if (response.toolCalls.length === 0) {
     return text === null
       ? { decision: { kind: 'unparseable', parseError: 'empty_reply' }, prepared: [], repeatCounts: [], reply: '' }
-      : { decision: { kind: 'final' }, prepared: [], repeatCounts: [], reply: text };
+      : { decision: { kind: 'final' }, prepared: [], repeatCounts: [], reply: `final\n${text}` };
   }
   const prepared = prepareToolCalls(response.toolCalls, { tools: session.config.tools, policy: session.config.policy, health });
   let invalidCalls = 0, deniedCalls = 0, approvalCalls = 0, unavailableCalls = 0, maxRepeatCount = 0;
@@ -123,7 +123,8 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
     decision: { kind: 'tool_calls', calls: prepared.length, invalidCalls, parseError, deniedCalls, approvalCalls, unavailableCalls, maxRepeatCount },
     prepared,
     repeatCounts,
-    reply: `${text ?? ''}\n${fingerprints.join('\n')}`,
+    // The kind prefix keeps a text that happens to look like fingerprints from sharing their digest.
+    reply: `tool_calls\n${text ?? ''}\n${fingerprints.join('\n')}`,
   };
 }
 
@@ -146,7 +147,18 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   const malformed = checkModelResponse(response);
   if (malformed !== null) return modelFailure(session, context, malformed, config.clock.now());
   const at = config.clock.now();
-  const { decision, prepared, repeatCounts, reply } = classify(session, health, response);
+  const costUsd = costOf(priceOf(config.prices, config.model.id), response.usage);
+  const usage = { inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd };
+  let classified: Classified;
+  try {
+    classified = classify(session, health, response);
+  } catch (error) {
+    // A policy hook threw on this reply: the run faults, but the call was made and is paid for.
+    const fault = error instanceof Error ? error : new Error(String(error));
+    session.fatalError = fault;
+    return { type: 'run.faulted', at, message: `${fault.name}: ${fault.message}`, usage };
+  }
+  const { decision, prepared, repeatCounts, reply } = classified;
   session.pendingCalls = prepared;
   session.pendingRepeatCounts = repeatCounts;
   const text = decision.kind === 'unparseable' ? null : response.text;
@@ -155,7 +167,6 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   }
   if (text !== null && text.trim() !== '') session.lastReply = text;
   const stateDigest = session.progress.advanceState({ taskIndex: session.taskIndex, observations: [], reply });
-  const costUsd = costOf(priceOf(config.prices, config.model.id), response.usage);
   session.record({
     type: 'step-end', runId: session.runId, at, step: context.steps + 1, taskId: session.task.id, modelId: config.model.id,
     latencyMs: at - startedAt, inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd,
@@ -164,8 +175,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
     replySummary: text === null ? null : summarize(text),
   });
   return {
-    type: 'model.responded', at, decision, stateDigest,
-    usage: { inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd },
+    type: 'model.responded', at, decision, stateDigest, usage,
     nextRequestTokens: session.transcript.estimateTokens(),
   };
 }

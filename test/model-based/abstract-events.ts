@@ -1,0 +1,415 @@
+/**
+ * Abstract outcomes for model-based exploration of the loop statechart.
+ *
+ * The machine is pure: at rest it waits for one effect (`getPendingEffect`) and the driver answers
+ * with an outcome event whose payload is a summary. Here every effect gets a small, finite set of
+ * outcome classes (decision kinds, digests that repeat or change, reasons from {A, B}, usage that does
+ * or does not cross a budget, times "within" or "past" the deadline), so the reachable state space is
+ * finite and `xstate/graph` can enumerate it exhaustively.
+ *
+ * The classes are the ones the real driver can produce (`replay.test.ts` replays them through
+ * `createLoop`), so a few follow the driver's contracts rather than the machine's event types alone:
+ * the state digest covers the task, the distinct observations and the reply (so it changes on a new
+ * task, after a new observation and with a new tool call, and an empty reply always repeats it); an
+ * observation can be "seen before" only once the run has made a tool call; costs come from one price.
+ */
+import { getPendingEffect, type LoopSnapshot } from '../../machines/pending-effect.js';
+import type {
+  CallUsage,
+  LoopContext,
+  LoopEvent,
+  LoopInput,
+  LoopLimits,
+  ModelDecision,
+  ModelFailureKind,
+  NoProgressThresholds,
+  TaskPlan,
+  ToolRoundSummary,
+} from '../../machines/types.js';
+
+/** One limit configuration of the model, with the usage classes sized against its budgets. */
+export interface ModelConfiguration {
+  name: string;
+  limits: LoopLimits;
+  noProgress: NoProgressThresholds;
+  tasks: readonly TaskPlan[];
+  /** Estimated input tokens of the next request, sent with every transcript event. */
+  requestEstimate: number;
+  /** A model call that leaves every budget standing, even after `maxSteps` of them. */
+  lightUsage: CallUsage;
+  /** Calls that each cross exactly one budget on their own. */
+  heavyUsage: { input: CallUsage; output: CallUsage; cost: CallUsage };
+}
+
+/** Abstract clock: the run starts at `startAt`; "within" is a fixed offset after it, "past" is the deadline itself. */
+export const ABSTRACT_TIME = Object.freeze({
+  startAt: 1_000,
+  withinOffsetMs: 100,
+  shortRetryDelayMs: 10,
+});
+
+/** USD per million tokens of the one model a run uses; the replay gives the scripted model this price. */
+export const ABSTRACT_PRICE = Object.freeze({ inputPerMillion: 1, outputPerMillion: 50 });
+
+/** A call's usage with its cost, computed exactly as the driver prices it (same operations, same float). */
+export function pricedUsage(inputTokens: number, outputTokens: number): CallUsage {
+  const costUsd = (inputTokens * ABSTRACT_PRICE.inputPerMillion + outputTokens * ABSTRACT_PRICE.outputPerMillion) / 1_000_000;
+  return { inputTokens, outputTokens, costUsd };
+}
+
+export const EVALUATOR_REASONS = ['reason A', 'reason B'] as const;
+export const PARSE_ERRORS = Object.freeze({ emptyReply: 'empty_reply', invalidArguments: 'invalid_arguments' });
+
+/** Texts the driver puts in events, shared with the replay so that stop details agree too. */
+export const OUTCOME_TEXT = Object.freeze({
+  transientFailure: 'HTTP 503',
+  fatalFailure: 'HTTP 401',
+  cancelled: 'user cancelled',
+  fault: 'Error: injected fault',
+  /** The tool every task requires; its circuit opening is `tool.withheld` or a `required-unavailable` round. */
+  requiredTool: 'required_tool',
+});
+
+/**
+ * A round with a new observation grows the next request by this many tokens. Besides being true of a real
+ * transcript, it tells the next decision, through the context, that its digest must change.
+ */
+export const NEW_OBSERVATION_TOKENS = 1;
+
+/** An abstract outcome: the event to send plus a stable label naming its class (for replay and failure messages). */
+export interface AbstractOutcome {
+  label: string;
+  event: LoopEvent;
+}
+
+export function modelInput(config: ModelConfiguration): LoopInput {
+  return { limits: config.limits, noProgress: config.noProgress, tasks: config.tasks };
+}
+
+type Moment = 'within' | 'past';
+
+/** Time never goes backwards: "within" is at least the last observed time, "past" is the deadline itself. */
+function timeAt(context: LoopContext, moment: Moment): number {
+  const startedAt = context.startedAt ?? ABSTRACT_TIME.startAt;
+  if (moment === 'past') return Math.max(context.lastEventAt, startedAt + context.limits.deadlineMs);
+  return Math.max(context.lastEventAt, startedAt + ABSTRACT_TIME.withinOffsetMs);
+}
+
+function toolCalls(overrides: Partial<Extract<ModelDecision, { kind: 'tool_calls' }>>): ModelDecision {
+  return {
+    kind: 'tool_calls',
+    calls: 1,
+    invalidCalls: 0,
+    parseError: null,
+    deniedCalls: 0,
+    approvalCalls: 0,
+    unavailableCalls: 0,
+    maxRepeatCount: 1,
+    ...overrides,
+  };
+}
+
+/**
+ * What a reply looks like to the digest: a text, nothing (an empty reply), valid tool calls, or invalid ones.
+ * A reply can only repeat the last reply of its own family.
+ */
+type ReplyFamily = 'text' | 'empty' | 'calls' | 'invalid';
+
+export interface DecisionClass {
+  label: string;
+  decision: ModelDecision;
+  family: ReplyFamily;
+  /**
+   * Whether this decision can be the very reply made last. Not when it carries a tool call never requested
+   * before (`maxRepeatCount` 1): its fingerprint is part of the reply, so the digest changes.
+   */
+  canRepeatReply: boolean;
+}
+
+export function decisionClasses(config: ModelConfiguration): readonly DecisionClass[] {
+  return [
+    { label: 'final', decision: { kind: 'final' }, family: 'text', canRepeatReply: true },
+    { label: 'tools-new', decision: toolCalls({}), family: 'calls', canRepeatReply: false },
+    {
+      label: 'tools-repeated',
+      decision: toolCalls({ maxRepeatCount: config.noProgress.repeatedToolCall }),
+      family: 'calls',
+      canRepeatReply: true,
+    },
+    {
+      label: 'tools-invalid',
+      decision: toolCalls({ invalidCalls: 1, parseError: PARSE_ERRORS.invalidArguments }),
+      family: 'invalid',
+      canRepeatReply: false,
+    },
+    { label: 'unparseable', decision: { kind: 'unparseable', parseError: PARSE_ERRORS.emptyReply }, family: 'empty', canRepeatReply: true },
+    { label: 'tools-denied', decision: toolCalls({ deniedCalls: 1 }), family: 'calls', canRepeatReply: false },
+    { label: 'tools-approval', decision: toolCalls({ approvalCalls: 1 }), family: 'calls', canRepeatReply: false },
+    { label: 'tools-unavailable', decision: toolCalls({ unavailableCalls: 1 }), family: 'calls', canRepeatReply: false },
+  ];
+}
+
+function heavyUsageClasses(config: ModelConfiguration): ReadonlyArray<readonly [string, CallUsage]> {
+  return [
+    ['heavy-input', config.heavyUsage.input],
+    ['heavy-output', config.heavyUsage.output],
+    ['heavy-cost', config.heavyUsage.cost],
+  ];
+}
+
+/** Digests are `<family>-<0|1>`: "changed" flips within a family, so at most two values per family exist. */
+function changedDigest(last: string | null, family: ReplyFamily): string {
+  if (last === `${family}-0`) return `${family}-1`;
+  return `${family}-0`;
+}
+
+/**
+ * "same" repeats the last digest: only for a reply that can repeat the last one (same family), in the same
+ * task, with no new observation since. An empty reply in that position always repeats it.
+ */
+function digestClasses(config: ModelConfiguration, context: LoopContext, decision: DecisionClass): ReadonlyArray<readonly [string, string]> {
+  const last = context.progress.lastStateDigest;
+  const changed: readonly [string, string] = ['changed', changedDigest(last, decision.family)];
+  const sameTask = context.task.steps > 0;
+  const newObservation = context.nextRequestTokens === config.requestEstimate + NEW_OBSERVATION_TOKENS;
+  const canRepeat = last !== null && sameTask && !newObservation && decision.canRepeatReply && last.startsWith(`${decision.family}-`);
+  if (!canRepeat) return [changed];
+  if (decision.family === 'empty') return [['same', last]];
+  return [['same', last], changed];
+}
+
+const TOOL_ROUNDS: readonly [readonly [string, ToolRoundSummary], ...Array<readonly [string, ToolRoundSummary]>] = [
+  ['ok-new', { calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, requiredToolUnavailable: false }],
+  ['ok-seen', { calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: true, requiredToolUnavailable: false }],
+  ['timeout', { calls: 1, failedCalls: 1, timedOutCalls: 1, unknownOutcomeCalls: 0, allObservationsSeen: false, requiredToolUnavailable: false }],
+  ['unknown-outcome', { calls: 1, failedCalls: 1, timedOutCalls: 1, unknownOutcomeCalls: 1, allObservationsSeen: false, requiredToolUnavailable: false }],
+  ['required-unavailable', { calls: 1, failedCalls: 1, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, requiredToolUnavailable: true }],
+];
+
+/**
+ * Within the deadline: every decision with a light call (each digest class it allows) and with each heavy
+ * call (last digest class: the digest does not matter once a budget is gone). Past the deadline: every
+ * decision once, with a light call; the routing checks the deadline before anything in the payload.
+ */
+function modelOutcomes(config: ModelConfiguration, context: LoopContext): AbstractOutcome[] {
+  const outcomes: AbstractOutcome[] = [];
+  const nextRequestTokens = config.requestEstimate;
+  const within = timeAt(context, 'within');
+  const past = timeAt(context, 'past');
+  for (const decisionClass of decisionClasses(config)) {
+    const { decision } = decisionClass;
+    const digests = digestClasses(config, context, decisionClass);
+    const last = digests[digests.length - 1] as readonly [string, string];
+    const responded = (usage: CallUsage, stateDigest: string, at: number, label: string): AbstractOutcome => ({
+      label: `model.responded:${decisionClass.label}:${label}`,
+      event: { type: 'model.responded', usage, decision, stateDigest, nextRequestTokens, at },
+    });
+    for (const [digestLabel, stateDigest] of digests) {
+      outcomes.push(responded(config.lightUsage, stateDigest, within, `${digestLabel}:light:within`));
+    }
+    for (const [usageLabel, usage] of heavyUsageClasses(config)) {
+      outcomes.push(responded(usage, last[1], within, `${last[0]}:${usageLabel}:within`));
+    }
+    outcomes.push(responded(config.lightUsage, last[1], past, `${last[0]}:light:past`));
+  }
+  const failed = (label: string, failure: ModelFailureKind, retryDelayMs: number, at: number): AbstractOutcome => ({
+    label: `model.failed:${label}`,
+    event: {
+      type: 'model.failed',
+      failure,
+      message: failure === 'fatal' ? OUTCOME_TEXT.fatalFailure : OUTCOME_TEXT.transientFailure,
+      retryDelayMs,
+      at,
+    },
+  });
+  outcomes.push(
+    failed('transient-short:within', 'transient', ABSTRACT_TIME.shortRetryDelayMs, within),
+    failed('transient-past-deadline:within', 'transient', config.limits.deadlineMs, within),
+    failed('fatal:within', 'fatal', 0, within),
+    failed('transient-short:past', 'transient', ABSTRACT_TIME.shortRetryDelayMs, past),
+    // The driver checks the task's required tools before each model call.
+    { label: 'tool.withheld', event: { type: 'tool.withheld', tool: OUTCOME_TEXT.requiredTool, at: within } },
+  );
+  return outcomes;
+}
+
+/**
+ * Every round within the deadline, but "all seen" only once the run has observed something; past the
+ * deadline, one new-observation round (the routing checks the deadline first).
+ */
+function toolOutcomes(config: ModelConfiguration, context: LoopContext): AbstractOutcome[] {
+  const completed = (label: string, round: ToolRoundSummary, moment: Moment): AbstractOutcome => ({
+    label: `tools.completed:${label}:${moment}`,
+    event: {
+      type: 'tools.completed',
+      round,
+      nextRequestTokens: config.requestEstimate + (round.allObservationsSeen ? 0 : NEW_OBSERVATION_TOKENS),
+      at: timeAt(context, moment),
+    },
+  });
+  const [newObservations] = TOOL_ROUNDS;
+  const observedBefore = context.usage.toolCalls > 0;
+  return [
+    ...TOOL_ROUNDS.filter(([, round]) => observedBefore || !round.allObservationsSeen).map(([label, round]) => completed(label, round, 'within')),
+    completed(newObservations[0], newObservations[1], 'past'),
+  ];
+}
+
+/** A pass and two distinct failure reasons; past the deadline a pass and a failure (a pass is routed before the deadline). */
+function evaluationOutcomes(config: ModelConfiguration, context: LoopContext): AbstractOutcome[] {
+  const evaluated = (label: string, passed: boolean, reason: string, moment: Moment): AbstractOutcome => ({
+    label: `evaluation.completed:${label}:${moment}`,
+    event: {
+      type: 'evaluation.completed',
+      passed,
+      reason,
+      usage: null,
+      nextRequestTokens: config.requestEstimate,
+      at: timeAt(context, moment),
+    },
+  });
+  return [
+    evaluated('pass', true, '', 'within'),
+    evaluated('fail-A', false, EVALUATOR_REASONS[0], 'within'),
+    evaluated('fail-B', false, EVALUATOR_REASONS[1], 'within'),
+    evaluated('pass', true, '', 'past'),
+    evaluated('fail-A', false, EVALUATOR_REASONS[0], 'past'),
+  ];
+}
+
+function backoffOutcomes(context: LoopContext, until: number): AbstractOutcome[] {
+  return [
+    { label: 'backoff.elapsed:on-time', event: { type: 'backoff.elapsed', at: Math.max(until, context.lastEventAt) } },
+    { label: 'backoff.elapsed:overslept-past-deadline', event: { type: 'backoff.elapsed', at: timeAt(context, 'past') } },
+  ];
+}
+
+function startOutcomes(config: ModelConfiguration, context: LoopContext): AbstractOutcome[] {
+  // A started run rests in READY only transiently; `start` is pending only before `run.started`.
+  if (context.startedAt !== null) return [];
+  const at = ABSTRACT_TIME.startAt;
+  return [
+    { label: 'run.started:fits', event: { type: 'run.started', nextRequestTokens: config.requestEstimate, at } },
+    {
+      label: 'run.started:request-over-input-budget',
+      event: { type: 'run.started', nextRequestTokens: config.limits.maxInputTokens + 1, at },
+    },
+  ];
+}
+
+/** Cancel, the deadline timer and an effect failing outright can happen whatever the machine waits for. */
+function interruptionOutcomes(context: LoopContext): AbstractOutcome[] {
+  return [
+    { label: 'run.cancelRequested', event: { type: 'run.cancelRequested', message: OUTCOME_TEXT.cancelled, at: timeAt(context, 'within') } },
+    { label: 'run.deadlineReached', event: { type: 'run.deadlineReached', at: timeAt(context, 'past') } },
+    { label: 'run.faulted', event: { type: 'run.faulted', message: OUTCOME_TEXT.fault, at: timeAt(context, 'within') } },
+  ];
+}
+
+/** Every abstract outcome of the effect `snapshot` waits for, plus the interruptions; none for a final snapshot. */
+export function abstractOutcomes(config: ModelConfiguration, snapshot: LoopSnapshot): AbstractOutcome[] {
+  const effect = getPendingEffect(snapshot);
+  const { context } = snapshot;
+  switch (effect.kind) {
+    case 'done':
+      return [];
+    case 'start':
+      return [...startOutcomes(config, context), ...interruptionOutcomes(context)];
+    case 'callModel':
+      return [...modelOutcomes(config, context), ...interruptionOutcomes(context)];
+    case 'runTools':
+      return [...toolOutcomes(config, context), ...interruptionOutcomes(context)];
+    case 'evaluate':
+      return [...evaluationOutcomes(config, context), ...interruptionOutcomes(context)];
+    case 'sleep':
+      return [...backoffOutcomes(context, effect.until), ...interruptionOutcomes(context)];
+  }
+}
+
+/** The `events` option for `xstate/graph` traversals. */
+export function createAbstractEvents(config: ModelConfiguration): (snapshot: LoopSnapshot) => LoopEvent[] {
+  return (snapshot) => abstractOutcomes(config, snapshot).map((outcome) => outcome.event);
+}
+
+/** Value plus context, without the fields fixed by the configuration: states differ whenever a counter differs. */
+export function serializeLoopSnapshot(snapshot: LoopSnapshot): string {
+  const { limits: _limits, noProgress: _noProgress, tasks: _tasks, ...varying } = snapshot.context;
+  return JSON.stringify({ value: snapshot.value, context: varying });
+}
+
+export function serializeLoopEvent(event: LoopEvent): string {
+  return JSON.stringify(event);
+}
+
+/**
+ * Budgets sized against the usage classes below for up to 4 decisions: light calls never exhaust one, and
+ * each heavy call crosses exactly one (input: 10,000 + any estimate; output: 200; cost: $0.0145 ≥ $0.0144,
+ * while 3 light calls plus a heavy input or output call stay below $0.0144). The input budget leaves room
+ * for the driver's real request estimates (under 1,700 tokens), which the replay depends on.
+ */
+const SHARED_LIMITS = {
+  deadlineMs: 1_000,
+  maxInputTokens: 10_000,
+  maxOutputTokens: 200,
+  maxCostUsd: 0.0144,
+  maxParallelTools: 2,
+  maxToolResultBytes: 1_024,
+  maxArgumentRepairs: 1,
+} as const;
+
+const SHARED_USAGE = {
+  requestEstimate: 100,
+  lightUsage: pricedUsage(100, 20),
+  heavyUsage: {
+    input: pricedUsage(10_000, 20),
+    output: pricedUsage(100, 200),
+    cost: pricedUsage(8_000, 130),
+  },
+} as const;
+
+/**
+ * The configurations explored; each is small, and together they reach every transition. Streaks count the
+ * first occurrence as 1, so a threshold of 1 fires on every occurrence (an unchanged-state threshold of 1
+ * would signal on every decision: 2 is the smallest that lets a tool round run), and a threshold of 2
+ * fires on the first repeat, early enough for the nudge and the stop after it to fit under `maxSteps`.
+ */
+export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
+  {
+    // Same parse error at 3 (out of reach) lets a second invalid-argument round exhaust the repair; same
+    // evaluator reason at 2 lets another reason exhaust reflection unsignalled; no plan stall, as by default.
+    name: 'one task, maxSteps 3, maxRetries 1',
+    limits: { ...SHARED_LIMITS, maxSteps: 3, maxRetries: 1 },
+    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 3, sameParseError: 3 },
+    tasks: [{ id: 'only', onFailure: 'stop' }],
+    ...SHARED_USAGE,
+  },
+  {
+    // Signals on the first occurrence or the second; reflection has room for a nudge and a retry.
+    name: 'one task, maxSteps 3, maxRetries 2',
+    limits: { ...SHARED_LIMITS, maxSteps: 3, maxRetries: 2 },
+    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 2, planStall: 2, sameParseError: 2 },
+    tasks: [{ id: 'only', onFailure: 'stop' }],
+    ...SHARED_USAGE,
+  },
+  {
+    // A workflow: the first task may fail and the run goes on with the second.
+    name: 'two tasks (first continues on failure), maxSteps 2, maxRetries 1',
+    limits: { ...SHARED_LIMITS, maxSteps: 2, maxRetries: 1 },
+    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 1, planStall: 1, sameParseError: 2 },
+    tasks: [
+      { id: 'classify', onFailure: 'continue' },
+      { id: 'draft', onFailure: 'stop' },
+    ],
+    ...SHARED_USAGE,
+  },
+  {
+    // The plan-stall nudge after the first step leaves room for a second step whose tools run and return
+    // only what was seen: the duplicate-observation signal then stops the run (an observation can only be
+    // seen before from the second round on, so no other configuration reaches that stop).
+    name: 'one task, plan stall after one step, maxSteps 3, maxRetries 1',
+    limits: { ...SHARED_LIMITS, maxSteps: 3, maxRetries: 1 },
+    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 1, sameParseError: 3 },
+    tasks: [{ id: 'only', onFailure: 'stop' }],
+    ...SHARED_USAGE,
+  },
+];
