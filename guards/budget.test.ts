@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { createInitialContext } from '../actions/initial-context.js';
 import {
   isCostBudgetExhausted,
   isDeadlineExceeded,
@@ -9,82 +8,59 @@ import {
   isSpendBudgetExhausted,
   isStepLimitReached,
 } from './budget.js';
-import type { LoopContext, LoopEvent, LoopLimits, Usage } from '../machines/types.js';
+import type { LoopContext, LoopLimits } from '../machines/types.js';
+import {
+  backoffElapsed,
+  contextWith,
+  modelFailed,
+  startedContextWith,
+  type ContextOverrides,
+} from '../test/support/statechart-fixtures.js';
 
-const LIMITS: LoopLimits = {
-  maxSteps: 5,
-  maxRetries: 2,
-  deadlineMs: 5_000,
-  maxInputTokens: 1_000,
-  maxOutputTokens: 500,
-  maxCostUsd: 0.5,
-  maxParallelTools: 4,
-  maxToolResultBytes: 1_024,
-  maxArgumentRepairs: 1,
-};
+/** Budgets small enough to reach; a run started at 1,000 ms has its deadline at 6,000 ms. */
+const BUDGET_LIMITS: Partial<LoopLimits> = { maxSteps: 5, deadlineMs: 5_000, maxInputTokens: 1_000, maxOutputTokens: 500, maxCostUsd: 0.5 };
 
-interface Overrides extends Partial<Omit<LoopContext, 'limits' | 'usage'>> {
-  limits?: Partial<LoopLimits>;
-  usage?: Partial<Usage>;
-}
+/** A context under `BUDGET_LIMITS`, the run not started. */
+const budgetContext = ({ limits, ...overrides }: ContextOverrides = {}): LoopContext =>
+  contextWith({ ...overrides, limits: { ...BUDGET_LIMITS, ...limits } });
 
-function contextWith({ limits, usage, ...rest }: Overrides = {}): LoopContext {
-  const base = createInitialContext({
-    input: {
-      limits: { ...LIMITS, ...limits },
-      noProgress: {
-        repeatedToolCall: 3,
-        unchangedState: 3,
-        sameEvaluatorReason: 2,
-        duplicateObservation: 3,
-        planStall: 12,
-        sameParseError: 3,
-      },
-      tasks: [{ id: 'task-1', onFailure: 'stop' }],
-    },
-  });
-  return { ...base, ...rest, usage: { ...base.usage, ...usage } };
-}
+/** A started run under `BUDGET_LIMITS`: began at 1,000 ms, last observed then. */
+const startedBudgetContext = ({ limits, ...overrides }: ContextOverrides = {}): LoopContext =>
+  startedContextWith({ ...overrides, limits: { ...BUDGET_LIMITS, ...limits } });
 
-/** A started run: began at 1,000 ms, last observed then. */
-const started = (overrides: Overrides = {}): LoopContext => contextWith({ startedAt: 1_000, lastEventAt: 1_000, ...overrides });
-
-const backoffElapsed = (at: number): LoopEvent => ({ type: 'backoff.elapsed', at });
-const modelFailed = (at: number, retryDelayMs: number): LoopEvent => ({
-  type: 'model.failed',
-  at,
-  failure: 'transient',
-  message: '503',
-  retryDelayMs,
-});
+/** A transient model failure at `at` whose backoff lasts `retryDelayMs`. */
+const failedAt = (at: number, retryDelayMs: number) => modelFailed('transient', { at, retryDelayMs });
 
 describe('isDeadlineExceeded', () => {
   it('is false before the run started, however late the event', () => {
-    expect(isDeadlineExceeded({ context: contextWith(), event: backoffElapsed(1e12) })).toBe(false);
+    expect(isDeadlineExceeded({ context: budgetContext(), event: backoffElapsed(1e12) })).toBe(false);
   });
 
   it('is false one millisecond before the deadline and true exactly at it', () => {
     // startedAt 1,000 + deadlineMs 5,000 = 6,000.
-    expect(isDeadlineExceeded({ context: started(), event: backoffElapsed(5_999) })).toBe(false);
-    expect(isDeadlineExceeded({ context: started(), event: backoffElapsed(6_000) })).toBe(true);
-    expect(isDeadlineExceeded({ context: started(), event: backoffElapsed(6_001) })).toBe(true);
+    expect(isDeadlineExceeded({ context: startedBudgetContext(), event: backoffElapsed(5_999) })).toBe(false);
+    expect(isDeadlineExceeded({ context: startedBudgetContext(), event: backoffElapsed(6_000) })).toBe(true);
+    expect(isDeadlineExceeded({ context: startedBudgetContext(), event: backoffElapsed(6_001) })).toBe(true);
   });
 
   it('never lets time run backwards: an event stamped earlier than the last observed time uses the later one', () => {
-    const context = started({ lastEventAt: 6_000 });
+    const context = startedBudgetContext({ lastEventAt: 6_000 });
     expect(isDeadlineExceeded({ context, event: backoffElapsed(2_000) })).toBe(true);
   });
 
   it('reads the last observed time for run.started, whose own time is the start', () => {
-    const context = started({ lastEventAt: 1_000 });
+    const context = startedBudgetContext({ lastEventAt: 1_000 });
     expect(isDeadlineExceeded({ context, event: { type: 'run.started', at: 99_999, nextRequestTokens: 10 } })).toBe(false);
     expect(
-      isDeadlineExceeded({ context: started({ lastEventAt: 6_000 }), event: { type: 'run.started', at: 0, nextRequestTokens: 10 } }),
+      isDeadlineExceeded({
+        context: startedBudgetContext({ lastEventAt: 6_000 }),
+        event: { type: 'run.started', at: 0, nextRequestTokens: 10 },
+      }),
     ).toBe(true);
   });
 
   it('honours the configured deadline, not a constant', () => {
-    const context = started({ limits: { deadlineMs: 100 } });
+    const context = startedBudgetContext({ limits: { deadlineMs: 100 } });
     expect(isDeadlineExceeded({ context, event: backoffElapsed(1_099) })).toBe(false);
     expect(isDeadlineExceeded({ context, event: backoffElapsed(1_100) })).toBe(true);
   });
@@ -93,13 +69,13 @@ describe('isDeadlineExceeded', () => {
 describe('isStepLimitReached', () => {
   it('is false at maxSteps - 1 and true at and past maxSteps', () => {
     const event = backoffElapsed(0);
-    expect(isStepLimitReached({ context: contextWith({ steps: 4 }), event })).toBe(false);
-    expect(isStepLimitReached({ context: contextWith({ steps: 5 }), event })).toBe(true);
-    expect(isStepLimitReached({ context: contextWith({ steps: 6 }), event })).toBe(true);
+    expect(isStepLimitReached({ context: budgetContext({ steps: 4 }), event })).toBe(false);
+    expect(isStepLimitReached({ context: budgetContext({ steps: 5 }), event })).toBe(true);
+    expect(isStepLimitReached({ context: budgetContext({ steps: 6 }), event })).toBe(true);
   });
 
   it('refuses the first step when maxSteps is 0', () => {
-    expect(isStepLimitReached({ context: contextWith({ limits: { maxSteps: 0 } }), event: backoffElapsed(0) })).toBe(true);
+    expect(isStepLimitReached({ context: budgetContext({ limits: { maxSteps: 0 } }), event: backoffElapsed(0) })).toBe(true);
   });
 });
 
@@ -107,18 +83,18 @@ describe('isInputBudgetExhausted (checked on the estimate, before the call)', ()
   const event = backoffElapsed(0);
 
   it('allows a request whose estimate lands exactly on the limit', () => {
-    const context = contextWith({ usage: { inputTokens: 900 }, nextRequestTokens: 100 });
+    const context = budgetContext({ usage: { inputTokens: 900 }, nextRequestTokens: 100 });
     expect(isInputBudgetExhausted({ context, event })).toBe(false);
   });
 
   it('refuses a request whose estimate would go one token over', () => {
-    const context = contextWith({ usage: { inputTokens: 900 }, nextRequestTokens: 101 });
+    const context = budgetContext({ usage: { inputTokens: 900 }, nextRequestTokens: 101 });
     expect(isInputBudgetExhausted({ context, event })).toBe(true);
   });
 
   it('refuses even the first request when its estimate alone is over the limit', () => {
-    expect(isInputBudgetExhausted({ context: contextWith({ nextRequestTokens: 1_001 }), event })).toBe(true);
-    expect(isInputBudgetExhausted({ context: contextWith({ nextRequestTokens: 1_000 }), event })).toBe(false);
+    expect(isInputBudgetExhausted({ context: budgetContext({ nextRequestTokens: 1_001 }), event })).toBe(true);
+    expect(isInputBudgetExhausted({ context: budgetContext({ nextRequestTokens: 1_000 }), event })).toBe(false);
   });
 });
 
@@ -126,8 +102,8 @@ describe('isOutputBudgetExhausted', () => {
   const event = backoffElapsed(0);
 
   it('is false one token below the limit and true at it', () => {
-    expect(isOutputBudgetExhausted({ context: contextWith({ usage: { outputTokens: 499 } }), event })).toBe(false);
-    expect(isOutputBudgetExhausted({ context: contextWith({ usage: { outputTokens: 500 } }), event })).toBe(true);
+    expect(isOutputBudgetExhausted({ context: budgetContext({ usage: { outputTokens: 499 } }), event })).toBe(false);
+    expect(isOutputBudgetExhausted({ context: budgetContext({ usage: { outputTokens: 500 } }), event })).toBe(true);
   });
 });
 
@@ -135,9 +111,9 @@ describe('isCostBudgetExhausted', () => {
   const event = backoffElapsed(0);
 
   it('is false below the limit and true when the cost equals it', () => {
-    expect(isCostBudgetExhausted({ context: contextWith({ usage: { costUsd: 0.499_999 } }), event })).toBe(false);
-    expect(isCostBudgetExhausted({ context: contextWith({ usage: { costUsd: 0.5 } }), event })).toBe(true);
-    expect(isCostBudgetExhausted({ context: contextWith({ usage: { costUsd: 0.75 } }), event })).toBe(true);
+    expect(isCostBudgetExhausted({ context: budgetContext({ usage: { costUsd: 0.499_999 } }), event })).toBe(false);
+    expect(isCostBudgetExhausted({ context: budgetContext({ usage: { costUsd: 0.5 } }), event })).toBe(true);
+    expect(isCostBudgetExhausted({ context: budgetContext({ usage: { costUsd: 0.75 } }), event })).toBe(true);
   });
 });
 
@@ -145,7 +121,7 @@ describe('isSpendBudgetExhausted', () => {
   const event = backoffElapsed(0);
 
   it('is false when every spend budget has room', () => {
-    const context = contextWith({ usage: { inputTokens: 500, outputTokens: 499, costUsd: 0.49 }, nextRequestTokens: 500 });
+    const context = budgetContext({ usage: { inputTokens: 500, outputTokens: 499, costUsd: 0.49 }, nextRequestTokens: 500 });
     expect(isSpendBudgetExhausted({ context, event })).toBe(false);
   });
 
@@ -153,28 +129,28 @@ describe('isSpendBudgetExhausted', () => {
     ['input estimate', { usage: { inputTokens: 500 }, nextRequestTokens: 501 }],
     ['output tokens', { usage: { outputTokens: 500 } }],
     ['cost', { usage: { costUsd: 0.5 } }],
-  ] satisfies [string, Overrides][])('is true when only the %s budget is exhausted', (_name, overrides) => {
-    expect(isSpendBudgetExhausted({ context: contextWith(overrides), event })).toBe(true);
+  ] satisfies [string, ContextOverrides][])('is true when only the %s budget is exhausted', (_name, overrides) => {
+    expect(isSpendBudgetExhausted({ context: budgetContext(overrides), event })).toBe(true);
   });
 });
 
 describe('isRetryPastDeadline', () => {
   it('is false for events other than model.failed', () => {
-    expect(isRetryPastDeadline({ context: started(), event: backoffElapsed(1e12) })).toBe(false);
+    expect(isRetryPastDeadline({ context: startedBudgetContext(), event: backoffElapsed(1e12) })).toBe(false);
   });
 
   it('is false before the run started', () => {
-    expect(isRetryPastDeadline({ context: contextWith(), event: modelFailed(1e12, 1e12) })).toBe(false);
+    expect(isRetryPastDeadline({ context: budgetContext(), event: failedAt(1e12, 1e12) })).toBe(false);
   });
 
   it('is false when the retry wakes one millisecond before the deadline and true when it wakes exactly at it', () => {
     // Deadline at 6,000.
-    expect(isRetryPastDeadline({ context: started(), event: modelFailed(5_000, 999) })).toBe(false);
-    expect(isRetryPastDeadline({ context: started(), event: modelFailed(5_000, 1_000) })).toBe(true);
+    expect(isRetryPastDeadline({ context: startedBudgetContext(), event: failedAt(5_000, 999) })).toBe(false);
+    expect(isRetryPastDeadline({ context: startedBudgetContext(), event: failedAt(5_000, 1_000) })).toBe(true);
   });
 
   it('counts the delay, not only the failure time', () => {
-    expect(isRetryPastDeadline({ context: started(), event: modelFailed(1_001, 0) })).toBe(false);
-    expect(isRetryPastDeadline({ context: started(), event: modelFailed(1_001, 10_000) })).toBe(true);
+    expect(isRetryPastDeadline({ context: startedBudgetContext(), event: failedAt(1_001, 0) })).toBe(false);
+    expect(isRetryPastDeadline({ context: startedBudgetContext(), event: failedAt(1_001, 10_000) })).toBe(true);
   });
 });

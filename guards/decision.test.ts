@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { createInitialContext } from '../actions/initial-context.js';
 import {
   canContinueAfterTaskFailure,
   hasDeniedToolCall,
@@ -13,92 +12,31 @@ import {
   isRequiredToolUnavailable,
   isUnparseableReply,
 } from './decision.js';
-import type { LoopContext, LoopEvent, ModelDecision, TaskPlan, ToolRoundSummary } from '../machines/types.js';
+import type { LoopEvent, TaskPlan } from '../machines/types.js';
+import {
+  backoffElapsed,
+  contextWith,
+  finalReply,
+  modelResponded,
+  toolCallsReply,
+  toolsCompleted,
+  unparseableReply,
+} from '../test/support/statechart-fixtures.js';
 
-function contextWith(overrides: Partial<LoopContext> = {}): LoopContext {
-  const base = createInitialContext({
-    input: {
-      limits: {
-        maxSteps: 10,
-        maxRetries: 2,
-        deadlineMs: 60_000,
-        maxInputTokens: 100_000,
-        maxOutputTokens: 10_000,
-        maxCostUsd: 1,
-        maxParallelTools: 4,
-        maxToolResultBytes: 1_024,
-        maxArgumentRepairs: 1,
-      },
-      noProgress: {
-        repeatedToolCall: 3,
-        unchangedState: 3,
-        sameEvaluatorReason: 2,
-        duplicateObservation: 3,
-        planStall: 12,
-        sameParseError: 3,
-      },
-      tasks: [{ id: 'task-1', onFailure: 'stop' }],
-    },
-  });
-  return { ...base, ...overrides };
-}
-
-type ToolCallsDecision = Extract<ModelDecision, { kind: 'tool_calls' }>;
-
-function toolCalls(overrides: Partial<Omit<ToolCallsDecision, 'kind'>> = {}): ToolCallsDecision {
-  return {
-    kind: 'tool_calls',
-    calls: 1,
-    invalidCalls: 0,
-    parseError: null,
-    deniedCalls: 0,
-    approvalCalls: 0,
-    unavailableCalls: 0,
-    maxRepeatCount: 1,
-    ...overrides,
-  };
-}
-
-const responded = (decision: ModelDecision): LoopEvent => ({
-  type: 'model.responded',
-  at: 10,
-  nextRequestTokens: 10,
-  usage: { inputTokens: 10, outputTokens: 5, costUsd: 0.001 },
-  decision,
-  stateDigest: 'digest',
-});
-
-function toolsCompleted(overrides: Partial<ToolRoundSummary> = {}): LoopEvent {
-  return {
-    type: 'tools.completed',
-    at: 10,
-    nextRequestTokens: 10,
-    round: {
-      calls: 1,
-      failedCalls: 0,
-      timedOutCalls: 0,
-      unknownOutcomeCalls: 0,
-      allObservationsSeen: false,
-      requiredToolUnavailable: false,
-      ...overrides,
-    },
-  };
-}
-
-const otherEvent: LoopEvent = { type: 'backoff.elapsed', at: 10 };
+const otherEvent: LoopEvent = backoffElapsed();
 const context = contextWith();
 
 describe('decision kind guards', () => {
   it('isFinalReply is true only for a final decision', () => {
-    expect(isFinalReply({ context, event: responded({ kind: 'final' }) })).toBe(true);
-    expect(isFinalReply({ context, event: responded(toolCalls()) })).toBe(false);
-    expect(isFinalReply({ context, event: responded({ kind: 'unparseable', parseError: 'empty_reply' }) })).toBe(false);
+    expect(isFinalReply({ context, event: finalReply() })).toBe(true);
+    expect(isFinalReply({ context, event: toolCallsReply() })).toBe(false);
+    expect(isFinalReply({ context, event: unparseableReply('empty_reply') })).toBe(false);
   });
 
   it('isUnparseableReply is true only for an unparseable decision', () => {
-    expect(isUnparseableReply({ context, event: responded({ kind: 'unparseable', parseError: 'empty_reply' }) })).toBe(true);
-    expect(isUnparseableReply({ context, event: responded({ kind: 'final' }) })).toBe(false);
-    expect(isUnparseableReply({ context, event: responded(toolCalls({ invalidCalls: 1, parseError: 'bad_json' })) })).toBe(
+    expect(isUnparseableReply({ context, event: unparseableReply('empty_reply') })).toBe(true);
+    expect(isUnparseableReply({ context, event: finalReply() })).toBe(false);
+    expect(isUnparseableReply({ context, event: toolCallsReply({ invalidCalls: 1, parseError: 'bad_json' }) })).toBe(
       false,
     );
   });
@@ -123,12 +61,12 @@ describe('tool-call count guards', () => {
     ['hasUnavailableToolCall', hasUnavailableToolCall, 'unavailableCalls'],
     ['hasInvalidToolCall', hasInvalidToolCall, 'invalidCalls'],
   ] as const)('%s is false at 0 %s and true at 1', (_name, guard, field) => {
-    expect(guard({ context, event: responded(toolCalls({ calls: 3, [field]: 0 })) })).toBe(false);
-    expect(guard({ context, event: responded(toolCalls({ calls: 3, [field]: 1 })) })).toBe(true);
+    expect(guard({ context, event: toolCallsReply({ calls: 3, [field]: 0 }) })).toBe(false);
+    expect(guard({ context, event: toolCallsReply({ calls: 3, [field]: 1 }) })).toBe(true);
   });
 
   it('each count guard reads only its own field', () => {
-    const onlyDenied = responded(toolCalls({ calls: 2, deniedCalls: 1 }));
+    const onlyDenied = toolCallsReply({ calls: 2, deniedCalls: 1 });
     expect(hasDeniedToolCall({ context, event: onlyDenied })).toBe(true);
     expect(hasToolCallNeedingApproval({ context, event: onlyDenied })).toBe(false);
     expect(hasUnavailableToolCall({ context, event: onlyDenied })).toBe(false);
@@ -137,8 +75,8 @@ describe('tool-call count guards', () => {
 
   it('tool-call guards are false for a final or unparseable decision', () => {
     for (const decision of [{ kind: 'final' }, { kind: 'unparseable', parseError: 'empty_reply' }] as const) {
-      expect(hasDeniedToolCall({ context, event: responded(decision) })).toBe(false);
-      expect(hasInvalidToolCall({ context, event: responded(decision) })).toBe(false);
+      expect(hasDeniedToolCall({ context, event: modelResponded(decision) })).toBe(false);
+      expect(hasInvalidToolCall({ context, event: modelResponded(decision) })).toBe(false);
     }
   });
 });
@@ -199,7 +137,7 @@ describe('tool round guards', () => {
   });
 
   it('both are false for events other than tools.completed', () => {
-    const event = responded(toolCalls({ unavailableCalls: 1 }));
+    const event = toolCallsReply({ unavailableCalls: 1 });
     expect(hasUnknownToolOutcome({ context, event })).toBe(false);
     expect(isRequiredToolUnavailable({ context, event })).toBe(false);
   });
