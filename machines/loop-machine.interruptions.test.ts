@@ -68,3 +68,17 @@ describe('driver-reported interruptions', () => {
     }
   });
 });
+
+describe('a fault after a model call', () => {
+  it('counts the call that was made before the fault', () => {
+    const usage = { inputTokens: 500, outputTokens: 50, costUsd: 0.002 };
+    const output = expectStop(send(startedRun(), { type: 'run.faulted', at: EVENT_AT, message: 'Error: policy hook threw', usage }), 'fatal_error');
+    expect(output.usage).toEqual({ inputTokens: 500, outputTokens: 50, costUsd: 0.002, modelCalls: 1, toolCalls: 0 });
+    expect(output.steps).toBe(0);
+  });
+
+  it('counts nothing when the fault came before any call', () => {
+    const output = expectStop(send(startedRun(), { type: 'run.faulted', at: EVENT_AT, message: 'Error: clock failed' }), 'fatal_error');
+    expect(output.usage.modelCalls).toBe(0);
+  });
+});
