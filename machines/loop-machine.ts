@@ -90,7 +90,7 @@ export const loopMachine = setup({
             deadlineStop,
             { guard: 'isStepLimitReached', target: TERMINATED, actions: stop('max_steps') },
             { guard: 'isSpendBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },
-            { guard: { type: 'isPlanStalled' }, target: 'gateStalled' },
+            { guard: 'isPlanStalled', target: 'gateStalled' },
             { target: 'deciding' },
           ],
         },
