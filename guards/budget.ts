@@ -3,33 +3,40 @@
  * in hand is let stand; the next call is refused, so no budget is overrun by more than one call.
  */
 import { eventTime, type GuardArgs } from './event-time.js';
+import type { LoopContext } from '../machines/types.js';
+
+/** Budgets read the context only, so the pending-effect reader can ask them too. */
+interface ContextArgs {
+  context: LoopContext;
+  event?: unknown;
+}
 
 export function isDeadlineExceeded({ context, event }: GuardArgs): boolean {
   if (context.startedAt === null) return false;
   return eventTime(context, event) - context.startedAt >= context.limits.deadlineMs;
 }
 
-export function isStepLimitReached({ context }: GuardArgs): boolean {
+export function isStepLimitReached({ context }: ContextArgs): boolean {
   return context.steps >= context.limits.maxSteps;
 }
 
 /** The next request's estimate would take cumulative input tokens past the limit. */
-export function isInputBudgetExhausted({ context }: GuardArgs): boolean {
+export function isInputBudgetExhausted({ context }: ContextArgs): boolean {
   return context.usage.inputTokens + context.nextRequestTokens > context.limits.maxInputTokens;
 }
 
-export function isOutputBudgetExhausted({ context }: GuardArgs): boolean {
+export function isOutputBudgetExhausted({ context }: ContextArgs): boolean {
   return context.usage.outputTokens >= context.limits.maxOutputTokens;
 }
 
 /** Float sums of prices drift (0.7 + 0.1 < 0.8); a micro-cent of slack keeps the limit exact. */
 const COST_EPSILON_USD = 1e-9;
 
-export function isCostBudgetExhausted({ context }: GuardArgs): boolean {
+export function isCostBudgetExhausted({ context }: ContextArgs): boolean {
   return context.usage.costUsd >= context.limits.maxCostUsd - COST_EPSILON_USD;
 }
 
-export function isSpendBudgetExhausted(args: GuardArgs): boolean {
+export function isSpendBudgetExhausted(args: ContextArgs): boolean {
   return isInputBudgetExhausted(args) || isOutputBudgetExhausted(args) || isCostBudgetExhausted(args);
 }
 

@@ -35,7 +35,7 @@ describe('max_steps', () => {
 
   it('still evaluates a final reply made at the last allowed step', () => {
     const lastStep = send(startedRun({ limits: { maxSteps: 1 } }), finalReply());
-    expect(getPendingEffect(lastStep)).toEqual({ kind: 'evaluate', taskIndex: 0 });
+    expect(getPendingEffect(lastStep)).toEqual({ kind: 'evaluate', taskIndex: 0, mayCallModel: true });
     expectStop(send(lastStep, evaluationPassed()), 'completed');
   });
 
@@ -51,7 +51,7 @@ describe('deadline_exceeded', () => {
   const setup: LoopInputOverrides = { limits: { deadlineMs: 5_000 } };
 
   it('accepts a model reply one millisecond before the deadline', () => {
-    expect(getPendingEffect(send(startedRun(setup), finalReply({ at: 4_999 })))).toEqual({ kind: 'evaluate', taskIndex: 0 });
+    expect(getPendingEffect(send(startedRun(setup), finalReply({ at: 4_999 })))).toEqual({ kind: 'evaluate', taskIndex: 0, mayCallModel: true });
   });
 
   it('stops on a model reply that arrives exactly at the deadline, still counting its usage', () => {
@@ -152,7 +152,8 @@ describe('budget_exhausted', () => {
 
     it('lets the final reply that crossed the limit stand, and refuses the next call', () => {
       const evaluating = send(startedRun(setup), finalReply({ usage: { inputTokens: 100, outputTokens: 60, costUsd: 0 } }));
-      expect(getPendingEffect(evaluating)).toEqual({ kind: 'evaluate', taskIndex: 0 });
+      // The reply is evaluated, but no LLM judge may be paid for with the budget spent.
+      expect(getPendingEffect(evaluating)).toEqual({ kind: 'evaluate', taskIndex: 0, mayCallModel: false });
       expectStop(send(evaluating, evaluationPassed()), 'completed');
       expectStop(send(evaluating, evaluationRejected('missing total')), 'budget_exhausted');
     });

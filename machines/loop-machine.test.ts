@@ -46,7 +46,7 @@ describe('rest points', () => {
   });
 
   it('asks to evaluate a final reply', () => {
-    expect(getPendingEffect(send(startedRun(), finalReply()))).toEqual({ kind: 'evaluate', taskIndex: 0 });
+    expect(getPendingEffect(send(startedRun(), finalReply()))).toEqual({ kind: 'evaluate', taskIndex: 0, mayCallModel: true });
   });
 });
 

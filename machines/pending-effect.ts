@@ -3,6 +3,7 @@
  * The driver performs exactly this effect and answers with the matching outcome event.
  */
 import type { SnapshotFrom } from 'xstate';
+import { isSpendBudgetExhausted } from '../guards/budget.js';
 import type { LoopMachine } from './loop-machine.js';
 import type { Feedback, LoopOutput } from './types.js';
 
@@ -15,7 +16,12 @@ export type PendingEffect =
   | { kind: 'start' }
   | { kind: 'callModel'; feedback: Feedback | null; taskIndex: number }
   | { kind: 'runTools'; taskIndex: number }
-  | { kind: 'evaluate'; taskIndex: number }
+  | {
+      kind: 'evaluate';
+      taskIndex: number;
+      /** False once a token or cost budget is spent: evaluators that call a model (an LLM judge) must not run. */
+      mayCallModel: boolean;
+    }
   | { kind: 'sleep'; until: number }
   | { kind: 'done'; output: LoopOutput };
 
@@ -33,7 +39,9 @@ export function getPendingEffect(snapshot: LoopSnapshot): PendingEffect {
     return { kind: 'callModel', feedback: context.feedback, taskIndex: context.taskIndex };
   }
   if (snapshot.matches({ RUNNING: 'acting' })) return { kind: 'runTools', taskIndex: context.taskIndex };
-  if (snapshot.matches({ RUNNING: 'evaluating' })) return { kind: 'evaluate', taskIndex: context.taskIndex };
+  if (snapshot.matches({ RUNNING: 'evaluating' })) {
+    return { kind: 'evaluate', taskIndex: context.taskIndex, mayCallModel: !isSpendBudgetExhausted({ context }) };
+  }
   if (snapshot.matches({ RETRY: 'backingOff' })) return { kind: 'sleep', until: context.retryAt ?? context.lastEventAt };
   if (snapshot.matches('READY')) return { kind: 'start' };
   // Every other state is transient (eventless) and is never observed between macrosteps.

@@ -96,7 +96,7 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
       case 'runTools':
         return await performToolRound(session, health, snapshot.context);
       case 'evaluate':
-        return await performEvaluation(session);
+        return await performEvaluation(session, effect.mayCallModel);
       case 'sleep':
         await untilAborted(clock.sleep(Math.max(0, effect.until - clock.now()), session.signal), session.signal);
         return { type: 'backoff.elapsed', at: clock.now() };

@@ -5,13 +5,25 @@ import { untilAborted } from './interruption.js';
 import { costOf, priceOf } from './pricing.js';
 import type { RunSession } from './run-session.js';
 
-export async function performEvaluation(session: RunSession): Promise<LoopEvent> {
+/**
+ * Runs the task's evaluators. With the spend budgets gone (`mayCallModel` false) an LLM judge is
+ * not paid for: the other evaluators still run, and output they pass is reported as failing for
+ * want of the judge, so the run stops at the next budget gate instead of completing unjudged.
+ */
+export async function performEvaluation(session: RunSession, mayCallModel: boolean): Promise<LoopEvent> {
   const { config } = session;
   const task = session.task;
-  const summary = await untilAborted(
-    runEvaluators(task.evaluate ?? config.evaluate, { output: session.lastReply ?? '', signal: session.signal, taskId: task.id }),
+  const list = task.evaluate ?? config.evaluate;
+  const affordable = mayCallModel ? list : list.filter((evaluator) => evaluator.kind !== 'judge');
+  const evaluated = await untilAborted(
+    runEvaluators(affordable, { output: session.lastReply ?? '', signal: session.signal, taskId: task.id }),
     session.signal,
   );
+  const skippedJudge = list.find((evaluator) => !affordable.includes(evaluator));
+  const summary =
+    evaluated.passed && skippedJudge !== undefined
+      ? { ...evaluated, passed: false, reason: `the LLM judge "${skippedJudge.name}" was not run: the token or cost budget is spent`, failedEvaluator: skippedJudge.name }
+      : evaluated;
   const at = config.clock.now();
   let costUsd = 0;
   for (const [modelId, usage] of Object.entries(summary.usageByModel)) costUsd += costOf(priceOf(config.prices, modelId), usage);

@@ -105,6 +105,35 @@ describe('deadline_exceeded', () => {
 });
 
 describe('budget_exhausted', () => {
+  it('does not pay an LLM judge once the final reply has spent the budget', async () => {
+    const judgeModel = scriptedModel([reply('{"passed": true, "reason": "fine"}')], { id: 'judge-model' });
+    const model = scriptedModel([reply('{"id":"R-1","status":"shipped"}', { usage: { outputTokens: 60 } })]);
+    const evaluate = [evaluators.schema(answer), evaluators.judge({ model: judgeModel, criteria: 'The status is plausible.' })];
+    const { loop } = createTestLoop({ model, evaluate, limits: { maxOutputTokens: 50 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(judgeModel.calls).toHaveLength(0);
+    expect(result).toMatchObject({ stopReason: 'budget_exhausted', status: 'failed', detail: 'output tokens 60 reached maxOutputTokens (50)' });
+    expect(result.usage.modelCalls).toBe(1);
+    expect(result.output).toBe('{"id":"R-1","status":"shipped"}');
+    const verdict = result.trace.find((event) => event.type === 'evaluation-end');
+    expect(verdict).toMatchObject({ passed: false, reason: expect.stringContaining('was not run: the token or cost budget is spent') });
+  });
+
+  it('pays the LLM judge while the budget stands, and counts its call', async () => {
+    const judgeModel = scriptedModel([reply('{"passed": true, "reason": "fine"}', { usage: { inputTokens: 30, outputTokens: 5 } })], { id: 'judge-model' });
+    const model = scriptedModel([reply('{"id":"R-1","status":"shipped"}', { usage: { outputTokens: 10 } })]);
+    const evaluate = [evaluators.schema(answer), evaluators.judge({ model: judgeModel, criteria: 'The status is plausible.' })];
+    const { loop } = createTestLoop({ model, evaluate, limits: { maxOutputTokens: 50 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(judgeModel.calls).toHaveLength(1);
+    expect(result).toMatchObject({ stopReason: 'completed', output: { id: 'R-1', status: 'shipped' } });
+    expect(result.usage).toMatchObject({ modelCalls: 2, outputTokens: 15 });
+  });
+
   it('stops when cumulative output tokens reach maxOutputTokens, before running the requested tool', async () => {
     const { tool, executions } = recordingTool({});
     const model = scriptedModel([toolCall('lookup', { id: 'R-1' }, { usage: { outputTokens: 60 } })]);
