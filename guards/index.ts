@@ -34,4 +34,3 @@ export const guards = {
 };
 
 export type GuardName = keyof typeof guards;
-export { decisionSignal } from './progress.js';
