@@ -6,6 +6,7 @@
 import { ModelCallError, ScriptExhaustedError } from '../errors.js';
 import type { Message, Model, ModelRequest, ModelResponse } from '../model/types.js';
 import { invalidScript, type ScriptStep, type ScriptStepResult } from './script-steps.js';
+import { untilAborted } from '../runtime/interruption.js';
 
 /**
  * The scripted model: a `Model` plus what a test inspects afterwards.
@@ -60,7 +61,8 @@ export function scriptedModel(steps: readonly ScriptStep[], options: ScriptedMod
           `the last request ended with: ${describeMessage(request.messages.at(-1))}`,
       );
     }
-    const result = typeof step === 'function' ? await untilAborted(step(request), request.signal) : step;
+    // A dynamic step is abandoned when the call is aborted, as a real provider call would be.
+    const result = typeof step === 'function' ? await untilAborted(Promise.resolve().then(() => step(request)), request.signal) : step;
     return play(result, stepIndex);
   }
 
@@ -105,24 +107,6 @@ function play(result: ScriptStepResult, stepIndex: number): ModelResponse {
     })),
     usage: { ...result.usage },
   };
-}
-
-// Abandons a dynamic step when the call is aborted, as a real provider call would be.
-function untilAborted<T>(value: T | Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    Promise.resolve(value).then(
-      (settled) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(settled);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 function preview(text: string): string {
