@@ -186,18 +186,30 @@ async function settleWithin(timeoutMs: number, roundSignal: AbortSignal, setTime
     controller.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError'));
   });
   try {
-    const finished = Promise.resolve()
-      .then(() => work(controller.signal))
-      .then(
-        (value): Settled => ({ kind: 'returned', value }),
-        (error: unknown): Settled => ({ kind: 'threw', error }),
-      );
+    let pending: unknown;
+    try {
+      pending = work(controller.signal);
+    } catch (error) {
+      return controller.signal.aborted ? await aborted : { kind: 'threw', error };
+    }
+    // The timeout or cancel struck while a synchronous tool ran (its own clock moved): as if it came first.
+    if (controller.signal.aborted) return await aborted;
+    // A synchronous tool has finished: no promise race to wait for.
+    if (!isThenable(pending)) return { kind: 'returned', value: pending };
+    const finished = Promise.resolve(pending).then(
+      (value): Settled => ({ kind: 'returned', value }),
+      (error: unknown): Settled => ({ kind: 'threw', error }),
+    );
     return await Promise.race([finished, aborted]);
   } finally {
     cancelTimer();
     roundSignal.removeEventListener('abort', onRoundAbort);
     if (onAbort) controller.signal.removeEventListener('abort', onAbort);
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
 }
 
 /** A call that returned has happened, so a result that cannot be shown is still a success, never an error to retry. */
