@@ -5,8 +5,9 @@
  *   npm start
  */
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, type Model, type RunResult } from '../src/index.js';
+import { createLoop, defineTool, evaluators, type Model } from '../src/index.js';
 import { reply, scriptedModel, toolCall } from '../src/testing/index.js';
+import { formatResult } from './format-result.js';
 
 // Local demo data, as in the seed; a production tool calls a service with auth, timeout and audit.
 const ORDERS: Record<string, string> = { 'O-100': 'paid', 'O-101': 'shipped' };
@@ -45,18 +46,6 @@ export function createOrderLoop(model: Model) {
     ],
     limits: { maxSteps: 4, maxRetries: 2, deadlineMs: 30_000, maxCostUsd: 0.05 },
   });
-}
-
-export function formatResult(result: RunResult): string {
-  const { usage } = result;
-  return [
-    `status:      ${result.status}`,
-    `stop reason: ${result.stopReason} (${result.detail})`,
-    `output:      ${JSON.stringify(result.output)}`,
-    `steps:       ${result.steps}`,
-    `usage:       ${usage.inputTokens} input + ${usage.outputTokens} output tokens, $${usage.costUsd.toFixed(6)}, ${usage.modelCalls} model call(s), ${usage.toolCalls} tool call(s)`,
-    `warnings:    ${result.warnings.length === 0 ? 'none' : result.warnings.join('; ')}`,
-  ].join('\n');
 }
 
 const isMain = import.meta.url === `file://${process.argv[1]}`;

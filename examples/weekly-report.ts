@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { createLoop, evaluators, type Model } from '../src/index.js';
 import { reply, scriptedModel } from '../src/testing/index.js';
-import { formatResult } from './order-status.js';
+import { formatResult } from './format-result.js';
 
 export const SAMPLE_COMMITS = [
   '优化用户登录接口，增加验证码校验',

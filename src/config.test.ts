@@ -277,3 +277,17 @@ describe('unknown-key hints', () => {
     }
   });
 });
+
+describe('deadlineMs beyond what a timer can hold', () => {
+  it('is refused with the reason, instead of a timer that fires at once', () => {
+    try {
+      resolveConfig({ model: scriptedModel([reply('x')]), limits: { deadlineMs: 30 * 24 * 60 * 60 * 1000 } });
+      throw new Error('accepted');
+    } catch (error) {
+      expect((error as LoopConfigError).issues).toEqual([
+        { path: 'limits.deadlineMs', message: 'must be at most 2147483647 ms (about 24.8 days), the longest timer Node supports' },
+      ]);
+    }
+    expect(resolveConfig({ model: scriptedModel([reply('x')]), limits: { deadlineMs: 2_147_483_647 } }).limits.deadlineMs).toBe(2_147_483_647);
+  });
+});

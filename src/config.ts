@@ -85,6 +85,7 @@ export interface ResolvedConfig {
 const isFunction = (value: unknown): value is (...args: never[]) => unknown => typeof value === 'function';
 const fn = (expected: string) => z.custom<(...args: never[]) => unknown>(isFunction, { message: `expected ${expected}` });
 const positiveInt = z.number().int().positive();
+const MAX_TIMER_MS = 2_147_483_647;
 const nonNegativeInt = z.number().int().min(0);
 
 const modelSchema = z.custom<Model>(
@@ -105,7 +106,8 @@ const limitsSchema = z
   .object({
     maxSteps: positiveInt,
     maxRetries: nonNegativeInt,
-    deadlineMs: positiveInt,
+    // Node fires longer timers at once, which would end every run immediately.
+    deadlineMs: positiveInt.max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest timer Node supports`),
     maxInputTokens: positiveInt,
     maxOutputTokens: positiveInt,
     maxCostUsd: z.number().positive(),

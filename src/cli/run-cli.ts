@@ -3,7 +3,7 @@
  * exit code is returned, so tests run it in process. `src/cli.ts` is the thin bin around it.
  */
 import { parseArgs } from 'node:util';
-import { formatResult } from '../../examples/order-status.js';
+import { formatResult } from '../../examples/format-result.js';
 import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type ExampleRunner } from './bundled-examples.js';
 import { packageVersion } from './package-version.js';
 

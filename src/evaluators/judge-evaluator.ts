@@ -25,7 +25,9 @@ const judgeVerdictSchema = z.object({ passed: z.boolean(), reason: z.string() })
 /**
  * Options of `evaluators.judge`.
  * @example
- * const options: JudgeEvaluatorOptions = { model: openaiModel({ model: 'gpt-4.1-mini' }), criteria: 'Polite, under 80 words.' };
+ * // scriptedModel and reply come from 'loopstate/testing'; pass a real Model to judge for real.
+ * const judge = scriptedModel([reply('{"passed": true, "reason": "polite and short"}')]);
+ * const options: JudgeEvaluatorOptions = { model: judge, criteria: 'Polite, under 80 words.' };
  */
 export interface JudgeEvaluatorOptions {
   /** The judging model; its `id` prices the judge's usage, which may differ from the loop's model. */

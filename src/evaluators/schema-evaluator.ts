@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import type { Evaluator, EvaluationInput, EvaluationResult } from './types.js';
+import { describeZodIssues } from '../zod-issues.js';
 import { parseJsonOutput } from './parse-json-output.js';
 
 /**
@@ -17,12 +18,12 @@ export interface SchemaEvaluatorOptions {
 }
 
 /**
- * Formats zod issues as `path: message`, separated by `; ` (`(root)` for the value itself).
+ * Formats zod issues on one line: `describeZodIssues`' `path: message` lines joined by `; `.
  * @example
  * formatZodIssues(z.safeParse(z.object({ a: z.number() }), {}).error!.issues) // 'a: Invalid input: expected number, received undefined'
  */
 export function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string {
-  return issues.map((issue) => `${z.core.toDotPath(issue.path) || '(root)'}: ${issue.message}`).join('; ');
+  return describeZodIssues(issues).join('; ');
 }
 
 /**

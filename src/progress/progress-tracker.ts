@@ -6,6 +6,7 @@
 import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { LoopstateError } from '../errors.js';
+import { describeZodIssues } from '../zod-issues.js';
 
 /**
  * Inputs of one state-digest update: the current task, the observations since the last update,
@@ -65,9 +66,14 @@ export class ProgressTracker {
     return this.#stateDigest;
   }
 
+  /** How many times this fingerprint has been counted so far, without counting it again. */
+  timesCounted(fingerprint: string): number {
+    return this.#toolCallCounts.get(sha1(fingerprint)) ?? 0;
+  }
+
   /**
    * Records one request of this fingerprint and returns how many times it has been requested in
-   * the run, this one included.
+   * the run, this one included. (The loop counts a call when it runs.)
    */
   countToolCall(fingerprint: string): number {
     const key = sha1(fingerprint);
@@ -126,8 +132,8 @@ export class ProgressTracker {
   static restore(snapshot: unknown): ProgressTracker {
     const checked = progressTrackerSnapshotSchema.safeParse(snapshot);
     if (!checked.success) {
-      const issues = checked.error.issues.map((issue) => `${z.core.toDotPath(issue.path) || '(root)'}: ${issue.message}`);
-      throw new LoopstateError({ code: 'invalid_snapshot', message: `Invalid progress tracker snapshot: ${issues.join('; ')}` });
+      const issues = describeZodIssues(checked.error.issues).join('; ');
+      throw new LoopstateError({ code: 'invalid_snapshot', message: `Invalid progress tracker snapshot: ${issues}` });
     }
     const tracker = new ProgressTracker();
     for (const [key, count] of Object.entries(checked.data.toolCallCounts)) tracker.#toolCallCounts.set(key, count);

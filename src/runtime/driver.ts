@@ -12,7 +12,6 @@ import { summarize } from '../trace/trace-event.js';
 import { performEvaluation } from './evaluation-step.js';
 import { interruptionOf, RunInterruption, untilAborted } from './interruption.js';
 import { performModelCall } from './model-step.js';
-import { priceOf } from './pricing.js';
 import type { RunResult } from './run-result.js';
 import { RunSession } from './run-session.js';
 import { performToolRound } from './tool-step.js';
@@ -63,9 +62,7 @@ export async function driveRun(config: ResolvedConfig, health: ToolHealth, input
 function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInput): void {
   const { config, runId } = session;
   const startedAt = config.clock.now();
-  if (priceOf(config.prices, config.model.id) === undefined) {
-    session.warn(`no price for model "${config.model.id}": its cost counts as $0, so maxCostUsd cannot stop it; add it to \`prices\``, startedAt);
-  }
+  session.warnIfUnpriced(config.model.id, startedAt);
   session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
   let startFault: Error | null = null;
   try {
@@ -143,12 +140,14 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
   const completed = output.stopReason === 'completed';
   const lastTask = session.tasks[session.tasks.length - 1];
   const evaluated = lastTask !== undefined && lastTask.id in session.taskOutputs ? session.taskOutputs[lastTask.id] : undefined;
-  let result: unknown = completed ? evaluated : (session.lastReply ?? null);
-  if (!completed && result !== null) {
-    session.warn(`partial output: the run stopped (${output.stopReason}) before the last reply passed evaluation`, session.config.clock.now());
-  }
-  if (result === undefined) result = null;
+  // The best partial output is the unfinished task's own last reply; a task the machine moved on to
+  // but never started has none (an earlier task's answer is in taskOutputs, not passed off as this one's).
+  const partial = snapshot.context.taskIndex === session.taskIndex ? session.lastReply : null;
+  const result: unknown = (completed ? evaluated : partial) ?? null;
   const at = session.config.clock.now();
+  if (!completed && result !== null) {
+    session.warn(`partial output: the run stopped (${output.stopReason}) before the last reply passed evaluation`, at);
+  }
   session.record({ type: 'run-end', runId: session.runId, at, status: output.status, stopReason: output.stopReason, detail: output.detail, usage: output.usage, steps: output.steps });
   const fatal = output.stopReason === 'fatal_error' ? session.fatalError : null;
   return {
@@ -163,7 +162,7 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
     steps: output.steps,
     trace: session.trace,
     pendingApprovals: output.stopReason === 'needs_human'
-      ? session.pendingCalls.filter((call) => call.status === 'needs_approval').map((call) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
+      ? session.pendingCalls.filter(({ call }) => call.status === 'needs_approval').map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
       : [],
     ...(fatal ? { error: { name: fatal.name, message: fatal.message, ...('code' in fatal && typeof fatal.code === 'string' ? { code: fatal.code } : {}) } } : {}),
   };

@@ -2,7 +2,11 @@
 import type { LoopEvent } from '../../machines/types.js';
 import { runEvaluators } from '../evaluators/index.js';
 import { untilAborted } from './interruption.js';
+import { modelUsageSchema, shapeProblems } from '../model/response-schema.js';
 import { costOf, priceOf } from './pricing.js';
+
+/** The words around a fed-back evaluator reason (see model-step's reflection message). */
+const REFLECTION_FRAMING_CHARS = 80;
 import type { RunSession } from './run-session.js';
 
 /**
@@ -26,14 +30,30 @@ export async function performEvaluation(session: RunSession, mayCallModel: boole
       : evaluated;
   const at = config.clock.now();
   let costUsd = 0;
-  for (const [modelId, usage] of Object.entries(summary.usageByModel)) costUsd += costOf(priceOf(config.prices, modelId), usage);
+  for (const [modelId, usage] of Object.entries(summary.usageByModel)) {
+    // A custom evaluator's usage is counted against the budgets, so it must be token counts.
+    const problems = shapeProblems(modelUsageSchema, usage);
+    if (problems !== null) throw new Error(`evaluator usage for model "${modelId}" is malformed: ${problems}`);
+    session.warnIfUnpriced(modelId, at);
+    costUsd += costOf(priceOf(config.prices, modelId), usage);
+  }
   const judged = summary.usage.inputTokens + summary.usage.outputTokens > 0;
   if (summary.passed) session.taskOutputs[task.id] = summary.parsed;
   session.record({ type: 'evaluation-end', runId: session.runId, at, taskId: task.id, passed: summary.passed, reason: summary.reason, evaluator: summary.failedEvaluator });
   return {
     type: 'evaluation.completed', at, passed: summary.passed, reason: summary.reason,
     usage: judged ? { ...summary.usage, costUsd } : null,
-    // A failure's reason is fed back in the next request.
-    nextRequestTokens: session.transcript.estimateTokens(summary.passed ? 0 : summary.reason.length + 80),
+    nextRequestTokens: nextRequestEstimate(session, summary.passed, summary.reason),
   };
+}
+
+/**
+ * The next request after this verdict: the next task's first request when the task passed (its
+ * conversation is built now, so the budget gate checks the right size), else this task's with the
+ * failure reason fed back.
+ */
+function nextRequestEstimate(session: RunSession, passed: boolean, reason: string): number {
+  if (!passed) return session.transcript.estimateTokens(reason.length + REFLECTION_FRAMING_CHARS);
+  const nextIndex = session.taskIndex + 1;
+  return nextIndex < session.tasks.length ? session.prepareTask(nextIndex) : session.transcript.estimateTokens();
 }

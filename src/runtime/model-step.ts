@@ -3,9 +3,9 @@
  * its reply (tool lookup, policy, argument validation, fingerprints) into a `model.responded`
  * event, or a transport failure into `model.failed`.
  */
-import { z } from 'zod';
 import { ModelCallError } from '../errors.js';
 import type { LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
+import { modelResponseSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelResponse } from '../model/types.js';
 import { toolCallFingerprint } from '../progress/index.js';
 import { prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
@@ -13,21 +13,12 @@ import { summarize } from '../trace/trace-event.js';
 import { untilAborted } from './interruption.js';
 import { costOf, priceOf } from './pricing.js';
 import { backoffDelay } from './retry-policy.js';
-import type { RunSession } from './run-session.js';
-
-const tokenCount = z.number().int().min(0);
-const modelResponseSchema = z.object({
-  text: z.string().nullable(),
-  toolCalls: z.array(z.object({ id: z.string(), name: z.string(), arguments: z.string() })),
-  usage: z.object({ inputTokens: tokenCount, outputTokens: tokenCount }),
-});
+import type { PendingCall, RunSession } from './run-session.js';
 
 /** A model adapter's reply of the wrong shape is a fatal error naming the field, never a crash. */
 function checkModelResponse(response: unknown): Error | null {
-  const checked = modelResponseSchema.safeParse(response);
-  if (checked.success) return null;
-  const issues = checked.error.issues.map((issue) => `${z.core.toDotPath(issue.path) || '(root)'}: ${issue.message}`).join('; ');
-  return new ModelCallError({ kind: 'unknown', message: `the model returned a malformed response: ${issues}` });
+  const problems = shapeProblems(modelResponseSchema, response);
+  return problems === null ? null : new ModelCallError({ kind: 'unknown', message: `the model returned a malformed response: ${problems}` });
 }
 
 const NUDGES: Record<NoProgressSignal, string> = {
@@ -42,19 +33,20 @@ const NUDGES: Record<NoProgressSignal, string> = {
 /** Tool calls of a reply that were not run still need an answer before the next request. */
 function answerUnrunCalls(session: RunSession, context: LoopContext): void {
   const repeatThreshold = context.noProgress.repeatedToolCall;
-  session.pendingCalls.forEach((call, index) => {
-    const repeats = session.pendingRepeatCounts[index] ?? 0;
+  for (const { call, priorRuns, timesRequested } of session.pendingCalls) {
+    const repeated = `Not executed: this exact call (${call.request.name} with the same arguments)`;
     const content =
       call.error?.message ??
-      (repeats >= repeatThreshold
-        ? `Not executed: this exact call (${call.request.name} with the same arguments) was already made ${repeats - 1} time(s); its result is above.`
+      (timesRequested >= repeatThreshold
+        ? priorRuns > 0
+          ? `${repeated} already ran ${priorRuns} time(s); its result is above.`
+          : `${repeated} was asked for more than once in this reply.`
         : context.feedback?.kind === 'nudge'
           ? 'Not executed: this reply was held back because the loop is not making progress (see the note below). Call it again if you still need it.'
           : 'Not executed: another call in the same reply was invalid. Fix that call and call this one again.');
     session.transcript.append({ role: 'tool', toolCallId: call.request.id, content });
-  });
+  }
   session.pendingCalls = [];
-  session.pendingRepeatCounts = [];
 }
 
 /** The nudge names what is repeating, so the model gets the information along with the push. */
@@ -86,11 +78,21 @@ function applyFeedback(session: RunSession, context: LoopContext): void {
   }
 }
 
+/** Canonical arguments when they canonicalise (not e.g. nested 20,000 deep), else the raw text. */
+function safeFingerprint(call: PreparedCall): string {
+  if (call.status !== 'invalid') {
+    try {
+      return toolCallFingerprint(call.request.name, call.args);
+    } catch {
+      // Falls through to the raw text, which is still deterministic for the same call.
+    }
+  }
+  return toolCallFingerprint(call.request.name, call.request.arguments);
+}
+
 interface Classified {
   decision: ModelDecision;
-  prepared: PreparedCall[];
-  /** Per prepared call: how often its fingerprint has been requested in the run. */
-  repeatCounts: number[];
+  calls: PendingCall[];
   reply: string;
 }
 
@@ -98,33 +100,39 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
   const text = response.text !== null && response.text.trim() !== '' ? response.text : null;
   if (response.toolCalls.length === 0) {
     return text === null
-      ? { decision: { kind: 'unparseable', parseError: 'empty_reply' }, prepared: [], repeatCounts: [], reply: '' }
-      : { decision: { kind: 'final' }, prepared: [], repeatCounts: [], reply: `final\n${text}` };
+      ? { decision: { kind: 'unparseable', parseError: 'empty_reply' }, calls: [], reply: '' }
+      : { decision: { kind: 'final' }, calls: [], reply: `final\n${text}` };
   }
   const prepared = prepareToolCalls(response.toolCalls, { tools: session.config.tools, policy: session.config.policy, health });
   let invalidCalls = 0, deniedCalls = 0, approvalCalls = 0, unavailableCalls = 0, maxRepeatCount = 0;
   let parseError: string | null = null;
-  const fingerprints: string[] = [];
-  const repeatCounts: number[] = [];
+  const required = session.task.requires;
+  const calls: PendingCall[] = [];
+  const inThisReply = new Map<string, number>();
   for (const call of prepared) {
-    const fingerprint = toolCallFingerprint(call.request.name, call.status === 'invalid' ? call.request.arguments : call.args);
-    fingerprints.push(fingerprint);
-    const repeats = session.progress.countToolCall(fingerprint);
-    repeatCounts.push(repeats);
-    maxRepeatCount = Math.max(maxRepeatCount, repeats);
-    if (call.status === 'invalid') {
+    const fingerprint = safeFingerprint(call);
+    // Runs that happened, plus the same call asked for earlier in this reply; a held-back call never ran.
+    const priorRuns = session.progress.timesCounted(fingerprint);
+    const earlierInReply = inThisReply.get(fingerprint) ?? 0;
+    inThisReply.set(fingerprint, earlierInReply + 1);
+    const timesRequested = priorRuns + earlierInReply + 1;
+    calls.push({ call, fingerprint, priorRuns, timesRequested });
+    maxRepeatCount = Math.max(maxRepeatCount, timesRequested);
+    // A withheld tool stops the run only when the task needs it (it is in `requires`, or the task
+    // names no requirements); otherwise the model hears it is unavailable and may choose another way.
+    const needed = call.status === 'unavailable' && (required === undefined || required.includes(call.request.name));
+    if (call.status === 'invalid' || (call.status === 'unavailable' && !needed)) {
       invalidCalls++;
       parseError ??= call.error?.key ?? 'invalid_arguments';
     } else if (call.status === 'denied') deniedCalls++;
     else if (call.status === 'needs_approval') approvalCalls++;
-    else if (call.status === 'unavailable') unavailableCalls++;
+    else if (needed) unavailableCalls++;
   }
   return {
     decision: { kind: 'tool_calls', calls: prepared.length, invalidCalls, parseError, deniedCalls, approvalCalls, unavailableCalls, maxRepeatCount },
-    prepared,
-    repeatCounts,
+    calls,
     // The kind prefix keeps a text that happens to look like fingerprints from sharing their digest.
-    reply: `tool_calls\n${text ?? ''}\n${fingerprints.join('\n')}`,
+    reply: `tool_calls\n${text ?? ''}\n${calls.map((pending) => pending.fingerprint).join('\n')}`,
   };
 }
 
@@ -158,9 +166,8 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
     session.fatalError = fault;
     return { type: 'run.faulted', at, message: `${fault.name}: ${fault.message}`, usage };
   }
-  const { decision, prepared, repeatCounts, reply } = classified;
-  session.pendingCalls = prepared;
-  session.pendingRepeatCounts = repeatCounts;
+  const { decision, calls, reply } = classified;
+  session.pendingCalls = calls;
   const text = decision.kind === 'unparseable' ? null : response.text;
   if (text !== null || response.toolCalls.length > 0) {
     session.transcript.append({ role: 'assistant', content: text, toolCalls: response.toolCalls.length > 0 ? response.toolCalls : undefined });
@@ -171,7 +178,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
     type: 'step-end', runId: session.runId, at, step: context.steps + 1, taskId: session.task.id, modelId: config.model.id,
     latencyMs: at - startedAt, inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd,
     decision: decision.kind,
-    toolCalls: prepared.map((call) => ({ callId: call.request.id, name: call.request.name, argumentsSummary: summarize(call.args ?? call.request.arguments) })),
+    toolCalls: calls.map(({ call }) => ({ callId: call.request.id, name: call.request.name, argumentsSummary: summarize(call.args ?? call.request.arguments) })),
     replySummary: text === null ? null : summarize(text),
   });
   return {

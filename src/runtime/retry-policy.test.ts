@@ -90,3 +90,18 @@ describe('backoffDelay', () => {
     );
   });
 });
+
+describe('backoffDelay with garbled inputs', () => {
+  const options = { baseMs: 100, maxMs: 1_000 };
+  it('ignores a non-finite or negative Retry-After', () => {
+    for (const retryAfterMs of [Number.NaN, Number.POSITIVE_INFINITY, -5]) {
+      expect(backoffDelay({ attempt: 0, retryAfterMs, options, random: () => 0.5 })).toBe(50);
+    }
+  });
+
+  it('clamps a random source outside [0, 1) and treats NaN as 0', () => {
+    expect(backoffDelay({ attempt: 0, retryAfterMs: undefined, options, random: () => 7 })).toBe(99);
+    expect(backoffDelay({ attempt: 0, retryAfterMs: undefined, options, random: () => -3 })).toBe(0);
+    expect(backoffDelay({ attempt: 0, retryAfterMs: undefined, options, random: () => Number.NaN })).toBe(0);
+  });
+});

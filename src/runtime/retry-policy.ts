@@ -26,6 +26,9 @@ export function backoffDelay({
   random: () => number;
 }): number {
   const ceiling = Math.min(options.maxMs, options.baseMs * 2 ** attempt);
-  const jittered = Math.floor(random() * ceiling);
-  return retryAfterMs === undefined ? jittered : Math.max(retryAfterMs, jittered);
+  // A misbehaving random source or a garbled Retry-After must not produce NaN or a negative sleep.
+  const sample = random();
+  const unit = Number.isFinite(sample) ? Math.min(Math.max(sample, 0), 1 - Number.EPSILON) : 0;
+  const jittered = Math.floor(unit * ceiling);
+  return retryAfterMs === undefined || !Number.isFinite(retryAfterMs) || retryAfterMs < 0 ? jittered : Math.max(retryAfterMs, jittered);
 }

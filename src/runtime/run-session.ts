@@ -8,26 +8,35 @@ import type { ToolSpec } from '../model/types.js';
 import { ProgressTracker } from '../progress/index.js';
 import type { PreparedCall } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
+import { priceOf } from './pricing.js';
 import { Transcript } from './transcript.js';
-import type { PendingApproval } from './run-result.js';
+
+/** A call of the last model decision, waiting to be run or answered. */
+export interface PendingCall {
+  call: PreparedCall;
+  fingerprint: string;
+  /** How many times this exact call (same tool, same canonical arguments) has run in this run. */
+  priorRuns: number;
+  /** Runs so far plus requests earlier in the same reply, this one included: what the repeat signal counts. */
+  timesRequested: number;
+}
 
 export class RunSession {
   readonly progress = new ProgressTracker();
   readonly trace: TraceEvent[] = [];
   readonly warnings: string[] = [];
   readonly taskOutputs: Record<string, unknown> = {};
-  readonly pendingApprovals: PendingApproval[] = [];
   readonly tasks: readonly TaskConfig[];
   transcript: Transcript;
   taskIndex = -1;
-  /** Calls of the last model decision, waiting to be run or answered. */
-  pendingCalls: PreparedCall[] = [];
-  /** For each pending call, how often its fingerprint has been requested in the run. */
-  pendingRepeatCounts: number[] = [];
-  /** Text of the last model reply in this run, the best partial output when a run does not complete. */
+  pendingCalls: PendingCall[] = [];
+  /** The current task's last model reply: what it is evaluated on, and the best partial output when it does not complete. */
   lastReply: string | null = null;
   fatalError: Error | null = null;
   private readonly toolSpecChars: number;
+  /** The next task's conversation, built ahead so its first request can be estimated before the budget gate. */
+  private preparedTask: { index: number; transcript: Transcript } | null = null;
+  private readonly unpricedModels = new Set<string>();
 
   constructor(
     readonly config: ResolvedConfig,
@@ -48,16 +57,31 @@ export class RunSession {
 
   /** Start a fresh conversation for the task at `index` (DESIGN §8: each task is its own bounded loop). */
   beginTask(index: number): void {
+    const prepared = this.preparedTask?.index === index ? this.preparedTask.transcript : null;
+    this.preparedTask = null;
+    this.transcript = prepared ?? this.buildTranscript(index);
     this.taskIndex = index;
     this.pendingCalls = [];
-    this.pendingRepeatCounts = [];
-    this.transcript = new Transcript(this.toolSpecChars);
-    if (this.config.instructions) this.transcript.append({ role: 'system', content: this.config.instructions });
-    this.transcript.append({ role: 'user', content: this.taskPrompt() });
+    this.lastReply = null;
   }
 
-  private taskPrompt(): string {
-    const task = this.task;
+  /** Builds the conversation of the task at `index` ahead of time; returns its first request's token estimate. */
+  prepareTask(index: number): number {
+    const transcript = this.buildTranscript(index);
+    this.preparedTask = { index, transcript };
+    return transcript.estimateTokens();
+  }
+
+  private buildTranscript(index: number): Transcript {
+    const transcript = new Transcript(this.toolSpecChars);
+    if (this.config.instructions) transcript.append({ role: 'system', content: this.config.instructions });
+    transcript.append({ role: 'user', content: this.taskPrompt(index) });
+    return transcript;
+  }
+
+  private taskPrompt(index: number): string {
+    const task = this.tasks[index];
+    if (!task) throw new Error(`no task at index ${index}`);
     const prompt = typeof task.prompt === 'function' ? task.prompt({ goal: this.goal, outputs: this.taskOutputs }) : task.prompt;
     if (this.config.tasks === null) return prompt;
     const done = Object.keys(this.taskOutputs).length > 0 ? `\n\nResults of earlier tasks:\n${JSON.stringify(this.taskOutputs)}` : '';
@@ -83,6 +107,13 @@ export class RunSession {
       this.traceSinkFailed = true;
       this.warnings.push(`trace.onEvent threw and was disabled for this run: ${error instanceof Error ? error.message : String(error)}`);
     }
+  }
+
+  /** Warns once per model id that has no price: its spend is invisible to maxCostUsd. */
+  warnIfUnpriced(modelId: string, at: number): void {
+    if (priceOf(this.config.prices, modelId) !== undefined || this.unpricedModels.has(modelId)) return;
+    this.unpricedModels.add(modelId);
+    this.warn(`no price for model "${modelId}": its cost counts as $0, so maxCostUsd cannot stop it; add it to \`prices\``, at);
   }
 
   warn(message: string, at: number): void {

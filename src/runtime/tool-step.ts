@@ -5,19 +5,21 @@ import type { RunSession } from './run-session.js';
 
 export async function performToolRound(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
   const { config } = session;
-  const ready = session.pendingCalls.filter((call) => call.status === 'ready');
+  const ready = session.pendingCalls.filter(({ call }) => call.status === 'ready');
   session.pendingCalls = [];
   const { maxParallelTools, maxToolResultBytes } = context.limits;
   if (ready.length > maxParallelTools) {
     session.warn(`step ${context.steps}: the model requested ${ready.length} tool calls; ran at most ${maxParallelTools} at a time`, config.clock.now());
   }
-  const outcomes = await runToolRound(ready, {
+  const outcomes = await runToolRound(ready.map(({ call }) => call), {
     runId: session.runId, stepId: String(context.steps), maxParallel: maxParallelTools, maxResultBytes: maxToolResultBytes,
     signal: session.signal, health, now: () => config.clock.now(), setTimer: (ms, callback) => config.clock.setTimer(ms, callback),
   });
   // Even when cancel or the deadline cut the round short, its outcomes are reported: calls that
   // ran are counted, and side effects of unknown outcome are named before the run stops.
+  const interrupted = session.signal.aborted;
   const at = config.clock.now();
+  for (const { fingerprint } of ready) session.progress.countToolCall(fingerprint);
   let allObservationsSeen = outcomes.length > 0;
   let failedCalls = 0, timedOutCalls = 0, unknownOutcomeCalls = 0;
   for (const outcome of outcomes) {
@@ -27,7 +29,8 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
     if (outcome.status === 'error') failedCalls++;
     else if (outcome.status === 'timeout') timedOutCalls++;
     else if (outcome.status === 'unknown_outcome') {
-      unknownOutcomeCalls++;
+      // A call abandoned by cancel or the deadline is named in a warning; the interruption decides the stop.
+      if (!interrupted) unknownOutcomeCalls++;
       const key = idempotencyKey(session.runId, String(context.steps), outcome.callId);
       session.warn(`tool ${outcome.name} (${outcome.callId}): outcome unknown; check it by idempotency key ${key} before calling it again`, at);
     }

@@ -142,7 +142,8 @@ export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<
   const checked = toolDefinitionSchema.safeParse(definition);
   if (!checked.success) {
     throw new LoopConfigError({
-      issues: checked.error.issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message })),
+      // Not zodIssuePath: a ConfigIssue keeps '' for the root, as config.ts writes it, and LoopConfigError prints it as (root).
+      issues: checked.error.issues.map((issue) => ({ path: z.core.toDotPath(issue.path), message: issue.message })),
       cause: checked.error,
     });
   }

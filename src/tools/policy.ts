@@ -1,6 +1,7 @@
 /**
  * Tool permissions (DESIGN §4, §7): checked for every call, never cached or inherited from an earlier
- * step, so a policy that changes between steps takes effect at once.
+ * step. `createLoop` copies the policy (and its lists) when it validates the config, so editing the
+ * policy object afterwards changes nothing; only `decide`'s own logic, run at each call, can vary.
  */
 import { LoopConfigError } from '../errors.js';
 import type { Tool, ToolAccess } from './define-tool.js';

@@ -90,7 +90,7 @@ describe('prepareToolCalls', () => {
         'Tool get_order was called with invalid arguments:',
         '- order_id: Invalid string: must match pattern /^O-\\d+$/',
         '- quantity: Too small: expected number to be >=1',
-        '- lines.0.sku: Invalid input: expected string, received number',
+        '- lines[0].sku: Invalid input: expected string, received number',
         'Fix these fields and call it again.',
       ].join('\n'),
     );

@@ -7,6 +7,7 @@
 import type { z } from 'zod';
 import { LoopConfigError } from '../errors.js';
 import type { ToolCallRequest } from '../model/types.js';
+import { describeZodIssues, zodIssuePath } from '../zod-issues.js';
 import type { Tool } from './define-tool.js';
 import { checkToolPolicy, type PolicyVerdict, type ToolPolicy } from './policy.js';
 import type { ToolHealth } from './tool-health.js';
@@ -139,21 +140,14 @@ function checkArguments(tool: Tool, text: string): ArgumentCheck {
   return {
     valid: false,
     args: parsed.value,
-    key: `invalid_arguments:${tool.name}:${issuePath(firstIssue?.path ?? [])}`,
-    message: `Tool ${tool.name} was called with invalid arguments:\n${formatIssues(result.error.issues)}\nFix these fields and call it again.`,
+    key: `invalid_arguments:${tool.name}:${zodIssuePath(firstIssue?.path ?? [])}`,
+    message: `Tool ${tool.name} was called with invalid arguments:\n${issueList(result.error.issues)}\nFix these fields and call it again.`,
   };
 }
 
-/** Dotted path of a zod issue; `(root)` for the arguments object itself. */
-function issuePath(path: readonly PropertyKey[]): string {
-  return path.length === 0 ? '(root)' : path.map(String).join('.');
-}
-
-/**
- * One line per zod issue, `path: message`, e.g. `- order_id: Invalid string: must match pattern /^O-\d+$/`.
- * @example
- * formatIssues(schema.safeParse(args).error!.issues) // '- qty: Too small: expected number to be >=1'
- */
-export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
-  return issues.map((issue) => `- ${issuePath(issue.path)}: ${issue.message}`).join('\n');
+/** One `- path: message` bullet per zod issue, e.g. `- lines[0].sku: Invalid input: expected string, received number`. */
+function issueList(issues: readonly z.core.$ZodIssue[]): string {
+  return describeZodIssues(issues)
+    .map((line) => `- ${line}`)
+    .join('\n');
 }

@@ -4,6 +4,7 @@
  * looked up by its idempotency key instead of being run again. Never throws: every call ends as an
  * outcome the model can read.
  */
+import { systemClock } from '../runtime/clock.js';
 import { capBytes } from './cap-bytes.js';
 import { idempotencyKey, type OutcomeLookup, type Tool, type ToolContext } from './define-tool.js';
 import type { PreparedCall } from './prepare-calls.js';
@@ -42,7 +43,7 @@ export interface RunToolRoundOptions {
   health: ToolHealth;
   /** Monotonic clock in ms for durations; defaults to `performance.now`. */
   now?: () => number;
-  /** Timer for per-call timeouts, returning a cancel function; defaults to `setTimeout`. The loop passes its clock's. */
+  /** Timer for per-call timeouts, returning a cancel function; defaults to `systemClock.setTimer`. The loop passes its clock's. */
   setTimer?: (ms: number, callback: () => void) => () => void;
 }
 
@@ -153,13 +154,8 @@ async function lookUpOutcome(
 
 type TimerSource = (ms: number, callback: () => void) => () => void;
 
-const hostTimer: TimerSource = (ms, callback) => {
-  const timer = setTimeout(callback, ms);
-  return () => clearTimeout(timer);
-};
-
 function timerOf(options: RunToolRoundOptions): TimerSource {
-  return options.setTimer ?? hostTimer;
+  return options.setTimer ?? systemClock.setTimer;
 }
 
 /**
@@ -192,8 +188,12 @@ async function settleWithin(timeoutMs: number, roundSignal: AbortSignal, setTime
     } catch (error) {
       return controller.signal.aborted ? await aborted : { kind: 'threw', error };
     }
-    // The timeout or cancel struck while a synchronous tool ran (its own clock moved): as if it came first.
-    if (controller.signal.aborted) return await aborted;
+    // The timeout or cancel struck while the tool was starting (its own clock moved): as if it came first.
+    if (controller.signal.aborted) {
+      // The abandoned promise may still reject; that must not surface as an unhandled rejection.
+      if (isThenable(pending)) Promise.resolve(pending).catch(() => undefined);
+      return await aborted;
+    }
     // A synchronous tool has finished: no promise race to wait for.
     if (!isThenable(pending)) return { kind: 'returned', value: pending };
     const finished = Promise.resolve(pending).then(

@@ -9,8 +9,8 @@ import { LoopConfigError } from '../errors.js';
 /**
  * One tool's health, as a plain object (safe to log or persist).
  * @example
- * const stats: ToolHealthStats = health.snapshot().get_order_status;
- * if (stats.successRate < 0.5) console.warn('flaky tool');
+ * const stats: ToolHealthStats | undefined = health.snapshot().get_order_status; // undefined until its first call
+ * if (stats && stats.successRate < 0.5) console.warn('flaky tool');
  */
 export interface ToolHealthStats {
   calls: number;

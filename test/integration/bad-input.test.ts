@@ -103,7 +103,7 @@ describe('bad config throws LoopConfigError before anything runs', () => {
 });
 
 describe('bad run input is refused before the model is called', () => {
-  // Whether run() throws synchronously or rejects (see the BUG test below), it must be a LoopConfigError.
+  // Catches a synchronous throw as well as a rejection, so these tests check only the error; that run() rejects is tested below.
   const attempt = (run: () => unknown) => (async () => run())();
 
   it('refuses an empty goal', async () => {

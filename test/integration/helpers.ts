@@ -70,9 +70,9 @@ export function recordingTool(options: {
 }
 
 /**
- * Tool timeouts run on the host timers, not the injected clock (see the BUG test in
- * stop-reasons.test.ts), so tests that need one fake `setTimeout` with this and fire it from
- * inside the tool with `hangPastTimeout`.
+ * Fakes the host's `setTimeout` for tests that need a tool timeout. Tool timeouts run on the run's
+ * injected clock; faking the host timers as well means a timeout set there would still fire instead
+ * of stalling the test. Fire both from inside the tool with `hangPastTimeout`.
  */
 export function useFakeHostTimers(): void {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });

@@ -35,7 +35,7 @@ describe('repeated tool call (same tool, same canonical arguments)', () => {
     expect(requestAt(model, 3)).toContainEqual({
       role: 'tool',
       toolCallId: 'call_2_0',
-      content: 'Not executed: this exact call (lookup with the same arguments) was already made 2 time(s); its result is above.',
+      content: 'Not executed: this exact call (lookup with the same arguments) already ran 2 time(s); its result is above.',
     });
     expect(result.warnings).toContain('no-progress nudge at step 3: repeated_tool_call');
     expect(result).toMatchObject({ stopReason: 'no_progress', status: 'failed', detail: 'no progress after a nudge: repeated_tool_call' });

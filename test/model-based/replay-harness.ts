@@ -313,6 +313,7 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
       const [first] = path.steps;
       if (first === undefined || first.event.type !== 'run.started') return { status: 'skipped', reason: SKIP_REASONS.beforeStart };
       // Withheld and faulted steps end before the model is called.
+      const callsWithheldTool = path.steps.some((step) => step.label.includes(':tools-unavailable'));
       const modelCalls = path.steps.filter((step) => effectOf(step) === 'callModel' && step.event.type !== 'tool.withheld' && step.event.type !== 'run.faulted').length;
       const model = scriptedModel(Array.from({ length: modelCalls }, () => () => replaying().modelStep()));
       const clock = new ReplayClock(ABSTRACT_TIME.startAt);
@@ -321,7 +322,15 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
         tools,
         evaluate,
         policy,
-        tasks: config.tasks.map((task) => ({ id: task.id, prompt: `Do ${task.id}.`, onFailure: task.onFailure, requires: [OUTCOME_TEXT.requiredTool] })),
+        // A call to a withheld tool stops the run only when the task needs it: with `requires` declared the
+        // required tool is withheld before any call, so a path that calls the withheld `broken` tool runs
+        // tasks that declare no requirements (the two never share a path: each ends the run).
+        tasks: config.tasks.map((task) => ({
+          id: task.id,
+          prompt: `Do ${task.id}.`,
+          onFailure: task.onFailure,
+          ...(callsWithheldTool ? {} : { requires: [OUTCOME_TEXT.requiredTool] }),
+        })),
         limits: config.limits,
         noProgress: config.noProgress,
         prices: { [model.id]: ABSTRACT_PRICE },

@@ -1,0 +1,216 @@
+/**
+ * Edge cases found in review, each through the full loop: withheld tools the task does not need,
+ * repeats counted by what ran, interruptions during side effects, task-boundary estimates,
+ * per-task partial output, unpriced judges, malformed evaluator usage and pathological arguments.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool, evaluators, type Evaluator } from '../../src/index.js';
+import { reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { contentsWithRole, createTestLoop, recordingTool, requestAt, transcriptText } from './helpers.js';
+
+const GOAL = 'Find the owner of record R-1';
+
+describe('a withheld tool the task does not require', () => {
+  it('is answered as unavailable and the run goes on with another tool', async () => {
+    const { tool: flaky } = recordingTool({ name: 'flaky', respond: () => { throw new Error('service down'); } });
+    const { tool: backup, executions } = recordingTool({ name: 'backup' });
+    const model = scriptedModel([
+      toolCall('flaky', { id: '1' }),
+      toolCall('flaky', { id: '2' }),
+      toolCall('flaky', { id: '3' }),
+      toolCall('flaky', { id: '4' }), // circuit open now: answered, not run
+      toolCall('backup', { id: 'R-1' }),
+      reply('The owner is ops.'),
+    ]);
+    const { loop } = createTestLoop({ model, tools: [flaky, backup], tasks: [{ id: 'find', prompt: GOAL, requires: ['backup'] }] });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'completed', output: 'The owner is ops.' });
+    expect(executions).toEqual([{ id: 'R-1' }]);
+    expect(transcriptText(requestAt(model, 4))).toMatch(/flaky/);
+    expect(requestAt(model, 4).at(-1)).toMatchObject({ role: 'tool', content: expect.stringMatching(/unavailable/i) });
+  });
+});
+
+describe('repeats count calls that ran', () => {
+  it('a call held back beside an invalid sibling is not a repeat when it is asked for again', async () => {
+    const { tool, executions } = recordingTool({ input: z.object({ id: z.string() }) });
+    const model = scriptedModel([
+      toolCall([{ name: 'lookup', args: { id: 7 } }, { name: 'lookup', args: { id: 'R-1' } }]),
+      toolCall('lookup', { id: 'R-1' }),
+      reply('The owner is ops.'),
+    ]);
+    const { loop } = createTestLoop({ model, tools: [tool], noProgress: { repeatedToolCall: 2 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'completed', warnings: [] });
+    expect(executions).toEqual([{ id: 'R-1' }]);
+  });
+
+  it('the same call twice in one reply is a repeat, and neither is run', async () => {
+    const { tool, executions } = recordingTool({});
+    const model = scriptedModel([
+      toolCall([{ name: 'lookup', args: { id: 'R-1' } }, { name: 'lookup', args: { id: 'R-1' } }]),
+      reply('The owner is ops.'),
+    ]);
+    const { loop } = createTestLoop({ model, tools: [tool], noProgress: { repeatedToolCall: 2 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(executions).toEqual([]);
+    expect(contentsWithRole(requestAt(model, 1), 'tool')).toContain('Not executed: this exact call (lookup with the same arguments) was asked for more than once in this reply.');
+    expect(result.warnings).toContain('no-progress nudge at step 1: repeated_tool_call');
+    expect(result.stopReason).toBe('completed');
+  });
+});
+
+describe('an interruption during a side-effecting call', () => {
+  it('a cancel stops the run as cancelled and names the call whose outcome is unknown', async () => {
+    const controller = new AbortController();
+    const write = defineTool({
+      name: 'send_invoice',
+      description: 'Sends an invoice',
+      input: z.object({ id: z.string() }),
+      access: 'write',
+      execute: (_args, { signal }) =>
+        new Promise((_, reject) => {
+          signal.addEventListener('abort', () => reject(signal.reason));
+          controller.abort(new Error('user pressed stop'));
+        }),
+    });
+    const model = scriptedModel([toolCall('send_invoice', { id: 'R-1' })]);
+    const { loop } = createTestLoop({ model, tools: [write] });
+
+    const result = await loop.run({ goal: 'Send the invoice', signal: controller.signal });
+
+    expect(result).toMatchObject({ stopReason: 'cancelled', status: 'failed', detail: 'cancelled: user pressed stop' });
+    expect(result.usage.toolCalls).toBe(1);
+    expect(result.warnings.some((warning) => /send_invoice .*outcome unknown; check it by idempotency key run-test:1:call_0_0/.test(warning))).toBe(true);
+  });
+});
+
+describe('task boundaries', () => {
+  it('checks the next task\'s own first request against maxInputTokens, not the last one of the task before', async () => {
+    const { tool } = recordingTool({ respond: () => 'x'.repeat(40_000) });
+    const model = scriptedModel([
+      toolCall('lookup', { id: 'R-1' }, { usage: { inputTokens: 10, outputTokens: 5 } }),
+      reply('{"size":"large"}', { usage: { inputTokens: 10, outputTokens: 5 } }),
+      reply('done', { usage: { inputTokens: 10, outputTokens: 5 } }),
+    ]);
+    const { loop } = createTestLoop({
+      model,
+      tools: [tool],
+      limits: { maxInputTokens: 11_000 },
+      tasks: [
+        { id: 'read', prompt: 'Read the record', evaluate: [evaluators.json()] },
+        { id: 'answer', prompt: 'Answer briefly' },
+      ],
+    });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'completed', output: 'done' });
+    model.assertComplete();
+  });
+
+  it('returns the unfinished task\'s own last reply as partial output, never an earlier task\'s answer', async () => {
+    const model = scriptedModel([reply('{"a":1}')]);
+    const { loop } = createTestLoop({
+      model,
+      limits: { maxSteps: 1 },
+      tasks: [
+        { id: 'first', prompt: 'Give JSON', evaluate: [evaluators.json()] },
+        { id: 'second', prompt: 'Then this' },
+      ],
+    });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'max_steps', output: null, taskOutputs: { first: { a: 1 } } });
+  });
+});
+
+describe('evaluators that spend', () => {
+  it('warns when a judge model has no price, since maxCostUsd cannot see its spend', async () => {
+    const judgeModel = scriptedModel([reply('{"passed": true, "reason": "ok"}')], { id: 'unpriced-judge' });
+    const model = scriptedModel([reply('{"owner":"ops"}')]);
+    const { loop } = createTestLoop({ model, evaluate: [evaluators.json(), evaluators.judge({ model: judgeModel, criteria: 'names an owner' })] });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('completed');
+    expect(result.warnings).toContain('no price for model "unpriced-judge": its cost counts as $0, so maxCostUsd cannot stop it; add it to `prices`');
+  });
+
+  it('prices a judge by its own model id', async () => {
+    const judgeModel = scriptedModel([reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 1_000_000, outputTokens: 0 } })], { id: 'judge-model' });
+    const model = scriptedModel([reply('{"owner":"ops"}', { usage: { inputTokens: 0, outputTokens: 0 } })]);
+    const { loop } = createTestLoop({
+      model,
+      prices: { scripted: { inputPerMillion: 0, outputPerMillion: 0 }, 'judge-model': { inputPerMillion: 3, outputPerMillion: 0 } },
+      evaluate: [evaluators.json(), evaluators.judge({ model: judgeModel, criteria: 'names an owner' })],
+    });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.usage.costUsd).toBeCloseTo(3, 9);
+  });
+
+  it('a custom evaluator reporting malformed usage ends the run with fatal_error, naming the field', async () => {
+    const lying: Evaluator = {
+      name: 'lying',
+      kind: 'rule',
+      evaluate: () => ({ passed: true, reason: 'ok', parsed: null, usage: { inputTokens: '500' as unknown as number, outputTokens: -1 } }),
+    };
+    const model = scriptedModel([reply('{"owner":"ops"}')]);
+    const { loop } = createTestLoop({ model, evaluate: [lying] });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('fatal_error');
+    expect(result.detail).toMatch(/evaluator usage .* malformed: inputTokens: .*; outputTokens: /);
+    expect(typeof result.usage.inputTokens).toBe('number');
+  });
+});
+
+describe('pathological tool arguments', () => {
+  it('arguments nested too deep to canonicalise are still fingerprinted, never a fatal error', async () => {
+    const { tool, executions } = recordingTool({ input: z.object({ q: z.any() }) });
+    const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
+    const model = scriptedModel([toolCall('lookup', `{"q": ${deep}}`), reply('done')]);
+    const { loop } = createTestLoop({ model, tools: [tool] });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).not.toBe('fatal_error');
+    expect(['completed', 'retries_exhausted']).toContain(result.stopReason);
+    expect(executions.length).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('what reaches the model', () => {
+  it('sends the instructions as the system message of every request', async () => {
+    const { tool } = recordingTool({});
+    const model = scriptedModel([toolCall('lookup', { id: 'R-1' }), reply('The owner is ops.')]);
+    const { loop } = createTestLoop({ model, tools: [tool], instructions: 'Answer in one sentence.' });
+
+    await loop.run({ goal: GOAL });
+
+    for (const index of [0, 1]) expect(requestAt(model, index)[0]).toEqual({ role: 'system', content: 'Answer in one sentence.' });
+  });
+
+  it('warns when a reply asks for more tool calls than maxParallelTools, and runs them all', async () => {
+    const { tool, executions } = recordingTool({});
+    const calls = ['a', 'b', 'c'].map((id) => ({ name: 'lookup', args: { id } }));
+    const model = scriptedModel([toolCall(calls), reply('done')]);
+    const { loop } = createTestLoop({ model, tools: [tool], limits: { maxParallelTools: 2 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(executions).toHaveLength(3);
+    expect(result.warnings).toContain('step 1: the model requested 3 tool calls; ran at most 2 at a time');
+  });
+});
