@@ -27,6 +27,9 @@ export async function driveRun(config: ResolvedConfig, health: ToolHealth, input
   const { clock } = config;
   const runId = input.runId ?? config.generateRunId();
   const controller = new AbortController();
+  const session = new RunSession(config, runId, input.goal, controller.signal);
+  const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
+  const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks } });
   const onUserAbort = () => {
     const reason: unknown = input.signal?.reason;
     controller.abort(new RunInterruption('cancelled', reason instanceof Error ? reason.message : summarize(reason ?? 'cancelled')));
@@ -35,9 +38,6 @@ export async function driveRun(config: ResolvedConfig, health: ToolHealth, input
   const cancelDeadline = clock.setTimer(config.limits.deadlineMs, () =>
     controller.abort(new RunInterruption('deadline', `deadline of ${config.limits.deadlineMs} ms reached`)),
   );
-  const session = new RunSession(config, runId, input.goal, controller.signal);
-  const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
-  const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks } });
   // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
   try {
     actor.start();
