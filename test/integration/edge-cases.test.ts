@@ -214,3 +214,25 @@ describe('what reaches the model', () => {
     expect(result.warnings).toContain('step 1: the model requested 3 tool calls; ran at most 2 at a time');
   });
 });
+
+describe('calls held back by a nudge', () => {
+  it('are answered as held back, not as invalid, when the state stopped changing', async () => {
+    const { tool, executions } = recordingTool({ respond: () => ({ owner: 'ops' }) });
+    const model = scriptedModel([
+      toolCall('lookup', { id: 'R-1' }),
+      toolCall('lookup', { id: 'R-1' }),
+      toolCall('lookup', { id: 'R-1' }),
+      reply('The owner is ops.'),
+    ]);
+    const { loop } = createTestLoop({ model, tools: [tool], noProgress: { repeatedToolCall: 100, unchangedState: 2, duplicateObservation: 100 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(executions).toHaveLength(2);
+    expect(result.warnings).toContain('no-progress nudge at step 3: unchanged_state');
+    expect(contentsWithRole(requestAt(model, 3), 'tool').at(-1)).toBe(
+      'Not executed: this reply was held back because the loop is not making progress (see the note below). Call it again if you still need it.',
+    );
+    expect(result.stopReason).toBe('completed');
+  });
+});
