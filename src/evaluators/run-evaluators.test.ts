@@ -134,3 +134,21 @@ describe('runEvaluators', () => {
     await expect(runEvaluators([evaluators.rule(() => true, 'r'), cancelling], options('x', controller.signal))).rejects.toMatchObject({ name: 'AbortError' });
   });
 });
+
+describe('runEvaluators rethrow option', () => {
+  const throwing = (error: Error): Evaluator => ({
+    name: 'flaky-judge',
+    kind: 'judge',
+    evaluate: () => {
+      throw error;
+    },
+  });
+
+  it('propagates the errors it selects, and still turns the others into failed verdicts', async () => {
+    const transient = new Error('429');
+    const options = { output: '{}', signal: new AbortController().signal, taskId: 'main', rethrow: (error: unknown) => error === transient };
+    await expect(runEvaluators([throwing(transient)], options)).rejects.toBe(transient);
+    const other = await runEvaluators([throwing(new Error('bug'))], options);
+    expect(other).toMatchObject({ passed: false, reason: 'evaluator "flaky-judge" threw: bug', failedEvaluator: 'flaky-judge' });
+  });
+});

@@ -15,6 +15,11 @@ export interface RunEvaluatorsOptions {
   output: string;
   signal: AbortSignal;
   taskId: string;
+  /**
+   * Errors an evaluator throws that are not a verdict on the output and should propagate instead,
+   * e.g. a judge's transient transport error, which the loop retries in its own layer.
+   */
+  rethrow?: (error: unknown) => boolean;
 }
 
 /**
@@ -48,7 +53,7 @@ const UNKNOWN_MODEL_ID = 'unknown';
  * if (!summary.passed) console.log(summary.failedEvaluator, summary.reason);
  */
 export async function runEvaluators(list: readonly Evaluator[], options: RunEvaluatorsOptions): Promise<EvaluationSummary> {
-  const { output, signal, taskId } = options;
+  const { output, signal, taskId, rethrow } = options;
   const usageByModel = new Map<string, ModelUsage>();
   const total: ModelUsage = { inputTokens: 0, outputTokens: 0 };
   const summarize = (passed: boolean, reason: string, parsed: unknown, failedEvaluator: string | null): EvaluationSummary => ({
@@ -67,7 +72,7 @@ export async function runEvaluators(list: readonly Evaluator[], options: RunEval
     try {
       result = await evaluator.evaluate({ output, parsed, signal, taskId });
     } catch (error) {
-      if (signal.aborted) throw error;
+      if (signal.aborted || rethrow?.(error) === true) throw error;
       const message = error instanceof Error ? error.message : String(error);
       return summarize(false, `evaluator "${evaluator.name}" threw: ${message}`, parsed, evaluator.name);
     }

@@ -1,6 +1,8 @@
 /** The `evaluate` effect: run the task's evaluators on the last reply (DESIGN §6). */
 import type { LoopEvent } from '../../machines/types.js';
-import { runEvaluators } from '../evaluators/index.js';
+import { ModelCallError } from '../errors.js';
+import { runEvaluators, type EvaluationSummary, type Evaluator } from '../evaluators/index.js';
+import { backoffDelay } from './retry-policy.js';
 import { untilAborted } from './interruption.js';
 import { modelUsageSchema, shapeProblems } from '../model/response-schema.js';
 import { costOf, priceOf } from './pricing.js';
@@ -19,10 +21,7 @@ export async function performEvaluation(session: RunSession, mayCallModel: boole
   const task = session.task;
   const list = task.evaluate ?? config.evaluate;
   const affordable = mayCallModel ? list : list.filter((evaluator) => evaluator.kind !== 'judge');
-  const evaluated = await untilAborted(
-    runEvaluators(affordable, { output: session.lastReply ?? '', signal: session.signal, taskId: task.id }),
-    session.signal,
-  );
+  const evaluated = await evaluateWithTransportRetries(session, affordable);
   const skippedJudge = list.find((evaluator) => !affordable.includes(evaluator));
   const summary =
     evaluated.passed && skippedJudge !== undefined
@@ -45,6 +44,30 @@ export async function performEvaluation(session: RunSession, mayCallModel: boole
     usage: judged ? { ...summary.usage, costUsd } : null,
     nextRequestTokens: nextRequestEstimate(session, summary.passed, summary.reason),
   };
+}
+
+/**
+ * A judge's transient transport error (429, 5xx, timeout) is not a verdict on the output: it is
+ * retried here with the loop's backoff, up to maxRetries, so the main model is not asked to
+ * "fix" an answer nobody judged. Past that the run faults (fatal_error), naming the judge's error.
+ */
+async function evaluateWithTransportRetries(session: RunSession, list: readonly Evaluator[]): Promise<EvaluationSummary> {
+  const { config } = session;
+  const isTransient = (error: unknown) => error instanceof ModelCallError && error.retryable;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await untilAborted(
+        runEvaluators(list, { output: session.lastReply ?? '', signal: session.signal, taskId: session.task.id, rethrow: isTransient }),
+        session.signal,
+      );
+    } catch (error) {
+      if (!(error instanceof ModelCallError) || !error.retryable || session.signal.aborted) throw error;
+      if (attempt >= config.limits.maxRetries) throw new Error(`the LLM judge failed after ${attempt} transport retries: ${error.message}`, { cause: error });
+      const delay = backoffDelay({ attempt, retryAfterMs: error.retryAfterMs, options: config.backoff, random: config.random });
+      session.warn(`task ${session.task.id}: LLM judge transport error (${error.message}); retrying in ${delay} ms`, config.clock.now());
+      await untilAborted(config.clock.sleep(delay, session.signal), session.signal);
+    }
+  }
 }
 
 /**

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, evaluators, type Evaluator } from '../../src/index.js';
-import { reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { modelError, reply, scriptedModel, toolCall } from '../../src/testing/index.js';
 import { contentsWithRole, createTestLoop, recordingTool, requestAt, transcriptText } from './helpers.js';
 
 const GOAL = 'Find the owner of record R-1';
@@ -234,5 +234,36 @@ describe('calls held back by a nudge', () => {
       'Not executed: this reply was held back because the loop is not making progress (see the note below). Call it again if you still need it.',
     );
     expect(result.stopReason).toBe('completed');
+  });
+});
+
+describe('an LLM judge with a transport error', () => {
+  const judged = (judgeModel: ReturnType<typeof scriptedModel>) => [evaluators.json(), evaluators.judge({ model: judgeModel, criteria: 'names an owner' })];
+
+  it('is retried with backoff in its own layer; the main model is not asked to fix its answer', async () => {
+    const judgeModel = scriptedModel([modelError({ status: 429, retryAfterMs: 1_000 }), reply('{"passed": true, "reason": "ok"}')], { id: 'judge-model' });
+    const model = scriptedModel([reply('{"owner":"ops"}')]);
+    const { loop, clock } = createTestLoop({ model, evaluate: judged(judgeModel), prices: { 'judge-model': { inputPerMillion: 1, outputPerMillion: 1 } } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'completed', output: { owner: 'ops' } });
+    expect(judgeModel.calls).toHaveLength(2);
+    expect(model.calls).toHaveLength(1);
+    expect(clock.now()).toBeGreaterThanOrEqual(1_000);
+    expect(result.warnings.some((warning) => warning.startsWith('task main: LLM judge transport error'))).toBe(true);
+  });
+
+  it('ends the run with fatal_error once the judge\'s transport retries run out', async () => {
+    const judgeModel = scriptedModel([modelError({ status: 503 }), modelError({ status: 503 }), modelError({ status: 503 })], { id: 'judge-model' });
+    const model = scriptedModel([reply('{"owner":"ops"}')]);
+    const { loop } = createTestLoop({ model, evaluate: judged(judgeModel), limits: { maxRetries: 2 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('fatal_error');
+    expect(result.detail).toMatch(/^run faulted: Error: the LLM judge failed after 2 transport retries: /);
+    expect(judgeModel.calls).toHaveLength(3);
+    expect(model.calls).toHaveLength(1);
   });
 });
