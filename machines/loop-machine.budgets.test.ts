@@ -157,6 +157,15 @@ describe('budget_exhausted', () => {
       expectStop(send(evaluating, evaluationPassed()), 'completed');
       expectStop(send(evaluating, evaluationRejected('missing total')), 'budget_exhausted');
     });
+
+    it('names the budget, not the retry count, when a rejected reply cannot be retried for want of budget', () => {
+      const noRetries: LoopInputOverrides = { limits: { maxOutputTokens: 50, maxRetries: 0 } };
+      const evaluating = send(startedRun(noRetries), finalReply({ usage: { inputTokens: 100, outputTokens: 60, costUsd: 0 } }));
+      expectStop(send(evaluating, evaluationRejected('missing total')), 'budget_exhausted');
+      // With budget left, the same rejection is a spent retry layer.
+      const withinBudget = send(startedRun(noRetries), finalReply({ usage: { inputTokens: 100, outputTokens: 10, costUsd: 0 } }));
+      expectStop(send(withinBudget, evaluationRejected('missing total')), 'retries_exhausted');
+    });
   });
 
   describe('cost', () => {

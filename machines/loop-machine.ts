@@ -177,6 +177,8 @@ export const loopMachine = setup({
           always: [
             { guard: 'isEvaluationPassed', target: '#loop.SUCCESS' },
             deadlineStop,
+            // No retry can be paid for: the budget, not the retry count, is why the run stops.
+            { guard: 'isSpendBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },
             { guard: 'isSameEvaluatorReasonSignal', target: 'evaluationSignalled' },
             { guard: 'canReflect', target: '#loop.RETRY.reflecting', actions: 'requestReflection' },
             { target: FAILED, actions: fail('retries_exhausted') },
