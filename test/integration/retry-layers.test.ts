@@ -4,8 +4,8 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { evaluators, type TraceEvent } from '../../src/index.js';
-import { modelError, reply, scriptedModel, toolCall, virtualClock } from '../../src/testing/index.js';
+import { evaluators, type Tool, type TraceEvent } from '../../src/index.js';
+import { modelError, reply, scriptedModel, toolCall, virtualClock, type VirtualClock } from '../../src/testing/index.js';
 import { contentsWithRole, createTestLoop, hangPastTimeout, recordingTool, requestAt, transcriptText, useFakeHostTimers } from './helpers.js';
 
 const GOAL = 'What is the status of order O-101?';
@@ -179,6 +179,18 @@ describe('permission layer: never retried', () => {
   });
 });
 
+/** A non-idempotent write that hangs past its 500 ms timeout; `executions` records each run. */
+function timedOutCharge(clock: VirtualClock, checkOutcome?: Tool['checkOutcome']): { tool: Tool; executions: unknown[] } {
+  const { tool, executions } = recordingTool({
+    name: 'charge_card',
+    access: 'write',
+    timeoutMs: 500,
+    respond: () => hangPastTimeout(clock, 500),
+    ...(checkOutcome === undefined ? {} : { checkOutcome }),
+  });
+  return { tool, executions };
+}
+
 describe('side-effect layer: unknown outcome is never re-executed', () => {
   afterEach(() => {
     vi.useRealTimers();
@@ -187,43 +199,24 @@ describe('side-effect layer: unknown outcome is never re-executed', () => {
   it('executes a timed-out write once and stops for a person when its outcome cannot be looked up', async () => {
     useFakeHostTimers();
     const clock = virtualClock();
-    let executions = 0;
-    const { tool } = recordingTool({
-      name: 'charge_card',
-      access: 'write',
-      timeoutMs: 500,
-      respond: () => {
-        executions++;
-        return hangPastTimeout(clock, 500);
-      },
-    });
+    const { tool, executions } = timedOutCharge(clock);
     const model = scriptedModel([toolCall('charge_card', { id: 'O-101' }), toolCall('charge_card', { id: 'O-101' })]);
     const { loop } = createTestLoop({ model, tools: [tool], limits: { maxRetries: 5 } }, clock);
 
     const result = await loop.run({ goal: 'Charge O-101' });
 
     expect(result).toMatchObject({ stopReason: 'needs_human', status: 'needs_human' });
-    expect(executions).toBe(1);
+    expect(executions).toHaveLength(1);
     expect(model.calls).toHaveLength(1);
   });
 
   it('continues with the looked-up result when checkOutcome finds the call took effect', async () => {
     useFakeHostTimers();
     const clock = virtualClock();
-    let executions = 0;
     const lookups: string[] = [];
-    const { tool } = recordingTool({
-      name: 'charge_card',
-      access: 'write',
-      timeoutMs: 500,
-      respond: () => {
-        executions++;
-        return hangPastTimeout(clock, 500);
-      },
-      checkOutcome: (_args, { idempotencyKey }) => {
-        lookups.push(idempotencyKey);
-        return { status: 'done', result: { charged: true, receipt: 'rcpt-1' } };
-      },
+    const { tool, executions } = timedOutCharge(clock, (_args, { idempotencyKey }) => {
+      lookups.push(idempotencyKey);
+      return { status: 'done', result: { charged: true, receipt: 'rcpt-1' } };
     });
     const model = scriptedModel([toolCall('charge_card', { id: 'O-101' }), reply('Charged, receipt rcpt-1.')]);
     const { loop } = createTestLoop({ model, tools: [tool] }, clock);
@@ -231,7 +224,7 @@ describe('side-effect layer: unknown outcome is never re-executed', () => {
     const result = await loop.run({ goal: 'Charge O-101', runId: 'run-42' });
 
     expect(result).toMatchObject({ stopReason: 'completed', status: 'succeeded', output: 'Charged, receipt rcpt-1.' });
-    expect(executions).toBe(1);
+    expect(executions).toHaveLength(1);
     // Idempotency key: runId:stepId:callId.
     expect(lookups).toEqual(['run-42:1:call_0_0']);
     expect(requestAt(model, 1).at(-1)).toEqual({ role: 'tool', toolCallId: 'call_0_0', content: '{"charged":true,"receipt":"rcpt-1"}' });
@@ -241,24 +234,14 @@ describe('side-effect layer: unknown outcome is never re-executed', () => {
   it('tells the model a timed-out call did not take effect when checkOutcome says not_done, without re-running it', async () => {
     useFakeHostTimers();
     const clock = virtualClock();
-    let executions = 0;
-    const { tool } = recordingTool({
-      name: 'charge_card',
-      access: 'write',
-      timeoutMs: 500,
-      respond: () => {
-        executions++;
-        return hangPastTimeout(clock, 500);
-      },
-      checkOutcome: () => ({ status: 'not_done' }),
-    });
+    const { tool, executions } = timedOutCharge(clock, () => ({ status: 'not_done' }));
     const model = scriptedModel([toolCall('charge_card', { id: 'O-101' }), reply('The charge did not go through.')]);
     const { loop } = createTestLoop({ model, tools: [tool] }, clock);
 
     const result = await loop.run({ goal: 'Charge O-101' });
 
     expect(result).toMatchObject({ stopReason: 'completed', output: 'The charge did not go through.' });
-    expect(executions).toBe(1);
+    expect(executions).toHaveLength(1);
     expect(requestAt(model, 1).at(-1)?.content).toBe('Tool charge_card timed out after 500 ms and did not take effect.');
   });
 });

@@ -14,6 +14,7 @@
  * observation can be "seen before" only once the run has made a tool call; costs come from one price.
  */
 import { getPendingEffect, type LoopSnapshot } from '../../machines/pending-effect.js';
+import { toolCallsDecision } from '../support/statechart-fixtures.js';
 import type {
   CallUsage,
   LoopContext,
@@ -95,19 +96,7 @@ function timeAt(context: LoopContext, moment: Moment): number {
   return Math.max(context.lastEventAt, startedAt + ABSTRACT_TIME.withinOffsetMs);
 }
 
-function toolCalls(overrides: Partial<Extract<ModelDecision, { kind: 'tool_calls' }>>): ModelDecision {
-  return {
-    kind: 'tool_calls',
-    calls: 1,
-    invalidCalls: 0,
-    parseError: null,
-    deniedCalls: 0,
-    approvalCalls: 0,
-    unavailableCalls: 0,
-    maxRepeatCount: 1,
-    ...overrides,
-  };
-}
+const toolCalls = toolCallsDecision;
 
 /**
  * What a reply looks like to the digest: a text, nothing (an empty reply), valid tool calls, or invalid ones.

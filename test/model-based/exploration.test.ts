@@ -13,8 +13,6 @@ import {
   type LoopEvent,
   type LoopOutput,
   type NoProgressSignal,
-  type RunStatus,
-  type StopReason,
   type Usage,
 } from '../../machines/types.js';
 import { MODEL_CONFIGURATIONS, modelInput, serializeLoopSnapshot, type ModelConfiguration } from './abstract-events.js';
@@ -29,6 +27,7 @@ import {
   type LoopGraphEdge,
 } from './loop-graph.js';
 import { createTransitionTracer } from './transition-catalog.js';
+import { EXPECTED_STATUS } from '../support/statechart-fixtures.js';
 
 const graphs = new Map<ModelConfiguration, LoopGraph>();
 
@@ -41,19 +40,6 @@ function graphOf(config: ModelConfiguration): LoopGraph {
   return graph;
 }
 
-const EXPECTED_STATUS: Record<StopReason, RunStatus> = {
-  completed: 'succeeded',
-  needs_human: 'needs_human',
-  max_steps: 'failed',
-  deadline_exceeded: 'failed',
-  budget_exhausted: 'failed',
-  no_progress: 'failed',
-  permission_denied: 'failed',
-  tool_unavailable: 'failed',
-  cancelled: 'failed',
-  retries_exhausted: 'failed',
-  fatal_error: 'failed',
-};
 
 /** At most this many offending items are quoted in a failure message. */
 const QUOTED = 5;

@@ -7,10 +7,11 @@
 import { createActor, initialTransition } from 'xstate';
 import { loopMachine } from '../../machines/loop-machine.js';
 import { getPendingEffect, type LoopSnapshot, type PendingEffect } from '../../machines/pending-effect.js';
-import { STOP_REASONS, type CallUsage, type LoopContext, type LoopEvent, type LoopOutput, type RunStatus, type StopReason } from '../../machines/types.js';
+import { STOP_REASONS, type CallUsage, type LoopContext, type LoopEvent, type LoopOutput, type StopReason } from '../../machines/types.js';
 import { abstractOutcomes, modelInput, serializeLoopSnapshot, type AbstractOutcome, type ModelConfiguration } from '../model-based/abstract-events.js';
 import type { TransitionTracer } from '../model-based/transition-catalog.js';
 import { eventBound } from './random-configuration.js';
+import { EXPECTED_STATUS } from '../support/statechart-fixtures.js';
 
 export class RunViolation extends Error {
   override name = 'RunViolation';
@@ -76,19 +77,6 @@ export function pickOutcome(outcomes: readonly AbstractOutcome[], choice: number
   return picked;
 }
 
-const EXPECTED_STATUS: Record<StopReason, RunStatus> = {
-  completed: 'succeeded',
-  needs_human: 'needs_human',
-  max_steps: 'failed',
-  deadline_exceeded: 'failed',
-  budget_exhausted: 'failed',
-  no_progress: 'failed',
-  permission_denied: 'failed',
-  tool_unavailable: 'failed',
-  cancelled: 'failed',
-  retries_exhausted: 'failed',
-  fatal_error: 'failed',
-};
 
 /** One event of every type, stamped at the last observed time, for probing what a state ignores. */
 function oneOfEachEvent(context: LoopContext): LoopEvent[] {

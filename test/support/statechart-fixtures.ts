@@ -22,6 +22,7 @@ import type {
   ModelFailureKind,
   NoProgressThresholds,
   ProgressState,
+  RunStatus,
   StopReason,
   TaskCounters,
   TaskPlan,
@@ -295,3 +296,18 @@ export function expectStop(snapshot: LoopSnapshot, reason: StopReason): LoopOutp
   expect(output.status).toBe(statusOf(reason));
   return output;
 }
+
+/** The status each stop reason must map to, written out here rather than taken from the machine's own `statusOf`. */
+export const EXPECTED_STATUS: Readonly<Record<StopReason, RunStatus>> = {
+  completed: 'succeeded',
+  needs_human: 'needs_human',
+  max_steps: 'failed',
+  deadline_exceeded: 'failed',
+  budget_exhausted: 'failed',
+  no_progress: 'failed',
+  permission_denied: 'failed',
+  tool_unavailable: 'failed',
+  cancelled: 'failed',
+  retries_exhausted: 'failed',
+  fatal_error: 'failed',
+};
