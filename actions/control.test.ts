@@ -3,8 +3,8 @@ import {
   completeTask,
   failTask,
   nudge,
-  nudgeAndReflect,
   nudgeOnDecision,
+  nudgeOnRound,
   requestArgumentRepair,
   requestParseRepair,
   requestReflection,
@@ -117,15 +117,15 @@ describe('nudge', () => {
 
 describe('nudgeOnDecision', () => {
   it('nudges with the signal the decision raised', () => {
-    const context = twoTaskContext({ steps: 6 });
-    const result = reduce(nudgeOnDecision, context, toolCallsReply({ maxRepeatCount: 3 }));
-    expect(result.feedback).toEqual({ kind: 'nudge', signal: 'repeated_tool_call' });
-    expect(result.progress).toMatchObject({ nudgedAtStep: 6, lastSignal: 'repeated_tool_call' });
+    const context = twoTaskContext({ steps: 6, progress: { unchangedStateStreak: 3 } });
+    const result = reduce(nudgeOnDecision, context, toolCallsReply());
+    expect(result.feedback).toEqual({ kind: 'nudge', signal: 'unchanged_state' });
+    expect(result.progress).toMatchObject({ nudgedAtStep: 6, lastSignal: 'unchanged_state' });
   });
 
   it('names the highest-precedence signal when several fire', () => {
     const context = twoTaskContext({ steps: 6, progress: { sameParseErrorStreak: 3, unchangedStateStreak: 3 } });
-    const event = toolCallsReply({ invalidCalls: 1, parseError: 'bad_json', maxRepeatCount: 3 });
+    const event = toolCallsReply({ invalidCalls: 1, parseError: 'bad_json' });
     expect(reduce(nudgeOnDecision, context, event).feedback).toEqual({ kind: 'nudge', signal: 'same_parse_error' });
   });
 
@@ -138,18 +138,19 @@ describe('nudgeOnDecision', () => {
   });
 });
 
-describe('nudgeAndReflect', () => {
-  it('nudges with same_evaluator_reason and counts one reflection retry', () => {
-    const context = twoTaskContext({ steps: 5, task: { steps: 5, reflectionRetries: 1 }, progress: { sameReasonStreak: 2 } });
-    const result = reduce(nudgeAndReflect, context, evaluationRejected('missing total'));
-    expect(sortedKeys(result)).toEqual(['feedback', 'progress', 'task']);
-    expect(result.feedback).toEqual({ kind: 'nudge', signal: 'same_evaluator_reason' });
-    expect(result.progress).toMatchObject({ nudgedAtStep: 5, lastSignal: 'same_evaluator_reason', sameReasonStreak: 2 });
-    expect(result.task).toEqual({ steps: 5, transportRetries: 0, reflectionRetries: 2, argumentRepairs: 0 });
+describe('nudgeOnRound', () => {
+  it('nudges with repeated_tool_call when a (call, result) triple reached the threshold', () => {
+    const context = twoTaskContext({ steps: 4, progress: { repeatCount: 3, repeatedTool: 'lookup' } });
+    const result = reduce(nudgeOnRound, context, toolsCompleted({ maxRepeatCount: 3, repeatedTool: 'lookup' }));
+    expect(sortedKeys(result)).toEqual(['feedback', 'progress']);
+    expect(result.feedback).toEqual({ kind: 'nudge', signal: 'repeated_tool_call' });
+    expect(result.progress).toEqual({ ...context.progress, nudgedAtStep: 4, lastSignal: 'repeated_tool_call' });
   });
 
-  it('rejects an event of another type', () => {
-    expect(() => nudgeAndReflect({ context: twoTaskContext(), event: finalReply() })).toThrow();
+  it('nudges with duplicate_observation when only the seen-before streak fired', () => {
+    const context = twoTaskContext({ steps: 4, progress: { repeatCount: 1, duplicateObservationStreak: 3 } });
+    const result = reduce(nudgeOnRound, context, toolsCompleted({ allObservationsSeen: true }));
+    expect(result.feedback).toEqual({ kind: 'nudge', signal: 'duplicate_observation' });
   });
 });
 
@@ -172,11 +173,18 @@ describe('stopRun', () => {
     );
   });
 
-  it('max_steps and deadline_exceeded: name the limit', () => {
-    expect(stop('max_steps', twoTaskContext({ limits: { maxSteps: 7 } }), backoffElapsed()).stop?.detail).toContain('maxSteps (7)');
-    expect(stop('deadline_exceeded', twoTaskContext({ limits: { deadlineMs: 4_321 } }), backoffElapsed()).stop?.detail).toContain(
-      '4321 ms',
+  it('max_steps and deadline_exceeded: name the limit and the option to raise', () => {
+    expect(stop('max_steps', twoTaskContext({ steps: 7, limits: { maxSteps: 7 } }), backoffElapsed()).stop?.detail).toBe(
+      'reached maxSteps (7) before the task passed evaluation; raise limits.maxSteps',
     );
+    expect(stop('deadline_exceeded', twoTaskContext({ limits: { deadlineMs: 4_321 } }), backoffElapsed()).stop?.detail).toBe(
+      'the run passed its deadline (4321 ms); raise limits.deadlineMs',
+    );
+  });
+
+  it('max_steps: names the run limit when both the run and the task limit are reached', () => {
+    const context = twoTaskContext({ steps: 5, task: { steps: 5 }, limits: { maxSteps: 5, maxStepsPerTask: 5 } });
+    expect(stop('max_steps', context, backoffElapsed()).stop?.detail).toContain('raise limits.maxSteps');
   });
 
   describe('budget_exhausted names the budget that ran out', () => {
@@ -194,6 +202,20 @@ describe('stopRun', () => {
       expect(detail).not.toContain('maxCostUsd');
     });
 
+    it('tool calls: the reply asked for more after the run spent maxToolCalls', () => {
+      const context = twoTaskContext({ limits: { maxToolCalls: 5 }, usage: { toolCalls: 5 } });
+      expect(stop('budget_exhausted', context, toolCallsReply()).stop?.detail).toBe(
+        "the model asked for more tool calls after 5 ran, the run's maxToolCalls (5); raise limits.maxToolCalls",
+      );
+    });
+
+    it('input estimate, even when the tool-call budget is spent too', () => {
+      const context = twoTaskContext({ limits: { maxInputTokens: 1_000, maxToolCalls: 5 }, usage: { inputTokens: 800, toolCalls: 5 }, nextRequestTokens: 250 });
+      const detail = stop('budget_exhausted', context, toolCallsReply()).stop?.detail;
+      expect(detail).toContain('maxInputTokens (1000');
+      expect(detail).not.toContain('maxToolCalls');
+    });
+
     it('input estimate', () => {
       const context = twoTaskContext({ limits: { maxInputTokens: 1_000 }, usage: { inputTokens: 800 }, nextRequestTokens: 250 });
       const detail = stop('budget_exhausted', context, backoffElapsed()).stop?.detail;
@@ -204,17 +226,53 @@ describe('stopRun', () => {
     });
   });
 
-  describe('no_progress names the signal', () => {
+  describe('no_progress names the signal, its count, the threshold and the option to raise', () => {
     it('from the decision that stopped the run', () => {
       const context = twoTaskContext({ progress: { lastSignal: 'plan_stall', unchangedStateStreak: 3 } });
       expect(stop('no_progress', context, finalReply()).stop?.detail).toBe(
-        'no progress after a nudge: unchanged_state',
+        'no progress after a nudge: unchanged_state: nothing new for 3 decisions in a row (threshold 3); raise noProgress.unchangedState',
       );
     });
 
-    it('from the last signal when the event is not a decision', () => {
-      const context = twoTaskContext({ progress: { lastSignal: 'duplicate_observation', duplicateObservationStreak: 3 } });
-      expect(stop('no_progress', context, unknownOutcomeRound).stop?.detail).toBe('no progress after a nudge: duplicate_observation');
+    it('from the tool round that stopped the run: repeated_tool_call names the tool', () => {
+      const context = twoTaskContext({ progress: { repeatCount: 3, repeatedTool: 'lookup', lastSignal: 'unchanged_state' } });
+      expect(stop('no_progress', context, toolsCompleted({ maxRepeatCount: 3, repeatedTool: 'lookup' })).stop?.detail).toBe(
+        'no progress after a nudge: repeated_tool_call: lookup was called with the same arguments and brought the same result 3 times in this task (threshold 3); raise noProgress.repeatedToolCall',
+      );
+    });
+
+    it('from the tool round that stopped the run: duplicate_observation', () => {
+      const context = twoTaskContext({ progress: { duplicateObservationStreak: 3 } });
+      expect(stop('no_progress', context, toolsCompleted({ allObservationsSeen: true })).stop?.detail).toBe(
+        'no progress after a nudge: duplicate_observation: 3 tool rounds in a row brought only (call, result) pairs already seen in this task (threshold 3); raise noProgress.duplicateObservation',
+      );
+    });
+
+    it('from the last signal when the event raises none', () => {
+      const context = twoTaskContext({ progress: { lastSignal: 'duplicate_observation', duplicateObservationStreak: 1 } });
+      expect(stop('no_progress', context, unknownOutcomeRound).stop?.detail).toContain('no progress after a nudge: duplicate_observation: 1 tool rounds');
+    });
+
+    it('plan_stall, when given as the signal', () => {
+      const context = twoTaskContext({ noProgress: { planStall: 10 }, progress: { planActive: true, planStallSteps: 10 } });
+      expect(reduce(stopRun, context, backoffElapsed(), { reason: 'no_progress', signal: 'plan_stall' }).stop?.detail).toBe(
+        'no progress after a nudge: plan_stall: 10 steps without a plan item done or removed (threshold 10); raise noProgress.planStall',
+      );
+    });
+
+    it('same_evaluator_reason says the reason was fed back, and quotes it', () => {
+      const context = twoTaskContext({ progress: { sameReasonStreak: 2, lastEvaluatorReason: 'missing total' } });
+      const event = evaluationRejected('missing total');
+      expect(reduce(stopRun, context, event, { reason: 'no_progress', signal: 'same_evaluator_reason' }).stop?.detail).toBe(
+        'no progress after the reason was fed back: same_evaluator_reason: the same output was rejected 2 times for the same reason (threshold 2): missing total; raise noProgress.sameEvaluatorReason',
+      );
+    });
+
+    it('same_parse_error names the error', () => {
+      const context = twoTaskContext({ progress: { sameParseErrorStreak: 3, lastParseError: 'empty_reply' } });
+      expect(stop('no_progress', context, unparseableReply('empty_reply')).stop?.detail).toBe(
+        'no progress after a nudge: same_parse_error: empty_reply 3 times in a row (threshold 3); raise noProgress.sameParseError',
+      );
     });
   });
 
@@ -225,16 +283,25 @@ describe('stopRun', () => {
     expect(stop('cancelled', twoTaskContext(), { type: 'run.cancelRequested', at: 2_000, message: '' }).stop?.detail).toBe('cancelled');
   });
 
-  it('needs_human: tells an unknown tool outcome from a call needing approval', () => {
+  it('needs_human: tells an unknown tool outcome from a call needing approval, naming that tool', () => {
     expect(stop('needs_human', twoTaskContext(), unknownOutcomeRound).stop?.detail).toContain('outcome cannot be known');
-    expect(stop('needs_human', twoTaskContext(), toolCallsReply({ approvalCalls: 1 })).stop?.detail).toContain('approval');
+    expect(stop('needs_human', twoTaskContext(), toolCallsReply({ approvalCalls: 1, blockedTool: 'refund' })).stop?.detail).toBe(
+      `tool "refund" needs a person's approval (see pendingApprovals)`,
+    );
   });
 
-  it('permission_denied and tool_unavailable: say what happened', () => {
-    expect(stop('permission_denied', twoTaskContext(), toolCallsReply({ deniedCalls: 1 })).stop?.detail).toContain('denied');
-    expect(stop('tool_unavailable', twoTaskContext(), toolCallsReply({ unavailableCalls: 1 })).stop?.detail).toContain(
-      'unavailable',
+  it('permission_denied and tool_unavailable: name the blocked tool of the decision', () => {
+    expect(stop('permission_denied', twoTaskContext(), toolCallsReply({ deniedCalls: 1, blockedTool: 'delete_user' })).stop?.detail).toBe(
+      `the policy denied tool "delete_user"; it is never retried (set policy.onDeny to 'tell_model' to let the model work around denials)`,
     );
+    expect(stop('tool_unavailable', twoTaskContext(), toolCallsReply({ unavailableCalls: 1, blockedTool: 'search' })).stop?.detail).toBe(
+      'tool "search", which the task needs, is unavailable (circuit breaker open)',
+    );
+  });
+
+  it('tool_unavailable after a tool round: no tool name is known, so none is made up', () => {
+    const round = toolsCompleted({ requiredToolUnavailable: true, maxRepeatCount: 3, repeatedTool: 'lookup' });
+    expect(stop('tool_unavailable', twoTaskContext(), round).stop?.detail).toBe('a tool the task needs is unavailable (circuit breaker open)');
   });
 
   it('fatal_error: carries the model error message', () => {
@@ -256,21 +323,29 @@ describe('failTask', () => {
   it('retries_exhausted after transport failures: names the task, the retry count and the error', () => {
     const context = twoTaskContext({ task: { transportRetries: 2 } });
     const detail = reduce(failTask, context, modelFailed(), { reason: 'retries_exhausted' }).failure?.detail;
-    expect(detail).toBe('task classify: model call failed after 2 transport retries: 503 service unavailable');
+    expect(detail).toBe('task classify: model call failed after 2 transport retries: 503 service unavailable; raise limits.maxRetries');
   });
 
   it('retries_exhausted after reflections: names the task, the retry count and the evaluator reason', () => {
     const context = twoTaskContext({ taskIndex: 1, task: { reflectionRetries: 2 } });
     const detail = reduce(failTask, context, evaluationRejected('missing field total'), { reason: 'retries_exhausted' }).failure?.detail;
-    expect(detail).toBe('task draft: evaluation still failing after 2 reflection retries: missing field total');
+    expect(detail).toBe('task draft: evaluation still failing after 2 reflection retries: missing field total; raise limits.maxRetries');
   });
 
   it('retries_exhausted after argument repairs: names the task and the repair count', () => {
     const context = twoTaskContext({ task: { argumentRepairs: 1 } });
     const event = toolCallsReply({ invalidCalls: 1, parseError: 'schema:order_id' });
     expect(reduce(failTask, context, event, { reason: 'retries_exhausted' }).failure?.detail).toBe(
-      'task classify: tool arguments still invalid after 1 repair(s)',
+      'task classify: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs',
     );
+  });
+
+  it('max_steps for the task: names the task and limits.maxStepsPerTask', () => {
+    const context = twoTaskContext({ taskIndex: 1, steps: 6, task: { steps: 3 }, limits: { maxSteps: 10, maxStepsPerTask: 3 } });
+    expect(reduce(failTask, context, toolCallsReply(), { reason: 'max_steps' }).failure).toEqual({
+      reason: 'max_steps',
+      detail: 'task draft reached maxStepsPerTask (3) before it passed evaluation; raise limits.maxStepsPerTask',
+    });
   });
 
   it('fatal_error: carries the model error message', () => {
@@ -307,7 +382,12 @@ describe('completeTask and skipFailedTask', () => {
         unchangedStateStreak: 2,
         lastEvaluatorReason: 'missing total',
         sameReasonStreak: 1,
+        lastOutputDigest: 'out-3',
         duplicateObservationStreak: 2,
+        repeatCount: 2,
+        repeatedTool: 'lookup',
+        planActive: true,
+        planStallSteps: 5,
         lastParseError: 'bad_json',
         sameParseErrorStreak: 1,
         nudgedAtStep: 4,
@@ -344,6 +424,6 @@ describe('completeTask and skipFailedTask', () => {
 
   it('the fresh counters start every retry layer at zero', () => {
     expect(FRESH_TASK_COUNTERS).toEqual({ steps: 0, transportRetries: 0, reflectionRetries: 0, argumentRepairs: 0 });
-    expect(FRESH_PROGRESS.nudgedAtStep).toBeNull();
+    expect(FRESH_PROGRESS).toMatchObject({ nudgedAtStep: null, repeatCount: 0, repeatedTool: null, planActive: false, planStallSteps: 0, lastOutputDigest: null });
   });
 });

@@ -3,7 +3,7 @@
  * request carries, and why the run or a task stopped.
  */
 import { assertEvent } from 'xstate';
-import { decisionSignal } from '../guards/progress.js';
+import { decisionSignal, roundSignal } from '../guards/progress.js';
 import { FRESH_PROGRESS, FRESH_TASK_COUNTERS } from './initial-context.js';
 import { describeStop } from './stop-detail.js';
 import type { ReducerArgs } from './record.js';
@@ -54,20 +54,17 @@ export function nudgeOnDecision({ context, event }: ReducerArgs): Partial<LoopCo
   return nudgeWith(context, decisionSignal(context, event) ?? 'unchanged_state');
 }
 
-/** An evaluator failure with a repeated reason: nudge and reflect, counted as a reflection retry. */
-export function nudgeAndReflect({ context, event }: ReducerArgs): Partial<LoopContext> {
-  assertEvent(event, 'evaluation.completed');
-  return {
-    ...nudgeWith(context, 'same_evaluator_reason'),
-    task: { ...context.task, reflectionRetries: context.task.reflectionRetries + 1 },
-  };
+/** Nudge on the signal a tool round raised; its calls ran and their results are in the transcript. */
+export function nudgeOnRound({ context, event }: ReducerArgs): Partial<LoopContext> {
+  return nudgeWith(context, roundSignal(context, event) ?? 'repeated_tool_call');
 }
 
 export function stopRun(
   { context, event }: ReducerArgs,
   params: { reason: StopReason; signal?: NoProgressSignal },
 ): Partial<LoopContext> {
-  const signal = params.reason === 'no_progress' ? (params.signal ?? decisionSignal(context, event) ?? context.progress.lastSignal) : null;
+  const signal =
+    params.reason === 'no_progress' ? (params.signal ?? decisionSignal(context, event) ?? roundSignal(context, event) ?? context.progress.lastSignal) : null;
   return { stop: { reason: params.reason, detail: describeStop(params.reason, context, event, signal) }, feedback: null };
 }
 

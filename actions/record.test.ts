@@ -124,6 +124,20 @@ describe('recordModelResponse', () => {
     });
   });
 
+  describe('plan-stall steps', () => {
+    it('grow by one per decision while the plan is active, whatever the decision', () => {
+      const context = startedContextWith({ progress: { planActive: true, planStallSteps: 2 } });
+      for (const event of [finalReply(), toolCallsReply(), unparseableReply('empty_reply')]) {
+        expect(reduce(recordModelResponse, context, event).progress?.planStallSteps).toBe(3);
+      }
+    });
+
+    it('stay at 0 without an active plan, however long the task runs', () => {
+      const context = startedContextWith({ steps: 30, task: { steps: 30 }, progress: { planActive: false, planStallSteps: 0 } });
+      expect(reduce(recordModelResponse, context, toolCallsReply()).progress).toMatchObject({ planActive: false, planStallSteps: 0 });
+    });
+  });
+
   it('keeps the other progress fields (evaluator streak, duplicate streak, nudge)', () => {
     const progress = {
       lastEvaluatorReason: 'missing total',
@@ -214,12 +228,106 @@ describe('recordToolRound', () => {
     );
   });
 
+  it('does not grow the duplicate-observation streak for a round with no successful call', () => {
+    // The driver reports allObservationsSeen false when nothing succeeded: a failure is not an observation.
+    const context = startedContextWith({ progress: { duplicateObservationStreak: 2 } });
+    const failed = toolsCompleted({ failedCalls: 1, maxRepeatCount: 0, allObservationsSeen: false });
+    expect(reduce(recordToolRound, context, failed).progress?.duplicateObservationStreak).toBe(0);
+  });
+
+  it('records the round repeat count and its tool, replacing the last round values', () => {
+    const context = startedContextWith({ progress: { repeatCount: 2, repeatedTool: 'search' } });
+    const repeated = reduce(recordToolRound, context, toolsCompleted({ maxRepeatCount: 3, repeatedTool: 'lookup', allObservationsSeen: true }));
+    expect(repeated.progress).toMatchObject({ repeatCount: 3, repeatedTool: 'lookup' });
+    const fresh = reduce(recordToolRound, context, toolsCompleted({ maxRepeatCount: 1, repeatedTool: null }));
+    expect(fresh.progress).toMatchObject({ repeatCount: 1, repeatedTool: null });
+  });
+
   it('keeps the other progress fields', () => {
-    const context = startedContextWith({ progress: { lastStateDigest: 'a', unchangedStateStreak: 2, nudgedAtStep: 1 } });
-    expect(reduce(recordToolRound, context, toolsCompleted()).progress).toMatchObject({
+    // A repeat at the threshold brings no news, so the nudge stays.
+    const context = startedContextWith({ steps: 2, progress: { lastStateDigest: 'a', unchangedStateStreak: 2, nudgedAtStep: 1 } });
+    expect(reduce(recordToolRound, context, toolsCompleted({ maxRepeatCount: 3 })).progress).toMatchObject({
       lastStateDigest: 'a',
       unchangedStateStreak: 2,
       nudgedAtStep: 1,
+    });
+  });
+
+  describe('an earlier nudge', () => {
+    // Nudged at step 2, the round of step 3 is the model's answer.
+    const nudged = () => startedContextWith({ steps: 3, progress: { nudgedAtStep: 2, lastSignal: 'repeated_tool_call' } });
+
+    it('is cleared by a round that brought news, so the next signal nudges again', () => {
+      const result = reduce(recordToolRound, nudged(), toolsCompleted({ maxRepeatCount: 1, allObservationsSeen: false }));
+      expect(result.progress?.nudgedAtStep).toBeNull();
+    });
+
+    it('is cleared by a round whose repeat is still below the threshold', () => {
+      const result = reduce(recordToolRound, nudged(), toolsCompleted({ maxRepeatCount: 2, allObservationsSeen: false }));
+      expect(result.progress?.nudgedAtStep).toBeNull();
+    });
+
+    it('is kept when the round repeated a call up to the threshold', () => {
+      const result = reduce(recordToolRound, nudged(), toolsCompleted({ maxRepeatCount: 3, repeatedTool: 'lookup', allObservationsSeen: true }));
+      expect(result.progress?.nudgedAtStep).toBe(2);
+    });
+
+    it('is kept when every observation of the round was seen before', () => {
+      const result = reduce(recordToolRound, nudged(), toolsCompleted({ maxRepeatCount: 1, allObservationsSeen: true }));
+      expect(result.progress?.nudgedAtStep).toBe(2);
+    });
+
+    it('is kept when no call succeeded', () => {
+      const result = reduce(recordToolRound, nudged(), toolsCompleted({ failedCalls: 1, maxRepeatCount: 0 }));
+      expect(result.progress?.nudgedAtStep).toBe(2);
+    });
+
+    it('made at this very step is kept: the model has not seen it yet', () => {
+      const context = startedContextWith({ steps: 3, progress: { nudgedAtStep: 3 } });
+      expect(reduce(recordToolRound, context, toolsCompleted({ maxRepeatCount: 1 })).progress?.nudgedAtStep).toBe(3);
+    });
+
+    it('of plan_stall is not answered by news, only by a round that moved the plan', () => {
+      const stalled = startedContextWith({ steps: 3, progress: { nudgedAtStep: 2, lastSignal: 'plan_stall', planActive: true, planStallSteps: 5 } });
+      expect(reduce(recordToolRound, stalled, toolsCompleted({ maxRepeatCount: 1 })).progress?.nudgedAtStep).toBe(2);
+      const unmoved = toolsCompleted({ maxRepeatCount: 1, plan: { openItems: 3, progressed: false } });
+      expect(reduce(recordToolRound, stalled, unmoved).progress?.nudgedAtStep).toBe(2);
+      const moved = toolsCompleted({ maxRepeatCount: 1, plan: { openItems: 2, progressed: true } });
+      expect(reduce(recordToolRound, stalled, moved).progress).toMatchObject({ nudgedAtStep: null, planStallSteps: 0 });
+    });
+
+    it('reads the configured repeat threshold', () => {
+      const strict = startedContextWith({ steps: 3, noProgress: { repeatedToolCall: 2 }, progress: { nudgedAtStep: 2 } });
+      expect(reduce(recordToolRound, strict, toolsCompleted({ maxRepeatCount: 2 })).progress?.nudgedAtStep).toBe(2);
+    });
+  });
+
+  describe('plan facts', () => {
+    it('a plan with open items makes the plan active; the stall count carries on when nothing progressed', () => {
+      const context = startedContextWith({ progress: { planActive: false, planStallSteps: 0 } });
+      const created = reduce(recordToolRound, context, toolsCompleted({ plan: { openItems: 3, progressed: false } }));
+      expect(created.progress).toMatchObject({ planActive: true, planStallSteps: 0 });
+      const stalled = startedContextWith({ progress: { planActive: true, planStallSteps: 4 } });
+      const updated = reduce(recordToolRound, stalled, toolsCompleted({ plan: { openItems: 3, progressed: false } }));
+      expect(updated.progress).toMatchObject({ planActive: true, planStallSteps: 4 });
+    });
+
+    it('a round that completed or removed an item resets the stall count', () => {
+      const context = startedContextWith({ progress: { planActive: true, planStallSteps: 4 } });
+      const result = reduce(recordToolRound, context, toolsCompleted({ plan: { openItems: 2, progressed: true } }));
+      expect(result.progress).toMatchObject({ planActive: true, planStallSteps: 0 });
+    });
+
+    it('a plan with no open item left is no longer active', () => {
+      const context = startedContextWith({ progress: { planActive: true, planStallSteps: 4 } });
+      const result = reduce(recordToolRound, context, toolsCompleted({ plan: { openItems: 0, progressed: true } }));
+      expect(result.progress).toMatchObject({ planActive: false, planStallSteps: 0 });
+    });
+
+    it('a round without the plan tool keeps the plan state as it was', () => {
+      const context = startedContextWith({ progress: { planActive: true, planStallSteps: 4 } });
+      const result = reduce(recordToolRound, context, toolsCompleted({ plan: null }));
+      expect(result.progress).toMatchObject({ planActive: true, planStallSteps: 4 });
     });
   });
 
@@ -233,10 +341,29 @@ describe('recordToolRound', () => {
 });
 
 describe('recordEvaluation', () => {
-  it('leaves usage as it was when no judge ran', () => {
-    const context = startedContextWith({ usage: { inputTokens: 10, costUsd: 0.2, modelCalls: 1 } });
+  it('leaves usage and the transport retries as they were when no judge ran', () => {
+    const context = startedContextWith({ usage: { inputTokens: 10, costUsd: 0.2, modelCalls: 1 }, task: { transportRetries: 1 } });
     const result = reduce(recordEvaluation, context, evaluationRejected('missing total'));
     expect(result.usage).toEqual(context.usage);
+    expect(result.task).toEqual(context.task);
+  });
+
+  it('counts every judge call it was told about, failed attempts included, and their transport retries', () => {
+    const context = startedContextWith({
+      usage: { inputTokens: 10, outputTokens: 5, costUsd: 0.2, modelCalls: 1, toolCalls: 4 },
+      task: { steps: 2, transportRetries: 1, reflectionRetries: 1, argumentRepairs: 0 },
+    });
+    const event = evaluationPassed({ usage: { inputTokens: 30, outputTokens: 3, costUsd: 0.05 }, modelCalls: 3, transportRetries: 2 });
+    const result = reduce(recordEvaluation, context, event);
+    expect(result.usage).toMatchObject({ inputTokens: 40, outputTokens: 8, modelCalls: 4, toolCalls: 4 });
+    expect(result.task).toEqual({ steps: 2, transportRetries: 3, reflectionRetries: 1, argumentRepairs: 0 });
+  });
+
+  it('counts judge calls that returned no usage (every attempt failed)', () => {
+    const context = startedContextWith({ usage: { inputTokens: 10, modelCalls: 1 } });
+    const result = reduce(recordEvaluation, context, evaluationRejected('judge unavailable', { usage: null, modelCalls: 2, transportRetries: 1 }));
+    expect(result.usage).toEqual({ ...context.usage, modelCalls: 3 });
+    expect(result.task?.transportRetries).toBe(1);
   });
 
   it('adds a judge call to the usage and counts it as a model call', () => {
@@ -255,27 +382,33 @@ describe('recordEvaluation', () => {
     expect(result.nextRequestTokens).toBe(400);
   });
 
-  it('starts the same-reason streak at 1 on the first failure', () => {
-    const result = reduce(recordEvaluation, startedContextWith(), evaluationRejected('missing total'));
-    expect(result.progress).toMatchObject({ lastEvaluatorReason: 'missing total', sameReasonStreak: 1 });
+  it('starts the same-reason streak at 1 on the first failure, remembering the reason and the output', () => {
+    const result = reduce(recordEvaluation, startedContextWith(), evaluationRejected('missing total', { outputDigest: 'out-1' }));
+    expect(result.progress).toMatchObject({ lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 1 });
   });
 
-  it('grows the streak when the failure reason repeats', () => {
-    const context = startedContextWith({ progress: { lastEvaluatorReason: 'missing total', sameReasonStreak: 1 } });
-    const result = reduce(recordEvaluation, context, evaluationRejected('missing total'));
-    expect(result.progress).toMatchObject({ lastEvaluatorReason: 'missing total', sameReasonStreak: 2 });
+  it('grows the streak when the same output is rejected for the same reason', () => {
+    const context = startedContextWith({ progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 1 } });
+    const result = reduce(recordEvaluation, context, evaluationRejected('missing total', { outputDigest: 'out-1' }));
+    expect(result.progress).toMatchObject({ lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 2 });
   });
 
-  it('restarts the streak at 1 when the failure reason changes', () => {
-    const context = startedContextWith({ progress: { lastEvaluatorReason: 'missing total', sameReasonStreak: 2 } });
-    const result = reduce(recordEvaluation, context, evaluationRejected('total is negative'));
+  it('restarts the streak at 1 when the output changed, even for the same reason: the answer is moving', () => {
+    const context = startedContextWith({ progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 1 } });
+    const result = reduce(recordEvaluation, context, evaluationRejected('missing total', { outputDigest: 'out-2' }));
+    expect(result.progress).toMatchObject({ lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-2', sameReasonStreak: 1 });
+  });
+
+  it('restarts the streak at 1 when the failure reason changes, even for the same output', () => {
+    const context = startedContextWith({ progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 2 } });
+    const result = reduce(recordEvaluation, context, evaluationRejected('total is negative', { outputDigest: 'out-1' }));
     expect(result.progress).toMatchObject({ lastEvaluatorReason: 'total is negative', sameReasonStreak: 1 });
   });
 
-  it('clears the reason and the streak when the evaluation passes', () => {
-    const context = startedContextWith({ progress: { lastEvaluatorReason: 'missing total', sameReasonStreak: 2 } });
-    const result = reduce(recordEvaluation, context, evaluationCompleted(true, 'missing total'));
-    expect(result.progress).toMatchObject({ lastEvaluatorReason: null, sameReasonStreak: 0 });
+  it('clears the reason, the output and the streak when the evaluation passes', () => {
+    const context = startedContextWith({ progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 2 } });
+    const result = reduce(recordEvaluation, context, evaluationCompleted(true, 'missing total', { outputDigest: 'out-1' }));
+    expect(result.progress).toMatchObject({ lastEvaluatorReason: null, lastOutputDigest: null, sameReasonStreak: 0 });
   });
 
   it('rejects an event of another type', () => {
@@ -316,6 +449,41 @@ describe('recordInterruption', () => {
     expect(reduce(recordInterruption, startedContextWith({ lastEventAt: 9_000 }), { type: 'run.deadlineReached', at: 4_000 })).toEqual({
       lastEventAt: 9_000,
     });
+  });
+
+  describe('model calls cut short', () => {
+    const usage = { inputTokens: 200, outputTokens: 20, costUsd: 0.01 };
+    const before = () => startedContextWith({ usage: { inputTokens: 100, outputTokens: 10, costUsd: 0.02, modelCalls: 2, toolCalls: 3 } });
+
+    it.each([
+      { type: 'run.cancelRequested', at: 3_000, message: 'user', usage },
+      { type: 'run.deadlineReached', at: 3_000, usage },
+      { type: 'run.faulted', at: 3_000, message: 'hook threw', usage },
+    ] satisfies LoopEvent[])('adds the usage given with $type and counts one model call by default', (event) => {
+      const result = reduce(recordInterruption, before(), event);
+      expect(result.lastEventAt).toBe(3_000);
+      expect(result.usage).toMatchObject({ inputTokens: 300, outputTokens: 30, modelCalls: 3, toolCalls: 3 });
+      expect(result.usage?.costUsd).toBeCloseTo(0.03, 12);
+    });
+
+    it('counts the model calls it is told about, with their usage', () => {
+      const event: LoopEvent = { type: 'run.faulted', at: 3_000, message: 'hook threw', usage, modelCalls: 2 };
+      expect(reduce(recordInterruption, before(), event).usage).toMatchObject({ inputTokens: 300, modelCalls: 4 });
+    });
+
+    it('counts a call abandoned mid-flight, which has no usage, without adding tokens or cost', () => {
+      const event: LoopEvent = { type: 'run.cancelRequested', at: 3_000, message: 'user', modelCalls: 1 };
+      expect(reduce(recordInterruption, before(), event).usage).toEqual({ ...before().usage, modelCalls: 3 });
+    });
+
+    it('changes no usage when the event says no call was made', () => {
+      const event: LoopEvent = { type: 'run.deadlineReached', at: 3_000, modelCalls: 0 };
+      expect(reduce(recordInterruption, before(), event)).toEqual({ lastEventAt: 3_000 });
+    });
+  });
+
+  it('only moves the clock for a withheld tool', () => {
+    expect(reduce(recordInterruption, startedContextWith(), { type: 'tool.withheld', at: 3_000, tool: 'search' })).toEqual({ lastEventAt: 3_000 });
   });
 
   it('rejects an event of another type', () => {

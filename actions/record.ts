@@ -52,6 +52,7 @@ export function recordModelResponse({ context, event }: ReducerArgs): Partial<Lo
       unchangedStateStreak: sameDigest ? progress.unchangedStateStreak + 1 : 1,
       lastParseError: parseError,
       sameParseErrorStreak: parseError === null ? 0 : sameParseError ? progress.sameParseErrorStreak + 1 : 1,
+      planStallSteps: progress.planActive ? progress.planStallSteps + 1 : 0,
     },
   };
 }
@@ -68,13 +69,24 @@ export function recordModelFailure({ context, event }: ReducerArgs): Partial<Loo
 export function recordToolRound({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, 'tools.completed');
   const { round } = event;
+  const progress = context.progress;
+  // A round that brought something new without repeating itself answers an earlier nudge (a plan-stall nudge
+  // only by moving the plan): the next signal nudges again instead of stopping.
+  const broughtNews = round.maxRepeatCount > 0 && !round.allObservationsSeen && round.maxRepeatCount < context.noProgress.repeatedToolCall;
+  const answered = progress.lastSignal === 'plan_stall' ? round.plan?.progressed === true : broughtNews;
+  const answeredNudge = answered && progress.nudgedAtStep !== null && progress.nudgedAtStep < context.steps;
   return {
     lastEventAt: Math.max(context.lastEventAt, event.at),
     nextRequestTokens: event.nextRequestTokens,
     usage: { ...context.usage, toolCalls: context.usage.toolCalls + round.calls },
     progress: {
-      ...context.progress,
-      duplicateObservationStreak: round.allObservationsSeen ? context.progress.duplicateObservationStreak + 1 : 0,
+      ...progress,
+      duplicateObservationStreak: round.allObservationsSeen ? progress.duplicateObservationStreak + 1 : 0,
+      repeatCount: round.maxRepeatCount,
+      repeatedTool: round.repeatedTool,
+      planActive: round.plan === null ? progress.planActive : round.plan.openItems > 0,
+      planStallSteps: round.plan?.progressed === true ? 0 : progress.planStallSteps,
+      ...(answeredNudge ? { nudgedAtStep: null } : {}),
     },
   };
 }
@@ -82,15 +94,19 @@ export function recordToolRound({ context, event }: ReducerArgs): Partial<LoopCo
 export function recordEvaluation({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, 'evaluation.completed');
   const progress = context.progress;
-  const sameReason = !event.passed && event.reason === progress.lastEvaluatorReason;
+  // An answer that changes is improving (bounded by maxRetries); only the same answer with the same reason is stuck.
+  const sameRejection = !event.passed && event.reason === progress.lastEvaluatorReason && event.outputDigest === progress.lastOutputDigest;
+  const usage = event.usage === null ? context.usage : addUsage(context.usage, event.usage, 0);
   return {
     lastEventAt: Math.max(context.lastEventAt, event.at),
     nextRequestTokens: event.nextRequestTokens,
-    usage: event.usage === null ? context.usage : addUsage(context.usage, event.usage, 1),
+    usage: { ...usage, modelCalls: usage.modelCalls + event.modelCalls },
+    task: { ...context.task, transportRetries: context.task.transportRetries + event.transportRetries },
     progress: {
       ...progress,
       lastEvaluatorReason: event.passed ? null : event.reason,
-      sameReasonStreak: event.passed ? 0 : sameReason ? progress.sameReasonStreak + 1 : 1,
+      lastOutputDigest: event.passed ? null : event.outputDigest,
+      sameReasonStreak: event.passed ? 0 : sameRejection ? progress.sameReasonStreak + 1 : 1,
     },
   };
 }
@@ -107,6 +123,9 @@ export function recordBackoffElapsed({ context, event }: ReducerArgs): Partial<L
 export function recordInterruption({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, ['run.cancelRequested', 'run.deadlineReached', 'run.faulted', 'tool.withheld']);
   const lastEventAt = Math.max(context.lastEventAt, event.at);
-  if (event.type === 'run.faulted' && event.usage !== undefined) return { lastEventAt, usage: addUsage(context.usage, event.usage, 1) };
-  return { lastEventAt };
+  if (event.type === 'tool.withheld') return { lastEventAt };
+  const modelCalls = event.modelCalls ?? (event.usage === undefined ? 0 : 1);
+  if (event.usage === undefined && modelCalls === 0) return { lastEventAt };
+  const noUsage = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
+  return { lastEventAt, usage: addUsage(context.usage, event.usage ?? noUsage, modelCalls) };
 }

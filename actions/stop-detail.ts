@@ -1,5 +1,8 @@
-/** Human-readable detail for a stop reason, built from the context at the moment it stopped. */
-import { isCostBudgetExhausted, isOutputBudgetExhausted } from '../guards/budget.js';
+/**
+ * Human-readable detail for a stop reason, built from the context at the moment it stopped. Each
+ * detail names what hit the limit, the threshold, and the option that controls it.
+ */
+import { isCostBudgetExhausted, isOutputBudgetExhausted, isTaskStepLimitReached, isToolCallBudgetExhausted } from '../guards/budget.js';
 import type { LoopContext, LoopEvent, NoProgressSignal, StopReason } from '../machines/types.js';
 
 export function describeStop(
@@ -9,31 +12,39 @@ export function describeStop(
   signal: NoProgressSignal | null,
 ): string {
   const { limits, usage } = context;
+  const task = context.tasks[context.taskIndex]?.id ?? '?';
   switch (reason) {
     case 'completed':
       return `${context.completedTasks} of ${context.tasks.length} task(s) passed evaluation`;
     case 'max_steps':
-      return `reached maxSteps (${limits.maxSteps}) before the task passed evaluation`;
+      if (context.steps < limits.maxSteps && isTaskStepLimitReached({ context })) {
+        return `task ${task} reached maxStepsPerTask (${limits.maxStepsPerTask}) before it passed evaluation; raise limits.maxStepsPerTask`;
+      }
+      return `reached maxSteps (${limits.maxSteps}) before the task passed evaluation; raise limits.maxSteps`;
     case 'deadline_exceeded':
-      return `the run passed its deadline (${limits.deadlineMs} ms)`;
+      return `the run passed its deadline (${limits.deadlineMs} ms); raise limits.deadlineMs`;
     case 'budget_exhausted':
-      if (isCostBudgetExhausted({ context, event })) return `cost $${usage.costUsd.toFixed(6)} reached maxCostUsd ($${limits.maxCostUsd})`;
-      if (isOutputBudgetExhausted({ context, event })) return `output tokens ${usage.outputTokens} reached maxOutputTokens (${limits.maxOutputTokens})`;
-      return `the next request (~${context.nextRequestTokens} input tokens) would take input tokens past maxInputTokens (${limits.maxInputTokens}; used ${usage.inputTokens})`;
+      if (isCostBudgetExhausted({ context, event })) return `cost $${usage.costUsd.toFixed(6)} reached maxCostUsd ($${limits.maxCostUsd}); raise limits.maxCostUsd`;
+      if (isOutputBudgetExhausted({ context, event })) return `output tokens ${usage.outputTokens} reached maxOutputTokens (${limits.maxOutputTokens}); raise limits.maxOutputTokens`;
+      if (context.usage.inputTokens + context.nextRequestTokens <= limits.maxInputTokens && isToolCallBudgetExhausted({ context, event })) {
+        return `the model asked for more tool calls after ${usage.toolCalls} ran, the run's maxToolCalls (${limits.maxToolCalls}); raise limits.maxToolCalls`;
+      }
+      return `the next request (~${context.nextRequestTokens} input tokens) would take input tokens past maxInputTokens (${limits.maxInputTokens}; used ${usage.inputTokens}); raise limits.maxInputTokens`;
     case 'no_progress':
-      return `no progress after a nudge: ${signal ?? 'unknown signal'}`;
+      return `no progress after ${signal === 'same_evaluator_reason' ? 'the reason was fed back' : 'a nudge'}: ${describeSignal(context, signal)}`;
     case 'permission_denied':
-      return 'the policy denied a requested tool call';
+      return `the policy denied tool "${blockedToolOf(event)}"; it is never retried (set policy.onDeny to 'tell_model' to let the model work around denials)`;
     case 'tool_unavailable':
-      return event.type === 'tool.withheld'
-        ? `the task requires tool "${event.tool}", which is unavailable (circuit breaker open)`
+      if (event.type === 'tool.withheld') return `the task requires tool "${event.tool}", which is unavailable (circuit breaker open)`;
+      return event.type === 'model.responded'
+        ? `tool "${blockedToolOf(event)}", which the task needs, is unavailable (circuit breaker open)`
         : 'a tool the task needs is unavailable (circuit breaker open)';
     case 'cancelled':
       return event.type === 'run.cancelRequested' && event.message ? `cancelled: ${event.message}` : 'cancelled';
     case 'needs_human':
       return event.type === 'tools.completed'
         ? 'a side-effecting tool call timed out and its outcome cannot be known; a person must check it'
-        : 'a tool call needs approval';
+        : `tool "${blockedToolOf(event)}" needs a person's approval (see pendingApprovals)`;
     case 'retries_exhausted':
       return describeRetriesExhausted(context, event);
     case 'fatal_error':
@@ -42,9 +53,35 @@ export function describeStop(
   }
 }
 
+function blockedToolOf(event: LoopEvent): string {
+  if (event.type === 'model.responded' && event.decision.kind === 'tool_calls') return event.decision.blockedTool ?? '?';
+  return '?';
+}
+
+/** The signal, what it counted, and the option that controls it. */
+function describeSignal(context: LoopContext, signal: NoProgressSignal | null): string {
+  const { progress, noProgress } = context;
+  switch (signal) {
+    case 'repeated_tool_call':
+      return `repeated_tool_call: ${progress.repeatedTool ?? 'a tool'} was called with the same arguments and brought the same result ${progress.repeatCount} times in this task (threshold ${noProgress.repeatedToolCall}); raise noProgress.repeatedToolCall`;
+    case 'duplicate_observation':
+      return `duplicate_observation: ${progress.duplicateObservationStreak} tool rounds in a row brought only (call, result) pairs already seen in this task (threshold ${noProgress.duplicateObservation}); raise noProgress.duplicateObservation`;
+    case 'unchanged_state':
+      return `unchanged_state: nothing new for ${progress.unchangedStateStreak} decisions in a row (threshold ${noProgress.unchangedState}); raise noProgress.unchangedState`;
+    case 'same_evaluator_reason':
+      return `same_evaluator_reason: the same output was rejected ${progress.sameReasonStreak} times for the same reason (threshold ${noProgress.sameEvaluatorReason}): ${progress.lastEvaluatorReason ?? '?'}; raise noProgress.sameEvaluatorReason`;
+    case 'plan_stall':
+      return `plan_stall: ${progress.planStallSteps} steps without a plan item done or removed (threshold ${noProgress.planStall}); raise noProgress.planStall`;
+    case 'same_parse_error':
+      return `same_parse_error: ${progress.lastParseError ?? '?'} ${progress.sameParseErrorStreak} times in a row (threshold ${noProgress.sameParseError}); raise noProgress.sameParseError`;
+    case null:
+      return 'unknown signal';
+  }
+}
+
 function describeRetriesExhausted(context: LoopContext, event: LoopEvent): string {
   const task = context.tasks[context.taskIndex]?.id ?? '?';
-  if (event.type === 'model.failed') return `task ${task}: model call failed after ${context.task.transportRetries} transport retries: ${event.message}`;
-  if (event.type === 'evaluation.completed') return `task ${task}: evaluation still failing after ${context.task.reflectionRetries} reflection retries: ${event.reason}`;
-  return `task ${task}: tool arguments still invalid after ${context.task.argumentRepairs} repair(s)`;
+  if (event.type === 'model.failed') return `task ${task}: model call failed after ${context.task.transportRetries} transport retries: ${event.message}; raise limits.maxRetries`;
+  if (event.type === 'evaluation.completed') return `task ${task}: evaluation still failing after ${context.task.reflectionRetries} reflection retries: ${event.reason}; raise limits.maxRetries`;
+  return `task ${task}: tool arguments still invalid after ${context.task.argumentRepairs} repair(s); raise limits.maxArgumentRepairs`;
 }

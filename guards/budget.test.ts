@@ -7,13 +7,19 @@ import {
   isRetryPastDeadline,
   isSpendBudgetExhausted,
   isStepLimitReached,
+  isTaskStepLimitReached,
+  isToolCallBudgetExhausted,
 } from './budget.js';
 import type { LoopContext, LoopLimits } from '../machines/types.js';
 import {
   backoffElapsed,
   contextWith,
+  finalReply,
   modelFailed,
   startedContextWith,
+  toolCallsReply,
+  toolsCompleted,
+  unparseableReply,
   type ContextOverrides,
 } from '../test/support/statechart-fixtures.js';
 
@@ -152,5 +158,47 @@ describe('isRetryPastDeadline', () => {
   it('counts the delay, not only the failure time', () => {
     expect(isRetryPastDeadline({ context: startedBudgetContext(), event: failedAt(1_001, 0) })).toBe(false);
     expect(isRetryPastDeadline({ context: startedBudgetContext(), event: failedAt(1_001, 10_000) })).toBe(true);
+  });
+});
+
+describe('isTaskStepLimitReached', () => {
+  const event = backoffElapsed(0);
+
+  it('is false at maxStepsPerTask - 1 and true at and past it', () => {
+    const limits = { maxStepsPerTask: 3 };
+    expect(isTaskStepLimitReached({ context: budgetContext({ limits, task: { steps: 2 } }), event })).toBe(false);
+    expect(isTaskStepLimitReached({ context: budgetContext({ limits, task: { steps: 3 } }), event })).toBe(true);
+    expect(isTaskStepLimitReached({ context: budgetContext({ limits, task: { steps: 4 } }), event })).toBe(true);
+  });
+
+  it('counts the steps of the current task, not of the run', () => {
+    const limits = { maxSteps: 100, maxStepsPerTask: 3 };
+    expect(isTaskStepLimitReached({ context: budgetContext({ limits, steps: 50, task: { steps: 1 } }), event })).toBe(false);
+  });
+});
+
+describe('isToolCallBudgetExhausted', () => {
+  const limits = { maxToolCalls: 4 };
+
+  it('is false one call below the budget and true at and past it, for a reply asking for tool calls', () => {
+    expect(isToolCallBudgetExhausted({ context: budgetContext({ limits, usage: { toolCalls: 3 } }), event: toolCallsReply() })).toBe(false);
+    expect(isToolCallBudgetExhausted({ context: budgetContext({ limits, usage: { toolCalls: 4 } }), event: toolCallsReply() })).toBe(true);
+    expect(isToolCallBudgetExhausted({ context: budgetContext({ limits, usage: { toolCalls: 9 } }), event: toolCallsReply() })).toBe(true);
+  });
+
+  it('lets a final or unparseable reply through: only a request for more calls is refused', () => {
+    const spent = budgetContext({ limits, usage: { toolCalls: 4 } });
+    expect(isToolCallBudgetExhausted({ context: spent, event: finalReply() })).toBe(false);
+    expect(isToolCallBudgetExhausted({ context: spent, event: unparseableReply('empty_reply') })).toBe(false);
+  });
+
+  it('lets a tool-calls reply with no runnable call through', () => {
+    const spent = budgetContext({ limits, usage: { toolCalls: 4 } });
+    expect(isToolCallBudgetExhausted({ context: spent, event: toolCallsReply({ calls: 0 }) })).toBe(false);
+  });
+
+  it('is false for events other than model.responded', () => {
+    const spent = budgetContext({ limits, usage: { toolCalls: 4 } });
+    expect(isToolCallBudgetExhausted({ context: spent, event: toolsCompleted() })).toBe(false);
   });
 });

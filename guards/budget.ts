@@ -1,5 +1,5 @@
 /**
- * Budget guards (DESIGN §2): each runs before the next spend. A budget crossed by the call
+ * Budget guards: each runs before the next spend. A budget crossed by the call
  * in hand is let stand; the next call is refused, so no budget is overrun by more than one call.
  */
 import { eventTime, type GuardArgs } from './event-time.js';
@@ -44,4 +44,19 @@ export function isSpendBudgetExhausted(args: ContextArgs): boolean {
 export function isRetryPastDeadline({ context, event }: GuardArgs): boolean {
   if (event.type !== 'model.failed' || context.startedAt === null) return false;
   return event.at + event.retryDelayMs - context.startedAt >= context.limits.deadlineMs;
+}
+
+/** The current task has had its share of decisions (`maxStepsPerTask`): a budget, not a no-progress signal. */
+export function isTaskStepLimitReached({ context }: ContextArgs): boolean {
+  return context.task.steps >= context.limits.maxStepsPerTask;
+}
+
+/** The reply asks for tool calls but the run's tool-call budget is spent. */
+export function isToolCallBudgetExhausted({ context, event }: GuardArgs): boolean {
+  return (
+    event.type === 'model.responded' &&
+    event.decision.kind === 'tool_calls' &&
+    event.decision.calls > 0 &&
+    context.usage.toolCalls >= context.limits.maxToolCalls
+  );
 }

@@ -3,9 +3,10 @@ import {
   canNudge,
   decisionSignal,
   hasDecisionSignal,
-  isDuplicateObservationSignal,
+  hasRoundSignal,
   isPlanStalled,
   isSameEvaluatorReasonSignal,
+  roundSignal,
   wasNudgedEarlier,
 } from './progress.js';
 import {
@@ -22,14 +23,14 @@ const seenBeforeRound = toolsCompleted({ allObservationsSeen: true });
 
 describe('decisionSignal', () => {
   it('is null for events other than model.responded, even with every streak past its threshold', () => {
-    const context = contextWith({ progress: { sameParseErrorStreak: 9, unchangedStateStreak: 9 } });
+    const context = contextWith({ progress: { sameParseErrorStreak: 9, unchangedStateStreak: 9, repeatCount: 9 } });
     expect(decisionSignal(context, seenBeforeRound)).toBeNull();
     expect(decisionSignal(context, backoffElapsed())).toBeNull();
   });
 
   it('is null when every streak is one below its threshold', () => {
     const context = contextWith({ progress: { sameParseErrorStreak: 2, unchangedStateStreak: 2 } });
-    expect(decisionSignal(context, toolCallsReply({ maxRepeatCount: 2 }))).toBeNull();
+    expect(decisionSignal(context, toolCallsReply())).toBeNull();
   });
 
   it('raises same_parse_error at the threshold', () => {
@@ -37,67 +38,107 @@ describe('decisionSignal', () => {
     expect(decisionSignal(context, unparseableReply('empty_reply'))).toBe('same_parse_error');
   });
 
-  it('raises repeated_tool_call when a fingerprint reaches the threshold', () => {
-    expect(decisionSignal(contextWith(), toolCallsReply({ maxRepeatCount: 3 }))).toBe('repeated_tool_call');
-    expect(decisionSignal(contextWith(), toolCallsReply({ maxRepeatCount: 2 }))).toBeNull();
+  it('never raises repeated_tool_call: repeats are judged on the round, once their results are known', () => {
+    const context = contextWith({ progress: { repeatCount: 9, duplicateObservationStreak: 9 } });
+    expect(decisionSignal(context, toolCallsReply())).toBeNull();
   });
 
   it('raises unchanged_state at the threshold, for any decision kind', () => {
     const context = contextWith({ progress: { unchangedStateStreak: 3 } });
     expect(decisionSignal(context, finalReply())).toBe('unchanged_state');
-    expect(decisionSignal(context, toolCallsReply({ maxRepeatCount: 1 }))).toBe('unchanged_state');
+    expect(decisionSignal(context, toolCallsReply())).toBe('unchanged_state');
   });
 
-  it('prefers same_parse_error over repeated_tool_call over unchanged_state', () => {
+  it('prefers same_parse_error over unchanged_state', () => {
     const all = contextWith({ progress: { sameParseErrorStreak: 3, unchangedStateStreak: 3 } });
-    expect(decisionSignal(all, toolCallsReply({ maxRepeatCount: 3 }))).toBe('same_parse_error');
-    const noParse = contextWith({ progress: { sameParseErrorStreak: 2, unchangedStateStreak: 3 } });
-    expect(decisionSignal(noParse, toolCallsReply({ maxRepeatCount: 3 }))).toBe('repeated_tool_call');
-    expect(decisionSignal(noParse, toolCallsReply({ maxRepeatCount: 2 }))).toBe('unchanged_state');
+    expect(decisionSignal(all, unparseableReply('bad_json'))).toBe('same_parse_error');
   });
 
   it('reads the configured thresholds', () => {
-    const context = contextWith({ noProgress: { repeatedToolCall: 5, sameParseError: 1 }, progress: { sameParseErrorStreak: 0 } });
-    expect(decisionSignal(context, toolCallsReply({ maxRepeatCount: 4 }))).toBeNull();
-    expect(decisionSignal(context, toolCallsReply({ maxRepeatCount: 5 }))).toBe('repeated_tool_call');
     const oneParseError = contextWith({ noProgress: { sameParseError: 1 }, progress: { sameParseErrorStreak: 1 } });
-    expect(decisionSignal(oneParseError, unparseableReply('empty_reply'))).toBe(
-      'same_parse_error',
-    );
+    expect(decisionSignal(oneParseError, unparseableReply('empty_reply'))).toBe('same_parse_error');
+    const patient = contextWith({ noProgress: { unchangedState: 5 }, progress: { unchangedStateStreak: 4 } });
+    expect(decisionSignal(patient, finalReply())).toBeNull();
   });
 });
 
 describe('hasDecisionSignal', () => {
   it('follows decisionSignal', () => {
-    expect(hasDecisionSignal({ context: contextWith(), event: toolCallsReply({ maxRepeatCount: 3 }) })).toBe(true);
-    expect(hasDecisionSignal({ context: contextWith(), event: toolCallsReply({ maxRepeatCount: 1 }) })).toBe(false);
-    expect(hasDecisionSignal({ context: contextWith({ progress: { unchangedStateStreak: 3 } }), event: seenBeforeRound })).toBe(
-      false,
+    expect(hasDecisionSignal({ context: contextWith({ progress: { unchangedStateStreak: 3 } }), event: toolCallsReply() })).toBe(true);
+    expect(hasDecisionSignal({ context: contextWith(), event: toolCallsReply() })).toBe(false);
+    expect(hasDecisionSignal({ context: contextWith({ progress: { unchangedStateStreak: 3 } }), event: seenBeforeRound })).toBe(false);
+  });
+});
+
+describe('roundSignal', () => {
+  it('is null for events other than tools.completed, even with every round streak past its threshold', () => {
+    const context = contextWith({ progress: { repeatCount: 9, duplicateObservationStreak: 9 } });
+    expect(roundSignal(context, toolCallsReply())).toBeNull();
+    expect(roundSignal(context, backoffElapsed())).toBeNull();
+  });
+
+  it('is null when both round streaks are one below their thresholds', () => {
+    const context = contextWith({ progress: { repeatCount: 2, duplicateObservationStreak: 2 } });
+    expect(roundSignal(context, toolsCompleted())).toBeNull();
+  });
+
+  it('raises repeated_tool_call when a (call, result) triple was seen repeatedToolCall times', () => {
+    expect(roundSignal(contextWith({ progress: { repeatCount: 3 } }), toolsCompleted())).toBe('repeated_tool_call');
+    expect(roundSignal(contextWith({ progress: { repeatCount: 4 } }), toolsCompleted())).toBe('repeated_tool_call');
+  });
+
+  it('raises duplicate_observation at the streak threshold', () => {
+    expect(roundSignal(contextWith({ progress: { duplicateObservationStreak: 3 } }), seenBeforeRound)).toBe('duplicate_observation');
+  });
+
+  it('prefers repeated_tool_call over duplicate_observation', () => {
+    const both = contextWith({ progress: { repeatCount: 3, duplicateObservationStreak: 3 } });
+    expect(roundSignal(both, seenBeforeRound)).toBe('repeated_tool_call');
+  });
+
+  it('reads the configured thresholds', () => {
+    const context = contextWith({ noProgress: { repeatedToolCall: 5, duplicateObservation: 1 }, progress: { repeatCount: 4 } });
+    expect(roundSignal(context, toolsCompleted())).toBeNull();
+    expect(roundSignal({ ...context, progress: { ...context.progress, repeatCount: 5 } }, toolsCompleted())).toBe('repeated_tool_call');
+    expect(roundSignal({ ...context, progress: { ...context.progress, duplicateObservationStreak: 1 } }, seenBeforeRound)).toBe(
+      'duplicate_observation',
     );
+  });
+});
+
+describe('hasRoundSignal', () => {
+  it('follows roundSignal', () => {
+    expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 3 } }), event: toolsCompleted() })).toBe(true);
+    expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 2 } }), event: toolsCompleted() })).toBe(false);
+    expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 3 } }), event: finalReply() })).toBe(false);
   });
 });
 
 describe('streak guards', () => {
   const event = seenBeforeRound;
 
-  it('isDuplicateObservationSignal is false one round below the threshold and true at it', () => {
-    expect(isDuplicateObservationSignal({ context: contextWith({ progress: { duplicateObservationStreak: 2 } }), event })).toBe(
-      false,
-    );
-    expect(isDuplicateObservationSignal({ context: contextWith({ progress: { duplicateObservationStreak: 3 } }), event })).toBe(
-      true,
-    );
-  });
-
-  it('isSameEvaluatorReasonSignal is false one failure below the threshold and true at it', () => {
+  it('isSameEvaluatorReasonSignal is false one rejection below the threshold and true at it', () => {
     expect(isSameEvaluatorReasonSignal({ context: contextWith({ progress: { sameReasonStreak: 1 } }), event })).toBe(false);
     expect(isSameEvaluatorReasonSignal({ context: contextWith({ progress: { sameReasonStreak: 2 } }), event })).toBe(true);
   });
 
-  it('isPlanStalled counts the decisions of the current task, not of the run', () => {
+  describe('isPlanStalled', () => {
     const noProgress = { planStall: 4 };
-    expect(isPlanStalled({ context: contextWith({ noProgress, task: { steps: 3 }, steps: 9 }), event })).toBe(false);
-    expect(isPlanStalled({ context: contextWith({ noProgress, task: { steps: 4 }, steps: 4 }), event })).toBe(true);
+
+    it('is false one step below the threshold and true at it, while the plan is active', () => {
+      expect(isPlanStalled({ context: contextWith({ noProgress, progress: { planActive: true, planStallSteps: 3 } }), event })).toBe(false);
+      expect(isPlanStalled({ context: contextWith({ noProgress, progress: { planActive: true, planStallSteps: 4 } }), event })).toBe(true);
+    });
+
+    it('is never true without an active plan, however many steps the task took', () => {
+      const context = contextWith({ noProgress, steps: 40, task: { steps: 40 }, progress: { planActive: false, planStallSteps: 40 } });
+      expect(isPlanStalled({ context, event })).toBe(false);
+    });
+
+    it('counts steps without plan progress, not the steps of the task', () => {
+      const context = contextWith({ noProgress, steps: 9, task: { steps: 9 }, progress: { planActive: true, planStallSteps: 1 } });
+      expect(isPlanStalled({ context, event })).toBe(false);
+    });
   });
 });
 

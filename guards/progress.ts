@@ -1,8 +1,8 @@
 /**
- * No-progress guards (DESIGN §5). The driver sends incremental facts (repeat counts,
- * digests, seen-before flags); reducers keep constant-size streaks; these guards compare
- * streaks to thresholds. A signal nudges the model once, and stops the run if it fires
- * again after the model has had a step to react.
+ * No-progress guards. The driver sends incremental facts (repeat counts of (call, result) triples,
+ * digests, plan facts); reducers keep constant-size streaks; these guards compare streaks to
+ * thresholds. A signal nudges the model once, and stops the run if one fires again before the model
+ * made progress.
  */
 import type { GuardArgs } from './event-time.js';
 import type { LoopContext, LoopEvent, NoProgressSignal } from '../machines/types.js';
@@ -12,27 +12,34 @@ export function decisionSignal(context: LoopContext, event: LoopEvent): NoProgre
   if (event.type !== 'model.responded') return null;
   const thresholds = context.noProgress;
   if (context.progress.sameParseErrorStreak >= thresholds.sameParseError) return 'same_parse_error';
-  if (event.decision.kind === 'tool_calls' && event.decision.maxRepeatCount >= thresholds.repeatedToolCall) {
-    return 'repeated_tool_call';
-  }
   if (context.progress.unchangedStateStreak >= thresholds.unchangedState) return 'unchanged_state';
   return null;
 }
 
-export function isDuplicateObservationSignal({ context }: GuardArgs): boolean {
-  return context.progress.duplicateObservationStreak >= context.noProgress.duplicateObservation;
-}
-
-export function isSameEvaluatorReasonSignal({ context }: GuardArgs): boolean {
-  return context.progress.sameReasonStreak >= context.noProgress.sameEvaluatorReason;
-}
-
-export function isPlanStalled({ context }: GuardArgs): boolean {
-  return context.task.steps >= context.noProgress.planStall;
+/** The signal a tool round raises, read after `recordToolRound`: the same call brought the same result again. */
+export function roundSignal(context: LoopContext, event: LoopEvent): NoProgressSignal | null {
+  if (event.type !== 'tools.completed') return null;
+  if (context.progress.repeatCount >= context.noProgress.repeatedToolCall) return 'repeated_tool_call';
+  if (context.progress.duplicateObservationStreak >= context.noProgress.duplicateObservation) return 'duplicate_observation';
+  return null;
 }
 
 export function hasDecisionSignal({ context, event }: GuardArgs): boolean {
   return decisionSignal(context, event) !== null;
+}
+
+export function hasRoundSignal({ context, event }: GuardArgs): boolean {
+  return roundSignal(context, event) !== null;
+}
+
+/** The same output was rejected for the same reason: the fed-back reason changed nothing. */
+export function isSameEvaluatorReasonSignal({ context }: GuardArgs): boolean {
+  return context.progress.sameReasonStreak >= context.noProgress.sameEvaluatorReason;
+}
+
+/** Only an explicit plan can stall: decisions since an item was last completed or removed. */
+export function isPlanStalled({ context }: GuardArgs): boolean {
+  return context.progress.planActive && context.progress.planStallSteps >= context.noProgress.planStall;
 }
 
 export function canNudge({ context }: GuardArgs): boolean {

@@ -1,4 +1,4 @@
-/** Retry-layer guards (DESIGN §4): every layer has its own counter, so retries never multiply. */
+/** Retry-layer guards: every layer has its own counter, so retries never multiply. */
 import type { GuardArgs } from './event-time.js';
 
 export function isFatalModelFailure({ event }: GuardArgs): boolean {

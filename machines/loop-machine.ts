@@ -1,11 +1,14 @@
 /**
- * The bounded agent loop as an XState v5 statechart (DESIGN §1, §12).
+ * The bounded agent loop as an XState v5 statechart.
  *
  * The machine never invokes I/O and has no `after` delays: each state names the effect it
  * wants (see `pending-effect.ts`) and the driver answers with an outcome event. Every cycle
  * passes through `RUNNING.gate`, where the budget guards run before the next model call.
+ * No-progress signals are checked where their facts arrive: parse errors and an unchanged state
+ * on a decision, repeated (call, result) triples after a tool round, a repeated rejection after an
+ * evaluation, a stalled plan at the gate.
  */
-import { assign, setup } from 'xstate';
+import { and, assign, setup } from 'xstate';
 import * as actions from '../actions/index.js';
 import { guards } from '../guards/index.js';
 import type { LoopContext, LoopEvent, LoopInput, LoopOutput, NoProgressSignal, StopReason } from './types.js';
@@ -64,7 +67,7 @@ export const loopMachine = setup({
     requestReflection: assign(actions.requestReflection),
     nudge: assign(actions.nudge),
     nudgeOnDecision: assign(actions.nudgeOnDecision),
-    nudgeAndReflect: assign(actions.nudgeAndReflect),
+    nudgeOnRound: assign(actions.nudgeOnRound),
     stopRun: assign(actions.stopRun),
     failTask: assign(actions.failTask),
     stopWithTaskFailure: assign(actions.stopWithTaskFailure),
@@ -90,6 +93,8 @@ export const loopMachine = setup({
             deadlineStop,
             { guard: 'isStepLimitReached', target: TERMINATED, actions: stop('max_steps') },
             { guard: 'isSpendBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },
+            // A per-task bound is the task's budget: the task fails and its onFailure decides the run.
+            { guard: 'isTaskStepLimitReached', target: FAILED, actions: fail('max_steps') },
             { guard: 'isPlanStalled', target: 'gateStalled' },
             { target: 'deciding' },
           ],
@@ -118,9 +123,12 @@ export const loopMachine = setup({
             // Tool results nobody can read are not worth their side effects: stop before acting.
             { guard: 'isStepLimitReached', target: TERMINATED, actions: stop('max_steps') },
             { guard: 'isSpendBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },
+            { guard: 'isToolCallBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },
+            { guard: 'isTaskStepLimitReached', target: FAILED, actions: fail('max_steps') },
+            // Invalid arguments are the repair layer's first: a repeated mistake is no progress only while repairs remain.
+            { guard: 'hasInvalidToolCall', target: 'repairingArguments' },
             { guard: 'hasDecisionSignal', target: 'decisionSignalled' },
             { guard: 'isUnparseableReply', target: GATE, actions: 'requestParseRepair' },
-            { guard: 'hasInvalidToolCall', target: 'repairingArguments' },
             { target: 'acting' },
           ],
         },
@@ -133,6 +141,7 @@ export const loopMachine = setup({
         },
         repairingArguments: {
           always: [
+            { guard: and(['canRepairArguments', 'hasDecisionSignal']), target: 'decisionSignalled' },
             { guard: 'canRepairArguments', target: GATE, actions: 'requestArgumentRepair' },
             { target: FAILED, actions: fail('retries_exhausted') },
           ],
@@ -160,14 +169,15 @@ export const loopMachine = setup({
             deadlineStop,
             { guard: 'hasUnknownToolOutcome', target: TERMINATED, actions: stop('needs_human') },
             { guard: 'isRequiredToolUnavailable', target: TERMINATED, actions: stop('tool_unavailable') },
-            { guard: 'isDuplicateObservationSignal', target: 'observationSignalled' },
+            { guard: 'hasRoundSignal', target: 'roundSignalled' },
             { target: 'gate' },
           ],
         },
-        observationSignalled: {
+        // The repeated calls ran (a changed result would have been progress); the nudge goes with their results.
+        roundSignalled: {
           always: [
-            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stopStalled('duplicate_observation') },
-            { target: 'gate', actions: { type: 'nudge', params: { signal: 'duplicate_observation' } } },
+            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stop('no_progress') },
+            { target: 'gate', actions: 'nudgeOnRound' },
           ],
         },
         evaluating: {
@@ -179,15 +189,9 @@ export const loopMachine = setup({
             deadlineStop,
             // No retry can be paid for: the budget, not the retry count, is why the run stops.
             { guard: 'isSpendBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },
-            { guard: 'isSameEvaluatorReasonSignal', target: 'evaluationSignalled' },
+            // The reason was fed back and the same output came back: the reflection was the nudge.
+            { guard: 'isSameEvaluatorReasonSignal', target: TERMINATED, actions: stopStalled('same_evaluator_reason') },
             { guard: 'canReflect', target: '#loop.RETRY.reflecting', actions: 'requestReflection' },
-            { target: FAILED, actions: fail('retries_exhausted') },
-          ],
-        },
-        evaluationSignalled: {
-          always: [
-            { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stopStalled('same_evaluator_reason') },
-            { guard: 'canReflect', target: '#loop.RETRY.reflecting', actions: 'nudgeAndReflect' },
             { target: FAILED, actions: fail('retries_exhausted') },
           ],
         },

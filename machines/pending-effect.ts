@@ -1,5 +1,5 @@
 /**
- * Which effect the machine is waiting for, read off its state and context (DESIGN §12).
+ * Which effect the machine is waiting for, read off its state and context.
  * The driver performs exactly this effect and answers with the matching outcome event.
  */
 import type { SnapshotFrom } from 'xstate';

@@ -8,7 +8,7 @@
  */
 
 /**
- * Why a run stopped: one closed union, one value per terminal path (DESIGN §3).
+ * Why a run stopped: one closed union, one value per terminal path.
  * @example
  * const retryable = (reason: StopReason) => reason === 'deadline_exceeded' || reason === 'budget_exhausted';
  */
@@ -52,7 +52,7 @@ export const STOP_REASONS: readonly StopReason[] = [
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'needs_human';
 
 /**
- * Resolved budgets; every one is enforced by a guard before the next spend (DESIGN §2).
+ * Resolved budgets; every one is enforced by a guard before the next spend.
  * @example
  * const limits: Partial<LoopLimits> = { maxSteps: 6, deadlineMs: 60_000, maxCostUsd: 0.1 };
  */
@@ -75,23 +75,33 @@ export interface LoopLimits {
   maxToolResultBytes: number;
   /** Consecutive invalid-argument rounds the model may repair before the task fails. */
   maxArgumentRepairs: number;
+  /** Model decisions within one task; past it the task fails with `max_steps` (its `onFailure` decides the run). */
+  maxStepsPerTask: number;
+  /** One model call's own timeout in milliseconds; a call that takes longer is a transport failure, retried. */
+  modelCallTimeoutMs: number;
+  /** Tool calls executed across the whole run; a reply asking for more once it is spent stops the run. */
+  maxToolCalls: number;
+  /** Tool calls taken from one reply; the rest are answered to the model as refused, not run. */
+  maxToolCallsPerReply: number;
 }
 
 /**
- * Thresholds of the six no-progress signals (DESIGN §5). A signal first nudges, then stops the run.
+ * Thresholds of the six no-progress signals. A signal first nudges the model, and stops the run
+ * with `no_progress` if one fires again before the model made progress. Every signal is about the
+ * current task only, and none counts a call whose result changed, a failed call or a transient error.
  * @example
- * const noProgress: Partial<NoProgressThresholds> = { repeatedToolCall: 2, planStall: 8 };
+ * const noProgress: Partial<NoProgressThresholds> = { repeatedToolCall: 3, planStall: 8 };
  */
 export interface NoProgressThresholds {
-  /** The same tool with the same canonical arguments requested this many times in the run. */
+  /** The same tool with the same canonical arguments brought the same result this many times in the task. */
   repeatedToolCall: number;
-  /** The state digest unchanged across this many consecutive decisions. */
+  /** The state digest (distinct observations and the reply) unchanged across this many consecutive decisions. */
   unchangedState: number;
-  /** The evaluator failed with the same reason this many times in a row. */
+  /** The same output was rejected for the same reason this many times in a row; stops at once (the reason was already fed back). */
   sameEvaluatorReason: number;
-  /** This many consecutive tool rounds whose observations had all been seen before. */
+  /** This many consecutive tool rounds that only brought (call, result) pairs already seen in the task: cycles such as A, B, A, B. */
   duplicateObservation: number;
-  /** This many decisions within one task without the task queue shrinking. */
+  /** With the built-in plan tool: this many decisions without a plan item completed or removed. */
   planStall: number;
   /** The same parse error (empty reply, malformed or invalid arguments, unknown tool) this many times in a row. */
   sameParseError: number;
@@ -159,8 +169,10 @@ export type ModelDecision =
       approvalCalls: number;
       /** Calls to a tool whose circuit breaker is open. */
       unavailableCalls: number;
-      /** Highest number of times any call's fingerprint has been requested in this run, this one included. */
-      maxRepeatCount: number;
+      /** Calls answered to the model as refused and not run: over a tool-call cap, or denied with `onDeny: 'tell_model'`. */
+      refusedCalls: number;
+      /** The tool of the first denied, approval-needing or unavailable call, to name it in the stop detail. */
+      blockedTool: string | null;
     };
 
 /** Summary of one tool round, as the driver observed it. */
@@ -170,10 +182,27 @@ export interface ToolRoundSummary {
   timedOutCalls: number;
   /** Side-effecting calls whose outcome cannot be known (timed out, no idempotent lookup). */
   unknownOutcomeCalls: number;
-  /** True when every observation in this round had been seen before in the run. */
+  /**
+   * True when the round ran at least one call and every successful one brought a (tool, canonical
+   * arguments, result) triple already seen in this task. Failed calls are never observations.
+   */
   allObservationsSeen: boolean;
+  /** Highest number of times one (tool, arguments, result) triple of this round has been seen in this task, this one included; 0 when none succeeded. */
+  maxRepeatCount: number;
+  /** The tool of that most repeated call, for the stop detail; null when nothing repeated. */
+  repeatedTool: string | null;
   /** True when a tool the current task requires became unavailable (its circuit opened). */
   requiredToolUnavailable: boolean;
+  /** What the built-in plan tool reported in this round; null when it was not called. */
+  plan: PlanRoundFacts | null;
+}
+
+/** The plan after a round that updated it. */
+export interface PlanRoundFacts {
+  /** Items neither done nor removed. */
+  openItems: number;
+  /** True when an item was completed or removed in this round. */
+  progressed: boolean;
 }
 
 export type ModelFailureKind = 'transient' | 'fatal';
@@ -181,6 +210,14 @@ export type ModelFailureKind = 'transient' | 'fatal';
 export interface TimedEvent {
   /** Wall-clock time (ms) at which the driver observed the outcome; the only way time enters the machine. */
   at: number;
+}
+
+/** Model calls made by an effect that an interruption cut short; they are counted all the same. */
+export interface SpentBeforeInterruption {
+  /** Usage of calls that returned before the interruption (e.g. a reply that made a policy hook throw). */
+  usage?: CallUsage;
+  /** Model calls made, including one abandoned mid-flight; defaults to 1 when `usage` is given, else 0. */
+  modelCalls?: number;
 }
 
 export interface TranscriptEvent extends TimedEvent {
@@ -214,21 +251,22 @@ export type LoopEvent =
       type: 'evaluation.completed';
       passed: boolean;
       reason: string;
-      /** Usage of an LLM judge, when one ran. */
+      /** Digest of the evaluated output: the same reason counts as no progress only when the output did not change either. */
+      outputDigest: string;
+      /** Usage of the LLM judges that ran, summed. */
       usage: CallUsage | null;
+      /** Judge calls made, failed attempts included. */
+      modelCalls: number;
+      /** Judge transport retries made; they count against the task's transport-retry budget. */
+      transportRetries: number;
     } & TranscriptEvent)
   | ({ type: 'backoff.elapsed' } & TimedEvent)
-  | ({ type: 'run.deadlineReached' } & TimedEvent)
+  | ({ type: 'run.deadlineReached' } & SpentBeforeInterruption & TimedEvent)
   /** A tool the current task requires is withheld (circuit open) before the next model call. */
   | ({ type: 'tool.withheld'; tool: string } & TimedEvent)
   /** An effect failed in a way no retry layer covers (a throwing policy hook, prompt or trace sink). */
-  | ({
-      type: 'run.faulted';
-      message: string;
-      /** Usage of a model call that was made before the fault (e.g. its reply made a policy hook throw). */
-      usage?: CallUsage;
-    } & TimedEvent)
-  | ({ type: 'run.cancelRequested'; message: string } & TimedEvent);
+  | ({ type: 'run.faulted'; message: string } & SpentBeforeInterruption & TimedEvent)
+  | ({ type: 'run.cancelRequested'; message: string } & SpentBeforeInterruption & TimedEvent);
 
 export type LoopEventType = LoopEvent['type'];
 
@@ -251,8 +289,17 @@ export interface ProgressState {
   lastStateDigest: string | null;
   unchangedStateStreak: number;
   lastEvaluatorReason: string | null;
+  lastOutputDigest: string | null;
+  /** Rejections in a row with the same reason AND the same output. */
   sameReasonStreak: number;
   duplicateObservationStreak: number;
+  /** Highest repeat count of a (call, result) triple in the last round, and its tool. */
+  repeatCount: number;
+  repeatedTool: string | null;
+  /** The plan tool has open items; only then can the plan stall. */
+  planActive: boolean;
+  /** Decisions since a plan item was last completed or removed. */
+  planStallSteps: number;
   lastParseError: string | null;
   sameParseErrorStreak: number;
   /** The step at which the model was nudged; null when it has not been (reset when a task succeeds). */

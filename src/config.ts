@@ -53,6 +53,11 @@ export interface LoopConfig {
   limits?: Partial<LoopLimits>;
   noProgress?: Partial<NoProgressThresholds>;
   policy?: ToolPolicy;
+  /**
+   * Offer the built-in `update_plan` tool: the model keeps a list of items with statuses, and
+   * `noProgress.planStall` decisions without an item done or removed nudge it, then stop the run.
+   */
+  plan?: boolean;
   /** USD per million tokens by model id, merged over the defaults. */
   prices?: Readonly<Record<string, ModelPrice>>;
   trace?: TraceOptions | false;
@@ -74,6 +79,7 @@ export interface ResolvedConfig {
   limits: LoopLimits;
   noProgress: NoProgressThresholds;
   policy: ToolPolicy | undefined;
+  plan: boolean;
   prices: Readonly<Record<string, ModelPrice>>;
   trace: { inMemory: boolean; onEvent: ((event: TraceEvent) => void) | undefined };
   backoff: BackoffOptions;
@@ -115,6 +121,10 @@ const limitsSchema = z
     // Below this a truncation marker would not fit.
     maxToolResultBytes: z.number().int().min(128),
     maxArgumentRepairs: nonNegativeInt,
+    maxStepsPerTask: positiveInt,
+    modelCallTimeoutMs: positiveInt.max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms, the longest timer Node supports`),
+    maxToolCalls: positiveInt,
+    maxToolCallsPerReply: positiveInt,
   })
   .partial()
   .strict();
@@ -151,9 +161,15 @@ const configSchema = z
     limits: limitsSchema.optional(),
     noProgress: noProgressSchema.optional(),
     policy: z
-      .object({ allow: z.array(accessSchema).optional(), requireApproval: z.array(accessSchema).optional(), decide: fn('a function ({ tool, args }) => verdict').optional() })
+      .object({
+        allow: z.array(accessSchema).optional(),
+        requireApproval: z.array(accessSchema).optional(),
+        decide: fn('a function ({ tool, args, runId, callId }) => verdict').optional(),
+        onDeny: z.enum(['stop', 'tell_model']).optional(),
+      })
       .strict()
       .optional(),
+    plan: z.boolean().optional(),
     prices: z.record(z.string(), z.object({ inputPerMillion: z.number().min(0), outputPerMillion: z.number().min(0) }).strict()).optional(),
     trace: z.union([z.literal(false), z.object({ inMemory: z.boolean().optional(), onEvent: fn('a function (event) => void').optional() }).strict()]).optional(),
     retry: z.object({ baseMs: positiveInt, maxMs: positiveInt }).partial().strict().optional(),
@@ -230,6 +246,12 @@ export function toConfigIssues(error: z.ZodError, root: z.core.$ZodType): Config
   );
 }
 
+/** A per-task bound defaults to the run's: without one, a task may use every step the run has. */
+function resolveLimits(limits: Partial<LoopLimits> | undefined): LoopLimits {
+  const merged = { ...DEFAULT_LIMITS, ...limits };
+  return { ...merged, maxStepsPerTask: limits?.maxStepsPerTask ?? merged.maxSteps };
+}
+
 let runCounter = 0;
 const defaultRunId = () => `run_${Date.now().toString(36)}_${(runCounter++).toString(36)}`;
 
@@ -245,9 +267,10 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     tools: new Map((config.tools ?? []).map((tool) => [tool.name, tool])),
     evaluate: config.evaluate ?? [],
     tasks: (config.tasks as TaskConfig[] | undefined) ?? null,
-    limits: { ...DEFAULT_LIMITS, ...config.limits },
+    limits: resolveLimits(config.limits),
     noProgress: { ...DEFAULT_NO_PROGRESS, ...config.noProgress },
     policy: config.policy as ToolPolicy | undefined,
+    plan: config.plan ?? false,
     prices: { ...DEFAULT_PRICES, ...config.prices },
     trace: config.trace === false ? { inMemory: false, onEvent: undefined } : { inMemory: config.trace?.inMemory ?? true, onEvent: config.trace?.onEvent as ResolvedConfig['trace']['onEvent'] },
     backoff: { ...DEFAULT_BACKOFF, ...config.retry },

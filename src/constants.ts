@@ -8,7 +8,7 @@ import type { LoopLimits, NoProgressThresholds } from '../machines/types.js';
  * @example
  * createLoop({ model, limits: { ...DEFAULT_LIMITS, maxSteps: 20 } });
  */
-export const DEFAULT_LIMITS: Readonly<LoopLimits> = Object.freeze({
+export const DEFAULT_LIMITS: Readonly<Omit<LoopLimits, 'maxStepsPerTask'>> = Object.freeze({
   maxSteps: 10,
   maxRetries: 2,
   deadlineMs: 120_000,
@@ -18,6 +18,9 @@ export const DEFAULT_LIMITS: Readonly<LoopLimits> = Object.freeze({
   maxParallelTools: 4,
   maxToolResultBytes: 16_384,
   maxArgumentRepairs: 1,
+  modelCallTimeoutMs: 60_000,
+  maxToolCalls: 200,
+  maxToolCallsPerReply: 20,
 });
 
 /**
@@ -26,13 +29,15 @@ export const DEFAULT_LIMITS: Readonly<LoopLimits> = Object.freeze({
  * createLoop({ model, noProgress: { ...DEFAULT_NO_PROGRESS, repeatedToolCall: 2 } });
  */
 export const DEFAULT_NO_PROGRESS: Readonly<NoProgressThresholds> = Object.freeze({
-  repeatedToolCall: 3,
+  // The same call with the same result a second time nudges; a third time stops. A changed result never counts.
+  repeatedToolCall: 2,
   unchangedState: 3,
+  // The identical output rejected for the identical reason a second time: the fed-back reason changed nothing.
   sameEvaluatorReason: 2,
-  duplicateObservation: 3,
-  // Above the default maxSteps, so a single-task loop stops for max_steps unless you raise it.
-  planStall: 12,
-  sameParseError: 3,
+  duplicateObservation: 2,
+  // Only with the plan tool: decisions without a plan item completed or removed.
+  planStall: 10,
+  sameParseError: 2,
 });
 
 /** Default per-call tool timeout when a tool does not set its own. */

@@ -3,6 +3,7 @@
  * tokens and can be wrong, so it runs last and is never the only check (see `validateEvaluators`).
  */
 import { z } from 'zod';
+import { JudgeVerdictError } from '../errors.js';
 import type { Message, Model } from '../model/types.js';
 import type { Evaluator, EvaluationInput, EvaluationResult } from './types.js';
 import { parseJsonOutput } from './parse-json-output.js';
@@ -42,16 +43,18 @@ export interface JudgeEvaluatorOptions {
 
 /**
  * Asks a model whether the raw output meets the criteria. The reply must be
- * `{"passed": boolean, "reason": string}` (a ```json fence is tolerated); anything else fails
- * the check as unparseable. The judge's token usage is returned with the verdict either way.
+ * `{"passed": boolean, "reason": string}` (a ```json fence is tolerated); anything else throws
+ * `JudgeVerdictError` (the loop stops with `fatal_error`, never reflecting it to the main model).
+ * The judge's token usage is returned with the verdict, or carried by the error.
  * @example
  * evaluators.judge({ model, criteria: 'The reply names the order id and a delivery date.' })
  */
 export function judgeEvaluator(options: JudgeEvaluatorOptions): Evaluator {
   const { model, criteria } = options;
   const instructions = options.instructions ?? JUDGE_INSTRUCTIONS;
+  const name = options.name ?? 'judge';
   return {
-    name: options.name ?? 'judge',
+    name,
     kind: 'judge',
     async evaluate(input: EvaluationInput): Promise<EvaluationResult> {
       const messages: Message[] = [
@@ -61,9 +64,8 @@ export function judgeEvaluator(options: JudgeEvaluatorOptions): Evaluator {
       const response = await model.generate({ messages, tools: [], signal: input.signal });
       const spent = { usage: response.usage, modelId: model.id };
       const verdict = readVerdict(response.text);
-      if (!verdict.ok) {
-        return { passed: false, reason: `the judge reply was unparseable: ${verdict.error}`, parsed: input.parsed, ...spent };
-      }
+      // Not a verdict on the output: feeding it back would ask the main model to fix what nobody judged.
+      if (!verdict.ok) throw new JudgeVerdictError({ judge: name, message: `the judge reply was unparseable: ${verdict.error}`, ...spent });
       const { passed, reason } = verdict.value;
       const fallbackReason = passed ? 'the judge accepted the output' : 'the judge rejected the output without giving a reason';
       return { passed, reason: reason.trim() || fallbackReason, parsed: input.parsed, ...spent };

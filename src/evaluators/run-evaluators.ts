@@ -20,6 +20,11 @@ export interface RunEvaluatorsOptions {
    * e.g. a judge's transient transport error, which the loop retries in its own layer.
    */
   rethrow?: (error: unknown) => boolean;
+  /**
+   * Asked before each judge runs, with the tokens judges spent so far in this list: a reason to
+   * skip it (the budget is spent) or null. A skipped judge fails the list with that reason.
+   */
+  mayRunJudge?: (evaluator: Evaluator, spentByModel: Readonly<Record<string, ModelUsage>>) => string | null;
 }
 
 /**
@@ -53,7 +58,7 @@ const UNKNOWN_MODEL_ID = 'unknown';
  * if (!summary.passed) console.log(summary.failedEvaluator, summary.reason);
  */
 export async function runEvaluators(list: readonly Evaluator[], options: RunEvaluatorsOptions): Promise<EvaluationSummary> {
-  const { output, signal, taskId, rethrow } = options;
+  const { output, signal, taskId, rethrow, mayRunJudge } = options;
   const usageByModel = new Map<string, ModelUsage>();
   const total: ModelUsage = { inputTokens: 0, outputTokens: 0 };
   const summarize = (passed: boolean, reason: string, parsed: unknown, failedEvaluator: string | null): EvaluationSummary => ({
@@ -68,6 +73,8 @@ export async function runEvaluators(list: readonly Evaluator[], options: RunEval
   let parsed: unknown = output;
   for (const evaluator of list) {
     signal.throwIfAborted();
+    const refusal = evaluator.kind === 'judge' ? (mayRunJudge?.(evaluator, Object.fromEntries(usageByModel)) ?? null) : null;
+    if (refusal !== null) return summarize(false, refusal, parsed, evaluator.name);
     let result: EvaluationResult;
     try {
       result = await evaluator.evaluate({ output, parsed, signal, taskId });

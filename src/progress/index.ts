@@ -1,5 +1,5 @@
 /**
- * Driver-side progress facts for the no-progress signals (DESIGN §5).
+ * Driver-side progress facts for the no-progress signals.
  */
 export { canonicalJson } from './canonical-json.js';
 export { toolCallFingerprint } from './tool-call-fingerprint.js';

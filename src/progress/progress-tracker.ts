@@ -1,7 +1,11 @@
 /**
- * Driver-side facts for no-progress detection (DESIGN §5). The statechart keeps only constant-size
- * counters, so the driver computes these incrementally: each call costs the size of its own input,
- * never the size of the run's history (nothing already seen is re-hashed or re-serialised).
+ * Driver-side facts for no-progress detection. The statechart keeps only constant-size counters,
+ * so the driver computes these incrementally: each call costs the size of its own input, never the
+ * size of the run's history (nothing already seen is re-hashed or re-serialised).
+ *
+ * An observation is a (tool, canonical arguments, result) triple: the same call bringing the same
+ * result again is a repeat, while a different call that returns the same acknowledgement, or the
+ * same call whose result changed (polling, re-running tests), is news. History is per task.
  */
 import { hash } from 'node:crypto';
 import { z } from 'zod';
@@ -9,26 +13,36 @@ import { LoopstateError } from '../errors.js';
 import { describeZodIssues } from '../zod-issues.js';
 
 /**
- * Inputs of one state-digest update: the current task, the observations since the last update,
- * and the model's reply text (null when it only called tools).
+ * Inputs of one state-digest update: the current task and the model's reply (null when it only
+ * called tools; the calls' fingerprints belong in the reply text then).
  * @example
- * const parts: StateDigestParts = { taskIndex: 0, observations: ['{"status":"shipped"}'], reply: null };
+ * const parts: StateDigestParts = { taskIndex: 0, reply: 'tool_calls\nlookup:{"id":"O-1"}' };
  */
 export interface StateDigestParts {
   taskIndex: number;
-  observations: readonly string[];
   reply: string | null;
 }
 
-// Changelog — 1: first version.
+/**
+ * What observing one call's result tells: how often this exact (call, result) triple has been seen
+ * in the task, this time included, and a short id naming the observation in traces.
+ * @example
+ * const { timesSeen } = tracker.observeCall('lookup:{"id":"O-1"}', '{"status":"shipped"}'); // 1
+ */
+export interface Observation {
+  timesSeen: number;
+  observationId: string;
+}
+
+// Changelog — 1: run-wide tool-call counts and observation hashes. 2: per-task (call, result) triples and a failure count.
 const progressTrackerSnapshotSchema = z.object({
-  schemaVersion: z.literal(1),
-  /** sha1(fingerprint) → times requested; hashed so a huge argument list costs 40 bytes. */
-  toolCallCounts: z.record(z.string(), z.number().int().positive()),
-  /** sha1 of every distinct observation seen in the run. */
-  observationHashes: z.array(z.string()),
-  /** Running hash over distinct observations, in the order they were first seen. */
+  schemaVersion: z.literal(2),
+  /** sha1(fingerprint, sha1(result)) → times seen in the current task. */
+  triples: z.record(z.string(), z.number().int().positive()),
+  /** Running hash over distinct triples of the task, in the order they were first seen. */
   distinctObservationsHash: z.string(),
+  /** Failed calls in the task: each one changes the digest, so retrying a failing tool is never "unchanged". */
+  failures: z.number().int().min(0),
   stateDigest: z.string(),
 });
 
@@ -45,80 +59,69 @@ function sha1(text: string): string {
 }
 
 /**
- * Counts repeated tool calls, recognises repeated observations and keeps a digest of the run's
- * state summary (task, distinct observations, latest reply); the driver puts these facts in the
- * events it sends to the statechart.
+ * Counts (call, result) triples per task and keeps a digest of the task's state summary (distinct
+ * observations, failures, latest reply); the driver puts these facts in the events it sends to the
+ * statechart.
  * @example
  * const tracker = new ProgressTracker();
- * const repeats = tracker.countToolCall(toolCallFingerprint('get_order', { order_id: 'O-1' })); // 1
- * const seenBefore = tracker.observe('{"status":"shipped"}'); // false
- * const stateDigest = tracker.advanceState({ taskIndex: 0, observations: ['{"status":"shipped"}'], reply: null });
+ * tracker.observeCall(toolCallFingerprint('get_order', { order_id: 'O-1' }), '{"status":"shipped"}').timesSeen; // 1
+ * const stateDigest = tracker.advanceState({ taskIndex: 0, reply: null });
  */
 export class ProgressTracker {
-  readonly #toolCallCounts = new Map<string, number>();
-  readonly #observationHashes = new Set<string>();
+  #triples = new Map<string, number>();
   #distinctObservationsHash = '';
+  #failures = 0;
   #stateDigest = '';
-  #lastObservationHash = '';
 
   /** Digest of the last `advanceState` inputs; empty until the first update. */
   get stateDigest(): string {
     return this.#stateDigest;
   }
 
-  /** How many times this fingerprint has been counted so far, without counting it again. */
-  timesCounted(fingerprint: string): number {
-    return this.#toolCallCounts.get(sha1(fingerprint)) ?? 0;
+  /** A new task starts with no history: what an earlier task saw is not a repeat in this one. */
+  beginTask(): void {
+    this.#triples = new Map();
+    this.#distinctObservationsHash = '';
+    this.#failures = 0;
+  }
+
+  /** Records a successful call's result; a triple seen for the first time changes the state digest. */
+  observeCall(fingerprint: string, result: string): Observation {
+    const resultHash = sha1(result);
+    const key = sha1(`${fingerprint}\n${resultHash}`);
+    const timesSeen = (this.#triples.get(key) ?? 0) + 1;
+    this.#triples.set(key, timesSeen);
+    if (timesSeen === 1) this.#distinctObservationsHash = sha1(`${this.#distinctObservationsHash}${key}`);
+    return { timesSeen, observationId: resultHash.slice(0, 12) };
+  }
+
+  /** Records a failed call (error, timeout): not an observation, but the state moved (the failure is the retry layer's). */
+  noteFailure(): void {
+    this.#failures += 1;
   }
 
   /**
-   * Records one request of this fingerprint and returns how many times it has been requested in
-   * the run, this one included. (The loop counts a call when it runs.)
-   */
-  countToolCall(fingerprint: string): number {
-    const key = sha1(fingerprint);
-    const count = (this.#toolCallCounts.get(key) ?? 0) + 1;
-    this.#toolCallCounts.set(key, count);
-    return count;
-  }
-
-  /**
-   * Records an observation (a tool result) and returns true when the exact same content was seen
-   * earlier in the run. Only a hash is kept, never the content.
-   */
-  observe(content: string): boolean {
-    return !this.#registerObservation(content);
-  }
-
-  /** Hash of the observation passed to the last `observe`, to name it in traces without hashing twice. */
-  get lastObservationHash(): string {
-    return this.#lastObservationHash;
-  }
-
-  /**
-   * Updates the state digest and returns it. The digest changes when a new distinct observation
-   * arrived since the last update (through `observe` or `observations`), or the reply text or the
-   * task differ; it stays the same when the model repeats itself and learns nothing new.
-   * `observations` are registered as seen, exactly like `observe`.
+   * Updates the state digest and returns it. The digest changes when a new (call, result) triple
+   * or a failure arrived since the last update, or the reply or the task differ; it stays the same
+   * when the model repeats itself and learns nothing new.
    */
   advanceState(parts: StateDigestParts): string {
-    for (const observation of parts.observations) this.#registerObservation(observation);
     // null (tool calls only) and '' (an empty text) are different replies.
     const replyHash = parts.reply === null ? 'no-reply' : sha1(parts.reply);
-    this.#stateDigest = sha1(`${parts.taskIndex}\n${this.#distinctObservationsHash}\n${replyHash}`);
+    this.#stateDigest = sha1(`${parts.taskIndex}\n${this.#distinctObservationsHash}\n${this.#failures}\n${replyHash}`);
     return this.#stateDigest;
   }
 
   /**
    * The tracker's state as plain JSON; `ProgressTracker.restore` rebuilds an equal tracker.
-   * Costs the size of the history, so take it with the occasional snapshot, not per step.
+   * Costs the size of the task's history, so take it with the occasional snapshot, not per step.
    */
   snapshot(): ProgressTrackerSnapshot {
     return {
-      schemaVersion: 1,
-      toolCallCounts: Object.fromEntries(this.#toolCallCounts),
-      observationHashes: [...this.#observationHashes],
+      schemaVersion: 2,
+      triples: Object.fromEntries(this.#triples),
       distinctObservationsHash: this.#distinctObservationsHash,
+      failures: this.#failures,
       stateDigest: this.#stateDigest,
     };
   }
@@ -136,20 +139,10 @@ export class ProgressTracker {
       throw new LoopstateError({ code: 'invalid_snapshot', message: `Invalid progress tracker snapshot: ${issues}` });
     }
     const tracker = new ProgressTracker();
-    for (const [key, count] of Object.entries(checked.data.toolCallCounts)) tracker.#toolCallCounts.set(key, count);
-    for (const hash of checked.data.observationHashes) tracker.#observationHashes.add(hash);
+    for (const [key, count] of Object.entries(checked.data.triples)) tracker.#triples.set(key, count);
     tracker.#distinctObservationsHash = checked.data.distinctObservationsHash;
+    tracker.#failures = checked.data.failures;
     tracker.#stateDigest = checked.data.stateDigest;
     return tracker;
-  }
-
-  /** Returns true when the observation is new; folds it into the running hash exactly once. */
-  #registerObservation(content: string): boolean {
-    const hash = sha1(content);
-    this.#lastObservationHash = hash;
-    if (this.#observationHashes.has(hash)) return false;
-    this.#observationHashes.add(hash);
-    this.#distinctObservationsHash = sha1(`${this.#distinctObservationsHash}${hash}`);
-    return true;
   }
 }

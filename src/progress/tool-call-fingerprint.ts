@@ -1,5 +1,5 @@
 /**
- * The identity of a tool call for the repeated-call signal (DESIGN §5).
+ * The identity of a tool call for the repeated-call signal.
  */
 import { canonicalJson } from './canonical-json.js';
 

@@ -10,7 +10,7 @@ import type { ResolvedConfig, RunInput } from '../config.js';
 import type { ToolHealth } from '../tools/index.js';
 import { summarize } from '../trace/trace-event.js';
 import { performEvaluation } from './evaluation-step.js';
-import { interruptionOf, RunInterruption, untilAborted } from './interruption.js';
+import { interruptionEvent as interruptionEventAt, RunInterruption, untilAborted } from './interruption.js';
 import { performModelCall } from './model-step.js';
 import type { RunResult } from './run-result.js';
 import { RunSession } from './run-session.js';
@@ -93,7 +93,7 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
       case 'runTools':
         return await performToolRound(session, health, snapshot.context);
       case 'evaluate':
-        return await performEvaluation(session, effect.mayCallModel);
+        return await performEvaluation(session, snapshot.context, effect.mayCallModel);
       case 'sleep':
         await untilAborted(clock.sleep(Math.max(0, effect.until - clock.now()), session.signal), session.signal);
         return { type: 'backoff.elapsed', at: clock.now() };
@@ -108,11 +108,7 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
 }
 
 function interruptionEvent(session: RunSession): LoopEvent {
-  const interruption = interruptionOf(session.signal);
-  const at = session.config.clock.now();
-  return interruption.kind === 'deadline'
-    ? { type: 'run.deadlineReached', at }
-    : { type: 'run.cancelRequested', at, message: interruption.message };
+  return interruptionEventAt(session.signal, session.config.clock.now());
 }
 
 function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): void {

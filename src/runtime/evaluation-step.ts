@@ -1,32 +1,65 @@
-/** The `evaluate` effect: run the task's evaluators on the last reply (DESIGN §6). */
-import type { LoopEvent } from '../../machines/types.js';
-import { ModelCallError } from '../errors.js';
-import { runEvaluators, type EvaluationSummary, type Evaluator } from '../evaluators/index.js';
-import { backoffDelay } from './retry-policy.js';
-import { untilAborted } from './interruption.js';
+/** The `evaluate` effect: run the task's evaluators on the last reply. */
+import { hash } from 'node:crypto';
+import type { CallUsage, LoopContext, LoopEvent } from '../../machines/types.js';
+import { JudgeVerdictError, ModelCallError } from '../errors.js';
+import { runEvaluators, type EvaluationResult, type Evaluator } from '../evaluators/index.js';
 import { modelUsageSchema, shapeProblems } from '../model/response-schema.js';
+import type { ModelUsage } from '../model/types.js';
+import { CHARS_PER_TOKEN_ESTIMATE } from '../constants.js';
+import { untilAborted } from './interruption.js';
 import { costOf, priceOf } from './pricing.js';
+import { backoffDelay } from './retry-policy.js';
+import type { RunSession } from './run-session.js';
 
 /** The words around a fed-back evaluator reason (see model-step's reflection message). */
 const REFLECTION_FRAMING_CHARS = 80;
-import type { RunSession } from './run-session.js';
+/** A judge's request besides the output it grades: its instructions and criteria, roughly. */
+const JUDGE_REQUEST_OVERHEAD_TOKENS = 300;
+
+const isTransient = (error: unknown): error is ModelCallError => error instanceof ModelCallError && error.retryable;
+
+/** What the judges of one evaluation spent, kept even when one of them ends the run. */
+class JudgeSpending {
+  modelCalls = 0;
+  transportRetries = 0;
+  readonly byModel = new Map<string, ModelUsage>();
+
+  add(modelId: string, usage: ModelUsage): void {
+    const previous = this.byModel.get(modelId) ?? { inputTokens: 0, outputTokens: 0 };
+    this.byModel.set(modelId, { inputTokens: previous.inputTokens + usage.inputTokens, outputTokens: previous.outputTokens + usage.outputTokens });
+  }
+}
 
 /**
- * Runs the task's evaluators. With the spend budgets gone (`mayCallModel` false) an LLM judge is
- * not paid for: the other evaluators still run, and output they pass is reported as failing for
- * want of the judge, so the run stops at the next budget gate instead of completing unjudged.
+ * Runs the task's evaluators. Before each LLM judge the token and cost budgets are checked with
+ * what the judges before it spent: a judge the budget cannot pay for is not called, and output
+ * that would need it fails for want of it, so the run stops at the budget gate instead of
+ * completing unjudged. A judge's transient transport errors are retried with the loop's backoff,
+ * out of the task's transport-retry budget; its other errors, and a reply that is no verdict, end
+ * the run with `fatal_error` — never a reflection of the main model.
  */
-export async function performEvaluation(session: RunSession, mayCallModel: boolean): Promise<LoopEvent> {
+export async function performEvaluation(session: RunSession, context: LoopContext, mayCallModel: boolean): Promise<LoopEvent> {
   const { config } = session;
   const task = session.task;
-  const list = task.evaluate ?? config.evaluate;
-  const affordable = mayCallModel ? list : list.filter((evaluator) => evaluator.kind !== 'judge');
-  const evaluated = await evaluateWithTransportRetries(session, affordable);
-  const skippedJudge = list.find((evaluator) => !affordable.includes(evaluator));
-  const summary =
-    evaluated.passed && skippedJudge !== undefined
-      ? { ...evaluated, passed: false, reason: `the LLM judge "${skippedJudge.name}" was not run: the token or cost budget is spent`, failedEvaluator: skippedJudge.name }
-      : evaluated;
+  const output = session.lastReply ?? '';
+  const spending = new JudgeSpending();
+  const list = (task.evaluate ?? config.evaluate).map((evaluator) => counted(session, context, evaluator, spending));
+  let summary;
+  try {
+    summary = await untilAborted(
+      runEvaluators(list, {
+        output, signal: session.signal, taskId: task.id,
+        rethrow: (error) => error instanceof ModelCallError || error instanceof JudgeVerdictError,
+        mayRunJudge: (judge, spent) => (mayCallModel && canPayForJudge(session, context, spent, output) ? null : `the LLM judge "${judge.name}" was not run: the token or cost budget is spent`),
+      }),
+      session.signal,
+    );
+  } catch (error) {
+    if (session.signal.aborted) throw error;
+    const fault = error instanceof Error ? error : new Error(String(error));
+    session.fatalError = fault;
+    return { type: 'run.faulted', at: config.clock.now(), message: `${fault.name}: ${fault.message}`, ...spentSoFar(session, spending) };
+  }
   const at = config.clock.now();
   let costUsd = 0;
   for (const [modelId, usage] of Object.entries(summary.usageByModel)) {
@@ -41,39 +74,77 @@ export async function performEvaluation(session: RunSession, mayCallModel: boole
   session.record({ type: 'evaluation-end', runId: session.runId, at, taskId: task.id, passed: summary.passed, reason: summary.reason, evaluator: summary.failedEvaluator });
   return {
     type: 'evaluation.completed', at, passed: summary.passed, reason: summary.reason,
+    outputDigest: hash('sha1', output, 'hex'),
     usage: judged ? { ...summary.usage, costUsd } : null,
+    modelCalls: spending.modelCalls,
+    transportRetries: spending.transportRetries,
     nextRequestTokens: nextRequestEstimate(session, summary.passed, summary.reason),
   };
 }
 
-/**
- * A judge's transient transport error (429, 5xx, timeout) is not a verdict on the output: it is
- * retried here with the loop's backoff, up to maxRetries, so the main model is not asked to
- * "fix" an answer nobody judged. Past that the run faults (fatal_error), naming the judge's error.
- */
-async function evaluateWithTransportRetries(session: RunSession, list: readonly Evaluator[]): Promise<EvaluationSummary> {
+/** Counts each call an evaluator makes, and retries a judge's transient transport errors in place. */
+function counted(session: RunSession, context: LoopContext, evaluator: Evaluator, spending: JudgeSpending): Evaluator {
   const { config } = session;
-  const isTransient = (error: unknown) => error instanceof ModelCallError && error.retryable;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await untilAborted(
-        runEvaluators(list, { output: session.lastReply ?? '', signal: session.signal, taskId: session.task.id, rethrow: isTransient }),
-        session.signal,
-      );
-    } catch (error) {
-      if (!(error instanceof ModelCallError) || !error.retryable || session.signal.aborted) throw error;
-      if (attempt >= config.limits.maxRetries) throw new Error(`the LLM judge failed after ${attempt} transport retries: ${error.message}`, { cause: error });
-      const delay = backoffDelay({ attempt, retryAfterMs: error.retryAfterMs, options: config.backoff, random: config.random });
-      session.warn(`task ${session.task.id}: LLM judge transport error (${error.message}); retrying in ${delay} ms`, config.clock.now());
-      await untilAborted(config.clock.sleep(delay, session.signal), session.signal);
-    }
+  return {
+    name: evaluator.name,
+    kind: evaluator.kind,
+    evaluate: async (input) => {
+      for (;;) {
+        if (evaluator.kind === 'judge') spending.modelCalls++;
+        let result: EvaluationResult;
+        try {
+          result = await evaluator.evaluate(input);
+        } catch (error) {
+          if (error instanceof JudgeVerdictError && error.usage) spending.add(error.modelId ?? 'unknown', error.usage);
+          const retriesLeft = context.limits.maxRetries - context.task.transportRetries - spending.transportRetries;
+          if (!isTransient(error) || session.signal.aborted) throw error;
+          if (retriesLeft <= 0) {
+            throw new ModelCallError({ kind: error.kind, status: error.status, message: `LLM judge "${evaluator.name}" failed after ${spending.transportRetries} transport retries (the task's maxRetries is ${context.limits.maxRetries}): ${error.message}`, cause: error });
+          }
+          const delay = backoffDelay({ attempt: context.task.transportRetries + spending.transportRetries, retryAfterMs: error.retryAfterMs, options: config.backoff, random: config.random });
+          spending.transportRetries++;
+          session.warn(`task ${session.task.id}: LLM judge "${evaluator.name}" transport error (${error.message}); retrying in ${delay} ms`, config.clock.now());
+          await untilAborted(config.clock.sleep(delay, session.signal), session.signal);
+          continue;
+        }
+        if (result?.usage) {
+          if (evaluator.kind !== 'judge') spending.modelCalls++;
+          spending.add(result.modelId ?? 'unknown', result.usage);
+        }
+        return result;
+      }
+    },
+  };
+}
+
+/** The judges' spend so far, priced, for a fault event. */
+function spentSoFar(session: RunSession, spending: JudgeSpending): { usage?: CallUsage; modelCalls: number } {
+  let inputTokens = 0, outputTokens = 0, costUsd = 0;
+  for (const [modelId, usage] of spending.byModel) {
+    inputTokens += usage.inputTokens;
+    outputTokens += usage.outputTokens;
+    costUsd += costOf(priceOf(session.config.prices, modelId), usage);
   }
+  return inputTokens + outputTokens > 0 ? { usage: { inputTokens, outputTokens, costUsd }, modelCalls: spending.modelCalls } : { modelCalls: spending.modelCalls };
+}
+
+/** The run's usage plus what judges spent in this evaluation leaves room for one more judge call. */
+function canPayForJudge(session: RunSession, context: LoopContext, spent: Readonly<Record<string, ModelUsage>>, output: string): boolean {
+  const { limits, usage } = context;
+  let inputTokens = usage.inputTokens, outputTokens = usage.outputTokens, costUsd = usage.costUsd;
+  for (const [modelId, judgeUsage] of Object.entries(spent)) {
+    inputTokens += judgeUsage.inputTokens;
+    outputTokens += judgeUsage.outputTokens;
+    costUsd += costOf(priceOf(session.config.prices, modelId), judgeUsage);
+  }
+  const judgeRequestTokens = Math.ceil(output.length / CHARS_PER_TOKEN_ESTIMATE) + JUDGE_REQUEST_OVERHEAD_TOKENS;
+  return costUsd < limits.maxCostUsd && outputTokens < limits.maxOutputTokens && inputTokens + judgeRequestTokens <= limits.maxInputTokens;
 }
 
 /**
  * The next request after this verdict: the next task's first request when the task passed (its
  * conversation is built now, so the budget gate checks the right size), else this task's with the
- * failure reason fed back.
+ * failure reason fed back and room for a nudge.
  */
 function nextRequestEstimate(session: RunSession, passed: boolean, reason: string): number {
   if (!passed) return session.transcript.estimateTokens(reason.length + REFLECTION_FRAMING_CHARS);

@@ -1,3 +1,5 @@
+import type { LoopEvent } from '../../machines/types.js';
+
 /** Cancel and deadline reach running effects as an abort of the run's signal with this reason. */
 export class RunInterruption extends Error {
   constructor(
@@ -37,4 +39,16 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promi
       },
     );
   });
+}
+
+/**
+ * The event for an interrupted effect: deadline or cancel, with the model calls it had started
+ * (a call abandoned mid-flight is still a call made).
+ */
+export function interruptionEvent(signal: AbortSignal, at: number, modelCalls = 0): LoopEvent {
+  const interruption = interruptionOf(signal);
+  const spent = modelCalls > 0 ? { modelCalls } : {};
+  return interruption.kind === 'deadline'
+    ? { type: 'run.deadlineReached', at, ...spent }
+    : { type: 'run.cancelRequested', at, message: interruption.message, ...spent };
 }

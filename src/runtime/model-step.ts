@@ -10,7 +10,7 @@ import type { ModelResponse } from '../model/types.js';
 import { toolCallFingerprint } from '../progress/index.js';
 import { prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
 import { summarize } from '../trace/trace-event.js';
-import { untilAborted } from './interruption.js';
+import { interruptionEvent, untilAborted } from './interruption.js';
 import { costOf, priceOf } from './pricing.js';
 import { backoffDelay } from './retry-policy.js';
 import type { PendingCall, RunSession } from './run-session.js';
@@ -22,29 +22,46 @@ function checkModelResponse(response: unknown): Error | null {
 }
 
 const NUDGES: Record<NoProgressSignal, string> = {
-  repeated_tool_call: 'You are repeating a tool call you already made with the same arguments; its result is above. Use it, try something different, or give your final answer.',
+  repeated_tool_call: 'You called a tool again with the same arguments and got the same result as before; it is above. Use it, try something different, or give your final answer.',
   unchanged_state: 'Your last replies have not changed anything. Take a different approach or give your final answer.',
   same_evaluator_reason: 'Your answer keeps failing evaluation for the same reason. Address that reason directly, differently from before.',
-  duplicate_observation: 'Your recent tool calls only returned information you already have. Stop gathering and answer, or look for something new.',
-  plan_stall: 'This task has taken many steps without finishing. Give your best final answer now.',
+  duplicate_observation: 'Your recent tool calls only brought results you already had: you are going in circles. Use what you have, look for something new, or answer.',
+  plan_stall: 'Your plan has had no item completed or removed for many steps. Finish the current item, mark items you cannot do as "removed", or give your final answer.',
   same_parse_error: 'You keep making the same formatting mistake. Read the error carefully and correct it.',
 };
 
+const LONGEST_NUDGE_CHARS = Math.max(...Object.values(NUDGES).map((text) => text.length));
+
+const parseErrorNote = (parseError: string) =>
+  `Your previous reply could not be used (${parseError}). Reply with your final answer as text, or call one of the offered tools.`;
+
+const reflectionNote = (reason: string) => `Your previous answer did not pass evaluation: ${reason}\nFix exactly that and answer again.`;
+
+/**
+ * Characters the machine may still add to the next request on top of what the transcript holds:
+ * a nudge (with the reason or parse error it names) or a parse-error note. The pre-call budget
+ * check uses it, so a request is never sent bigger than its estimate.
+ */
+export function feedbackAllowanceChars(context: LoopContext, extra: { reason?: string; parseError?: string | null } = {}): number {
+  const named = Math.max(extra.reason?.length ?? 0, context.progress.lastEvaluatorReason?.length ?? 0, extra.parseError?.length ?? 0, context.progress.lastParseError?.length ?? 0);
+  const parseNote = extra.parseError ? parseErrorNote(extra.parseError).length : 0;
+  // "\nThe reason: " / "\nThe error: " framing of a nudge that names what repeats.
+  return Math.max(LONGEST_NUDGE_CHARS + named + 16, parseNote);
+}
+
+const HELD_BACK = 'Not executed: this reply was held back because the loop is not making progress (see the note below). Call it again if you still need it.';
+const NOT_RUN_BESIDE_INVALID = 'Not executed: another call in the same reply was invalid. Fix that call and call this one again.';
+
+/** What a call of the last reply that did not run is answered with. */
+function unrunAnswer(pending: PendingCall, heldBack: boolean): string {
+  return pending.call.error?.message ?? pending.refusal ?? (heldBack ? HELD_BACK : NOT_RUN_BESIDE_INVALID);
+}
+
 /** Tool calls of a reply that were not run still need an answer before the next request. */
 function answerUnrunCalls(session: RunSession, context: LoopContext): void {
-  const repeatThreshold = context.noProgress.repeatedToolCall;
-  for (const { call, priorRuns, timesRequested } of session.pendingCalls) {
-    const repeated = `Not executed: this exact call (${call.request.name} with the same arguments)`;
-    const content =
-      call.error?.message ??
-      (timesRequested >= repeatThreshold
-        ? priorRuns > 0
-          ? `${repeated} already ran ${priorRuns} time(s); its result is above.`
-          : `${repeated} was asked for more than once in this reply.`
-        : context.feedback?.kind === 'nudge'
-          ? 'Not executed: this reply was held back because the loop is not making progress (see the note below). Call it again if you still need it.'
-          : 'Not executed: another call in the same reply was invalid. Fix that call and call this one again.');
-    session.transcript.append({ role: 'tool', toolCallId: call.request.id, content });
+  const heldBack = context.feedback?.kind === 'nudge';
+  for (const pending of session.pendingCalls) {
+    session.transcript.append({ role: 'tool', toolCallId: pending.call.request.id, content: unrunAnswer(pending, heldBack) });
   }
   session.pendingCalls = [];
 }
@@ -63,10 +80,10 @@ function applyFeedback(session: RunSession, context: LoopContext): void {
   if (feedback === null) return;
   switch (feedback.kind) {
     case 'reflection':
-      session.transcript.append({ role: 'user', content: `Your previous answer did not pass evaluation: ${feedback.reason}\nFix exactly that and answer again.` });
+      session.transcript.append({ role: 'user', content: reflectionNote(feedback.reason) });
       break;
     case 'parse_error':
-      session.transcript.append({ role: 'user', content: `Your previous reply could not be used (${feedback.parseError}). Reply with your final answer as text, or call one of the offered tools.` });
+      session.transcript.append({ role: 'user', content: parseErrorNote(feedback.parseError) });
       break;
     case 'nudge':
       session.transcript.append({ role: 'user', content: nudgeText(context, feedback.signal) });
@@ -96,44 +113,95 @@ interface Classified {
   reply: string;
 }
 
-function classify(session: RunSession, health: ToolHealth, response: ModelResponse): Classified {
+/** Room left under the run's and the reply's tool-call caps; calls past it are refused, not run. */
+function toolCallRoom(context: LoopContext): { room: number; refusal: (name: string) => string } {
+  const { maxToolCalls, maxToolCallsPerReply } = context.limits;
+  const runRoom = Math.max(0, maxToolCalls - context.usage.toolCalls);
+  if (runRoom < maxToolCallsPerReply) {
+    return { room: runRoom, refusal: (name) => `Not executed: ${name} — the run's tool-call budget (maxToolCalls ${maxToolCalls}) is spent. Answer with what you have.` };
+  }
+  return { room: maxToolCallsPerReply, refusal: (name) => `Not executed: ${name} — at most ${maxToolCallsPerReply} tool calls are run from one reply. Call it again in your next reply if you still need it.` };
+}
+
+function classify(session: RunSession, health: ToolHealth, response: ModelResponse, context: LoopContext): Classified {
   const text = response.text !== null && response.text.trim() !== '' ? response.text : null;
   if (response.toolCalls.length === 0) {
     return text === null
       ? { decision: { kind: 'unparseable', parseError: 'empty_reply' }, calls: [], reply: '' }
       : { decision: { kind: 'final' }, calls: [], reply: `final\n${text}` };
   }
-  const prepared = prepareToolCalls(response.toolCalls, { tools: session.config.tools, policy: session.config.policy, health });
-  let invalidCalls = 0, deniedCalls = 0, approvalCalls = 0, unavailableCalls = 0, maxRepeatCount = 0;
+  const { policy } = session.config;
+  const prepared = prepareToolCalls(response.toolCalls, { tools: session.tools, policy, health, runId: session.runId });
+  const tellModelOnDeny = policy?.onDeny === 'tell_model';
+  const cap = toolCallRoom(context);
+  let invalidCalls = 0, deniedCalls = 0, approvalCalls = 0, unavailableCalls = 0, refusedCalls = 0, taken = 0;
   let parseError: string | null = null;
+  let blockedTool: string | null = null;
   const required = session.task.requires;
   const calls: PendingCall[] = [];
-  const inThisReply = new Map<string, number>();
+  const takenFingerprints = new Set<string>();
   for (const call of prepared) {
+    let refusal: string | null = null;
     const fingerprint = safeFingerprint(call);
-    // Runs that happened, plus the same call asked for earlier in this reply; a held-back call never ran.
-    const priorRuns = session.progress.timesCounted(fingerprint);
-    const earlierInReply = inThisReply.get(fingerprint) ?? 0;
-    inThisReply.set(fingerprint, earlierInReply + 1);
-    const timesRequested = priorRuns + earlierInReply + 1;
-    calls.push({ call, fingerprint, priorRuns, timesRequested });
-    maxRepeatCount = Math.max(maxRepeatCount, timesRequested);
     // A withheld tool stops the run only when the task needs it (it is in `requires`, or the task
     // names no requirements); otherwise the model hears it is unavailable and may choose another way.
     const needed = call.status === 'unavailable' && (required === undefined || required.includes(call.request.name));
     if (call.status === 'invalid' || (call.status === 'unavailable' && !needed)) {
       invalidCalls++;
       parseError ??= call.error?.key ?? 'invalid_arguments';
-    } else if (call.status === 'denied') deniedCalls++;
-    else if (call.status === 'needs_approval') approvalCalls++;
-    else if (needed) unavailableCalls++;
+    } else if (call.status === 'denied') {
+      if (tellModelOnDeny) {
+        refusedCalls++;
+      } else {
+        deniedCalls++;
+        blockedTool ??= call.request.name;
+      }
+    } else if (call.status === 'needs_approval') {
+      approvalCalls++;
+      blockedTool ??= call.request.name;
+    } else if (needed) {
+      unavailableCalls++;
+      blockedTool ??= call.request.name;
+    } else if (takenFingerprints.has(fingerprint)) {
+      // A duplicate inside one reply would repeat a side effect for nothing: run it once.
+      refusedCalls++;
+      refusal = `Not executed: the same call (${call.request.name} with the same arguments) appears earlier in this reply; its result is the one to use.`;
+    } else if (taken >= cap.room) {
+      refusedCalls++;
+      refusal = cap.refusal(call.request.name);
+    } else {
+      taken++;
+      takenFingerprints.add(fingerprint);
+    }
+    calls.push({ call, fingerprint, refusal });
   }
   return {
-    decision: { kind: 'tool_calls', calls: prepared.length, invalidCalls, parseError, deniedCalls, approvalCalls, unavailableCalls, maxRepeatCount },
+    decision: { kind: 'tool_calls', calls: prepared.length, invalidCalls, parseError, deniedCalls, approvalCalls, unavailableCalls, refusedCalls, blockedTool },
     calls,
     // The kind prefix keeps a text that happens to look like fingerprints from sharing their digest.
     reply: `tool_calls\n${text ?? ''}\n${calls.map((pending) => pending.fingerprint).join('\n')}`,
   };
+}
+
+/** A model call bounded by the run's signal and its own timeout; the timeout is a transport failure. */
+async function generateWithin(session: RunSession, health: ToolHealth, context: LoopContext): Promise<ModelResponse> {
+  const { config } = session;
+  const timeoutMs = context.limits.modelCallTimeoutMs;
+  const callController = new AbortController();
+  const onRunAbort = () => callController.abort(session.signal.reason);
+  session.signal.addEventListener('abort', onRunAbort, { once: true });
+  const cancelTimer = config.clock.setTimer(timeoutMs, () =>
+    callController.abort(new ModelCallError({ kind: 'timeout', message: `the model call took longer than modelCallTimeoutMs (${timeoutMs} ms)` })),
+  );
+  try {
+    return await untilAborted(
+      Promise.resolve().then(() => config.model.generate({ messages: session.transcript.messages, tools: session.offeredTools(health), signal: callController.signal })),
+      callController.signal,
+    );
+  } finally {
+    cancelTimer();
+    session.signal.removeEventListener('abort', onRunAbort);
+  }
 }
 
 export async function performModelCall(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
@@ -142,14 +210,10 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   const startedAt = config.clock.now();
   let response: ModelResponse;
   try {
-    response = await untilAborted(
-      Promise.resolve().then(() =>
-        config.model.generate({ messages: session.transcript.messages, tools: session.offeredTools(health), signal: session.signal }),
-      ),
-      session.signal,
-    );
+    response = await generateWithin(session, health, context);
   } catch (error) {
-    if (session.signal.aborted) throw session.signal.reason;
+    // The call was made, even if nobody waits for its answer any more.
+    if (session.signal.aborted) return interruptionEvent(session.signal, config.clock.now(), 1);
     return modelFailure(session, context, error, config.clock.now());
   }
   const malformed = checkModelResponse(response);
@@ -159,7 +223,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   const usage = { inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd };
   let classified: Classified;
   try {
-    classified = classify(session, health, response);
+    classified = classify(session, health, response, context);
   } catch (error) {
     // A policy hook threw on this reply: the run faults, but the call was made and is paid for.
     const fault = error instanceof Error ? error : new Error(String(error));
@@ -173,7 +237,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
     session.transcript.append({ role: 'assistant', content: text, toolCalls: response.toolCalls.length > 0 ? response.toolCalls : undefined });
   }
   if (text !== null && text.trim() !== '') session.lastReply = text;
-  const stateDigest = session.progress.advanceState({ taskIndex: session.taskIndex, observations: [], reply });
+  const stateDigest = session.progress.advanceState({ taskIndex: session.taskIndex, reply });
   session.record({
     type: 'step-end', runId: session.runId, at, step: context.steps + 1, taskId: session.task.id, modelId: config.model.id,
     latencyMs: at - startedAt, inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd,
@@ -183,8 +247,21 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   });
   return {
     type: 'model.responded', at, decision, stateDigest, usage,
-    nextRequestTokens: session.transcript.estimateTokens(),
+    nextRequestTokens: session.transcript.estimateTokens(nextRequestExtraChars(session, context, decision)),
   };
+}
+
+/**
+ * What the next request adds beyond the transcript if no tool runs first: an answer to every call
+ * of this reply (held back, refused or invalid) and the longest feedback the machine may choose.
+ */
+function nextRequestExtraChars(session: RunSession, context: LoopContext, decision: ModelDecision): number {
+  let chars = 0;
+  for (const pending of session.pendingCalls) {
+    chars += Math.max(unrunAnswer(pending, true).length, unrunAnswer(pending, false).length) + pending.call.request.id.length;
+  }
+  const parseError = decision.kind === 'unparseable' ? decision.parseError : decision.kind === 'tool_calls' ? decision.parseError : null;
+  return chars + feedbackAllowanceChars(context, { parseError });
 }
 
 function modelFailure(session: RunSession, context: LoopContext, error: unknown, at: number): LoopEvent {

@@ -5,8 +5,9 @@
  */
 import type { ResolvedConfig, TaskConfig } from '../config.js';
 import type { ToolSpec } from '../model/types.js';
+import { RunPlan } from '../plan/plan-tool.js';
 import { ProgressTracker } from '../progress/index.js';
-import type { PreparedCall } from '../tools/index.js';
+import type { PreparedCall, Tool } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { priceOf } from './pricing.js';
 import { Transcript } from './transcript.js';
@@ -15,10 +16,8 @@ import { Transcript } from './transcript.js';
 export interface PendingCall {
   call: PreparedCall;
   fingerprint: string;
-  /** How many times this exact call (same tool, same canonical arguments) has run in this run. */
-  priorRuns: number;
-  /** Runs so far plus requests earlier in the same reply, this one included: what the repeat signal counts. */
-  timesRequested: number;
+  /** Why a valid call is answered instead of run (a tool-call cap, or a denial told to the model); null when it may run. */
+  refusal: string | null;
 }
 
 export class RunSession {
@@ -27,6 +26,9 @@ export class RunSession {
   readonly warnings: string[] = [];
   readonly taskOutputs: Record<string, unknown> = {};
   readonly tasks: readonly TaskConfig[];
+  /** The loop's tools plus the built-in plan tool when it is on. */
+  readonly tools: ReadonlyMap<string, Tool>;
+  readonly plan: RunPlan | null;
   transcript: Transcript;
   taskIndex = -1;
   pendingCalls: PendingCall[] = [];
@@ -45,7 +47,9 @@ export class RunSession {
     readonly signal: AbortSignal,
   ) {
     this.tasks = config.tasks ?? [{ id: 'main', prompt: goal }];
-    this.toolSpecChars = [...config.tools.values()].reduce((sum, tool) => sum + JSON.stringify(tool.spec).length, 0);
+    this.plan = config.plan ? new RunPlan() : null;
+    this.tools = this.plan === null ? config.tools : new Map([...config.tools, [this.plan.tool.name, this.plan.tool]]);
+    this.toolSpecChars = [...this.tools.values()].reduce((sum, tool) => sum + JSON.stringify(tool.spec).length, 0);
     this.transcript = new Transcript(this.toolSpecChars);
   }
 
@@ -63,6 +67,7 @@ export class RunSession {
     this.taskIndex = index;
     this.pendingCalls = [];
     this.lastReply = null;
+    this.progress.beginTask();
   }
 
   /** Builds the conversation of the task at `index` ahead of time; returns its first request's token estimate. */
@@ -91,7 +96,7 @@ export class RunSession {
   /** Tools offered to the model: those whose circuit breaker is closed. */
   offeredTools(health: { isOpen(name: string): boolean }): ToolSpec[] {
     const specs: ToolSpec[] = [];
-    for (const tool of this.config.tools.values()) if (!health.isOpen(tool.name)) specs.push(tool.spec);
+    for (const tool of this.tools.values()) if (!health.isOpen(tool.name)) specs.push(tool.spec);
     return specs;
   }
 

@@ -1,16 +1,21 @@
 /** The `runTools` effect: run the decision's ready calls and summarise the round for the machine. */
 import type { LoopContext, LoopEvent } from '../../machines/types.js';
+import { PLAN_TOOL_NAME } from '../plan/plan-tool.js';
 import { idempotencyKey, runToolRound, type ToolHealth } from '../tools/index.js';
+import { feedbackAllowanceChars } from './model-step.js';
 import type { RunSession } from './run-session.js';
 
 export async function performToolRound(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
   const { config } = session;
-  const ready = session.pendingCalls.filter(({ call }) => call.status === 'ready');
+  const pending = session.pendingCalls;
   session.pendingCalls = [];
+  const ready = pending.filter(({ call, refusal }) => call.status === 'ready' && refusal === null);
   const { maxParallelTools, maxToolResultBytes } = context.limits;
   if (ready.length > maxParallelTools) {
     session.warn(`step ${context.steps}: the model requested ${ready.length} tool calls; ran at most ${maxParallelTools} at a time`, config.clock.now());
   }
+  const refused = pending.length - ready.length;
+  if (refused > 0) session.warn(`step ${context.steps}: ${refused} tool call(s) answered as refused, not run (tool-call caps or a denial told to the model)`, config.clock.now());
   const outcomes = await runToolRound(ready.map(({ call }) => call), {
     runId: session.runId, stepId: String(context.steps), maxParallel: maxParallelTools, maxResultBytes: maxToolResultBytes,
     signal: session.signal, health, now: () => config.clock.now(), setTimer: (ms, callback) => config.clock.setTimer(ms, callback),
@@ -19,31 +24,57 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
   // ran are counted, and side effects of unknown outcome are named before the run stops.
   const interrupted = session.signal.aborted;
   const at = config.clock.now();
-  for (const { fingerprint } of ready) session.progress.countToolCall(fingerprint);
-  let allObservationsSeen = outcomes.length > 0;
+  // Results and refusals are answered in the reply's order, so the next request is complete.
+  const outcomeOf = new Map(ready.map((entry, index) => [entry, outcomes[index]]));
+  for (const entry of pending) {
+    const outcome = outcomeOf.get(entry);
+    const content = outcome?.content ?? entry.refusal ?? entry.call.error?.message ?? 'Not executed.';
+    session.transcript.append({ role: 'tool', toolCallId: entry.call.request.id, content });
+  }
+  let successes = 0, seenBefore = 0, maxRepeatCount = 0;
+  let repeatedTool: string | null = null;
   let failedCalls = 0, timedOutCalls = 0, unknownOutcomeCalls = 0;
-  for (const outcome of outcomes) {
-    session.transcript.append({ role: 'tool', toolCallId: outcome.callId, content: outcome.content });
-    const seen = session.progress.observe(outcome.content);
-    allObservationsSeen &&= seen;
-    if (outcome.status === 'error') failedCalls++;
-    else if (outcome.status === 'timeout') timedOutCalls++;
-    else if (outcome.status === 'unknown_outcome') {
-      // A call abandoned by cancel or the deadline is named in a warning; the interruption decides the stop.
-      if (!interrupted) unknownOutcomeCalls++;
-      const key = idempotencyKey(session.runId, String(context.steps), outcome.callId);
-      session.warn(`tool ${outcome.name} (${outcome.callId}): outcome unknown; check it by idempotency key ${key} before calling it again`, at);
+  let planCalled = false;
+  for (const [index, outcome] of outcomes.entries()) {
+    let observationId = '';
+    if (outcome.status === 'ok') {
+      // Only a successful result is an observation: failures belong to the retry layers and the circuit breaker.
+      const observation = session.progress.observeCall(ready[index]?.fingerprint ?? outcome.name, outcome.content);
+      observationId = observation.observationId;
+      successes++;
+      if (observation.timesSeen > 1) seenBefore++;
+      if (observation.timesSeen > maxRepeatCount) {
+        maxRepeatCount = observation.timesSeen;
+        repeatedTool = observation.timesSeen > 1 ? outcome.name : null;
+      }
+      if (outcome.name === PLAN_TOOL_NAME) planCalled = true;
+    } else {
+      session.progress.noteFailure();
+      if (outcome.status === 'error') failedCalls++;
+      else if (outcome.status === 'timeout') timedOutCalls++;
+      else if (outcome.status === 'unknown_outcome') {
+        // A call abandoned by cancel or the deadline is named in a warning; the interruption decides the stop.
+        if (!interrupted) unknownOutcomeCalls++;
+        const key = idempotencyKey(session.runId, String(context.steps), outcome.callId);
+        session.warn(`tool ${outcome.name} (${outcome.callId}): outcome unknown; check it by idempotency key ${key} before calling it again`, at);
+      }
     }
     if (outcome.truncated) session.warn(`tool ${outcome.name} (${outcome.callId}): result cut from ${outcome.bytes} to ${maxToolResultBytes} bytes`, at);
     session.record({
       type: 'tool-end', runId: session.runId, at, taskId: session.task.id, callId: outcome.callId, name: outcome.name, status: outcome.status,
       // A short content hash names the observation without copying it into the trace.
-      observationId: session.progress.lastObservationHash.slice(0, 12), bytes: outcome.bytes, truncated: outcome.truncated, latencyMs: outcome.durationMs,
+      observationId, bytes: outcome.bytes, truncated: outcome.truncated, latencyMs: outcome.durationMs,
     });
   }
+  const planFacts = session.plan?.takeRoundFacts() ?? null;
   const requiredToolUnavailable = (session.task.requires ?? []).some((name) => health.isOpen(name));
   return {
-    type: 'tools.completed', at, nextRequestTokens: session.transcript.estimateTokens(),
-    round: { calls: outcomes.length, failedCalls, timedOutCalls, unknownOutcomeCalls, allObservationsSeen, requiredToolUnavailable },
+    type: 'tools.completed', at, nextRequestTokens: session.transcript.estimateTokens(feedbackAllowanceChars(context)),
+    round: {
+      calls: outcomes.length, failedCalls, timedOutCalls, unknownOutcomeCalls,
+      allObservationsSeen: successes > 0 && seenBefore === successes,
+      maxRepeatCount, repeatedTool, requiredToolUnavailable,
+      plan: planCalled ? planFacts : null,
+    },
   };
 }

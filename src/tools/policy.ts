@@ -30,9 +30,25 @@ export interface ToolPolicy {
   requireApproval?: readonly ToolAccess[];
   /**
    * Per-call hook; return undefined to fall back to the lists. `args` are the schema's parsed output:
-   * it is not consulted for calls whose arguments are invalid (those are rejected anyway).
+   * it is not consulted for calls whose arguments are invalid (those are rejected anyway). `runId`
+   * and `callId` identify the call, e.g. for an audit log or a per-tenant rule.
    */
-  decide?: (call: { tool: Tool; args: unknown }) => PolicyVerdict | undefined;
+  decide?: (call: { tool: Tool; args: unknown; runId: string; callId: string }) => PolicyVerdict | undefined;
+  /**
+   * What a denied call does: `stop` (default) ends the run with `permission_denied`; `tell_model`
+   * answers the call with the refusal, which the model sees and can work around. Never retried either way.
+   */
+  onDeny?: 'stop' | 'tell_model';
+}
+
+/**
+ * Which call the policy is asked about, for `decide`.
+ * @example
+ * checkToolPolicy(policy, tool, args, { runId: 'run_1', callId: 'call_0' });
+ */
+export interface PolicyCallIdentity {
+  runId: string;
+  callId: string;
 }
 
 /**
@@ -43,7 +59,7 @@ export interface ToolPolicy {
 export const DEFAULT_TOOL_POLICY = Object.freeze({
   allow: Object.freeze(['read', 'write'] as const),
   requireApproval: Object.freeze(['destructive'] as const),
-}) satisfies Required<Omit<ToolPolicy, 'decide'>>;
+}) satisfies Required<Omit<ToolPolicy, 'decide' | 'onDeny'>>;
 
 const POLICY_VERDICTS: ReadonlySet<unknown> = new Set<PolicyVerdict>(['allow', 'deny', 'needs_approval']);
 
@@ -55,8 +71,13 @@ const POLICY_VERDICTS: ReadonlySet<unknown> = new Set<PolicyVerdict>(['allow', '
  * checkToolPolicy(undefined, deleteUserTool, { id: 'u1' }) // 'needs_approval' (destructive)
  * checkToolPolicy({ allow: ['read'] }, writeTool, {})      // 'deny'
  */
-export function checkToolPolicy(policy: ToolPolicy | undefined, tool: Tool, args: unknown): PolicyVerdict {
-  const decided = policy?.decide?.({ tool, args });
+export function checkToolPolicy(
+  policy: ToolPolicy | undefined,
+  tool: Tool,
+  args: unknown,
+  identity: PolicyCallIdentity = { runId: '', callId: '' },
+): PolicyVerdict {
+  const decided = policy?.decide?.({ tool, args, runId: identity.runId, callId: identity.callId });
   if (decided !== undefined) {
     // Fail closed on a hook from untyped code that returns something other than a verdict.
     if (!POLICY_VERDICTS.has(decided)) {

@@ -45,6 +45,8 @@ export interface PrepareToolCallsOptions {
   tools: ReadonlyMap<string, Tool>;
   policy: ToolPolicy | undefined;
   health: ToolHealth;
+  /** Passed to the policy's `decide` hook with each call's id. */
+  runId?: string;
 }
 
 type ArgumentCheck = { valid: true; args: unknown } | { valid: false; args: unknown; key: string; message: string };
@@ -69,7 +71,7 @@ export function prepareToolCalls(calls: readonly ToolCallRequest[], options: Pre
   return calls.map((request) => prepareToolCall(request, options));
 }
 
-function prepareToolCall(request: ToolCallRequest, { tools, policy, health }: PrepareToolCallsOptions): PreparedCall {
+function prepareToolCall(request: ToolCallRequest, { tools, policy, health, runId = '' }: PrepareToolCallsOptions): PreparedCall {
   const tool = tools.get(request.name);
   if (!tool) {
     const parsed = parseJson(request.arguments);
@@ -82,10 +84,10 @@ function prepareToolCall(request: ToolCallRequest, { tools, policy, health }: Pr
     return { request, tool, status: 'unavailable', args: checked.args, error: { key: `tool_unavailable:${tool.name}`, message } };
   }
   const verdict: PolicyVerdict = checked.valid
-    ? checkToolPolicy(policy, tool, checked.args)
+    ? checkToolPolicy(policy, tool, checked.args, { runId, callId: request.id })
     : checkToolPolicy(policy && { allow: policy.allow, requireApproval: policy.requireApproval }, tool, checked.args);
   if (verdict === 'deny') {
-    const message = `Tool ${tool.name} is not permitted by the tool policy (access: ${tool.access}). Do not call it again; continue without it.`;
+    const message = `Not executed: tool ${tool.name} is not permitted by the tool policy (access: ${tool.access}). Do not call it again; continue without it.`;
     return { request, tool, status: 'denied', args: checked.args, error: { key: `permission_denied:${tool.name}`, message } };
   }
   if (!checked.valid) {

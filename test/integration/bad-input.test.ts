@@ -150,7 +150,7 @@ describe('bad model output takes a documented edge and ends in a named stop', ()
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', detail: 'task main: tool arguments still invalid after 1 repair(s)' });
+    expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', detail: 'task main: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs' });
     expect(executions).toEqual([]);
     model.assertComplete();
   });

@@ -50,7 +50,7 @@ describe('repeats count calls that ran', () => {
     expect(executions).toEqual([{ id: 'R-1' }]);
   });
 
-  it('the same call twice in one reply is a repeat, and neither is run', async () => {
+  it('the same call twice in one reply runs once; the duplicate is answered, not run', async () => {
     const { tool, executions } = recordingTool({});
     const model = scriptedModel([
       toolCall([{ name: 'lookup', args: { id: 'R-1' } }, { name: 'lookup', args: { id: 'R-1' } }]),
@@ -60,9 +60,10 @@ describe('repeats count calls that ran', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(executions).toEqual([]);
-    expect(contentsWithRole(requestAt(model, 1), 'tool')).toContain('Not executed: this exact call (lookup with the same arguments) was asked for more than once in this reply.');
-    expect(result.warnings).toContain('no-progress nudge at step 1: repeated_tool_call');
+    expect(executions).toEqual([{ id: 'R-1' }]);
+    expect(contentsWithRole(requestAt(model, 1), 'tool')).toContain(
+      'Not executed: the same call (lookup with the same arguments) appears earlier in this reply; its result is the one to use.',
+    );
     expect(result.stopReason).toBe('completed');
   });
 });
@@ -251,7 +252,9 @@ describe('an LLM judge with a transport error', () => {
     expect(judgeModel.calls).toHaveLength(2);
     expect(model.calls).toHaveLength(1);
     expect(clock.now()).toBeGreaterThanOrEqual(1_000);
-    expect(result.warnings.some((warning) => warning.startsWith('task main: LLM judge transport error'))).toBe(true);
+    expect(result.warnings.some((warning) => warning.startsWith('task main: LLM judge "judge" transport error'))).toBe(true);
+    // Every judge call is a model call, the failed attempt included.
+    expect(result.usage.modelCalls).toBe(3);
   });
 
   it('ends the run with fatal_error once the judge\'s transport retries run out', async () => {
@@ -262,8 +265,63 @@ describe('an LLM judge with a transport error', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result.stopReason).toBe('fatal_error');
-    expect(result.detail).toMatch(/^run faulted: Error: the LLM judge failed after 2 transport retries: /);
+    expect(result.detail).toMatch(/^run faulted: ModelCallError: LLM judge "judge" failed after 2 transport retries \(the task's maxRetries is 2\): /);
     expect(judgeModel.calls).toHaveLength(3);
     expect(model.calls).toHaveLength(1);
+    expect(result.usage.modelCalls).toBe(4);
+  });
+
+  it('shares the task\'s transport-retry budget: three evaluations cannot make nine judge calls under maxRetries 2', async () => {
+    // Each evaluation's judge fails once before it rejects; the answer changes, so it is reflected each time.
+    const judgeModel = scriptedModel(
+      [
+        modelError({ status: 503 }), reply('{"passed": false, "reason": "no owner"}'),
+        modelError({ status: 503 }), reply('{"passed": false, "reason": "no owner yet"}'),
+        modelError({ status: 503 }), reply('{"passed": true, "reason": "ok"}'),
+      ],
+      { id: 'judge-model' },
+    );
+    const model = scriptedModel([reply('{"owner":"a"}'), reply('{"owner":"b"}'), reply('{"owner":"c"}')]);
+    const { loop } = createTestLoop({ model, evaluate: judged(judgeModel), limits: { maxRetries: 2 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('fatal_error');
+    expect(result.detail).toContain('failed after 0 transport retries');
+    // Two retries were paid in the first two evaluations; the third evaluation's 503 has none left.
+    expect(judgeModel.calls).toHaveLength(5);
+  });
+
+  it('a judge whose reply is no verdict, or a 401, ends the run with fatal_error: it is never reflected to the main model', async () => {
+    for (const judgeStep of [reply('Looks fine to me!'), modelError({ status: 401, message: 'bad key' })]) {
+      const judgeModel = scriptedModel([judgeStep], { id: 'judge-model' });
+      const model = scriptedModel([reply('{"owner":"ops"}'), reply('never asked')]);
+      const { loop } = createTestLoop({ model, evaluate: judged(judgeModel) });
+
+      const result = await loop.run({ goal: GOAL });
+
+      expect(result.stopReason).toBe('fatal_error');
+      expect(result.error?.code).toMatch(/^(judge_invalid_verdict|model_auth)$/);
+      expect(model.calls).toHaveLength(1);
+      expect(result.usage.modelCalls).toBe(2);
+    }
+  });
+
+  it('checks the budget before each judge: a second judge is not paid once the first spent the budget', async () => {
+    const expensive = scriptedModel([reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 100, outputTokens: 100 } })], { id: 'judge-a' });
+    const second = scriptedModel([reply('{"passed": true, "reason": "ok"}')], { id: 'judge-b' });
+    const model = scriptedModel([reply('{"owner":"ops"}', { usage: { inputTokens: 10, outputTokens: 10 } })]);
+    const { loop } = createTestLoop({
+      model,
+      evaluate: [evaluators.json(), evaluators.judge({ model: expensive, criteria: 'a', name: 'a' }), evaluators.judge({ model: second, criteria: 'b', name: 'b' })],
+      prices: { 'judge-a': { inputPerMillion: 1_000, outputPerMillion: 1_000 }, 'judge-b': { inputPerMillion: 1_000, outputPerMillion: 1_000 } },
+      limits: { maxCostUsd: 0.1 },
+    });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(second.calls).toHaveLength(0);
+    expect(result.stopReason).toBe('budget_exhausted');
+    expect(result.usage.costUsd).toBeCloseTo(0.2 + (10 * 0.4 + 10 * 1.6) / 1e6, 9);
   });
 });

@@ -1,256 +1,331 @@
 /**
- * No-progress detection (DESIGN §5): one test per signal. Each signal first nudges the model (the
- * nudge text is in its next request and a warning is on the result), then stops the run with
- * `no_progress` naming the signal; a higher threshold in `noProgress` lets the same run go on.
+ * No-progress detection, table-driven from recorded shapes of real loops: every shape of legitimate
+ * work must complete under the default thresholds, and every doom loop must stop with `no_progress`
+ * naming its signal. Then one test per signal for the nudge it sends first, the option that
+ * controls it, and its edge cases.
  */
 import { describe, expect, it } from 'vitest';
-import { evaluators } from '../../src/index.js';
-import { emptyReply, reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { z } from 'zod';
+import { defineTool, evaluators, type LoopConfig, type Tool } from '../../src/index.js';
+import { emptyReply, reply, scriptedModel, toolCall, type ScriptStep } from '../../src/testing/index.js';
 import { contentsWithRole, createTestLoop, recordingTool, requestAt } from './helpers.js';
 
-const GOAL = 'Find the owner of record R-1';
+const GOAL = 'Investigate why checkout is slow';
 
-/** The last user message of the model's `index`-th request: where feedback and nudges land. */
-function lastUserMessage(model: Parameters<typeof requestAt>[0], index: number): string | undefined {
-  return contentsWithRole(requestAt(model, index), 'user').at(-1);
+/** A read tool whose result is computed from its arguments and a per-tool call counter. */
+function tool(name: string, respond: (args: Record<string, unknown>, call: number) => unknown): Tool {
+  let calls = 0;
+  return defineTool({
+    name,
+    description: `Test tool ${name}`,
+    input: z.record(z.string(), z.unknown()),
+    access: name.startsWith('write') || name.startsWith('edit') ? 'write' : 'read',
+    execute: (args) => respond(args, calls++),
+  });
 }
 
-describe('repeated tool call (same tool, same canonical arguments)', () => {
-  const script = () => [
-    toolCall('lookup', { id: 'R-1', verbose: true }),
-    // Same call with its keys in another order: the fingerprint is canonical JSON.
-    toolCall('lookup', { verbose: true, id: 'R-1' }),
-    toolCall('lookup', { id: 'R-1', verbose: true }),
-    toolCall('lookup', { id: 'R-1', verbose: true }),
-  ];
+interface Shape {
+  name: string;
+  script: ScriptStep[];
+  config?: Partial<LoopConfig>;
+}
 
-  it('nudges on the third identical call without running it, then stops on the fourth', async () => {
-    const { tool, executions } = recordingTool({ respond: () => ({ owner: 'ops' }) });
-    const model = scriptedModel(script());
-    const { loop } = createTestLoop({ model, tools: [tool] });
+const lookup = tool('lookup', ({ id }) => ({ id, owner: `owner of ${String(id)}` }));
+
+/** Legitimate work: must complete under the default thresholds. */
+const MUST_COMPLETE: Shape[] = [
+  {
+    name: '30 distinct investigation steps (maxSteps 50)',
+    script: [...Array.from({ length: 30 }, (_, step) => toolCall('run_diagnostic', { command: `check-${step}` })), reply('Root cause: a saturated connection pool.')],
+    config: { tools: [tool('run_diagnostic', ({ command }) => `output of ${String(command)}: ${String(command).length * 7} ms`)], limits: { maxSteps: 50 } },
+  },
+  {
+    name: 'six writes that each return the same acknowledgement',
+    script: [...Array.from({ length: 6 }, (_, index) => toolCall('write_file', { path: `src/file-${index}.ts`, content: `export const n = ${index};` })), reply('Wrote six files.')],
+    config: { tools: [tool('write_file', () => ({ ok: true }))] },
+  },
+  {
+    name: 'fix / re-test cycles: the same run_tests {} with new output each time',
+    script: [
+      toolCall('run_tests', {}), toolCall('edit_file', { patch: 'fix null check' }),
+      toolCall('run_tests', {}), toolCall('edit_file', { patch: 'fix off-by-one' }),
+      toolCall('run_tests', {}), toolCall('edit_file', { patch: 'fix timezone' }),
+      toolCall('run_tests', {}), reply('All tests pass.'),
+    ],
+    config: { tools: [tool('run_tests', (_args, call) => `${3 - call} failing`), tool('edit_file', () => ({ ok: true }))] },
+  },
+  {
+    name: 'polling a job whose result changes',
+    script: [...Array.from({ length: 5 }, () => toolCall('check_job', { id: 'J-1' })), reply('The job finished.')],
+    config: { tools: [tool('check_job', (_args, call) => ({ id: 'J-1', progress: Math.min(100, call * 25) }))] },
+  },
+  {
+    name: 'a verify task re-reading the sources an earlier task read',
+    script: [
+      toolCall('read_source', { name: 'a' }), toolCall('read_source', { name: 'b' }), reply('draft from a and b'),
+      toolCall('read_source', { name: 'a' }), toolCall('read_source', { name: 'b' }), reply('verified'),
+    ],
+    config: {
+      tools: [tool('read_source', ({ name }) => `contents of ${String(name)}`)],
+      tasks: [{ id: 'draft', prompt: 'Draft from the sources' }, { id: 'verify', prompt: 'Verify the draft against the sources' }],
+    },
+  },
+  {
+    name: 'an answer that improves on every attempt under one evaluator reason',
+    script: [reply('{"items":[1]}'), reply('{"items":[1,2]}'), reply('{"items":[1,2,3]}')],
+    config: { evaluate: [evaluators.schema(z.object({ items: z.array(z.number()).min(3) }))] },
+  },
+  {
+    name: 'a flaky tool failing twice with the same transient error before it answers',
+    script: [toolCall('search', { q: 'latency' }), toolCall('search', { q: 'latency' }), toolCall('search', { q: 'latency' }), reply('Found it.')],
+    config: {
+      tools: [tool('search', (_args, call) => {
+        if (call < 2) throw new Error('503 Service Unavailable');
+        return 'p99 latency doubled at 14:02';
+      })],
+    },
+  },
+];
+
+/** Doom loops: must stop with no_progress, naming the signal. */
+const MUST_STOP: (Shape & { signal: string; modelCalls: number })[] = [
+  {
+    name: 'the same call with the same result three times',
+    script: [toolCall('lookup', { id: 'R-1' }), toolCall('lookup', { id: 'R-1' }), toolCall('lookup', { id: 'R-1' }), reply('never reached')],
+    config: { tools: [lookup] },
+    signal: 'repeated_tool_call',
+    modelCalls: 3,
+  },
+  {
+    name: 'an A, B, A, B cycle whose results do not change',
+    script: [toolCall('lookup', { id: 'A' }), toolCall('lookup', { id: 'B' }), toolCall('lookup', { id: 'A' }), toolCall('lookup', { id: 'B' }), reply('never reached')],
+    config: { tools: [lookup] },
+    signal: 'repeated_tool_call',
+    modelCalls: 4,
+  },
+  {
+    name: 'an A, B, A, B, A cycle caught as duplicate observations when repeats are allowed more often',
+    script: [toolCall('lookup', { id: 'A' }), toolCall('lookup', { id: 'B' }), toolCall('lookup', { id: 'A' }), toolCall('lookup', { id: 'B' }), toolCall('lookup', { id: 'A' }), reply('never reached')],
+    config: { tools: [lookup], noProgress: { repeatedToolCall: 10 } },
+    signal: 'duplicate_observation',
+    modelCalls: 5,
+  },
+  {
+    name: 'a period-3 cycle A, B, C, A, B',
+    script: [toolCall('lookup', { id: 'A' }), toolCall('lookup', { id: 'B' }), toolCall('lookup', { id: 'C' }), toolCall('lookup', { id: 'A' }), toolCall('lookup', { id: 'B' }), reply('never reached')],
+    config: { tools: [lookup] },
+    signal: 'repeated_tool_call',
+    modelCalls: 5,
+  },
+  {
+    name: 'the same parse error three times',
+    script: [emptyReply(), emptyReply(), emptyReply(), reply('never reached')],
+    signal: 'same_parse_error',
+    modelCalls: 3,
+  },
+  {
+    name: 'the identical rejected answer twice',
+    script: [reply('{"items":[1]}'), reply('{"items":[1]}'), reply('never reached')],
+    config: { evaluate: [evaluators.schema(z.object({ items: z.array(z.number()).min(3) }))] },
+    signal: 'same_evaluator_reason',
+    modelCalls: 2,
+  },
+];
+
+describe('recorded shapes of legitimate work complete under the default thresholds', () => {
+  it.each(MUST_COMPLETE)('$name', async ({ script, config }) => {
+    const model = scriptedModel(script);
+    const { loop } = createTestLoop({ model, ...config });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(lastUserMessage(model, 3)).toContain('You are repeating a tool call you already made with the same arguments');
-    expect(requestAt(model, 3)).toContainEqual({
-      role: 'tool',
-      toolCallId: 'call_2_0',
-      content: 'Not executed: this exact call (lookup with the same arguments) already ran 2 time(s); its result is above.',
-    });
-    expect(result.warnings).toContain('no-progress nudge at step 3: repeated_tool_call');
-    expect(result).toMatchObject({ stopReason: 'no_progress', status: 'failed', detail: 'no progress after a nudge: repeated_tool_call' });
-    expect(executions).toHaveLength(2);
-    model.assertComplete();
-  });
-
-  it('lets the run continue with a higher repeatedToolCall threshold', async () => {
-    const { tool, executions } = recordingTool({ respond: () => ({ owner: 'ops' }) });
-    const model = scriptedModel([...script().slice(0, 3), reply('The owner is ops.')]);
-    const { loop } = createTestLoop({ model, tools: [tool], noProgress: { repeatedToolCall: 4 } });
-
-    const result = await loop.run({ goal: GOAL });
-
-    expect(result).toMatchObject({ stopReason: 'completed', output: 'The owner is ops.', warnings: [] });
-    expect(executions).toHaveLength(3);
+    expect(result.detail).toBe(`${config?.tasks?.length ?? 1} of ${config?.tasks?.length ?? 1} task(s) passed evaluation`);
+    expect(result.stopReason).toBe('completed');
+    expect(result.warnings.filter((warning) => warning.includes('nudge'))).toEqual([]);
     model.assertComplete();
   });
 });
 
-describe('unchanged state (the state digest did not change for N decisions)', () => {
-  // The same call with nothing new learned: the digest stays put once the first result is in.
-  const script = () => Array.from({ length: 5 }, () => toolCall('lookup', { id: 'R-1' }));
-
-  it('nudges when the digest is unchanged for unchangedState decisions, then stops', async () => {
-    const { tool } = recordingTool({ respond: () => ({ owner: 'ops' }) });
-    const model = scriptedModel(script());
-    const { loop } = createTestLoop({ model, tools: [tool], noProgress: { repeatedToolCall: 100, unchangedState: 2 } });
+describe('recorded doom loops stop with no_progress, naming the signal and its option', () => {
+  it.each(MUST_STOP)('$name', async ({ script, config, signal, modelCalls }) => {
+    const model = scriptedModel(script);
+    const { loop } = createTestLoop({ model, ...config });
 
     const result = await loop.run({ goal: GOAL });
 
-    // Digests: d1 (no result yet), d2 (first result), d2, d2 — the second d2 makes a streak of 2.
-    expect(lastUserMessage(model, 3)).toBe('Your last replies have not changed anything. Take a different approach or give your final answer.');
-    expect(result.warnings).toContain('no-progress nudge at step 3: unchanged_state');
-    expect(result).toMatchObject({ stopReason: 'no_progress', status: 'failed', detail: 'no progress after a nudge: unchanged_state', steps: 4 });
-    expect(model.remaining).toBe(1);
+    expect(result).toMatchObject({ stopReason: 'no_progress', status: 'failed' });
+    expect(result.detail).toContain(`${signal}:`);
+    expect(result.detail).toMatch(/raise noProgress\.\w+/);
+    expect(model.calls).toHaveLength(modelCalls);
+  });
+});
+
+describe('repeated tool call', () => {
+  it('runs the repeat, nudges with its result in hand, then stops on the third; the detail names tool, count and option', async () => {
+    const { tool: lookupTool, executions } = recordingTool({ respond: () => ({ owner: 'ops' }) });
+    const model = scriptedModel([
+      toolCall('lookup', { id: 'R-1' }),
+      // Same call with its keys in another order: the fingerprint is canonical JSON.
+      toolCall('lookup', { id: 'R-1' }),
+      toolCall('lookup', { id: 'R-1' }),
+    ]);
+    const { loop } = createTestLoop({ model, tools: [lookupTool] });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(contentsWithRole(requestAt(model, 2), 'user').at(-1)).toContain('You called a tool again with the same arguments and got the same result');
+    expect(result.warnings).toContain('no-progress nudge at step 2: repeated_tool_call');
+    expect(result.detail).toBe(
+      'no progress after a nudge: repeated_tool_call: lookup was called with the same arguments and brought the same result 3 times in this task (threshold 2); raise noProgress.repeatedToolCall',
+    );
+    expect(executions).toHaveLength(3);
   });
 
-  it('lets the run continue with a higher unchangedState threshold', async () => {
-    const { tool } = recordingTool({ respond: () => ({ owner: 'ops' }) });
-    const model = scriptedModel([...script(), reply('The owner is ops.')]);
-    const { loop } = createTestLoop({ model, tools: [tool], noProgress: { repeatedToolCall: 100, unchangedState: 10, duplicateObservation: 10 } });
+  it('a higher repeatedToolCall lets the same run complete', async () => {
+    const model = scriptedModel([toolCall('lookup', { id: 'R-1' }), toolCall('lookup', { id: 'R-1' }), toolCall('lookup', { id: 'R-1' }), reply('The owner is ops.')]);
+    const { loop } = createTestLoop({ model, tools: [lookup], noProgress: { repeatedToolCall: 4, duplicateObservation: 4 } });
+
+    expect(await loop.run({ goal: GOAL })).toMatchObject({ stopReason: 'completed', output: 'The owner is ops.', warnings: [] });
+  });
+
+  it('a nudge answered with new results is forgiven: a later, unrelated repeat nudges again instead of stopping', async () => {
+    const model = scriptedModel([
+      toolCall('lookup', { id: 'A' }), toolCall('lookup', { id: 'A' }), // repeat: nudge
+      toolCall('lookup', { id: 'B' }), toolCall('lookup', { id: 'C' }), // new results
+      toolCall('lookup', { id: 'B' }), // an unrelated repeat: nudged again, not stopped
+      reply('done'),
+    ]);
+    const { loop } = createTestLoop({ model, tools: [lookup] });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'completed', warnings: [] });
-    model.assertComplete();
+    expect(result.stopReason).toBe('completed');
+    expect(result.warnings.filter((warning) => warning.startsWith('no-progress nudge'))).toEqual([
+      'no-progress nudge at step 2: repeated_tool_call',
+      'no-progress nudge at step 5: repeated_tool_call',
+    ]);
+  });
+});
+
+describe('unchanged state', () => {
+  it('nudges when the model keeps replying the same held-back way, then stops', async () => {
+    // Three identical replies of a call the policy refuses to the model: nothing new is ever learned.
+    const model = scriptedModel(Array.from({ length: 5 }, () => toolCall('forbidden', { id: 'x' })));
+    const forbidden = recordingTool({ name: 'forbidden', access: 'destructive' });
+    const { loop } = createTestLoop({ model, tools: [forbidden.tool], policy: { allow: ['read'], requireApproval: [], onDeny: 'tell_model' } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'no_progress' });
+    expect(result.detail).toContain('unchanged_state: nothing new for');
+    expect(result.detail).toContain('raise noProgress.unchangedState');
+    expect(forbidden.executions).toEqual([]);
   });
 });
 
 describe('same evaluator reason', () => {
-  const evaluate = [evaluators.json({ requiredFields: ['owner'] })];
-  const wrong = () => reply('{"team":"ops"}');
-
-  it('nudges when the evaluator fails twice for the same reason, then stops on the third', async () => {
-    const model = scriptedModel([wrong(), wrong(), wrong()]);
-    const { loop } = createTestLoop({ model, evaluate, limits: { maxRetries: 5 } });
+  it('feeds the reason back, and stops when the identical output comes back with the identical reason', async () => {
+    const model = scriptedModel([reply('{"items":[1]}'), reply('{"items":[1]}')]);
+    const { loop } = createTestLoop({ model, evaluate: [evaluators.schema(z.object({ items: z.array(z.number()).min(3) }))], limits: { maxRetries: 5 } });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(lastUserMessage(model, 1)).toContain('did not pass evaluation: missing required fields: owner');
-    expect(lastUserMessage(model, 2)).toBe(
-      'Your answer keeps failing evaluation for the same reason. Address that reason directly, differently from before.\n' +
-        'The reason: missing required fields: owner',
-    );
-    expect(result.warnings).toContain('no-progress nudge at step 2: same_evaluator_reason');
-    expect(result).toMatchObject({ stopReason: 'no_progress', status: 'failed', detail: 'no progress after a nudge: same_evaluator_reason' });
-    expect(result.output).toBe('{"team":"ops"}');
-    model.assertComplete();
+    expect(contentsWithRole(requestAt(model, 1), 'user').at(-1)).toMatch(/^Your previous answer did not pass evaluation: .*items/);
+    expect(result.detail).toMatch(/^no progress after the reason was fed back: same_evaluator_reason: the same output was rejected 2 times for the same reason \(threshold 2\): .*items.*; raise noProgress\.sameEvaluatorReason$/);
   });
 
-  it('lets the run continue with a higher sameEvaluatorReason threshold', async () => {
-    const model = scriptedModel([wrong(), wrong(), wrong(), reply('{"owner":"ops"}')]);
-    const { loop } = createTestLoop({ model, evaluate, limits: { maxRetries: 5 }, noProgress: { sameEvaluatorReason: 5 } });
+  it('a changing answer under one reason is bounded by maxRetries, not no_progress', async () => {
+    const model = scriptedModel([reply('{"items":[1]}'), reply('{"items":[2]}'), reply('{"items":[3]}')]);
+    const { loop } = createTestLoop({ model, evaluate: [evaluators.schema(z.object({ items: z.array(z.number()).min(3) }))] });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'completed', output: { owner: 'ops' } });
-    expect(result.warnings.filter((warning) => warning.startsWith('no-progress nudge'))).toEqual([]);
-    model.assertComplete();
-  });
-});
-
-describe('duplicate observation (every result of a round was seen before)', () => {
-  // Different queries, always the same empty answer: nothing new comes back.
-  const script = () => ['a', 'b', 'c', 'd', 'e'].map((query) => toolCall('search', { id: query }));
-  const searchTool = () => recordingTool({ name: 'search', respond: () => ({ results: [] }) });
-
-  it('nudges after duplicateObservation rounds with nothing new, then stops after the next one', async () => {
-    const { tool, executions } = searchTool();
-    const model = scriptedModel(script());
-    const { loop } = createTestLoop({ model, tools: [tool] });
-
-    const result = await loop.run({ goal: GOAL });
-
-    expect(lastUserMessage(model, 4)).toContain('Your recent tool calls only returned information you already have.');
-    expect(result.warnings).toContain('no-progress nudge at step 4: duplicate_observation');
-    expect(result).toMatchObject({ stopReason: 'no_progress', status: 'failed', detail: 'no progress after a nudge: duplicate_observation', steps: 5 });
-    expect(executions).toHaveLength(5);
-    model.assertComplete();
-  });
-
-  it('lets the run continue with a higher duplicateObservation threshold', async () => {
-    const { tool } = searchTool();
-    const model = scriptedModel([...script(), reply('Nothing found for R-1.')]);
-    const { loop } = createTestLoop({ model, tools: [tool], noProgress: { duplicateObservation: 10 } });
-
-    const result = await loop.run({ goal: GOAL });
-
-    expect(result).toMatchObject({ stopReason: 'completed', output: 'Nothing found for R-1.', warnings: [] });
-    model.assertComplete();
-  });
-});
-
-describe('plan stall (the task queue does not shrink)', () => {
-  // Each step learns something new, so only the step count within the task gives it away.
-  const script = () => ['a', 'b', 'c', 'd'].map((id) => toolCall('lookup', { id }));
-
-  it('nudges after planStall steps in one task, then stops at the next gate', async () => {
-    const { tool } = recordingTool({});
-    const model = scriptedModel(script());
-    const { loop } = createTestLoop({ model, tools: [tool], noProgress: { planStall: 3 } });
-
-    const result = await loop.run({ goal: GOAL });
-
-    expect(lastUserMessage(model, 3)).toBe('This task has taken many steps without finishing. Give your best final answer now.');
-    expect(result.warnings).toContain('no-progress nudge at step 3: plan_stall');
-    expect(result).toMatchObject({ stopReason: 'no_progress', status: 'failed', detail: 'no progress after a nudge: plan_stall', steps: 4 });
-    model.assertComplete();
-  });
-
-  it('completes when the model answers after the nudge', async () => {
-    const { tool } = recordingTool({});
-    const model = scriptedModel([...script().slice(0, 3), reply('Owner: ops.')]);
-    const { loop } = createTestLoop({ model, tools: [tool], noProgress: { planStall: 3 } });
-
-    const result = await loop.run({ goal: GOAL });
-
-    expect(result).toMatchObject({ stopReason: 'completed', output: 'Owner: ops.' });
-    expect(result.warnings).toEqual(['no-progress nudge at step 3: plan_stall']);
-  });
-
-  it('lets the run continue with a higher planStall threshold', async () => {
-    const { tool } = recordingTool({});
-    const model = scriptedModel([...script(), reply('Owner: ops.')]);
-    const { loop } = createTestLoop({ model, tools: [tool], noProgress: { planStall: 8 } });
-
-    const result = await loop.run({ goal: GOAL });
-
-    expect(result).toMatchObject({ stopReason: 'completed', warnings: [] });
-    model.assertComplete();
+    expect(result.stopReason).toBe('retries_exhausted');
+    expect(model.calls).toHaveLength(3);
   });
 });
 
 describe('same parse error', () => {
-  it('asks for a usable reply, nudges on the third identical parse error, then stops on the fourth', async () => {
-    const model = scriptedModel([emptyReply(), emptyReply(), emptyReply(), emptyReply()]);
+  it('asks for a usable reply, nudges on the second identical parse error naming it, then stops on the third', async () => {
+    const model = scriptedModel([emptyReply(), emptyReply(), emptyReply()]);
     const { loop } = createTestLoop({ model });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(lastUserMessage(model, 1)).toContain('Your previous reply could not be used (empty_reply).');
-    expect(lastUserMessage(model, 3)).toBe('You keep making the same formatting mistake. Read the error carefully and correct it.\nThe error: empty_reply');
-    expect(result.warnings).toContain('no-progress nudge at step 3: same_parse_error');
-    expect(result).toMatchObject({ stopReason: 'no_progress', status: 'failed', detail: 'no progress after a nudge: same_parse_error', output: null });
-    model.assertComplete();
+    expect(contentsWithRole(requestAt(model, 1), 'user').at(-1)).toContain('Your previous reply could not be used (empty_reply)');
+    expect(contentsWithRole(requestAt(model, 2), 'user').at(-1)).toContain('You keep making the same formatting mistake');
+    expect(contentsWithRole(requestAt(model, 2), 'user').at(-1)).toContain('The error: empty_reply');
+    expect(result.detail).toBe('no progress after a nudge: same_parse_error: empty_reply 3 times in a row (threshold 2); raise noProgress.sameParseError');
   });
 
-  it('lets the run continue with higher sameParseError (and unchangedState) thresholds', async () => {
-    // Empty replies also leave the state digest unchanged, so both signals are raised.
-    const model = scriptedModel([emptyReply(), emptyReply(), emptyReply(), emptyReply(), reply('Owner: ops.')]);
-    const { loop } = createTestLoop({ model, noProgress: { sameParseError: 10, unchangedState: 10 } });
+  it('invalid arguments are the repair layer\'s first: with the default single repair the run ends retries_exhausted', async () => {
+    const model = scriptedModel([toolCall('lookup', '{"id": 1}'), toolCall('lookup', '{"id": 2}')]);
+    const { loop } = createTestLoop({ model, tools: [recordingTool({}).tool] });
 
-    const result = await loop.run({ goal: GOAL });
-
-    expect(result).toMatchObject({ stopReason: 'completed', output: 'Owner: ops.', warnings: [] });
-    model.assertComplete();
+    expect((await loop.run({ goal: GOAL })).stopReason).toBe('retries_exhausted');
   });
 });
 
-describe('nudges keep the information the model needs', () => {
-  it('with sameEvaluatorReason 1 the evaluator reason still reaches the model', async () => {
-    const model = scriptedModel([reply('{"team":"ops"}'), reply('{"owner":"ops"}')]);
-    const { loop } = createTestLoop({ model, evaluate: [evaluators.json({ requiredFields: ['owner'] })], noProgress: { sameEvaluatorReason: 1 } });
+describe('plan stall (only with the built-in plan tool)', () => {
+  const plan = (statuses: string[]) => ({ items: statuses.map((status, index) => ({ id: `item-${index}`, title: `Step ${index}`, status })) });
 
-    await loop.run({ goal: GOAL });
-
-    expect(contentsWithRole(requestAt(model, 1), 'user').join('\n')).toContain('missing required fields: owner');
-  });
-
-  it('with sameParseError 1 the parse error itself still reaches the model', async () => {
-    const model = scriptedModel([emptyReply(), reply('Owner: ops.')]);
-    const { loop } = createTestLoop({ model, noProgress: { sameParseError: 1 } });
-
-    await loop.run({ goal: GOAL });
-
-    expect(contentsWithRole(requestAt(model, 1), 'user').join('\n')).toContain('empty_reply');
-  });
-
-  it('a new call sent beside a repeated one is not told it "was already made"', async () => {
-    const { tool } = recordingTool({});
+  it('nudges after planStall decisions without an item done, then stops; the detail names the option', async () => {
     const model = scriptedModel([
-      toolCall('lookup', { id: 'A' }),
-      toolCall('lookup', { id: 'A' }),
-      toolCall([
-        { name: 'lookup', args: { id: 'A' } },
-        { name: 'lookup', args: { id: 'B' } },
-      ]),
-      reply('done'),
+      toolCall('update_plan', plan(['in_progress', 'pending'])),
+      ...Array.from({ length: 6 }, (_, step) => toolCall('lookup', { id: `L-${step}` })),
     ]);
-    const { loop } = createTestLoop({ model, tools: [tool] });
+    const { loop } = createTestLoop({ model, tools: [lookup], plan: true, noProgress: { planStall: 3 } });
 
-    await loop.run({ goal: GOAL });
+    const result = await loop.run({ goal: GOAL });
 
-    const answerToB = requestAt(model, 3).find((message) => message.role === 'tool' && message.toolCallId === 'call_2_1');
-    expect(answerToB?.content).not.toContain('already made');
+    expect(model.calls[0]?.tools.map((spec) => spec.name)).toContain('update_plan');
+    expect(contentsWithRole(requestAt(model, 4), 'user').at(-1)).toContain('Your plan has had no item completed or removed');
+    expect(result).toMatchObject({ stopReason: 'no_progress' });
+    expect(result.detail).toBe('no progress after a nudge: plan_stall: 4 steps without a plan item done or removed (threshold 3); raise noProgress.planStall');
+  });
+
+  it('a plan whose items get done keeps going, and the model that finishes it completes', async () => {
+    const model = scriptedModel([
+      toolCall('update_plan', plan(['in_progress', 'pending'])),
+      toolCall('lookup', { id: 'L-1' }), toolCall('lookup', { id: 'L-2' }),
+      toolCall('update_plan', plan(['done', 'in_progress'])),
+      toolCall('lookup', { id: 'L-3' }), toolCall('lookup', { id: 'L-4' }),
+      toolCall('update_plan', plan(['done', 'removed'])),
+      reply('Both items handled.'),
+    ]);
+    const { loop } = createTestLoop({ model, tools: [lookup], plan: true, noProgress: { planStall: 3 } });
+
+    expect(await loop.run({ goal: GOAL })).toMatchObject({ stopReason: 'completed', warnings: [] });
+  });
+
+  it('without a plan, a long loop never plan-stalls, whatever planStall says', async () => {
+    const model = scriptedModel([...Array.from({ length: 8 }, (_, step) => toolCall('lookup', { id: `L-${step}` })), reply('done')]);
+    const { loop } = createTestLoop({ model, tools: [lookup], noProgress: { planStall: 1 } });
+
+    expect((await loop.run({ goal: GOAL })).stopReason).toBe('completed');
+  });
+});
+
+describe('maxStepsPerTask is a budget, not a no-progress signal', () => {
+  it('fails the task with max_steps and a detail naming the task; onFailure continue goes on', async () => {
+    const model = scriptedModel([toolCall('lookup', { id: 'A' }), toolCall('lookup', { id: 'B' }), reply('second task done')]);
+    const { loop } = createTestLoop({
+      model, tools: [lookup], limits: { maxStepsPerTask: 2 },
+      tasks: [{ id: 'explore', prompt: 'Explore', onFailure: 'continue' }, { id: 'answer', prompt: 'Answer' }],
+    });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('completed');
+    expect(result.warnings.some((warning) => warning.includes('task explore failed (max_steps: task explore reached maxStepsPerTask (2)'))).toBe(true);
+  });
+
+  it('stops the run with max_steps when the task stops on failure', async () => {
+    const model = scriptedModel([toolCall('lookup', { id: 'A' }), toolCall('lookup', { id: 'B' })]);
+    const { loop } = createTestLoop({ model, tools: [lookup], limits: { maxStepsPerTask: 2, maxSteps: 10 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'max_steps', detail: 'task main reached maxStepsPerTask (2) before it passed evaluation; raise limits.maxStepsPerTask' });
   });
 });

@@ -51,7 +51,7 @@ describe('transport layer: network, timeout, 429, 5xx', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 0, output: null });
-    expect(result.detail).toBe('task main: model call failed after 2 transport retries: still down');
+    expect(result.detail).toBe('task main: model call failed after 2 transport retries: still down; raise limits.maxRetries');
     expect(result.usage.modelCalls).toBe(3);
     model.assertComplete();
   });
@@ -108,7 +108,7 @@ describe('argument layer: invalid tool arguments', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 2 });
-    expect(result.detail).toBe('task main: tool arguments still invalid after 1 repair(s)');
+    expect(result.detail).toBe('task main: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs');
     expect(executions).toEqual([]);
     expect(model.remaining).toBe(1);
   });

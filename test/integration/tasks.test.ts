@@ -126,7 +126,7 @@ describe('onFailure', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 3 });
-    expect(result.detail).toBe('task draft: evaluation still failing after 1 reflection retries: the draft is 12 characters; write at least 40');
+    expect(result.detail).toBe('task draft: evaluation still failing after 1 reflection retries: the draft is 12 characters; write at least 40; raise limits.maxRetries');
     expect(result.output).toBe('Still short.');
     expect(result.taskOutputs).toEqual({ classify: { category: 'incident', count: 3 } });
     expect(result.warnings).toEqual([expect.stringContaining('partial output: the run stopped (retries_exhausted)')]);

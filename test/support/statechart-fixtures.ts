@@ -43,6 +43,10 @@ export const TEST_LIMITS: Readonly<LoopLimits> = Object.freeze({
   maxParallelTools: 4,
   maxToolResultBytes: 1_024,
   maxArgumentRepairs: 1,
+  maxStepsPerTask: 10,
+  modelCallTimeoutMs: 30_000,
+  maxToolCalls: 100,
+  maxToolCallsPerReply: 10,
 });
 
 /** No-progress thresholds of the unit tests; planStall is high enough that only the signal under test fires. */
@@ -181,7 +185,8 @@ export function toolCallsDecision(overrides: Partial<Omit<ToolCallsDecision, 'ki
     deniedCalls: 0,
     approvalCalls: 0,
     unavailableCalls: 0,
-    maxRepeatCount: 1,
+    refusedCalls: 0,
+    blockedTool: null,
     ...overrides,
   };
 }
@@ -212,7 +217,10 @@ export function toolsCompleted(
       timedOutCalls: 0,
       unknownOutcomeCalls: 0,
       allObservationsSeen: false,
+      maxRepeatCount: 1,
+      repeatedTool: null,
       requiredToolUnavailable: false,
+      plan: null,
       ...round,
     },
   };
@@ -223,7 +231,14 @@ export interface EvaluationOptions {
   /** An LLM judge's usage; null (the default) when no judge ran. */
   usage?: CallUsage | null;
   nextRequestTokens?: number;
+  /** Digest of the evaluated output; each evaluation gets a new one unless given. */
+  outputDigest?: string;
+  /** Judge calls made; 1 when `usage` is given, else 0, unless given. */
+  modelCalls?: number;
+  transportRetries?: number;
 }
+
+let outputCounter = 0;
 
 /** An `evaluation.completed` event. */
 export function evaluationCompleted(passed: boolean, reason = '', options: EvaluationOptions = {}): LoopEvent {
@@ -233,7 +248,10 @@ export function evaluationCompleted(passed: boolean, reason = '', options: Evalu
     nextRequestTokens: options.nextRequestTokens ?? 300,
     passed,
     reason,
+    outputDigest: options.outputDigest ?? `output-${outputCounter++}`,
     usage: options.usage ?? null,
+    modelCalls: options.modelCalls ?? (options.usage ? 1 : 0),
+    transportRetries: options.transportRetries ?? 0,
   };
 }
 
