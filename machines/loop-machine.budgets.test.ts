@@ -168,6 +168,33 @@ describe('budget_exhausted', () => {
     });
   });
 
+  describe('tool calls (maxToolCalls)', () => {
+    const setup: LoopInputOverrides = { limits: { maxToolCalls: 3 } };
+
+    it('lets the round that crosses the budget stand, and refuses the next reply asking for tools, before running them', () => {
+      const crossed = send(startedRun(setup), toolCallsReply({ calls: 2 }), toolsCompleted({ calls: 2 }), toolCallsReply({ calls: 2 }));
+      expect(getPendingEffect(crossed)).toEqual({ kind: 'runTools', taskIndex: 0 });
+      const spent = send(crossed, toolsCompleted({ calls: 2 }));
+      expect(getPendingEffect(spent)).toEqual(callModelEffect());
+      const output = expectStop(send(spent, toolCallsReply()), 'budget_exhausted');
+      expect(output.usage.toolCalls).toBe(4);
+      expect(output.steps).toBe(3);
+      expect(output.detail).toBe("the model asked for more tool calls after 4 ran, the run's maxToolCalls (3); raise limits.maxToolCalls");
+    });
+
+    it('still evaluates a final reply once the tool-call budget is spent', () => {
+      const spent = send(startedRun(setup), toolCallsReply({ calls: 3 }), toolsCompleted({ calls: 3 }));
+      const evaluating = send(spent, finalReply());
+      expect(getPendingEffect(evaluating)).toEqual({ kind: 'evaluate', taskIndex: 0, mayCallModel: true });
+      expectStop(send(evaluating, evaluationPassed()), 'completed');
+    });
+
+    it('allows tool calls up to the budget: one call short of it, the reply goes on to its tools', () => {
+      const almost = send(startedRun(setup), toolCallsReply({ calls: 2 }), toolsCompleted({ calls: 2 }), toolCallsReply());
+      expect(getPendingEffect(almost)).toEqual({ kind: 'runTools', taskIndex: 0 });
+    });
+  });
+
   describe('cost', () => {
     const setup: LoopInputOverrides = { limits: { maxCostUsd: 0.01 } };
     const halfBudget: CallUsage = { inputTokens: 10, outputTokens: 1, costUsd: 0.005 };

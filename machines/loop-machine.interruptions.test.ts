@@ -82,3 +82,25 @@ describe('a fault after a model call', () => {
     expect(output.usage.modelCalls).toBe(0);
   });
 });
+
+describe('model calls cut short by an interruption', () => {
+  const usage = { inputTokens: 300, outputTokens: 30, costUsd: 0.003 };
+
+  it('a cancel counts the call abandoned mid-flight, with no tokens', () => {
+    const output = expectStop(send(startedRun(), { type: 'run.cancelRequested', at: EVENT_AT, message: 'user', modelCalls: 1 }), 'cancelled');
+    expect(output.usage).toEqual({ inputTokens: 0, outputTokens: 0, costUsd: 0, modelCalls: 1, toolCalls: 0 });
+  });
+
+  it('a deadline counts the calls made and the usage of those that returned', () => {
+    const evaluating = send(startedRun(), finalReply());
+    const output = expectStop(send(evaluating, { type: 'run.deadlineReached', at: EVENT_AT, usage, modelCalls: 2 }), 'deadline_exceeded');
+    // One decision, then two judge calls cut short by the deadline.
+    expect(output.usage).toMatchObject({ inputTokens: 400, outputTokens: 40, modelCalls: 3 });
+    expect(output.steps).toBe(1);
+  });
+
+  it('a deadline without usage or model calls counts nothing', () => {
+    const output = expectStop(send(startedRun(), { type: 'run.deadlineReached', at: EVENT_AT }), 'deadline_exceeded');
+    expect(output.usage.modelCalls).toBe(0);
+  });
+});

@@ -31,7 +31,7 @@ describe('retries_exhausted', () => {
     const output = expectStop(send(retry2, modelFailed('transient', { message: '429 rate limited' })), 'retries_exhausted');
     expect(output.usage.modelCalls).toBe(3);
     expect(output.steps).toBe(0);
-    expect(output.detail).toBe('task answer: model call failed after 2 transport retries: 429 rate limited');
+    expect(output.detail).toBe('task answer: model call failed after 2 transport retries: 429 rate limited; raise limits.maxRetries');
   });
 
   it('reflection: reflects maxRetries times on a failing evaluation, then fails the task', () => {
@@ -39,7 +39,7 @@ describe('retries_exhausted', () => {
     expect(getPendingEffect(twice)).toEqual(callModelEffect({ kind: 'reflection', reason: 'reason 2' }));
     const output = expectStop(send(twice, finalReply(), evaluationRejected('reason 3')), 'retries_exhausted');
     expect(output.usage.modelCalls).toBe(3);
-    expect(output.detail).toBe('task answer: evaluation still failing after 2 reflection retries: reason 3');
+    expect(output.detail).toBe('task answer: evaluation still failing after 2 reflection retries: reason 3; raise limits.maxRetries');
   });
 
   it('reflection: a repeated reason that cannot reflect any more fails the task rather than nudging', () => {
@@ -61,7 +61,7 @@ describe('retries_exhausted', () => {
     expect(getPendingEffect(repairing)).toEqual(callModelEffect({ kind: 'argument_repair' }));
     const output = expectStop(send(repairing, toolCallsReply({ invalidCalls: 1, parseError: 'schema:limit' })), 'retries_exhausted');
     expect(output.usage.toolCalls).toBe(0);
-    expect(output.detail).toBe('task answer: tool arguments still invalid after 1 repair(s)');
+    expect(output.detail).toBe('task answer: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs');
   });
 
   it('argument repair: a valid decision in between gives the model its repair back', () => {

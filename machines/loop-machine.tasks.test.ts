@@ -35,13 +35,16 @@ describe('multi-task workflows', () => {
   });
 
   it('gives every task its own retry counters and its own nudge', () => {
+    // The driver keeps (call, result) history per task; here each task repeats its own call to the threshold.
+    const repeatedLookup = toolsCompleted({ maxRepeatCount: 3, repeatedTool: 'lookup', allObservationsSeen: true });
     const firstUsedUp = send(
       startedRun({ tasks: threeTasks }),
       modelFailed(),
       backoffElapsed(),
       modelFailed(),
       backoffElapsed(),
-      toolCallsReply({ maxRepeatCount: 3 }),
+      toolCallsReply(),
+      repeatedLookup,
       finalReply(),
       evaluationPassed(),
     );
@@ -49,7 +52,7 @@ describe('multi-task workflows', () => {
     const secondRetries = send(firstUsedUp, modelFailed(), backoffElapsed(), modelFailed());
     expect(getPendingEffect(secondRetries).kind).toBe('sleep');
     // The second task's first repeat is nudged, not stopped, although the first task was nudged earlier.
-    const nudgedAgain = send(secondRetries, backoffElapsed(), toolCallsReply({ maxRepeatCount: 3 }));
+    const nudgedAgain = send(secondRetries, backoffElapsed(), toolCallsReply(), repeatedLookup);
     expect(getPendingEffect(nudgedAgain)).toEqual(callModelEffect({ kind: 'nudge', signal: 'repeated_tool_call' }, 1));
   });
 
@@ -68,7 +71,7 @@ describe('multi-task workflows', () => {
     expect(getPendingEffect(skipped)).toEqual(callModelEffect(null, 1));
     expect(skipped.context.failure).toEqual({
       reason: 'retries_exhausted',
-      detail: 'task classify: evaluation still failing after 1 reflection retries: reason 2',
+      detail: 'task classify: evaluation still failing after 1 reflection retries: reason 2; raise limits.maxRetries',
     });
     const output = expectStop(send(skipped, finalReply(), evaluationPassed()), 'completed');
     expect(output).toMatchObject({
@@ -115,7 +118,7 @@ describe('multi-task workflows', () => {
       ),
       'retries_exhausted',
     );
-    expect(output.detail).toBe('task classify: tool arguments still invalid after 1 repair(s)');
+    expect(output.detail).toBe('task classify: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs');
     expect(output.completedTasks).toBe(0);
     expect(output.usage.modelCalls).toBe(2);
   });
@@ -139,5 +142,55 @@ describe('multi-task workflows', () => {
       'deadline_exceeded',
     );
     expect(output.completedTasks).toBe(1);
+  });
+});
+
+describe('maxStepsPerTask', () => {
+  const limits = { maxSteps: 20, maxStepsPerTask: 2 };
+
+  it('fails a task under onFailure continue at its step limit, and the next task gets its own steps', () => {
+    const tasks: TaskPlan[] = [
+      { id: 'classify', onFailure: 'continue' },
+      { id: 'draft', onFailure: 'stop' },
+    ];
+    // The second decision of classify asks for tools at the limit: they are not run, the task fails.
+    const skipped = send(startedRun({ tasks, limits }), toolCallsReply(), toolsCompleted(), toolCallsReply());
+    expect(getPendingEffect(skipped)).toEqual(callModelEffect(null, 1));
+    expect(skipped.context.failure).toEqual({
+      reason: 'max_steps',
+      detail: 'task classify reached maxStepsPerTask (2) before it passed evaluation; raise limits.maxStepsPerTask',
+    });
+    expect(skipped.context.usage.toolCalls).toBe(1);
+    expect(skipped.context.task.steps).toBe(0);
+    const output = expectStop(send(skipped, toolCallsReply(), toolsCompleted(), finalReply(), evaluationPassed()), 'completed');
+    expect(output).toMatchObject({ steps: 4, completedTasks: 1, failedTasks: 1 });
+  });
+
+  it('stops the run with max_steps under onFailure stop, naming the task and the option', () => {
+    const tasks: TaskPlan[] = [
+      { id: 'classify', onFailure: 'stop' },
+      { id: 'draft', onFailure: 'stop' },
+    ];
+    const output = expectStop(send(startedRun({ tasks, limits }), toolCallsReply(), toolsCompleted(), toolCallsReply()), 'max_steps');
+    expect(output.detail).toBe('task classify reached maxStepsPerTask (2) before it passed evaluation; raise limits.maxStepsPerTask');
+    expect(output).toMatchObject({ steps: 2, completedTasks: 0, failedTasks: 1 });
+  });
+
+  it('still evaluates a final reply made at the last step of the task', () => {
+    const lastStep = send(startedRun({ limits }), toolCallsReply(), toolsCompleted(), finalReply());
+    expect(getPendingEffect(lastStep)).toEqual({ kind: 'evaluate', taskIndex: 0, mayCallModel: true });
+    expectStop(send(lastStep, evaluationPassed()), 'completed');
+  });
+
+  it('refuses a reflection past the task limit at the gate', () => {
+    const rejected = send(startedRun({ limits }), toolCallsReply(), toolsCompleted(), finalReply(), evaluationRejected('missing total'));
+    const output = expectStop(rejected, 'max_steps');
+    expect(output.detail).toContain('maxStepsPerTask (2)');
+    expect(output.usage.modelCalls).toBe(2);
+  });
+
+  it('names the run limit when the run and the task limit are reached together', () => {
+    const output = expectStop(send(startedRun({ limits: { maxSteps: 2, maxStepsPerTask: 2 } }), toolCallsReply(), toolsCompleted(), toolCallsReply()), 'max_steps');
+    expect(output.detail).toBe('reached maxSteps (2) before the task passed evaluation; raise limits.maxSteps');
   });
 });

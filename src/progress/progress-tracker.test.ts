@@ -23,94 +23,144 @@ function bytesHashedBy(action: () => void): number {
   return hashing.bytes - before;
 }
 
-describe('ProgressTracker.countToolCall', () => {
-  it('counts each fingerprint separately, this call included', () => {
-    const tracker = new ProgressTracker();
-    const lookup = toolCallFingerprint('lookup', { id: 1 });
-    expect(tracker.countToolCall(lookup)).toBe(1);
-    expect(tracker.countToolCall(toolCallFingerprint('lookup', { id: 2 }))).toBe(1);
-    expect(tracker.countToolCall(lookup)).toBe(2);
-    expect(tracker.countToolCall(toolCallFingerprint('lookup', { id: 1 }))).toBe(3);
-  });
-});
+/** The error `action` throws; fails the test when it throws nothing. */
+function thrownBy(action: () => unknown): unknown {
+  try {
+    action();
+  } catch (caught) {
+    return caught;
+  }
+  throw new Error('expected the action to throw');
+}
 
-describe('ProgressTracker.observe', () => {
-  it('reports whether the exact observation was seen before in the run', () => {
+const lookup = (id: number) => toolCallFingerprint('lookup', { id });
+
+describe('ProgressTracker.observeCall', () => {
+  it('counts the same call bringing the same result up, this time included', () => {
     const tracker = new ProgressTracker();
-    expect(tracker.observe('{"status":"pending"}')).toBe(false);
-    expect(tracker.observe('{"status":"shipped"}')).toBe(false);
-    expect(tracker.observe('{"status":"pending"}')).toBe(true);
-    expect(tracker.observe('{"status":"pending"} ')).toBe(false);
+    expect(tracker.observeCall(lookup(1), '{"status":"pending"}').timesSeen).toBe(1);
+    expect(tracker.observeCall(lookup(1), '{"status":"pending"}').timesSeen).toBe(2);
+    expect(tracker.observeCall(toolCallFingerprint('lookup', { id: 1 }), '{"status":"pending"}').timesSeen).toBe(3);
+  });
+
+  it('treats the same call with a changed result as new (polling, re-running tests)', () => {
+    const tracker = new ProgressTracker();
+    expect(tracker.observeCall(lookup(1), '{"status":"pending"}').timesSeen).toBe(1);
+    expect(tracker.observeCall(lookup(1), '{"status":"shipped"}').timesSeen).toBe(1);
+    // The earlier result is still remembered: seeing it again is a repeat.
+    expect(tracker.observeCall(lookup(1), '{"status":"pending"}').timesSeen).toBe(2);
+    expect(tracker.observeCall(lookup(1), '{"status":"pending"} ').timesSeen).toBe(1);
+  });
+
+  it('treats a different call bringing the same acknowledgement as new', () => {
+    const tracker = new ProgressTracker();
+    expect(tracker.observeCall(toolCallFingerprint('write_file', { path: 'a.txt' }), 'ok').timesSeen).toBe(1);
+    expect(tracker.observeCall(toolCallFingerprint('write_file', { path: 'b.txt' }), 'ok').timesSeen).toBe(1);
+    expect(tracker.observeCall(toolCallFingerprint('delete_file', { path: 'a.txt' }), 'ok').timesSeen).toBe(1);
+  });
+
+  it('names the observation by its result: a 12-character id, the same for the same result', () => {
+    const tracker = new ProgressTracker();
+    const first = tracker.observeCall(lookup(1), 'shipped');
+    expect(first.observationId).toMatch(/^[0-9a-f]{12}$/);
+    expect(tracker.observeCall(lookup(2), 'shipped').observationId).toBe(first.observationId);
+    expect(tracker.observeCall(lookup(1), 'pending').observationId).not.toBe(first.observationId);
   });
 
   it('keeps hashes, never the content', () => {
     const tracker = new ProgressTracker();
-    tracker.observe('secret customer address');
-    tracker.countToolCall('lookup:{"email":"ada@example.com"}');
+    tracker.observeCall('lookup:{"email":"ada@example.com"}', 'secret customer address');
     const saved = JSON.stringify(tracker.snapshot());
     expect(saved).not.toContain('secret');
     expect(saved).not.toContain('ada@example.com');
   });
 });
 
+describe('ProgressTracker.beginTask', () => {
+  it('starts each task with no history: what an earlier task saw is not a repeat', () => {
+    const tracker = new ProgressTracker();
+    tracker.observeCall(lookup(1), 'shipped');
+    expect(tracker.observeCall(lookup(1), 'shipped').timesSeen).toBe(2);
+    tracker.beginTask();
+    expect(tracker.observeCall(lookup(1), 'shipped').timesSeen).toBe(1);
+  });
+
+  it('clears the observations and failures, so the next task digest does not depend on the last task', () => {
+    const fresh = new ProgressTracker();
+    fresh.beginTask();
+    const reused = new ProgressTracker();
+    reused.observeCall(lookup(1), 'shipped');
+    reused.noteFailure();
+    reused.advanceState({ taskIndex: 0, reply: 'done' });
+    reused.beginTask();
+    expect(reused.advanceState({ taskIndex: 1, reply: 'start' })).toBe(fresh.advanceState({ taskIndex: 1, reply: 'start' }));
+  });
+});
+
 describe('ProgressTracker.advanceState', () => {
-  const advance = (tracker: ProgressTracker, observations: string[], reply: string | null, taskIndex = 0) =>
-    tracker.advanceState({ taskIndex, observations, reply });
+  const advance = (tracker: ProgressTracker, reply: string | null, taskIndex = 0) => tracker.advanceState({ taskIndex, reply });
 
   it('starts empty and returns the new digest, also readable as stateDigest', () => {
     const tracker = new ProgressTracker();
     expect(tracker.stateDigest).toBe('');
-    const digest = advance(tracker, [], 'hello');
+    const digest = advance(tracker, 'hello');
     expect(digest).toMatch(/^[0-9a-f]{40}$/);
     expect(tracker.stateDigest).toBe(digest);
   });
 
-  it('stays the same when the model repeats its reply and learns nothing new', () => {
+  it('stays the same when the model repeats itself and learns nothing new', () => {
     const tracker = new ProgressTracker();
-    const first = advance(tracker, ['obs-1'], null);
-    expect(advance(tracker, [], null)).toBe(first);
-    expect(advance(tracker, ['obs-1'], null)).toBe(first);
+    tracker.observeCall(lookup(1), 'shipped');
+    const first = advance(tracker, null);
+    expect(advance(tracker, null)).toBe(first);
+    tracker.observeCall(lookup(1), 'shipped');
+    expect(advance(tracker, null)).toBe(first);
   });
 
-  it('changes when a new distinct observation arrives', () => {
+  it('changes when a new (call, result) triple arrives, whether the call or the result is new', () => {
     const tracker = new ProgressTracker();
-    const first = advance(tracker, ['obs-1'], null);
-    expect(advance(tracker, ['obs-2'], null)).not.toBe(first);
+    tracker.observeCall(lookup(1), 'pending');
+    const first = advance(tracker, null);
+    tracker.observeCall(lookup(1), 'shipped');
+    const changedResult = advance(tracker, null);
+    expect(changedResult).not.toBe(first);
+    tracker.observeCall(lookup(2), 'shipped');
+    expect(advance(tracker, null)).not.toBe(changedResult);
   });
 
-  it('changes for an observation recorded through observe() since the last update', () => {
+  it('changes with each failure, so retrying a failing tool is never an unchanged state', () => {
     const tracker = new ProgressTracker();
-    const first = advance(tracker, [], null);
-    tracker.observe('new result');
-    const second = advance(tracker, ['new result'], null);
-    expect(second).not.toBe(first);
-    expect(advance(tracker, ['new result'], null)).toBe(second);
+    const before = advance(tracker, null);
+    tracker.noteFailure();
+    const once = advance(tracker, null);
+    expect(once).not.toBe(before);
+    tracker.noteFailure();
+    expect(advance(tracker, null)).not.toBe(once);
   });
 
-  it('changes when the reply text differs, and tells a null reply from an empty one', () => {
+  it('changes when the reply differs, and tells a null reply from an empty one', () => {
     const tracker = new ProgressTracker();
-    const a = advance(tracker, [], 'draft A');
-    const b = advance(tracker, [], 'draft B');
-    const none = advance(tracker, [], null);
-    const empty = advance(tracker, [], '');
+    const a = advance(tracker, 'draft A');
+    const b = advance(tracker, 'draft B');
+    const none = advance(tracker, null);
+    const empty = advance(tracker, '');
     expect(new Set([a, b, none, empty]).size).toBe(4);
-    expect(advance(tracker, [], 'draft A')).toBe(a);
+    expect(advance(tracker, 'draft A')).toBe(a);
   });
 
   it('changes when the task differs', () => {
     const tracker = new ProgressTracker();
-    const taskZero = advance(tracker, [], 'same', 0);
-    expect(advance(tracker, [], 'same', 1)).not.toBe(taskZero);
-  });
-
-  it('registers its observations as seen, exactly like observe()', () => {
-    const tracker = new ProgressTracker();
-    advance(tracker, ['result'], null);
-    expect(tracker.observe('result')).toBe(true);
+    const taskZero = advance(tracker, 'same', 0);
+    expect(advance(tracker, 'same', 1)).not.toBe(taskZero);
   });
 
   it('is deterministic: two trackers fed the same inputs agree', () => {
-    const feed = (tracker: ProgressTracker) => [advance(tracker, ['a', 'b'], null), advance(tracker, ['c'], 'done', 1)];
+    const feed = (tracker: ProgressTracker) => {
+      tracker.observeCall(lookup(1), 'a');
+      const first = advance(tracker, null);
+      tracker.noteFailure();
+      return [first, advance(tracker, 'done', 1)];
+    };
     expect(feed(new ProgressTracker())).toEqual(feed(new ProgressTracker()));
   });
 });
@@ -119,9 +169,8 @@ describe('ProgressTracker cost', () => {
   it('hashes only the new step, however long the history is', () => {
     const tracker = new ProgressTracker();
     const step = (index: number) => () => {
-      tracker.countToolCall(toolCallFingerprint('lookup', { page: index % 1_000_000 }));
-      tracker.observe(`result ${index % 1_000_000}`);
-      tracker.advanceState({ taskIndex: 0, observations: [`result ${index % 1_000_000}`], reply: `reply ${index % 1_000_000}` });
+      tracker.observeCall(toolCallFingerprint('lookup', { page: index % 1_000_000 }), `result ${index % 1_000_000}`);
+      tracker.advanceState({ taskIndex: 0, reply: `reply ${index % 1_000_000}` });
     };
     // Indexes with the same digit count, so the inputs of both measured steps have the same size;
     // one step first, because the very first observation folds into an empty running hash.
@@ -135,55 +184,64 @@ describe('ProgressTracker cost', () => {
 });
 
 describe('ProgressTracker snapshot and restore', () => {
-  it('round-trips through JSON: counts, seen observations and digests carry on identically', () => {
+  it('round-trips through JSON: counts, failures and digests carry on identically', () => {
     const original = new ProgressTracker();
-    original.countToolCall('lookup:{"id":1}');
-    original.countToolCall('lookup:{"id":1}');
-    original.advanceState({ taskIndex: 0, observations: ['a', 'b'], reply: null });
+    original.observeCall(lookup(1), 'a');
+    original.observeCall(lookup(1), 'a');
+    original.observeCall(lookup(2), 'b');
+    original.noteFailure();
+    original.advanceState({ taskIndex: 0, reply: null });
     const restored = ProgressTracker.restore(JSON.parse(JSON.stringify(original.snapshot())));
     expect(restored.snapshot()).toEqual(original.snapshot());
     expect(restored.stateDigest).toBe(original.stateDigest);
-    expect(restored.countToolCall('lookup:{"id":1}')).toBe(3);
-    expect(restored.observe('a')).toBe(true);
-    expect(restored.advanceState({ taskIndex: 0, observations: ['c'], reply: 'x' })).toBe(
-      original.advanceState({ taskIndex: 0, observations: ['c'], reply: 'x' }),
-    );
+    expect(restored.observeCall(lookup(1), 'a').timesSeen).toBe(3);
+    expect(original.observeCall(lookup(1), 'a').timesSeen).toBe(3);
+    restored.noteFailure();
+    original.noteFailure();
+    expect(restored.advanceState({ taskIndex: 0, reply: 'x' })).toBe(original.advanceState({ taskIndex: 0, reply: 'x' }));
   });
 
-  it('is versioned plain data', () => {
+  it('is versioned plain data (version 2)', () => {
     expect(new ProgressTracker().snapshot()).toEqual({
-      schemaVersion: 1,
-      toolCallCounts: {},
-      observationHashes: [],
+      schemaVersion: 2,
+      triples: {},
       distinctObservationsHash: '',
+      failures: 0,
       stateDigest: '',
     });
   });
 
-  it('rejects a malformed snapshot naming the bad field', () => {
-    const valid = new ProgressTracker().snapshot();
-    expect(() => ProgressTracker.restore({ ...valid, schemaVersion: 2 })).toThrow(LoopstateError);
-    expect(() => ProgressTracker.restore({ ...valid, toolCallCounts: { abc: 0 } })).toThrow(/toolCallCounts\.abc: Too small/);
-    expect(() => ProgressTracker.restore(null)).toThrow(/Invalid progress tracker snapshot: \(root\)/);
-    const error = (() => {
-      try {
-        ProgressTracker.restore({ ...valid, observationHashes: 'x' });
-      } catch (caught) {
-        return caught;
-      }
-    })();
-    expect(error).toMatchObject({ code: 'invalid_snapshot', message: expect.stringContaining('observationHashes') });
+  it('refuses a version-1 snapshot: its run-wide counts cannot become per-task triples', () => {
+    const versionOne = {
+      schemaVersion: 1,
+      toolCallCounts: { abc: 2 },
+      observationHashes: ['def'],
+      distinctObservationsHash: 'ghi',
+      stateDigest: 'jkl',
+    };
+    const error = thrownBy(() => ProgressTracker.restore(versionOne));
+    expect(error).toBeInstanceOf(LoopstateError);
+    expect(error).toMatchObject({ code: 'invalid_snapshot', message: expect.stringContaining('schemaVersion') });
   });
-});
 
-describe('ProgressTracker.lastObservationHash', () => {
-  it('names the last observed content by its sha1, for seen and new observations alike', async () => {
-    const { hash } = await vi.importActual<typeof Crypto>('node:crypto');
-    const tracker = new ProgressTracker();
-    tracker.observe('first');
-    expect(tracker.lastObservationHash).toBe(hash('sha1', 'first', 'hex'));
-    tracker.observe('second');
-    tracker.observe('first');
-    expect(tracker.lastObservationHash).toBe(hash('sha1', 'first', 'hex'));
+  it('refuses a malformed snapshot with code invalid_snapshot, naming the bad field', () => {
+    const valid = new ProgressTracker().snapshot();
+    expect(thrownBy(() => ProgressTracker.restore({ ...valid, triples: { abc: 0 } }))).toMatchObject({
+      code: 'invalid_snapshot',
+      message: expect.stringMatching(/triples\.abc: Too small/),
+    });
+    expect(thrownBy(() => ProgressTracker.restore({ ...valid, failures: -1 }))).toMatchObject({
+      code: 'invalid_snapshot',
+      message: expect.stringContaining('failures'),
+    });
+    const { failures: _failures, ...withoutFailures } = valid;
+    expect(thrownBy(() => ProgressTracker.restore(withoutFailures))).toMatchObject({
+      code: 'invalid_snapshot',
+      message: expect.stringContaining('failures'),
+    });
+    expect(thrownBy(() => ProgressTracker.restore(null))).toMatchObject({
+      code: 'invalid_snapshot',
+      message: expect.stringMatching(/Invalid progress tracker snapshot: \(root\)/),
+    });
   });
 });

@@ -40,6 +40,8 @@ export interface ModelConfiguration {
   lightUsage: CallUsage;
   /** Calls that each cross exactly one budget on their own. */
   heavyUsage: { input: CallUsage; output: CallUsage; cost: CallUsage };
+  /** The built-in plan tool is on: rounds may update the plan, and only then can the plan stall. */
+  plan: boolean;
 }
 
 /** Abstract clock: the run starts at `startAt`; "within" is a fixed offset after it, "past" is the deadline itself. */
@@ -109,8 +111,8 @@ export interface DecisionClass {
   decision: ModelDecision;
   family: ReplyFamily;
   /**
-   * Whether this decision can be the very reply made last. Not when it carries a tool call never requested
-   * before (`maxRepeatCount` 1): its fingerprint is part of the reply, so the digest changes.
+   * Whether this decision can be the very reply made last. Tool calls can (the model repeats its last
+   * calls); an invalid call cannot (its raw arguments change every time in the replay).
    */
   canRepeatReply: boolean;
 }
@@ -118,13 +120,7 @@ export interface DecisionClass {
 export function decisionClasses(config: ModelConfiguration): readonly DecisionClass[] {
   return [
     { label: 'final', decision: { kind: 'final' }, family: 'text', canRepeatReply: true },
-    { label: 'tools-new', decision: toolCalls({}), family: 'calls', canRepeatReply: false },
-    {
-      label: 'tools-repeated',
-      decision: toolCalls({ maxRepeatCount: config.noProgress.repeatedToolCall }),
-      family: 'calls',
-      canRepeatReply: true,
-    },
+    { label: 'tools', decision: toolCalls({}), family: 'calls', canRepeatReply: true },
     {
       label: 'tools-invalid',
       decision: toolCalls({ invalidCalls: 1, parseError: PARSE_ERRORS.invalidArguments }),
@@ -132,9 +128,9 @@ export function decisionClasses(config: ModelConfiguration): readonly DecisionCl
       canRepeatReply: false,
     },
     { label: 'unparseable', decision: { kind: 'unparseable', parseError: PARSE_ERRORS.emptyReply }, family: 'empty', canRepeatReply: true },
-    { label: 'tools-denied', decision: toolCalls({ deniedCalls: 1 }), family: 'calls', canRepeatReply: false },
-    { label: 'tools-approval', decision: toolCalls({ approvalCalls: 1 }), family: 'calls', canRepeatReply: false },
-    { label: 'tools-unavailable', decision: toolCalls({ unavailableCalls: 1 }), family: 'calls', canRepeatReply: false },
+    { label: 'tools-denied', decision: toolCalls({ deniedCalls: 1, blockedTool: 'forbidden' }), family: 'calls', canRepeatReply: false },
+    { label: 'tools-approval', decision: toolCalls({ approvalCalls: 1, blockedTool: 'wipe' }), family: 'calls', canRepeatReply: false },
+    { label: 'tools-unavailable', decision: toolCalls({ unavailableCalls: 1, blockedTool: 'broken' }), family: 'calls', canRepeatReply: false },
   ];
 }
 
@@ -167,13 +163,32 @@ function digestClasses(config: ModelConfiguration, context: LoopContext, decisio
   return [['same', last], changed];
 }
 
-const TOOL_ROUNDS: readonly [readonly [string, ToolRoundSummary], ...Array<readonly [string, ToolRoundSummary]>] = [
-  ['ok-new', { calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, requiredToolUnavailable: false }],
-  ['ok-seen', { calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: true, requiredToolUnavailable: false }],
-  ['timeout', { calls: 1, failedCalls: 1, timedOutCalls: 1, unknownOutcomeCalls: 0, allObservationsSeen: false, requiredToolUnavailable: false }],
-  ['unknown-outcome', { calls: 1, failedCalls: 1, timedOutCalls: 1, unknownOutcomeCalls: 1, allObservationsSeen: false, requiredToolUnavailable: false }],
-  ['required-unavailable', { calls: 1, failedCalls: 1, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, requiredToolUnavailable: true }],
-];
+const ROUND_BASE = { calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, maxRepeatCount: 0, repeatedTool: null, requiredToolUnavailable: false, plan: null } as const;
+
+/**
+ * Rounds of one call: a new result; the result the same call brought last time (possible only when the
+ * task's last round succeeded, and counted one up from it); a timeout, an unknown outcome, the required
+ * tool failing into an open circuit (failures are never observations).
+ */
+function toolRounds(config: ModelConfiguration, context: LoopContext): ReadonlyArray<readonly [string, ToolRoundSummary]> {
+  const rounds: Array<readonly [string, ToolRoundSummary]> = [['ok-new', { ...ROUND_BASE, maxRepeatCount: 1 }]];
+  if (context.progress.repeatCount >= 1) {
+    rounds.push(['ok-seen', { ...ROUND_BASE, allObservationsSeen: true, maxRepeatCount: context.progress.repeatCount + 1, repeatedTool: 'lookup' }]);
+  }
+  rounds.push(
+    ['timeout', { ...ROUND_BASE, failedCalls: 0, timedOutCalls: 1 }],
+    ['unknown-outcome', { ...ROUND_BASE, timedOutCalls: 0, unknownOutcomeCalls: 1 }],
+    ['required-unavailable', { ...ROUND_BASE, failedCalls: 1, requiredToolUnavailable: true }],
+  );
+  // A plan update is a new observation (its text names the step); it leaves one item open either way.
+  if (config.plan) {
+    rounds.push(
+      ['plan-open', { ...ROUND_BASE, maxRepeatCount: 1, plan: { openItems: 1, progressed: false } }],
+      ['plan-progressed', { ...ROUND_BASE, maxRepeatCount: 1, plan: { openItems: 1, progressed: true } }],
+    );
+  }
+  return rounds;
+}
 
 /**
  * Within the deadline: every decision with a light call (each digest class it allows) and with each heavy
@@ -222,10 +237,7 @@ function modelOutcomes(config: ModelConfiguration, context: LoopContext): Abstra
   return outcomes;
 }
 
-/**
- * Every round within the deadline, but "all seen" only once the run has observed something; past the
- * deadline, one new-observation round (the routing checks the deadline first).
- */
+/** Every round within the deadline; past the deadline, one new-observation round (the routing checks the deadline first). */
 function toolOutcomes(config: ModelConfiguration, context: LoopContext): AbstractOutcome[] {
   const completed = (label: string, round: ToolRoundSummary, moment: Moment): AbstractOutcome => ({
     label: `tools.completed:${label}:${moment}`,
@@ -236,12 +248,10 @@ function toolOutcomes(config: ModelConfiguration, context: LoopContext): Abstrac
       at: timeAt(context, moment),
     },
   });
-  const [newObservations] = TOOL_ROUNDS;
-  const observedBefore = context.usage.toolCalls > 0;
-  return [
-    ...TOOL_ROUNDS.filter(([, round]) => observedBefore || !round.allObservationsSeen).map(([label, round]) => completed(label, round, 'within')),
-    completed(newObservations[0], newObservations[1], 'past'),
-  ];
+  const rounds = toolRounds(config, context);
+  const [newObservation] = rounds;
+  if (newObservation === undefined) return [];
+  return [...rounds.map(([label, round]) => completed(label, round, 'within')), completed(newObservation[0], newObservation[1], 'past')];
 }
 
 /** A pass and two distinct failure reasons; past the deadline a pass and a failure (a pass is routed before the deadline). */
@@ -252,7 +262,11 @@ function evaluationOutcomes(config: ModelConfiguration, context: LoopContext): A
       type: 'evaluation.completed',
       passed,
       reason,
+      // The output is the last final reply: the same one exactly when the decision repeated the digest.
+      outputDigest: `output-of-${context.progress.lastStateDigest ?? 'nothing'}`,
       usage: null,
+      modelCalls: 0,
+      transportRetries: 0,
       nextRequestTokens: config.requestEstimate,
       at: timeAt(context, moment),
     },
@@ -338,6 +352,10 @@ export function serializeLoopEvent(event: LoopEvent): string {
  */
 const SHARED_LIMITS = {
   deadlineMs: 1_000,
+  // Longer than the deadline: the run's deadline, not the call's own timeout, is what the exploration reaches.
+  modelCallTimeoutMs: 100_000,
+  maxToolCalls: 100,
+  maxToolCallsPerReply: 10,
   maxInputTokens: 10_000,
   maxOutputTokens: 200,
   maxCostUsd: 0.0144,
@@ -366,39 +384,52 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
   {
     // Same parse error at 3 (out of reach) lets a second invalid-argument round exhaust the repair; same
     // evaluator reason at 2 lets another reason exhaust reflection unsignalled; no plan stall, as by default.
-    name: 'one task, maxSteps 3, maxRetries 1',
-    limits: { ...SHARED_LIMITS, maxSteps: 3, maxRetries: 1 },
+    // A per-task bound below the run's: the task fails with max_steps before the run's bound is reached.
+    name: 'one task, maxSteps 3 (2 per task), maxRetries 1',
+    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 2, maxRetries: 1 },
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 3, sameParseError: 3 },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
+    plan: false,
   },
   {
     // Signals on the first occurrence or the second; reflection has room for a nudge and a retry.
     name: 'one task, maxSteps 3, maxRetries 2',
-    limits: { ...SHARED_LIMITS, maxSteps: 3, maxRetries: 2 },
+    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 2 },
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 2, planStall: 2, sameParseError: 2 },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
+    plan: false,
   },
   {
     // A workflow: the first task may fail and the run goes on with the second.
     name: 'two tasks (first continues on failure), maxSteps 2, maxRetries 1',
-    limits: { ...SHARED_LIMITS, maxSteps: 2, maxRetries: 1 },
+    limits: { ...SHARED_LIMITS, maxSteps: 2, maxStepsPerTask: 2, maxRetries: 1 },
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 1, planStall: 1, sameParseError: 2 },
     tasks: [
       { id: 'classify', onFailure: 'continue' },
       { id: 'draft', onFailure: 'stop' },
     ],
     ...SHARED_USAGE,
+    plan: false,
   },
   {
-    // The plan-stall nudge after the first step leaves room for a second step whose tools run and return
-    // only what was seen: the duplicate-observation signal then stops the run (an observation can only be
-    // seen before from the second round on, so no other configuration reaches that stop).
-    name: 'one task, plan stall after one step, maxSteps 3, maxRetries 1',
-    limits: { ...SHARED_LIMITS, maxSteps: 3, maxRetries: 1 },
+    // The plan tool is on and stalls after one decision: the nudge, then the stop at the next gate, fit
+    // under maxSteps; a round that completes a plan item answers the nudge.
+    name: 'one task, plan tool, plan stall after one step, maxSteps 3, maxRetries 1',
+    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 1 },
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 1, sameParseError: 3 },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
+    plan: true,
+  },
+  {
+    // One tool call for the whole run: a second tool decision stops it with budget_exhausted.
+    name: 'one task, one tool call allowed, maxSteps 2, maxRetries 1',
+    limits: { ...SHARED_LIMITS, maxSteps: 2, maxStepsPerTask: 2, maxRetries: 1, maxToolCalls: 1 },
+    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 1, sameParseError: 3 },
+    tasks: [{ id: 'only', onFailure: 'stop' }],
+    ...SHARED_USAGE,
+    plan: false,
   },
 ];

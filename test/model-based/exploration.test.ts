@@ -389,8 +389,8 @@ describe('known defects (reported, not fixed here: flip to `it` once fixed)', ()
   it('a budget stop caused by cost names the cost budget', () => {
     const config = MODEL_CONFIGURATIONS[0] as ModelConfiguration;
     const actor = createActor(loopMachine, { input: { ...modelInput(config), limits: { ...config.limits, maxCostUsd: 0.8 } } }).start();
-    const decision = { kind: 'tool_calls', calls: 1, invalidCalls: 0, parseError: null, deniedCalls: 0, approvalCalls: 0, unavailableCalls: 0, maxRepeatCount: 1 } as const;
-    const round = { calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, requiredToolUnavailable: false };
+    const decision = { kind: 'tool_calls', calls: 1, invalidCalls: 0, parseError: null, deniedCalls: 0, approvalCalls: 0, unavailableCalls: 0, refusedCalls: 0, blockedTool: null } as const;
+    const round = { calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, maxRepeatCount: 1, repeatedTool: null, requiredToolUnavailable: false, plan: null };
     actor.send({ type: 'run.started', at: 0, nextRequestTokens: 10 });
     actor.send({ type: 'model.responded', at: 1, nextRequestTokens: 10, stateDigest: 'a', decision, usage: { inputTokens: 1, outputTokens: 1, costUsd: 0.7 } });
     actor.send({ type: 'tools.completed', at: 2, nextRequestTokens: 10, round });

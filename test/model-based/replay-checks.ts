@@ -9,10 +9,11 @@ import type { LoopOutput, ToolRoundSummary } from '../../machines/types.js';
 import type { RunResult, TraceEvent } from '../../src/index.js';
 import type { LabelledPath, LabelledStep } from './loop-graph.js';
 
-export type RoundClass = 'ok-new' | 'ok-seen' | 'timeout' | 'unknown-outcome' | 'required-unavailable';
+export type RoundClass = 'ok-new' | 'ok-seen' | 'timeout' | 'unknown-outcome' | 'required-unavailable' | 'plan-open' | 'plan-progressed';
 
 /** The abstract class of a tool round, read off its summary. */
 export function roundClassOf(round: ToolRoundSummary): RoundClass {
+  if (round.plan !== null) return round.plan.progressed ? 'plan-progressed' : 'plan-open';
   if (round.unknownOutcomeCalls > 0) return 'unknown-outcome';
   if (round.requiredToolUnavailable) return 'required-unavailable';
   if (round.allObservationsSeen) return 'ok-seen';
@@ -67,7 +68,9 @@ function checkRoute(path: LabelledPath, result: RunResult): string[] {
   return [`route differs at step ${at} (${path.steps[at]?.label ?? 'after the end'}): runtime ${actual[at] ?? 'nothing'}, machine ${expected[at] ?? 'nothing'}`];
 }
 
-const TOOL_STATUS = { 'ok-new': 'ok', 'ok-seen': 'ok', timeout: 'timeout', 'unknown-outcome': 'unknown_outcome', 'required-unavailable': 'error' } as const;
+const TOOL_STATUS = {
+  'ok-new': 'ok', 'ok-seen': 'ok', timeout: 'timeout', 'unknown-outcome': 'unknown_outcome', 'required-unavailable': 'error', 'plan-open': 'ok', 'plan-progressed': 'ok',
+} as const;
 
 /** Payload facts of one step, from the trace records the driver wrote while producing it. */
 function checkStep(step: LabelledStep, index: number, records: readonly TraceEvent[], seenObservations: Set<string>): string[] {
@@ -91,7 +94,9 @@ function checkStep(step: LabelledStep, index: number, records: readonly TraceEve
     case 'tools.completed': {
       const ends = records.filter((record) => record.type === 'tool-end');
       const wantedStatus = TOOL_STATUS[roundClassOf(event.round)];
-      const allSeen = ends.length > 0 && ends.every((end) => seenObservations.has(end.observationId));
+      // Only a successful call is an observation; a failed one has no observation id.
+      const observed = ends.filter((end) => end.status === 'ok');
+      const allSeen = observed.length > 0 && observed.every((end) => seenObservations.has(end.observationId));
       if (ends.length !== event.round.calls || ends.some((end) => end.status !== wantedStatus) || allSeen !== event.round.allObservationsSeen) {
         fail(`runtime round ${JSON.stringify(ends.map((end) => ({ status: end.status, seen: seenObservations.has(end.observationId) })))}`);
       }
@@ -105,7 +110,7 @@ function checkStep(step: LabelledStep, index: number, records: readonly TraceEve
     default:
       break;
   }
-  for (const record of records) if (record.type === 'tool-end') seenObservations.add(record.observationId);
+  for (const record of records) if (record.type === 'tool-end' && record.observationId !== '') seenObservations.add(record.observationId);
   return problems;
 }
 

@@ -41,11 +41,10 @@ import { injectedFault, ReplayClock } from './replay-clock.js';
 export const REPLAY_TOOL_TIMEOUT_MS = 50;
 /** Slow tools, one per timeout in a run, so that every timeout is a new observation and no circuit opens. */
 const SLOW_TOOL_COUNT = 4;
-/** The one call every `tools-repeated` reply repeats, twice in one reply so that it counts as a repeat from the first time. */
-const REPEATED_CALL = { name: 'lookup', args: { id: 'again' } } as const;
-
 export const SKIP_REASONS = Object.freeze({
   beforeStart: 'an interruption before run.started: the driver sends run.started itself before it performs any effect',
+  unactable:
+    'a reply repeated verbatim cannot bring the round the path asks for (its call never succeeded in the task, or cannot time out or fail as asked)',
 });
 
 export type ReplayVerdict = { status: 'agreed' } | { status: 'disagreed'; problems: string[] } | { status: 'skipped'; reason: string };
@@ -60,7 +59,7 @@ export function effectOf(step: LabelledStep): EffectKind {
   return getPendingEffect(step.state).kind;
 }
 
-type DecisionClass = 'final' | 'unparseable' | 'tools-new' | 'tools-repeated' | 'tools-invalid' | 'tools-denied' | 'tools-approval' | 'tools-unavailable';
+type DecisionClass = 'final' | 'unparseable' | 'tools' | 'tools-invalid' | 'tools-denied' | 'tools-approval' | 'tools-unavailable';
 
 function decisionClassOf(decision: ModelDecision): DecisionClass {
   if (decision.kind !== 'tool_calls') return decision.kind;
@@ -68,19 +67,24 @@ function decisionClassOf(decision: ModelDecision): DecisionClass {
   if (decision.deniedCalls > 0) return 'tools-denied';
   if (decision.approvalCalls > 0) return 'tools-approval';
   if (decision.unavailableCalls > 0) return 'tools-unavailable';
-  return decision.maxRepeatCount > 1 ? 'tools-repeated' : 'tools-new';
+  return 'tools';
 }
 
 /** One run of one path: the cursor, the doubles' state and what the run must end with. */
 class PathReplay {
   readonly userAbort = new AbortController();
-  /** Exact contents of the tool results the run has observed, for "seen before" rounds. */
-  readonly observed: string[] = [];
   readonly problems: string[] = [];
   /** Index of the abstract step the runtime is producing now; moved by every `transition` trace record. */
   cursor = 0;
   lastResponse: ScriptedResponse | null = null;
   slowToolsUsed = 0;
+  /** The result each lookup id last brought, per task: an "ok-seen" round repeats it. */
+  readonly lookupResults = new Map<string, string>();
+  /** The lookup id of the task's last successful lookup, which an "ok-seen" round calls again. */
+  lastLookupId: string | null = null;
+  lookupTask = -1;
+  /** Set when the path asks for something a verbatim repeat cannot do: the replay is skipped, not failed. */
+  unactable = false;
   readonly deadlineAt: number;
 
   constructor(
@@ -168,17 +172,18 @@ class PathReplay {
     if (sameDigest && decision !== 'unparseable') {
       // The abstraction offers "same" only where the last reply is of the same family: repeat it verbatim.
       if (last === null) this.problems.push(`step ${step}: a repeated digest without an earlier reply`);
-      else return { ...last, usage: options.usage };
+      else {
+        if (!this.canRepeatInto(last)) this.unactable = true;
+        return { ...last, usage: options.usage };
+      }
     }
     switch (decision) {
       case 'final':
         return reply(`answer ${step}`, options);
       case 'unparseable':
         return emptyReply(options);
-      case 'tools-new':
-        return toolCall(this.toolForNextRound(), { id: `n${step}` }, options);
-      case 'tools-repeated':
-        return toolCall([REPEATED_CALL, REPEATED_CALL], { ...options, text: `again ${step}` });
+      case 'tools':
+        return this.toolsForNextRound(step, options);
       case 'tools-invalid':
         // A number where the schema wants a string: always `invalid_arguments:lookup:id`, new raw arguments each time.
         return toolCall('lookup', `{"id": ${step}}`, options);
@@ -191,39 +196,73 @@ class PathReplay {
     }
   }
 
-  /** The tool a new call asks for, chosen by the round that follows it on the path. */
-  toolForNextRound(): string {
+  /** Whether repeating `last` verbatim can bring the round that follows on the path. */
+  canRepeatInto(last: ScriptedResponse): boolean {
     const next = this.steps[this.cursor + 1];
-    if (next === undefined || next.event.type !== 'tools.completed') return 'lookup';
+    if (next?.event.type !== 'tools.completed') return true;
+    const name = last.toolCalls[0]?.name;
     switch (roundClassOf(next.event.round)) {
+      case 'ok-new':
+        return name === 'lookup';
+      case 'ok-seen':
+        return name === 'lookup' && last.toolCalls[0]?.arguments === JSON.stringify({ id: this.lastLookupId });
       case 'timeout':
-        return `slow_${this.slowToolsUsed++}`;
+        return name?.startsWith('slow_') === true;
       case 'unknown-outcome':
-        return 'write_record';
+        return name === 'write_record';
       case 'required-unavailable':
-        return OUTCOME_TEXT.requiredTool;
-      default:
-        return 'lookup';
+        return name === OUTCOME_TEXT.requiredTool;
+      case 'plan-open':
+      case 'plan-progressed':
+        return false;
     }
   }
 
-  lookupResult(): string {
+  /** The call a new tool reply makes, chosen by the round that follows it on the path. */
+  toolsForNextRound(step: number, options: { usage: { inputTokens: number; outputTokens: number } }): ScriptedResponse {
+    const next = this.steps[this.cursor + 1];
+    const round = next?.event.type === 'tools.completed' ? roundClassOf(next.event.round) : 'ok-new';
+    switch (round) {
+      case 'timeout':
+        return toolCall(`slow_${this.slowToolsUsed++}`, { id: `n${step}` }, options);
+      case 'unknown-outcome':
+        return toolCall('write_record', { id: `n${step}` }, options);
+      case 'required-unavailable':
+        return toolCall(OUTCOME_TEXT.requiredTool, { id: `n${step}` }, options);
+      case 'plan-open':
+        return toolCall('update_plan', { items: [{ id: 'main', title: `step ${step}`, status: 'in_progress' }] }, options);
+      case 'plan-progressed':
+        return toolCall('update_plan', { items: [{ id: `done-${step}`, title: `step ${step}`, status: 'done' }, { id: 'main', title: `step ${step}`, status: 'in_progress' }] }, options);
+      case 'ok-seen':
+        // The task's last successful call again, with new words around it so the reply (and the digest) changes.
+        return toolCall('lookup', { id: this.lastLookupId ?? 'none yet' }, { ...options, text: `again ${step}` });
+      case 'ok-new':
+        return toolCall('lookup', { id: `n${step}` }, options);
+    }
+  }
+
+  lookupResult(id: string): string {
     const step = this.expect('runTools', 'lookup ran');
     if (step === null || step.event.type !== 'tools.completed') return '(off the path)';
     if (this.isPast(step)) this.clock.observeLateAt(this.deadlineAt);
-    if (roundClassOf(step.event.round) === 'ok-seen') {
-      const seen = this.observed[0];
-      if (seen === undefined) this.problems.push(`step ${this.cursor}: nothing observed before a "seen" round`);
-      return seen ?? '(nothing seen yet)';
+    const taskIndex = step.state.context.taskIndex;
+    if (taskIndex !== this.lookupTask) {
+      this.lookupTask = taskIndex;
+      this.lookupResults.clear();
+      this.lastLookupId = null;
     }
-    const content = `record ${this.cursor}`;
-    this.observed.push(content);
+    const roundClass = roundClassOf(step.event.round);
+    if (roundClass !== 'ok-new' && roundClass !== 'ok-seen') this.unactable = true;
+    const seen = this.lookupResults.get(id);
+    if (roundClass === 'ok-seen' && (seen === undefined || id !== this.lastLookupId)) this.unactable = true;
+    const content = roundClass === 'ok-seen' && seen !== undefined ? seen : `record ${this.cursor}`;
+    this.lookupResults.set(id, content);
+    this.lastLookupId = id;
     return content;
   }
 
   /** Runs out the tool's timeout on the run's clock and never settles. */
-  hangPastTimeout(tool: string): Promise<never> {
-    this.observed.push(`Tool ${tool} timed out after ${REPLAY_TOOL_TIMEOUT_MS} ms.`);
+  hangPastTimeout(): Promise<never> {
     this.clock.advance(REPLAY_TOOL_TIMEOUT_MS);
     return new Promise<never>(() => {});
   }
@@ -289,10 +328,10 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
   const tool = (name: string, access: Tool['access'], execute: () => unknown, timeoutMs?: number): Tool =>
     defineTool({ name, description: `Replay double ${name}`, input, access, execute, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
   const tools: Tool[] = [
-    tool('lookup', 'read', () => replaying().lookupResult()),
-    ...Array.from({ length: SLOW_TOOL_COUNT }, (_, index) => tool(`slow_${index}`, 'read', () => replaying().hangPastTimeout(`slow_${index}`), REPLAY_TOOL_TIMEOUT_MS)),
+    defineTool({ name: 'lookup', description: 'Replay double lookup', input, access: 'read', execute: ({ id }) => replaying().lookupResult(id) }),
+    ...Array.from({ length: SLOW_TOOL_COUNT }, (_, index) => tool(`slow_${index}`, 'read', () => replaying().hangPastTimeout(), REPLAY_TOOL_TIMEOUT_MS)),
     // A write is not idempotent by default, and without `checkOutcome` its timeout leaves the outcome unknown.
-    tool('write_record', 'write', () => replaying().hangPastTimeout('write_record'), REPLAY_TOOL_TIMEOUT_MS),
+    tool('write_record', 'write', () => replaying().hangPastTimeout(), REPLAY_TOOL_TIMEOUT_MS),
     tool(OUTCOME_TEXT.requiredTool, 'read', () => {
       throw new Error('required tool failed');
     }),
@@ -333,6 +372,7 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
         })),
         limits: config.limits,
         noProgress: config.noProgress,
+        plan: config.plan,
         prices: { [model.id]: ABSTRACT_PRICE },
         retry: { baseMs: 2 * ABSTRACT_TIME.shortRetryDelayMs, maxMs: 2 * ABSTRACT_TIME.shortRetryDelayMs },
         random: () => 0.5,
@@ -359,6 +399,7 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
       }
       if (model.remaining > 0) replay.problems.push(`${model.remaining} planned model call(s) not made`);
       const problems = [...replay.problems, ...checkReplay(path, result)];
+      if (replay.unactable && problems.length > 0) return { status: 'skipped', reason: SKIP_REASONS.unactable };
       return problems.length === 0 ? { status: 'agreed' } : { status: 'disagreed', problems };
     },
   };
