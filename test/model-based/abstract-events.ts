@@ -61,7 +61,7 @@ export function pricedUsage(inputTokens: number, outputTokens: number): CallUsag
 }
 
 export const EVALUATOR_REASONS = ['reason A', 'reason B'] as const;
-export const PARSE_ERRORS = Object.freeze({ emptyReply: 'empty_reply', invalidArguments: 'invalid_arguments' });
+export const PARSE_ERRORS = Object.freeze({ emptyReply: 'empty_reply', invalidArguments: 'invalid_arguments:lookup:id' });
 
 /** Texts the driver puts in events, shared with the replay so that stop details agree too. */
 export const OUTCOME_TEXT = Object.freeze({
@@ -262,8 +262,8 @@ function evaluationOutcomes(config: ModelConfiguration, context: LoopContext): A
       type: 'evaluation.completed',
       passed,
       reason,
-      // The output is the last final reply: the same one exactly when the decision repeated the digest.
-      outputDigest: `output-of-${context.progress.lastStateDigest ?? 'nothing'}`,
+      // The output is the last final reply: the one evaluated before exactly when the decision repeated the digest.
+      outputDigest: context.progress.unchangedStateStreak > 1 && context.progress.lastOutputDigest !== null ? context.progress.lastOutputDigest : `output-at-step-${context.steps}`,
       usage: null,
       modelCalls: 0,
       transportRetries: 0,
@@ -301,10 +301,12 @@ function startOutcomes(config: ModelConfiguration, context: LoopContext): Abstra
 }
 
 /** Cancel, the deadline timer and an effect failing outright can happen whatever the machine waits for. */
-function interruptionOutcomes(context: LoopContext): AbstractOutcome[] {
+function interruptionOutcomes(context: LoopContext, duringModelCall = false): AbstractOutcome[] {
+  // A model call cut short by cancel or the deadline was still made, and is counted.
+  const spent = duringModelCall ? { modelCalls: 1 } : {};
   return [
-    { label: 'run.cancelRequested', event: { type: 'run.cancelRequested', message: OUTCOME_TEXT.cancelled, at: timeAt(context, 'within') } },
-    { label: 'run.deadlineReached', event: { type: 'run.deadlineReached', at: timeAt(context, 'past') } },
+    { label: 'run.cancelRequested', event: { type: 'run.cancelRequested', message: OUTCOME_TEXT.cancelled, at: timeAt(context, 'within'), ...spent } },
+    { label: 'run.deadlineReached', event: { type: 'run.deadlineReached', at: timeAt(context, 'past'), ...spent } },
     { label: 'run.faulted', event: { type: 'run.faulted', message: OUTCOME_TEXT.fault, at: timeAt(context, 'within') } },
   ];
 }
@@ -319,7 +321,7 @@ export function abstractOutcomes(config: ModelConfiguration, snapshot: LoopSnaps
     case 'start':
       return [...startOutcomes(config, context), ...interruptionOutcomes(context)];
     case 'callModel':
-      return [...modelOutcomes(config, context), ...interruptionOutcomes(context)];
+      return [...modelOutcomes(config, context), ...interruptionOutcomes(context, true)];
     case 'runTools':
       return [...toolOutcomes(config, context), ...interruptionOutcomes(context)];
     case 'evaluate':
@@ -394,9 +396,10 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
   },
   {
     // Signals on the first occurrence or the second; reflection has room for a nudge and a retry.
+    // A parse error signals at once, so its nudge (also from an invalid call, while repairs remain) and the stop after it fit.
     name: 'one task, maxSteps 3, maxRetries 2',
     limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 2 },
-    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 2, planStall: 2, sameParseError: 2 },
+    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 2, planStall: 2, sameParseError: 1 },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
     plan: false,
@@ -416,8 +419,9 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
   {
     // The plan tool is on and stalls after one decision: the nudge, then the stop at the next gate, fit
     // under maxSteps; a round that completes a plan item answers the nudge.
-    name: 'one task, plan tool, plan stall after one step, maxSteps 3, maxRetries 1',
-    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 1 },
+    // Four steps: a round can repeat from the second round on, and its stop after a nudge needs a third.
+    name: 'one task, plan tool, plan stall after one step, maxSteps 4, maxRetries 1',
+    limits: { ...SHARED_LIMITS, maxSteps: 4, maxStepsPerTask: 4, maxRetries: 1 },
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 1, sameParseError: 3 },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
@@ -425,8 +429,8 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
   },
   {
     // One tool call for the whole run: a second tool decision stops it with budget_exhausted.
-    name: 'one task, one tool call allowed, maxSteps 2, maxRetries 1',
-    limits: { ...SHARED_LIMITS, maxSteps: 2, maxStepsPerTask: 2, maxRetries: 1, maxToolCalls: 1 },
+    name: 'one task, one tool call allowed, maxSteps 3, maxRetries 1',
+    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 1, maxToolCalls: 1 },
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 1, sameParseError: 3 },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,

@@ -39,7 +39,8 @@ const SKIPPED_TASK_WARNING = /^task .+ failed \(.+\) and was skipped/;
 function taskCountsOf(result: RunResult): { completedTasks: number; failedTasks: number } {
   const skipped = result.warnings.filter((warning) => SKIPPED_TASK_WARNING.test(warning)).length;
   // A task failing for good under `stop` is the run's stop: retries_exhausted is reached only through FAILED.
-  return { completedTasks: Object.keys(result.taskOutputs).length, failedTasks: skipped + (result.stopReason === 'retries_exhausted' ? 1 : 0) };
+  const failedForGood = result.stopReason === 'retries_exhausted' || (result.stopReason === 'max_steps' && result.detail.includes('maxStepsPerTask'));
+  return { completedTasks: Object.keys(result.taskOutputs).length, failedTasks: skipped + (failedForGood ? 1 : 0) };
 }
 
 function checkOutput(expected: LoopOutput, result: RunResult): string[] {
