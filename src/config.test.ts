@@ -285,7 +285,7 @@ describe('deadlineMs beyond what a timer can hold', () => {
       throw new Error('accepted');
     } catch (error) {
       expect((error as LoopConfigError).issues).toEqual([
-        { path: 'limits.deadlineMs', message: 'must be at most 2147483647 ms (about 24.8 days), the longest timer Node supports' },
+        { path: 'limits.deadlineMs', message: 'must be at most 2147483647 ms (about 24.8 days), the longest timer Node supports (or Infinity for no limit)' },
       ]);
     }
     expect(resolveConfig({ model: scriptedModel([reply('x')]), limits: { deadlineMs: 2_147_483_647 } }).limits.deadlineMs).toBe(2_147_483_647);

@@ -6,8 +6,11 @@
 import { createActor, type Actor } from 'xstate';
 import { getPendingEffect, loopMachine, type LoopMachine, type LoopSnapshot, type PendingEffect } from '../../machines/index.js';
 import type { LoopEvent, TaskPlan } from '../../machines/types.js';
-import type { ResolvedConfig, RunInput } from '../config.js';
-import type { ToolHealth } from '../tools/index.js';
+import { defaultRunId, type ResolvedConfig, type RunInput } from '../config.js';
+import { describeAbortReason } from '../hooks/abort-reason.js';
+import { guardClock } from '../hooks/guarded-clock.js';
+import { resolveRunId } from '../hooks/run-id.js';
+import { ToolHealth } from '../tools/index.js';
 import { summarize } from '../trace/trace-event.js';
 import { performEvaluation } from './evaluation-step.js';
 import { interruptionOf, RunInterruption, untilAborted } from './interruption.js';
@@ -23,28 +26,36 @@ function stateName(snapshot: LoopSnapshot): string {
   return `${parent}.${String(child)}`;
 }
 
-export async function driveRun(config: ResolvedConfig, health: ToolHealth, input: RunInput): Promise<RunResult> {
-  const { clock } = config;
-  const runId = input.runId ?? config.generateRunId();
+/** Runs one goal; `sharedHealth` is the loop's shared tool health, else this run gets its own. */
+export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealth | undefined, input: RunInput): Promise<RunResult> {
+  // User hooks (clock, run id, abort reason) end the run as fatal_error or cancelled, never reject it.
+  const clock = guardClock(resolved.clock);
+  const config: ResolvedConfig = { ...resolved, clock };
+  const health = sharedHealth ?? new ToolHealth({ now: () => clock.now() });
+  const { runId, fault: runIdFault } = resolveRunId(input.runId, config.generateRunId, defaultRunId);
   const controller = new AbortController();
   const session = new RunSession(config, runId, input.goal, controller.signal);
   const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
   const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks } });
   const onUserAbort = () => {
-    const reason: unknown = input.signal?.reason;
-    controller.abort(new RunInterruption('cancelled', reason instanceof Error ? reason.message : summarize(reason ?? 'cancelled')));
+    controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
   };
   input.signal?.addEventListener('abort', onUserAbort, { once: true });
-  const cancelDeadline = clock.setTimer(config.limits.deadlineMs, () =>
-    controller.abort(new RunInterruption('deadline', `deadline of ${config.limits.deadlineMs} ms reached`)),
-  );
+  // deadlineMs: Infinity means no deadline, so no timer is armed.
+  const cancelDeadline = Number.isFinite(config.limits.deadlineMs)
+    ? clock.setTimer(config.limits.deadlineMs, () => controller.abort(new RunInterruption('deadline', `deadline of ${config.limits.deadlineMs} ms reached`)))
+    : () => undefined;
   // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
   try {
     actor.start();
-    startRun(actor, session, input);
+    startRun(actor, session, input, runIdFault);
     // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
     if (input.signal?.aborted) onUserAbort();
     for (;;) {
+      if (clock.fault !== null && session.fatalError === null) {
+        session.fatalError = clock.fault;
+        send(actor, session, { type: 'run.faulted', at: clock.now(), message: `${clock.fault.name}: ${clock.fault.message}` });
+      }
       const snapshot = actor.getSnapshot();
       const effect = getPendingEffect(snapshot);
       if (effect.kind === 'done') break;
@@ -59,14 +70,14 @@ export async function driveRun(config: ResolvedConfig, health: ToolHealth, input
 }
 
 /** Starts the machine and the first task; a task prompt that throws faults the run instead of rejecting. */
-function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInput): void {
+function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInput, runIdFault: Error | null): void {
   const { config, runId } = session;
   const startedAt = config.clock.now();
   session.warnIfUnpriced(config.model.id, startedAt);
   session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
-  let startFault: Error | null = null;
+  let startFault: Error | null = runIdFault;
   try {
-    session.beginTask(0);
+    if (startFault === null) session.beginTask(0);
   } catch (error) {
     startFault = error instanceof Error ? error : new Error(String(error));
   }

@@ -1,6 +1,6 @@
 /** The `evaluate` effect: run the task's evaluators on the last reply (DESIGN §6). */
 import type { LoopEvent } from '../../machines/types.js';
-import { ModelCallError } from '../errors.js';
+import { retryableModelError } from '../errors.js';
 import { runEvaluators, type EvaluationSummary, type Evaluator } from '../evaluators/index.js';
 import { backoffDelay } from './retry-policy.js';
 import { untilAborted } from './interruption.js';
@@ -53,16 +53,17 @@ export async function performEvaluation(session: RunSession, mayCallModel: boole
  */
 async function evaluateWithTransportRetries(session: RunSession, list: readonly Evaluator[]): Promise<EvaluationSummary> {
   const { config } = session;
-  const isTransient = (error: unknown) => error instanceof ModelCallError && error.retryable;
+  const isTransient = (error: unknown) => retryableModelError(error) !== null;
   for (let attempt = 0; ; attempt++) {
     try {
       return await untilAborted(
         runEvaluators(list, { output: session.lastReply ?? '', signal: session.signal, taskId: session.task.id, rethrow: isTransient }),
         session.signal,
       );
-    } catch (error) {
-      if (!(error instanceof ModelCallError) || !error.retryable || session.signal.aborted) throw error;
-      if (attempt >= config.limits.maxRetries) throw new Error(`the LLM judge failed after ${attempt} transport retries: ${error.message}`, { cause: error });
+    } catch (caught) {
+      const error = retryableModelError(caught);
+      if (error === null || session.signal.aborted) throw caught;
+      if (attempt >= config.limits.maxRetries) throw new Error(`the LLM judge failed after ${attempt} transport retries: ${error.message}`, { cause: caught });
       const delay = backoffDelay({ attempt, retryAfterMs: error.retryAfterMs, options: config.backoff, random: config.random });
       session.warn(`task ${session.task.id}: LLM judge transport error (${error.message}); retrying in ${delay} ms`, config.clock.now());
       await untilAborted(config.clock.sleep(delay, session.signal), session.signal);

@@ -25,7 +25,8 @@ export class RunSession {
   readonly progress = new ProgressTracker();
   readonly trace: TraceEvent[] = [];
   readonly warnings: string[] = [];
-  readonly taskOutputs: Record<string, unknown> = {};
+  /** By task id, without a prototype: a task id never reads or shadows what objects inherit. */
+  readonly taskOutputs: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   readonly tasks: readonly TaskConfig[];
   transcript: Transcript;
   taskIndex = -1;
