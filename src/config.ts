@@ -1,5 +1,5 @@
 /**
- * `createLoop` config: validated with zod before anything runs (STYLE §6). Bad config throws
+ * `createLoop` config: validated with zod before anything runs. Bad config throws
  * `LoopConfigError` naming each bad field's path and what was expected.
  */
 import { z } from 'zod';
@@ -41,7 +41,8 @@ export interface TaskConfig {
 }
 
 /**
- * Everything `createLoop` accepts; only `model` is required. Validated before anything runs.
+ * Everything `createLoop` accepts; only `model` is required. Validated before anything runs. Any field
+ * (at any depth) set to `undefined` means "use the default", exactly as if it were left out.
  * @example
  * const config: LoopConfig = { model, tools: [getOrderStatus], limits: { maxSteps: 4, maxCostUsd: 0.05 } };
  */
@@ -51,7 +52,14 @@ export interface LoopConfig {
   tools?: readonly Tool[];
   evaluate?: readonly Evaluator[];
   tasks?: readonly TaskConfig[];
+  /**
+   * Budgets, merged over `DEFAULT_LIMITS`. A field left out or set to `undefined` keeps its default; it
+   * never switches the budget off. To switch one off say so: `Infinity` is accepted by `maxCostUsd`,
+   * `maxInputTokens`, `maxOutputTokens` and `deadlineMs` (no deadline timer is armed). Counts such as
+   * `maxSteps` stay finite; NaN is refused everywhere.
+   */
   limits?: Partial<LoopLimits>;
+  /** No-progress thresholds, merged over `DEFAULT_NO_PROGRESS`; `undefined` keeps the default. */
   noProgress?: Partial<NoProgressThresholds>;
   policy?: ToolPolicy;
   /** USD per million tokens by model id, merged over the defaults. */

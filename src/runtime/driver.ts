@@ -1,6 +1,6 @@
 /**
  * The driver: runs the loop machine as an actor, performs the effect each resting state
- * requests, and sends the outcome back as an event (DESIGN §12). All I/O, time and
+ * requests, and sends the outcome back as an event. All I/O, time and
  * randomness live here; the machine stays a pure function of its events.
  */
 import { createActor, type Actor } from 'xstate';

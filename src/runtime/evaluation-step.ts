@@ -1,4 +1,4 @@
-/** The `evaluate` effect: run the task's evaluators on the last reply (DESIGN §6). */
+/** The `evaluate` effect: run the task's evaluators on the last reply. */
 import type { LoopEvent } from '../../machines/types.js';
 import { retryableModelError } from '../errors.js';
 import { runEvaluators, type EvaluationSummary, type Evaluator } from '../evaluators/index.js';

@@ -56,7 +56,7 @@ export class RunSession {
     return task;
   }
 
-  /** Start a fresh conversation for the task at `index` (DESIGN §8: each task is its own bounded loop). */
+  /** Start a fresh conversation for the task at `index`: each task is its own bounded loop. */
   beginTask(index: number): void {
     const prepared = this.preparedTask?.index === index ? this.preparedTask.transcript : null;
     this.preparedTask = null;

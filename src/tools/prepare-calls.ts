@@ -1,5 +1,5 @@
 /**
- * Classifies the model's raw tool calls before anything runs (DESIGN §4, §7): which tool, whether its
+ * Classifies the model's raw tool calls before anything runs: which tool, whether its
  * circuit is open, what the policy says, and whether the arguments parse and pass the zod schema.
  * Every non-ready call carries a stable error `key` (for the same-parse-error signal) and a `message`
  * written for the model.

@@ -1,5 +1,5 @@
 /**
- * Runs the ready calls of one tool round (DESIGN §2, §4, §7, §10): at most `maxParallel` at once, each
+ * Runs the ready calls of one tool round: at most `maxParallel` at once, each
  * under its own timeout, results serialised and capped, and a side effect whose outcome is unknown
  * looked up by its idempotency key instead of being run again. Never throws: every call ends as an
  * outcome the model can read.
