@@ -1,63 +1,64 @@
 /**
- * The run's view of the injected clock. A `now()` that throws or returns a non-finite number, or a
- * `setTimer` that throws, must end the run as `fatal_error` rather than reject `run()` from wherever the
- * time was read: the guard records the first fault, keeps the last good time, and the driver stops the run.
+ * The run's view of the injected clock. Inside an effect a failing `now()` throws, and the effect fails
+ * outright (`fatal_error`, like any throwing user hook); a `now()` that returns NaN or a non-number
+ * throws too, instead of poisoning every duration and budget. Where the driver reads the time outside
+ * an effect (starting, stopping, reporting an interruption) it uses `safeNow`, which never throws, so
+ * a broken clock can never reject `run()`.
  */
 import { LoopstateError } from '../errors.js';
 import type { Clock } from '../runtime/clock.js';
-import { describeThrown } from './describe-thrown.js';
 
 /**
- * A clock that never throws from `now()` or `setTimer`; `fault` holds the first failure of the one it wraps.
+ * A clock whose `now()` only ever returns finite numbers (it throws otherwise), plus `safeNow()`.
  * @example
- * const clock = guardClock(config.clock); clock.now(); if (clock.fault) stop(clock.fault);
+ * const clock = guardClock(config.clock); const at = clock.safeNow(); // never throws
  */
 export interface GuardedClock extends Clock {
-  readonly fault: Error | null;
+  /** The current time, or the last good one when the clock fails now. */
+  safeNow(): number;
 }
 
 /**
  * Wraps `clock` for one run.
  * @example
- * const clock = guardClock({ now: () => { throw new Error('no time') }, sleep, setTimer });
- * clock.now(); // 0, and clock.fault is a LoopstateError with code 'clock_failed'
+ * const clock = guardClock({ ...virtualClock(), now: () => NaN });
+ * clock.now(); // throws LoopstateError (code 'clock_failed'); clock.safeNow() is 0
  */
 export function guardClock(clock: Clock): GuardedClock {
-  let fault: Error | null = null;
   let lastTime = 0;
-  const fail = (message: string, cause?: unknown) => {
-    fault ??= new LoopstateError({ code: 'clock_failed', message, cause });
+  const now = (): number => {
+    const time: unknown = clock.now();
+    if (typeof time !== 'number' || !Number.isFinite(time)) {
+      throw new LoopstateError({ code: 'clock_failed', message: `clock.now() returned ${typeof time === 'number' ? String(time) : typeof time}, not a finite number` });
+    }
+    return (lastTime = time);
   };
   return {
-    get fault() {
-      return fault;
-    },
-    now: () => {
+    now,
+    safeNow: () => {
       try {
-        const time: unknown = clock.now();
-        if (typeof time === 'number' && Number.isFinite(time)) return (lastTime = time);
-        fail(`clock.now() returned ${typeof time === 'number' ? String(time) : typeof time}, not a finite number`);
-      } catch (error) {
-        fail(`clock.now() threw: ${describeThrown(error)}`, error);
+        return now();
+      } catch {
+        return lastTime;
       }
-      return lastTime;
     },
     sleep: (ms, signal) => clock.sleep(ms, signal),
-    setTimer: (ms, callback) => {
-      try {
-        const cancel: unknown = clock.setTimer(ms, callback);
-        if (typeof cancel !== 'function') return () => undefined;
-        return () => {
-          try {
-            (cancel as () => void)();
-          } catch (error) {
-            fail(`clock.setTimer's cancel function threw: ${describeThrown(error)}`, error);
-          }
-        };
-      } catch (error) {
-        fail(`clock.setTimer() threw: ${describeThrown(error)}`, error);
-        return () => undefined;
-      }
-    },
+    setTimer: (ms, callback) => clock.setTimer(ms, callback),
   };
+}
+
+/**
+ * The time from any clock without throwing: a guarded clock's `safeNow`, else `now()` with 0 on failure.
+ * @example
+ * const at = safeNow(session.config.clock);
+ */
+export function safeNow(clock: Clock): number {
+  const guarded = clock as Partial<GuardedClock>;
+  if (typeof guarded.safeNow === 'function') return guarded.safeNow();
+  try {
+    const time = clock.now();
+    return Number.isFinite(time) ? time : 0;
+  } catch {
+    return 0;
+  }
 }

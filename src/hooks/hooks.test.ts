@@ -1,32 +1,30 @@
 import { describe, expect, it } from 'vitest';
 import { virtualClock } from '../testing/virtual-clock.js';
 import { describeAbortReason } from './abort-reason.js';
-import { guardClock } from './guarded-clock.js';
+import { guardClock, safeNow } from './guarded-clock.js';
 import { resolveRunId } from './run-id.js';
 
 describe('guardClock', () => {
-  it('passes time through and has no fault while the clock works', () => {
-    const clock = virtualClock();
+  it('passes time through while the clock works', () => {
+    const clock = virtualClock(5);
     const guarded = guardClock(clock);
-    expect(guarded.now()).toBe(clock.now());
-    expect(guarded.fault).toBeNull();
+    expect(guarded.now()).toBe(5);
+    expect(guarded.safeNow()).toBe(5);
   });
 
-  it('keeps the last good time and records the first fault when now() throws or returns NaN', () => {
-    let calls = 0;
-    const guarded = guardClock({ ...virtualClock(), now: () => (++calls === 1 ? 7 : calls === 2 ? NaN : (() => { throw new Error('tick'); })()) });
+  it('throws from now() for NaN or a non-number, and safeNow() keeps the last good time', () => {
+    const times: unknown[] = [7, NaN, 'soon'];
+    const guarded = guardClock({ ...virtualClock(), now: () => times.shift() as number });
     expect(guarded.now()).toBe(7);
-    expect(guarded.now()).toBe(7);
-    expect(guarded.fault).toMatchObject({ code: 'clock_failed', message: 'clock.now() returned NaN, not a finite number' });
-    expect(guarded.now()).toBe(7);
-    expect(guarded.fault?.message).toBe('clock.now() returned NaN, not a finite number');
+    expect(() => guarded.now()).toThrow(expect.objectContaining({ code: 'clock_failed', message: 'clock.now() returned NaN, not a finite number' }));
+    expect(guarded.safeNow()).toBe(7);
   });
 
-  it('turns a throwing setTimer into a fault and a harmless cancel', () => {
-    const guarded = guardClock({ ...virtualClock(), setTimer: () => { throw new Error('no timers'); } });
-    const cancel = guarded.setTimer(10, () => undefined);
-    expect(() => cancel()).not.toThrow();
-    expect(guarded.fault?.message).toBe('clock.setTimer() threw: no timers');
+  it('safeNow() never throws, for a guarded clock or a bare one', () => {
+    const broken = { ...virtualClock(), now: (): number => { throw new Error('tick'); } };
+    expect(guardClock(broken).safeNow()).toBe(0);
+    expect(safeNow(broken)).toBe(0);
+    expect(safeNow(virtualClock(3))).toBe(3);
   });
 });
 

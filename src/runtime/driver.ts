@@ -8,7 +8,8 @@ import { getPendingEffect, loopMachine, type LoopMachine, type LoopSnapshot, typ
 import type { LoopEvent, TaskPlan } from '../../machines/types.js';
 import { defaultRunId, type ResolvedConfig, type RunInput } from '../config.js';
 import { describeAbortReason } from '../hooks/abort-reason.js';
-import { guardClock } from '../hooks/guarded-clock.js';
+import { describeThrown } from '../hooks/describe-thrown.js';
+import { guardClock, safeNow } from '../hooks/guarded-clock.js';
 import { resolveRunId } from '../hooks/run-id.js';
 import { ToolHealth } from '../tools/index.js';
 import { summarize } from '../trace/trace-event.js';
@@ -41,41 +42,56 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
     controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
   };
   input.signal?.addEventListener('abort', onUserAbort, { once: true });
-  // deadlineMs: Infinity means no deadline, so no timer is armed.
-  const cancelDeadline = Number.isFinite(config.limits.deadlineMs)
-    ? clock.setTimer(config.limits.deadlineMs, () => controller.abort(new RunInterruption('deadline', `deadline of ${config.limits.deadlineMs} ms reached`)))
-    : () => undefined;
+  const { cancelDeadline, fault: timerFault } = armDeadline(config, controller);
   // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
   try {
     actor.start();
-    startRun(actor, session, input, runIdFault);
+    startRun(actor, session, input, runIdFault ?? timerFault);
     // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
     if (input.signal?.aborted) onUserAbort();
     for (;;) {
-      if (clock.fault !== null && session.fatalError === null) {
-        session.fatalError = clock.fault;
-        send(actor, session, { type: 'run.faulted', at: clock.now(), message: `${clock.fault.name}: ${clock.fault.message}` });
-      }
       const snapshot = actor.getSnapshot();
       const effect = getPendingEffect(snapshot);
       if (effect.kind === 'done') break;
       send(actor, session, await perform(effect, snapshot, session, health));
     }
   } finally {
-    cancelDeadline();
+    try {
+      cancelDeadline();
+    } catch {
+      // A clock whose cancel function throws: the run is over either way.
+    }
     input.signal?.removeEventListener('abort', onUserAbort);
     actor.stop();
   }
   return buildResult(session, actor.getSnapshot());
 }
 
-/** Starts the machine and the first task; a task prompt that throws faults the run instead of rejecting. */
-function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInput, runIdFault: Error | null): void {
+/** Arms the deadline timer; `deadlineMs: Infinity` arms none, and a clock whose `setTimer` throws faults the run. */
+function armDeadline(config: ResolvedConfig, controller: AbortController): { cancelDeadline: () => void; fault: Error | null } {
+  const { deadlineMs } = config.limits;
+  if (!Number.isFinite(deadlineMs)) return { cancelDeadline: () => undefined, fault: null };
+  try {
+    const cancel = config.clock.setTimer(deadlineMs, () => controller.abort(new RunInterruption('deadline', `deadline of ${deadlineMs} ms reached`)));
+    return { cancelDeadline: typeof cancel === 'function' ? cancel : () => undefined, fault: null };
+  } catch (error) {
+    return { cancelDeadline: () => undefined, fault: error instanceof Error ? error : new Error(describeThrown(error)) };
+  }
+}
+
+/** Starts the machine and the first task; a task prompt, run id hook or clock that throws faults the run instead of rejecting. */
+function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInput, hookFault: Error | null): void {
   const { config, runId } = session;
-  const startedAt = config.clock.now();
+  let startFault: Error | null = hookFault;
+  let startedAt: number;
+  try {
+    startedAt = config.clock.now();
+  } catch (error) {
+    startFault ??= error instanceof Error ? error : new Error(describeThrown(error));
+    startedAt = safeNow(config.clock);
+  }
   session.warnIfUnpriced(config.model.id, startedAt);
   session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
-  let startFault: Error | null = runIdFault;
   try {
     if (startFault === null) session.beginTask(0);
   } catch (error) {
@@ -112,15 +128,15 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
   } catch (error) {
     if (session.signal.aborted) return interruptionEvent(session);
     // No retry layer covers this (a throwing policy hook or task prompt, a bug): stop with fatal_error, never crash.
-    const fault = error instanceof Error ? error : new Error(String(error));
+    const fault = error instanceof Error ? error : new Error(describeThrown(error));
     session.fatalError = fault;
-    return { type: 'run.faulted', at: clock.now(), message: `${fault.name}: ${fault.message}` };
+    return { type: 'run.faulted', at: safeNow(clock), message: `${fault.name}: ${fault.message}` };
   }
 }
 
 function interruptionEvent(session: RunSession): LoopEvent {
   const interruption = interruptionOf(session.signal);
-  const at = session.config.clock.now();
+  const at = safeNow(session.config.clock);
   return interruption.kind === 'deadline'
     ? { type: 'run.deadlineReached', at }
     : { type: 'run.cancelRequested', at, message: interruption.message };
@@ -155,7 +171,7 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
   // but never started has none (an earlier task's answer is in taskOutputs, not passed off as this one's).
   const partial = snapshot.context.taskIndex === session.taskIndex ? session.lastReply : null;
   const result: unknown = (completed ? evaluated : partial) ?? null;
-  const at = session.config.clock.now();
+  const at = safeNow(session.config.clock);
   if (!completed && result !== null) {
     session.warn(`partial output: the run stopped (${output.stopReason}) before the last reply passed evaluation`, at);
   }

@@ -167,4 +167,17 @@ describe('prepareToolCalls', () => {
     expect(run).toThrow(LoopConfigError);
     expect(run).toThrow(/tools\.async_check\.input/);
   });
+
+  it('answers arguments nested too deeply for a recursive schema as invalid, for the model to repair', () => {
+    interface Node {
+      child?: Node;
+    }
+    const node: z.ZodType<Node> = z.lazy(() => z.object({ child: node.optional() }));
+    const treeTool = defineTool({ name: 'tree', description: 'Stores a tree', input: z.object({ root: node }), access: 'read', execute: () => 'ok' });
+    const depth = 20_000;
+    const deep = `{"root":${'{"child":'.repeat(depth)}{}${'}'.repeat(depth)}}`;
+    const prepared = prepareOne(call('tree', deep), { tools: new Map([['tree', treeTool]]) });
+    expect(prepared.status).toBe('invalid');
+    expect(prepared.error).toEqual({ key: 'arguments_too_deep:tree', message: expect.stringContaining('arguments nested too deeply') });
+  });
 });

@@ -122,7 +122,7 @@ describe('user hooks that misbehave end the run, never reject it', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'fatal_error', error: { code: 'clock_failed', message: 'clock.now() threw: clock unplugged' } });
+    expect(result).toMatchObject({ stopReason: 'fatal_error', detail: 'run faulted: Error: clock unplugged', error: { message: 'clock unplugged' } });
   });
 
   it('a clock whose now() throws from the first read ends the run as fatal_error', async () => {
@@ -131,7 +131,21 @@ describe('user hooks that misbehave end the run, never reject it', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'fatal_error', error: { code: 'clock_failed' } });
+    expect(result).toMatchObject({ stopReason: 'fatal_error', error: { message: 'no time at all' } });
+  });
+
+  it('a clock whose now() returns NaN ends the run as fatal_error instead of poisoning every budget', async () => {
+    const clock: Clock = { ...virtualClock(), now: () => NaN };
+    const loop = createLoop({ model: scriptedModel([reply('done')]), clock });
+
+    expect(await loop.run({ goal: GOAL })).toMatchObject({ stopReason: 'fatal_error', error: { code: 'clock_failed' } });
+  });
+
+  it('a clock whose setTimer throws ends the run as fatal_error', async () => {
+    const clock: Clock = { ...virtualClock(), setTimer: () => { throw new Error('no timers here'); } };
+    const loop = createLoop({ model: scriptedModel([reply('never requested')]), clock });
+
+    expect(await loop.run({ goal: GOAL })).toMatchObject({ stopReason: 'fatal_error', error: { message: 'no timers here' } });
   });
 
   it('an already-aborted signal whose reason has throwing getters ends the run as cancelled', async () => {
