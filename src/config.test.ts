@@ -452,3 +452,18 @@ describe('isolation in config', () => {
     ]);
   });
 });
+
+describe('what the input snapshot keeps by reference', () => {
+  it('keeps the model, tools, evaluators and clock themselves, and names an unreadable tools entry', () => {
+    const clock = virtualClock();
+    const json = evaluators.json();
+    const resolved = resolveConfig({ model, tools: [lookup], evaluate: [json], clock, tasks: [{ id: 't', prompt: 'p', evaluate: [json] }] });
+    expect(resolved.model).toBe(model);
+    expect(resolved.tools.get('lookup')).toBe(lookup);
+    expect(resolved.evaluate[0]).toBe(json);
+    expect(resolved.tasks?.[0]?.evaluate?.[0]).toBe(json);
+    expect(resolved.clock).toBe(clock);
+    const tools = Object.defineProperty([lookup], 1, { get: () => { throw new Error('lazy tool failed'); }, enumerable: true });
+    expect(configError(() => resolveConfig({ model, tools })).issues).toEqual([{ path: 'tools[1]', message: 'could not be read: lazy tool failed' }]);
+  });
+});

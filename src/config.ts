@@ -280,11 +280,12 @@ let runCounter = 0;
 /** The run id used when `generateRunId` is not given, or fails. */
 export const defaultRunId = (): string => `run_${Date.now().toString(36)}_${(runCounter++).toString(36)}`;
 
-/** Values the loop calls into are kept as they are; everything else is copied as plain data. */
+/** Objects the loop calls into (model, clock, shared health, tools, evaluators) are kept as they are; the rest is copied as plain data. */
 const keepConfigValue: KeepByReference = (path) => {
   const [last, parent] = [path.at(-1), path.at(-2)];
   if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth')) return true;
-  return (typeof last === 'number' && (parent === 'tools' || parent === 'evaluate')) || last === 'evaluate' || last === 'tools';
+  // An evaluator may also be given alone, not in a list.
+  return last === 'evaluate' || (typeof last === 'number' && (parent === 'tools' || parent === 'evaluate'));
 };
 
 /**

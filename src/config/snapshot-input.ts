@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import type { ConfigIssue } from '../errors.js';
 
-/** Tells which values are kept as they are instead of being copied, by their path from the root. */
+/** Tells which objects (never arrays) are kept as they are instead of being copied, by their path from the root. */
 export type KeepByReference = (path: readonly PropertyKey[]) => boolean;
 
 /**
@@ -52,11 +52,12 @@ export function snapshotInput(input: unknown, keepByReference: KeepByReference):
     return undefined;
   };
   const copy = (value: unknown, path: PropertyKey[]): unknown => {
-    if (typeof value !== 'object' || value === null || keepByReference(path)) return value;
+    if (typeof value !== 'object' || value === null) return value;
     let array: boolean;
     try {
       array = Array.isArray(value);
-      if (!array && !isPlainObject(value)) return value;
+      // Arrays are always data; an object the caller keeps, or a class instance, is passed as it is.
+      if (!array && (keepByReference(path) || !isPlainObject(value))) return value;
     } catch (error) {
       return fail(path, `could not be read: ${describe(error)}`);
     }
