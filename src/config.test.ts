@@ -11,7 +11,7 @@ import { evaluators } from './evaluators/index.js';
 import { systemClock } from './runtime/clock.js';
 import { reply, scriptedModel } from './testing/index.js';
 import { virtualClock } from './testing/virtual-clock.js';
-import { defineTool } from './tools/index.js';
+import { defineTool, ToolHealth } from './tools/index.js';
 
 const model = scriptedModel([reply('unused')]);
 const lookup = defineTool({ name: 'lookup', description: 'Look a record up.', input: z.object({ id: z.string() }), access: 'read', execute: ({ id }) => id });
@@ -37,7 +37,7 @@ describe('resolveConfig defaults', () => {
     expect(resolved.tools.size).toBe(0);
     expect(resolved.evaluate).toEqual([]);
     expect(resolved.tasks).toBeNull();
-    expect(resolved.limits).toEqual(DEFAULT_LIMITS);
+    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps });
     expect(resolved.noProgress).toEqual(DEFAULT_NO_PROGRESS);
     expect(resolved.policy).toBeUndefined();
     expect(resolved.prices).toEqual(DEFAULT_PRICES);
@@ -77,7 +77,7 @@ describe('resolveConfig defaults', () => {
 describe('resolveConfig merging', () => {
   it('merges partial limits over the defaults, keeping the rest', () => {
     const { limits } = resolveConfig({ model, limits: { maxSteps: 3, maxCostUsd: 0.05 } });
-    expect(limits).toEqual({ ...DEFAULT_LIMITS, maxSteps: 3, maxCostUsd: 0.05 });
+    expect(limits).toEqual({ ...DEFAULT_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxCostUsd: 0.05 });
     expect(limits.maxSteps).not.toBe(DEFAULT_LIMITS.maxSteps);
   });
 
@@ -285,9 +285,185 @@ describe('deadlineMs beyond what a timer can hold', () => {
       throw new Error('accepted');
     } catch (error) {
       expect((error as LoopConfigError).issues).toEqual([
-        { path: 'limits.deadlineMs', message: 'must be at most 2147483647 ms (about 24.8 days), the longest timer Node supports' },
+        { path: 'limits.deadlineMs', message: 'must be at most 2147483647 ms (about 24.8 days), the longest timer Node supports (or Infinity for no limit)' },
       ]);
     }
     expect(resolveConfig({ model: scriptedModel([reply('x')]), limits: { deadlineMs: 2_147_483_647 } }).limits.deadlineMs).toBe(2_147_483_647);
+  });
+});
+
+describe('an explicit undefined means the default, everywhere', () => {
+  const everyKeyUndefined = (defaults: object) => Object.fromEntries(Object.keys(defaults).map((key) => [key, undefined]));
+
+  it('keeps every default limit and no-progress threshold when each is passed as undefined', () => {
+    const resolved = resolveConfig({ model, limits: everyKeyUndefined(DEFAULT_LIMITS), noProgress: everyKeyUndefined(DEFAULT_NO_PROGRESS) });
+    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps });
+    expect(resolved.noProgress).toEqual(DEFAULT_NO_PROGRESS);
+    expect(Object.values(resolved.limits)).not.toContain(undefined);
+  });
+
+  it('keeps a set limit beside undefined ones (the `limits: { maxSteps: opts.maxSteps }` pattern)', () => {
+    const options: { maxSteps?: number } = {};
+    const resolved = resolveConfig({ model, limits: { maxSteps: options.maxSteps, deadlineMs: 5_000 } });
+    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, deadlineMs: 5_000 });
+  });
+
+  it('keeps the retry backoff, trace, policy and price defaults', () => {
+    const resolved = resolveConfig({
+      model,
+      retry: { baseMs: undefined, maxMs: undefined },
+      trace: { inMemory: undefined, onEvent: undefined },
+      policy: { allow: undefined, requireApproval: undefined, decide: undefined },
+      prices: { 'gpt-4.1': undefined },
+    });
+    expect(resolved.backoff).toEqual(DEFAULT_BACKOFF);
+    expect(resolved.trace).toEqual({ inMemory: true, onEvent: undefined });
+    expect(resolved.policy).toEqual({});
+    expect(resolved.prices).toEqual(DEFAULT_PRICES);
+  });
+
+  it('keeps the top-level defaults', () => {
+    const resolved = resolveConfig({
+      model, instructions: undefined, tools: undefined, evaluate: undefined, tasks: undefined, limits: undefined, noProgress: undefined,
+      policy: undefined, prices: undefined, trace: undefined, retry: undefined, clock: undefined, random: undefined, generateRunId: undefined, toolHealth: undefined,
+    });
+    expect(resolved).toMatchObject({ instructions: '', evaluate: [], tasks: null, limits: { ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps }, clock: systemClock, random: Math.random, toolHealth: undefined });
+    expect(resolved.generateRunId()).toMatch(/^run_/);
+  });
+
+  it('keeps task defaults when a task field is undefined', () => {
+    const resolved = resolveConfig({ model, tasks: [{ id: 'draft', prompt: 'Write it', evaluate: undefined, requires: undefined, onFailure: undefined }] });
+    expect(resolved.tasks).toEqual([{ id: 'draft', prompt: 'Write it' }]);
+  });
+
+  it('treats an undefined run id and signal as absent', () => {
+    expect(validateRunInput({ goal: 'g', runId: undefined, signal: undefined })).toEqual({ goal: 'g' });
+  });
+
+  it('does not change the caller’s objects', () => {
+    const limits = { maxSteps: undefined, deadlineMs: 5_000 };
+    resolveConfig({ model, limits });
+    expect(Object.keys(limits)).toEqual(['maxSteps', 'deadlineMs']);
+  });
+});
+
+describe('Infinity switches a budget off; NaN is refused', () => {
+  it.each(['maxCostUsd', 'maxInputTokens', 'maxOutputTokens', 'deadlineMs'] as const)('accepts %s: Infinity', (key) => {
+    expect(resolveConfig({ model, limits: { [key]: Infinity } }).limits[key]).toBe(Infinity);
+  });
+
+  it.each(['maxSteps', 'maxRetries', 'maxParallelTools', 'maxToolResultBytes', 'maxArgumentRepairs'] as const)('refuses %s: Infinity (a count stays finite)', (key) => {
+    expect(configError(() => resolveConfig({ model, limits: { [key]: Infinity } })).issues).toEqual([
+      { path: `limits.${key}`, message: 'expected a finite number, got Infinity' },
+    ]);
+  });
+
+  it.each([
+    ['limits.maxSteps', { limits: { maxSteps: NaN } }, 'expected a number, got NaN'],
+    ['limits.maxToolResultBytes', { limits: { maxToolResultBytes: NaN } }, 'expected a number, got NaN'],
+    ['noProgress.repeatedToolCall', { noProgress: { repeatedToolCall: NaN } }, 'expected a number, got NaN'],
+    ['retry.baseMs', { retry: { baseMs: NaN } }, 'expected a number, got NaN'],
+    ['limits.maxCostUsd', { limits: { maxCostUsd: NaN } }, 'expected a number, got NaN (or Infinity for no limit)'],
+    ['limits.deadlineMs', { limits: { deadlineMs: -Infinity } }, 'expected a finite number, got -Infinity (or Infinity for no limit)'],
+  ])('refuses %s with a clear message', (path, config, message) => {
+    expect(configError(() => resolveConfig({ model, ...config })).issues).toEqual([{ path, message }]);
+  });
+});
+
+describe('unreadable config and run input become LoopConfigError', () => {
+  const throwing = (message: string) => {
+    throw new Error(message);
+  };
+
+  it('names a limit whose getter throws', () => {
+    const limits = { deadlineMs: 5_000, get maxSteps(): number { return throwing('getter exploded'); } };
+    const error = configError(() => resolveConfig({ model, limits }));
+    expect(error.issues).toEqual([{ path: 'limits.maxSteps', message: 'could not be read: getter exploded' }]);
+    expect(error.message).toMatch(/^Invalid loop config:/);
+  });
+
+  it('names a nested object that is a Proxy throwing on every read', () => {
+    const trap = () => throwing('proxy trap');
+    const limits = new Proxy({}, { ownKeys: trap, get: trap, getPrototypeOf: trap });
+    expect(configError(() => resolveConfig({ model, limits })).issues).toEqual([{ path: 'limits', message: 'could not be read: proxy trap' }]);
+  });
+
+  it('reports a whole config that is a throwing Proxy at the root', () => {
+    const config = new Proxy({ model }, { ownKeys: () => throwing('no keys for you') });
+    expect(configError(() => resolveConfig(config)).issues).toEqual([{ path: '', message: 'could not be read: no keys for you' }]);
+  });
+
+  it('turns a model whose `id` getter throws during validation into a LoopConfigError', () => {
+    const sneaky = { generate: () => Promise.reject(new Error('unused')), get id(): string { return throwing('id unavailable'); } };
+    const error = configError(() => resolveConfig({ model: sneaky }));
+    expect(error.message).toMatch(/could not be validated: id unavailable/);
+  });
+
+  it('refuses a circular plain object instead of recursing forever', () => {
+    const prices: Record<string, unknown> = {};
+    prices.self = prices;
+    expect(configError(() => resolveConfig({ model, prices })).issues).toEqual([{ path: 'prices.self', message: 'refers to itself (a circular structure)' }]);
+  });
+
+  it('says "Invalid run input" (scope run_input, code invalid_config) for a bad run input', () => {
+    const error = configError(() => validateRunInput({ goal: '' }));
+    expect(error.message).toMatch(/^Invalid run input:\n {2}- goal: expected a non-empty goal/);
+    expect(error).toMatchObject({ scope: 'run_input', code: 'invalid_config', name: 'LoopConfigError' });
+    expect(configError(() => resolveConfig({ model, limits: { maxSteps: 0 } })).scope).toBe('config');
+  });
+
+  it('names a run-input field whose getter throws', () => {
+    const input = { get goal(): string { return throwing('goal getter'); } };
+    const error = configError(() => validateRunInput(input));
+    expect(error.issues).toEqual([{ path: 'goal', message: 'could not be read: goal getter' }]);
+    expect(error.message).toMatch(/^Invalid run input/);
+  });
+
+  it.each([
+    ['a number', 42, 'expected the run id as a string, got number'],
+    ['null', null, 'expected the run id as a string, got null'],
+    ['an object', { id: 'r' }, 'expected the run id as a string, got object'],
+  ])('refuses a run id that is %s', (_name, runId, message) => {
+    expect(configError(() => validateRunInput({ goal: 'g', runId })).issues).toEqual([{ path: 'runId', message }]);
+  });
+});
+
+describe('isolation in config', () => {
+  it.each(['__proto__', 'constructor', 'prototype'])('refuses the task id %s', (id) => {
+    // defineProperty, so `__proto__` is an own key as it would be in parsed JSON.
+    const task = Object.defineProperty({ prompt: 'Do it' }, 'id', { value: id, enumerable: true });
+    expect(configError(() => resolveConfig({ model, tasks: [task] })).issues).toEqual([
+      { path: 'tasks[0].id', message: `"${id}" cannot be a task id; choose another name` },
+    ]);
+  });
+
+  it('reports an own `__proto__` key as an unknown option instead of changing a prototype', () => {
+    const limits = JSON.parse('{"__proto__": {"maxSteps": 1}}') as object;
+    const error = configError(() => resolveConfig({ model, limits }));
+    expect(error.issues).toEqual([{ path: 'limits.__proto__', message: expect.stringMatching(/^unknown option/) }]);
+  });
+
+  it('accepts a ToolHealth to share and refuses something that is not one', () => {
+    const toolHealth = new ToolHealth();
+    expect(resolveConfig({ model, toolHealth }).toolHealth).toBe(toolHealth);
+    expect(resolveConfig({ model }).toolHealth).toBeUndefined();
+    expect(configError(() => resolveConfig({ model, toolHealth: { isOpen: () => false } })).issues).toEqual([
+      { path: 'toolHealth', message: 'expected a ToolHealth, e.g. new ToolHealth({ threshold: 3 })' },
+    ]);
+  });
+});
+
+describe('what the input snapshot keeps by reference', () => {
+  it('keeps the model, tools, evaluators and clock themselves, and names an unreadable tools entry', () => {
+    const clock = virtualClock();
+    const json = evaluators.json();
+    const resolved = resolveConfig({ model, tools: [lookup], evaluate: [json], clock, tasks: [{ id: 't', prompt: 'p', evaluate: [json] }] });
+    expect(resolved.model).toBe(model);
+    expect(resolved.tools.get('lookup')).toBe(lookup);
+    expect(resolved.evaluate[0]).toBe(json);
+    expect(resolved.tasks?.[0]?.evaluate?.[0]).toBe(json);
+    expect(resolved.clock).toBe(clock);
+    const tools = Object.defineProperty([lookup], 1, { get: () => { throw new Error('lazy tool failed'); }, enumerable: true });
+    expect(configError(() => resolveConfig({ model, tools })).issues).toEqual([{ path: 'tools[1]', message: 'could not be read: lazy tool failed' }]);
   });
 });

@@ -1,16 +1,17 @@
 /**
- * `createLoop` config: validated with zod before anything runs (STYLE §6). Bad config throws
+ * `createLoop` config: validated with zod before anything runs. Bad config throws
  * `LoopConfigError` naming each bad field's path and what was expected.
  */
 import { z } from 'zod';
 import { DEFAULT_BACKOFF, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
 import { LoopConfigError, type ConfigIssue } from './errors.js';
+import { snapshotInput, type KeepByReference } from './config/snapshot-input.js';
 import { validateEvaluators, type Evaluator } from './evaluators/index.js';
 import { systemClock, type Clock } from './runtime/clock.js';
 import type { BackoffOptions } from './runtime/retry-policy.js';
 import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../machines/types.js';
 import type { Model } from './model/types.js';
-import type { Tool, ToolPolicy } from './tools/index.js';
+import type { Tool, ToolHealth, ToolPolicy } from './tools/index.js';
 import type { TraceEvent, TraceOptions } from './trace/trace-event.js';
 
 /**
@@ -40,7 +41,8 @@ export interface TaskConfig {
 }
 
 /**
- * Everything `createLoop` accepts; only `model` is required. Validated before anything runs.
+ * Everything `createLoop` accepts; only `model` is required. Validated before anything runs. Any field
+ * (at any depth) set to `undefined` means "use the default", exactly as if it were left out.
  * @example
  * const config: LoopConfig = { model, tools: [getOrderStatus], limits: { maxSteps: 4, maxCostUsd: 0.05 } };
  */
@@ -50,7 +52,14 @@ export interface LoopConfig {
   tools?: readonly Tool[];
   evaluate?: readonly Evaluator[];
   tasks?: readonly TaskConfig[];
+  /**
+   * Budgets, merged over `DEFAULT_LIMITS`. A field left out or set to `undefined` keeps its default; it
+   * never switches the budget off. To switch one off say so: `Infinity` is accepted by `maxCostUsd`,
+   * `maxInputTokens`, `maxOutputTokens` and `deadlineMs` (no deadline timer is armed). Counts such as
+   * `maxSteps` stay finite; NaN is refused everywhere.
+   */
   limits?: Partial<LoopLimits>;
+  /** No-progress thresholds, merged over `DEFAULT_NO_PROGRESS`; `undefined` keeps the default. */
   noProgress?: Partial<NoProgressThresholds>;
   policy?: ToolPolicy;
   /**
@@ -66,8 +75,14 @@ export interface LoopConfig {
   clock?: Clock;
   /** Injected [0, 1) source for backoff jitter; tests pass a seeded one. */
   random?: () => number;
-  /** Run id generator when `run()` is not given one. */
+  /** Run id generator when `run()` is not given one; a throw or a non-string ends that run as `fatal_error`. */
   generateRunId?: () => string;
+  /**
+   * Tool health (circuit breakers) shared by every run of this loop, and by other loops given the same
+   * object. Leave it out and each `run()` gets a fresh one, so one run's failures never withhold a tool
+   * from another (one tenant's errors must not stop another tenant's run).
+   */
+  toolHealth?: ToolHealth;
 }
 
 export interface ResolvedConfig {
@@ -86,13 +101,31 @@ export interface ResolvedConfig {
   clock: Clock;
   random: () => number;
   generateRunId: () => string;
+  /** The shared health object when one was passed in; otherwise undefined and each run makes its own. */
+  toolHealth: ToolHealth | undefined;
 }
 
 const isFunction = (value: unknown): value is (...args: never[]) => unknown => typeof value === 'function';
 const fn = (expected: string) => z.custom<(...args: never[]) => unknown>(isFunction, { message: `expected ${expected}` });
-const positiveInt = z.number().int().positive();
+/** A number whose type error says NaN or Infinity plainly instead of "expected number, received NaN". */
+const number = () =>
+  z.number({
+    error: (issue) =>
+      issue.code !== 'invalid_type' || typeof issue.input !== 'number'
+        ? undefined
+        : Number.isNaN(issue.input)
+          ? 'expected a number, got NaN'
+          : `expected a finite number, got ${issue.input}`,
+  });
+const positiveInt = number().int().positive();
 const MAX_TIMER_MS = 2_147_483_647;
-const nonNegativeInt = z.number().int().min(0);
+const nonNegativeInt = number().int().min(0);
+
+/** A budget that may be switched off explicitly with `Infinity`; any other value must pass `finite`. */
+const finiteOrInfinity = (finite: z.ZodNumber) =>
+  z.custom<number>((value) => value === Infinity || finite.safeParse(value).success, {
+    error: (issue) => `${finite.safeParse(issue.input).error?.issues[0]?.message ?? 'invalid value'} (or Infinity for no limit)`,
+  });
 
 const modelSchema = z.custom<Model>(
   (value) => typeof value === 'object' && value !== null && typeof (value as Model).id === 'string' && isFunction((value as Model).generate),
@@ -113,17 +146,17 @@ const limitsSchema = z
     maxSteps: positiveInt,
     maxRetries: nonNegativeInt,
     // Node fires longer timers at once, which would end every run immediately.
-    deadlineMs: positiveInt.max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest timer Node supports`),
-    maxInputTokens: positiveInt,
-    maxOutputTokens: positiveInt,
-    maxCostUsd: z.number().positive(),
+    deadlineMs: finiteOrInfinity(positiveInt.max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest timer Node supports`)),
+    maxInputTokens: finiteOrInfinity(positiveInt),
+    maxOutputTokens: finiteOrInfinity(positiveInt),
+    maxCostUsd: finiteOrInfinity(number().positive()),
     maxParallelTools: positiveInt,
     // Below this a truncation marker would not fit.
-    maxToolResultBytes: z.number().int().min(128),
+    maxToolResultBytes: number().int().min(128),
     maxArgumentRepairs: nonNegativeInt,
     maxStepsPerTask: positiveInt,
     modelCallTimeoutMs: positiveInt.max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms, the longest timer Node supports`),
-    maxToolCalls: positiveInt,
+    maxToolCalls: finiteOrInfinity(positiveInt),
     maxToolCallsPerReply: positiveInt,
   })
   .partial()
@@ -131,7 +164,7 @@ const limitsSchema = z
 
 const noProgressSchema = z
   .object({
-    repeatedToolCall: z.number().int().min(2),
+    repeatedToolCall: number().int().min(2),
     unchangedState: positiveInt,
     sameEvaluatorReason: positiveInt,
     duplicateObservation: positiveInt,
@@ -141,9 +174,21 @@ const noProgressSchema = z
   .partial()
   .strict();
 
+const RESERVED_TASK_IDS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+const toolHealthSchema = z.custom<ToolHealth>(
+  // Duck-typed, so a ToolHealth from another installed copy of loopstate is accepted too.
+  (value) =>
+    typeof value === 'object' && value !== null &&
+    ['isOpen', 'recordSuccess', 'recordFailure', 'snapshot'].every((method) => isFunction((value as Record<string, unknown>)[method])) &&
+    typeof (value as ToolHealth).threshold === 'number',
+  { message: 'expected a ToolHealth, e.g. new ToolHealth({ threshold: 3 })' },
+);
+
 const taskSchema = z
   .object({
-    id: z.string().min(1),
+    // Task outputs are keyed by id; these names would collide with what every object inherits.
+    id: z.string().min(1).refine((id) => !RESERVED_TASK_IDS.has(id), { error: (issue) => `"${String(issue.input)}" cannot be a task id; choose another name` }),
     prompt: z.union([z.string().min(1), fn('a function (context) => string')]),
     evaluate: z.array(evaluatorSchema).optional(),
     requires: z.array(z.string().min(1)).optional(),
@@ -170,12 +215,13 @@ const configSchema = z
       .strict()
       .optional(),
     plan: z.boolean().optional(),
-    prices: z.record(z.string(), z.object({ inputPerMillion: z.number().min(0), outputPerMillion: z.number().min(0) }).strict()).optional(),
+    prices: z.record(z.string(), z.object({ inputPerMillion: number().min(0), outputPerMillion: number().min(0) }).strict()).optional(),
     trace: z.union([z.literal(false), z.object({ inMemory: z.boolean().optional(), onEvent: fn('a function (event) => void').optional() }).strict()]).optional(),
     retry: z.object({ baseMs: positiveInt, maxMs: positiveInt }).partial().strict().optional(),
     clock: z.custom<Clock>((value) => typeof value === 'object' && value !== null && isFunction((value as Clock).now) && isFunction((value as Clock).sleep) && isFunction((value as Clock).setTimer), { message: 'expected a Clock with now(), sleep(ms, signal) and setTimer(ms, callback)' }).optional(),
     random: fn('a function returning a number in [0, 1)').optional(),
     generateRunId: fn('a function returning a string').optional(),
+    toolHealth: toolHealthSchema.optional(),
   })
   .strict()
   .superRefine((config, context) => {
@@ -253,12 +299,37 @@ function resolveLimits(limits: Partial<LoopLimits> | undefined): LoopLimits {
 }
 
 let runCounter = 0;
-const defaultRunId = () => `run_${Date.now().toString(36)}_${(runCounter++).toString(36)}`;
+/** The run id used when `generateRunId` is not given, or fails. */
+export const defaultRunId = (): string => `run_${Date.now().toString(36)}_${(runCounter++).toString(36)}`;
+
+/** Objects the loop calls into (model, clock, shared health, tools, evaluators) are kept as they are; the rest is copied as plain data. */
+const keepConfigValue: KeepByReference = (path) => {
+  const [last, parent] = [path.at(-1), path.at(-2)];
+  if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth')) return true;
+  // An evaluator may also be given alone, not in a list.
+  return last === 'evaluate' || (typeof last === 'number' && (parent === 'tools' || parent === 'evaluate'));
+};
+
+/**
+ * Snapshots `input` safely, then validates it: an unreadable field, a schema failure or a check that
+ * throws all become one `LoopConfigError` of the given scope.
+ */
+function parseInput<Schema extends z.ZodType>(schema: Schema, input: unknown, keep: KeepByReference, scope: 'config' | 'run_input'): z.output<Schema> {
+  const snapshot = snapshotInput(input, keep);
+  if (snapshot.issues.length > 0) throw new LoopConfigError({ issues: snapshot.issues, scope });
+  let parsed: z.ZodSafeParseResult<z.output<Schema>>;
+  try {
+    parsed = schema.safeParse(snapshot.value);
+  } catch (error) {
+    // A value whose own getters throw while a check reads them (e.g. a model's `id`).
+    throw new LoopConfigError({ issues: [{ path: '', message: `could not be validated: ${error instanceof Error ? error.message : String(error)}` }], scope, cause: error });
+  }
+  if (!parsed.success) throw new LoopConfigError({ issues: toConfigIssues(parsed.error, schema), scope, cause: parsed.error });
+  return parsed.data;
+}
 
 export function resolveConfig(input: unknown): ResolvedConfig {
-  const parsed = configSchema.safeParse(input);
-  if (!parsed.success) throw new LoopConfigError({ issues: toConfigIssues(parsed.error, configSchema), cause: parsed.error });
-  const config = parsed.data;
+  const config = parseInput(configSchema, input, keepConfigValue, 'config');
   const issues = evaluatorIssues(config);
   if (issues.length > 0) throw new LoopConfigError({ issues });
   return {
@@ -277,13 +348,14 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     clock: config.clock ?? systemClock,
     random: (config.random as (() => number) | undefined) ?? Math.random,
     generateRunId: (config.generateRunId as (() => string) | undefined) ?? defaultRunId,
+    toolHealth: config.toolHealth,
   };
 }
 
 const runInputSchema = z
   .object({
     goal: z.string().trim().min(1, 'expected a non-empty goal'),
-    runId: z.string().min(1).max(200).optional(),
+    runId: z.string({ error: (issue) => (issue.code === 'invalid_type' ? `expected the run id as a string, got ${issue.input === null ? 'null' : typeof issue.input}` : undefined) }).min(1).max(200).optional(),
     signal: z.custom<AbortSignal>((value) => value instanceof AbortSignal, { message: 'expected an AbortSignal' }).optional(),
   })
   .strict();
@@ -300,8 +372,8 @@ export interface RunInput {
   signal?: AbortSignal;
 }
 
+const keepRunInputValue: KeepByReference = (path) => path.length === 1 && path[0] === 'signal';
+
 export function validateRunInput(input: unknown): RunInput {
-  const parsed = runInputSchema.safeParse(input);
-  if (!parsed.success) throw new LoopConfigError({ issues: toConfigIssues(parsed.error, runInputSchema), cause: parsed.error });
-  return parsed.data;
+  return parseInput(runInputSchema, input, keepRunInputValue, 'run_input');
 }

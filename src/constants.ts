@@ -1,10 +1,11 @@
 /**
- * Every default in one place. Start strict and loosen per task (seed 001 §8.2: "先严后松").
+ * Every default in one place. Start strict and loosen per task.
  */
 import type { LoopLimits, NoProgressThresholds } from '../machines/types.js';
 
 /**
- * Budgets used when `limits` leaves them out.
+ * Budgets used when `limits` leaves them out or sets them to `undefined` (an `undefined` never switches
+ * a budget off; `Infinity` does, for maxCostUsd, maxInputTokens, maxOutputTokens and deadlineMs).
  * @example
  * createLoop({ model, limits: { ...DEFAULT_LIMITS, maxSteps: 20 } });
  */

@@ -30,19 +30,30 @@ export interface ConfigIssue {
 }
 
 /**
- * Thrown by `createLoop` before anything runs when its config is invalid; names every bad field.
+ * What a `LoopConfigError` is about: the `createLoop` config, or the input of one `run()`.
+ * @example
+ * if (error instanceof LoopConfigError && error.scope === 'run_input') respond(400, error.message);
+ */
+export type ConfigErrorScope = 'config' | 'run_input';
+
+/**
+ * Thrown by `createLoop` before anything runs when its config is invalid, and returned as a rejection
+ * by `run()` when its input is (`scope: 'run_input'`, message "Invalid run input"); names every bad
+ * field. The `code` is always `invalid_config`, whichever the scope.
  * @example
  * createLoop({ model, limits: { maxSteps: 0 } }) // LoopConfigError: limits.maxSteps: Too small: expected number to be >0
  */
 export class LoopConfigError extends LoopstateError {
   readonly issues: readonly ConfigIssue[];
-  constructor({ issues, cause }: { issues: readonly ConfigIssue[]; cause?: unknown }) {
+  readonly scope: ConfigErrorScope;
+  constructor({ issues, cause, scope = 'config' }: { issues: readonly ConfigIssue[]; cause?: unknown; scope?: ConfigErrorScope }) {
     super({
       code: 'invalid_config',
-      message: `Invalid loop config:\n${issues.map((issue) => `  - ${issue.path || '(root)'}: ${issue.message}`).join('\n')}`,
+      message: `Invalid ${scope === 'run_input' ? 'run input' : 'loop config'}:\n${issues.map((issue) => `  - ${issue.path || '(root)'}: ${issue.message}`).join('\n')}`,
       cause,
     });
     this.issues = issues;
+    this.scope = scope;
   }
 }
 
@@ -54,6 +65,66 @@ export class LoopConfigError extends LoopstateError {
 export type ModelErrorKind = 'rate_limited' | 'server' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'unknown';
 
 const RETRYABLE_KINDS: ReadonlySet<ModelErrorKind> = new Set(['rate_limited', 'server', 'timeout', 'connection']);
+const MODEL_ERROR_KINDS: ReadonlySet<string> = new Set<ModelErrorKind>([...RETRYABLE_KINDS, 'bad_request', 'auth', 'unknown']);
+
+/** Shared by every installed copy of loopstate (`Symbol.for`), so classification never depends on `instanceof`. */
+const MODEL_CALL_ERROR_BRAND = Symbol.for('loopstate.ModelCallError');
+
+/**
+ * What the loop reads from a failed model call: a `ModelCallError` of this or any other installed copy
+ * of loopstate, or an error shaped like one (`name: 'ModelCallError'` and a known `kind`).
+ * @example
+ * if (isModelCallError(error)) console.log(error.kind, error.status);
+ */
+export interface ModelCallErrorLike {
+  readonly name: string;
+  readonly message: string;
+  readonly kind: ModelErrorKind;
+  readonly status?: number | undefined;
+  readonly retryAfterMs?: number | undefined;
+}
+
+/**
+ * True for a `ModelCallError` from any installed copy of loopstate (it carries a shared brand) and for
+ * an error shaped like one; never throws, even on an object with throwing getters.
+ * @example
+ * const transient = isModelCallError(error) && isRetryableModelErrorKind(error.kind);
+ */
+export function isModelCallError(value: unknown): value is ModelCallErrorLike {
+  try {
+    if (typeof value !== 'object' || value === null) return false;
+    const candidate = value as Record<PropertyKey, unknown>;
+    const branded = candidate[MODEL_CALL_ERROR_BRAND] === true || candidate.name === 'ModelCallError';
+    return branded && typeof candidate.kind === 'string' && MODEL_ERROR_KINDS.has(candidate.kind);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * True for the kinds retried with backoff: 429, 5xx, timeout and connection failures.
+ * @example
+ * isRetryableModelErrorKind('rate_limited') // true; 'auth' is false
+ */
+export function isRetryableModelErrorKind(kind: ModelErrorKind): boolean {
+  return RETRYABLE_KINDS.has(kind);
+}
+
+/**
+ * The failed model call's error, when it is one of the retryable kinds; null otherwise (and for anything
+ * that is not a model call error at all). Reads `retryAfterMs` only when it is a usable number.
+ * @example
+ * const transient = retryableModelError(error); if (transient) await sleep(transient.retryAfterMs ?? 500);
+ */
+export function retryableModelError(value: unknown): { message: string; kind: ModelErrorKind; retryAfterMs: number | undefined } | null {
+  if (!isModelCallError(value) || !RETRYABLE_KINDS.has(value.kind)) return null;
+  try {
+    const retryAfterMs = typeof value.retryAfterMs === 'number' && Number.isFinite(value.retryAfterMs) ? value.retryAfterMs : undefined;
+    return { message: String(value.message), kind: value.kind, retryAfterMs };
+  } catch {
+    return { message: 'model call failed', kind: value.kind, retryAfterMs: undefined };
+  }
+}
 
 /**
  * A failed model call, as a model adapter reports it. Transient kinds (429, 5xx, timeout,
@@ -62,6 +133,8 @@ const RETRYABLE_KINDS: ReadonlySet<ModelErrorKind> = new Set(['rate_limited', 's
  * throw new ModelCallError({ kind: 'rate_limited', status: 429, retryAfterMs: 2000, message: 'slow down' })
  */
 export class ModelCallError extends LoopstateError {
+  /** The brand `isModelCallError` recognises across installed copies. */
+  readonly [MODEL_CALL_ERROR_BRAND] = true;
   readonly kind: ModelErrorKind;
   readonly status: number | undefined;
   readonly retryAfterMs: number | undefined;
@@ -74,6 +147,15 @@ export class ModelCallError extends LoopstateError {
 
   get retryable(): boolean {
     return RETRYABLE_KINDS.has(this.kind);
+  }
+
+  /**
+   * Like `instanceof ModelCallError`, but also true for one thrown by another installed copy of loopstate.
+   * @example
+   * if (ModelCallError.is(error) && error.kind === 'auth') rotateKey();
+   */
+  static is(value: unknown): value is ModelCallErrorLike {
+    return isModelCallError(value);
   }
 }
 

@@ -5,12 +5,24 @@
 export { createLoop, type Loop } from './loop.js';
 export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput } from './config.js';
 export type { RunResult, PendingApproval } from './runtime/run-result.js';
-export { defineTool, checkToolPolicy, ToolHealth } from './tools/index.js';
-export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyVerdict, OutcomeLookup, ToolHealthStats } from './tools/index.js';
+export { defineTool, checkToolPolicy, ToolHealth, ToolCallError, isCallerFault } from './tools/index.js';
+export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyVerdict, OutcomeLookup, ToolHealthStats, ToolFailureBlame } from './tools/index.js';
 export { evaluators, runEvaluators } from './evaluators/index.js';
 export type { Evaluator, EvaluationInput, EvaluationResult, EvaluationSummary } from './evaluators/index.js';
 export type { Model, ModelRequest, ModelResponse, ModelUsage, Message, ToolSpec, ToolCallRequest } from './model/types.js';
-export { LoopstateError, LoopConfigError, ModelCallError, ScriptExhaustedError, type ConfigIssue, type ModelErrorKind } from './errors.js';
+export {
+  LoopstateError,
+  LoopConfigError,
+  ModelCallError,
+  ScriptExhaustedError,
+  isModelCallError,
+  isRetryableModelErrorKind,
+  retryableModelError,
+  type ConfigErrorScope,
+  type ConfigIssue,
+  type ModelCallErrorLike,
+  type ModelErrorKind,
+} from './errors.js';
 export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
 export { systemClock, type Clock } from './runtime/clock.js';
 export type { TraceEvent, TraceOptions } from './trace/trace-event.js';

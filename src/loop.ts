@@ -2,10 +2,11 @@
 import { resolveConfig, validateRunInput, type LoopConfig, type RunInput } from './config.js';
 import { driveRun } from './runtime/driver.js';
 import type { RunResult } from './runtime/run-result.js';
-import { ToolHealth } from './tools/index.js';
+import type { ToolHealth } from './tools/index.js';
 
 /**
- * A configured loop; run it as often as you like (runs share only the tool health).
+ * A configured loop; run it as often as you like. Runs share nothing unless a `toolHealth` was passed to
+ * `createLoop`: then they share its circuit breakers.
  * @example
  * const loop: Loop = createLoop({ model });
  * const { stopReason } = await loop.run({ goal: 'Summarise the incident' });
@@ -16,8 +17,11 @@ export interface Loop {
    * result; it throws only for invalid input (`LoopConfigError`).
    */
   run(input: RunInput): Promise<RunResult>;
-  /** Per-tool health shared by this loop's runs: success rate, latency, circuit breaker. */
-  readonly toolHealth: ToolHealth;
+  /**
+   * The tool health passed to `createLoop` and shared by this loop's runs (success rate, latency, circuit
+   * breaker); undefined when none was passed, since each run then keeps its own.
+   */
+  readonly toolHealth: ToolHealth | undefined;
 }
 
 /**
@@ -30,10 +34,9 @@ export interface Loop {
  */
 export function createLoop(config: LoopConfig): Loop {
   const resolved = resolveConfig(config);
-  const toolHealth = new ToolHealth({ now: () => resolved.clock.now() });
   return {
-    toolHealth,
+    toolHealth: resolved.toolHealth,
     // async, so invalid input rejects the returned promise instead of throwing synchronously.
-    run: async (input) => driveRun(resolved, toolHealth, validateRunInput(input)),
+    run: async (input) => driveRun(resolved, resolved.toolHealth, validateRunInput(input)),
   };
 }

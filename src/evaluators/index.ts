@@ -1,5 +1,5 @@
 /**
- * Evaluators (DESIGN §6): ordered layers, first failure wins — format, business rules, optional judge.
+ * Evaluators: ordered layers, first failure wins — format, business rules, optional judge.
  */
 import { jsonEvaluator } from './json-evaluator.js';
 import { judgeEvaluator } from './judge-evaluator.js';

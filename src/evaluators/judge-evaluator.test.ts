@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ModelCallError } from '../errors.js';
 import { emptyReply, modelError, reply, scriptedModel, toolCall } from '../testing/index.js';
+import { JudgeVerdictError } from '../errors.js';
 import { JUDGE_INSTRUCTIONS, judgeEvaluator } from './judge-evaluator.js';
 import type { EvaluationInput } from './types.js';
 
@@ -50,13 +51,17 @@ describe('evaluators.judge', () => {
     ['a missing reason', reply('{"passed": true}', { usage }), /unparseable: .*reason: Invalid input: expected string, received undefined$/],
     ['no text at all', emptyReply({ usage }), /^the judge reply was unparseable: the judge replied with no text$/],
     ['a tool call', toolCall('lookup', {}, { usage }), /^the judge reply was unparseable: the judge replied with no text$/],
-  ])('fails as unparseable on %s, still reporting the usage spent', async (_label, step, reason) => {
+  ])('throws JudgeVerdictError on %s (no verdict is never a verdict), carrying the usage spent', async (_label, step, reason) => {
     const model = scriptedModel([step]);
-    const result = await judgeEvaluator({ model, criteria }).evaluate(input('x'));
-    expect(result.passed).toBe(false);
-    expect(result.reason).toMatch(reason);
-    expect(result.usage).toEqual(usage);
-    expect(result.parsed).toEqual({ kept: true });
+    const error = await judgeEvaluator({ model, criteria }).evaluate(input('x')).then(
+      () => null,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(JudgeVerdictError);
+    const verdictError = error as JudgeVerdictError;
+    expect(verdictError.code).toBe('judge_invalid_verdict');
+    expect(verdictError.message.replace(/^LLM judge "judge" gave no usable verdict: /, '')).toMatch(reason);
+    expect(verdictError.usage).toEqual(usage);
   });
 
   it('fills in a reason when the judge gives an empty one', async () => {

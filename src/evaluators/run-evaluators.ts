@@ -1,5 +1,5 @@
 /**
- * Runs an ordered evaluator list (DESIGN §6): each evaluator receives what the previous one
+ * Runs an ordered evaluator list: each evaluator receives what the previous one
  * parsed, the first failure wins and later evaluators do not run (so a judge is never paid for
  * an output that already failed a cheap check).
  */

@@ -1,5 +1,5 @@
 /**
- * The evaluator contract (DESIGN §6): ordered layers — format, then business rules, then an
+ * The evaluator contract: ordered layers — format, then business rules, then an
  * optional LLM judge — each handing what it parsed to the next; the first failure wins and its
  * reason is fed back to the model on retry.
  */

@@ -9,7 +9,7 @@ const EVALUATOR_KINDS: ReadonlySet<string> = new Set<EvaluatorKind>(['format', '
 /**
  * Lists the problems of an evaluator list; empty when it is valid. Paths are relative to the list
  * (`[1].kind`, or `''` for the list as a whole) so the caller can prefix `evaluate` or
- * `tasks[0].evaluate`. An LLM judge must never be the only check (DESIGN §6).
+ * `tasks[0].evaluate`. An LLM judge must never be the only check.
  * @example
  * validateEvaluators([evaluators.judge({ model, criteria })])
  * // [{ path: '', message: 'an LLM judge must not be the only check: add a format (json, schema) or rule evaluator' }]

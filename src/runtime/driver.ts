@@ -1,13 +1,17 @@
 /**
  * The driver: runs the loop machine as an actor, performs the effect each resting state
- * requests, and sends the outcome back as an event (DESIGN §12). All I/O, time and
+ * requests, and sends the outcome back as an event. All I/O, time and
  * randomness live here; the machine stays a pure function of its events.
  */
 import { createActor, type Actor } from 'xstate';
 import { getPendingEffect, loopMachine, type LoopMachine, type LoopSnapshot, type PendingEffect } from '../../machines/index.js';
 import type { LoopEvent, TaskPlan } from '../../machines/types.js';
-import type { ResolvedConfig, RunInput } from '../config.js';
-import type { ToolHealth } from '../tools/index.js';
+import { defaultRunId, type ResolvedConfig, type RunInput } from '../config.js';
+import { describeAbortReason } from '../hooks/abort-reason.js';
+import { describeThrown } from '../hooks/describe-thrown.js';
+import { guardClock, safeNow } from '../hooks/guarded-clock.js';
+import { resolveRunId } from '../hooks/run-id.js';
+import { ToolHealth } from '../tools/index.js';
 import { summarize } from '../trace/trace-event.js';
 import { performEvaluation } from './evaluation-step.js';
 import { interruptionEvent as interruptionEventAt, RunInterruption, untilAborted } from './interruption.js';
@@ -23,25 +27,26 @@ function stateName(snapshot: LoopSnapshot): string {
   return `${parent}.${String(child)}`;
 }
 
-export async function driveRun(config: ResolvedConfig, health: ToolHealth, input: RunInput): Promise<RunResult> {
-  const { clock } = config;
-  const runId = input.runId ?? config.generateRunId();
+/** Runs one goal; `sharedHealth` is the loop's shared tool health, else this run gets its own. */
+export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealth | undefined, input: RunInput): Promise<RunResult> {
+  // User hooks (clock, run id, abort reason) end the run as fatal_error or cancelled, never reject it.
+  const clock = guardClock(resolved.clock);
+  const config: ResolvedConfig = { ...resolved, clock };
+  const health = sharedHealth ?? new ToolHealth({ now: () => clock.now() });
+  const { runId, fault: runIdFault } = resolveRunId(input.runId, config.generateRunId, defaultRunId);
   const controller = new AbortController();
   const session = new RunSession(config, runId, input.goal, controller.signal);
   const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
   const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks } });
   const onUserAbort = () => {
-    const reason: unknown = input.signal?.reason;
-    controller.abort(new RunInterruption('cancelled', reason instanceof Error ? reason.message : summarize(reason ?? 'cancelled')));
+    controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
   };
   input.signal?.addEventListener('abort', onUserAbort, { once: true });
-  const cancelDeadline = clock.setTimer(config.limits.deadlineMs, () =>
-    controller.abort(new RunInterruption('deadline', `deadline of ${config.limits.deadlineMs} ms reached`)),
-  );
+  const { cancelDeadline, fault: timerFault } = armDeadline(config, controller);
   // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
   try {
     actor.start();
-    startRun(actor, session, input);
+    startRun(actor, session, input, runIdFault ?? timerFault);
     // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
     if (input.signal?.aborted) onUserAbort();
     for (;;) {
@@ -51,22 +56,44 @@ export async function driveRun(config: ResolvedConfig, health: ToolHealth, input
       send(actor, session, await perform(effect, snapshot, session, health));
     }
   } finally {
-    cancelDeadline();
+    try {
+      cancelDeadline();
+    } catch {
+      // A clock whose cancel function throws: the run is over either way.
+    }
     input.signal?.removeEventListener('abort', onUserAbort);
     actor.stop();
   }
   return buildResult(session, actor.getSnapshot());
 }
 
-/** Starts the machine and the first task; a task prompt that throws faults the run instead of rejecting. */
-function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInput): void {
+/** Arms the deadline timer; `deadlineMs: Infinity` arms none, and a clock whose `setTimer` throws faults the run. */
+function armDeadline(config: ResolvedConfig, controller: AbortController): { cancelDeadline: () => void; fault: Error | null } {
+  const { deadlineMs } = config.limits;
+  if (!Number.isFinite(deadlineMs)) return { cancelDeadline: () => undefined, fault: null };
+  try {
+    const cancel = config.clock.setTimer(deadlineMs, () => controller.abort(new RunInterruption('deadline', `deadline of ${deadlineMs} ms reached`)));
+    return { cancelDeadline: typeof cancel === 'function' ? cancel : () => undefined, fault: null };
+  } catch (error) {
+    return { cancelDeadline: () => undefined, fault: error instanceof Error ? error : new Error(describeThrown(error)) };
+  }
+}
+
+/** Starts the machine and the first task; a task prompt, run id hook or clock that throws faults the run instead of rejecting. */
+function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInput, hookFault: Error | null): void {
   const { config, runId } = session;
-  const startedAt = config.clock.now();
+  let startFault: Error | null = hookFault;
+  let startedAt: number;
+  try {
+    startedAt = config.clock.now();
+  } catch (error) {
+    startFault ??= error instanceof Error ? error : new Error(describeThrown(error));
+    startedAt = safeNow(config.clock);
+  }
   session.warnIfUnpriced(config.model.id, startedAt);
   session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
-  let startFault: Error | null = null;
   try {
-    session.beginTask(0);
+    if (startFault === null) session.beginTask(0);
   } catch (error) {
     startFault = error instanceof Error ? error : new Error(String(error));
   }
@@ -101,14 +128,14 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
   } catch (error) {
     if (session.signal.aborted) return interruptionEvent(session);
     // No retry layer covers this (a throwing policy hook or task prompt, a bug): stop with fatal_error, never crash.
-    const fault = error instanceof Error ? error : new Error(String(error));
+    const fault = error instanceof Error ? error : new Error(describeThrown(error));
     session.fatalError = fault;
-    return { type: 'run.faulted', at: clock.now(), message: `${fault.name}: ${fault.message}` };
+    return { type: 'run.faulted', at: safeNow(clock), message: `${fault.name}: ${fault.message}` };
   }
 }
 
 function interruptionEvent(session: RunSession): LoopEvent {
-  return interruptionEventAt(session.signal, session.config.clock.now());
+  return interruptionEventAt(session.signal, safeNow(session.config.clock));
 }
 
 function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): void {
@@ -140,7 +167,7 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
   // but never started has none (an earlier task's answer is in taskOutputs, not passed off as this one's).
   const partial = snapshot.context.taskIndex === session.taskIndex ? session.lastReply : null;
   const result: unknown = (completed ? evaluated : partial) ?? null;
-  const at = session.config.clock.now();
+  const at = safeNow(session.config.clock);
   if (!completed && result !== null) {
     session.warn(`partial output: the run stopped (${output.stopReason}) before the last reply passed evaluation`, at);
   }

@@ -1,7 +1,7 @@
 /** The `evaluate` effect: run the task's evaluators on the last reply. */
 import { hash } from 'node:crypto';
 import type { CallUsage, LoopContext, LoopEvent } from '../../machines/types.js';
-import { JudgeVerdictError, ModelCallError } from '../errors.js';
+import { isModelCallError, JudgeVerdictError, ModelCallError, retryableModelError } from '../errors.js';
 import { runEvaluators, type EvaluationResult, type Evaluator } from '../evaluators/index.js';
 import { modelUsageSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelUsage } from '../model/types.js';
@@ -16,7 +16,6 @@ const REFLECTION_FRAMING_CHARS = 80;
 /** A judge's request besides the output it grades: its instructions and criteria, roughly. */
 const JUDGE_REQUEST_OVERHEAD_TOKENS = 300;
 
-const isTransient = (error: unknown): error is ModelCallError => error instanceof ModelCallError && error.retryable;
 
 /** What the judges of one evaluation spent, kept even when one of them ends the run. */
 class JudgeSpending {
@@ -49,7 +48,7 @@ export async function performEvaluation(session: RunSession, context: LoopContex
     summary = await untilAborted(
       runEvaluators(list, {
         output, signal: session.signal, taskId: task.id,
-        rethrow: (error) => error instanceof ModelCallError || error instanceof JudgeVerdictError,
+        rethrow: (error) => isModelCallError(error) || error instanceof JudgeVerdictError,
         mayRunJudge: (judge, spent) => (mayCallModel && canPayForJudge(session, context, spent, output) ? null : `the LLM judge "${judge.name}" was not run: the token or cost budget is spent`),
       }),
       session.signal,
@@ -97,13 +96,14 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
         } catch (error) {
           if (error instanceof JudgeVerdictError && error.usage) spending.add(error.modelId ?? 'unknown', error.usage);
           const retriesLeft = context.limits.maxRetries - context.task.transportRetries - spending.transportRetries;
-          if (!isTransient(error) || session.signal.aborted) throw error;
+          const transient = retryableModelError(error);
+          if (transient === null || session.signal.aborted) throw error;
           if (retriesLeft <= 0) {
-            throw new ModelCallError({ kind: error.kind, status: error.status, message: `LLM judge "${evaluator.name}" failed after ${spending.transportRetries} transport retries (the task's maxRetries is ${context.limits.maxRetries}): ${error.message}`, cause: error });
+            throw new ModelCallError({ kind: transient.kind, message: `LLM judge "${evaluator.name}" failed after ${spending.transportRetries} transport retries (the task's maxRetries is ${context.limits.maxRetries}): ${transient.message}`, cause: error });
           }
-          const delay = backoffDelay({ attempt: context.task.transportRetries + spending.transportRetries, retryAfterMs: error.retryAfterMs, options: config.backoff, random: config.random });
+          const delay = backoffDelay({ attempt: context.task.transportRetries + spending.transportRetries, retryAfterMs: transient.retryAfterMs, options: config.backoff, random: config.random });
           spending.transportRetries++;
-          session.warn(`task ${session.task.id}: LLM judge "${evaluator.name}" transport error (${error.message}); retrying in ${delay} ms`, config.clock.now());
+          session.warn(`task ${session.task.id}: LLM judge "${evaluator.name}" transport error (${transient.message}); retrying in ${delay} ms`, config.clock.now());
           await untilAborted(config.clock.sleep(delay, session.signal), session.signal);
           continue;
         }

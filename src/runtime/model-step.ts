@@ -3,12 +3,12 @@
  * its reply (tool lookup, policy, argument validation, fingerprints) into a `model.responded`
  * event, or a transport failure into `model.failed`.
  */
-import { ModelCallError } from '../errors.js';
+import { isModelCallError, ModelCallError, retryableModelError } from '../errors.js';
 import type { LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
 import { modelResponseSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelResponse } from '../model/types.js';
 import { toolCallFingerprint } from '../progress/index.js';
-import { prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
+import { assignUniqueCallIds, prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
 import { summarize } from '../trace/trace-event.js';
 import { interruptionEvent, untilAborted } from './interruption.js';
 import { costOf, priceOf } from './pricing.js';
@@ -195,7 +195,9 @@ async function generateWithin(session: RunSession, health: ToolHealth, context: 
   );
   try {
     return await untilAborted(
-      Promise.resolve().then(() => config.model.generate({ messages: session.transcript.messages, tools: session.offeredTools(health), signal: callController.signal })),
+      Promise.resolve().then(() => // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
+        config.model.generate({ messages: session.transcript.snapshot(), tools: session.offeredTools(health), signal: callController.signal }),
+      ),
       callController.signal,
     );
   } finally {
@@ -218,6 +220,8 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   }
   const malformed = checkModelResponse(response);
   if (malformed !== null) return modelFailure(session, context, malformed, config.clock.now());
+  // Empty or repeated ids would share an idempotency key; from here on every call has its own id.
+  response = { ...response, toolCalls: assignUniqueCallIds(response.toolCalls) };
   const at = config.clock.now();
   const costUsd = costOf(priceOf(config.prices, config.model.id), response.usage);
   const usage = { inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd };
@@ -266,15 +270,17 @@ function nextRequestExtraChars(session: RunSession, context: LoopContext, decisi
 
 function modelFailure(session: RunSession, context: LoopContext, error: unknown, at: number): LoopEvent {
   const { config } = session;
-  const transient = error instanceof ModelCallError && error.retryable;
+  // Branded, not instanceof: an error from another installed copy of loopstate is classified the same.
+  const retryable = retryableModelError(error);
+  const transient = retryable !== null;
   const retryDelayMs = transient
-    ? backoffDelay({ attempt: context.task.transportRetries, retryAfterMs: error.retryAfterMs, options: config.backoff, random: config.random })
+    ? backoffDelay({ attempt: context.task.transportRetries, retryAfterMs: retryable.retryAfterMs, options: config.backoff, random: config.random })
     : 0;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = error instanceof Error ? error.message : isModelCallError(error) ? String(error.message) : String(error);
   if (!transient) session.fatalError = error instanceof Error ? error : new Error(message);
   session.record({
     type: 'model-error', runId: session.runId, at, taskId: session.task.id,
-    errorKind: error instanceof ModelCallError ? error.kind : error instanceof Error ? error.name : 'unknown', message, retryDelayMs,
+    errorKind: isModelCallError(error) ? error.kind : error instanceof Error ? error.name : 'unknown', message, retryDelayMs,
   });
   return { type: 'model.failed', at, failure: transient ? 'transient' : 'fatal', message, retryDelayMs };
 }

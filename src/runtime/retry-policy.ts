@@ -1,5 +1,5 @@
 /**
- * Transport backoff (DESIGN §4): exponential with full jitter, Retry-After honoured.
+ * Transport backoff: exponential with full jitter, Retry-After honoured.
  * Full jitter (AWS architecture blog, "Exponential Backoff And Jitter") spreads retries of
  * many clients evenly over [0, cap] instead of synchronising them.
  */

@@ -1,4 +1,4 @@
-/** What `loop.run()` returns: always a named stop reason, never only `failed = true` (DESIGN §3). */
+/** What `loop.run()` returns: always a named stop reason, never only `failed = true`. */
 import type { RunStatus, StopReason, Usage } from '../../machines/types.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 
@@ -14,7 +14,7 @@ export interface PendingApproval {
 }
 
 /**
- * What `loop.run()` returns: always a named stop reason, never only `failed = true` (DESIGN §3).
+ * What `loop.run()` returns: always a named stop reason, never only `failed = true`.
  * @example
  * const result: RunResult = await loop.run({ goal });
  * if (result.stopReason !== 'completed') console.warn(result.detail, result.warnings);
@@ -27,7 +27,7 @@ export interface RunResult {
   detail: string;
   /** The evaluated output of the last task when completed; otherwise the best partial output (or null). */
   output: unknown;
-  /** Evaluated outputs of the tasks that passed, by task id. */
+  /** Evaluated outputs of the tasks that passed, by task id (an object without a prototype, so any task id is a plain key). */
   taskOutputs: Record<string, unknown>;
   warnings: string[];
   usage: Usage;

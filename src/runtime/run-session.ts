@@ -24,7 +24,8 @@ export class RunSession {
   readonly progress = new ProgressTracker();
   readonly trace: TraceEvent[] = [];
   readonly warnings: string[] = [];
-  readonly taskOutputs: Record<string, unknown> = {};
+  /** By task id, without a prototype: a task id never reads or shadows what objects inherit. */
+  readonly taskOutputs: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   readonly tasks: readonly TaskConfig[];
   /** The loop's tools plus the built-in plan tool when it is on. */
   readonly tools: ReadonlyMap<string, Tool>;
@@ -59,7 +60,7 @@ export class RunSession {
     return task;
   }
 
-  /** Start a fresh conversation for the task at `index` (DESIGN §8: each task is its own bounded loop). */
+  /** Start a fresh conversation for the task at `index`: each task is its own bounded loop. */
   beginTask(index: number): void {
     const prepared = this.preparedTask?.index === index ? this.preparedTask.transcript : null;
     this.preparedTask = null;

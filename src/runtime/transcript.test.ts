@@ -115,3 +115,23 @@ describe('Transcript', () => {
     );
   });
 });
+
+describe('Transcript snapshot', () => {
+  it('hands out a frozen copy of frozen messages that later appends do not change', () => {
+    const transcript = new Transcript(0);
+    transcript.append({ role: 'user', content: 'goal' });
+    transcript.append({ role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{}' }] });
+    const first = transcript.snapshot();
+    expect(transcript.snapshot()).toBe(first);
+    transcript.append({ role: 'tool', toolCallId: 'c1', content: 'result' });
+
+    expect(first).toHaveLength(2);
+    expect(transcript.snapshot()).toHaveLength(3);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(() => (first as unknown[]).push({ role: 'user', content: 'injected' })).toThrow(TypeError);
+    const assistant = first[1] as unknown as { toolCalls: { id: string }[] };
+    expect(() => { (first[0] as { content: string }).content = 'edited'; }).toThrow(TypeError);
+    expect(() => { (assistant.toolCalls[0] as { id: string }).id = 'other'; }).toThrow(TypeError);
+    expect(transcript.messages[0]).toEqual({ role: 'user', content: 'goal' });
+  });
+});

@@ -22,16 +22,34 @@ function messageChars(message: Message): number {
   }
 }
 
+/** Freezes a message in place (its tool calls included) as it joins the transcript: no one edits it afterwards. */
+function freezeMessage(message: Message): Message {
+  if (message.role === 'assistant' && message.toolCalls !== undefined) {
+    for (const call of message.toolCalls) Object.freeze(call);
+    Object.freeze(message.toolCalls);
+  }
+  return Object.freeze(message);
+}
+
 export class Transcript {
   readonly messages: Message[] = [];
   private chars = 0;
+  /** The frozen copy handed to the model, rebuilt only after an append. */
+  private frozenCopy: readonly Message[] | null = null;
 
   /** `fixedChars` covers what every request carries besides messages: the tool specs. */
   constructor(private readonly fixedChars: number) {}
 
   append(message: Message): void {
-    this.messages.push(message);
+    this.messages.push(freezeMessage(message));
     this.chars += messageChars(message);
+    this.frozenCopy = null;
+  }
+
+  /** The messages as a frozen array of frozen messages: what a model request carries, never the live list. */
+  snapshot(): readonly Message[] {
+    this.frozenCopy ??= Object.freeze([...this.messages]);
+    return this.frozenCopy;
   }
 
   /** Estimated input tokens of a request made now, plus `extraChars` about to be appended. */

@@ -1,5 +1,5 @@
 /**
- * `loopstate/testing`: deterministic doubles for tests and offline runs (DESIGN §9, §13).
+ * `loopstate/testing`: deterministic doubles for tests and offline runs.
  */
 export { scriptedModel } from './scripted-model.js';
 export type { ScriptedModel, ScriptedModelOptions } from './scripted-model.js';

@@ -1,5 +1,5 @@
 /**
- * Builders of scripted model steps (DESIGN §13): one step answers one model call. Steps are
+ * Builders of scripted model steps: one step answers one model call. Steps are
  * plain data so a test can read its script; tool call ids are filled in when a step is played.
  */
 import { LoopstateError, type ModelErrorKind } from '../errors.js';

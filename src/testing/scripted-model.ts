@@ -1,5 +1,5 @@
 /**
- * A deterministic `Model` for tests and the offline default (STYLE §8): one scripted step per
+ * A deterministic `Model` for tests and the offline default: one scripted step per
  * call, a clear error when the script runs out, `assertComplete()` for unused steps, and every
  * request recorded in `calls`.
  */

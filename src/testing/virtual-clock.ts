@@ -1,6 +1,6 @@
 /**
  * A clock for tests: time moves only when code sleeps or the test advances it, so backoffs,
- * deadlines and latencies are exact and instant (STYLE §9: never real sleeps).
+ * deadlines and latencies are exact and instant (never real sleeps).
  */
 import type { Clock } from '../runtime/clock.js';
 

@@ -1,5 +1,5 @@
 /**
- * The result size cap (DESIGN §2 maxToolResultBytes): an oversized tool result is cut with a visible
+ * The result size cap (`maxToolResultBytes`): an oversized tool result is cut with a visible
  * marker, never passed whole, and never cut inside a UTF-8 character.
  */
 import { TRUNCATION_MARKER } from '../constants.js';

@@ -1,5 +1,5 @@
 /**
- * Tool definitions (DESIGN §7): a zod input schema, a description, an access level, a timeout and
+ * Tool definitions: a zod input schema, a description, an access level, a timeout and
  * whether the side effect is idempotent. `defineTool` validates the definition before anything runs
  * and resolves it into the type-erased `Tool` the runtime uses.
  */
@@ -33,7 +33,7 @@ export interface ToolContext {
 }
 
 /**
- * The key a side-effecting call is journalled and looked up by: `runId:stepId:callId` (DESIGN §4).
+ * The key a side-effecting call is journalled and looked up by: `runId:stepId:callId`.
  * @example
  * idempotencyKey('run_1', '3', 'call_0') // 'run_1:3:call_0'
  */

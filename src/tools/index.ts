@@ -13,6 +13,8 @@ export {
 } from './define-tool.js';
 export { checkToolPolicy, DEFAULT_TOOL_POLICY, type PolicyVerdict, type ToolPolicy } from './policy.js';
 export { ToolHealth, type ToolHealthStats } from './tool-health.js';
+export { isCallerFault, ToolCallError, type ToolFailureBlame } from './tool-call-error.js';
+export { assignUniqueCallIds } from './unique-call-ids.js';
 export { prepareToolCalls, type PrepareToolCallsOptions, type PreparedCall, type PreparedCallStatus } from './prepare-calls.js';
 export { capBytes, type CappedText } from './cap-bytes.js';
 export { runToolRound, type RunToolRoundOptions, type ToolCallOutcome } from './run-tools.js';

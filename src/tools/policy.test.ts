@@ -56,7 +56,7 @@ describe('checkToolPolicy', () => {
     expect(checkToolPolicy(policy, write, { amount: 1 })).toBe('deny');
     expect(checkToolPolicy(policy, write, { amount: 1 })).toBe('needs_approval');
     expect(decide).toHaveBeenCalledTimes(3);
-    expect(decide).toHaveBeenCalledWith({ tool: write, args: { amount: 1 } });
+    expect(decide).toHaveBeenCalledWith({ tool: write, args: { amount: 1 }, runId: '', callId: '' });
   });
 
   it('sees a changed policy object at once', () => {

@@ -1,5 +1,5 @@
 /**
- * Tool permissions (DESIGN §4, §7): checked for every call, never cached or inherited from an earlier
+ * Tool permissions: checked for every call, never cached or inherited from an earlier
  * step. `createLoop` copies the policy (and its lists) when it validates the config, so editing the
  * policy object afterwards changes nothing; only `decide`'s own logic, run at each call, can vary.
  */

@@ -143,7 +143,7 @@ describe('prepareToolCalls', () => {
     const policy: ToolPolicy = { decide };
     expect(prepareOne(call('update_order', { order_id: 'O-1', quantity: 50 }), { policy }).status).toBe('needs_approval');
     expect(prepareOne(call('update_order', { order_id: 'O-1' }), { policy }).status).toBe('ready');
-    expect(decide).toHaveBeenLastCalledWith({ tool: updateOrder, args: { order_id: 'O-1', quantity: 1 } });
+    expect(decide).toHaveBeenLastCalledWith(expect.objectContaining({ tool: updateOrder, args: { order_id: 'O-1', quantity: 1 } }));
     expect(prepareOne(call('get_order', { order_id: 'O-1' }), { policy: { decide: () => 'deny' } }).status).toBe('denied');
   });
 
@@ -166,5 +166,18 @@ describe('prepareToolCalls', () => {
     const run = () => prepareOne(call('async_check', { id: 'a' }), { tools: new Map([['async_check', asyncTool]]) });
     expect(run).toThrow(LoopConfigError);
     expect(run).toThrow(/tools\.async_check\.input/);
+  });
+
+  it('answers arguments nested too deeply for a recursive schema as invalid, for the model to repair', () => {
+    interface Node {
+      child?: Node;
+    }
+    const node: z.ZodType<Node> = z.lazy(() => z.object({ child: node.optional() }));
+    const treeTool = defineTool({ name: 'tree', description: 'Stores a tree', input: z.object({ root: node }), access: 'read', execute: () => 'ok' });
+    const depth = 20_000;
+    const deep = `{"root":${'{"child":'.repeat(depth)}{}${'}'.repeat(depth)}}`;
+    const prepared = prepareOne(call('tree', deep), { tools: new Map([['tree', treeTool]]) });
+    expect(prepared.status).toBe('invalid');
+    expect(prepared.error).toEqual({ key: 'arguments_too_deep:tree', message: expect.stringContaining('arguments nested too deeply') });
   });
 });

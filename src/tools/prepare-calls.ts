@@ -1,5 +1,5 @@
 /**
- * Classifies the model's raw tool calls before anything runs (DESIGN §4, §7): which tool, whether its
+ * Classifies the model's raw tool calls before anything runs: which tool, whether its
  * circuit is open, what the policy says, and whether the arguments parse and pass the zod schema.
  * Every non-ready call carries a stable error `key` (for the same-parse-error signal) and a `message`
  * written for the model.
@@ -131,6 +131,15 @@ function checkArguments(tool: Tool, text: string): ArgumentCheck {
   try {
     result = tool.input.safeParse(parsed.value);
   } catch (error) {
+    // Nesting deep enough to overflow the validator's stack is the model's doing, and it can send flatter arguments.
+    if (error instanceof RangeError) {
+      return {
+        valid: false,
+        args: parsed.value,
+        key: `arguments_too_deep:${tool.name}`,
+        message: `Tool ${tool.name} was called with arguments nested too deeply to validate. Send flatter arguments that match the tool's schema.`,
+      };
+    }
     // An async refinement (or a throwing one) is a bug in the tool, which the model cannot repair.
     throw new LoopConfigError({
       issues: [{ path: `tools.${tool.name}.input`, message: `could not validate arguments synchronously: ${(error as Error).message}` }],

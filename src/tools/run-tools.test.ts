@@ -4,6 +4,7 @@ import { TRUNCATION_MARKER } from '../constants.js';
 import { defineTool, type OutcomeLookup, type Tool, type ToolAccess, type ToolContext } from './define-tool.js';
 import { prepareToolCalls, type PreparedCall } from './prepare-calls.js';
 import { runToolRound, type RunToolRoundOptions } from './run-tools.js';
+import { ToolCallError } from './tool-call-error.js';
 import { ToolHealth } from './tool-health.js';
 
 interface ToolOptions {
@@ -315,6 +316,19 @@ describe('runToolRound: health', () => {
       ok_tool: { successes: 1, failures: 0, meanLatencyMs: 40 },
       bad_tool: { successes: 0, failures: 1, meanLatencyMs: 10 },
     });
+  });
+
+  it('does not record an error a ToolCallError blames on the caller, but records one blamed on the tool', async () => {
+    const health = new ToolHealth({ threshold: 1 });
+    const notFound = makeTool(() => Promise.reject(new ToolCallError({ message: 'no such user u-9', blame: 'caller', code: 'not_found' })), { name: 'users' });
+    const [outcome] = await runToolRound([readyCall(notFound)], roundOptions({ health }));
+    expect(outcome).toMatchObject({ status: 'error', content: 'Tool users failed: no such user u-9' });
+    expect(health.snapshot()).toEqual({});
+    expect(health.isOpen('users')).toBe(false);
+
+    const broken = makeTool(() => { throw new ToolCallError({ message: 'database down' }); }, { name: 'users' });
+    await runToolRound([readyCall(broken)], roundOptions({ health }));
+    expect(health.isOpen('users')).toBe(true);
   });
 
   it('opens the circuit after N failing rounds so the next call is withheld, and a success closes it', async () => {

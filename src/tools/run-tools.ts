@@ -1,5 +1,5 @@
 /**
- * Runs the ready calls of one tool round (DESIGN §2, §4, §7, §10): at most `maxParallel` at once, each
+ * Runs the ready calls of one tool round: at most `maxParallel` at once, each
  * under its own timeout, results serialised and capped, and a side effect whose outcome is unknown
  * looked up by its idempotency key instead of being run again. Never throws: every call ends as an
  * outcome the model can read.
@@ -8,6 +8,7 @@ import { systemClock } from '../runtime/clock.js';
 import { capBytes } from './cap-bytes.js';
 import { idempotencyKey, type OutcomeLookup, type Tool, type ToolContext } from './define-tool.js';
 import type { PreparedCall } from './prepare-calls.js';
+import { isCallerFault } from './tool-call-error.js';
 import type { ToolHealth } from './tool-health.js';
 
 /**
@@ -56,7 +57,8 @@ type Settled =
 /**
  * Runs one round of `ready` calls and returns their outcomes in the same order. Health is recorded per
  * call: `ok` as a success; `error`, `timeout` and `unknown_outcome` as failures. Calls skipped or
- * abandoned because the round was cancelled are not the tool's fault and are not recorded.
+ * abandoned because the round was cancelled, and errors a `ToolCallError` blames on the caller, are not
+ * the tool's fault and are not recorded.
  * @example
  * const ready = prepareToolCalls(response.toolCalls, { tools, policy, health }).filter((call) => call.status === 'ready');
  * const outcomes = await runToolRound(ready, { runId, stepId, maxParallel: 4, maxResultBytes: 16_384, signal, health });
@@ -112,6 +114,8 @@ async function runOneCall(
     case 'returned':
       return succeeded(resultText(tool, settled.value));
     case 'threw':
+      // The caller's fault (a ToolCallError with blame 'caller') is still an error to the model, but not to the breaker.
+      if (isCallerFault(settled.error)) return { outcome: finish('error', `Tool ${tool.name} failed: ${describeError(settled.error)}`), health: 'not_recorded' };
       return failed('error', `Tool ${tool.name} failed: ${describeError(settled.error)}`);
     case 'cancelled': {
       // Abandoned mid-flight because the run is stopping: not the tool's fault, and no lookup now.

@@ -1,5 +1,5 @@
 /**
- * Per-tool health (DESIGN §7): success rate, latency and consecutive failures, with a circuit breaker
+ * Per-tool health: success rate, latency and consecutive failures, with a circuit breaker
  * that withholds a tool after N failures in a row. One instance lives as long as the run (or longer,
  * when runs share it).
  */

@@ -1,5 +1,5 @@
 /**
- * Trace events (DESIGN §11): enough to rebuild a run — inputs in summary, model, tool
+ * Trace events: enough to rebuild a run — inputs in summary, model, tool
  * choices with argument summaries, observation ids, state changes, tokens, cost, latency,
  * retries, verdicts and the stop reason. No private reasoning text; secrets redacted.
  */

@@ -4,7 +4,7 @@
  * documented edge (repair feedback, parse error, error observation) and always end in a named stop.
  */
 import { describe, expect, it } from 'vitest';
-import { createLoop, evaluators, LoopConfigError, type LoopConfig, type Model } from '../../src/index.js';
+import { createLoop, evaluators, LoopConfigError, ToolHealth, type LoopConfig, type Model } from '../../src/index.js';
 import { emptyReply, reply, scriptedModel, toolCall } from '../../src/testing/index.js';
 import { createTestLoop, recordingTool, requestAt } from './helpers.js';
 
@@ -223,14 +223,15 @@ describe('misbehaving tools', () => {
       },
     });
     const model = scriptedModel([toolCall('lookup', { id: 'R-1' }), reply('The record store is down; try again later.')]);
-    const { loop } = createTestLoop({ model, tools: [tool] });
+    const toolHealth = new ToolHealth();
+    const { loop } = createTestLoop({ model, tools: [tool], toolHealth });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(requestAt(model, 1).at(-1)).toEqual({ role: 'tool', toolCallId: 'call_0_0', content: 'Tool lookup failed: record store unreachable' });
     expect(result).toMatchObject({ stopReason: 'completed', status: 'succeeded', usage: { toolCalls: 1 } });
     expect(result.trace).toContainEqual(expect.objectContaining({ type: 'tool-end', status: 'error' }));
-    expect(loop.toolHealth.snapshot().lookup).toMatchObject({ failures: 1, circuitOpen: false });
+    expect(toolHealth.snapshot().lookup).toMatchObject({ failures: 1, circuitOpen: false });
   });
 
   it('cuts an oversized result with the visible marker and a warning', async () => {

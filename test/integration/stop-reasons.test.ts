@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { evaluators, type Model } from '../../src/index.js';
+import { evaluators, ToolHealth, type Model } from '../../src/index.js';
 import { modelError, reply, scriptedModel, toolCall, virtualClock } from '../../src/testing/index.js';
 import {
   createTestLoop,
@@ -267,14 +267,16 @@ describe('tool_unavailable', () => {
       toolCall('flaky', { id: 'C' }),
       reply('never requested'),
     ]);
-    const { loop } = createTestLoop({ model, tools: [tool], tasks: [{ id: 'fetch', prompt: 'Fetch the records', requires: ['flaky'] }] });
+    const clock = virtualClock();
+    const toolHealth = new ToolHealth({ now: () => clock.now() });
+    const { loop } = createTestLoop({ model, tools: [tool], tasks: [{ id: 'fetch', prompt: 'Fetch the records', requires: ['flaky'] }], toolHealth }, clock);
 
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'tool_unavailable', status: 'failed', steps: 3 });
     expect(result.detail).toBe('a tool the task needs is unavailable (circuit breaker open)');
     expect(executions).toHaveLength(3);
-    expect(loop.toolHealth.snapshot().flaky).toMatchObject({ consecutiveFailures: 3, circuitOpen: true });
+    expect(toolHealth.snapshot().flaky).toMatchObject({ consecutiveFailures: 3, circuitOpen: true });
     // Each failure reached the model as an error observation.
     expect(requestAt(model, 1).at(-1)).toMatchObject({ role: 'tool', content: 'Tool flaky failed: backend down while reading A' });
     expect(model.remaining).toBe(1);
@@ -485,11 +487,13 @@ describe('stop reasons in edge cases', () => {
       toolCall('flaky', { id: 'C' }),
       reply('An answer made up without the tool.'),
     ]);
-    const { loop } = createTestLoop({ model, tools: [tool], tasks: [{ id: 'fetch', prompt: 'Fetch it', requires: ['flaky'] }] });
+    const clock = virtualClock();
+    const toolHealth = new ToolHealth({ now: () => clock.now() });
+    const { loop } = createTestLoop({ model, tools: [tool], tasks: [{ id: 'fetch', prompt: 'Fetch it', requires: ['flaky'] }], toolHealth }, clock);
     const first = await loop.run({ goal: GOAL });
     expect(first.stopReason).toBe('tool_unavailable');
 
-    // Same loop, same shared tool health: the circuit is still open.
+    // Same loop, tool health shared on purpose: the circuit is still open.
     const second = await loop.run({ goal: GOAL });
 
     expect(second).toMatchObject({ stopReason: 'tool_unavailable', status: 'failed' });

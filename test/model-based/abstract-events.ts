@@ -117,7 +117,7 @@ export interface DecisionClass {
   canRepeatReply: boolean;
 }
 
-export function decisionClasses(config: ModelConfiguration): readonly DecisionClass[] {
+export function decisionClasses(_config: ModelConfiguration): readonly DecisionClass[] {
   return [
     { label: 'final', decision: { kind: 'final' }, family: 'text', canRepeatReply: true },
     { label: 'tools', decision: toolCalls({}), family: 'calls', canRepeatReply: true },

@@ -23,7 +23,7 @@
 import { z } from 'zod';
 import { getPendingEffect, type PendingEffect } from '../../machines/pending-effect.js';
 import type { ModelDecision } from '../../machines/types.js';
-import { createLoop, defineTool, evaluators, type RunResult, type Tool, type ToolHealth, type ToolPolicy } from '../../src/index.js';
+import { createLoop, defineTool, evaluators, ToolHealth, type RunResult, type Tool, type ToolPolicy } from '../../src/index.js';
 import {
   emptyReply,
   modelError,
@@ -356,7 +356,10 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
       const modelCalls = path.steps.filter((step) => effectOf(step) === 'callModel' && step.event.type !== 'tool.withheld' && step.event.type !== 'run.faulted').length;
       const model = scriptedModel(Array.from({ length: modelCalls }, () => () => replaying().modelStep()));
       const clock = new ReplayClock(ABSTRACT_TIME.startAt);
+      // Shared on purpose: the replay pre-opens circuits before the run.
+      const toolHealth = new ToolHealth({ now: () => clock.now() });
       const loop = createLoop({
+        toolHealth,
         model,
         tools,
         evaluate,
@@ -385,8 +388,8 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
           },
         },
       });
-      const replay = new PathReplay(config, path.steps, loop.toolHealth, clock);
-      prepareHealth(loop.toolHealth, path.steps);
+      const replay = new PathReplay(config, path.steps, toolHealth, clock);
+      prepareHealth(toolHealth, path.steps);
       const overBudget = first.event.nextRequestTokens > config.limits.maxInputTokens;
       // A goal this long makes the first request's estimate alone exceed the input budget.
       const goal = overBudget ? 'x'.repeat(4 * (config.limits.maxInputTokens + 1)) : 'Replay one path of the loop statechart.';

@@ -31,18 +31,20 @@ export function judgedEvaluations(config: ModelConfiguration, snapshot: LoopSnap
   if (effect.kind !== 'evaluate') return [];
   const at = withinDeadline(snapshot);
   const nextRequestTokens = config.requestEstimate;
+  // Each judged evaluation grades a new output; a skipped judge made no call.
+  const judged = { outputDigest: `judged-at-step-${snapshot.context.steps}`, modelCalls: 1, transportRetries: 0 };
   if (!effect.mayCallModel) {
     const reason = 'the LLM judge "judge" was not run: the token or cost budget is spent';
-    return [{ label: 'evaluation.completed:judge-skipped', event: { type: 'evaluation.completed', passed: false, reason, usage: null, nextRequestTokens, at } }];
+    return [{ label: 'evaluation.completed:judge-skipped', event: { type: 'evaluation.completed', passed: false, reason, usage: null, nextRequestTokens, at, ...judged, modelCalls: 0 } }];
   }
   return [
     {
       label: 'evaluation.completed:pass:within:judged',
-      event: { type: 'evaluation.completed', passed: true, reason: '', usage: config.lightUsage, nextRequestTokens, at },
+      event: { type: 'evaluation.completed', passed: true, reason: '', usage: config.lightUsage, nextRequestTokens, at, ...judged },
     },
     {
       label: 'evaluation.completed:fail-A:within:judged',
-      event: { type: 'evaluation.completed', passed: false, reason: EVALUATOR_REASONS[0], usage: config.lightUsage, nextRequestTokens, at },
+      event: { type: 'evaluation.completed', passed: false, reason: EVALUATOR_REASONS[0], usage: config.lightUsage, nextRequestTokens, at, ...judged },
     },
   ];
 }

@@ -88,7 +88,12 @@ export function configurationFrom(knobs: ConfigurationKnobs): ModelConfiguration
       maxCostUsd,
       maxParallelTools: 2,
       maxToolResultBytes: 1_024,
+      maxStepsPerTask: knobs.maxSteps,
+      modelCallTimeoutMs: 100_000,
+      maxToolCalls: 1_000,
+      maxToolCallsPerReply: 10,
     },
+    plan: false,
     noProgress: {
       repeatedToolCall: knobs.repeatedToolCall,
       unchangedState: knobs.unchangedState,

@@ -82,13 +82,13 @@ export function pickOutcome(outcomes: readonly AbstractOutcome[], choice: number
 function oneOfEachEvent(context: LoopContext): LoopEvent[] {
   const at = context.lastEventAt;
   const nextRequestTokens = context.nextRequestTokens;
-  const round = { calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, requiredToolUnavailable: false };
+  const round = { calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, maxRepeatCount: 1, repeatedTool: null, requiredToolUnavailable: false, plan: null };
   return [
     { type: 'run.started', nextRequestTokens, at },
     { type: 'model.responded', usage: { inputTokens: 1, outputTokens: 1, costUsd: 0 }, decision: { kind: 'final' }, stateDigest: 'stray', nextRequestTokens, at },
     { type: 'model.failed', failure: 'transient', message: 'stray', retryDelayMs: 1, at },
     { type: 'tools.completed', round, nextRequestTokens, at },
-    { type: 'evaluation.completed', passed: true, reason: '', usage: null, nextRequestTokens, at },
+    { type: 'evaluation.completed', passed: true, reason: '', outputDigest: 'stray', usage: null, modelCalls: 0, transportRetries: 0, nextRequestTokens, at },
     { type: 'backoff.elapsed', at },
     { type: 'run.deadlineReached', at },
     { type: 'tool.withheld', tool: 'stray', at },
