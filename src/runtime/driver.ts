@@ -8,6 +8,7 @@ import { getPendingEffect, loopMachine, type LoopMachine, type LoopSnapshot, typ
 import type { LoopEvent, TaskPlan } from '../../machines/types.js';
 import type { ResolvedConfig, RunInput } from '../config.js';
 import type { ToolHealth } from '../tools/index.js';
+import { describeThrown, errorFields, toError } from '../redaction/describe-thrown.js';
 import { summarize } from '../trace/trace-event.js';
 import { performEvaluation } from './evaluation-step.js';
 import { interruptionOf, RunInterruption, untilAborted } from './interruption.js';
@@ -63,17 +64,17 @@ function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInpu
   const { config, runId } = session;
   const startedAt = config.clock.now();
   session.warnIfUnpriced(config.model.id, startedAt);
-  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
-  let startFault: Error | null = null;
+  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal, config.redact), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
+  let startFault: { error: Error; message: string } | null = null;
   try {
     session.beginTask(0);
   } catch (error) {
-    startFault = error instanceof Error ? error : new Error(String(error));
+    startFault = { error: toError(error), message: config.redact.text(describeThrown(error)) };
   }
   send(actor, session, { type: 'run.started', at: startedAt, nextRequestTokens: session.transcript.estimateTokens() });
   if (startFault !== null) {
-    session.fatalError = startFault;
-    send(actor, session, { type: 'run.faulted', at: startedAt, message: `${startFault.name}: ${startFault.message}` });
+    session.fatalError = startFault.error;
+    send(actor, session, { type: 'run.faulted', at: startedAt, message: startFault.message });
   }
 }
 
@@ -101,9 +102,8 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
   } catch (error) {
     if (session.signal.aborted) return interruptionEvent(session);
     // No retry layer covers this (a throwing policy hook or task prompt, a bug): stop with fatal_error, never crash.
-    const fault = error instanceof Error ? error : new Error(String(error));
-    session.fatalError = fault;
-    return { type: 'run.faulted', at: clock.now(), message: `${fault.name}: ${fault.message}` };
+    session.fatalError = toError(error);
+    return { type: 'run.faulted', at: clock.now(), message: session.config.redact.text(describeThrown(error)) };
   }
 }
 
@@ -150,11 +150,12 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
   }
   session.record({ type: 'run-end', runId: session.runId, at, status: output.status, stopReason: output.stopReason, detail: output.detail, usage: output.usage, steps: output.steps });
   const fatal = output.stopReason === 'fatal_error' ? session.fatalError : null;
+  const { redact } = session.config;
   return {
     runId: session.runId,
     status: output.status,
     stopReason: output.stopReason,
-    detail: output.detail,
+    detail: redact.text(output.detail),
     output: result,
     taskOutputs: session.taskOutputs,
     warnings: session.warnings,
@@ -164,6 +165,6 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
     pendingApprovals: output.stopReason === 'needs_human'
       ? session.pendingCalls.filter(({ call }) => call.status === 'needs_approval').map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
       : [],
-    ...(fatal ? { error: { name: fatal.name, message: fatal.message, ...('code' in fatal && typeof fatal.code === 'string' ? { code: fatal.code } : {}) } } : {}),
+    ...(fatal ? { error: redact.strings(errorFields(fatal)) } : {}),
   };
 }
