@@ -14,5 +14,6 @@ export { LoopstateError, LoopConfigError, ModelCallError, ScriptExhaustedError, 
 export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
 export { systemClock, type Clock } from './runtime/clock.js';
 export type { TraceEvent, TraceOptions } from './trace/trace-event.js';
+export type { RedactOptions } from './redaction/redact.js';
 export { loopMachine, getPendingEffect, STOP_REASONS } from '../machines/index.js';
 export type { StopReason, RunStatus, Usage, LoopLimits, NoProgressThresholds, NoProgressSignal, LoopEvent, PendingEffect } from '../machines/index.js';

@@ -50,7 +50,11 @@ export function keyNameWords(name: string): string[] {
     .map((word) => word.toLowerCase());
 }
 
-/** The name lower-cased with everything but letters and digits removed, for comparing names across styles. */
+/**
+ * The name lower-cased with everything but letters and digits removed, for comparing names across styles.
+ * @example
+ * compactKeyName('Customer-SSN') === compactKeyName('customer_ssn') // true
+ */
 export function compactKeyName(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]+/g, '');
 }

@@ -5,10 +5,18 @@
  * (no catastrophic backtracking on a megabyte of `a` or of `Bearer `).
  */
 
-/** What a redacted value becomes; the text around it stays. */
+/**
+ * What a redacted value becomes; the text around it stays.
+ * @example
+ * expect(result.detail).toContain(`Bearer ${REDACTED}`);
+ */
 export const REDACTED = '[redacted]';
 
-/** One built-in rule: a global pattern and what its match becomes. */
+/**
+ * One built-in rule: a global pattern and what its match becomes.
+ * @example
+ * const rule: ValueRule = { name: 'ticket', pattern: /\bT-\d+\b/g, replace: () => REDACTED };
+ */
 export interface ValueRule {
   name: string;
   pattern: RegExp;
@@ -62,6 +70,8 @@ const SLACK_WEBHOOK = /(https:\/\/hooks\.slack\.com\/services\/)[A-Za-z0-9/]{8,2
  * The name and separator of a `name=value`, `name: value` or `"name": "value"` pair, in JSON, query
  * strings, connection strings and logs. Only the name is matched: the value is read by redact.ts when
  * the name is a secret's, so the value of a harmless pair is still scanned for secret pairs inside it.
+ * @example
+ * KEY_VALUE_NAME.exec('Password=hunter2;')?.[2] // 'Password'
  */
 export const KEY_VALUE_NAME = /(?<![\w.-])(["']?)([A-Za-z_][\w.-]{0,63})\1[ \t]{0,3}[:=][ \t]{0,3}/g;
 
