@@ -5,7 +5,7 @@
  * compiled up front and linear in the text, because it runs on every trace event.
  */
 import { compactKeyName, isBuiltInSecretKey } from './secret-key-names.js';
-import { BUILT_IN_VALUE_RULES, KEY_VALUE_NAME, REDACTED } from './secret-value-patterns.js';
+import { BUILT_IN_VALUE_RULES, KEY_VALUE_NAME, MAY_HOLD_SECRET, REDACTED } from './secret-value-patterns.js';
 
 export { REDACTED } from './secret-value-patterns.js';
 
@@ -131,8 +131,10 @@ export function createRedactor(options: RedactOptions = {}): Redactor {
   const text = (input: string): string => {
     if (input === '') return input;
     let output = input;
-    for (const rule of BUILT_IN_VALUE_RULES) output = output.replace(rule.pattern, rule.replace);
-    output = redactPairs(output, isSecretKey);
+    if (MAY_HOLD_SECRET.test(input)) {
+      for (const rule of BUILT_IN_VALUE_RULES) output = output.replace(rule.pattern, rule.replace);
+      output = redactPairs(output, isSecretKey);
+    }
     for (const pattern of userValuePatterns) output = output.replace(pattern, REDACTED);
     return output;
   };
