@@ -231,7 +231,6 @@ function serialise(value: unknown): { ok: true; text: string } | { ok: false; me
   }
 }
 
-
 /** A minimal worker pool: `limit` workers take the next index until none is left; results keep their order. */
 async function mapWithConcurrency<Item, Result>(
   items: readonly Item[],

@@ -59,7 +59,7 @@ export type TraceEventType = TraceEvent['type'];
 export interface TraceOptions {
   /** Keep events on `result.trace` (default true). */
   inMemory?: boolean;
-  /** Called synchronously with every event, e.g. to write JSON lines. */
+  /** Called synchronously with every event, already redacted, e.g. to write JSON lines. */
   onEvent?: (event: TraceEvent) => void;
 }
 
