@@ -11,6 +11,7 @@ import { systemClock, type Clock } from './runtime/clock.js';
 import type { BackoffOptions } from './runtime/retry-policy.js';
 import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../machines/types.js';
 import type { Model } from './model/types.js';
+import { createRedactor, type RedactOptions, type Redactor } from './redaction/redact.js';
 import type { Tool, ToolHealth, ToolPolicy } from './tools/index.js';
 import type { TraceEvent, TraceOptions } from './trace/trace-event.js';
 
@@ -70,6 +71,8 @@ export interface LoopConfig {
   /** USD per million tokens by model id, merged over the defaults. */
   prices?: Readonly<Record<string, ModelPrice>>;
   trace?: TraceOptions | false;
+  /** Extra key names and value patterns to redact from traces, details, warnings and errors; the built-in rules always apply. */
+  redact?: RedactOptions;
   retry?: Partial<BackoffOptions>;
   /** Injected time source; tests pass a virtual clock. */
   clock?: Clock;
@@ -97,6 +100,8 @@ export interface ResolvedConfig {
   plan: boolean;
   prices: Readonly<Record<string, ModelPrice>>;
   trace: { inMemory: boolean; onEvent: ((event: TraceEvent) => void) | undefined };
+  /** Compiled once per loop from the built-in rules and `redact`. */
+  redact: Redactor;
   backoff: BackoffOptions;
   clock: Clock;
   random: () => number;
@@ -139,6 +144,19 @@ const evaluatorSchema = z.custom<Evaluator>(
   (value) => typeof value === 'object' && value !== null && typeof (value as Evaluator).name === 'string' && isFunction((value as Evaluator).evaluate),
   { message: 'expected an evaluator, e.g. evaluators.json() or evaluators.rule(...)' },
 );
+const isRegExp = (value: unknown): value is RegExp => Object.prototype.toString.call(value) === '[object RegExp]';
+const redactSchema = z
+  .object({
+    keys: z.array(z.union([z.string().min(1, 'expected a non-empty key name'), z.custom<RegExp>(isRegExp)], { error: 'expected a key name (string) or a RegExp' })),
+    patterns: z.array(
+      z
+        .custom<RegExp>(isRegExp, { message: 'expected a RegExp' })
+        // A pattern that matches nothing at all would put a marker between every character.
+        .refine((pattern) => !new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, '')).test(''), { message: 'must not match the empty string' }),
+    ),
+  })
+  .partial()
+  .strict();
 const accessSchema = z.enum(['read', 'write', 'destructive']);
 
 const limitsSchema = z
@@ -217,6 +235,7 @@ const configSchema = z
     plan: z.boolean().optional(),
     prices: z.record(z.string(), z.object({ inputPerMillion: number().min(0), outputPerMillion: number().min(0) }).strict()).optional(),
     trace: z.union([z.literal(false), z.object({ inMemory: z.boolean().optional(), onEvent: fn('a function (event) => void').optional() }).strict()]).optional(),
+    redact: redactSchema.optional(),
     retry: z.object({ baseMs: positiveInt, maxMs: positiveInt }).partial().strict().optional(),
     clock: z.custom<Clock>((value) => typeof value === 'object' && value !== null && isFunction((value as Clock).now) && isFunction((value as Clock).sleep) && isFunction((value as Clock).setTimer), { message: 'expected a Clock with now(), sleep(ms, signal) and setTimer(ms, callback)' }).optional(),
     random: fn('a function returning a number in [0, 1)').optional(),
@@ -344,6 +363,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     plan: config.plan ?? false,
     prices: { ...DEFAULT_PRICES, ...config.prices },
     trace: config.trace === false ? { inMemory: false, onEvent: undefined } : { inMemory: config.trace?.inMemory ?? true, onEvent: config.trace?.onEvent as ResolvedConfig['trace']['onEvent'] },
+    redact: createRedactor(config.redact),
     backoff: { ...DEFAULT_BACKOFF, ...config.retry },
     clock: config.clock ?? systemClock,
     random: (config.random as (() => number) | undefined) ?? Math.random,

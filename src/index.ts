@@ -26,5 +26,6 @@ export {
 export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
 export { systemClock, type Clock } from './runtime/clock.js';
 export type { TraceEvent, TraceOptions } from './trace/trace-event.js';
+export type { RedactOptions } from './redaction/redact.js';
 export { loopMachine, getPendingEffect, STOP_REASONS } from '../machines/index.js';
 export type { StopReason, RunStatus, Usage, LoopLimits, NoProgressThresholds, NoProgressSignal, LoopEvent, PendingEffect } from '../machines/index.js';

@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { formatResult } from '../../examples/format-result.js';
 import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type ExampleRunner } from './bundled-examples.js';
+import { thrownMessage } from '../redaction/describe-thrown.js';
 import { packageVersion } from './package-version.js';
 
 /** Where the CLI writes; each call is one line or block, without a trailing newline. */
@@ -35,7 +36,7 @@ Options:
   -v, --version      print the version`;
 }
 
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+const messageOf = thrownMessage;
 
 /**
  * Runs the `loopstate` CLI with `argv` (without node and script) and returns the exit code.

@@ -53,7 +53,7 @@ describe('evaluators.judge', () => {
     ['a tool call', toolCall('lookup', {}, { usage }), /^the judge reply was unparseable: the judge replied with no text$/],
   ])('throws JudgeVerdictError on %s (no verdict is never a verdict), carrying the usage spent', async (_label, step, reason) => {
     const model = scriptedModel([step]);
-    const error = await judgeEvaluator({ model, criteria }).evaluate(input('x')).then(
+    const error = await Promise.resolve().then(() => judgeEvaluator({ model, criteria }).evaluate(input('x'))).then(
       () => null,
       (thrown: unknown) => thrown,
     );

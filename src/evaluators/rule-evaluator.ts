@@ -2,6 +2,7 @@
  * The business-rule layer: a predicate over the parsed output. A rule never crashes the run:
  * a throwing predicate is a failed check whose reason carries the thrown message.
  */
+import { thrownMessage } from '../redaction/describe-thrown.js';
 import type { Evaluator, EvaluationInput, EvaluationResult } from './types.js';
 
 /**
@@ -41,7 +42,7 @@ export function ruleEvaluator<Parsed = unknown>(
       try {
         verdict = await predicate(input.parsed as Parsed);
       } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
+        const message = thrownMessage(error);
         return { passed: false, reason: `${reason} (the rule threw: ${message})`, parsed: input.parsed };
       }
       if (verdict === true) return { passed: true, reason: `rule passed: ${reason}`, parsed: input.parsed };

@@ -4,6 +4,7 @@
  * an output that already failed a cheap check).
  */
 import type { ModelUsage } from '../model/types.js';
+import { thrownMessage } from '../redaction/describe-thrown.js';
 import type { Evaluator, EvaluationResult } from './types.js';
 
 /**
@@ -80,7 +81,7 @@ export async function runEvaluators(list: readonly Evaluator[], options: RunEval
       result = await evaluator.evaluate({ output, parsed, signal, taskId });
     } catch (error) {
       if (signal.aborted || rethrow?.(error) === true) throw error;
-      const message = error instanceof Error ? error.message : String(error);
+      const message = thrownMessage(error);
       return summarize(false, `evaluator "${evaluator.name}" threw: ${message}`, parsed, evaluator.name);
     }
     if (!isEvaluationResult(result)) {

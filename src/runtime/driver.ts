@@ -8,10 +8,10 @@ import { getPendingEffect, loopMachine, type LoopMachine, type LoopSnapshot, typ
 import type { LoopEvent, TaskPlan } from '../../machines/types.js';
 import { defaultRunId, type ResolvedConfig, type RunInput } from '../config.js';
 import { describeAbortReason } from '../hooks/abort-reason.js';
-import { describeThrown } from '../hooks/describe-thrown.js';
 import { guardClock, safeNow } from '../hooks/guarded-clock.js';
 import { resolveRunId } from '../hooks/run-id.js';
 import { ToolHealth } from '../tools/index.js';
+import { describeThrown, errorFields, toError } from '../redaction/describe-thrown.js';
 import { summarize } from '../trace/trace-event.js';
 import { performEvaluation } from './evaluation-step.js';
 import { interruptionEvent as interruptionEventAt, RunInterruption, untilAborted } from './interruption.js';
@@ -82,25 +82,25 @@ function armDeadline(config: ResolvedConfig, controller: AbortController): { can
 /** Starts the machine and the first task; a task prompt, run id hook or clock that throws faults the run instead of rejecting. */
 function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInput, hookFault: Error | null): void {
   const { config, runId } = session;
-  let startFault: Error | null = hookFault;
+  let startFault: { error: Error; message: string } | null = hookFault === null ? null : { error: hookFault, message: describeThrown(hookFault) };
   let startedAt: number;
   try {
     startedAt = config.clock.now();
   } catch (error) {
-    startFault ??= error instanceof Error ? error : new Error(describeThrown(error));
+    startFault ??= { error: toError(error), message: describeThrown(error) };
     startedAt = safeNow(config.clock);
   }
   session.warnIfUnpriced(config.model.id, startedAt);
-  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
+  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal, config.redact), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
   try {
     if (startFault === null) session.beginTask(0);
   } catch (error) {
-    startFault = error instanceof Error ? error : new Error(String(error));
+    startFault = { error: toError(error), message: describeThrown(error) };
   }
   send(actor, session, { type: 'run.started', at: startedAt, nextRequestTokens: session.transcript.estimateTokens() });
   if (startFault !== null) {
-    session.fatalError = startFault;
-    send(actor, session, { type: 'run.faulted', at: startedAt, message: `${startFault.name}: ${startFault.message}` });
+    session.fatalError = startFault.error;
+    send(actor, session, { type: 'run.faulted', at: startedAt, message: config.redact.text(startFault.message) });
   }
 }
 
@@ -128,9 +128,8 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
   } catch (error) {
     if (session.signal.aborted) return interruptionEvent(session);
     // No retry layer covers this (a throwing policy hook or task prompt, a bug): stop with fatal_error, never crash.
-    const fault = error instanceof Error ? error : new Error(describeThrown(error));
-    session.fatalError = fault;
-    return { type: 'run.faulted', at: safeNow(clock), message: `${fault.name}: ${fault.message}` };
+    session.fatalError = toError(error);
+    return { type: 'run.faulted', at: safeNow(clock), message: session.config.redact.text(describeThrown(error)) };
   }
 }
 
@@ -173,11 +172,12 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
   }
   session.record({ type: 'run-end', runId: session.runId, at, status: output.status, stopReason: output.stopReason, detail: output.detail, usage: output.usage, steps: output.steps });
   const fatal = output.stopReason === 'fatal_error' ? session.fatalError : null;
+  const { redact } = session.config;
   return {
     runId: session.runId,
     status: output.status,
     stopReason: output.stopReason,
-    detail: output.detail,
+    detail: redact.text(output.detail),
     output: result,
     taskOutputs: session.taskOutputs,
     warnings: session.warnings,
@@ -187,6 +187,6 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
     pendingApprovals: output.stopReason === 'needs_human'
       ? session.pendingCalls.filter(({ call }) => call.status === 'needs_approval').map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
       : [],
-    ...(fatal ? { error: { name: fatal.name, message: fatal.message, ...('code' in fatal && typeof fatal.code === 'string' ? { code: fatal.code } : {}) } } : {}),
+    ...(fatal ? { error: redact.strings(errorFields(fatal)) } : {}),
   };
 }

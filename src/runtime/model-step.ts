@@ -9,6 +9,7 @@ import { modelResponseSchema, shapeProblems } from '../model/response-schema.js'
 import type { ModelResponse } from '../model/types.js';
 import { toolCallFingerprint } from '../progress/index.js';
 import { assignUniqueCallIds, prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
+import { describeThrown, errorFields, thrownMessage, toError } from '../redaction/describe-thrown.js';
 import { summarize } from '../trace/trace-event.js';
 import { interruptionEvent, untilAborted } from './interruption.js';
 import { costOf, priceOf } from './pricing.js';
@@ -230,9 +231,8 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
     classified = classify(session, health, response, context);
   } catch (error) {
     // A policy hook threw on this reply: the run faults, but the call was made and is paid for.
-    const fault = error instanceof Error ? error : new Error(String(error));
-    session.fatalError = fault;
-    return { type: 'run.faulted', at, message: `${fault.name}: ${fault.message}`, usage };
+    session.fatalError = toError(error);
+    return { type: 'run.faulted', at, message: config.redact.text(describeThrown(error)), usage };
   }
   const { decision, calls, reply } = classified;
   session.pendingCalls = calls;
@@ -246,8 +246,8 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
     type: 'step-end', runId: session.runId, at, step: context.steps + 1, taskId: session.task.id, modelId: config.model.id,
     latencyMs: at - startedAt, inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd,
     decision: decision.kind,
-    toolCalls: calls.map(({ call }) => ({ callId: call.request.id, name: call.request.name, argumentsSummary: summarize(call.args ?? call.request.arguments) })),
-    replySummary: text === null ? null : summarize(text),
+    toolCalls: calls.map(({ call }) => ({ callId: call.request.id, name: call.request.name, argumentsSummary: summarize(call.args ?? call.request.arguments, config.redact) })),
+    replySummary: text === null ? null : summarize(text, config.redact),
   });
   return {
     type: 'model.responded', at, decision, stateDigest, usage,
@@ -276,11 +276,13 @@ function modelFailure(session: RunSession, context: LoopContext, error: unknown,
   const retryDelayMs = transient
     ? backoffDelay({ attempt: context.task.transportRetries, retryAfterMs: retryable.retryAfterMs, options: config.backoff, random: config.random })
     : 0;
-  const message = error instanceof Error ? error.message : isModelCallError(error) ? String(error.message) : String(error);
-  if (!transient) session.fatalError = error instanceof Error ? error : new Error(message);
+  // Redacted before it reaches the machine: provider messages quote keys (`Incorrect API key provided: sk-…`).
+  const message = config.redact.text(thrownMessage(error));
+  // A model error from another installed copy may be a plain object: its own message is the one to show.
+  if (!transient) session.fatalError = !(error instanceof Error) && isModelCallError(error) ? new Error(message) : toError(error);
   session.record({
     type: 'model-error', runId: session.runId, at, taskId: session.task.id,
-    errorKind: isModelCallError(error) ? error.kind : error instanceof Error ? error.name : 'unknown', message, retryDelayMs,
+    errorKind: isModelCallError(error) ? error.kind : error instanceof Error ? errorFields(error).name : 'unknown', message, retryDelayMs,
   });
   return { type: 'model.failed', at, failure: transient ? 'transient' : 'fatal', message, retryDelayMs };
 }

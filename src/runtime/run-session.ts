@@ -7,6 +7,7 @@ import type { ResolvedConfig, TaskConfig } from '../config.js';
 import type { ToolSpec } from '../model/types.js';
 import { RunPlan } from '../plan/plan-tool.js';
 import { ProgressTracker } from '../progress/index.js';
+import { thrownMessage } from '../redaction/describe-thrown.js';
 import type { PreparedCall, Tool } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { priceOf } from './pricing.js';
@@ -103,7 +104,9 @@ export class RunSession {
 
   private traceSinkFailed = false;
 
-  record(event: TraceEvent): void {
+  /** Every event is redacted here, the one door to `result.trace` and `onEvent`. */
+  record(unredacted: TraceEvent): void {
+    const event = this.config.redact.strings(unredacted);
     if (this.config.trace.inMemory) this.trace.push(event);
     if (this.traceSinkFailed || this.config.trace.onEvent === undefined) return;
     try {
@@ -111,7 +114,7 @@ export class RunSession {
     } catch (error) {
       // A broken trace sink must not stop the loop; it is dropped once, with a warning.
       this.traceSinkFailed = true;
-      this.warnings.push(`trace.onEvent threw and was disabled for this run: ${error instanceof Error ? error.message : String(error)}`);
+      this.warnings.push(this.config.redact.text(`trace.onEvent threw and was disabled for this run: ${thrownMessage(error)}`));
     }
   }
 
@@ -122,7 +125,8 @@ export class RunSession {
     this.warn(`no price for model "${modelId}": its cost counts as $0, so maxCostUsd cannot stop it; add it to \`prices\``, at);
   }
 
-  warn(message: string, at: number): void {
+  warn(unredacted: string, at: number): void {
+    const message = this.config.redact.text(unredacted);
     this.warnings.push(message);
     this.record({ type: 'warning', runId: this.runId, at, message });
   }

@@ -104,7 +104,9 @@ describe('runToolRound: results', () => {
       throw new TypeError('bad input');
     }, 'Tool tool failed: bad input'],
     ['a thrown string', () => Promise.reject('quota exceeded'), 'Tool tool failed: quota exceeded'],
-    ['a thrown object', () => Promise.reject({ code: 'E42' }), 'Tool tool failed: {"code":"E42"}'],
+    ['a thrown object', () => Promise.reject({ code: 'E42' }), 'Tool tool failed: an object was thrown: {"code":"E42"}'],
+    ['a thrown undefined', () => Promise.reject(undefined), 'Tool tool failed: undefined was thrown'],
+    ['an object whose toString throws', () => Promise.reject({ toString: () => { throw new Error('no'); } }), 'Tool tool failed: an object was thrown: {}'],
   ])('captures %s as an error outcome and never throws', async (_label, execute, expected) => {
     const health = new ToolHealth();
     const [outcome] = await runToolRound([readyCall(makeTool(execute))], roundOptions({ health }));

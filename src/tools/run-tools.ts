@@ -4,6 +4,7 @@
  * looked up by its idempotency key instead of being run again. Never throws: every call ends as an
  * outcome the model can read.
  */
+import { thrownMessage } from '../redaction/describe-thrown.js';
 import { systemClock } from '../runtime/clock.js';
 import { capBytes } from './cap-bytes.js';
 import { idempotencyKey, type OutcomeLookup, type Tool, type ToolContext } from './define-tool.js';
@@ -90,7 +91,7 @@ export async function runToolRound(calls: readonly PreparedCall[], options: RunT
       return outcome;
     } catch (error) {
       // Only our own bookkeeping can get here (execute's errors are settled); still never throw out of a round.
-      return finish('error', `Tool ${call.tool.name} failed: ${describeError(error)}`);
+      return finish('error', `Tool ${call.tool.name} failed: ${thrownMessage(error)}`);
     }
   });
 }
@@ -115,8 +116,8 @@ async function runOneCall(
       return succeeded(resultText(tool, settled.value));
     case 'threw':
       // The caller's fault (a ToolCallError with blame 'caller') is still an error to the model, but not to the breaker.
-      if (isCallerFault(settled.error)) return { outcome: finish('error', `Tool ${tool.name} failed: ${describeError(settled.error)}`), health: 'not_recorded' };
-      return failed('error', `Tool ${tool.name} failed: ${describeError(settled.error)}`);
+      if (isCallerFault(settled.error)) return { outcome: finish('error', `Tool ${tool.name} failed: ${thrownMessage(settled.error)}`), health: 'not_recorded' };
+      return failed('error', `Tool ${tool.name} failed: ${thrownMessage(settled.error)}`);
     case 'cancelled': {
       // Abandoned mid-flight because the run is stopping: not the tool's fault, and no lookup now.
       const cancelled = `Tool ${tool.name} was cancelled before it finished`;
@@ -230,15 +231,8 @@ function serialise(value: unknown): { ok: true; text: string } | { ok: false; me
     const text = JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
     return { ok: true, text: text ?? 'null' };
   } catch (error) {
-    return { ok: false, message: `its result could not be serialised as JSON: ${describeError(error)}` };
+    return { ok: false, message: `its result could not be serialised as JSON: ${thrownMessage(error)}` };
   }
-}
-
-function describeError(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  if (typeof error === 'string') return error;
-  const serialised = serialise(error);
-  return serialised.ok ? serialised.text : String(error);
 }
 
 /** A minimal worker pool: `limit` workers take the next index until none is left; results keep their order. */

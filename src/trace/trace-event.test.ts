@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createRedactor } from '../redaction/redact.js';
 import { summarize } from './trace-event.js';
 
 describe('summarize', () => {
@@ -101,5 +102,34 @@ describe('summarize: what is and is not a secret', () => {
     const summary = summarize(text);
     expect(summary.startsWith(`${'a'.repeat(199)}…`)).toBe(true);
     expect(summary).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+  });
+});
+
+describe('summarize: one redaction for keys and values', () => {
+  it.each(['aws_secret_access_key', 'secretAccessKey', 'passphrase', 'jwt', 'connectionString', 'private_key', 'sessionId'])(
+    'redacts the value under %s, which used to appear verbatim',
+    (key) => {
+      expect(summarize({ [key]: 'v4lue-0f-a-secret', region: 'eu' })).toBe(`{${JSON.stringify(key)}:"[redacted]","region":"eu"}`);
+    },
+  );
+
+  it('redacts secret-looking values under harmless keys and in plain text', () => {
+    expect(summarize({ note: 'use Bearer sk-live-abc123def456' })).toBe('{"note":"use Bearer [redacted]"}');
+    expect(summarize('call https://api.example.com/v1?api_key=abc123&q=shoes')).toBe('call https://api.example.com/v1?api_key=[redacted]&q=shoes');
+  });
+
+  it('recognises a secret that straddles the cut, so no part of it is shown', () => {
+    const secret = 'sk-live-0123456789abcdefghij';
+    const text = `${'a '.repeat(90)}key ${secret} ${'b'.repeat(300)}`;
+    const summary = summarize(text);
+    expect(summary).not.toContain('sk-live-01');
+    expect(summary).toContain('key [redacted]');
+    expect(summary).toMatch(/…\(\d+ chars\)$/);
+  });
+
+  it("applies the loop's own rules when given its redactor", () => {
+    const redactor = createRedactor({ keys: ['customer_ssn'], patterns: [/\bCARD-\d{4}\b/] });
+    expect(summarize({ customer_ssn: '078-05-1120', note: 'CARD-4111' }, redactor)).toBe('{"customer_ssn":"[redacted]","note":"[redacted]"}');
+    expect(summarize({ customer_ssn: '078-05-1120' })).toBe('{"customer_ssn":"078-05-1120"}');
   });
 });

@@ -4,6 +4,7 @@
  * retries, verdicts and the stop reason. No private reasoning text; secrets redacted.
  */
 import type { RunStatus, StopReason, Usage } from '../../machines/types.js';
+import { DEFAULT_REDACTOR, type Redactor } from '../redaction/redact.js';
 
 interface TraceBase {
   runId: string;
@@ -58,41 +59,26 @@ export type TraceEventType = TraceEvent['type'];
 export interface TraceOptions {
   /** Keep events on `result.trace` (default true). */
   inMemory?: boolean;
-  /** Called synchronously with every event, e.g. to write JSON lines. */
+  /** Called synchronously with every event, already redacted, e.g. to write JSON lines. */
   onEvent?: (event: TraceEvent) => void;
 }
 
-// Anchored at the end so `accessToken`, `tokens` and `x-api-key` match but `maxTokens` and `tokenizer` do not.
-const SECRET_KEY_SOURCE =
-  '(?:api[_-]?key|token|(?:^|auth|access|refresh|bearer|session|api)[_-]?tokens|secret|password|passwd|authorization|cookie|credentials?|private[_-]?key)';
-const SECRET_KEY = new RegExp(`${SECRET_KEY_SOURCE}$`, 'i');
-/** `"api_key": "value"` inside raw text (e.g. malformed tool arguments that never parsed). */
-const SECRET_IN_TEXT = new RegExp(`("[^"]*${SECRET_KEY_SOURCE}"\\s*:\\s*)"[^"]*"?`, 'gi');
 const SUMMARY_CHARS = 200;
-
-function render(value: unknown): string {
-  if (typeof value === 'string') return value.replace(SECRET_IN_TEXT, '$1"[redacted]"');
-  try {
-    return (
-      JSON.stringify(value, (key, inner: unknown) =>
-        key !== '' && SECRET_KEY.test(key) ? '[redacted]' : typeof inner === 'bigint' ? inner.toString() : inner,
-      ) ?? 'undefined'
-    );
-  } catch {
-    // Circular structures and the like: a summary must never throw.
-    return Object.prototype.toString.call(value);
-  }
-}
+/** Patterns run on the shown part plus this margin, so a secret cut at the edge is still recognised whole. */
+const SECRET_MARGIN_CHARS = 1024;
 
 /**
- * A short, redacted rendering of a value for traces: secret-looking keys are masked.
+ * A short, redacted rendering of a value for traces: values under secret-looking keys and values that
+ * look like secrets become `[redacted]` (a loop passes its own redactor, with its `redact` option).
  * @example
  * summarize({ order_id: 'O-1', api_key: 'sk-123' }) // '{"order_id":"O-1","api_key":"[redacted]"}'
  */
-export function summarize(value: unknown): string {
-  const text = render(value);
-  if (text.length <= SUMMARY_CHARS) return text;
+export function summarize(value: unknown, redactor: Redactor = DEFAULT_REDACTOR): string {
+  const rendered = redactor.render(value);
+  const shown = rendered.slice(0, SUMMARY_CHARS + SECRET_MARGIN_CHARS);
+  const text = redactor.text(shown);
+  if (text.length <= SUMMARY_CHARS) return shown.length === rendered.length ? text : `${text}…(${rendered.length} chars)`;
   // Never cut between the two halves of a surrogate pair.
   const cut = /[\uD800-\uDBFF]/.test(text.charAt(SUMMARY_CHARS - 1)) ? SUMMARY_CHARS - 1 : SUMMARY_CHARS;
-  return `${text.slice(0, cut)}…(${text.length} chars)`;
+  return `${text.slice(0, cut)}…(${rendered.length} chars)`;
 }
