@@ -29,7 +29,7 @@ export function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string {
 /**
  * Validates the parsed output with a zod schema; later evaluators receive the schema's output
  * (defaults and transforms applied). When no format evaluator ran before it (the parsed value is
- * still the raw output text), the text is parsed as JSON first, tolerating a ```json fence.
+ * still the raw output text), the text is parsed as JSON first, tolerating a ```json fence or prose around one JSON value.
  * @example
  * evaluators.schema(z.object({ status: z.enum(['shipped', 'pending']), eta: z.number().int() }))
  */
