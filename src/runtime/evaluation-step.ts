@@ -38,6 +38,7 @@ export async function performEvaluation(session: RunSession, mayCallModel: boole
   }
   const judged = summary.usage.inputTokens + summary.usage.outputTokens > 0;
   if (summary.passed) session.taskOutputs[task.id] = summary.parsed;
+  session.lastEvaluation = { taskIndex: session.taskIndex, reply: session.lastReply ?? '', formatted: summary.formatted };
   session.record({ type: 'evaluation-end', runId: session.runId, at, taskId: task.id, passed: summary.passed, reason: summary.reason, evaluator: summary.failedEvaluator });
   return {
     type: 'evaluation.completed', at, passed: summary.passed, reason: summary.reason,

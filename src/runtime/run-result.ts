@@ -25,8 +25,14 @@ export interface RunResult {
   stopReason: StopReason;
   /** Why it stopped, in words: which budget, which signal, which error. */
   detail: string;
-  /** The evaluated output of the last task when completed; otherwise the best partial output (or null). */
+  /**
+   * The evaluated output of the last task when completed. Otherwise what the format evaluators
+   * (json, schema) parsed from the last reply, even if a later rule failed; null when it did not
+   * parse or was never evaluated.
+   */
   output: unknown;
+  /** The last reply's text: what `output` was parsed from when completed; null when the model gave none. */
+  rawOutput: string | null;
   /** Evaluated outputs of the tasks that passed, by task id. */
   taskOutputs: Record<string, unknown>;
   warnings: string[];
