@@ -137,7 +137,7 @@ describe('resolveConfig merging', () => {
     expect(tasks).toHaveLength(2);
     expect(tasks?.[0]).toEqual({ id: 'classify', prompt: 'Classify', requires: ['lookup'] });
     expect(tasks?.[1]?.prompt).toBe(prompt);
-    expect(tasks?.[1]?.evaluate?.[0]).toBe(schema);
+    expect(tasks?.[1]?.evaluate).toEqual([schema]);
     expect(tasks?.[1]?.onFailure).toBe('continue');
   });
 

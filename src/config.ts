@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { DEFAULT_BACKOFF, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
 import { LoopConfigError, type ConfigIssue } from './errors.js';
-import { validateEvaluators, type Evaluator } from './evaluators/index.js';
+import { validateEvaluators, type EvaluateOption, type Evaluator } from './evaluators/index.js';
 import { systemClock, type Clock } from './runtime/clock.js';
 import type { BackoffOptions } from './runtime/retry-policy.js';
 import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../machines/types.js';
@@ -28,11 +28,11 @@ export interface TaskPromptContext {
  * @example
  * const draft: TaskConfig = { id: 'draft', prompt: 'Write the draft as JSON', evaluate: [evaluators.json()], onFailure: 'continue' };
  */
-export interface TaskConfig {
+export interface TaskConfig<Evaluate extends EvaluateOption = EvaluateOption> {
   id: string;
   prompt: string | ((context: TaskPromptContext) => string);
-  /** This task's evaluators; defaults to the loop's `evaluate`. */
-  evaluate?: readonly Evaluator[];
+  /** This task's evaluator or evaluators; defaults to the loop's `evaluate`. */
+  evaluate?: Evaluate;
   /** Tools the task cannot do without: if one becomes unavailable the run stops with `tool_unavailable`. */
   requires?: readonly string[];
   /** `stop` (default) ends the run when the task fails for good; `continue` records a warning and goes on. */
@@ -40,16 +40,18 @@ export interface TaskConfig {
 }
 
 /**
- * Everything `createLoop` accepts; only `model` is required. Validated before anything runs.
+ * Everything `createLoop` accepts; only `model` is required. Validated before anything runs. The
+ * type parameters are inferred by `createLoop` to type `result.output`; leave them out elsewhere.
  * @example
  * const config: LoopConfig = { model, tools: [getOrderStatus], limits: { maxSteps: 4, maxCostUsd: 0.05 } };
  */
-export interface LoopConfig {
+export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Tasks extends readonly TaskConfig[] = readonly TaskConfig[]> {
   model: Model;
   instructions?: string;
   tools?: readonly Tool[];
-  evaluate?: readonly Evaluator[];
-  tasks?: readonly TaskConfig[];
+  /** One evaluator or a list, run in order on the final reply (`evaluators.chain` types each step). */
+  evaluate?: Evaluate;
+  tasks?: Tasks;
   limits?: Partial<LoopLimits>;
   noProgress?: Partial<NoProgressThresholds>;
   policy?: ToolPolicy;
@@ -100,6 +102,11 @@ const evaluatorSchema = z.custom<Evaluator>(
   (value) => typeof value === 'object' && value !== null && typeof (value as Evaluator).name === 'string' && isFunction((value as Evaluator).evaluate),
   { message: 'expected an evaluator, e.g. evaluators.json() or evaluators.rule(...)' },
 );
+// One evaluator is a list of one; anything else must be a list, so bad input is named as such.
+const evaluateSchema = z.preprocess(
+  (value) => (typeof value === 'object' && value !== null && !Array.isArray(value) && evaluatorSchema.safeParse(value).success ? [value] : value),
+  z.array(evaluatorSchema, { error: 'expected an evaluator or an array of evaluators' }),
+);
 const accessSchema = z.enum(['read', 'write', 'destructive']);
 
 const limitsSchema = z
@@ -135,7 +142,7 @@ const taskSchema = z
   .object({
     id: z.string().min(1),
     prompt: z.union([z.string().min(1), fn('a function (context) => string')]),
-    evaluate: z.array(evaluatorSchema).optional(),
+    evaluate: evaluateSchema.optional(),
     requires: z.array(z.string().min(1)).optional(),
     onFailure: z.enum(['stop', 'continue']).optional(),
   })
@@ -146,7 +153,7 @@ const configSchema = z
     model: modelSchema,
     instructions: z.string().optional(),
     tools: z.array(toolSchema).optional(),
-    evaluate: z.array(evaluatorSchema).optional(),
+    evaluate: evaluateSchema.optional(),
     tasks: z.array(taskSchema).min(1).optional(),
     limits: limitsSchema.optional(),
     noProgress: noProgressSchema.optional(),

@@ -1,39 +1,47 @@
 /** The public entry point: `createLoop(config)` validates once, `loop.run(input)` runs a goal. */
-import { resolveConfig, validateRunInput, type LoopConfig, type RunInput } from './config.js';
+import { resolveConfig, validateRunInput, type LoopConfig, type RunInput, type TaskConfig } from './config.js';
+import type { EvaluateOption, LoopOutput } from './evaluators/index.js';
 import { driveRun } from './runtime/driver.js';
 import type { RunResult } from './runtime/run-result.js';
 import { ToolHealth } from './tools/index.js';
 
 /**
- * A configured loop; run it as often as you like (runs share only the tool health).
+ * A configured loop; run it as often as you like (runs share only the tool health). `Output` is
+ * the type of `result.output`, inferred from the config's evaluators.
  * @example
  * const loop: Loop = createLoop({ model });
  * const { stopReason } = await loop.run({ goal: 'Summarise the incident' });
  */
-export interface Loop {
+export interface Loop<Output = unknown> {
   /**
    * Runs one goal to a named stop. Budget hits, denials and failures are stop reasons on the
    * result; it throws only for invalid input (`LoopConfigError`).
    */
-  run(input: RunInput): Promise<RunResult>;
+  run(input: RunInput): Promise<RunResult<Output>>;
   /** Per-tool health shared by this loop's runs: success rate, latency, circuit breaker. */
   readonly toolHealth: ToolHealth;
 }
 
 /**
  * Creates a bounded agent loop. The config is validated before anything runs: a bad field
- * throws `LoopConfigError` naming its path.
+ * throws `LoopConfigError` naming its path. With an `evaluators.schema(S)` among the evaluators
+ * (of the last task, in a workflow), `result.output` is typed as `z.output<typeof S> | null`.
  * @example
- * const loop = createLoop({ model: scriptedModel([reply('{"status":"shipped"}')]), evaluate: [evaluators.json()] });
+ * const loop = createLoop({ model: scriptedModel([reply('{"status":"shipped"}')]), evaluate: evaluators.schema(z.object({ status: z.string() })) });
  * const result = await loop.run({ goal: 'What is the status of order O-101?' });
- * console.log(result.stopReason, result.output, result.usage);
+ * console.log(result.stopReason, result.output?.status, result.usage);
  */
-export function createLoop(config: LoopConfig): Loop {
+// No defaults: a type parameter left uninferred falls back to its constraint, which still types a
+// task's prompt function while the tasks are being inferred (a default would be fixed too early).
+export function createLoop<const Evaluate extends EvaluateOption, const Tasks extends readonly TaskConfig[]>(
+  config: LoopConfig<Evaluate, Tasks>,
+): Loop<LoopOutput<Evaluate, Tasks>> {
   const resolved = resolveConfig(config);
   const toolHealth = new ToolHealth({ now: () => resolved.clock.now() });
   return {
     toolHealth,
     // async, so invalid input rejects the returned promise instead of throwing synchronously.
-    run: async (input) => driveRun(resolved, toolHealth, validateRunInput(input)),
+    // The cast is the one place the output type meets run time: only a value that passed these evaluators is output.
+    run: async (input) => (await driveRun(resolved, toolHealth, validateRunInput(input))) as RunResult<LoopOutput<Evaluate, Tasks>>,
   };
 }

@@ -1,7 +1,7 @@
 /** The `evaluate` effect: run the task's evaluators on the last reply (DESIGN §6). */
 import type { LoopEvent } from '../../machines/types.js';
 import { ModelCallError } from '../errors.js';
-import { runEvaluators, type EvaluationSummary, type Evaluator } from '../evaluators/index.js';
+import { evaluatorList, runEvaluators, type EvaluationSummary, type Evaluator } from '../evaluators/index.js';
 import { backoffDelay } from './retry-policy.js';
 import { untilAborted } from './interruption.js';
 import { modelUsageSchema, shapeProblems } from '../model/response-schema.js';
@@ -19,7 +19,7 @@ import type { RunSession } from './run-session.js';
 export async function performEvaluation(session: RunSession, mayCallModel: boolean): Promise<LoopEvent> {
   const { config } = session;
   const task = session.task;
-  const list = task.evaluate ?? config.evaluate;
+  const list = task.evaluate === undefined ? config.evaluate : evaluatorList(task.evaluate);
   const affordable = mayCallModel ? list : list.filter((evaluator) => evaluator.kind !== 'judge');
   const evaluated = await evaluateWithTransportRetries(session, affordable);
   const skippedJudge = list.find((evaluator) => !affordable.includes(evaluator));

@@ -14,12 +14,13 @@ export interface PendingApproval {
 }
 
 /**
- * What `loop.run()` returns: always a named stop reason, never only `failed = true` (DESIGN §3).
+ * What `loop.run()` returns: always a named stop reason, never only `failed = true`. `Output` is
+ * the evaluated output's type, inferred by `createLoop` from an `evaluators.schema`.
  * @example
  * const result: RunResult = await loop.run({ goal });
  * if (result.stopReason !== 'completed') console.warn(result.detail, result.warnings);
  */
-export interface RunResult {
+export interface RunResult<Output = unknown> {
   runId: string;
   status: RunStatus;
   stopReason: StopReason;
@@ -30,7 +31,7 @@ export interface RunResult {
    * (json, schema) parsed from the last reply, even if a later rule failed; null when it did not
    * parse or was never evaluated.
    */
-  output: unknown;
+  output: Output | null;
   /** The last reply's text: what `output` was parsed from when completed; null when the model gave none. */
   rawOutput: string | null;
   /** Evaluated outputs of the tasks that passed, by task id. */
