@@ -15,6 +15,8 @@ export function formatResult(result: RunResult): string {
     `status:      ${result.status}`,
     `stop reason: ${result.stopReason} (${result.detail})`,
     `output:      ${JSON.stringify(result.output)}`,
+    // A run that stopped early may have text that did not parse: show it rather than a bare null.
+    ...(result.output === null && result.rawOutput !== null ? [`raw output:  ${JSON.stringify(result.rawOutput)}`] : []),
     `steps:       ${result.steps}`,
     `usage:       ${usage.inputTokens} input + ${usage.outputTokens} output tokens, $${usage.costUsd.toFixed(6)}, ${usage.modelCalls} model call(s), ${usage.toolCalls} tool call(s)`,
     `warnings:    ${result.warnings.length === 0 ? 'none' : result.warnings.join('; ')}`,

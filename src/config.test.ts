@@ -137,7 +137,7 @@ describe('resolveConfig merging', () => {
     expect(tasks).toHaveLength(2);
     expect(tasks?.[0]).toEqual({ id: 'classify', prompt: 'Classify', requires: ['lookup'] });
     expect(tasks?.[1]?.prompt).toBe(prompt);
-    expect(tasks?.[1]?.evaluate?.[0]).toBe(schema);
+    expect(tasks?.[1]?.evaluate).toEqual([schema]);
     expect(tasks?.[1]?.onFailure).toBe('continue');
   });
 
@@ -461,7 +461,7 @@ describe('what the input snapshot keeps by reference', () => {
     expect(resolved.model).toBe(model);
     expect(resolved.tools.get('lookup')).toBe(lookup);
     expect(resolved.evaluate[0]).toBe(json);
-    expect(resolved.tasks?.[0]?.evaluate?.[0]).toBe(json);
+    expect((resolved.tasks?.[0]?.evaluate as readonly unknown[] | undefined)?.[0]).toBe(json);
     expect(resolved.clock).toBe(clock);
     const tools = Object.defineProperty([lookup], 1, { get: () => { throw new Error('lazy tool failed'); }, enumerable: true });
     expect(configError(() => resolveConfig({ model, tools })).issues).toEqual([{ path: 'tools[1]', message: 'could not be read: lazy tool failed' }]);

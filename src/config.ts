@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { DEFAULT_BACKOFF, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
 import { LoopConfigError, type ConfigIssue } from './errors.js';
 import { snapshotInput, type KeepByReference } from './config/snapshot-input.js';
-import { validateEvaluators, type Evaluator } from './evaluators/index.js';
+import { validateEvaluators, type EvaluateOption, type Evaluator } from './evaluators/index.js';
 import { systemClock, type Clock } from './runtime/clock.js';
 import type { BackoffOptions } from './runtime/retry-policy.js';
 import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../machines/types.js';
@@ -30,11 +30,11 @@ export interface TaskPromptContext {
  * @example
  * const draft: TaskConfig = { id: 'draft', prompt: 'Write the draft as JSON', evaluate: [evaluators.json()], onFailure: 'continue' };
  */
-export interface TaskConfig {
+export interface TaskConfig<Evaluate extends EvaluateOption = EvaluateOption> {
   id: string;
   prompt: string | ((context: TaskPromptContext) => string);
-  /** This task's evaluators; defaults to the loop's `evaluate`. */
-  evaluate?: readonly Evaluator[];
+  /** This task's evaluator or evaluators; defaults to the loop's `evaluate`. */
+  evaluate?: Evaluate;
   /** Tools the task cannot do without: if one becomes unavailable the run stops with `tool_unavailable`. */
   requires?: readonly string[];
   /** `stop` (default) ends the run when the task fails for good; `continue` records a warning and goes on. */
@@ -43,21 +43,23 @@ export interface TaskConfig {
 
 /**
  * Everything `createLoop` accepts; only `model` is required. Validated before anything runs. Any field
- * (at any depth) set to `undefined` means "use the default", exactly as if it were left out.
+ * (at any depth) set to `undefined` means "use the default", exactly as if it were left out. The
+ * type parameters are inferred by `createLoop` to type `result.output`; leave them out elsewhere.
  * @example
  * const config: LoopConfig = { model, tools: [getOrderStatus], limits: { maxSteps: 4, maxCostUsd: 0.05 } };
  */
-export interface LoopConfig {
+export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Tasks extends readonly TaskConfig[] = readonly TaskConfig[]> {
   model: Model;
   instructions?: string;
   tools?: readonly Tool[];
-  evaluate?: readonly Evaluator[];
-  tasks?: readonly TaskConfig[];
+  /** One evaluator or a list, run in order on the final reply (`evaluators.chain` types each step). */
+  evaluate?: Evaluate;
+  tasks?: Tasks;
   /**
    * Budgets, merged over `DEFAULT_LIMITS`. A field left out or set to `undefined` keeps its default; it
    * never switches the budget off. To switch one off say so: `Infinity` is accepted by `maxCostUsd`,
-   * `maxInputTokens`, `maxOutputTokens` and `deadlineMs` (no deadline timer is armed). Counts such as
-   * `maxSteps` stay finite; NaN is refused everywhere.
+   * `maxInputTokens`, `maxOutputTokens`, `maxToolCalls` and `deadlineMs` (no deadline timer is armed).
+   * Counts such as `maxSteps` stay finite; NaN is refused everywhere.
    */
   limits?: Partial<LoopLimits>;
   /** No-progress thresholds, merged over `DEFAULT_NO_PROGRESS`; `undefined` keeps the default. */
@@ -157,6 +159,11 @@ const redactSchema = z
   })
   .partial()
   .strict();
+// One evaluator is a list of one; anything else must be a list, so bad input is named as such.
+const evaluateSchema = z.preprocess(
+  (value) => (typeof value === 'object' && value !== null && !Array.isArray(value) && evaluatorSchema.safeParse(value).success ? [value] : value),
+  z.array(evaluatorSchema, { error: 'expected an evaluator or an array of evaluators' }),
+);
 const accessSchema = z.enum(['read', 'write', 'destructive']);
 
 const limitsSchema = z
@@ -208,7 +215,7 @@ const taskSchema = z
     // Task outputs are keyed by id; these names would collide with what every object inherits.
     id: z.string().min(1).refine((id) => !RESERVED_TASK_IDS.has(id), { error: (issue) => `"${String(issue.input)}" cannot be a task id; choose another name` }),
     prompt: z.union([z.string().min(1), fn('a function (context) => string')]),
-    evaluate: z.array(evaluatorSchema).optional(),
+    evaluate: evaluateSchema.optional(),
     requires: z.array(z.string().min(1)).optional(),
     onFailure: z.enum(['stop', 'continue']).optional(),
   })
@@ -219,7 +226,7 @@ const configSchema = z
     model: modelSchema,
     instructions: z.string().optional(),
     tools: z.array(toolSchema).optional(),
-    evaluate: z.array(evaluatorSchema).optional(),
+    evaluate: evaluateSchema.optional(),
     tasks: z.array(taskSchema).min(1).optional(),
     limits: limitsSchema.optional(),
     noProgress: noProgressSchema.optional(),

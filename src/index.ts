@@ -8,7 +8,7 @@ export type { RunResult, PendingApproval } from './runtime/run-result.js';
 export { defineTool, checkToolPolicy, ToolHealth, ToolCallError, isCallerFault } from './tools/index.js';
 export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyVerdict, OutcomeLookup, ToolHealthStats, ToolFailureBlame } from './tools/index.js';
 export { evaluators, runEvaluators } from './evaluators/index.js';
-export type { Evaluator, EvaluationInput, EvaluationResult, EvaluationSummary } from './evaluators/index.js';
+export type { Evaluator, EvaluationInput, EvaluationResult, EvaluationSummary, EvaluateOption, EvaluatorOutput, EvaluatorsOutput, LoopOutput } from './evaluators/index.js';
 export type { Model, ModelRequest, ModelResponse, ModelUsage, Message, ToolSpec, ToolCallRequest } from './model/types.js';
 export {
   LoopstateError,

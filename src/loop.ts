@@ -1,22 +1,24 @@
 /** The public entry point: `createLoop(config)` validates once, `loop.run(input)` runs a goal. */
-import { resolveConfig, validateRunInput, type LoopConfig, type RunInput } from './config.js';
+import { resolveConfig, validateRunInput, type LoopConfig, type RunInput, type TaskConfig } from './config.js';
+import type { EvaluateOption, LoopOutput } from './evaluators/index.js';
 import { driveRun } from './runtime/driver.js';
 import type { RunResult } from './runtime/run-result.js';
 import type { ToolHealth } from './tools/index.js';
 
 /**
  * A configured loop; run it as often as you like. Runs share nothing unless a `toolHealth` was passed to
- * `createLoop`: then they share its circuit breakers.
+ * `createLoop`: then they share its circuit breakers. `Output` is the type of `result.output`, inferred
+ * from the config's evaluators.
  * @example
  * const loop: Loop = createLoop({ model });
  * const { stopReason } = await loop.run({ goal: 'Summarise the incident' });
  */
-export interface Loop {
+export interface Loop<Output = unknown> {
   /**
    * Runs one goal to a named stop. Budget hits, denials and failures are stop reasons on the
    * result; it throws only for invalid input (`LoopConfigError`).
    */
-  run(input: RunInput): Promise<RunResult>;
+  run(input: RunInput): Promise<RunResult<Output>>;
   /**
    * The tool health passed to `createLoop` and shared by this loop's runs (success rate, latency, circuit
    * breaker); undefined when none was passed, since each run then keeps its own.
@@ -26,17 +28,23 @@ export interface Loop {
 
 /**
  * Creates a bounded agent loop. The config is validated before anything runs: a bad field
- * throws `LoopConfigError` naming its path.
+ * throws `LoopConfigError` naming its path. With an `evaluators.schema(S)` among the evaluators
+ * (of the last task, in a workflow), `result.output` is typed as `z.output<typeof S> | null`.
  * @example
- * const loop = createLoop({ model: scriptedModel([reply('{"status":"shipped"}')]), evaluate: [evaluators.json()] });
+ * const loop = createLoop({ model: scriptedModel([reply('{"status":"shipped"}')]), evaluate: evaluators.schema(z.object({ status: z.string() })) });
  * const result = await loop.run({ goal: 'What is the status of order O-101?' });
- * console.log(result.stopReason, result.output, result.usage);
+ * console.log(result.stopReason, result.output?.status, result.usage);
  */
-export function createLoop(config: LoopConfig): Loop {
+// No defaults: a type parameter left uninferred falls back to its constraint, which still types a
+// task's prompt function while the tasks are being inferred (a default would be fixed too early).
+export function createLoop<const Evaluate extends EvaluateOption, const Tasks extends readonly TaskConfig[]>(
+  config: LoopConfig<Evaluate, Tasks>,
+): Loop<LoopOutput<Evaluate, Tasks>> {
   const resolved = resolveConfig(config);
   return {
     toolHealth: resolved.toolHealth,
     // async, so invalid input rejects the returned promise instead of throwing synchronously.
-    run: async (input) => driveRun(resolved, resolved.toolHealth, validateRunInput(input)),
+    // The cast is the one place the output type meets run time: only a value that passed these evaluators is output.
+    run: async (input) => (await driveRun(resolved, resolved.toolHealth, validateRunInput(input))) as RunResult<LoopOutput<Evaluate, Tasks>>,
   };
 }

@@ -5,9 +5,11 @@ import { jsonEvaluator } from './json-evaluator.js';
 import { judgeEvaluator } from './judge-evaluator.js';
 import { ruleEvaluator } from './rule-evaluator.js';
 import { schemaEvaluator } from './schema-evaluator.js';
+import { chainEvaluators } from './evaluator-chain.js';
 
 /**
- * Builders for the built-in evaluators, in the order they usually run.
+ * Builders for the built-in evaluators, in the order they usually run; `chain` lists them with
+ * each one typed from the one before it.
  * @example
  * const evaluate = [
  *   evaluators.schema(z.object({ status: z.string(), eta: z.number() })),
@@ -20,10 +22,13 @@ export const evaluators = Object.freeze({
   schema: schemaEvaluator,
   rule: ruleEvaluator,
   judge: judgeEvaluator,
+  chain: chainEvaluators,
 });
 
 export type { Evaluator, EvaluatorKind, EvaluationInput, EvaluationResult } from './types.js';
 export type { JsonEvaluatorOptions } from './json-evaluator.js';
+export type { EvaluateOption, EvaluatorOutput, EvaluatorsOutput, LoopOutput } from './evaluator-output.js';
+export { evaluatorList } from './evaluator-output.js';
 export type { SchemaEvaluatorOptions } from './schema-evaluator.js';
 export type { RuleEvaluatorOptions, RulePredicate } from './rule-evaluator.js';
 export type { JudgeEvaluatorOptions } from './judge-evaluator.js';

@@ -27,10 +27,15 @@ describe('evaluators.json', () => {
     expect(result).toEqual({ passed: false, reason: `output is not valid JSON: ${parseMessage}`, parsed: '{"status": "shipped",}' });
   });
 
-  it('fails an empty output and prose around a fenced block', async () => {
+  it('fails an empty output, and passes prose around one fenced block', async () => {
     expect(await jsonEvaluator().evaluate(rawInput(''))).toMatchObject({ passed: false, reason: 'output is not valid JSON: Unexpected end of JSON input' });
-    const prose = await jsonEvaluator().evaluate(rawInput('Sure! ```json\n{"a":1}\n```'));
-    expect(prose.passed).toBe(false);
+    const prose = await jsonEvaluator().evaluate(rawInput('Sure! Here it is:\n```json\n{"a":1}\n```\nAnything else?'));
+    expect(prose).toMatchObject({ passed: true, parsed: { a: 1 } });
+  });
+
+  it('fails two different JSON values with a reason the model can act on', async () => {
+    const result = await jsonEvaluator().evaluate(rawInput('Either {"a":1} or {"a":2}'));
+    expect(result).toMatchObject({ passed: false, reason: expect.stringMatching(/^output is not valid JSON: found 2 JSON values .*expected exactly one$/) });
   });
 
   it('lists every missing required field by name, in the order given', async () => {

@@ -20,7 +20,8 @@ export interface JsonEvaluatorOptions {
 }
 
 /**
- * Parses the output as JSON (tolerating one surrounding ```json fence) and checks required
+ * Parses the output as JSON (a ```json fence or prose around one JSON value is tolerated, see
+ * `parseJsonOutput`) and checks required
  * top-level fields. Later evaluators receive the parsed value.
  * @example
  * evaluators.json({ requiredFields: ['status'] }) // fails '{"eta": 3}' with "missing required fields: status"

@@ -49,14 +49,14 @@ export interface JudgeEvaluatorOptions {
  * @example
  * evaluators.judge({ model, criteria: 'The reply names the order id and a delivery date.' })
  */
-export function judgeEvaluator(options: JudgeEvaluatorOptions): Evaluator {
+export function judgeEvaluator<Parsed = unknown>(options: JudgeEvaluatorOptions): Evaluator<Parsed, Parsed> {
   const { model, criteria } = options;
   const instructions = options.instructions ?? JUDGE_INSTRUCTIONS;
   const name = options.name ?? 'judge';
   return {
     name,
     kind: 'judge',
-    async evaluate(input: EvaluationInput): Promise<EvaluationResult> {
+    async evaluate(input: EvaluationInput<Parsed>): Promise<EvaluationResult<Parsed>> {
       const messages: Message[] = [
         { role: 'system', content: instructions },
         { role: 'user', content: `Criteria:\n${criteria}\n\n<output>\n${input.output}\n</output>` },

@@ -1,7 +1,9 @@
 /**
- * JSON parsing shared by the format evaluators and the judge. Real models often wrap JSON in a
- * Markdown code fence, so a single ```json (or bare ```) block around the whole text is unwrapped.
+ * JSON parsing shared by the format evaluators and the judge. Real models wrap JSON in a Markdown
+ * code fence and put prose around it, so the JSON is looked for by a few strict rules (see
+ * `parseJsonOutput`) that never pick one of two different answers.
  */
+import { findJsonBlocks, findJsonFences, withoutFences } from './find-json-blocks.js';
 
 /**
  * The outcome of parsing a model's text as JSON; `error` is readable enough to feed back to the model.
@@ -30,17 +32,43 @@ export function unwrapJsonFence(text: string): string {
   return body;
 }
 
-/**
- * Parses a model's text as JSON, tolerating one surrounding code fence.
- * @example
- * parseJsonOutput('```json\n{"total": 3}\n```') // { ok: true, value: { total: 3 } }
- */
-export function parseJsonOutput(text: string): JsonParseOutcome {
+function parse(text: string): JsonParseOutcome {
   try {
-    return { ok: true, value: JSON.parse(unwrapJsonFence(text)) as unknown };
+    return { ok: true, value: JSON.parse(text) as unknown };
   } catch (error) {
     return { ok: false, error: error instanceof Error ? error.message : String(error) };
   }
+}
+
+const PREVIEW_CHARS = 40;
+const preview = (text: string) => JSON.stringify(text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text);
+
+/**
+ * Parses a model's text as JSON. The first rule that applies decides, so a reply never yields a
+ * value picked from two candidates:
+ * 1. the whole text (trimmed) is JSON, or exactly one ```json / bare ``` fence spanning it;
+ * 2. else, when the text holds ```json or bare ``` fences, there must be exactly one and its body
+ *    must parse (prose around it is ignored; two fences fail, naming the count);
+ * 3. else, the text outside code fences of other languages must hold exactly one balanced
+ *    top-level `{...}` or `[...]` block that parses (brackets inside JSON strings are skipped; prose braces that do not parse are ignored; two
+ *    parsing blocks fail, naming both).
+ * When nothing applies, the error is `JSON.parse`'s message for the whole text.
+ * @example
+ * parseJsonOutput('Here is the result:\n```json\n{"total": 3}\n```\nLet me know') // { ok: true, value: { total: 3 } }
+ */
+export function parseJsonOutput(text: string): JsonParseOutcome {
+  const whole = parse(unwrapJsonFence(text));
+  if (whole.ok) return whole;
+  const fences = findJsonFences(text);
+  if (fences.length > 1) return { ok: false, error: `found ${fences.length} fenced JSON blocks; expected exactly one` };
+  const [fence] = fences;
+  if (fence !== undefined) return parse(fence);
+  const blocks = findJsonBlocks(withoutFences(text));
+  if (blocks.length > 1) {
+    return { ok: false, error: `found ${blocks.length} JSON values in the text (${blocks.map((block) => preview(block.text)).join(', ')}); expected exactly one` };
+  }
+  const [block] = blocks;
+  return block !== undefined ? { ok: true, value: block.value } : whole;
 }
 
 /**

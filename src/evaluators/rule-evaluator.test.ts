@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ruleEvaluator } from './rule-evaluator.js';
-import type { EvaluationInput } from './types.js';
+import type { EvaluationInput, Evaluator } from './types.js';
 
 const signal = new AbortController().signal;
-const parsedInput = (parsed: unknown): EvaluationInput => ({ output: JSON.stringify(parsed), parsed, signal, taskId: 'main' });
+const parsedInput = <Parsed>(parsed: Parsed): EvaluationInput<Parsed> => ({ output: JSON.stringify(parsed), parsed, signal, taskId: 'main' });
 
 describe('evaluators.rule', () => {
   const positiveTotal = (order: { total: number }) => order.total > 0;
@@ -30,7 +30,8 @@ describe('evaluators.rule', () => {
   });
 
   it('turns a throwing predicate into a failure carrying the thrown message', async () => {
-    const rule = ruleEvaluator((order: { items: unknown[] }) => order.items.length > 0, 'the order has no items');
+    // Typed as a plain Evaluator: the rule's parameter type is an assertion the run-time value can break.
+    const rule: Evaluator = ruleEvaluator((order: { items: unknown[] }) => order.items.length > 0, 'the order has no items');
     const result = await rule.evaluate(parsedInput({}));
     expect(result.passed).toBe(false);
     expect(result.reason).toMatch(/^the order has no items \(the rule threw: Cannot read properties of undefined/);

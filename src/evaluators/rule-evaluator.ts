@@ -25,7 +25,9 @@ export interface RuleEvaluatorOptions {
 
 /**
  * Checks a business predicate on what the earlier evaluators parsed (the raw text when none ran).
- * The type parameter is an assertion about that value, not a runtime check: put a schema first.
+ * Inside `evaluators.chain(...)` the predicate's parameter is typed from the evaluator before it;
+ * in a plain array, annotate it. The type is an assertion about that value, not a runtime check:
+ * put a schema first.
  * @example
  * evaluators.rule((order: { items: unknown[] }) => order.items.length > 0, 'the order has no items')
  */
@@ -33,14 +35,14 @@ export function ruleEvaluator<Parsed = unknown>(
   predicate: RulePredicate<Parsed>,
   reason: string,
   options: RuleEvaluatorOptions = {},
-): Evaluator {
+): Evaluator<Parsed, Parsed> {
   return {
     name: options.name ?? `rule: ${reason}`,
     kind: 'rule',
-    async evaluate(input: EvaluationInput): Promise<EvaluationResult> {
+    async evaluate(input: EvaluationInput<Parsed>): Promise<EvaluationResult<Parsed>> {
       let verdict: unknown;
       try {
-        verdict = await predicate(input.parsed as Parsed);
+        verdict = await predicate(input.parsed);
       } catch (error) {
         const message = thrownMessage(error);
         return { passed: false, reason: `${reason} (the rule threw: ${message})`, parsed: input.parsed };

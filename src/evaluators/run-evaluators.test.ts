@@ -29,7 +29,22 @@ describe('runEvaluators', () => {
       usage: { inputTokens: 0, outputTokens: 0 },
       usageByModel: {},
       failedEvaluator: null,
+      formatted: { value: 'plain text' },
     });
+  });
+
+  it('reports what the format layer parsed even when a later rule fails, and null when a format check fails or never ran', async () => {
+    const list = [
+      evaluators.json(),
+      evaluators.schema(z.object({ total: z.number() }).transform(({ total }) => ({ total, cents: total * 100 }))),
+      evaluators.rule((order: { total: number }) => order.total > 0, 'total must be positive'),
+    ];
+    expect(await runEvaluators(list, options('{"total": 0}'))).toMatchObject({ passed: false, formatted: { value: { total: 0, cents: 0 } } });
+    expect(await runEvaluators(list, options('{"total": "0"}'))).toMatchObject({ passed: false, failedEvaluator: 'schema', formatted: null });
+    expect(await runEvaluators(list, options('not json'))).toMatchObject({ passed: false, failedEvaluator: 'json', formatted: null });
+    const ruleFirst = [probe('early', false), evaluators.json()];
+    expect(await runEvaluators(ruleFirst, options('{"a": 1}'))).toMatchObject({ failedEvaluator: 'early', formatted: null });
+    expect(await runEvaluators([probe('only-rule', false)], options('text'))).toMatchObject({ passed: false, formatted: { value: 'text' } });
   });
 
   it('hands each evaluator what the previous one parsed, plus the output, signal and task id', async () => {

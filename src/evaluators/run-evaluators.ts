@@ -31,7 +31,7 @@ export interface RunEvaluatorsOptions {
 /**
  * The combined verdict of an evaluator list.
  * @example
- * const summary: EvaluationSummary = { passed: true, reason: 'passed', parsed: { a: 1 }, usage: { inputTokens: 0, outputTokens: 0 }, usageByModel: {}, failedEvaluator: null };
+ * const summary: EvaluationSummary = { passed: true, reason: 'passed', parsed: { a: 1 }, usage: { inputTokens: 0, outputTokens: 0 }, usageByModel: {}, failedEvaluator: null, formatted: { value: { a: 1 } } };
  */
 export interface EvaluationSummary {
   passed: boolean;
@@ -45,6 +45,12 @@ export interface EvaluationSummary {
   usageByModel: Record<string, ModelUsage>;
   /** Name of the evaluator that failed, or null when all passed. */
   failedEvaluator: string | null;
+  /**
+   * What the format evaluators made of the output when every one of them passed (the output text
+   * itself when the list has none), even if a later rule or judge failed; null when one failed or
+   * did not run. A run that stops before completing reports this as its `output`.
+   */
+  formatted: { value: unknown } | null;
 }
 
 /** Key for usage an evaluator reported without naming its model. */
@@ -62,6 +68,8 @@ export async function runEvaluators(list: readonly Evaluator[], options: RunEval
   const { output, signal, taskId, rethrow, mayRunJudge } = options;
   const usageByModel = new Map<string, ModelUsage>();
   const total: ModelUsage = { inputTokens: 0, outputTokens: 0 };
+  let formatsToPass = list.filter((evaluator) => evaluator.kind === 'format').length;
+  let formatted: EvaluationSummary['formatted'] = formatsToPass === 0 ? { value: output } : null;
   const summarize = (passed: boolean, reason: string, parsed: unknown, failedEvaluator: string | null): EvaluationSummary => ({
     passed,
     reason,
@@ -69,6 +77,7 @@ export async function runEvaluators(list: readonly Evaluator[], options: RunEval
     usage: total,
     usageByModel: Object.fromEntries(usageByModel),
     failedEvaluator,
+    formatted,
   });
 
   let parsed: unknown = output;
@@ -98,6 +107,7 @@ export async function runEvaluators(list: readonly Evaluator[], options: RunEval
       });
     }
     parsed = result.parsed;
+    if (result.passed && evaluator.kind === 'format' && --formatsToPass === 0) formatted = { value: parsed };
     if (!result.passed) return summarize(false, result.reason, parsed, evaluator.name);
   }
   return summarize(true, 'passed', parsed, null);

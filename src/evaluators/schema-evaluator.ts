@@ -29,27 +29,28 @@ export function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string {
 /**
  * Validates the parsed output with a zod schema; later evaluators receive the schema's output
  * (defaults and transforms applied). When no format evaluator ran before it (the parsed value is
- * still the raw output text), the text is parsed as JSON first, tolerating a ```json fence.
+ * still the raw output text), the text is parsed as JSON first, tolerating a ```json fence or prose around one JSON value.
  * @example
  * evaluators.schema(z.object({ status: z.enum(['shipped', 'pending']), eta: z.number().int() }))
  */
-export function schemaEvaluator<Schema extends z.core.$ZodType>(schema: Schema, options: SchemaEvaluatorOptions = {}): Evaluator {
+export function schemaEvaluator<Schema extends z.core.$ZodType>(schema: Schema, options: SchemaEvaluatorOptions = {}): Evaluator<unknown, z.output<Schema>> {
   return {
     name: options.name ?? 'schema',
     kind: 'format',
-    async evaluate(input: EvaluationInput): Promise<EvaluationResult> {
+    async evaluate(input: EvaluationInput): Promise<EvaluationResult<z.output<Schema>>> {
       let value = input.parsed;
       // Compare with the raw text rather than "is a string": a JSON string literal parsed by
       // `evaluators.json` is a string too, and must not be parsed a second time.
       if (typeof value === 'string' && value === input.output) {
         const outcome = parseJsonOutput(value);
-        if (!outcome.ok) return { passed: false, reason: `output is not valid JSON: ${outcome.error}`, parsed: input.parsed };
+        // A failed verdict's parsed value is never handed on as the schema's output, so it need not match the type.
+        if (!outcome.ok) return { passed: false, reason: `output is not valid JSON: ${outcome.error}`, parsed: input.parsed as z.output<Schema> };
         value = outcome.value;
       }
       // Async so that schemas with async refinements work too.
       const result = await z.safeParseAsync(schema, value);
       if (!result.success) {
-        return { passed: false, reason: `output does not match the schema: ${formatZodIssues(result.error.issues)}`, parsed: value };
+        return { passed: false, reason: `output does not match the schema: ${formatZodIssues(result.error.issues)}`, parsed: value as z.output<Schema> };
       }
       return { passed: true, reason: 'matches the schema', parsed: result.data };
     },

@@ -19,10 +19,10 @@ export type EvaluatorKind = 'format' | 'rule' | 'judge';
  * @example
  * const input: EvaluationInput = { output: '{"a":1}', parsed: '{"a":1}', signal: new AbortController().signal, taskId: 'main' };
  */
-export interface EvaluationInput {
+export interface EvaluationInput<Parsed = unknown> {
   /** The model's final text, unchanged. */
   output: string;
-  parsed: unknown;
+  parsed: Parsed;
   /** Aborted on cancel or deadline; judges pass it to their model call. */
   signal: AbortSignal;
   taskId: string;
@@ -33,11 +33,11 @@ export interface EvaluationInput {
  * @example
  * const verdict: EvaluationResult = { passed: false, reason: 'missing required fields: total', parsed: { items: [] } };
  */
-export interface EvaluationResult {
+export interface EvaluationResult<Parsed = unknown> {
   passed: boolean;
   reason: string;
   /** The value handed to the next evaluator (a format evaluator's parse result; others pass it through). */
-  parsed: unknown;
+  parsed: Parsed;
   /** Tokens a judge spent; absent for evaluators that call no model. */
   usage?: ModelUsage;
   /** The model that spent `usage`, so the driver can price it (a judge may use a different model than the loop). */
@@ -46,16 +46,18 @@ export interface EvaluationResult {
 
 /**
  * An output check. Build them with `evaluators.json`, `evaluators.schema`, `evaluators.rule`,
- * `evaluators.judge`, or write your own.
+ * `evaluators.judge`, or write your own. `Input` is the parsed value it receives, `Output` the one
+ * it hands on; they type `result.output` (e.g. `evaluators.schema(S)` is an
+ * `Evaluator<unknown, z.output<typeof S>>`) and are not checked at run time.
  * @example
  * const nonEmpty: Evaluator = {
  *   name: 'non-empty', kind: 'rule',
  *   evaluate: ({ output, parsed }) => ({ passed: output.trim() !== '', reason: 'the answer is empty', parsed }),
  * };
  */
-export interface Evaluator {
+export interface Evaluator<Input = unknown, Output = Input> {
   /** Names the evaluator in traces and in `failedEvaluator`. */
   readonly name: string;
   readonly kind: EvaluatorKind;
-  evaluate(input: EvaluationInput): EvaluationResult | Promise<EvaluationResult>;
+  evaluate(input: EvaluationInput<Input>): EvaluationResult<Output> | Promise<EvaluationResult<Output>>;
 }

@@ -29,8 +29,8 @@ describe('validateEvaluators', () => {
     ]);
   });
 
-  it('exposes the four builders on a frozen evaluators object', () => {
-    expect(Object.keys(evaluators)).toEqual(['json', 'schema', 'rule', 'judge']);
+  it('exposes the four builders and chain on a frozen evaluators object', () => {
+    expect(Object.keys(evaluators)).toEqual(['json', 'schema', 'rule', 'judge', 'chain']);
     expect(Object.isFrozen(evaluators)).toBe(true);
   });
 });

@@ -13,6 +13,7 @@ import { resolveRunId } from '../hooks/run-id.js';
 import { ToolHealth } from '../tools/index.js';
 import { describeThrown, errorFields, toError } from '../redaction/describe-thrown.js';
 import { summarize } from '../trace/trace-event.js';
+import { finalOutput } from '../output/final-output.js';
 import { performEvaluation } from './evaluation-step.js';
 import { interruptionEvent as interruptionEventAt, RunInterruption, untilAborted } from './interruption.js';
 import { performModelCall } from './model-step.js';
@@ -162,12 +163,11 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
   const completed = output.stopReason === 'completed';
   const lastTask = session.tasks[session.tasks.length - 1];
   const evaluated = lastTask !== undefined && lastTask.id in session.taskOutputs ? session.taskOutputs[lastTask.id] : undefined;
-  // The best partial output is the unfinished task's own last reply; a task the machine moved on to
-  // but never started has none (an earlier task's answer is in taskOutputs, not passed off as this one's).
-  const partial = snapshot.context.taskIndex === session.taskIndex ? session.lastReply : null;
-  const result: unknown = (completed ? evaluated : partial) ?? null;
+  // A task the machine moved on to but never started has no reply (an earlier task's answer is in taskOutputs, not passed off as this one's).
+  const lastReplyIsCurrent = snapshot.context.taskIndex === session.taskIndex;
+  const { output: result, rawOutput } = finalOutput({ completed, evaluated, lastReply: session.lastReply, lastReplyIsCurrent, taskIndex: session.taskIndex, lastEvaluation: session.lastEvaluation });
   const at = safeNow(session.config.clock);
-  if (!completed && result !== null) {
+  if (!completed && rawOutput !== null) {
     session.warn(`partial output: the run stopped (${output.stopReason}) before the last reply passed evaluation`, at);
   }
   session.record({ type: 'run-end', runId: session.runId, at, status: output.status, stopReason: output.stopReason, detail: output.detail, usage: output.usage, steps: output.steps });
@@ -179,6 +179,7 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
     stopReason: output.stopReason,
     detail: redact.text(output.detail),
     output: result,
+    rawOutput,
     taskOutputs: session.taskOutputs,
     warnings: session.warnings,
     usage: output.usage,

@@ -2,7 +2,7 @@
 import { hash } from 'node:crypto';
 import type { CallUsage, LoopContext, LoopEvent } from '../../machines/types.js';
 import { isModelCallError, JudgeVerdictError, ModelCallError, retryableModelError } from '../errors.js';
-import { runEvaluators, type EvaluationResult, type Evaluator } from '../evaluators/index.js';
+import { evaluatorList, runEvaluators, type EvaluationResult, type Evaluator } from '../evaluators/index.js';
 import { modelUsageSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelUsage } from '../model/types.js';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../constants.js';
@@ -42,7 +42,7 @@ export async function performEvaluation(session: RunSession, context: LoopContex
   const task = session.task;
   const output = session.lastReply ?? '';
   const spending = new JudgeSpending();
-  const list = (task.evaluate ?? config.evaluate).map((evaluator) => counted(session, context, evaluator, spending));
+  const list = (task.evaluate === undefined ? config.evaluate : evaluatorList(task.evaluate)).map((evaluator) => counted(session, context, evaluator, spending));
   let summary;
   try {
     summary = await untilAborted(
@@ -70,6 +70,7 @@ export async function performEvaluation(session: RunSession, context: LoopContex
   }
   const judged = summary.usage.inputTokens + summary.usage.outputTokens > 0;
   if (summary.passed) session.taskOutputs[task.id] = summary.parsed;
+  session.lastEvaluation = { taskIndex: session.taskIndex, reply: session.lastReply ?? '', formatted: summary.formatted };
   session.record({ type: 'evaluation-end', runId: session.runId, at, taskId: task.id, passed: summary.passed, reason: summary.reason, evaluator: summary.failedEvaluator });
   return {
     type: 'evaluation.completed', at, passed: summary.passed, reason: summary.reason,

@@ -14,19 +14,26 @@ export interface PendingApproval {
 }
 
 /**
- * What `loop.run()` returns: always a named stop reason, never only `failed = true`.
+ * What `loop.run()` returns: always a named stop reason, never only `failed = true`. `Output` is
+ * the evaluated output's type, inferred by `createLoop` from an `evaluators.schema`.
  * @example
  * const result: RunResult = await loop.run({ goal });
  * if (result.stopReason !== 'completed') console.warn(result.detail, result.warnings);
  */
-export interface RunResult {
+export interface RunResult<Output = unknown> {
   runId: string;
   status: RunStatus;
   stopReason: StopReason;
   /** Why it stopped, in words: which budget, which signal, which error. */
   detail: string;
-  /** The evaluated output of the last task when completed; otherwise the best partial output (or null). */
-  output: unknown;
+  /**
+   * The evaluated output of the last task when completed. Otherwise what the format evaluators
+   * (json, schema) parsed from the last reply, even if a later rule failed; null when it did not
+   * parse or was never evaluated.
+   */
+  output: Output | null;
+  /** The last reply's text: what `output` was parsed from when completed; null when the model gave none. */
+  rawOutput: string | null;
   /** Evaluated outputs of the tasks that passed, by task id (an object without a prototype, so any task id is a plain key). */
   taskOutputs: Record<string, unknown>;
   warnings: string[];

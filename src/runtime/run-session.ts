@@ -4,6 +4,7 @@
  * to in place so a step costs the same at step 3 and at step 300.
  */
 import type { ResolvedConfig, TaskConfig } from '../config.js';
+import type { LastEvaluation } from '../output/final-output.js';
 import type { ToolSpec } from '../model/types.js';
 import { RunPlan } from '../plan/plan-tool.js';
 import { ProgressTracker } from '../progress/index.js';
@@ -37,6 +38,8 @@ export class RunSession {
   /** The current task's last model reply: what it is evaluated on, and the best partial output when it does not complete. */
   lastReply: string | null = null;
   fatalError: Error | null = null;
+  /** The last evaluation's reply and format-layer parse: a run that stops early reports it as its output. */
+  lastEvaluation: LastEvaluation | null = null;
   private readonly toolSpecChars: number;
   /** The next task's conversation, built ahead so its first request can be estimated before the budget gate. */
   private preparedTask: { index: number; transcript: Transcript } | null = null;

@@ -156,7 +156,7 @@ describe('reflection layer: the output fails the evaluator', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 3, output: '{"status":"shipped"}' });
+    expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 3, output: null, rawOutput: '{"status":"shipped"}' });
     expect(result.detail).toMatch(/^task main: evaluation still failing after 2 reflection retries: output does not match the schema: order_id/);
     expect(contentsWithRole(requestAt(model, 1), 'user').at(-1)).toContain('output is not valid JSON');
     expect(contentsWithRole(requestAt(model, 2), 'user').at(-1)).toContain('status:');

@@ -56,8 +56,8 @@ describe('max_steps', () => {
     expect(result.detail).toBe('reached maxSteps (2) before the task passed evaluation; raise limits.maxSteps');
     expect(executions).toEqual([{ id: 'R-1' }]);
     expect(result.usage).toMatchObject({ modelCalls: 2, toolCalls: 1 });
-    // Best partial output: the last reply's text, flagged as partial.
-    expect(result.output).toBe('Now R-2.');
+    // The last reply was never evaluated, so nothing parsed: output is null, its text is rawOutput, flagged as partial.
+    expect(result).toMatchObject({ output: null, rawOutput: 'Now R-2.' });
     expect(result.warnings).toEqual([expect.stringContaining('partial output: the run stopped (max_steps)')]);
     model.assertComplete();
   });
@@ -85,7 +85,7 @@ describe('deadline_exceeded', () => {
     expect(result).toMatchObject({ stopReason: 'deadline_exceeded', status: 'failed', detail: 'the run passed its deadline (5000 ms); raise limits.deadlineMs' });
     expect(model.calls).toHaveLength(1);
     expect(model.remaining).toBe(1);
-    expect(result.output).toBe('Checking.');
+    expect(result).toMatchObject({ output: null, rawOutput: 'Checking.' });
     expect(result.warnings).toEqual([expect.stringContaining('partial output')]);
   });
 
@@ -116,7 +116,8 @@ describe('budget_exhausted', () => {
     expect(judgeModel.calls).toHaveLength(0);
     expect(result).toMatchObject({ stopReason: 'budget_exhausted', status: 'failed', detail: 'output tokens 60 reached maxOutputTokens (50); raise limits.maxOutputTokens' });
     expect(result.usage.modelCalls).toBe(1);
-    expect(result.output).toBe('{"id":"R-1","status":"shipped"}');
+    // The schema parsed the reply before the unpaid judge "failed" it: output keeps the parsed value.
+    expect(result).toMatchObject({ output: { id: 'R-1', status: 'shipped' }, rawOutput: '{"id":"R-1","status":"shipped"}' });
     const verdict = result.trace.find((event) => event.type === 'evaluation-end');
     expect(verdict).toMatchObject({ passed: false, reason: expect.stringContaining('was not run: the token or cost budget is spent') });
   });
@@ -387,7 +388,7 @@ describe('retries_exhausted', () => {
 
     expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 2 });
     expect(result.detail).toMatch(/^task main: evaluation still failing after 1 reflection retries: output does not match the schema: id: /);
-    expect(result.output).toBe('{"status":"shipped"}');
+    expect(result).toMatchObject({ output: null, rawOutput: '{"status":"shipped"}' });
     model.assertComplete();
   });
 });

@@ -143,7 +143,7 @@ describe('onFailure', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', output: 'still nope' });
+    expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', output: null, rawOutput: 'still nope' });
     expect(result.detail).toMatch(/^task format: /);
     expect(Object.keys(result.taskOutputs)).toEqual(['classify', 'draft']);
     model.assertComplete();
