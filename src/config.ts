@@ -9,7 +9,8 @@ import { validateEvaluators, type Evaluator } from './evaluators/index.js';
 import { systemClock, type Clock } from './runtime/clock.js';
 import type { BackoffOptions } from './runtime/retry-policy.js';
 import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../machines/types.js';
-import type { Model } from './model/types.js';
+import type { Message, Model } from './model/types.js';
+import { checkMessages } from './conversation/prior-conversation.js';
 import type { Tool, ToolPolicy } from './tools/index.js';
 import type { TraceEvent, TraceOptions } from './trace/trace-event.js';
 
@@ -259,20 +260,33 @@ export function resolveConfig(input: unknown): ResolvedConfig {
 
 const runInputSchema = z
   .object({
-    goal: z.string().trim().min(1, 'expected a non-empty goal'),
+    goal: z.string().trim().min(1, 'expected a non-empty goal').optional(),
+    // Checked message by message in validateRunInput, so each issue names its message.
+    messages: z.unknown().optional(),
     runId: z.string().min(1).max(200).optional(),
     signal: z.custom<AbortSignal>((value) => value instanceof AbortSignal, { message: 'expected an AbortSignal' }).optional(),
   })
   .strict();
 
 /**
- * One run's input.
+ * One run's input: a `goal`, a prior conversation (`messages`), or both.
  * @example
  * const controller = new AbortController();
  * await loop.run({ goal: 'Status of O-101?', runId: 'order-O-101', signal: controller.signal });
+ * // Turn by turn: pass the last result's transcript back with the next question.
+ * const first = await loop.run({ goal: 'Status of O-101?' });
+ * const second = await loop.run({ goal: 'And O-102?', messages: first.messages });
  */
 export interface RunInput {
-  goal: string;
+  /** The task. Optional when `messages` is given: the conversation's last user message is the task then. */
+  goal?: string;
+  /**
+   * A prior conversation the run continues, e.g. an earlier `result.messages`. Each tool message
+   * must answer a call of the assistant message before it, and every call must be answered. A
+   * leading system message is taken as an earlier copy of the loop's instructions and not repeated.
+   * With `tasks`, the conversation is the context of the first task only.
+   */
+  messages?: readonly Message[];
   runId?: string;
   signal?: AbortSignal;
 }
@@ -280,5 +294,15 @@ export interface RunInput {
 export function validateRunInput(input: unknown): RunInput {
   const parsed = runInputSchema.safeParse(input);
   if (!parsed.success) throw new LoopConfigError({ issues: toConfigIssues(parsed.error, runInputSchema), cause: parsed.error });
-  return parsed.data;
+  const { messages: given, ...rest } = parsed.data;
+  if (given === undefined) {
+    if (rest.goal === undefined) throw new LoopConfigError({ issues: [{ path: 'goal', message: 'expected a non-empty goal, or a prior conversation in `messages`' }] });
+    return rest;
+  }
+  const { messages, issues } = checkMessages(given);
+  if (issues.length === 0 && rest.goal === undefined && messages.at(-1)?.role !== 'user') {
+    issues.push({ path: 'messages', message: 'without a goal the conversation must end with a user message (the task); pass a goal or append the next user message' });
+  }
+  if (issues.length > 0) throw new LoopConfigError({ issues });
+  return { ...rest, messages };
 }

@@ -7,6 +7,7 @@ import { createActor, type Actor } from 'xstate';
 import { getPendingEffect, loopMachine, type LoopMachine, type LoopSnapshot, type PendingEffect } from '../../machines/index.js';
 import type { LoopEvent, TaskPlan } from '../../machines/types.js';
 import type { ResolvedConfig, RunInput } from '../config.js';
+import { closedConversation, priorConversation } from '../conversation/prior-conversation.js';
 import type { ToolHealth } from '../tools/index.js';
 import { summarize } from '../trace/trace-event.js';
 import { performEvaluation } from './evaluation-step.js';
@@ -27,7 +28,8 @@ export async function driveRun(config: ResolvedConfig, health: ToolHealth, input
   const { clock } = config;
   const runId = input.runId ?? config.generateRunId();
   const controller = new AbortController();
-  const session = new RunSession(config, runId, input.goal, controller.signal);
+  const conversation = priorConversation(input, config.instructions);
+  const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation);
   const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
   const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks } });
   const onUserAbort = () => {
@@ -63,7 +65,8 @@ function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInpu
   const { config, runId } = session;
   const startedAt = config.clock.now();
   session.warnIfUnpriced(config.model.id, startedAt);
-  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
+  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal ?? session.goal), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
+  for (const warning of session.conversation.warnings) session.warn(warning, startedAt);
   let startFault: Error | null = null;
   try {
     session.beginTask(0);
@@ -161,6 +164,7 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
     usage: output.usage,
     steps: output.steps,
     trace: session.trace,
+    messages: closedConversation(session.transcript.messages, output.stopReason),
     pendingApprovals: output.stopReason === 'needs_human'
       ? session.pendingCalls.filter(({ call }) => call.status === 'needs_approval').map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
       : [],

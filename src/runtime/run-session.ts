@@ -4,6 +4,7 @@
  * to in place so a step costs the same at step 3 and at step 300.
  */
 import type { ResolvedConfig, TaskConfig } from '../config.js';
+import type { PriorConversation } from '../conversation/prior-conversation.js';
 import type { ToolSpec } from '../model/types.js';
 import { ProgressTracker } from '../progress/index.js';
 import type { PreparedCall } from '../tools/index.js';
@@ -43,6 +44,8 @@ export class RunSession {
     readonly runId: string,
     readonly goal: string,
     readonly signal: AbortSignal,
+    /** A prior conversation from `run({ messages })`: the start of the first task's conversation. */
+    readonly conversation: PriorConversation = { goal, messages: [], goalGiven: true, warnings: [] },
   ) {
     this.tasks = config.tasks ?? [{ id: 'main', prompt: goal }];
     this.toolSpecChars = [...config.tools.values()].reduce((sum, tool) => sum + JSON.stringify(tool.spec).length, 0);
@@ -75,7 +78,10 @@ export class RunSession {
   private buildTranscript(index: number): Transcript {
     const transcript = new Transcript(this.toolSpecChars);
     if (this.config.instructions) transcript.append({ role: 'system', content: this.config.instructions });
-    transcript.append({ role: 'user', content: this.taskPrompt(index) });
+    if (index === 0) for (const message of this.conversation.messages) transcript.append(message);
+    // Continuing a conversation without a new goal: its last user message is the task.
+    if (index > 0 || this.conversation.goalGiven || this.config.tasks !== null) transcript.append({ role: 'user', content: this.taskPrompt(index) });
+    transcript.taskMessage = transcript.messages.findLast((message) => message.role === 'user') ?? null;
     return transcript;
   }
 

@@ -25,6 +25,8 @@ function messageChars(message: Message): number {
 export class Transcript {
   readonly messages: Message[] = [];
   private chars = 0;
+  /** The user message that states the current task; context trimming never drops it. */
+  taskMessage: Message | null = null;
 
   /** `fixedChars` covers what every request carries besides messages: the tool specs. */
   constructor(private readonly fixedChars: number) {}
