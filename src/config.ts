@@ -3,7 +3,8 @@
  * `LoopConfigError` naming each bad field's path and what was expected.
  */
 import { z } from 'zod';
-import { DEFAULT_BACKOFF, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
+import { DEFAULT_BACKOFF, DEFAULT_CONTEXT, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
+import type { ContextOptions, ResolvedContextOptions } from './context/context-window.js';
 import { LoopConfigError, type ConfigIssue } from './errors.js';
 import { validateEvaluators, type Evaluator } from './evaluators/index.js';
 import { systemClock, type Clock } from './runtime/clock.js';
@@ -53,6 +54,8 @@ export interface LoopConfig {
   tasks?: readonly TaskConfig[];
   limits?: Partial<LoopLimits>;
   noProgress?: Partial<NoProgressThresholds>;
+  /** Keeps each request under a per-call input ceiling by trimming or summarizing older turns. */
+  context?: ContextOptions;
   policy?: ToolPolicy;
   /** USD per million tokens by model id, merged over the defaults. */
   prices?: Readonly<Record<string, ModelPrice>>;
@@ -74,6 +77,7 @@ export interface ResolvedConfig {
   tasks: readonly TaskConfig[] | null;
   limits: LoopLimits;
   noProgress: NoProgressThresholds;
+  context: ResolvedContextOptions;
   policy: ToolPolicy | undefined;
   prices: Readonly<Record<string, ModelPrice>>;
   trace: { inMemory: boolean; onEvent: ((event: TraceEvent) => void) | undefined };
@@ -132,6 +136,15 @@ const noProgressSchema = z
   .partial()
   .strict();
 
+const contextSchema = z
+  .object({
+    // Infinity says "no ceiling" explicitly; leaving it out means the model's window, if known.
+    maxInputTokensPerCall: z.union([positiveInt, z.literal(Infinity)]).optional(),
+    strategy: z.enum(['trim', 'summarize']).optional(),
+    keepTurns: positiveInt.optional(),
+  })
+  .strict();
+
 const taskSchema = z
   .object({
     id: z.string().min(1),
@@ -151,6 +164,7 @@ const configSchema = z
     tasks: z.array(taskSchema).min(1).optional(),
     limits: limitsSchema.optional(),
     noProgress: noProgressSchema.optional(),
+    context: contextSchema.optional(),
     policy: z
       .object({ allow: z.array(accessSchema).optional(), requireApproval: z.array(accessSchema).optional(), decide: fn('a function ({ tool, args }) => verdict').optional() })
       .strict()
@@ -164,6 +178,10 @@ const configSchema = z
   })
   .strict()
   .superRefine((config, context) => {
+    const window = config.model.contextWindowTokens;
+    if (window !== undefined && !(Number.isInteger(window) && window > 0)) {
+      context.addIssue({ code: 'custom', path: ['model', 'contextWindowTokens'], message: 'expected a positive integer (tokens one request may carry) or no value' });
+    }
     const seen = new Set<string>();
     config.tools?.forEach((tool, index) => {
       if (seen.has(tool.name)) context.addIssue({ code: 'custom', path: ['tools', index, 'name'], message: `duplicate tool name "${tool.name}"` });
@@ -248,6 +266,11 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     tasks: (config.tasks as TaskConfig[] | undefined) ?? null,
     limits: { ...DEFAULT_LIMITS, ...config.limits },
     noProgress: { ...DEFAULT_NO_PROGRESS, ...config.noProgress },
+    context: {
+      maxInputTokensPerCall: config.context?.maxInputTokensPerCall ?? config.model.contextWindowTokens ?? DEFAULT_CONTEXT.maxInputTokensPerCall,
+      strategy: config.context?.strategy ?? DEFAULT_CONTEXT.strategy,
+      keepTurns: config.context?.keepTurns ?? DEFAULT_CONTEXT.keepTurns,
+    },
     policy: config.policy as ToolPolicy | undefined,
     prices: { ...DEFAULT_PRICES, ...config.prices },
     trace: config.trace === false ? { inMemory: false, onEvent: undefined } : { inMemory: config.trace?.inMemory ?? true, onEvent: config.trace?.onEvent as ResolvedConfig['trace']['onEvent'] },

@@ -12,6 +12,8 @@ export type { Evaluator, EvaluationInput, EvaluationResult, EvaluationSummary } 
 export type { Model, ModelRequest, ModelResponse, ModelUsage, Message, ToolSpec, ToolCallRequest } from './model/types.js';
 export { LoopstateError, LoopConfigError, ModelCallError, ScriptExhaustedError, type ConfigIssue, type ModelErrorKind } from './errors.js';
 export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
+export { DEFAULT_CONTEXT } from './constants.js';
+export type { ContextOptions, ContextStrategy } from './context/context-window.js';
 export { systemClock, type Clock } from './runtime/clock.js';
 export type { TraceEvent, TraceOptions } from './trace/trace-event.js';
 export { loopMachine, getPendingEffect, STOP_REASONS } from '../machines/index.js';

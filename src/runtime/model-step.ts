@@ -3,6 +3,7 @@
  * its reply (tool lookup, policy, argument validation, fingerprints) into a `model.responded`
  * event, or a transport failure into `model.failed`.
  */
+import { fitContextWindow, withContextUsage } from '../context/context-window.js';
 import { ModelCallError } from '../errors.js';
 import type { LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
 import { modelResponseSchema, shapeProblems } from '../model/response-schema.js';
@@ -139,6 +140,8 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
 export async function performModelCall(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
   const { config } = session;
   applyFeedback(session, context);
+  const contextFit = await fitContextWindow(session, context);
+  if (contextFit.stop !== null) return contextFit.stop;
   const startedAt = config.clock.now();
   let response: ModelResponse;
   try {
@@ -156,7 +159,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   if (malformed !== null) return modelFailure(session, context, malformed, config.clock.now());
   const at = config.clock.now();
   const costUsd = costOf(priceOf(config.prices, config.model.id), response.usage);
-  const usage = { inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd };
+  const usage = withContextUsage({ inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd }, contextFit);
   let classified: Classified;
   try {
     classified = classify(session, health, response);
