@@ -8,7 +8,7 @@ import { CONTEXT_SUMMARY_PROMPT } from '../../src/constants.js';
 import { checkMessages } from '../../src/conversation/prior-conversation.js';
 import type { LoopConfig, Message, ModelRequest, RunResult, TraceEvent } from '../../src/index.js';
 import { Transcript } from '../../src/runtime/transcript.js';
-import { reply, scriptedModel, toolCall, type ScriptStep } from '../../src/testing/index.js';
+import { modelError, reply, scriptedModel, toolCall, type ScriptStep } from '../../src/testing/index.js';
 import { createTestLoop, recordingTool } from './helpers.js';
 
 const STEPS = 60;
@@ -164,6 +164,44 @@ describe('context ceiling edge cases', () => {
     expect(result.error).toMatchObject({ code: 'context_overflow' });
     expect(result.detail).toContain('over the per-call ceiling of 50');
     expect(result.detail).toContain('context.maxInputTokensPerCall');
+  });
+
+  it('a summary call that fails or answers with a tool call falls back to trim with a warning', async () => {
+    const { tool } = recordingTool({ respond: ({ id }) => resultFor(String(id)) });
+    let decisions = 0;
+    let summaries = 0;
+    const step: ScriptStep = (request) => {
+      if (isSummaryRequest(request)) {
+        summaries++;
+        return summaries === 1 ? modelError({ status: 503 }) : toolCall('lookup', { id: 'R-0' });
+      }
+      decisions++;
+      return decisions <= 12 ? toolCall('lookup', { id: `R-${decisions}` }) : reply('done');
+    };
+    const model = scriptedModel(Array.from({ length: 40 }, () => step));
+    const { loop } = createTestLoop({ model, tools: [tool], limits: { maxSteps: 20 }, noProgress, context: { maxInputTokensPerCall: 2_000, strategy: 'summarize', keepTurns: 2 } });
+    const result = await loop.run({ goal: 'Check twelve records.' });
+    expect(result.stopReason).toBe('completed');
+    expect(summaries).toBeGreaterThanOrEqual(2);
+    expect(result.warnings).toContainEqual(expect.stringMatching(/^context: summarize did not run \(the summary call failed: .*\); trimmed instead$/));
+    expect(result.warnings).toContain('context: summarize did not run (the summary call returned no plain-text summary); trimmed instead');
+    const main = model.calls.filter((request) => !isSummaryRequest(request));
+    expect(Math.max(...main.map(estimateOf))).toBeLessThanOrEqual(2_000);
+    for (const request of main) expect(checkMessages(request.messages).issues).toEqual([]);
+  });
+
+  it('trims a long prior conversation too, keeping its first user message and the new goal', async () => {
+    const model = scriptedModel([reply('ok')]);
+    const { loop } = createTestLoop({ model, instructions: 'Be brief.', context: { maxInputTokensPerCall: 600 } });
+    const prior: Message[] = Array.from({ length: 20 }, (_, index): Message => (index % 2 === 0 ? { role: 'user', content: `question ${index} ${'q'.repeat(300)}` } : { role: 'assistant', content: `answer ${index} ${'a'.repeat(300)}` }));
+    const result = await loop.run({ goal: 'And now?', messages: prior });
+    expect(result.stopReason).toBe('completed');
+    const request = model.calls[0]?.messages ?? [];
+    expect(estimateOf(model.calls[0] as ModelRequest)).toBeLessThanOrEqual(600);
+    expect(request[0]).toEqual({ role: 'system', content: 'Be brief.' });
+    expect(request[1]).toEqual(prior[0]);
+    expect(request.at(-1)).toEqual({ role: 'user', content: 'And now?' });
+    expect(request.length).toBeLessThan(prior.length);
   });
 
   it("uses the model's contextWindowTokens as the ceiling when maxInputTokensPerCall is left out (or undefined)", async () => {
