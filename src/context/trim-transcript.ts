@@ -73,7 +73,11 @@ interface Unit {
   dropped: boolean;
 }
 
-/** Groups each assistant message with the tool messages that follow it. */
+/**
+ * Groups each assistant message with the tool messages that follow it.
+ * @example
+ * groupTurns([user, assistantCallingC1, resultC1]) // [[user], [assistantCallingC1, resultC1]]
+ */
 export function groupTurns(messages: readonly Message[]): Message[][] {
   const groups: Message[][] = [];
   for (const message of messages) {
@@ -97,7 +101,11 @@ function isPinnedMessage(message: Message | undefined, taskMessage: Message | nu
   return message.role === 'user' && message.content.startsWith(MEMORY_PREFIX);
 }
 
-/** Splits messages into units and marks what is pinned and what is recent. */
+/**
+ * Splits messages into units and marks what is pinned and what is recent.
+ * @example
+ * const recentUnits = unitsOf(messages, { keepTurns: 4, taskMessage: null }).filter((unit) => unit.recent);
+ */
 export function unitsOf(messages: readonly Message[], options: Pick<TrimOptions, 'keepTurns' | 'taskMessage'>): Unit[] {
   const firstUser = messages.find((message) => message.role === 'user');
   const groups = groupTurns(messages);
