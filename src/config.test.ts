@@ -235,7 +235,7 @@ describe('validateRunInput', () => {
   it.each([
     ['an empty goal', { goal: '' }, 'goal', /^expected a non-empty goal$/],
     ['a whitespace goal', { goal: ' \n\t ' }, 'goal', /^expected a non-empty goal$/],
-    ['a missing goal', {}, 'goal', /expected string/],
+    ['a missing goal', {}, 'goal', /^expected a non-empty goal, or a prior conversation in `messages`$/],
     ['a run id over 200 characters', { goal: 'g', runId: 'r'.repeat(201) }, 'runId', /<=200/],
     ['an empty run id', { goal: 'g', runId: '' }, 'runId', />=1/],
     ['a signal that is not an AbortSignal', { goal: 'g', signal: { aborted: false } }, 'signal', /^expected an AbortSignal$/],

@@ -3,14 +3,16 @@
  * `LoopConfigError` naming each bad field's path and what was expected.
  */
 import { z } from 'zod';
-import { DEFAULT_BACKOFF, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
+import { DEFAULT_BACKOFF, DEFAULT_CONTEXT, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
+import type { ContextOptions, ResolvedContextOptions } from './context/context-window.js';
 import { LoopConfigError, type ConfigIssue } from './errors.js';
 import { snapshotInput, type KeepByReference } from './config/snapshot-input.js';
 import { validateEvaluators, type EvaluateOption, type Evaluator } from './evaluators/index.js';
 import { systemClock, type Clock } from './runtime/clock.js';
 import type { BackoffOptions } from './runtime/retry-policy.js';
 import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../machines/types.js';
-import type { Model } from './model/types.js';
+import type { Message, Model } from './model/types.js';
+import { checkMessages } from './conversation/prior-conversation.js';
 import { createRedactor, type RedactOptions, type Redactor } from './redaction/redact.js';
 import type { Tool, ToolHealth, ToolPolicy } from './tools/index.js';
 import type { TraceEvent, TraceOptions } from './trace/trace-event.js';
@@ -64,6 +66,8 @@ export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Ta
   limits?: Partial<LoopLimits>;
   /** No-progress thresholds, merged over `DEFAULT_NO_PROGRESS`; `undefined` keeps the default. */
   noProgress?: Partial<NoProgressThresholds>;
+  /** Keeps each request under a per-call input ceiling by trimming or summarizing older turns. */
+  context?: ContextOptions;
   policy?: ToolPolicy;
   /**
    * Offer the built-in `update_plan` tool: the model keeps a list of items with statuses, and
@@ -98,6 +102,7 @@ export interface ResolvedConfig {
   tasks: readonly TaskConfig[] | null;
   limits: LoopLimits;
   noProgress: NoProgressThresholds;
+  context: ResolvedContextOptions;
   policy: ToolPolicy | undefined;
   plan: boolean;
   prices: Readonly<Record<string, ModelPrice>>;
@@ -210,6 +215,15 @@ const toolHealthSchema = z.custom<ToolHealth>(
   { message: 'expected a ToolHealth, e.g. new ToolHealth({ threshold: 3 })' },
 );
 
+const contextSchema = z
+  .object({
+    // Infinity says "no ceiling" explicitly; leaving it out means the model's window, if known.
+    maxInputTokensPerCall: z.union([positiveInt, z.literal(Infinity)]).optional(),
+    strategy: z.enum(['trim', 'summarize']).optional(),
+    keepTurns: positiveInt.optional(),
+  })
+  .strict();
+
 const taskSchema = z
   .object({
     // Task outputs are keyed by id; these names would collide with what every object inherits.
@@ -230,6 +244,7 @@ const configSchema = z
     tasks: z.array(taskSchema).min(1).optional(),
     limits: limitsSchema.optional(),
     noProgress: noProgressSchema.optional(),
+    context: contextSchema.optional(),
     policy: z
       .object({
         allow: z.array(accessSchema).optional(),
@@ -251,6 +266,10 @@ const configSchema = z
   })
   .strict()
   .superRefine((config, context) => {
+    const window = config.model.contextWindowTokens;
+    if (window !== undefined && !(Number.isInteger(window) && window > 0)) {
+      context.addIssue({ code: 'custom', path: ['model', 'contextWindowTokens'], message: 'expected a positive integer (tokens one request may carry) or no value' });
+    }
     const seen = new Set<string>();
     config.tools?.forEach((tool, index) => {
       if (seen.has(tool.name)) context.addIssue({ code: 'custom', path: ['tools', index, 'name'], message: `duplicate tool name "${tool.name}"` });
@@ -366,6 +385,11 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     tasks: (config.tasks as TaskConfig[] | undefined) ?? null,
     limits: resolveLimits(config.limits),
     noProgress: { ...DEFAULT_NO_PROGRESS, ...config.noProgress },
+    context: {
+      maxInputTokensPerCall: config.context?.maxInputTokensPerCall ?? config.model.contextWindowTokens ?? DEFAULT_CONTEXT.maxInputTokensPerCall,
+      strategy: config.context?.strategy ?? DEFAULT_CONTEXT.strategy,
+      keepTurns: config.context?.keepTurns ?? DEFAULT_CONTEXT.keepTurns,
+    },
     policy: config.policy as ToolPolicy | undefined,
     plan: config.plan ?? false,
     prices: { ...DEFAULT_PRICES, ...config.prices },
@@ -381,20 +405,33 @@ export function resolveConfig(input: unknown): ResolvedConfig {
 
 const runInputSchema = z
   .object({
-    goal: z.string().trim().min(1, 'expected a non-empty goal'),
+    goal: z.string().trim().min(1, 'expected a non-empty goal').optional(),
+    // Checked message by message in validateRunInput, so each issue names its message.
+    messages: z.unknown().optional(),
     runId: z.string({ error: (issue) => (issue.code === 'invalid_type' ? `expected the run id as a string, got ${issue.input === null ? 'null' : typeof issue.input}` : undefined) }).min(1).max(200).optional(),
     signal: z.custom<AbortSignal>((value) => value instanceof AbortSignal, { message: 'expected an AbortSignal' }).optional(),
   })
   .strict();
 
 /**
- * One run's input.
+ * One run's input: a `goal`, a prior conversation (`messages`), or both.
  * @example
  * const controller = new AbortController();
  * await loop.run({ goal: 'Status of O-101?', runId: 'order-O-101', signal: controller.signal });
+ * // Turn by turn: pass the last result's transcript back with the next question.
+ * const first = await loop.run({ goal: 'Status of O-101?' });
+ * const second = await loop.run({ goal: 'And O-102?', messages: first.messages });
  */
 export interface RunInput {
-  goal: string;
+  /** The task. Optional when `messages` is given: the conversation's last user message is the task then. */
+  goal?: string;
+  /**
+   * A prior conversation the run continues, e.g. an earlier `result.messages`. Each tool message
+   * must answer a call of the assistant message before it, and every call must be answered. A
+   * leading system message is taken as an earlier copy of the loop's instructions and not repeated.
+   * With `tasks`, the conversation is the context of the first task only.
+   */
+  messages?: readonly Message[];
   runId?: string;
   signal?: AbortSignal;
 }
@@ -402,5 +439,16 @@ export interface RunInput {
 const keepRunInputValue: KeepByReference = (path) => path.length === 1 && path[0] === 'signal';
 
 export function validateRunInput(input: unknown): RunInput {
-  return parseInput(runInputSchema, input, keepRunInputValue, 'run_input');
+  const { messages: given, ...rest } = parseInput(runInputSchema, input, keepRunInputValue, 'run_input');
+  const runInputError = (issues: ConfigIssue[]) => new LoopConfigError({ issues, scope: 'run_input' });
+  if (given === undefined) {
+    if (rest.goal === undefined) throw runInputError([{ path: 'goal', message: 'expected a non-empty goal, or a prior conversation in `messages`' }]);
+    return rest;
+  }
+  const { messages, issues } = checkMessages(given);
+  if (issues.length === 0 && rest.goal === undefined && messages.at(-1)?.role !== 'user') {
+    issues.push({ path: 'messages', message: 'without a goal the conversation must end with a user message (the task); pass a goal or append the next user message' });
+  }
+  if (issues.length > 0) throw runInputError(issues);
+  return { ...rest, messages };
 }

@@ -2,6 +2,7 @@
  * Every default in one place. Start strict and loosen per task.
  */
 import type { LoopLimits, NoProgressThresholds } from '../machines/types.js';
+import type { ResolvedContextOptions } from './context/context-window.js';
 
 /**
  * Budgets used when `limits` leaves them out or sets them to `undefined` (an `undefined` never switches
@@ -40,6 +41,28 @@ export const DEFAULT_NO_PROGRESS: Readonly<NoProgressThresholds> = Object.freeze
   planStall: 10,
   sameParseError: 2,
 });
+
+/**
+ * How the transcript is kept inside a per-call input ceiling when `context` leaves a field out.
+ * The ceiling defaults to the model's `contextWindowTokens` when its adapter reports one, and to
+ * none (`Infinity`) otherwise.
+ * @example
+ * createLoop({ model, context: { ...DEFAULT_CONTEXT, maxInputTokensPerCall: 16_000 } });
+ */
+export const DEFAULT_CONTEXT: Readonly<ResolvedContextOptions> = Object.freeze({
+  maxInputTokensPerCall: Infinity,
+  strategy: 'trim',
+  keepTurns: 4,
+});
+
+/** Output tokens reserved for a `summarize` call when checking that the budgets can pay for it. */
+export const CONTEXT_SUMMARY_OUTPUT_TOKENS = 512;
+
+/** The fixed instruction of a `summarize` call. */
+export const CONTEXT_SUMMARY_PROMPT =
+  'You condense the earlier part of an agent\'s working conversation so it can continue with less context. ' +
+  'Write a short memory (at most 300 words) of what was asked, what each tool call found (keep ids, numbers and names exactly), ' +
+  'what was decided and what is still open. Plain text only; do not call tools and do not answer the task yourself.';
 
 /** Default per-call tool timeout when a tool does not set its own. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;

@@ -24,6 +24,8 @@ export {
   type ModelErrorKind,
 } from './errors.js';
 export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
+export { DEFAULT_CONTEXT } from './constants.js';
+export type { ContextOptions, ContextStrategy } from './context/context-window.js';
 export { systemClock, type Clock } from './runtime/clock.js';
 export type { TraceEvent, TraceOptions } from './trace/trace-event.js';
 export type { RedactOptions } from './redaction/redact.js';

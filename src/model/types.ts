@@ -75,5 +75,10 @@ export interface ModelResponse {
 export interface Model {
   /** Model id used for pricing and traces, e.g. `gpt-4.1-mini`. */
   readonly id: string;
+  /**
+   * Input tokens one request may carry, when the adapter knows it (its context window less what
+   * it keeps for the reply). Used as the default of `context.maxInputTokensPerCall`.
+   */
+  readonly contextWindowTokens?: number;
   generate(request: ModelRequest): Promise<ModelResponse>;
 }

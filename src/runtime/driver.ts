@@ -12,6 +12,7 @@ import { guardClock, safeNow } from '../hooks/guarded-clock.js';
 import { resolveRunId } from '../hooks/run-id.js';
 import { ToolHealth } from '../tools/index.js';
 import { describeThrown, errorFields, toError } from '../redaction/describe-thrown.js';
+import { closedConversation, priorConversation } from '../conversation/prior-conversation.js';
 import { summarize } from '../trace/trace-event.js';
 import { finalOutput } from '../output/final-output.js';
 import { performEvaluation } from './evaluation-step.js';
@@ -36,7 +37,8 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
   const health = sharedHealth ?? new ToolHealth({ now: () => clock.now() });
   const { runId, fault: runIdFault } = resolveRunId(input.runId, config.generateRunId, defaultRunId);
   const controller = new AbortController();
-  const session = new RunSession(config, runId, input.goal, controller.signal);
+  const conversation = priorConversation(input, config.instructions);
+  const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation);
   const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
   const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks } });
   const onUserAbort = () => {
@@ -92,7 +94,8 @@ function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInpu
     startedAt = safeNow(config.clock);
   }
   session.warnIfUnpriced(config.model.id, startedAt);
-  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal, config.redact), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
+  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal ?? session.goal, config.redact), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
+  for (const warning of session.conversation.warnings) session.warn(warning, startedAt);
   try {
     if (startFault === null) session.beginTask(0);
   } catch (error) {
@@ -185,6 +188,7 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
     usage: output.usage,
     steps: output.steps,
     trace: session.trace,
+    messages: closedConversation(session.transcript.messages, output.stopReason),
     pendingApprovals: output.stopReason === 'needs_human'
       ? session.pendingCalls.filter(({ call }) => call.status === 'needs_approval').map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
       : [],

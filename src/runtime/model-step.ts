@@ -3,6 +3,7 @@
  * its reply (tool lookup, policy, argument validation, fingerprints) into a `model.responded`
  * event, or a transport failure into `model.failed`.
  */
+import { fitContextWindow, withContextUsage } from '../context/context-window.js';
 import { isModelCallError, ModelCallError, retryableModelError } from '../errors.js';
 import type { LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
 import { modelResponseSchema, shapeProblems } from '../model/response-schema.js';
@@ -210,6 +211,8 @@ async function generateWithin(session: RunSession, health: ToolHealth, context: 
 export async function performModelCall(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
   const { config } = session;
   applyFeedback(session, context);
+  const contextFit = await fitContextWindow(session, context);
+  if (contextFit.stop !== null) return contextFit.stop;
   const startedAt = config.clock.now();
   let response: ModelResponse;
   try {
@@ -225,7 +228,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   response = { ...response, toolCalls: assignUniqueCallIds(response.toolCalls) };
   const at = config.clock.now();
   const costUsd = costOf(priceOf(config.prices, config.model.id), response.usage);
-  const usage = { inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd };
+  const usage = withContextUsage({ inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd }, contextFit);
   let classified: Classified;
   try {
     classified = classify(session, health, response, context);

@@ -1,5 +1,6 @@
 /** What `loop.run()` returns: always a named stop reason, never only `failed = true`. */
 import type { RunStatus, StopReason, Usage } from '../../machines/types.js';
+import type { Message } from '../model/types.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 
 /**
@@ -40,6 +41,12 @@ export interface RunResult<Output = unknown> {
   usage: Usage;
   steps: number;
   trace: TraceEvent[];
+  /**
+   * The conversation of the (last) task as the model last saw it, instructions first: a plain copy
+   * to store and pass back as `run({ messages })` for the next turn. Calls the run stopped before
+   * answering are answered with a "not executed" note, so it is always a valid conversation.
+   */
+  messages: Message[];
   /** Tool calls awaiting approval when the run stopped with `needs_human`. */
   pendingApprovals: PendingApproval[];
   /** The underlying error when the run stopped with `fatal_error`. */

@@ -5,6 +5,7 @@
  */
 import type { ResolvedConfig, TaskConfig } from '../config.js';
 import type { LastEvaluation } from '../output/final-output.js';
+import type { PriorConversation } from '../conversation/prior-conversation.js';
 import type { ToolSpec } from '../model/types.js';
 import { RunPlan } from '../plan/plan-tool.js';
 import { ProgressTracker } from '../progress/index.js';
@@ -50,6 +51,8 @@ export class RunSession {
     readonly runId: string,
     readonly goal: string,
     readonly signal: AbortSignal,
+    /** A prior conversation from `run({ messages })`: the start of the first task's conversation. */
+    readonly conversation: PriorConversation = { goal, messages: [], goalGiven: true, warnings: [] },
   ) {
     this.tasks = config.tasks ?? [{ id: 'main', prompt: goal }];
     this.plan = config.plan ? new RunPlan() : null;
@@ -85,7 +88,10 @@ export class RunSession {
   private buildTranscript(index: number): Transcript {
     const transcript = new Transcript(this.toolSpecChars);
     if (this.config.instructions) transcript.append({ role: 'system', content: this.config.instructions });
-    transcript.append({ role: 'user', content: this.taskPrompt(index) });
+    if (index === 0) for (const message of this.conversation.messages) transcript.append(message);
+    // Continuing a conversation without a new goal: its last user message is the task.
+    if (index > 0 || this.conversation.goalGiven || this.config.tasks !== null) transcript.append({ role: 'user', content: this.taskPrompt(index) });
+    transcript.taskMessage = transcript.messages.findLast((message) => message.role === 'user') ?? null;
     return transcript;
   }
 

@@ -37,7 +37,10 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
   let planCalled = false;
   for (const [index, outcome] of outcomes.entries()) {
     let observationId = '';
-    if (outcome.status === 'ok') {
+    if (outcome.status === 'ok' && outcome.name === PLAN_TOOL_NAME) {
+      // The plan is the model's own bookkeeping, not news about the world: the plan-stall signal watches it.
+      planCalled = true;
+    } else if (outcome.status === 'ok') {
       // Only a successful result is an observation: failures belong to the retry layers and the circuit breaker.
       const observation = session.progress.observeCall(ready[index]?.fingerprint ?? outcome.name, outcome.content);
       observationId = observation.observationId;
@@ -47,7 +50,6 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
         maxRepeatCount = observation.timesSeen;
         repeatedTool = observation.timesSeen > 1 ? outcome.name : null;
       }
-      if (outcome.name === PLAN_TOOL_NAME) planCalled = true;
     } else {
       session.progress.noteFailure();
       if (outcome.status === 'error') failedCalls++;

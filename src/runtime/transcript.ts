@@ -8,7 +8,8 @@ import type { Message } from '../model/types.js';
 /** Per-message framing tokens providers add (role markers, separators). */
 const MESSAGE_OVERHEAD_TOKENS = 4;
 
-function messageChars(message: Message): number {
+/** Characters of one message that count towards the estimate. */
+export function messageChars(message: Message): number {
   switch (message.role) {
     case 'assistant': {
       let chars = message.content?.length ?? 0;
@@ -36,9 +37,11 @@ export class Transcript {
   private chars = 0;
   /** The frozen copy handed to the model, rebuilt only after an append. */
   private frozenCopy: readonly Message[] | null = null;
+  /** The user message that states the current task; context trimming never drops it. */
+  taskMessage: Message | null = null;
 
   /** `fixedChars` covers what every request carries besides messages: the tool specs. */
-  constructor(private readonly fixedChars: number) {}
+  constructor(readonly fixedChars: number) {}
 
   append(message: Message): void {
     this.messages.push(freezeMessage(message));
@@ -52,11 +55,19 @@ export class Transcript {
     return this.frozenCopy;
   }
 
+  /** Replaces every message in place (context trimming); the running size is recounted. */
+  replaceMessages(messages: readonly Message[]): void {
+    this.messages.splice(0, this.messages.length, ...messages);
+    this.chars = messages.reduce((sum, message) => sum + messageChars(message), 0);
+  }
+
   /** Estimated input tokens of a request made now, plus `extraChars` about to be appended. */
   estimateTokens(extraChars = 0): number {
-    return (
-      Math.ceil((this.chars + this.fixedChars + extraChars) / CHARS_PER_TOKEN_ESTIMATE) +
-      this.messages.length * MESSAGE_OVERHEAD_TOKENS
-    );
+    return estimateRequestTokens(this.chars + this.fixedChars + extraChars, this.messages.length);
   }
+}
+
+/** Estimated input tokens of a request of `chars` characters in `messageCount` messages. */
+export function estimateRequestTokens(chars: number, messageCount: number): number {
+  return Math.ceil(chars / CHARS_PER_TOKEN_ESTIMATE) + messageCount * MESSAGE_OVERHEAD_TOKENS;
 }

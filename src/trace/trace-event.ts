@@ -3,7 +3,7 @@
  * choices with argument summaries, observation ids, state changes, tokens, cost, latency,
  * retries, verdicts and the stop reason. No private reasoning text; secrets redacted.
  */
-import type { RunStatus, StopReason, Usage } from '../../machines/types.js';
+import type { CallUsage, RunStatus, StopReason, Usage } from '../../machines/types.js';
 import { DEFAULT_REDACTOR, type Redactor } from '../redaction/redact.js';
 
 interface TraceBase {
@@ -46,6 +46,26 @@ export type TraceEvent =
       latencyMs: number;
     })
   | (TraceBase & { type: 'evaluation-end'; taskId: string; passed: boolean; reason: string; evaluator: string | null })
+  | (TraceBase & {
+      /** The next request was over `context.maxInputTokensPerCall`: what was condensed or dropped to make room. */
+      type: 'context-trimmed';
+      taskId: string;
+      /** `summarize` when a summary replaced older turns, else `trim`. */
+      strategy: 'trim' | 'summarize';
+      ceilingTokens: number;
+      tokensBefore: number;
+      tokensAfter: number;
+      messagesSummarized: number;
+      /** Tool results replaced by a marker naming their observation id. */
+      resultsDropped: number;
+      /** Messages of whole turns dropped. */
+      messagesDropped: number;
+      dropped: { callId: string; tool: string; observationId: string }[];
+      /** Usage of the summary call, when one was answered. */
+      summaryUsage: CallUsage | null;
+      /** Why `summarize` did not condense (refused by a budget, failed); null otherwise. */
+      summarySkipped: string | null;
+    })
   | (TraceBase & { type: 'warning'; message: string })
   | (TraceBase & { type: 'run-end'; status: RunStatus; stopReason: StopReason; detail: string; usage: Usage; steps: number });
 

@@ -180,11 +180,11 @@ function toolRounds(config: ModelConfiguration, context: LoopContext): ReadonlyA
     ['unknown-outcome', { ...ROUND_BASE, timedOutCalls: 0, unknownOutcomeCalls: 1 }],
     ['required-unavailable', { ...ROUND_BASE, failedCalls: 1, requiredToolUnavailable: true }],
   );
-  // A plan update is a new observation (its text names the step); it leaves one item open either way.
+  // A plan update is not an observation (the plan is the model's own bookkeeping); it leaves one item open either way.
   if (config.plan) {
     rounds.push(
-      ['plan-open', { ...ROUND_BASE, maxRepeatCount: 1, plan: { openItems: 1, progressed: false } }],
-      ['plan-progressed', { ...ROUND_BASE, maxRepeatCount: 1, plan: { openItems: 1, progressed: true } }],
+      ['plan-open', { ...ROUND_BASE, plan: { openItems: 1, progressed: false } }],
+      ['plan-progressed', { ...ROUND_BASE, plan: { openItems: 1, progressed: true } }],
     );
   }
   return rounds;
@@ -244,7 +244,8 @@ function toolOutcomes(config: ModelConfiguration, context: LoopContext): Abstrac
     event: {
       type: 'tools.completed',
       round,
-      nextRequestTokens: config.requestEstimate + (round.allObservationsSeen ? 0 : NEW_OBSERVATION_TOKENS),
+      // New results and failures change the digest; a round of seen results or a plan update does not.
+      nextRequestTokens: config.requestEstimate + (round.allObservationsSeen || round.plan !== null ? 0 : NEW_OBSERVATION_TOKENS),
       at: timeAt(context, moment),
     },
   });
@@ -419,9 +420,10 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
   {
     // The plan tool is on and stalls after one decision: the nudge, then the stop at the next gate, fit
     // under maxSteps; a round that completes a plan item answers the nudge.
-    // Four steps: a round can repeat from the second round on, and its stop after a nudge needs a third.
-    name: 'one task, plan tool, plan stall after one step, maxSteps 4, maxRetries 1',
-    limits: { ...SHARED_LIMITS, maxSteps: 4, maxStepsPerTask: 4, maxRetries: 1 },
+    // Four steps: a round can repeat from the second round on, and its stop after a nudge needs a third. No
+    // retries (the other configurations explore them), which keeps the four steps' graph small.
+    name: 'one task, plan tool, plan stall after one step, maxSteps 4, maxRetries 0',
+    limits: { ...SHARED_LIMITS, maxSteps: 4, maxStepsPerTask: 4, maxRetries: 0 },
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 1, sameParseError: 3 },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,

@@ -213,6 +213,8 @@ class PathReplay {
       case 'required-unavailable':
         return name === OUTCOME_TEXT.requiredTool;
       case 'plan-open':
+        // The same plan again closes nothing new: a plan update that did not progress.
+        return name === 'update_plan';
       case 'plan-progressed':
         return false;
     }
