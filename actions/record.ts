@@ -38,7 +38,7 @@ export function recordModelResponse({ context, event }: ReducerArgs): Partial<Lo
     steps: context.steps + 1,
     lastEventAt: Math.max(context.lastEventAt, event.at),
     nextRequestTokens: event.nextRequestTokens,
-    usage: addUsage(context.usage, event.usage, 1),
+    usage: addUsage(context.usage, event.usage, event.modelCalls ?? 1),
     feedback: null,
     task: {
       ...context.task,
@@ -59,9 +59,10 @@ export function recordModelResponse({ context, event }: ReducerArgs): Partial<Lo
 
 export function recordModelFailure({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, 'model.failed');
+  const modelCalls = event.modelCalls ?? 1;
   return {
     lastEventAt: Math.max(context.lastEventAt, event.at),
-    usage: { ...context.usage, modelCalls: context.usage.modelCalls + 1 },
+    usage: event.usage === undefined ? { ...context.usage, modelCalls: context.usage.modelCalls + modelCalls } : addUsage(context.usage, event.usage, modelCalls),
     feedback: null,
   };
 }

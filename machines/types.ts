@@ -238,6 +238,8 @@ export type LoopEvent =
       decision: ModelDecision;
       /** Digest of the run's state summary (task, distinct observations, this reply). */
       stateDigest: string;
+      /** Model calls this step made: the decision plus one that condensed the context first; defaults to 1. */
+      modelCalls?: number;
     } & TranscriptEvent)
   | ({
       type: 'model.failed';
@@ -245,6 +247,10 @@ export type LoopEvent =
       message: string;
       /** Backoff chosen by the driver's retry policy (full jitter, Retry-After honoured). */
       retryDelayMs: number;
+      /** Usage of a call made before the failed one in the same step (a context summary); counted all the same. */
+      usage?: CallUsage;
+      /** Model calls this step made, the failed one included; defaults to 1. */
+      modelCalls?: number;
     } & TimedEvent)
   | ({ type: 'tools.completed'; round: ToolRoundSummary } & TranscriptEvent)
   | ({

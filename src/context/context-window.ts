@@ -8,7 +8,8 @@ import { CHARS_PER_TOKEN_ESTIMATE, CONTEXT_SUMMARY_OUTPUT_TOKENS } from '../cons
 import { LoopstateError } from '../errors.js';
 import { modelResponseSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelResponse } from '../model/types.js';
-import { untilAborted } from '../runtime/interruption.js';
+import { safeNow } from '../hooks/guarded-clock.js';
+import { interruptionEvent, untilAborted } from '../runtime/interruption.js';
 import { costOf, priceOf } from '../runtime/pricing.js';
 import type { RunSession } from '../runtime/run-session.js';
 import { splitOlderTurns, summaryRefusal, summaryRequest } from './summarize-transcript.js';
@@ -69,6 +70,8 @@ const FITS: ContextFit = Object.freeze({ usage: null, modelCalls: 0, stop: null 
 const warnedRefusal = new WeakSet<RunSession>();
 
 interface SummaryOutcome {
+  /** The run was cancelled or passed its deadline while the summary call was in flight. */
+  interrupted?: boolean;
   usage: CallUsage | null;
   modelCalls: number;
   summarized: number;
@@ -93,7 +96,7 @@ async function summarizeOlderTurns(session: RunSession, context: LoopContext): P
   try {
     response = await untilAborted(Promise.resolve().then(() => config.model.generate({ messages: request, tools: [], signal: session.signal })), session.signal);
   } catch (error) {
-    if (session.signal.aborted) throw session.signal.reason;
+    if (session.signal.aborted) return { interrupted: true, usage: null, modelCalls: 1, summarized: 0, skipped: 'interrupted' };
     return { usage: null, modelCalls: 1, summarized: 0, skipped: `the summary call failed: ${error instanceof Error ? error.message : String(error)}` };
   }
   const problems = shapeProblems(modelResponseSchema, response);
@@ -125,6 +128,8 @@ export async function fitContextWindow(session: RunSession, context: LoopContext
   let summary: SummaryOutcome = { usage: null, modelCalls: 0, summarized: 0, skipped: null };
   if (config.context.strategy === 'summarize') {
     summary = await summarizeOlderTurns(session, context);
+    // The summary call was made, even if the run stopped while it was in flight: it is counted.
+    if (summary.interrupted === true) return { usage: null, modelCalls: 1, stop: interruptionEvent(session.signal, safeNow(config.clock), 1) };
     if (summary.skipped !== null && !(summary.skipped.startsWith('refused') && warnedRefusal.has(session))) {
       // A refusal repeats at every step while the budgets stay tight: said once, then only in the trace.
       if (summary.skipped.startsWith('refused')) warnedRefusal.add(session);
@@ -151,7 +156,7 @@ export async function fitContextWindow(session: RunSession, context: LoopContext
       `(or the model's contextWindowTokens) or lower limits.maxToolResultBytes`,
   });
   session.fatalError = fault;
-  return { ...fit, stop: { type: 'run.faulted', at, message: `${fault.name}: ${fault.message}`, ...(summary.usage === null ? {} : { usage: summary.usage }) } };
+  return { ...fit, stop: { type: 'run.faulted', at, message: `${fault.name}: ${fault.message}`, modelCalls: summary.modelCalls, ...(summary.usage === null ? {} : { usage: summary.usage }) } };
 }
 
 /**

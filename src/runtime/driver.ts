@@ -101,7 +101,7 @@ function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInpu
   } catch (error) {
     startFault = { error: toError(error), message: describeThrown(error) };
   }
-  send(actor, session, { type: 'run.started', at: startedAt, nextRequestTokens: session.transcript.estimateTokens() });
+  send(actor, session, { type: 'run.started', at: startedAt, nextRequestTokens: session.estimateNextRequest() });
   if (startFault !== null) {
     session.fatalError = startFault.error;
     send(actor, session, { type: 'run.faulted', at: startedAt, message: config.redact.text(startFault.message) });

@@ -148,7 +148,7 @@ function canPayForJudge(session: RunSession, context: LoopContext, spent: Readon
  * failure reason fed back and room for a nudge.
  */
 function nextRequestEstimate(session: RunSession, passed: boolean, reason: string): number {
-  if (!passed) return session.transcript.estimateTokens(reason.length + REFLECTION_FRAMING_CHARS);
+  if (!passed) return session.estimateNextRequest(reason.length + REFLECTION_FRAMING_CHARS);
   const nextIndex = session.taskIndex + 1;
-  return nextIndex < session.tasks.length ? session.prepareTask(nextIndex) : session.transcript.estimateTokens();
+  return nextIndex < session.tasks.length ? session.prepareTask(nextIndex) : session.estimateNextRequest();
 }

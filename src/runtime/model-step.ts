@@ -3,9 +3,9 @@
  * its reply (tool lookup, policy, argument validation, fingerprints) into a `model.responded`
  * event, or a transport failure into `model.failed`.
  */
-import { fitContextWindow, withContextUsage } from '../context/context-window.js';
+import { fitContextWindow, withContextUsage, type ContextFit } from '../context/context-window.js';
 import { isModelCallError, ModelCallError, retryableModelError } from '../errors.js';
-import type { LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
+import type { CallUsage, LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
 import { modelResponseSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelResponse } from '../model/types.js';
 import { toolCallFingerprint } from '../progress/index.js';
@@ -219,11 +219,11 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
     response = await generateWithin(session, health, context);
   } catch (error) {
     // The call was made, even if nobody waits for its answer any more.
-    if (session.signal.aborted) return interruptionEvent(session.signal, config.clock.now(), 1);
-    return modelFailure(session, context, error, config.clock.now());
+    if (session.signal.aborted) return { ...interruptionEvent(session.signal, config.clock.now(), 1 + contextFit.modelCalls), ...spentOn(contextFit) };
+    return modelFailure(session, context, error, config.clock.now(), contextFit);
   }
   const malformed = checkModelResponse(response);
-  if (malformed !== null) return modelFailure(session, context, malformed, config.clock.now());
+  if (malformed !== null) return modelFailure(session, context, malformed, config.clock.now(), contextFit);
   // Empty or repeated ids would share an idempotency key; from here on every call has its own id.
   response = { ...response, toolCalls: assignUniqueCallIds(response.toolCalls) };
   const at = config.clock.now();
@@ -235,7 +235,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   } catch (error) {
     // A policy hook threw on this reply: the run faults, but the call was made and is paid for.
     session.fatalError = toError(error);
-    return { type: 'run.faulted', at, message: config.redact.text(describeThrown(error)), usage };
+    return { type: 'run.faulted', at, message: config.redact.text(describeThrown(error)), usage, modelCalls: 1 + contextFit.modelCalls };
   }
   const { decision, calls, reply } = classified;
   session.pendingCalls = calls;
@@ -254,7 +254,8 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   });
   return {
     type: 'model.responded', at, decision, stateDigest, usage,
-    nextRequestTokens: session.transcript.estimateTokens(nextRequestExtraChars(session, context, decision)),
+    ...(contextFit.modelCalls > 0 ? { modelCalls: 1 + contextFit.modelCalls } : {}),
+    nextRequestTokens: session.estimateNextRequest(nextRequestExtraChars(session, context, decision)),
   };
 }
 
@@ -271,7 +272,12 @@ function nextRequestExtraChars(session: RunSession, context: LoopContext, decisi
   return chars + feedbackAllowanceChars(context, { parseError });
 }
 
-function modelFailure(session: RunSession, context: LoopContext, error: unknown, at: number): LoopEvent {
+/** A context summary made before the step's own call: its usage, to count with whatever the step ends in. */
+function spentOn(fit: ContextFit): { usage?: CallUsage } {
+  return fit.usage === null ? {} : { usage: fit.usage };
+}
+
+function modelFailure(session: RunSession, context: LoopContext, error: unknown, at: number, fit: ContextFit): LoopEvent {
   const { config } = session;
   // Branded, not instanceof: an error from another installed copy of loopstate is classified the same.
   const retryable = retryableModelError(error);
@@ -287,5 +293,6 @@ function modelFailure(session: RunSession, context: LoopContext, error: unknown,
     type: 'model-error', runId: session.runId, at, taskId: session.task.id,
     errorKind: isModelCallError(error) ? error.kind : error instanceof Error ? errorFields(error).name : 'unknown', message, retryDelayMs,
   });
-  return { type: 'model.failed', at, failure: transient ? 'transient' : 'fatal', message, retryDelayMs };
+  const spent = fit.modelCalls > 0 ? { ...spentOn(fit), modelCalls: 1 + fit.modelCalls } : {};
+  return { type: 'model.failed', at, failure: transient ? 'transient' : 'fatal', message, retryDelayMs, ...spent };
 }

@@ -82,7 +82,16 @@ export class RunSession {
   prepareTask(index: number): number {
     const transcript = this.buildTranscript(index);
     this.preparedTask = { index, transcript };
-    return transcript.estimateTokens();
+    return this.estimateNextRequest(0, transcript);
+  }
+
+  /**
+   * Estimated input tokens of the next request, `extraChars` of feedback included. A request over the
+   * per-call context ceiling is cut down to it before it is sent (or not sent at all), so the budget
+   * gate checks what can actually go out.
+   */
+  estimateNextRequest(extraChars = 0, transcript: Transcript = this.transcript): number {
+    return Math.min(transcript.estimateTokens(extraChars), this.config.context.maxInputTokensPerCall);
   }
 
   private buildTranscript(index: number): Transcript {

@@ -71,7 +71,7 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
   const planFacts = session.plan?.takeRoundFacts() ?? null;
   const requiredToolUnavailable = (session.task.requires ?? []).some((name) => health.isOpen(name));
   return {
-    type: 'tools.completed', at, nextRequestTokens: session.transcript.estimateTokens(feedbackAllowanceChars(context)),
+    type: 'tools.completed', at, nextRequestTokens: session.estimateNextRequest(feedbackAllowanceChars(context)),
     round: {
       calls: outcomes.length, failedCalls, timedOutCalls, unknownOutcomeCalls,
       allObservationsSeen: successes > 0 && seenBefore === successes,

@@ -15,8 +15,8 @@ const STEPS = 60;
 const CEILING = 4_000;
 /** Distinct ~2 KB result per id. */
 const resultFor = (id: string) => ({ id, body: `${id} `.repeat(2_000 / (id.length + 1)) });
-// The default plan_stall threshold (a step counter today) would stop this legitimate loop at step 13.
-const noProgress = { planStall: 1_000 };
+// Every default threshold leaves this loop of distinct calls and new results alone; none is raised.
+const noProgress = {};
 
 const isSummaryRequest = (request: ModelRequest) => request.messages[0]?.content === CONTEXT_SUMMARY_PROMPT;
 
@@ -123,6 +123,8 @@ describe('context.maxInputTokensPerCall over a 60-step loop', () => {
     expect(result.usage.inputTokens).toBe((STEPS + 1) * 100 + summaries * 300);
     expect(result.usage.outputTokens).toBe((STEPS + 1) * 20 + summaries * 30);
     expect(result.usage.costUsd).toBeCloseTo(((STEPS + 1) * (100 * 0.4 + 20 * 1.6) + summaries * (300 * 0.4 + 30 * 1.6)) / 1e6, 12);
+    // And every summary call is a model call.
+    expect(result.usage.modelCalls).toBe(STEPS + 1 + summaries);
     const events = contextEvents(result).filter((event) => event.strategy === 'summarize');
     expect(events).toHaveLength(summaries);
     expect(events[0]).toMatchObject({ summaryUsage: { inputTokens: 300, outputTokens: 30 }, summarySkipped: null });
@@ -202,6 +204,40 @@ describe('context ceiling edge cases', () => {
     expect(request[1]).toEqual(prior[0]);
     expect(request.at(-1)).toEqual({ role: 'user', content: 'And now?' });
     expect(request.length).toBeLessThan(prior.length);
+  });
+
+  it('the input budget is checked on the request as it will be sent: a long prior conversation trimmed to the ceiling is not refused', async () => {
+    const model = scriptedModel([reply('ok')]);
+    const prior: Message[] = Array.from({ length: 20 }, (_, index): Message => (index % 2 === 0 ? { role: 'user', content: `question ${index} ${'q'.repeat(300)}` } : { role: 'assistant', content: `answer ${index} ${'a'.repeat(300)}` }));
+    // Untrimmed, the first request is ~1,700 tokens: over the 1,000-token budget. Trimmed, it is under 600.
+    const { loop } = createTestLoop({ model, context: { maxInputTokensPerCall: 600 }, limits: { maxInputTokens: 1_000 } });
+
+    const result = await loop.run({ goal: 'And now?', messages: prior });
+
+    expect(result.stopReason).toBe('completed');
+    expect(estimateOf(model.calls[0] as ModelRequest)).toBeLessThanOrEqual(600);
+  });
+
+  it('a summary made before a main call that fails is still counted, tokens and call', async () => {
+    let calls = 0;
+    const { tool } = recordingTool({ respond: ({ id }) => resultFor(String(id)) });
+    const step: ScriptStep = (request) => {
+      calls++;
+      if (isSummaryRequest(request)) return reply('memory of the earlier lookups', { usage: { inputTokens: 300, outputTokens: 30 } });
+      // The first main call after a summary fails fatally.
+      if (request.messages.some((message) => message.content?.startsWith('[loopstate: memory'))) return modelError({ status: 401, message: 'bad key' });
+      return toolCall('lookup', { id: `R-${calls}` }, { usage: { inputTokens: 100, outputTokens: 20 } });
+    };
+    const model = scriptedModel(Array.from({ length: 40 }, () => step));
+    const { loop } = createTestLoop({ model, tools: [tool], limits: { maxSteps: 30 }, context: { maxInputTokensPerCall: CEILING, strategy: 'summarize', keepTurns: 1 } });
+
+    const result = await loop.run({ goal: 'Check records.' });
+
+    expect(result.stopReason).toBe('fatal_error');
+    const summaries = model.calls.filter(isSummaryRequest).length;
+    expect(summaries).toBe(1);
+    const decisions = model.calls.length - summaries - 1;
+    expect(result.usage).toMatchObject({ modelCalls: model.calls.length, inputTokens: decisions * 100 + 300, outputTokens: decisions * 20 + 30 });
   });
 
   it("uses the model's contextWindowTokens as the ceiling when maxInputTokensPerCall is left out (or undefined)", async () => {
