@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { getPendingEffect } from './pending-effect.js';
-import type { LoopEvent, NoProgressThresholds } from './types.js';
+import { DEFAULT_NO_PROGRESS } from '../src/constants.js';
+import type { LoopEvent } from './types.js';
 import {
   backoffElapsed,
   callModelEffect,
@@ -213,15 +214,7 @@ describe('plan_stall (only with the plan tool)', () => {
   });
 
   it('a long loop without a plan never plan-stalls, nor raises any other signal, with default-like thresholds', () => {
-    const defaultLike: Partial<NoProgressThresholds> = {
-      repeatedToolCall: 2,
-      unchangedState: 3,
-      sameEvaluatorReason: 2,
-      duplicateObservation: 2,
-      planStall: 10,
-      sameParseError: 2,
-    };
-    const run = startedRun({ limits: { maxSteps: 50, maxStepsPerTask: 50, maxInputTokens: 1e9, maxOutputTokens: 1e9, maxCostUsd: 1e9 }, noProgress: defaultLike });
+    const run = startedRun({ limits: { maxSteps: 50, maxStepsPerTask: 50, maxInputTokens: 1e9, maxOutputTokens: 1e9, maxCostUsd: 1e9 }, noProgress: DEFAULT_NO_PROGRESS });
     let snapshot = run;
     for (let decision = 1; decision <= 35; decision += 1) {
       snapshot = send(snapshot, toolCallsReply(), toolsCompleted({ maxRepeatCount: 1 }));

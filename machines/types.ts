@@ -52,7 +52,9 @@ export const STOP_REASONS: readonly StopReason[] = [
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'needs_human';
 
 /**
- * Resolved budgets; every one is enforced by a guard before the next spend.
+ * Resolved budgets; every one is enforced by a guard before the next spend. `maxCostUsd`,
+ * `maxInputTokens`, `maxOutputTokens`, `maxToolCalls` and `deadlineMs` may be `Infinity` (switched off,
+ * said explicitly); a limit left out or `undefined` in the config is its default, never off.
  * @example
  * const limits: Partial<LoopLimits> = { maxSteps: 6, deadlineMs: 60_000, maxCostUsd: 0.1 };
  */

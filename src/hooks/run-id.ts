@@ -1,6 +1,6 @@
 /** The id of one run: the caller's, or one from `generateRunId`, which is a user hook and may misbehave. */
 import { LoopstateError } from '../errors.js';
-import { describeThrown } from './describe-thrown.js';
+import { thrownMessage } from '../redaction/describe-thrown.js';
 
 /**
  * The run id, and the fault to end the run with when `generate` threw or returned no usable id (the
@@ -14,7 +14,7 @@ export function resolveRunId(given: string | undefined, generate: () => string, 
   try {
     generated = generate();
   } catch (error) {
-    return { runId: fallbackId(), fault: new LoopstateError({ code: 'invalid_run_id', message: `generateRunId threw: ${describeThrown(error)}`, cause: error }) };
+    return { runId: fallbackId(), fault: new LoopstateError({ code: 'invalid_run_id', message: `generateRunId threw: ${thrownMessage(error)}`, cause: error }) };
   }
   if (typeof generated === 'string' && generated.trim() !== '') return { runId: generated, fault: null };
   const got = typeof generated === 'string' ? 'an empty string' : generated === null ? 'null' : typeof generated;

@@ -8,6 +8,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
+import { loopMachine } from '../../machines/loop-machine.js';
+import { DEFAULT_NO_PROGRESS } from '../../src/constants.js';
+import { abstractOutcomes, modelInput } from '../model-based/abstract-events.js';
 import type { StopReason } from '../../machines/types.js';
 import { createTransitionTracer } from '../model-based/transition-catalog.js';
 import { faultsAfterModelCall, judgedEvaluations } from './driver-outcomes.js';
@@ -53,6 +57,9 @@ describe('loop statechart under random limits (property-based)', () => {
 const JUDGE_AFTER_CROSSING: [ConfigurationKnobs, number[]] = [
   {
     maxSteps: 1,
+    maxStepsPerTask: 100,
+    maxToolCalls: 100,
+    plan: false,
     maxRetries: 0,
     maxArgumentRepairs: 0,
     repeatedToolCall: 2,
@@ -85,5 +92,42 @@ describe('LLM judges and the spend budgets', () => {
       }),
       { numRuns: NUM_RUNS, examples: [JUDGE_AFTER_CROSSING] },
     );
+  });
+});
+
+/** Outcomes of legitimate work: new calls with new results, new answers, transient failures that are retried. */
+const LEGITIMATE_WORK = [
+  /^run\.started:fits$/,
+  /^model\.responded:(tools|final):changed:light:within$/,
+  /^tools\.completed:(ok-new|timeout):within$/,
+  /^evaluation\.completed:(pass|fail-A|fail-B):within$/,
+  /^model\.failed:transient-short:within$/,
+  /^backoff\.elapsed:on-time$/,
+];
+
+describe('the default no-progress thresholds and legitimate work (property-based)', () => {
+  it('never stop a loop of distinct calls with new results, changing answers and transient failures with no_progress', () => {
+    const longRun = fc.record({ maxSteps: fc.integer({ min: 10, max: 60 }), tasks: fc.integer({ min: 1, max: 3 }), maxRetries: fc.integer({ min: 0, max: 4 }) });
+    let runs = 0;
+    const reasons = new Map<StopReason, number>();
+    fc.assert(
+      fc.property(longRun, choices, ({ maxSteps, tasks, maxRetries }, picks) => {
+        const base = configurationFrom({ ...JUDGE_AFTER_CROSSING[0], maxSteps, maxStepsPerTask: 100, maxToolCalls: 1_000, maxRetries, deadlineMs: 1e9, onFailure: Array.from({ length: tasks }, () => 'continue' as const), lightCallsToCross: { input: 1_000, output: 1_000, cost: 1_000 } });
+        const config = { ...base, noProgress: { ...DEFAULT_NO_PROGRESS } };
+        const actor = createActor(loopMachine, { input: modelInput(config) }).start();
+        for (let index = 0; actor.getSnapshot().status !== 'done' && index < 10_000; index++) {
+          const outcomes = abstractOutcomes(config, actor.getSnapshot()).filter((outcome) => LEGITIMATE_WORK.some((pattern) => pattern.test(outcome.label)));
+          const outcome = outcomes[(picks[index % picks.length] ?? 0) % outcomes.length];
+          if (outcome === undefined) throw new Error(`no legitimate outcome in ${JSON.stringify(actor.getSnapshot().value)}`);
+          actor.send(outcome.event);
+        }
+        const output = actor.getSnapshot().output;
+        runs += 1;
+        if (output !== undefined) reasons.set(output.stopReason, (reasons.get(output.stopReason) ?? 0) + 1);
+        expect(output?.stopReason).not.toBe('no_progress');
+      }),
+      { numRuns: NUM_RUNS },
+    );
+    console.log(`[property] legitimate work: ${runs} runs, stop reasons: ${[...reasons].map(([reason, count]) => `${reason} ${count}`).join(', ')}`);
   });
 });

@@ -13,6 +13,12 @@ import type { CallUsage, TaskFailurePolicy } from '../../machines/types.js';
 /** The knobs a configuration is built from; kept flat so a shrunk counterexample reads at a glance. */
 export interface ConfigurationKnobs {
   maxSteps: number;
+  /** Decisions per task; at or past `maxSteps` it never binds. */
+  maxStepsPerTask: number;
+  /** Tool calls per run; past `maxSteps` rounds it never binds. */
+  maxToolCalls: number;
+  /** The built-in plan tool: rounds may update the plan, and only then can the plan stall. */
+  plan: boolean;
   maxRetries: number;
   maxArgumentRepairs: number;
   repeatedToolCall: number;
@@ -40,6 +46,10 @@ const lightCallsToCross = fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 1, 
 
 export const configurationKnobs: fc.Arbitrary<ConfigurationKnobs> = fc.record({
   maxSteps: fc.integer({ min: 1, max: 25 }),
+  // Mostly out of reach, so most runs are bounded by maxSteps; sometimes a per-task or tool-call budget binds first.
+  maxStepsPerTask: fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 1, max: 10 }) }, { weight: 3, arbitrary: fc.constant(NEVER_CROSSED) }),
+  maxToolCalls: fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 1, max: 10 }) }, { weight: 3, arbitrary: fc.constant(NEVER_CROSSED) }),
+  plan: fc.boolean(),
   maxRetries: fc.integer({ min: 0, max: 4 }),
   maxArgumentRepairs: fc.integer({ min: 0, max: 2 }),
   repeatedToolCall: threshold,
@@ -88,12 +98,12 @@ export function configurationFrom(knobs: ConfigurationKnobs): ModelConfiguration
       maxCostUsd,
       maxParallelTools: 2,
       maxToolResultBytes: 1_024,
-      maxStepsPerTask: knobs.maxSteps,
+      maxStepsPerTask: Math.min(knobs.maxStepsPerTask, knobs.maxSteps),
       modelCallTimeoutMs: 100_000,
-      maxToolCalls: 1_000,
+      maxToolCalls: knobs.maxToolCalls,
       maxToolCallsPerReply: 10,
     },
-    plan: false,
+    plan: knobs.plan,
     noProgress: {
       repeatedToolCall: knobs.repeatedToolCall,
       unchangedState: knobs.unchangedState,

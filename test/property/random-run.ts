@@ -41,8 +41,8 @@ const INTERRUPTING_LABELS = [/^run\.(cancelRequested|deadlineReached|faulted)/, 
 const ENDING_LABELS = [/tools-denied/, /tools-approval/, /tools-unavailable/, /model\.failed:fatal/, /unknown-outcome/, /required-unavailable/];
 const PROGRESSING_LABELS = [
   /^run\.started:fits/,
-  /^model\.responded:(tools-new|final):changed:light:within/,
-  /^tools\.completed:ok-new:within/,
+  /^model\.responded:(tools|final):changed:light:within/,
+  /^tools\.completed:(ok-new|plan-progressed):within/,
   /^evaluation\.completed:pass:within/,
   /^backoff\.elapsed:on-time/,
 ];
@@ -134,7 +134,9 @@ export function runToEnd(config: ModelConfiguration, choices: readonly number[],
     // Retries add across layers: maxSteps decisions, maxRetries transport retries per task, one failed attempt per
     // task failed for good; an LLM judge's call is counted too, one per judged evaluation.
     const judgedEvaluations = sent.filter((event) => event.type === 'evaluation.completed' && event.usage !== null).length;
-    const callBound = limits.maxSteps + config.tasks.length * limits.maxRetries + context.failedTasks + judgedEvaluations;
+    // A model call cut short by an interruption is counted without being a step.
+    const interruptedCalls = sent.reduce((sum, event) => sum + (event.type.startsWith('run.') && 'modelCalls' in event ? (event.modelCalls ?? 0) : 0), 0);
+    const callBound = limits.maxSteps + config.tasks.length * limits.maxRetries + context.failedTasks + judgedEvaluations + interruptedCalls;
     if (usage.modelCalls > callBound) fail(`modelCalls ${usage.modelCalls} > ${callBound}`);
     if (context.completedTasks + context.failedTasks > config.tasks.length) fail('more tasks finished than planned');
   };
@@ -210,8 +212,8 @@ export function runToEnd(config: ModelConfiguration, choices: readonly number[],
   if (output.stopReason !== stop.reason || output.detail !== stop.detail) fail('output disagrees with the stop record');
   if (output.status !== EXPECTED_STATUS[stop.reason]) fail(`status ${output.status} for ${stop.reason}`);
   if (output.steps !== context.steps) fail('output steps disagree with the context');
-  if (stop.reason === 'max_steps' && context.steps !== limits.maxSteps) fail(`max_steps at ${context.steps} steps`);
-  if (stop.reason === 'budget_exhausted' && budgetsStand(context)) fail('budget_exhausted with every budget standing');
+  if (stop.reason === 'max_steps' && context.steps !== limits.maxSteps && context.task.steps < limits.maxStepsPerTask) fail(`max_steps at ${context.steps} steps, ${context.task.steps} in the task`);
+  if (stop.reason === 'budget_exhausted' && budgetsStand(context) && context.usage.toolCalls < limits.maxToolCalls) fail('budget_exhausted with every budget standing');
   if (stop.reason === 'completed' && context.completedTasks + context.failedTasks !== config.tasks.length) fail('completed with tasks left');
 
   const finalKey = serializeLoopSnapshot(snapshot);
