@@ -37,7 +37,7 @@ describe('resolveConfig defaults', () => {
     expect(resolved.tools.size).toBe(0);
     expect(resolved.evaluate).toEqual([]);
     expect(resolved.tasks).toBeNull();
-    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps });
+    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply });
     expect(resolved.noProgress).toEqual(DEFAULT_NO_PROGRESS);
     expect(resolved.policy).toBeUndefined();
     expect(resolved.prices).toEqual(DEFAULT_PRICES);
@@ -77,7 +77,7 @@ describe('resolveConfig defaults', () => {
 describe('resolveConfig merging', () => {
   it('merges partial limits over the defaults, keeping the rest', () => {
     const { limits } = resolveConfig({ model, limits: { maxSteps: 3, maxCostUsd: 0.05 } });
-    expect(limits).toEqual({ ...DEFAULT_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxCostUsd: 0.05 });
+    expect(limits).toEqual({ ...DEFAULT_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxToolCalls: 3 * DEFAULT_LIMITS.maxToolCallsPerReply, maxCostUsd: 0.05 });
     expect(limits.maxSteps).not.toBe(DEFAULT_LIMITS.maxSteps);
   });
 
@@ -297,7 +297,7 @@ describe('an explicit undefined means the default, everywhere', () => {
 
   it('keeps every default limit and no-progress threshold when each is passed as undefined', () => {
     const resolved = resolveConfig({ model, limits: everyKeyUndefined(DEFAULT_LIMITS), noProgress: everyKeyUndefined(DEFAULT_NO_PROGRESS) });
-    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps });
+    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply });
     expect(resolved.noProgress).toEqual(DEFAULT_NO_PROGRESS);
     expect(Object.values(resolved.limits)).not.toContain(undefined);
   });
@@ -305,7 +305,7 @@ describe('an explicit undefined means the default, everywhere', () => {
   it('keeps a set limit beside undefined ones (the `limits: { maxSteps: opts.maxSteps }` pattern)', () => {
     const options: { maxSteps?: number } = {};
     const resolved = resolveConfig({ model, limits: { maxSteps: options.maxSteps, deadlineMs: 5_000 } });
-    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, deadlineMs: 5_000 });
+    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply, deadlineMs: 5_000 });
   });
 
   it('keeps the retry backoff, trace, policy and price defaults', () => {
@@ -327,7 +327,7 @@ describe('an explicit undefined means the default, everywhere', () => {
       model, instructions: undefined, tools: undefined, evaluate: undefined, tasks: undefined, limits: undefined, noProgress: undefined,
       policy: undefined, prices: undefined, trace: undefined, retry: undefined, clock: undefined, random: undefined, generateRunId: undefined, toolHealth: undefined,
     });
-    expect(resolved).toMatchObject({ instructions: '', evaluate: [], tasks: null, limits: { ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps }, clock: systemClock, random: Math.random, toolHealth: undefined });
+    expect(resolved).toMatchObject({ instructions: '', evaluate: [], tasks: null, limits: { ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply }, clock: systemClock, random: Math.random, toolHealth: undefined });
     expect(resolved.generateRunId()).toMatch(/^run_/);
   });
 

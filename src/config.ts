@@ -337,10 +337,18 @@ export function toConfigIssues(error: z.ZodError, root: z.core.$ZodType): Config
   );
 }
 
-/** A per-task bound defaults to the run's: without one, a task may use every step the run has. */
+/**
+ * Bounds that scale with the run's: without a per-task bound a task may use every step the run has, and
+ * without a tool-call budget every step may take a full reply of calls (so raising maxSteps never stops a
+ * loop early on a budget it did not set).
+ */
 function resolveLimits(limits: Partial<LoopLimits> | undefined): LoopLimits {
   const merged = { ...DEFAULT_LIMITS, ...limits };
-  return { ...merged, maxStepsPerTask: limits?.maxStepsPerTask ?? merged.maxSteps };
+  return {
+    ...merged,
+    maxStepsPerTask: limits?.maxStepsPerTask ?? merged.maxSteps,
+    maxToolCalls: limits?.maxToolCalls ?? merged.maxSteps * merged.maxToolCallsPerReply,
+  };
 }
 
 let runCounter = 0;

@@ -10,7 +10,7 @@ import type { ResolvedContextOptions } from './context/context-window.js';
  * @example
  * createLoop({ model, limits: { ...DEFAULT_LIMITS, maxSteps: 20 } });
  */
-export const DEFAULT_LIMITS: Readonly<Omit<LoopLimits, 'maxStepsPerTask'>> = Object.freeze({
+export const DEFAULT_LIMITS: Readonly<Omit<LoopLimits, 'maxStepsPerTask' | 'maxToolCalls'>> = Object.freeze({
   maxSteps: 10,
   maxRetries: 2,
   deadlineMs: 120_000,
@@ -21,7 +21,6 @@ export const DEFAULT_LIMITS: Readonly<Omit<LoopLimits, 'maxStepsPerTask'>> = Obj
   maxToolResultBytes: 16_384,
   maxArgumentRepairs: 1,
   modelCallTimeoutMs: 60_000,
-  maxToolCalls: 200,
   maxToolCallsPerReply: 20,
 });
 

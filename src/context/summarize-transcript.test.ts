@@ -48,7 +48,7 @@ describe('summaryRequest', () => {
 });
 
 describe('summaryRefusal', () => {
-  const LIMITS = { ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps };
+  const LIMITS = { ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply };
   const price = { inputPerMillion: 1, outputPerMillion: 1 };
   it('lets a summary the budgets can pay for through', () => {
     expect(summaryRefusal({ usage, limits: LIMITS, price, summaryTokens: 2_000, nextRequestTokens: 1_000 })).toBeNull();

@@ -127,6 +127,17 @@ describe('tool-call caps', () => {
     expect(result).toMatchObject({ stopReason: 'budget_exhausted', detail: "the model asked for more tool calls after 2 ran, the run's maxToolCalls (2); raise limits.maxToolCalls" });
   });
 
+  it('by default the tool-call budget and the per-task bound scale with maxSteps: a 300-step loop of one call a step completes', async () => {
+    const { tool, executions } = recordingTool({});
+    const model = scriptedModel([...Array.from({ length: 300 }, (_, index) => toolCall('lookup', { id: `R-${index}` })), reply('done')]);
+    const { loop } = createTestLoop({ model, tools: [tool], limits: { maxSteps: 320, maxInputTokens: Infinity } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('completed');
+    expect(executions).toHaveLength(300);
+  });
+
   it('runs only what is left of maxToolCalls from a wide reply, refusing the rest', async () => {
     const { tool, executions } = recordingTool({});
     const model = scriptedModel([toolCall('lookup', { id: 'A' }), toolCall([{ name: 'lookup', args: { id: 'B' } }, { name: 'lookup', args: { id: 'C' } }]), reply('done')]);
