@@ -55,6 +55,7 @@ export class RunSession {
     readonly conversation: PriorConversation = { goal, messages: [], goalGiven: true, warnings: [] },
   ) {
     this.tasks = config.tasks ?? [{ id: 'main', prompt: goal }];
+    this.runIdIsClean = config.redact.text(runId) === runId;
     this.plan = config.plan ? new RunPlan() : null;
     this.tools = this.plan === null ? config.tools : new Map([...config.tools, [this.plan.tool.name, this.plan.tool]]);
     this.toolSpecChars = [...this.tools.values()].reduce((sum, tool) => sum + JSON.stringify(tool.spec).length, 0);
@@ -121,10 +122,13 @@ export class RunSession {
   }
 
   private traceSinkFailed = false;
+  /** The run id holds nothing the redaction rules would change. */
+  private readonly runIdIsClean: boolean;
 
   /** Every event is redacted here, the one door to `result.trace` and `onEvent`. */
   record(unredacted: TraceEvent): void {
-    const event = this.config.redact.strings(unredacted);
+    // A transition names only the machine's own states and events (and the run id, checked once): nothing to redact.
+    const event = unredacted.type === 'transition' && this.runIdIsClean ? unredacted : this.config.redact.strings(unredacted);
     if (this.config.trace.inMemory) this.trace.push(event);
     if (this.traceSinkFailed || this.config.trace.onEvent === undefined) return;
     try {

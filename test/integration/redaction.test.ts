@@ -256,3 +256,16 @@ describe('non-Error throws are described, never "undefined"', () => {
     expect(requestAt(model, 1).at(-1)).toMatchObject({ role: 'tool', content: 'Tool lookup failed: undefined was thrown' });
   });
 });
+
+describe('the run id', () => {
+  it('a run id that looks like a secret is redacted in every trace event, transitions included', async () => {
+    const runId = 'sk-live-4f9a8b7c6d5e4f3a2b1c0d9e';
+    const { loop } = createTestLoop({ model: scriptedModel([reply('done')]) });
+
+    const result = await loop.run({ goal: 'Say done.', runId });
+
+    expect(result.runId).toBe(runId);
+    expect(result.trace.some((event) => event.type === 'transition')).toBe(true);
+    expect(JSON.stringify(result.trace)).not.toContain('4f9a8b7c6d5e4f3a2b1c0d9e');
+  });
+});
