@@ -3,19 +3,33 @@
  *
  * The machine never invokes I/O and has no `after` delays: each state names the effect it
  * wants (see `pending-effect.ts`) and the driver answers with an outcome event. Every cycle
- * passes through `RUNNING.gate`, where the budget guards run before the next model call.
+ * passes the budget guards before the next model call: at `RUNNING.gate`, or, on the common path of
+ * a tool round, in the round's own transition back to `deciding` (outcome events route straight to
+ * their next resting state; eventless states remain for the decisions that need their own state).
  * No-progress signals are checked where their facts arrive: parse errors and an unchanged state
  * on a decision, repeated (call, result) triples after a tool round, a repeated rejection after an
  * evaluation, a stalled plan at the gate.
  */
 import { and, assign, setup } from 'xstate';
 import * as actions from '../actions/index.js';
-import { guards } from '../guards/index.js';
+import { guards as plainGuards } from '../guards/index.js';
+import { RECORDED, readingRecorded, type RecordedParams } from './recorded-context.js';
 import type { LoopContext, LoopEvent, LoopInput, LoopOutput, NoProgressSignal, StopReason } from './types.js';
 
 const stop = (reason: StopReason) => ({ type: 'stopRun', params: { reason } }) as const;
 const stopStalled = (signal: NoProgressSignal) => ({ type: 'stopRun', params: { reason: 'no_progress', signal } }) as const;
 const fail = (reason: StopReason) => ({ type: 'failTask', params: { reason } }) as const;
+
+type GuardName = keyof typeof plainGuards;
+
+/** Every named guard, able to read the context an outcome event's own transition leaves (params `RECORDED`). */
+const guards = Object.fromEntries(Object.entries(plainGuards).map(([name, guard]) => [name, readingRecorded(guard)])) as Record<
+  GuardName,
+  (args: { context: LoopContext; event: LoopEvent }, params: RecordedParams) => boolean
+>;
+
+/** The named guard, asked about the context as the event's transition records it. */
+const recorded = <Name extends GuardName>(name: Name) => ({ type: name, params: RECORDED }) as const;
 
 const TERMINATED = '#loop.TERMINATED';
 const FAILED = '#loop.FAILED';
@@ -108,29 +122,27 @@ export const loopMachine = setup({
         },
         deciding: {
           on: {
-            'model.responded': { target: 'routingDecision', actions: 'recordModelResponse' },
+            // Routed straight to the next resting state: each guard reads the context with the reply recorded.
+            'model.responded': [
+              { guard: recorded('isDeadlineExceeded'), target: TERMINATED, actions: ['recordModelResponse', stop('deadline_exceeded')] },
+              { guard: 'isFinalReply', target: 'evaluating', actions: 'recordModelResponse' },
+              { guard: 'hasDeniedToolCall', target: TERMINATED, actions: ['recordModelResponse', stop('permission_denied')] },
+              { guard: 'hasToolCallNeedingApproval', target: TERMINATED, actions: ['recordModelResponse', stop('needs_human')] },
+              { guard: 'hasUnavailableToolCall', target: TERMINATED, actions: ['recordModelResponse', stop('tool_unavailable')] },
+              // Tool results nobody can read are not worth their side effects: stop before acting.
+              { guard: recorded('isStepLimitReached'), target: TERMINATED, actions: ['recordModelResponse', stop('max_steps')] },
+              { guard: recorded('isSpendBudgetExhausted'), target: TERMINATED, actions: ['recordModelResponse', stop('budget_exhausted')] },
+              { guard: recorded('isToolCallBudgetExhausted'), target: TERMINATED, actions: ['recordModelResponse', stop('budget_exhausted')] },
+              { guard: recorded('isTaskStepLimitReached'), target: FAILED, actions: ['recordModelResponse', fail('max_steps')] },
+              // Invalid arguments are the repair layer's first: a repeated mistake is no progress only while repairs remain.
+              { guard: 'hasInvalidToolCall', target: 'repairingArguments', actions: 'recordModelResponse' },
+              { guard: recorded('hasDecisionSignal'), target: 'decisionSignalled', actions: 'recordModelResponse' },
+              { guard: 'isUnparseableReply', target: GATE, actions: ['recordModelResponse', 'requestParseRepair'] },
+              { target: 'acting', actions: 'recordModelResponse' },
+            ],
             'model.failed': { target: 'routingFailure', actions: 'recordModelFailure' },
             'tool.withheld': { target: TERMINATED, actions: ['recordInterruption', stop('tool_unavailable')] },
           },
-        },
-        routingDecision: {
-          always: [
-            deadlineStop,
-            { guard: 'isFinalReply', target: 'evaluating' },
-            { guard: 'hasDeniedToolCall', target: TERMINATED, actions: stop('permission_denied') },
-            { guard: 'hasToolCallNeedingApproval', target: TERMINATED, actions: stop('needs_human') },
-            { guard: 'hasUnavailableToolCall', target: TERMINATED, actions: stop('tool_unavailable') },
-            // Tool results nobody can read are not worth their side effects: stop before acting.
-            { guard: 'isStepLimitReached', target: TERMINATED, actions: stop('max_steps') },
-            { guard: 'isSpendBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },
-            { guard: 'isToolCallBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },
-            { guard: 'isTaskStepLimitReached', target: FAILED, actions: fail('max_steps') },
-            // Invalid arguments are the repair layer's first: a repeated mistake is no progress only while repairs remain.
-            { guard: 'hasInvalidToolCall', target: 'repairingArguments' },
-            { guard: 'hasDecisionSignal', target: 'decisionSignalled' },
-            { guard: 'isUnparseableReply', target: GATE, actions: 'requestParseRepair' },
-            { target: 'acting' },
-          ],
         },
         // Streaks are read after the step was counted, so a nudge recorded here is always from an earlier step.
         decisionSignalled: {
@@ -162,16 +174,20 @@ export const loopMachine = setup({
           ],
         },
         acting: {
-          on: { 'tools.completed': { target: 'routingTools', actions: 'recordToolRound' } },
-        },
-        routingTools: {
-          always: [
-            deadlineStop,
-            { guard: 'hasUnknownToolOutcome', target: TERMINATED, actions: stop('needs_human') },
-            { guard: 'isRequiredToolUnavailable', target: TERMINATED, actions: stop('tool_unavailable') },
-            { guard: 'hasRoundSignal', target: 'roundSignalled' },
-            { target: 'gate' },
-          ],
+          on: {
+            // Routed straight back to deciding on the common path: the round's checks, then the gate's.
+            'tools.completed': [
+              { guard: recorded('isDeadlineExceeded'), target: TERMINATED, actions: ['recordToolRound', stop('deadline_exceeded')] },
+              { guard: 'hasUnknownToolOutcome', target: TERMINATED, actions: ['recordToolRound', stop('needs_human')] },
+              { guard: 'isRequiredToolUnavailable', target: TERMINATED, actions: ['recordToolRound', stop('tool_unavailable')] },
+              { guard: recorded('hasRoundSignal'), target: 'roundSignalled', actions: 'recordToolRound' },
+              // What the gate checks before the next model call, so the round does not hop through it. (The step
+              // bounds cannot be reached here: a decision at a bound stops before its tools run.)
+              { guard: recorded('isSpendBudgetExhausted'), target: TERMINATED, actions: ['recordToolRound', stop('budget_exhausted')] },
+              { guard: recorded('isPlanStalled'), target: 'gateStalled', actions: 'recordToolRound' },
+              { target: 'deciding', actions: 'recordToolRound' },
+            ],
+          },
         },
         // The repeated calls ran (a changed result would have been progress); the nudge goes with their results.
         roundSignalled: {

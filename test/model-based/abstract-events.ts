@@ -42,6 +42,8 @@ export interface ModelConfiguration {
   heavyUsage: { input: CallUsage; output: CallUsage; cost: CallUsage };
   /** The built-in plan tool is on: rounds may update the plan, and only then can the plan stall. */
   plan: boolean;
+  /** A round may bring a result so large that the next request's estimate is over the input budget. */
+  hugeResults?: boolean;
 }
 
 /** Abstract clock: the run starts at `startAt`; "within" is a fixed offset after it, "past" is the deadline itself. */
@@ -252,7 +254,12 @@ function toolOutcomes(config: ModelConfiguration, context: LoopContext): Abstrac
   const rounds = toolRounds(config, context);
   const [newObservation] = rounds;
   if (newObservation === undefined) return [];
-  return [...rounds.map(([label, round]) => completed(label, round, 'within')), completed(newObservation[0], newObservation[1], 'past')];
+  const outcomes = [...rounds.map(([label, round]) => completed(label, round, 'within')), completed(newObservation[0], newObservation[1], 'past')];
+  if (config.hugeResults === true) {
+    const huge = completed('ok-huge', newObservation[1], 'within');
+    outcomes.push({ ...huge, event: { ...huge.event, nextRequestTokens: config.limits.maxInputTokens + 1 } as LoopEvent });
+  }
+  return outcomes;
 }
 
 /** A pass and two distinct failure reasons; past the deadline a pass and a failure (a pass is routed before the deadline). */
@@ -431,8 +438,10 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
   },
   {
     // One tool call for the whole run: a second tool decision stops it with budget_exhausted.
+    // Results up to 64 KB: one can push the next request's estimate past the input budget.
     name: 'one task, one tool call allowed, maxSteps 3, maxRetries 1',
-    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 1, maxToolCalls: 1 },
+    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 1, maxToolCalls: 1, maxToolResultBytes: 65_536 },
+    hugeResults: true,
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 1, sameParseError: 3 },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,

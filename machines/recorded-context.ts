@@ -1,0 +1,42 @@
+/**
+ * The context an outcome event leaves behind, for the guards of that event's own transitions.
+ *
+ * XState evaluates a transition's guards before its actions, so a guard on `model.responded` sees the
+ * context as it was before the reply was recorded. Routing the outcome straight to its next resting
+ * state (instead of recording it, then hopping through an eventless routing state to decide) needs
+ * guards that read the context as recorded: `{ type: 'isStepLimitReached', params: RECORDED }` asks the
+ * named guard about the context with the event's reducer applied. The reducer is pure, so the result
+ * is the same as recording first; it is computed once per event and context, however many guards ask.
+ */
+import { recordModelResponse, recordToolRound, type ReducerArgs } from '../actions/record.js';
+import type { LoopContext, LoopEvent } from './types.js';
+
+/** Guard params: read the context as the event's own transition will leave it. */
+export const RECORDED = Object.freeze({ recorded: true as const });
+
+export type RecordedParams = typeof RECORDED | undefined;
+
+const RECORDERS: Partial<Record<LoopEvent['type'], (args: ReducerArgs) => Partial<LoopContext>>> = {
+  'model.responded': recordModelResponse,
+  'tools.completed': recordToolRound,
+};
+
+/** One entry per event object: the context it was recorded into, and the result. */
+const recordedByEvent = new WeakMap<LoopEvent, { before: LoopContext; after: LoopContext }>();
+
+/** The context after `event` is recorded into `context`; `context` itself for events that record nothing here. */
+export function recordedContext(context: LoopContext, event: LoopEvent): LoopContext {
+  const record = RECORDERS[event.type];
+  if (record === undefined) return context;
+  const cached = recordedByEvent.get(event);
+  if (cached !== undefined && cached.before === context) return cached.after;
+  const after = { ...context, ...record({ context, event }) };
+  recordedByEvent.set(event, { before: context, after });
+  return after;
+}
+
+/** A guard that reads the recorded context when its params say so, and the context as it is otherwise. */
+export function readingRecorded(guard: (args: { context: LoopContext; event: LoopEvent }) => boolean) {
+  return (args: { context: LoopContext; event: LoopEvent }, params: RecordedParams): boolean =>
+    guard(params?.recorded === true ? { context: recordedContext(args.context, args.event), event: args.event } : args);
+}
