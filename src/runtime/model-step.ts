@@ -12,7 +12,8 @@ import { toolCallFingerprint } from '../progress/index.js';
 import { assignUniqueCallIds, prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
 import { describeThrown, errorFields, thrownMessage, toError } from '../redaction/describe-thrown.js';
 import { summarize } from '../trace/trace-event.js';
-import { interruptionEvent, untilAborted } from './interruption.js';
+import { callWithTimeout } from './call-timeout.js';
+import { interruptionEvent } from './interruption.js';
 import { costOf, priceOf } from './pricing.js';
 import { backoffDelay } from './retry-policy.js';
 import type { PendingCall, RunSession } from './run-session.js';
@@ -185,27 +186,12 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
   };
 }
 
-/** A model call bounded by the run's signal and its own timeout; the timeout is a transport failure. */
-async function generateWithin(session: RunSession, health: ToolHealth, context: LoopContext): Promise<ModelResponse> {
-  const { config } = session;
-  const timeoutMs = context.limits.modelCallTimeoutMs;
-  const callController = new AbortController();
-  const onRunAbort = () => callController.abort(session.signal.reason);
-  session.signal.addEventListener('abort', onRunAbort, { once: true });
-  const cancelTimer = config.clock.setTimer(timeoutMs, () =>
-    callController.abort(new ModelCallError({ kind: 'timeout', message: `the model call took longer than modelCallTimeoutMs (${timeoutMs} ms)` })),
+/** The model call, bounded by the run's signal and its own timeout. */
+function generateWithin(session: RunSession, health: ToolHealth, context: LoopContext): Promise<ModelResponse> {
+  return callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the model call', (signal) =>
+    // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
+    session.config.model.generate({ messages: session.transcript.snapshot(), tools: session.offeredTools(health), signal }),
   );
-  try {
-    return await untilAborted(
-      Promise.resolve().then(() => // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
-        config.model.generate({ messages: session.transcript.snapshot(), tools: session.offeredTools(health), signal: callController.signal }),
-      ),
-      callController.signal,
-    );
-  } finally {
-    cancelTimer();
-    session.signal.removeEventListener('abort', onRunAbort);
-  }
 }
 
 export async function performModelCall(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {

@@ -57,8 +57,10 @@ export class Transcript {
 
   /** Replaces every message in place (context trimming); the running size is recounted. */
   replaceMessages(messages: readonly Message[]): void {
-    this.messages.splice(0, this.messages.length, ...messages);
+    this.messages.splice(0, this.messages.length, ...messages.map(freezeMessage));
     this.chars = messages.reduce((sum, message) => sum + messageChars(message), 0);
+    // The model must get the trimmed conversation, not a copy made before it.
+    this.frozenCopy = null;
   }
 
   /** Estimated input tokens of a request made now, plus `extraChars` about to be appended. */
