@@ -13,6 +13,7 @@ import type { BackoffOptions } from './runtime/retry-policy.js';
 import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../machines/types.js';
 import type { Message, Model } from './model/types.js';
 import { checkMessages } from './conversation/prior-conversation.js';
+import { PLAN_TOOL_NAME } from './plan/plan-tool.js';
 import { createRedactor, type RedactOptions, type Redactor } from './redaction/redact.js';
 import type { Tool, ToolHealth, ToolPolicy } from './tools/index.js';
 import type { TraceEvent, TraceOptions } from './trace/trace-event.js';
@@ -218,7 +219,7 @@ const toolHealthSchema = z.custom<ToolHealth>(
 const contextSchema = z
   .object({
     // Infinity says "no ceiling" explicitly; leaving it out means the model's window, if known.
-    maxInputTokensPerCall: z.union([positiveInt, z.literal(Infinity)]).optional(),
+    maxInputTokensPerCall: z.union([positiveInt, z.literal(Infinity)], { error: 'expected a positive whole number of tokens, or Infinity for no ceiling' }).optional(),
     strategy: z.enum(['trim', 'summarize']).optional(),
     keepTurns: positiveInt.optional(),
   })
@@ -273,6 +274,13 @@ const configSchema = z
     const seen = new Set<string>();
     config.tools?.forEach((tool, index) => {
       if (seen.has(tool.name)) context.addIssue({ code: 'custom', path: ['tools', index, 'name'], message: `duplicate tool name "${tool.name}"` });
+      // The model calls a tool by its spec's name: a renamed copy of a defined tool would never be reached.
+      if (tool.name === '' || tool.spec?.name !== tool.name) {
+        context.addIssue({ code: 'custom', path: ['tools', index, 'name'], message: `expected the name the tool was defined with ("${String(tool.spec?.name)}"), got "${tool.name}"; define the tool again with defineTool` });
+      }
+      if (config.plan === true && tool.name === PLAN_TOOL_NAME) {
+        context.addIssue({ code: 'custom', path: ['tools', index, 'name'], message: `"${PLAN_TOOL_NAME}" is the built-in plan tool's name while \`plan: true\`; rename your tool or turn the plan tool off` });
+      }
       seen.add(tool.name);
     });
     const taskIds = new Set<string>();

@@ -6,6 +6,8 @@ import { isModelCallError, JudgeVerdictError, LoopstateError, ModelCallError, re
 import { safeNow } from '../hooks/guarded-clock.js';
 import { describeThrown, toError } from '../redaction/describe-thrown.js';
 import { callWithTimeout } from './call-timeout.js';
+import { reflectionNote } from './model-step.js';
+import { MESSAGE_OVERHEAD_CHARS } from './transcript.js';
 import { evaluatorList, runEvaluators, type EvaluationResult, type Evaluator } from '../evaluators/index.js';
 import { modelUsageSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelUsage } from '../model/types.js';
@@ -15,8 +17,6 @@ import { costOf, priceOf } from './pricing.js';
 import { backoffDelay } from './retry-policy.js';
 import type { RunSession } from './run-session.js';
 
-/** The words around a fed-back evaluator reason (see model-step's reflection message). */
-const REFLECTION_FRAMING_CHARS = 80;
 /** A judge's request besides the output it grades: its instructions and criteria, roughly. */
 const JUDGE_REQUEST_OVERHEAD_TOKENS = 300;
 
@@ -179,7 +179,8 @@ function canPayForJudge(session: RunSession, context: LoopContext, spent: Readon
  * failure reason fed back and room for a nudge.
  */
 function nextRequestEstimate(session: RunSession, passed: boolean, reason: string): number {
-  if (!passed) return session.estimateNextRequest(reason.length + REFLECTION_FRAMING_CHARS);
+  // The reflection note the machine asks for, as one more message.
+  if (!passed) return session.estimateNextRequest(reflectionNote(reason).length + MESSAGE_OVERHEAD_CHARS);
   const nextIndex = session.taskIndex + 1;
   return nextIndex < session.tasks.length ? session.prepareTask(nextIndex) : session.estimateNextRequest();
 }

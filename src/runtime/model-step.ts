@@ -13,6 +13,7 @@ import { assignUniqueCallIds, prepareToolCalls, type PreparedCall, type ToolHeal
 import { describeThrown, errorFields, thrownMessage, toError } from '../redaction/describe-thrown.js';
 import { summarize } from '../trace/trace-event.js';
 import { callWithTimeout } from './call-timeout.js';
+import { MESSAGE_OVERHEAD_CHARS } from './transcript.js';
 import { interruptionEvent } from './interruption.js';
 import { costOf, priceOf } from './pricing.js';
 import { backoffDelay } from './retry-policy.js';
@@ -38,7 +39,7 @@ const LONGEST_NUDGE_CHARS = Math.max(...Object.values(NUDGES).map((text) => text
 const parseErrorNote = (parseError: string) =>
   `Your previous reply could not be used (${parseError}). Reply with your final answer as text, or call one of the offered tools.`;
 
-const reflectionNote = (reason: string) => `Your previous answer did not pass evaluation: ${reason}\nFix exactly that and answer again.`;
+export const reflectionNote = (reason: string) => `Your previous answer did not pass evaluation: ${reason}\nFix exactly that and answer again.`;
 
 /**
  * Characters the machine may still add to the next request on top of what the transcript holds:
@@ -48,8 +49,8 @@ const reflectionNote = (reason: string) => `Your previous answer did not pass ev
 export function feedbackAllowanceChars(context: LoopContext, extra: { reason?: string; parseError?: string | null } = {}): number {
   const named = Math.max(extra.reason?.length ?? 0, context.progress.lastEvaluatorReason?.length ?? 0, extra.parseError?.length ?? 0, context.progress.lastParseError?.length ?? 0);
   const parseNote = extra.parseError ? parseErrorNote(extra.parseError).length : 0;
-  // "\nThe reason: " / "\nThe error: " framing of a nudge that names what repeats.
-  return Math.max(LONGEST_NUDGE_CHARS + named + 16, parseNote);
+  // "\nThe reason: " / "\nThe error: " framing of a nudge that names what repeats; the note is one more message.
+  return Math.max(LONGEST_NUDGE_CHARS + named + 16, parseNote) + MESSAGE_OVERHEAD_CHARS;
 }
 
 const HELD_BACK = 'Not executed: this reply was held back because the loop is not making progress (see the note below). Call it again if you still need it.';
@@ -252,7 +253,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
 function nextRequestExtraChars(session: RunSession, context: LoopContext, decision: ModelDecision): number {
   let chars = 0;
   for (const pending of session.pendingCalls) {
-    chars += Math.max(unrunAnswer(pending, true).length, unrunAnswer(pending, false).length) + pending.call.request.id.length;
+    chars += Math.max(unrunAnswer(pending, true).length, unrunAnswer(pending, false).length) + pending.call.request.id.length + MESSAGE_OVERHEAD_CHARS;
   }
   const parseError = decision.kind === 'unparseable' ? decision.parseError : decision.kind === 'tool_calls' ? decision.parseError : null;
   return chars + feedbackAllowanceChars(context, { parseError });

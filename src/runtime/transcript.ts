@@ -7,6 +7,8 @@ import type { Message } from '../model/types.js';
 
 /** Per-message framing tokens providers add (role markers, separators). */
 const MESSAGE_OVERHEAD_TOKENS = 4;
+/** The same framing counted in characters, for a message about to be appended (ceil keeps it exact: +4 tokens). */
+export const MESSAGE_OVERHEAD_CHARS = MESSAGE_OVERHEAD_TOKENS * CHARS_PER_TOKEN_ESTIMATE;
 
 /** Characters of one message that count towards the estimate. */
 export function messageChars(message: Message): number {
