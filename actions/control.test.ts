@@ -236,7 +236,7 @@ describe('stopRun', () => {
 
     it('from the tool round that stopped the run: repeated_tool_call names the tool', () => {
       const context = twoTaskContext({ progress: { repeatCount: 3, repeatedTool: 'lookup', lastSignal: 'unchanged_state' } });
-      expect(stop('no_progress', context, toolsCompleted({ maxRepeatCount: 3, repeatedTool: 'lookup' })).stop?.detail).toBe(
+      expect(stop('no_progress', context, toolsCompleted({ allObservationsSeen: true, maxRepeatCount: 3, repeatedTool: 'lookup' })).stop?.detail).toBe(
         'no progress after a nudge: repeated_tool_call: lookup was called with the same arguments and brought the same result 3 times in this task (threshold 3); raise noProgress.repeatedToolCall',
       );
     });

@@ -244,9 +244,9 @@ describe('recordToolRound', () => {
   });
 
   it('keeps the other progress fields', () => {
-    // A repeat at the threshold brings no news, so the nudge stays.
+    // A round of seen results brings no news, so the nudge stays.
     const context = startedContextWith({ steps: 2, progress: { lastStateDigest: 'a', unchangedStateStreak: 2, nudgedAtStep: 1 } });
-    expect(reduce(recordToolRound, context, toolsCompleted({ maxRepeatCount: 3 })).progress).toMatchObject({
+    expect(reduce(recordToolRound, context, toolsCompleted({ allObservationsSeen: true, maxRepeatCount: 3 })).progress).toMatchObject({
       lastStateDigest: 'a',
       unchangedStateStreak: 2,
       nudgedAtStep: 1,
@@ -287,18 +287,21 @@ describe('recordToolRound', () => {
       expect(reduce(recordToolRound, context, toolsCompleted({ maxRepeatCount: 1 })).progress?.nudgedAtStep).toBe(3);
     });
 
-    it('of plan_stall is not answered by news, only by a round that moved the plan', () => {
+    it('of plan_stall is answered by news too, and the stall count starts over (the plan is nudged again later, never stopped while work goes on)', () => {
       const stalled = startedContextWith({ steps: 3, progress: { nudgedAtStep: 2, lastSignal: 'plan_stall', planActive: true, planStallSteps: 5 } });
-      expect(reduce(recordToolRound, stalled, toolsCompleted({ maxRepeatCount: 1 })).progress?.nudgedAtStep).toBe(2);
-      const unmoved = toolsCompleted({ maxRepeatCount: 1, plan: { openItems: 3, progressed: false } });
-      expect(reduce(recordToolRound, stalled, unmoved).progress?.nudgedAtStep).toBe(2);
-      const moved = toolsCompleted({ maxRepeatCount: 1, plan: { openItems: 2, progressed: true } });
+      expect(reduce(recordToolRound, stalled, toolsCompleted({ maxRepeatCount: 1 })).progress).toMatchObject({ nudgedAtStep: null, planStallSteps: 0 });
+      const seenOnly = toolsCompleted({ allObservationsSeen: true, maxRepeatCount: 2, plan: null });
+      expect(reduce(recordToolRound, stalled, seenOnly).progress).toMatchObject({ nudgedAtStep: 2, planStallSteps: 5 });
+      const unmovedPlan = toolsCompleted({ maxRepeatCount: 0, plan: { openItems: 3, progressed: false } });
+      expect(reduce(recordToolRound, stalled, unmovedPlan).progress).toMatchObject({ nudgedAtStep: 2, planStallSteps: 5 });
+      const moved = toolsCompleted({ maxRepeatCount: 0, plan: { openItems: 2, progressed: true } });
       expect(reduce(recordToolRound, stalled, moved).progress).toMatchObject({ nudgedAtStep: null, planStallSteps: 0 });
     });
 
-    it('reads the configured repeat threshold', () => {
+    it('is answered by any round with a new triple, even one with a call that repeats itself beside it', () => {
       const strict = startedContextWith({ steps: 3, noProgress: { repeatedToolCall: 2 }, progress: { nudgedAtStep: 2 } });
-      expect(reduce(recordToolRound, strict, toolsCompleted({ maxRepeatCount: 2 })).progress?.nudgedAtStep).toBe(2);
+      expect(reduce(recordToolRound, strict, toolsCompleted({ maxRepeatCount: 2, allObservationsSeen: false })).progress?.nudgedAtStep).toBeNull();
+      expect(reduce(recordToolRound, strict, toolsCompleted({ maxRepeatCount: 2, allObservationsSeen: true })).progress?.nudgedAtStep).toBe(2);
     });
   });
 

@@ -73,9 +73,11 @@ export function recordToolRound({ context, event }: ReducerArgs): Partial<LoopCo
   const progress = context.progress;
   // A round that brought something new without repeating itself answers an earlier nudge (a plan-stall nudge
   // only by moving the plan): the next signal nudges again instead of stopping.
-  const broughtNews = round.maxRepeatCount > 0 && !round.allObservationsSeen && round.maxRepeatCount < context.noProgress.repeatedToolCall;
-  const answered = progress.lastSignal === 'plan_stall' ? round.plan?.progressed === true : broughtNews;
-  const answeredNudge = answered && progress.nudgedAtStep !== null && progress.nudgedAtStep < context.steps;
+  const broughtNews = round.maxRepeatCount > 0 && !round.allObservationsSeen;
+  const planProgressed = round.plan?.progressed === true;
+  const answeredNudge = (broughtNews || planProgressed) && progress.nudgedAtStep !== null && progress.nudgedAtStep < context.steps;
+  // A plan-stall nudge answered with new results starts the count over: the plan is nudged again later, never stopped while work goes on.
+  const restartPlanCount = planProgressed || (answeredNudge && progress.lastSignal === 'plan_stall');
   return {
     lastEventAt: Math.max(context.lastEventAt, event.at),
     nextRequestTokens: event.nextRequestTokens,
@@ -86,7 +88,7 @@ export function recordToolRound({ context, event }: ReducerArgs): Partial<LoopCo
       repeatCount: round.maxRepeatCount,
       repeatedTool: round.repeatedTool,
       planActive: round.plan === null ? progress.planActive : round.plan.openItems > 0,
-      planStallSteps: round.plan?.progressed === true ? 0 : progress.planStallSteps,
+      planStallSteps: restartPlanCount ? 0 : progress.planStallSteps,
       ...(answeredNudge ? { nudgedAtStep: null } : {}),
     },
   };

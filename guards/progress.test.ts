@@ -82,9 +82,14 @@ describe('roundSignal', () => {
     expect(roundSignal(context, toolsCompleted())).toBeNull();
   });
 
-  it('raises repeated_tool_call when a (call, result) triple was seen repeatedToolCall times', () => {
-    expect(roundSignal(contextWith({ progress: { repeatCount: 3 } }), toolsCompleted())).toBe('repeated_tool_call');
-    expect(roundSignal(contextWith({ progress: { repeatCount: 4 } }), toolsCompleted())).toBe('repeated_tool_call');
+  it('raises repeated_tool_call when a round of seen results has a (call, result) triple seen repeatedToolCall times', () => {
+    expect(roundSignal(contextWith({ progress: { repeatCount: 3 } }), seenBeforeRound)).toBe('repeated_tool_call');
+    expect(roundSignal(contextWith({ progress: { repeatCount: 4 } }), seenBeforeRound)).toBe('repeated_tool_call');
+  });
+
+  it('raises nothing for a round that brought anything new, whatever repeated beside it', () => {
+    const context = contextWith({ progress: { repeatCount: 9, duplicateObservationStreak: 9 } });
+    expect(roundSignal(context, toolsCompleted({ allObservationsSeen: false, maxRepeatCount: 9 }))).toBeNull();
   });
 
   it('raises duplicate_observation at the streak threshold', () => {
@@ -97,10 +102,10 @@ describe('roundSignal', () => {
   });
 
   it('reads the configured thresholds', () => {
-    const context = contextWith({ noProgress: { repeatedToolCall: 5, duplicateObservation: 1 }, progress: { repeatCount: 4 } });
-    expect(roundSignal(context, toolsCompleted())).toBeNull();
-    expect(roundSignal({ ...context, progress: { ...context.progress, repeatCount: 5 } }, toolsCompleted())).toBe('repeated_tool_call');
-    expect(roundSignal({ ...context, progress: { ...context.progress, duplicateObservationStreak: 1 } }, seenBeforeRound)).toBe(
+    const context = contextWith({ noProgress: { repeatedToolCall: 5, duplicateObservation: 2 }, progress: { repeatCount: 4 } });
+    expect(roundSignal(context, seenBeforeRound)).toBeNull();
+    expect(roundSignal({ ...context, progress: { ...context.progress, repeatCount: 5 } }, seenBeforeRound)).toBe('repeated_tool_call');
+    expect(roundSignal({ ...context, progress: { ...context.progress, duplicateObservationStreak: 2 } }, seenBeforeRound)).toBe(
       'duplicate_observation',
     );
   });
@@ -108,8 +113,8 @@ describe('roundSignal', () => {
 
 describe('hasRoundSignal', () => {
   it('follows roundSignal', () => {
-    expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 3 } }), event: toolsCompleted() })).toBe(true);
-    expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 2 } }), event: toolsCompleted() })).toBe(false);
+    expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 3 } }), event: seenBeforeRound })).toBe(true);
+    expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 2 } }), event: seenBeforeRound })).toBe(false);
     expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 3 } }), event: finalReply() })).toBe(false);
   });
 });

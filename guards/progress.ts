@@ -16,9 +16,12 @@ export function decisionSignal(context: LoopContext, event: LoopEvent): NoProgre
   return null;
 }
 
-/** The signal a tool round raises, read after `recordToolRound`: the same call brought the same result again. */
+/**
+ * The signal a tool round raises, read after `recordToolRound`: a round that brought only what the task had
+ * seen, with one call repeating itself or rounds like it in a row. A round with anything new raises none.
+ */
 export function roundSignal(context: LoopContext, event: LoopEvent): NoProgressSignal | null {
-  if (event.type !== 'tools.completed') return null;
+  if (event.type !== 'tools.completed' || !event.round.allObservationsSeen) return null;
   if (context.progress.repeatCount >= context.noProgress.repeatedToolCall) return 'repeated_tool_call';
   if (context.progress.duplicateObservationStreak >= context.noProgress.duplicateObservation) return 'duplicate_observation';
   return null;
@@ -39,7 +42,8 @@ export function isSameEvaluatorReasonSignal({ context }: GuardArgs): boolean {
 
 /** Only an explicit plan can stall: decisions since an item was last completed or removed. */
 export function isPlanStalled({ context }: GuardArgs): boolean {
-  return context.progress.planActive && context.progress.planStallSteps >= context.noProgress.planStall;
+  // A pending reflection, repair or note is information the next request must carry: the plan nudge can wait a step.
+  return context.progress.planActive && context.progress.planStallSteps >= context.noProgress.planStall && context.feedback === null;
 }
 
 export function canNudge({ context }: GuardArgs): boolean {

@@ -188,12 +188,28 @@ describe('plan_stall (only with the plan tool)', () => {
     expect(getPendingEffect(twoSteps)).toEqual(callModelEffect());
     const nudged = send(twoSteps, ...step());
     expect(getPendingEffect(nudged)).toEqual(callModelEffect({ kind: 'nudge', signal: 'plan_stall' }));
-    // New results that do not move the plan are no answer to a plan-stall nudge.
-    const output = expectStop(send(nudged, ...step({ maxRepeatCount: 1 })), 'no_progress');
+    // A round that brings nothing new (its only call failed) and does not move the plan is no answer to the nudge.
+    const output = expectStop(send(nudged, ...step({ failedCalls: 1, maxRepeatCount: 0 })), 'no_progress');
     expect(output.detail).toBe(
       'no progress after a nudge: plan_stall: 4 steps without a plan item done or removed (threshold 3); raise noProgress.planStall',
     );
     expect(output.steps).toBe(5);
+  });
+
+  it('new results answer a plan-stall nudge too: the count starts over, so work that goes on is nudged again later, never stopped', () => {
+    const nudged = send(startedRun(setup), toolCallsReply(), planCreated, ...step(), ...step(), ...step());
+    expect(getPendingEffect(nudged)).toEqual(callModelEffect({ kind: 'nudge', signal: 'plan_stall' }));
+    const answered = send(nudged, ...step({ maxRepeatCount: 1 }));
+    expect(getPendingEffect(answered)).toEqual(callModelEffect());
+    expect(answered.context.progress).toMatchObject({ planStallSteps: 0, nudgedAtStep: null });
+    const later = send(answered, ...step(), ...step(), ...step());
+    expect(getPendingEffect(later)).toEqual(callModelEffect({ kind: 'nudge', signal: 'plan_stall' }));
+  });
+
+  it('a pending reflection is not overwritten by a plan-stall nudge: the plan waits a step', () => {
+    const stalled = send(startedRun(setup), toolCallsReply(), planCreated, ...step(), ...step());
+    const rejected = send(stalled, finalReply(), evaluationRejected('missing field total'));
+    expect(getPendingEffect(rejected)).toEqual(callModelEffect({ kind: 'reflection', reason: 'missing field total' }));
   });
 
   it('a round that completes a plan item resets the count and answers the nudge', () => {

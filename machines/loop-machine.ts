@@ -113,11 +113,11 @@ export const loopMachine = setup({
             { target: 'deciding' },
           ],
         },
+        // Never entered with a nudge of this step pending: the plan waits while any feedback is (see isPlanStalled).
         gateStalled: {
           always: [
             { guard: 'wasNudgedEarlier', target: TERMINATED, actions: stopStalled('plan_stall') },
-            { guard: 'canNudge', target: 'deciding', actions: { type: 'nudge', params: { signal: 'plan_stall' } } },
-            { target: 'deciding' },
+            { target: 'deciding', actions: { type: 'nudge', params: { signal: 'plan_stall' } } },
           ],
         },
         deciding: {

@@ -467,3 +467,27 @@ describe('what the input snapshot keeps by reference', () => {
     expect(configError(() => resolveConfig({ model, tools })).issues).toEqual([{ path: 'tools[1]', message: 'could not be read: lazy tool failed' }]);
   });
 });
+
+describe('tools the model could never reach, or that clash with the plan tool', () => {
+  it('refuses a tool renamed after defineTool (the model calls it by the name it was defined with), and an empty name', () => {
+    expect(configError(() => resolveConfig({ model, tools: [{ ...lookup, name: 'search' }] })).issues).toEqual([
+      { path: 'tools[0].name', message: 'expected the name the tool was defined with ("lookup"), got "search"; define the tool again with defineTool' },
+    ]);
+    expect(configError(() => resolveConfig({ model, tools: [{ ...lookup, name: '' }] })).issues[0]?.path).toBe('tools[0].name');
+  });
+
+  it("refuses a tool named update_plan while plan: true, and accepts it when the plan tool is off", () => {
+    const own = defineTool({ name: 'update_plan', description: 'My own plan store', input: z.object({ x: z.number() }), access: 'write', execute: () => 'ok' });
+    expect(configError(() => resolveConfig({ model, tools: [own], plan: true })).issues[0]).toEqual({
+      path: 'tools[0].name',
+      message: '"update_plan" is the built-in plan tool\'s name while `plan: true`; rename your tool or turn the plan tool off',
+    });
+    expect(resolveConfig({ model, tools: [own] }).tools.get('update_plan')).toBe(own);
+  });
+
+  it('names a NaN context ceiling with what was expected', () => {
+    expect(configError(() => resolveConfig({ model, context: { maxInputTokensPerCall: Number.NaN } })).issues).toEqual([
+      { path: 'context.maxInputTokensPerCall', message: 'expected a positive whole number of tokens, or Infinity for no ceiling' },
+    ]);
+  });
+});

@@ -6,7 +6,9 @@ import type { ResolvedContextOptions } from './context/context-window.js';
 
 /**
  * Budgets used when `limits` leaves them out or sets them to `undefined` (an `undefined` never switches
- * a budget off; `Infinity` does, for maxCostUsd, maxInputTokens, maxOutputTokens and deadlineMs).
+ * a budget off; `Infinity` does, for maxCostUsd, maxInputTokens, maxOutputTokens, maxToolCalls and
+ * deadlineMs). Two scale with the others instead of having a fixed default: `maxStepsPerTask` is
+ * `maxSteps`, and `maxToolCalls` is `maxSteps × maxToolCallsPerReply`.
  * @example
  * createLoop({ model, limits: { ...DEFAULT_LIMITS, maxSteps: 20 } });
  */

@@ -9,7 +9,9 @@ import { LoopstateError } from '../errors.js';
 import { modelResponseSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelResponse } from '../model/types.js';
 import { safeNow } from '../hooks/guarded-clock.js';
-import { interruptionEvent, untilAborted } from '../runtime/interruption.js';
+import { callWithTimeout } from '../runtime/call-timeout.js';
+import { interruptionEvent } from '../runtime/interruption.js';
+import { thrownMessage } from '../redaction/describe-thrown.js';
 import { costOf, priceOf } from '../runtime/pricing.js';
 import type { RunSession } from '../runtime/run-session.js';
 import { splitOlderTurns, summaryRefusal, summaryRequest } from './summarize-transcript.js';
@@ -94,10 +96,11 @@ async function summarizeOlderTurns(session: RunSession, context: LoopContext): P
   if (refusal !== null) return { usage: null, modelCalls: 0, summarized: 0, skipped: `refused: ${refusal}` };
   let response: ModelResponse;
   try {
-    response = await untilAborted(Promise.resolve().then(() => config.model.generate({ messages: request, tools: [], signal: session.signal })), session.signal);
+    // The summary is a model call like any other: it has its own timeout.
+    response = await callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the context summary call', (signal) => config.model.generate({ messages: request, tools: [], signal }));
   } catch (error) {
     if (session.signal.aborted) return { interrupted: true, usage: null, modelCalls: 1, summarized: 0, skipped: 'interrupted' };
-    return { usage: null, modelCalls: 1, summarized: 0, skipped: `the summary call failed: ${error instanceof Error ? error.message : String(error)}` };
+    return { usage: null, modelCalls: 1, summarized: 0, skipped: `the summary call failed: ${thrownMessage(error)}` };
   }
   const problems = shapeProblems(modelResponseSchema, response);
   if (problems !== null) return { usage: null, modelCalls: 1, summarized: 0, skipped: `the summary call returned a malformed response: ${problems}` };

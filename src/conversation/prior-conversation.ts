@@ -78,6 +78,11 @@ export function checkMessages(value: unknown): { messages: Message[]; issues: Co
     issues.push(...checked.issues);
     const message = checked.message;
     if (message === null) return;
+    // Instructions come first or not at all: a system message later on (say, from stored user input) would rewrite them mid-way.
+    if (message.role === 'system' && messages.some((earlier) => earlier.role !== 'system')) {
+      issues.push({ path: issuePath(index, ['role']), message: 'a system message may only start the conversation; send later instructions as a user message' });
+      return;
+    }
     messages.push(message);
     if (message.role === 'tool') {
       if (open.delete(message.toolCallId)) return;

@@ -20,7 +20,18 @@ const planItemSchema = z.object({
 });
 
 const planInputSchema = z.object({
-  items: z.array(planItemSchema).min(1).max(MAX_PLAN_ITEMS).describe('The whole plan, every item, in order'),
+  items: z
+    .array(planItemSchema)
+    .min(1)
+    .max(MAX_PLAN_ITEMS)
+    .describe('The whole plan, every item, in order')
+    .superRefine((items, context) => {
+      const seen = new Set<string>();
+      items.forEach((item, index) => {
+        if (seen.has(item.id)) context.addIssue({ code: 'custom', path: [index, 'id'], message: `duplicate item id "${item.id}"; each item needs its own id` });
+        seen.add(item.id);
+      });
+    }),
 });
 
 /**
@@ -58,6 +69,12 @@ export class RunPlan {
     return this.#items;
   }
 
+  /** A new task starts without a plan: its stall count starts over, and so does what counts as done. */
+  reset(): void {
+    this.#items = [];
+    this.#roundFacts = null;
+  }
+
   /** What the updates since the last call did to the plan; null when it was not updated. Resets. */
   takeRoundFacts(): PlanRoundFacts | null {
     const facts = this.#roundFacts;
@@ -66,11 +83,12 @@ export class RunPlan {
   }
 
   #update(items: readonly PlanItem[]): string {
-    const closedBefore = new Set(this.#items.filter((item) => isClosed(item.status)).map((item) => item.id));
+    // Only an item that was open in the plan before moves it: one that arrives already done is not work done.
+    const openBefore = new Set(this.#items.filter((item) => !isClosed(item.status)).map((item) => item.id));
     const ids = new Set(items.map((item) => item.id));
     // An open item that disappears from the list was dropped: that moves the plan as much as "removed".
-    const dropped = this.#items.some((item) => !isClosed(item.status) && !ids.has(item.id));
-    const closedNow = items.some((item) => isClosed(item.status) && !closedBefore.has(item.id));
+    const dropped = [...openBefore].some((id) => !ids.has(id));
+    const closedNow = items.some((item) => isClosed(item.status) && openBefore.has(item.id));
     this.#items = items.map((item) => ({ ...item }));
     const openItems = items.filter((item) => !isClosed(item.status)).length;
     const progressed = dropped || closedNow || (this.#roundFacts?.progressed ?? false);

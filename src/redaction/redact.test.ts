@@ -14,6 +14,7 @@ describe('secret key names', () => {
     'connectionString', 'connection_string', 'ConnectionString', 'connStr',
     'authorization', 'Authorization', 'Proxy-Authorization', 'cookie', 'Set-Cookie', 'cookies',
     'sessionId', 'session_id', 'JSESSIONID', 'PHPSESSID', 'bearer', 'X-Amz-Signature', 'sig', 'sentry_dsn', 'otp', 'basicAuth', 'authHeader',
+    'pw', 'user_pw', 'pin', 'card_pin', 'cvv', 'cvc',
   ])('%s is a secret', (name) => {
     expect(redactor.isSecretKey(name)).toBe(true);
   });
@@ -23,7 +24,7 @@ describe('secret key names', () => {
     'reasoningTokens', 'maxInputTokens', 'maxOutputTokens', 'maxInputTokensPerCall', 'tokenizer', 'tokenCount', 'token_type',
     'pageToken', 'nextPageToken', 'eosToken', 'keyboard', 'monkey', 'turnkey', 'key', 'keys', 'keyId', 'idempotencyKey', 'cacheKey',
     'sortKey', 'partition_key', 'publicKey', 'author', 'authority', 'auth', 'passage', 'bypass', 'secretary', 'order_id', 'id',
-    'query', 'status', 'costUsd', 'usage', 'message', 'detail',
+    'query', 'status', 'costUsd', 'usage', 'message', 'detail', 'pinned', 'spinner', 'pinCodeLength',
   ])('%s is not a secret', (name) => {
     expect(redactor.isSecretKey(name)).toBe(false);
   });

@@ -26,8 +26,8 @@ const HARMLESS_KEY_QUALIFIERS: ReadonlySet<string> = new Set([
   'request', 'event', 'job', 'task', 'file', 'path', 'cursor', 'next', 'page', 'continuation', 'react', 'list', 'item',
 ]);
 
-/** The last word alone marks a secret (`db_pass`, `X-Amz-Signature`, `sentry_dsn`, `otp`). */
-const SECRET_LAST_WORDS: ReadonlySet<string> = new Set(['pass', 'pwd', 'signature', 'sig', 'dsn', 'otp', 'totp']);
+/** The last word alone marks a secret (`db_pass`, `user_pw`, `X-Amz-Signature`, `sentry_dsn`, `otp`, `card_pin`, `cvv`). */
+const SECRET_LAST_WORDS: ReadonlySet<string> = new Set(['pass', 'pwd', 'pw', 'signature', 'sig', 'dsn', 'otp', 'totp', 'pin', 'cvv', 'cvc', 'cvv2']);
 
 /** After `auth`, these words make a secret (`authHeader`, `auth_code`). */
 const SECRET_AFTER_AUTH: ReadonlySet<string> = new Set(['header', 'code', 'value', 'string', 'data']);

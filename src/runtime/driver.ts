@@ -160,6 +160,20 @@ function noteWarnings(session: RunSession, before: LoopSnapshot['context'], afte
   }
 }
 
+/**
+ * The call that crosses a budget is let stand (the next one is refused), so a run can complete with a
+ * budget passed by that one call, e.g. its last LLM judge: it says so rather than look within budget.
+ */
+function warnIfCompletedOverBudget(session: RunSession, usage: LoopSnapshot['context']['usage'], at: number): void {
+  const { maxCostUsd, maxInputTokens, maxOutputTokens } = session.config.limits;
+  const over = [
+    usage.costUsd > maxCostUsd ? `cost $${usage.costUsd.toFixed(6)} passed maxCostUsd ($${maxCostUsd})` : null,
+    usage.inputTokens > maxInputTokens ? `input tokens ${usage.inputTokens} passed maxInputTokens (${maxInputTokens})` : null,
+    usage.outputTokens > maxOutputTokens ? `output tokens ${usage.outputTokens} passed maxOutputTokens (${maxOutputTokens})` : null,
+  ].filter((text): text is string => text !== null);
+  if (over.length > 0) session.warn(`completed, but its last model call went over a budget: ${over.join('; ')}`, at);
+}
+
 function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
   const output = snapshot.output;
   if (output === undefined) throw new Error('the loop machine stopped without an output');
@@ -173,6 +187,7 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
   if (!completed && rawOutput !== null) {
     session.warn(`partial output: the run stopped (${output.stopReason}) before the last reply passed evaluation`, at);
   }
+  if (completed) warnIfCompletedOverBudget(session, output.usage, at);
   session.record({ type: 'run-end', runId: session.runId, at, status: output.status, stopReason: output.stopReason, detail: output.detail, usage: output.usage, steps: output.steps });
   const fatal = output.stopReason === 'fatal_error' ? session.fatalError : null;
   const { redact } = session.config;

@@ -1,18 +1,22 @@
 /** The `evaluate` effect: run the task's evaluators on the last reply. */
 import { hash } from 'node:crypto';
 import type { CallUsage, LoopContext, LoopEvent } from '../../machines/types.js';
-import { isModelCallError, JudgeVerdictError, ModelCallError, retryableModelError } from '../errors.js';
+import { isSpendBudgetExhausted } from '../../guards/budget.js';
+import { isModelCallError, JudgeVerdictError, LoopstateError, ModelCallError, retryableModelError } from '../errors.js';
+import { safeNow } from '../hooks/guarded-clock.js';
+import { describeThrown, toError } from '../redaction/describe-thrown.js';
+import { callWithTimeout } from './call-timeout.js';
+import { reflectionNote } from './model-step.js';
+import { MESSAGE_OVERHEAD_CHARS } from './transcript.js';
 import { evaluatorList, runEvaluators, type EvaluationResult, type Evaluator } from '../evaluators/index.js';
 import { modelUsageSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelUsage } from '../model/types.js';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../constants.js';
-import { untilAborted } from './interruption.js';
+import { interruptionEvent, untilAborted } from './interruption.js';
 import { costOf, priceOf } from './pricing.js';
 import { backoffDelay } from './retry-policy.js';
 import type { RunSession } from './run-session.js';
 
-/** The words around a fed-back evaluator reason (see model-step's reflection message). */
-const REFLECTION_FRAMING_CHARS = 80;
 /** A judge's request besides the output it grades: its instructions and criteria, roughly. */
 const JUDGE_REQUEST_OVERHEAD_TOKENS = 300;
 
@@ -43,21 +47,29 @@ export async function performEvaluation(session: RunSession, context: LoopContex
   const output = session.lastReply ?? '';
   const spending = new JudgeSpending();
   const list = (task.evaluate === undefined ? config.evaluate : evaluatorList(task.evaluate)).map((evaluator) => counted(session, context, evaluator, spending));
+  // A judge the budget cannot pay for is the next spend this evaluation needs: its estimate becomes the next request's.
+  let unpaidJudgeTokens = 0;
   let summary;
   try {
     summary = await untilAborted(
       runEvaluators(list, {
         output, signal: session.signal, taskId: task.id,
-        rethrow: (error) => isModelCallError(error) || error instanceof JudgeVerdictError,
-        mayRunJudge: (judge, spent) => (mayCallModel && canPayForJudge(session, context, spent, output) ? null : `the LLM judge "${judge.name}" was not run: the token or cost budget is spent`),
+        rethrow: isJudgeFailure,
+        mayRunJudge: (judge, spent) => {
+          const judgeTokens = judgeRequestTokens(output);
+          if (mayCallModel && canPayForJudge(session, context, spent, judgeTokens)) return null;
+          unpaidJudgeTokens = judgeTokens;
+          return `the LLM judge "${judge.name}" was not run: the token or cost budget is spent`;
+        },
       }),
       session.signal,
     );
   } catch (error) {
-    if (session.signal.aborted) throw error;
-    const fault = error instanceof Error ? error : new Error(String(error));
-    session.fatalError = fault;
-    return { type: 'run.faulted', at: config.clock.now(), message: `${fault.name}: ${fault.message}`, ...spentSoFar(session, spending) };
+    const at = safeNow(config.clock);
+    // Judges that answered, or were cut short, were called all the same: their spend is counted whatever ends the run.
+    if (session.signal.aborted) return { ...interruptionEvent(session.signal, at, spending.modelCalls), ...spentSoFar(session, spending) };
+    session.fatalError = toError(error);
+    return { type: 'run.faulted', at, message: config.redact.text(describeThrown(error)), ...spentSoFar(session, spending) };
   }
   const at = config.clock.now();
   let costUsd = 0;
@@ -78,7 +90,7 @@ export async function performEvaluation(session: RunSession, context: LoopContex
     usage: judged ? { ...summary.usage, costUsd } : null,
     modelCalls: spending.modelCalls,
     transportRetries: spending.transportRetries,
-    nextRequestTokens: nextRequestEstimate(session, summary.passed, summary.reason),
+    nextRequestTokens: Math.max(nextRequestEstimate(session, summary.passed, summary.reason), summary.passed ? 0 : unpaidJudgeTokens),
   };
 }
 
@@ -93,9 +105,16 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
         if (evaluator.kind === 'judge') spending.modelCalls++;
         let result: EvaluationResult;
         try {
-          result = await evaluator.evaluate(input);
+          // A judge's call has its own timeout, like the main model's.
+          result = evaluator.kind === 'judge'
+            ? await callWithTimeout(session, context.limits.modelCallTimeoutMs, `LLM judge "${evaluator.name}"`, (signal) => evaluator.evaluate({ ...input, signal }))
+            : await evaluator.evaluate(input);
         } catch (error) {
           if (error instanceof JudgeVerdictError && error.usage) spending.add(error.modelId ?? 'unknown', error.usage);
+          // Whatever else a judge throws is not a verdict on the output: never reflected to the main model.
+          if (evaluator.kind === 'judge' && !isJudgeFailure(error) && !session.signal.aborted) {
+            throw new LoopstateError({ code: 'judge_failed', message: `LLM judge "${evaluator.name}" failed: ${describeThrown(error)}`, cause: error });
+          }
           const retriesLeft = context.limits.maxRetries - context.task.transportRetries - spending.transportRetries;
           const transient = retryableModelError(error);
           if (transient === null || session.signal.aborted) throw error;
@@ -129,17 +148,29 @@ function spentSoFar(session: RunSession, spending: JudgeSpending): { usage?: Cal
   return inputTokens + outputTokens > 0 ? { usage: { inputTokens, outputTokens, costUsd }, modelCalls: spending.modelCalls } : { modelCalls: spending.modelCalls };
 }
 
-/** The run's usage plus what judges spent in this evaluation leaves room for one more judge call. */
-function canPayForJudge(session: RunSession, context: LoopContext, spent: Readonly<Record<string, ModelUsage>>, output: string): boolean {
-  const { limits, usage } = context;
-  let inputTokens = usage.inputTokens, outputTokens = usage.outputTokens, costUsd = usage.costUsd;
+/** A judge's call, its error or its failure to give a verdict: the run's to stop on, never a reason to reflect. */
+function isJudgeFailure(error: unknown): boolean {
+  return isModelCallError(error) || error instanceof JudgeVerdictError || (error instanceof LoopstateError && error.code === 'judge_failed');
+}
+
+/** A judge's request: the output it grades plus its instructions and criteria, roughly. */
+function judgeRequestTokens(output: string): number {
+  return Math.ceil(output.length / CHARS_PER_TOKEN_ESTIMATE) + JUDGE_REQUEST_OVERHEAD_TOKENS;
+}
+
+/**
+ * The run's usage plus what judges spent in this evaluation leaves room for one more judge call, by the
+ * very guard the machine stops on, so a judge refused here always ends the run with budget_exhausted.
+ */
+function canPayForJudge(session: RunSession, context: LoopContext, spent: Readonly<Record<string, ModelUsage>>, judgeTokens: number): boolean {
+  let inputTokens = context.usage.inputTokens, outputTokens = context.usage.outputTokens, costUsd = context.usage.costUsd;
   for (const [modelId, judgeUsage] of Object.entries(spent)) {
     inputTokens += judgeUsage.inputTokens;
     outputTokens += judgeUsage.outputTokens;
     costUsd += costOf(priceOf(session.config.prices, modelId), judgeUsage);
   }
-  const judgeRequestTokens = Math.ceil(output.length / CHARS_PER_TOKEN_ESTIMATE) + JUDGE_REQUEST_OVERHEAD_TOKENS;
-  return costUsd < limits.maxCostUsd && outputTokens < limits.maxOutputTokens && inputTokens + judgeRequestTokens <= limits.maxInputTokens;
+  const withJudges = { ...context, usage: { ...context.usage, inputTokens, outputTokens, costUsd }, nextRequestTokens: judgeTokens };
+  return !isSpendBudgetExhausted({ context: withJudges });
 }
 
 /**
@@ -148,7 +179,8 @@ function canPayForJudge(session: RunSession, context: LoopContext, spent: Readon
  * failure reason fed back and room for a nudge.
  */
 function nextRequestEstimate(session: RunSession, passed: boolean, reason: string): number {
-  if (!passed) return session.estimateNextRequest(reason.length + REFLECTION_FRAMING_CHARS);
+  // The reflection note the machine asks for, as one more message.
+  if (!passed) return session.estimateNextRequest(reflectionNote(reason).length + MESSAGE_OVERHEAD_CHARS);
   const nextIndex = session.taskIndex + 1;
   return nextIndex < session.tasks.length ? session.prepareTask(nextIndex) : session.estimateNextRequest();
 }

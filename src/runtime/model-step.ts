@@ -12,7 +12,9 @@ import { toolCallFingerprint } from '../progress/index.js';
 import { assignUniqueCallIds, prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
 import { describeThrown, errorFields, thrownMessage, toError } from '../redaction/describe-thrown.js';
 import { summarize } from '../trace/trace-event.js';
-import { interruptionEvent, untilAborted } from './interruption.js';
+import { callWithTimeout } from './call-timeout.js';
+import { MESSAGE_OVERHEAD_CHARS } from './transcript.js';
+import { interruptionEvent } from './interruption.js';
 import { costOf, priceOf } from './pricing.js';
 import { backoffDelay } from './retry-policy.js';
 import type { PendingCall, RunSession } from './run-session.js';
@@ -37,7 +39,7 @@ const LONGEST_NUDGE_CHARS = Math.max(...Object.values(NUDGES).map((text) => text
 const parseErrorNote = (parseError: string) =>
   `Your previous reply could not be used (${parseError}). Reply with your final answer as text, or call one of the offered tools.`;
 
-const reflectionNote = (reason: string) => `Your previous answer did not pass evaluation: ${reason}\nFix exactly that and answer again.`;
+export const reflectionNote = (reason: string) => `Your previous answer did not pass evaluation: ${reason}\nFix exactly that and answer again.`;
 
 /**
  * Characters the machine may still add to the next request on top of what the transcript holds:
@@ -47,8 +49,8 @@ const reflectionNote = (reason: string) => `Your previous answer did not pass ev
 export function feedbackAllowanceChars(context: LoopContext, extra: { reason?: string; parseError?: string | null } = {}): number {
   const named = Math.max(extra.reason?.length ?? 0, context.progress.lastEvaluatorReason?.length ?? 0, extra.parseError?.length ?? 0, context.progress.lastParseError?.length ?? 0);
   const parseNote = extra.parseError ? parseErrorNote(extra.parseError).length : 0;
-  // "\nThe reason: " / "\nThe error: " framing of a nudge that names what repeats.
-  return Math.max(LONGEST_NUDGE_CHARS + named + 16, parseNote);
+  // "\nThe reason: " / "\nThe error: " framing of a nudge that names what repeats; the note is one more message.
+  return Math.max(LONGEST_NUDGE_CHARS + named + 16, parseNote) + MESSAGE_OVERHEAD_CHARS;
 }
 
 const HELD_BACK = 'Not executed: this reply was held back because the loop is not making progress (see the note below). Call it again if you still need it.';
@@ -185,27 +187,12 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
   };
 }
 
-/** A model call bounded by the run's signal and its own timeout; the timeout is a transport failure. */
-async function generateWithin(session: RunSession, health: ToolHealth, context: LoopContext): Promise<ModelResponse> {
-  const { config } = session;
-  const timeoutMs = context.limits.modelCallTimeoutMs;
-  const callController = new AbortController();
-  const onRunAbort = () => callController.abort(session.signal.reason);
-  session.signal.addEventListener('abort', onRunAbort, { once: true });
-  const cancelTimer = config.clock.setTimer(timeoutMs, () =>
-    callController.abort(new ModelCallError({ kind: 'timeout', message: `the model call took longer than modelCallTimeoutMs (${timeoutMs} ms)` })),
+/** The model call, bounded by the run's signal and its own timeout. */
+function generateWithin(session: RunSession, health: ToolHealth, context: LoopContext): Promise<ModelResponse> {
+  return callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the model call', (signal) =>
+    // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
+    session.config.model.generate({ messages: session.transcript.snapshot(), tools: session.offeredTools(health), signal }),
   );
-  try {
-    return await untilAborted(
-      Promise.resolve().then(() => // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
-        config.model.generate({ messages: session.transcript.snapshot(), tools: session.offeredTools(health), signal: callController.signal }),
-      ),
-      callController.signal,
-    );
-  } finally {
-    cancelTimer();
-    session.signal.removeEventListener('abort', onRunAbort);
-  }
 }
 
 export async function performModelCall(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
@@ -266,7 +253,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
 function nextRequestExtraChars(session: RunSession, context: LoopContext, decision: ModelDecision): number {
   let chars = 0;
   for (const pending of session.pendingCalls) {
-    chars += Math.max(unrunAnswer(pending, true).length, unrunAnswer(pending, false).length) + pending.call.request.id.length;
+    chars += Math.max(unrunAnswer(pending, true).length, unrunAnswer(pending, false).length) + pending.call.request.id.length + MESSAGE_OVERHEAD_CHARS;
   }
   const parseError = decision.kind === 'unparseable' ? decision.parseError : decision.kind === 'tool_calls' ? decision.parseError : null;
   return chars + feedbackAllowanceChars(context, { parseError });

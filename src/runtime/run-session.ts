@@ -77,6 +77,7 @@ export class RunSession {
     this.pendingCalls = [];
     this.lastReply = null;
     this.progress.beginTask();
+    this.plan?.reset();
   }
 
   /** Builds the conversation of the task at `index` ahead of time; returns its first request's token estimate. */

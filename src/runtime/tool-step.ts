@@ -14,8 +14,10 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
   if (ready.length > maxParallelTools) {
     session.warn(`step ${context.steps}: the model requested ${ready.length} tool calls; ran at most ${maxParallelTools} at a time`, config.clock.now());
   }
-  const refused = pending.length - ready.length;
-  if (refused > 0) session.warn(`step ${context.steps}: ${refused} tool call(s) answered as refused, not run (tool-call caps or a denial told to the model)`, config.clock.now());
+  const refused = pending.filter(({ call, refusal }) => call.status !== 'ready' || refusal !== null);
+  if (refused.length > 0) {
+    session.warn(`step ${context.steps}: ${refused.length} tool call(s) answered, not run: ${refused.map(({ call, refusal }) => `${call.request.name} (${refusalKind(call.status, refusal)})`).join(', ')}`, config.clock.now());
+  }
   const outcomes = await runToolRound(ready.map(({ call }) => call), {
     runId: session.runId, stepId: String(context.steps), maxParallel: maxParallelTools, maxResultBytes: maxToolResultBytes,
     signal: session.signal, health, now: () => config.clock.now(), setTimer: (ms, callback) => config.clock.setTimer(ms, callback),
@@ -32,16 +34,28 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
     session.transcript.append({ role: 'tool', toolCallId: entry.call.request.id, content });
   }
   let successes = 0, seenBefore = 0, maxRepeatCount = 0;
+  // successes: calls whose answer is an observation (a result, a caller-fault error, a refusal).
   let repeatedTool: string | null = null;
   let failedCalls = 0, timedOutCalls = 0, unknownOutcomeCalls = 0;
   let planCalled = false;
+  // A refusal is what the model learns from that call: refused again the same way, it is a repeat like any other.
+  for (const { call, fingerprint, refusal } of refused) {
+    const observation = session.progress.observeCall(fingerprint, refusal ?? call.error?.message ?? '');
+    successes++;
+    if (observation.timesSeen > 1) seenBefore++;
+    if (observation.timesSeen > maxRepeatCount) {
+      maxRepeatCount = observation.timesSeen;
+      repeatedTool = observation.timesSeen > 1 ? call.request.name : null;
+    }
+  }
   for (const [index, outcome] of outcomes.entries()) {
     let observationId = '';
     if (outcome.status === 'ok' && outcome.name === PLAN_TOOL_NAME) {
       // The plan is the model's own bookkeeping, not news about the world: the plan-stall signal watches it.
       planCalled = true;
-    } else if (outcome.status === 'ok') {
-      // Only a successful result is an observation: failures belong to the retry layers and the circuit breaker.
+    } else if (outcome.status === 'ok' || outcome.callerFault === true) {
+      // A result is an observation, and so is an error the tool blames on its caller (the same bad call brings it
+      // again); other failures belong to the retry layers and the circuit breaker.
       const observation = session.progress.observeCall(ready[index]?.fingerprint ?? outcome.name, outcome.content);
       observationId = observation.observationId;
       successes++;
@@ -79,4 +93,12 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
       plan: planCalled ? planFacts : null,
     },
   };
+}
+
+/** Why a call of the reply was answered instead of run, for the warning. */
+function refusalKind(status: string, refusal: string | null): string {
+  if (refusal?.includes('appears earlier in this reply')) return 'duplicate in the reply';
+  if (refusal?.includes('tool-call budget')) return 'maxToolCalls spent';
+  if (refusal?.includes('tool calls are run from one reply')) return 'over maxToolCallsPerReply';
+  return status === 'denied' ? 'denied by the policy' : status;
 }

@@ -7,6 +7,8 @@ import type { Message } from '../model/types.js';
 
 /** Per-message framing tokens providers add (role markers, separators). */
 const MESSAGE_OVERHEAD_TOKENS = 4;
+/** The same framing counted in characters, for a message about to be appended (ceil keeps it exact: +4 tokens). */
+export const MESSAGE_OVERHEAD_CHARS = MESSAGE_OVERHEAD_TOKENS * CHARS_PER_TOKEN_ESTIMATE;
 
 /** Characters of one message that count towards the estimate. */
 export function messageChars(message: Message): number {
@@ -57,8 +59,10 @@ export class Transcript {
 
   /** Replaces every message in place (context trimming); the running size is recounted. */
   replaceMessages(messages: readonly Message[]): void {
-    this.messages.splice(0, this.messages.length, ...messages);
+    this.messages.splice(0, this.messages.length, ...messages.map(freezeMessage));
     this.chars = messages.reduce((sum, message) => sum + messageChars(message), 0);
+    // The model must get the trimmed conversation, not a copy made before it.
+    this.frozenCopy = null;
   }
 
   /** Estimated input tokens of a request made now, plus `extraChars` about to be appended. */

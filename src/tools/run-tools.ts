@@ -28,6 +28,8 @@ export interface ToolCallOutcome {
   /** UTF-8 size of the content before it was cut. */
   bytes: number;
   durationMs: number;
+  /** The tool blamed its caller (a `ToolCallError` with `blame: 'caller'`): the model's mistake, not the tool's health. */
+  callerFault?: true;
 }
 
 /**
@@ -116,7 +118,7 @@ async function runOneCall(
       return succeeded(resultText(tool, settled.value));
     case 'threw':
       // The caller's fault (a ToolCallError with blame 'caller') is still an error to the model, but not to the breaker.
-      if (isCallerFault(settled.error)) return { outcome: finish('error', `Tool ${tool.name} failed: ${thrownMessage(settled.error)}`), health: 'not_recorded' };
+      if (isCallerFault(settled.error)) return { outcome: { ...finish('error', `Tool ${tool.name} failed: ${thrownMessage(settled.error)}`), callerFault: true }, health: 'not_recorded' };
       return failed('error', `Tool ${tool.name} failed: ${thrownMessage(settled.error)}`);
     case 'cancelled': {
       // Abandoned mid-flight because the run is stopping: not the tool's fault, and no lookup now.

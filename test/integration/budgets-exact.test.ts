@@ -4,6 +4,7 @@
  * reply — with the calls over a cap answered to the model as refused, never run.
  */
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { evaluators, type Message } from '../../src/index.js';
 import { emptyReply, reply, scriptedModel, toolCall, type ScriptStepResult } from '../../src/testing/index.js';
 import { contentsWithRole, createTestLoop, recordingTool, requestAt } from './helpers.js';
@@ -39,6 +40,42 @@ describe('the pre-call input estimate covers what the next request will carry', 
       expect(spent).toBeLessThanOrEqual(maxInputTokens);
     }
     expect(['budget_exhausted', 'completed', 'no_progress']).toContain(result.stopReason);
+  });
+});
+
+describe('the estimate is never below the request that goes out', () => {
+  // A run with a nudge, a parse-error note, a refused duplicate, an argument repair and a reflection.
+  const script = () => [
+    toolCall('lookup', { id: 'A' }),
+    toolCall('lookup', { id: 'A' }),
+    emptyReply(),
+    toolCall([{ name: 'lookup', args: { id: 'B' } }, { name: 'lookup', args: { id: 'B' } }]),
+    toolCall('lookup', '{"id": 5}'),
+    reply('{"x":1}'),
+    reply('{"y":1}'),
+  ];
+  const run = async (maxInputTokens: number) => {
+    const { tool } = recordingTool({});
+    const model = scriptedModel(script());
+    const { loop } = createTestLoop({
+      model, tools: [tool], limits: { maxInputTokens, maxRetries: 3 }, noProgress: { sameParseError: 5, unchangedState: 5 },
+      evaluate: [evaluators.schema(z.object({ y: z.number() }))],
+    });
+    return { result: await loop.run({ goal: GOAL }), model, toolSpecChars: JSON.stringify(tool.spec).length };
+  };
+
+  it('refuses each call whose request would take input tokens one past the budget, whatever feedback it carries', async () => {
+    const full = await run(1_000_000);
+    expect(full.result.stopReason).toBe('completed');
+    const estimates = full.model.calls.map((request) => estimatedTokens(request.messages, full.toolSpecChars));
+    expect(estimates).toHaveLength(7);
+    for (let call = 1; call < estimates.length; call++) {
+      // Every earlier call used 100 input tokens (the scripted default); call `call` alone is one token too many.
+      const budget = 100 * call + (estimates[call] as number) - 1;
+      const tight = await run(budget);
+      expect(tight.model.calls.length, `call ${call} with a budget of ${budget}`).toBeLessThanOrEqual(call);
+      expect(tight.result.stopReason).toBe('budget_exhausted');
+    }
   });
 });
 
@@ -196,5 +233,81 @@ describe('several judges', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'completed', usage: { modelCalls: 3 } });
+  });
+});
+
+describe('LLM judges: every call counted, every failure the run\'s', () => {
+  const judged = (...models: ReturnType<typeof scriptedModel>[]) => [evaluators.json(), ...models.map((model, index) => evaluators.judge({ model, criteria: 'names an owner', name: `judge-${index}` }))];
+
+  it('a cancel while the second judge is thinking keeps the first judge\'s tokens and counts both calls', async () => {
+    const controller = new AbortController();
+    const first = scriptedModel([reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 70, outputTokens: 7 } })], { id: 'scripted' });
+    const second = scriptedModel([() => new Promise<ScriptStepResult>(() => controller.abort(new Error('user pressed stop')))], { id: 'scripted' });
+    const model = scriptedModel([reply('{"owner":"ops"}')]);
+    const { loop } = createTestLoop({ model, evaluate: judged(first, second) });
+
+    const result = await loop.run({ goal: GOAL, signal: controller.signal });
+
+    expect(result.stopReason).toBe('cancelled');
+    expect(result.usage).toMatchObject({ modelCalls: 3, inputTokens: 100 + 70, outputTokens: 20 + 7 });
+  });
+
+  it('a judge the input budget cannot pay for ends the run with budget_exhausted; the main model is not told to "fix" it', async () => {
+    const judge = scriptedModel([reply('{"passed": true, "reason": "ok"}')], { id: 'scripted' });
+    const model = scriptedModel([reply('{"owner":"ops"}'), reply('never asked')]);
+    // Room for the main call (~30 tokens estimated, 100 used), not for the judge's request on top (~300).
+    const { loop } = createTestLoop({ model, evaluate: judged(judge), limits: { maxInputTokens: 380 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('budget_exhausted');
+    expect(judge.calls).toHaveLength(0);
+    expect(model.calls).toHaveLength(1);
+  });
+
+  it('a judge that hangs is cut off after modelCallTimeoutMs and retried like any transport failure', async () => {
+    const { loop, clock } = createTestLoop({
+      model: scriptedModel([reply('{"owner":"ops"}')]),
+      evaluate: judged(
+        scriptedModel([() => new Promise<ScriptStepResult>(() => clock.advance(2_000)), reply('{"passed": true, "reason": "ok"}')], { id: 'scripted' }),
+      ),
+      limits: { modelCallTimeoutMs: 2_000 },
+    });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'completed', usage: { modelCalls: 3 } });
+    expect(result.warnings.some((warning) => warning.includes('took longer than modelCallTimeoutMs (2000 ms)'))).toBe(true);
+  });
+
+  it('a judge adapter that throws a plain Error (a 401 from your own client) is fatal, never a reflection', async () => {
+    const adapter = { id: 'scripted', generate: () => Promise.reject(new Error('401 Unauthorized')) };
+    const model = scriptedModel([reply('{"owner":"ops"}'), reply('never asked')]);
+    const { loop } = createTestLoop({ model, evaluate: [evaluators.json(), evaluators.judge({ model: adapter, criteria: 'c' })] });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'fatal_error', error: { code: 'judge_failed' } });
+    expect(result.detail).toContain('LLM judge "judge" failed: ');
+    expect(model.calls).toHaveLength(1);
+  });
+});
+
+describe('a run that completes with a budget passed by its last call', () => {
+  it('says so in a warning: three judges under maxCostUsd 0.5 where the third crosses it', async () => {
+    const judge = () => scriptedModel([reply('{"passed":true,"reason":"ok"}', { usage: { inputTokens: 100_000, outputTokens: 10 } })], { id: 'gpt-4.1' });
+    const model = scriptedModel([reply('{"owner":"ops"}')]);
+    const { loop } = createTestLoop({
+      model,
+      evaluate: [evaluators.json(), ...[judge(), judge(), judge()].map((judgeModel, index) => evaluators.judge({ model: judgeModel, criteria: 'c', name: `j${index}` }))],
+      limits: { maxCostUsd: 0.5, maxInputTokens: Infinity },
+    });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('completed');
+    expect(result.usage.costUsd).toBeGreaterThan(0.5);
+    // Each judge call was made while the budget stood; the one that crossed it is named.
+    expect(result.warnings).toContainEqual(expect.stringMatching(/^completed, but its last model call went over a budget: cost \$0\.6\d+ passed maxCostUsd \(\$0\.5\)$/));
   });
 });

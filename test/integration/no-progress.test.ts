@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, evaluators, type LoopConfig, type Tool } from '../../src/index.js';
+import { defineTool, evaluators, ToolCallError, type LoopConfig, type Tool } from '../../src/index.js';
 import { emptyReply, reply, scriptedModel, toolCall, type ScriptStep } from '../../src/testing/index.js';
 import { contentsWithRole, createTestLoop, recordingTool, requestAt } from './helpers.js';
 
@@ -74,6 +74,11 @@ const MUST_COMPLETE: Shape[] = [
     name: 'an answer that improves on every attempt under one evaluator reason',
     script: [reply('{"items":[1]}'), reply('{"items":[1,2]}'), reply('{"items":[1,2,3]}')],
     config: { evaluate: [evaluators.schema(z.object({ items: z.array(z.number()).min(3) }))] },
+  },
+  {
+    name: 'each step lists the files again (the same result) beside reading a new one',
+    script: [...Array.from({ length: 6 }, (_, index) => toolCall([{ name: 'list_files', args: {} }, { name: 'read_file', args: { id: `f${index}` } }])), reply('Read six files.')],
+    config: { tools: [tool('list_files', () => ['f0', 'f1', 'f2', 'f3', 'f4', 'f5']), tool('read_file', ({ id }) => `contents of ${String(id)}`)] },
   },
   {
     name: 'a flaky tool failing twice with the same transient error before it answers',
@@ -208,18 +213,65 @@ describe('repeated tool call', () => {
 });
 
 describe('unchanged state', () => {
-  it('nudges when the model keeps replying the same held-back way, then stops', async () => {
-    // Three identical replies of a call the policy refuses to the model: nothing new is ever learned.
-    const model = scriptedModel(Array.from({ length: 5 }, () => toolCall('forbidden', { id: 'x' })));
-    const forbidden = recordingTool({ name: 'forbidden', access: 'destructive' });
-    const { loop } = createTestLoop({ model, tools: [forbidden.tool], policy: { allow: ['read'], requireApproval: [], onDeny: 'tell_model' } });
+  it('nudges when the model keeps making the same call and learns nothing new, then stops', async () => {
+    // Repeats are allowed often here, so the unchanged state is what stops the run.
+    const model = scriptedModel(Array.from({ length: 8 }, () => toolCall('lookup', { id: 'R-1' })));
+    const { loop } = createTestLoop({ model, tools: [lookup], noProgress: { repeatedToolCall: 10, duplicateObservation: 10 } });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'no_progress' });
     expect(result.detail).toContain('unchanged_state: nothing new for');
     expect(result.detail).toContain('raise noProgress.unchangedState');
+  });
+
+  it('a call the policy keeps refusing to the model is a repeat like any other', async () => {
+    const forbidden = recordingTool({ name: 'forbidden', access: 'destructive' });
+    const model = scriptedModel(Array.from({ length: 5 }, () => toolCall('forbidden', { id: 'x' })));
+    const { loop } = createTestLoop({ model, tools: [forbidden.tool], policy: { allow: ['read'], requireApproval: [], onDeny: 'tell_model' } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.detail).toContain('repeated_tool_call: forbidden was called with the same arguments and brought the same result');
     expect(forbidden.executions).toEqual([]);
+  });
+
+  it('two denied calls in turn (A, B, A, B) are a cycle too', async () => {
+    const del = recordingTool({ name: 'del', access: 'write' });
+    const model = scriptedModel(Array.from({ length: 10 }, (_, index) => toolCall('del', { id: index % 2 === 0 ? 'X' : 'Y' })));
+    const { loop } = createTestLoop({ model, tools: [del.tool], policy: { allow: ['read'], onDeny: 'tell_model' } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('no_progress');
+    expect(model.calls.length).toBeLessThanOrEqual(4);
+    expect(del.executions).toEqual([]);
+  });
+});
+
+describe('the same call failing with the same caller-fault error', () => {
+  it('is a repeat: the tool blamed the call, so the same call will fail the same way', async () => {
+    const user = defineTool({
+      name: 'user', description: 'Looks a user up', input: z.object({ id: z.string() }), access: 'read',
+      execute: () => {
+        throw new ToolCallError({ message: 'no such user', blame: 'caller' });
+      },
+    });
+    const model = scriptedModel([...Array.from({ length: 12 }, () => toolCall('user', { id: 'U1' })), reply('x')]);
+    const { loop } = createTestLoop({ model, tools: [user], limits: { maxSteps: 20 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('no_progress');
+    expect(result.detail).toContain('repeated_tool_call: user');
+    expect(model.calls).toHaveLength(3);
+  });
+
+  it('a transient failure of the same call is not: the retry layers and the circuit breaker own it', async () => {
+    const model = scriptedModel([toolCall('search', { q: 'x' }), toolCall('search', { q: 'x' }), reply('found')]);
+    const { loop } = createTestLoop({ model, tools: [tool('search', (_args, call) => { if (call < 1) throw new Error('503 Service Unavailable'); return 'hit'; })] });
+
+    expect((await loop.run({ goal: GOAL })).stopReason).toBe('completed');
   });
 });
 
@@ -269,12 +321,13 @@ describe('same parse error', () => {
 describe('plan stall (only with the built-in plan tool)', () => {
   const plan = (statuses: string[]) => ({ items: statuses.map((status, index) => ({ id: `item-${index}`, title: `Step ${index}`, status })) });
 
-  it('nudges after planStall decisions without an item done, then stops; the detail names the option', async () => {
+  it('nudges after planStall decisions without an item done and without anything new, then stops; the detail names the option', async () => {
     const model = scriptedModel([
       toolCall('update_plan', plan(['in_progress', 'pending'])),
-      ...Array.from({ length: 6 }, (_, step) => toolCall('lookup', { id: `L-${step}` })),
+      // The first lookup is news; its repeats are not (repeats are allowed often here, so the plan is what stalls).
+      ...Array.from({ length: 6 }, () => toolCall('lookup', { id: 'L-1' })),
     ]);
-    const { loop } = createTestLoop({ model, tools: [lookup], plan: true, noProgress: { planStall: 3 } });
+    const { loop } = createTestLoop({ model, tools: [lookup], plan: true, noProgress: { planStall: 3, repeatedToolCall: 10, duplicateObservation: 10, unchangedState: 10 } });
 
     const result = await loop.run({ goal: GOAL });
 
@@ -282,6 +335,32 @@ describe('plan stall (only with the built-in plan tool)', () => {
     expect(contentsWithRole(requestAt(model, 4), 'user').at(-1)).toContain('Your plan has had no item completed or removed');
     expect(result).toMatchObject({ stopReason: 'no_progress' });
     expect(result.detail).toBe('no progress after a nudge: plan_stall: 4 steps without a plan item done or removed (threshold 3); raise noProgress.planStall');
+  });
+
+  it('an item that takes many steps of new results is nudged, never stopped (default threshold)', async () => {
+    const model = scriptedModel([
+      toolCall('update_plan', plan(['in_progress', 'pending'])),
+      ...Array.from({ length: 24 }, (_, index) => toolCall('lookup', { id: `F-${index}` })),
+      toolCall('update_plan', plan(['done', 'done'])),
+      reply('Investigated and written up.'),
+    ]);
+    const { loop } = createTestLoop({ model, tools: [lookup], plan: true, limits: { maxSteps: 40 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('completed');
+    expect(result.warnings.filter((warning) => warning.includes('plan_stall')).length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('adding and closing throwaway items does not count as moving the plan', async () => {
+    const junk = (index: number) => toolCall('update_plan', { items: [{ id: 'a', title: 'the real item', status: 'in_progress' }, { id: `junk-${index}`, title: 'junk', status: 'done' }] });
+    const model = scriptedModel(Array.from({ length: 18 }, (_, index) => junk(index)));
+    const { loop } = createTestLoop({ model, plan: true, limits: { maxSteps: 20 }, noProgress: { planStall: 3, unchangedState: 50 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result.stopReason).toBe('no_progress');
+    expect(result.detail).toContain('plan_stall');
   });
 
   it('a plan whose items get done keeps going, and the model that finishes it completes', async () => {

@@ -184,10 +184,9 @@ function toolRounds(config: ModelConfiguration, context: LoopContext): ReadonlyA
   );
   // A plan update is not an observation (the plan is the model's own bookkeeping); it leaves one item open either way.
   if (config.plan) {
-    rounds.push(
-      ['plan-open', { ...ROUND_BASE, plan: { openItems: 1, progressed: false } }],
-      ['plan-progressed', { ...ROUND_BASE, plan: { openItems: 1, progressed: true } }],
-    );
+    rounds.push(['plan-open', { ...ROUND_BASE, plan: { openItems: 1, progressed: false } }]);
+    // Progress closes an item that was open: there must be a plan already.
+    if (context.progress.planActive) rounds.push(['plan-progressed', { ...ROUND_BASE, plan: { openItems: 1, progressed: true } }]);
   }
   return rounds;
 }

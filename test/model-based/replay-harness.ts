@@ -84,6 +84,8 @@ class PathReplay {
   /** The lookup id of the task's last successful lookup, which an "ok-seen" round calls again. */
   lastLookupId: string | null = null;
   lookupTask = -1;
+  /** The plan item that plan rounds keep open; a progressed round closes it and opens the next. */
+  planItem = 0;
   /** Set when the path asks for something a verbatim repeat cannot do: the replay is skipped, not failed. */
   unactable = false;
   readonly deadlineAt: number;
@@ -233,9 +235,11 @@ class PathReplay {
       case 'required-unavailable':
         return toolCall(OUTCOME_TEXT.requiredTool, { id: `n${step}` }, options);
       case 'plan-open':
-        return toolCall('update_plan', { items: [{ id: 'main', title: `step ${step}`, status: 'in_progress' }] }, options);
+        return toolCall('update_plan', { items: [{ id: `item-${this.planItem}`, title: `step ${step}`, status: 'in_progress' }] }, options);
       case 'plan-progressed':
-        return toolCall('update_plan', { items: [{ id: `done-${step}`, title: `step ${step}`, status: 'done' }, { id: 'main', title: `step ${step}`, status: 'in_progress' }] }, options);
+        // The open item is done and the next one is open: progress, one item open.
+        this.planItem += 1;
+        return toolCall('update_plan', { items: [{ id: `item-${this.planItem - 1}`, title: `step ${step}`, status: 'done' }, { id: `item-${this.planItem}`, title: `step ${step}`, status: 'in_progress' }] }, options);
       case 'ok-seen':
         // The task's last successful call again, with new words around it so the reply (and the digest) changes.
         return toolCall('lookup', { id: this.lastLookupId ?? 'none yet' }, { ...options, text: `again ${step}` });
