@@ -109,7 +109,8 @@ export const loopMachine = setup({
             { guard: 'isSpendBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },
             // A per-task bound is the task's budget: the task fails and its onFailure decides the run.
             { guard: 'isTaskStepLimitReached', target: FAILED, actions: fail('max_steps') },
-            { guard: 'isPlanStalled', target: 'gateStalled' },
+            // No plan-stall check here: every way into the gate carries feedback for the next request (a
+            // stalled plan waits for it), or starts a task with no plan yet; a tool round checks the plan.
             { target: 'deciding' },
           ],
         },
