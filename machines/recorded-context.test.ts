@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
+import { recordModelResponse, recordToolRound } from '../actions/record.js';
+import { isStepLimitReached } from '../guards/budget.js';
+import { loopMachine } from './loop-machine.js';
+import { RECORDED, readingRecorded, recordedContext } from './recorded-context.js';
+import { backoffElapsed, startedContextWith, TEST_LIMITS, TEST_NO_PROGRESS, toolCallsReply, toolsCompleted } from '../test/support/statechart-fixtures.js';
+
+describe('recordedContext', () => {
+  it('is the context with the event recorded, exactly as the reducer leaves it', () => {
+    const context = startedContextWith({ steps: 3 });
+    const reply = toolCallsReply();
+    expect(recordedContext(context, reply)).toEqual({ ...context, ...recordModelResponse({ context, event: reply }) });
+    const round = toolsCompleted({ maxRepeatCount: 2, allObservationsSeen: true, repeatedTool: 'lookup' });
+    expect(recordedContext(context, round)).toEqual({ ...context, ...recordToolRound({ context, event: round }) });
+  });
+
+  it('is computed once per event and context, however many guards ask', () => {
+    const context = startedContextWith();
+    const reply = toolCallsReply();
+    expect(recordedContext(context, reply)).toBe(recordedContext(context, reply));
+    // Another context for the same event object is recorded afresh.
+    const other = startedContextWith({ steps: 5 });
+    expect(recordedContext(other, reply).steps).toBe(6);
+  });
+
+  it('is the context itself for events this module does not record', () => {
+    const context = startedContextWith();
+    expect(recordedContext(context, backoffElapsed())).toBe(context);
+  });
+});
+
+describe('readingRecorded', () => {
+  it('asks the guard about the recorded context only with the RECORDED params', () => {
+    const guard = readingRecorded(isStepLimitReached);
+    const context = startedContextWith({ steps: TEST_LIMITS.maxSteps - 1 });
+    const reply = toolCallsReply();
+    expect(guard({ context, event: reply }, undefined)).toBe(false);
+    // With the reply counted, the step limit is reached.
+    expect(guard({ context, event: reply }, RECORDED)).toBe(true);
+  });
+});
+
+describe('microsteps of a tool step', () => {
+  it('are two: the reply routes straight to acting, the round straight back to deciding', () => {
+    let microsteps = 0;
+    const limits = { ...TEST_LIMITS, maxSteps: 100, maxStepsPerTask: 100, maxToolCalls: 1_000 };
+    const actor = createActor(loopMachine, {
+      input: { limits, noProgress: TEST_NO_PROGRESS, tasks: [{ id: 'main', onFailure: 'stop' }] },
+      inspect: (event) => {
+        if (event.type === '@xstate.microstep') microsteps += 1;
+      },
+    }).start();
+    actor.send({ type: 'run.started', at: 1_000, nextRequestTokens: 10 });
+    const before = microsteps;
+    for (let step = 0; step < 10; step++) {
+      actor.send(toolCallsReply({}, { stateDigest: `digest-${step}` }));
+      actor.send(toolsCompleted());
+    }
+    expect(actor.getSnapshot().value).toEqual({ RUNNING: 'deciding' });
+    expect((microsteps - before) / 10).toBe(2);
+  });
+});
