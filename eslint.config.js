@@ -4,7 +4,8 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.readme-snippets/**'] },
+  // bench/suite is its own package (bench/package.json): it imports the peer frameworks the root never installs.
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.readme-snippets/**', 'bench/suite/**', 'bench/node_modules/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
