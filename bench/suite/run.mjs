@@ -181,6 +181,7 @@ async function main() {
   meta.durationSeconds = Math.round((Date.now() - started) / 1000);
   const results = { meta, adapters, steps, concurrency, allocation, callgrind };
   const outputDirectory = value('out') ? path.resolve(value('out')) : benchDirectory;
+  mkdirSync(outputDirectory, { recursive: true });
   writeFileSync(path.join(outputDirectory, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   const markdown = renderMarkdown(results);
   writeFileSync(path.join(outputDirectory, 'RESULTS.md'), markdown);
