@@ -1,7 +1,7 @@
 /**
  * Micro-benchmark: engine overhead per step, loopstate against a hand-written loop doing the
  * same model and tool work, side by side in one process. Every guard, no-progress detection
- * and the in-memory trace are on. The target (issue 2) is <= 15 µs of overhead per step.
+ * and the in-memory trace are on. The full suite beside the peers is `bench/suite` (`npm run bench` in `bench/`).
  *
  *   npm run bench                   # runs of 50 and 400 steps, ~8,000 steps per side
  *   npm run bench -- 20,200,1000 4000  # history lengths, steps per side

@@ -9,7 +9,7 @@ import { createLoop, defineTool, evaluators, type Model } from '../src/index.js'
 import { reply, scriptedModel, toolCall } from '../src/testing/index.js';
 import { formatResult } from './format-result.js';
 
-// Local demo data, as in the seed; a production tool calls a service with auth, timeout and audit.
+// Local demo data; a production tool calls a service with auth, timeout and audit.
 const ORDERS: Record<string, string> = { 'O-100': 'paid', 'O-101': 'shipped' };
 
 export const getOrderStatus = defineTool({

@@ -1,8 +1,8 @@
 /**
- * Seed 001's weekly report as a hybrid loop: a deterministic skeleton (classify → draft → format)
- * whose nodes are bounded agent loops, each with its own evaluator and retry counter. Offline, the
- * scripted model first answers the draft in prose, as in the seed's fake_llm_call, so the
- * reflection edge feeds the evaluator's reason back and the second attempt passes.
+ * A weekly report as a hybrid loop: a deterministic skeleton (classify → draft → format) whose nodes
+ * are bounded agent loops, each with its own evaluator and retry counter. Offline, the scripted model
+ * first answers the draft in prose, so the reflection edge feeds the evaluator's reason back and the
+ * second attempt passes.
  */
 import { z } from 'zod';
 import { createLoop, evaluators, type Model } from '../src/index.js';

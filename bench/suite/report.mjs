@@ -100,7 +100,7 @@ export function renderMarkdown(results) {
       `**${grouped(instructionsPerStep)} instructions per step** at S = ${callgrindSteps} = (Ir of the workload with ${longRuns} timed runs − Ir of the one with ${shortRuns}) / (${longRuns - shortRuns} × ${callgrindSteps} steps); ` +
         `Ir ${grouped(longInstructions)} and ${grouped(shortInstructions)}. Each workload is one process: ${warmupRuns} warm-up runs of S = 10, one untimed run of S = ${callgrindSteps}, then the timed runs; the difference cancels start-up, module loading, warm-up and JIT compilation.` +
         (perStepMicroseconds ? ` Beside it: ${fixed(perStepMicroseconds)} µs/step at S = ${callgrindSteps} above.` : '') +
-        ' The count repeats within about 2% and compares commits of loopstate; it is not a conversion of µs (under `--single-threaded` the GC and the compiler run on the counted thread, and V8 behaves differently under valgrind).',
+        ' Within one run the two counts repeat closely, but across runs the figure is not stable yet (three runs on 2026-12-01 at nearly the same engine gave 1.34M, 1.15M and 0.42M: when the JIT optimises, and whether GC lands in the measured runs, moves it), so compare it only between runs made side by side; it is not a conversion of µs (under `--single-threaded` the GC and the compiler run on the counted thread, and V8 behaves differently under valgrind).',
       '',
     );
   } else lines.push('Not measured in this run (`--quick` skips it unless `--callgrind` is given; it needs valgrind).', '');
