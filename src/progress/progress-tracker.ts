@@ -87,6 +87,7 @@ export class ProgressTracker {
 
   /** Records a successful call's result; a triple seen for the first time changes the state digest. */
   observeCall(fingerprint: string, result: string): Observation {
+    // The result's own hash is its id in traces (context trimming names dropped results by it).
     const resultHash = sha1(result);
     const key = sha1(`${fingerprint}\n${resultHash}`);
     const timesSeen = (this.#triples.get(key) ?? 0) + 1;
@@ -106,9 +107,9 @@ export class ProgressTracker {
    * when the model repeats itself and learns nothing new.
    */
   advanceState(parts: StateDigestParts): string {
-    // null (tool calls only) and '' (an empty text) are different replies.
-    const replyHash = parts.reply === null ? 'no-reply' : sha1(parts.reply);
-    this.#stateDigest = sha1(`${parts.taskIndex}\n${this.#distinctObservationsHash}\n${this.#failures}\n${replyHash}`);
+    // One hash over fixed-size fields and the reply last; null (tool calls only) and '' (an empty text) differ.
+    const reply = parts.reply === null ? 'none' : `text:${parts.reply}`;
+    this.#stateDigest = sha1(`${parts.taskIndex}\n${this.#distinctObservationsHash}\n${this.#failures}\n${reply}`);
     return this.#stateDigest;
   }
 

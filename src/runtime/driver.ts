@@ -145,7 +145,9 @@ function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent):
   const before = actor.getSnapshot();
   actor.send(event);
   const after = actor.getSnapshot();
-  session.record({ type: 'transition', runId: session.runId, at: event.at, event: event.type, from: stateName(before), to: stateName(after) });
+  const to = stateName(after);
+  session.record({ type: 'transition', runId: session.runId, at: event.at, event: event.type, from: session.restingState ?? stateName(before), to });
+  session.restingState = to;
   noteWarnings(session, before.context, after.context, event.at);
 }
 

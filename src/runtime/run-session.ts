@@ -39,6 +39,8 @@ export class RunSession {
   /** The current task's last model reply: what it is evaluated on, and the best partial output when it does not complete. */
   lastReply: string | null = null;
   fatalError: Error | null = null;
+  /** The state the actor rests in, as the trace names it: the `from` of the next transition, named once. */
+  restingState: string | null = null;
   /** The last evaluation's reply and format-layer parse: a run that stops early reports it as its output. */
   lastEvaluation: LastEvaluation | null = null;
   private readonly toolSpecChars: number;

@@ -370,3 +370,64 @@ describe('runToolRound: result size cap', () => {
     expect(Buffer.byteLength(outcome?.content ?? '')).toBeLessThanOrEqual(200);
   });
 });
+
+describe('runToolRound: the signal is made only when a tool reads it', () => {
+  it('a tool that never reads its signal gets no AbortController, and still times out', async () => {
+    const options = roundOptions();
+    const Original = globalThis.AbortController;
+    let made = 0;
+    globalThis.AbortController = class extends Original {
+      constructor() {
+        super();
+        made += 1;
+      }
+    };
+    try {
+      const quiet = makeTool(() => never(), { timeoutMs: 20 });
+      const [outcome] = await runToolRound([readyCall(quiet)], options);
+      expect(outcome?.status).toBe('timeout');
+      expect(made).toBe(0);
+      const reader = makeTool((_args, { signal }) => (signal.aborted ? 'aborted' : 'live'));
+      const [read] = await runToolRound([readyCall(reader)], options);
+      expect(read?.content).toBe('live');
+      expect(made).toBe(1);
+    } finally {
+      globalThis.AbortController = Original;
+    }
+  });
+
+  it('a tool that first reads its signal after the timeout sees it aborted with the timeout reason', async () => {
+    vi.useFakeTimers();
+    let late: AbortSignal | undefined;
+    let readLater!: () => void;
+    const tool = makeTool((_args, context) => {
+      readLater = () => {
+        late = context.signal;
+      };
+      return never();
+    }, { timeoutMs: 20 });
+    const round = runToolRound([readyCall(tool)], roundOptions());
+    await vi.advanceTimersByTimeAsync(20);
+    const [outcome] = await round;
+    readLater();
+    expect(outcome?.status).toBe('timeout');
+    expect(late?.aborted).toBe(true);
+    expect((late?.reason as DOMException).name).toBe('TimeoutError');
+  });
+
+  it('a tool that first reads its signal after the round was cancelled sees it aborted with the run\'s reason', async () => {
+    const run = new AbortController();
+    let readLater!: () => AbortSignal;
+    const tool = makeTool((_args, context) => {
+      readLater = () => context.signal;
+      return never();
+    });
+    const round = runToolRound([readyCall(tool)], roundOptions({ signal: run.signal }));
+    await flush();
+    run.abort(new Error('user pressed stop'));
+    const [outcome] = await round;
+    expect(outcome?.status).toBe('error');
+    expect(readLater().aborted).toBe(true);
+    expect((readLater().reason as Error).message).toBe('user pressed stop');
+  });
+});

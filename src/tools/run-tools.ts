@@ -106,9 +106,13 @@ async function runOneCall(
 ): Promise<{ outcome: ToolCallOutcome; health: 'success' | 'failure' | 'not_recorded' }> {
   const succeeded = (text: string) => ({ outcome: finish('ok', text), health: 'success' as const });
   const failed = (status: 'error' | 'timeout' | 'unknown_outcome', text: string) => ({ outcome: finish(status, text), health: 'failure' as const });
-  const context = (signal: AbortSignal): ToolContext => ({
-    signal,
-    idempotencyKey: idempotencyKey(options.runId, options.stepId, call.request.id),
+  const key = idempotencyKey(options.runId, options.stepId, call.request.id);
+  // The signal is made on first read: most tools never look at it, and an AbortController per call is most of a call's cost.
+  const context = (signal: () => AbortSignal): ToolContext => ({
+    get signal() {
+      return signal();
+    },
+    idempotencyKey: key,
     runId: options.runId,
     callId: call.request.id,
   });
@@ -148,7 +152,7 @@ async function lookUpOutcome(
   call: PreparedCall,
   roundSignal: AbortSignal,
   setTimer: TimerSource,
-  context: (signal: AbortSignal) => ToolContext,
+  context: (signal: () => AbortSignal) => ToolContext,
 ): Promise<OutcomeLookup> {
   const checkOutcome = tool.checkOutcome;
   if (!checkOutcome) return { status: 'unknown' };
@@ -167,39 +171,52 @@ function timerOf(options: RunToolRoundOptions): TimerSource {
 
 /**
  * Runs `work` with a signal that aborts on the timeout or the round's signal, and stops waiting at
- * that moment even if `work` ignores the signal.
+ * that moment even if `work` ignores the signal. The signal is only made if `work` reads it.
  */
-async function settleWithin(timeoutMs: number, roundSignal: AbortSignal, setTimer: TimerSource, work: (signal: AbortSignal) => unknown): Promise<Settled> {
+async function settleWithin(timeoutMs: number, roundSignal: AbortSignal, setTimer: TimerSource, work: (signal: () => AbortSignal) => unknown): Promise<Settled> {
   // An aborted signal never fires 'abort' again, so waiting on it would hang.
   if (roundSignal.aborted) return { kind: 'cancelled' };
-  // One controller fed by the round's signal and the timer: AbortSignal.any costs tens of
-  // microseconds per call on Node 20 and keeps dependants alive on the long-lived round signal.
-  const controller = new AbortController();
   let timedOut = false;
-  const onRoundAbort = () => controller.abort(roundSignal.reason);
-  roundSignal.addEventListener('abort', onRoundAbort, { once: true });
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<Settled>((resolve) => {
-    // Registered before `work` starts, so it runs before the tool's own abort listeners settle it.
-    onAbort = () => resolve(timedOut ? { kind: 'timed_out' } : { kind: 'cancelled' });
-    controller.signal.addEventListener('abort', onAbort, { once: true });
+  let controller: AbortController | null = null;
+  let stop: ((settled: Settled) => void) | undefined;
+  // Settled first by a timeout or the round's abort, before the tool's own abort listeners can settle `work`.
+  const stopped = new Promise<Settled>((resolve) => {
+    stop = resolve;
   });
+  const onRoundAbort = () => {
+    stop?.({ kind: 'cancelled' });
+    controller?.abort(roundSignal.reason);
+  };
+  roundSignal.addEventListener('abort', onRoundAbort, { once: true });
+  const timeoutReason = () => new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError');
   const cancelTimer = setTimer(timeoutMs, () => {
     timedOut = true;
-    controller.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError'));
+    stop?.({ kind: 'timed_out' });
+    controller?.abort(timeoutReason());
   });
+  // One controller fed by the round's signal and the timer (AbortSignal.any costs tens of microseconds
+  // per call on Node 20 and keeps dependants alive on the long-lived round signal), made on first read.
+  const signal = (): AbortSignal => {
+    if (controller === null) {
+      controller = new AbortController();
+      if (timedOut) controller.abort(timeoutReason());
+      else if (roundSignal.aborted) controller.abort(roundSignal.reason);
+    }
+    return controller.signal;
+  };
+  const isStopped = () => timedOut || roundSignal.aborted;
   try {
     let pending: unknown;
     try {
-      pending = work(controller.signal);
+      pending = work(signal);
     } catch (error) {
-      return controller.signal.aborted ? await aborted : { kind: 'threw', error };
+      return isStopped() ? await stopped : { kind: 'threw', error };
     }
     // The timeout or cancel struck while the tool was starting (its own clock moved): as if it came first.
-    if (controller.signal.aborted) {
+    if (isStopped()) {
       // The abandoned promise may still reject; that must not surface as an unhandled rejection.
       if (isThenable(pending)) Promise.resolve(pending).catch(() => undefined);
-      return await aborted;
+      return await stopped;
     }
     // A synchronous tool has finished: no promise race to wait for.
     if (!isThenable(pending)) return { kind: 'returned', value: pending };
@@ -207,11 +224,10 @@ async function settleWithin(timeoutMs: number, roundSignal: AbortSignal, setTime
       (value): Settled => ({ kind: 'returned', value }),
       (error: unknown): Settled => ({ kind: 'threw', error }),
     );
-    return await Promise.race([finished, aborted]);
+    return await Promise.race([finished, stopped]);
   } finally {
     cancelTimer();
     roundSignal.removeEventListener('abort', onRoundAbort);
-    if (onAbort) controller.signal.removeEventListener('abort', onAbort);
   }
 }
 
@@ -243,6 +259,8 @@ async function mapWithConcurrency<Item, Result>(
   limit: number,
   work: (item: Item) => Promise<Result>,
 ): Promise<Result[]> {
+  // The common round is one call: no pool to set up for it.
+  if (items.length === 1) return [await work(items[0] as Item)];
   const results = new Array<Result>(items.length);
   let next = 0;
   const worker = async (): Promise<void> => {
