@@ -20,3 +20,27 @@ export function shapeProblems(schema: z.ZodType, value: unknown): string | null 
   if (checked.success) return null;
   return checked.error.issues.map((issue) => `${z.core.toDotPath(issue.path) || '(root)'}: ${issue.message}`).join('; ');
 }
+
+const isTokenCount = (value: unknown): boolean => typeof value === 'number' && Number.isInteger(value) && value >= 0;
+
+/**
+ * The same check as `modelResponseSchema`, written out for the hot path: a well-formed response (the
+ * usual case, every step) costs a few property reads; zod runs only to name what is wrong.
+ * @example
+ * if (!isWellFormedResponse(response)) throw new Error(shapeProblems(modelResponseSchema, response) ?? '');
+ */
+export function isWellFormedResponse(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const { text, toolCalls, usage } = value as { text?: unknown; toolCalls?: unknown; usage?: unknown };
+  if (text !== null && typeof text !== 'string') return false;
+  if (typeof usage !== 'object' || usage === null) return false;
+  const { inputTokens, outputTokens } = usage as { inputTokens?: unknown; outputTokens?: unknown };
+  if (!isTokenCount(inputTokens) || !isTokenCount(outputTokens)) return false;
+  if (!Array.isArray(toolCalls)) return false;
+  for (const call of toolCalls as unknown[]) {
+    if (typeof call !== 'object' || call === null) return false;
+    const { id, name, arguments: args } = call as { id?: unknown; name?: unknown; arguments?: unknown };
+    if (typeof id !== 'string' || typeof name !== 'string' || typeof args !== 'string') return false;
+  }
+  return true;
+}

@@ -6,7 +6,7 @@
 import { fitContextWindow, withContextUsage, type ContextFit } from '../context/context-window.js';
 import { isModelCallError, ModelCallError, retryableModelError } from '../errors.js';
 import type { CallUsage, LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
-import { modelResponseSchema, shapeProblems } from '../model/response-schema.js';
+import { isWellFormedResponse, modelResponseSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelResponse } from '../model/types.js';
 import { toolCallFingerprint } from '../progress/index.js';
 import { assignUniqueCallIds, prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
@@ -21,6 +21,7 @@ import type { PendingCall, RunSession } from './run-session.js';
 
 /** A model adapter's reply of the wrong shape is a fatal error naming the field, never a crash. */
 function checkModelResponse(response: unknown): Error | null {
+  if (isWellFormedResponse(response)) return null;
   const problems = shapeProblems(modelResponseSchema, response);
   return problems === null ? null : new ModelCallError({ kind: 'unknown', message: `the model returned a malformed response: ${problems}` });
 }
