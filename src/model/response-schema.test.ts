@@ -17,6 +17,8 @@ const SHAPES: [string, unknown][] = [
   ['negative tokens', { text: 'x', toolCalls: [], usage: { inputTokens: -1, outputTokens: 0 } }],
   ['fractional tokens', { text: 'x', toolCalls: [], usage: { inputTokens: 1.5, outputTokens: 0 } }],
   ['NaN tokens', { text: 'x', toolCalls: [], usage: { inputTokens: Number.NaN, outputTokens: 0 } }],
+  ['tokens past the safe integers', { text: 'x', toolCalls: [], usage: { inputTokens: 2 ** 53, outputTokens: 0 } }],
+  ['1e300 tokens', { text: 'x', toolCalls: [], usage: { inputTokens: 1e300, outputTokens: 0 } }],
   ['tokens as strings', { text: 'x', toolCalls: [], usage: { inputTokens: '10', outputTokens: '2' } }],
   ['null', null],
   ['a string', 'done'],

@@ -21,7 +21,7 @@ export function shapeProblems(schema: z.ZodType, value: unknown): string | null 
   return checked.error.issues.map((issue) => `${z.core.toDotPath(issue.path) || '(root)'}: ${issue.message}`).join('; ');
 }
 
-const isTokenCount = (value: unknown): boolean => typeof value === 'number' && Number.isInteger(value) && value >= 0;
+const isTokenCount = (value: unknown): boolean => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 
 /**
  * The same check as `modelResponseSchema`, written out for the hot path: a well-formed response (the
