@@ -54,7 +54,8 @@ describe.each(MODEL_CONFIGURATIONS)('replay against the runtime, $name', (config
     // reply repeated verbatim for a round its call cannot bring would be skipped as `unactable`: none is.)
     expect([...tally.skipped.keys()].every((reason) => reason === SKIP_REASONS.beforeStart)).toBe(true);
     expect(tally.finalPaths - tally.replayed).toBeLessThanOrEqual(3);
-  });
+    // Thousands of full runs: ~10 s alone on two cores, so a loaded machine gets room beyond the 20 s default.
+  }, 90_000);
 });
 
 afterAll(() => {
