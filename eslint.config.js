@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   // bench/suite is its own package (bench/package.json): it imports the peer frameworks the root never installs.
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.readme-snippets/**', 'bench/suite/**', 'bench/node_modules/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.readme-snippets*/**', 'bench/suite/**', 'bench/node_modules/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

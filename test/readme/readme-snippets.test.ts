@@ -11,8 +11,9 @@ import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-// Outside tsconfig's include and git-ignored: written for this test only, removed after it.
-const snippetDir = join(repoRoot, '.readme-snippets');
+// Outside tsconfig's include and git-ignored: written for this test only, removed after it. One folder per
+// process, so two test runs in one checkout never remove each other's files.
+const snippetDir = join(repoRoot, `.readme-snippets-${process.pid}`);
 
 interface Snippet {
   index: number;
