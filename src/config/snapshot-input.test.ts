@@ -45,7 +45,7 @@ describe('snapshotInput', () => {
     const weird = new Proxy({}, { ownKeys: () => { throw 42; } });
     expect(snapshotInput({ proxy, weird }, copyAll).issues).toEqual([
       { path: 'proxy', message: expect.stringMatching(/^could not be read: /) },
-      { path: 'weird', message: 'could not be read: 42' },
+      { path: 'weird', message: 'could not be read: 42 was thrown' },
     ]);
   });
 

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import type { ConfigIssue } from '../errors.js';
+import { thrownMessage } from '../redaction/describe-thrown.js';
 
 /** Tells which objects (never arrays) are kept as they are instead of being copied, by their path from the root. */
 export type KeepByReference = (path: readonly PropertyKey[]) => boolean;
@@ -23,14 +24,6 @@ export interface InputSnapshot {
 
 // Deeper than any config or conversation a person writes; a cycle or runaway nesting stops here.
 const MAX_DEPTH = 64;
-
-function describe(error: unknown): string {
-  try {
-    return error instanceof Error ? error.message || error.name : String(error);
-  } catch {
-    return 'an unreadable error';
-  }
-}
 
 function isPlainObject(value: object): boolean {
   const prototype: unknown = Object.getPrototypeOf(value);
@@ -59,7 +52,7 @@ export function snapshotInput(input: unknown, keepByReference: KeepByReference):
       // Arrays are always data; an object the caller keeps, or a class instance, is passed as it is.
       if (!array && (keepByReference(path) || !isPlainObject(value))) return value;
     } catch (error) {
-      return fail(path, `could not be read: ${describe(error)}`);
+      return fail(path, `could not be read: ${thrownMessage(error)}`);
     }
     if (ancestors.has(value)) return fail(path, 'refers to itself (a circular structure)');
     if (path.length >= MAX_DEPTH) return fail(path, `nested more than ${MAX_DEPTH} levels deep`);
@@ -75,14 +68,14 @@ export function snapshotInput(input: unknown, keepByReference: KeepByReference):
     try {
       length = array.length;
     } catch (error) {
-      return fail(path, `could not be read: ${describe(error)}`);
+      return fail(path, `could not be read: ${thrownMessage(error)}`);
     }
     const result: unknown[] = [];
     for (let index = 0; index < length; index++) {
       try {
         result.push(copy(array[index], [...path, index]));
       } catch (error) {
-        fail([...path, index], `could not be read: ${describe(error)}`);
+        fail([...path, index], `could not be read: ${thrownMessage(error)}`);
       }
     }
     return result;
@@ -92,7 +85,7 @@ export function snapshotInput(input: unknown, keepByReference: KeepByReference):
     try {
       keys = Object.keys(object);
     } catch (error) {
-      return fail(path, `could not be read: ${describe(error)}`);
+      return fail(path, `could not be read: ${thrownMessage(error)}`);
     }
     const result: Record<string, unknown> = {};
     for (const key of keys) {
@@ -100,7 +93,7 @@ export function snapshotInput(input: unknown, keepByReference: KeepByReference):
       try {
         item = (object as Record<string, unknown>)[key];
       } catch (error) {
-        fail([...path, key], `could not be read: ${describe(error)}`);
+        fail([...path, key], `could not be read: ${thrownMessage(error)}`);
         continue;
       }
       if (item === undefined) continue;

@@ -78,7 +78,7 @@ function armDeadline(config: ResolvedConfig, controller: AbortController): { can
     const cancel = config.clock.setTimer(deadlineMs, () => controller.abort(new RunInterruption('deadline', `deadline of ${deadlineMs} ms reached`)));
     return { cancelDeadline: typeof cancel === 'function' ? cancel : () => undefined, fault: null };
   } catch (error) {
-    return { cancelDeadline: () => undefined, fault: error instanceof Error ? error : new Error(describeThrown(error)) };
+    return { cancelDeadline: () => undefined, fault: toError(error) };
   }
 }
 

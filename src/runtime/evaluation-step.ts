@@ -13,7 +13,7 @@ import { modelUsageSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelUsage } from '../model/types.js';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../constants.js';
 import { interruptionEvent, untilAborted } from './interruption.js';
-import { costOf, priceOf } from './pricing.js';
+import { pricedTotal } from './pricing.js';
 import { backoffDelay } from './retry-policy.js';
 import type { RunSession } from './run-session.js';
 
@@ -72,22 +72,21 @@ export async function performEvaluation(session: RunSession, context: LoopContex
     return { type: 'run.faulted', at, message: config.redact.text(describeThrown(error)), ...spentSoFar(session, spending) };
   }
   const at = config.clock.now();
-  let costUsd = 0;
   for (const [modelId, usage] of Object.entries(summary.usageByModel)) {
     // A custom evaluator's usage is counted against the budgets, so it must be token counts.
     const problems = shapeProblems(modelUsageSchema, usage);
     if (problems !== null) throw new Error(`evaluator usage for model "${modelId}" is malformed: ${problems}`);
     session.warnIfUnpriced(modelId, at);
-    costUsd += costOf(priceOf(config.prices, modelId), usage);
   }
-  const judged = summary.usage.inputTokens + summary.usage.outputTokens > 0;
+  const judgeUsage = pricedTotal(config.prices, Object.entries(summary.usageByModel));
+  const judged = judgeUsage.inputTokens + judgeUsage.outputTokens > 0;
   if (summary.passed) session.taskOutputs[task.id] = summary.parsed;
   session.lastEvaluation = { taskIndex: session.taskIndex, reply: session.lastReply ?? '', formatted: summary.formatted };
   session.record({ type: 'evaluation-end', runId: session.runId, at, taskId: task.id, passed: summary.passed, reason: summary.reason, evaluator: summary.failedEvaluator });
   return {
     type: 'evaluation.completed', at, passed: summary.passed, reason: summary.reason,
     outputDigest: hash('sha1', output, 'hex'),
-    usage: judged ? { ...summary.usage, costUsd } : null,
+    usage: judged ? judgeUsage : null,
     modelCalls: spending.modelCalls,
     transportRetries: spending.transportRetries,
     nextRequestTokens: Math.max(nextRequestEstimate(session, summary.passed, summary.reason), summary.passed ? 0 : unpaidJudgeTokens),
@@ -139,13 +138,8 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
 
 /** The judges' spend so far, priced, for a fault event. */
 function spentSoFar(session: RunSession, spending: JudgeSpending): { usage?: CallUsage; modelCalls: number } {
-  let inputTokens = 0, outputTokens = 0, costUsd = 0;
-  for (const [modelId, usage] of spending.byModel) {
-    inputTokens += usage.inputTokens;
-    outputTokens += usage.outputTokens;
-    costUsd += costOf(priceOf(session.config.prices, modelId), usage);
-  }
-  return inputTokens + outputTokens > 0 ? { usage: { inputTokens, outputTokens, costUsd }, modelCalls: spending.modelCalls } : { modelCalls: spending.modelCalls };
+  const usage = pricedTotal(session.config.prices, spending.byModel);
+  return usage.inputTokens + usage.outputTokens > 0 ? { usage, modelCalls: spending.modelCalls } : { modelCalls: spending.modelCalls };
 }
 
 /** A judge's call, its error or its failure to give a verdict: the run's to stop on, never a reason to reflect. */
@@ -163,20 +157,20 @@ function judgeRequestTokens(output: string): number {
  * very guard the machine stops on, so a judge refused here always ends the run with budget_exhausted.
  */
 function canPayForJudge(session: RunSession, context: LoopContext, spent: Readonly<Record<string, ModelUsage>>, judgeTokens: number): boolean {
-  let inputTokens = context.usage.inputTokens, outputTokens = context.usage.outputTokens, costUsd = context.usage.costUsd;
-  for (const [modelId, judgeUsage] of Object.entries(spent)) {
-    inputTokens += judgeUsage.inputTokens;
-    outputTokens += judgeUsage.outputTokens;
-    costUsd += costOf(priceOf(session.config.prices, modelId), judgeUsage);
-  }
-  const withJudges = { ...context, usage: { ...context.usage, inputTokens, outputTokens, costUsd }, nextRequestTokens: judgeTokens };
-  return !isSpendBudgetExhausted({ context: withJudges });
+  const judges = pricedTotal(session.config.prices, Object.entries(spent));
+  const usage = {
+    ...context.usage,
+    inputTokens: context.usage.inputTokens + judges.inputTokens,
+    outputTokens: context.usage.outputTokens + judges.outputTokens,
+    costUsd: context.usage.costUsd + judges.costUsd,
+  };
+  return !isSpendBudgetExhausted({ context: { ...context, usage, nextRequestTokens: judgeTokens } });
 }
 
 /**
  * The next request after this verdict: the next task's first request when the task passed (its
  * conversation is built now, so the budget gate checks the right size), else this task's with the
- * failure reason fed back and room for a nudge.
+ * failure reason fed back.
  */
 function nextRequestEstimate(session: RunSession, passed: boolean, reason: string): number {
   // The reflection note the machine asks for, as one more message.

@@ -1,4 +1,5 @@
 /** Cost of a call from its usage and the per-model price table (USD per million tokens). */
+import type { CallUsage } from '../../machines/types.js';
 import type { ModelPrice } from '../constants.js';
 import type { ModelUsage } from '../model/types.js';
 
@@ -10,4 +11,15 @@ export function priceOf(prices: Readonly<Record<string, ModelPrice>>, modelId: s
 export function costOf(price: ModelPrice | undefined, usage: ModelUsage): number {
   if (price === undefined) return 0;
   return (usage.inputTokens * price.inputPerMillion + usage.outputTokens * price.outputPerMillion) / 1_000_000;
+}
+
+/** Usage of several models summed, each priced by its own model id. */
+export function pricedTotal(prices: Readonly<Record<string, ModelPrice>>, byModel: Iterable<readonly [string, ModelUsage]>): CallUsage {
+  let inputTokens = 0, outputTokens = 0, costUsd = 0;
+  for (const [modelId, usage] of byModel) {
+    inputTokens += usage.inputTokens;
+    outputTokens += usage.outputTokens;
+    costUsd += costOf(priceOf(prices, modelId), usage);
+  }
+  return { inputTokens, outputTokens, costUsd };
 }
