@@ -59,7 +59,7 @@ const NOT_RUN_BESIDE_INVALID = 'Not executed: another call in the same reply was
 
 /** What a call of the last reply that did not run is answered with. */
 function unrunAnswer(pending: PendingCall, heldBack: boolean): string {
-  return pending.call.error?.message ?? pending.refusal ?? (heldBack ? HELD_BACK : NOT_RUN_BESIDE_INVALID);
+  return pending.call.error?.message ?? pending.refusal?.message ?? (heldBack ? HELD_BACK : NOT_RUN_BESIDE_INVALID);
 }
 
 /** Tool calls of a reply that were not run still need an answer before the next request. */
@@ -119,13 +119,13 @@ interface Classified {
 }
 
 /** Room left under the run's and the reply's tool-call caps; calls past it are refused, not run. */
-function toolCallRoom(context: LoopContext): { room: number; refusal: (name: string) => string } {
+function toolCallRoom(context: LoopContext): { room: number; refusal: (name: string) => NonNullable<PendingCall['refusal']> } {
   const { maxToolCalls, maxToolCallsPerReply } = context.limits;
   const runRoom = Math.max(0, maxToolCalls - context.usage.toolCalls);
   if (runRoom < maxToolCallsPerReply) {
-    return { room: runRoom, refusal: (name) => `Not executed: ${name} — the run's tool-call budget (maxToolCalls ${maxToolCalls}) is spent. Answer with what you have.` };
+    return { room: runRoom, refusal: (name) => ({ reason: 'maxToolCalls spent', message: `Not executed: ${name} — the run's tool-call budget (maxToolCalls ${maxToolCalls}) is spent. Answer with what you have.` }) };
   }
-  return { room: maxToolCallsPerReply, refusal: (name) => `Not executed: ${name} — at most ${maxToolCallsPerReply} tool calls are run from one reply. Call it again in your next reply if you still need it.` };
+  return { room: maxToolCallsPerReply, refusal: (name) => ({ reason: 'over maxToolCallsPerReply', message: `Not executed: ${name} — at most ${maxToolCallsPerReply} tool calls are run from one reply. Call it again in your next reply if you still need it.` }) };
 }
 
 function classify(session: RunSession, health: ToolHealth, response: ModelResponse, context: LoopContext): Classified {
@@ -146,7 +146,7 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
   const calls: PendingCall[] = [];
   const takenFingerprints = new Set<string>();
   for (const call of prepared) {
-    let refusal: string | null = null;
+    let refusal: PendingCall['refusal'] = null;
     const fingerprint = safeFingerprint(call);
     // A withheld tool stops the run only when the task needs it (it is in `requires`, or the task
     // names no requirements); otherwise the model hears it is unavailable and may choose another way.
@@ -170,7 +170,7 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
     } else if (takenFingerprints.has(fingerprint)) {
       // A duplicate inside one reply would repeat a side effect for nothing: run it once.
       refusedCalls++;
-      refusal = `Not executed: the same call (${call.request.name} with the same arguments) appears earlier in this reply; its result is the one to use.`;
+      refusal = { reason: 'duplicate in the reply', message: `Not executed: the same call (${call.request.name} with the same arguments) appears earlier in this reply; its result is the one to use.` };
     } else if (taken >= cap.room) {
       refusedCalls++;
       refusal = cap.refusal(call.request.name);

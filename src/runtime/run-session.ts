@@ -19,9 +19,12 @@ import { Transcript } from './transcript.js';
 export interface PendingCall {
   call: PreparedCall;
   fingerprint: string;
-  /** Why a valid call is answered instead of run (a tool-call cap, or a denial told to the model); null when it may run. */
-  refusal: string | null;
+  /** What a valid call is answered with instead of being run, and why; null when it may run. */
+  refusal: { reason: RefusalReason; message: string } | null;
 }
+
+/** Why a call the policy allows is answered instead of run. */
+export type RefusalReason = 'duplicate in the reply' | 'maxToolCalls spent' | 'over maxToolCallsPerReply';
 
 export class RunSession {
   readonly progress = new ProgressTracker();

@@ -16,7 +16,7 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
   }
   const refused = pending.filter(({ call, refusal }) => call.status !== 'ready' || refusal !== null);
   if (refused.length > 0) {
-    session.warn(`step ${context.steps}: ${refused.length} tool call(s) answered, not run: ${refused.map(({ call, refusal }) => `${call.request.name} (${refusalKind(call.status, refusal)})`).join(', ')}`, config.clock.now());
+    session.warn(`step ${context.steps}: ${refused.length} tool call(s) answered, not run: ${refused.map(({ call, refusal }) => `${call.request.name} (${refusal?.reason ?? (call.status === 'denied' ? 'denied by the policy' : call.status)})`).join(', ')}`, config.clock.now());
   }
   const outcomes = await runToolRound(ready.map(({ call }) => call), {
     runId: session.runId, stepId: String(context.steps), maxParallel: maxParallelTools, maxResultBytes: maxToolResultBytes,
@@ -30,7 +30,7 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
   const outcomeOf = new Map(ready.map((entry, index) => [entry, outcomes[index]]));
   for (const entry of pending) {
     const outcome = outcomeOf.get(entry);
-    const content = outcome?.content ?? entry.refusal ?? entry.call.error?.message ?? 'Not executed.';
+    const content = outcome?.content ?? entry.refusal?.message ?? entry.call.error?.message ?? 'Not executed.';
     session.transcript.append({ role: 'tool', toolCallId: entry.call.request.id, content });
   }
   let successes = 0, seenBefore = 0, maxRepeatCount = 0;
@@ -40,7 +40,7 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
   let planCalled = false;
   // A refusal is what the model learns from that call: refused again the same way, it is a repeat like any other.
   for (const { call, fingerprint, refusal } of refused) {
-    const observation = session.progress.observeCall(fingerprint, refusal ?? call.error?.message ?? '');
+    const observation = session.progress.observeCall(fingerprint, refusal?.message ?? call.error?.message ?? '');
     successes++;
     if (observation.timesSeen > 1) seenBefore++;
     if (observation.timesSeen > maxRepeatCount) {
@@ -95,10 +95,3 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
   };
 }
 
-/** Why a call of the reply was answered instead of run, for the warning. */
-function refusalKind(status: string, refusal: string | null): string {
-  if (refusal?.includes('appears earlier in this reply')) return 'duplicate in the reply';
-  if (refusal?.includes('tool-call budget')) return 'maxToolCalls spent';
-  if (refusal?.includes('tool calls are run from one reply')) return 'over maxToolCallsPerReply';
-  return status === 'denied' ? 'denied by the policy' : status;
-}

@@ -151,6 +151,7 @@ describe('tool-call caps', () => {
     expect(answers).toHaveLength(5_000);
     expect(answers[3]).toBe('Not executed: write_row — at most 3 tool calls are run from one reply. Call it again in your next reply if you still need it.');
     expect(result).toMatchObject({ stopReason: 'completed', usage: { toolCalls: 3 } });
+    expect(result.warnings).toContainEqual(expect.stringMatching(/^step 1: 4997 tool call\(s\) answered, not run: write_row \(over maxToolCallsPerReply\), /));
   });
 
   it('stops with budget_exhausted when the model asks for tools after maxToolCalls ran, naming the option', async () => {

@@ -64,6 +64,7 @@ describe('repeats count calls that ran', () => {
     expect(contentsWithRole(requestAt(model, 1), 'tool')).toContain(
       'Not executed: the same call (lookup with the same arguments) appears earlier in this reply; its result is the one to use.',
     );
+    expect(result.warnings).toContain('step 1: 1 tool call(s) answered, not run: lookup (duplicate in the reply)');
     expect(result.stopReason).toBe('completed');
   });
 });
