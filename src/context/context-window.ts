@@ -97,7 +97,15 @@ async function summarizeOlderTurns(session: RunSession, context: LoopContext): P
   let response: ModelResponse;
   try {
     // The summary is a model call like any other: it has its own timeout.
-    response = await callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the context summary call', (signal) => config.model.generate({ messages: request, tools: [], signal }));
+    response = await callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the context summary call', (scope) =>
+      config.model.generate({
+        messages: request,
+        tools: [],
+        get signal() {
+          return scope.signal;
+        },
+      }),
+    );
   } catch (error) {
     if (session.signal.aborted) return { interrupted: true, usage: null, modelCalls: 1, summarized: 0, skipped: 'interrupted' };
     return { usage: null, modelCalls: 1, summarized: 0, skipped: `the summary call failed: ${thrownMessage(error)}` };

@@ -5,32 +5,62 @@
  * which the retry layers handle.
  */
 import { ModelCallError } from '../errors.js';
-import { untilAborted } from './interruption.js';
+import { LazySignal } from './abort-fanout.js';
 import type { RunSession } from './run-session.js';
 
+/** What a call reads its abort signal from; the signal is only made if the call reads it. */
+export interface CallScope {
+  readonly signal: AbortSignal;
+}
+
 /**
- * Runs `call` with a signal that aborts on the run's signal or after `timeoutMs`.
+ * Runs `call`, and stops waiting for it on the run's abort or after `timeoutMs`, aborting the signal
+ * the call was given (made on first read: pass it on as a getter, `get signal() { return scope.signal }`).
  * @example
- * const response = await callWithTimeout(session, 60_000, 'the model call', (signal) => model.generate({ messages, tools, signal }));
+ * const response = await callWithTimeout(session, 60_000, 'the model call', (scope) => model.generate({ messages, tools, get signal() { return scope.signal } }));
  */
-export async function callWithTimeout<Result>(
+export function callWithTimeout<Result>(
   session: RunSession,
   timeoutMs: number,
   what: string,
-  call: (signal: AbortSignal) => Promise<Result> | Result,
+  call: (scope: CallScope) => Promise<Result> | Result,
 ): Promise<Result> {
-  const controller = new AbortController();
-  const onRunAbort = () => controller.abort(session.signal.reason);
-  if (session.signal.aborted) onRunAbort();
-  else session.signal.addEventListener('abort', onRunAbort, { once: true });
-  const cancelTimer: unknown = session.config.clock.setTimer(timeoutMs, () =>
-    controller.abort(new ModelCallError({ kind: 'timeout', message: `${what} took longer than modelCallTimeoutMs (${timeoutMs} ms)` })),
-  );
-  try {
-    return await untilAborted(Promise.resolve().then(() => call(controller.signal)), controller.signal);
-  } finally {
-    // A clock whose setTimer returns no cancel function leaves a timer that fires into an aborted call: harmless.
-    if (typeof cancelTimer === 'function') cancelTimer();
-    session.signal.removeEventListener('abort', onRunAbort);
-  }
+  const scope = new LazySignal();
+  return new Promise<Result>((resolve, reject) => {
+    let cancelTimer: unknown;
+    let forgetRunAbort = (): void => undefined;
+    const finish = () => {
+      forgetRunAbort();
+      // A clock whose setTimer returns no cancel function leaves a timer that fires into a settled call: harmless.
+      if (typeof cancelTimer === 'function') cancelTimer();
+    };
+    const stop = (reason: unknown) => {
+      scope.abort(reason);
+      finish();
+      reject(reason as Error);
+    };
+    forgetRunAbort = session.aborts.subscribe(stop);
+    try {
+      if (!scope.aborted) {
+        cancelTimer = session.config.clock.setTimer(timeoutMs, () =>
+          stop(new ModelCallError({ kind: 'timeout', message: `${what} took longer than modelCallTimeoutMs (${timeoutMs} ms)` })),
+        );
+      }
+    } catch (error) {
+      stop(error);
+    }
+    // Started in a microtask, as before: a call that throws synchronously rejects like one that rejects.
+    Promise.resolve()
+      .then(() => call(scope))
+      .then(
+        (value) => {
+          finish();
+          resolve(value);
+        },
+        (error: unknown) => {
+          finish();
+          reject(error as Error);
+        },
+      );
+  });
 }

@@ -16,7 +16,7 @@ import { closedConversation, priorConversation } from '../conversation/prior-con
 import { summarize } from '../trace/trace-event.js';
 import { finalOutput } from '../output/final-output.js';
 import { performEvaluation } from './evaluation-step.js';
-import { interruptionEvent as interruptionEventAt, RunInterruption, untilAborted } from './interruption.js';
+import { interruptionEvent as interruptionEventAt, RunInterruption } from './interruption.js';
 import { performModelCall } from './model-step.js';
 import type { RunResult } from './run-result.js';
 import { RunSession } from './run-session.js';
@@ -126,7 +126,7 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
       case 'evaluate':
         return await performEvaluation(session, snapshot.context, effect.mayCallModel);
       case 'sleep':
-        await untilAborted(clock.sleep(Math.max(0, effect.until - clock.now()), session.signal), session.signal);
+        await session.aborts.race(clock.sleep(Math.max(0, effect.until - clock.now()), session.signal));
         return { type: 'backoff.elapsed', at: clock.now() };
     }
   } catch (error) {

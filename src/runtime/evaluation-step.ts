@@ -12,7 +12,7 @@ import { evaluatorList, runEvaluators, type EvaluationResult, type Evaluator } f
 import { modelUsageSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelUsage } from '../model/types.js';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../constants.js';
-import { interruptionEvent, untilAborted } from './interruption.js';
+import { interruptionEvent } from './interruption.js';
 import { pricedTotal } from './pricing.js';
 import { backoffDelay } from './retry-policy.js';
 import type { RunSession } from './run-session.js';
@@ -51,7 +51,7 @@ export async function performEvaluation(session: RunSession, context: LoopContex
   let unpaidJudgeTokens = 0;
   let summary;
   try {
-    summary = await untilAborted(
+    summary = await session.aborts.race(
       runEvaluators(list, {
         output, signal: session.signal, taskId: task.id,
         rethrow: isJudgeFailure,
@@ -62,7 +62,6 @@ export async function performEvaluation(session: RunSession, context: LoopContex
           return `the LLM judge "${judge.name}" was not run: the token or cost budget is spent`;
         },
       }),
-      session.signal,
     );
   } catch (error) {
     const at = safeNow(config.clock);
@@ -106,7 +105,14 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
         try {
           // A judge's call has its own timeout, like the main model's.
           result = evaluator.kind === 'judge'
-            ? await callWithTimeout(session, context.limits.modelCallTimeoutMs, `LLM judge "${evaluator.name}"`, (signal) => evaluator.evaluate({ ...input, signal }))
+            ? await callWithTimeout(session, context.limits.modelCallTimeoutMs, `LLM judge "${evaluator.name}"`, (scope) =>
+                evaluator.evaluate({
+                  ...input,
+                  get signal() {
+                    return scope.signal;
+                  },
+                }),
+              )
             : await evaluator.evaluate(input);
         } catch (error) {
           if (error instanceof JudgeVerdictError && error.usage) spending.add(error.modelId ?? 'unknown', error.usage);
@@ -123,7 +129,7 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
           const delay = backoffDelay({ attempt: context.task.transportRetries + spending.transportRetries, retryAfterMs: transient.retryAfterMs, options: config.backoff, random: config.random });
           spending.transportRetries++;
           session.warn(`task ${session.task.id}: LLM judge "${evaluator.name}" transport error (${transient.message}); retrying in ${delay} ms`, config.clock.now());
-          await untilAborted(config.clock.sleep(delay, session.signal), session.signal);
+          await session.aborts.race(config.clock.sleep(delay, session.signal));
           continue;
         }
         if (result?.usage) {

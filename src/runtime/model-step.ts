@@ -190,9 +190,15 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
 
 /** The model call, bounded by the run's signal and its own timeout. */
 function generateWithin(session: RunSession, health: ToolHealth, context: LoopContext): Promise<ModelResponse> {
-  return callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the model call', (signal) =>
+  return callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the model call', (scope) =>
     // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
-    session.config.model.generate({ messages: session.transcript.snapshot(), tools: session.offeredTools(health), signal }),
+    session.config.model.generate({
+      messages: session.transcript.snapshot(),
+      tools: session.offeredTools(health),
+      get signal() {
+        return scope.signal;
+      },
+    }),
   );
 }
 

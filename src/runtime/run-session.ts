@@ -12,6 +12,7 @@ import { ProgressTracker } from '../progress/index.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import type { PreparedCall, Tool } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
+import { AbortFanout } from './abort-fanout.js';
 import { priceOf } from './pricing.js';
 import { Transcript } from './transcript.js';
 
@@ -50,6 +51,8 @@ export class RunSession {
   /** The next task's conversation, built ahead so its first request can be estimated before the budget gate. */
   private preparedTask: { index: number; transcript: Transcript } | null = null;
   private readonly unpricedModels = new Set<string>();
+  /** The run's one listener on its signal: effects wait on the abort through this, not a listener each. */
+  readonly aborts: AbortFanout;
 
   constructor(
     readonly config: ResolvedConfig,
@@ -59,6 +62,7 @@ export class RunSession {
     /** A prior conversation from `run({ messages })`: the start of the first task's conversation. */
     readonly conversation: PriorConversation = { goal, messages: [], goalGiven: true, warnings: [] },
   ) {
+    this.aborts = new AbortFanout(signal);
     this.tasks = config.tasks ?? [{ id: 'main', prompt: goal }];
     this.runIdIsClean = config.redact.text(runId) === runId;
     this.plan = config.plan ? new RunPlan() : null;
@@ -133,8 +137,7 @@ export class RunSession {
 
   /** Every event is redacted here, the one door to `result.trace` and `onEvent`. */
   record(unredacted: TraceEvent): void {
-    // A transition names only the machine's own states and events (and the run id, checked once): nothing to redact.
-    const event = unredacted.type === 'transition' && this.runIdIsClean ? unredacted : this.config.redact.strings(unredacted);
+    const event = this.redacted(unredacted);
     if (this.config.trace.inMemory) this.trace.push(event);
     if (this.traceSinkFailed || this.config.trace.onEvent === undefined) return;
     try {
@@ -143,6 +146,38 @@ export class RunSession {
       // A broken trace sink must not stop the loop; it is dropped once, with a warning.
       this.traceSinkFailed = true;
       this.warnings.push(this.config.redact.text(`trace.onEvent threw and was disabled for this run: ${thrownMessage(error)}`));
+    }
+  }
+
+  /**
+   * The event with every string redacted. The two events of every step name their free text through
+   * summaries made with this loop's redactor (`summarize(value, config.redact)`), so only their other
+   * strings are redacted here; walking the whole event would redact each summary a second time.
+   */
+  private redacted(event: TraceEvent): TraceEvent {
+    if (!this.runIdIsClean) return this.config.redact.strings(event);
+    const { text } = this.config.redact;
+    switch (event.type) {
+      // A transition names only the machine's own states and events: nothing to redact.
+      case 'transition':
+        return event;
+      case 'tool-end': {
+        const taskId = text(event.taskId), callId = text(event.callId), name = text(event.name);
+        return taskId === event.taskId && callId === event.callId && name === event.name ? event : { ...event, taskId, callId, name };
+      }
+      case 'step-end': {
+        const taskId = text(event.taskId), modelId = text(event.modelId);
+        let toolCalls = event.toolCalls;
+        for (const [index, call] of event.toolCalls.entries()) {
+          const callId = text(call.callId), name = text(call.name);
+          if (callId === call.callId && name === call.name) continue;
+          if (toolCalls === event.toolCalls) toolCalls = [...event.toolCalls];
+          toolCalls[index] = { ...call, callId, name };
+        }
+        return taskId === event.taskId && modelId === event.modelId && toolCalls === event.toolCalls ? event : { ...event, taskId, modelId, toolCalls };
+      }
+      default:
+        return this.config.redact.strings(event);
     }
   }
 

@@ -20,7 +20,7 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
   }
   const outcomes = await runToolRound(ready.map(({ call }) => call), {
     runId: session.runId, stepId: String(context.steps), maxParallel: maxParallelTools, maxResultBytes: maxToolResultBytes,
-    signal: session.signal, health, now: () => config.clock.now(), setTimer: (ms, callback) => config.clock.setTimer(ms, callback),
+    signal: session.signal, aborts: session.aborts, health, now: () => config.clock.now(), setTimer: (ms, callback) => config.clock.setTimer(ms, callback),
   });
   // Even when cancel or the deadline cut the round short, its outcomes are reported: calls that
   // ran are counted, and side effects of unknown outcome are named before the run stops.

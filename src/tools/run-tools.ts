@@ -5,6 +5,7 @@
  * outcome the model can read.
  */
 import { thrownMessage } from '../redaction/describe-thrown.js';
+import { AbortFanout, LazySignal } from '../runtime/abort-fanout.js';
 import { systemClock } from '../runtime/clock.js';
 import { capBytes } from './cap-bytes.js';
 import { idempotencyKey, type OutcomeLookup, type Tool, type ToolContext } from './define-tool.js';
@@ -44,6 +45,8 @@ export interface RunToolRoundOptions {
   maxResultBytes: number;
   /** Aborted on cancel or deadline: calls not yet started are skipped, calls in flight are abandoned. */
   signal: AbortSignal;
+  /** The loop's one listener on `signal`, shared by its rounds; a round makes its own when it is not given. */
+  aborts?: AbortFanout;
   health: ToolHealth;
   /** Monotonic clock in ms for durations; defaults to `performance.now`. */
   now?: () => number;
@@ -70,6 +73,7 @@ export async function runToolRound(calls: readonly PreparedCall[], options: RunT
   const now = options.now ?? (() => performance.now());
   // NaN or a value below one would otherwise run nothing, and the round would silently drop its calls.
   const workers = options.maxParallel >= 1 ? Math.floor(options.maxParallel) : 1;
+  const round = options.aborts?.signal === options.signal ? options.aborts : new AbortFanout(options.signal);
   return mapWithConcurrency(calls, workers, async (call) => {
     const startedAt = now();
     const finish = (status: ToolCallOutcome['status'], text: string): ToolCallOutcome => ({
@@ -87,7 +91,7 @@ export async function runToolRound(calls: readonly PreparedCall[], options: RunT
       return finish('error', `Tool ${call.tool.name} was not run: the run was cancelled.`);
     }
     try {
-      const { outcome, health } = await runOneCall(call.tool, call, options, finish);
+      const { outcome, health } = await runOneCall(call.tool, call, options, round, finish);
       if (health === 'success') options.health.recordSuccess(outcome.name, outcome.durationMs);
       if (health === 'failure') options.health.recordFailure(outcome.name, outcome.durationMs);
       return outcome;
@@ -102,6 +106,7 @@ async function runOneCall(
   tool: Tool,
   call: PreparedCall,
   options: RunToolRoundOptions,
+  round: AbortFanout,
   finish: (status: ToolCallOutcome['status'], text: string) => ToolCallOutcome,
 ): Promise<{ outcome: ToolCallOutcome; health: 'success' | 'failure' | 'not_recorded' }> {
   const succeeded = (text: string) => ({ outcome: finish('ok', text), health: 'success' as const });
@@ -116,7 +121,7 @@ async function runOneCall(
     runId: options.runId,
     callId: call.request.id,
   });
-  const settled = await settleWithin(tool.timeoutMs, options.signal, timerOf(options), (signal) => tool.execute(call.args, context(signal)));
+  const settled = await settleWithin(tool.timeoutMs, round, timerOf(options), (signal) => tool.execute(call.args, context(signal)));
   switch (settled.kind) {
     case 'returned':
       return succeeded(resultText(tool, settled.value));
@@ -134,7 +139,7 @@ async function runOneCall(
     case 'timed_out': {
       const timedOut = `Tool ${tool.name} timed out after ${tool.timeoutMs} ms`;
       if (tool.idempotent) return failed('timeout', `${timedOut}.`);
-      const lookup = await lookUpOutcome(tool, call, options.signal, timerOf(options), context);
+      const lookup = await lookUpOutcome(tool, call, round, timerOf(options), context);
       if (lookup.status === 'done') return succeeded(resultText(tool, lookup.result));
       if (lookup.status === 'not_done') return failed('error', `${timedOut} and did not take effect.`);
       // Never re-execute blindly: the journal resolves it by idempotency key, or a person decides.
@@ -150,13 +155,13 @@ async function runOneCall(
 async function lookUpOutcome(
   tool: Tool,
   call: PreparedCall,
-  roundSignal: AbortSignal,
+  round: AbortFanout,
   setTimer: TimerSource,
   context: (signal: () => AbortSignal) => ToolContext,
 ): Promise<OutcomeLookup> {
   const checkOutcome = tool.checkOutcome;
   if (!checkOutcome) return { status: 'unknown' };
-  const settled = await settleWithin(tool.timeoutMs, roundSignal, setTimer, (signal) => checkOutcome(call.args, context(signal)));
+  const settled = await settleWithin(tool.timeoutMs, round, setTimer, (signal) => checkOutcome(call.args, context(signal)));
   if (settled.kind !== 'returned') return { status: 'unknown' };
   const lookup = settled.value as Partial<OutcomeLookup> | null | undefined;
   if (lookup?.status === 'done') return { status: 'done', result: lookup.result };
@@ -173,38 +178,29 @@ function timerOf(options: RunToolRoundOptions): TimerSource {
  * Runs `work` with a signal that aborts on the timeout or the round's signal, and stops waiting at
  * that moment even if `work` ignores the signal. The signal is only made if `work` reads it.
  */
-async function settleWithin(timeoutMs: number, roundSignal: AbortSignal, setTimer: TimerSource, work: (signal: () => AbortSignal) => unknown): Promise<Settled> {
+async function settleWithin(timeoutMs: number, round: AbortFanout, setTimer: TimerSource, work: (signal: () => AbortSignal) => unknown): Promise<Settled> {
   // An aborted signal never fires 'abort' again, so waiting on it would hang.
-  if (roundSignal.aborted) return { kind: 'cancelled' };
+  if (round.signal.aborted) return { kind: 'cancelled' };
   let timedOut = false;
-  let controller: AbortController | null = null;
+  // One signal fed by the round's abort and the timer (AbortSignal.any costs tens of microseconds per call on
+  // Node 20 and keeps dependants alive on the long-lived round signal), made only if the tool reads it.
+  const callSignal = new LazySignal();
   let stop: ((settled: Settled) => void) | undefined;
   // Settled first by a timeout or the round's abort, before the tool's own abort listeners can settle `work`.
   const stopped = new Promise<Settled>((resolve) => {
     stop = resolve;
   });
-  const onRoundAbort = () => {
+  const forgetRoundAbort = round.subscribe((reason) => {
     stop?.({ kind: 'cancelled' });
-    controller?.abort(roundSignal.reason);
-  };
-  roundSignal.addEventListener('abort', onRoundAbort, { once: true });
-  const timeoutReason = () => new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError');
+    callSignal.abort(reason);
+  });
   const cancelTimer = setTimer(timeoutMs, () => {
     timedOut = true;
     stop?.({ kind: 'timed_out' });
-    controller?.abort(timeoutReason());
+    callSignal.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError'));
   });
-  // One controller fed by the round's signal and the timer (AbortSignal.any costs tens of microseconds
-  // per call on Node 20 and keeps dependants alive on the long-lived round signal), made on first read.
-  const signal = (): AbortSignal => {
-    if (controller === null) {
-      controller = new AbortController();
-      if (timedOut) controller.abort(timeoutReason());
-      else if (roundSignal.aborted) controller.abort(roundSignal.reason);
-    }
-    return controller.signal;
-  };
-  const isStopped = () => timedOut || roundSignal.aborted;
+  const signal = (): AbortSignal => callSignal.signal;
+  const isStopped = () => timedOut || round.signal.aborted;
   try {
     let pending: unknown;
     try {
@@ -227,7 +223,7 @@ async function settleWithin(timeoutMs: number, roundSignal: AbortSignal, setTime
     return await Promise.race([finished, stopped]);
   } finally {
     cancelTimer();
-    roundSignal.removeEventListener('abort', onRoundAbort);
+    forgetRoundAbort();
   }
 }
 

@@ -1,0 +1,77 @@
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { AbortFanout, LazySignal } from './abort-fanout.js';
+
+describe('AbortFanout', () => {
+  it('adds one listener to the signal however many wait on it', () => {
+    const controller = new AbortController();
+    const aborts = new AbortFanout(controller.signal);
+    const forgets = Array.from({ length: 50 }, () => aborts.subscribe(() => undefined));
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    for (const forget of forgets) forget();
+  });
+
+  it('tells each waiter once, with the reason, and not the ones that were forgotten', () => {
+    const controller = new AbortController();
+    const aborts = new AbortFanout(controller.signal);
+    const heard: unknown[] = [];
+    aborts.subscribe((reason) => heard.push(['a', reason]));
+    const forget = aborts.subscribe((reason) => heard.push(['b', reason]));
+    forget();
+    controller.abort('stop');
+    controller.abort('again');
+    expect(heard).toEqual([['a', 'stop']]);
+  });
+
+  it('keeps telling the others when one waiter throws', () => {
+    const controller = new AbortController();
+    const aborts = new AbortFanout(controller.signal);
+    const heard: string[] = [];
+    aborts.subscribe(() => {
+      throw new Error('broken waiter');
+    });
+    aborts.subscribe(() => heard.push('second'));
+    controller.abort();
+    expect(heard).toEqual(['second']);
+  });
+
+  it('calls a waiter at once when the signal has already aborted', () => {
+    const aborts = new AbortFanout(AbortSignal.abort('earlier'));
+    const heard: unknown[] = [];
+    aborts.subscribe((reason) => heard.push(reason));
+    expect(heard).toEqual(['earlier']);
+  });
+
+  it('race settles with the promise, or rejects with the reason as soon as the signal aborts', async () => {
+    const controller = new AbortController();
+    const aborts = new AbortFanout(controller.signal);
+    await expect(aborts.race(Promise.resolve(7))).resolves.toBe(7);
+    await expect(aborts.race(Promise.reject(new Error('failed')))).rejects.toThrow('failed');
+    const never = new Promise<never>(() => undefined);
+    const raced = aborts.race(never);
+    controller.abort(new Error('cancelled'));
+    await expect(raced).rejects.toThrow('cancelled');
+    await expect(aborts.race(Promise.reject(new Error('ignored')))).rejects.toThrow('cancelled');
+  });
+});
+
+describe('LazySignal', () => {
+  it('makes no signal until one is read, and a late read sees the abort and its first reason', () => {
+    const lazy = new LazySignal();
+    lazy.abort('first');
+    lazy.abort('second');
+    expect(lazy.aborted).toBe(true);
+    expect(lazy.signal.aborted).toBe(true);
+    expect(lazy.signal.reason).toBe('first');
+  });
+
+  it('aborts a signal already read', () => {
+    const lazy = new LazySignal();
+    const { signal } = lazy;
+    expect(signal.aborted).toBe(false);
+    lazy.abort('now');
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toBe('now');
+    expect(lazy.signal).toBe(signal);
+  });
+});
