@@ -13,7 +13,7 @@
 import { and, assign, setup } from 'xstate';
 import * as actions from '../actions/index.js';
 import { guards as plainGuards } from '../guards/index.js';
-import { RECORDED, readingRecorded, type RecordedParams } from './recorded-context.js';
+import { RECORDED, readingRecorded, recordedUpdate, type RecordedParams } from './recorded-context.js';
 import type { LoopContext, LoopEvent, LoopInput, LoopOutput, NoProgressSignal, StopReason } from './types.js';
 
 const stop = (reason: StopReason) => ({ type: 'stopRun', params: { reason } }) as const;
@@ -69,9 +69,10 @@ export const loopMachine = setup({
   guards,
   actions: {
     startRun: assign(actions.startRun),
-    recordModelResponse: assign(actions.recordModelResponse),
+    // The update its guards already computed (see recorded-context.ts).
+    recordModelResponse: assign(({ context, event }) => recordedUpdate(context, event, actions.recordModelResponse)),
     recordModelFailure: assign(actions.recordModelFailure),
-    recordToolRound: assign(actions.recordToolRound),
+    recordToolRound: assign(({ context, event }) => recordedUpdate(context, event, actions.recordToolRound)),
     recordEvaluation: assign(actions.recordEvaluation),
     recordBackoffElapsed: assign(actions.recordBackoffElapsed),
     recordInterruption: assign(actions.recordInterruption),

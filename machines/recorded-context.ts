@@ -21,18 +21,32 @@ const RECORDERS: Partial<Record<LoopEvent['type'], (args: ReducerArgs) => Partia
   'tools.completed': recordToolRound,
 };
 
-/** One entry per event object: the context it was recorded into, and the result. */
-const recordedByEvent = new WeakMap<LoopEvent, { before: LoopContext; after: LoopContext }>();
+/** One entry per event object: the context it was recorded into, the reducer's update and the result. */
+const recordedByEvent = new WeakMap<LoopEvent, { before: LoopContext; update: Partial<LoopContext>; after: LoopContext }>();
+
+function recorded(context: LoopContext, event: LoopEvent, record: (args: ReducerArgs) => Partial<LoopContext>) {
+  const cached = recordedByEvent.get(event);
+  if (cached !== undefined && cached.before === context) return cached;
+  const update = record({ context, event });
+  const entry = { before: context, update, after: { ...context, ...update } };
+  recordedByEvent.set(event, entry);
+  return entry;
+}
 
 /** The context after `event` is recorded into `context`; `context` itself for events that record nothing here. */
 export function recordedContext(context: LoopContext, event: LoopEvent): LoopContext {
   const record = RECORDERS[event.type];
-  if (record === undefined) return context;
-  const cached = recordedByEvent.get(event);
-  if (cached !== undefined && cached.before === context) return cached.after;
-  const after = { ...context, ...record({ context, event }) };
-  recordedByEvent.set(event, { before: context, after });
-  return after;
+  return record === undefined ? context : recorded(context, event, record).after;
+}
+
+/**
+ * The reducer's update for `event`, for the transition's own `assign`: the one its guards computed, so
+ * the reducer runs once per event however many guards read the recorded context.
+ * @example
+ * assign(({ context, event }) => recordedUpdate(context, event, recordModelResponse))
+ */
+export function recordedUpdate(context: LoopContext, event: LoopEvent, record: (args: ReducerArgs) => Partial<LoopContext>): Partial<LoopContext> {
+  return RECORDERS[event.type] === record ? recorded(context, event, record).update : record({ context, event });
 }
 
 /** A guard that reads the recorded context when its params say so, and the context as it is otherwise. */

@@ -79,6 +79,20 @@ export function renderMarkdown(results) {
     );
   }
   lines.push('');
+  const wide = results.largeConcurrency ?? {};
+  if (Object.keys(wide).length > 0 && meta.settings.largeConcurrency) {
+    const { runs: largeRuns } = meta.settings.largeConcurrency;
+    lines.push(`## ${grouped(largeRuns)} concurrent runs in one process (same workload, one round)`, '');
+    lines.push(`| framework | wall ms | ÷ its ${grouped(runs)}-run wall time | peak RSS MiB | heap per in-flight run, KiB (peak sampled) | live heap per in-flight run, KiB (after a full GC) |`);
+    lines.push('|---|---:|---:|---:|---:|---:|');
+    for (const adapter of adapters.filter(({ id }) => wide[id])) {
+      const row = wide[adapter.id];
+      lines.push(
+        `| ${adapter.label} | ${fixed(row.wallMs)} | ${ratio(row.wallMs, concurrency[adapter.id].wallMs.median)} | ${(row.peakRssBytes / 2 ** 20).toFixed(0)} | ${(row.peakHeapPerRunBytes / 1024).toFixed(1)} | ${row.liveHeapPerRunBytes === null ? 'n/a' : (row.liveHeapPerRunBytes / 1024).toFixed(1)} |`,
+      );
+    }
+    lines.push('');
+  }
   lines.push('## Allocation per step (median of the samples without a GC, min–max)', '');
   lines.push('| framework | KiB allocated per step | S of the sampled runs | samples kept / dropped for a GC | × hand-written |');
   lines.push('|---|---:|---:|---:|---:|');
@@ -115,6 +129,8 @@ export function renderMarkdown(results) {
       [`flat: S = ${grouped(large)} within 1.3× of S = ${small}`, `${(loopstate[large].median / loopstate[small].median).toFixed(2)}×`, loopstate[large].median <= 1.3 * loopstate[small].median],
       concurrency.loopstate && baselineConcurrency && [`${grouped(runs)} concurrent runs ≤ 8× the hand-written wall time`, ratio(concurrency.loopstate.wallMs.median, baselineConcurrency.wallMs.median), concurrency.loopstate.wallMs.median <= 8 * baselineConcurrency.wallMs.median],
       concurrency.loopstate && [`≤ 50 KB heap per in-flight run (peak sampled / live)`, `${concurrency.loopstate.peakHeapPerRunKiB.median.toFixed(1)} / ${concurrency.loopstate.liveHeapPerRunKiB?.toFixed(1) ?? 'n/a'} KiB`, concurrency.loopstate.peakHeapPerRunKiB.median * 1024 <= 50_000],
+      wide.loopstate && concurrency.loopstate && [`${grouped(meta.settings.largeConcurrency.runs)} concurrent runs within 12× of the ${grouped(runs)}-run wall time`, ratio(wide.loopstate.wallMs, concurrency.loopstate.wallMs.median), wide.loopstate.wallMs <= 12 * concurrency.loopstate.wallMs.median],
+      wide.loopstate && [`${grouped(meta.settings.largeConcurrency.runs)} concurrent runs: ≤ 50 KB heap per in-flight run (peak sampled / live)`, `${(wide.loopstate.peakHeapPerRunBytes / 1024).toFixed(1)} / ${wide.loopstate.liveHeapPerRunBytes === null ? 'n/a' : (wide.loopstate.liveHeapPerRunBytes / 1024).toFixed(1)} KiB`, wide.loopstate.peakHeapPerRunBytes <= 50_000],
     ].filter(Boolean);
     lines.push('| target | measured | met |', '|---|---:|:---:|');
     for (const [target, measured, met] of checks) lines.push(`| ${target} | ${measured} | ${met ? 'yes' : 'no'} |`);

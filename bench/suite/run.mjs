@@ -40,6 +40,10 @@ const settings = quick
   : { stepRounds: 3, initialWarmupMs: 2000, warmupMs: 300, budgetMs: 500, concurrencyRounds: 2, allocationSamples: 5, callgrind: !flag('no-callgrind') };
 const STEP_COUNTS = [10, 100, 1000];
 const CONCURRENCY = { runs: 1000, steps: 10, latencyMs: 1 };
+// A service holds thousands of runs waiting on their models: the same workload ten times wider, one round,
+// for the frameworks that finish it in seconds (LangGraph and the Agents SDK would take minutes).
+const LARGE_CONCURRENCY = { runs: 10_000, steps: 10, latencyMs: 1 };
+const LARGE_CONCURRENCY_ADAPTERS = ['hand-written', 'plain-xstate', 'loopstate', 'ai-sdk'];
 const ALLOCATION_STEPS = 100;
 const ALLOCATION_FLAGS = ['--min-semi-space-size=128', '--max-semi-space-size=128'];
 // Two workloads differing only in the number of timed runs of S = 100: their difference is whole warm runs.
@@ -125,7 +129,7 @@ async function main() {
       memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
       valgrind: hasValgrind() ? spawnSync('valgrind', ['--version'], { encoding: 'utf8' }).stdout.trim() : null,
     },
-    settings: { ...settings, stepCounts: STEP_COUNTS, concurrency: CONCURRENCY, allocationSteps: ALLOCATION_STEPS, allocationFlags: ALLOCATION_FLAGS, callgrindWorkload: CALLGRIND },
+    settings: { ...settings, stepCounts: STEP_COUNTS, concurrency: CONCURRENCY, largeConcurrency: LARGE_CONCURRENCY, allocationSteps: ALLOCATION_STEPS, allocationFlags: ALLOCATION_FLAGS, callgrindWorkload: CALLGRIND },
   };
   log(`loopstate ${head?.slice(0, 12)}${meta.loopstate.uncommittedChanges ? ' (+ uncommitted changes)' : ''}; ${quick ? 'quick' : 'full'} run of ${adapters.length} adapters`);
 
@@ -145,6 +149,13 @@ async function main() {
       concurrency[adapter.id].push(result);
       log(`concurrency round ${round + 1}/${settings.concurrencyRounds} ${adapter.id}: ${result.wallMs.toFixed(0)} ms, peak RSS ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MB`);
     }
+  }
+
+  const largeConcurrency = {};
+  for (const adapter of adapters.filter(({ id }) => LARGE_CONCURRENCY_ADAPTERS.includes(id))) {
+    const { result } = runChild('concurrency', adapter.id, { ...LARGE_CONCURRENCY, liveHeap: true }, ['--expose-gc']);
+    largeConcurrency[adapter.id] = result;
+    log(`${LARGE_CONCURRENCY.runs} concurrent ${adapter.id}: ${result.wallMs.toFixed(0)} ms, peak RSS ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MB`);
   }
 
   let callgrindPending = null;
@@ -179,7 +190,7 @@ async function main() {
   }
 
   meta.durationSeconds = Math.round((Date.now() - started) / 1000);
-  const results = { meta, adapters, steps, concurrency, allocation, callgrind };
+  const results = { meta, adapters, steps, concurrency, largeConcurrency, allocation, callgrind };
   const outputDirectory = value('out') ? path.resolve(value('out')) : benchDirectory;
   mkdirSync(outputDirectory, { recursive: true });
   writeFileSync(path.join(outputDirectory, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);

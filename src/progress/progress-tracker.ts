@@ -35,12 +35,11 @@ export interface Observation {
 }
 
 // Changelog — 1: run-wide tool-call counts and observation hashes. 2: per-task (call, result) triples and a failure count.
+// 3: no running hash of the distinct triples (their count, the map's size, says when one is new).
 const progressTrackerSnapshotSchema = z.object({
-  schemaVersion: z.literal(2),
+  schemaVersion: z.literal(3),
   /** sha1(fingerprint, sha1(result)) → times seen in the current task. */
   triples: z.record(z.string(), z.number().int().positive()),
-  /** Running hash over distinct triples of the task, in the order they were first seen. */
-  distinctObservationsHash: z.string(),
   /** Failed calls in the task: each one changes the digest, so retrying a failing tool is never "unchanged". */
   failures: z.number().int().min(0),
   stateDigest: z.string(),
@@ -52,6 +51,11 @@ const progressTrackerSnapshotSchema = z.object({
  * const saved: ProgressTrackerSnapshot = JSON.parse(JSON.stringify(tracker.snapshot()));
  */
 export type ProgressTrackerSnapshot = z.output<typeof progressTrackerSnapshotSchema>;
+
+/** A count in as many digits as any count can have, so hashing it costs the same at step 3 and step 300,000. */
+function fixedWidth(count: number): string {
+  return String(count).padStart(16, '0');
+}
 
 /** One-shot hashing: about half the cost of createHash().update().digest() per call. */
 function sha1(text: string): string {
@@ -69,7 +73,6 @@ function sha1(text: string): string {
  */
 export class ProgressTracker {
   #triples = new Map<string, number>();
-  #distinctObservationsHash = '';
   #failures = 0;
   #stateDigest = '';
 
@@ -81,7 +84,6 @@ export class ProgressTracker {
   /** A new task starts with no history: what an earlier task saw is not a repeat in this one. */
   beginTask(): void {
     this.#triples = new Map();
-    this.#distinctObservationsHash = '';
     this.#failures = 0;
   }
 
@@ -92,7 +94,6 @@ export class ProgressTracker {
     const key = sha1(`${fingerprint}\n${resultHash}`);
     const timesSeen = (this.#triples.get(key) ?? 0) + 1;
     this.#triples.set(key, timesSeen);
-    if (timesSeen === 1) this.#distinctObservationsHash = sha1(`${this.#distinctObservationsHash}${key}`);
     return { timesSeen, observationId: resultHash.slice(0, 12) };
   }
 
@@ -108,8 +109,9 @@ export class ProgressTracker {
    */
   advanceState(parts: StateDigestParts): string {
     // One hash over fixed-size fields and the reply last; null (tool calls only) and '' (an empty text) differ.
+    // Triples are never forgotten within a task, so their count grows exactly when a new one arrives.
     const reply = parts.reply === null ? 'none' : `text:${parts.reply}`;
-    this.#stateDigest = sha1(`${parts.taskIndex}\n${this.#distinctObservationsHash}\n${this.#failures}\n${reply}`);
+    this.#stateDigest = sha1(`${parts.taskIndex}\n${fixedWidth(this.#triples.size)}\n${fixedWidth(this.#failures)}\n${reply}`);
     return this.#stateDigest;
   }
 
@@ -119,9 +121,8 @@ export class ProgressTracker {
    */
   snapshot(): ProgressTrackerSnapshot {
     return {
-      schemaVersion: 2,
+      schemaVersion: 3,
       triples: Object.fromEntries(this.#triples),
-      distinctObservationsHash: this.#distinctObservationsHash,
       failures: this.#failures,
       stateDigest: this.#stateDigest,
     };
@@ -141,7 +142,6 @@ export class ProgressTracker {
     }
     const tracker = new ProgressTracker();
     for (const [key, count] of Object.entries(checked.data.triples)) tracker.#triples.set(key, count);
-    tracker.#distinctObservationsHash = checked.data.distinctObservationsHash;
     tracker.#failures = checked.data.failures;
     tracker.#stateDigest = checked.data.stateDigest;
     return tracker;

@@ -22,11 +22,22 @@ import type { RunResult } from './run-result.js';
 import { RunSession } from './run-session.js';
 import { performToolRound } from './tool-step.js';
 
+/** `parent.child` names, made once: a name per transition would otherwise be a new string every event. */
+const nestedStateNames = new Map<string, Map<string, string>>();
+
 function stateName(snapshot: LoopSnapshot): string {
   const value = snapshot.value;
   if (typeof value === 'string') return value;
-  const [parent, child] = Object.entries(value)[0] ?? ['?', '?'];
-  return `${parent}.${String(child)}`;
+  // The loop machine nests one level: `{ running: 'acting' }`.
+  for (const parent in value) {
+    const child = String((value as Record<string, unknown>)[parent]);
+    let names = nestedStateNames.get(parent);
+    if (names === undefined) nestedStateNames.set(parent, (names = new Map()));
+    let name = names.get(child);
+    if (name === undefined) names.set(child, (name = `${parent}.${child}`));
+    return name;
+  }
+  return '?.?';
 }
 
 /** Runs one goal; `sharedHealth` is the loop's shared tool health, else this run gets its own. */
