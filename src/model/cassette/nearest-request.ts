@@ -87,9 +87,9 @@ export function firstDifference(recorded: Comparable, received: Comparable, path
   return null;
 }
 
-/** Both values shortened; two long strings are shown from just before where they part. */
+/** Both values shortened; two strings too long to show whole are shown from just before where they part. */
 function shownPair(recorded: Comparable, received: Comparable): [string, string] {
-  if (typeof recorded === 'string' && typeof received === 'string') {
+  if (typeof recorded === 'string' && typeof received === 'string' && Math.max(recorded.length, received.length) > SHOWN_CHARS) {
     let index = 0;
     while (index < recorded.length && index < received.length && recorded.charCodeAt(index) === received.charCodeAt(index)) index++;
     const from = index > LEAD_CHARS ? index - LEAD_CHARS : 0;
