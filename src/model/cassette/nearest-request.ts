@@ -53,13 +53,22 @@ function sameLeaf(recorded: Comparable, received: Comparable): boolean {
   return recorded === received || JSON.stringify(recorded) === JSON.stringify(received);
 }
 
+/** Plain values in a value (at least one), so a missing message weighs more than one changed field of it. */
+function leafCount(value: Comparable): number {
+  if (Array.isArray(value)) return Math.max(1, value.reduce((sum: number, item) => sum + leafCount(item), 0));
+  if (isRecord(value)) return Math.max(1, Object.values(value).reduce((sum: number, item) => sum + leafCount(item), 0));
+  return 1;
+}
+
 /**
- * How many fields differ between two requests: a leaf that differs, or a whole field one of them
- * lacks, counts one. The nearest recorded request is the one with the fewest.
+ * How many plain values differ between two requests, a field one of them lacks counting each value
+ * in it. The nearest recorded request is the one with the fewest.
  * @example
  * countDifferences({ a: 1, b: [1, 2] }, { a: 2, b: [1] }) // 2
  */
 export function countDifferences(recorded: Comparable, received: Comparable): number {
+  if (recorded === undefined) return leafCount(received);
+  if (received === undefined) return leafCount(recorded);
   const keys = childKeys(recorded, received);
   if (keys === null) return sameLeaf(recorded, received) ? 0 : 1;
   let count = 0;
