@@ -178,7 +178,11 @@ class CassetteWriter {
       }
       renameSync(temporary, this.path);
     } catch (error) {
-      rmSync(temporary, { force: true });
+      try {
+        rmSync(temporary, { force: true });
+      } catch {
+        // Nothing was created there (its folder is missing or not a folder).
+      }
       this.#failure ??= new CassetteFileError({ code: 'cassette_write_failed', path: this.path, problem: `could not be written (${thrownMessage(error)})`, cause: error });
     }
   }
