@@ -191,7 +191,8 @@ export function emptyCassette(modelId: string, contextWindowTokens: number | und
     schemaVersion: CASSETTE_SCHEMA_VERSION,
     format: CASSETTE_FORMAT,
     modelId,
-    ...(contextWindowTokens === undefined ? {} : { contextWindowTokens }),
+    // createLoop refuses any other window anyway; a bad one is left out so the file stays readable.
+    ...(typeof contextWindowTokens === 'number' && Number.isSafeInteger(contextWindowTokens) && contextWindowTokens > 0 ? { contextWindowTokens } : {}),
     messages: [],
     tools: [],
     calls: [],

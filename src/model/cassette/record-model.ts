@@ -74,7 +74,9 @@ export function recordModel(model: Model, path: string, options: RecordModelOpti
     const record = (outcome: Outcome) => {
       if (recorded) return;
       recorded = true;
-      writer.append(data, outcome, Math.max(0, clock.now() - startedAt));
+      const latencyMs = clock.now() - startedAt;
+      // A clock that went backwards or broke must not make the cassette unreadable.
+      writer.append(data, outcome, Number.isFinite(latencyMs) ? Math.max(0, latencyMs) : 0);
     };
     // The per-call timeout aborts with a ModelCallError, which is what the loop sees: record it now, before the loop moves on.
     const onAbort = () => {

@@ -138,7 +138,7 @@ describe('record → replay', () => {
     await replaying.generate(request);
     await expect(replaying.generate(request)).rejects.toMatchObject({
       code: 'cassette_mismatch', call: 2, nearestCall: 1, field: null,
-      message: expect.stringContaining('model call 2 repeats the request of recorded call(s) 1, which was all replayed already'),
+      message: expect.stringContaining('model call 2 repeats the request of recorded call 1, which was replayed already: the recording made this request only 1 time(s)'),
     });
   });
 

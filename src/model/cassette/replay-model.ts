@@ -115,7 +115,7 @@ function mismatch(
     const ordinals = candidates.map((candidate) => candidate.ordinal).join(', ');
     return new CassetteMismatchError({
       path, call: ordinal, nearestCall: candidates.at(-1)?.ordinal ?? null, field: null,
-      message: `repeats the request of recorded call(s) ${ordinals}, which ${candidates.length === 1 ? 'was' : 'were'} all replayed already; the recording made this request ${candidates.length} time(s)`,
+      message: `repeats the request of recorded call ${ordinals}, ${candidates.length === 1 ? 'which was' : 'all of which were'} replayed already: the recording made this request only ${candidates.length} time(s)`,
     });
   }
   const nearest = nearestRecorded(recordedRequests, received, ordinal);
