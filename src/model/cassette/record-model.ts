@@ -74,9 +74,7 @@ export function recordModel(model: Model, path: string, options: RecordModelOpti
     const record = (outcome: Outcome) => {
       if (recorded) return;
       recorded = true;
-      const latencyMs = clock.now() - startedAt;
-      // A clock that went backwards or broke must not make the cassette unreadable.
-      writer.append(data, outcome, Number.isFinite(latencyMs) ? Math.max(0, latencyMs) : 0);
+      writer.append(data, outcome, elapsedSince(clock, startedAt));
     };
     // The per-call timeout aborts with a ModelCallError, which is what the loop sees: record it now, before the loop moves on.
     const onAbort = () => {
@@ -106,6 +104,16 @@ export function recordModel(model: Model, path: string, options: RecordModelOpti
       return cassette.calls.length;
     },
   };
+}
+
+/** Never throws (this runs in an abort listener too); a clock that went backwards or broke counts 0 ms, so the file stays readable. */
+function elapsedSince(clock: Clock, startedAt: number): number {
+  try {
+    const elapsed = clock.now() - startedAt;
+    return Number.isFinite(elapsed) ? Math.max(0, elapsed) : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** Owns the cassette in memory and on disk; a failed write is kept and thrown by the next call. */
