@@ -85,7 +85,7 @@ describe('readCassette', () => {
     edit((cassette) => {
       delete cassette.calls[0]?.response;
     });
-    expect(failure(() => replayModel(path)).message).toContain('calls[0]: expected exactly one of response or error');
+    expect(failure(() => replayModel(path)).message).toContain('calls[0]: expected exactly one of response, error or interrupted');
   });
 
   it('refuses a reference outside the pools', () => {

@@ -15,7 +15,7 @@ import { requestKey, type PlainData } from './request-key.js';
 /** Names the file as a loopstate cassette, so a stray JSON file is told apart from a damaged one. */
 const CASSETTE_FORMAT = 'loopstate-cassette';
 
-// Changelog — 1: message and tool pools, calls keyed by SHA-256 of the redacted request, an occurrence per key, responses or errors, latency.
+// Changelog — 1: message and tool pools, calls keyed by SHA-256 of the redacted request, an occurrence per key, a response, error or interruption, latency.
 /**
  * The cassette version this loopstate writes and reads; a cassette from a newer version is refused, never half-read.
  * @example
@@ -52,8 +52,12 @@ const recordedCallSchema = z
     /** Extra fields a model adapter returns are kept and replayed. */
     response: modelResponseSchema.loose().optional(),
     error: recordedErrorSchema.optional(),
+    /** The call was cut short by a cancel or the run's deadline after `latencyMs`: it has no answer. */
+    interrupted: z.enum(['cancelled', 'deadline']).optional(),
   })
-  .refine((call) => (call.response === undefined) !== (call.error === undefined), { message: 'expected exactly one of response or error' });
+  .refine((call) => [call.response, call.error, call.interrupted].filter((outcome) => outcome !== undefined).length === 1, {
+    message: 'expected exactly one of response, error or interrupted',
+  });
 
 const cassetteSchema = z.strictObject({
   schemaVersion: z.literal(CASSETTE_SCHEMA_VERSION),
@@ -114,7 +118,7 @@ export function prettyJson(value: unknown, indent = ''): string {
  */
 export function serializeCassette(cassette: Cassette): string {
   const { schemaVersion, format, modelId, contextWindowTokens, messages, tools, calls } = cassette;
-  const orderedCalls = calls.map(({ key, occurrence, request, latencyMs, response, error }) => ({ key, occurrence, request, latencyMs, response, error }));
+  const orderedCalls = calls.map(({ key, occurrence, request, latencyMs, response, error, interrupted }) => ({ key, occurrence, request, latencyMs, response, error, interrupted }));
   return `${prettyJson({ schemaVersion, format, modelId, contextWindowTokens, messages, tools, calls: orderedCalls })}\n`;
 }
 

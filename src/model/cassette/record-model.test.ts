@@ -70,6 +70,22 @@ describe('recordModel', () => {
     expect(await run(replayModel(path, { latency: 'recorded', clock: replayClock }), replayClock)).toEqual(recorded);
   });
 
+  it('records a call the deadline cut short as interrupted: replayed on the loop clock it ends the run the same way', async () => {
+    const recordClock = virtualClock();
+    const hangsPastDeadline = () => new Promise<never>(() => recordClock.advance(5_000));
+    const run = (model: Model, clock = virtualClock()) =>
+      createLoop({ model, clock, generateRunId: () => 'run-1', limits: { deadlineMs: 5_000 } }).run({ goal: 'Go.' });
+    const recorded = await run(recordModel(scriptedModel([hangsPastDeadline]), path, { clock: recordClock }), recordClock);
+    expect(recorded.stopReason).toBe('deadline_exceeded');
+    expect(readCassette(path).calls.map((call) => [call.interrupted, call.latencyMs])).toEqual([['deadline', 5_000]]);
+
+    const replayClock = virtualClock();
+    expect(await run(replayModel(path, { latency: 'recorded', clock: replayClock }), replayClock)).toEqual(recorded);
+    const instant = await run(replayModel(path));
+    expect(instant.stopReason).toBe('fatal_error');
+    expect(instant.error?.message).toContain("model call 1 was cut short (deadline) after 5000 ms when recorded, but not in this replay; replay with latency: 'recorded'");
+  });
+
   it('records an adapter error that is no ModelCallError and a malformed reply so that replay fails the same way', async () => {
     const run = (model: Model) => createLoop({ model, clock: virtualClock(), generateRunId: () => 'run-1' }).run({ goal: 'Go.' });
     const throwing = modelOf(async () => {

@@ -12,7 +12,7 @@ import { isModelCallError } from '../../errors.js';
 import { createRedactor, type Redactor, type RedactOptions } from '../../redaction/redact.js';
 import { errorFields, thrownMessage, toError } from '../../redaction/describe-thrown.js';
 import { systemClock, type Clock } from '../../runtime/clock.js';
-import { untilAborted } from '../../runtime/interruption.js';
+import { interruptionOf, untilAborted } from '../../runtime/interruption.js';
 import { isWellFormedResponse, modelResponseSchema, shapeProblems } from '../response-schema.js';
 import type { Model, ModelRequest, ModelResponse } from '../types.js';
 import { CassetteFileError } from './cassette-errors.js';
@@ -43,14 +43,14 @@ export interface RecordingModel extends Model {
   readonly recordedCalls: number;
 }
 
-type Outcome = { response: ModelResponse } | { error: unknown };
+type Outcome = { response: ModelResponse } | { error: unknown } | { interrupted: 'cancelled' | 'deadline' };
 
 /**
  * Wraps `model` so every call it answers, or fails, is written to the cassette at `path` (created or
  * replaced): the redacted request filed under its key, the response (or the error, so a retried 429
  * replays as a 429), and the latency. A call cut short by the loop's per-call timeout is recorded as
- * that timeout; a call cut short by a cancel or the run's deadline is not recorded, as it has no
- * answer. Secrets are redacted before anything is written, with the built-in rules and `redact`; a
+ * that timeout; one cut short by a cancel or the run's deadline is recorded as interrupted, after its
+ * latency (`replayModel` with `latency: 'recorded'` and the loop's clock reproduces it). Secrets are redacted before anything is written, with the built-in rules and `redact`; a
  * reply that quoted a secret therefore replays with `[redacted]` in its place. Writes are synchronous,
  * so a call's entry is on disk before its outcome reaches the loop, even for a call the loop abandoned.
  * @example
@@ -76,9 +76,10 @@ export function recordModel(model: Model, path: string, options: RecordModelOpti
       recorded = true;
       writer.append(data, outcome, elapsedSince(clock, startedAt));
     };
-    // The per-call timeout aborts with a ModelCallError, which is what the loop sees: record it now, before the loop moves on.
+    // Recorded now, before the loop moves on: the per-call timeout aborts with the ModelCallError the loop sees; a cancel or deadline with a RunInterruption.
     const onAbort = () => {
-      if (isModelCallError(request.signal.reason)) record({ error: request.signal.reason });
+      const reason: unknown = request.signal.reason;
+      record(isModelCallError(reason) ? { error: reason } : { interrupted: interruptionOf(request.signal).kind });
     };
     request.signal.addEventListener('abort', onAbort, { once: true });
     try {
@@ -165,7 +166,8 @@ class CassetteWriter {
     return pool.length - 1;
   }
 
-  #recordedOutcome(outcome: Outcome): Pick<RecordedCall, 'response' | 'error'> {
+  #recordedOutcome(outcome: Outcome): Pick<RecordedCall, 'response' | 'error' | 'interrupted'> {
+    if ('interrupted' in outcome) return { interrupted: outcome.interrupted };
     if ('error' in outcome) return { error: recordedError(outcome.error, this.redactor) };
     // A malformed reply fails the run; record the failure the loop reports for it, so replay fails the same way.
     if (!isWellFormedResponse(outcome.response)) {

@@ -80,6 +80,14 @@ export function replayModel(path: string, options: ReplayModelOptions = {}): Rep
     served.set(key, count + 1);
     replayed++;
     if (options.latency === 'recorded' && match.call.latencyMs > 0) await clock.sleep(match.call.latencyMs, request.signal);
+    if (match.call.interrupted !== undefined) {
+      // Reproduced when the replayed run was cut short the same way while it waited; otherwise the runs part here.
+      request.signal.throwIfAborted();
+      throw new CassetteMismatchError({
+        path, call: ordinal, nearestCall: match.ordinal, field: null,
+        message: `was cut short (${match.call.interrupted}) after ${match.call.latencyMs} ms when recorded, but not in this replay; replay with latency: 'recorded' and the loop's clock to reproduce it`,
+      });
+    }
     if (match.call.error !== undefined) throw replayedError(match.call.error);
     // A fresh copy each time: the loop may keep or change what it receives.
     return structuredClone(match.call.response) as ModelResponse;
