@@ -45,7 +45,8 @@ export interface ReplayingModel extends Model {
  * throws `CassetteFileError` before anything runs) and returns a model that serves it: the recorded
  * model id and context window, each response as recorded (a fresh copy each time), each recorded
  * error thrown again (a `ModelCallError` keeps its kind, status and Retry-After, so retries replay
- * the same). A request that matches no recorded call rejects with `CassetteMismatchError` (code
+ * the same), and a call recorded as cut short by a cancel or the deadline waits for the replayed run
+ * to be cut short the same way. A request that matches no recorded call rejects with `CassetteMismatchError` (code
  * `cassette_mismatch`), which ends the run with `fatal_error`: it names the call, the nearest
  * recorded request and the first field that differs.
  * @example
