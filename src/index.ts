@@ -11,6 +11,18 @@ export { evaluators, runEvaluators } from './evaluators/index.js';
 export type { Evaluator, EvaluationInput, EvaluationResult, EvaluationSummary, EvaluateOption, EvaluatorOutput, EvaluatorsOutput, LoopOutput } from './evaluators/index.js';
 export type { Model, ModelRequest, ModelResponse, ModelUsage, Message, ToolSpec, ToolCallRequest } from './model/types.js';
 export {
+  recordModel,
+  replayModel,
+  CassetteFileError,
+  CassetteMismatchError,
+  CASSETTE_SCHEMA_VERSION,
+  type RecordModelOptions,
+  type RecordingModel,
+  type ReplayModelOptions,
+  type ReplayingModel,
+  type CassetteFileErrorCode,
+} from './model/cassette/index.js';
+export {
   LoopstateError,
   LoopConfigError,
   ModelCallError,
