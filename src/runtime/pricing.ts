@@ -3,14 +3,10 @@ import type { CallUsage } from '../../machines/types.js';
 import type { ModelPrice } from '../constants.js';
 import type { ModelUsage } from '../model/types.js';
 
-/** A snapshot suffix such as `-2025-04-14`: a dated id is priced like its alias unless named itself. */
-const DATE_SUFFIX = /-\d{4}-\d{2}-\d{2}$/;
-
 export function priceOf(prices: Readonly<Record<string, ModelPrice>>, modelId: string): ModelPrice | undefined {
   // Own properties only: a model id like `toString` must not find Object.prototype's.
-  if (Object.hasOwn(prices, modelId)) return prices[modelId];
-  const alias = modelId.replace(DATE_SUFFIX, '');
-  return alias !== modelId && Object.hasOwn(prices, alias) ? prices[alias] : undefined;
+  // Exact ids only: a dated snapshot may be priced unlike its alias (gpt-4o-2024-05-13 is).
+  return Object.hasOwn(prices, modelId) ? prices[modelId] : undefined;
 }
 
 /** Cached input tokens are part of `inputTokens`, priced at the cached rate when the table has one. */

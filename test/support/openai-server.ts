@@ -99,7 +99,7 @@ export async function startOpenAIServer(): Promise<OpenAITestServer> {
   const requests: RecordedRequest[] = [];
   const server = createServer((request, response) => {
     void readBody(request).then((text) => {
-      let body: Record<string, unknown> | null = null;
+      let body: Record<string, unknown> | null;
       try {
         body = text === '' ? null : (JSON.parse(text) as Record<string, unknown>);
       } catch {

@@ -5,8 +5,8 @@
 import type { ModelPrice } from '../../constants.js';
 
 /**
- * The built-in OpenAI price table, part of `DEFAULT_PRICES`. A dated id (`gpt-4.1-mini-2025-04-14`) is
- * priced like its undated alias unless `prices` names it.
+ * The built-in OpenAI price table, part of `DEFAULT_PRICES`, by exact model id: a dated snapshot
+ * (`gpt-4.1-mini-2025-04-14`) needs its own entry in `prices`, since snapshots may be priced differently.
  * @example
  * OPENAI_PRICES['gpt-4.1-mini'] // { inputPerMillion: 0.4, cachedInputPerMillion: 0.1, outputPerMillion: 1.6 }
  */
