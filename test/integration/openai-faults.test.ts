@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLoop, openaiModel, systemClock, type OpenAIModelOptions, type RunResult, type TraceEvent } from '../../src/index.js';
 import { virtualClock } from '../../src/testing/index.js';
-import { apiError, chatChunks, chatCompletion, replyStep } from '../support/openai-fixtures.js';
+import { apiError, chatChunks, chatCompletion, replyStep, responsesEvents } from '../support/openai-fixtures.js';
 import { startOpenAIServer, type OpenAITestServer, type ServerStep } from '../support/openai-server.js';
 
 const SECRET = 'sk-test-abcdefghijklmnop1234567890SECRETKEY';
@@ -31,12 +31,15 @@ interface Run {
   events: TraceEvent[];
 }
 
-/** One run on a virtual clock (backoffs are instant) with tight wall-clock timers on the model. */
+/**
+ * One run on a virtual clock (backoffs are instant). The model's own timers are wall-clock: roomy by
+ * default (a loaded machine must not time out a healthy reply), short only where a stall is tested.
+ */
 async function runWith(steps: ServerStep[], options: Partial<OpenAIModelOptions> = {}, loopOptions: Record<string, unknown> = {}): Promise<Run> {
   server.enqueue(...steps);
   const events: TraceEvent[] = [];
   const loop = createLoop({
-    model: openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: SECRET, timeoutMs: 200, idleTimeoutMs: 60, ...options }),
+    model: openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: SECRET, timeoutMs: 5_000, idleTimeoutMs: 2_000, ...options }),
     limits: { maxRetries: 2 },
     clock: virtualClock(),
     random: () => 0,
@@ -56,6 +59,9 @@ function expectNoKey(run: Run): void {
   expect(everything).not.toContain(SECRET.slice(-8));
 }
 
+const STALL_BEFORE = { timeoutMs: 300 };
+const STALL_AFTER = { idleTimeoutMs: 150 };
+
 const times = (count: number, step: ServerStep): ServerStep[] => Array.from({ length: count }, () => step);
 
 describe('transient failures: the transport retry, one HTTP request per attempt', () => {
@@ -65,13 +71,13 @@ describe('transient failures: the transport retry, one HTTP request per attempt'
     ['503 InternalServerError', apiError(503, 'Service unavailable'), 'server'],
     ['408 plain APIError', apiError(408, 'Request timeout'), 'timeout'],
     ['409 ConflictError', apiError(409, 'Conflict'), 'server'],
-    ['a stall before the headers (timeoutMs)', { kind: 'stall-before-headers' }, 'timeout'],
-    ['a stall after the headers (idleTimeoutMs)', { kind: 'stall-after-headers', partial: '{"id":' }, 'timeout'],
+    ['a stall before the headers (timeoutMs)', { kind: 'stall-before-headers' }, 'timeout', STALL_BEFORE],
+    ['a stall after the headers (idleTimeoutMs)', { kind: 'stall-after-headers', partial: '{"id":' }, 'timeout', STALL_AFTER],
     ['a reset mid-body (TypeError: terminated)', { kind: 'reset-mid-body' }, 'connection'],
     ['a malformed JSON body (SyntaxError)', { kind: 'raw', contentType: 'application/json', body: '{"id":"chatcmpl-1","choices":[' }, 'server'],
     ['a stream that ends without [DONE] or finish_reason', { kind: 'sse', events: chatChunks({ text: 'half an ans' }).slice(0, 3), done: false }, 'connection', { stream: true }],
     ['an in-stream error event', { kind: 'sse', events: [...chatChunks({ text: 'partial' }).slice(0, 2), { error: { message: 'The server had an error while processing your request', type: 'server_error' } }] }, 'server', { stream: true }],
-    ['a stall after the headers of a stream', { kind: 'stall-after-headers', contentType: 'text/event-stream', partial: `data: ${JSON.stringify(chatChunks({ text: 'hi' })[0])}\n\n` }, 'timeout', { stream: true }],
+    ['a stall after the headers of a stream', { kind: 'stall-after-headers', contentType: 'text/event-stream', partial: `data: ${JSON.stringify(chatChunks({ text: 'hi' })[0])}\n\n` }, 'timeout', { ...STALL_AFTER, stream: true }],
   ];
 
   it.each(transient)('%s: retried, then completes (2 requests)', async (_name, fault, kind, options = {}) => {
@@ -93,10 +99,10 @@ describe('transient failures: the transport retry, one HTTP request per attempt'
   });
 
   it('names the timer that fired: timeoutMs before the headers, idleTimeoutMs after them', async () => {
-    const before = await runWith([{ kind: 'stall-before-headers' }, OK]);
-    expect(before.result.trace.find((event) => event.type === 'model-error')).toMatchObject({ errorKind: 'timeout', message: 'the OpenAI call took longer than timeoutMs (200 ms)' });
-    const after = await runWith([{ kind: 'stall-after-headers' }, OK]);
-    expect(after.result.trace.find((event) => event.type === 'model-error')).toMatchObject({ errorKind: 'timeout', message: expect.stringContaining('sent nothing for idleTimeoutMs (60 ms)') });
+    const before = await runWith([{ kind: 'stall-before-headers' }, OK], STALL_BEFORE);
+    expect(before.result.trace.find((event) => event.type === 'model-error')).toMatchObject({ errorKind: 'timeout', message: 'the OpenAI call took longer than timeoutMs (300 ms)' });
+    const after = await runWith([{ kind: 'stall-after-headers' }, OK], STALL_AFTER);
+    expect(after.result.trace.find((event) => event.type === 'model-error')).toMatchObject({ errorKind: 'timeout', message: expect.stringContaining('sent nothing for idleTimeoutMs (150 ms)') });
   });
 
   it('a refused connection (APIConnectionError): retried, 3 attempts, retries_exhausted', async () => {
@@ -108,6 +114,36 @@ describe('transient failures: the transport retry, one HTTP request per attempt'
     expect(kinds(result)).toEqual(['connection', 'connection', 'connection']);
     expect(result.detail).toMatch(/could not reach gpt-4\.1-mini at http:\/\/127\.0\.0\.1/);
     expectNoKey({ result, events });
+  });
+});
+
+describe('the Responses API stream', () => {
+  const responses = { api: 'responses' as const, stream: true };
+  const OK_STREAM = replyStep('responses', true, { text: 'done' });
+  it.each([
+    ['ends without response.completed', { kind: 'sse', events: responsesEvents({ text: 'half' }, { complete: false }), done: false }, 'connection'],
+    ['carries an error event', { kind: 'sse', events: [...responsesEvents({ text: 'half' }, { complete: false }), { event: 'error', data: { type: 'error', code: 'server_error', message: 'The server had an error' } }], done: false }, 'server'],
+    ['reports response.failed', { kind: 'sse', events: [...responsesEvents({ text: 'half' }, { complete: false }), { event: 'response.failed', data: { type: 'response.failed', response: { status: 'failed', error: { code: 'server_error', message: 'boom' } } } }], done: false }, 'server'],
+  ] as [string, ServerStep, string][])('that %s is retried (2 requests)', async (_name, fault, kind) => {
+    const run = await runWith([fault, OK_STREAM], responses);
+    expect(run.result.stopReason).toBe('completed');
+    expect(kinds(run.result)).toEqual([kind]);
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('a 429 before the stream starts is retried the same way', async () => {
+    const run = await runWith([apiError(429, 'slow down', { 'retry-after-ms': '30' }), OK_STREAM], responses);
+    expect(delays(run.result)).toEqual([30]);
+    expect(run.result.stopReason).toBe('completed');
+  });
+});
+
+describe('a chat stream that is whole without [DONE]', () => {
+  it('completes once a finish_reason came, usage estimated when its chunk is missing too', async () => {
+    const run = await runWith([{ kind: 'sse', events: chatChunks({ text: 'done' }, { usage: false }), done: false }], { stream: true });
+    expect(run.result.stopReason).toBe('completed');
+    expect(run.result.usage.outputTokens).toBe(1);
+    expect(server.requests).toHaveLength(1);
   });
 });
 

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLoop, defineTool, evaluators, openaiModel, type RunResult, type TraceEvent } from '../../src/index.js';
 import { virtualClock } from '../../src/testing/index.js';
-import { replyStep } from '../support/openai-fixtures.js';
+import { chatChunks, replyStep } from '../support/openai-fixtures.js';
 import { startOpenAIServer, type OpenAITestServer } from '../support/openai-server.js';
 
 let server: OpenAITestServer;
@@ -124,6 +124,34 @@ describe('streaming progress', () => {
     const whole = await orderRun(api, false);
     const comparable = (result: RunResult) => ({ output: result.output, messages: result.messages, usage: result.usage, steps: result.trace.filter((event) => event.type === 'step-end') });
     expect(comparable(streamed)).toEqual(comparable(whole));
+  });
+});
+
+describe('streamed tool-call deltas without index', () => {
+  it('are accumulated by id: the loop runs both calls', async () => {
+    server.enqueue(
+      { kind: 'sse', events: chatChunks({ toolCalls: [{ id: 'call_a', name: 'get_order', args: { order_id: 'O-1' } }, { id: 'call_b', name: 'get_order', args: { order_id: 'O-2' } }] }, { withoutIndex: true }) },
+      replyStep('chat', true, { text: ANSWER }),
+    );
+    const loop = createLoop({ model: openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: 'sk-test-loop', stream: true }), tools: [getOrder], evaluate: evaluators.schema(Answer), clock: virtualClock() });
+    const result = await loop.run({ goal: 'Status of O-1 and O-2?' });
+    expect(result.stopReason).toBe('completed');
+    expect(result.usage.toolCalls).toBe(2);
+    expect(result.trace.filter((event) => event.type === 'tool-end').map((event) => event.callId)).toEqual(['call_a', 'call_b']);
+  });
+});
+
+describe('settings', () => {
+  it("a request's own settings win over the adapter's; undefined ones are not sent", async () => {
+    server.enqueue(replyStep('chat', false, { text: 'hi' }), replyStep('responses', false, { text: 'hi' }));
+    const request = { messages: [{ role: 'user' as const, content: 'hi' }], tools: [], signal: new AbortController().signal };
+    const chat = openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: 'sk-test-loop', settings: { temperature: 0, seed: 1, topP: undefined } });
+    await chat.generate({ ...request, settings: { temperature: 1, maxOutputTokens: 50, reasoningEffort: 'low' } });
+    expect(server.requests[0]?.body).toMatchObject({ temperature: 1, seed: 1, max_tokens: 50, reasoning_effort: 'low' });
+    expect(server.requests[0]?.body).not.toHaveProperty('top_p');
+    const responses = openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: 'sk-test-loop', api: 'responses', settings: { maxOutputTokens: 70 } });
+    await responses.generate({ ...request, settings: { reasoningEffort: 'high' } });
+    expect(server.requests[1]?.body).toMatchObject({ max_output_tokens: 70, reasoning: { effort: 'high' }, store: false });
   });
 });
 
