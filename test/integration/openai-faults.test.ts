@@ -4,6 +4,7 @@
  * the stop reason once retries run out, and the key absent from everything the run hands back.
  */
 import { createServer } from 'node:net';
+import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLoop, openaiModel, systemClock, type OpenAIModelOptions, type RunResult, type TraceEvent } from '../../src/index.js';
 import { virtualClock } from '../../src/testing/index.js';
@@ -177,6 +178,13 @@ describe('Retry-After: honoured, capped', () => {
     expect(run.result.stopReason).toBe('retries_exhausted');
     expect(server.requests).toHaveLength(3);
     expect(delays(run.result)).toEqual([10, 10, 10]);
+  });
+
+  it("why maxRetries is 0: the client on its own makes 3 requests per call, so stacked on ours 9 per step", async () => {
+    server.enqueue(...times(3, apiError(429, 'Rate limit reached', { 'retry-after-ms': '1' })));
+    const client = new OpenAI({ apiKey: SECRET, baseURL: server.baseURL, logLevel: 'off' });
+    await expect(client.chat.completions.create({ model: 'gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+    expect(server.requests).toHaveLength(3);
   });
 
   it('x-should-retry: false from the server makes a 5xx fatal', async () => {

@@ -155,6 +155,15 @@ describe('settings', () => {
   });
 });
 
+describe('headers and organization', () => {
+  it('are sent on every request', async () => {
+    server.enqueue(replyStep('chat', false, { text: 'hi' }));
+    const model = openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: 'sk-test-loop', organization: 'org-1', headers: { 'x-team': 'billing' } });
+    await model.generate({ messages: [{ role: 'user', content: 'hi' }], tools: [], signal: new AbortController().signal });
+    expect(server.requests[0]?.headers).toMatchObject({ 'openai-organization': 'org-1', 'x-team': 'billing', authorization: 'Bearer sk-test-loop' });
+  });
+});
+
 describe('structured output', () => {
   it('an optional field is sent required and nullable, and the null the model writes for it is taken out again', async () => {
     server.enqueue(replyStep('chat', false, { text: '{"statuses":[],"note":null}' }));

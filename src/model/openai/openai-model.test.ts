@@ -39,6 +39,30 @@ describe('openaiModel options', () => {
     expect(openaiModel({ model: 'qwen' }).id).toBe('qwen');
   });
 
+  it('never sends OPENAI_API_KEY to a baseURL given in code that is not OpenAI\'s', async () => {
+    process.env.OPENAI_API_KEY = 'sk-real-openai-key';
+    const seen: (string | null)[] = [];
+    const { createServer } = await import('node:http');
+    const server = createServer((request, response) => {
+      seen.push(request.headers.authorization ?? null);
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'ok' } }], usage: { prompt_tokens: 1, completion_tokens: 1 } }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as { port: number };
+      const request = { messages: [{ role: 'user' as const, content: 'hi' }], tools: [], signal: new AbortController().signal };
+      await openaiModel({ model: 'local', baseURL: `http://127.0.0.1:${port}/v1` }).generate(request);
+      await openaiModel({ model: 'local', baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'local-key' }).generate(request);
+      process.env.OPENAI_BASE_URL = `http://127.0.0.1:${port}/v1`;
+      await openaiModel({ model: 'local' }).generate(request);
+      expect(seen).toEqual(['Bearer no-key', 'Bearer local-key', 'Bearer sk-real-openai-key']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('names each bad field', () => {
     const issues = issuesOf({ model: '', api: 'completions', timeoutMs: 0, idleTimeoutMs: 1.5, stream: 'yes', baseURL: 'ftp://x', settings: { temperature: 9, maxTokens: 3 } });
     expect(issues.map((issue) => issue.path).sort()).toEqual([

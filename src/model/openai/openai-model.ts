@@ -23,7 +23,10 @@ import { callResponses } from './responses-api.js';
 export interface OpenAIModelOptions {
   /** The model id sent to the server, also used for pricing and traces (`gpt-4.1-mini`, `llama3.1:8b`). */
   model: string;
-  /** Defaults to `OPENAI_API_KEY`. A server other than OpenAI's (a local one) needs none. */
+  /**
+   * Defaults to `OPENAI_API_KEY` for OpenAI's API (or the server `OPENAI_BASE_URL` names). Another
+   * `baseURL` given here (a local server) needs none and is never sent `OPENAI_API_KEY`: pass its key here.
+   */
   apiKey?: string;
   /** Defaults to `OPENAI_BASE_URL`, else OpenAI's; e.g. `http://127.0.0.1:11434/v1` for Ollama. */
   baseURL?: string;
@@ -133,7 +136,7 @@ function safeProgress(onProgress: ModelRequest['onProgress']): (progress: ModelP
  * message names the cause and never the key. A refusal or a content-filtered reply is a fatal
  * `ModelCallError` of kind `refused` (code `model_refused`), its reason in the message. Without
  * `apiKey` or `OPENAI_API_KEY`, OpenAI's own API is a `LoopConfigError` at once; any other
- * `baseURL` (a local server) goes without a key.
+ * `baseURL` (a local server) goes without a key, and is never sent `OPENAI_API_KEY`.
  * @example
  * const loop = createLoop({ model: openaiModel({ model: 'gpt-4.1-mini', stream: true }), tools: [getOrderStatus] });
  * const local = openaiModel({ model: 'llama3.1:8b', baseURL: 'http://127.0.0.1:11434/v1' }); // Ollama, no key
@@ -142,7 +145,10 @@ export function openaiModel(options: OpenAIModelOptions): Model {
   const parsed = parseOptions(options);
   const baseURL = parsed.baseURL ?? (process.env.OPENAI_BASE_URL || 'https://api.openai.com/v1');
   const hostedByOpenAI = isHostedByOpenAI(baseURL);
-  const apiKey = parsed.apiKey ?? (process.env.OPENAI_API_KEY || undefined) ?? (hostedByOpenAI ? undefined : NO_KEY);
+  // OPENAI_API_KEY goes to OpenAI, or to the server OPENAI_BASE_URL names; never to another baseURL
+  // given in code, which gets only a key given in code.
+  const envKeyApplies = hostedByOpenAI || parsed.baseURL === undefined;
+  const apiKey = parsed.apiKey ?? (envKeyApplies ? process.env.OPENAI_API_KEY || undefined : undefined) ?? (hostedByOpenAI ? undefined : NO_KEY);
   if (apiKey === undefined) {
     throw new LoopConfigError({ issues: [{ path: 'openaiModel.apiKey', message: `no API key for ${baseURL}: pass apiKey or set the OPENAI_API_KEY environment variable` }] });
   }
