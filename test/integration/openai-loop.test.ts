@@ -5,6 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { createOrderLoop } from '../../examples/order-status.js';
 import { createLoop, defineTool, evaluators, openaiModel, type RunResult, type TraceEvent } from '../../src/index.js';
 import { virtualClock } from '../../src/testing/index.js';
 import { chatChunks, replyStep } from '../support/openai-fixtures.js';
@@ -152,6 +153,21 @@ describe('settings', () => {
     const responses = openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: 'sk-test-loop', api: 'responses', settings: { maxOutputTokens: 70 } });
     await responses.generate({ ...request, settings: { reasoningEffort: 'high' } });
     expect(server.requests[1]?.body).toMatchObject({ max_output_tokens: 70, reasoning: { effort: 'high' }, store: false });
+  });
+});
+
+describe('the order-status example on openaiModel', () => {
+  it('runs over HTTP as it does offline', async () => {
+    const answer = JSON.stringify({ order_id: 'O-101', status: 'shipped', answer: 'Order O-101 has shipped.' });
+    server.enqueue(
+      replyStep('chat', true, { toolCalls: [{ id: 'call_1', name: 'get_order_status', args: { order_id: 'O-101' } }], usage: { input: 180, output: 22 } }),
+      replyStep('chat', true, { text: answer, usage: { input: 240, output: 31 } }),
+    );
+    const result = await createOrderLoop(openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: 'sk-test-loop', stream: true })).run({ goal: 'What is the status of order O-101?' });
+    expect(result.stopReason).toBe('completed');
+    expect(result.output).toEqual({ order_id: 'O-101', status: 'shipped', answer: 'Order O-101 has shipped.' });
+    expect(result.usage.costUsd).toBeCloseTo((420 * 0.4 + 53 * 1.6) / 1e6, 12);
+    expect(server.requests).toHaveLength(2);
   });
 });
 

@@ -46,6 +46,13 @@ describe('classifyOpenAIError: the classes openai 6.49 raises', () => {
     expect(classify(new RangeError('odd'))).toMatchObject({ kind: 'unknown' });
   });
 
+  it('a plain Error("fetch failed") or a socket error code is a connection failure, retried', () => {
+    expect(classify(new Error('fetch failed'))).toMatchObject({ kind: 'connection', message: expect.stringContaining('fetch failed') });
+    expect(classify(new Error('read failed', { cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) }))).toMatchObject({ kind: 'connection', message: expect.stringContaining('read ECONNRESET') });
+    expect(classify(Object.assign(new Error('socket closed'), { code: 'UND_ERR_SOCKET' }))).toMatchObject({ kind: 'connection' });
+    expect(classify(new Error('fetch failed for good reasons?'))).toMatchObject({ kind: 'unknown' });
+  });
+
   it('an in-stream error (an APIError without a status) is transient', () => {
     expect(classify(new APIError(undefined, { message: 'overloaded' }, undefined, undefined))).toMatchObject({ kind: 'server', message: expect.stringContaining('in the middle of its streamed reply: overloaded') });
   });

@@ -53,6 +53,17 @@ export function scrubKey(text: string, apiKey: string): string {
   return withoutKey.replace(/\bsk-[A-Za-z0-9_*.-]{3,}/g, '[redacted]');
 }
 
+/** Socket-level error codes of Node and undici: the network failed, not the request. */
+const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED']);
+
+/** A plain `Error('fetch failed')` or an error whose code (or its cause's) is a socket error. */
+function isNetworkFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const codeOf = (value: unknown) => (typeof value === 'object' && value !== null ? (value as { code?: unknown }).code : undefined);
+  const code = codeOf(error) ?? codeOf((error as { cause?: unknown }).cause);
+  return (typeof code === 'string' && NETWORK_CODES.has(code)) || /^(fetch failed|terminated|socket hang up|other side closed)$/i.test(error.message);
+}
+
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 const isAbortLike = (error: unknown): boolean =>
@@ -85,11 +96,11 @@ export function classifyOpenAIError(error: unknown, { callSignal, facts, now }: 
     // A body cut short or garbled by a proxy: the next attempt usually reads fine.
     return new ModelCallError({ kind: 'server', message: `${where} sent a reply that is not valid JSON (${scrub(error.message)})` });
   }
-  if (error instanceof TypeError) {
-    // undici's `terminated` (a reset mid-body) and `fetch failed`, leaked past the client.
+  if (error instanceof TypeError || isNetworkFailure(error)) {
+    // undici's `terminated` (a reset mid-body) and `fetch failed`, leaked past the client, or a socket error.
     const cause = (error as { cause?: unknown }).cause;
     const detail = cause === undefined ? '' : `: ${scrub(messageOf(cause))}`;
-    return new ModelCallError({ kind: 'connection', message: `the connection to ${where} failed mid-call (${scrub(error.message)}${detail})` });
+    return new ModelCallError({ kind: 'connection', message: `the connection to ${where} failed mid-call (${scrub(messageOf(error))}${detail})` });
   }
   return new ModelCallError({ kind: 'unknown', message: `the OpenAI call to ${where} failed: ${scrub(messageOf(error))}` });
 }
