@@ -9,6 +9,8 @@ import { ModelCallError } from '../../errors.js';
 /** The fetch the openai client calls: the global one unless a test or a proxy hands its own. */
 export type FetchFunction = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
 export interface CallWatchdog {
   /** Aborted when the caller's signal aborts or one of our timers fires; its reason says which. */
   readonly signal: AbortSignal;
@@ -48,7 +50,8 @@ export function watchCall(options: { signal: AbortSignal; timeoutMs: number; idl
     const response = await options.fetch(input, init);
     // The headers are in: from here on silence is a stall, not a model thinking before it answers.
     touch();
-    if (response.body === null) return response;
+    // A null-body status cannot be rebuilt with a body; there is nothing to watch anyway.
+    if (response.body === null || NULL_BODY_STATUSES.has(response.status)) return response;
     const body = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, stream) {
