@@ -63,6 +63,17 @@ describe('openaiModel options', () => {
     }
   });
 
+  it('refuses a baseURL with user:password@, which fetch would refuse on every call', () => {
+    expect(issuesOf({ model: 'x', baseURL: 'http://me:secret@127.0.0.1:8000/v1' })).toEqual([
+      { path: 'openaiModel.baseURL', message: 'must not carry user:password@ (fetch refuses it); send credentials with `headers` or `apiKey`' },
+    ]);
+  });
+
+  it('names OPENAI_BASE_URL when it is not a URL', () => {
+    process.env.OPENAI_BASE_URL = 'localhost:11434';
+    expect(issuesOf({ model: 'x' })).toEqual([{ path: 'openaiModel.baseURL', message: 'from the OPENAI_BASE_URL environment variable: expected an http(s) URL, e.g. "http://127.0.0.1:11434/v1"; fix it or pass baseURL' }]);
+  });
+
   it('names each bad field', () => {
     const issues = issuesOf({ model: '', api: 'completions', timeoutMs: 0, idleTimeoutMs: 1.5, stream: 'yes', baseURL: 'ftp://x', settings: { temperature: 9, maxTokens: 3 } });
     expect(issues.map((issue) => issue.path).sort()).toEqual([

@@ -66,11 +66,15 @@ const settingsSchema = z
   })
   .partial()
   .strict();
+const baseURLSchema = z
+  .url({ protocol: /^https?$/, error: 'expected an http(s) URL, e.g. "http://127.0.0.1:11434/v1"' })
+  // fetch refuses such a URL on every call; better said once, here.
+  .refine((url) => { const parsed = new URL(url); return parsed.username === '' && parsed.password === ''; }, 'must not carry user:password@ (fetch refuses it); send credentials with `headers` or `apiKey`');
 const optionsSchema = z
   .object({
     model: z.string().trim().min(1, 'expected the model id, e.g. "gpt-4.1-mini"'),
     apiKey: z.string().min(1, 'expected a non-empty key, or leave it out to use OPENAI_API_KEY').optional(),
-    baseURL: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL, e.g. "http://127.0.0.1:11434/v1"' }).optional(),
+    baseURL: baseURLSchema.optional(),
     organization: z.string().min(1).optional(),
     api: z.enum(['chat', 'responses']).optional(),
     timeoutMs: positiveMs.optional(),
@@ -105,6 +109,17 @@ const OPENAI_HOSTS = /(^|\.)openai\.com$/i;
 
 /** The host OpenAI runs, or anything else (a local or third-party OpenAI-compatible server). */
 const isHostedByOpenAI = (baseURL: string): boolean => OPENAI_HOSTS.test(new URL(baseURL).hostname);
+
+/** OPENAI_BASE_URL when set (checked like the option), else OpenAI's API. */
+function environmentBaseURL(): string {
+  const fromEnvironment = process.env.OPENAI_BASE_URL;
+  if (!fromEnvironment) return 'https://api.openai.com/v1';
+  const checked = baseURLSchema.safeParse(fromEnvironment);
+  if (!checked.success) {
+    throw new LoopConfigError({ issues: [{ path: 'openaiModel.baseURL', message: `from the OPENAI_BASE_URL environment variable: ${checked.error.issues[0]?.message ?? 'invalid'}; fix it or pass baseURL` }] });
+  }
+  return fromEnvironment;
+}
 
 /** Sent as the key to a server that needs none: the client insists on some key. */
 const NO_KEY = 'no-key';
@@ -143,7 +158,7 @@ function safeProgress(onProgress: ModelRequest['onProgress']): (progress: ModelP
  */
 export function openaiModel(options: OpenAIModelOptions): Model {
   const parsed = parseOptions(options);
-  const baseURL = parsed.baseURL ?? (process.env.OPENAI_BASE_URL || 'https://api.openai.com/v1');
+  const baseURL = parsed.baseURL ?? environmentBaseURL();
   const hostedByOpenAI = isHostedByOpenAI(baseURL);
   // OPENAI_API_KEY goes to OpenAI, or to the server OPENAI_BASE_URL names; never to another baseURL
   // given in code, which gets only a key given in code.
