@@ -21,8 +21,9 @@ afterAll(async () => {
   await server.close();
 });
 afterEach(() => {
-  expect(server.remaining).toBe(0);
-  (server.requests as unknown[]).length = 0;
+  const left = server.remaining;
+  server.reset();
+  expect(left, 'scripted server steps left unplayed').toBe(0);
 });
 
 const OK = replyStep('chat', false, { text: 'done', usage: { input: 10, output: 2 } });

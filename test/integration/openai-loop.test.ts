@@ -19,8 +19,9 @@ afterAll(async () => {
   await server.close();
 });
 afterEach(() => {
-  expect(server.remaining).toBe(0);
-  (server.requests as unknown[]).length = 0;
+  const left = server.remaining;
+  server.reset();
+  expect(left, 'scripted server steps left unplayed').toBe(0);
 });
 
 const orders: Record<string, string> = { 'O-1': 'shipped', 'O-2': 'pending' };

@@ -36,6 +36,8 @@ export interface OpenAITestServer {
   readonly remaining: number;
   /** Appends steps; each request plays the next one. */
   enqueue(...steps: ServerStep[]): void;
+  /** Forgets the steps left and the requests seen, so one test's leftovers never reach the next. */
+  reset(): void;
   close(): Promise<void>;
 }
 
@@ -118,6 +120,10 @@ export async function startOpenAIServer(): Promise<OpenAITestServer> {
       return steps.length;
     },
     enqueue: (...more) => void steps.push(...more),
+    reset: () => {
+      steps.length = 0;
+      requests.length = 0;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         // Stalled requests hold their sockets open: close them, or close() waits for ever.
