@@ -206,6 +206,13 @@ describe('fatal failures: one request, fatal_error naming the cause, never the k
     ['a 200 whose body is an HTML page', { kind: 'raw', contentType: 'text/html', body: '<!DOCTYPE html><html><body>Welcome to nginx</body></html>' }, 'model_unknown', /answered 200 with an HTML page instead of a chat completion; is baseURL the API's address/],
   ];
 
+  it('a tool call without a name: fatal, naming the field', async () => {
+    const body = chatCompletion({ toolCalls: [{ id: 'c1', name: 'lookup', args: {} }, { id: 'c2', name: '', args: {} }] });
+    const run = await runWith([{ kind: 'json', body }]);
+    expect(run.result.stopReason).toBe('fatal_error');
+    expect(run.result.detail).toContain('sent a malformed reply: choices[0].message.tool_calls[1].function.name is missing');
+  });
+
   it.each(fatal)('%s', async (_name, fault, code, message) => {
     const run = await runWith([fault]);
     expect(run.result.stopReason).toBe('fatal_error');

@@ -37,7 +37,19 @@ export function toModelUsage(input: unknown, output: unknown, cached: unknown, r
 const chatUsage = (usage: ChatUsage | null): ModelUsage | null =>
   usage === null ? null : toModelUsage(usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens_details?.cached_tokens, usage.completion_tokens_details?.reasoning_tokens);
 
-const fromChat = (outcome: ChatOutcome): ApiOutcome => ({ ...outcome, usage: chatUsage(outcome.usage) });
+const fromChat = (outcome: ChatOutcome, where: string): ApiOutcome => {
+  checkToolCalls(outcome.toolCalls, where, 'choices[0].message.tool_calls', 'function.name');
+  return { ...outcome, usage: chatUsage(outcome.usage) };
+};
+
+/**
+ * A tool call without a name cannot be run or answered: the reply is malformed, and the error names
+ * the field. Empty arguments are the model's to repair (the loop tells it), not the server's fault.
+ */
+export function checkToolCalls(calls: ApiOutcome['toolCalls'], where: string, path: string, nameField: string): void {
+  const index = calls.findIndex((call) => call.name === '');
+  if (index >= 0) throw new ModelCallError({ kind: 'unknown', message: `${where} sent a malformed reply: ${path}[${index}].${nameField} is missing` });
+}
 
 export interface ApiCall {
   client: OpenAI;
@@ -118,7 +130,7 @@ export async function callChat(call: ApiCall): Promise<ApiOutcome> {
   const body = chatBody(call);
   if (!call.stream) {
     const completion: unknown = await call.client.chat.completions.create({ ...body, stream: false }, { signal: call.signal });
-    return fromChat(completionOutcome(completion, call.where));
+    return fromChat(completionOutcome(completion, call.where), call.where);
   }
   const stream = await call.client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: call.signal });
   const accumulator = new ChatStreamAccumulator(call.progress);
@@ -131,8 +143,11 @@ export async function callChat(call: ApiCall): Promise<ApiOutcome> {
   if (!accumulator.finished) {
     throw new ModelCallError({ kind: 'connection', message: `${call.where} ended its streamed reply before it was complete (no finish_reason, no [DONE])` });
   }
-  return fromChat(accumulator.outcome());
+  return fromChat(accumulator.outcome(), call.where);
 }
+
+/** A field that should be a string; anything else counts as missing. */
+export const textOf = (value: unknown): string => (typeof value === 'string' ? value : '');
 
 function completionOutcome(completion: unknown, where: string): ChatOutcome {
   const choices = (completion as { choices?: unknown } | null)?.choices;
@@ -146,7 +161,7 @@ function completionOutcome(completion: unknown, where: string): ChatOutcome {
     refusal: typeof message.refusal === 'string' ? message.refusal : null,
     toolCalls: toolCalls
       .filter((toolCall) => toolCall.type === undefined || toolCall.type === 'function')
-      .map((toolCall) => ({ id: String(toolCall.id ?? ''), name: String(toolCall.function?.name ?? ''), arguments: String(toolCall.function?.arguments ?? '') })),
+      .map((toolCall) => ({ id: textOf(toolCall.id), name: textOf(toolCall.function?.name), arguments: textOf(toolCall.function?.arguments) })),
     finishReason: typeof choice.finish_reason === 'string' ? choice.finish_reason : null,
     usage: ((completion as { usage?: ChatOutcome['usage'] }).usage ?? null),
   };

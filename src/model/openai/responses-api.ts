@@ -7,7 +7,7 @@
 import type { ResponseCreateParamsBase, ResponseInputItem } from 'openai/resources/responses/responses';
 import { ModelCallError } from '../../errors.js';
 import type { Message, ModelSettings } from '../../model/types.js';
-import { notAReply, toModelUsage, type ApiCall, type ApiOutcome } from './chat-api.js';
+import { checkToolCalls, notAReply, textOf, toModelUsage, type ApiCall, type ApiOutcome } from './chat-api.js';
 
 function inputItems(messages: readonly Message[]): ResponseInputItem[] {
   const items: ResponseInputItem[] = [];
@@ -118,10 +118,12 @@ function responseOutcome(response: unknown, where: string): ApiOutcome {
         if (part.type === 'refusal' && typeof part.refusal === 'string') refusal = (refusal ?? '') + part.refusal;
       }
     } else if (item.type === 'function_call') {
-      toolCalls.push({ id: String(item.call_id ?? ''), name: String(item.name ?? ''), arguments: String(item.arguments ?? '') });
+      toolCalls.push({ id: textOf(item.call_id), name: textOf(item.name), arguments: textOf(item.arguments) });
     }
     // Reasoning items and built-in tools' items are not part of the loop's transcript.
   }
+  // Numbered among the function calls, as the loop sees them.
+  checkToolCalls(toolCalls, where, 'output(function_call)', 'name');
   const reason = incomplete?.reason;
   const finishReason =
     status === 'incomplete' ? (reason === 'content_filter' ? 'content_filter' : reason === 'max_output_tokens' ? 'length' : String(reason ?? 'incomplete'))
