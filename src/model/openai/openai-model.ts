@@ -59,7 +59,7 @@ const settingsSchema = z
     topP: z.number().min(0).max(1),
     maxOutputTokens: z.number().int().positive(),
     seed: z.number().int(),
-    stopSequences: z.array(z.string()).max(4),
+    stopSequences: z.array(z.string()),
     presencePenalty: z.number().min(-2).max(2),
     frequencyPenalty: z.number().min(-2).max(2),
     reasoningEffort: z.enum(['minimal', 'low', 'medium', 'high']),
