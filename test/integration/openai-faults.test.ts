@@ -61,8 +61,8 @@ function expectNoKey(run: Run): void {
   expect(everything).not.toContain(SECRET.slice(-8));
 }
 
-const STALL_BEFORE = { timeoutMs: 300 };
-const STALL_AFTER = { idleTimeoutMs: 150 };
+const STALL_BEFORE = { timeoutMs: 200 };
+const STALL_AFTER = { idleTimeoutMs: 100 };
 
 const times = (count: number, step: ServerStep): ServerStep[] => Array.from({ length: count }, () => step);
 
@@ -102,9 +102,9 @@ describe('transient failures: the transport retry, one HTTP request per attempt'
 
   it('names the timer that fired: timeoutMs before the headers, idleTimeoutMs after them', async () => {
     const before = await runWith([{ kind: 'stall-before-headers' }, OK], STALL_BEFORE);
-    expect(before.result.trace.find((event) => event.type === 'model-error')).toMatchObject({ errorKind: 'timeout', message: 'the OpenAI call took longer than timeoutMs (300 ms)' });
+    expect(before.result.trace.find((event) => event.type === 'model-error')).toMatchObject({ errorKind: 'timeout', message: 'the OpenAI call took longer than timeoutMs (200 ms)' });
     const after = await runWith([{ kind: 'stall-after-headers' }, OK], STALL_AFTER);
-    expect(after.result.trace.find((event) => event.type === 'model-error')).toMatchObject({ errorKind: 'timeout', message: expect.stringContaining('sent nothing for idleTimeoutMs (150 ms)') });
+    expect(after.result.trace.find((event) => event.type === 'model-error')).toMatchObject({ errorKind: 'timeout', message: expect.stringContaining('sent nothing for idleTimeoutMs (100 ms)') });
   });
 
   it('a refused connection (APIConnectionError): retried, 3 attempts, retries_exhausted', async () => {
