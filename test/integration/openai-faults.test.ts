@@ -213,6 +213,13 @@ describe('fatal failures: one request, fatal_error naming the cause, never the k
     expect(run.result.detail).toContain('sent a malformed reply: choices[0].message.tool_calls[1].function.name is missing');
   });
 
+  it.each(['chat', 'responses'] as const)('a server that ignores stream: true and answers whole JSON (%s): fatal, saying so', async (api) => {
+    const run = await runWith([replyStep(api, false, { text: 'done' })], { api, stream: true });
+    expect(run.result.stopReason).toBe('fatal_error');
+    expect(run.result.detail).toContain('answered a streamed request with application/json, not text/event-stream; this server does not stream: set stream: false');
+    expect(server.requests).toHaveLength(1);
+  });
+
   it.each(fatal)('%s', async (_name, fault, code, message) => {
     const run = await runWith([fault]);
     expect(run.result.stopReason).toBe('fatal_error');

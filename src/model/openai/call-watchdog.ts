@@ -18,6 +18,8 @@ export interface CallWatchdog {
   readonly fetch: FetchFunction;
   /** Re-arms the idle timer; streaming code calls it per event too. */
   touch(): void;
+  /** The content type of the last response, once its headers came; null before. */
+  readonly contentType: string | null;
   /** Clears every timer and listener; idempotent. */
   dispose(): void;
 }
@@ -36,6 +38,7 @@ export function watchCall(options: { signal: AbortSignal; timeoutMs: number; idl
   const callTimer = setTimeout(() => controller.abort(new ModelCallError({ kind: 'timeout', message: `the OpenAI call took longer than timeoutMs (${timeoutMs} ms)` })), timeoutMs);
   let idleTimer: ReturnType<typeof setTimeout> | undefined;
   let disposed = false;
+  let contentType: string | null = null;
 
   const touch = () => {
     if (disposed || controller.signal.aborted) return;
@@ -48,6 +51,7 @@ export function watchCall(options: { signal: AbortSignal; timeoutMs: number; idl
 
   const watchedFetch: FetchFunction = async (input, init) => {
     const response = await options.fetch(input, init);
+    contentType = response.headers.get('content-type') ?? '';
     // The headers are in: from here on silence is a stall, not a model thinking before it answers.
     touch();
     // A null-body status cannot be rebuilt with a body; there is nothing to watch anyway.
@@ -67,6 +71,9 @@ export function watchCall(options: { signal: AbortSignal; timeoutMs: number; idl
     signal: controller.signal,
     fetch: watchedFetch,
     touch,
+    get contentType() {
+      return contentType;
+    },
     dispose() {
       disposed = true;
       clearTimeout(callTimer);

@@ -67,6 +67,20 @@ export interface ApiCall {
   progress: (progress: ModelProgress) => void;
   /** Names the server in messages about malformed replies. */
   where: string;
+  /** The reply's content type once its headers came: tells a stream cut short from no stream at all. */
+  contentType: () => string | null;
+}
+
+/**
+ * A streamed reply that ended early: cut short (transient), or never a stream at all because the server
+ * ignores `stream: true` and answers whole (fatal: every attempt would end the same).
+ */
+export function incompleteStream(call: ApiCall, missing: string): ModelCallError {
+  const type = call.contentType();
+  if (type !== null && !type.includes('text/event-stream')) {
+    return new ModelCallError({ kind: 'unknown', message: `${call.where} answered a streamed request with ${type || 'no content type'}, not text/event-stream; this server does not stream: set stream: false` });
+  }
+  return new ModelCallError({ kind: 'connection', message: `${call.where} ended its streamed reply before it was complete (${missing})` });
 }
 
 function chatMessage(message: Message): ChatCompletionMessageParam {
@@ -140,9 +154,7 @@ export async function callChat(call: ApiCall): Promise<ApiOutcome> {
   }
   // The client ends the iteration quietly when it is aborted: our abort is the caller's to report.
   call.signal.throwIfAborted();
-  if (!accumulator.finished) {
-    throw new ModelCallError({ kind: 'connection', message: `${call.where} ended its streamed reply before it was complete (no finish_reason, no [DONE])` });
-  }
+  if (!accumulator.finished) throw incompleteStream(call, 'no finish_reason, no [DONE]');
   return fromChat(accumulator.outcome(), call.where);
 }
 

@@ -206,6 +206,7 @@ export function openaiModel(options: OpenAIModelOptions): Model {
       touch: watchdog.touch,
       progress: safeProgress(request.onProgress),
       where,
+      contentType: () => watchdog.contentType,
     };
     let outcome: ApiOutcome;
     try {

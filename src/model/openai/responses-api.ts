@@ -7,7 +7,7 @@
 import type { ResponseCreateParamsBase, ResponseInputItem } from 'openai/resources/responses/responses';
 import { ModelCallError } from '../../errors.js';
 import type { Message, ModelSettings } from '../../model/types.js';
-import { checkToolCalls, notAReply, textOf, toModelUsage, type ApiCall, type ApiOutcome } from './chat-api.js';
+import { checkToolCalls, incompleteStream, notAReply, textOf, toModelUsage, type ApiCall, type ApiOutcome } from './chat-api.js';
 
 function inputItems(messages: readonly Message[]): ResponseInputItem[] {
   const items: ResponseInputItem[] = [];
@@ -86,9 +86,7 @@ export async function callResponses(call: ApiCall): Promise<ApiOutcome> {
   }
   // The client ends the iteration quietly when it is aborted: our abort is the caller's to report.
   call.signal.throwIfAborted();
-  if (final === undefined) {
-    throw new ModelCallError({ kind: 'connection', message: `${call.where} ended its streamed reply before it was complete (no response.completed event)` });
-  }
+  if (final === undefined) throw incompleteStream(call, 'no response.completed event');
   return responseOutcome(final, call.where);
 }
 
