@@ -87,8 +87,9 @@ describe('resolveConfig merging', () => {
   });
 
   it('merges a partial retry over the default backoff', () => {
-    expect(resolveConfig({ model, retry: { baseMs: 10 } }).backoff).toEqual({ baseMs: 10, maxMs: DEFAULT_BACKOFF.maxMs });
-    expect(resolveConfig({ model, retry: { maxMs: 99 } }).backoff).toEqual({ baseMs: DEFAULT_BACKOFF.baseMs, maxMs: 99 });
+    expect(resolveConfig({ model, retry: { baseMs: 10 } }).backoff).toEqual({ ...DEFAULT_BACKOFF, baseMs: 10 });
+    expect(resolveConfig({ model, retry: { maxMs: 99 } }).backoff).toEqual({ ...DEFAULT_BACKOFF, maxMs: 99 });
+    expect(resolveConfig({ model, retry: { maxRetryAfterMs: 5_000 } }).backoff).toEqual({ ...DEFAULT_BACKOFF, maxRetryAfterMs: 5_000 });
   });
 
   it('adds and overrides prices over DEFAULT_PRICES without changing the defaults', () => {
@@ -217,6 +218,37 @@ describe('LoopConfigError from resolveConfig', () => {
   it('refuses an empty task list rather than silently running the single-task loop', () => {
     const error = configError(() => resolveConfig({ model, tasks: [] }));
     expect(error.issues).toEqual([{ path: 'tasks', message: expect.stringMatching(/>=1/) }]);
+  });
+});
+
+describe('an explicit cost budget needs a price for the model', () => {
+  const unpriced = scriptedModel([reply('unused')], { id: 'my-local-model' });
+
+  it('refuses maxCostUsd set on purpose for a model the table does not price, naming the field and the fix', () => {
+    const error = (() => {
+      try {
+        resolveConfig({ model: unpriced, limits: { maxCostUsd: 0.5 } });
+      } catch (caught) {
+        return caught;
+      }
+      return null;
+    })();
+    expect(error).toBeInstanceOf(LoopConfigError);
+    expect((error as LoopConfigError).issues).toEqual([
+      { path: 'limits.maxCostUsd', message: 'the model "my-local-model" has no price, so its spend would count as $0 against this budget; add it to `prices` (USD per million tokens) or set maxCostUsd: Infinity' },
+    ]);
+  });
+
+  it('accepts it once `prices` names the model, and without an explicit budget (the run only warns)', () => {
+    expect(() => resolveConfig({ model: unpriced, limits: { maxCostUsd: 0.5 }, prices: { 'my-local-model': { inputPerMillion: 0, outputPerMillion: 0 } } })).not.toThrow();
+    expect(() => resolveConfig({ model: unpriced })).not.toThrow();
+    expect(() => resolveConfig({ model: unpriced, limits: { maxCostUsd: undefined } })).not.toThrow();
+    expect(() => resolveConfig({ model: unpriced, limits: { maxCostUsd: Infinity } })).not.toThrow();
+  });
+
+  it('accepts a cached-input rate in `prices`', () => {
+    const { prices } = resolveConfig({ model: unpriced, prices: { 'my-local-model': { inputPerMillion: 1, cachedInputPerMillion: 0.1, outputPerMillion: 2 } } });
+    expect(prices['my-local-model']).toEqual({ inputPerMillion: 1, cachedInputPerMillion: 0.1, outputPerMillion: 2 });
   });
 });
 

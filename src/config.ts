@@ -11,6 +11,7 @@ import { configSchema, runInputSchema } from './config/config-schema.js';
 import { snapshotInput, type KeepByReference } from './config/snapshot-input.js';
 import { validateEvaluators, type EvaluateOption, type Evaluator } from './evaluators/index.js';
 import { systemClock, type Clock } from './runtime/clock.js';
+import { priceOf } from './runtime/pricing.js';
 import type { BackoffOptions } from './runtime/retry-policy.js';
 import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../machines/types.js';
 import type { Message, Model } from './model/types.js';
@@ -174,9 +175,23 @@ function parseInput<Schema extends z.ZodType>(schema: Schema, input: unknown, ke
   return parsed.data;
 }
 
+/**
+ * A cost budget set on purpose must be able to see the spend: a model without a price would count as
+ * $0 against it. Left at its default, the budget only warns (local models have no price).
+ */
+function unpricedBudgetIssues(config: z.infer<typeof configSchema>, prices: Readonly<Record<string, ModelPrice>>): ConfigIssue[] {
+  const budget = config.limits?.maxCostUsd;
+  if (budget === undefined || !Number.isFinite(budget) || priceOf(prices, config.model.id) !== undefined) return [];
+  return [{
+    path: 'limits.maxCostUsd',
+    message: `the model "${config.model.id}" has no price, so its spend would count as $0 against this budget; add it to \`prices\` (USD per million tokens) or set maxCostUsd: Infinity`,
+  }];
+}
+
 export function resolveConfig(input: unknown): ResolvedConfig {
   const config = parseInput(configSchema, input, keepConfigValue, 'config');
-  const issues = evaluatorIssues(config);
+  const prices = { ...DEFAULT_PRICES, ...config.prices };
+  const issues = [...evaluatorIssues(config), ...unpricedBudgetIssues(config, prices)];
   if (issues.length > 0) throw new LoopConfigError({ issues });
   return {
     model: config.model,
@@ -193,7 +208,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     },
     policy: config.policy as ToolPolicy | undefined,
     plan: config.plan ?? false,
-    prices: { ...DEFAULT_PRICES, ...config.prices },
+    prices,
     trace: config.trace === false ? { inMemory: false, onEvent: undefined } : { inMemory: config.trace?.inMemory ?? true, onEvent: config.trace?.onEvent as ResolvedConfig['trace']['onEvent'] },
     redact: createRedactor(config.redact),
     backoff: { ...DEFAULT_BACKOFF, ...config.retry },

@@ -3,6 +3,7 @@
  */
 import type { LoopLimits, NoProgressThresholds } from '../machines/types.js';
 import type { ResolvedContextOptions } from './context/context-window.js';
+import { OPENAI_PRICES } from './model/openai/prices.js';
 
 /**
  * Budgets used when `limits` leaves them out or sets them to `undefined` (an `undefined` never switches
@@ -74,8 +75,27 @@ export const DEFAULT_CIRCUIT_BREAKER_THRESHOLD = 3;
 /** How long an open circuit withholds its tool before offering it again (half-open). */
 export const DEFAULT_CIRCUIT_COOLDOWN_MS = 30_000;
 
-/** Transport backoff: full jitter over base * 2^attempt, capped. */
-export const DEFAULT_BACKOFF = Object.freeze({ baseMs: 500, maxMs: 30_000 });
+/**
+ * Transport backoff: full jitter over base * 2^attempt, capped at `maxMs`; a server's Retry-After is
+ * waited out, but never longer than `maxRetryAfterMs`.
+ */
+export const DEFAULT_BACKOFF = Object.freeze({ baseMs: 500, maxMs: 30_000, maxRetryAfterMs: 60_000 });
+
+/**
+ * Defaults of `openaiModel` options left out or `undefined`. `timeoutMs` bounds a whole HTTP call
+ * (like the client's own ten-minute default, but through the whole body); inside a loop the
+ * tighter `limits.modelCallTimeoutMs` (60 s) usually fires first. `idleTimeoutMs` is the longest
+ * silence after the response headers, between two pieces of the body.
+ * @example
+ * openaiModel({ model: 'gpt-4.1-mini', idleTimeoutMs: OPENAI_DEFAULTS.idleTimeoutMs * 4 }); // a model that thinks silently
+ */
+export const OPENAI_DEFAULTS = Object.freeze({
+  api: 'chat' as 'chat' | 'responses',
+  timeoutMs: 600_000,
+  idleTimeoutMs: 30_000,
+  stream: false,
+  structuredOutput: true,
+});
 
 /** Rough characters per token for pre-call estimates; errs high for English text. */
 export const CHARS_PER_TOKEN_ESTIMATE = 4;
@@ -87,21 +107,19 @@ export const CHARS_PER_TOKEN_ESTIMATE = 4;
  */
 export interface ModelPrice {
   inputPerMillion: number;
+  /** Input tokens served from the provider's prompt cache; priced as `inputPerMillion` when left out. */
+  cachedInputPerMillion?: number;
   outputPerMillion: number;
 }
 
 /**
- * The built-in price table (USD per million tokens), merged under `prices`.
+ * The built-in price table (USD per million tokens), merged under `prices`: current OpenAI models
+ * (with their cached-input rate) and the scripted test model.
  * @example
- * const price = DEFAULT_PRICES['gpt-4.1-mini']; // { inputPerMillion: 0.4, outputPerMillion: 1.6 }
+ * const price = DEFAULT_PRICES['gpt-4.1-mini']; // { inputPerMillion: 0.4, cachedInputPerMillion: 0.1, outputPerMillion: 1.6 }
  */
 export const DEFAULT_PRICES: Readonly<Record<string, ModelPrice>> = Object.freeze({
-  'gpt-4.1': { inputPerMillion: 2, outputPerMillion: 8 },
-  'gpt-4.1-mini': { inputPerMillion: 0.4, outputPerMillion: 1.6 },
-  'gpt-4.1-nano': { inputPerMillion: 0.1, outputPerMillion: 0.4 },
-  'gpt-4o': { inputPerMillion: 2.5, outputPerMillion: 10 },
-  'gpt-4o-mini': { inputPerMillion: 0.15, outputPerMillion: 0.6 },
-  'o4-mini': { inputPerMillion: 1.1, outputPerMillion: 4.4 },
+  ...OPENAI_PRICES,
   // The offline scripted model is priced like a small hosted model so cost budgets are exercised offline.
   scripted: { inputPerMillion: 0.4, outputPerMillion: 1.6 },
 });

@@ -58,14 +58,15 @@ export class LoopConfigError extends LoopstateError {
 }
 
 /**
- * The kind of a failed model call; decides which retry layer (if any) handles it.
+ * The kind of a failed model call; decides which retry layer (if any) handles it. `refused` is a
+ * reply the provider withheld (a refusal or its content filter): fatal, never retried.
  * @example
  * const kind: ModelErrorKind = status === 429 ? 'rate_limited' : 'server';
  */
-export type ModelErrorKind = 'rate_limited' | 'server' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'unknown';
+export type ModelErrorKind = 'rate_limited' | 'server' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'refused' | 'unknown';
 
 const RETRYABLE_KINDS: ReadonlySet<ModelErrorKind> = new Set(['rate_limited', 'server', 'timeout', 'connection']);
-const MODEL_ERROR_KINDS: ReadonlySet<string> = new Set<ModelErrorKind>([...RETRYABLE_KINDS, 'bad_request', 'auth', 'unknown']);
+const MODEL_ERROR_KINDS: ReadonlySet<string> = new Set<ModelErrorKind>([...RETRYABLE_KINDS, 'bad_request', 'auth', 'refused', 'unknown']);
 
 /** Shared by every installed copy of loopstate (`Symbol.for`), so classification never depends on `instanceof`. */
 const MODEL_CALL_ERROR_BRAND = Symbol.for('loopstate.ModelCallError');

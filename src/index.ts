@@ -9,7 +9,9 @@ export { defineTool, checkToolPolicy, ToolHealth, ToolCallError, isCallerFault }
 export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyVerdict, OutcomeLookup, ToolHealthStats, ToolFailureBlame } from './tools/index.js';
 export { evaluators, runEvaluators } from './evaluators/index.js';
 export type { Evaluator, EvaluationInput, EvaluationResult, EvaluationSummary, EvaluateOption, EvaluatorOutput, EvaluatorsOutput, LoopOutput } from './evaluators/index.js';
-export type { Model, ModelRequest, ModelResponse, ModelUsage, Message, ToolSpec, ToolCallRequest } from './model/types.js';
+export type { Model, ModelRequest, ModelResponse, ModelUsage, ModelSettings, ModelProgress, ResponseFormat, Message, ToolSpec, ToolCallRequest } from './model/types.js';
+export { openaiModel, type OpenAIModelOptions } from './model/openai/openai-model.js';
+export { OPENAI_PRICES } from './model/openai/prices.js';
 export {
   recordModel,
   replayModel,
@@ -35,7 +37,7 @@ export {
   type ModelCallErrorLike,
   type ModelErrorKind,
 } from './errors.js';
-export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
+export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, OPENAI_DEFAULTS, type ModelPrice } from './constants.js';
 export { DEFAULT_CONTEXT } from './constants.js';
 export type { ContextOptions, ContextStrategy } from './context/context-window.js';
 export { systemClock, type Clock } from './runtime/clock.js';

@@ -147,10 +147,10 @@ export const configSchema = z
       .strict()
       .optional(),
     plan: z.boolean().optional(),
-    prices: z.record(z.string(), z.object({ inputPerMillion: number().min(0), outputPerMillion: number().min(0) }).strict()).optional(),
+    prices: z.record(z.string(), z.object({ inputPerMillion: number().min(0), cachedInputPerMillion: number().min(0).optional(), outputPerMillion: number().min(0) }).strict()).optional(),
     trace: z.union([z.literal(false), z.object({ inMemory: z.boolean().optional(), onEvent: fn('a function (event) => void').optional() }).strict()]).optional(),
     redact: redactSchema.optional(),
-    retry: z.object({ baseMs: positiveInt, maxMs: positiveInt }).partial().strict().optional(),
+    retry: z.object({ baseMs: positiveInt, maxMs: positiveInt, maxRetryAfterMs: nonNegativeInt.max(MAX_TIMER_MS) }).partial().strict().optional(),
     clock: z.custom<Clock>((value) => typeof value === 'object' && value !== null && isFunction((value as Clock).now) && isFunction((value as Clock).sleep) && isFunction((value as Clock).setTimer), { message: 'expected a Clock with now(), sleep(ms, signal) and setTimer(ms, callback)' }).optional(),
     random: fn('a function returning a number in [0, 1)').optional(),
     generateRunId: fn('a function returning a string').optional(),

@@ -26,6 +26,15 @@ export function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string {
   return describeZodIssues(issues).join('; ');
 }
 
+/** The model writes what the schema parses, so its input side is the answer's shape. */
+function answerJsonSchema(schema: z.core.$ZodType): Record<string, unknown> | undefined {
+  try {
+    return z.toJSONSchema(schema, { io: 'input', unrepresentable: 'throw' }) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Validates the parsed output with a zod schema; later evaluators receive the schema's output
  * (defaults and transforms applied). When no format evaluator ran before it (the parsed value is
@@ -34,9 +43,15 @@ export function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string {
  * evaluators.schema(z.object({ status: z.enum(['shipped', 'pending']), eta: z.number().int() }))
  */
 export function schemaEvaluator<Schema extends z.core.$ZodType>(schema: Schema, options: SchemaEvaluatorOptions = {}): Evaluator<unknown, z.output<Schema>> {
+  let jsonSchema: Record<string, unknown> | undefined | null = null;
   return {
     name: options.name ?? 'schema',
     kind: 'format',
+    /** Computed on first use; undefined for a schema JSON Schema cannot express (a custom check, a transform's output). */
+    get outputJsonSchema() {
+      if (jsonSchema === null) jsonSchema = answerJsonSchema(schema);
+      return jsonSchema;
+    },
     async evaluate(input: EvaluationInput): Promise<EvaluationResult<z.output<Schema>>> {
       let value = input.parsed;
       // Compare with the raw text rather than "is a string": a JSON string literal parsed by

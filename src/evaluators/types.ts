@@ -59,5 +59,10 @@ export interface Evaluator<Input = unknown, Output = Input> {
   /** Names the evaluator in traces and in `failedEvaluator`. */
   readonly name: string;
   readonly kind: EvaluatorKind;
+  /**
+   * JSON Schema of the answer this evaluator accepts, when it knows one (`evaluators.schema` does).
+   * The loop hands the first one of a task to the model as `responseFormat`.
+   */
+  readonly outputJsonSchema?: Record<string, unknown> | undefined;
   evaluate(input: EvaluationInput<Input>): EvaluationResult<Output> | Promise<EvaluationResult<Output>>;
 }

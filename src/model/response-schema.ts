@@ -6,7 +6,7 @@ import { z } from 'zod';
 
 const tokenCount = z.number().int().min(0);
 
-export const modelUsageSchema = z.object({ inputTokens: tokenCount, outputTokens: tokenCount });
+export const modelUsageSchema = z.object({ inputTokens: tokenCount, outputTokens: tokenCount, cachedInputTokens: tokenCount.optional(), reasoningTokens: tokenCount.optional() });
 
 export const modelResponseSchema = z.object({
   text: z.string().nullable(),
@@ -34,8 +34,9 @@ export function isWellFormedResponse(value: unknown): boolean {
   const { text, toolCalls, usage } = value as { text?: unknown; toolCalls?: unknown; usage?: unknown };
   if (text !== null && typeof text !== 'string') return false;
   if (typeof usage !== 'object' || usage === null) return false;
-  const { inputTokens, outputTokens } = usage as { inputTokens?: unknown; outputTokens?: unknown };
+  const { inputTokens, outputTokens, cachedInputTokens, reasoningTokens } = usage as Record<string, unknown>;
   if (!isTokenCount(inputTokens) || !isTokenCount(outputTokens)) return false;
+  if ((cachedInputTokens !== undefined && !isTokenCount(cachedInputTokens)) || (reasoningTokens !== undefined && !isTokenCount(reasoningTokens))) return false;
   if (!Array.isArray(toolCalls)) return false;
   for (const call of toolCalls as unknown[]) {
     if (typeof call !== 'object' || call === null) return false;

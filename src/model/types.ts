@@ -34,6 +34,48 @@ export interface ToolSpec {
 }
 
 /**
+ * The JSON shape the final answer must have, when the task's evaluators know it (`evaluators.schema`).
+ * An adapter may ask its provider for it (OpenAI: `response_format: json_schema`) or ignore it.
+ * @example
+ * const format: ResponseFormat = { type: 'json_schema', name: 'answer', schema: { type: 'object', properties: { status: { type: 'string' } }, required: ['status'] } };
+ */
+export interface ResponseFormat {
+  type: 'json_schema';
+  /** A short name for the schema (letters, digits, `_` and `-`). */
+  name: string;
+  /** JSON Schema of the answer, as `z.toJSONSchema` writes it. */
+  schema: Record<string, unknown>;
+}
+
+/**
+ * Sampling and length settings of one call; an adapter passes on those its provider knows.
+ * `undefined` means the provider's default.
+ * @example
+ * const settings: ModelSettings = { temperature: 0, maxOutputTokens: 800, seed: 7 };
+ */
+export interface ModelSettings {
+  temperature?: number;
+  topP?: number;
+  /** Upper bound on the reply's tokens (reasoning tokens included, where the provider counts them). */
+  maxOutputTokens?: number;
+  seed?: number;
+  stopSequences?: readonly string[];
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  /** For reasoning models: how hard to think. */
+  reasoningEffort?: 'minimal' | 'low' | 'medium' | 'high';
+}
+
+/**
+ * Something a streaming adapter saw arrive before its reply was complete.
+ * @example
+ * const progress: ModelProgress = { type: 'text_delta', text: 'Ship' };
+ */
+export type ModelProgress =
+  | { type: 'text_delta'; text: string }
+  | { type: 'tool_call_started'; callId: string; name: string };
+
+/**
  * What a model is asked: the transcript, the tools on offer and an abort signal.
  * @example
  * const response = await model.generate({ messages, tools: [tool.spec], signal: AbortSignal.timeout(30_000) });
@@ -43,16 +85,31 @@ export interface ModelRequest {
   tools: readonly ToolSpec[];
   /** Aborted on cancel, deadline or per-call timeout. */
   signal: AbortSignal;
+  /** The answer's JSON shape, from the task's schema evaluator; absent when the task has none. */
+  responseFormat?: ResponseFormat;
+  /** Per-call settings, over the adapter's own. */
+  settings?: ModelSettings;
+  /**
+   * Called by streaming adapters as text and tool calls arrive; the loop passes one when `trace.onEvent`
+   * is set. The final response is what counts: progress is only a preview.
+   */
+  onProgress?: (progress: ModelProgress) => void;
 }
 
 /**
- * Tokens one model call consumed.
+ * Tokens one model call consumed. `inputTokens` counts every input token, cached ones included;
+ * `outputTokens` every output token, reasoning ones included. The two optional counts say how many
+ * of those were cached input (priced at the cached rate) and reasoning, when the provider reports it.
  * @example
- * const usage: ModelUsage = { inputTokens: 1_200, outputTokens: 80 };
+ * const usage: ModelUsage = { inputTokens: 1_200, outputTokens: 80, cachedInputTokens: 1_024 };
  */
 export interface ModelUsage {
   inputTokens: number;
   outputTokens: number;
+  /** Of `inputTokens`, those served from the provider's prompt cache. */
+  cachedInputTokens?: number;
+  /** Of `outputTokens`, those spent on hidden reasoning. */
+  reasoningTokens?: number;
 }
 
 /**

@@ -7,7 +7,8 @@ import { fitContextWindow, withContextUsage, type ContextFit } from '../context/
 import { isModelCallError, ModelCallError, retryableModelError } from '../errors.js';
 import type { CallUsage, LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
 import { isWellFormedResponse, modelResponseSchema, shapeProblems } from '../model/response-schema.js';
-import type { ModelResponse } from '../model/types.js';
+import type { ModelProgress, ModelResponse, ResponseFormat } from '../model/types.js';
+import { evaluatorList } from '../evaluators/index.js';
 import { toolCallFingerprint } from '../progress/index.js';
 import { assignUniqueCallIds, prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
 import { describeThrown, errorFields, thrownMessage, toError } from '../redaction/describe-thrown.js';
@@ -188,8 +189,35 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
   };
 }
 
+/** The answer's JSON shape, from the first of the task's evaluators that knows one. */
+function responseFormatOf(session: RunSession): ResponseFormat | undefined {
+  const task = session.task;
+  const list = task.evaluate === undefined ? session.config.evaluate : evaluatorList(task.evaluate);
+  for (const evaluator of list) {
+    const schema = evaluator.outputJsonSchema;
+    if (schema !== undefined) return { type: 'json_schema', name: responseFormatName(evaluator.name), schema };
+  }
+  return undefined;
+}
+
+/** Providers accept `[A-Za-z0-9_-]{1,64}` as a schema name. */
+const responseFormatName = (name: string): string => name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'answer';
+
+/** A streaming model's progress, as live trace events of the step being taken; none when nobody listens. */
+function progressReporter(session: RunSession, context: LoopContext): ((progress: ModelProgress) => void) | undefined {
+  if (!session.wantsLiveEvents) return undefined;
+  const base = { runId: session.runId, taskId: session.task.id, step: context.steps + 1 };
+  return (progress) => {
+    const at = session.config.clock.now();
+    if (progress.type === 'text_delta') session.recordLive({ type: 'model-delta', at, ...base, text: progress.text });
+    else session.recordLive({ type: 'model-tool-call-start', at, ...base, callId: progress.callId, name: progress.name });
+  };
+}
+
 /** The model call, bounded by the run's signal and its own timeout. */
 function generateWithin(session: RunSession, health: ToolHealth, context: LoopContext): Promise<ModelResponse> {
+  const responseFormat = responseFormatOf(session);
+  const onProgress = progressReporter(session, context);
   return callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the model call', (scope) =>
     // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
     session.config.model.generate({
@@ -198,6 +226,8 @@ function generateWithin(session: RunSession, health: ToolHealth, context: LoopCo
       get signal() {
         return scope.signal;
       },
+      ...(responseFormat === undefined ? {} : { responseFormat }),
+      ...(onProgress === undefined ? {} : { onProgress }),
     }),
   );
 }
@@ -241,7 +271,10 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   const stateDigest = session.progress.advanceState({ taskIndex: session.taskIndex, reply });
   session.record({
     type: 'step-end', runId: session.runId, at, step: context.steps + 1, taskId: session.task.id, modelId: config.model.id,
-    latencyMs: at - startedAt, inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd,
+    latencyMs: at - startedAt, inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens,
+    ...(response.usage.cachedInputTokens === undefined ? {} : { cachedInputTokens: response.usage.cachedInputTokens }),
+    ...(response.usage.reasoningTokens === undefined ? {} : { reasoningTokens: response.usage.reasoningTokens }),
+    costUsd,
     decision: decision.kind,
     toolCalls: calls.map(({ call }) => ({ callId: call.request.id, name: call.request.name, argumentsSummary: summarize(call.args ?? call.request.arguments, config.redact) })),
     replySummary: text === null ? null : summarize(text, config.redact),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_PRICES, type ModelPrice } from '../constants.js';
+import { OPENAI_PRICES } from '../model/openai/prices.js';
 import { costOf, priceOf } from './pricing.js';
 
 const price: ModelPrice = { inputPerMillion: 2, outputPerMillion: 8 };
@@ -26,9 +27,33 @@ describe('costOf', () => {
   });
 });
 
+describe('costOf with cached input', () => {
+  const cachedPrice: ModelPrice = { inputPerMillion: 2, cachedInputPerMillion: 0.5, outputPerMillion: 8 };
+
+  it('charges the cached part of the input at the cached rate', () => {
+    expect(costOf(cachedPrice, { inputTokens: 1_000_000, outputTokens: 0, cachedInputTokens: 400_000 })).toBeCloseTo(600_000 * 2e-6 + 400_000 * 0.5e-6, 12);
+  });
+
+  it('charges cached input at the input rate when the price has no cached rate', () => {
+    expect(costOf(price, { inputTokens: 1_000_000, outputTokens: 0, cachedInputTokens: 400_000 })).toBe(2);
+  });
+
+  it('never counts more cached tokens than input tokens, nor prices reasoning tokens twice', () => {
+    expect(costOf(cachedPrice, { inputTokens: 100, outputTokens: 0, cachedInputTokens: 5_000 })).toBeCloseTo(100 * 0.5e-6, 15);
+    expect(costOf(cachedPrice, { inputTokens: 0, outputTokens: 1_000_000, reasoningTokens: 900_000 })).toBe(8);
+  });
+
+  it('has a cached rate for every built-in OpenAI price, below its input rate', () => {
+    for (const [id, entry] of Object.entries(OPENAI_PRICES)) {
+      expect(DEFAULT_PRICES[id]).toBe(entry);
+      expect(entry.cachedInputPerMillion, id).toBeLessThan(entry.inputPerMillion);
+    }
+  });
+});
+
 describe('priceOf', () => {
   it('finds a model by its exact id', () => {
-    expect(priceOf(DEFAULT_PRICES, 'gpt-4.1-mini')).toEqual({ inputPerMillion: 0.4, outputPerMillion: 1.6 });
+    expect(priceOf(DEFAULT_PRICES, 'gpt-4.1-mini')).toEqual({ inputPerMillion: 0.4, cachedInputPerMillion: 0.1, outputPerMillion: 1.6 });
     expect(priceOf({ custom: price }, 'custom')).toBe(price);
   });
 

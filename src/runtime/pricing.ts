@@ -5,12 +5,16 @@ import type { ModelUsage } from '../model/types.js';
 
 export function priceOf(prices: Readonly<Record<string, ModelPrice>>, modelId: string): ModelPrice | undefined {
   // Own properties only: a model id like `toString` must not find Object.prototype's.
+  // Exact ids only: a dated snapshot may be priced unlike its alias (gpt-4o-2024-05-13 is).
   return Object.hasOwn(prices, modelId) ? prices[modelId] : undefined;
 }
 
+/** Cached input tokens are part of `inputTokens`, priced at the cached rate when the table has one. */
 export function costOf(price: ModelPrice | undefined, usage: ModelUsage): number {
   if (price === undefined) return 0;
-  return (usage.inputTokens * price.inputPerMillion + usage.outputTokens * price.outputPerMillion) / 1_000_000;
+  const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens);
+  const cachedRate = price.cachedInputPerMillion ?? price.inputPerMillion;
+  return ((usage.inputTokens - cached) * price.inputPerMillion + cached * cachedRate + usage.outputTokens * price.outputPerMillion) / 1_000_000;
 }
 
 /** Usage of several models summed, each priced by its own model id. */

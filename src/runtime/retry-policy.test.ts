@@ -63,6 +63,13 @@ describe('backoffDelay', () => {
     expect(delay(10, JUST_BELOW_ONE, 60_000)).toBe(60_000);
   });
 
+  it('waits out a Retry-After only up to maxRetryAfterMs (60 s by default)', () => {
+    expect(delay(0, 0, 3_600_000)).toBe(60_000);
+    expect(delay(0, 0, 3_600_000, { ...options, maxRetryAfterMs: 2_000 })).toBe(2_000);
+    // The cap bounds the server's wish, never our own jitter.
+    expect(delay(3, JUST_BELOW_ONE, 5_000, { ...options, maxRetryAfterMs: 10 })).toBe(799);
+  });
+
   it('treats a Retry-After of 0 like no header', () => {
     expect(delay(2, 0.5, 0)).toBe(delay(2, 0.5));
     expect(delay(2, 0, 0)).toBe(0);
@@ -79,7 +86,7 @@ describe('backoffDelay', () => {
         (attempt, random, retryAfterMs, baseMs, maxMs) => {
           const cap = Math.min(maxMs, baseMs * 2 ** attempt);
           const result = backoffDelay({ attempt, retryAfterMs, options: { baseMs, maxMs }, random: () => random });
-          const floor = retryAfterMs ?? 0;
+          const floor = Math.min(retryAfterMs ?? 0, DEFAULT_BACKOFF.maxRetryAfterMs);
           expect(Number.isInteger(result)).toBe(true);
           expect(result).toBeGreaterThanOrEqual(floor);
           expect(result).toBeLessThanOrEqual(Math.max(floor, cap));

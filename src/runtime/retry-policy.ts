@@ -3,14 +3,21 @@
  * Full jitter (AWS architecture blog, "Exponential Backoff And Jitter") spreads retries of
  * many clients evenly over [0, cap] instead of synchronising them.
  */
+import { DEFAULT_BACKOFF } from '../constants.js';
+
 export interface BackoffOptions {
   baseMs: number;
   maxMs: number;
+  /**
+   * Longest Retry-After waited out (default 60 s): a server asking for an hour must not park a run
+   * for an hour. It bounds the server's wish, as `maxMs` bounds our own jitter.
+   */
+  maxRetryAfterMs?: number;
 }
 
 /**
  * Delay before transport retry number `attempt` (0-based); `random` returns [0, 1).
- * A server's Retry-After is a floor: we never retry earlier than it asked.
+ * A server's Retry-After is a floor: we never retry earlier than it asked, up to `maxRetryAfterMs`.
  * @example
  * backoffDelay({ attempt: 1, retryAfterMs: undefined, options: { baseMs: 500, maxMs: 30_000 }, random: Math.random })
  */
@@ -30,5 +37,6 @@ export function backoffDelay({
   const sample = random();
   const unit = Number.isFinite(sample) ? Math.min(Math.max(sample, 0), 1 - Number.EPSILON) : 0;
   const jittered = Math.floor(unit * ceiling);
-  return retryAfterMs === undefined || !Number.isFinite(retryAfterMs) || retryAfterMs < 0 ? jittered : Math.max(retryAfterMs, jittered);
+  if (retryAfterMs === undefined || !Number.isFinite(retryAfterMs) || retryAfterMs < 0) return jittered;
+  return Math.max(Math.min(retryAfterMs, options.maxRetryAfterMs ?? DEFAULT_BACKOFF.maxRetryAfterMs), jittered);
 }

@@ -137,8 +137,12 @@ export class RunSession {
 
   /** Every event is redacted here, the one door to `result.trace` and `onEvent`. */
   record(unredacted: TraceEvent): void {
+    this.emit(unredacted, this.config.trace.inMemory);
+  }
+
+  private emit(unredacted: TraceEvent, keep: boolean): void {
     const event = this.redacted(unredacted);
-    if (this.config.trace.inMemory) this.trace.push(event);
+    if (keep) this.trace.push(event);
     if (this.traceSinkFailed || this.config.trace.onEvent === undefined) return;
     try {
       this.config.trace.onEvent(event);
@@ -179,6 +183,16 @@ export class RunSession {
       default:
         return this.config.redact.strings(event);
     }
+  }
+
+  /** True when live events have somewhere to go: a streaming model's progress is then worth reporting. */
+  get wantsLiveEvents(): boolean {
+    return this.config.trace.onEvent !== undefined && !this.traceSinkFailed;
+  }
+
+  /** A live event (a streamed delta): redacted and handed to `onEvent`, never kept on `result.trace`. */
+  recordLive(unredacted: TraceEvent): void {
+    if (this.wantsLiveEvents) this.emit(unredacted, false);
   }
 
   /** Warns once per model id that has no price: its spend is invisible to maxCostUsd. */

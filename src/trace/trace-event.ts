@@ -28,6 +28,10 @@ export type TraceEvent =
       latencyMs: number;
       inputTokens: number;
       outputTokens: number;
+      /** Of `inputTokens`, those the provider served from its prompt cache, when it says. */
+      cachedInputTokens?: number;
+      /** Of `outputTokens`, those spent on hidden reasoning, when the provider says. */
+      reasoningTokens?: number;
       costUsd: number;
       decision: string;
       toolCalls: { callId: string; name: string; argumentsSummary: string }[];
@@ -67,12 +71,19 @@ export type TraceEvent =
       summarySkipped: string | null;
     })
   | (TraceBase & { type: 'warning'; message: string })
+  /** Live only (`onEvent`, never `result.trace`): a streamed piece of the reply text of step `step`. */
+  | (TraceBase & { type: 'model-delta'; taskId: string; step: number; text: string })
+  /** Live only (`onEvent`, never `result.trace`): a streamed reply began a tool call. */
+  | (TraceBase & { type: 'model-tool-call-start'; taskId: string; step: number; callId: string; name: string })
   | (TraceBase & { type: 'run-end'; status: RunStatus; stopReason: StopReason; detail: string; usage: Usage; steps: number });
 
 export type TraceEventType = TraceEvent['type'];
 
 /**
- * Where trace events go: kept in memory on the result (default) and/or handed to `onEvent`.
+ * Where trace events go: kept in memory on the result (default) and/or handed to `onEvent`. The live
+ * events of a streaming model (`model-delta`, `model-tool-call-start`) go to `onEvent` only: the
+ * `step-end` that follows them holds the whole reply. Each is redacted on its own, so a secret split
+ * across two deltas is not recognised in them.
  * @example
  * createLoop({ model, trace: { onEvent: (event) => process.stdout.write(`${JSON.stringify(event)}\n`) } });
  */

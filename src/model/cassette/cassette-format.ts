@@ -6,6 +6,7 @@
  * version, every reference, and that each request still hashes to its key.
  */
 import { z } from 'zod';
+import type { ModelErrorKind } from '../../errors.js';
 import { readFileSync } from 'node:fs';
 import { describeZodIssues } from '../../zod-issues.js';
 import { modelResponseSchema } from '../response-schema.js';
@@ -24,7 +25,11 @@ const CASSETTE_FORMAT = 'loopstate-cassette';
 export const CASSETTE_SCHEMA_VERSION = 1;
 
 const plainRecord = z.record(z.string(), z.json());
-const modelErrorKind = z.enum(['rate_limited', 'server', 'timeout', 'connection', 'bad_request', 'auth', 'unknown']);
+/** Every kind, checked by the compiler: a kind added to `ModelErrorKind` must be added here to compile. */
+const MODEL_ERROR_KINDS: Record<ModelErrorKind, true> = {
+  rate_limited: true, server: true, timeout: true, connection: true, bad_request: true, auth: true, refused: true, unknown: true,
+};
+const modelErrorKind = z.enum(Object.keys(MODEL_ERROR_KINDS) as [ModelErrorKind, ...ModelErrorKind[]]);
 
 /** A failed call as it was thrown: a `ModelCallError` (it has `kind`) or any other error. */
 const recordedErrorSchema = z.strictObject({
