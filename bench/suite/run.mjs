@@ -48,6 +48,11 @@ const ALLOCATION_STEPS = 100;
 const ALLOCATION_FLAGS = ['--min-semi-space-size=128', '--max-semi-space-size=128'];
 // Two workloads differing only in the number of timed runs of S = 100: their difference is whole warm runs.
 const CALLGRIND = { steps: 100, shortRuns: 2, longRuns: 4, warmupRuns: 100 };
+// V8 in its deterministic mode: no concurrent compiler or GC threads, a GC schedule fixed by allocation rather
+// than by measured speed, fixed seeds. Without these the count moved 3× between runs of one engine (when the
+// JIT optimised, and whether a GC landed in the measured runs, depended on timing); with them two runs agree
+// within 0.2%.
+const CALLGRIND_NODE_FLAGS = ['--single-threaded', '--predictable', '--predictable-gc-schedule', '--random-seed=1', '--hash-seed=1'];
 
 const log = (line) => process.stderr.write(`${line}\n`);
 
@@ -94,7 +99,7 @@ const rotated = (list, round) => list.map((_, index) => list[(index + round) % l
 function callgrindInstructions(runs, outputDirectory) {
   const outputFile = path.join(outputDirectory, `callgrind.${runs}.out`);
   const options = JSON.stringify({ steps: CALLGRIND.steps, runs, warmupRuns: CALLGRIND.warmupRuns });
-  const commandArguments = ['--tool=callgrind', `--callgrind-out-file=${outputFile}`, process.execPath, '--single-threaded', path.join(suiteDirectory, 'child.mjs'), 'callgrind', 'loopstate', options];
+  const commandArguments = ['--tool=callgrind', `--callgrind-out-file=${outputFile}`, process.execPath, ...CALLGRIND_NODE_FLAGS, path.join(suiteDirectory, 'child.mjs'), 'callgrind', 'loopstate', options];
   return new Promise((resolve, reject) => {
     const child = spawn('valgrind', commandArguments, { cwd: suiteDirectory, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
@@ -129,7 +134,7 @@ async function main() {
       memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
       valgrind: hasValgrind() ? spawnSync('valgrind', ['--version'], { encoding: 'utf8' }).stdout.trim() : null,
     },
-    settings: { ...settings, stepCounts: STEP_COUNTS, concurrency: CONCURRENCY, largeConcurrency: LARGE_CONCURRENCY, allocationSteps: ALLOCATION_STEPS, allocationFlags: ALLOCATION_FLAGS, callgrindWorkload: CALLGRIND },
+    settings: { ...settings, stepCounts: STEP_COUNTS, concurrency: CONCURRENCY, largeConcurrency: LARGE_CONCURRENCY, allocationSteps: ALLOCATION_STEPS, allocationFlags: ALLOCATION_FLAGS, callgrindWorkload: CALLGRIND, callgrindNodeFlags: CALLGRIND_NODE_FLAGS },
   };
   log(`loopstate ${head?.slice(0, 12)}${meta.loopstate.uncommittedChanges ? ' (+ uncommitted changes)' : ''}; ${quick ? 'quick' : 'full'} run of ${adapters.length} adapters`);
 
