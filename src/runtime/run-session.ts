@@ -12,6 +12,8 @@ import { ProgressTracker } from '../progress/index.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import type { PreparedCall, Tool } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
+import { PromptRecorder } from '../trace/prompt-snapshots.js';
+import { openTraceSinks, type TraceSink } from '../trace/trace-sinks.js';
 import { AbortFanout } from './abort-fanout.js';
 import { priceOf } from './pricing.js';
 import { Transcript } from './transcript.js';
@@ -53,6 +55,12 @@ export class RunSession {
   private readonly unpricedModels = new Set<string>();
   /** The run's one listener on its signal: effects wait on the abort through this, not a listener each. */
   readonly aborts: AbortFanout;
+  /** Where events go besides `result.trace`; a sink that fails is removed from this list. */
+  private readonly sinks: TraceSink[];
+  /** Sinks that could not be opened, said as warnings once the run has started. */
+  readonly traceProblems: readonly string[];
+  /** Follows the model requests when `trace.prompts` is on. */
+  readonly prompts: PromptRecorder | null;
 
   constructor(
     readonly config: ResolvedConfig,
@@ -69,6 +77,10 @@ export class RunSession {
     this.tools = this.plan === null ? config.tools : new Map([...config.tools, [this.plan.tool.name, this.plan.tool]]);
     this.toolSpecChars = [...this.tools.values()].reduce((sum, tool) => sum + JSON.stringify(tool.spec).length, 0);
     this.transcript = new Transcript(this.toolSpecChars);
+    const { sinks, problems } = openTraceSinks(config.trace);
+    this.sinks = sinks;
+    this.traceProblems = problems;
+    this.prompts = config.trace.prompts ? new PromptRecorder() : null;
   }
 
   get task(): TaskConfig {
@@ -131,21 +143,39 @@ export class RunSession {
     return specs;
   }
 
-  private traceSinkFailed = false;
   /** The run id holds nothing the redaction rules would change. */
   private readonly runIdIsClean: boolean;
 
-  /** Every event is redacted here, the one door to `result.trace` and `onEvent`. */
+  /** Every event is redacted here, the one door to `result.trace` and every sink. */
   record(unredacted: TraceEvent): void {
+    const { sinks } = this;
+    if (!this.config.trace.inMemory && sinks.length === 0) return;
     const event = this.redacted(unredacted);
     if (this.config.trace.inMemory) this.trace.push(event);
-    if (this.traceSinkFailed || this.config.trace.onEvent === undefined) return;
+    for (let index = 0; index < sinks.length; index++) {
+      const sink = sinks[index];
+      if (sink === undefined) continue;
+      try {
+        sink.write(event);
+      } catch (error) {
+        // A broken trace sink must not stop the loop; it is dropped once, with a warning.
+        sinks.splice(index--, 1);
+        this.closeSink(sink);
+        this.warn(`${sink.option} ${sink.option === 'trace.onEvent' ? 'threw' : 'failed'} and was disabled for this run: ${thrownMessage(error)}`, event.at);
+      }
+    }
+  }
+
+  /** Closes every sink (the trace file's descriptor, open spans); safe to call twice. */
+  closeTrace(): void {
+    for (const sink of this.sinks.splice(0)) this.closeSink(sink);
+  }
+
+  private closeSink(sink: TraceSink): void {
     try {
-      this.config.trace.onEvent(event);
+      sink.close?.();
     } catch (error) {
-      // A broken trace sink must not stop the loop; it is dropped once, with a warning.
-      this.traceSinkFailed = true;
-      this.warnings.push(this.config.redact.text(`trace.onEvent threw and was disabled for this run: ${thrownMessage(error)}`));
+      this.warnings.push(this.config.redact.text(`${sink.option} could not be closed: ${thrownMessage(error)}`));
     }
   }
 
@@ -158,9 +188,15 @@ export class RunSession {
     if (!this.runIdIsClean) return this.config.redact.strings(event);
     const { text } = this.config.redact;
     switch (event.type) {
-      // A transition names only the machine's own states and events: nothing to redact.
+      // A transition names only the machine's own states and events, a budget snapshot holds numbers: nothing to redact.
       case 'transition':
+      case 'budget':
         return event;
+      case 'step-start':
+      case 'retry': {
+        const taskId = text(event.taskId);
+        return taskId === event.taskId ? event : { ...event, taskId };
+      }
       case 'tool-end': {
         const taskId = text(event.taskId), callId = text(event.callId), name = text(event.name);
         return taskId === event.taskId && callId === event.callId && name === event.name ? event : { ...event, taskId, callId, name };
