@@ -142,7 +142,7 @@ const traceSchema = z
     onEvent: fn('a function (event) => void').optional(),
     file: z
       .string({ error: (issue) => (issue.code === 'invalid_type' ? `expected a file path as a string, got ${issue.input === null ? 'null' : typeof issue.input}` : undefined) })
-      .min(1, 'expected a non-empty file path')
+      .min(1, { message: 'expected a non-empty file path', abort: true })
       .superRefine((path, context) => {
         const problem = traceFileProblem(path);
         if (problem !== null) context.addIssue({ code: 'custom', message: `cannot write the trace there: ${problem}` });

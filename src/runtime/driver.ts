@@ -112,12 +112,13 @@ function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInpu
     startFault ??= { error: toError(error), message: describeThrown(error) };
     startedAt = safeNow(config.clock);
   }
-  session.warnIfUnpriced(config.model.id, startedAt);
   session.record({
     type: 'run-start', runId, at: startedAt, schemaVersion: TRACE_SCHEMA_VERSION, goalSummary: summarize(input.goal ?? session.goal, config.redact),
     tasks: session.tasks.map((task) => task.id), modelId: config.model.id,
     promptVersion: promptVersion(config.instructions, [...session.tools.values()].map((tool) => tool.spec)), limits: tracedLimits(config.limits),
   });
+  // run-start comes first, so a reader of the trace meets the run before anything said about it.
+  session.warnIfUnpriced(config.model.id, startedAt);
   for (const problem of session.traceProblems) session.warn(problem, startedAt);
   for (const warning of session.conversation.warnings) session.warn(warning, startedAt);
   try {

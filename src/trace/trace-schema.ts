@@ -249,8 +249,16 @@ export type TraceEvent = z.output<typeof traceEventSchema>;
  */
 export type TraceEventType = TraceEvent['type'];
 
-/** A message as a prompt snapshot holds it. */
+/**
+ * A message as a prompt snapshot holds it (redacted).
+ * @example
+ * const message: TracedMessage = { role: 'tool', toolCallId: 'c1', content: '{"status":"shipped"}' };
+ */
 export type TracedMessage = z.output<typeof message>;
 
-/** The limits as `run-start` records them: null for a limit switched off. */
+/**
+ * The limits as `run-start` records them: null for a limit switched off (`Infinity`).
+ * @example
+ * const noDeadline = (limits: TracedLimits) => limits.deadlineMs === null;
+ */
 export type TracedLimits = z.output<typeof limits>;
