@@ -217,7 +217,11 @@ function generateWithin(session: RunSession, health: ToolHealth, context: LoopCo
 
 export async function performModelCall(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
   const { config } = session;
-  session.record({ type: 'step-start', runId: session.runId, at: config.clock.now(), step: context.steps + 1, taskId: session.task.id, estimatedInputTokens: context.nextRequestTokens });
+  const stepStartedAt = config.clock.now();
+  session.record({
+    type: 'step-start', runId: session.runId, at: stepStartedAt, step: context.steps + 1, taskId: session.task.id,
+    estimatedInputTokens: context.nextRequestTokens, usage: context.usage, elapsedMs: stepStartedAt - (context.startedAt ?? stepStartedAt),
+  });
   applyFeedback(session, context);
   const contextFit = await fitContextWindow(session, context);
   if (contextFit.stop !== null) return contextFit.stop;

@@ -188,9 +188,8 @@ export class RunSession {
     if (!this.runIdIsClean) return this.config.redact.strings(event);
     const { text } = this.config.redact;
     switch (event.type) {
-      // A transition names only the machine's own states and events, a budget snapshot holds numbers: nothing to redact.
+      // A transition names only the machine's own states and events: nothing to redact.
       case 'transition':
-      case 'budget':
         return event;
       case 'step-start':
       case 'retry': {

@@ -1,7 +1,6 @@
 /**
  * Trace events read off the machine's context around one event: retries (by layer), no-progress
- * nudges and stops, and a budget snapshot when the usage changed. Counter comparisons only, so the
- * cost per event is constant.
+ * nudges and stops. Counter comparisons only, so the cost per event is constant.
  */
 import type { LoopContext, LoopEvent } from '../../machines/types.js';
 import type { TraceEvent } from './trace-schema.js';
@@ -33,8 +32,5 @@ export function recordContextChanges(trace: Recorder, runId: string, taskId: str
   }
   if (after.stop?.reason === 'no_progress' && before.stop === null) {
     trace.record({ type: 'no-progress', runId, at, taskId, step, signal: after.progress.lastSignal, action: 'stop', detail: after.stop.detail });
-  }
-  if (after.usage !== before.usage) {
-    trace.record({ type: 'budget', runId, at, step, usage: after.usage, elapsedMs: after.startedAt === null ? 0 : at - after.startedAt, nextRequestTokens: after.nextRequestTokens });
   }
 }

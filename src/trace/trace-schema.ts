@@ -4,8 +4,8 @@
  *
  * Changelog (bump `TRACE_SCHEMA_VERSION` when a field changes meaning or goes away; added fields and
  * added event types keep the version, and readers ignore what they do not know):
- * - 1: run-start (prompt version, limits), step-start, step-end, prompt, tool-end, evaluation-end,
- *   retry, no-progress, budget, transition, model-error, context-trimmed, warning, run-end.
+ * - 1: run-start (prompt version, limits), step-start (with the budget snapshot), step-end, prompt,
+ *   tool-end, evaluation-end, retry, no-progress, transition, model-error, context-trimmed, warning, run-end.
  */
 import { z } from 'zod';
 import { STOP_REASONS, type StopReason } from '../../machines/types.js';
@@ -72,6 +72,10 @@ const stepStart = z.object({
   taskId: z.string(),
   /** The estimate the input budget checked before the call. */
   estimatedInputTokens: tokens,
+  /** The budget snapshot: what the run had spent before this step, against the limits of `run-start`. */
+  usage,
+  /** Milliseconds since the run started, against `limits.deadlineMs`. */
+  elapsedMs: z.number(),
 });
 
 const stepEnd = z.object({
@@ -164,17 +168,6 @@ const noProgress = z.object({
   detail: z.string(),
 });
 
-const budget = z.object({
-  type: z.literal('budget'),
-  ...base,
-  step: count,
-  /** Spent so far in the run. */
-  usage,
-  /** Milliseconds since the run started, against `limits.deadlineMs`. */
-  elapsedMs: z.number(),
-  /** The estimate of the next request the input budget will check. */
-  nextRequestTokens: tokens,
-});
 
 const transition = z.object({ type: z.literal('transition'), ...base, event: z.string(), from: z.string(), to: z.string() });
 
@@ -225,7 +218,6 @@ export const traceEventSchema = z.discriminatedUnion('type', [
   evaluationEnd,
   retry,
   noProgress,
-  budget,
   transition,
   modelError,
   contextTrimmed,

@@ -75,7 +75,7 @@ export class OtelSink {
       case 'run-end':
         return this.endRun(event);
       default:
-        // Transitions, budgets and prompts stay in the trace: spans carry the calls, not every microstep.
+        // Transitions and prompts stay in the trace: spans carry the calls, not every microstep.
         return;
     }
   }
