@@ -5,14 +5,35 @@
  *
  *   npm run bench                   # runs of 50 and 400 steps, ~8,000 steps per side
  *   npm run bench -- 20,200,1000 4000  # history lengths, steps per side
+ *   npm run bench -- 50,400 8000 file  # trace variant: default (OpenTelemetry through the global no-op tracer),
+ *                                      # no-otel (otel: false), file (also a JSON lines file), prompts (file + prompt snapshots)
  */
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, type Model, type ModelRequest, type ModelResponse } from '../src/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLoop, defineTool, evaluators, type Model, type ModelRequest, type ModelResponse, type TraceOptions } from '../src/index.js';
 
 // Two history lengths side by side: flat per-step overhead shows that work does not grow with history.
 const historyLengths = (process.argv[2] ?? '50,400').split(',').map(Number);
 const stepsPerSide = Number(process.argv[3] ?? 8_000);
+const traceVariant = process.argv[4] ?? 'default';
+const traceFolder = mkdtempSync(join(tmpdir(), 'loopstate-bench-'));
+const traceOption = (): TraceOptions | undefined => {
+  switch (traceVariant) {
+    case 'default':
+      return undefined;
+    case 'no-otel':
+      return { otel: false };
+    case 'file':
+      return { file: join(traceFolder, 'bench.jsonl') };
+    case 'prompts':
+      return { file: join(traceFolder, 'bench.jsonl'), prompts: true };
+    default:
+      throw new Error(`unknown trace variant ${traceVariant}: expected default, no-otel, file or prompts`);
+  }
+};
 /** A model with no latency: `steps - 1` tool calls with fresh arguments, then a final JSON answer. */
 function instantModel(steps: number): Model & { reset(): void } {
   let call = 0;
@@ -65,7 +86,7 @@ async function measure(run: () => Promise<number>, runs: number): Promise<number
   return ((performance.now() - started) * 1000) / steps;
 }
 
-console.log(`loopstate step overhead (Node ${process.version}); every guard, no-progress detection and the in-memory trace on`);
+console.log(`loopstate step overhead (Node ${process.version}); every guard, no-progress detection and the in-memory trace on; trace variant: ${traceVariant}`);
 console.log('steps/run   hand-written   loopstate   overhead   ratio');
 for (const stepsPerRun of historyLengths) {
   const runs = Math.max(5, Math.round(stepsPerSide / stepsPerRun));
@@ -76,6 +97,7 @@ for (const stepsPerRun of historyLengths) {
     evaluate: [evaluators.json()],
     limits: { maxSteps: stepsPerRun, maxInputTokens: 1e12, maxOutputTokens: 1e12, maxCostUsd: 1e6, deadlineMs: 600_000 },
     noProgress: { planStall: stepsPerRun + 1 },
+    trace: traceOption(),
   });
   const baseline = await measure(async () => {
     model.reset();
@@ -90,3 +112,4 @@ for (const stepsPerRun of historyLengths) {
   const cells = [String(stepsPerRun).padStart(9), `${baseline.toFixed(2)} µs`.padStart(14), `${engine.toFixed(2)} µs`.padStart(11), `${(engine - baseline).toFixed(2)} µs`.padStart(10), `${(engine / baseline).toFixed(1)}x`.padStart(7)];
   console.log(cells.join(' '));
 }
+rmSync(traceFolder, { recursive: true, force: true });

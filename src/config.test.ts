@@ -29,6 +29,9 @@ function configError(run: () => unknown): LoopConfigError {
   throw new Error('expected a LoopConfigError, but nothing was thrown');
 }
 
+/** The trace options when none are given: in memory, OpenTelemetry through the global tracer, no file, no prompts. */
+const TRACE_DEFAULTS = { inMemory: true, onEvent: undefined, file: undefined, prompts: false, otel: {} };
+
 describe('resolveConfig defaults', () => {
   it('fills every option from the constants module when only a model is given', () => {
     const resolved = resolveConfig({ model });
@@ -41,7 +44,7 @@ describe('resolveConfig defaults', () => {
     expect(resolved.noProgress).toEqual(DEFAULT_NO_PROGRESS);
     expect(resolved.policy).toBeUndefined();
     expect(resolved.prices).toEqual(DEFAULT_PRICES);
-    expect(resolved.trace).toEqual({ inMemory: true, onEvent: undefined });
+    expect(resolved.trace).toEqual(TRACE_DEFAULTS);
     expect(resolved.backoff).toEqual(DEFAULT_BACKOFF);
     expect(resolved.clock).toBe(systemClock);
     expect(resolved.random).toBe(Math.random);
@@ -106,14 +109,14 @@ describe('resolveConfig merging', () => {
   });
 
   it('turns trace: false into no in-memory trace and no sink', () => {
-    expect(resolveConfig({ model, trace: false }).trace).toEqual({ inMemory: false, onEvent: undefined });
+    expect(resolveConfig({ model, trace: false }).trace).toEqual({ inMemory: false, onEvent: undefined, file: undefined, prompts: false, otel: false });
   });
 
   it('keeps the in-memory trace on unless told otherwise, and passes the sink through', () => {
     const onEvent = () => undefined;
-    expect(resolveConfig({ model, trace: { onEvent } }).trace).toEqual({ inMemory: true, onEvent });
-    expect(resolveConfig({ model, trace: { inMemory: false, onEvent } }).trace).toEqual({ inMemory: false, onEvent });
-    expect(resolveConfig({ model, trace: {} }).trace).toEqual({ inMemory: true, onEvent: undefined });
+    expect(resolveConfig({ model, trace: { onEvent } }).trace).toEqual({ ...TRACE_DEFAULTS, onEvent });
+    expect(resolveConfig({ model, trace: { inMemory: false, onEvent } }).trace).toEqual({ ...TRACE_DEFAULTS, inMemory: false, onEvent });
+    expect(resolveConfig({ model, trace: {} }).trace).toEqual(TRACE_DEFAULTS);
   });
 
   it('indexes tools by name, in the given order, as the very tool objects', () => {
@@ -349,7 +352,7 @@ describe('an explicit undefined means the default, everywhere', () => {
       prices: { 'gpt-4.1': undefined },
     });
     expect(resolved.backoff).toEqual(DEFAULT_BACKOFF);
-    expect(resolved.trace).toEqual({ inMemory: true, onEvent: undefined });
+    expect(resolved.trace).toEqual(TRACE_DEFAULTS);
     expect(resolved.policy).toEqual({});
     expect(resolved.prices).toEqual(DEFAULT_PRICES);
   });

@@ -19,7 +19,8 @@ import { checkMessages } from './conversation/prior-conversation.js';
 import { thrownMessage } from './redaction/describe-thrown.js';
 import { createRedactor, type RedactOptions, type Redactor } from './redaction/redact.js';
 import type { Tool, ToolHealth, ToolPolicy } from './tools/index.js';
-import type { TraceEvent, TraceOptions } from './trace/trace-event.js';
+import type { OtelTraceOptions, TraceOptions } from './trace/trace-event.js';
+import type { ResolvedTraceOptions } from './trace/trace-sinks.js';
 
 /**
  * What a task prompt may be built from: the run's goal and the outputs of the tasks before it.
@@ -110,7 +111,7 @@ export interface ResolvedConfig {
   policy: ToolPolicy | undefined;
   plan: boolean;
   prices: Readonly<Record<string, ModelPrice>>;
-  trace: { inMemory: boolean; onEvent: ((event: TraceEvent) => void) | undefined };
+  trace: ResolvedTraceOptions;
   /** Compiled once per loop from the built-in rules and `redact`. */
   redact: Redactor;
   backoff: BackoffOptions;
@@ -145,6 +146,18 @@ function resolveLimits(limits: Partial<LoopLimits> | undefined): LoopLimits {
   };
 }
 
+/** Trace options with their defaults: in memory, OpenTelemetry through the global tracer, no file, no prompts. */
+function resolveTrace(trace: z.infer<typeof configSchema>['trace']): ResolvedTraceOptions {
+  if (trace === false) return { inMemory: false, onEvent: undefined, file: undefined, prompts: false, otel: false };
+  return {
+    inMemory: trace?.inMemory ?? true,
+    onEvent: trace?.onEvent as ResolvedTraceOptions['onEvent'],
+    file: trace?.file,
+    prompts: trace?.prompts ?? false,
+    otel: trace?.otel === false ? false : ((trace?.otel ?? {}) as OtelTraceOptions),
+  };
+}
+
 let runCounter = 0;
 /** The run id used when `generateRunId` is not given, or fails. */
 export const defaultRunId = (): string => `run_${Date.now().toString(36)}_${(runCounter++).toString(36)}`;
@@ -153,6 +166,8 @@ export const defaultRunId = (): string => `run_${Date.now().toString(36)}_${(run
 const keepConfigValue: KeepByReference = (path) => {
   const [last, parent] = [path.at(-1), path.at(-2)];
   if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth')) return true;
+  // An OpenTelemetry tracer and context are the caller's objects, used as they are.
+  if (path.length === 3 && path[0] === 'trace' && parent === 'otel' && (last === 'tracer' || last === 'parent')) return true;
   // An evaluator may also be given alone, not in a list.
   return last === 'evaluate' || (typeof last === 'number' && (parent === 'tools' || parent === 'evaluate'));
 };
@@ -209,7 +224,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     policy: config.policy as ToolPolicy | undefined,
     plan: config.plan ?? false,
     prices,
-    trace: config.trace === false ? { inMemory: false, onEvent: undefined } : { inMemory: config.trace?.inMemory ?? true, onEvent: config.trace?.onEvent as ResolvedConfig['trace']['onEvent'] },
+    trace: resolveTrace(config.trace),
     redact: createRedactor(config.redact),
     backoff: { ...DEFAULT_BACKOFF, ...config.retry },
     clock: config.clock ?? systemClock,

@@ -41,7 +41,12 @@ export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, OPENAI_DEFAULTS, t
 export { DEFAULT_CONTEXT } from './constants.js';
 export type { ContextOptions, ContextStrategy } from './context/context-window.js';
 export { systemClock, type Clock } from './runtime/clock.js';
-export type { TraceEvent, TraceOptions } from './trace/trace-event.js';
+export type { TraceEvent, TraceEventType, TraceOptions, OtelTraceOptions } from './trace/trace-event.js';
+export { traceEventSchema, TRACE_SCHEMA_VERSION, type TracedMessage, type TracedLimits } from './trace/trace-schema.js';
+export { parseTraceLine, parseTraceText, readTraceFile, TraceFileError, type TraceFile } from './trace/trace-file.js';
+export { rebuildPrompts, type RebuiltPrompt } from './trace/prompt-snapshots.js';
+export { rebuildRun, type RebuiltRun } from './trace/rebuild-run.js';
+export { GEN_AI_SEMCONV_VERSION } from './trace/otel/genai-conventions.js';
 export type { RedactOptions } from './redaction/redact.js';
 export { loopMachine, getPendingEffect, STOP_REASONS } from '../machines/index.js';
 export type { StopReason, RunStatus, Usage, LoopLimits, NoProgressThresholds, NoProgressSignal, LoopEvent, PendingEffect } from '../machines/index.js';

@@ -36,11 +36,23 @@ function unknownKeyMessage(key: string, known: readonly string[]): string {
   return known.length > 0 ? `unknown option; expected one of: ${known.join(', ')}` : 'unknown option';
 }
 
+/**
+ * A union's failure as the issues of its one option that got past the type check (e.g. `trace: false |
+ * { file }` given `{ file: 42 }` names `trace.file`); null when no single option did.
+ */
+function unionBranchIssues(issue: z.core.$ZodIssueInvalidUnion): z.core.$ZodIssue[] | null {
+  const nested = issue.errors.filter((branch) => branch.some((inner) => inner.path.length > 0));
+  if (nested.length !== 1 || nested[0] === undefined) return null;
+  return nested[0].map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] }));
+}
+
 /** zod issues as config issues; unknown keys get a "did you mean" hint from the schema that was checked. */
-export function toConfigIssues(error: z.ZodError, root: z.core.$ZodType): ConfigIssue[] {
-  return error.issues.flatMap((issue) =>
-    issue.code === 'unrecognized_keys'
+export function toConfigIssues(error: z.ZodError | { issues: readonly z.core.$ZodIssue[] }, root: z.core.$ZodType): ConfigIssue[] {
+  return error.issues.flatMap((issue): ConfigIssue[] => {
+    const branch = issue.code === 'invalid_union' ? unionBranchIssues(issue) : null;
+    if (branch !== null) return toConfigIssues({ issues: branch }, root);
+    return issue.code === 'unrecognized_keys'
       ? issue.keys.map((key) => ({ path: z.core.toDotPath([...issue.path, key]), message: unknownKeyMessage(key, knownKeysAt(root, issue.path)) }))
-      : [{ path: z.core.toDotPath(issue.path), message: issue.message }],
-  );
+      : [{ path: z.core.toDotPath(issue.path), message: issue.message }];
+  });
 }

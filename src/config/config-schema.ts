@@ -8,6 +8,8 @@ import type { Evaluator } from '../evaluators/index.js';
 import type { Model } from '../model/types.js';
 import { PLAN_TOOL_NAME } from '../plan/plan-tool.js';
 import type { Tool, ToolHealth } from '../tools/index.js';
+import type { Context, Tracer } from '@opentelemetry/api';
+import { traceFileProblem } from '../trace/trace-file.js';
 
 export const isFunction = (value: unknown): value is (...args: never[]) => unknown => typeof value === 'function';
 const fn = (expected: string) => z.custom<(...args: never[]) => unknown>(isFunction, { message: `expected ${expected}` });
@@ -127,6 +129,30 @@ const taskSchema = z
   })
   .strict();
 
+const otelSchema = z
+  .object({
+    tracer: z.custom<Tracer>((value) => typeof value === 'object' && value !== null && isFunction((value as Tracer).startSpan), { message: 'expected an OpenTelemetry Tracer (e.g. trace.getTracer(name))' }).optional(),
+    parent: z.custom<Context>((value) => typeof value === 'object' && value !== null && isFunction((value as Context).getValue) && isFunction((value as Context).setValue), { message: 'expected an OpenTelemetry Context (e.g. trace.setSpan(context.active(), span))' }).optional(),
+  })
+  .strict();
+
+const traceSchema = z
+  .object({
+    inMemory: z.boolean().optional(),
+    onEvent: fn('a function (event) => void').optional(),
+    file: z
+      .string({ error: (issue) => (issue.code === 'invalid_type' ? `expected a file path as a string, got ${issue.input === null ? 'null' : typeof issue.input}` : undefined) })
+      .min(1, { message: 'expected a non-empty file path', abort: true })
+      .superRefine((path, context) => {
+        const problem = traceFileProblem(path);
+        if (problem !== null) context.addIssue({ code: 'custom', message: `cannot write the trace there: ${problem}` });
+      })
+      .optional(),
+    prompts: z.boolean().optional(),
+    otel: z.union([z.literal(false), otelSchema]).optional(),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     model: modelSchema,
@@ -148,7 +174,7 @@ export const configSchema = z
       .optional(),
     plan: z.boolean().optional(),
     prices: z.record(z.string(), z.object({ inputPerMillion: number().min(0), cachedInputPerMillion: number().min(0).optional(), outputPerMillion: number().min(0) }).strict()).optional(),
-    trace: z.union([z.literal(false), z.object({ inMemory: z.boolean().optional(), onEvent: fn('a function (event) => void').optional() }).strict()]).optional(),
+    trace: z.union([z.literal(false), traceSchema]).optional(),
     redact: redactSchema.optional(),
     retry: z.object({ baseMs: positiveInt, maxMs: positiveInt, maxRetryAfterMs: nonNegativeInt.max(MAX_TIMER_MS) }).partial().strict().optional(),
     clock: z.custom<Clock>((value) => typeof value === 'object' && value !== null && isFunction((value as Clock).now) && isFunction((value as Clock).sleep) && isFunction((value as Clock).setTimer), { message: 'expected a Clock with now(), sleep(ms, signal) and setTimer(ms, callback)' }).optional(),

@@ -14,6 +14,9 @@ import { ToolHealth } from '../tools/index.js';
 import { describeThrown, errorFields, toError } from '../redaction/describe-thrown.js';
 import { closedConversation, priorConversation } from '../conversation/prior-conversation.js';
 import { summarize } from '../trace/trace-event.js';
+import { recordContextChanges } from '../trace/context-changes.js';
+import { promptVersion, tracedLimits } from '../trace/run-facts.js';
+import { TRACE_SCHEMA_VERSION } from '../trace/trace-schema.js';
 import { finalOutput } from '../output/final-output.js';
 import { performEvaluation } from './evaluation-step.js';
 import { interruptionEvent as interruptionEventAt, RunInterruption } from './interruption.js';
@@ -59,26 +62,31 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
   const { cancelDeadline, fault: timerFault } = armDeadline(config, controller);
   // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
   try {
-    actor.start();
-    startRun(actor, session, input, runIdFault ?? timerFault);
-    // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
-    if (input.signal?.aborted) onUserAbort();
-    for (;;) {
-      const snapshot = actor.getSnapshot();
-      const effect = getPendingEffect(snapshot);
-      if (effect.kind === 'done') break;
-      send(actor, session, await perform(effect, snapshot, session, health));
-    }
-  } finally {
     try {
-      cancelDeadline();
-    } catch {
-      // A clock whose cancel function throws: the run is over either way.
+      actor.start();
+      startRun(actor, session, input, runIdFault ?? timerFault);
+      // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
+      if (input.signal?.aborted) onUserAbort();
+      for (;;) {
+        const snapshot = actor.getSnapshot();
+        const effect = getPendingEffect(snapshot);
+        if (effect.kind === 'done') break;
+        send(actor, session, await perform(effect, snapshot, session, health));
+      }
+    } finally {
+      try {
+        cancelDeadline();
+      } catch {
+        // A clock whose cancel function throws: the run is over either way.
+      }
+      input.signal?.removeEventListener('abort', onUserAbort);
+      actor.stop();
     }
-    input.signal?.removeEventListener('abort', onUserAbort);
-    actor.stop();
+    return buildResult(session, actor.getSnapshot());
+  } finally {
+    // After run-end: the trace file's descriptor and any open span, whatever ended the run.
+    session.closeTrace();
   }
-  return buildResult(session, actor.getSnapshot());
 }
 
 /** Arms the deadline timer; `deadlineMs: Infinity` arms none, and a clock whose `setTimer` throws faults the run. */
@@ -104,8 +112,14 @@ function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInpu
     startFault ??= { error: toError(error), message: describeThrown(error) };
     startedAt = safeNow(config.clock);
   }
+  session.record({
+    type: 'run-start', runId, at: startedAt, schemaVersion: TRACE_SCHEMA_VERSION, goalSummary: summarize(input.goal ?? session.goal, config.redact),
+    tasks: session.tasks.map((task) => task.id), modelId: config.model.id,
+    promptVersion: promptVersion(config.instructions, [...session.tools.values()].map((tool) => tool.spec)), limits: tracedLimits(config.limits),
+  });
+  // run-start comes first, so a reader of the trace meets the run before anything said about it.
   session.warnIfUnpriced(config.model.id, startedAt);
-  session.record({ type: 'run-start', runId, at: startedAt, goalSummary: summarize(input.goal ?? session.goal, config.redact), tasks: session.tasks.map((task) => task.id), modelId: config.model.id });
+  for (const problem of session.traceProblems) session.warn(problem, startedAt);
   for (const warning of session.conversation.warnings) session.warn(warning, startedAt);
   try {
     if (startFault === null) session.beginTask(0);
@@ -159,6 +173,7 @@ function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent):
   const to = stateName(after);
   session.record({ type: 'transition', runId: session.runId, at: event.at, event: event.type, from: session.restingState ?? stateName(before), to });
   session.restingState = to;
+  recordContextChanges(session, session.runId, session.tasks[after.context.taskIndex]?.id ?? '', before.context, after.context, event);
   noteWarnings(session, before.context, after.context, event.at);
 }
 

@@ -81,7 +81,10 @@ export async function performEvaluation(session: RunSession, context: LoopContex
   const judged = judgeUsage.inputTokens + judgeUsage.outputTokens > 0;
   if (summary.passed) session.taskOutputs[task.id] = summary.parsed;
   session.lastEvaluation = { taskIndex: session.taskIndex, reply: session.lastReply ?? '', formatted: summary.formatted };
-  session.record({ type: 'evaluation-end', runId: session.runId, at, taskId: task.id, passed: summary.passed, reason: summary.reason, evaluator: summary.failedEvaluator });
+  session.record({
+    type: 'evaluation-end', runId: session.runId, at, taskId: task.id, step: context.steps, passed: summary.passed, reason: summary.reason, evaluator: summary.failedEvaluator,
+    usage: judged ? judgeUsage : null, modelCalls: spending.modelCalls,
+  });
   return {
     type: 'evaluation.completed', at, passed: summary.passed, reason: summary.reason,
     outputDigest: hash('sha1', output, 'hex'),

@@ -7,7 +7,7 @@ import { fitContextWindow, withContextUsage, type ContextFit } from '../context/
 import { isModelCallError, ModelCallError, retryableModelError } from '../errors.js';
 import type { CallUsage, LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
 import { isWellFormedResponse, modelResponseSchema, shapeProblems } from '../model/response-schema.js';
-import type { ModelProgress, ModelResponse, ResponseFormat } from '../model/types.js';
+import type { ModelProgress, ModelResponse, ModelUsage, ResponseFormat } from '../model/types.js';
 import { evaluatorList } from '../evaluators/index.js';
 import { toolCallFingerprint } from '../progress/index.js';
 import { assignUniqueCallIds, prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
@@ -214,15 +214,28 @@ function progressReporter(session: RunSession, context: LoopContext): ((progress
   };
 }
 
+/** Cached and reasoning token counts, when the provider's usage carries them (never the reasoning text). */
+function detailedUsage(usage: ModelUsage & { cachedInputTokens?: unknown; reasoningTokens?: unknown }): { cachedInputTokens?: number; reasoningTokens?: number } {
+  const detail: { cachedInputTokens?: number; reasoningTokens?: number } = {};
+  if (typeof usage.cachedInputTokens === 'number' && usage.cachedInputTokens >= 0) detail.cachedInputTokens = usage.cachedInputTokens;
+  if (typeof usage.reasoningTokens === 'number' && usage.reasoningTokens >= 0) detail.reasoningTokens = usage.reasoningTokens;
+  return detail;
+}
+
 /** The model call, bounded by the run's signal and its own timeout. */
 function generateWithin(session: RunSession, health: ToolHealth, context: LoopContext): Promise<ModelResponse> {
   const responseFormat = responseFormatOf(session);
   const onProgress = progressReporter(session, context);
+  const tools = session.offeredTools(health);
+  if (session.prompts !== null) {
+    const snapshot = session.prompts.next(session.transcript);
+    session.record({ type: 'prompt', runId: session.runId, at: session.config.clock.now(), step: context.steps + 1, taskId: session.task.id, ...snapshot, tools: tools.map((tool) => tool.name) });
+  }
   return callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the model call', (scope) =>
     // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
     session.config.model.generate({
       messages: session.transcript.snapshot(),
-      tools: session.offeredTools(health),
+      tools,
       get signal() {
         return scope.signal;
       },
@@ -234,6 +247,11 @@ function generateWithin(session: RunSession, health: ToolHealth, context: LoopCo
 
 export async function performModelCall(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
   const { config } = session;
+  const stepStartedAt = config.clock.now();
+  session.record({
+    type: 'step-start', runId: session.runId, at: stepStartedAt, step: context.steps + 1, taskId: session.task.id,
+    estimatedInputTokens: context.nextRequestTokens, usage: context.usage, elapsedMs: stepStartedAt - (context.startedAt ?? stepStartedAt),
+  });
   applyFeedback(session, context);
   const contextFit = await fitContextWindow(session, context);
   if (contextFit.stop !== null) return contextFit.stop;
@@ -244,10 +262,10 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   } catch (error) {
     // The call was made, even if nobody waits for its answer any more.
     if (session.signal.aborted) return { ...interruptionEvent(session.signal, config.clock.now(), 1 + contextFit.modelCalls), ...spentOn(contextFit) };
-    return modelFailure(session, context, error, config.clock.now(), contextFit);
+    return modelFailure(session, context, error, config.clock.now(), contextFit, startedAt);
   }
   const malformed = checkModelResponse(response);
-  if (malformed !== null) return modelFailure(session, context, malformed, config.clock.now(), contextFit);
+  if (malformed !== null) return modelFailure(session, context, malformed, config.clock.now(), contextFit, startedAt);
   // Empty or repeated ids would share an idempotency key; from here on every call has its own id.
   response = { ...response, toolCalls: assignUniqueCallIds(response.toolCalls) };
   const at = config.clock.now();
@@ -271,10 +289,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   const stateDigest = session.progress.advanceState({ taskIndex: session.taskIndex, reply });
   session.record({
     type: 'step-end', runId: session.runId, at, step: context.steps + 1, taskId: session.task.id, modelId: config.model.id,
-    latencyMs: at - startedAt, inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens,
-    ...(response.usage.cachedInputTokens === undefined ? {} : { cachedInputTokens: response.usage.cachedInputTokens }),
-    ...(response.usage.reasoningTokens === undefined ? {} : { reasoningTokens: response.usage.reasoningTokens }),
-    costUsd,
+    latencyMs: at - startedAt, inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, ...detailedUsage(response.usage), costUsd,
     decision: decision.kind,
     toolCalls: calls.map(({ call }) => ({ callId: call.request.id, name: call.request.name, argumentsSummary: summarize(call.args ?? call.request.arguments, config.redact) })),
     replySummary: text === null ? null : summarize(text, config.redact),
@@ -304,7 +319,7 @@ function spentOn(fit: ContextFit): { usage?: CallUsage } {
   return fit.usage === null ? {} : { usage: fit.usage };
 }
 
-function modelFailure(session: RunSession, context: LoopContext, error: unknown, at: number, fit: ContextFit): LoopEvent {
+function modelFailure(session: RunSession, context: LoopContext, error: unknown, at: number, fit: ContextFit, startedAt: number): LoopEvent {
   const { config } = session;
   // Branded, not instanceof: an error from another installed copy of loopstate is classified the same.
   const retryable = retryableModelError(error);
@@ -317,7 +332,7 @@ function modelFailure(session: RunSession, context: LoopContext, error: unknown,
   // A model error from another installed copy may be a plain object: its own message is the one to show.
   if (!transient) session.fatalError = !(error instanceof Error) && isModelCallError(error) ? new Error(message) : toError(error);
   session.record({
-    type: 'model-error', runId: session.runId, at, taskId: session.task.id,
+    type: 'model-error', runId: session.runId, at, taskId: session.task.id, step: context.steps + 1, latencyMs: at - startedAt,
     errorKind: isModelCallError(error) ? error.kind : error instanceof Error ? errorFields(error).name : 'unknown', message, retryDelayMs,
   });
   const spent = fit.modelCalls > 0 ? { ...spentOn(fit), modelCalls: 1 + fit.modelCalls } : {};

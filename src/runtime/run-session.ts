@@ -12,6 +12,8 @@ import { ProgressTracker } from '../progress/index.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import type { PreparedCall, Tool } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
+import { PromptRecorder } from '../trace/prompt-snapshots.js';
+import { openTraceSinks, type TraceSink } from '../trace/trace-sinks.js';
 import { AbortFanout } from './abort-fanout.js';
 import { priceOf } from './pricing.js';
 import { Transcript } from './transcript.js';
@@ -26,6 +28,9 @@ export interface PendingCall {
 
 /** Why a call the policy allows is answered instead of run. */
 export type RefusalReason = 'duplicate in the reply' | 'maxToolCalls spent' | 'over maxToolCallsPerReply';
+
+/** The sink live events go to: the caller's `onEvent`. */
+const LIVE_SINK = 'trace.onEvent';
 
 export class RunSession {
   readonly progress = new ProgressTracker();
@@ -53,6 +58,12 @@ export class RunSession {
   private readonly unpricedModels = new Set<string>();
   /** The run's one listener on its signal: effects wait on the abort through this, not a listener each. */
   readonly aborts: AbortFanout;
+  /** Where events go besides `result.trace`; a sink that fails is removed from this list. */
+  private readonly sinks: TraceSink[];
+  /** Sinks that could not be opened, said as warnings once the run has started. */
+  readonly traceProblems: readonly string[];
+  /** Follows the model requests when `trace.prompts` is on. */
+  readonly prompts: PromptRecorder | null;
 
   constructor(
     readonly config: ResolvedConfig,
@@ -69,6 +80,10 @@ export class RunSession {
     this.tools = this.plan === null ? config.tools : new Map([...config.tools, [this.plan.tool.name, this.plan.tool]]);
     this.toolSpecChars = [...this.tools.values()].reduce((sum, tool) => sum + JSON.stringify(tool.spec).length, 0);
     this.transcript = new Transcript(this.toolSpecChars);
+    const { sinks, problems } = openTraceSinks(config.trace);
+    this.sinks = sinks;
+    this.traceProblems = problems;
+    this.prompts = config.trace.prompts ? new PromptRecorder() : null;
   }
 
   get task(): TaskConfig {
@@ -131,25 +146,45 @@ export class RunSession {
     return specs;
   }
 
-  private traceSinkFailed = false;
   /** The run id holds nothing the redaction rules would change. */
   private readonly runIdIsClean: boolean;
 
-  /** Every event is redacted here, the one door to `result.trace` and `onEvent`. */
+  /** Every event is redacted here, the one door to `result.trace` and every sink. */
   record(unredacted: TraceEvent): void {
-    this.emit(unredacted, this.config.trace.inMemory);
+    this.emit(unredacted, false);
   }
 
-  private emit(unredacted: TraceEvent, keep: boolean): void {
+  /** `live`: a streamed delta, for `onEvent` only (never kept on `result.trace`, in the file or in spans). */
+  private emit(unredacted: TraceEvent, live: boolean): void {
+    const { sinks } = this;
+    const keep = this.config.trace.inMemory && !live;
+    if (!keep && sinks.length === 0) return;
     const event = this.redacted(unredacted);
     if (keep) this.trace.push(event);
-    if (this.traceSinkFailed || this.config.trace.onEvent === undefined) return;
+    for (let index = 0; index < sinks.length; index++) {
+      const sink = sinks[index];
+      if (sink === undefined || (live && sink.option !== LIVE_SINK)) continue;
+      try {
+        sink.write(event);
+      } catch (error) {
+        // A broken trace sink must not stop the loop; it is dropped once, with a warning.
+        sinks.splice(index--, 1);
+        this.closeSink(sink);
+        this.warn(`${sink.option} ${sink.option === 'trace.onEvent' ? 'threw' : 'failed'} and was disabled for this run: ${thrownMessage(error)}`, event.at);
+      }
+    }
+  }
+
+  /** Closes every sink (the trace file's descriptor, open spans); safe to call twice. */
+  closeTrace(): void {
+    for (const sink of this.sinks.splice(0)) this.closeSink(sink);
+  }
+
+  private closeSink(sink: TraceSink): void {
     try {
-      this.config.trace.onEvent(event);
+      sink.close?.();
     } catch (error) {
-      // A broken trace sink must not stop the loop; it is dropped once, with a warning.
-      this.traceSinkFailed = true;
-      this.warnings.push(this.config.redact.text(`trace.onEvent threw and was disabled for this run: ${thrownMessage(error)}`));
+      this.warnings.push(this.config.redact.text(`${sink.option} could not be closed: ${thrownMessage(error)}`));
     }
   }
 
@@ -165,6 +200,11 @@ export class RunSession {
       // A transition names only the machine's own states and events: nothing to redact.
       case 'transition':
         return event;
+      case 'step-start':
+      case 'retry': {
+        const taskId = text(event.taskId);
+        return taskId === event.taskId ? event : { ...event, taskId };
+      }
       case 'tool-end': {
         const taskId = text(event.taskId), callId = text(event.callId), name = text(event.name);
         return taskId === event.taskId && callId === event.callId && name === event.name ? event : { ...event, taskId, callId, name };
@@ -187,12 +227,12 @@ export class RunSession {
 
   /** True when live events have somewhere to go: a streaming model's progress is then worth reporting. */
   get wantsLiveEvents(): boolean {
-    return this.config.trace.onEvent !== undefined && !this.traceSinkFailed;
+    return this.sinks.some((sink) => sink.option === LIVE_SINK);
   }
 
   /** A live event (a streamed delta): redacted and handed to `onEvent`, never kept on `result.trace`. */
   recordLive(unredacted: TraceEvent): void {
-    if (this.wantsLiveEvents) this.emit(unredacted, false);
+    if (this.wantsLiveEvents) this.emit(unredacted, true);
   }
 
   /** Warns once per model id that has no price: its spend is invisible to maxCostUsd. */

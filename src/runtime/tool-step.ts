@@ -77,7 +77,7 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
     }
     if (outcome.truncated) session.warn(`tool ${outcome.name} (${outcome.callId}): result cut from ${outcome.bytes} to ${maxToolResultBytes} bytes`, at);
     session.record({
-      type: 'tool-end', runId: session.runId, at, taskId: session.task.id, callId: outcome.callId, name: outcome.name, status: outcome.status,
+      type: 'tool-end', runId: session.runId, at, taskId: session.task.id, step: context.steps, callId: outcome.callId, name: outcome.name, status: outcome.status,
       // A short content hash names the observation without copying it into the trace.
       observationId, bytes: outcome.bytes, truncated: outcome.truncated, latencyMs: outcome.durationMs,
     });

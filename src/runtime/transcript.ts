@@ -41,6 +41,8 @@ export class Transcript {
   private frozenCopy: readonly Message[] | null = null;
   /** The user message that states the current task; context trimming never drops it. */
   taskMessage: Message | null = null;
+  /** The lowest index `replaceMessages` changed since `takeFirstReplaced()` was last called: what a prompt snapshot may keep. */
+  private firstReplaced = Infinity;
 
   /** `fixedChars` covers what every request carries besides messages: the tool specs. */
   constructor(readonly fixedChars: number) {}
@@ -59,10 +61,20 @@ export class Transcript {
 
   /** Replaces every message in place (context trimming); the running size is recounted. */
   replaceMessages(messages: readonly Message[]): void {
+    let kept = 0;
+    while (kept < this.messages.length && kept < messages.length && this.messages[kept] === messages[kept]) kept++;
+    this.firstReplaced = Math.min(this.firstReplaced, kept);
     this.messages.splice(0, this.messages.length, ...messages.map(freezeMessage));
     this.chars = messages.reduce((sum, message) => sum + messageChars(message), 0);
     // The model must get the trimmed conversation, not a copy made before it.
     this.frozenCopy = null;
+  }
+
+  /** The lowest index replaced since the last call (Infinity when none was), and start counting afresh. */
+  takeFirstReplaced(): number {
+    const index = this.firstReplaced;
+    this.firstReplaced = Infinity;
+    return index;
   }
 
   /** Estimated input tokens of a request made now, plus `extraChars` about to be appended. */

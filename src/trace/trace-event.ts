@@ -3,95 +3,55 @@
  * choices with argument summaries, observation ids, state changes, tokens, cost, latency,
  * retries, verdicts and the stop reason. No private reasoning text; secrets redacted.
  */
-import type { CallUsage, RunStatus, StopReason, Usage } from '../../machines/types.js';
+import type { Context, Tracer } from '@opentelemetry/api';
 import { DEFAULT_REDACTOR, type Redactor } from '../redaction/redact.js';
+import type { TraceEvent } from './trace-schema.js';
 
-interface TraceBase {
-  runId: string;
-  /** Wall-clock ms from the run's clock. */
-  at: number;
+export type { TraceEvent, TraceEventType } from './trace-schema.js';
+
+/**
+ * OpenTelemetry export: a span for the run, one per step, and child spans per model call (`chat`) and
+ * tool call (`execute_tool`), made from the same redacted events as the trace. Parents are passed
+ * explicitly; no context manager is needed.
+ * @example
+ * createLoop({ model, trace: { otel: { tracer: provider.getTracer('my-service'), parent: trace.setSpan(context.active(), requestSpan) } } });
+ */
+export interface OtelTraceOptions {
+  /** Defaults to the global tracer `loopstate`, a no-op until an OpenTelemetry SDK registers a provider. */
+  tracer?: Tracer;
+  /** The context the run span is a child of; defaults to the active context (the root one when no context manager is set). */
+  parent?: Context;
 }
 
 /**
- * One trace record; a run's trace rebuilds what happened and why it stopped.
+ * Where trace events go: kept in memory on the result (default), appended to a JSON lines file,
+ * handed to `onEvent`, and exported as OpenTelemetry spans. A sink that fails is disabled for the
+ * run with a warning; the run itself never fails because of its trace.
  * @example
- * const toolCalls = result.trace.filter((event) => event.type === 'tool-end');
- */
-export type TraceEvent =
-  | (TraceBase & { type: 'run-start'; goalSummary: string; tasks: string[]; modelId: string })
-  | (TraceBase & { type: 'transition'; event: string; from: string; to: string })
-  | (TraceBase & {
-      type: 'step-end';
-      step: number;
-      taskId: string;
-      modelId: string;
-      latencyMs: number;
-      inputTokens: number;
-      outputTokens: number;
-      /** Of `inputTokens`, those the provider served from its prompt cache, when it says. */
-      cachedInputTokens?: number;
-      /** Of `outputTokens`, those spent on hidden reasoning, when the provider says. */
-      reasoningTokens?: number;
-      costUsd: number;
-      decision: string;
-      toolCalls: { callId: string; name: string; argumentsSummary: string }[];
-      replySummary: string | null;
-    })
-  | (TraceBase & { type: 'model-error'; taskId: string; errorKind: string; message: string; retryDelayMs: number })
-  | (TraceBase & {
-      type: 'tool-end';
-      taskId: string;
-      callId: string;
-      name: string;
-      status: string;
-      observationId: string;
-      bytes: number;
-      truncated: boolean;
-      latencyMs: number;
-    })
-  | (TraceBase & { type: 'evaluation-end'; taskId: string; passed: boolean; reason: string; evaluator: string | null })
-  | (TraceBase & {
-      /** The next request was over `context.maxInputTokensPerCall`: what was condensed or dropped to make room. */
-      type: 'context-trimmed';
-      taskId: string;
-      /** `summarize` when a summary replaced older turns, else `trim`. */
-      strategy: 'trim' | 'summarize';
-      ceilingTokens: number;
-      tokensBefore: number;
-      tokensAfter: number;
-      messagesSummarized: number;
-      /** Tool results replaced by a marker naming their observation id. */
-      resultsDropped: number;
-      /** Messages of whole turns dropped. */
-      messagesDropped: number;
-      dropped: { callId: string; tool: string; observationId: string }[];
-      /** Usage of the summary call, when one was answered. */
-      summaryUsage: CallUsage | null;
-      /** Why `summarize` did not condense (refused by a budget, failed); null otherwise. */
-      summarySkipped: string | null;
-    })
-  | (TraceBase & { type: 'warning'; message: string })
-  /** Live only (`onEvent`, never `result.trace`): a streamed piece of the reply text of step `step`. */
-  | (TraceBase & { type: 'model-delta'; taskId: string; step: number; text: string })
-  /** Live only (`onEvent`, never `result.trace`): a streamed reply began a tool call. */
-  | (TraceBase & { type: 'model-tool-call-start'; taskId: string; step: number; callId: string; name: string })
-  | (TraceBase & { type: 'run-end'; status: RunStatus; stopReason: StopReason; detail: string; usage: Usage; steps: number });
-
-export type TraceEventType = TraceEvent['type'];
-
-/**
- * Where trace events go: kept in memory on the result (default) and/or handed to `onEvent`. The live
- * events of a streaming model (`model-delta`, `model-tool-call-start`) go to `onEvent` only: the
- * `step-end` that follows them holds the whole reply. Each is redacted on its own, so a secret split
- * across two deltas is not recognised in them.
- * @example
- * createLoop({ model, trace: { onEvent: (event) => process.stdout.write(`${JSON.stringify(event)}\n`) } });
+ * createLoop({ model, trace: { file: 'run.jsonl', prompts: true, onEvent: (event) => console.log(event.type) } });
  */
 export interface TraceOptions {
   /** Keep events on `result.trace` (default true). */
   inMemory?: boolean;
-  /** Called synchronously with every event, already redacted, e.g. to write JSON lines. */
+  /**
+   * Called synchronously with every event, already redacted; it alone also gets the live events of a
+   * streaming model (`model-delta`, `model-tool-call-start`), which the `step-end` after them sums up.
+   */
   onEvent?: (event: TraceEvent) => void;
+  /**
+   * A JSON lines file every event is appended to as it happens, one line each, written straight to the
+   * file (a process that dies mid-run leaves every event before it). Several runs may share a file: each
+   * line names its run.
+   */
+  file?: string;
+  /**
+   * Record what the model was sent on each call (`prompt` events), redacted: the messages new since the
+   * previous call and how many of its messages are kept, so history is never written twice. Off by
+   * default; `rebuildPrompts(events)` gives back each full request.
+   */
+  prompts?: boolean;
+  /** OpenTelemetry spans (on by default through the global tracer, which costs next to nothing without an SDK); `false` turns them off. */
+  otel?: OtelTraceOptions | false;
 }
 
 const SUMMARY_CHARS = 200;

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { createOrderLoop } from '../../examples/order-status.js';
 import { createLoop, defineTool, evaluators, openaiModel, type RunResult, type TraceEvent } from '../../src/index.js';
 import { virtualClock } from '../../src/testing/index.js';
+import { traceEventSchema } from '../../src/trace/trace-schema.js';
 import { chatChunks, replyStep } from '../support/openai-fixtures.js';
 import { startOpenAIServer, type OpenAITestServer } from '../support/openai-server.js';
 
@@ -119,6 +120,7 @@ describe('streaming progress', () => {
     expect(text(3)).toBe(ANSWER);
     expect(text(2)).toBe('Checking once more.');
     expect(result.trace.some((event) => event.type === 'model-delta' || event.type === 'model-tool-call-start')).toBe(false);
+    for (const event of live) expect(traceEventSchema.safeParse(event).success).toBe(true);
   });
 
   it.each(['chat', 'responses'] as const)('ends exactly as the same replies unstreamed (%s)', async (api) => {

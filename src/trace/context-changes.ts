@@ -1,0 +1,36 @@
+/**
+ * Trace events read off the machine's context around one event: retries (by layer), no-progress
+ * nudges and stops. Counter comparisons only, so the cost per event is constant.
+ */
+import type { LoopContext, LoopEvent } from '../../machines/types.js';
+import type { TraceEvent } from './trace-schema.js';
+
+/** Where the events go: the run session, whose `record` redacts them and feeds the sinks. */
+interface Recorder {
+  record(event: TraceEvent): void;
+}
+
+/** Records what changed between `before` and `after` that the trace names; `taskId` is the task of `after`. */
+export function recordContextChanges(trace: Recorder, runId: string, taskId: string, before: LoopContext, after: LoopContext, event: LoopEvent): void {
+  const at = event.at;
+  const step = after.steps;
+  if (after.taskIndex === before.taskIndex) {
+    const delayMs = after.retryAt === null ? 0 : Math.max(0, after.retryAt - at);
+    if (after.task.transportRetries > before.task.transportRetries) {
+      trace.record({ type: 'retry', runId, at, taskId, step, layer: 'transport', counter: after.task.transportRetries, delayMs });
+    }
+    if (after.task.reflectionRetries > before.task.reflectionRetries) {
+      trace.record({ type: 'retry', runId, at, taskId, step, layer: 'reflection', counter: after.task.reflectionRetries, delayMs });
+    }
+    if (after.task.argumentRepairs > before.task.argumentRepairs) {
+      trace.record({ type: 'retry', runId, at, taskId, step, layer: 'argument_repair', counter: after.task.argumentRepairs, delayMs });
+    }
+  }
+  if (after.progress.nudgedAtStep !== null && after.progress.nudgedAtStep !== before.progress.nudgedAtStep) {
+    const signal = after.progress.lastSignal;
+    trace.record({ type: 'no-progress', runId, at, taskId, step, signal, action: 'nudge', detail: `nudged at step ${after.progress.nudgedAtStep}: ${signal ?? 'unknown signal'}` });
+  }
+  if (after.stop?.reason === 'no_progress' && before.stop === null) {
+    trace.record({ type: 'no-progress', runId, at, taskId, step, signal: after.progress.lastSignal, action: 'stop', detail: after.stop.detail });
+  }
+}

@@ -1,0 +1,268 @@
+/**
+ * The trace schema: every event a run records, as zod schemas, so a JSON lines file written by one
+ * version can be read and checked by another (the viewer, the CLI, your own tools).
+ *
+ * Changelog (bump `TRACE_SCHEMA_VERSION` when a field changes meaning or goes away; added fields and
+ * added event types keep the version, and readers ignore what they do not know):
+ * - 1: run-start (prompt version, limits), step-start (with the budget snapshot), step-end, prompt,
+ *   tool-end, evaluation-end, retry, no-progress, transition, model-error, context-trimmed, warning, run-end,
+ *   and the live model-delta and model-tool-call-start (onEvent only).
+ */
+import { z } from 'zod';
+import { STOP_REASONS, type StopReason } from '../../machines/types.js';
+
+/**
+ * The version of the trace format, written on every `run-start` as `schemaVersion`.
+ * @example
+ * if (events[0]?.type === 'run-start' && events[0].schemaVersion > TRACE_SCHEMA_VERSION) console.warn('newer trace');
+ */
+export const TRACE_SCHEMA_VERSION = 1;
+
+const count = z.number().int().min(0);
+const tokens = z.number().min(0);
+/** A limit, or null when it is switched off (`Infinity` has no JSON form). */
+const limit = z.number().nullable();
+const base = { runId: z.string(), at: z.number() };
+const stopReason = z.enum(STOP_REASONS as readonly [StopReason, ...StopReason[]]);
+const runStatus = z.enum(['running', 'succeeded', 'failed', 'needs_human']);
+const callUsage = z.object({ inputTokens: tokens, outputTokens: tokens, costUsd: z.number().min(0) });
+const usage = callUsage.extend({ modelCalls: count, toolCalls: count });
+
+const toolCallRequest = z.object({ id: z.string(), name: z.string(), arguments: z.string() });
+/** A message as a prompt snapshot records it (redacted). */
+const message = z.discriminatedUnion('role', [
+  z.object({ role: z.literal('system'), content: z.string() }),
+  z.object({ role: z.literal('user'), content: z.string() }),
+  z.object({ role: z.literal('assistant'), content: z.string().nullable(), toolCalls: z.array(toolCallRequest).optional() }),
+  z.object({ role: z.literal('tool'), toolCallId: z.string(), content: z.string() }),
+]);
+
+const limits = z.object({
+  maxSteps: limit,
+  maxStepsPerTask: limit,
+  maxRetries: limit,
+  deadlineMs: limit,
+  maxInputTokens: limit,
+  maxOutputTokens: limit,
+  maxCostUsd: limit,
+  maxParallelTools: limit,
+  maxToolCalls: limit,
+  maxToolCallsPerReply: limit,
+  maxToolResultBytes: limit,
+  maxArgumentRepairs: limit,
+  modelCallTimeoutMs: limit,
+});
+
+const runStart = z.object({
+  type: z.literal('run-start'),
+  ...base,
+  schemaVersion: z.number().int().positive(),
+  goalSummary: z.string(),
+  tasks: z.array(z.string()),
+  modelId: z.string(),
+  /** A short hash of the instructions and the tool specs: two runs with the same value saw the same prompt setup. */
+  promptVersion: z.string(),
+  limits,
+});
+
+const stepStart = z.object({
+  type: z.literal('step-start'),
+  ...base,
+  /** The model decision this call is for (1-based); a retried call repeats its step number. */
+  step: count,
+  taskId: z.string(),
+  /** The estimate the input budget checked before the call. */
+  estimatedInputTokens: tokens,
+  /** The budget snapshot: what the run had spent before this step, against the limits of `run-start`. */
+  usage,
+  /** Milliseconds since the run started, against `limits.deadlineMs`. */
+  elapsedMs: z.number(),
+});
+
+const stepEnd = z.object({
+  type: z.literal('step-end'),
+  ...base,
+  step: count,
+  taskId: z.string(),
+  modelId: z.string(),
+  latencyMs: z.number(),
+  inputTokens: tokens,
+  outputTokens: tokens,
+  /** Of the input tokens, those the provider served from its cache; present when the provider reports it. */
+  cachedInputTokens: tokens.optional(),
+  /** Of the output tokens, those spent on reasoning; present when the provider reports it (its text never is). */
+  reasoningTokens: tokens.optional(),
+  costUsd: z.number(),
+  decision: z.string(),
+  toolCalls: z.array(z.object({ callId: z.string(), name: z.string(), argumentsSummary: z.string() })),
+  replySummary: z.string().nullable(),
+});
+
+const prompt = z.object({
+  type: z.literal('prompt'),
+  ...base,
+  /** The model call this request was sent for, numbered from 1 in the run. */
+  call: z.number().int().positive(),
+  step: count,
+  taskId: z.string(),
+  /** The call whose request this one continues; null when it starts afresh (a new task). */
+  basedOn: z.number().int().positive().nullable(),
+  /** Leading messages of that request this one keeps; context trimming can keep fewer than it had. */
+  keep: count,
+  /** The messages after those, redacted. */
+  added: z.array(message),
+  /** Names of the tools offered with this request. */
+  tools: z.array(z.string()),
+});
+
+const toolEnd = z.object({
+  type: z.literal('tool-end'),
+  ...base,
+  taskId: z.string(),
+  /** The step whose reply asked for this call. */
+  step: count.optional(),
+  callId: z.string(),
+  name: z.string(),
+  status: z.string(),
+  /** A short hash of the result; empty when the call brought no observation (a failure). */
+  observationId: z.string(),
+  bytes: count,
+  truncated: z.boolean(),
+  latencyMs: z.number(),
+});
+
+const evaluationEnd = z.object({
+  type: z.literal('evaluation-end'),
+  ...base,
+  taskId: z.string(),
+  step: count.optional(),
+  passed: z.boolean(),
+  reason: z.string(),
+  evaluator: z.string().nullable(),
+  /** What LLM judges spent on this verdict, priced; null when none ran. */
+  usage: callUsage.nullable().optional(),
+  /** Judge calls made, failed attempts included. */
+  modelCalls: count.optional(),
+});
+
+const retry = z.object({
+  type: z.literal('retry'),
+  ...base,
+  taskId: z.string(),
+  step: count,
+  /** The retry layer: `transport` (network, 429, 5xx, timeout), `reflection` (evaluator failed), `argument_repair` (invalid tool arguments). */
+  layer: z.enum(['transport', 'reflection', 'argument_repair']),
+  /** That layer's counter in this task after this retry. */
+  counter: count,
+  /** The backoff before the retry; 0 when it goes again at once. */
+  delayMs: z.number().min(0),
+});
+
+const noProgress = z.object({
+  type: z.literal('no-progress'),
+  ...base,
+  taskId: z.string(),
+  step: count,
+  signal: z.enum(['repeated_tool_call', 'unchanged_state', 'same_evaluator_reason', 'duplicate_observation', 'plan_stall', 'same_parse_error']).nullable(),
+  /** `nudge`: a note was added to the next request; `stop`: the run stops with `no_progress`. */
+  action: z.enum(['nudge', 'stop']),
+  detail: z.string(),
+});
+
+
+const transition = z.object({ type: z.literal('transition'), ...base, event: z.string(), from: z.string(), to: z.string() });
+
+const modelError = z.object({
+  type: z.literal('model-error'),
+  ...base,
+  taskId: z.string(),
+  step: count.optional(),
+  errorKind: z.string(),
+  message: z.string(),
+  retryDelayMs: z.number(),
+  latencyMs: z.number().optional(),
+});
+
+/**
+ * Live events of a streaming model (`openaiModel({ stream: true })`): a piece of the reply's text, and a tool
+ * call as soon as its name is known. They go to `onEvent` only, never to `result.trace`, the file or spans:
+ * the `step-end` that follows holds the whole reply. Each is redacted on its own, so a secret split across
+ * two deltas is not recognised in them.
+ */
+const modelDelta = z.object({ type: z.literal('model-delta'), ...base, taskId: z.string(), step: count, text: z.string() });
+const modelToolCallStart = z.object({ type: z.literal('model-tool-call-start'), ...base, taskId: z.string(), step: count, callId: z.string(), name: z.string() });
+
+const contextTrimmed = z.object({
+  type: z.literal('context-trimmed'),
+  ...base,
+  taskId: z.string(),
+  strategy: z.enum(['trim', 'summarize']),
+  ceilingTokens: z.number(),
+  tokensBefore: tokens,
+  tokensAfter: tokens,
+  messagesSummarized: count,
+  resultsDropped: count,
+  messagesDropped: count,
+  dropped: z.array(z.object({ callId: z.string(), tool: z.string(), observationId: z.string() })),
+  summaryUsage: callUsage.nullable(),
+  summarySkipped: z.string().nullable(),
+});
+
+const warning = z.object({ type: z.literal('warning'), ...base, message: z.string() });
+
+const runEnd = z.object({ type: z.literal('run-end'), ...base, status: runStatus, stopReason, detail: z.string(), usage, steps: count });
+
+/**
+ * Every trace event, by its `type`. Unknown fields are dropped when parsing, so a file written by a newer
+ * version with added fields still reads.
+ * @example
+ * const parsed = traceEventSchema.safeParse(JSON.parse(line));
+ * if (parsed.success && parsed.data.type === 'run-end') console.log(parsed.data.stopReason);
+ */
+export const traceEventSchema = z.discriminatedUnion('type', [
+  runStart,
+  stepStart,
+  stepEnd,
+  prompt,
+  toolEnd,
+  evaluationEnd,
+  retry,
+  noProgress,
+  transition,
+  modelError,
+  modelDelta,
+  modelToolCallStart,
+  contextTrimmed,
+  warning,
+  runEnd,
+]);
+
+/**
+ * One trace record; a run's trace rebuilds what happened and why it stopped: inputs in summary,
+ * model and prompt version, tool choices with argument summaries, observation ids, state changes,
+ * tokens, cost, latency, retries, verdicts and the stop reason. No private reasoning text; secrets redacted.
+ * @example
+ * const toolCalls = result.trace.filter((event) => event.type === 'tool-end');
+ */
+export type TraceEvent = z.output<typeof traceEventSchema>;
+
+/**
+ * The `type` of a trace event.
+ * @example
+ * const type: TraceEventType = 'step-end';
+ */
+export type TraceEventType = TraceEvent['type'];
+
+/**
+ * A message as a prompt snapshot holds it (redacted).
+ * @example
+ * const message: TracedMessage = { role: 'tool', toolCallId: 'c1', content: '{"status":"shipped"}' };
+ */
+export type TracedMessage = z.output<typeof message>;
+
+/**
+ * The limits as `run-start` records them: null for a limit switched off (`Infinity`).
+ * @example
+ * const noDeadline = (limits: TracedLimits) => limits.deadlineMs === null;
+ */
+export type TracedLimits = z.output<typeof limits>;
