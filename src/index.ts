@@ -3,7 +3,7 @@
  * Public API only; test doubles live in `loopstate/testing`.
  */
 export { createLoop, type Loop } from './loop.js';
-export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput } from './config.js';
+export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput, DurableOptions } from './config.js';
 export type { RunResult, PendingApproval } from './runtime/run-result.js';
 export { defineTool, checkToolPolicy, ToolHealth, ToolCallError, isCallerFault } from './tools/index.js';
 export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyVerdict, OutcomeLookup, ToolHealthStats, ToolFailureBlame } from './tools/index.js';
@@ -27,6 +27,14 @@ export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } 
 export { DEFAULT_CONTEXT } from './constants.js';
 export type { ContextOptions, ContextStrategy } from './context/context-window.js';
 export { systemClock, type Clock } from './runtime/clock.js';
+export { sqliteStore, type SqliteStoreOptions } from './store/sqlite/sqlite-store.js';
+export { memoryStore } from './store/memory-store.js';
+export type { Store, StoreRow, RunRow, Lease, RunControl } from './store/store.js';
+export { StoreConflictError } from './store/store-conflict-error.js';
+export { StoreRecordError, ApprovalError, RunAccessError, type ApprovalErrorCode } from './durable/durable-errors.js';
+export { argumentsHash, type ApprovalInput, type ResumeOptions } from './durable/durable-runs.js';
+export { UnknownOutcomeError } from './tools/unknown-outcome-error.js';
+export { DEFAULT_DURABLE } from './constants.js';
 export type { TraceEvent, TraceOptions } from './trace/trace-event.js';
 export type { RedactOptions } from './redaction/redact.js';
 export { loopMachine, getPendingEffect, STOP_REASONS } from '../machines/index.js';

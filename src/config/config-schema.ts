@@ -7,6 +7,7 @@ import type { Clock } from '../runtime/clock.js';
 import type { Evaluator } from '../evaluators/index.js';
 import type { Model } from '../model/types.js';
 import { PLAN_TOOL_NAME } from '../plan/plan-tool.js';
+import type { Store } from '../store/store.js';
 import type { Tool, ToolHealth } from '../tools/index.js';
 
 export const isFunction = (value: unknown): value is (...args: never[]) => unknown => typeof value === 'function';
@@ -155,6 +156,11 @@ export const configSchema = z
     random: fn('a function returning a number in [0, 1)').optional(),
     generateRunId: fn('a function returning a string').optional(),
     toolHealth: toolHealthSchema.optional(),
+    store: z.custom<Store>(
+      (value) => typeof value === 'object' && value !== null && isFunction((value as Store).append) && isFunction((value as Store).readJournal) && isFunction((value as Store).acquireLease),
+      { message: 'expected a Store, e.g. sqliteStore({ path }) or memoryStore()' },
+    ).optional(),
+    durable: z.object({ snapshotEvery: positiveInt, approvalExpiresAfterMs: positiveInt, leaseMs: positiveInt }).partial().strict().optional(),
   })
   .strict()
   .superRefine((config, context) => {

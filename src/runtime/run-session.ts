@@ -24,10 +24,11 @@ export interface PendingCall {
 }
 
 /** Why a call the policy allows is answered instead of run. */
-export type RefusalReason = 'duplicate in the reply' | 'maxToolCalls spent' | 'over maxToolCallsPerReply';
+export type RefusalReason = 'duplicate in the reply' | 'maxToolCalls spent' | 'over maxToolCallsPerReply' | 'rejected by a person';
 
 export class RunSession {
-  readonly progress = new ProgressTracker();
+  /** Replaced only when a durable run is restored. */
+  progress = new ProgressTracker();
   readonly trace: TraceEvent[] = [];
   readonly warnings: string[] = [];
   /** By task id, without a prototype: a task id never reads or shadows what objects inherit. */
@@ -49,7 +50,10 @@ export class RunSession {
   private readonly toolSpecChars: number;
   /** The next task's conversation, built ahead so its first request can be estimated before the budget gate. */
   private preparedTask: { index: number; transcript: Transcript } | null = null;
-  private readonly unpricedModels = new Set<string>();
+  /** Model ids already warned about as unpriced (persisted with a durable run). */
+  readonly unpricedModels = new Set<string>();
+  /** True while a durable run is rebuilt from its journal: its trace events were delivered once already. */
+  replaying = false;
 
   constructor(
     readonly config: ResolvedConfig,
@@ -136,7 +140,7 @@ export class RunSession {
     // A transition names only the machine's own states and events (and the run id, checked once): nothing to redact.
     const event = unredacted.type === 'transition' && this.runIdIsClean ? unredacted : this.config.redact.strings(unredacted);
     if (this.config.trace.inMemory) this.trace.push(event);
-    if (this.traceSinkFailed || this.config.trace.onEvent === undefined) return;
+    if (this.traceSinkFailed || this.replaying || this.config.trace.onEvent === undefined) return;
     try {
       this.config.trace.onEvent(event);
     } catch (error) {

@@ -41,6 +41,8 @@ export class Transcript {
   private frozenCopy: readonly Message[] | null = null;
   /** The user message that states the current task; context trimming never drops it. */
   taskMessage: Message | null = null;
+  /** Counts `replaceMessages` calls: the journal appends only new messages while it is unchanged. */
+  revision = 0;
 
   /** `fixedChars` covers what every request carries besides messages: the tool specs. */
   constructor(readonly fixedChars: number) {}
@@ -60,6 +62,7 @@ export class Transcript {
   /** Replaces every message in place (context trimming); the running size is recounted. */
   replaceMessages(messages: readonly Message[]): void {
     this.messages.splice(0, this.messages.length, ...messages.map(freezeMessage));
+    this.revision += 1;
     this.chars = messages.reduce((sum, message) => sum + messageChars(message), 0);
     // The model must get the trimmed conversation, not a copy made before it.
     this.frozenCopy = null;
