@@ -151,15 +151,30 @@ export class DurableRuns {
     };
     const controller = new AbortController();
     this.active.set(runId, controller);
+    const stopHeartbeat = this.heartbeat(runId, lease);
     const signals = signal === undefined ? controller.signal : AbortSignal.any([controller.signal, signal]);
     let result: RunResult;
     try {
       result = await driveRun(config, sharedHealth, { ...record.input, runId, signal: signals }, journal);
     } finally {
+      stopHeartbeat();
       this.active.delete(runId);
     }
     await this.store.append(runId, [], lease(), encodeRecord(this.stoppedRecord(continued, result, journal.lastSeq)));
     return result;
+  }
+
+  /**
+   * Renews the lease while the run waits (a backoff, a pause, a long tool call) without writing: a live
+   * owner keeps its run. Stops on the first refusal: the run is someone else's then, and its next
+   * journal write fails with `StoreConflictError`.
+   */
+  private heartbeat(runId: string, lease: () => Lease): () => void {
+    const timer = setInterval(() => {
+      this.store.append(runId, [], lease()).catch(() => clearInterval(timer));
+    }, Math.max(10, Math.floor(this.resolved.durable.leaseMs / 3)));
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   private stoppedRecord(record: RunRecord, result: RunResult, lastEventSeq: number): RunRecord {

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLoop, defineTool, evaluators, memoryStore, type Model, type RunResult, type Store } from '../../src/index.js';
 import { modelError, reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from '../../src/testing/index.js';
+import { freeLease } from './dead-owner.js';
 
 const SCRIPT: ScriptStep[] = [
   toolCall([{ name: 'lookup', args: { id: 'A' } }, { name: 'lookup', args: { id: 'B' } }]),
@@ -52,7 +53,7 @@ function process(store: Store, log: string[], hang: Hang, world: { modelCalls: n
     clock: virtualClock(),
     random: () => 0.5,
     store,
-    durable: { leaseMs: 1, snapshotEvery: 3 },
+    durable: { snapshotEvery: 3 },
     policy: { allow: ['read', 'write'] },
   });
 }
@@ -85,7 +86,7 @@ async function interrupted(hang: Hang, lookups = true): Promise<{ result: RunRes
   await reachedHang;
   // The hung call never completes: the next process redoes it (a model call) or settles it (a tool call).
   if (hang.modelCall !== undefined) world.modelCalls -= 1;
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  await freeLease(store, 'run');
   const result = await process(store, log, {}, world, () => undefined, lookups).resume('run');
   return { result, log };
 }

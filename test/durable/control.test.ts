@@ -1,0 +1,101 @@
+/** Cancel, the store-wide pause (kill switch), and a finished run's recorded result. */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createLoop, defineTool, memoryStore, type Store } from '../../src/index.js';
+import { reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from '../../src/testing/index.js';
+import { freeLease } from './dead-owner.js';
+
+function loopOn(store: Store, script: ScriptStep[] = [toolCall('note', { text: 'a' }), reply('done')]) {
+  const notes: string[] = [];
+  const note = defineTool({ name: 'note', description: 'Write a note', input: z.object({ text: z.string() }), access: 'write', execute: ({ text }) => { notes.push(text); return 'ok'; } });
+  const wipe = defineTool({ name: 'wipe', description: 'Wipe', input: z.object({}), access: 'destructive', execute: () => 'wiped' });
+  const model = scriptedModel(script);
+  return { loop: createLoop({ model, tools: [note, wipe], policy: { allow: ['read', 'write'] }, clock: virtualClock(), store, }), notes, model };
+}
+
+const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('pause, the kill switch', () => {
+  it('stops new steps of every run until lifted, then they go on', async () => {
+    const store = memoryStore({ pausePollMs: 5 });
+    const { loop, notes, model } = loopOn(store);
+    await store.setPaused('incident 42');
+    const running = loop.run({ goal: 'note a', runId: 'p1' });
+    await tick(40);
+    expect(model.calls).toHaveLength(0);
+    expect(notes).toEqual([]);
+    await store.setPaused(null);
+    const result = await running;
+    expect(result.stopReason).toBe('completed');
+    expect(notes).toEqual(['a']);
+  });
+
+  it('a paused run can still be cancelled', async () => {
+    const store = memoryStore({ pausePollMs: 5 });
+    const { loop, model } = loopOn(store);
+    await store.setPaused('maintenance');
+    const running = loop.run({ goal: 'note a', runId: 'p2' });
+    await tick(20);
+    expect(await loop.cancel('p2')).toBeNull();
+    const result = await running;
+    expect(result.stopReason).toBe('cancelled');
+    expect(model.calls).toHaveLength(0);
+  });
+});
+
+describe('cancel', () => {
+  it('records cancelled for a run waiting for approval; resuming returns that result', async () => {
+    const store = memoryStore();
+    const { loop } = loopOn(store, [toolCall('wipe', {})]);
+    const stopped = await loop.run({ goal: 'wipe', runId: 'c1' });
+    expect(stopped.status).toBe('needs_human');
+    const cancelled = await loop.cancel('c1');
+    expect(cancelled).toMatchObject({ status: 'failed', stopReason: 'cancelled' });
+    expect((await loop.resume('c1')).stopReason).toBe('cancelled');
+    await expect(loop.resume('c1', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } })).rejects.toMatchObject({ code: 'approval_already_decided' });
+  });
+
+  it('cancels a run no process holds (crashed) without running anything', async () => {
+    const store = memoryStore();
+    const hang = () => new Promise<never>(() => undefined);
+    const first = loopOn(store, [toolCall('note', { text: 'a' }), hang]);
+    void first.loop.run({ goal: 'note a', runId: 'c2' });
+    await tick(20);
+    await freeLease(store, 'c2');
+    const second = loopOn(store, []);
+    const cancelled = await second.loop.cancel('c2');
+    expect(cancelled?.stopReason).toBe('cancelled');
+    expect(second.notes).toEqual([]);
+    expect(cancelled?.usage.toolCalls).toBe(1);
+  });
+
+  it('is asked of the process that drives the run, which stops at its next step', async () => {
+    const store = memoryStore({ pausePollMs: 5 });
+    const { loop } = loopOn(store);
+    await store.setPaused('hold');
+    const running = loop.run({ goal: 'note a', runId: 'c3' });
+    await tick(20);
+    // Another loop object (another process, in effect) asks through the store.
+    const other = loopOn(store, []);
+    await store.requestCancel('c3');
+    expect(await other.loop.cancel('c3').catch((error: unknown) => String(error))).toBeNull();
+    await store.setPaused(null);
+    expect((await running).stopReason).toBe('cancelled');
+  });
+
+  it('of a finished run returns its result unchanged', async () => {
+    const { loop } = loopOn(memoryStore());
+    const result = await loop.run({ goal: 'note a', runId: 'c4' });
+    expect((await loop.cancel('c4'))?.stopReason).toBe(result.stopReason);
+  });
+
+  it('needs a store, and a known run', async () => {
+    const plain = createLoop({ model: scriptedModel([]) });
+    await expect(plain.cancel('x')).rejects.toMatchObject({ code: 'no_store' });
+    await expect(plain.resume('x')).rejects.toMatchObject({ code: 'no_store' });
+    const { loop } = loopOn(memoryStore());
+    await expect(loop.cancel('nope')).rejects.toMatchObject({ code: 'run_not_found' });
+    await loop.run({ goal: 'note a', runId: 'same' });
+    await expect(loop.run({ goal: 'again', runId: 'same' })).rejects.toMatchObject({ code: 'run_exists' });
+  });
+});
