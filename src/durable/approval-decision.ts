@@ -21,6 +21,7 @@ export function applyApprovals(session: RunSession, stopEvent: LoopEvent, decisi
     if (pending.call.status !== 'needs_approval') return pending;
     const decision = decisions[pending.call.request.id];
     if (decision === undefined) return pending;
+    session.record({ type: 'approval-decided', runId: session.runId, at: stopEvent.at, callId: pending.call.request.id, tool: pending.call.request.name, approved: decision.approve, reason: decision.approve ? null : decision.reason });
     if (!decision.approve) {
       refusedCalls++;
       const message = `Not executed: a person rejected this call of ${pending.call.request.name}. Their reason: ${decision.reason}`;

@@ -107,6 +107,7 @@ export class RunJournal implements DriverHooks {
     } finally {
       session.replaying = false;
     }
+    session.record({ type: 'run-resume', runId: this.runId, at: plan.lastAt ?? 0, fromSeq: plan.snapshot?.seq ?? 0, replayedEvents: plan.events.length });
     const stop = plan.events.at(-1);
     if (plan.continueWith !== null && stop !== undefined) {
       this.superseding = { seq: stop.seq };

@@ -67,6 +67,10 @@ export type TraceEvent =
       summarySkipped: string | null;
     })
   | (TraceBase & { type: 'warning'; message: string })
+  /** A person's decision on a call that waited for approval, as a durable run continued with it. */
+  | (TraceBase & { type: 'approval-decided'; callId: string; tool: string; approved: boolean; reason: string | null })
+  /** A durable run taken up again from its journal (after a crash, an approval or a cancel). */
+  | (TraceBase & { type: 'run-resume'; fromSeq: number; replayedEvents: number })
   | (TraceBase & { type: 'run-end'; status: RunStatus; stopReason: StopReason; detail: string; usage: Usage; steps: number });
 
 export type TraceEventType = TraceEvent['type'];

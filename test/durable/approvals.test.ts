@@ -36,6 +36,8 @@ describe('approvals across a stop', () => {
     expect(done.usage.modelCalls).toBe(2);
     expect(done.usage.toolCalls).toBe(1);
     model.assertComplete();
+    expect(done.trace.filter((event) => event.type === 'approval-decided')).toEqual([expect.objectContaining({ callId: pending!.callId, tool: 'refund', approved: true, reason: null })]);
+    expect(done.pendingApprovals).toEqual([]);
     // Finished: resuming again returns the recorded result and runs nothing.
     const again = await loop.resume('r1');
     expect(again.stopReason).toBe('completed');

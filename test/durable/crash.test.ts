@@ -111,7 +111,7 @@ describe.concurrent('SIGKILL at each effect boundary, resumed in a new process',
     expect(count(lines, 'start:charge_fee:')).toBe(2);
   }, 30_000);
 
-  it('killed during a backoff: the resumed run waits out the rest and retries once', async () => {
+  it('killed during a backoff: the resumed run waits out the backoff and retries once', async () => {
     const { done, lines } = await crashAndFinish('backoff');
     expect(done.stopReason).toBe('completed');
     expectNothingRepeated(lines);
@@ -129,6 +129,22 @@ describe.concurrent('SIGKILL at each effect boundary, resumed in a new process',
     expect(approving.signal, approving.stderr).toBe('SIGKILL');
     const done = parsed(await runChild(script, [db, logFile, 'resume']));
     expect(done.stopReason).toBe('completed');
+    expectNothingRepeated(readFileSync(logFile, 'utf8').split('\n').filter(Boolean));
+  }, 30_000);
+
+  it('two processes approving at once: exactly one drives the run, the refund runs once', async () => {
+    const dir = mkdtempSync(join(scratch, 'case-'));
+    const db = join(dir, 'loops.db');
+    const logFile = join(dir, 'effects.log');
+    const stopped = parsed(await runChild(script, [db, logFile, 'run']));
+    const callId = stopped.pendingApprovals[0]!.callId;
+    const outcomes = await Promise.all([runChild(script, [db, logFile, 'approve', callId]), runChild(script, [db, logFile, 'approve', callId])]);
+    const winners = outcomes.filter((outcome) => outcome.code === 0);
+    const losers = outcomes.filter((outcome) => outcome.code === 3);
+    expect(winners).toHaveLength(1);
+    expect(losers).toHaveLength(1);
+    expect(['run_busy', 'approval_already_decided']).toContain((JSON.parse(losers[0]!.stdout) as { errorCode: string }).errorCode);
+    expect(parsed(winners[0]!).stopReason).toBe('completed');
     expectNothingRepeated(readFileSync(logFile, 'utf8').split('\n').filter(Boolean));
   }, 30_000);
 });
