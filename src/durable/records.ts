@@ -50,7 +50,14 @@ export const sessionFieldsSchema = z.object({
   restingState: z.string().nullable(),
   /** Null when no task output was added since the last record. */
   taskOutputs: z.record(z.string(), z.unknown()).nullable(),
-  progress: z.unknown(),
+  /** The tracker whole (a snapshot, or a run's first record), or what changed in it. */
+  progress: z.union([
+    z.object({ kind: z.literal('whole'), snapshot: z.unknown() }).strict(),
+    z.object({
+      kind: z.literal('changes'), restarted: z.boolean(), triples: z.record(z.string(), z.number().int().min(0)),
+      distinctObservationsHash: z.string(), failures: z.number().int().min(0), stateDigest: z.string(),
+    }).strict(),
+  ]),
   plan: z.array(z.looseObject({ id: z.string(), status: z.string() })).nullable(),
   /** Null when the run shares a health object the caller owns. */
   health: z.record(z.string(), countersSchema).nullable(),
@@ -188,5 +195,10 @@ export const decodeRunRecord = (body: string, runId: string): RunRecord => decod
 
 /** Serialises a record; bigints (database ids) are written as their decimal text, as tool results are. */
 export function encodeRecord(record: JournalRecord | SnapshotRecord | RunRecord): string {
-  return JSON.stringify(record, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
+  try {
+    // Without a replacer first: a replacer function makes JSON.stringify several times slower, and bigints are rare.
+    return JSON.stringify(record);
+  } catch {
+    return JSON.stringify(record, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
+  }
 }

@@ -89,20 +89,21 @@ export class RunJournal implements DriverHooks {
     const plan = this.options.plan;
     // A run interrupted before its first event has nothing to rebuild: it starts afresh.
     if (plan === null || (plan.snapshot === null && plan.events.length === 0)) {
-      this.cursor = cursorOf(session);
+      this.cursor = cursorOf(session, false);
       return false;
     }
     session.replaying = true;
     try {
       if (plan.snapshot !== null) restoreSessionState(session, this.health, plan.snapshot.session, { runId: this.runId, seq: plan.snapshot.seq });
-      this.cursor = cursorOf(session);
+      // Cursors of a rebuilt run carry the progress tracker whole in the next record: it was restored, not tracked.
+      this.cursor = cursorOf(session, false);
       const stoppedAt = plan.continueWith?.waitingSeq ?? null;
       for (const record of plan.events) {
         applyDelta(session, this.health, record.delta, { runId: this.runId, seq: record.seq });
         // The event the run stopped at is replaced, not replayed: the rebuilt run stands just before it.
         if (record.seq === stoppedAt) break;
         send(record.event as LoopEvent);
-        this.cursor = cursorOf(session);
+        this.cursor = cursorOf(session, false);
       }
     } finally {
       session.replaying = false;

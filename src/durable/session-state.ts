@@ -21,10 +21,20 @@ export interface SessionCursor {
   trace: number;
   warnings: number;
   taskOutputKeys: number;
+  /** The progress tracker records its changes since the state at this cursor (else the next delta carries it whole). */
+  progressTracked: boolean;
 }
 
-export function cursorOf(session: RunSession): SessionCursor {
+/** The tracker whole, and from now on its changes only: the next delta carries just those. */
+function wholeProgress(session: RunSession): SessionFields['progress'] {
+  session.progress.trackChanges();
+  session.progress.takeChanges();
+  return { kind: 'whole', snapshot: session.progress.snapshot() };
+}
+
+export function cursorOf(session: RunSession, progressTracked = true): SessionCursor {
   return {
+    progressTracked,
     transcript: session.transcript,
     revision: session.transcript.revision,
     messages: session.transcript.messages.length,
@@ -34,7 +44,7 @@ export function cursorOf(session: RunSession): SessionCursor {
   };
 }
 
-function fieldsOf(session: RunSession, health: ToolHealth | null, withTaskOutputs: boolean): SessionFields {
+function fieldsOf(session: RunSession, health: ToolHealth | null, withTaskOutputs: boolean, progress: SessionFields['progress']): SessionFields {
   return {
     taskIndex: session.taskIndex,
     pendingCalls: session.pendingCalls.map(({ call, fingerprint, refusal }) => ({ request: call.request, status: call.status, args: call.args, error: call.error, fingerprint, refusal })),
@@ -43,7 +53,7 @@ function fieldsOf(session: RunSession, health: ToolHealth | null, withTaskOutput
     fatalError: session.fatalError === null ? null : errorFields(session.fatalError),
     restingState: session.restingState,
     taskOutputs: withTaskOutputs ? { ...session.taskOutputs } : null,
-    progress: session.progress.snapshot(),
+    progress,
     plan: session.plan?.persistedItems() ?? null,
     health: health?.persistedCounters() ?? null,
     unpricedModels: [...session.unpricedModels],
@@ -66,7 +76,7 @@ export function sessionDelta(session: RunSession, cursor: SessionCursor, health:
     trace: session.trace.slice(cursor.trace),
     warningsFrom: cursor.warnings,
     warnings: session.warnings.slice(cursor.warnings),
-    fields: fieldsOf(session, health, Object.keys(session.taskOutputs).length !== cursor.taskOutputKeys),
+    fields: fieldsOf(session, health, Object.keys(session.taskOutputs).length !== cursor.taskOutputKeys, cursor.progressTracked ? { kind: 'changes', ...session.progress.takeChanges() } : wholeProgress(session)),
   };
 }
 
@@ -77,7 +87,7 @@ export function sessionState(session: RunSession, health: ToolHealth | null): Sn
     transcript: { replace: true, from: 0, messages: [...transcript.messages], taskMessageIndex: taskMessageIndex(transcript) },
     trace: [...session.trace],
     warnings: [...session.warnings],
-    fields: fieldsOf(session, health, true),
+    fields: fieldsOf(session, health, true, { kind: 'whole', snapshot: session.progress.snapshot() }),
   };
 }
 
@@ -103,10 +113,14 @@ function restoreFields(session: RunSession, health: ToolHealth | null, fields: S
     for (const key of Object.keys(session.taskOutputs)) delete session.taskOutputs[key];
     Object.assign(session.taskOutputs, fields.taskOutputs);
   }
-  try {
-    session.progress = ProgressTracker.restore(fields.progress);
-  } catch (error) {
-    throw new StoreRecordError({ code: 'corrupt_record', runId: where.runId, seq: where.seq, problem: (error as Error).message });
+  if (fields.progress.kind === 'changes') {
+    session.progress.applyChanges(fields.progress);
+  } else {
+    try {
+      session.progress = ProgressTracker.restore(fields.progress.snapshot);
+    } catch (error) {
+      throw new StoreRecordError({ code: 'corrupt_record', runId: where.runId, seq: where.seq, problem: (error as Error).message });
+    }
   }
   if (fields.plan !== null) session.plan?.restoreItems(fields.plan as PlanItem[]);
   if (fields.health !== null) health?.restoreCounters(fields.health);

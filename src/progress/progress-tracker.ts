@@ -67,8 +67,25 @@ function sha1(text: string): string {
  * tracker.observeCall(toolCallFingerprint('get_order', { order_id: 'O-1' }), '{"status":"shipped"}').timesSeen; // 1
  * const stateDigest = tracker.advanceState({ taskIndex: 0, reply: null });
  */
+/**
+ * What changed in a tracker since the last `takeChanges()`: the triples counted again, and whether the
+ * task started over first. The rest is small and given whole.
+ * @example
+ * const changes: ProgressTrackerChanges = { restarted: false, triples: { '3f…': 2 }, distinctObservationsHash: 'ab…', failures: 0, stateDigest: 'cd…' };
+ */
+export interface ProgressTrackerChanges {
+  restarted: boolean;
+  triples: Record<string, number>;
+  distinctObservationsHash: string;
+  failures: number;
+  stateDigest: string;
+}
+
 export class ProgressTracker {
   #triples = new Map<string, number>();
+  /** Keys counted since the last `takeChanges()`; null until `trackChanges()` (only durable runs pay for it). */
+  #changed: Set<string> | null = null;
+  #restarted = false;
   #distinctObservationsHash = '';
   #failures = 0;
   #stateDigest = '';
@@ -81,6 +98,10 @@ export class ProgressTracker {
   /** A new task starts with no history: what an earlier task saw is not a repeat in this one. */
   beginTask(): void {
     this.#triples = new Map();
+    if (this.#changed !== null) {
+      this.#changed.clear();
+      this.#restarted = true;
+    }
     this.#distinctObservationsHash = '';
     this.#failures = 0;
   }
@@ -92,6 +113,7 @@ export class ProgressTracker {
     const key = sha1(`${fingerprint}\n${resultHash}`);
     const timesSeen = (this.#triples.get(key) ?? 0) + 1;
     this.#triples.set(key, timesSeen);
+    this.#changed?.add(key);
     if (timesSeen === 1) this.#distinctObservationsHash = sha1(`${this.#distinctObservationsHash}${key}`);
     return { timesSeen, observationId: resultHash.slice(0, 12) };
   }
@@ -111,6 +133,30 @@ export class ProgressTracker {
     const reply = parts.reply === null ? 'none' : `text:${parts.reply}`;
     this.#stateDigest = sha1(`${parts.taskIndex}\n${this.#distinctObservationsHash}\n${this.#failures}\n${reply}`);
     return this.#stateDigest;
+  }
+
+  /** From now on, remember what changed, for `takeChanges()`. */
+  trackChanges(): void {
+    this.#changed ??= new Set();
+  }
+
+  /** What changed since the last call (or `trackChanges()`): costs the size of the change, not of the task's history. */
+  takeChanges(): ProgressTrackerChanges {
+    const triples: Record<string, number> = {};
+    for (const key of this.#changed ?? []) triples[key] = this.#triples.get(key) ?? 0;
+    const changes = { restarted: this.#restarted, triples, distinctObservationsHash: this.#distinctObservationsHash, failures: this.#failures, stateDigest: this.#stateDigest };
+    this.#changed?.clear();
+    this.#restarted = false;
+    return changes;
+  }
+
+  /** Applies what `takeChanges()` returned on a tracker in the state it was taken from. */
+  applyChanges(changes: ProgressTrackerChanges): void {
+    if (changes.restarted) this.#triples = new Map();
+    for (const [key, count] of Object.entries(changes.triples)) this.#triples.set(key, count);
+    this.#distinctObservationsHash = changes.distinctObservationsHash;
+    this.#failures = changes.failures;
+    this.#stateDigest = changes.stateDigest;
   }
 
   /**
