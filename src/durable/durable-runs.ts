@@ -3,7 +3,7 @@
  * result), the lease that lets exactly one process drive a run, and the checks that make approvals
  * fail closed. The driver itself only sees `RunJournal`'s hooks.
  */
-import { hash } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import { defaultRunId, type ResolvedConfig, type RunInput } from '../config.js';
 import { resolveRunId } from '../hooks/run-id.js';
 import { canonicalJson } from '../progress/index.js';
@@ -37,7 +37,13 @@ export interface ResumeOptions {
   signal?: AbortSignal;
 }
 
-/** Canonical JSON of the arguments, hashed: what an approval is bound to. */
+const durableRunId = (): string => `run_${Date.now().toString(36)}_${randomUUID().slice(0, 8)}`;
+
+/**
+ * Canonical JSON of the arguments, hashed: what an approval is bound to.
+ * @example
+ * const decision = { approve: true, argumentsHash: argumentsHash({ order_id: 'O-7' }) } as const;
+ */
 export function argumentsHash(args: unknown): string {
   return hash('sha256', canonicalJson(args ?? null), 'hex');
 }
@@ -56,7 +62,9 @@ export class DurableRuns {
   }
 
   async run(input: RunInput): Promise<RunResult> {
-    const { runId, fault } = resolveRunId(input.runId, this.resolved.generateRunId, defaultRunId);
+    // The default id is unique within a process only; runs of several processes share a store.
+    const generate = this.resolved.generateRunId === defaultRunId ? durableRunId : this.resolved.generateRunId;
+    const { runId, fault } = resolveRunId(input.runId, generate, durableRunId);
     // A run id hook that fails: the run ends as fatal_error at once, with nothing to persist under an id.
     if (fault !== null) return driveRun(this.resolved, this.resolved.toolHealth, input);
     const owner = newLeaseOwner();

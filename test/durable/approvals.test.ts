@@ -93,3 +93,13 @@ describe('approvals across a stop', () => {
     expect(refunds).toEqual(['O-7:40']);
   });
 });
+
+describe('durable run ids', () => {
+  it('are unique across processes when none is given (a random part, not a per-process counter)', async () => {
+    const store = memoryStore();
+    const { loop } = refundLoop(store, [reply('a'), reply('b')]);
+    const [first, second] = [await loop.run({ goal: 'x' }), await loop.run({ goal: 'y' })];
+    expect(first.runId).toMatch(/^run_[0-9a-z]+_[0-9a-f]{8}$/);
+    expect(second.runId).not.toBe(first.runId);
+  });
+});
