@@ -31,7 +31,7 @@ export { sqliteStore, type SqliteStoreOptions } from './store/sqlite/sqlite-stor
 export { memoryStore } from './store/memory-store.js';
 export type { Store, StoreRow, RunRow, Lease, RunControl } from './store/store.js';
 export { StoreConflictError } from './store/store-conflict-error.js';
-export { StoreRecordError, ApprovalError, RunAccessError, type ApprovalErrorCode } from './durable/durable-errors.js';
+export { StoreRecordError, ApprovalError, RunAccessError, type ApprovalErrorCode, type RunAccessErrorCode } from './durable/durable-errors.js';
 export { argumentsHash, type ApprovalInput, type ResumeOptions } from './durable/durable-runs.js';
 export { UnknownOutcomeError } from './tools/unknown-outcome-error.js';
 export { DEFAULT_DURABLE } from './constants.js';

@@ -51,15 +51,23 @@ export class ApprovalError extends LoopstateError {
 }
 
 /**
+ * Why a run cannot be taken up.
+ * @example
+ * const code: RunAccessErrorCode = 'run_busy';
+ */
+export type RunAccessErrorCode = 'run_not_found' | 'run_exists' | 'run_busy' | 'definition_changed';
+
+/**
  * A run that cannot be taken up now: not in the store (`run_not_found`), already there (`run_exists`),
- * or held by another live resume or process (`run_busy`).
+ * held by another live resume or process (`run_busy`), or started by a loop with other tools, tasks or
+ * plan setting than this one (`definition_changed`).
  * @example
  * try { await loop.resume(runId) } catch (error) { if (error instanceof RunAccessError && error.code === 'run_busy') retryLater() }
  */
 export class RunAccessError extends LoopstateError {
-  declare readonly code: 'run_not_found' | 'run_exists' | 'run_busy';
+  declare readonly code: RunAccessErrorCode;
   readonly runId: string;
-  constructor({ code, runId, message }: { code: 'run_not_found' | 'run_exists' | 'run_busy'; runId: string; message: string }) {
+  constructor({ code, runId, message }: { code: RunAccessErrorCode; runId: string; message: string }) {
     super({ code, message });
     this.runId = runId;
   }

@@ -70,6 +70,7 @@ export class DurableRuns {
     const owner = newLeaseOwner();
     const record: RunRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION, kind: 'run', runId, state: 'running', waitingSeq: null, pendingApprovals: [], decidedCalls: [], result: null,
+      definition: this.definition(),
       input: { ...(input.goal === undefined ? {} : { goal: input.goal }), ...(input.messages === undefined ? {} : { messages: [...input.messages] }) },
     };
     if (!(await this.store.createRun(runId, encodeRecord(record), this.lease(owner)()))) {
@@ -124,10 +125,20 @@ export class DurableRuns {
     }
   }
 
+  private definition(): RunRecord['definition'] {
+    return { tools: [...this.resolved.tools.keys()].sort(), tasks: this.resolved.tasks?.map((task) => task.id) ?? null, plan: this.resolved.plan };
+  }
+
   private async readRecord(runId: string): Promise<RunRecord> {
     const row = await this.store.readRun(runId);
     if (row === null) throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
-    return decodeRunRecord(row.body, runId);
+    const record = decodeRunRecord(row.body, runId);
+    const ours = JSON.stringify(this.definition());
+    // A finished run's result is readable by any loop; driving one on needs the loop it was started with.
+    if (record.state !== 'finished' && JSON.stringify(record.definition) !== ours) {
+      throw new RunAccessError({ code: 'definition_changed', runId, message: `run ${runId} was started by a loop with ${JSON.stringify(record.definition)}; this loop has ${ours}. Resume it with the loop it was started with` });
+    }
+    return record;
   }
 
   private async takeLease(runId: string): Promise<string> {

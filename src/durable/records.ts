@@ -145,6 +145,8 @@ export const runRecordSchema = z.object({
   kind: z.literal('run'),
   runId: z.string(),
   input: z.object({ goal: z.string().optional(), messages: messagesSchema.optional() }).strict(),
+  /** What the run was started with: a resume by a loop with other tools, tasks or plan setting is refused. */
+  definition: z.object({ tools: z.array(z.string()), tasks: z.array(z.string()).nullable(), plan: z.boolean() }).strict(),
   /** running: in progress or crashed; waiting: stopped for approval; finished: a final result. */
   state: z.enum(['running', 'waiting', 'finished']),
   /** The seq of the event that stopped the run for approval. */

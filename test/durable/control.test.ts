@@ -98,4 +98,38 @@ describe('cancel', () => {
     await loop.run({ goal: 'note a', runId: 'same' });
     await expect(loop.run({ goal: 'again', runId: 'same' })).rejects.toMatchObject({ code: 'run_exists' });
   });
+
+  it('refuses to drive a run with a loop of other tools, tasks or plan setting', async () => {
+    const store = memoryStore();
+    const { loop } = loopOn(store, [toolCall('wipe', {})]);
+    const stopped = await loop.run({ goal: 'wipe', runId: 'd1' });
+    const other = createLoop({ model: scriptedModel([]), tools: [], store });
+    await expect(other.resume('d1', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } })).rejects.toMatchObject({ code: 'definition_changed' });
+  });
+});
+
+describe('pause on SQLite', () => {
+  it('is seen by a run driven through another connection to the same file', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const { sqliteStore } = await import('../../src/index.js');
+    const dir = mkdtempSync(join(tmpdir(), 'loopstate-pause-'));
+    const path = join(dir, 'loops.db');
+    const operator = sqliteStore({ path });
+    const worker = sqliteStore({ path, pausePollMs: 5 });
+    try {
+      const { loop, model } = loopOn(worker);
+      await operator.setPaused('deploy in progress');
+      const running = loop.run({ goal: 'note a', runId: 's1' });
+      await tick(40);
+      expect(model.calls).toHaveLength(0);
+      await operator.setPaused(null);
+      expect((await running).stopReason).toBe('completed');
+    } finally {
+      await operator.close();
+      await worker.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
