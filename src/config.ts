@@ -103,6 +103,24 @@ export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Ta
   store?: Store;
   /** How a durable run journals (only with `store`). */
   durable?: DurableOptions;
+  /**
+   * A budget shared by every run of this tenant, kept in the store's ledger: each run holds its share
+   * (the lesser of its own limit and what the tenant has left) when it starts and gives back what it did
+   * not spend when it finishes. Needs a `store`.
+   */
+  tenant?: TenantBudget;
+}
+
+/**
+ * A tenant's shared budget; a dimension left out is not capped for the tenant.
+ * @example
+ * createLoop({ model, store: sqliteStore({ path: 'loops.db' }), tenant: { id: 'acme', maxCostUsd: 25 }, limits: { maxCostUsd: 0.5 } });
+ */
+export interface TenantBudget {
+  id: string;
+  maxCostUsd?: number;
+  maxInputTokens?: number;
+  maxOutputTokens?: number;
 }
 
 /**
@@ -141,6 +159,7 @@ export interface ResolvedConfig {
   /** The shared health object when one was passed in; otherwise undefined and each run makes its own. */
   toolHealth: ToolHealth | undefined;
   store: Store | undefined;
+  tenant: TenantBudget | undefined;
   durable: { snapshotEvery: number; approvalExpiresAfterMs: number | null; leaseMs: number };
 }
 
@@ -226,6 +245,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     generateRunId: (config.generateRunId as (() => string) | undefined) ?? defaultRunId,
     toolHealth: config.toolHealth,
     store: config.store,
+    tenant: config.tenant,
     durable: {
       snapshotEvery: config.durable?.snapshotEvery ?? DEFAULT_DURABLE.snapshotEvery,
       approvalExpiresAfterMs: config.durable?.approvalExpiresAfterMs ?? DEFAULT_DURABLE.approvalExpiresAfterMs,

@@ -3,7 +3,7 @@
  * Public API only; test doubles live in `loopstate/testing`.
  */
 export { createLoop, type Loop } from './loop.js';
-export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput, DurableOptions } from './config.js';
+export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput, DurableOptions, TenantBudget } from './config.js';
 export type { RunResult, PendingApproval } from './runtime/run-result.js';
 export { defineTool, checkToolPolicy, ToolHealth, ToolCallError, isCallerFault } from './tools/index.js';
 export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyVerdict, OutcomeLookup, ToolHealthStats, ToolFailureBlame } from './tools/index.js';
@@ -34,6 +34,8 @@ export { StoreConflictError } from './store/store-conflict-error.js';
 export { StoreRecordError, ApprovalError, RunAccessError, type ApprovalErrorCode, type RunAccessErrorCode } from './durable/durable-errors.js';
 export { argumentsHash, type ApprovalInput, type ResumeOptions } from './durable/durable-runs.js';
 export { UnknownOutcomeError } from './tools/unknown-outcome-error.js';
+export { readTenantLedger } from './durable/tenant-ledger.js';
+export type { LedgerRecord as TenantLedger } from './durable/records.js';
 export { DEFAULT_DURABLE } from './constants.js';
 export type { TraceEvent, TraceOptions } from './trace/trace-event.js';
 export type { RedactOptions } from './redaction/redact.js';

@@ -17,6 +17,7 @@ import { deadOwner, newLeaseOwner } from './lease-owner.js';
 import { decodeRunRecord, encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type PendingApprovalRecord, type RunRecord } from './records.js';
 import { readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
 import { RunJournal } from './run-journal.js';
+import { heldLimits, holdShare, settleShare, tenantStopNote } from './tenant-ledger.js';
 
 /**
  * A person's decision on one call waiting for approval. `argumentsHash` (from `pendingApprovals`) binds
@@ -70,7 +71,7 @@ export class DurableRuns {
     const owner = newLeaseOwner();
     const record: RunRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION, kind: 'run', runId, state: 'running', waitingSeq: null, pendingApprovals: [], decidedCalls: [], result: null,
-      definition: this.definition(),
+      definition: this.definition(), tenantHold: null,
       input: { ...(input.goal === undefined ? {} : { goal: input.goal }), ...(input.messages === undefined ? {} : { messages: [...input.messages] }) },
     };
     if (!(await this.store.createRun(runId, encodeRecord(record), this.lease(owner)()))) {
@@ -87,6 +88,7 @@ export class DurableRuns {
     const approvals = options.approvals;
     const before = await this.readRecord(runId);
     checkApprovals(before, approvals, this.resolved.clock.now());
+    if (before.state === 'finished') await this.settle(before);
     if (before.state === 'finished' || (before.state === 'waiting' && approvals === undefined)) return before.result as unknown as RunResult;
     const owner = await this.takeLease(runId);
     try {
@@ -111,7 +113,10 @@ export class DurableRuns {
     }
     if (!(await this.store.requestCancel(runId))) throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
     const before = await this.readRecord(runId);
-    if (before.state === 'finished') return before.result as unknown as RunResult;
+    if (before.state === 'finished') {
+      await this.settle(before);
+      return before.result as unknown as RunResult;
+    }
     const owner = newLeaseOwner();
     const current = await this.store.readRun(runId);
     if (!(await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(current?.leaseOwner ?? null)))) return null;
@@ -148,9 +153,21 @@ export class DurableRuns {
     throw new RunAccessError({ code: 'run_busy', runId, message: `run ${runId} is being driven by another resume or process (${row?.leaseOwner ?? 'unknown'}); try again when it stops` });
   }
 
+  /** A finished run's tenant hold, settled (again: settling twice changes nothing, so a crash between finishing and settling is repaired). */
+  private async settle(record: RunRecord): Promise<void> {
+    if (record.tenantHold !== null && record.result !== null) await settleShare(this.store, record.tenantHold.tenantId, record.runId, (record.result as unknown as RunResult).usage);
+  }
+
   /** Drives the run (new, or rebuilt from the journal) to its next stop and records how it stopped. */
-  private async drive(record: RunRecord, owner: string, continueWith: ContinueWith | null, signal: AbortSignal | undefined, isNew: boolean): Promise<RunResult> {
-    const { runId } = record;
+  private async drive(started: RunRecord, owner: string, continueWith: ContinueWith | null, signal: AbortSignal | undefined, isNew: boolean): Promise<RunResult> {
+    const { runId } = started;
+    const tenant = this.resolved.tenant;
+    let record = started;
+    if (tenant !== undefined && record.tenantHold === null) {
+      // Taken once per run (a resume after a crash in between finds the same hold in the ledger).
+      record = { ...record, tenantHold: await holdShare(this.store, tenant, runId, this.resolved.limits) };
+      await this.store.append(runId, [], this.lease(owner)(), encodeRecord(record));
+    }
     const plan: ResumePlan | null = isNew ? null : await readResumePlan(this.store, runId);
     if (plan !== null) {
       plan.continueWith = continueWith;
@@ -164,6 +181,7 @@ export class DurableRuns {
     const journal = new RunJournal({ store: this.store, runId, lease, snapshotEvery: this.resolved.durable.snapshotEvery, plan, ownsHealth: sharedHealth === undefined, continuedRunBody });
     const config: ResolvedConfig = {
       ...this.resolved,
+      limits: heldLimits(this.resolved.limits, record.tenantHold),
       model: journalledModel(this.resolved.model, journal),
       tools: journalledTools(this.resolved.tools, journal),
       clock: continuingClock(this.resolved.clock, plan?.lastAt ?? null),
@@ -179,7 +197,11 @@ export class DurableRuns {
       stopHeartbeat();
       this.active.delete(runId);
     }
-    await this.store.append(runId, [], lease(), encodeRecord(this.stoppedRecord(continued, result, journal.lastSeq)));
+    const note = result.stopReason === 'budget_exhausted' ? tenantStopNote(this.resolved.limits, record.tenantHold) : null;
+    if (note !== null) result.detail = `${result.detail} (${note})`;
+    const stopped = this.stoppedRecord(continued, result, journal.lastSeq);
+    await this.store.append(runId, [], lease(), encodeRecord(stopped));
+    if (stopped.state === 'finished') await this.settle(stopped);
     return result;
   }
 

@@ -140,6 +140,19 @@ export const pendingApprovalRecordSchema = z.object({
   expiresAt: z.number().nullable(),
 }).strict();
 
+const amountsSchema = z.object({ costUsd: z.number().min(0), inputTokens: z.number().min(0), outputTokens: z.number().min(0) }).strict();
+/** Per dimension, what a run holds of its tenant's budget; null where the tenant sets no cap. */
+const holdSchema = z.object({ costUsd: z.number().min(0).nullable(), inputTokens: z.number().min(0).nullable(), outputTokens: z.number().min(0).nullable() }).strict();
+
+/** A tenant's ledger: what its finished runs spent, and what its unfinished runs hold. */
+export const ledgerRecordSchema = z.object({
+  schemaVersion: z.literal(RECORD_SCHEMA_VERSION),
+  kind: z.literal('ledger'),
+  tenantId: z.string(),
+  spent: amountsSchema,
+  holds: z.record(z.string(), holdSchema),
+}).strict();
+
 export const runRecordSchema = z.object({
   schemaVersion: z.literal(RECORD_SCHEMA_VERSION),
   kind: z.literal('run'),
@@ -153,6 +166,8 @@ export const runRecordSchema = z.object({
   waitingSeq: z.number().int().nullable(),
   pendingApprovals: z.array(pendingApprovalRecordSchema),
   decidedCalls: z.array(z.string()),
+  /** The run's share of its tenant's budget, held until it finishes; null without a tenant. */
+  tenantHold: z.object({ tenantId: z.string(), hold: holdSchema, tenantLeft: holdSchema }).strict().nullable(),
   result: z.looseObject({ runId: z.string(), status: z.string(), stopReason: z.string(), detail: z.string() }).nullable(),
 }).strict();
 
@@ -167,9 +182,11 @@ export type SessionDelta = z.output<typeof sessionDeltaSchema>;
 export type SessionFields = z.output<typeof sessionFieldsSchema>;
 export type PendingApprovalRecord = z.output<typeof pendingApprovalRecordSchema>;
 export type ApprovalDecision = z.output<typeof approvalDecisionSchema>;
+export type LedgerRecord = z.output<typeof ledgerRecordSchema>;
+export type TenantHold = z.output<typeof holdSchema>;
 
-/** Parses and validates one record; `seq` null is the run's metadata record. */
-function decode<Schema extends z.ZodType>(schema: Schema, body: string, runId: string, seq: number | null): z.output<Schema> {
+/** Parses and validates one record; `seq` null is the run's metadata record (or a tenant's ledger, `runId` then naming it). */
+function decode<Schema extends z.ZodType>(schema: Schema, body: string, runId: string, seq: number | null, owner: 'runId' | 'tenantId' = 'runId'): z.output<Schema> {
   let value: unknown;
   try {
     value = JSON.parse(body);
@@ -184,9 +201,9 @@ function decode<Schema extends z.ZodType>(schema: Schema, body: string, runId: s
   if (!parsed.success) {
     throw new StoreRecordError({ code: 'corrupt_record', runId, seq, problem: `not a valid record: ${describeZodIssues(parsed.error.issues).join('; ')}` });
   }
-  const decoded = parsed.data as { runId?: unknown; seq?: unknown };
-  if (decoded.runId !== runId || (seq !== null && decoded.seq !== seq)) {
-    throw new StoreRecordError({ code: 'corrupt_record', runId, seq, problem: `it names run ${String(decoded.runId)}${seq === null ? '' : ` seq ${String(decoded.seq)}`}, not where it is stored` });
+  const decoded = parsed.data as { runId?: unknown; tenantId?: unknown; seq?: unknown };
+  if (decoded[owner] !== runId || (seq !== null && decoded.seq !== seq)) {
+    throw new StoreRecordError({ code: 'corrupt_record', runId, seq, problem: `it names ${String(decoded[owner])}${seq === null ? '' : ` seq ${String(decoded.seq)}`}, not where it is stored` });
   }
   return parsed.data;
 }
@@ -194,9 +211,10 @@ function decode<Schema extends z.ZodType>(schema: Schema, body: string, runId: s
 export const decodeJournalRecord = (body: string, runId: string, seq: number): JournalRecord => decode(journalRecordSchema, body, runId, seq);
 export const decodeSnapshotRecord = (body: string, runId: string, seq: number): SnapshotRecord => decode(snapshotRecordSchema, body, runId, seq);
 export const decodeRunRecord = (body: string, runId: string): RunRecord => decode(runRecordSchema, body, runId, null);
+export const decodeLedgerRecord = (body: string, tenantId: string): LedgerRecord => decode(ledgerRecordSchema, body, tenantId, null, 'tenantId');
 
 /** Serialises a record; bigints (database ids) are written as their decimal text, as tool results are. */
-export function encodeRecord(record: JournalRecord | SnapshotRecord | RunRecord): string {
+export function encodeRecord(record: JournalRecord | SnapshotRecord | RunRecord | LedgerRecord): string {
   try {
     // Without a replacer first: a replacer function makes JSON.stringify several times slower, and bigints are rare.
     return JSON.stringify(record);

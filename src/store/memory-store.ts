@@ -18,6 +18,7 @@ interface MemoryRun extends RunRow {
 export function memoryStore(options: { pausePollMs?: number } = {}): Store {
   const runs = new Map<string, MemoryRun>();
   let paused: string | null = null;
+  const ledgers = new Map<string, { body: string; version: number }>();
   const runOf = (runId: string): MemoryRun => {
     const run = runs.get(runId);
     if (!run) throw new StoreConflictError({ runId, seq: null, message: `run ${runId} does not exist in the store` });
@@ -89,8 +90,19 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
     async readControl(runId): Promise<RunControl> {
       return { paused, cancelRequested: runs.get(runId)?.cancelRequested ?? false };
     },
+    async readLedger(tenantId) {
+      const ledger = ledgers.get(tenantId);
+      return ledger ? { ...ledger } : null;
+    },
+    async writeLedger(tenantId, body, expectedVersion) {
+      const current = ledgers.get(tenantId);
+      if ((current?.version ?? null) !== expectedVersion) return false;
+      ledgers.set(tenantId, { body, version: (current?.version ?? 0) + 1 });
+      return true;
+    },
     async close() {
       runs.clear();
+      ledgers.clear();
     },
   };
 }

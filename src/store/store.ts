@@ -84,6 +84,13 @@ export interface Store {
   /** Pauses (a reason) or unpauses (null) every run in the store: no run starts a new step while paused. */
   setPaused(reason: string | null): Promise<void>;
   readControl(runId: string): Promise<RunControl>;
+  /** A tenant's ledger (encoded) and its version, or null when the tenant has none yet. */
+  readLedger(tenantId: string): Promise<{ body: string; version: number } | null>;
+  /**
+   * Compare-and-set of a tenant's ledger: writes when its version is still `expectedVersion` (null: the
+   * ledger must not exist yet) and bumps the version. False when another writer got there first.
+   */
+  writeLedger(tenantId: string, body: string, expectedVersion: number | null): Promise<boolean>;
   /** How often (ms) a paused run looks again whether the pause was lifted. */
   readonly pausePollMs: number;
   close(): Promise<void>;

@@ -1,6 +1,7 @@
 /**
  * The store's tables. Changelog — 1: runs (metadata envelope, lease, cancel flag), journal (runId, seq),
- * one latest snapshot per run, a key/value control table (the store-wide pause).
+ * one latest snapshot per run, a key/value control table (the store-wide pause), tenant ledgers
+ * (a versioned row per tenant, written by compare-and-set).
  */
 export const SQLITE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -22,6 +23,11 @@ CREATE TABLE IF NOT EXISTS snapshots (
   seq INTEGER NOT NULL,
   kind TEXT NOT NULL,
   body TEXT NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS ledgers (
+  tenant_id TEXT PRIMARY KEY,
+  body TEXT NOT NULL,
+  version INTEGER NOT NULL
 ) STRICT;
 CREATE TABLE IF NOT EXISTS control (
   key TEXT PRIMARY KEY,

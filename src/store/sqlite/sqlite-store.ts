@@ -135,6 +135,14 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       const row = use().statements.readControl.get(runId) as { paused: string | null; cancel_requested: number | null } | undefined;
       return { paused: row?.paused ?? null, cancelRequested: row?.cancel_requested === 1 };
     },
+    async readLedger(tenantId) {
+      return (use().statements.readLedger.get(tenantId) as { body: string; version: number } | undefined) ?? null;
+    },
+    async writeLedger(tenantId, body, expectedVersion) {
+      const { statements } = use();
+      if (expectedVersion === null) return statements.insertLedger.run(tenantId, body).changes === 1;
+      return statements.updateLedger.run(body, tenantId, expectedVersion).changes === 1;
+    },
     async close() {
       db?.close();
       db = null;
@@ -156,6 +164,9 @@ function prepare(db: Database) {
     readJournal: db.prepare('SELECT seq, kind, body FROM journal WHERE run_id = ? AND seq > ? ORDER BY seq'),
     upsertSnapshot: db.prepare('INSERT INTO snapshots (run_id, seq, kind, body) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body WHERE excluded.seq >= snapshots.seq'),
     latestSnapshot: db.prepare('SELECT seq, kind, body FROM snapshots WHERE run_id = ?'),
+    readLedger: db.prepare('SELECT body, version FROM ledgers WHERE tenant_id = ?'),
+    insertLedger: db.prepare('INSERT OR IGNORE INTO ledgers (tenant_id, body, version) VALUES (?, ?, 1)'),
+    updateLedger: db.prepare('UPDATE ledgers SET body = ?, version = version + 1 WHERE tenant_id = ? AND version = ?'),
     requestCancel: db.prepare('UPDATE runs SET cancel_requested = 1 WHERE run_id = ?'),
     setPaused: db.prepare("INSERT INTO control (key, value) VALUES ('paused', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
     readControl: db.prepare("SELECT (SELECT value FROM control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM runs WHERE run_id = ?) AS cancel_requested"),
