@@ -47,16 +47,13 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
     controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
   };
   input.signal?.addEventListener('abort', onUserAbort, { once: true });
-  const deliver = async (event: LoopEvent): Promise<void> => {
-    if (hooks) await hooks.beforeSend(event, session);
-    send(actor, session, event);
-    if (hooks) await hooks.afterSend(actor, session);
-  };
+  // Without hooks an event is sent synchronously, as it always was: no promise on the hot path.
+  const deliver = (event: LoopEvent): Promise<void> | undefined => (hooks === undefined ? void send(actor, session, event) : deliverDurably(hooks, actor, session, event));
   let cancelDeadline: () => void = () => undefined;
   // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
   try {
     actor.start();
-    const restored = hooks ? await hooks.restore({ actor, session, health, send: (event) => send(actor, session, event), deliver }) : false;
+    const restored = hooks ? await hooks.restore({ actor, session, health, send: (event) => send(actor, session, event), deliver: (event) => deliverDurably(hooks, actor, session, event) }) : false;
     // A resumed run's deadline counts from its start, on a clock that continues where the journal left off.
     const armed = armDeadline(config, controller, restored ? actor.getSnapshot().context.startedAt : null);
     cancelDeadline = armed.cancelDeadline;
@@ -72,7 +69,8 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
       const effect = getPendingEffect(snapshot);
       if (effect.kind === 'done') break;
       if (hooks) await hooks.beforeEffect(session, controller);
-      await deliver(await perform(effect, snapshot, session, health));
+      const delivering = deliver(await perform(effect, snapshot, session, health));
+      if (delivering) await delivering;
     }
   } finally {
     try {
@@ -100,7 +98,7 @@ function armDeadline(config: ResolvedConfig, controller: AbortController, starte
 }
 
 /** Starts the machine and the first task; a task prompt, run id hook or clock that throws faults the run instead of rejecting. */
-async function startRun(deliver: (event: LoopEvent) => Promise<void>, session: RunSession, input: RunInput, hookFault: Error | null): Promise<void> {
+async function startRun(deliver: (event: LoopEvent) => Promise<void> | undefined, session: RunSession, input: RunInput, hookFault: Error | null): Promise<void> {
   const { config, runId } = session;
   let startFault: { error: Error; message: string } | null = hookFault === null ? null : { error: hookFault, message: describeThrown(hookFault) };
   let startedAt: number;
@@ -156,6 +154,13 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
 
 function interruptionEvent(session: RunSession): LoopEvent {
   return interruptionEventAt(session.signal, safeNow(session.config.clock));
+}
+
+/** Journals the event before the machine sees it, sends it, then lets the journal snapshot. */
+async function deliverDurably(hooks: DriverHooks, actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): Promise<void> {
+  await hooks.beforeSend(event, session);
+  send(actor, session, event);
+  await hooks.afterSend(actor, session);
 }
 
 function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): void {
