@@ -4,11 +4,13 @@
  * fail closed. The driver itself only sees `RunJournal`'s hooks.
  */
 import { hash, randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { defaultRunId, type ResolvedConfig, type RunInput } from '../config.js';
 import { resolveRunId } from '../hooks/run-id.js';
 import { canonicalJson } from '../progress/index.js';
 import { driveRun } from '../runtime/driver.js';
 import type { PendingApproval, RunResult } from '../runtime/run-result.js';
+import { LoopConfigError } from '../errors.js';
 import type { Lease, Store } from '../store/store.js';
 import type { ToolHealth } from '../tools/index.js';
 import { ApprovalError, RunAccessError } from './durable-errors.js';
@@ -85,7 +87,7 @@ export class DurableRuns {
   }
 
   async resume(runId: string, options: ResumeOptions = {}): Promise<RunResult> {
-    const approvals = options.approvals;
+    const approvals = checkedApprovals(options.approvals);
     const before = await this.readRecord(runId);
     checkApprovals(before, approvals, this.resolved.clock.now());
     if (before.state === 'finished') await this.settle(before);
@@ -234,6 +236,19 @@ export class DurableRuns {
   }
 }
 
+const approvalsSchema = z.record(z.string(), z.union([
+  z.object({ approve: z.literal(true), argumentsHash: z.string().optional() }).strict(),
+  z.object({ approve: z.literal(false), reason: z.string().min(1, 'say why, so the model can be told'), argumentsHash: z.string().optional() }).strict(),
+]));
+
+/** A decision that is not `{ approve: true }` or `{ approve: false, reason }` is a programming error: refused as run input. */
+function checkedApprovals(approvals: unknown): Record<string, ApprovalInput> | undefined {
+  if (approvals === undefined) return undefined;
+  const parsed = approvalsSchema.safeParse(approvals);
+  if (parsed.success) return parsed.data;
+  throw new LoopConfigError({ scope: 'run_input', issues: parsed.error.issues.map((issue) => ({ path: ['approvals', ...issue.path.map(String)].join('.'), message: issue.message })) });
+}
+
 /** Fails closed before anything changes: every decision must name a waiting, undecided, unexpired call, and every waiting call needs one. */
 function checkApprovals(record: RunRecord, approvals: Readonly<Record<string, ApprovalInput>> | undefined, now: number): void {
   if (approvals === undefined) return;
@@ -250,9 +265,6 @@ function checkApprovals(record: RunRecord, approvals: Readonly<Record<string, Ap
     if (pending.expiresAt !== null && now > pending.expiresAt) throw new ApprovalError({ code: 'approval_expired', runId, callId, message: `the approval of call ${callId} (${pending.tool}) of run ${runId} expired at ${new Date(pending.expiresAt).toISOString()}` });
     if (decision.argumentsHash !== undefined && decision.argumentsHash !== pending.argumentsHash) {
       throw new ApprovalError({ code: 'approval_arguments_changed', runId, callId, message: `call ${callId} (${pending.tool}) of run ${runId} has other arguments than the ones approved (hash ${pending.argumentsHash}, not ${decision.argumentsHash})` });
-    }
-    if (typeof decision !== 'object' || decision === null || (decision.approve !== true && !(decision.approve === false && typeof decision.reason === 'string'))) {
-      throw new ApprovalError({ code: 'approval_unknown_call', runId, callId, message: `the decision on call ${callId} must be { approve: true } or { approve: false, reason }` });
     }
   }
   const undecided = record.pendingApprovals.filter((approval) => !(approval.callId in approvals));
