@@ -182,6 +182,11 @@ export type SessionDelta = z.output<typeof sessionDeltaSchema>;
 export type SessionFields = z.output<typeof sessionFieldsSchema>;
 export type PendingApprovalRecord = z.output<typeof pendingApprovalRecordSchema>;
 export type ApprovalDecision = z.output<typeof approvalDecisionSchema>;
+/**
+ * A tenant's ledger: what its finished runs spent, and what each unfinished run holds (null: not capped).
+ * @example
+ * const ledger: LedgerRecord | null = await readTenantLedger(store, 'acme');
+ */
 export type LedgerRecord = z.output<typeof ledgerRecordSchema>;
 export type TenantHold = z.output<typeof holdSchema>;
 

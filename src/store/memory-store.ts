@@ -63,7 +63,7 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
         run.journal.push({ ...row });
       }
       if (runBody !== undefined) run.body = runBody;
-      run.leaseUntil = lease.until;
+      if (rows.length === 0 || runBody !== undefined) run.leaseUntil = lease.until;
     },
     async readJournal(runId, afterSeq) {
       const run = runs.get(runId);

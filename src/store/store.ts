@@ -69,7 +69,8 @@ export interface Store {
   /** Frees the lease if `owner` holds it. */
   releaseLease(runId: string, owner: string): Promise<void>;
   /**
-   * Appends rows atomically (with the run's new metadata when given) and renews the lease. Throws
+   * Appends rows atomically (with the run's new metadata when given) if `lease.owner` holds the run;
+   * an append without rows (the owner's heartbeat) or with `runBody` also renews the lease. Throws
    * `StoreConflictError` when a row's seq exists already or `lease.owner` no longer holds the run:
    * two writers of one run can never both succeed.
    */

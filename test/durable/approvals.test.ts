@@ -65,7 +65,7 @@ describe('approvals across a stop', () => {
     expect(await codeOf(loop.resume('r3', { approvals: {} }))).toBe('approvals_incomplete');
     expect(await codeOf(loop.resume('r3', { approvals: { [callId]: { approve: true, argumentsHash: '0'.repeat(64) } } }))).toBe('approval_arguments_changed');
     expect(await codeOf(loop.resume('missing'))).toBe('run_not_found');
-    await expect(loop.resume('r3', { approvals: { [callId]: { approve: false } as never } })).rejects.toThrow(/Invalid run input:\n  - approvals\./);
+    await expect(loop.resume('r3', { approvals: { [callId]: { approve: false } as never } })).rejects.toThrow(/Invalid run input:\n {2}- approvals\./);
     clock.advance(60_001);
     expect(await codeOf(loop.resume('r3', { approvals: { [callId]: { approve: true, argumentsHash } } }))).toBe('approval_expired');
   });

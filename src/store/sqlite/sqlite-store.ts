@@ -66,14 +66,15 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   checkOptions(options);
   let db: Database | null = null;
   let statements: ReturnType<typeof prepare> | null = null;
+  let writes: ReturnType<typeof prepareWrites> | null = null;
   let appendsSinceCheckpoint = 0;
   const checkpointEvery = options.checkpointEvery ?? 1_000;
   const use = () => {
     db ??= openDatabase(options);
     statements ??= prepare(db);
-    return { db, statements };
+    writes ??= prepareWrites(db, statements);
+    return { db, statements, writes };
   };
-  const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) => new StoreConflictError({ runId, seq, message, cause });
   return {
     pausePollMs: options.pausePollMs ?? 500,
     async createRun(runId, body, lease) {
@@ -90,20 +91,8 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       use().statements.releaseLease.run(runId, owner);
     },
     async append(runId, rows, lease, runBody) {
-      const { db, statements } = use();
-      const write = db.transaction(() => {
-        if (statements.renewLease.run(lease.until, runBody ?? null, runId, lease.owner).changes !== 1) {
-          throw conflict(runId, rows[0]?.seq ?? null, `run ${runId} is held by another owner; this writer lost its lease`);
-        }
-        for (const row of rows) {
-          try {
-            statements.insertRecord.run(runId, row.seq, row.kind, row.body);
-          } catch (error) {
-            throw conflict(runId, row.seq, `run ${runId} already has a journal record at seq ${row.seq}`, error);
-          }
-        }
-      });
-      write.immediate();
+      const { db, writes } = use();
+      writes.append.immediate(runId, rows, lease, runBody);
       if (++appendsSinceCheckpoint >= checkpointEvery) {
         appendsSinceCheckpoint = 0;
         // PASSIVE never waits for readers; journal_size_limit then keeps the WAL file small.
@@ -114,13 +103,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       return use().statements.readJournal.all(runId, afterSeq) as StoreRow[];
     },
     async writeSnapshot(runId, row, lease) {
-      const { db, statements } = use();
-      db.transaction(() => {
-        if (statements.renewLease.run(lease.until, null, runId, lease.owner).changes !== 1) {
-          throw conflict(runId, row.seq, `run ${runId} is held by another owner; this writer lost its lease`);
-        }
-        statements.upsertSnapshot.run(runId, row.seq, row.kind, row.body);
-      }).immediate();
+      use().writes.snapshot.immediate(runId, row, lease);
     },
     async latestSnapshot(runId) {
       return (use().statements.latestSnapshot.get(runId) as StoreRow | undefined) ?? null;
@@ -147,7 +130,36 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       db?.close();
       db = null;
       statements = null;
+      writes = null;
     },
+  };
+}
+
+const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) => new StoreConflictError({ runId, seq, message, cause });
+const lostLease = (runId: string, seq: number | null) => conflict(runId, seq, `run ${runId} is held by another owner; this writer lost its lease`);
+
+/** The write transactions, made once: better-sqlite3 builds a wrapper per `transaction()` call. */
+function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
+  return {
+    append: db.transaction((runId: string, rows: readonly StoreRow[], lease: Lease, runBody: string | undefined) => {
+      // A journal append only checks the lease (a read: no page of the runs table rewritten per step);
+      // a heartbeat (no rows) or a new run body renews it.
+      const held = rows.length === 0 || runBody !== undefined
+        ? statements.renewLease.run(lease.until, runBody ?? null, runId, lease.owner).changes === 1
+        : (statements.leaseOwner.get(runId) as { lease_owner: string | null } | undefined)?.lease_owner === lease.owner;
+      if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
+      for (const row of rows) {
+        try {
+          statements.insertRecord.run(runId, row.seq, row.kind, row.body);
+        } catch (error) {
+          throw conflict(runId, row.seq, `run ${runId} already has a journal record at seq ${row.seq}`, error);
+        }
+      }
+    }),
+    snapshot: db.transaction((runId: string, row: StoreRow, lease: Lease) => {
+      if (statements.renewLease.run(lease.until, null, runId, lease.owner).changes !== 1) throw lostLease(runId, row.seq);
+      statements.upsertSnapshot.run(runId, row.seq, row.kind, row.body);
+    }),
   };
 }
 
@@ -158,6 +170,7 @@ function prepare(db: Database) {
     acquireLease: db.prepare(
       'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE run_id = ? AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ? OR lease_owner = ?)',
     ),
+    leaseOwner: db.prepare('SELECT lease_owner FROM runs WHERE run_id = ?'),
     releaseLease: db.prepare('UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?'),
     renewLease: db.prepare('UPDATE runs SET lease_until = ?, body = coalesce(?, body) WHERE run_id = ? AND lease_owner = ?'),
     insertRecord: db.prepare('INSERT INTO journal (run_id, seq, kind, body) VALUES (?, ?, ?, ?)'),
