@@ -19,6 +19,7 @@ import { thrownMessage } from './redaction/describe-thrown.js';
 import { createRedactor, type RedactOptions, type Redactor } from './redaction/redact.js';
 import type { Tool, ToolHealth, ToolPolicy } from './tools/index.js';
 import type { TraceEvent, TraceOptions } from './trace/trace-event.js';
+import type { InspectOption } from './inspect/inspect-option.js';
 
 /**
  * What a task prompt may be built from: the run's goal and the outputs of the tasks before it.
@@ -95,6 +96,13 @@ export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Ta
    * from another (one tenant's errors must not stop another tenant's run).
    */
   toolHealth?: ToolHealth;
+  /**
+   * An XState inspection observer that sees every event and snapshot of the loop's actor, e.g.
+   * `statelyInspector({ url })`. Off by default. A throwing observer never breaks a run: the first
+   * throw becomes a warning. It sees the machine's context (counters, digests, evaluator reasons,
+   * stop details), never messages or tool results.
+   */
+  inspect?: InspectOption;
 }
 
 export interface ResolvedConfig {
@@ -118,6 +126,7 @@ export interface ResolvedConfig {
   generateRunId: () => string;
   /** The shared health object when one was passed in; otherwise undefined and each run makes its own. */
   toolHealth: ToolHealth | undefined;
+  inspect: InspectOption | undefined;
 }
 
 /** Evaluator lists are checked by their own module; its paths are relative to the list. */
@@ -151,7 +160,7 @@ export const defaultRunId = (): string => `run_${Date.now().toString(36)}_${(run
 /** Objects the loop calls into (model, clock, shared health, tools, evaluators) are kept as they are; the rest is copied as plain data. */
 const keepConfigValue: KeepByReference = (path) => {
   const [last, parent] = [path.at(-1), path.at(-2)];
-  if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth')) return true;
+  if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth' || last === 'inspect')) return true;
   // An evaluator may also be given alone, not in a list.
   return last === 'evaluate' || (typeof last === 'number' && (parent === 'tools' || parent === 'evaluate'));
 };
@@ -201,6 +210,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     random: (config.random as (() => number) | undefined) ?? Math.random,
     generateRunId: (config.generateRunId as (() => string) | undefined) ?? defaultRunId,
     toolHealth: config.toolHealth,
+    inspect: config.inspect,
   };
 }
 

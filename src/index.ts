@@ -41,5 +41,7 @@ export type { ContextOptions, ContextStrategy } from './context/context-window.j
 export { systemClock, type Clock } from './runtime/clock.js';
 export type { TraceEvent, TraceOptions } from './trace/trace-event.js';
 export type { RedactOptions } from './redaction/redact.js';
+export { statelyInspector, type StatelyInspector, type StatelyInspectorOptions, type StatelyInspectorStatus } from './inspect/stately-inspector.js';
+export type { InspectOption } from './inspect/inspect-option.js';
 export { loopMachine, getPendingEffect, STOP_REASONS } from '../machines/index.js';
 export type { StopReason, RunStatus, Usage, LoopLimits, NoProgressThresholds, NoProgressSignal, LoopEvent, PendingEffect } from '../machines/index.js';

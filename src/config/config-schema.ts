@@ -8,6 +8,7 @@ import type { Evaluator } from '../evaluators/index.js';
 import type { Model } from '../model/types.js';
 import { PLAN_TOOL_NAME } from '../plan/plan-tool.js';
 import type { Tool, ToolHealth } from '../tools/index.js';
+import { isInspectOption, type InspectOption } from '../inspect/inspect-option.js';
 
 export const isFunction = (value: unknown): value is (...args: never[]) => unknown => typeof value === 'function';
 const fn = (expected: string) => z.custom<(...args: never[]) => unknown>(isFunction, { message: `expected ${expected}` });
@@ -155,6 +156,7 @@ export const configSchema = z
     random: fn('a function returning a number in [0, 1)').optional(),
     generateRunId: fn('a function returning a string').optional(),
     toolHealth: toolHealthSchema.optional(),
+    inspect: z.custom<InspectOption>(isInspectOption, { message: 'expected an XState inspection observer: a function (inspectionEvent) => void, or an object with next/error/complete methods such as statelyInspector({ url })' }).optional(),
   })
   .strict()
   .superRefine((config, context) => {

@@ -15,6 +15,7 @@ import { describeThrown, errorFields, toError } from '../redaction/describe-thro
 import { closedConversation, priorConversation } from '../conversation/prior-conversation.js';
 import { summarize } from '../trace/trace-event.js';
 import { finalOutput } from '../output/final-output.js';
+import { guardedInspector } from '../inspect/inspect-option.js';
 import { performEvaluation } from './evaluation-step.js';
 import { interruptionEvent as interruptionEventAt, RunInterruption } from './interruption.js';
 import { performModelCall } from './model-step.js';
@@ -51,7 +52,8 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
   const conversation = priorConversation(input, config.instructions);
   const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation);
   const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
-  const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks } });
+  const inspect = config.inspect === undefined ? undefined : guardedInspector(config.inspect, (message) => session.warn(message, safeNow(clock)));
+  const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks }, ...(inspect === undefined ? {} : { inspect }) });
   const onUserAbort = () => {
     controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
   };
