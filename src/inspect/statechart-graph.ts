@@ -112,12 +112,13 @@ const MAX_HOPS = 16;
 
 /**
  * The edges one recorded transition went through: `event` taken from `from` (or a state containing
- * it), then eventless transitions, until `to`. The shortest such route; null when none exists (a
- * trace from another version of the machine).
+ * it), then eventless transitions, until `to`. The shortest such route, or the shortest through the
+ * state `through` when one is given and exists (what else the trace recorded can tell two routes
+ * apart); null when none exists (a trace from another version of the machine).
  * @example
  * routeOf(graph, 'READY', 'run.started', 'RUNNING.deciding') // ['READY->RUNNING', 'RUNNING.gate->RUNNING.deciding']
  */
-export function routeOf(graph: StatechartGraph, from: string, event: string, to: string): string[] | null {
+export function routeOf(graph: StatechartGraph, from: string, event: string, to: string, through?: string): string[] | null {
   const byId = new Map(graph.states.map((state) => [state.id, state]));
   const outgoing = new Map<string, StatechartTransition[]>();
   for (const edge of graph.edges) for (const transition of edge.transitions) outgoing.set(transition.source, [...(outgoing.get(transition.source) ?? []), transition]);
@@ -132,20 +133,30 @@ export function routeOf(graph: StatechartGraph, from: string, event: string, to:
     while (state?.kind === 'compound' && state.initial !== null) state = byId.get(state.initial);
     return state?.id ?? id;
   };
-  const candidates = (id: string, wanted: string | null) =>
-    lineage(id).flatMap((source) => (outgoing.get(source) ?? []).filter((transition) => transition.event === wanted));
-  let frontier: { state: string; edges: string[] }[] = candidates(from, event).map((transition) => ({ state: settle(transition.target), edges: [`${transition.source}->${transition.target}`] }));
+  const candidates = (id: string, wanted: string | null) => lineage(id).flatMap((source) => (outgoing.get(source) ?? []).filter((transition) => transition.event === wanted));
+  interface Step {
+    state: string;
+    passed: boolean;
+    edges: string[];
+  }
+  const advance = (step: Step | null, transition: StatechartTransition): Step => {
+    const state = settle(transition.target);
+    const passed = (step?.passed ?? false) || through === undefined || transition.target === through || state === through;
+    return { state, passed, edges: [...(step?.edges ?? []), `${transition.source}->${transition.target}`] };
+  };
+  let frontier: Step[] = candidates(from, event).map((transition) => advance(null, transition));
   const seen = new Set<string>();
   for (let hop = 0; hop < MAX_HOPS && frontier.length > 0; hop++) {
-    const found = frontier.find((step) => step.state === to);
+    const found = frontier.find((step) => step.state === to && step.passed);
     if (found !== undefined) return found.edges;
-    const next: typeof frontier = [];
+    const next: Step[] = [];
     for (const step of frontier) {
-      if (seen.has(step.state)) continue;
-      seen.add(step.state);
-      for (const transition of candidates(step.state, null)) next.push({ state: settle(transition.target), edges: [...step.edges, `${transition.source}->${transition.target}`] });
+      const key = `${step.state}|${step.passed}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      for (const transition of candidates(step.state, null)) next.push(advance(step, transition));
     }
     frontier = next;
   }
-  return null;
+  return through === undefined ? null : routeOf(graph, from, event, to);
 }

@@ -83,9 +83,14 @@ const ROOT_OPTIONS: Record<string, string> = {
 export async function layoutStatechart(graph: StatechartGraph): Promise<StatechartLayout> {
   const byParent = new Map<string | null, StatechartState[]>();
   for (const state of graph.states) byParent.set(state.parent, [...(byParent.get(state.parent) ?? []), state]);
+  const firstState = byParent.get(null)?.[0]?.id;
   const toElk = (state: StatechartState): ElkNode => {
     const children = byParent.get(state.id) ?? [];
-    if (children.length === 0) return { id: state.id, width: textWidth(state.key) + STATE_PADDING * 2, height: STATE_HEIGHT, labels: [{ text: state.key }] };
+    if (children.length === 0) {
+      // The start at the top and the final state at the bottom, whatever the cycles between them.
+      const layer = state.parent === null ? (state.id === firstState ? 'FIRST' : state.kind === 'final' ? 'LAST' : null) : null;
+      return { id: state.id, width: textWidth(state.key) + STATE_PADDING * 2, height: STATE_HEIGHT, labels: [{ text: state.key }], ...(layer === null ? {} : { layoutOptions: { 'elk.layered.layering.layerConstraint': layer } }) };
+    }
     return {
       id: state.id,
       labels: [{ text: state.key }],
