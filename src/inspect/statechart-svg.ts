@@ -26,7 +26,7 @@ function drawState(state: PlacedState, initialStates: ReadonlySet<string>): stri
 function drawEdge(edge: PlacedEdge, count: number): string {
   if (edge.points.length < 2) return '';
   const path = edge.points.map((point, index) => `${index === 0 ? 'M' : 'L'}${round(point.x)} ${round(point.y)}`).join(' ');
-  const classes = ['edge', edge.eventless ? 'eventless' : '', count > 0 ? 'taken' : ''].filter(Boolean).join(' ');
+  const classes = ['edge', edge.events.length === 0 ? 'eventless' : '', count > 0 ? 'taken' : ''].filter(Boolean).join(' ');
   const guards = [...new Set(edge.transitions.map((transition) => `${transition.event ?? 'always'}${transition.guard ? ` [${transition.guard}]` : ''}`))];
   const title = `<title>${escapeHtml(`${edge.source} → ${edge.target}\n${guards.join('\n')}${count > 0 ? `\ntaken ${count}×` : ''}`)}</title>`;
   let label = '';

@@ -3,7 +3,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer } from 'ws';
+import { createInspectorServer } from '@statelyai/inspect/server';
+import WebSocket, { WebSocketServer } from 'ws';
 import { createLoop } from '../loop.js';
 import { virtualClock } from '../testing/index.js';
 import { sampleLoopConfig } from '../../test/support/sample-run.js';
@@ -54,6 +55,27 @@ describe('statelyInspector', () => {
     expect(inspector.status).toBe('closed');
   });
 
+  it("reaches a browser through @statelyai/inspect's own relay server", async () => {
+    const port = await closedPort();
+    const relay = createInspectorServer({ port, autoOpen: false });
+    try {
+      await expect.poll(async () => fetch(`http://localhost:${port}/`).then((response) => response.status, () => 0)).toBe(200);
+      // The relay's page connects like this, then hands events to the hosted UI in an iframe.
+      const browser = new WebSocket(`ws://localhost:${port}`);
+      const relayed: { type: string }[] = [];
+      browser.on('message', (data) => relayed.push(JSON.parse(String(data)) as { type: string }));
+      await new Promise((done) => browser.once('open', done));
+      const inspector = statelyInspector({ url: `ws://localhost:${port}` });
+      await createLoop(sampleLoopConfig(virtualClock(), { inspect: inspector })).run({ goal: 'Status of O-101?' });
+      await inspector.close();
+      await expect.poll(() => relayed.length).toBe(inspector.sentEvents);
+      expect(new Set(relayed.map((event) => event.type))).toEqual(new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot']));
+      browser.close();
+    } finally {
+      relay.stop();
+    }
+  });
+
   it('buffers what comes before the socket opens and sends it once it does', async () => {
     const { url, received } = await listeningServer();
     const inspector = statelyInspector({ url });
@@ -87,20 +109,21 @@ describe('statelyInspector', () => {
     let output = '';
     child.stdout.on('data', (chunk) => (output += String(chunk)));
     child.stderr.on('data', (chunk) => (output += String(chunk)));
-    const started = Date.now();
-    const exit = await new Promise<number | null>((done) => {
-      const killer = setTimeout(() => child.kill('SIGKILL'), 8_000);
+    const exit = await new Promise<{ code: number | null; at: number }>((done) => {
+      // Generous: on a loaded machine the transpiling loader alone can take seconds. Hanging is what fails.
+      const killer = setTimeout(() => child.kill('SIGKILL'), 45_000);
       child.on('exit', (code) => {
         clearTimeout(killer);
-        done(code);
+        done({ code, at: Date.now() });
       });
     });
-    expect({ exit, output }).toMatchObject({ exit: 0 });
+    expect({ exit: exit.code, output }).toMatchObject({ exit: 0 });
     expect(output).toContain('run: completed');
     expect(output).toMatch(/inspector: .*unreachable/);
-    // The transpiling loader takes most of this; the package's own adapter would never exit.
-    expect(Date.now() - started).toBeLessThan(8_000);
-  });
+    const finishedAt = Number(/finished at (\d+)/.exec(output)?.[1]);
+    // The package's own adapter never exits here (its 5 s reconnect timer); ours lets go at once.
+    expect(exit.at - finishedAt).toBeLessThan(3_000);
+  }, 60_000);
 
   it('refuses a url that is not a WebSocket address', () => {
     expect(() => statelyInspector({ url: 'http://localhost:8080' })).toThrow(/ws:\/\/ or wss:\/\//);
