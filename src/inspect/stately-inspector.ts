@@ -3,12 +3,13 @@
  * a WebSocket. Built on `@statelyai/inspect`'s `createInspector` with an adapter of ours, because the
  * package's own WebSocket adapter reconnects every 5 s forever and never lets Node exit when nobody
  * listens. Ours connects once, buffers until the socket opens, drops everything once it fails or
- * closes, and keeps no timer or socket referenced, so a finished script always exits.
+ * closes, and keeps no timer or socket referenced, so a finished script always exits. The package and
+ * `ws` are loaded when `statelyInspector` is first called: importing loopstate alone never loads them.
  */
 import { connect as netConnect, isIP, type createConnection, type NetConnectOpts, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
-import { createInspector, type StatelyInspectionEvent } from '@statelyai/inspect';
-import WebSocket from 'ws';
+import type { StatelyInspectionEvent } from '@statelyai/inspect';
+import type WebSocket from 'ws';
 import type { InspectionEvent, Observer } from 'xstate';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 
@@ -70,7 +71,10 @@ class SingleConnectionAdapter {
   private readonly closed: Promise<void>;
   private markClosed: () => void = () => undefined;
 
-  constructor(private readonly options: Required<Omit<StatelyInspectorOptions, 'onError'>> & Pick<StatelyInspectorOptions, 'onError'>) {
+  constructor(
+    private readonly options: Required<Omit<StatelyInspectorOptions, 'onError'>> & Pick<StatelyInspectorOptions, 'onError'>,
+    private readonly WebSocketClass: typeof WebSocket,
+  ) {
     this.settled = new Promise((resolve) => (this.settle = resolve));
     this.closed = new Promise((resolve) => (this.markClosed = resolve));
   }
@@ -78,7 +82,7 @@ class SingleConnectionAdapter {
   start(): void {
     if (this.socket !== null) return;
     try {
-      this.socket = new WebSocket(this.options.url, { handshakeTimeout: this.options.connectTimeoutMs, createConnection: unrefConnector(this.options.url.startsWith('wss:')) });
+      this.socket = new this.WebSocketClass(this.options.url, { handshakeTimeout: this.options.connectTimeoutMs, createConnection: unrefConnector(this.options.url.startsWith('wss:')) });
     } catch (error) {
       this.fail(new Error(`could not connect to the Stately inspector at ${this.options.url}: ${thrownMessage(error)}`, { cause: error }));
       return;
@@ -127,11 +131,11 @@ class SingleConnectionAdapter {
     this.status = 'closed';
     this.settle();
     const socket = this.socket;
-    if (socket === null || socket.readyState === WebSocket.CLOSED) {
+    if (socket === null || socket.readyState === this.WebSocketClass.CLOSED) {
       this.markClosed();
       return;
     }
-    if (socket.readyState === WebSocket.OPEN) {
+    if (socket.readyState === this.WebSocketClass.OPEN) {
       socket.close();
       void unrefDelay(CLOSE_GRACE_MS).then(() => socket.terminate());
     } else {
@@ -199,30 +203,64 @@ export function statelyInspector(options: StatelyInspectorOptions): StatelyInspe
   if (typeof options?.url !== 'string' || !/^wss?:\/\//.test(options.url)) {
     throw new TypeError(`statelyInspector: expected url to be a ws:// or wss:// address, got ${JSON.stringify(options?.url)}`);
   }
-  const adapter = new SingleConnectionAdapter({
+  const resolved = {
     url: options.url,
     maxBufferedEvents: options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS,
     connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     onError: options.onError,
-  });
-  const inspector = createInspector(adapter);
-  // The one connection attempt starts now, so events buffer from the first one on.
-  inspector.start();
-  const forward = inspector.inspect;
+  };
+  let adapter: SingleConnectionAdapter | null = null;
+  let forward: Observer<InspectionEvent> | null = null;
+  // Events that arrive while the inspector's modules load; capped like the socket's buffer.
+  let early: InspectionEvent[] = [];
+  let earlyDropped = 0;
+  let closing = false;
+  // Loaded on first use, so a loop that never inspects never loads them.
+  const loaded = Promise.all([import('@statelyai/inspect'), import('ws')]).then(
+    ([{ createInspector }, { default: WebSocketClass }]) => {
+      adapter = new SingleConnectionAdapter(resolved, WebSocketClass);
+      const inspector = createInspector(adapter);
+      // The one connection attempt starts now; what came before is replayed into its buffer.
+      inspector.start();
+      forward = inspector.inspect;
+      adapter.droppedEvents += earlyDropped;
+      for (const event of early) forward.next?.(event);
+      early = [];
+    },
+    (error: unknown) => {
+      earlyDropped += early.length;
+      early = [];
+      try {
+        resolved.onError?.(new Error(`the Stately inspector could not be loaded: ${thrownMessage(error)}`, { cause: error }));
+      } catch {
+        // As for a failed connection: the caller's hook throwing changes nothing.
+      }
+    },
+  );
   return {
     next: (inspectionEvent) => {
-      if (adapter.status !== 'closed') forward.next?.(inspectionEvent);
+      if (adapter === null) {
+        if (closing) earlyDropped++;
+        else if (early.push(inspectionEvent) > resolved.maxBufferedEvents) {
+          early.shift();
+          earlyDropped++;
+        }
+      } else if (adapter.status !== 'closed') forward?.next?.(inspectionEvent);
       else adapter.droppedEvents++;
     },
     get status() {
-      return adapter.status;
+      return adapter?.status ?? (closing ? 'closed' : 'connecting');
     },
     get sentEvents() {
-      return adapter.sentEvents;
+      return adapter?.sentEvents ?? 0;
     },
     get droppedEvents() {
-      return adapter.droppedEvents;
+      return adapter?.droppedEvents ?? earlyDropped;
     },
-    close: () => adapter.close(),
+    close: async () => {
+      closing = true;
+      await loaded;
+      await (adapter as SingleConnectionAdapter | null)?.close();
+    },
   };
 }
