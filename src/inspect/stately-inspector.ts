@@ -29,7 +29,11 @@ export interface StatelyInspectorOptions {
   onError?: (error: Error) => void;
 }
 
-/** `connecting` until the one attempt settles, then `open`, and `closed` for good after a failure or `close()`. */
+/**
+ * `connecting` until the one attempt settles, then `open`, and `closed` for good after a failure or `close()`.
+ * @example
+ * if (inspector.status === 'closed') console.warn(`inspector off; ${inspector.droppedEvents} events not sent`);
+ */
 export type StatelyInspectorStatus = 'connecting' | 'open' | 'closed';
 
 /**
