@@ -9,6 +9,7 @@
  */
 import { explainStopReason } from './stop-reason-text.js';
 import { isViewerEvent, type ReadEvent, type RunTrace, type ViewerEvent } from './read-trace.js';
+import { countersMovedBy, NUDGE_WARNING, routeHint } from './route-evidence.js';
 import { routeOf, type StatechartGraph } from './statechart-graph.js';
 
 type EventOf<Type extends ViewerEvent['type']> = Extract<ViewerEvent, { type: Type }>;
@@ -110,38 +111,9 @@ export interface RunTimeline {
   notices: string[];
 }
 
-const NUDGE_WARNING = /^no-progress nudge at step (\d+): (\w+)/;
-
 const zeroUsage = (): SpentUsage => ({ inputTokens: 0, outputTokens: 0, costUsd: 0, modelCalls: 0, toolCalls: 0 });
 const zeroStreaks = (): DerivedStreaks => ({ repeatedToolCall: 0, duplicateObservation: 0, sameParseError: 0, sameEvaluatorReason: 0, nudge: null });
 const zeroCounters = (): DerivedCounters => ({ transportRetries: 0, reflectionRetries: 0, argumentRepairs: 0 });
-
-/** What the trace recorded around one transition, to choose between routes of equal length. */
-function routeHint(transition: EventOf<'transition'>, before: ViewerEvent | undefined, after: readonly ViewerEvent[], stopReason: string | null): string | undefined {
-  const nudged = after.some((event) => event.type === 'warning' && NUDGE_WARNING.test(event.message));
-  switch (transition.event) {
-    case 'model.responded':
-      if (transition.to !== 'RUNNING.deciding' || before?.type !== 'step-end') return undefined;
-      if (nudged) return 'RUNNING.decisionSignalled';
-      return before.decision === 'tool_calls' ? 'RUNNING.repairingArguments' : undefined;
-    case 'tools.completed':
-      return nudged ? 'RUNNING.roundSignalled' : undefined;
-    case 'evaluation.completed':
-      if (before?.type === 'evaluation-end' && before.passed) return 'SUCCESS';
-      return transition.to === 'TERMINATED' && stopReason === 'retries_exhausted' ? 'FAILED' : undefined;
-    default:
-      return transition.to === 'TERMINATED' && stopReason === 'retries_exhausted' ? 'FAILED' : undefined;
-  }
-}
-
-/** Which counter a route's edges say moved. */
-function countersMovedBy(route: readonly string[]): Partial<DerivedCounters> {
-  return {
-    ...(route.includes('RUNNING.backoffChecked->RETRY.backingOff') ? { transportRetries: 1 } : {}),
-    ...(route.includes('RUNNING.routingEvaluation->RETRY.reflecting') ? { reflectionRetries: 1 } : {}),
-    ...(route.includes('RUNNING.repairingArguments->RUNNING.gate') ? { argumentRepairs: 1 } : {}),
-  };
-}
 
 /**
  * Rebuilds the per-step view of one run from its trace and the statechart.
@@ -194,7 +166,7 @@ export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimel
     if (next === taskId) return;
     taskId = next;
     counters = zeroCounters();
-    streaks = { ...zeroStreaks(), nudge: null };
+    streaks = zeroStreaks();
     triples.clear();
     lastRejection = null;
   };

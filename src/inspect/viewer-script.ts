@@ -52,7 +52,7 @@ export const VIEWER_SCRIPT = String.raw`
     $('active-state').textContent = frame.state;
     $('frame-event').innerHTML = frame.event === null
       ? 'the run has started; nothing has happened yet'
-      : '<code>' + esc(frame.event) + '</code>: ' + esc(frame.from) + ' → ' + esc(frame.to ?? frame.state) + (frame.routeFound ? '' : ' <span class="warn">(route not found in this statechart)</span>');
+      : '<code>' + esc(frame.event) + '</code>: ' + esc(frame.from) + ' → ' + esc(frame.state) + (frame.routeFound ? '' : ' <span class="warn">(route not found in this statechart)</span>');
     $('frame-task').textContent = frame.taskId ?? '—';
     const u = frame.usage;
     $('budgets').innerHTML = head + '<tbody>' +
