@@ -3,6 +3,7 @@
  * the step table and the stop reason in words. Everything is inline (styles, script, data), so the
  * page works with no network at all.
  */
+import { basename } from 'node:path';
 import type { RunTimeline, StepRow } from './run-timeline.js';
 import { escapeHtml, statechartSvg } from './statechart-svg.js';
 import type { StatechartLayout } from './statechart-layout.js';
@@ -102,7 +103,7 @@ export function viewerPage(layout: StatechartLayout, timeline: RunTimeline): str
 <body>
 <header>
   <h1>Run <code>${escapeHtml(timeline.runId)}</code></h1>
-  <div class="meta">${escapeHtml(timeline.source)} · model ${escapeHtml(timeline.modelId ?? 'unknown')} · tasks ${escapeHtml(timeline.tasks.join(', ') || '—')} · goal “${escapeHtml(timeline.goalSummary ?? '—')}”</div>
+  <div class="meta"><span title="${escapeHtml(timeline.source)}">${escapeHtml(basename(timeline.source))}</span> · model ${escapeHtml(timeline.modelId ?? 'unknown')} · tasks ${escapeHtml(timeline.tasks.join(', ') || '—')} · goal “${escapeHtml(timeline.goalSummary ?? '—')}”</div>
   ${stopHtml}
 </header>
 <main>
