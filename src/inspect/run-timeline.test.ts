@@ -7,7 +7,9 @@ import { loopMachine } from '../../machines/index.js';
 import { writeSampleTrace } from '../../test/support/sample-run.js';
 import { createLoop } from '../loop.js';
 import type { RunResult } from '../runtime/run-result.js';
-import { scriptedModel, toolCall, virtualClock } from '../testing/index.js';
+import { emptyReply, modelError, reply, scriptedModel, toolCall, virtualClock } from '../testing/index.js';
+import { evaluators } from '../evaluators/index.js';
+import type { Loop } from '../loop.js';
 import { defineTool } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { parseTrace, readTraceFile } from './read-trace.js';
@@ -95,5 +97,73 @@ describe('buildTimeline on a doom loop', () => {
     expect(doom.frames.at(-1)?.streaks.nudge).toMatchObject({ signal: 'repeated_tool_call' });
     expect(doom.frames.some((frame) => frame.route.includes('RUNNING.acting->RUNNING.roundSignalled'))).toBe(true);
     expect(doom.stop?.reason).toBe('no_progress');
+  });
+});
+
+/** The trace of one run of `loop`, through the JSONL reader. */
+async function traced(run: (onEvent: (event: TraceEvent) => void) => Promise<RunResult>): Promise<{ result: RunResult; timeline: RunTimeline }> {
+  const events: TraceEvent[] = [];
+  const result = await run((event) => events.push(event));
+  return { result, timeline: buildTimeline(parseTrace(events.map((event) => JSON.stringify(event)).join('\n'), 'run.jsonl'), graph) };
+}
+
+describe('buildTimeline finds a route for every recorded transition', () => {
+  const lookup = defineTool({ name: 'lookup', description: 'Looks up', input: z.object({ id: z.string() }), access: 'read', execute: async ({ id }) => ({ id }) });
+  const loopWith = (script: Parameters<typeof scriptedModel>[0], extra: object, onEvent: (event: TraceEvent) => void): Loop =>
+    createLoop({ model: scriptedModel(script), tools: [lookup], clock: virtualClock(), random: () => 0.5, trace: { onEvent }, ...extra });
+  it('a two-task workflow: the task switch goes through SUCCESS and READY, and counters start over', async () => {
+    const { result, timeline } = await traced((onEvent) =>
+      loopWith([reply('first'), reply('second'), reply('second, fixed')], {
+        tasks: [
+          { id: 'draft', prompt: 'Draft it' },
+          { id: 'format', prompt: 'Format it', evaluate: evaluators.rule((text: string) => text.endsWith('fixed'), 'must be fixed') },
+        ],
+      }, onEvent).run({ goal: 'g' }),
+    );
+    expect(result.stopReason).toBe('completed');
+    expect(timeline.frames.every((frame) => frame.routeFound)).toBe(true);
+    const switched = timeline.frames.find((frame) => frame.route.includes('SUCCESS->READY'));
+    expect(switched?.route).toEqual(['RUNNING.evaluating->RUNNING.routingEvaluation', 'RUNNING.routingEvaluation->SUCCESS', 'SUCCESS->READY', 'READY->RUNNING', 'RUNNING.gate->RUNNING.deciding']);
+    expect(timeline.frames.at(-1)).toMatchObject({ taskId: 'format', counters: { reflectionRetries: 1 } });
+    expect(timeline.steps.map((row) => row.taskId)).toEqual(['draft', 'format', 'format']);
+  });
+
+  it('a step limit', async () => {
+    const { result, timeline } = await traced((onEvent) => loopWith([toolCall('lookup', { id: 'a' }), toolCall('lookup', { id: 'b' }), toolCall('lookup', { id: 'c' })], { limits: { maxSteps: 2 } }, onEvent).run({ goal: 'g' }));
+    expect(result.stopReason).toBe('max_steps');
+    expect(timeline.frames.every((frame) => frame.routeFound)).toBe(true);
+    expect(timeline.notices).toEqual([]);
+  });
+
+  it('rejections until the retries run out, through FAILED', async () => {
+    const { result, timeline } = await traced((onEvent) =>
+      loopWith([reply('no'), reply('still no'), reply('never')], { evaluate: evaluators.rule(() => false, 'always wrong'), limits: { maxRetries: 2 } }, onEvent).run({ goal: 'g' }),
+    );
+    expect(result.stopReason).toBe('retries_exhausted');
+    expect(timeline.frames.every((frame) => frame.routeFound)).toBe(true);
+    expect(timeline.frames.at(-1)?.route).toContain('FAILED->TERMINATED');
+    expect(timeline.frames.at(-1)?.counters.reflectionRetries).toBe(2);
+  });
+
+  it('an invalid tool call repaired, a parse error, and a fatal model error', async () => {
+    const { result, timeline } = await traced((onEvent) =>
+      loopWith([toolCall('lookup', { id: 7 }), emptyReply(), toolCall('lookup', { id: 'a' }), modelError({ status: 401 })], {}, onEvent).run({ goal: 'g' }),
+    );
+    expect(result.stopReason).toBe('fatal_error');
+    expect(timeline.frames.every((frame) => frame.routeFound)).toBe(true);
+    expect(timeline.frames.map((frame) => frame.counters.argumentRepairs).at(-1)).toBe(1);
+    expect(timeline.edgeCounts['RUNNING.deciding->RUNNING.gate']).toBe(1);
+    expect(timeline.frames.some((frame) => frame.streaks.sameParseError === 1)).toBe(true);
+    expect(timeline.notices).toEqual(['1 failed model call(s) after the last step: auth']);
+  });
+
+  it('a cancelled run', async () => {
+    const controller = new AbortController();
+    const { result, timeline } = await traced((onEvent) => {
+      const cancelling = defineTool({ name: 'lookup', description: 'Cancels', input: z.object({ id: z.string() }), access: 'read', execute: async () => { controller.abort(); return {}; } });
+      return createLoop({ model: scriptedModel([toolCall('lookup', { id: 'a' }), reply('x')]), tools: [cancelling], clock: virtualClock(), trace: { onEvent } }).run({ goal: 'g', signal: controller.signal });
+    });
+    expect(result.stopReason).toBe('cancelled');
+    expect(timeline.frames.every((frame) => frame.routeFound)).toBe(true);
   });
 });

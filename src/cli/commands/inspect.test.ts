@@ -1,10 +1,13 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeSampleTrace } from '../../../test/support/sample-run.js';
 import { runCli } from '../run-cli.js';
 
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 let directory: string;
 let tracePath: string;
 beforeAll(async () => {
@@ -61,4 +64,22 @@ describe('loopstate inspect', () => {
     expect(await runCli(['inspect', tracePath, '--port', 'eighty'], badPort.io, { stop: AbortSignal.abort() })).toBe(2);
     expect(badPort.err[0]).toContain('--port: expected a port number');
   });
+
+  it('the bin serves until Ctrl-C, then exits 0', async () => {
+    const child = spawn(process.execPath, ['--import', './test/support/typescript-register.mjs', 'src/cli.ts', 'inspect', tracePath], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += String(chunk)));
+    child.stderr.on('data', (chunk) => (output += String(chunk)));
+    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+    try {
+      // Generous: the transpiling loader and the layout take seconds on a loaded machine.
+      await expect.poll(() => /Viewer: (\S+)/.exec(output)?.[1], { timeout: 40_000, interval: 100 }).toBeDefined();
+      const url = /Viewer: (\S+)/.exec(output)![1]!;
+      expect((await fetch(url)).status).toBe(200);
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
 });
