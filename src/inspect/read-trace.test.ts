@@ -41,6 +41,9 @@ describe('readTraceFile', () => {
     const run = parseTrace(lines.join('\n'), 'run.jsonl');
     expect(run.events[1]).toMatchObject({ type: 'step-start', step: 1 });
     expect(run.events[0]).toMatchObject({ schemaVersion: 2, limits: { maxSteps: 6, maxCostUsd: null } });
+    // Limits of a shape the viewer does not know are left out, never an error.
+    lines[0] = JSON.stringify({ ...(JSON.parse(lines[0]!) as object), limits: { maxSteps: 6, tenant: { maxCostUsd: 1 } }, noProgress: 'default' });
+    expect(parseTrace(lines.join('\n'), 'run.jsonl').events[0]).toMatchObject({ limits: { maxSteps: 6 }, noProgress: undefined });
   });
 
   it('names the line and the field of a bad event', () => {

@@ -11,8 +11,14 @@ import { LoopstateError } from '../errors.js';
 const text = z.string();
 const count = z.number().int().min(0);
 const amount = z.number().min(0);
-/** A limit as JSON writes it: `Infinity` becomes null, which means "no limit". */
-const limit = z.number().nullable();
+/**
+ * Limits as JSON writes them (`Infinity` becomes null: "no limit"). Read leniently: their shape belongs
+ * to the trace schema, so an entry that is not a number or null is left out, never an error.
+ */
+const limits = z.unknown().transform((value): Record<string, number | null> | undefined => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  return Object.fromEntries(Object.entries(value).filter((entry): entry is [string, number | null] => entry[1] === null || typeof entry[1] === 'number'));
+});
 
 const base = { runId: text, at: z.number() };
 const usage = z.looseObject({ inputTokens: amount, outputTokens: amount, costUsd: amount, modelCalls: count.optional(), toolCalls: count.optional() });
@@ -24,8 +30,8 @@ const KNOWN_EVENTS = {
     goalSummary: text.optional(),
     tasks: z.array(text).optional(),
     modelId: text.optional(),
-    limits: z.record(text, limit).optional(),
-    noProgress: z.record(text, limit).optional(),
+    limits: limits.optional(),
+    noProgress: limits.optional(),
   }),
   transition: z.looseObject({ ...base, type: z.literal('transition'), event: text, from: text, to: text }),
   'step-end': z.looseObject({
