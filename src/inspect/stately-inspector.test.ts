@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createInspectorServer } from '@statelyai/inspect/server';
 import WebSocket, { WebSocketServer } from 'ws';
+import { evaluators } from '../evaluators/index.js';
 import { createLoop } from '../loop.js';
 import { virtualClock } from '../testing/index.js';
 import { sampleLoopConfig } from '../../test/support/sample-run.js';
@@ -74,6 +75,24 @@ describe('statelyInspector', () => {
     } finally {
       relay.stop();
     }
+  });
+
+  it('redacts the context and events it sends, with the built-in rules and the ones given', async () => {
+    const { url, received } = await listeningServer();
+    const inspector = statelyInspector({ url, redact: { patterns: [/\bORDER-SECRET-\d+\b/g] } });
+    const config = sampleLoopConfig(virtualClock(), {
+      inspect: inspector,
+      // A rejection whose reason quotes a key: it lands in the machine's context as feedback.
+      evaluate: evaluators.rule(() => false, 'saw sk-proj-abcdefghijklmnopqrstuvwx1234567890 and ORDER-SECRET-42'),
+      limits: { maxRetries: 1 },
+    });
+    await createLoop(config).run({ goal: 'Status of O-101?' });
+    await inspector.close();
+    await expect.poll(() => received.length).toBe(inspector.sentEvents);
+    const sent = JSON.stringify(received);
+    expect(sent).toContain('[redacted]');
+    expect(sent).not.toContain('sk-proj-abcdefghijklmnopqrstuvwx1234567890');
+    expect(sent).not.toContain('ORDER-SECRET-42');
   });
 
   it('buffers what comes before the socket opens and sends it once it does', async () => {

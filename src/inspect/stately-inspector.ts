@@ -12,6 +12,7 @@ import type { StatelyInspectionEvent } from '@statelyai/inspect';
 import type WebSocket from 'ws';
 import type { InspectionEvent, Observer } from 'xstate';
 import { thrownMessage } from '../redaction/describe-thrown.js';
+import { createRedactor, type RedactOptions, type Redactor } from '../redaction/redact.js';
 
 /**
  * Where and how `statelyInspector` connects.
@@ -27,6 +28,11 @@ export interface StatelyInspectorOptions {
   connectTimeoutMs?: number;
   /** Told once why the inspector stopped sending (connection refused, timed out, closed by the server). */
   onError?: (error: Error) => void;
+  /**
+   * Extra redaction rules for the context and events it sends, as the loop's own `redact` option (pass the
+   * same); the built-in rules always apply.
+   */
+  redact?: RedactOptions;
 }
 
 /**
@@ -76,8 +82,9 @@ class SingleConnectionAdapter {
   private markClosed: () => void = () => undefined;
 
   constructor(
-    private readonly options: Required<Omit<StatelyInspectorOptions, 'onError'>> & Pick<StatelyInspectorOptions, 'onError'>,
+    private readonly options: Required<Pick<StatelyInspectorOptions, 'url' | 'maxBufferedEvents' | 'connectTimeoutMs'>> & Pick<StatelyInspectorOptions, 'onError'>,
     private readonly WebSocketClass: typeof WebSocket,
+    private readonly redactor: Redactor,
   ) {
     this.settled = new Promise((resolve) => (this.settle = resolve));
     this.closed = new Promise((resolve) => (this.markClosed = resolve));
@@ -112,7 +119,9 @@ class SingleConnectionAdapter {
     }
     let text: string;
     try {
-      text = JSON.stringify(event);
+      // Evaluator reasons and stop details can quote model output: the rules of traces apply to every
+      // string of the event, its snapshot's context and output included (read as JSON, as it is sent).
+      text = JSON.stringify(this.redactor.strings(JSON.parse(JSON.stringify(event)) as unknown));
     } catch {
       // A snapshot that cannot be serialised (a cycle): that one event is skipped, the stream goes on.
       this.droppedEvents++;
@@ -196,7 +205,8 @@ function unrefConnector(secure: boolean): typeof createConnection {
  * it as `createLoop({ inspect })`. It connects once: events are buffered until the socket opens, and
  * dropped for good if it fails or closes (no reconnect). Nothing it holds keeps Node alive; call
  * `close()` before exiting to flush the last events. The inspector sees the machine's context
- * (counters, digests, evaluator reasons, stop details), never messages or tool results.
+ * (counters, digests, evaluator reasons, stop details), never messages or tool results; strings in it
+ * are redacted with the built-in rules plus `redact`.
  * @example
  * const inspector = statelyInspector({ url: 'ws://127.0.0.1:8080' });
  * const loop = createLoop({ model, inspect: inspector });
@@ -207,6 +217,7 @@ export function statelyInspector(options: StatelyInspectorOptions): StatelyInspe
   if (typeof options?.url !== 'string' || !/^wss?:\/\//.test(options.url)) {
     throw new TypeError(`statelyInspector: expected url to be a ws:// or wss:// address, got ${JSON.stringify(options?.url)}`);
   }
+  const redactor = createRedactor(options.redact);
   const resolved = {
     url: options.url,
     maxBufferedEvents: options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS,
@@ -222,7 +233,7 @@ export function statelyInspector(options: StatelyInspectorOptions): StatelyInspe
   // Loaded on first use, so a loop that never inspects never loads them.
   const loaded = Promise.all([import('@statelyai/inspect'), import('ws')]).then(
     ([{ createInspector }, { default: WebSocketClass }]) => {
-      adapter = new SingleConnectionAdapter(resolved, WebSocketClass);
+      adapter = new SingleConnectionAdapter(resolved, WebSocketClass, redactor);
       const inspector = createInspector(adapter);
       // The one connection attempt starts now; what came before is replayed into its buffer.
       inspector.start();
