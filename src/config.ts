@@ -22,6 +22,7 @@ import type { Store } from './store/store.js';
 import type { Tool, ToolHealth, ToolPolicy } from './tools/index.js';
 import type { OtelTraceOptions, TraceOptions } from './trace/trace-event.js';
 import type { ResolvedTraceOptions } from './trace/trace-sinks.js';
+import type { InspectOption } from './inspect/inspect-option.js';
 
 /**
  * What a task prompt may be built from: the run's goal and the outputs of the tasks before it.
@@ -99,6 +100,13 @@ export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Ta
    */
   toolHealth?: ToolHealth;
   /**
+   * An XState inspection observer that sees every event and snapshot of the loop's actor, e.g.
+   * `statelyInspector({ url })`. Off by default. A throwing observer never breaks a run: the first
+   * throw becomes a warning. It sees the machine's context (counters, digests, evaluator reasons,
+   * stop details), never messages or tool results.
+   */
+  inspect?: InspectOption;
+  /**
    * Makes runs durable: each step is journalled before the machine sees it, so `loop.resume(runId)` can
    * continue a run after a crash or a stop for approval, in another process if need be.
    */
@@ -163,6 +171,7 @@ export interface ResolvedConfig {
   store: Store | undefined;
   tenant: TenantBudget | undefined;
   durable: { snapshotEvery: number; approvalExpiresAfterMs: number | null; leaseMs: number };
+  inspect: InspectOption | undefined;
 }
 
 /** Evaluator lists are checked by their own module; its paths are relative to the list. */
@@ -208,7 +217,7 @@ export const defaultRunId = (): string => `run_${Date.now().toString(36)}_${(run
 /** Objects the loop calls into (model, clock, shared health, tools, evaluators) are kept as they are; the rest is copied as plain data. */
 const keepConfigValue: KeepByReference = (path) => {
   const [last, parent] = [path.at(-1), path.at(-2)];
-  if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth' || last === 'store')) return true;
+  if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth' || last === 'store' || last === 'inspect')) return true;
   // An OpenTelemetry tracer and context are the caller's objects, used as they are.
   if (path.length === 3 && path[0] === 'trace' && parent === 'otel' && (last === 'tracer' || last === 'parent')) return true;
   // An evaluator may also be given alone, not in a list.
@@ -281,6 +290,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
       approvalExpiresAfterMs: config.durable?.approvalExpiresAfterMs ?? DEFAULT_DURABLE.approvalExpiresAfterMs,
       leaseMs: config.durable?.leaseMs ?? DEFAULT_DURABLE.leaseMs,
     },
+    inspect: config.inspect,
   };
 }
 

@@ -7,6 +7,7 @@ import { formatResult } from '../../examples/format-result.js';
 import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type ExampleRunner } from './bundled-examples.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { packageVersion } from './package-version.js';
+import { inspectCommand } from './commands/inspect.js';
 
 /** Where the CLI writes; each call is one line or block, without a trailing newline. */
 export interface CliIo {
@@ -17,6 +18,8 @@ export interface CliIo {
 export interface RunCliOptions {
   /** Examples by name; defaults to the bundled ones (tests inject their own). */
   examples?: Readonly<Record<string, ExampleRunner>>;
+  /** Stops a long-running command (`inspect`); defaults to Ctrl-C (SIGINT) or SIGTERM. */
+  stop?: AbortSignal;
 }
 
 /** Exit codes: 0 success, 1 the example ran but did not succeed (or threw), 2 bad usage. */
@@ -30,8 +33,13 @@ function usage(examples: Readonly<Record<string, ExampleRunner>>): string {
 Commands:
   example [name]     run a bundled example offline on the scripted model (default: ${DEFAULT_EXAMPLE})
                      names: ${Object.keys(examples).join(', ')}
+  inspect <run.jsonl>
+                     serve a local viewer of a JSONL trace on 127.0.0.1 (statechart, path taken,
+                     time travel over its steps, step table); works offline; Ctrl-C stops it
 Options:
-  --json             print the full result (with trace) as JSON
+  --json             print the full result (with trace) as JSON (example)
+  --port N           inspect: the port to listen on (default 0: a free one)
+  --run <id>         inspect: which run, when the file holds several
   -h, --help         show this help
   -v, --version      print the version`;
 }
@@ -45,7 +53,7 @@ const messageOf = thrownMessage;
  */
 export async function runCli(argv: readonly string[], io: CliIo, options: RunCliOptions = {}): Promise<number> {
   try {
-    return await dispatch(argv, io, options.examples ?? BUNDLED_EXAMPLES);
+    return await dispatch(argv, io, options.examples ?? BUNDLED_EXAMPLES, options.stop);
   } catch (error) {
     // The bin must end with a message and an exit code, never an unhandled rejection.
     io.err(`loopstate: ${messageOf(error)}`);
@@ -53,13 +61,33 @@ export async function runCli(argv: readonly string[], io: CliIo, options: RunCli
   }
 }
 
-async function dispatch(argv: readonly string[], io: CliIo, examples: Readonly<Record<string, ExampleRunner>>): Promise<number> {
+/** Aborts on Ctrl-C or SIGTERM; the listeners go once the command is done. */
+async function untilInterrupted(run: (stop: AbortSignal) => Promise<number>): Promise<number> {
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  process.once('SIGINT', abort);
+  process.once('SIGTERM', abort);
+  try {
+    return await run(controller.signal);
+  } finally {
+    process.off('SIGINT', abort);
+    process.off('SIGTERM', abort);
+  }
+}
+
+async function dispatch(argv: readonly string[], io: CliIo, examples: Readonly<Record<string, ExampleRunner>>, stop: AbortSignal | undefined): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
       args: [...argv],
       allowPositionals: true,
-      options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
+      options: {
+        json: { type: 'boolean' },
+        port: { type: 'string' },
+        run: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
     });
   } catch (error) {
     io.err(`loopstate: ${messageOf(error)}\n\n${usage(examples)}`);
@@ -78,6 +106,10 @@ async function dispatch(argv: readonly string[], io: CliIo, examples: Readonly<R
   if (command === undefined) {
     io.err(usage(examples));
     return EXIT_USAGE;
+  }
+  if (command === 'inspect') {
+    const inspect = (signal: AbortSignal) => inspectCommand({ tracePath: positionals[1], port: values.port, runId: values.run, stop: signal }, io);
+    return stop === undefined ? untilInterrupted(inspect) : inspect(stop);
   }
   if (command !== 'example') {
     io.err(`loopstate: unknown command "${command}"\n\n${usage(examples)}`);
