@@ -139,7 +139,11 @@ export interface TenantBudget {
  * createLoop({ model, store: sqliteStore({ path: 'loops.db' }), durable: { approvalExpiresAfterMs: 86_400_000 } });
  */
 export interface DurableOptions {
-  /** A snapshot of the whole run every this many events, so a resume re-applies at most this many (default 32). */
+  /**
+   * A snapshot of the whole run at least this many events apart (default 32), and never before the journal
+   * since the last one is as large as that snapshot, so snapshots of a long run never cost more per step
+   * than the journal; a resume re-applies the events after the latest snapshot.
+   */
   snapshotEvery?: number;
   /** A pending approval expires this long after the run stopped for it (default: never). */
   approvalExpiresAfterMs?: number;
