@@ -75,7 +75,7 @@ describe('snapshots of a long run', () => {
     };
     const steps = 150;
     const calls = { made: 0 };
-    const long: Model = { ...model(null, () => undefined, calls), generate: (request) => {
+    const long: Model = { ...model(null, () => undefined, calls), generate: () => {
       calls.made += 1;
       const usage = { inputTokens: 50, outputTokens: 10 };
       return Promise.resolve(calls.made < steps ? { text: null, toolCalls: [{ id: `c${calls.made}`, name: 'lookup', arguments: `{"key":"k${calls.made}"}` }], usage } : { text: 'done', toolCalls: [], usage });
