@@ -16,6 +16,11 @@ export const BUNDLED_EXAMPLES: Readonly<Record<string, ExampleRunner>> = Object.
     const { createWeeklyReportLoop, offlineWeeklyReportModel } = await import('../../examples/weekly-report.js');
     return createWeeklyReportLoop(offlineWeeklyReportModel()).run({ goal: '生成本周技术周报' });
   },
+  // Stops for approval of a restart, is approved, and resumes from its SQLite store: the result is the resumed run's.
+  incident: async () => {
+    const { runIncidentExample } = await import('../../examples/incident.js');
+    return (await runIncidentExample()).resumed;
+  },
 });
 
 export const DEFAULT_EXAMPLE = 'order-status';
