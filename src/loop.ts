@@ -4,6 +4,25 @@ import type { EvaluateOption, LoopOutput } from './evaluators/index.js';
 import { driveRun } from './runtime/driver.js';
 import type { RunResult } from './runtime/run-result.js';
 import type { ToolHealth } from './tools/index.js';
+import type { ResolvedConfig } from './config.js';
+
+/**
+ * Where a loop keeps its resolved config, for tools that analyse a loop without running it
+ * (`loopstate verify`). A registered symbol, so a loop built by another copy of the package (a loop
+ * file loaded through a TypeScript loader) is still recognised.
+ */
+export const LOOP_CONFIG: unique symbol = Symbol.for('loopstate.loop-config') as never;
+
+/**
+ * The resolved config of a `createLoop` result, or undefined for anything else.
+ * @example
+ * const config = loopConfigOf(loop); // config?.limits.maxSteps
+ */
+export function loopConfigOf(value: unknown): ResolvedConfig | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const config = (value as Record<symbol, unknown>)[LOOP_CONFIG];
+  return typeof config === 'object' && config !== null ? (config as ResolvedConfig) : undefined;
+}
 
 /**
  * A configured loop; run it as often as you like. Runs share nothing unless a `toolHealth` was passed to
@@ -41,10 +60,13 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
   config: LoopConfig<Evaluate, Tasks>,
 ): Loop<LoopOutput<Evaluate, Tasks>> {
   const resolved = resolveConfig(config);
-  return {
+  const loop: Loop<LoopOutput<Evaluate, Tasks>> = {
     toolHealth: resolved.toolHealth,
     // async, so invalid input rejects the returned promise instead of throwing synchronously.
     // The cast is the one place the output type meets run time: only a value that passed these evaluators is output.
     run: async (input) => (await driveRun(resolved, resolved.toolHealth, validateRunInput(input))) as RunResult<LoopOutput<Evaluate, Tasks>>,
   };
+  // Non-enumerable: the loop's shape (and a JSON of it) stays what it was.
+  Object.defineProperty(loop, LOOP_CONFIG, { value: resolved, enumerable: false });
+  return loop;
 }
