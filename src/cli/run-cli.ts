@@ -7,6 +7,7 @@ import { formatResult } from '../../examples/format-result.js';
 import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type ExampleRunner } from './bundled-examples.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { packageVersion } from './package-version.js';
+import { runVerifyCommand } from './verify-command.js';
 
 /** Where the CLI writes; each call is one line or block, without a trailing newline. */
 export interface CliIo {
@@ -30,6 +31,7 @@ function usage(examples: Readonly<Record<string, ExampleRunner>>): string {
 Commands:
   example [name]     run a bundled example offline on the scripted model (default: ${DEFAULT_EXAMPLE})
                      names: ${Object.keys(examples).join(', ')}
+  verify <loop file> prove a loop is bounded, or print a counterexample (loopstate verify --help)
 Options:
   --json             print the full result (with trace) as JSON
   -h, --help         show this help
@@ -54,6 +56,8 @@ export async function runCli(argv: readonly string[], io: CliIo, options: RunCli
 }
 
 async function dispatch(argv: readonly string[], io: CliIo, examples: Readonly<Record<string, ExampleRunner>>): Promise<number> {
+  // Each command with options of its own parses them itself.
+  if (argv[0] === 'verify') return runVerifyCommand(argv.slice(1), io);
   let parsed;
   try {
     parsed = parseArgs({

@@ -15,7 +15,7 @@ import { createTransitionTracer, listTransitionDefinitions, type TransitionEntry
 import type { VerifyModel } from './verify-model.js';
 
 /** A space larger than this is not explored exactly; `--scale` explores it with smaller limits. */
-export const DEFAULT_STATE_BOUND = 400_000;
+export const DEFAULT_STATE_BOUND = 150_000;
 
 export class StateSpaceTooLargeError extends Error {
   override name = 'StateSpaceTooLargeError';

@@ -18,6 +18,7 @@ export interface KeyOptions {
   keepSteps: boolean;
   keepTaskSteps: boolean;
   keepToolCalls: boolean;
+  keepRetries: boolean;
 }
 
 export function keyOptionsFor(limits: LoopLimits): KeyOptions {
@@ -26,6 +27,7 @@ export function keyOptionsFor(limits: LoopLimits): KeyOptions {
     keepSteps,
     keepTaskSteps: Number.isFinite(limits.maxStepsPerTask) && (!keepSteps || limits.maxStepsPerTask < limits.maxSteps),
     keepToolCalls: toolCallsCanBind(limits),
+    keepRetries: Number.isFinite(limits.maxRetries),
   };
 }
 
@@ -50,8 +52,8 @@ export function stateKey(snapshot: LoopSnapshot, options: KeyOptions): string {
     options.keepTaskSteps ? task.steps : '',
     // A task's first decision cannot repeat a digest: "has the task decided yet" is kept either way.
     task.steps > 0 ? 1 : 0,
-    task.transportRetries,
-    task.reflectionRetries,
+    options.keepRetries ? task.transportRetries : '',
+    options.keepRetries ? task.reflectionRetries : '',
     task.argumentRepairs,
     usage.inputTokens,
     usage.outputTokens,
