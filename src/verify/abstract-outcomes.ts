@@ -160,9 +160,12 @@ function toolOutcomes(context: LoopContext, model: VerifyModel, toolCallsBinding
       rounds.push([`results seen before (${size})`, { ...ROUND, calls, allObservationsSeen: true, maxRepeatCount: context.progress.repeatCount + 1, repeatedTool: model.tools[0]?.name ?? 'tool' }, REQUEST_ESTIMATE]);
     }
   }
+  rounds.push(['a call timed out', { ...ROUND, maxRepeatCount: 0, timedOutCalls: 1 }, REQUEST_ESTIMATE + 1]);
+  // Only a side-effecting tool that may run can leave an outcome nobody knows.
+  if (model.tools.some((tool) => !tool.idempotent && tool.verdicts.includes('allow'))) {
+    rounds.push(['a side effect of unknown outcome', { ...ROUND, maxRepeatCount: 0, unknownOutcomeCalls: 1 }, REQUEST_ESTIMATE + 1]);
+  }
   rounds.push(
-    ['a call timed out', { ...ROUND, maxRepeatCount: 0, timedOutCalls: 1 }, REQUEST_ESTIMATE + 1],
-    ['a side effect of unknown outcome', { ...ROUND, maxRepeatCount: 0, unknownOutcomeCalls: 1 }, REQUEST_ESTIMATE + 1],
     ['a required tool failed into an open circuit', { ...ROUND, maxRepeatCount: 0, failedCalls: 1, requiredToolUnavailable: true }, REQUEST_ESTIMATE + 1],
   );
   if (Number.isFinite(context.limits.maxInputTokens)) rounds.push(['results too large for the input budget', { ...ROUND, calls: full }, context.limits.maxInputTokens + 1]);

@@ -14,6 +14,8 @@ import type { ToolAccess } from '../tools/define-tool.js';
 export interface ToolFacts {
   name: string;
   access: ToolAccess;
+  /** Running it twice is harmless: a timed-out call of it never has an unknown outcome. */
+  idempotent: boolean;
   verdicts: readonly PolicyVerdict[];
 }
 
@@ -41,6 +43,7 @@ function toolFacts(config: ResolvedConfig): ToolFacts[] {
   return [...config.tools.values()].map((tool) => ({
     name: tool.name,
     access: tool.access,
+    idempotent: tool.idempotent,
     // The lists alone: a hook's verdict depends on the call's arguments, so any verdict is possible then.
     verdicts: policy?.decide === undefined ? [checkToolPolicy(lists, tool, undefined)] : ALL_VERDICTS,
   }));
