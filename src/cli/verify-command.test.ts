@@ -58,7 +58,7 @@ describe('loopstate verify, as a child process', () => {
     expect(out).toMatch(/model calls {3}6 /);
     expect(out).toMatch(/tool calls {4}60 /);
     expect(out).toMatch(/cost {10}≤ \$0\.05 \+ one call/);
-    expect(out).toContain('\nbounded: every run terminates');
+    expect(out).toContain('\nbounded: no run goes on for ever');
   });
 
   it('prints the report as JSON with --json', async () => {

@@ -113,7 +113,7 @@ function modelOutcomes(context: LoopContext, model: VerifyModel, classes: readon
     const changed = flipped(last, decisionClass.family);
     const canRepeat = last !== null && context.task.steps > 0 && !newObservation && decisionClass.canRepeat && last.startsWith(`${decisionClass.family}-`);
     // An empty reply in a position to repeat the last one always does.
-    const digests: Array<[string, string]> = !canRepeat ? [['new', changed]] : decisionClass.family === 'empty' ? [['same as before', last]] : [['same as before', last], ['new', changed]];
+    const digests: Array<[string, string]> = !canRepeat ? [['state changed', changed]] : decisionClass.family === 'empty' ? [['state unchanged', last]] : [['state unchanged', last], ['state changed', changed]];
     const [lastLabel, lastDigest] = digests[digests.length - 1] as [string, string];
     const responded = (label: string, stateDigest: string, usage: CallUsage, time: number): AbstractOutcome => ({
       label: `model.responded: ${decisionClass.label}, ${label}`,
@@ -121,9 +121,9 @@ function modelOutcomes(context: LoopContext, model: VerifyModel, classes: readon
       toolCalls: 0,
       ...(decisionClass.destructiveTool === undefined ? {} : { destructiveTool: decisionClass.destructiveTool }),
     });
-    for (const [label, digest] of digests) outcomes.push(responded(`${label} state`, digest, NO_USAGE, at));
-    for (const [label, usage] of heavy) outcomes.push(responded(`${lastLabel} state, ${label}`, lastDigest, usage, at));
-    if (late !== null) outcomes.push(responded(`${lastLabel} state, after the deadline`, lastDigest, NO_USAGE, late));
+    for (const [label, digest] of digests) outcomes.push(responded(label, digest, NO_USAGE, at));
+    for (const [label, usage] of heavy) outcomes.push(responded(`${lastLabel}, ${label}`, lastDigest, usage, at));
+    if (late !== null) outcomes.push(responded(`${lastLabel}, after the deadline`, lastDigest, NO_USAGE, late));
   }
   const failed = (label: string, failure: 'transient' | 'fatal', retryDelayMs: number, time: number): AbstractOutcome => ({
     label: `model.failed: ${label}`,

@@ -5,7 +5,7 @@
  * transition definitions fired are collected for coverage.
  */
 import { initialTransition } from 'xstate';
-import { loopMachine } from '../../machines/loop-machine.js';
+import { loopMachine, type LoopMachine } from '../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../machines/pending-effect.js';
 import type { LoopContext } from '../../machines/types.js';
 import { isCostBudgetExhausted, isInputBudgetExhausted, isOutputBudgetExhausted } from '../../guards/budget.js';
@@ -85,15 +85,17 @@ export function outcomesOf(graph: Pick<ExploredGraph, 'model' | 'outcomeOptions'
   return abstractOutcomes(snapshot, graph.model, graph.outcomeOptions);
 }
 
-export function exploreLoop(model: VerifyModel, bound = DEFAULT_STATE_BOUND, now: () => number = () => performance.now()): ExploredGraph {
+/** `machine` is the loop machine unless a test gives it other guards (`loopMachine.provide(...)`) to check the checks. */
+export function exploreLoop(model: VerifyModel, bound = DEFAULT_STATE_BOUND, machine: LoopMachine = loopMachine): ExploredGraph {
+  const now = () => performance.now();
   const started = now();
   const keyOptions = keyOptionsFor(model.input.limits);
   const outcomeOptions: OutcomeOptions = { toolCallsBinding: toolCallsCanBind(model.input.limits), decisions: decisionClasses(model) };
-  const transitions = listTransitionDefinitions(loopMachine.root);
+  const transitions = listTransitionDefinitions(machine.root);
   const idOf = new Map(transitions.map((entry) => [entry.definition, entry.id]));
   const fired = new Set<string>();
-  const tracer = createTransitionTracer(loopMachine);
-  const [initial] = initialTransition(loopMachine, model.input);
+  const tracer = createTransitionTracer(machine);
+  const [initial] = initialTransition(machine, model.input);
   const index = new Map<string, number>();
   const keys: string[] = [];
   const snapshots: LoopSnapshot[] = [];

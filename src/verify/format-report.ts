@@ -27,8 +27,7 @@ function figure(name: string, value: WorstCaseFigure, money = false): string {
   return `  ${name.padEnd(14)}${shown.padEnd(22)}${value.formula}`;
 }
 
-function steps(path: readonly PathStep[], from = 1): string[] {
-  const width = Math.max(0, ...path.map((step) => step.state.length));
+function steps(path: readonly PathStep[], from = 1, width = Math.max(0, ...path.map((step) => step.state.length))): string[] {
   return path.map((step, index) => `    ${String(from + index).padStart(3)}. ${step.state.padEnd(width)}  ${step.outcome}`);
 }
 
@@ -54,11 +53,12 @@ export function formatReport(report: VerifyReport, file: string): string {
   for (const note of report.notes) lines.push(`note: ${note}`);
   lines.push('');
   if (report.violations.length === 0) {
-    lines.push('bounded: every run terminates with a stop reason, every cycle passes a budget guard, no destructive tool runs without approval, no budget is crossed by more than one call');
+    lines.push('bounded: no run goes on for ever (the state graph has no cycle), every reachable state reaches TERMINATED with a stop reason, no destructive tool runs without approval, no budget is crossed by more than one call');
   }
   for (const violation of report.violations) {
-    lines.push(`VIOLATION ${violation.kind}: ${violation.message}`, '  counterexample (events from the start of a run):', ...steps(violation.counterexample));
-    if (violation.cycle !== undefined) lines.push('  then, for ever:', ...steps(violation.cycle, violation.counterexample.length + 1));
+    const width = Math.max(0, ...[...violation.counterexample, ...(violation.cycle ?? [])].map((step) => step.state.length));
+    lines.push(`VIOLATION ${violation.kind}: ${violation.message}`, '  counterexample (events from the start of a run):', ...steps(violation.counterexample, 1, width));
+    if (violation.cycle !== undefined) lines.push('  then, for ever:', ...steps(violation.cycle, violation.counterexample.length + 1, width));
   }
   return lines.join('\n');
 }

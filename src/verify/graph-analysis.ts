@@ -92,7 +92,78 @@ export interface Cycle {
   cycle: PathStep[];
 }
 
-/** A cycle of the graph if it has one (iterative depth-first search), else null. */
+/**
+ * States that may lie on a cycle, earliest found first (states are numbered in breadth-first order, so the
+ * first has the shortest path): what is left once states without a predecessor, then states without a
+ * successor, are peeled off one by one.
+ */
+function earliestOnCycles(graph: ExploredGraph, start: Int32Array, edges: Int32Array, count = 8): number[] {
+  const states = graph.keys.length;
+  const indegree = new Int32Array(states);
+  const outdegree = new Int32Array(states);
+  const incoming: number[][] = Array.from({ length: states }, () => []);
+  for (let edge = 0; edge < graph.edgeCount; edge += 1) {
+    const [source, target] = [graph.edgeSource[edge] as number, graph.edgeTarget[edge] as number];
+    indegree[target] = (indegree[target] as number) + 1;
+    outdegree[source] = (outdegree[source] as number) + 1;
+    (incoming[target] as number[]).push(source);
+  }
+  const removed = new Uint8Array(states);
+  const peel = (degree: Int32Array, next: (state: number) => Iterable<number>) => {
+    const queue: number[] = [];
+    for (let state = 0; state < states; state += 1) if (degree[state] === 0 && removed[state] === 0) queue.push(state);
+    for (let head = 0; head < queue.length; head += 1) {
+      const state = queue[head] as number;
+      removed[state] = 1;
+      for (const neighbour of next(state)) {
+        degree[neighbour] = (degree[neighbour] as number) - 1;
+        if (degree[neighbour] === 0 && removed[neighbour] === 0) queue.push(neighbour);
+      }
+    }
+  };
+  peel(indegree, function* successors(state) {
+    for (let position = start[state] as number; position < (start[state + 1] as number); position += 1) yield graph.edgeTarget[edges[position] as number] as number;
+  });
+  peel(outdegree, (state) => incoming[state] as number[]);
+  const left: number[] = [];
+  for (let state = 0; state < states && left.length < count; state += 1) if (removed[state] === 0) left.push(state);
+  return left;
+}
+
+/** The shortest cycle back to one of `candidates`, with the shortest path to it: a counterexample easy to read. */
+function shortestCycleThrough(graph: ExploredGraph, candidates: readonly number[], start: Int32Array, edges: Int32Array): Cycle {
+  let best: number[] | null = null;
+  let bestState = candidates[0] as number;
+  for (const origin of candidates) {
+    const via = new Map<number, number>();
+    const queue = [origin];
+    let closing = -1;
+    for (let head = 0; head < queue.length && closing < 0; head += 1) {
+      const state = queue[head] as number;
+      for (let position = start[state] as number; position < (start[state + 1] as number); position += 1) {
+        const edge = edges[position] as number;
+        const target = graph.edgeTarget[edge] as number;
+        if (target === origin) {
+          closing = edge;
+          break;
+        }
+        if (via.has(target)) continue;
+        via.set(target, edge);
+        queue.push(target);
+      }
+    }
+    if (closing < 0) continue;
+    const cycle = [closing];
+    for (let at = graph.edgeSource[closing] as number; at !== origin; at = graph.edgeSource[via.get(at) as number] as number) cycle.push(via.get(at) as number);
+    // Candidates come earliest first: the first that closes a cycle has the shortest way into it.
+    best = cycle.reverse();
+    bestState = origin;
+    break;
+  }
+  return { prefix: pathTo(graph, bestState), cycle: (best ?? []).map((edge) => edgeStep(graph, edge)) };
+}
+
+/** A cycle of the graph if it has one (iterative depth-first search, then the shortest cycle through what it found), else null. */
 export function findCycle(graph: ExploredGraph): Cycle | null {
   const { start, edges } = outgoingIndex(graph);
   const count = graph.keys.length;
@@ -115,9 +186,9 @@ export function findCycle(graph: ExploredGraph): Cycle | null {
       cursor[state] = (cursor[state] as number) + 1;
       const target = graph.edgeTarget[edge] as number;
       if (color[target] === 1) {
-        const cycleEdges = [edge];
-        for (let at = state; at !== target; at = graph.edgeSource[viaEdge[at] as number] as number) cycleEdges.push(viaEdge[at] as number);
-        return { prefix: pathTo(graph, target), cycle: cycleEdges.reverse().map((cycleEdge) => edgeStep(graph, cycleEdge)) };
+        const onCycle = [target];
+        for (let at = state; at !== target; at = graph.edgeSource[viaEdge[at] as number] as number) onCycle.push(at);
+        return shortestCycleThrough(graph, [...earliestOnCycles(graph, start, edges), ...onCycle], start, edges);
       }
       if (color[target] === 0) {
         color[target] = 1;

@@ -6,7 +6,7 @@
  * - counters no guard reads (`usage.modelCalls`), and counters whose limit cannot bind (`task.steps` when
  *   `maxStepsPerTask ≥ maxSteps`, `usage.toolCalls` when `maxToolCalls` allows every round, any counter whose
  *   limit is `Infinity`): the worst cases are summed along edges instead;
- * - streaks past their threshold (a guard only asks "at least the threshold");
+ * - counters past their limits, and streaks past their threshold (a guard only asks "at least the threshold");
  * - the step of a nudge, as "this step" or "earlier" (all `wasNudgedEarlier` asks);
  * - which of two interchangeable digests or evaluator reasons was last (outcomes only ask "same or other");
  * - a finished run's details: final states are keyed by their stop reason.
@@ -48,17 +48,19 @@ export function stateKey(snapshot: LoopSnapshot, options: KeyOptions): string {
   const parts = [
     JSON.stringify(snapshot.value),
     context.taskIndex,
-    options.keepSteps ? context.steps : '',
-    options.keepTaskSteps ? task.steps : '',
+    // Clamped at their limits (a no-op for the loop machine, whose counters never pass them): a machine whose
+    // step guard is broken shows up as a cycle, not as a space that never ends.
+    options.keepSteps ? clamp(context.steps, context.limits.maxSteps) : '',
+    options.keepTaskSteps ? clamp(task.steps, context.limits.maxStepsPerTask) : '',
     // A task's first decision cannot repeat a digest: "has the task decided yet" is kept either way.
     task.steps > 0 ? 1 : 0,
-    options.keepRetries ? task.transportRetries : '',
-    options.keepRetries ? task.reflectionRetries : '',
+    options.keepRetries ? clamp(task.transportRetries, context.limits.maxRetries) : '',
+    options.keepRetries ? clamp(task.reflectionRetries, context.limits.maxRetries) : '',
     task.argumentRepairs,
     usage.inputTokens,
     usage.outputTokens,
     usage.costUsd,
-    options.keepToolCalls ? usage.toolCalls : '',
+    options.keepToolCalls ? clamp(usage.toolCalls, context.limits.maxToolCalls) : '',
     context.nextRequestTokens,
     context.startedAt === null ? 0 : 1,
     context.lastEventAt,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import orderStatusLoop from '../../examples/order-status.js';
 import weeklyReportLoop from '../../examples/weekly-report.js';
+import { loopMachine } from '../../machines/loop-machine.js';
 import { createLoop } from '../loop.js';
 import { defineTool } from '../tools/define-tool.js';
 import type { Model } from '../model/types.js';
@@ -82,7 +83,7 @@ describe('verify rejects broken loops with a counterexample', () => {
     const [violation] = report.violations;
     expect(violation?.kind).toBe('unbounded_spend');
     expect(violation?.message).toMatch(/inputTokens: unbounded.*outputTokens: unbounded.*costUsd: unbounded/);
-    expect(violation?.counterexample.map((step) => step.outcome)).toEqual(['run.started', 'model.responded: final reply, new state']);
+    expect(violation?.counterexample.map((step) => step.outcome)).toEqual(['run.started', 'model.responded: final reply, state changed']);
     // Steps stay bounded: 10 decisions + 2 transport retries.
     expect(report.worstCase.modelCalls.value).toBe(10 + 2);
   });
@@ -95,7 +96,7 @@ describe('verify rejects broken loops with a counterexample', () => {
     expect(violation?.message).toContain('"wipe_database"');
     expect(violation?.counterexample.map((step) => `${step.state}: ${step.outcome}`)).toEqual([
       'READY: run.started',
-      'RUNNING.deciding: model.responded: tool call wipe_database (destructive, allowed without approval), new state',
+      'RUNNING.deciding: model.responded: tool call wipe_database (destructive, allowed without approval), state changed',
     ]);
   });
 
@@ -133,5 +134,25 @@ describe('a space over the state bound', () => {
     // The real figure comes from the formula at the real limits: 8 + 3 × 2.
     expect(report.worstCase.modelCalls.value).toBe(14);
     expect(report.worstCase.modelCalls.formula).toContain('from the formula');
+  });
+});
+
+describe('the checks find what a broken statechart does (guards replaced on purpose)', () => {
+  const toolLoop = () => createLoop({ model: scriptedModel([reply('x')]), tools: [lookup], limits: { maxSteps: 3 } });
+
+  it('a machine whose step guards never fire has a cycle no budget guard stops', () => {
+    const machine = loopMachine.provide({ guards: { isStepLimitReached: () => false, isTaskStepLimitReached: () => false } });
+    const report = verify(toolLoop(), { machine });
+    expect(report.violations.map((violation) => violation.kind)).toContain('unbounded_cycle');
+    expect(report.worstCase.modelCalls.value).toBeNull();
+  });
+
+  it('a machine whose spend guard never fires lets a second call cross a budget', () => {
+    const machine = loopMachine.provide({ guards: { isSpendBudgetExhausted: () => false } });
+    const report = verify(toolLoop(), { machine });
+    const crossed = report.violations.find((violation) => violation.kind === 'budget_crossed_twice');
+    expect(crossed?.message).toContain('was paid after maxInputTokens was already spent');
+    // The shortest: a first request whose estimate is already over the input budget is sent all the same.
+    expect(crossed?.counterexample.map((step) => step.outcome)).toEqual(['run.started: first request over the input budget', 'model.responded: final reply, state changed']);
   });
 });

@@ -3,6 +3,7 @@
  * proved: reachable states, coverage, stop reasons, worst-case spend, and each invariant violation with a
  * counterexample path.
  */
+import type { LoopMachine } from '../../machines/loop-machine.js';
 import type { LoopLimits, StopReason } from '../../machines/types.js';
 import { STOP_REASONS } from '../../machines/types.js';
 import type { ResolvedConfig } from '../config.js';
@@ -36,6 +37,8 @@ export interface VerifyOptions {
   /** Limits the loop asked for but createLoop refuses (e.g. maxSteps: Infinity), explored as given. */
   limits?: LoopLimits;
   notes?: readonly string[];
+  /** The statechart explored; the loop machine unless a test breaks a guard on purpose. */
+  machine?: LoopMachine;
 }
 
 export interface ScaledLimits {
@@ -77,14 +80,14 @@ function scaledLimits(limits: LoopLimits, maxSteps: number): LoopLimits {
 function explore(model: VerifyModel, limits: LoopLimits, options: VerifyOptions): { graph: ExploredGraph; scaledTo: ScaledLimits | null } {
   const bound = options.maxStates ?? DEFAULT_STATE_BOUND;
   try {
-    return { graph: exploreLoop({ ...model, input: { ...model.input, limits } }, bound), scaledTo: null };
+    return { graph: exploreLoop({ ...model, input: { ...model.input, limits } }, bound, options.machine), scaledTo: null };
   } catch (error) {
     if (!(error instanceof StateSpaceTooLargeError) || options.scale !== true || !Number.isFinite(limits.maxSteps)) throw error;
   }
   for (let maxSteps = Math.floor(limits.maxSteps / 2); maxSteps >= 2; maxSteps = Math.floor(maxSteps / 2)) {
     const scaled = scaledLimits(limits, maxSteps);
     try {
-      const graph = exploreLoop({ ...model, input: { ...model.input, limits: scaled } }, bound);
+      const graph = exploreLoop({ ...model, input: { ...model.input, limits: scaled } }, bound, options.machine);
       return { graph, scaledTo: { maxSteps: scaled.maxSteps, maxStepsPerTask: scaled.maxStepsPerTask, maxToolCalls: scaled.maxToolCalls } };
     } catch (error) {
       if (!(error instanceof StateSpaceTooLargeError)) throw error;
