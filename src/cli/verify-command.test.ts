@@ -92,22 +92,17 @@ describe('loopstate verify, as a child process', () => {
     expect(code).toBe(1);
     expect(out).toContain('VIOLATION destructive_without_approval: the destructive tool "drop_table" runs without a person\'s approval');
     expect(out).toMatch(/counterexample \(events from the start of a run\):\n +1\. READY +run\.started\n +2\. RUNNING\.deciding +model\.responded: tool call drop_table \(destructive, allowed without approval\)/);
-    const json = await loopstate('verify', 'test/fixtures/verify/destructive-loop.ts', '--json');
-    expect(json.code).toBe(1);
-    const report = JSON.parse(json.out) as { bounded: boolean; violations: Array<{ kind: string; counterexample: Array<{ event: { type: string } }> }> };
-    expect(report.bounded).toBe(false);
-    expect(report.violations[0]?.kind).toBe('destructive_without_approval');
-    expect(report.violations[0]?.counterexample.map((step) => step.event.type)).toEqual(['run.started', 'model.responded']);
   });
 
   it('exits 2 for a space over the bound without --scale, and scales it down with --scale', async () => {
-    const exact = await loopstate('verify', 'examples/order-status.ts', '--max-states', '300');
+    const exact = await loopstate('verify', 'test/fixtures/verify/plain-config-loop.mjs', '--max-states', '100');
     expect(exact.code).toBe(2);
-    expect(exact.err).toContain('more than 300 abstract states; run with --scale');
-    const scaled = await loopstate('verify', 'examples/order-status.ts', '--max-states', '300', '--scale');
+    expect(exact.out).toBe('');
+    expect(exact.err).toContain('more than 100 abstract states; run with --scale');
+    const scaled = await loopstate('verify', 'test/fixtures/verify/plain-config-loop.mjs', '--max-states', '100', '--scale');
     expect(scaled.code).toBe(0);
     expect(scaled.out).toContain('SCALED DOWN to maxSteps 2');
-    expect(scaled.out).toContain('note: the exact space is over 300 states: explored with maxSteps 2 (not 4)');
+    expect(scaled.out).toContain('note: the exact space is over 100 states: explored with maxSteps 2 (not 5)');
   });
 
   it.each([

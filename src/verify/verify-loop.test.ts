@@ -7,6 +7,7 @@ import { createLoop } from '../loop.js';
 import { defineTool } from '../tools/define-tool.js';
 import type { Model } from '../model/types.js';
 import { reply, scriptedModel } from '../testing/index.js';
+import { STOP_REASONS } from '../../machines/types.js';
 import { StateSpaceTooLargeError } from './explore.js';
 import { resolveForVerify } from './resolve-for-verify.js';
 import { verifyLoopConfig, type VerifyOptions, type VerifyReport } from './verify-loop.js';
@@ -154,5 +155,31 @@ describe('the checks find what a broken statechart does (guards replaced on purp
     expect(crossed?.message).toContain('was paid after maxInputTokens was already spent');
     // The shortest: a first request whose estimate is already over the input budget is sent all the same.
     expect(crossed?.counterexample.map((step) => step.outcome)).toEqual(['run.started: first request over the input budget', 'model.responded: final reply, state changed']);
+  });
+});
+
+describe('the abstraction reaches the whole statechart', () => {
+  it('loops using every feature, between them, fire every transition definition of the machine', () => {
+    const save = defineTool({ name: 'save', description: 'Save a record', input: z.object({}), access: 'write', execute: () => 'saved' });
+    // Runs under the policy below, and may time out with its outcome unknown.
+    const fetchOnce = defineTool({ name: 'fetch_once', description: 'Read a queue', input: z.object({}), access: 'read', idempotent: false, execute: () => 'item' });
+    const tasks = [
+      { id: 'first', prompt: 'first', onFailure: 'continue' as const },
+      { id: 'second', prompt: 'second' },
+    ];
+    const limits = { maxSteps: 4, maxStepsPerTask: 3, maxRetries: 1, maxToolCalls: 2 };
+    const model = scriptedModel([reply('x')]);
+    const reports = [
+      // Signals on the first occurrence; reads run, writes are denied, destructive calls wait for a person.
+      verify(createLoop({ model, tools: [fetchOnce, save, wipe], policy: { allow: ['read'], requireApproval: ['destructive'] }, plan: true, tasks, limits,
+        noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 1, planStall: 1, sameParseError: 1 } })),
+      // Room for a nudge and the stop after it, and for reflections.
+      verify(createLoop({ model, tools: [lookup], plan: true, tasks, limits: { maxSteps: 5, maxStepsPerTask: 4, maxRetries: 1 }, noProgress: { planStall: 1 } })),
+    ];
+    const unfired = reports.map((report) => new Set(report.coverage.unfired));
+    const neverFired = [...(unfired[0] ?? [])].filter((id) => unfired.every((set) => set.has(id)));
+    expect(neverFired).toEqual([]);
+    const reasons = new Set(reports.flatMap((report) => report.stopReasons));
+    expect([...reasons].sort()).toEqual([...STOP_REASONS].sort());
   });
 });
