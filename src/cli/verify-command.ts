@@ -28,7 +28,9 @@ spend that nothing bounds.
 
 Options:
   --json              print the report as JSON (schemaVersion 1: file, bounded, model, limits,
-                      explored, coverage, stopReasons, worstCase, violations, notes; Infinity is
+                      explored, coverage, stopReasons, worstCase, violations, notes; a figure is
+                      { value, formula, plusOneCall, run? }, a violation { kind, message,
+                      counterexample, cycle? }, a path step { state, outcome, event }; Infinity is
                       written as the string "Infinity")
   --scale             when the exact space is over the state bound, explore it with maxSteps (and
                       maxStepsPerTask, maxToolCalls) scaled down, and say so in the report

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import orderStatusLoop from '../../examples/order-status.js';
 import weeklyReportLoop from '../../examples/weekly-report.js';
 import { loopMachine } from '../../machines/loop-machine.js';
+import { evaluators } from '../evaluators/index.js';
 import { createLoop } from '../loop.js';
 import { defineTool } from '../tools/define-tool.js';
 import type { Model } from '../model/types.js';
@@ -181,5 +182,39 @@ describe('the abstraction reaches the whole statechart', () => {
     expect(neverFired).toEqual([]);
     const reasons = new Set(reports.flatMap((report) => report.stopReasons));
     expect([...reasons].sort()).toEqual([...STOP_REASONS].sort());
+  });
+});
+
+describe('worst-case model calls with more retry layers', () => {
+  it('a task that may fail and continue adds its one failed call', () => {
+    const loop = createLoop({
+      model: scriptedModel([reply('x')]),
+      tasks: [{ id: 'optional', prompt: 'try', onFailure: 'continue' }, { id: 'main', prompt: 'do' }],
+      limits: { maxSteps: 4, maxRetries: 1 },
+    });
+    const report = verify(loop);
+    expect(report.violations).toEqual([]);
+    // The optional task: a failed call, its 1 retry failing too (2 calls, no decision), then it is skipped;
+    // the main task: a failed call and its retry (1 call), then 4 decisions: 2 + 1 + 4 = 7
+    // = maxSteps 4 + 2 tasks × maxRetries 1 + 1 task that may fail and continue.
+    expect(report.worstCase.modelCalls.value).toBe(4 + 2 * 1 + 1);
+    expect(report.worstCase.modelCalls.formula).toContain('bound 7');
+  });
+
+  it('an LLM judge adds its calls per evaluation, and its transport retries share the task budget', () => {
+    const judge = scriptedModel([reply('{"passed": true, "reason": "ok"}')]);
+    const loop = createLoop({ model: scriptedModel([reply('x')]), evaluate: [evaluators.rule((text: string) => text.length > 0, 'say something'), evaluators.judge({ model: judge, criteria: 'polite' })], limits: { maxSteps: 3, maxRetries: 1 } });
+    const report = verify(loop);
+    expect(report.violations).toEqual([]);
+    // The bound: maxSteps 3 + 1 task × maxRetries 1 + maxSteps 3 × 1 judge = 7. The worst run makes 6: with
+    // maxRetries 1 only 2 answers are judged (one reflection), so 3 decisions (an empty reply repaired, two
+    // answers) + 2 judge calls + 1 transport retry (of the model or of the judge) = 6.
+    expect(report.worstCase.modelCalls.value).toBe(3 + 2 + 1);
+    const run = report.worstCase.modelCalls.run ?? [];
+    const judged = run.filter((step) => step.event.type === 'evaluation.completed').length;
+    const decisions = run.filter((step) => step.event.type === 'model.responded').length;
+    expect([decisions, judged]).toEqual([3, 2]);
+    expect(report.worstCase.modelCalls.formula).toContain('bound 7');
+    expect(report.notes.join()).toContain('LLM judges are priced by their own model');
   });
 });

@@ -163,12 +163,12 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
   const cyclic = findCycle(graph) !== null;
   const modelBound = modelCallBound(model, limits);
   const toolBound = toolCallBound(limits);
-  const explored = (figure: { total: number }, bound: { value: number; formula: string }, name: string) => {
+  const explored = (figure: { total: number; path: PathStep[] }, bound: { value: number; formula: string }, name: string) => {
     if (cyclic) return { value: null, formula: `unbounded: a ${name} cycle passes no budget guard`, plusOneCall: false };
     // Scaled: the exploration's figure is for the smaller limits; the formula gives the real one.
     if (!Number.isFinite(bound.value)) return { value: figure.total, formula: `${figure.total} on the worst explored run (no formula: a limit is Infinity, other limits bound it)`, plusOneCall: false };
     if (scaledTo !== null) return { value: Number.isFinite(bound.value) ? bound.value : null, formula: `${bound.formula} (from the formula; explored at the scaled limits: ${figure.total})`, plusOneCall: false };
-    return { value: figure.total, formula: `${figure.total} on the worst explored run; bound ${bound.value} = ${bound.formula}`, plusOneCall: false };
+    return { value: figure.total, formula: `${figure.total} on the worst explored run; bound ${bound.value} = ${bound.formula}`, plusOneCall: false, run: figure.path };
   };
   const worstCase: WorstCase = {
     modelCalls: explored(worstExplored.modelCalls, modelBound, 'model-call'),

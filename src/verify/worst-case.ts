@@ -5,6 +5,7 @@
  * a token or cost total can end above its budget by one call, never by two.
  */
 import type { LoopLimits } from '../../machines/types.js';
+import type { PathStep } from './graph-analysis.js';
 import type { VerifyModel } from './verify-model.js';
 
 export interface WorstCaseFigure {
@@ -14,6 +15,8 @@ export interface WorstCaseFigure {
   formula: string;
   /** True when one call beyond `value` may still land (the crossing call). */
   plusOneCall: boolean;
+  /** For model and tool calls explored exactly: a run that reaches `value`, event by event. */
+  run?: PathStep[];
 }
 
 export interface WorstCase {
