@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import orderStatusLoop from '../../examples/order-status.js';
 import weeklyReportLoop from '../../examples/weekly-report.js';
+import { createActor } from 'xstate';
 import { loopMachine } from '../../machines/loop-machine.js';
 import { evaluators } from '../evaluators/index.js';
 import { createLoop } from '../loop.js';
@@ -11,6 +12,7 @@ import { reply, scriptedModel } from '../testing/index.js';
 import { STOP_REASONS } from '../../machines/types.js';
 import { StateSpaceTooLargeError } from './explore.js';
 import { resolveForVerify } from './resolve-for-verify.js';
+import { verifyModelOf } from './verify-model.js';
 import { verifyLoopConfig, type VerifyOptions, type VerifyReport } from './verify-loop.js';
 
 function verify(exported: unknown, options: VerifyOptions = {}): VerifyReport {
@@ -216,5 +218,33 @@ describe('worst-case model calls with more retry layers', () => {
     expect([decisions, judged]).toEqual([3, 2]);
     expect(report.worstCase.modelCalls.formula).toContain('bound 7');
     expect(report.notes.join()).toContain('LLM judges are priced by their own model');
+  });
+});
+
+describe('counterexamples replay through the statechart', () => {
+  it('the events of a counterexample, sent to a fresh actor, reach the violation', () => {
+    const loop = createLoop({ model: scriptedModel([reply('x')]), tools: [wipe], policy: { allow: ['destructive'], requireApproval: [] }, limits: { maxSteps: 3 } });
+    const { config } = resolveForVerify(loop);
+    const report = verifyLoopConfig(config);
+    const [violation] = report.violations;
+    const actor = createActor(loopMachine, { input: verifyModelOf(config).input }).start();
+    for (const step of violation?.counterexample ?? []) actor.send(step.event);
+    // The destructive call is about to run: the machine waits for its tool round.
+    expect(actor.getSnapshot().matches({ RUNNING: 'acting' })).toBe(true);
+    actor.stop();
+  });
+
+  it('a cycle, sent again and again, comes back to the same state and never ends the run', () => {
+    const { config, limits } = resolveForVerify({ model: scriptedModel([reply('x')]), tools: [lookup], limits: { maxSteps: Infinity } });
+    const report = verifyLoopConfig(config, { limits });
+    const violation = report.violations.find((candidate) => candidate.kind === 'unbounded_cycle');
+    const actor = createActor(loopMachine, { input: verifyModelOf(config, limits).input }).start();
+    for (const step of violation?.counterexample ?? []) actor.send(step.event);
+    const entry = actor.getSnapshot().value;
+    for (let round = 0; round < 100; round += 1) for (const step of violation?.cycle ?? []) actor.send(step.event);
+    expect(actor.getSnapshot().status).toBe('active');
+    expect(actor.getSnapshot().value).toEqual(entry);
+    expect(actor.getSnapshot().context.steps).toBeGreaterThan(100);
+    actor.stop();
   });
 });
