@@ -26,7 +26,12 @@ export interface ToolHealthStats {
 // A broken clock must not poison the mean with NaN or negative time.
 const sanitizeLatency = (latencyMs: number): number => (Number.isFinite(latencyMs) && latencyMs > 0 ? latencyMs : 0);
 
-interface Counters {
+/**
+ * One tool's raw health counters, as `persistedCounters` returns them.
+ * @example
+ * const counters: ToolHealthCounters = { calls: 1, successes: 1, failures: 0, consecutiveFailures: 0, totalLatencyMs: 12, lastFailureAt: 0 };
+ */
+export interface ToolHealthCounters {
   calls: number;
   successes: number;
   failures: number;
@@ -47,7 +52,7 @@ interface Counters {
 export class ToolHealth {
   readonly threshold: number;
   readonly cooldownMs: number;
-  readonly #counters = new Map<string, Counters>();
+  readonly #counters = new Map<string, ToolHealthCounters>();
   readonly #now: () => number;
 
   constructor(options: { threshold?: number; cooldownMs?: number; now?: () => number } = {}) {
@@ -89,7 +94,7 @@ export class ToolHealth {
     return counters !== undefined && this.#isOpen(counters);
   }
 
-  #isOpen(counters: Counters): boolean {
+  #isOpen(counters: ToolHealthCounters): boolean {
     return counters.consecutiveFailures >= this.threshold && this.#now() - counters.lastFailureAt < this.cooldownMs;
   }
 
@@ -112,7 +117,26 @@ export class ToolHealth {
     );
   }
 
-  #countersOf(name: string): Counters {
+  /**
+   * The raw counters by tool, as plain data: a durable run persists its own health with the run.
+   * @example
+   * const saved = JSON.stringify(health.persistedCounters());
+   */
+  persistedCounters(): Record<string, ToolHealthCounters> {
+    return Object.fromEntries([...this.#counters].map(([name, counters]) => [name, { ...counters }]));
+  }
+
+  /**
+   * Replaces every counter with what `persistedCounters` returned.
+   * @example
+   * health.restoreCounters(JSON.parse(saved));
+   */
+  restoreCounters(counters: Readonly<Record<string, ToolHealthCounters>>): void {
+    this.#counters.clear();
+    for (const [name, saved] of Object.entries(counters)) this.#counters.set(name, { ...saved });
+  }
+
+  #countersOf(name: string): ToolHealthCounters {
     let counters = this.#counters.get(name);
     if (!counters) {
       counters = { calls: 0, successes: 0, failures: 0, consecutiveFailures: 0, totalLatencyMs: 0, lastFailureAt: 0 };
