@@ -6,6 +6,7 @@ import { createActor } from 'xstate';
 import { loopMachine } from '../../machines/loop-machine.js';
 import { evaluators } from '../evaluators/index.js';
 import { createLoop } from '../loop.js';
+import { memoryStore } from '../store/memory-store.js';
 import { defineTool } from '../tools/define-tool.js';
 import type { Model } from '../model/types.js';
 import { reply, scriptedModel } from '../testing/index.js';
@@ -122,6 +123,22 @@ describe('verify rejects broken loops with a counterexample', () => {
     // Priced through `prices`, it passes.
     const priced = verify(createLoop({ model: localModel, prices: { 'local-llama': { inputPerMillion: 0, outputPerMillion: 0.1 } }, limits: { maxSteps: 3 } }));
     expect(priced.violations).toEqual([]);
+  });
+});
+
+describe('tenant budgets', () => {
+  it('a run holds at most its tenant budget: spend switched off for the run is bounded by the tenant', () => {
+    const loop = createLoop({
+      model: scriptedModel([reply('x')]),
+      store: memoryStore(),
+      tenant: { id: 'acme', maxCostUsd: 2, maxInputTokens: 1_000_000, maxOutputTokens: 100_000 },
+      limits: { maxSteps: 3, maxCostUsd: Infinity, maxInputTokens: Infinity, maxOutputTokens: Infinity },
+    });
+    const report = verify(loop);
+    expect(report.violations).toEqual([]);
+    // The tenant's caps are the run's: 1,000,000 × $0.4/M + 100,000 × $1.6/M = $0.56, below the tenant's $2.
+    expect(report.worstCase.costUsd.value).toBeCloseTo(1_000_000 * 0.4e-6 + 100_000 * 1.6e-6, 12);
+    expect(report.notes.join()).toContain('tenant "acme" caps what one run may hold: maxCostUsd 2, maxInputTokens 1000000, maxOutputTokens 100000');
   });
 });
 

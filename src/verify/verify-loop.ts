@@ -155,8 +155,19 @@ function violationsOf(graph: ExploredGraph, model: VerifyModel, limits: LoopLimi
  * const report = verifyLoopConfig(loopConfigOf(loop)!);
  * if (!report.bounded) console.log(report.violations[0]?.message);
  */
+/** A run holds at most what its tenant's budget has in all: the lesser of the two is its limit. */
+function withTenant(limits: LoopLimits, config: ResolvedConfig): { limits: LoopLimits; note: string | null } {
+  const tenant = config.tenant;
+  if (tenant === undefined) return { limits, note: null };
+  const capped = { ...limits };
+  const names = (['maxCostUsd', 'maxInputTokens', 'maxOutputTokens'] as const).filter((name) => tenant[name] !== undefined && (tenant[name] as number) < limits[name]);
+  for (const name of names) capped[name] = tenant[name] as number;
+  return { limits: capped, note: names.length === 0 ? null : `tenant "${tenant.id}" caps what one run may hold: ${names.map((name) => `${name} ${capped[name]}`).join(', ')}` };
+}
+
 export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions = {}): VerifyReport {
-  const limits = options.limits ?? config.limits;
+  const tenant = withTenant(options.limits ?? config.limits, config);
+  const limits = tenant.limits;
   const model = verifyModelOf(config, limits);
   const { graph, scaledTo } = explore(model, limits, options);
   const worstExplored = { modelCalls: heaviestRun(graph, graph.edgeModelCalls), toolCalls: heaviestRun(graph, graph.edgeToolCalls) };
@@ -178,7 +189,7 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
   const violations = violationsOf(graph, model, limits, worstCase);
   const reasons = new Set(graph.snapshots.filter((snapshot) => snapshot.status === 'done').map((snapshot) => snapshot.context.stop?.reason));
   const unfired = graph.transitions.filter((entry) => !graph.fired.has(entry.id)).map((entry) => `${entry.id}${entry.guard === null ? '' : ` [${entry.guard}]`}`);
-  const notes = [...(options.notes ?? [])];
+  const notes = [...(options.notes ?? []), ...(tenant.note === null ? [] : [tenant.note])];
   if (scaledTo !== null) notes.push(`the exact space is over ${(options.maxStates ?? DEFAULT_STATE_BOUND).toLocaleString('en-US')} states: explored with maxSteps ${scaledTo.maxSteps} (not ${limits.maxSteps}), maxStepsPerTask ${scaledTo.maxStepsPerTask}, maxToolCalls ${scaledTo.maxToolCalls}; model and tool calls at the real limits come from the formulas`);
   if (model.judgesPerTask.some((judges) => judges > 0)) notes.push("LLM judges are priced by their own model, which verify cannot see; their calls are counted and their spend is checked by the same budgets");
   if (model.hasPolicyHook) notes.push('policy.decide decides per call: every verdict (allow, deny, needs_approval) was explored for every tool');
