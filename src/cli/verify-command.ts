@@ -69,8 +69,9 @@ export async function runVerifyCommand(argv: readonly string[], io: CliIo): Prom
   }
   let report;
   try {
-    const { loop } = await loadLoopFile(file);
-    const { config, limits, notes } = resolveForVerify(loop);
+    const loaded: { loop?: unknown; config?: unknown } = await loadLoopFile(file);
+    // The exported loop when there is one, else the exported config (whichever shape the loader reports).
+    const { config, limits, notes } = resolveForVerify(loaded.loop ?? loaded.config);
     report = verifyLoopConfig(config, { scale: values.scale === true, maxStates, limits, notes });
   } catch (error) {
     if (error instanceof LoopFileError || error instanceof StateSpaceTooLargeError) {

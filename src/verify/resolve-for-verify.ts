@@ -1,6 +1,6 @@
 /**
- * The config `verify` explores, from what a loop file exports: a `createLoop` result (its resolved config)
- * or a plain loop config. A plain config that createLoop would refuse only because a limit it should
+ * The config `verify` explores, from what a loop file exports: a `createLoop` result (its resolved config,
+ * or the config it was created with when it exposes one as `loop.config`) or a plain loop config. A plain config that createLoop would refuse only because a limit it should
  * bound is switched off (`maxSteps: Infinity`) or because its cost budget cannot see an unpriced model is
  * still explored, as written: those are exactly what verify reports, with a counterexample.
  */
@@ -19,9 +19,20 @@ export interface ConfigForVerify {
 /** Counts createLoop keeps finite; verify explores them switched off to show the cycle that follows. */
 const COUNT_LIMITS = new Set(['maxSteps', 'maxStepsPerTask', 'maxRetries']);
 
+/** A loop that exposes the config it was created with (`loop.config`), as given. */
+function givenConfigOf(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { run, config } = value as { run?: unknown; config?: unknown };
+  return typeof run === 'function' && typeof config === 'object' && config !== null ? config : undefined;
+}
+
 export function resolveForVerify(exported: unknown): ConfigForVerify {
   const resolved = loopConfigOf(exported);
   if (resolved !== undefined) return { config: resolved, limits: undefined, notes: [] };
+  return resolveGiven(givenConfigOf(exported) ?? exported);
+}
+
+function resolveGiven(exported: unknown): ConfigForVerify {
   try {
     return { config: resolveConfig(exported), limits: undefined, notes: [] };
   } catch (error) {

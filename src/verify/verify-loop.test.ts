@@ -265,3 +265,11 @@ describe('counterexamples replay through the statechart', () => {
     actor.stop();
   });
 });
+
+describe('what a loop file may export', () => {
+  it('a loop that exposes the config it was created with (loop.config) is verified from that config', () => {
+    const config = { model: scriptedModel([reply('x')]), limits: { maxSteps: Infinity }, tools: [lookup] };
+    const loopLike = { run: () => Promise.reject(new Error('not run')), config };
+    expect(verify(loopLike).violations.map((violation) => violation.kind)).toEqual(['unbounded_cycle']);
+  });
+});
