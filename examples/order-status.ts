@@ -48,6 +48,10 @@ export function createOrderLoop(model: Model) {
   });
 }
 
+/** The loop file's exports for `loopstate run` and `loopstate verify`: the offline loop and its goal. */
+export default createOrderLoop(offlineOrderModel());
+export const goal = 'What is the status of order O-101?';
+
 const isMain = import.meta.url === `file://${process.argv[1]}`;
 if (isMain) {
   const result = await createOrderLoop(offlineOrderModel()).run({ goal: 'What is the status of order O-101?' });

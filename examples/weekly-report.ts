@@ -60,6 +60,10 @@ export function createWeeklyReportLoop(model: Model) {
   });
 }
 
+/** The loop file's exports for `loopstate run` and `loopstate verify`: the offline loop and its goal. */
+export default createWeeklyReportLoop(offlineWeeklyReportModel());
+export const goal = '生成本周技术周报';
+
 const isMain = import.meta.url === `file://${process.argv[1]}`;
 if (isMain) {
   const result = await createWeeklyReportLoop(offlineWeeklyReportModel()).run({ goal: '生成本周技术周报' });

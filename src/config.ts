@@ -193,7 +193,7 @@ function evaluatorIssues(config: z.infer<typeof configSchema>): ConfigIssue[] {
  * without a tool-call budget every step may take a full reply of calls (so raising maxSteps never stops a
  * loop early on a budget it did not set).
  */
-function resolveLimits(limits: Partial<LoopLimits> | undefined): LoopLimits {
+export function resolveLimits(limits: Partial<LoopLimits> | undefined): LoopLimits {
   const merged = { ...DEFAULT_LIMITS, ...limits };
   return {
     ...merged,

@@ -8,6 +8,7 @@ import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type ExampleRunner } from './bundled
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { packageVersion } from './package-version.js';
 import { inspectCommand } from './commands/inspect.js';
+import { runVerifyCommand } from './verify-command.js';
 
 /** Where the CLI writes; each call is one line or block, without a trailing newline. */
 export interface CliIo {
@@ -36,6 +37,7 @@ Commands:
   inspect <run.jsonl>
                      serve a local viewer of a JSONL trace on 127.0.0.1 (statechart, path taken,
                      time travel over its steps, step table); works offline; Ctrl-C stops it
+  verify <loop file> prove a loop is bounded, or print a counterexample (loopstate verify --help)
 Options:
   --json             print the full result (with trace) as JSON (example)
   --port N           inspect: the port to listen on (default 0: a free one)
@@ -76,6 +78,8 @@ async function untilInterrupted(run: (stop: AbortSignal) => Promise<number>): Pr
 }
 
 async function dispatch(argv: readonly string[], io: CliIo, examples: Readonly<Record<string, ExampleRunner>>, stop: AbortSignal | undefined): Promise<number> {
+  // Each command with options of its own parses them itself.
+  if (argv[0] === 'verify') return runVerifyCommand(argv.slice(1), io);
   let parsed;
   try {
     parsed = parseArgs({
