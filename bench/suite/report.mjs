@@ -142,7 +142,8 @@ export function renderMarkdown(results) {
   for (const [name, version] of Object.entries(meta.versions)) lines.push(`| ${name} | ${version ?? 'not installed'} |`);
   lines.push('');
   lines.push('## Machine', '');
-  lines.push(`${meta.machine.cpu}, ${meta.machine.cores} cores, ${meta.machine.memoryGiB} GiB; ${meta.machine.platform}; Node ${meta.machine.node} (V8 ${meta.machine.v8}); ${meta.machine.valgrind ?? 'no valgrind'}.`, '');
+  const load = meta.machine.loadAverageAtStart === undefined ? '' : ` Load average (1 min) ${meta.machine.loadAverageAtStart.toFixed(1)} at the start and ${meta.machine.loadAverageAtEnd?.toFixed(1) ?? '?'} at the end${meta.machine.loadAverageAtStart > meta.machine.cores ? ': other work shared the cores, so every µs and wall figure is inflated; compare the ratios of one run, not the figures across runs' : ''}.`;
+  lines.push(`${meta.machine.cpu}, ${meta.machine.cores} cores, ${meta.machine.memoryGiB} GiB; ${meta.machine.platform}; Node ${meta.machine.node} (V8 ${meta.machine.v8}); ${meta.machine.valgrind ?? 'no valgrind'}.${load}`, '');
   lines.push('## Method', '');
   const s = meta.settings;
   lines.push(

@@ -133,6 +133,8 @@ async function main() {
       cores: os.cpus().length,
       memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
       valgrind: hasValgrind() ? spawnSync('valgrind', ['--version'], { encoding: 'utf8' }).stdout.trim() : null,
+      // What else ran: on a shared machine the µs figures scale with it (the ratios less so).
+      loadAverageAtStart: os.loadavg()[0],
     },
     settings: { ...settings, stepCounts: STEP_COUNTS, concurrency: CONCURRENCY, largeConcurrency: LARGE_CONCURRENCY, allocationSteps: ALLOCATION_STEPS, allocationFlags: ALLOCATION_FLAGS, callgrindWorkload: CALLGRIND, callgrindNodeFlags: CALLGRIND_NODE_FLAGS },
   };
@@ -195,6 +197,7 @@ async function main() {
   }
 
   meta.durationSeconds = Math.round((Date.now() - started) / 1000);
+  meta.machine.loadAverageAtEnd = os.loadavg()[0];
   const results = { meta, adapters, steps, concurrency, largeConcurrency, allocation, callgrind };
   const outputDirectory = value('out') ? path.resolve(value('out')) : benchDirectory;
   mkdirSync(outputDirectory, { recursive: true });
