@@ -97,7 +97,20 @@ export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Ta
    * from another (one tenant's errors must not stop another tenant's run).
    */
   toolHealth?: ToolHealth;
+  /**
+   * The order tools are offered to the model in: `declared` (default, as listed in `tools`) or
+   * `success_rate` (by the tool health's weight, highest first, so a flaky tool moves down the list;
+   * ties keep the declared order). Every tool round records the health and the order in a `tool-health` trace event.
+   */
+  toolOrder?: ToolOrder;
 }
+
+/**
+ * How offered tools are ordered: as declared, or by success-rate weight.
+ * @example
+ * createLoop({ model, tools, toolOrder: 'success_rate' });
+ */
+export type ToolOrder = 'declared' | 'success_rate';
 
 export interface ResolvedConfig {
   model: Model;
@@ -120,6 +133,7 @@ export interface ResolvedConfig {
   generateRunId: () => string;
   /** The shared health object when one was passed in; otherwise undefined and each run makes its own. */
   toolHealth: ToolHealth | undefined;
+  toolOrder: ToolOrder;
 }
 
 /** Evaluator lists are checked by their own module; its paths are relative to the list. */
@@ -231,6 +245,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     random: (config.random as (() => number) | undefined) ?? Math.random,
     generateRunId: (config.generateRunId as (() => string) | undefined) ?? defaultRunId,
     toolHealth: config.toolHealth,
+    toolOrder: config.toolOrder ?? 'declared',
   };
 }
 

@@ -24,6 +24,11 @@ export interface Loop<Output = unknown> {
    * breaker); undefined when none was passed, since each run then keeps its own.
    */
   readonly toolHealth: ToolHealth | undefined;
+  /**
+   * The config this loop was created with, as given (frozen at the top level): tools such as the CLI
+   * rebuild the loop from it with another model or trace sink.
+   */
+  readonly config: Readonly<LoopConfig>;
 }
 
 /**
@@ -43,6 +48,7 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
   const resolved = resolveConfig(config);
   return {
     toolHealth: resolved.toolHealth,
+    config: Object.freeze({ ...config }) as Readonly<LoopConfig>,
     // async, so invalid input rejects the returned promise instead of throwing synchronously.
     // The cast is the one place the output type meets run time: only a value that passed these evaluators is output.
     run: async (input) => (await driveRun(resolved, resolved.toolHealth, validateRunInput(input))) as RunResult<LoopOutput<Evaluate, Tasks>>,

@@ -181,6 +181,7 @@ export const configSchema = z
     random: fn('a function returning a number in [0, 1)').optional(),
     generateRunId: fn('a function returning a string').optional(),
     toolHealth: toolHealthSchema.optional(),
+    toolOrder: z.enum(['declared', 'success_rate']).optional(),
   })
   .strict()
   .superRefine((config, context) => {
