@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { createLoop, evaluators, type LoopConfig, type Model } from '../src/index.js';
-import { reply, scriptedModel } from '../src/testing/index.js';
+import { reply, scriptedModel, type ScriptedModel } from '../src/testing/index.js';
 
 /** The run's goal; `loopstate run` reads it as the loop file's goal. */
 export const goal = '生成本周技术周报';
@@ -25,7 +25,7 @@ export const SAMPLE_COMMITS = [
 const classification = z.object({ modules: z.record(z.string(), z.array(z.string()).min(1)) });
 const draft = z.object({ summary: z.string().min(1), modules: z.array(z.string().min(1)).min(1) });
 
-export function offlineWeeklyReportModel(): Model {
+export function offlineWeeklyReportModel(): ScriptedModel {
   const classified = { 用户: [SAMPLE_COMMITS[0]], 订单: [SAMPLE_COMMITS[1], SAMPLE_COMMITS[3], SAMPLE_COMMITS[4]], 搜索: [SAMPLE_COMMITS[2]], 性能: [SAMPLE_COMMITS[5]] };
   const report = {
     summary: '本周完成了登录安全加固、订单流程修正和性能优化三项重点工作',

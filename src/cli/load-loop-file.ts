@@ -1,0 +1,118 @@
+/**
+ * Loads a loop file: a module whose default export is a `createLoop` result or a loop config, and which
+ * exports `goal` (a string) for `run`. `.js`/`.mjs` files are imported as they are; `.ts`/`.mts` files
+ * are transpiled on import (types removed, not checked) with the `typescript` package, found next to the
+ * loop file or else beside loopstate.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { createRequire, register } from 'node:module';
+import { extname, resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { LoopConfig } from '../config.js';
+import type { Loop } from '../loop.js';
+import { thrownMessage } from '../redaction/describe-thrown.js';
+import { CliError } from './cli-error.js';
+
+/** A loaded loop file: the config to build the loop from, the loop itself when one was exported, and its goal. */
+export interface LoadedLoop {
+  /** The config: the exported one, or the exported loop's own (`loop.config`). */
+  config: LoopConfig;
+  /** The exported `createLoop` result; undefined when the file exported a config. */
+  loop: Loop | undefined;
+  /** The exported `goal`; undefined when the file exports none (the CLI then needs `--goal`). */
+  goal: string | undefined;
+  /** The absolute path it was loaded from. */
+  path: string;
+}
+
+const SUPPORTED = new Set(['.js', '.mjs', '.ts', '.mts']);
+
+/**
+ * Imports `file` and checks what it exports; every problem is a `CliError` of kind `loop_file` saying
+ * what was found and what was expected.
+ * @example
+ * const { config, goal } = await loadLoopFile('my-loop.ts');
+ */
+export async function loadLoopFile(file: string): Promise<LoadedLoop> {
+  const path = resolvePath(file);
+  if (!existsSync(path)) throw loopFileError(`no such file: ${file}`);
+  if (!statSync(path).isFile()) throw loopFileError(`not a file: ${file}`);
+  const extension = extname(path);
+  if (!SUPPORTED.has(extension)) throw loopFileError(`${file}: expected a .ts, .mts, .js or .mjs loop file, got "${extension || 'no extension'}"`);
+  if (extension === '.ts' || extension === '.mts') enableTypeScript(path);
+  let exports: Record<string, unknown>;
+  try {
+    exports = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  } catch (error) {
+    throw loopFileError(`${file} could not be imported: ${thrownMessage(error)}`, error);
+  }
+  return { ...loopOfModule(exports, file), path };
+}
+
+/**
+ * What a loop module exports, checked: `default` is a loop or a loop config, `goal` a string if present.
+ * @example
+ * const { config, goal } = loopOfModule(await import('./my-loop.js'), 'my-loop.js');
+ */
+export function loopOfModule(exports: Record<string, unknown>, name: string): Omit<LoadedLoop, 'path'> {
+  const exported = exports.default;
+  const goal = exports.goal;
+  if (goal !== undefined && (typeof goal !== 'string' || goal.trim() === '')) throw loopFileError(`${name}: the exported goal must be a non-empty string, got ${describe(goal)}`);
+  if (isLoop(exported)) {
+    if (!isConfig(exported.config)) throw loopFileError(`${name}: the default export is a loop without its config; create it with createLoop from loopstate 0.1 or later`);
+    return { config: exported.config, loop: exported, goal };
+  }
+  if (isConfig(exported)) return { config: exported, loop: undefined, goal };
+  const hint = exported === undefined ? 'there is no default export' : `the default export is ${describe(exported)}`;
+  throw loopFileError(`${name} exports no loop: ${hint}; expected \`export default createLoop({ ... })\` or \`export default { model, ... }\` (a loop config), and \`export const goal = '...'\``);
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+
+// Duck-typed, so a loop made by another installed copy of loopstate is recognised too.
+function isLoop(value: unknown): value is Loop {
+  return isObject(value) && typeof value.run === 'function';
+}
+
+function isConfig(value: unknown): value is LoopConfig {
+  return isObject(value) && isObject(value.model) && typeof value.model.generate === 'function';
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return `an object with keys ${Object.keys(value).slice(0, 5).join(', ') || '(none)'}`;
+  return `a ${typeof value} (${String(value).slice(0, 40)})`;
+}
+
+const loopFileError = (message: string, cause?: unknown) => new CliError({ kind: 'loop_file', message, cause });
+
+let typescriptEnabled = false;
+
+/** Registers the transpiling hooks once, with the `typescript` package found for `loopFile`. */
+function enableTypeScript(loopFile: string): void {
+  if (typescriptEnabled) return;
+  const hooks = new URL('./typescript-hooks.js', import.meta.url);
+  // Run from source (the test runner), the runner itself transpiles TypeScript and the built hooks do not exist.
+  if (!existsSync(hooks)) return;
+  const typescriptPath = findTypeScript(loopFile);
+  if (typescriptPath === undefined) {
+    throw loopFileError(
+      `${loopFile} is TypeScript, which Node ${process.versions.node} cannot run without a build step; install the typescript package ` +
+        '(npm install --save-dev typescript) so loopstate can strip its types, or compile the file and run the .js',
+    );
+  }
+  register(hooks, { data: { typescriptPath } });
+  typescriptEnabled = true;
+}
+
+function findTypeScript(loopFile: string): string | undefined {
+  for (const from of [loopFile, resolvePath('package.json'), new URL(import.meta.url).pathname]) {
+    try {
+      return createRequire(from).resolve('typescript');
+    } catch {
+      // Not installed there; look in the next place.
+    }
+  }
+  return undefined;
+}
