@@ -7,7 +7,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { createRequire, register } from 'node:module';
 import { extname, resolve as resolvePath } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { LoopConfig } from '../config.js';
 import type { Loop } from '../loop.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
@@ -31,15 +31,15 @@ const SUPPORTED = new Set(['.js', '.mjs', '.ts', '.mts']);
  * Imports `file` and checks what it exports; every problem is a `CliError` of kind `loop_file` saying
  * what was found and what was expected.
  * @example
- * const { config, goal } = await loadLoopFile('my-loop.ts');
+ * const { config, goal } = await loadLoopFile('my-loop.ts'); // relative to the working directory
  */
-export async function loadLoopFile(file: string): Promise<LoadedLoop> {
-  const path = resolvePath(file);
+export async function loadLoopFile(file: string, cwd: string = process.cwd()): Promise<LoadedLoop> {
+  const path = resolvePath(cwd, file);
   if (!existsSync(path)) throw loopFileError(`no such file: ${file}`);
   if (!statSync(path).isFile()) throw loopFileError(`not a file: ${file}`);
   const extension = extname(path);
   if (!SUPPORTED.has(extension)) throw loopFileError(`${file}: expected a .ts, .mts, .js or .mjs loop file, got "${extension || 'no extension'}"`);
-  if (extension === '.ts' || extension === '.mts') enableTypeScript(path);
+  if (extension === '.ts' || extension === '.mts') enableTypeScript(path, cwd);
   let exports: Record<string, unknown>;
   try {
     exports = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
@@ -90,12 +90,12 @@ const loopFileError = (message: string, cause?: unknown) => new CliError({ kind:
 let typescriptEnabled = false;
 
 /** Registers the transpiling hooks once, with the `typescript` package found for `loopFile`. */
-function enableTypeScript(loopFile: string): void {
+function enableTypeScript(loopFile: string, cwd: string): void {
   if (typescriptEnabled) return;
   const hooks = new URL('./typescript-hooks.js', import.meta.url);
   // Run from source (the test runner), the runner itself transpiles TypeScript and the built hooks do not exist.
   if (!existsSync(hooks)) return;
-  const typescriptPath = findTypeScript(loopFile);
+  const typescriptPath = findTypeScript(loopFile, cwd);
   if (typescriptPath === undefined) {
     throw loopFileError(
       `${loopFile} is TypeScript, which Node ${process.versions.node} cannot run without a build step; install the typescript package ` +
@@ -106,8 +106,9 @@ function enableTypeScript(loopFile: string): void {
   typescriptEnabled = true;
 }
 
-function findTypeScript(loopFile: string): string | undefined {
-  for (const from of [loopFile, resolvePath('package.json'), new URL(import.meta.url).pathname]) {
+/** The typescript package: the loop file's project's, the working directory's, or the one beside loopstate. */
+function findTypeScript(loopFile: string, cwd: string): string | undefined {
+  for (const from of [loopFile, resolvePath(cwd, 'package.json'), fileURLToPath(import.meta.url)]) {
     try {
       return createRequire(from).resolve('typescript');
     } catch {

@@ -102,7 +102,7 @@ export function progressStep(previous: ProgressState, event: TraceEvent): { stat
     case 'no-progress':
       return { state, line: `  no progress${event.signal ? ` (${event.signal})` : ''}: ${event.action === 'nudge' ? 'nudging the model' : 'stopping'} — ${clip(event.detail, 120)}` };
     case 'model-error':
-      return { state, line: `  model error (${event.errorKind}): ${clip(event.message, 120)}${event.retryDelayMs > 0 ? `; retrying in ${event.retryDelayMs} ms` : ''}` };
+      return { state, line: `  model error (${event.errorKind}): ${clip(event.message, 120)}` };
     case 'context-trimmed':
       return { state, line: `  context ${event.strategy === 'trim' ? 'trimmed' : 'summarized'}: ${event.tokensBefore} → ${event.tokensAfter} tokens` };
     case 'warning':

@@ -128,7 +128,7 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
   if (example === undefined && !looksLikePath(target) && !existsSync(file)) {
     throw new CliError({ kind: 'usage', message: `unknown example "${target}"; choose one of: ${Object.keys(examples).join(', ')}, or give the path of a loop file` });
   }
-  const loaded = example !== undefined ? await example.load() : await loadLoopFile(file);
+  const loaded = example !== undefined ? await example.load() : await loadLoopFile(target, cwd);
   const goal = flags.goal ?? loaded.goal;
   if (goal === undefined || goal.trim() === '') throw new CliError({ kind: 'loop_file', message: `${target} exports no goal; add \`export const goal = '...'\` or pass --goal <text>` });
   const { model, label, baseUrl } = chooseModel(flags, loaded.config, io.env ?? process.env, cwd, example !== undefined);
@@ -154,17 +154,18 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
     view?.finish();
   }
   const written = result.warnings.some((warning) => warning.startsWith('trace.file')) ? null : displayPath(traceFile, cwd);
-  const limits = loaded.config.limits ?? {};
+  // The limits the run actually had (defaults applied), as its run-start recorded them.
+  const start = result.trace.find((event) => event.type === 'run-start');
+  const limits = start?.type === 'run-start' ? start.limits : { maxSteps: null, maxCostUsd: null };
   if (flags.json) {
     io.out(JSON.stringify({ target, model: label, traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
   } else {
-    io.out(formatRunReport(result, { target, modelLabel: label, traceFile: written, maxSteps: limits.maxSteps ?? null, maxCostUsd: finiteOrNull(limits.maxCostUsd), baseUrl }));
+    io.out(formatRunReport(result, { target, modelLabel: label, traceFile: written, maxSteps: limits.maxSteps, maxCostUsd: limits.maxCostUsd, baseUrl }));
   }
   return result.status === 'succeeded' ? EXIT_CODES.success : EXIT_CODES.failure;
 }
 
 const looksLikePath = (target: string) => /[/\\.]/.test(target);
-const finiteOrNull = (value: number | undefined) => (value !== undefined && Number.isFinite(value) ? value : null);
 
 function displayPath(file: string, cwd: string): string {
   const shown = relative(cwd, file);
@@ -184,7 +185,9 @@ function runIdFor(config: LoopConfig): string {
 function progressOptions(io: RunCommandIo) {
   const stream = io.progress;
   if (stream === undefined) return { write: (text: string) => text.trimEnd() !== '' && io.err(text.replace(/\n$/, '')), tty: false };
-  return { write: (text: string) => void stream.write(text), tty: stream.isTTY === true, ...(stream.columns === undefined ? {} : { columns: stream.columns }) };
+  // A terminal that reports no width (0 under some pseudo-terminals) gets the renderer's default.
+  const columns = stream.columns !== undefined && stream.columns >= 20 ? { columns: stream.columns } : {};
+  return { write: (text: string) => void stream.write(text), tty: stream.isTTY === true, ...columns };
 }
 
 /** The model to run on, and how to say it: the loop's own, a real one (`--model`), or a cassette. */
