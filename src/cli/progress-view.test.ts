@@ -22,6 +22,7 @@ describe('progress view: plain lines (not a TTY)', () => {
     expect(lines.filter((line) => line.startsWith('step '))).toHaveLength(5);
     expect(lines.find((line) => line.startsWith('  evaluation [draft]: failed (json)'))).toContain('not valid JSON');
     expect(lines.at(-1)).toBe('run ended: completed after 5 step(s)');
+    expect(written.endsWith('step(s)\n\n')).toBe(true);
   });
 
   it('says when a circuit opens and when it half-opens', async () => {
@@ -72,7 +73,7 @@ describe('progress view: status line (TTY)', () => {
     expect(output).toContain('  retry 2 (reflection');
     // Every permanent line starts on a cleared line; the status line never ends with a newline.
     expect(writes.filter((text) => text.startsWith('RUNNING') || text.startsWith('READY')).every((text) => !text.endsWith('\n'))).toBe(true);
-    expect(writes.at(-1)).toBe('run ended: completed after 5 step(s)\n');
+    expect(writes.at(-1)).toBe('run ended: completed after 5 step(s)\n\n');
   });
 
   it('throttles redraws for streamed text', () => {

@@ -109,7 +109,8 @@ export function progressStep(previous: ProgressState, event: TraceEvent): { stat
       return { state, line: `  warning: ${clip(event.message, 160)}` };
     case 'run-end':
       Object.assign(state, { state: 'TERMINATED', runningTools: [], inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd });
-      return { state, line: `run ended: ${event.stopReason} after ${event.steps} step(s)` };
+      // The blank line sets the result printed after it apart from the progress.
+      return { state, line: `run ended: ${event.stopReason} after ${event.steps} step(s)\n` };
     default:
       return { state, line: null };
   }
