@@ -229,6 +229,17 @@ export class RunSession {
         const taskId = text(event.taskId), callId = text(event.callId), name = text(event.name);
         return taskId === event.taskId && callId === event.callId && name === event.name ? event : { ...event, taskId, callId, name };
       }
+      case 'tool-health': {
+        // Only names are free text here; the figures are numbers and the circuit one of three words.
+        const taskId = text(event.taskId);
+        const tools = event.tools.map((tool) => {
+          const name = text(tool.name);
+          return name === tool.name ? tool : { ...tool, name };
+        });
+        const offered = event.offered.map(text);
+        const same = taskId === event.taskId && tools.every((tool, index) => tool === event.tools[index]) && offered.every((name, index) => name === event.offered[index]);
+        return same ? event : { ...event, taskId, tools, offered };
+      }
       case 'step-end': {
         const taskId = text(event.taskId), modelId = text(event.modelId);
         let toolCalls = event.toolCalls;

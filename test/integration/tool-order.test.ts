@@ -34,3 +34,15 @@ describe('toolOrder', () => {
     expect(() => createLoop({ model: scriptedModel([]), toolOrder: 'random' as ToolOrder })).toThrow(/toolOrder/);
   });
 });
+
+describe('tool-health events and redaction', () => {
+  it('redacts a tool name that looks like a secret, in the figures and the order', async () => {
+    const secretName = 'sk_live_abc123def456ghi789jkl012';
+    const tool = defineTool({ name: secretName, description: 'Odd name.', input: z.object({}), access: 'read', execute: () => 'ok' });
+    const loop = createLoop({ model: scriptedModel([toolCall(secretName, {}), reply('done')]), tools: [tool], clock: virtualClock() });
+    const { trace } = await loop.run({ goal: 'Use it.' });
+    const health = trace.find((event) => event.type === 'tool-health');
+    expect(JSON.stringify(health)).not.toContain(secretName);
+    expect(health).toMatchObject({ tools: [{ name: '[redacted]' }], offered: ['[redacted]'] });
+  });
+});
