@@ -3,7 +3,7 @@
  * `LoopConfigError` naming each bad field's path and what was expected.
  */
 import type { z } from 'zod';
-import { DEFAULT_BACKOFF, DEFAULT_CONTEXT, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
+import { DEFAULT_BACKOFF, DEFAULT_CONTEXT, DEFAULT_DURABLE, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from './constants.js';
 import type { ContextOptions, ResolvedContextOptions } from './context/context-window.js';
 import { LoopConfigError, type ConfigIssue } from './errors.js';
 import { toConfigIssues } from './config/config-issues.js';
@@ -18,6 +18,7 @@ import type { Message, Model } from './model/types.js';
 import { checkMessages } from './conversation/prior-conversation.js';
 import { thrownMessage } from './redaction/describe-thrown.js';
 import { createRedactor, type RedactOptions, type Redactor } from './redaction/redact.js';
+import type { Store } from './store/store.js';
 import type { Tool, ToolHealth, ToolPolicy } from './tools/index.js';
 import type { OtelTraceOptions, TraceOptions } from './trace/trace-event.js';
 import type { ResolvedTraceOptions } from './trace/trace-sinks.js';
@@ -103,6 +104,45 @@ export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Ta
    * ties keep the declared order). Every tool round records the health and the order in a `tool-health` trace event.
    */
   toolOrder?: ToolOrder;
+  /**
+   * Makes runs durable: each step is journalled before the machine sees it, so `loop.resume(runId)` can
+   * continue a run after a crash or a stop for approval, in another process if need be.
+   */
+  store?: Store;
+  /** How a durable run journals (only with `store`). */
+  durable?: DurableOptions;
+  /**
+   * A budget shared by every run of this tenant, kept in the store's ledger: each run holds its share
+   * (the lesser of its own limit and what the tenant has left) when it starts and gives back what it did
+   * not spend when it finishes. Needs a `store`.
+   */
+  tenant?: TenantBudget;
+}
+
+/**
+ * A tenant's shared budget; a dimension left out is not capped for the tenant.
+ * @example
+ * createLoop({ model, store: sqliteStore({ path: 'loops.db' }), tenant: { id: 'acme', maxCostUsd: 25 }, limits: { maxCostUsd: 0.5 } });
+ */
+export interface TenantBudget {
+  id: string;
+  maxCostUsd?: number;
+  maxInputTokens?: number;
+  maxOutputTokens?: number;
+}
+
+/**
+ * Options of durable runs, merged over `DEFAULT_DURABLE`.
+ * @example
+ * createLoop({ model, store: sqliteStore({ path: 'loops.db' }), durable: { approvalExpiresAfterMs: 86_400_000 } });
+ */
+export interface DurableOptions {
+  /** A snapshot of the whole run every this many events, so a resume re-applies at most this many (default 32). */
+  snapshotEvery?: number;
+  /** A pending approval expires this long after the run stopped for it (default: never). */
+  approvalExpiresAfterMs?: number;
+  /** How long a process holds a run without writing before another may take it over (default 30 000 ms). */
+  leaseMs?: number;
 }
 
 /**
@@ -134,6 +174,9 @@ export interface ResolvedConfig {
   /** The shared health object when one was passed in; otherwise undefined and each run makes its own. */
   toolHealth: ToolHealth | undefined;
   toolOrder: ToolOrder;
+  store: Store | undefined;
+  tenant: TenantBudget | undefined;
+  durable: { snapshotEvery: number; approvalExpiresAfterMs: number | null; leaseMs: number };
 }
 
 /** Evaluator lists are checked by their own module; its paths are relative to the list. */
@@ -179,7 +222,7 @@ export const defaultRunId = (): string => `run_${Date.now().toString(36)}_${(run
 /** Objects the loop calls into (model, clock, shared health, tools, evaluators) are kept as they are; the rest is copied as plain data. */
 const keepConfigValue: KeepByReference = (path) => {
   const [last, parent] = [path.at(-1), path.at(-2)];
-  if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth')) return true;
+  if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth' || last === 'store')) return true;
   // An OpenTelemetry tracer and context are the caller's objects, used as they are.
   if (path.length === 3 && path[0] === 'trace' && parent === 'otel' && (last === 'tracer' || last === 'parent')) return true;
   // An evaluator may also be given alone, not in a list.
@@ -246,6 +289,13 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     generateRunId: (config.generateRunId as (() => string) | undefined) ?? defaultRunId,
     toolHealth: config.toolHealth,
     toolOrder: config.toolOrder ?? 'declared',
+    store: config.store,
+    tenant: config.tenant,
+    durable: {
+      snapshotEvery: config.durable?.snapshotEvery ?? DEFAULT_DURABLE.snapshotEvery,
+      approvalExpiresAfterMs: config.durable?.approvalExpiresAfterMs ?? DEFAULT_DURABLE.approvalExpiresAfterMs,
+      leaseMs: config.durable?.leaseMs ?? DEFAULT_DURABLE.leaseMs,
+    },
   };
 }
 

@@ -127,3 +127,10 @@ export const DEFAULT_PRICES: Readonly<Record<string, ModelPrice>> = Object.freez
 /** Marker appended to a tool result cut at maxToolResultBytes. */
 export const TRUNCATION_MARKER = (keptBytes: number, totalBytes: number): string =>
   `\n[loopstate: tool result truncated: kept ${keptBytes} of ${totalBytes} bytes]`;
+
+/**
+ * Defaults of durable runs (`createLoop({ store, durable })`).
+ * @example
+ * DEFAULT_DURABLE.snapshotEvery; // 32
+ */
+export const DEFAULT_DURABLE = Object.freeze({ snapshotEvery: 32, approvalExpiresAfterMs: null as number | null, leaseMs: 30_000 });

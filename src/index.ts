@@ -3,7 +3,7 @@
  * Public API only; test doubles live in `loopstate/testing`.
  */
 export { createLoop, type Loop } from './loop.js';
-export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput, ToolOrder } from './config.js';
+export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput, DurableOptions, TenantBudget, ToolOrder } from './config.js';
 export type { RunResult, PendingApproval } from './runtime/run-result.js';
 export { defineTool, checkToolPolicy, ToolHealth, ToolCallError, isCallerFault } from './tools/index.js';
 export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyVerdict, OutcomeLookup, ToolHealthStats, CircuitState, ToolFailureBlame } from './tools/index.js';
@@ -47,6 +47,16 @@ export { parseTraceLine, parseTraceText, readTraceFile, TraceFileError, type Tra
 export { rebuildPrompts, type RebuiltPrompt } from './trace/prompt-snapshots.js';
 export { rebuildRun, type RebuiltRun } from './trace/rebuild-run.js';
 export { GEN_AI_SEMCONV_VERSION } from './trace/otel/genai-conventions.js';
+export { sqliteStore, type SqliteStoreOptions } from './store/sqlite/sqlite-store.js';
+export { memoryStore } from './store/memory-store.js';
+export type { Store, StoreRow, RunRow, Lease, RunControl } from './store/store.js';
+export { StoreConflictError } from './store/store-conflict-error.js';
+export { StoreRecordError, ApprovalError, RunAccessError, type ApprovalErrorCode, type RunAccessErrorCode } from './durable/durable-errors.js';
+export { argumentsHash, type ApprovalInput, type ResumeOptions } from './durable/durable-runs.js';
+export { UnknownOutcomeError } from './tools/unknown-outcome-error.js';
+export { readTenantLedger } from './durable/tenant-ledger.js';
+export type { LedgerRecord as TenantLedger } from './durable/records.js';
+export { DEFAULT_DURABLE } from './constants.js';
 export type { RedactOptions } from './redaction/redact.js';
 export { loopMachine, getPendingEffect, STOP_REASONS } from '../machines/index.js';
 export type { StopReason, RunStatus, Usage, LoopLimits, NoProgressThresholds, NoProgressSignal, LoopEvent, PendingEffect } from '../machines/index.js';

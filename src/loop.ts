@@ -1,6 +1,8 @@
 /** The public entry point: `createLoop(config)` validates once, `loop.run(input)` runs a goal. */
 import { resolveConfig, validateRunInput, type LoopConfig, type RunInput, type TaskConfig } from './config.js';
 import type { EvaluateOption, LoopOutput } from './evaluators/index.js';
+import { DurableRuns, type ResumeOptions } from './durable/durable-runs.js';
+import { LoopstateError } from './errors.js';
 import { driveRun } from './runtime/driver.js';
 import type { RunResult } from './runtime/run-result.js';
 import type { ToolHealth } from './tools/index.js';
@@ -29,6 +31,19 @@ export interface Loop<Output = unknown> {
    * rebuild the loop from it with another model or trace sink.
    */
   readonly config: Readonly<LoopConfig>;
+  /**
+   * Continues a run of this loop's `store` where it stopped: after a crash (in any process), or after a
+   * stop for approval with the person's `approvals`. A finished run returns its recorded result.
+   * Throws `ApprovalError` for approvals that do not fit and `RunAccessError` for a run that is
+   * unknown or held by another process; needs a `store`.
+   */
+  resume(runId: string, options?: ResumeOptions): Promise<RunResult<Output>>;
+  /**
+   * Cancels a run of this loop's `store`: a run this process drives stops at once; one no process
+   * holds is recorded as `cancelled` and its result returned; one another process drives stops at
+   * its next step (null). Needs a `store`.
+   */
+  cancel(runId: string): Promise<RunResult<Output> | null>;
 }
 
 /**
@@ -46,11 +61,25 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
   config: LoopConfig<Evaluate, Tasks>,
 ): Loop<LoopOutput<Evaluate, Tasks>> {
   const resolved = resolveConfig(config);
+  const durable = resolved.store === undefined ? null : new DurableRuns(resolved, resolved.store);
+  const needsStore = (method: string) => new LoopstateError({ code: 'no_store', message: `loop.${method} needs a store: createLoop({ ..., store: sqliteStore({ path }) })` });
+  type Result = RunResult<LoopOutput<Evaluate, Tasks>>;
   return {
     toolHealth: resolved.toolHealth,
     config: Object.freeze({ ...config }) as Readonly<LoopConfig>,
     // async, so invalid input rejects the returned promise instead of throwing synchronously.
     // The cast is the one place the output type meets run time: only a value that passed these evaluators is output.
-    run: async (input) => (await driveRun(resolved, resolved.toolHealth, validateRunInput(input))) as RunResult<LoopOutput<Evaluate, Tasks>>,
+    run: async (input) => {
+      const checked = validateRunInput(input);
+      return (await (durable === null ? driveRun(resolved, resolved.toolHealth, checked) : durable.run(checked))) as Result;
+    },
+    resume: async (runId, options) => {
+      if (durable === null) throw needsStore('resume');
+      return (await durable.resume(runId, options)) as Result;
+    },
+    cancel: async (runId) => {
+      if (durable === null) throw needsStore('cancel');
+      return (await durable.cancel(runId)) as Result | null;
+    },
   };
 }

@@ -7,6 +7,7 @@ import type { Clock } from '../runtime/clock.js';
 import type { Evaluator } from '../evaluators/index.js';
 import type { Model } from '../model/types.js';
 import { PLAN_TOOL_NAME } from '../plan/plan-tool.js';
+import type { Store } from '../store/store.js';
 import type { Tool, ToolHealth } from '../tools/index.js';
 import type { Context, Tracer } from '@opentelemetry/api';
 import { traceFileProblem } from '../trace/trace-file.js';
@@ -182,9 +183,23 @@ export const configSchema = z
     generateRunId: fn('a function returning a string').optional(),
     toolHealth: toolHealthSchema.optional(),
     toolOrder: z.enum(['declared', 'success_rate']).optional(),
+    store: z.custom<Store>(
+      (value) => typeof value === 'object' && value !== null && isFunction((value as Store).append) && isFunction((value as Store).readJournal) && isFunction((value as Store).acquireLease),
+      { message: 'expected a Store, e.g. sqliteStore({ path }) or memoryStore()' },
+    ).optional(),
+    tenant: z.object({
+      id: z.string().min(1),
+      maxCostUsd: number().min(0).optional(),
+      maxInputTokens: number().int().min(0).optional(),
+      maxOutputTokens: number().int().min(0).optional(),
+    }).strict().optional(),
+    durable: z.object({ snapshotEvery: positiveInt, approvalExpiresAfterMs: positiveInt, leaseMs: positiveInt }).partial().strict().optional(),
   })
   .strict()
   .superRefine((config, context) => {
+    if (config.tenant !== undefined && config.store === undefined) {
+      context.addIssue({ code: 'custom', path: ['tenant'], message: 'a tenant budget is a ledger in the store: pass a store too (e.g. sqliteStore({ path }))' });
+    }
     const window = config.model.contextWindowTokens;
     if (window !== undefined && !(Number.isInteger(window) && window > 0)) {
       context.addIssue({ code: 'custom', path: ['model', 'contextWindowTokens'], message: 'expected a positive integer (tokens one request may carry) or no value' });

@@ -75,6 +75,17 @@ export class RunPlan {
     this.#roundFacts = null;
   }
 
+  /** The items as last sent, as plain data for a durable run's journal. */
+  persistedItems(): PlanItem[] {
+    return this.#items.map((item) => ({ ...item }));
+  }
+
+  /** Puts back what `persistedItems` returned when a durable run is restored. */
+  restoreItems(items: readonly PlanItem[]): void {
+    this.#items = items.map((item) => ({ ...item }));
+    this.#roundFacts = null;
+  }
+
   /** What the updates since the last call did to the plan; null when it was not updated. Resets. */
   takeRoundFacts(): PlanRoundFacts | null {
     const facts = this.#roundFacts;

@@ -35,11 +35,12 @@ export interface Observation {
 }
 
 // Changelog — 1: run-wide tool-call counts and observation hashes. 2: per-task (call, result) triples and a failure count.
-// 3: no running hash of the distinct triples (their count, the map's size, says when one is new).
 const progressTrackerSnapshotSchema = z.object({
-  schemaVersion: z.literal(3),
+  schemaVersion: z.literal(2),
   /** sha1(fingerprint, sha1(result)) → times seen in the current task. */
   triples: z.record(z.string(), z.number().int().positive()),
+  /** Running hash over distinct triples of the task, in the order they were first seen. */
+  distinctObservationsHash: z.string(),
   /** Failed calls in the task: each one changes the digest, so retrying a failing tool is never "unchanged". */
   failures: z.number().int().min(0),
   stateDigest: z.string(),
@@ -51,11 +52,6 @@ const progressTrackerSnapshotSchema = z.object({
  * const saved: ProgressTrackerSnapshot = JSON.parse(JSON.stringify(tracker.snapshot()));
  */
 export type ProgressTrackerSnapshot = z.output<typeof progressTrackerSnapshotSchema>;
-
-/** A count in as many digits as any count can have, so hashing it costs the same at step 3 and step 300,000. */
-function fixedWidth(count: number): string {
-  return String(count).padStart(16, '0');
-}
 
 /** One-shot hashing: about half the cost of createHash().update().digest() per call. */
 function sha1(text: string): string {
@@ -71,8 +67,26 @@ function sha1(text: string): string {
  * tracker.observeCall(toolCallFingerprint('get_order', { order_id: 'O-1' }), '{"status":"shipped"}').timesSeen; // 1
  * const stateDigest = tracker.advanceState({ taskIndex: 0, reply: null });
  */
+/**
+ * What changed in a tracker since the last `takeChanges()`: the triples counted again, and whether the
+ * task started over first. The rest is small and given whole.
+ * @example
+ * const changes: ProgressTrackerChanges = { restarted: false, triples: { '3f…': 2 }, distinctObservationsHash: 'ab…', failures: 0, stateDigest: 'cd…' };
+ */
+export interface ProgressTrackerChanges {
+  restarted: boolean;
+  triples: Record<string, number>;
+  distinctObservationsHash: string;
+  failures: number;
+  stateDigest: string;
+}
+
 export class ProgressTracker {
   #triples = new Map<string, number>();
+  /** Keys counted since the last `takeChanges()`; null until `trackChanges()` (only durable runs pay for it). */
+  #changed: Set<string> | null = null;
+  #restarted = false;
+  #distinctObservationsHash = '';
   #failures = 0;
   #stateDigest = '';
 
@@ -84,6 +98,11 @@ export class ProgressTracker {
   /** A new task starts with no history: what an earlier task saw is not a repeat in this one. */
   beginTask(): void {
     this.#triples = new Map();
+    if (this.#changed !== null) {
+      this.#changed.clear();
+      this.#restarted = true;
+    }
+    this.#distinctObservationsHash = '';
     this.#failures = 0;
   }
 
@@ -94,6 +113,8 @@ export class ProgressTracker {
     const key = sha1(`${fingerprint}\n${resultHash}`);
     const timesSeen = (this.#triples.get(key) ?? 0) + 1;
     this.#triples.set(key, timesSeen);
+    this.#changed?.add(key);
+    if (timesSeen === 1) this.#distinctObservationsHash = sha1(`${this.#distinctObservationsHash}${key}`);
     return { timesSeen, observationId: resultHash.slice(0, 12) };
   }
 
@@ -109,10 +130,33 @@ export class ProgressTracker {
    */
   advanceState(parts: StateDigestParts): string {
     // One hash over fixed-size fields and the reply last; null (tool calls only) and '' (an empty text) differ.
-    // Triples are never forgotten within a task, so their count grows exactly when a new one arrives.
     const reply = parts.reply === null ? 'none' : `text:${parts.reply}`;
-    this.#stateDigest = sha1(`${parts.taskIndex}\n${fixedWidth(this.#triples.size)}\n${fixedWidth(this.#failures)}\n${reply}`);
+    this.#stateDigest = sha1(`${parts.taskIndex}\n${this.#distinctObservationsHash}\n${this.#failures}\n${reply}`);
     return this.#stateDigest;
+  }
+
+  /** From now on, remember what changed, for `takeChanges()`. */
+  trackChanges(): void {
+    this.#changed ??= new Set();
+  }
+
+  /** What changed since the last call (or `trackChanges()`): costs the size of the change, not of the task's history. */
+  takeChanges(): ProgressTrackerChanges {
+    const triples: Record<string, number> = {};
+    for (const key of this.#changed ?? []) triples[key] = this.#triples.get(key) ?? 0;
+    const changes = { restarted: this.#restarted, triples, distinctObservationsHash: this.#distinctObservationsHash, failures: this.#failures, stateDigest: this.#stateDigest };
+    this.#changed?.clear();
+    this.#restarted = false;
+    return changes;
+  }
+
+  /** Applies what `takeChanges()` returned on a tracker in the state it was taken from. */
+  applyChanges(changes: ProgressTrackerChanges): void {
+    if (changes.restarted) this.#triples = new Map();
+    for (const [key, count] of Object.entries(changes.triples)) this.#triples.set(key, count);
+    this.#distinctObservationsHash = changes.distinctObservationsHash;
+    this.#failures = changes.failures;
+    this.#stateDigest = changes.stateDigest;
   }
 
   /**
@@ -121,8 +165,9 @@ export class ProgressTracker {
    */
   snapshot(): ProgressTrackerSnapshot {
     return {
-      schemaVersion: 3,
+      schemaVersion: 2,
       triples: Object.fromEntries(this.#triples),
+      distinctObservationsHash: this.#distinctObservationsHash,
       failures: this.#failures,
       stateDigest: this.#stateDigest,
     };
@@ -142,6 +187,7 @@ export class ProgressTracker {
     }
     const tracker = new ProgressTracker();
     for (const [key, count] of Object.entries(checked.data.triples)) tracker.#triples.set(key, count);
+    tracker.#distinctObservationsHash = checked.data.distinctObservationsHash;
     tracker.#failures = checked.data.failures;
     tracker.#stateDigest = checked.data.stateDigest;
     return tracker;

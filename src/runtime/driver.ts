@@ -22,6 +22,7 @@ import { performEvaluation } from './evaluation-step.js';
 import { interruptionEvent as interruptionEventAt, RunInterruption } from './interruption.js';
 import { performModelCall } from './model-step.js';
 import type { RunResult } from './run-result.js';
+import type { DriverHooks } from './driver-hooks.js';
 import { RunSession } from './run-session.js';
 import { performToolRound } from './tool-step.js';
 
@@ -43,8 +44,8 @@ function stateName(snapshot: LoopSnapshot): string {
   return '?.?';
 }
 
-/** Runs one goal; `sharedHealth` is the loop's shared tool health, else this run gets its own. */
-export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealth | undefined, input: RunInput): Promise<RunResult> {
+/** Runs one goal; `sharedHealth` is the loop's shared tool health, else this run gets its own. `hooks` make it durable. */
+export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealth | undefined, input: RunInput, hooks?: DriverHooks): Promise<RunResult> {
   // User hooks (clock, run id, abort reason) end the run as fatal_error or cancelled, never reject it.
   const clock = guardClock(resolved.clock);
   const config: ResolvedConfig = { ...resolved, clock };
@@ -54,24 +55,37 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
   const conversation = priorConversation(input, config.instructions);
   const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation);
   const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
-  const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks } });
+  const machineInput = { limits: config.limits, noProgress: config.noProgress, tasks };
+  const actor = createActor(loopMachine, hooks?.machineSnapshot === undefined ? { input: machineInput } : { input: machineInput, snapshot: hooks.machineSnapshot });
   const onUserAbort = () => {
     controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
   };
   input.signal?.addEventListener('abort', onUserAbort, { once: true });
-  const { cancelDeadline, fault: timerFault } = armDeadline(config, controller);
+  // Without hooks an event is sent synchronously, as it always was: no promise on the hot path.
+  const deliver = (event: LoopEvent): Promise<void> | undefined => (hooks === undefined ? void send(actor, session, event) : deliverDurably(hooks, actor, session, event));
+  let cancelDeadline: () => void = () => undefined;
   // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
   try {
     try {
       actor.start();
-      startRun(actor, session, input, runIdFault ?? timerFault);
+      const restored = hooks ? await hooks.restore({ actor, session, health, send: (event) => send(actor, session, event), deliver: (event) => deliverDurably(hooks, actor, session, event) }) : false;
+      // A resumed run's deadline counts from its start, on a clock that continues where the journal left off.
+      const armed = armDeadline(config, controller, restored ? actor.getSnapshot().context.startedAt : null);
+      cancelDeadline = armed.cancelDeadline;
+      if (!restored) await startRun(deliver, session, input, runIdFault ?? armed.fault);
+      else if (armed.fault !== null && actor.getSnapshot().status !== 'done') {
+        session.fatalError = armed.fault;
+        await deliver({ type: 'run.faulted', at: safeNow(clock), message: config.redact.text(describeThrown(armed.fault)) });
+      }
       // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
       if (input.signal?.aborted) onUserAbort();
       for (;;) {
         const snapshot = actor.getSnapshot();
         const effect = getPendingEffect(snapshot);
         if (effect.kind === 'done') break;
-        send(actor, session, await perform(effect, snapshot, session, health));
+        if (hooks) await hooks.beforeEffect(session, controller);
+        const delivering = deliver(await perform(effect, snapshot, session, health));
+        if (delivering) await delivering;
       }
     } finally {
       try {
@@ -90,11 +104,12 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
 }
 
 /** Arms the deadline timer; `deadlineMs: Infinity` arms none, and a clock whose `setTimer` throws faults the run. */
-function armDeadline(config: ResolvedConfig, controller: AbortController): { cancelDeadline: () => void; fault: Error | null } {
+function armDeadline(config: ResolvedConfig, controller: AbortController, startedAt: number | null): { cancelDeadline: () => void; fault: Error | null } {
   const { deadlineMs } = config.limits;
   if (!Number.isFinite(deadlineMs)) return { cancelDeadline: () => undefined, fault: null };
   try {
-    const cancel = config.clock.setTimer(deadlineMs, () => controller.abort(new RunInterruption('deadline', `deadline of ${deadlineMs} ms reached`)));
+    const remainingMs = startedAt === null ? deadlineMs : Math.max(0, startedAt + deadlineMs - config.clock.now());
+    const cancel = config.clock.setTimer(remainingMs, () => controller.abort(new RunInterruption('deadline', `deadline of ${deadlineMs} ms reached`)));
     return { cancelDeadline: typeof cancel === 'function' ? cancel : () => undefined, fault: null };
   } catch (error) {
     return { cancelDeadline: () => undefined, fault: toError(error) };
@@ -102,7 +117,7 @@ function armDeadline(config: ResolvedConfig, controller: AbortController): { can
 }
 
 /** Starts the machine and the first task; a task prompt, run id hook or clock that throws faults the run instead of rejecting. */
-function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInput, hookFault: Error | null): void {
+async function startRun(deliver: (event: LoopEvent) => Promise<void> | undefined, session: RunSession, input: RunInput, hookFault: Error | null): Promise<void> {
   const { config, runId } = session;
   let startFault: { error: Error; message: string } | null = hookFault === null ? null : { error: hookFault, message: describeThrown(hookFault) };
   let startedAt: number;
@@ -126,10 +141,10 @@ function startRun(actor: Actor<LoopMachine>, session: RunSession, input: RunInpu
   } catch (error) {
     startFault = { error: toError(error), message: describeThrown(error) };
   }
-  send(actor, session, { type: 'run.started', at: startedAt, nextRequestTokens: session.estimateNextRequest() });
+  await deliver({ type: 'run.started', at: startedAt, nextRequestTokens: session.estimateNextRequest() });
   if (startFault !== null) {
     session.fatalError = startFault.error;
-    send(actor, session, { type: 'run.faulted', at: startedAt, message: config.redact.text(startFault.message) });
+    await deliver({ type: 'run.faulted', at: startedAt, message: config.redact.text(startFault.message) });
   }
 }
 
@@ -164,6 +179,13 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
 
 function interruptionEvent(session: RunSession): LoopEvent {
   return interruptionEventAt(session.signal, safeNow(session.config.clock));
+}
+
+/** Journals the event before the machine sees it, sends it, then lets the journal snapshot. */
+async function deliverDurably(hooks: DriverHooks, actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): Promise<void> {
+  await hooks.beforeSend(event, session);
+  send(actor, session, event);
+  await hooks.afterSend(actor, session);
 }
 
 function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): void {

@@ -120,7 +120,7 @@ interface Classified {
 }
 
 /** Room left under the run's and the reply's tool-call caps; calls past it are refused, not run. */
-function toolCallRoom(context: LoopContext): { room: number; refusal: (name: string) => NonNullable<PendingCall['refusal']> } {
+export function toolCallRoom(context: LoopContext): { room: number; refusal: (name: string) => NonNullable<PendingCall['refusal']> } {
   const { maxToolCalls, maxToolCallsPerReply } = context.limits;
   const runRoom = Math.max(0, maxToolCalls - context.usage.toolCalls);
   if (runRoom < maxToolCallsPerReply) {

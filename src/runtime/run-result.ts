@@ -12,6 +12,10 @@ export interface PendingApproval {
   callId: string;
   tool: string;
   args: unknown;
+  /** With a store: the hash of the canonical arguments the approval is bound to (pass it back to bind a decision to them). */
+  argumentsHash?: string;
+  /** With a store: epoch ms after which an approval is refused as expired; null when it does not expire. */
+  expiresAt?: number | null;
 }
 
 /**

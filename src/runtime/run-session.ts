@@ -27,13 +27,14 @@ export interface PendingCall {
 }
 
 /** Why a call the policy allows is answered instead of run. */
-export type RefusalReason = 'duplicate in the reply' | 'maxToolCalls spent' | 'over maxToolCallsPerReply';
+export type RefusalReason = 'duplicate in the reply' | 'maxToolCalls spent' | 'over maxToolCallsPerReply' | 'rejected by a person';
 
 /** The sink live events go to: the caller's `onEvent`. */
 const LIVE_SINK = 'trace.onEvent';
 
 export class RunSession {
-  readonly progress = new ProgressTracker();
+  /** Replaced only when a durable run is restored. */
+  progress = new ProgressTracker();
   readonly trace: TraceEvent[] = [];
   readonly warnings: string[] = [];
   /** By task id, without a prototype: a task id never reads or shadows what objects inherit. */
@@ -55,7 +56,10 @@ export class RunSession {
   private readonly toolSpecChars: number;
   /** The next task's conversation, built ahead so its first request can be estimated before the budget gate. */
   private preparedTask: { index: number; transcript: Transcript } | null = null;
-  private readonly unpricedModels = new Set<string>();
+  /** Model ids already warned about as unpriced (persisted with a durable run). */
+  readonly unpricedModels = new Set<string>();
+  /** True while a durable run is rebuilt from its journal: its trace events were delivered once already. */
+  replaying = false;
   /** The run's one listener on its signal: effects wait on the abort through this, not a listener each. */
   readonly aborts: AbortFanout;
   /** Where events go besides `result.trace`; a sink that fails is removed from this list. */
@@ -181,6 +185,8 @@ export class RunSession {
     if (!keep && sinks.length === 0) return;
     const event = this.redacted(unredacted);
     if (keep) this.trace.push(event);
+    // A durable run being rebuilt delivered these events to its sinks the first time.
+    if (this.replaying) return;
     for (let index = 0; index < sinks.length; index++) {
       const sink = sinks[index];
       if (sink === undefined || (live && sink.option !== LIVE_SINK)) continue;

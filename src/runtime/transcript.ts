@@ -43,6 +43,8 @@ export class Transcript {
   taskMessage: Message | null = null;
   /** The lowest index `replaceMessages` changed since `takeFirstReplaced()` was last called: what a prompt snapshot may keep. */
   private firstReplaced = Infinity;
+  /** Counts `replaceMessages` calls: the journal appends only new messages while it is unchanged. */
+  revision = 0;
 
   /** `fixedChars` covers what every request carries besides messages: the tool specs. */
   constructor(readonly fixedChars: number) {}
@@ -65,6 +67,7 @@ export class Transcript {
     while (kept < this.messages.length && kept < messages.length && this.messages[kept] === messages[kept]) kept++;
     this.firstReplaced = Math.min(this.firstReplaced, kept);
     this.messages.splice(0, this.messages.length, ...messages.map(freezeMessage));
+    this.revision += 1;
     this.chars = messages.reduce((sum, message) => sum + messageChars(message), 0);
     // The model must get the trimmed conversation, not a copy made before it.
     this.frozenCopy = null;

@@ -12,6 +12,7 @@ import { idempotencyKey, type OutcomeLookup, type Tool, type ToolContext } from 
 import type { PreparedCall } from './prepare-calls.js';
 import { isCallerFault } from './tool-call-error.js';
 import type { ToolHealth } from './tool-health.js';
+import { UnknownOutcomeError } from './unknown-outcome-error.js';
 
 /**
  * How one call ended, and exactly what goes back to the model.
@@ -126,6 +127,8 @@ async function runOneCall(
     case 'returned':
       return succeeded(resultText(tool, settled.value));
     case 'threw':
+      // A durable run's journal could not tell whether an interrupted earlier attempt took effect: nothing ran now.
+      if (settled.error instanceof UnknownOutcomeError) return { outcome: finish('unknown_outcome', settled.error.message), health: 'not_recorded' };
       // The caller's fault (a ToolCallError with blame 'caller') is still an error to the model, but not to the breaker.
       if (isCallerFault(settled.error)) return { outcome: { ...finish('error', `Tool ${tool.name} failed: ${thrownMessage(settled.error)}`), callerFault: true }, health: 'not_recorded' };
       return failed('error', `Tool ${tool.name} failed: ${thrownMessage(settled.error)}`);

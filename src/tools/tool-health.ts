@@ -38,7 +38,12 @@ export type CircuitState = 'closed' | 'open' | 'half_open';
 // A broken clock must not poison the mean with NaN or negative time.
 const sanitizeLatency = (latencyMs: number): number => (Number.isFinite(latencyMs) && latencyMs > 0 ? latencyMs : 0);
 
-interface Counters {
+/**
+ * One tool's raw health counters, as `persistedCounters` returns them.
+ * @example
+ * const counters: ToolHealthCounters = { calls: 1, successes: 1, failures: 0, consecutiveFailures: 0, totalLatencyMs: 12, lastFailureAt: 0 };
+ */
+export interface ToolHealthCounters {
   calls: number;
   successes: number;
   failures: number;
@@ -47,7 +52,7 @@ interface Counters {
   lastFailureAt: number;
 }
 
-const weightOf = (counters: Counters): number => (counters.successes + 1) / (counters.calls + 1);
+const weightOf = (counters: ToolHealthCounters): number => (counters.successes + 1) / (counters.calls + 1);
 
 /**
  * Tracks how each tool has fared and opens its circuit after `threshold` consecutive failures.
@@ -61,7 +66,7 @@ const weightOf = (counters: Counters): number => (counters.successes + 1) / (cou
 export class ToolHealth {
   readonly threshold: number;
   readonly cooldownMs: number;
-  readonly #counters = new Map<string, Counters>();
+  readonly #counters = new Map<string, ToolHealthCounters>();
   readonly #now: () => number;
 
   constructor(options: { threshold?: number; cooldownMs?: number; now?: () => number } = {}) {
@@ -103,7 +108,7 @@ export class ToolHealth {
     return counters !== undefined && this.#isOpen(counters);
   }
 
-  #isOpen(counters: Counters): boolean {
+  #isOpen(counters: ToolHealthCounters): boolean {
     return this.#circuit(counters) === 'open';
   }
 
@@ -113,7 +118,7 @@ export class ToolHealth {
     return counters === undefined ? 'closed' : this.#circuit(counters);
   }
 
-  #circuit(counters: Counters): CircuitState {
+  #circuit(counters: ToolHealthCounters): CircuitState {
     if (counters.consecutiveFailures < this.threshold) return 'closed';
     return this.#now() - counters.lastFailureAt < this.cooldownMs ? 'open' : 'half_open';
   }
@@ -159,7 +164,26 @@ export class ToolHealth {
     );
   }
 
-  #countersOf(name: string): Counters {
+  /**
+   * The raw counters by tool, as plain data: a durable run persists its own health with the run.
+   * @example
+   * const saved = JSON.stringify(health.persistedCounters());
+   */
+  persistedCounters(): Record<string, ToolHealthCounters> {
+    return Object.fromEntries([...this.#counters].map(([name, counters]) => [name, { ...counters }]));
+  }
+
+  /**
+   * Replaces every counter with what `persistedCounters` returned.
+   * @example
+   * health.restoreCounters(JSON.parse(saved));
+   */
+  restoreCounters(counters: Readonly<Record<string, ToolHealthCounters>>): void {
+    this.#counters.clear();
+    for (const [name, saved] of Object.entries(counters)) this.#counters.set(name, { ...saved });
+  }
+
+  #countersOf(name: string): ToolHealthCounters {
     let counters = this.#counters.get(name);
     if (!counters) {
       counters = { calls: 0, successes: 0, failures: 0, consecutiveFailures: 0, totalLatencyMs: 0, lastFailureAt: 0 };

@@ -6,7 +6,7 @@
  * added event types keep the version, and readers ignore what they do not know):
  * - 1: run-start (prompt version, limits), step-start (with the budget snapshot), step-end, prompt,
  *   tool-end, evaluation-end, retry, no-progress, transition, model-error, context-trimmed, warning, run-end,
- *   and the live model-delta and model-tool-call-start (onEvent only).
+ *   and the live model-delta and model-tool-call-start (onEvent only); a durable run's run-resume and approval-decided.
  *   Added since (version unchanged): tool-health.
  */
 import { z } from 'zod';
@@ -217,6 +217,11 @@ const modelError = z.object({
 const modelDelta = z.object({ type: z.literal('model-delta'), ...base, taskId: z.string(), step: count, text: z.string() });
 const modelToolCallStart = z.object({ type: z.literal('model-tool-call-start'), ...base, taskId: z.string(), step: count, callId: z.string(), name: z.string() });
 
+/** A person's decision on a call that waited for approval, as a durable run continued with it. */
+const approvalDecided = z.object({ type: z.literal('approval-decided'), ...base, callId: z.string(), tool: z.string(), approved: z.boolean(), reason: z.string().nullable() });
+/** A durable run taken up again from its journal (after a crash, an approval or a cancel). */
+const runResume = z.object({ type: z.literal('run-resume'), ...base, fromSeq: count, replayedEvents: count });
+
 const contextTrimmed = z.object({
   type: z.literal('context-trimmed'),
   ...base,
@@ -260,6 +265,8 @@ export const traceEventSchema = z.discriminatedUnion('type', [
   modelToolCallStart,
   contextTrimmed,
   warning,
+  approvalDecided,
+  runResume,
   runEnd,
 ]);
 

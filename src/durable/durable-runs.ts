@@ -1,0 +1,287 @@
+/**
+ * Runs, resumes and cancels durable runs: the run's metadata record (state, pending approvals, final
+ * result), the lease that lets exactly one process drive a run, and the checks that make approvals
+ * fail closed. The driver itself only sees `RunJournal`'s hooks.
+ */
+import { hash, randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { defaultRunId, type ResolvedConfig, type RunInput } from '../config.js';
+import { resolveRunId } from '../hooks/run-id.js';
+import { canonicalJson } from '../progress/index.js';
+import { driveRun } from '../runtime/driver.js';
+import type { PendingApproval, RunResult } from '../runtime/run-result.js';
+import { LoopConfigError } from '../errors.js';
+import type { Lease, Store } from '../store/store.js';
+import type { ToolHealth } from '../tools/index.js';
+import { ApprovalError, RunAccessError } from './durable-errors.js';
+import { continuingClock, journalledModel, journalledTools } from './journalled-effects.js';
+import { deadOwner, newLeaseOwner } from './lease-owner.js';
+import { decodeRunRecord, encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type PendingApprovalRecord, type RunRecord } from './records.js';
+import { readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
+import { RunJournal } from './run-journal.js';
+import { heldLimits, holdShare, settleShare, tenantStopNote } from './tenant-ledger.js';
+
+/**
+ * A person's decision on one call waiting for approval. `argumentsHash` (from `pendingApprovals`) binds
+ * the decision to the arguments the person saw.
+ * @example
+ * const decision: ApprovalInput = { approve: false, reason: 'refunds over $100 need a manager' };
+ */
+export type ApprovalInput = ApprovalDecision;
+
+/**
+ * Options of `loop.resume`.
+ * @example
+ * await loop.resume(runId, { approvals: { call_1: { approve: true } } });
+ */
+export interface ResumeOptions {
+  /** Decisions by call id, one for every call in `result.pendingApprovals`. */
+  approvals?: Readonly<Record<string, ApprovalInput>>;
+  signal?: AbortSignal;
+}
+
+const durableRunId = (): string => `run_${Date.now().toString(36)}_${randomUUID().slice(0, 8)}`;
+
+/**
+ * Canonical JSON of the arguments, hashed: what an approval is bound to.
+ * @example
+ * const decision = { approve: true, argumentsHash: argumentsHash({ order_id: 'O-7' }) } as const;
+ */
+export function argumentsHash(args: unknown): string {
+  return hash('sha256', canonicalJson(args ?? null), 'hex');
+}
+
+export class DurableRuns {
+  /** Runs this process drives now, by id: `cancel` aborts them directly. */
+  private readonly active = new Map<string, AbortController>();
+
+  constructor(
+    private readonly resolved: ResolvedConfig,
+    private readonly store: Store,
+  ) {}
+
+  private lease(owner: string): () => Lease {
+    return () => ({ owner, until: Date.now() + this.resolved.durable.leaseMs });
+  }
+
+  async run(input: RunInput): Promise<RunResult> {
+    // The default id is unique within a process only; runs of several processes share a store.
+    const generate = this.resolved.generateRunId === defaultRunId ? durableRunId : this.resolved.generateRunId;
+    const { runId, fault } = resolveRunId(input.runId, generate, durableRunId);
+    // A run id hook that fails: the run ends as fatal_error at once, with nothing to persist under an id.
+    if (fault !== null) return driveRun(this.resolved, this.resolved.toolHealth, input);
+    const owner = newLeaseOwner();
+    const record: RunRecord = {
+      schemaVersion: RECORD_SCHEMA_VERSION, kind: 'run', runId, state: 'running', waitingSeq: null, pendingApprovals: [], decidedCalls: [], result: null,
+      definition: this.definition(), tenantHold: null,
+      input: { ...(input.goal === undefined ? {} : { goal: input.goal }), ...(input.messages === undefined ? {} : { messages: [...input.messages] }) },
+    };
+    if (!(await this.store.createRun(runId, encodeRecord(record), this.lease(owner)()))) {
+      throw new RunAccessError({ code: 'run_exists', runId, message: `run ${runId} exists in the store already; resume it with loop.resume(${JSON.stringify(runId)}) or pick another runId` });
+    }
+    try {
+      return await this.drive(record, owner, null, input.signal, true);
+    } finally {
+      await this.store.releaseLease(runId, owner);
+    }
+  }
+
+  async resume(runId: string, options: ResumeOptions = {}): Promise<RunResult> {
+    const approvals = checkedApprovals(options.approvals);
+    const before = await this.readRecord(runId);
+    checkApprovals(before, approvals, this.resolved.clock.now());
+    if (before.state === 'finished') await this.settle(before);
+    if (before.state === 'finished' || (before.state === 'waiting' && approvals === undefined)) return before.result as unknown as RunResult;
+    const owner = await this.takeLease(runId);
+    try {
+      // Read again under the lease: a resume that won a race may have decided these calls meanwhile.
+      const record = await this.readRecord(runId);
+      checkApprovals(record, approvals, this.resolved.clock.now());
+      if (record.state === 'finished') return record.result as unknown as RunResult;
+      const continueWith: ContinueWith | null =
+        record.state === 'waiting' && approvals !== undefined ? { kind: 'approvals', waitingSeq: record.waitingSeq ?? 0, decisions: { ...approvals } } : null;
+      return await this.drive(record, owner, continueWith, options.signal, false);
+    } finally {
+      await this.store.releaseLease(runId, owner);
+    }
+  }
+
+  /** Cancels the run: now, if no process holds it (the recorded result is returned), else at its owner's next step (null). */
+  async cancel(runId: string): Promise<RunResult | null> {
+    const running = this.active.get(runId);
+    if (running) {
+      running.abort();
+      return null;
+    }
+    if (!(await this.store.requestCancel(runId))) throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
+    const before = await this.readRecord(runId);
+    if (before.state === 'finished') {
+      await this.settle(before);
+      return before.result as unknown as RunResult;
+    }
+    const owner = newLeaseOwner();
+    const current = await this.store.readRun(runId);
+    if (!(await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(current?.leaseOwner ?? null)))) return null;
+    try {
+      const record = await this.readRecord(runId);
+      if (record.state === 'finished') return record.result as unknown as RunResult;
+      const continueWith: ContinueWith | null = record.state === 'waiting' ? { kind: 'cancel', waitingSeq: record.waitingSeq ?? 0, message: 'cancelled through loop.cancel while waiting for approval' } : null;
+      return await this.drive(record, owner, continueWith, undefined, false);
+    } finally {
+      await this.store.releaseLease(runId, owner);
+    }
+  }
+
+  private definition(): RunRecord['definition'] {
+    return { tools: [...this.resolved.tools.keys()].sort(), tasks: this.resolved.tasks?.map((task) => task.id) ?? null, plan: this.resolved.plan };
+  }
+
+  private async readRecord(runId: string): Promise<RunRecord> {
+    const row = await this.store.readRun(runId);
+    if (row === null) throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
+    const record = decodeRunRecord(row.body, runId);
+    const ours = JSON.stringify(this.definition());
+    // A finished run's result is readable by any loop; driving one on needs the loop it was started with.
+    if (record.state !== 'finished' && JSON.stringify(record.definition) !== ours) {
+      throw new RunAccessError({ code: 'definition_changed', runId, message: `run ${runId} was started by a loop with ${JSON.stringify(record.definition)}; this loop has ${ours}. Resume it with the loop it was started with` });
+    }
+    return record;
+  }
+
+  private async takeLease(runId: string): Promise<string> {
+    const owner = newLeaseOwner();
+    const row = await this.store.readRun(runId);
+    if (await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(row?.leaseOwner ?? null))) return owner;
+    throw new RunAccessError({ code: 'run_busy', runId, message: `run ${runId} is being driven by another resume or process (${row?.leaseOwner ?? 'unknown'}); try again when it stops` });
+  }
+
+  /** A finished run's tenant hold, settled (again: settling twice changes nothing, so a crash between finishing and settling is repaired). */
+  private async settle(record: RunRecord): Promise<void> {
+    if (record.tenantHold !== null && record.result !== null) await settleShare(this.store, record.tenantHold.tenantId, record.runId, (record.result as unknown as RunResult).usage);
+  }
+
+  /** Drives the run (new, or rebuilt from the journal) to its next stop and records how it stopped. */
+  private async drive(started: RunRecord, owner: string, continueWith: ContinueWith | null, signal: AbortSignal | undefined, isNew: boolean): Promise<RunResult> {
+    const { runId } = started;
+    const tenant = this.resolved.tenant;
+    let record = started;
+    if (tenant !== undefined && record.tenantHold === null) {
+      // Taken once per run (a resume after a crash in between finds the same hold in the ledger).
+      record = { ...record, tenantHold: await holdShare(this.store, tenant, runId, this.resolved.limits) };
+      await this.store.append(runId, [], this.lease(owner)(), encodeRecord(record));
+    }
+    const plan: ResumePlan | null = isNew ? null : await readResumePlan(this.store, runId);
+    if (plan !== null) {
+      plan.continueWith = continueWith;
+      if (continueWith?.kind === 'approvals') checkArgumentsUnchanged(record, plan, continueWith.decisions);
+    }
+    const lease = this.lease(owner);
+    const decidedCalls = continueWith === null ? record.decidedCalls : [...record.decidedCalls, ...(continueWith.kind === 'approvals' ? Object.keys(continueWith.decisions) : record.pendingApprovals.map(({ callId }) => callId))];
+    const continued: RunRecord = { ...record, decidedCalls };
+    const continuedRunBody = continueWith === null ? undefined : encodeRecord({ ...continued, state: 'running', waitingSeq: null, pendingApprovals: [], result: null });
+    const sharedHealth: ToolHealth | undefined = this.resolved.toolHealth;
+    const journal = new RunJournal({ store: this.store, runId, lease, snapshotEvery: this.resolved.durable.snapshotEvery, plan, ownsHealth: sharedHealth === undefined, continuedRunBody });
+    const config: ResolvedConfig = {
+      ...this.resolved,
+      limits: heldLimits(this.resolved.limits, record.tenantHold),
+      model: journalledModel(this.resolved.model, journal),
+      tools: journalledTools(this.resolved.tools, journal),
+      clock: continuingClock(this.resolved.clock, plan?.lastAt ?? null),
+    };
+    const controller = new AbortController();
+    this.active.set(runId, controller);
+    const stopHeartbeat = this.heartbeat(runId, lease);
+    const signals = signal === undefined ? controller.signal : AbortSignal.any([controller.signal, signal]);
+    let result: RunResult;
+    try {
+      result = await driveRun(config, sharedHealth, { ...record.input, runId, signal: signals }, journal);
+    } finally {
+      stopHeartbeat();
+      this.active.delete(runId);
+    }
+    const note = result.stopReason === 'budget_exhausted' ? tenantStopNote(this.resolved.limits, record.tenantHold) : null;
+    if (note !== null) result.detail = `${result.detail} (${note})`;
+    const stopped = this.stoppedRecord(continued, result, journal.lastSeq);
+    await this.store.append(runId, [], lease(), encodeRecord(stopped));
+    if (stopped.state === 'finished') await this.settle(stopped);
+    return result;
+  }
+
+  /**
+   * Renews the lease while the run waits (a backoff, a pause, a long tool call) without writing: a live
+   * owner keeps its run. Stops on the first refusal: the run is someone else's then, and its next
+   * journal write fails with `StoreConflictError`.
+   */
+  private heartbeat(runId: string, lease: () => Lease): () => void {
+    const timer = setInterval(() => {
+      this.store.append(runId, [], lease()).catch(() => clearInterval(timer));
+    }, Math.max(10, Math.floor(this.resolved.durable.leaseMs / 3)));
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  private stoppedRecord(record: RunRecord, result: RunResult, lastEventSeq: number): RunRecord {
+    const waiting = result.stopReason === 'needs_human' && result.pendingApprovals.length > 0;
+    const expiresAfter = this.resolved.durable.approvalExpiresAfterMs;
+    const now = this.resolved.clock.now();
+    const pendingApprovals: PendingApprovalRecord[] = waiting
+      ? result.pendingApprovals.map(({ callId, tool, args }) => ({ callId, tool, args: args ?? null, argumentsHash: argumentsHash(args), expiresAt: expiresAfter === null ? null : now + expiresAfter }))
+      : [];
+    const withHashes: PendingApproval[] = result.pendingApprovals.map((approval, index) => ({ ...approval, argumentsHash: pendingApprovals[index]?.argumentsHash ?? argumentsHash(approval.args), expiresAt: pendingApprovals[index]?.expiresAt ?? null }));
+    result.pendingApprovals = withHashes;
+    return {
+      ...record, state: waiting ? 'waiting' : 'finished', waitingSeq: waiting ? lastEventSeq : null, pendingApprovals,
+      result: JSON.parse(JSON.stringify(result)) as RunRecord['result'],
+    };
+  }
+}
+
+const approvalsSchema = z.record(z.string(), z.union([
+  z.object({ approve: z.literal(true), argumentsHash: z.string().optional() }).strict(),
+  z.object({ approve: z.literal(false), reason: z.string().min(1, 'say why, so the model can be told'), argumentsHash: z.string().optional() }).strict(),
+]));
+
+/** A decision that is not `{ approve: true }` or `{ approve: false, reason }` is a programming error: refused as run input. */
+function checkedApprovals(approvals: unknown): Record<string, ApprovalInput> | undefined {
+  if (approvals === undefined) return undefined;
+  const parsed = approvalsSchema.safeParse(approvals);
+  if (parsed.success) return parsed.data;
+  throw new LoopConfigError({ scope: 'run_input', issues: parsed.error.issues.map((issue) => ({ path: ['approvals', ...issue.path.map(String)].join('.'), message: issue.message })) });
+}
+
+/** Fails closed before anything changes: every decision must name a waiting, undecided, unexpired call, and every waiting call needs one. */
+function checkApprovals(record: RunRecord, approvals: Readonly<Record<string, ApprovalInput>> | undefined, now: number): void {
+  if (approvals === undefined) return;
+  const { runId } = record;
+  if (record.state !== 'waiting') {
+    const decided = Object.keys(approvals).find((callId) => record.decidedCalls.includes(callId));
+    if (decided !== undefined) throw new ApprovalError({ code: 'approval_already_decided', runId, callId: decided, message: `call ${decided} of run ${runId} was decided already; a decision is taken once` });
+    throw new ApprovalError({ code: 'run_not_waiting', runId, message: `run ${runId} is not waiting for approval (it is ${record.state}); resume it without approvals` });
+  }
+  for (const [callId, decision] of Object.entries(approvals)) {
+    if (record.decidedCalls.includes(callId)) throw new ApprovalError({ code: 'approval_already_decided', runId, callId, message: `call ${callId} of run ${runId} was decided already; a decision is taken once` });
+    const pending = record.pendingApprovals.find((approval) => approval.callId === callId);
+    if (pending === undefined) throw new ApprovalError({ code: 'approval_unknown_call', runId, callId, message: `run ${runId} has no call ${callId} waiting for approval; waiting: ${record.pendingApprovals.map((approval) => approval.callId).join(', ')}` });
+    if (pending.expiresAt !== null && now > pending.expiresAt) throw new ApprovalError({ code: 'approval_expired', runId, callId, message: `the approval of call ${callId} (${pending.tool}) of run ${runId} expired at ${new Date(pending.expiresAt).toISOString()}` });
+    if (decision.argumentsHash !== undefined && decision.argumentsHash !== pending.argumentsHash) {
+      throw new ApprovalError({ code: 'approval_arguments_changed', runId, callId, message: `call ${callId} (${pending.tool}) of run ${runId} has other arguments than the ones approved (hash ${pending.argumentsHash}, not ${decision.argumentsHash})` });
+    }
+  }
+  const undecided = record.pendingApprovals.filter((approval) => !(approval.callId in approvals));
+  if (undecided.length > 0) throw new ApprovalError({ code: 'approvals_incomplete', runId, callId: undecided[0]?.callId ?? null, message: `run ${runId} waits for a decision on every call; missing: ${undecided.map((approval) => approval.callId).join(', ')}` });
+}
+
+/** The journal must hold the very call the person decided on: the same tool and arguments as the stop recorded. */
+function checkArgumentsUnchanged(record: RunRecord, plan: ResumePlan, decisions: Readonly<Record<string, ApprovalDecision>>): void {
+  const stop = plan.events.at(-1);
+  if (stop === undefined || stop.seq !== record.waitingSeq) {
+    throw new ApprovalError({ code: 'run_not_waiting', runId: record.runId, message: `run ${record.runId}'s journal does not end at the stop it waits at (seq ${String(record.waitingSeq)})` });
+  }
+  for (const callId of Object.keys(decisions)) {
+    const pending = record.pendingApprovals.find((approval) => approval.callId === callId);
+    const call = stop.delta.fields.pendingCalls.find(({ request }) => request.id === callId);
+    if (pending === undefined || call === undefined || call.request.name !== pending.tool || argumentsHash(call.args) !== pending.argumentsHash) {
+      throw new ApprovalError({ code: 'approval_arguments_changed', runId: record.runId, callId, message: `call ${callId} of run ${record.runId} is not the call that was put up for approval (tool or arguments differ)` });
+    }
+  }
+}

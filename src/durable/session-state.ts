@@ -1,0 +1,159 @@
+/**
+ * The run's state outside the machine (transcript, trace, warnings, pending calls, progress, plan,
+ * task outputs, tool health), as journal data: a full copy for snapshots, and per step only what
+ * changed (appended messages, trace events and warnings; the small fields whole), so a step's record
+ * costs the size of the step, not of the run.
+ */
+import { ProgressTracker } from '../progress/index.js';
+import type { PlanItem } from '../plan/plan-tool.js';
+import { errorFields } from '../redaction/describe-thrown.js';
+import type { PendingCall, RunSession } from '../runtime/run-session.js';
+import { Transcript } from '../runtime/transcript.js';
+import type { ToolHealth } from '../tools/index.js';
+import { StoreRecordError } from './durable-errors.js';
+import type { SessionDelta, SessionFields, SnapshotRecord } from './records.js';
+
+/** Where the session stood after the last journalled event: the delta of the next one starts there. */
+export interface SessionCursor {
+  transcript: Transcript;
+  revision: number;
+  messages: number;
+  trace: number;
+  warnings: number;
+  taskOutputKeys: number;
+  /** The progress tracker records its changes since the state at this cursor (else the next delta carries it whole). */
+  progressTracked: boolean;
+}
+
+/** The tracker whole, and from now on its changes only: the next delta carries just those. */
+function wholeProgress(session: RunSession): SessionFields['progress'] {
+  session.progress.trackChanges();
+  session.progress.takeChanges();
+  return { kind: 'whole', snapshot: session.progress.snapshot() };
+}
+
+export function cursorOf(session: RunSession, progressTracked = true): SessionCursor {
+  return {
+    progressTracked,
+    transcript: session.transcript,
+    revision: session.transcript.revision,
+    messages: session.transcript.messages.length,
+    trace: session.trace.length,
+    warnings: session.warnings.length,
+    taskOutputKeys: Object.keys(session.taskOutputs).length,
+  };
+}
+
+function fieldsOf(session: RunSession, health: ToolHealth | null, withTaskOutputs: boolean, progress: SessionFields['progress']): SessionFields {
+  return {
+    taskIndex: session.taskIndex,
+    pendingCalls: session.pendingCalls.map(({ call, fingerprint, refusal }) => ({ request: call.request, status: call.status, args: call.args, error: call.error, fingerprint, refusal })),
+    lastReply: session.lastReply,
+    lastEvaluation: session.lastEvaluation,
+    fatalError: session.fatalError === null ? null : errorFields(session.fatalError),
+    restingState: session.restingState,
+    taskOutputs: withTaskOutputs ? { ...session.taskOutputs } : null,
+    progress,
+    plan: session.plan?.persistedItems() ?? null,
+    health: health?.persistedCounters() ?? null,
+    unpricedModels: [...session.unpricedModels],
+  };
+}
+
+const taskMessageIndex = (transcript: Transcript): number | null => {
+  const index = transcript.taskMessage === null ? -1 : transcript.messages.indexOf(transcript.taskMessage);
+  return index < 0 ? null : index;
+};
+
+/** What changed since `cursor`. `health` is null when the run's health is shared (the caller's, not the run's). */
+export function sessionDelta(session: RunSession, cursor: SessionCursor, health: ToolHealth | null): SessionDelta {
+  const { transcript } = session;
+  const replace = transcript !== cursor.transcript || transcript.revision !== cursor.revision || transcript.messages.length < cursor.messages;
+  const from = replace ? 0 : cursor.messages;
+  return {
+    transcript: { replace, from, messages: transcript.messages.slice(from), taskMessageIndex: taskMessageIndex(transcript) },
+    traceFrom: cursor.trace,
+    trace: session.trace.slice(cursor.trace),
+    warningsFrom: cursor.warnings,
+    warnings: session.warnings.slice(cursor.warnings),
+    fields: fieldsOf(session, health, Object.keys(session.taskOutputs).length !== cursor.taskOutputKeys, cursor.progressTracked ? { kind: 'changes', ...session.progress.takeChanges() } : wholeProgress(session)),
+  };
+}
+
+/** The whole session, for a snapshot. */
+export function sessionState(session: RunSession, health: ToolHealth | null): SnapshotRecord['session'] {
+  const { transcript } = session;
+  return {
+    transcript: { replace: true, from: 0, messages: [...transcript.messages], taskMessageIndex: taskMessageIndex(transcript) },
+    trace: [...session.trace],
+    warnings: [...session.warnings],
+    fields: fieldsOf(session, health, true, { kind: 'whole', snapshot: session.progress.snapshot() }),
+  };
+}
+
+interface Where {
+  runId: string;
+  seq: number;
+}
+
+function mismatch(where: Where, what: string): StoreRecordError {
+  return new StoreRecordError({ code: 'corrupt_record', runId: where.runId, seq: where.seq, problem: `${what} does not continue the journal before it` });
+}
+
+function restoreFields(session: RunSession, health: ToolHealth | null, fields: SessionFields, where: Where): void {
+  session.taskIndex = fields.taskIndex;
+  session.pendingCalls = fields.pendingCalls.map(({ request, status, args, error, fingerprint, refusal }): PendingCall => ({
+    call: { request, tool: session.tools.get(request.name), status, args, error }, fingerprint, refusal,
+  }));
+  session.lastReply = fields.lastReply;
+  session.lastEvaluation = fields.lastEvaluation;
+  session.fatalError = fields.fatalError === null ? null : Object.assign(new Error(fields.fatalError.message), fields.fatalError);
+  session.restingState = fields.restingState;
+  if (fields.taskOutputs !== null) {
+    for (const key of Object.keys(session.taskOutputs)) delete session.taskOutputs[key];
+    Object.assign(session.taskOutputs, fields.taskOutputs);
+  }
+  if (fields.progress.kind === 'changes') {
+    session.progress.applyChanges(fields.progress);
+  } else {
+    try {
+      session.progress = ProgressTracker.restore(fields.progress.snapshot);
+    } catch (error) {
+      throw new StoreRecordError({ code: 'corrupt_record', runId: where.runId, seq: where.seq, problem: (error as Error).message });
+    }
+  }
+  if (fields.plan !== null) session.plan?.restoreItems(fields.plan as PlanItem[]);
+  if (fields.health !== null) health?.restoreCounters(fields.health);
+  session.unpricedModels.clear();
+  for (const id of fields.unpricedModels) session.unpricedModels.add(id);
+}
+
+function restoreTranscript(session: RunSession, change: SessionDelta['transcript'], where: Where): void {
+  let transcript = session.transcript;
+  if (change.replace) {
+    transcript = new Transcript(session.transcript.fixedChars);
+    session.transcript = transcript;
+  } else if (change.from !== transcript.messages.length) {
+    throw mismatch(where, `its transcript (from message ${change.from}, not ${transcript.messages.length})`);
+  }
+  for (const message of change.messages) transcript.append({ ...message });
+  transcript.taskMessage = change.taskMessageIndex === null ? null : (transcript.messages[change.taskMessageIndex] ?? null);
+}
+
+/** Applies one event record's delta to a session standing where the record's previous event left it. */
+export function applyDelta(session: RunSession, health: ToolHealth | null, delta: SessionDelta, where: Where): void {
+  if (delta.traceFrom !== session.trace.length && session.config.trace.inMemory) throw mismatch(where, `its trace (from event ${delta.traceFrom}, not ${session.trace.length})`);
+  if (delta.warningsFrom !== session.warnings.length) throw mismatch(where, `its warnings (from ${delta.warningsFrom}, not ${session.warnings.length})`);
+  restoreTranscript(session, delta.transcript, where);
+  session.trace.push(...delta.trace);
+  session.warnings.push(...delta.warnings);
+  restoreFields(session, health, delta.fields, where);
+}
+
+/** Replaces the whole session with a snapshot's. */
+export function restoreSessionState(session: RunSession, health: ToolHealth | null, state: SnapshotRecord['session'], where: Where): void {
+  restoreTranscript(session, state.transcript, where);
+  session.trace.splice(0, session.trace.length, ...state.trace);
+  session.warnings.splice(0, session.warnings.length, ...state.warnings);
+  restoreFields(session, health, state.fields, where);
+}

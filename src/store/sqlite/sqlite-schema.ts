@@ -1,0 +1,36 @@
+/**
+ * The store's tables. Changelog — 1: runs (metadata envelope, lease, cancel flag), journal (runId, seq),
+ * one latest snapshot per run, a key/value control table (the store-wide pause), tenant ledgers
+ * (a versioned row per tenant, written by compare-and-set).
+ */
+export const SQLITE_SCHEMA = `
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT PRIMARY KEY,
+  body TEXT NOT NULL,
+  lease_owner TEXT,
+  lease_until INTEGER NOT NULL DEFAULT 0,
+  cancel_requested INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE TABLE IF NOT EXISTS journal (
+  run_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshots (
+  run_id TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  body TEXT NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS ledgers (
+  tenant_id TEXT PRIMARY KEY,
+  body TEXT NOT NULL,
+  version INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS control (
+  key TEXT PRIMARY KEY,
+  value TEXT
+) STRICT;
+`;

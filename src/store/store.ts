@@ -1,0 +1,98 @@
+/**
+ * Where durable runs live. A store keeps opaque, already-encoded records (the durable layer owns their
+ * schemas and validates every one it reads), so an implementation is only storage: rows, a lease
+ * compare-and-set and two control flags. Every method is async so a networked store (Postgres) fits the
+ * same interface as the embedded ones.
+ */
+
+/**
+ * One journal or snapshot row: `body` is a versioned JSON envelope written by the durable layer.
+ * @example
+ * const row: StoreRow = { seq: 3, kind: 'event', body: '{"schemaVersion":1,...}' };
+ */
+export interface StoreRow {
+  seq: number;
+  kind: string;
+  body: string;
+}
+
+/**
+ * A run's row: its metadata envelope, who holds it and whether a cancel was asked for.
+ * @example
+ * const run = await store.readRun('order-O-101'); // { runId, body, leaseOwner: null, leaseUntil: 0, cancelRequested: false }
+ */
+export interface RunRow {
+  runId: string;
+  body: string;
+  leaseOwner: string | null;
+  /** Epoch ms after which the lease is free to take. */
+  leaseUntil: number;
+  cancelRequested: boolean;
+}
+
+/**
+ * A lease to hold (or take): written with every append, so an owner that keeps appending keeps its run.
+ * @example
+ * const lease: Lease = { owner: 'host:4242:k3j', until: Date.now() + 30_000 };
+ */
+export interface Lease {
+  owner: string;
+  until: number;
+}
+
+/**
+ * What a run's next step must respect: a store-wide pause (the kill switch) and a cancel of this run.
+ * @example
+ * const { paused, cancelRequested } = await store.readControl(runId);
+ */
+export interface RunControl {
+  /** Why every run is paused, or null when none is. */
+  paused: string | null;
+  cancelRequested: boolean;
+}
+
+/**
+ * Storage for durable runs: `memoryStore()` for tests and one process, `sqliteStore({ path })` for
+ * crash-safe runs on one machine.
+ * @example
+ * const loop = createLoop({ model, tools, store: sqliteStore({ path: 'loops.db' }) });
+ */
+export interface Store {
+  /** Creates the run's row holding `lease`; false when a run with this id exists already. */
+  createRun(runId: string, body: string, lease: Lease): Promise<boolean>;
+  readRun(runId: string): Promise<RunRow | null>;
+  /**
+   * Compare-and-set: takes the lease when it is free, expired, already `lease.owner`'s, or held by
+   * `takeOverFrom` (an owner known to be dead). True when the caller now holds it.
+   */
+  acquireLease(runId: string, lease: Lease, now: number, takeOverFrom?: string): Promise<boolean>;
+  /** Frees the lease if `owner` holds it. */
+  releaseLease(runId: string, owner: string): Promise<void>;
+  /**
+   * Appends rows atomically (with the run's new metadata when given) if `lease.owner` holds the run;
+   * an append without rows (the owner's heartbeat) or with `runBody` also renews the lease. Throws
+   * `StoreConflictError` when a row's seq exists already or `lease.owner` no longer holds the run:
+   * two writers of one run can never both succeed.
+   */
+  append(runId: string, rows: readonly StoreRow[], lease: Lease, runBody?: string): Promise<void>;
+  /** Journal rows with seq greater than `afterSeq`, in seq order. */
+  readJournal(runId: string, afterSeq: number): Promise<StoreRow[]>;
+  writeSnapshot(runId: string, row: StoreRow, lease: Lease): Promise<void>;
+  /** The snapshot with the highest seq, or null. */
+  latestSnapshot(runId: string): Promise<StoreRow | null>;
+  /** Asks the run to stop; its owner sees it before its next step. False when there is no such run. */
+  requestCancel(runId: string): Promise<boolean>;
+  /** Pauses (a reason) or unpauses (null) every run in the store: no run starts a new step while paused. */
+  setPaused(reason: string | null): Promise<void>;
+  readControl(runId: string): Promise<RunControl>;
+  /** A tenant's ledger (encoded) and its version, or null when the tenant has none yet. */
+  readLedger(tenantId: string): Promise<{ body: string; version: number } | null>;
+  /**
+   * Compare-and-set of a tenant's ledger: writes when its version is still `expectedVersion` (null: the
+   * ledger must not exist yet) and bumps the version. False when another writer got there first.
+   */
+  writeLedger(tenantId: string, body: string, expectedVersion: number | null): Promise<boolean>;
+  /** How often (ms) a paused run looks again whether the pause was lifted. */
+  readonly pausePollMs: number;
+  close(): Promise<void>;
+}

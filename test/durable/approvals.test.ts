@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ApprovalError, createLoop, defineTool, memoryStore, RunAccessError, traceEventSchema, type Store } from '../../src/index.js';
+import { reply, scriptedModel, toolCall, virtualClock } from '../../src/testing/index.js';
+
+function refundLoop(store: Store, script = [toolCall('refund', { order_id: 'O-7', amount: 40 }), reply('Refunded O-7.')], options: { approvalExpiresAfterMs?: number } = {}) {
+  const refunds: string[] = [];
+  const refund = defineTool({
+    name: 'refund', description: 'Refund an order.', input: z.object({ order_id: z.string(), amount: z.number() }), access: 'destructive',
+    execute: ({ order_id, amount }) => {
+      refunds.push(`${order_id}:${amount}`);
+      return { refunded: order_id };
+    },
+  });
+  const clock = virtualClock();
+  const model = scriptedModel(script);
+  const loop = createLoop({ model, tools: [refund], clock, store, durable: options });
+  return { loop, refunds, model, clock };
+}
+
+describe('approvals across a stop', () => {
+  it('stops with needs_human, then an approval continues exactly there and the call runs once', async () => {
+    const store = memoryStore();
+    const { loop, refunds, model } = refundLoop(store);
+    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r1' });
+    expect(stopped.status).toBe('needs_human');
+    expect(refunds).toEqual([]);
+    const [pending] = stopped.pendingApprovals;
+    expect(pending).toMatchObject({ tool: 'refund', args: { order_id: 'O-7', amount: 40 }, expiresAt: null });
+    expect(pending?.argumentsHash).toMatch(/^[0-9a-f]{64}$/);
+    // Resuming without decisions returns the recorded stop.
+    expect((await loop.resume('r1')).status).toBe('needs_human');
+    const done = await loop.resume('r1', { approvals: { [pending!.callId]: { approve: true, argumentsHash: pending!.argumentsHash } } });
+    expect(done.stopReason).toBe('completed');
+    expect(refunds).toEqual(['O-7:40']);
+    expect(done.usage.modelCalls).toBe(2);
+    expect(done.usage.toolCalls).toBe(1);
+    model.assertComplete();
+    expect(done.trace.filter((event) => event.type === 'approval-decided')).toEqual([expect.objectContaining({ callId: pending!.callId, tool: 'refund', approved: true, reason: null })]);
+    expect(done.pendingApprovals).toEqual([]);
+    // A resumed run's trace, its own events included, is the documented format.
+    for (const event of done.trace) expect(traceEventSchema.safeParse(event).error?.issues ?? []).toEqual([]);
+    // Finished: resuming again returns the recorded result and runs nothing.
+    const again = await loop.resume('r1');
+    expect(again.stopReason).toBe('completed');
+    expect(refunds).toEqual(['O-7:40']);
+  });
+
+  it('tells the model a rejection and its reason; the call never runs', async () => {
+    const { loop, refunds, model } = refundLoop(memoryStore(), [toolCall('refund', { order_id: 'O-7', amount: 40 }), reply('I could not refund O-7.')]);
+    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r2' });
+    const callId = stopped.pendingApprovals[0]!.callId;
+    const done = await loop.resume('r2', { approvals: { [callId]: { approve: false, reason: 'over the refund limit' } } });
+    expect(done.stopReason).toBe('completed');
+    expect(refunds).toEqual([]);
+    const lastRequest = model.calls.at(-1)!;
+    expect(lastRequest.messages.at(-1)).toMatchObject({ role: 'tool', toolCallId: callId });
+    expect(lastRequest.messages.at(-1)?.content).toContain('over the refund limit');
+  });
+
+  it('fails closed with typed errors', async () => {
+    const { loop, clock } = refundLoop(memoryStore(), undefined, { approvalExpiresAfterMs: 60_000 });
+    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r3' });
+    const { callId, argumentsHash } = stopped.pendingApprovals[0]!;
+    const codeOf = async (promise: Promise<unknown>) => promise.then(() => 'resolved', (error: unknown) => (error instanceof ApprovalError || error instanceof RunAccessError ? error.code : String(error)));
+    expect(await codeOf(loop.resume('r3', { approvals: { nope: { approve: true } } }))).toBe('approval_unknown_call');
+    expect(await codeOf(loop.resume('r3', { approvals: {} }))).toBe('approvals_incomplete');
+    expect(await codeOf(loop.resume('r3', { approvals: { [callId]: { approve: true, argumentsHash: '0'.repeat(64) } } }))).toBe('approval_arguments_changed');
+    expect(await codeOf(loop.resume('missing'))).toBe('run_not_found');
+    await expect(loop.resume('r3', { approvals: { [callId]: { approve: false } as never } })).rejects.toThrow(/Invalid run input:\n {2}- approvals\./);
+    clock.advance(60_001);
+    expect(await codeOf(loop.resume('r3', { approvals: { [callId]: { approve: true, argumentsHash } } }))).toBe('approval_expired');
+  });
+
+  it('refuses a second decision and approvals for a run that is not waiting', async () => {
+    const { loop } = refundLoop(memoryStore());
+    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r4' });
+    const { callId } = stopped.pendingApprovals[0]!;
+    await loop.resume('r4', { approvals: { [callId]: { approve: true } } });
+    await expect(loop.resume('r4', { approvals: { [callId]: { approve: true } } })).rejects.toMatchObject({ code: 'approval_already_decided', callId });
+    const other = refundLoop(memoryStore(), [reply('nothing to do')]);
+    await other.loop.run({ goal: 'x', runId: 'r5' });
+    await expect(other.loop.resume('r5', { approvals: { c: { approve: true } } })).rejects.toMatchObject({ code: 'run_not_waiting' });
+  });
+
+  it('lets exactly one of two racing resumes win', async () => {
+    const { loop, refunds } = refundLoop(memoryStore());
+    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r6' });
+    const approvals = { [stopped.pendingApprovals[0]!.callId]: { approve: true as const } };
+    const outcomes = await Promise.allSettled([loop.resume('r6', { approvals }), loop.resume('r6', { approvals })]);
+    const won = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+    const lost = outcomes.filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(1);
+    expect(['run_busy', 'approval_already_decided']).toContain((lost[0]!.reason as RunAccessError).code);
+    expect(refunds).toEqual(['O-7:40']);
+  });
+});
+
+describe('durable run ids', () => {
+  it('are unique across processes when none is given (a random part, not a per-process counter)', async () => {
+    const store = memoryStore();
+    const { loop } = refundLoop(store, [reply('a'), reply('b')]);
+    const [first, second] = [await loop.run({ goal: 'x' }), await loop.run({ goal: 'y' })];
+    expect(first.runId).toMatch(/^run_[0-9a-z]+_[0-9a-f]{8}$/);
+    expect(second.runId).not.toBe(first.runId);
+  });
+});

@@ -1,0 +1,53 @@
+/**
+ * Builds the crash-test child (TypeScript source) into one ES module with vite, which the project
+ * already uses through vitest, and spawns it with plain `node`: no build of dist/, no loader flags.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'vite';
+
+const here = dirname(fileURLToPath(import.meta.url));
+// Inside the project, so the bundle's bare imports (zod, xstate, better-sqlite3) resolve from its node_modules.
+const outDir = join(here, '..', '..', 'node_modules', '.cache', 'loopstate-crash-child', String(process.pid));
+
+export async function buildCrashChild(): Promise<string> {
+  mkdirSync(outDir, { recursive: true });
+  await build({
+    configFile: false,
+    logLevel: 'silent',
+    build: {
+      ssr: join(here, 'fixtures', 'crash-child.ts'),
+      outDir,
+      emptyOutDir: true,
+      minify: false,
+      target: 'node20',
+      rollupOptions: { output: { format: 'es', entryFileNames: 'crash-child.mjs' } },
+    },
+  });
+  return join(outDir, 'crash-child.mjs');
+}
+
+export function removeCrashChild(): void {
+  rmSync(outDir, { recursive: true, force: true });
+}
+
+export interface ChildOutcome {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runChild(script: string, args: string[], env: Record<string, string> = {}): Promise<ChildOutcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}

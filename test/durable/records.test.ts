@@ -1,0 +1,100 @@
+/** Persisted records are refused whole when truncated, corrupt or from a newer schema: never half-read. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createLoop, defineTool, sqliteStore, StoreRecordError } from '../../src/index.js';
+import { scriptedModel, toolCall, virtualClock } from '../../src/testing/index.js';
+
+const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
+const scratch = mkdtempSync(join(tmpdir(), 'loopstate-records-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** A run stopped for approval (its journal and metadata on disk), and a way to damage one record. */
+async function stoppedRun(name: string) {
+  const path = join(scratch, `${name}.db`);
+  const tool = defineTool({ name: 'wipe', description: 'Wipe', input: z.object({ id: z.string() }), access: 'destructive', execute: () => 'wiped' });
+  const make = () => createLoop({ model: scriptedModel([toolCall('wipe', { id: 'X' })]), tools: [tool], clock: virtualClock(), store: sqliteStore({ path }) });
+  const stopped = await make().run({ goal: 'wipe X', runId: 'r' });
+  const db = new Database(path);
+  return { make, stopped, db };
+}
+
+async function refusal(promise: Promise<unknown>): Promise<StoreRecordError> {
+  const error = await promise.then(() => null, (thrown: unknown) => thrown);
+  if (!(error instanceof StoreRecordError)) throw new Error(`expected a StoreRecordError, got ${String(error)}`);
+  return error;
+}
+
+describe('record envelopes', () => {
+  it('refuses a truncated journal record, naming the run and seq', async () => {
+    const { make, stopped, db } = await stoppedRun('truncated');
+    db.prepare("UPDATE journal SET body = substr(body, 1, length(body) / 2) WHERE run_id = 'r' AND seq = 2").run();
+    const error = await refusal(make().resume('r', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }));
+    expect(error).toMatchObject({ code: 'corrupt_record', runId: 'r', seq: 2 });
+    expect(error.message).toMatch(/journal record at seq 2 of run r: not valid JSON/);
+  });
+
+  it('refuses a record of the wrong shape, naming the field', async () => {
+    const { make, stopped, db } = await stoppedRun('corrupt');
+    db.prepare("UPDATE journal SET body = json_set(body, '$.event.at', 'soon') WHERE run_id = 'r' AND seq = 1").run();
+    const error = await refusal(make().resume('r', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }));
+    expect(error).toMatchObject({ code: 'corrupt_record', seq: 1 });
+    expect(error.problem).toMatch(/event\.at/);
+  });
+
+  it('refuses a record moved to another seq', async () => {
+    const { make, stopped, db } = await stoppedRun('moved');
+    db.prepare("UPDATE journal SET body = json_set(body, '$.seq', 7) WHERE run_id = 'r' AND seq = 1").run();
+    const error = await refusal(make().resume('r', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }));
+    expect(error.problem).toMatch(/not where it is stored/);
+  });
+
+  it('refuses a record from a newer schema version', async () => {
+    const { make, db } = await stoppedRun('future');
+    db.prepare("UPDATE runs SET body = json_set(body, '$.schemaVersion', 2) WHERE run_id = 'r'").run();
+    const error = await refusal(make().resume('r'));
+    expect(error).toMatchObject({ code: 'unsupported_record_version', runId: 'r', seq: null });
+    expect(error.message).toMatch(/schemaVersion 2 is newer than this loopstate reads \(1\)/);
+  });
+
+  it('refuses a damaged snapshot', async () => {
+    const path = join(scratch, 'snapshot.db');
+    const tool = defineTool({ name: 'look', description: 'Look', input: z.object({ n: z.number() }), access: 'read', execute: ({ n }) => n });
+    const steps = [1, 2, 3].map((n) => toolCall('look', { n }));
+    const hang = () => new Promise<never>(() => undefined);
+    const loop = createLoop({ model: scriptedModel([...steps, hang]), tools: [tool], clock: virtualClock(), store: sqliteStore({ path }), durable: { snapshotEvery: 2 } });
+    void loop.run({ goal: 'look', runId: 'r' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const db = new Database(path);
+    expect(db.prepare("SELECT count(*) AS n FROM snapshots WHERE run_id = 'r'").get()).toEqual({ n: 1 });
+    db.prepare("UPDATE snapshots SET body = json_remove(body, '$.session.fields') WHERE run_id = 'r'").run();
+    // The hung run stands for a dead process: its lease is freed.
+    db.prepare("UPDATE runs SET lease_owner = NULL WHERE run_id = 'r'").run();
+    const resumer = createLoop({ model: scriptedModel([]), tools: [tool], clock: virtualClock(), store: sqliteStore({ path }) });
+    const error = await refusal(resumer.resume('r'));
+    expect(error.problem).toMatch(/session\.fields/);
+  });
+});
+
+describe('sqliteStore', () => {
+  it('keeps its file in WAL mode (synchronous and the size limits are set per connection)', async () => {
+    for (const durability of ['normal', 'full'] as const) {
+      const path = join(scratch, `pragmas-${durability}.db`);
+      const store = sqliteStore({ path, durability });
+      await store.readRun('none');
+      await store.close();
+      const db = new Database(path);
+      expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+      db.close();
+    }
+  });
+
+  it('refuses bad options before opening anything', () => {
+    expect(() => sqliteStore({ path: '' })).toThrow(/path: expected a file path/);
+    expect(() => sqliteStore({ path: 'x.db', durability: 'extra' as 'full' })).toThrow(/durability: expected "normal" or "full"/);
+  });
+});
