@@ -54,6 +54,7 @@ Options:
   --goal <text>            the goal to run instead of the file's \`goal\` export
   --model openai:<name>    run on a real OpenAI-compatible model instead of the file's own
   --base-url <url>         the server for --model (Ollama, vLLM, llama.cpp, a proxy); default OpenAI's
+  --stream                 with --model: stream the reply (the progress view shows it arriving)
   --api-key-env <VAR>      the environment variable holding the API key (default ${DEFAULT_API_KEY_ENV}; with
                            --base-url and the variable unset, no key is sent)
   --record <cassette>      record every model call to a cassette file (JSON) while running
@@ -75,6 +76,7 @@ const RUN_OPTIONS = {
   model: { type: 'string' },
   'base-url': { type: 'string' },
   'api-key-env': { type: 'string' },
+  stream: { type: 'boolean' },
   record: { type: 'string' },
   replay: { type: 'string' },
   trace: { type: 'string' },
@@ -203,7 +205,9 @@ function chooseModel(flags: RunFlags, config: LoopConfig, env: Readonly<Record<s
     }
   }
   if (flags['base-url'] !== undefined && flags.model === undefined) throw new CliError({ kind: 'usage', message: '--base-url needs --model openai:<name>' });
-  if (flags['api-key-env'] !== undefined && flags.model === undefined) throw new CliError({ kind: 'usage', message: '--api-key-env needs --model openai:<name>' });
+  for (const option of ['api-key-env', 'stream'] as const) {
+    if (flags[option] !== undefined && flags.model === undefined) throw new CliError({ kind: 'usage', message: `--${option} needs --model openai:<name>` });
+  }
   let model = config.model;
   let label = bundled ? `offline, ${model.id} model` : `model ${model.id}`;
   let baseUrl: string | undefined;
@@ -217,7 +221,7 @@ function chooseModel(flags: RunFlags, config: LoopConfig, env: Readonly<Record<s
       throw new CliError({ kind: 'model_setup', message: `the API key variable ${keyVariable} is not set; export ${keyVariable}=<key>${flags['api-key-env'] === undefined ? ' or name another variable with --api-key-env' : ''}` });
     }
     // A local server usually needs no key, but the client insists on one.
-    model = openaiModel({ model: match[1], apiKey: apiKey || 'no-key', ...(baseUrl === undefined ? {} : { baseURL: baseUrl }) });
+    model = openaiModel({ model: match[1], apiKey: apiKey || 'no-key', ...(baseUrl === undefined ? {} : { baseURL: baseUrl }), ...(flags.stream ? { stream: true } : {}) });
     label = `openai:${match[1]}${baseUrl === undefined ? '' : ` at ${baseUrl}`}`;
   }
   if (flags.record !== undefined) {

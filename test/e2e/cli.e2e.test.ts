@@ -12,6 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunResult } from '../../src/runtime/run-result.js';
+import { replyStep } from '../support/openai-fixtures.js';
+import { startOpenAIServer } from '../support/openai-server.js';
 import { traceEventSchema } from '../../src/trace/trace-schema.js';
 
 const run = promisify(execFile);
@@ -181,6 +183,52 @@ export default createLoop(config);
     expect(code).toBe(1);
     expect(stdout).toMatch(/stop reason: (retries_exhausted|fatal_error)/);
     expect(stdout).toContain(`hint:        could not connect to the model server at http://127.0.0.1:${port}/v1`);
+  });
+});
+
+describe('loopstate run on a real OpenAI-compatible server (local, over HTTP)', () => {
+  const answer = { order_id: 'O-101', status: 'shipped', answer: 'Order O-101 has shipped.' };
+  const script = (stream: boolean) => [
+    replyStep('chat', stream, { toolCalls: [{ id: 'call_1', name: 'get_order_status', args: { order_id: 'O-101' } }], usage: { input: 150, output: 20 } }),
+    replyStep('chat', stream, { text: JSON.stringify(answer), usage: { input: 210, output: 30 } }),
+  ];
+
+  it('runs the example on --model with the key from --api-key-env, records it, and replays it offline to the same result', async () => {
+    const server = await startOpenAIServer();
+    try {
+      server.enqueue(...script(false));
+      const live = await loopstate(['run', 'order-status', '--model', 'openai:gpt-4.1-mini', '--base-url', server.baseURL, '--api-key-env', 'MY_KEY', '--record', 'live.cassette.json', '--json'], { MY_KEY: 'sk-test-123' });
+      expect(live.code).toBe(0);
+      expect(server.requests).toHaveLength(2);
+      expect(server.requests[0]?.headers.authorization).toBe('Bearer sk-test-123');
+      expect(live.stderr).toContain('run run_');
+      expect(live.stderr).toContain('model gpt-4.1-mini');
+      const recorded = JSON.parse(live.stdout) as { model: string; result: RunResult };
+      expect(recorded.model).toBe(`openai:gpt-4.1-mini at ${server.baseURL}, recording to live.cassette.json`);
+      expect(recorded.result).toMatchObject({ status: 'succeeded', stopReason: 'completed', steps: 2, output: answer, usage: { inputTokens: 360, outputTokens: 50, modelCalls: 2, toolCalls: 1 } });
+      expect(live.stdout).not.toContain('sk-test-123');
+
+      const replayed = await loopstate(['run', 'order-status', '--replay', 'live.cassette.json', '--json', '--quiet']);
+      expect(replayed.code).toBe(0);
+      expect(server.requests).toHaveLength(2);
+      const again = (JSON.parse(replayed.stdout) as { result: RunResult }).result;
+      expect({ ...again, runId: '', trace: [], messages: [] }).toEqual({ ...recorded.result, runId: '', trace: [], messages: [] });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('streams with --stream', async () => {
+    const server = await startOpenAIServer();
+    try {
+      server.enqueue(...script(true));
+      const { code, stdout } = await loopstate(['run', 'order-status', '--model', 'openai:gpt-4.1-mini', '--base-url', server.baseURL, '--stream', '--json', '--quiet']);
+      expect(code).toBe(0);
+      expect(server.requests[0]?.body).toMatchObject({ stream: true });
+      expect((JSON.parse(stdout) as { result: RunResult }).result.output).toEqual(answer);
+    } finally {
+      await server.close();
+    }
   });
 });
 
