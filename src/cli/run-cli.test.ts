@@ -134,6 +134,19 @@ describe('runCli run and example', () => {
     expect(lines).toHaveLength(printed.result.trace.length);
   });
 
+  it("writes to the loop's own trace.file when --trace is not given, and still calls its onEvent", async () => {
+    const seen: string[] = [];
+    const own: BundledExample = {
+      description: 'own trace',
+      load: () => Promise.resolve({ config: { model: scriptedModel([reply('done')]), trace: { file: 'own.jsonl', onEvent: (event) => seen.push(event.type) } }, goal: 'Go' }),
+    };
+    const { code, out } = await cli(['run', 'own', '--quiet'], { own });
+    expect(code).toBe(0);
+    expect(out).toContain('trace:       own.jsonl');
+    expect(readFileSync(join(cwd, 'own.jsonl'), 'utf8').trim().split('\n').length).toBe(seen.length);
+    expect(seen.at(-1)).toBe('run-end');
+  });
+
   it('prints nothing on stderr with --quiet', async () => {
     const { code, err } = await cli(['run', 'order-status', '--quiet']);
     expect(code).toBe(0);

@@ -59,7 +59,8 @@ Options:
                            --base-url and the variable unset, no key is sent)
   --record <cassette>      record every model call to a cassette file (JSON) while running
   --replay <cassette>      serve the model's answers from a cassette, offline
-  --trace <path>           where to write the JSON lines trace (default ${DEFAULT_TRACE_DIRECTORY}/<runId>.jsonl)
+  --trace <path>           where to write the JSON lines trace (default: the loop's trace.file, else
+                           ${DEFAULT_TRACE_DIRECTORY}/<runId>.jsonl)
   --json                   print {target, model, traceFile, toolHealth, result} as JSON on stdout
   --quiet                  no live progress (progress goes to stderr, never to stdout)
   -h, --help               show this help
@@ -136,10 +137,12 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
   const { model, label, baseUrl } = chooseModel(flags, loaded.config, io.env ?? process.env, cwd, example !== undefined);
 
   const runId = runIdFor(loaded.config);
-  const traceFile = flags.trace === undefined ? join(cwd, DEFAULT_TRACE_DIRECTORY, `${runId}.jsonl`) : isAbsolute(flags.trace) ? flags.trace : join(cwd, flags.trace);
+  const userTrace = loaded.config.trace === false ? {} : (loaded.config.trace ?? {});
+  // --trace, else the file the loop itself names, else one file per run.
+  const chosen = flags.trace ?? userTrace.file;
+  const traceFile = chosen === undefined ? join(cwd, DEFAULT_TRACE_DIRECTORY, `${runId}.jsonl`) : isAbsolute(chosen) ? chosen : join(cwd, chosen);
   mkdirSync(dirname(traceFile), { recursive: true });
   const view = flags.quiet ? null : createProgressView(progressOptions(io));
-  const userTrace = loaded.config.trace === false ? {} : (loaded.config.trace ?? {});
   const userOnEvent = userTrace.onEvent;
   const onEvent = (event: TraceEvent) => {
     view?.onEvent(event);
