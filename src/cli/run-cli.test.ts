@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -145,6 +145,14 @@ describe('runCli run and example', () => {
     expect(out).toContain('trace:       own.jsonl');
     expect(readFileSync(join(cwd, 'own.jsonl'), 'utf8').trim().split('\n').length).toBe(seen.length);
     expect(seen.at(-1)).toBe('run-end');
+  });
+
+  it('refuses a --trace path that cannot be written, exit 2', async () => {
+    writeFileSync(join(cwd, 'a-file'), '');
+    const { code, out, err } = await cli(['run', 'order-status', '--quiet', '--trace', 'a-file/run.jsonl']);
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(err).toMatch(/^loopstate run: --trace a-file\/run\.jsonl: /);
   });
 
   it('prints nothing on stderr with --quiet', async () => {

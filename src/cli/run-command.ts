@@ -7,6 +7,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, relative, isAbsolute } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultRunId, type LoopConfig } from '../config.js';
+import { LoopConfigError } from '../errors.js';
 import { createLoop } from '../loop.js';
 import { CassetteFileError } from '../model/cassette/cassette-errors.js';
 import { recordModel } from '../model/cassette/record-model.js';
@@ -141,7 +142,11 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
   // --trace, else the file the loop itself names, else one file per run.
   const chosen = flags.trace ?? userTrace.file;
   const traceFile = chosen === undefined ? join(cwd, DEFAULT_TRACE_DIRECTORY, `${runId}.jsonl`) : isAbsolute(chosen) ? chosen : join(cwd, chosen);
-  mkdirSync(dirname(traceFile), { recursive: true });
+  try {
+    mkdirSync(dirname(traceFile), { recursive: true });
+  } catch {
+    // The trace sink then fails to open and the run says so in a warning; the run itself goes on.
+  }
   const view = flags.quiet ? null : createProgressView(progressOptions(io));
   const userOnEvent = userTrace.onEvent;
   const onEvent = (event: TraceEvent) => {
@@ -153,8 +158,14 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
     const loop = createLoop({ ...loaded.config, model, trace: { ...userTrace, inMemory: true, file: traceFile, onEvent } } as LoopConfig);
     result = await loop.run({ goal, runId });
   } catch (error) {
-    // An invalid config or run input: the loop file's to fix.
-    throw new CliError({ kind: 'loop_file', message: `${target}: ${thrownMessage(error)}`, cause: error });
+    // An invalid config or run input is the loop file's to fix; anything else is unexpected.
+    if (error instanceof LoopConfigError) {
+      const traceIssue = error.issues.find((issue) => issue.path === 'trace.file');
+      // A trace path given on the command line is the command line's mistake, not the loop file's.
+      if (traceIssue !== undefined && flags.trace !== undefined) throw new CliError({ kind: 'usage', message: `--trace ${flags.trace}: ${traceIssue.message}`, cause: error });
+      throw new CliError({ kind: 'loop_file', message: `${target}: ${thrownMessage(error)}`, cause: error });
+    }
+    throw error;
   } finally {
     view?.finish();
   }
