@@ -141,6 +141,12 @@ export default createLoop(config);
     expect(stdout).toContain('output:      "Said hello."');
   });
 
+  it("runs the repo's own example as a TypeScript loop file, its sources transpiled on import", async () => {
+    const { code, stdout } = await loopstate(['run', join(repoRoot, 'examples', 'order-status.ts'), '--quiet', '--trace', 'repo-example.jsonl']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('steps:       3 of 4; retries: 1 argument repair');
+  });
+
   it('runs a JavaScript loop file that exports a config, with --goal overriding its goal', async () => {
     write('config-loop.mjs', `import { reply, scriptedModel } from 'loopstate/testing';\nexport default { model: scriptedModel([reply('done')]) };\n`);
     const { code, stdout } = await loopstate(['run', 'config-loop.mjs', '--goal', 'Do it', '--json', '--quiet']);
