@@ -20,8 +20,8 @@ describe('loopOfModule', () => {
   });
 
   it.each([
-    [{}, 'm.js exports no loop: there is no default export'],
-    [{ default: { tools: [] } }, 'm.js exports no loop: the default export is an object with keys tools'],
+    [{}, 'm.js has no loop: its default export must be a createLoop(...) result or a loop config (there is no default export)'],
+    [{ default: { tools: [] } }, '(the default export is an object with keys tools)'],
     [{ default: 'loop' }, 'the default export is a string (loop)'],
     [{ default: { model: scriptedModel([]) }, goal: 42 }, 'the exported goal must be a non-empty string, got a number (42)'],
     [{ default: { model: scriptedModel([]) }, goal: '  ' }, 'the exported goal must be a non-empty string'],
@@ -39,10 +39,10 @@ describe('loopOfModule', () => {
 
 describe('loadLoopFile', () => {
   it('names a missing file, a directory and an unsupported extension', async () => {
-    await expect(loadLoopFile('nope.ts', directory)).rejects.toThrow('no such file: nope.ts');
-    await expect(loadLoopFile('.', directory)).rejects.toThrow('not a file: .');
+    await expect(loadLoopFile('nope.ts', directory)).rejects.toThrow('no such loop file: nope.ts');
+    await expect(loadLoopFile('.', directory)).rejects.toThrow('no such loop file: .');
     writeFileSync(join(directory, 'loop.cjs'), 'module.exports = {};');
-    await expect(loadLoopFile('loop.cjs', directory)).rejects.toThrow('expected a .ts, .mts, .js or .mjs loop file, got ".cjs"');
+    await expect(loadLoopFile('loop.cjs', directory)).rejects.toThrow('loop.cjs is not a JavaScript or TypeScript module (.js, .mjs, .ts, .mts), got ".cjs"');
   });
 
   it('imports a .mjs file relative to the directory given', async () => {

@@ -13,6 +13,20 @@ import type { Loop } from '../loop.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { CliError } from './cli-error.js';
 
+/**
+ * A loop file that cannot be loaded: missing, not a module the CLI can import, or without a loop
+ * (exit code 3 in `loopstate run`).
+ * @example
+ * try { await loadLoopFile('loop.ts') } catch (error) { if (error instanceof LoopFileError) console.error(error.message) }
+ */
+export class LoopFileError extends CliError {
+  readonly path: string;
+  constructor({ path, message, cause }: { path: string; message: string; cause?: unknown }) {
+    super({ kind: 'loop_file', message, cause });
+    this.path = path;
+  }
+}
+
 /** A loaded loop file: the config to build the loop from, the loop itself when one was exported, and its goal. */
 export interface LoadedLoop {
   /** The config: the exported one, or the exported loop's own (`loop.config`). */
@@ -35,18 +49,23 @@ const SUPPORTED = new Set(['.js', '.mjs', '.ts', '.mts']);
  */
 export async function loadLoopFile(file: string, cwd: string = process.cwd()): Promise<LoadedLoop> {
   const path = resolvePath(cwd, file);
-  if (!existsSync(path)) throw loopFileError(`no such file: ${file}`);
-  if (!statSync(path).isFile()) throw loopFileError(`not a file: ${file}`);
+  const fail = (message: string, cause?: unknown) => new LoopFileError({ path, message, cause });
+  if (!existsSync(path) || !statSync(path).isFile()) throw fail(`no such loop file: ${file}`);
   const extension = extname(path);
-  if (!SUPPORTED.has(extension)) throw loopFileError(`${file}: expected a .ts, .mts, .js or .mjs loop file, got "${extension || 'no extension'}"`);
+  if (!SUPPORTED.has(extension)) throw fail(`${file} is not a JavaScript or TypeScript module (.js, .mjs, .ts, .mts), got "${extension || 'no extension'}"`);
   if (extension === '.ts' || extension === '.mts') enableTypeScript(path, cwd);
   let exports: Record<string, unknown>;
   try {
     exports = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
   } catch (error) {
-    throw loopFileError(`${file} could not be imported: ${thrownMessage(error)}`, error);
+    if (error instanceof LoopFileError) throw error;
+    throw fail(`${file} could not be imported: ${thrownMessage(error)}`, error);
   }
-  return { ...loopOfModule(exports, file), path };
+  try {
+    return { ...loopOfModule(exports, file), path };
+  } catch (error) {
+    throw fail(thrownMessage(error), error);
+  }
 }
 
 /**
@@ -64,7 +83,7 @@ export function loopOfModule(exports: Record<string, unknown>, name: string): Om
   }
   if (isConfig(exported)) return { config: exported, loop: undefined, goal };
   const hint = exported === undefined ? 'there is no default export' : `the default export is ${describe(exported)}`;
-  throw loopFileError(`${name} exports no loop: ${hint}; expected \`export default createLoop({ ... })\` or \`export default { model, ... }\` (a loop config), and \`export const goal = '...'\``);
+  throw loopFileError(`${name} has no loop: its default export must be a createLoop(...) result or a loop config (${hint}); e.g. \`export default createLoop({ model, ... })\` and \`export const goal = '...'\``);
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
@@ -85,7 +104,7 @@ function describe(value: unknown): string {
   return `a ${typeof value} (${String(value).slice(0, 40)})`;
 }
 
-const loopFileError = (message: string, cause?: unknown) => new CliError({ kind: 'loop_file', message, cause });
+const loopFileError = (message: string, cause?: unknown, path = '') => new LoopFileError({ path, message, cause });
 
 let typescriptEnabled = false;
 
@@ -97,10 +116,11 @@ function enableTypeScript(loopFile: string, cwd: string): void {
   if (!existsSync(hooks)) return;
   const typescriptPath = findTypeScript(loopFile, cwd);
   if (typescriptPath === undefined) {
-    throw loopFileError(
-      `${loopFile} is TypeScript, which Node ${process.versions.node} cannot run without a build step; install the typescript package ` +
+    throw new LoopFileError({
+      path: loopFile,
+      message: `${loopFile} is TypeScript, which Node ${process.versions.node} cannot run without a build step; install the typescript package ` +
         '(npm install --save-dev typescript) so loopstate can strip its types, or compile the file and run the .js',
-    );
+    });
   }
   register(hooks, { data: { typescriptPath } });
   typescriptEnabled = true;

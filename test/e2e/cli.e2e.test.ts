@@ -162,8 +162,8 @@ export default createLoop(config);
     'bad-config.mjs': `import { scriptedModel } from 'loopstate/testing';\nexport const goal = 'x';\nexport default { model: scriptedModel([]), limits: { maxStep: 3 } };\n`,
   };
   it.each([
-    ['a missing file', ['run', 'missing-loop.ts'], 3, 'loopstate run: no such file: '],
-    ['a module without a loop', ['run', 'no-loop.mjs'], 3, 'no-loop.mjs exports no loop: the default export is a number (42)'],
+    ['a missing file', ['run', 'missing-loop.ts'], 3, 'loopstate run: no such loop file: '],
+    ['a module without a loop', ['run', 'no-loop.mjs'], 3, 'no-loop.mjs has no loop: its default export must be a createLoop(...) result or a loop config (the default export is a number (42))'],
     ['a loop without a goal', ['run', 'no-goal.mjs'], 3, 'exports no goal; add `export const goal'],
     ['a file that cannot be imported', ['run', 'broken.ts'], 3, 'broken.ts could not be imported: boom at import'],
     ['an invalid config', ['run', 'bad-config.mjs'], 3, 'limits.maxStep: unknown option; did you mean "maxSteps"?'],
@@ -180,7 +180,7 @@ export default createLoop(config);
   it('prints errors as JSON on stdout too with --json', async () => {
     const { code, stdout } = await loopstate(['run', 'missing-loop.ts', '--json']);
     expect(code).toBe(3);
-    expect(JSON.parse(stdout)).toEqual({ error: { code: 'cli_loop_file', message: 'no such file: missing-loop.ts', exitCode: 3 } });
+    expect(JSON.parse(stdout)).toEqual({ error: { code: 'cli_loop_file', message: 'no such loop file: missing-loop.ts', exitCode: 3 } });
   });
 
   it('says when the model server cannot be reached', async () => {
