@@ -22,6 +22,7 @@ import type { Store } from './store/store.js';
 import type { Tool, ToolHealth, ToolPolicy } from './tools/index.js';
 import type { OtelTraceOptions, TraceOptions } from './trace/trace-event.js';
 import type { ResolvedTraceOptions } from './trace/trace-sinks.js';
+import type { InspectOption } from './inspect/inspect-option.js';
 
 /**
  * What a task prompt may be built from: the run's goal and the outputs of the tasks before it.
@@ -105,6 +106,13 @@ export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Ta
    */
   toolOrder?: ToolOrder;
   /**
+   * An XState inspection observer that sees every event and snapshot of the loop's actor, e.g.
+   * `statelyInspector({ url })`. Off by default. A throwing observer never breaks a run: the first
+   * throw becomes a warning. It sees the machine's context (counters, digests, evaluator reasons,
+   * stop details), never messages or tool results.
+   */
+  inspect?: InspectOption;
+  /**
    * Makes runs durable: each step is journalled before the machine sees it, so `loop.resume(runId)` can
    * continue a run after a crash or a stop for approval, in another process if need be.
    */
@@ -137,7 +145,11 @@ export interface TenantBudget {
  * createLoop({ model, store: sqliteStore({ path: 'loops.db' }), durable: { approvalExpiresAfterMs: 86_400_000 } });
  */
 export interface DurableOptions {
-  /** A snapshot of the whole run every this many events, so a resume re-applies at most this many (default 32). */
+  /**
+   * A snapshot of the whole run at least this many events apart (default 32), and never before the journal
+   * since the last one is as large as that snapshot, so snapshots of a long run never cost more per step
+   * than the journal; a resume re-applies the events after the latest snapshot.
+   */
   snapshotEvery?: number;
   /** A pending approval expires this long after the run stopped for it (default: never). */
   approvalExpiresAfterMs?: number;
@@ -177,6 +189,7 @@ export interface ResolvedConfig {
   store: Store | undefined;
   tenant: TenantBudget | undefined;
   durable: { snapshotEvery: number; approvalExpiresAfterMs: number | null; leaseMs: number };
+  inspect: InspectOption | undefined;
 }
 
 /** Evaluator lists are checked by their own module; its paths are relative to the list. */
@@ -194,7 +207,7 @@ function evaluatorIssues(config: z.infer<typeof configSchema>): ConfigIssue[] {
  * without a tool-call budget every step may take a full reply of calls (so raising maxSteps never stops a
  * loop early on a budget it did not set).
  */
-function resolveLimits(limits: Partial<LoopLimits> | undefined): LoopLimits {
+export function resolveLimits(limits: Partial<LoopLimits> | undefined): LoopLimits {
   const merged = { ...DEFAULT_LIMITS, ...limits };
   return {
     ...merged,
@@ -222,7 +235,7 @@ export const defaultRunId = (): string => `run_${Date.now().toString(36)}_${(run
 /** Objects the loop calls into (model, clock, shared health, tools, evaluators) are kept as they are; the rest is copied as plain data. */
 const keepConfigValue: KeepByReference = (path) => {
   const [last, parent] = [path.at(-1), path.at(-2)];
-  if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth' || last === 'store')) return true;
+  if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth' || last === 'store' || last === 'inspect')) return true;
   // An OpenTelemetry tracer and context are the caller's objects, used as they are.
   if (path.length === 3 && path[0] === 'trace' && parent === 'otel' && (last === 'tracer' || last === 'parent')) return true;
   // An evaluator may also be given alone, not in a list.
@@ -296,6 +309,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
       approvalExpiresAfterMs: config.durable?.approvalExpiresAfterMs ?? DEFAULT_DURABLE.approvalExpiresAfterMs,
       leaseMs: config.durable?.leaseMs ?? DEFAULT_DURABLE.leaseMs,
     },
+    inspect: config.inspect,
   };
 }
 

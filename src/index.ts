@@ -58,5 +58,7 @@ export { readTenantLedger } from './durable/tenant-ledger.js';
 export type { LedgerRecord as TenantLedger } from './durable/records.js';
 export { DEFAULT_DURABLE } from './constants.js';
 export type { RedactOptions } from './redaction/redact.js';
+export { statelyInspector, type StatelyInspector, type StatelyInspectorOptions, type StatelyInspectorStatus } from './inspect/stately-inspector.js';
+export type { InspectOption } from './inspect/inspect-option.js';
 export { loopMachine, getPendingEffect, STOP_REASONS } from '../machines/index.js';
 export type { StopReason, RunStatus, Usage, LoopLimits, NoProgressThresholds, NoProgressSignal, LoopEvent, PendingEffect } from '../machines/index.js';

@@ -1,11 +1,29 @@
 /** The public entry point: `createLoop(config)` validates once, `loop.run(input)` runs a goal. */
-import { resolveConfig, validateRunInput, type LoopConfig, type RunInput, type TaskConfig } from './config.js';
+import { resolveConfig, validateRunInput, type LoopConfig, type ResolvedConfig, type RunInput, type TaskConfig } from './config.js';
 import type { EvaluateOption, LoopOutput } from './evaluators/index.js';
 import { DurableRuns, type ResumeOptions } from './durable/durable-runs.js';
 import { LoopstateError } from './errors.js';
 import { driveRun } from './runtime/driver.js';
 import type { RunResult } from './runtime/run-result.js';
 import type { ToolHealth } from './tools/index.js';
+
+/**
+ * Where a loop keeps its resolved config, for tools that analyse a loop without running it
+ * (`loopstate verify`). A registered symbol, so a loop built by another copy of the package (a loop
+ * file loaded through a TypeScript loader) is still recognised.
+ */
+export const LOOP_CONFIG: unique symbol = Symbol.for('loopstate.loop-config') as never;
+
+/**
+ * The resolved config of a `createLoop` result, or undefined for anything else.
+ * @example
+ * const config = loopConfigOf(loop); // config?.limits.maxSteps
+ */
+export function loopConfigOf(value: unknown): ResolvedConfig | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const config = (value as Record<symbol, unknown>)[LOOP_CONFIG];
+  return typeof config === 'object' && config !== null ? (config as ResolvedConfig) : undefined;
+}
 
 /**
  * A configured loop; run it as often as you like. Runs share nothing unless a `toolHealth` was passed to
@@ -64,7 +82,7 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
   const durable = resolved.store === undefined ? null : new DurableRuns(resolved, resolved.store);
   const needsStore = (method: string) => new LoopstateError({ code: 'no_store', message: `loop.${method} needs a store: createLoop({ ..., store: sqliteStore({ path }) })` });
   type Result = RunResult<LoopOutput<Evaluate, Tasks>>;
-  return {
+  const loop: Loop<LoopOutput<Evaluate, Tasks>> = {
     toolHealth: resolved.toolHealth,
     config: Object.freeze({ ...config }) as Readonly<LoopConfig>,
     // async, so invalid input rejects the returned promise instead of throwing synchronously.
@@ -82,4 +100,7 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
       return (await durable.cancel(runId)) as Result | null;
     },
   };
+  // Non-enumerable: the loop's shape (and a JSON of it) stays what it was.
+  Object.defineProperty(loop, LOOP_CONFIG, { value: resolved, enumerable: false });
+  return loop;
 }

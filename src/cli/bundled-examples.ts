@@ -4,12 +4,15 @@
  * config, since a scripted model is used up by one run.
  */
 import type { LoopConfig } from '../config.js';
+import type { RunResult } from '../runtime/run-result.js';
 
-/** One bundled example: what it shows, and a fresh offline config with its goal. */
-export interface BundledExample {
-  description: string;
-  load(): Promise<{ config: LoopConfig; goal: string }>;
-}
+/**
+ * One bundled example: what it shows, and a fresh offline config with its goal; or, for an example that is
+ * more than one run (stop for approval, then resume), a function that plays the whole story.
+ */
+export type BundledExample =
+  | { description: string; load(): Promise<{ config: LoopConfig; goal: string }> }
+  | { description: string; play(log: (line: string) => void): Promise<RunResult> };
 
 export const BUNDLED_EXAMPLES: Readonly<Record<string, BundledExample>> = Object.freeze({
   'order-status': {
@@ -31,6 +34,14 @@ export const BUNDLED_EXAMPLES: Readonly<Record<string, BundledExample>> = Object
     load: async () => {
       const { offlineConfig, goal } = await import('../../examples/tool-feedback.js');
       return { config: offlineConfig(), goal };
+    },
+  },
+  // Stops for approval of a restart, is approved, and resumes from its SQLite store: the result is the resumed run's.
+  incident: {
+    description: '22 distinct diagnostics, a restart stopped for approval, approved and resumed from SQLite',
+    play: async (log) => {
+      const { runIncidentExample } = await import('../../examples/incident.js');
+      return (await runIncidentExample(log)).resumed;
     },
   },
 });

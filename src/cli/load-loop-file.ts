@@ -1,8 +1,10 @@
 /**
- * Loads a loop file: a module whose default export is a `createLoop` result or a loop config, and which
- * exports `goal` (a string) for `run`. `.js`/`.mjs` files are imported as they are; `.ts`/`.mts` files
- * are transpiled on import (types removed, not checked) with the `typescript` package, found next to the
- * loop file or else beside loopstate.
+ * Loads a loop file for the CLI (`loopstate run`, `loopstate verify`): a module whose default export is a
+ * `createLoop` result or a loop config, and which exports `goal` (a string) for `run`. `.js`/`.mjs` files
+ * are imported as they are; `.ts`/`.mts` files run without a build step: natively where Node strips types
+ * (22.6+), else transpiled on import (types removed, not checked) by our module hooks with the `typescript`
+ * package found next to the loop file or beside loopstate, else through Vite's module runner when vite is
+ * installed.
  */
 import { existsSync, statSync } from 'node:fs';
 import { createRequire, register } from 'node:module';
@@ -53,10 +55,9 @@ export async function loadLoopFile(file: string, cwd: string = process.cwd()): P
   if (!existsSync(path) || !statSync(path).isFile()) throw fail(`no such loop file: ${file}`);
   const extension = extname(path);
   if (!SUPPORTED.has(extension)) throw fail(`${file} is not a JavaScript or TypeScript module (.js, .mjs, .ts, .mts), got "${extension || 'no extension'}"`);
-  if (extension === '.ts' || extension === '.mts') enableTypeScript(path, cwd);
   let exports: Record<string, unknown>;
   try {
-    exports = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+    exports = extension === '.ts' || extension === '.mts' ? await importTypeScript(path, cwd) : ((await import(pathToFileURL(path).href)) as Record<string, unknown>);
   } catch (error) {
     if (error instanceof LoopFileError) throw error;
     throw fail(`${file} could not be imported: ${thrownMessage(error)}`, error);
@@ -108,22 +109,37 @@ const loopFileError = (message: string, cause?: unknown, path = '') => new LoopF
 
 let typescriptEnabled = false;
 
-/** Registers the transpiling hooks once, with the `typescript` package found for `loopFile`. */
-function enableTypeScript(loopFile: string, cwd: string): void {
-  if (typescriptEnabled) return;
+type ViteRunnerImport = (url: string, options: { configFile: false; logLevel: 'silent' }) => Promise<{ module: Record<string, unknown> }>;
+
+/**
+ * Imports a TypeScript file, whichever way this process can: natively where Node strips types (22.6+),
+ * through our module hooks and the `typescript` package, else through Vite's module runner when vite is
+ * installed (also the way when loopstate itself runs bundled, without its hooks file beside it).
+ */
+async function importTypeScript(loopFile: string, cwd: string): Promise<Record<string, unknown>> {
+  const url = pathToFileURL(loopFile).href;
+  if ((process.features as { typescript?: unknown }).typescript) return (await import(url)) as Record<string, unknown>;
   const hooks = new URL('./typescript-hooks.js', import.meta.url);
-  // Run from source (the test runner), the runner itself transpiles TypeScript and the built hooks do not exist.
-  if (!existsSync(hooks)) return;
   const typescriptPath = findTypeScript(loopFile, cwd);
-  if (typescriptPath === undefined) {
-    throw new LoopFileError({
-      path: loopFile,
-      message: `${loopFile} is TypeScript, which Node ${process.versions.node} cannot run without a build step; install the typescript package ` +
-        '(npm install --save-dev typescript) so loopstate can strip its types, or compile the file and run the .js',
-    });
+  if (existsSync(hooks) && typescriptPath !== undefined) {
+    if (!typescriptEnabled) register(hooks, { data: { typescriptPath } });
+    typescriptEnabled = true;
+    return (await import(url)) as Record<string, unknown>;
   }
-  register(hooks, { data: { typescriptPath } });
-  typescriptEnabled = true;
+  let runnerImport: ViteRunnerImport | undefined;
+  try {
+    // A variable specifier: vite is optional, and the compiler must not require its types.
+    const specifier = 'vite';
+    ({ runnerImport } = (await import(specifier)) as { runnerImport?: ViteRunnerImport });
+  } catch {
+    runnerImport = undefined;
+  }
+  if (runnerImport !== undefined) return (await runnerImport(loopFile, { configFile: false, logLevel: 'silent' })).module;
+  throw new LoopFileError({
+    path: loopFile,
+    message: `${loopFile} is TypeScript, which Node ${process.versions.node} cannot run without a build step; install the typescript package ` +
+      '(npm install --save-dev typescript) so loopstate can strip its types, use Node 22.6+, or compile the file and run the .js',
+  });
 }
 
 /** The typescript package: the loop file's project's, the working directory's, or the one beside loopstate. */

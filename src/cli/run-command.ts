@@ -3,7 +3,7 @@
  * OpenAI-compatible one, or a cassette), runs its goal with the live progress view on stderr, writes the
  * JSON lines trace, and prints the result (or `--json`).
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, isAbsolute } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultRunId, type LoopConfig } from '../config.js';
@@ -132,6 +132,7 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
   if (example === undefined && !looksLikePath(target) && !existsSync(file)) {
     throw new CliError({ kind: 'usage', message: `unknown example "${target}"; choose one of: ${Object.keys(examples).join(', ')}, or give the path of a loop file` });
   }
+  if (example !== undefined && 'play' in example) return playExample(target, example, flags, io, cwd);
   const loaded = example !== undefined ? await example.load() : await loadLoopFile(target, cwd);
   const goal = flags.goal ?? loaded.goal;
   if (goal === undefined || goal.trim() === '') throw new CliError({ kind: 'loop_file', message: `${target} exports no goal; add \`export const goal = '...'\` or pass --goal <text>` });
@@ -247,3 +248,30 @@ function chooseModel(flags: RunFlags, config: LoopConfig, env: Readonly<Record<s
 
 /** `loopstate example [name]`: `run` with the flagship example as the default target. */
 export const runExampleCommand = (argv: readonly string[], io: RunCommandIo) => runCommand(argv, io, DEFAULT_EXAMPLE);
+
+/**
+ * An example that is a story of several runs (stop for approval, then resume from the store): played whole,
+ * then reported like a run; its trace (the resumed run's) is written after it and replayed to the progress view.
+ */
+async function playExample(target: string, example: Extract<BundledExample, { play: unknown }>, flags: RunFlags, io: RunCommandIo, cwd: string): Promise<number> {
+  if (flags.model !== undefined || flags.replay !== undefined || flags.record !== undefined || flags.goal !== undefined) {
+    throw new CliError({ kind: 'usage', message: `the ${target} example plays its own runs offline; --model, --replay, --record and --goal do not apply to it` });
+  }
+  const view = flags.quiet ? null : createProgressView(progressOptions(io));
+  const result = await example.play((line) => view !== null && io.err(line));
+  for (const event of result.trace) view?.onEvent(event);
+  view?.finish();
+  const traceFile = flags.trace === undefined ? join(cwd, DEFAULT_TRACE_DIRECTORY, `${result.runId}.jsonl`) : isAbsolute(flags.trace) ? flags.trace : join(cwd, flags.trace);
+  let written: string | null = displayPath(traceFile, cwd);
+  try {
+    mkdirSync(dirname(traceFile), { recursive: true });
+    writeFileSync(traceFile, result.trace.map((event) => `${JSON.stringify(event)}\n`).join(''));
+  } catch {
+    written = null;
+  }
+  const start = result.trace.find((event) => event.type === 'run-start');
+  const limits = start?.type === 'run-start' ? start.limits : { maxSteps: null, maxCostUsd: null };
+  if (flags.json) io.out(JSON.stringify({ target, model: 'offline, scripted model', traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
+  else io.out(formatRunReport(result, { target, modelLabel: 'offline, scripted model', traceFile: written, maxSteps: limits.maxSteps, maxCostUsd: limits.maxCostUsd }));
+  return result.status === 'succeeded' ? EXIT_CODES.success : EXIT_CODES.failure;
+}

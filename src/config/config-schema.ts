@@ -11,6 +11,7 @@ import type { Store } from '../store/store.js';
 import type { Tool, ToolHealth } from '../tools/index.js';
 import type { Context, Tracer } from '@opentelemetry/api';
 import { traceFileProblem } from '../trace/trace-file.js';
+import { isInspectOption, type InspectOption } from '../inspect/inspect-option.js';
 
 export const isFunction = (value: unknown): value is (...args: never[]) => unknown => typeof value === 'function';
 const fn = (expected: string) => z.custom<(...args: never[]) => unknown>(isFunction, { message: `expected ${expected}` });
@@ -194,6 +195,7 @@ export const configSchema = z
       maxOutputTokens: number().int().min(0).optional(),
     }).strict().optional(),
     durable: z.object({ snapshotEvery: positiveInt, approvalExpiresAfterMs: positiveInt, leaseMs: positiveInt }).partial().strict().optional(),
+    inspect: z.custom<InspectOption>(isInspectOption, { message: 'expected an XState inspection observer: a function (inspectionEvent) => void, or an object with next/error/complete methods such as statelyInspector({ url })' }).optional(),
   })
   .strict()
   .superRefine((config, context) => {

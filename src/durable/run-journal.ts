@@ -4,7 +4,11 @@
  * Design: the journal holds, under (runId, seq), every event the machine is sent — written before the
  * machine sees it — together with what that step changed in the session outside the machine (a
  * delta: appended messages, trace events and warnings, the small fields whole). Every
- * `snapshotEvery` events the machine's persisted snapshot and the whole session are written too.
+ * `snapshotEvery` events the machine's persisted snapshot and the whole session are written too — but
+ * never before the journal since the last snapshot holds as many bytes as that snapshot did: a snapshot
+ * carries the whole history, so on a long run snapshots every 32 events would cost more per step the longer
+ * the run (measured: 0.5 ms/step at 200 steps, 4.2 ms/step at 2,000). This way snapshots cost at most as
+ * much as the journal itself, per step flat, and a resume re-applies at most a snapshot's worth of events.
  * Resume restores the latest snapshot and re-applies the events after it (their deltas, then the
  * events themselves to the actor, which reproduces the transitions' trace and warnings): nothing is
  * executed again, and the state comes back exactly as it was, clock readings included, because it is
@@ -53,6 +57,9 @@ export class RunJournal implements DriverHooks {
   private lastEventSeq: number;
   private modelCallsSinceEvent = 0;
   private eventsSinceSnapshot = 0;
+  /** Journal bytes written since the last snapshot, and that snapshot's own size (see the design note above). */
+  private bytesSinceSnapshot = 0;
+  private lastSnapshotBytes = 0;
   private cursor: SessionCursor | null = null;
   private health: ToolHealth | null = null;
   /** What the event the run stopped at (for approval) is replaced with, once rebuilt. */
@@ -60,7 +67,7 @@ export class RunJournal implements DriverHooks {
   /** The effect in flight when the run was interrupted: its journalled parts, served instead of run. */
   private readonly tail: ResumePlan['tail'];
   constructor(private readonly options: RunJournalOptions) {
-    this.machineSnapshot = options.plan?.snapshot?.machine as DriverHooks['machineSnapshot'];
+    this.machineSnapshot = withSwitchedOffLimits(options.plan?.snapshot?.machine) as DriverHooks['machineSnapshot'];
     this.nextSeq = options.plan?.nextSeq ?? 1;
     this.lastEventSeq = options.plan?.lastEventSeq ?? 0;
     this.tail = options.plan?.tail ?? { models: [], intents: new Map(), results: new Map() };
@@ -77,6 +84,7 @@ export class RunJournal implements DriverHooks {
 
   private async append(record: JournalRecord, runBody?: string): Promise<void> {
     const row: StoreRow = { seq: record.seq, kind: record.kind, body: encodeRecord(record) };
+    this.bytesSinceSnapshot += row.body.length;
     await this.options.store.append(this.runId, [row], this.options.lease(), runBody);
   }
 
@@ -140,14 +148,17 @@ export class RunJournal implements DriverHooks {
     this.cursor = cursorOf(session);
     this.eventsSinceSnapshot += 1;
     const snapshot = actor.getSnapshot();
-    if (this.eventsSinceSnapshot < this.options.snapshotEvery || snapshot.status !== 'active') return;
+    if (this.eventsSinceSnapshot < this.options.snapshotEvery || this.bytesSinceSnapshot < this.lastSnapshotBytes || snapshot.status !== 'active') return;
     this.eventsSinceSnapshot = 0;
+    this.bytesSinceSnapshot = 0;
     const record: SnapshotRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION, kind: 'snapshot', runId: this.runId, seq: this.lastEventSeq,
       machine: actor.getPersistedSnapshot() as unknown as SnapshotRecord['machine'],
       session: sessionState(session, this.health),
     };
-    await this.options.store.writeSnapshot(this.runId, { seq: record.seq, kind: 'snapshot', body: encodeRecord(record) }, this.options.lease());
+    const body = encodeRecord(record);
+    this.lastSnapshotBytes = body.length;
+    await this.options.store.writeSnapshot(this.runId, { seq: record.seq, kind: 'snapshot', body }, this.options.lease());
   }
 
   async beforeEffect(session: RunSession, controller: AbortController): Promise<void> {
@@ -244,4 +255,17 @@ function served(outcome: ToolOutcome): unknown {
   if (outcome.kind === 'returned') return outcome.text;
   if (outcome.callerFault) throw new ToolCallError({ message: outcome.message, blame: 'caller' });
   throw Object.assign(new Error(outcome.message), { name: outcome.name });
+}
+
+/**
+ * A limit switched off with `Infinity` is `null` once the snapshot has been through JSON; the machine's
+ * guards compare numbers, and `x >= null` is true for any non-negative x, so a restored run would stop at
+ * once. Every limit is a number: null can only be a switched-off one.
+ */
+function withSwitchedOffLimits(machine: unknown): unknown {
+  const context = (machine as { context?: { limits?: Record<string, unknown> } } | undefined)?.context;
+  const limits = context?.limits;
+  if (limits === undefined || limits === null || typeof limits !== 'object') return machine;
+  const restored = Object.fromEntries(Object.entries(limits).map(([name, value]) => [name, value === null ? Infinity : value]));
+  return { ...(machine as object), context: { ...context, limits: restored } };
 }

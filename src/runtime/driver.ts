@@ -18,6 +18,7 @@ import { recordContextChanges } from '../trace/context-changes.js';
 import { promptVersion, tracedLimits } from '../trace/run-facts.js';
 import { TRACE_SCHEMA_VERSION } from '../trace/trace-schema.js';
 import { finalOutput } from '../output/final-output.js';
+import { guardedInspector } from '../inspect/inspect-option.js';
 import { performEvaluation } from './evaluation-step.js';
 import { interruptionEvent as interruptionEventAt, RunInterruption } from './interruption.js';
 import { performModelCall } from './model-step.js';
@@ -56,7 +57,12 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
   const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation);
   const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
   const machineInput = { limits: config.limits, noProgress: config.noProgress, tasks };
-  const actor = createActor(loopMachine, hooks?.machineSnapshot === undefined ? { input: machineInput } : { input: machineInput, snapshot: hooks.machineSnapshot });
+  const inspect = config.inspect === undefined ? undefined : guardedInspector(config.inspect, (message) => session.warn(message, safeNow(clock)));
+  const actor = createActor(loopMachine, {
+    input: machineInput,
+    ...(hooks?.machineSnapshot === undefined ? {} : { snapshot: hooks.machineSnapshot }),
+    ...(inspect === undefined ? {} : { inspect }),
+  });
   const onUserAbort = () => {
     controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
   };

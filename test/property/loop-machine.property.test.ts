@@ -13,7 +13,7 @@ import { loopMachine } from '../../machines/loop-machine.js';
 import { DEFAULT_NO_PROGRESS } from '../../src/constants.js';
 import { abstractOutcomes, modelInput } from '../model-based/abstract-events.js';
 import type { StopReason } from '../../machines/types.js';
-import { createTransitionTracer } from '../model-based/transition-catalog.js';
+import { createTransitionTracer } from '../../src/verify/transition-catalog.js';
 import { faultsAfterModelCall, judgedEvaluations } from './driver-outcomes.js';
 import { configurationFrom, configurationKnobs, type ConfigurationKnobs } from './random-configuration.js';
 import { runToEnd } from './random-run.js';

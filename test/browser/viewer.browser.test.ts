@@ -1,0 +1,119 @@
+/**
+ * End to end: `loopstate inspect` on a real trace, opened in Debian's chromium through playwright-core
+ * (never a downloaded browser). Checks the statechart, the highlighted path, the time-travel slider and
+ * the step table, and saves the README's screenshot to docs/viewer.png.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loopMachine } from '../../machines/index.js';
+import { runCli } from '../../src/cli/run-cli.js';
+import { statechartGraph } from '../../src/inspect/statechart-graph.js';
+import { writeSampleTrace } from '../support/sample-run.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const screenshotPath = join(repoRoot, 'docs', 'viewer.png');
+
+let directory: string;
+let browser: Browser | undefined;
+const stop = new AbortController();
+let exit: Promise<number> | undefined;
+
+beforeAll(() => {
+  directory = mkdtempSync(join(tmpdir(), 'loopstate-viewer-browser-'));
+});
+afterAll(async () => {
+  await browser?.close();
+  stop.abort();
+  await exit;
+  rmSync(directory, { recursive: true, force: true });
+});
+
+describe('the viewer in chromium', () => {
+  it('shows the statechart, the path taken, time travel and the step table', async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(`The browser test needs Debian's chromium at ${CHROMIUM}, and it is not installed: run \`apt-get install -y chromium\` (as root). No browser is ever downloaded.`);
+    }
+    const tracePath = join(directory, 'run.jsonl');
+    await writeSampleTrace(tracePath);
+    const out: string[] = [];
+    exit = runCli(['inspect', tracePath], { out: (text) => out.push(text), err: (text) => out.push(text) }, { stop: stop.signal });
+    await expect.poll(() => out.find((line) => line.startsWith('Viewer: ')), { timeout: 15_000 }).toBeDefined();
+    const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(out.find((line) => line.startsWith('Viewer: '))!)![0];
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    const page = await browser.newPage({ viewport: { width: 1800, height: 1100 } });
+    const requests: string[] = [];
+    const errors: string[] = [];
+    page.on('request', (request) => requests.push(request.url()));
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(url);
+
+    // The statechart: every state of the machine, drawn.
+    const states = statechartGraph(loopMachine).states.map((state) => state.id);
+    expect(await page.locator('#statechart [data-state]').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-state')))).toEqual(states);
+    expect(await page.locator('#statechart [data-state="RUNNING.deciding"] rect').first().isVisible()).toBe(true);
+
+    // The path taken: exactly the edges the run went through, with how often.
+    const taken = await page.locator('#statechart .edge.taken').evaluateAll((edges) => Object.fromEntries(edges.map((edge) => [edge.getAttribute('data-edge'), Number(edge.getAttribute('data-count'))])));
+    expect(taken).toMatchObject({
+      'READY->RUNNING': 1,
+      'RUNNING.gate->RUNNING.deciding': 3,
+      'RUNNING.backoffChecked->RETRY.backingOff': 1,
+      'RUNNING.deciding->RUNNING.acting': 1,
+      'RUNNING.routingEvaluation->RETRY.reflecting': 1,
+      'RUNNING.routingEvaluation->SUCCESS': 1,
+      'SUCCESS->TERMINATED': 1,
+    });
+    expect(taken).not.toHaveProperty('RUNNING.gate->TERMINATED');
+
+    // Opens at the end of the run.
+    const slider = page.locator('#step-slider');
+    expect(await slider.getAttribute('max')).toBe('9');
+    await expect.poll(() => page.locator('#active-state').textContent()).toBe('TERMINATED');
+    expect(await page.locator('#statechart .state.active').getAttribute('data-state')).toBe('TERMINATED');
+    const budget = (label: string) => page.locator('#budgets tr', { hasText: label }).locator('td.spent').textContent();
+    const counter = (label: string) => page.locator('#counters tr', { hasText: label }).locator('td.spent').textContent();
+    expect(await budget('Input tokens')).toBe('770');
+    expect(await budget('Steps')).toBe('3');
+    expect(await page.locator('#stop-reason').textContent()).toContain('completed — Every task produced an answer that passed its evaluators');
+
+    // Moving the slider travels back: the state, the route just taken, the budgets and counters follow.
+    await slider.fill('4');
+    expect(await page.locator('#active-state').textContent()).toBe('RUNNING.acting');
+    expect(await page.locator('#statechart .state.active').getAttribute('data-state')).toBe('RUNNING.acting');
+    expect(await page.locator('#statechart .edge.current').evaluateAll((edges) => edges.map((edge) => edge.getAttribute('data-edge')))).toEqual(['RUNNING.deciding->RUNNING.acting']);
+    expect(await budget('Input tokens')).toBe('180');
+    expect(await budget('Steps')).toBe('1');
+    expect(await counter('Transport retries')).toBe('1');
+    expect(await counter('Reflection retries')).toBe('0');
+    await slider.fill('0');
+    expect(await page.locator('#active-state').textContent()).toBe('READY');
+    expect(await budget('Input tokens')).toBe('0');
+
+    // The step table; a row click travels to its step.
+    const rows = page.locator('#step-table tbody tr');
+    expect(await rows.count()).toBe(3);
+    expect(await rows.nth(0).textContent()).toMatch(/get_order_status.*ok.*180 \/ 24.*\$0\.000110.*350 ms.*1 \(rate_limited/);
+    expect(await rows.nth(1).textContent()).toMatch(/rejected.*schema: output is not valid JSON/);
+    expect(await rows.nth(2).textContent()).toContain('passed');
+    await rows.nth(1).click();
+    expect(await page.locator('#active-state').textContent()).toBe('RUNNING.evaluating');
+    expect(await rows.nth(1).getAttribute('class')).toBe('current');
+
+    // The reflection: the frame the README's screenshot shows.
+    await slider.fill('7');
+    expect(await counter('Reflection retries')).toBe('1');
+    expect(await page.locator('#statechart .edge.current').count()).toBe(4);
+    mkdirSync(dirname(screenshotPath), { recursive: true });
+    await page.screenshot({ path: screenshotPath, fullPage: true });
+
+    expect(errors).toEqual([]);
+    // Nothing but the local server was asked for anything.
+    expect(requests.filter((requested) => !requested.startsWith(url))).toEqual([]);
+  }, 40_000);
+});
