@@ -38,7 +38,7 @@ describe('runCli help and version', () => {
     expect(code).toBe(0);
     expect(out).toMatch(/^Usage: loopstate <command>/);
     expect(out).toContain('run <example | loop file>');
-    for (const name of ['order-status', 'weekly-report', 'tool-feedback']) expect(out).toContain(`  ${name}`);
+    for (const name of ['order-status', 'weekly-report', 'tool-feedback', 'incident']) expect(out).toContain(`  ${name}`);
     expect(err).toBe('');
   });
 
@@ -153,6 +153,16 @@ describe('runCli run and example', () => {
     expect(code).toBe(2);
     expect(out).toBe('');
     expect(err).toMatch(/^loopstate run: --trace a-file\/run\.jsonl: /);
+  });
+
+  it('plays the incident example (stop for approval, resume from the store) and reports the resumed run', async () => {
+    const { code, out, err } = await cli(['run', 'incident', '--json']);
+    expect(code).toBe(0);
+    expect(err).toMatch(/stopped after \d+ steps: needs_human; waiting for approval of restart_service/);
+    const printed = JSON.parse(out) as { traceFile: string; result: RunResult };
+    expect(printed.result).toMatchObject({ status: 'succeeded', stopReason: 'completed' });
+    expect(readFileSync(join(cwd, printed.traceFile), 'utf8').trim().split('\n')).toHaveLength(printed.result.trace.length);
+    expect((await cli(['run', 'incident', '--model', 'openai:gpt-4.1-mini'])).code).toBe(2);
   });
 
   it('prints nothing on stderr with --quiet', async () => {
