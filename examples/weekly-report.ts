@@ -1,13 +1,17 @@
 /**
- * A weekly report as a hybrid loop: a deterministic skeleton (classify → draft → format) whose nodes
- * are bounded agent loops, each with its own evaluator and retry counter. Offline, the scripted model
- * first answers the draft in prose, so the reflection edge feeds the evaluator's reason back and the
- * second attempt passes.
+ * Seed 001's weekly report as a hybrid loop: a deterministic skeleton (classify → draft → format) whose
+ * nodes are bounded agent loops, each with its own evaluator and retry counter. The draft must be JSON
+ * with the required fields `summary` and `modules`; offline, the scripted model answers it in prose twice,
+ * so the reflection edge (RETRY) feeds the evaluator's reason back each time and the third attempt passes.
+ *
+ *   loopstate run weekly-report
  */
 import { z } from 'zod';
-import { createLoop, evaluators, type Model } from '../src/index.js';
-import { reply, scriptedModel } from '../src/testing/index.js';
-import { formatResult } from './format-result.js';
+import { createLoop, evaluators, type LoopConfig, type Model } from '../src/index.js';
+import { reply, scriptedModel, type ScriptedModel } from '../src/testing/index.js';
+
+/** The run's goal; `loopstate run` reads it as the loop file's goal. */
+export const goal = '生成本周技术周报';
 
 export const SAMPLE_COMMITS = [
   '优化用户登录接口，增加验证码校验',
@@ -21,7 +25,7 @@ export const SAMPLE_COMMITS = [
 const classification = z.object({ modules: z.record(z.string(), z.array(z.string()).min(1)) });
 const draft = z.object({ summary: z.string().min(1), modules: z.array(z.string().min(1)).min(1) });
 
-export function offlineWeeklyReportModel(): Model {
+export function offlineWeeklyReportModel(): ScriptedModel {
   const classified = { 用户: [SAMPLE_COMMITS[0]], 订单: [SAMPLE_COMMITS[1], SAMPLE_COMMITS[3], SAMPLE_COMMITS[4]], 搜索: [SAMPLE_COMMITS[2]], 性能: [SAMPLE_COMMITS[5]] };
   const report = {
     summary: '本周完成了登录安全加固、订单流程修正和性能优化三项重点工作',
@@ -29,14 +33,16 @@ export function offlineWeeklyReportModel(): Model {
   };
   return scriptedModel([
     reply(JSON.stringify({ modules: classified })),
+    // Seed 001's two non-JSON answers: each fails the JSON evaluator and is retried with its reason.
+    reply('这个周报不太好写，我先看看提交记录。'),
     reply('我认为这周主要工作内容是登录优化。'),
     reply(JSON.stringify(report)),
     reply(`# 周报\n\n${report.summary}\n\n${report.modules.map((line) => `- ${line}`).join('\n')}`),
   ]);
 }
 
-export function createWeeklyReportLoop(model: Model) {
-  return createLoop({
+export function weeklyReportConfig(model: Model) {
+  return {
     model,
     instructions: '你是一个严谨的技术周报生成助手。你必须严格按照要求输出。',
     tasks: [
@@ -48,7 +54,7 @@ export function createWeeklyReportLoop(model: Model) {
       {
         id: 'draft',
         prompt: '根据归类结果生成周报草稿，输出 JSON {"summary": "总体进展一句话", "modules": ["模块: 进展描述"]}。',
-        evaluate: [evaluators.schema(draft)],
+        evaluate: [evaluators.json({ requiredFields: ['summary', 'modules'] }), evaluators.schema(draft)],
       },
       {
         id: 'format',
@@ -57,17 +63,14 @@ export function createWeeklyReportLoop(model: Model) {
       },
     ],
     limits: { maxSteps: 8, maxRetries: 2, deadlineMs: 90_000 },
-  });
+  } satisfies LoopConfig;
 }
 
-/** The loop file's exports for `loopstate run` and `loopstate verify`: the offline loop and its goal. */
-export default createWeeklyReportLoop(offlineWeeklyReportModel());
-export const goal = '生成本周技术周报';
-
-const isMain = import.meta.url === `file://${process.argv[1]}`;
-if (isMain) {
-  const result = await createWeeklyReportLoop(offlineWeeklyReportModel()).run({ goal: '生成本周技术周报' });
-  console.log('loopstate example: weekly report (hybrid workflow, offline)\n');
-  console.log(formatResult(result));
-  process.exitCode = result.status === 'succeeded' ? 0 : 1;
+export function createWeeklyReportLoop(model: Model) {
+  return createLoop(weeklyReportConfig(model));
 }
+
+/** A fresh offline config (the scripted model is used up by one run). */
+export const offlineConfig = () => weeklyReportConfig(offlineWeeklyReportModel());
+
+export default offlineConfig();

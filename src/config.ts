@@ -100,6 +100,12 @@ export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Ta
    */
   toolHealth?: ToolHealth;
   /**
+   * The order tools are offered to the model in: `declared` (default, as listed in `tools`) or
+   * `success_rate` (by the tool health's weight, highest first, so a flaky tool moves down the list;
+   * ties keep the declared order). Every tool round records the health and the order in a `tool-health` trace event.
+   */
+  toolOrder?: ToolOrder;
+  /**
    * An XState inspection observer that sees every event and snapshot of the loop's actor, e.g.
    * `statelyInspector({ url })`. Off by default. A throwing observer never breaks a run: the first
    * throw becomes a warning. It sees the machine's context (counters, digests, evaluator reasons,
@@ -151,6 +157,13 @@ export interface DurableOptions {
   leaseMs?: number;
 }
 
+/**
+ * How offered tools are ordered: as declared, or by success-rate weight.
+ * @example
+ * createLoop({ model, tools, toolOrder: 'success_rate' });
+ */
+export type ToolOrder = 'declared' | 'success_rate';
+
 export interface ResolvedConfig {
   model: Model;
   instructions: string;
@@ -172,6 +185,7 @@ export interface ResolvedConfig {
   generateRunId: () => string;
   /** The shared health object when one was passed in; otherwise undefined and each run makes its own. */
   toolHealth: ToolHealth | undefined;
+  toolOrder: ToolOrder;
   store: Store | undefined;
   tenant: TenantBudget | undefined;
   durable: { snapshotEvery: number; approvalExpiresAfterMs: number | null; leaseMs: number };
@@ -287,6 +301,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     random: (config.random as (() => number) | undefined) ?? Math.random,
     generateRunId: (config.generateRunId as (() => string) | undefined) ?? defaultRunId,
     toolHealth: config.toolHealth,
+    toolOrder: config.toolOrder ?? 'declared',
     store: config.store,
     tenant: config.tenant,
     durable: {

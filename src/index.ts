@@ -3,10 +3,10 @@
  * Public API only; test doubles live in `loopstate/testing`.
  */
 export { createLoop, type Loop } from './loop.js';
-export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput, DurableOptions, TenantBudget } from './config.js';
+export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput, DurableOptions, TenantBudget, ToolOrder } from './config.js';
 export type { RunResult, PendingApproval } from './runtime/run-result.js';
 export { defineTool, checkToolPolicy, ToolHealth, ToolCallError, isCallerFault } from './tools/index.js';
-export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyVerdict, OutcomeLookup, ToolHealthStats, ToolFailureBlame } from './tools/index.js';
+export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyVerdict, OutcomeLookup, ToolHealthStats, CircuitState, ToolFailureBlame } from './tools/index.js';
 export { evaluators, runEvaluators } from './evaluators/index.js';
 export type { Evaluator, EvaluationInput, EvaluationResult, EvaluationSummary, EvaluateOption, EvaluatorOutput, EvaluatorsOutput, LoopOutput } from './evaluators/index.js';
 export type { Model, ModelRequest, ModelResponse, ModelUsage, ModelSettings, ModelProgress, ResponseFormat, Message, ToolSpec, ToolCallRequest } from './model/types.js';

@@ -45,6 +45,11 @@ export interface Loop<Output = unknown> {
    */
   readonly toolHealth: ToolHealth | undefined;
   /**
+   * The config this loop was created with, as given (frozen at the top level): tools such as the CLI
+   * rebuild the loop from it with another model or trace sink.
+   */
+  readonly config: Readonly<LoopConfig>;
+  /**
    * Continues a run of this loop's `store` where it stopped: after a crash (in any process), or after a
    * stop for approval with the person's `approvals`. A finished run returns its recorded result.
    * Throws `ApprovalError` for approvals that do not fit and `RunAccessError` for a run that is
@@ -79,6 +84,7 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
   type Result = RunResult<LoopOutput<Evaluate, Tasks>>;
   const loop: Loop<LoopOutput<Evaluate, Tasks>> = {
     toolHealth: resolved.toolHealth,
+    config: Object.freeze({ ...config }) as Readonly<LoopConfig>,
     // async, so invalid input rejects the returned promise instead of throwing synchronously.
     // The cast is the one place the output type meets run time: only a value that passed these evaluators is output.
     run: async (input) => {

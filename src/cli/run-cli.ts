@@ -1,52 +1,62 @@
 /**
  * The `loopstate` command line as a function of its arguments: output goes through `io` and the
- * exit code is returned, so tests run it in process. `src/cli.ts` is the thin bin around it.
+ * exit code is returned, so tests run it in process. `src/cli.ts` is the thin bin around it; each
+ * command lives in its own module.
  */
-import { parseArgs } from 'node:util';
-import { formatResult } from '../../examples/format-result.js';
-import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type ExampleRunner } from './bundled-examples.js';
+import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type BundledExample } from './bundled-examples.js';
+import { EXIT_CODES } from './cli-error.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { packageVersion } from './package-version.js';
+import { runCommand, runExampleCommand, type ProgressStream } from './run-command.js';
 import { inspectCommand } from './commands/inspect.js';
 import { runVerifyCommand } from './verify-command.js';
+import { parseArgs } from 'node:util';
 
-/** Where the CLI writes; each call is one line or block, without a trailing newline. */
+/** Where the CLI writes; each `out`/`err` call is one line or block, without a trailing newline. */
 export interface CliIo {
   out(text: string): void;
   err(text: string): void;
+  /** Raw stderr, for live progress redrawn in place on a terminal; without it progress is plain lines on `err`. */
+  progress?: ProgressStream;
+  env?: Readonly<Record<string, string | undefined>>;
+  cwd?: string;
 }
 
 export interface RunCliOptions {
   /** Examples by name; defaults to the bundled ones (tests inject their own). */
-  examples?: Readonly<Record<string, ExampleRunner>>;
+  examples?: Readonly<Record<string, BundledExample>>;
   /** Stops a long-running command (`inspect`); defaults to Ctrl-C (SIGINT) or SIGTERM. */
   stop?: AbortSignal;
 }
 
-/** Exit codes: 0 success, 1 the example ran but did not succeed (or threw), 2 bad usage. */
-export const EXIT_SUCCESS = 0;
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
+/** Exit codes: 0 success, 1 the run did not succeed (or something unexpected threw), 2 bad usage, 3 loop file, 4 model setup. */
+export const EXIT_SUCCESS = EXIT_CODES.success;
+export const EXIT_FAILURE = EXIT_CODES.failure;
+export const EXIT_USAGE = EXIT_CODES.usage;
 
-function usage(examples: Readonly<Record<string, ExampleRunner>>): string {
-  return `Usage: loopstate <command>
+function usage(examples: Readonly<Record<string, BundledExample>>): string {
+  const names = Object.keys(examples);
+  const width = Math.max(...names.map((name) => name.length));
+  return `Usage: loopstate <command> [options]
 
 Commands:
-  example [name]     run a bundled example offline on the scripted model (default: ${DEFAULT_EXAMPLE})
-                     names: ${Object.keys(examples).join(', ')}
-  inspect <run.jsonl>
-                     serve a local viewer of a JSONL trace on 127.0.0.1 (statechart, path taken,
-                     time travel over its steps, step table); works offline; Ctrl-C stops it
-  verify <loop file> prove a loop is bounded, or print a counterexample (loopstate verify --help)
-Options:
-  --json             print the full result (with trace) as JSON (example)
-  --port N           inspect: the port to listen on (default 0: a free one)
-  --run <id>         inspect: which run, when the file holds several
-  -h, --help         show this help
-  -v, --version      print the version`;
-}
+  run <example | loop file>   run a loop with live progress, print its result and where its trace went
+  example [name]              run a bundled example offline (default: ${DEFAULT_EXAMPLE}); same as run <name>
+  inspect <run.jsonl>         serve a local viewer of a JSONL trace on 127.0.0.1 (statechart, path taken,
+                              time travel over its steps, step table); works offline; Ctrl-C stops it
+                              (--port N: the port, default a free one; --run <id>: which run of the file)
+  verify <loop file>          prove a loop is bounded, or print a counterexample (loopstate verify --help)
+  help [command]              show this help, or a command's
 
-const messageOf = thrownMessage;
+Examples (offline, no API key):
+${names.map((name) => `  ${name.padEnd(width)}  ${examples[name]?.description ?? ''}`).join('\n')}
+
+Options:
+  -h, --help                  show help (after a command: that command's options and exit codes)
+  -v, --version               print the version
+
+Run \`loopstate run --help\` for the run options (--model, --replay, --record, --trace, --json, --quiet).`;
+}
 
 /**
  * Runs the `loopstate` CLI with `argv` (without node and script) and returns the exit code.
@@ -58,9 +68,56 @@ export async function runCli(argv: readonly string[], io: CliIo, options: RunCli
     return await dispatch(argv, io, options.examples ?? BUNDLED_EXAMPLES, options.stop);
   } catch (error) {
     // The bin must end with a message and an exit code, never an unhandled rejection.
-    io.err(`loopstate: ${messageOf(error)}`);
+    io.err(`loopstate: ${thrownMessage(error)}`);
     return EXIT_FAILURE;
   }
+}
+
+async function dispatch(argv: readonly string[], io: CliIo, examples: Readonly<Record<string, BundledExample>>, stop?: AbortSignal): Promise<number> {
+  const [command, ...rest] = argv;
+  const commandIo = { ...io, examples };
+  switch (command) {
+    case undefined:
+      io.err(usage(examples));
+      return EXIT_USAGE;
+    case '-v':
+    case '--version':
+      io.out(packageVersion());
+      return EXIT_SUCCESS;
+    case '-h':
+    case '--help':
+      io.out(usage(examples));
+      return EXIT_SUCCESS;
+    case 'help':
+      return rest[0] === undefined ? (io.out(usage(examples)), EXIT_SUCCESS) : dispatch([rest[0], '--help'], io, examples, stop);
+    case 'run':
+      return runCommand(rest, commandIo);
+    case 'example':
+      return runExampleCommand(rest, commandIo);
+    case 'verify':
+      return runVerifyCommand(rest, io);
+    case 'inspect':
+      return inspect(rest, io, examples, stop);
+    default:
+      io.err(`loopstate: unknown command "${command}"\n\n${usage(examples)}`);
+      return EXIT_USAGE;
+  }
+}
+
+function inspect(argv: readonly string[], io: CliIo, examples: Readonly<Record<string, BundledExample>>, stop: AbortSignal | undefined): Promise<number> | number {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], allowPositionals: true, options: { port: { type: 'string' }, run: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  } catch (error) {
+    io.err(`loopstate inspect: ${thrownMessage(error)}\n\n${usage(examples)}`);
+    return EXIT_USAGE;
+  }
+  if (parsed.values.help) {
+    io.out(usage(examples));
+    return EXIT_SUCCESS;
+  }
+  const serve = (signal: AbortSignal) => inspectCommand({ tracePath: parsed.positionals[0], port: parsed.values.port, runId: parsed.values.run, stop: signal }, io);
+  return stop === undefined ? untilInterrupted(serve) : serve(stop);
 }
 
 /** Aborts on Ctrl-C or SIGTERM; the listeners go once the command is done. */
@@ -75,62 +132,4 @@ async function untilInterrupted(run: (stop: AbortSignal) => Promise<number>): Pr
     process.off('SIGINT', abort);
     process.off('SIGTERM', abort);
   }
-}
-
-async function dispatch(argv: readonly string[], io: CliIo, examples: Readonly<Record<string, ExampleRunner>>, stop: AbortSignal | undefined): Promise<number> {
-  // Each command with options of its own parses them itself.
-  if (argv[0] === 'verify') return runVerifyCommand(argv.slice(1), io);
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      options: {
-        json: { type: 'boolean' },
-        port: { type: 'string' },
-        run: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        version: { type: 'boolean', short: 'v' },
-      },
-    });
-  } catch (error) {
-    io.err(`loopstate: ${messageOf(error)}\n\n${usage(examples)}`);
-    return EXIT_USAGE;
-  }
-  const { values, positionals } = parsed;
-  if (values.version) {
-    io.out(packageVersion());
-    return EXIT_SUCCESS;
-  }
-  const [command, name = DEFAULT_EXAMPLE] = positionals;
-  if (values.help) {
-    io.out(usage(examples));
-    return EXIT_SUCCESS;
-  }
-  if (command === undefined) {
-    io.err(usage(examples));
-    return EXIT_USAGE;
-  }
-  if (command === 'inspect') {
-    const inspect = (signal: AbortSignal) => inspectCommand({ tracePath: positionals[1], port: values.port, runId: values.run, stop: signal }, io);
-    return stop === undefined ? untilInterrupted(inspect) : inspect(stop);
-  }
-  if (command !== 'example') {
-    io.err(`loopstate: unknown command "${command}"\n\n${usage(examples)}`);
-    return EXIT_USAGE;
-  }
-  const example = Object.hasOwn(examples, name) ? examples[name] : undefined;
-  if (example === undefined) {
-    io.err(`loopstate: unknown example "${name}"; choose one of: ${Object.keys(examples).join(', ')}`);
-    return EXIT_USAGE;
-  }
-  let result;
-  try {
-    result = await example();
-  } catch (error) {
-    io.err(`loopstate: example "${name}" threw: ${messageOf(error)}`);
-    return EXIT_FAILURE;
-  }
-  io.out(values.json ? JSON.stringify(result, null, 2) : `loopstate example: ${name} (offline, scripted model)\n\n${formatResult(result)}`);
-  return result.status === 'succeeded' ? EXIT_SUCCESS : EXIT_FAILURE;
 }

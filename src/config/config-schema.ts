@@ -183,6 +183,7 @@ export const configSchema = z
     random: fn('a function returning a number in [0, 1)').optional(),
     generateRunId: fn('a function returning a string').optional(),
     toolHealth: toolHealthSchema.optional(),
+    toolOrder: z.enum(['declared', 'success_rate']).optional(),
     store: z.custom<Store>(
       (value) => typeof value === 'object' && value !== null && isFunction((value as Store).append) && isFunction((value as Store).readJournal) && isFunction((value as Store).acquireLease),
       { message: 'expected a Store, e.g. sqliteStore({ path }) or memoryStore()' },

@@ -10,7 +10,7 @@ import type { ToolSpec } from '../model/types.js';
 import { RunPlan } from '../plan/plan-tool.js';
 import { ProgressTracker } from '../progress/index.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
-import type { PreparedCall, Tool } from '../tools/index.js';
+import type { PreparedCall, Tool, ToolHealth } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { PromptRecorder } from '../trace/prompt-snapshots.js';
 import { openTraceSinks, type TraceSink } from '../trace/trace-sinks.js';
@@ -143,11 +143,31 @@ export class RunSession {
     return `Goal: ${this.goal}${done}\n\nCurrent task (${task.id}): ${prompt}`;
   }
 
-  /** Tools offered to the model: those whose circuit breaker is closed. */
-  offeredTools(health: { isOpen(name: string): boolean }): ToolSpec[] {
+  /** Tools offered to the model: those whose circuit breaker is not open, by weight with `toolOrder: 'success_rate'`. */
+  offeredTools(health: ToolHealth): ToolSpec[] {
     const specs: ToolSpec[] = [];
-    for (const tool of this.tools.values()) if (!health.isOpen(tool.name)) specs.push(tool.spec);
+    for (const name of this.offeredToolNames(health)) {
+      const tool = this.tools.get(name);
+      if (tool !== undefined) specs.push(tool.spec);
+    }
     return specs;
+  }
+
+  private offeredToolNames(health: ToolHealth): string[] {
+    const names: string[] = [];
+    for (const tool of this.tools.values()) if (!health.isOpen(tool.name)) names.push(tool.name);
+    // A shared health object from another copy of loopstate may predate `order`: it keeps the declared order.
+    return this.config.toolOrder === 'success_rate' && typeof health.order === 'function' ? health.order(names) : names;
+  }
+
+  /** After a tool round: every called tool's health and the order the next request offers the tools in. */
+  recordToolHealth(health: ToolHealth, step: number, at: number): void {
+    const tools = Object.entries(health.snapshot()).map(([name, stats]) => ({
+      name, calls: stats.calls, successes: stats.successes, failures: stats.failures, consecutiveFailures: stats.consecutiveFailures,
+      successRate: stats.successRate, meanLatencyMs: stats.meanLatencyMs, weight: stats.weight ?? health.weight(name),
+      circuit: stats.circuit ?? (stats.circuitOpen ? 'open' : 'closed'),
+    }));
+    this.record({ type: 'tool-health', runId: this.runId, at, taskId: this.task.id, step, tools, offered: this.offeredToolNames(health) });
   }
 
   /** The run id holds nothing the redaction rules would change. */
@@ -214,6 +234,17 @@ export class RunSession {
       case 'tool-end': {
         const taskId = text(event.taskId), callId = text(event.callId), name = text(event.name);
         return taskId === event.taskId && callId === event.callId && name === event.name ? event : { ...event, taskId, callId, name };
+      }
+      case 'tool-health': {
+        // Only names are free text here; the figures are numbers and the circuit one of three words.
+        const taskId = text(event.taskId);
+        const tools = event.tools.map((tool) => {
+          const name = text(tool.name);
+          return name === tool.name ? tool : { ...tool, name };
+        });
+        const offered = event.offered.map(text);
+        const same = taskId === event.taskId && tools.every((tool, index) => tool === event.tools[index]) && offered.every((name, index) => name === event.offered[index]);
+        return same ? event : { ...event, taskId, tools, offered };
       }
       case 'step-end': {
         const taskId = text(event.taskId), modelId = text(event.modelId);

@@ -82,6 +82,7 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
       observationId, bytes: outcome.bytes, truncated: outcome.truncated, latencyMs: outcome.durationMs,
     });
   }
+  if (outcomes.length > 0) session.recordToolHealth(health, context.steps, at);
   const planFacts = session.plan?.takeRoundFacts() ?? null;
   const requiredToolUnavailable = (session.task.requires ?? []).some((name) => health.isOpen(name));
   return {

@@ -18,8 +18,8 @@ describe('ToolHealth', () => {
     health.recordSuccess('search', 200);
     health.recordSuccess('fetch', 10);
     expect(health.snapshot()).toEqual({
-      search: { calls: 3, successes: 2, failures: 1, consecutiveFailures: 0, successRate: 2 / 3, meanLatencyMs: 200, circuitOpen: false },
-      fetch: { calls: 1, successes: 1, failures: 0, consecutiveFailures: 0, successRate: 1, meanLatencyMs: 10, circuitOpen: false },
+      search: { calls: 3, successes: 2, failures: 1, consecutiveFailures: 0, successRate: 2 / 3, meanLatencyMs: 200, circuitOpen: false, circuit: 'closed', weight: 3 / 4 },
+      fetch: { calls: 1, successes: 1, failures: 0, consecutiveFailures: 0, successRate: 1, meanLatencyMs: 10, circuitOpen: false, circuit: 'closed', weight: 1 },
     });
   });
 
@@ -123,5 +123,35 @@ describe('ToolHealth half-open circuit', () => {
   it('rejects a negative or NaN cooldown, naming the field', () => {
     expect(() => new ToolHealth({ cooldownMs: -1 })).toThrow(/cooldownMs/);
     expect(() => new ToolHealth({ cooldownMs: Number.NaN })).toThrow(/cooldownMs/);
+  });
+
+  it('names the circuit state: closed, open while cooling down, half-open after, reopened by one failure, closed by a success', () => {
+    let now = 0;
+    const health = new ToolHealth({ threshold: 2, cooldownMs: 1_000, now: () => now });
+    expect(health.circuit('kb')).toBe('closed');
+    health.recordFailure('kb', 1);
+    expect(health.circuit('kb')).toBe('closed');
+    health.recordFailure('kb', 1);
+    expect(health.circuit('kb')).toBe('open');
+    now = 1_000;
+    expect(health.circuit('kb')).toBe('half_open');
+    expect(health.isOpen('kb')).toBe(false);
+    health.recordFailure('kb', 1);
+    expect(health.circuit('kb')).toBe('open');
+    now = 2_000;
+    health.recordSuccess('kb', 1);
+    expect(health.snapshot().kb).toMatchObject({ circuit: 'closed', circuitOpen: false, consecutiveFailures: 0 });
+  });
+
+  it('weighs a tool by its success rate smoothed by one assumed success, and orders by weight, ties as given', () => {
+    const health = new ToolHealth();
+    expect(health.weight('never-called')).toBe(1);
+    health.recordFailure('kb', 1);
+    expect(health.weight('kb')).toBe(1 / 2);
+    for (let call = 0; call < 3; call++) health.recordSuccess('kb', 1);
+    expect(health.weight('kb')).toBe(4 / 5);
+    health.recordSuccess('calculator', 1);
+    expect(health.order(['kb', 'time', 'calculator'])).toEqual(['time', 'calculator', 'kb']);
+    expect(health.order([])).toEqual([]);
   });
 });

@@ -21,7 +21,19 @@ export interface ToolHealthStats {
   successRate: number;
   meanLatencyMs: number;
   circuitOpen: boolean;
+  /** `closed`; `open` (withheld, cooling down); `half_open` (cooled down after a failure streak: offered again, one more failure reopens it). */
+  circuit: CircuitState;
+  /** The ordering weight, in (0, 1]: the success rate smoothed by one assumed success (see `ToolHealth.weight`). */
+  weight: number;
 }
+
+/**
+ * A tool's circuit breaker: `closed` (offered), `open` (withheld while it cools down), `half_open`
+ * (cooled down after a failure streak: offered again on probation).
+ * @example
+ * const state: CircuitState = health.circuit('knowledge_base');
+ */
+export type CircuitState = 'closed' | 'open' | 'half_open';
 
 // A broken clock must not poison the mean with NaN or negative time.
 const sanitizeLatency = (latencyMs: number): number => (Number.isFinite(latencyMs) && latencyMs > 0 ? latencyMs : 0);
@@ -39,6 +51,8 @@ export interface ToolHealthCounters {
   totalLatencyMs: number;
   lastFailureAt: number;
 }
+
+const weightOf = (counters: ToolHealthCounters): number => (counters.successes + 1) / (counters.calls + 1);
 
 /**
  * Tracks how each tool has fared and opens its circuit after `threshold` consecutive failures.
@@ -95,7 +109,38 @@ export class ToolHealth {
   }
 
   #isOpen(counters: ToolHealthCounters): boolean {
-    return counters.consecutiveFailures >= this.threshold && this.#now() - counters.lastFailureAt < this.cooldownMs;
+    return this.#circuit(counters) === 'open';
+  }
+
+  /** The tool's circuit breaker state; `closed` for a tool never called. */
+  circuit(name: string): CircuitState {
+    const counters = this.#counters.get(name);
+    return counters === undefined ? 'closed' : this.#circuit(counters);
+  }
+
+  #circuit(counters: ToolHealthCounters): CircuitState {
+    if (counters.consecutiveFailures < this.threshold) return 'closed';
+    return this.#now() - counters.lastFailureAt < this.cooldownMs ? 'open' : 'half_open';
+  }
+
+  /**
+   * How much to prefer the tool: (successes + 1) / (calls + 1), its success rate smoothed by one assumed
+   * success, so a tool never called weighs 1 and one early failure does not sink it to 0.
+   */
+  weight(name: string): number {
+    const counters = this.#counters.get(name);
+    return counters === undefined ? 1 : weightOf(counters);
+  }
+
+  /**
+   * The names ordered by weight, highest first; equal weights keep the given order, so tools that
+   * never failed are offered as declared.
+   */
+  order(names: readonly string[]): string[] {
+    return names
+      .map((name, index) => ({ name, index, weight: this.weight(name) }))
+      .sort((left, right) => right.weight - left.weight || left.index - right.index)
+      .map(({ name }) => name);
   }
 
   /** Every tool that has been called, by name. */
@@ -112,6 +157,8 @@ export class ToolHealth {
           successRate: counters.successes / counters.calls,
           meanLatencyMs: counters.totalLatencyMs / counters.calls,
           circuitOpen: this.#isOpen(counters),
+          circuit: this.#circuit(counters),
+          weight: weightOf(counters),
         },
       ]),
     );

@@ -7,6 +7,7 @@
  * - 1: run-start (prompt version, limits), step-start (with the budget snapshot), step-end, prompt,
  *   tool-end, evaluation-end, retry, no-progress, transition, model-error, context-trimmed, warning, run-end,
  *   and the live model-delta and model-tool-call-start (onEvent only); a durable run's run-resume and approval-decided.
+ *   Added since (version unchanged): tool-health.
  */
 import { z } from 'zod';
 import { STOP_REASONS, type StopReason } from '../../machines/types.js';
@@ -131,6 +132,30 @@ const toolEnd = z.object({
   latencyMs: z.number(),
 });
 
+/** After each tool round that ran calls: the health of every tool called so far in the run, and the order the next request offers tools in. */
+const toolHealth = z.object({
+  type: z.literal('tool-health'),
+  ...base,
+  taskId: z.string(),
+  step: count,
+  tools: z.array(
+    z.object({
+      name: z.string(),
+      calls: count,
+      successes: count,
+      failures: count,
+      consecutiveFailures: count,
+      successRate: z.number().min(0).max(1),
+      meanLatencyMs: z.number().min(0),
+      /** The ordering weight: the success rate smoothed by one assumed success. */
+      weight: z.number().min(0).max(1),
+      circuit: z.enum(['closed', 'open', 'half_open']),
+    }),
+  ),
+  /** Tools the next request offers, in order; a tool whose circuit is open is left out. */
+  offered: z.array(z.string()),
+});
+
 const evaluationEnd = z.object({
   type: z.literal('evaluation-end'),
   ...base,
@@ -230,6 +255,7 @@ export const traceEventSchema = z.discriminatedUnion('type', [
   stepEnd,
   prompt,
   toolEnd,
+  toolHealth,
   evaluationEnd,
   retry,
   noProgress,
