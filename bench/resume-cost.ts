@@ -19,15 +19,18 @@ const steps = Number(process.argv[2] ?? 10_000);
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-resume-bench-'));
 const path = join(scratch, 'runs.db');
 
-/** Step `hangAt` never answers in the first process; every other call is instant. */
-function model(hangAt: number | null, startAt = 0): Model {
+/** Step `hangAt` never answers in the first process (and says so); every other call is instant. */
+function model(hangAt: number | null, startAt = 0, onHang: () => void = () => undefined): Model {
   let call = startAt;
   return {
     id: 'scripted',
     generate() {
       call += 1;
       const usage = { inputTokens: 50, outputTokens: 10 };
-      if (call === hangAt) return new Promise(() => undefined);
+      if (call === hangAt) {
+        onHang();
+        return new Promise(() => undefined);
+      }
       if (call < steps) return Promise.resolve({ text: null, toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }], usage });
       return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
     },
@@ -40,10 +43,8 @@ const options = { tools: [lookup], limits: { maxSteps: steps + 1, maxToolCalls: 
 let reached: () => void = () => undefined;
 const hanging = new Promise<void>((resolve) => (reached = resolve));
 const first = sqliteStore({ path });
-const hangingModel = model(steps);
-const watched: Model = { id: hangingModel.id, generate: (request) => { const answer = hangingModel.generate(request); if (request.messages.length >= 2 * steps - 1) reached(); return answer; } };
 const started = performance.now();
-void createLoop({ model: watched, store: first, ...options }).run({ goal: 'go', runId: 'long' });
+void createLoop({ model: model(steps, 0, () => reached()), store: first, ...options }).run({ goal: 'go', runId: 'long' });
 await hanging;
 const runMs = performance.now() - started;
 const row = await first.readRun('long');
