@@ -75,3 +75,13 @@ describe('LazySignal', () => {
     expect(lazy.signal).toBe(signal);
   });
 });
+
+describe('AbortFanout.dispose', () => {
+  it('takes its listener off the signal', () => {
+    const controller = new AbortController();
+    const aborts = new AbortFanout(controller.signal);
+    aborts.subscribe(() => undefined);
+    aborts.dispose();
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+});

@@ -17,9 +17,16 @@ const NOTHING_TO_FORGET = (): void => undefined;
  */
 export class AbortFanout {
   readonly #waiters = new Set<(reason: unknown) => void>();
+  readonly #onAbort = (): void => this.#fire();
 
   constructor(readonly signal: AbortSignal) {
-    if (!signal.aborted) signal.addEventListener('abort', () => this.#fire(), { once: true });
+    if (!signal.aborted) signal.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** Takes the one listener off the signal: for a fanout that lives shorter than its signal. */
+  dispose(): void {
+    this.signal.removeEventListener('abort', this.#onAbort);
+    this.#waiters.clear();
   }
 
   /** Calls `onAbort` once when the signal aborts (at once if it has); returns the function that forgets it. */

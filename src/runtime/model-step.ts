@@ -250,7 +250,8 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   const stepStartedAt = config.clock.now();
   session.record({
     type: 'step-start', runId: session.runId, at: stepStartedAt, step: context.steps + 1, taskId: session.task.id,
-    estimatedInputTokens: context.nextRequestTokens, usage: context.usage, elapsedMs: stepStartedAt - (context.startedAt ?? stepStartedAt),
+    // A copy: the machine's own context object must not reach a sink that might change it.
+    estimatedInputTokens: context.nextRequestTokens, usage: { ...context.usage }, elapsedMs: stepStartedAt - (context.startedAt ?? stepStartedAt),
   });
   applyFeedback(session, context);
   const contextFit = await fitContextWindow(session, context);

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { TRUNCATION_MARKER } from '../constants.js';
@@ -429,5 +430,15 @@ describe('runToolRound: the signal is made only when a tool reads it', () => {
     expect(outcome?.status).toBe('error');
     expect(readLater().aborted).toBe(true);
     expect((readLater().reason as Error).message).toBe('user pressed stop');
+  });
+});
+
+describe('runToolRound: a signal shared by many rounds', () => {
+  it('keeps no abort listener on it once a round is over', async () => {
+    const controller = new AbortController();
+    for (let round = 0; round < 20; round++) {
+      await runToolRound([readyCall(makeTool(async () => 'ok'))], roundOptions({ signal: controller.signal }));
+    }
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 });

@@ -74,7 +74,18 @@ export async function runToolRound(calls: readonly PreparedCall[], options: RunT
   const now = options.now ?? (() => performance.now());
   // NaN or a value below one would otherwise run nothing, and the round would silently drop its calls.
   const workers = options.maxParallel >= 1 ? Math.floor(options.maxParallel) : 1;
-  const round = options.aborts?.signal === options.signal ? options.aborts : new AbortFanout(options.signal);
+  // A round given no fanout of the run makes its own, and takes its listener off the signal when it ends:
+  // a long-lived signal shared by many rounds must not collect one per round.
+  const owned = options.aborts?.signal === options.signal ? null : new AbortFanout(options.signal);
+  const round = owned ?? (options.aborts as AbortFanout);
+  try {
+    return await roundOf(calls, workers, round, now, options);
+  } finally {
+    owned?.dispose();
+  }
+}
+
+function roundOf(calls: readonly PreparedCall[], workers: number, round: AbortFanout, now: () => number, options: RunToolRoundOptions): Promise<ToolCallOutcome[]> {
   return mapWithConcurrency(calls, workers, async (call) => {
     const startedAt = now();
     const finish = (status: ToolCallOutcome['status'], text: string): ToolCallOutcome => ({
