@@ -7,17 +7,15 @@
  * has a stable executor id, heartbeats into the store, and reaps: the PENDING workflows of an executor
  * silent for `deadAfterMs` are put back on the queue for a live worker.
  */
-import { hash } from 'node:crypto';
 import type { DBOS as DBOSType, WorkflowQueue } from '@dbos-inc/dbos-sdk';
-import { canonicalJson } from '../progress/index.js';
 import { LoopConfigError } from '../errors.js';
 import type { RunInput } from '../config.js';
 import type { Loop } from '../loop.js';
-import type { ResumeOptions, ApprovalInput } from '../durable/durable-runs.js';
+import type { ApprovalInput } from '../durable/durable-runs.js';
 import type { RunResult } from '../runtime/run-result.js';
 import type { PostgresStore } from '../store/postgres/postgres-store.js';
 import { DEFAULT_DBOS_WORKER } from '../constants.js';
-import { driveLeg, type LegRequest } from './run-leg.js';
+import { driveLeg, resumeRequest, runRequest, RUN_WORKFLOW_NAME, type LegRequest } from './run-leg.js';
 import { machineVersion } from './machine-version.js';
 
 /**
@@ -115,7 +113,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   // workflow re-enters the leg and the journal serves every effect that completed.
   const driveRunWorkflow = DBOS.registerWorkflow(
     async (request: LegRequest): Promise<RunResult> => DBOS.runStep(() => driveLeg(loop as Loop, request), { name: 'loopstate.leg' }),
-    { name: 'loopstate.run' },
+    { name: RUN_WORKFLOW_NAME },
   );
 
   DBOS.setConfig({
@@ -158,21 +156,15 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   }, heartbeatMs);
   timer.unref();
 
-  const start = async (workflowId: string, request: LegRequest) => {
+  const start = async ({ workflowId, request }: { workflowId: string; request: LegRequest }) => {
     await DBOS.startWorkflow(driveRunWorkflow, { workflowID: workflowId, queueName: queue.name })(request);
     return { runId: request.runId, workflowId };
   };
   return {
     executorId,
     applicationVersion,
-    enqueue: async (input) => {
-      const { signal: _signal, ...rest } = input;
-      return start(input.runId, { kind: 'run', runId: input.runId, input: JSON.parse(JSON.stringify(rest)) as Extract<LegRequest, { kind: 'run' }>['input'] });
-    },
-    enqueueResume: async (runId, resumeOptions = {}) => {
-      const key = resumeOptions.idempotencyKey ?? hash('sha256', canonicalJson(resumeOptions.approvals ?? null), 'hex').slice(0, 16);
-      return start(`${runId}/resume/${key}`, { kind: 'resume', runId, ...(resumeOptions.approvals === undefined ? {} : { approvals: { ...resumeOptions.approvals } }) });
-    },
+    enqueue: (input) => start(runRequest(input)),
+    enqueueResume: (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),
     result: async (runId, workflowId) => (await DBOS.retrieveWorkflow<RunResult<Output>>(workflowId ?? runId).getResult()) as RunResult<Output>,
     reap: () => (reaping = reaping.then(reap)) as Promise<string[]>,
     shutdown: async () => {
@@ -183,5 +175,3 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     },
   };
 }
-
-export type { ResumeOptions };

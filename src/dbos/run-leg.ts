@@ -4,7 +4,9 @@
  * serves what completed), decisions recorded already are not taken twice, and a lease still held by a dead
  * worker is waited out.
  */
+import { hash } from 'node:crypto';
 import type { RunInput } from '../config.js';
+import { canonicalJson } from '../progress/index.js';
 import type { ApprovalInput } from '../durable/durable-runs.js';
 import { ApprovalError, RunAccessError } from '../durable/durable-errors.js';
 import type { Loop } from '../loop.js';
@@ -51,4 +53,19 @@ async function once(loop: Loop, request: LegRequest): Promise<RunResult> {
     if (error instanceof ApprovalError && error.code === 'approval_already_decided') return loop.resume(request.runId);
     throw error;
   }
+}
+
+/** The DBOS workflow name every worker registers its runs under. */
+export const RUN_WORKFLOW_NAME = 'loopstate.run';
+
+/** A new run's workflow: its id is the run id, so enqueuing a run twice starts it once. */
+export function runRequest(input: RunInput & { runId: string }): { workflowId: string; request: LegRequest } {
+  const { signal: _signal, ...rest } = input;
+  return { workflowId: input.runId, request: { kind: 'run', runId: input.runId, input: JSON.parse(JSON.stringify(rest)) as Omit<RunInput, 'signal'> } };
+}
+
+/** A continuation's workflow: one per (run, idempotency key), the key defaulting to the decisions' hash. */
+export function resumeRequest(runId: string, options: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string } = {}): { workflowId: string; request: LegRequest } {
+  const key = options.idempotencyKey ?? hash('sha256', canonicalJson(options.approvals ?? null), 'hex').slice(0, 16);
+  return { workflowId: `${runId}/resume/${key}`, request: { kind: 'resume', runId, ...(options.approvals === undefined ? {} : { approvals: { ...options.approvals } }) } };
 }
