@@ -185,7 +185,11 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     async exclusive(key, work) {
       const client = await (await use()).connect();
       try {
-        await client.query('SELECT pg_advisory_lock($1)', [key]);
+        // Polled, not waited for: a session blocked in pg_advisory_lock holds a snapshot that DBOS's
+        // CREATE INDEX CONCURRENTLY (run by `work` in the lock holder) would wait for, a deadlock.
+        while (!((await client.query('SELECT pg_try_advisory_lock($1) AS locked', [key])).rows[0] as { locked: boolean }).locked) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
         return await work();
       } finally {
         await client.query('SELECT pg_advisory_unlock($1)', [key]).catch(() => undefined);
