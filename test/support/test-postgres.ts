@@ -35,6 +35,7 @@ export async function testPostgres(): Promise<TestPostgres> {
         `These tests need PostgreSQL and could not start one (${String((error as Error).message).split('\n')[0]}). ` +
           `Set ${POSTGRES_URL_VARIABLE}=postgresql://user@host:port/db, or start a throwaway server with ` +
           `\`bash .ci/postgres.sh start /tmp/loopstate-pg\` (root, with postgresql installed) and export the URL it prints.`,
+        { cause: error },
       );
     }
     stop = async () => {

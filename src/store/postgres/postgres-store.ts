@@ -4,6 +4,7 @@
  * transaction. Loaded on first use, so importing loopstate never loads `pg`.
  */
 import { createRequire } from 'node:module';
+import type * as Pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
 import { LoopConfigError } from '../../errors.js';
 import type { Lease, RunControl, RunRow, Store, StoreRow } from '../store.js';
@@ -67,7 +68,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   const use = (): Promise<Pool> => {
     ready ??= (async () => {
       const require = createRequire(import.meta.url);
-      const pg = require('pg') as typeof import('pg');
+      const pg = require('pg') as typeof Pg;
       pool = new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 4 });
       const client = await pool.connect();
       try {
