@@ -8,6 +8,7 @@ import type { RunInput } from '../config.js';
 import type { ApprovalInput } from '../durable/durable-runs.js';
 import type { RunResult } from '../runtime/run-result.js';
 import { DEFAULT_DBOS_WORKER } from '../constants.js';
+import { loadDbos } from './load-dbos.js';
 import { machineVersion } from './machine-version.js';
 import { resumeRequest, runRequest, RUN_WORKFLOW_NAME, type LegRequest } from './run-leg.js';
 
@@ -52,7 +53,7 @@ export async function dbosClient<Output = unknown>(options: DbosClientOptions): 
   if (typeof options?.systemDatabaseUrl !== 'string' || !/^postgres(ql)?:\/\//.test(options.systemDatabaseUrl)) {
     throw new LoopConfigError({ issues: [{ path: 'systemDatabaseUrl', message: 'expected a postgresql:// URL' }] });
   }
-  const { DBOSClient: Client } = (await import('@dbos-inc/dbos-sdk')) as { DBOSClient: typeof DBOSClient };
+  const { DBOSClient: Client } = loadDbos() as { DBOSClient: typeof DBOSClient };
   const client = await Client.create({ systemDatabaseUrl: options.systemDatabaseUrl, applicationName: options.applicationName ?? DEFAULT_DBOS_WORKER.applicationName });
   const appVersion = machineVersion(options.version);
   const queueName = options.queueName ?? DEFAULT_DBOS_WORKER.queueName;

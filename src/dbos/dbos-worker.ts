@@ -16,6 +16,7 @@ import type { RunResult } from '../runtime/run-result.js';
 import type { PostgresStore } from '../store/postgres/postgres-store.js';
 import { DEFAULT_DBOS_WORKER } from '../constants.js';
 import { driveLeg, resumeRequest, runRequest, RUN_WORKFLOW_NAME, type LegRequest } from './run-leg.js';
+import { loadDbos } from './load-dbos.js';
 import { machineVersion } from './machine-version.js';
 
 /**
@@ -102,7 +103,7 @@ const MIGRATION_LOCK = 7_271_002;
 export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Promise<DbosWorker<Output>> {
   checkOptions(options as DbosWorkerOptions);
   if (launched) throw new LoopConfigError({ issues: [{ path: 'dbosWorker', message: 'one DBOS worker per process: DBOS is process-wide; shut the other down first' }] });
-  const { DBOS } = (await import('@dbos-inc/dbos-sdk')) as { DBOS: typeof DBOSType };
+  const { DBOS } = loadDbos() as { DBOS: typeof DBOSType };
   const { loop, store, executorId } = options;
   const queueName = options.queueName ?? DEFAULT_DBOS_WORKER.queueName;
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_DBOS_WORKER.heartbeatMs;

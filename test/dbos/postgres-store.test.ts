@@ -40,6 +40,15 @@ describe('postgresStore', () => {
     await store.setPaused(null);
   });
 
+  it('hands a silent executor to one reaper only, never the reaper itself', async () => {
+    await store.heartbeat('dead', 1_000);
+    await store.heartbeat('alive', 9_000);
+    await store.heartbeat('self', 1_000);
+    const claims = await Promise.all([store.claimSilentExecutors(5_000, 'self'), store.claimSilentExecutors(5_000, 'alive')]);
+    expect(claims.flat().filter((id) => id === 'dead')).toEqual(['dead']);
+    expect(await store.claimSilentExecutors(5_000, 'self')).toEqual([]);
+  });
+
   it('runs and resumes a loop stopped for approval, as the embedded stores do', async () => {
     const refund = defineTool({ name: 'refund', description: 'Refund.', input: z.object({ order_id: z.string() }), access: 'destructive', execute: async ({ order_id }) => ({ refunded: order_id }) });
     const loop = createLoop({
