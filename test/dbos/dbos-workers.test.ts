@@ -2,7 +2,8 @@
  * Distributed runs with real processes: two DBOS workers share one queue on a throwaway Postgres.
  * One is SIGKILLed mid-run; the other's reaper puts the run back on the queue, it is finished there,
  * and the side-effect log proves nothing completed ran twice. A scripted run gives the same result
- * through the workers as in the embedded mode.
+ * through the workers as in the embedded mode, and a lone worker restarted under its executor id
+ * recovers its own run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -114,5 +115,19 @@ describe('DBOS workers sharing a queue', () => {
     expect(comparable(distributed.done)).toEqual(comparable(done));
     const effects = (file: string) => lines(file).filter((line) => !line.startsWith('driver:'));
     expect(effects(log)).toEqual(effects(embeddedLog));
+    await Promise.all(workers.map(stopWorker));
+  }, 90_000);
+
+  it('a lone worker SIGKILLed mid-run and restarted with the same executor id recovers its own run', async () => {
+    const log = join(scratch, 'restart.log');
+    const first = await startWorker(log, 'worker-e', { KILL_AT: 'effect:charge_fee' });
+    const { workflowId } = await client.enqueue({ goal: 'Refund order O-7 after the fee', runId: 'refund-restart' });
+    expect(await first.exited, first.stderr()).toBe('SIGKILL');
+    await startWorker(log, 'worker-e');
+    const stopped = await client.result(workflowId);
+    expect(stopped.stopReason, stopped.detail).toBe('needs_human');
+    expect(count(log, 'model:0')).toBe(1);
+    expect(count(log, 'effect:charge_fee:'), 'the fee is charged once').toBe(1);
+    expect(lines(log).filter((line) => line.startsWith('driver:')).at(-1)).toBe('driver:worker-e:model:1');
   }, 90_000);
 });
