@@ -134,3 +134,10 @@ export const TRUNCATION_MARKER = (keptBytes: number, totalBytes: number): string
  * DEFAULT_DURABLE.snapshotEvery; // 32
  */
 export const DEFAULT_DURABLE = Object.freeze({ snapshotEvery: 32, approvalExpiresAfterMs: null as number | null, leaseMs: 30_000 });
+
+/**
+ * Defaults of `dbosWorker`.
+ * @example
+ * DEFAULT_DBOS_WORKER.deadAfterMs; // 10 000
+ */
+export const DEFAULT_DBOS_WORKER = Object.freeze({ applicationName: 'loopstate', queueName: 'loopstate-runs', workerConcurrency: 4, heartbeatMs: 1_000, deadAfterMs: 10_000 });

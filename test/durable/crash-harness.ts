@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'vite';
 
@@ -12,25 +12,29 @@ const here = dirname(fileURLToPath(import.meta.url));
 // Inside the project, so the bundle's bare imports (zod, xstate, better-sqlite3) resolve from its node_modules.
 const outDir = join(here, '..', '..', 'node_modules', '.cache', 'loopstate-crash-child', String(process.pid));
 
-export async function buildCrashChild(): Promise<string> {
-  mkdirSync(outDir, { recursive: true });
+/** Builds `entry` (a fixture path relative to this folder) into `<name>.mjs`; returns its path. */
+export async function buildCrashChild(entry = join('fixtures', 'crash-child.ts')): Promise<string> {
+  const name = basename(entry).replace(/\.ts$/, '');
+  const dir = join(outDir, name);
+  mkdirSync(dir, { recursive: true });
   await build({
     configFile: false,
     logLevel: 'silent',
     build: {
-      ssr: join(here, 'fixtures', 'crash-child.ts'),
-      outDir,
+      ssr: join(here, entry),
+      outDir: dir,
       emptyOutDir: true,
       minify: false,
       target: 'node20',
-      rollupOptions: { output: { format: 'es', entryFileNames: 'crash-child.mjs' } },
+      rollupOptions: { output: { format: 'es', entryFileNames: `${name}.mjs` } },
     },
   });
-  return join(outDir, 'crash-child.mjs');
+  return join(dir, `${name}.mjs`);
 }
 
-export function removeCrashChild(): void {
-  rmSync(outDir, { recursive: true, force: true });
+/** Removes what `buildCrashChild(entry)` built (only that: test files of one process build side by side). */
+export function removeCrashChild(entry = join('fixtures', 'crash-child.ts')): void {
+  rmSync(join(outDir, basename(entry).replace(/\.ts$/, '')), { recursive: true, force: true });
 }
 
 export interface ChildOutcome {

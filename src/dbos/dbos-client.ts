@@ -1,0 +1,71 @@
+/**
+ * Enqueues runs for DBOS workers from a process that drives none (a web server): the same workflow
+ * ids and requests as `worker.enqueue`, through DBOS's client.
+ */
+import type { DBOSClient } from '@dbos-inc/dbos-sdk';
+import { LoopConfigError } from '../errors.js';
+import type { RunInput } from '../config.js';
+import type { ApprovalInput } from '../durable/durable-runs.js';
+import type { RunResult } from '../runtime/run-result.js';
+import { DEFAULT_DBOS_WORKER } from '../constants.js';
+import { loadDbos } from './load-dbos.js';
+import { machineVersion } from './machine-version.js';
+import { resumeRequest, runRequest, RUN_WORKFLOW_NAME, type LegRequest } from './run-leg.js';
+
+/**
+ * Options of `dbosClient`: the workers' application, queue and version.
+ * @example
+ * const options: DbosClientOptions = { systemDatabaseUrl: url, version: 'refunds-3' };
+ */
+export interface DbosClientOptions {
+  systemDatabaseUrl: string;
+  /** As given to the workers (default `loopstate`). */
+  applicationName?: string;
+  /** As given to the workers: only workers of this version take the runs. */
+  version?: string;
+  /** As given to the workers (default `loopstate-runs`). */
+  queueName?: string;
+  /** How often `result` polls, in ms (default 200). */
+  pollingIntervalMs?: number;
+}
+
+/**
+ * Enqueue and read runs without driving them.
+ * @example
+ * const { workflowId } = await client.enqueue({ goal: 'Refund order O-7', runId: 'refund-O-7' });
+ * const result = await client.result(workflowId);
+ */
+export interface LoopDbosClient<Output = unknown> {
+  enqueue(input: RunInput & { runId: string }): Promise<{ runId: string; workflowId: string }>;
+  enqueueResume(runId: string, options?: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
+  /** Waits for the workflow (a run id, or a `workflowId` from `enqueueResume`) and returns its result. */
+  result(workflowId: string): Promise<RunResult<Output>>;
+  close(): Promise<void>;
+}
+
+/**
+ * A DBOS client for the runs of `dbosWorker`s.
+ * @example
+ * const client = await dbosClient({ systemDatabaseUrl: process.env.DATABASE_URL! });
+ * await client.enqueue({ goal: 'Refund order O-7', runId: 'refund-O-7' });
+ */
+export async function dbosClient<Output = unknown>(options: DbosClientOptions): Promise<LoopDbosClient<Output>> {
+  if (typeof options?.systemDatabaseUrl !== 'string' || !/^postgres(ql)?:\/\//.test(options.systemDatabaseUrl)) {
+    throw new LoopConfigError({ issues: [{ path: 'systemDatabaseUrl', message: 'expected a postgresql:// URL' }] });
+  }
+  const { DBOSClient: Client } = loadDbos() as { DBOSClient: typeof DBOSClient };
+  const client = await Client.create({ systemDatabaseUrl: options.systemDatabaseUrl, applicationName: options.applicationName ?? DEFAULT_DBOS_WORKER.applicationName });
+  const appVersion = machineVersion(options.version);
+  const queueName = options.queueName ?? DEFAULT_DBOS_WORKER.queueName;
+  const pollingIntervalMs = options.pollingIntervalMs ?? 200;
+  const start = async ({ workflowId, request }: { workflowId: string; request: LegRequest }) => {
+    await client.enqueue({ queueName, workflowName: RUN_WORKFLOW_NAME, workflowID: workflowId, appVersion }, request);
+    return { runId: request.runId, workflowId };
+  };
+  return {
+    enqueue: (input) => start(runRequest(input)),
+    enqueueResume: (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),
+    result: async (workflowId) => (await client.retrieveWorkflow<RunResult<Output>>(workflowId).getResult({ pollingIntervalMs })) as RunResult<Output>,
+    close: () => client.destroy(),
+  };
+}

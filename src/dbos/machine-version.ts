@@ -1,0 +1,17 @@
+/**
+ * The version a DBOS worker stamps its workflows with. DBOS's default is a hash of the application's
+ * source, which orphans every pending run on any edit; this one changes only when the statechart (or
+ * the caller's own `version`) changes, so workers of one definition recover each other's runs.
+ */
+import { hash } from 'node:crypto';
+import { loopMachine } from '../../machines/index.js';
+
+/**
+ * `loopstate-<hash of the statechart's definition>`, with the caller's version appended when given.
+ * @example
+ * machineVersion('refunds-3'); // 'loopstate-1f0c9a2b7d4e+refunds-3'
+ */
+export function machineVersion(version?: string): string {
+  const machine = `loopstate-${hash('sha256', JSON.stringify(loopMachine.definition), 'hex').slice(0, 12)}`;
+  return version === undefined ? machine : `${machine}+${version}`;
+}

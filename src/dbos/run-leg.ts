@@ -1,0 +1,71 @@
+/**
+ * One leg of a distributed run: start it, or continue it, to its next stop. Entered again by DBOS's
+ * recovery after a crash, so it is written to be re-entered: a run that exists is resumed (the journal
+ * serves what completed), decisions recorded already are not taken twice, and a lease still held by a dead
+ * worker is waited out.
+ */
+import { hash } from 'node:crypto';
+import type { RunInput } from '../config.js';
+import { canonicalJson } from '../progress/index.js';
+import type { ApprovalInput } from '../durable/durable-runs.js';
+import { ApprovalError, RunAccessError } from '../durable/durable-errors.js';
+import type { Loop } from '../loop.js';
+import type { RunResult } from '../runtime/run-result.js';
+
+/** What a run's workflow is asked to do (its serialised argument). */
+export type LegRequest =
+  | { kind: 'run'; runId: string; input: Omit<RunInput, 'signal'> }
+  | { kind: 'resume'; runId: string; approvals?: Record<string, ApprovalInput> };
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function driveLeg(loop: Loop, request: LegRequest, busyWaitMs = 60_000): Promise<RunResult> {
+  const deadline = Date.now() + busyWaitMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await once(loop, request);
+    } catch (error) {
+      // A dead worker's lease on another machine frees itself when it expires.
+      if (error instanceof RunAccessError && error.code === 'run_busy' && Date.now() < deadline) {
+        await pause(Math.min(1_000, 50 * 2 ** attempt));
+        continue;
+      }
+      throw error;
+    }
+  }
+}
+
+async function once(loop: Loop, request: LegRequest): Promise<RunResult> {
+  if (request.kind === 'run') {
+    try {
+      return await loop.run({ ...request.input, runId: request.runId });
+    } catch (error) {
+      // Re-entered after a crash: the run was created by this leg's first attempt.
+      if (error instanceof RunAccessError && error.code === 'run_exists') return loop.resume(request.runId);
+      throw error;
+    }
+  }
+  if (request.approvals === undefined) return loop.resume(request.runId);
+  try {
+    return await loop.resume(request.runId, { approvals: request.approvals });
+  } catch (error) {
+    // Re-entered after a crash: the first attempt recorded the decisions, the run goes on without them.
+    if (error instanceof ApprovalError && error.code === 'approval_already_decided') return loop.resume(request.runId);
+    throw error;
+  }
+}
+
+/** The DBOS workflow name every worker registers its runs under. */
+export const RUN_WORKFLOW_NAME = 'loopstate.run';
+
+/** A new run's workflow: its id is the run id, so enqueuing a run twice starts it once. */
+export function runRequest(input: RunInput & { runId: string }): { workflowId: string; request: LegRequest } {
+  const { signal: _signal, ...rest } = input;
+  return { workflowId: input.runId, request: { kind: 'run', runId: input.runId, input: JSON.parse(JSON.stringify(rest)) as Omit<RunInput, 'signal'> } };
+}
+
+/** A continuation's workflow: one per (run, idempotency key), the key defaulting to the decisions' hash. */
+export function resumeRequest(runId: string, options: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string } = {}): { workflowId: string; request: LegRequest } {
+  const key = options.idempotencyKey ?? hash('sha256', canonicalJson(options.approvals ?? null), 'hex').slice(0, 16);
+  return { workflowId: `${runId}/resume/${key}`, request: { kind: 'resume', runId, ...(options.approvals === undefined ? {} : { approvals: { ...options.approvals } }) } };
+}

@@ -1,0 +1,44 @@
+/**
+ * The Postgres store's tables, in their own schema so they sit beside DBOS's system tables in one
+ * database. Changelog — 1: the SQLite store's tables (runs, journal, snapshots, ledgers, control) with
+ * the same keys, plus `workers`: each distributed worker's heartbeat, read by the reaper.
+ */
+export function postgresSchema(schema: string): string {
+  const s = `"${schema}"`;
+  return `
+CREATE SCHEMA IF NOT EXISTS ${s};
+CREATE TABLE IF NOT EXISTS ${s}.runs (
+  run_id TEXT PRIMARY KEY,
+  body TEXT NOT NULL,
+  lease_owner TEXT,
+  lease_until BIGINT NOT NULL DEFAULT 0,
+  cancel_requested BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE TABLE IF NOT EXISTS ${s}.journal (
+  run_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS ${s}.snapshots (
+  run_id TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ${s}.ledgers (
+  tenant_id TEXT PRIMARY KEY,
+  body TEXT NOT NULL,
+  version INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ${s}.control (
+  key TEXT PRIMARY KEY,
+  value TEXT
+);
+CREATE TABLE IF NOT EXISTS ${s}.workers (
+  executor_id TEXT PRIMARY KEY,
+  heartbeat_at BIGINT NOT NULL
+);
+`;
+}

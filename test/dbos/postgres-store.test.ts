@@ -1,0 +1,64 @@
+/**
+ * The Postgres store keeps the Store contract: lease compare-and-set, refused duplicate seqs, ledger
+ * compare-and-set; and the embedded-mode journal and resume run on it unchanged.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createLoop, defineTool, evaluators, postgresStore, StoreConflictError, type PostgresStore } from '../../src/index.js';
+import { reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
+
+let server: TestPostgres;
+let store: PostgresStore;
+
+beforeAll(async () => {
+  server = await testPostgres();
+  store = postgresStore({ connectionString: server.url });
+}, 120_000);
+afterAll(async () => {
+  await store?.close();
+  await server?.stop();
+});
+
+describe('postgresStore', () => {
+  it('holds a lease for one owner at a time and refuses a journal seq written twice', async () => {
+    const lease = { owner: 'a', until: Date.now() + 10_000 };
+    expect(await store.createRun('r1', '{}', lease)).toBe(true);
+    expect(await store.createRun('r1', '{}', lease)).toBe(false);
+    expect(await store.acquireLease('r1', { owner: 'b', until: Date.now() + 10_000 }, Date.now())).toBe(false);
+    await store.append('r1', [{ seq: 1, kind: 'event', body: 'x' }], lease);
+    await expect(store.append('r1', [{ seq: 1, kind: 'event', body: 'y' }], lease)).rejects.toBeInstanceOf(StoreConflictError);
+    await expect(store.append('r1', [{ seq: 2, kind: 'event', body: 'y' }], { owner: 'b', until: 0 })).rejects.toBeInstanceOf(StoreConflictError);
+    expect(await store.acquireLease('r1', { owner: 'b', until: Date.now() + 10_000 }, Date.now(), 'a')).toBe(true);
+    expect((await store.readJournal('r1', 0)).map((row) => row.body)).toEqual(['x']);
+    expect(await store.writeLedger('t', 'v1', null)).toBe(true);
+    expect(await store.writeLedger('t', 'v2', 2)).toBe(false);
+    expect(await store.writeLedger('t', 'v2', 1)).toBe(true);
+    expect(await store.readLedger('t')).toEqual({ body: 'v2', version: 2 });
+    await store.setPaused('maintenance');
+    expect(await store.readControl('r1')).toEqual({ paused: 'maintenance', cancelRequested: false });
+    await store.setPaused(null);
+  });
+
+  it('hands a silent executor to one reaper only, never the reaper itself', async () => {
+    await store.heartbeat('dead', 1_000);
+    await store.heartbeat('alive', 9_000);
+    await store.heartbeat('self', 1_000);
+    const claims = await Promise.all([store.claimSilentExecutors(5_000, 'self'), store.claimSilentExecutors(5_000, 'alive')]);
+    expect(claims.flat().filter((id) => id === 'dead')).toEqual(['dead']);
+    expect(await store.claimSilentExecutors(5_000, 'self')).toEqual([]);
+  });
+
+  it('runs and resumes a loop stopped for approval, as the embedded stores do', async () => {
+    const refund = defineTool({ name: 'refund', description: 'Refund.', input: z.object({ order_id: z.string() }), access: 'destructive', execute: async ({ order_id }) => ({ refunded: order_id }) });
+    const loop = createLoop({
+      model: scriptedModel([toolCall('refund', { order_id: 'O-7' }), reply('{"refunded":"O-7"}')]),
+      tools: [refund], policy: { requireApproval: ['destructive'] }, evaluate: evaluators.schema(z.object({ refunded: z.string() })), store,
+    });
+    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'pg-refund' });
+    expect(stopped.stopReason).toBe('needs_human');
+    const done = await loop.resume('pg-refund', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } });
+    expect(done.stopReason).toBe('completed');
+    expect(done.output).toEqual({ refunded: 'O-7' });
+  });
+});
