@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, sqliteStore, type Model, type RunResult, type Store } from '../src/index.js';
+import { createLoop, defineTool, evaluators, memoryStore, sqliteStore, type Model, type RunResult, type Store } from '../src/index.js';
 import { reply, scriptedModel, toolCall, type ScriptStep } from '../src/testing/index.js';
 
 const CHECKS = ['service_status', 'error_rate', 'latency_p99', 'recent_deploys', 'pod_restarts', 'memory_usage', 'cpu_usage', 'tail_logs', 'db_connections', 'queue_depth', 'dependency_health'] as const;
@@ -118,7 +118,7 @@ export async function runIncidentExample(log: (line: string) => void = () => und
   const path = join(folder, 'incident.db');
   try {
     const first = sqliteStore({ path });
-    const stopped = await createIncidentLoop(investigationModel(), first).run({ goal: 'payments are failing for 40% of checkouts; find out why and fix it', runId: 'incident-1' });
+    const stopped = await createIncidentLoop(investigationModel(), first).run({ goal, runId: 'incident-1' });
     await first.close();
     const pending = stopped.pendingApprovals[0];
     log(`stopped after ${stopped.steps} steps: ${stopped.stopReason}; waiting for approval of ${pending?.tool ?? 'nothing'} ${JSON.stringify(pending?.args ?? null)}`);
@@ -133,3 +133,7 @@ export async function runIncidentExample(log: (line: string) => void = () => und
     rmSync(folder, { recursive: true, force: true });
   }
 }
+
+/** As a loop file (`loopstate run` / `loopstate verify examples/incident.ts`): the investigation, on an in-memory store. */
+export const goal = 'payments are failing for 40% of checkouts; find out why and fix it';
+export default createIncidentLoop(investigationModel(), memoryStore());
