@@ -38,14 +38,16 @@ function model(hangAt: number | null, startAt = 0, onHang: () => void = () => un
 }
 
 const lookup = defineTool({ name: 'lookup', description: 'Look a key up.', input: z.object({ key: z.string() }), access: 'read', execute: ({ key }) => `value of ${key}` });
-const options = { tools: [lookup], limits: { maxSteps: steps + 1, maxToolCalls: steps, deadlineMs: Infinity, maxInputTokens: Infinity, maxCostUsd: Infinity }, noProgress: { unchangedState: 1_000_000 }, trace: { inMemory: false } } as const;
+const options = { tools: [lookup], limits: { maxSteps: steps + 1, maxToolCalls: steps, deadlineMs: Infinity, maxInputTokens: Infinity, maxOutputTokens: Infinity, maxCostUsd: Infinity }, noProgress: { unchangedState: 1_000_000 }, trace: { inMemory: false } } as const;
 
 let reached: () => void = () => undefined;
 const hanging = new Promise<void>((resolve) => (reached = resolve));
 const first = sqliteStore({ path });
 const started = performance.now();
-void createLoop({ model: model(steps, 0, () => reached()), store: first, ...options }).run({ goal: 'go', runId: 'long' });
-await hanging;
+const firstRun = createLoop({ model: model(steps, 0, () => reached()), store: first, ...options }).run({ goal: 'go', runId: 'long' });
+// A run that ends before its last call (a budget, say) would leave nothing to resume: say why instead of waiting.
+const ended = await Promise.race([hanging.then(() => null), firstRun]);
+if (ended !== null) throw new Error(`the first run ended (${ended.stopReason}: ${ended.detail}) before its last call`);
 const runMs = performance.now() - started;
 const row = await first.readRun('long');
 if (row?.leaseOwner) await first.releaseLease('long', row.leaseOwner);
