@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'vite';
+import { bundleForNode } from '../../test/support/bundle-for-node.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VERIFY_REPORT_VERSION } from '../verify/format-report.js';
 
@@ -18,17 +18,7 @@ const bin = join(directory, 'cli.mjs');
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 beforeAll(async () => {
-  await build({
-    configFile: false,
-    logLevel: 'silent',
-    build: {
-      ssr: join(root, 'src/cli.ts'),
-      outDir: directory,
-      emptyOutDir: false,
-      minify: false,
-      rollupOptions: { output: { entryFileNames: 'cli.mjs', format: 'es' } },
-    },
-  });
+  await bundleForNode({ entry: join(root, 'src/cli.ts'), outDir: directory, fileName: 'cli.mjs' });
 }, 120_000);
 
 function loopstate(...args: string[]): Promise<{ code: number; out: string; err: string }> {

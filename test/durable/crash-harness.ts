@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'vite';
+import { bundleForNode } from '../support/bundle-for-node.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 // Inside the project, so the bundle's bare imports (zod, xstate, better-sqlite3) resolve from its node_modules.
@@ -17,19 +17,7 @@ export async function buildCrashChild(entry = join('fixtures', 'crash-child.ts')
   const name = basename(entry).replace(/\.ts$/, '');
   const dir = join(outDir, name);
   mkdirSync(dir, { recursive: true });
-  await build({
-    configFile: false,
-    logLevel: 'silent',
-    build: {
-      ssr: join(here, entry),
-      outDir: dir,
-      emptyOutDir: true,
-      minify: false,
-      target: 'node20',
-      rollupOptions: { output: { format: 'es', entryFileNames: `${name}.mjs` } },
-    },
-  });
-  return join(dir, `${name}.mjs`);
+  return bundleForNode({ entry: join(here, entry), outDir: dir, fileName: `${name}.mjs`, emptyOutDir: true });
 }
 
 /** Removes what `buildCrashChild(entry)` built (only that: test files of one process build side by side). */

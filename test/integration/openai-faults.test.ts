@@ -5,26 +5,16 @@
  */
 import { createServer } from 'node:net';
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLoop, openaiModel, systemClock, type OpenAIModelOptions, type RunResult, type TraceEvent } from '../../src/index.js';
 import { virtualClock } from '../../src/testing/index.js';
 import { apiError, chatChunks, chatCompletion, replyStep, responsesEvents } from '../support/openai-fixtures.js';
-import { startOpenAIServer, type OpenAITestServer, type ServerStep } from '../support/openai-server.js';
+import { useOpenAIServer, type OpenAITestServer, type ServerStep } from '../support/openai-server.js';
 
 const SECRET = 'sk-test-abcdefghijklmnop1234567890SECRETKEY';
 
 let server: OpenAITestServer;
-beforeAll(async () => {
-  server = await startOpenAIServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(() => {
-  const left = server.remaining;
-  server.reset();
-  expect(left, 'scripted server steps left unplayed').toBe(0);
-});
+useOpenAIServer((started) => (server = started));
 
 const OK = replyStep('chat', false, { text: 'done', usage: { input: 10, output: 2 } });
 

@@ -3,27 +3,17 @@
  * the server receives each step, what the run ends with, cost from the usage against the price table,
  * and the live progress events of a stream.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createOrderLoop } from '../../examples/order-status.js';
 import { createLoop, defineTool, evaluators, openaiModel, type RunResult, type TraceEvent } from '../../src/index.js';
 import { virtualClock } from '../../src/testing/index.js';
 import { traceEventSchema } from '../../src/trace/trace-schema.js';
 import { chatChunks, replyStep } from '../support/openai-fixtures.js';
-import { startOpenAIServer, type OpenAITestServer } from '../support/openai-server.js';
+import { useOpenAIServer, type OpenAITestServer } from '../support/openai-server.js';
 
 let server: OpenAITestServer;
-beforeAll(async () => {
-  server = await startOpenAIServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(() => {
-  const left = server.remaining;
-  server.reset();
-  expect(left, 'scripted server steps left unplayed').toBe(0);
-});
+useOpenAIServer((started) => (server = started));
 
 const orders: Record<string, string> = { 'O-1': 'shipped', 'O-2': 'pending' };
 const getOrder = defineTool({

@@ -8,7 +8,7 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'vite';
+import { bundleForNode } from '../support/bundle-for-node.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rebuildRun, readTraceFile } from '../../src/index.js';
 
@@ -17,19 +17,8 @@ const child = join(directory, 'trace-kill-child.mjs');
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 beforeAll(async () => {
-  await build({
-    configFile: false,
-    logLevel: 'silent',
-    build: {
-      ssr: fileURLToPath(new URL('../fixtures/trace-kill-child.ts', import.meta.url)),
-      outDir: directory,
-      emptyOutDir: false,
-      minify: false,
-      rollupOptions: { output: { entryFileNames: 'trace-kill-child.mjs', format: 'es' } },
-    },
-    // One self-contained file: it runs from a temp directory with no node_modules.
-    ssr: { noExternal: true, target: 'node' },
-  });
+  // One self-contained file: it runs from a temp directory with no node_modules.
+  await bundleForNode({ entry: fileURLToPath(new URL('../fixtures/trace-kill-child.ts', import.meta.url)), outDir: directory, fileName: 'trace-kill-child.mjs', selfContained: true });
 }, 120_000);
 
 function lineCount(file: string): number {

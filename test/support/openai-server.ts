@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 
 export type ServerStep =
   /** A JSON reply (a completion, or an error body with an error status). */
@@ -131,4 +132,28 @@ export async function startOpenAIServer(): Promise<OpenAITestServer> {
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * The server for one test file: started before its tests, closed after them, and after each test every
+ * scripted step must have been played (a step left over means the client made fewer requests than meant).
+ * @example
+ * let server: OpenAITestServer;
+ * useOpenAIServer((started) => (server = started));
+ */
+export function useOpenAIServer(onStarted: (server: OpenAITestServer) => void): void {
+  let server: OpenAITestServer | undefined;
+  beforeAll(async () => {
+    server = await startOpenAIServer();
+    onStarted(server);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  afterEach(() => {
+    if (server === undefined) return;
+    const left = server.remaining;
+    server.reset();
+    expect(left, 'scripted server steps left unplayed').toBe(0);
+  });
 }
