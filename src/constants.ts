@@ -140,4 +140,4 @@ export const DEFAULT_DURABLE = Object.freeze({ snapshotEvery: 32, approvalExpire
  * @example
  * DEFAULT_DBOS_WORKER.deadAfterMs; // 10 000
  */
-export const DEFAULT_DBOS_WORKER = Object.freeze({ applicationName: 'loopstate', queueName: 'loopstate-runs', workerConcurrency: 4, heartbeatMs: 1_000, deadAfterMs: 10_000 });
+export const DEFAULT_DBOS_WORKER = Object.freeze({ applicationName: 'loopstate', queueName: 'loopstate-runs', workerConcurrency: 4, heartbeatMs: 1_000, deadAfterMs: 10_000, stepsPerWorkflow: 200, approvalWaitMs: 24 * 60 * 60_000 });

@@ -25,6 +25,16 @@ export function loopConfigOf(value: unknown): ResolvedConfig | undefined {
   return typeof config === 'object' && config !== null ? (config as ResolvedConfig) : undefined;
 }
 
+/** Where a loop with a store keeps its durable runs, for a workflow engine that drives them (the DBOS worker). */
+export const DURABLE_RUNS: unique symbol = Symbol.for('loopstate.durable-runs') as never;
+
+/** The durable runs of a `createLoop({ store })` result, or undefined for anything else. */
+export function durableRunsOf(value: unknown): DurableRuns | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const runs = (value as Record<symbol, unknown>)[DURABLE_RUNS];
+  return runs instanceof DurableRuns ? runs : undefined;
+}
+
 /**
  * A configured loop; run it as often as you like. Runs share nothing unless a `toolHealth` was passed to
  * `createLoop`: then they share its circuit breakers. `Output` is the type of `result.output`, inferred
@@ -102,5 +112,6 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
   };
   // Non-enumerable: the loop's shape (and a JSON of it) stays what it was.
   Object.defineProperty(loop, LOOP_CONFIG, { value: resolved, enumerable: false });
+  if (durable !== null) Object.defineProperty(loop, DURABLE_RUNS, { value: durable, enumerable: false });
   return loop;
 }

@@ -10,7 +10,8 @@ import type { RunResult } from '../runtime/run-result.js';
 import { DEFAULT_DBOS_WORKER } from '../constants.js';
 import { loadDbos } from './load-dbos.js';
 import { machineVersion } from './machine-version.js';
-import { resumeRequest, runRequest, RUN_WORKFLOW_NAME, type LegRequest } from './run-leg.js';
+import { resumeRequest, runRequest, type LegRequest } from './run-leg.js';
+import { APPROVALS_TOPIC, handOverDecisions, latestStop, ofRun, RUN_WORKFLOW_NAME, WAIT_WORKFLOW_NAME, type ApprovalPort } from './workflow-chain.js';
 
 /**
  * Options of `dbosClient`: the workers' application, queue and version.
@@ -38,7 +39,13 @@ export interface DbosClientOptions {
 export interface LoopDbosClient<Output = unknown> {
   enqueue(input: RunInput & { runId: string }): Promise<{ runId: string; workflowId: string }>;
   enqueueResume(runId: string, options?: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
-  /** Waits for the workflow (a run id, or a `workflowId` from `enqueueResume`) and returns its result. */
+  /**
+   * Hands a person's decisions to the run's waiter (`DBOS.send`), or to a new leg on the queue, as
+   * `worker.approve` does. The client has no store to check them against: a decision that does not fit
+   * fails closed in the worker, and `result` rejects with its `ApprovalError` message.
+   */
+  approve(runId: string, approvals: Readonly<Record<string, ApprovalInput>>, options?: { idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
+  /** Waits for the run's latest stop from any workflow of it (a run id, or a `workflowId` from `enqueueResume` or `approve`). */
   result(workflowId: string): Promise<RunResult<Output>>;
   close(): Promise<void>;
 }
@@ -62,10 +69,18 @@ export async function dbosClient<Output = unknown>(options: DbosClientOptions): 
     await client.enqueue({ queueName, workflowName: RUN_WORKFLOW_NAME, workflowID: workflowId, appVersion }, request);
     return { runId: request.runId, workflowId };
   };
+  const port: ApprovalPort = {
+    output: (workflowId) => client.retrieveWorkflow(workflowId).getResult({ pollingIntervalMs }),
+    status: async (workflowId) => (await client.getWorkflow(workflowId))?.status,
+    waiting: async (runId) => ofRun(runId, await client.listWorkflows({ workflow_id_prefix: runId, workflowName: WAIT_WORKFLOW_NAME, status: 'PENDING' })).map((workflow) => workflow.workflowID),
+    send: (workflowId, message, idempotencyKey) => client.send(workflowId, message, APPROVALS_TOPIC, idempotencyKey),
+    enqueueResume: (runId, approvals, idempotencyKey) => start(resumeRequest(runId, { approvals, idempotencyKey })),
+  };
   return {
     enqueue: (input) => start(runRequest(input)),
     enqueueResume: (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),
-    result: async (workflowId) => (await client.retrieveWorkflow<RunResult<Output>>(workflowId).getResult({ pollingIntervalMs })) as RunResult<Output>,
+    approve: (runId, approvals, approveOptions = {}) => handOverDecisions(port, runId, { ...approvals }, { ...approveOptions, takeTimeoutMs: 30_000, pollMs: pollingIntervalMs }),
+    result: async (workflowId) => (await latestStop(port, workflowId)) as RunResult<Output>,
     close: () => client.destroy(),
   };
 }

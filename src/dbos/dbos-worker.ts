@@ -1,23 +1,32 @@
 /**
- * Distributed runs on DBOS Transact: runs are DBOS workflows on a DBOS queue, so any worker process
- * of the same definition may take one; a run's effects are journalled in a `postgresStore` by the same
- * durable layer as the embedded mode, so the machine, its results and its resume rules are the same.
+ * Distributed runs on DBOS Transact: a run is a chain of DBOS workflows on a DBOS queue, so any worker
+ * process of the same definition may take a leg; each of the driver's effects is one DBOS step, inside
+ * which its outcome is journalled in a `postgresStore` by the same durable layer as the embedded mode, so
+ * the machine, its results and its resume rules are the same (see step-log.ts for how the two agree).
+ * A leg hands over to a successor workflow after `stepsPerWorkflow` effects, so recovering one never
+ * replays more than that many steps; a run that stops for approval waits in a waiter workflow, off the
+ * queue, for the decisions `approve` sends it.
  *
  * DBOS 5.3 without its hosted Conductor recovers only a restarted worker's own runs, so each worker
  * has a stable executor id, heartbeats into the store, and reaps: the PENDING workflows of an executor
- * silent for `deadAfterMs` are put back on the queue for a live worker.
+ * silent for `deadAfterMs` are put back on a queue for a live worker.
  */
 import type { DBOS as DBOSType, WorkflowQueue } from '@dbos-inc/dbos-sdk';
 import { LoopConfigError } from '../errors.js';
 import type { RunInput } from '../config.js';
-import type { Loop } from '../loop.js';
+import { durableRunsOf, type Loop } from '../loop.js';
 import type { ApprovalInput } from '../durable/durable-runs.js';
 import type { RunResult } from '../runtime/run-result.js';
 import type { PostgresStore } from '../store/postgres/postgres-store.js';
 import { DEFAULT_DBOS_WORKER } from '../constants.js';
-import { driveLeg, resumeRequest, runRequest, RUN_WORKFLOW_NAME, type LegRequest } from './run-leg.js';
+import { driveLeg, resumeRequest, runRequest, type LegRequest } from './run-leg.js';
 import { loadDbos } from './load-dbos.js';
 import { machineVersion } from './machine-version.js';
+import { LegHandoff, StepLog, type LegOutcome } from './step-log.js';
+import {
+  APPROVALS_TOPIC, approvedLegId, handOverDecisions, isApprovalMessage, latestStop, ofRun, RUN_WORKFLOW_NAME, successorId, WAIT_WORKFLOW_NAME, waiterId,
+  type ApprovalPort, type LegOutput, type WaitOutput,
+} from './workflow-chain.js';
 
 /**
  * Options of `dbosWorker`.
@@ -47,6 +56,10 @@ export interface DbosWorkerOptions<Output = unknown> {
   heartbeatMs?: number;
   /** A worker silent this long is dead: its runs go back on the queue (default 10 000). */
   deadAfterMs?: number;
+  /** Effects one workflow runs before a successor workflow continues the run (default 200): bounds what a recovery replays. */
+  stepsPerWorkflow?: number;
+  /** How long a run stopped for approval waits for `approve` in a waiter workflow, in ms (default 24 h); 0: no waiter, `approve` starts a new leg. */
+  approvalWaitMs?: number;
 }
 
 /**
@@ -66,7 +79,14 @@ export interface DbosWorker<Output = unknown> {
    * crash); `idempotencyKey` makes a retried request continue it once.
    */
   enqueueResume(runId: string, options?: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
-  /** Waits for the run's latest leg to stop and returns its result. */
+  /**
+   * Hands a person's decisions on a run stopped for approval to it, in whichever process waits for them
+   * (`DBOS.send` to its waiter), or to a new leg on the queue. Checked first as `loop.resume` checks
+   * them: a decision that does not fit throws the same typed `ApprovalError`, and nothing is sent.
+   * `idempotencyKey` (default: the decisions' hash) makes a retried request continue the run once.
+   */
+  approve(runId: string, approvals: Readonly<Record<string, ApprovalInput>>, options?: { idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
+  /** Waits for the run's latest leg to stop (following successors and decided approvals) and returns its result. */
   result(runId: string, workflowId?: string): Promise<RunResult<Output>>;
   /** One reaper pass now (it also runs every `heartbeatMs`): the ids of the workflows put back on the queue. */
   reap(): Promise<string[]>;
@@ -82,13 +102,19 @@ function checkOptions(options: DbosWorkerOptions): void {
   if (typeof options?.store?.claimSilentExecutors !== 'function') issues.push({ path: 'store', message: 'expected a postgresStore({ connectionString })' });
   if (typeof options?.systemDatabaseUrl !== 'string' || !/^postgres(ql)?:\/\//.test(options.systemDatabaseUrl)) issues.push({ path: 'systemDatabaseUrl', message: 'expected a postgresql:// URL' });
   if (typeof options?.executorId !== 'string' || !/^[A-Za-z0-9._:-]{1,100}$/.test(options.executorId)) issues.push({ path: 'executorId', message: 'expected a stable id of letters, digits, . _ : -' });
-  for (const key of ['workerConcurrency', 'globalConcurrency', 'heartbeatMs', 'deadAfterMs'] as const) {
+  for (const key of ['workerConcurrency', 'globalConcurrency', 'heartbeatMs', 'deadAfterMs', 'stepsPerWorkflow'] as const) {
     const value = options?.[key];
     if (value !== undefined && !(Number.isInteger(value) && value > 0)) issues.push({ path: key, message: 'expected a positive integer' });
   }
+  const wait = options?.approvalWaitMs;
+  if (wait !== undefined && !(Number.isInteger(wait) && wait >= 0)) issues.push({ path: 'approvalWaitMs', message: 'expected a whole number of ms, 0 or more (0: no waiter)' });
+  if (typeof options?.loop?.run === 'function' && durableRunsOf(options.loop) === undefined) issues.push({ path: 'loop', message: 'expected a loop with a store: createLoop({ ..., store })' });
   if ((options?.deadAfterMs ?? DEFAULT_DBOS_WORKER.deadAfterMs) <= (options?.heartbeatMs ?? DEFAULT_DBOS_WORKER.heartbeatMs) * 2) issues.push({ path: 'deadAfterMs', message: 'expected more than two heartbeats, so a live worker is never reaped' });
   if (issues.length > 0) throw new LoopConfigError({ issues });
 }
+
+/** A waiter looks at its run this often (a DBOS durable wait each time, so a few rows an hour). */
+const WAIT_LOOK_EVERY_MS = 5 * 60_000;
 
 /** Serialises DBOS's first migration across processes that launch at once. */
 const MIGRATION_LOCK = 7_271_002;
@@ -110,12 +136,60 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   const deadAfterMs = options.deadAfterMs ?? DEFAULT_DBOS_WORKER.deadAfterMs;
   const applicationVersion = machineVersion(options.version);
 
-  // One DBOS step per leg: the leg's effects are durable in the store's journal, so a replay of this
-  // workflow re-enters the leg and the journal serves every effect that completed.
-  const driveRunWorkflow = DBOS.registerWorkflow(
-    async (request: LegRequest): Promise<RunResult> => DBOS.runStep(() => driveLeg(loop as Loop, request), { name: 'loopstate.leg' }),
-    { name: RUN_WORKFLOW_NAME },
-  );
+  const runs = durableRunsOf(loop)!;
+  const stepsPerWorkflow = options.stepsPerWorkflow ?? DEFAULT_DBOS_WORKER.stepsPerWorkflow;
+  const approvalWaitMs = options.approvalWaitMs ?? DEFAULT_DBOS_WORKER.approvalWaitMs;
+
+  // A leg: drive the run to its next stop (or `stepsPerWorkflow` effects), each effect one DBOS step.
+  const legWorkflow = DBOS.registerWorkflow(async (request: LegRequest): Promise<LegOutput> => {
+    const self = DBOS.workflowID as string;
+    const log = new StepLog(DBOS, stepsPerWorkflow);
+    let outcome: LegOutcome | null = await log.enter();
+    if (outcome === null) {
+      let stopped: LegOutcome;
+      try {
+        stopped = { kind: 'stopped', result: await driveLeg(runs, request, { effectStep: log.effect }) };
+      } catch (error) {
+        if (!(error instanceof LegHandoff)) throw error;
+        stopped = { kind: 'handoff', effects: error.effects };
+      }
+      outcome = await log.end(stopped);
+    }
+    if (outcome.kind === 'handoff') {
+      const part = (request.part ?? 1) + 1;
+      const next = successorId(self, part);
+      await DBOS.startWorkflow(legWorkflow, { workflowID: next, queueName })({ kind: 'resume', runId: request.runId, part });
+      return { kind: 'continued', workflowId: next };
+    }
+    const { result } = outcome;
+    if (approvalWaitMs > 0 && result.stopReason === 'needs_human' && result.pendingApprovals.length > 0) {
+      // Off the queue: a run waiting days for a person holds none of the queue's concurrency.
+      const waiter = waiterId(self);
+      await DBOS.startWorkflow(waitWorkflow, { workflowID: waiter })({ runId: request.runId, waitMs: approvalWaitMs });
+      return { kind: 'stopped', result, waitingIn: waiter };
+    }
+    return { kind: 'stopped', result };
+  }, { name: RUN_WORKFLOW_NAME });
+
+  // A waiter: receives the decisions (DBOS.recv), continues the run in a new leg, ends. It looks at the
+  // run now and then, and ends early once the run was continued or cancelled elsewhere.
+  const waitWorkflow = DBOS.registerWorkflow(async ({ runId, waitMs }: { runId: string; waitMs: number }): Promise<WaitOutput> => {
+    const self = DBOS.workflowID as string;
+    const until = await DBOS.runStep(async () => Date.now() + waitMs, { name: 'loopstate.wait-until' });
+    for (;;) {
+      const now = await DBOS.runStep(async () => Date.now(), { name: 'loopstate.now' });
+      if (now >= until) return { kind: 'ended', reason: 'expired' };
+      const message = await DBOS.recv<unknown>(APPROVALS_TOPIC, { timeoutSeconds: Math.max(1, Math.ceil(Math.min(until - now, WAIT_LOOK_EVERY_MS) / 1_000)) });
+      if (isApprovalMessage(message)) {
+        const next = approvedLegId(self, message.key);
+        await DBOS.startWorkflow(legWorkflow, { workflowID: next, queueName })({ kind: 'resume', runId, approvals: message.approvals });
+        return { kind: 'continued', workflowId: next };
+      }
+      if (message !== null) DBOS.logger.warn(`loopstate: run ${runId}'s waiter ignored a message that is not { approvals, key }`);
+      const state = await DBOS.runStep(() => runs.state(runId), { name: 'loopstate.run-state' });
+      if (state !== 'waiting') return { kind: 'ended', reason: 'not_waiting' };
+    }
+  }, { name: WAIT_WORKFLOW_NAME });
 
   DBOS.setConfig({
     name: options.applicationName ?? DEFAULT_DBOS_WORKER.applicationName,
@@ -146,10 +220,13 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     await store.heartbeat(executorId, now);
     const dead = await store.claimSilentExecutors(now - deadAfterMs, executorId);
     if (dead.length === 0) return [];
-    const pending = await DBOS.listWorkflows({ status: 'PENDING', executorId: dead, queueName });
-    const ids = pending.map((workflow) => workflow.workflowID);
-    if (ids.length > 0) await DBOS.resumeWorkflows(ids, { queueName });
-    return ids;
+    const pending = await DBOS.listWorkflows({ status: 'PENDING', executorId: dead, workflowName: [RUN_WORKFLOW_NAME, WAIT_WORKFLOW_NAME] });
+    // Legs go back on the runs' queue; waiters on DBOS's internal one, which has no concurrency limit.
+    const legs = pending.filter((workflow) => workflow.workflowName === RUN_WORKFLOW_NAME).map((workflow) => workflow.workflowID);
+    const waiters = pending.filter((workflow) => workflow.workflowName === WAIT_WORKFLOW_NAME).map((workflow) => workflow.workflowID);
+    if (legs.length > 0) await DBOS.resumeWorkflows(legs, { queueName });
+    if (waiters.length > 0) await DBOS.resumeWorkflows(waiters);
+    return [...legs, ...waiters];
   };
   let reaping: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
@@ -158,15 +235,26 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   timer.unref();
 
   const start = async ({ workflowId, request }: { workflowId: string; request: LegRequest }) => {
-    await DBOS.startWorkflow(driveRunWorkflow, { workflowID: workflowId, queueName: queue.name })(request);
+    await DBOS.startWorkflow(legWorkflow, { workflowID: workflowId, queueName: queue.name })(request);
     return { runId: request.runId, workflowId };
+  };
+  const port: ApprovalPort = {
+    output: (workflowId) => DBOS.retrieveWorkflow(workflowId).getResult(),
+    status: async (workflowId) => (await DBOS.getWorkflowStatus(workflowId))?.status,
+    waiting: async (runId) => ofRun(runId, await DBOS.listWorkflows({ workflow_id_prefix: runId, workflowName: WAIT_WORKFLOW_NAME, status: 'PENDING' })).map((workflow) => workflow.workflowID),
+    send: (workflowId, message, idempotencyKey) => DBOS.send(workflowId, message, APPROVALS_TOPIC, idempotencyKey),
+    enqueueResume: (runId, approvals, idempotencyKey) => start(resumeRequest(runId, { approvals, idempotencyKey })),
   };
   return {
     executorId,
     applicationVersion,
     enqueue: (input) => start(runRequest(input)),
     enqueueResume: (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),
-    result: async (runId, workflowId) => (await DBOS.retrieveWorkflow<RunResult<Output>>(workflowId ?? runId).getResult()) as RunResult<Output>,
+    approve: async (runId, approvals, approveOptions = {}) => {
+      await runs.checkDecisions(runId, approvals);
+      return handOverDecisions(port, runId, { ...approvals }, { ...approveOptions, takeTimeoutMs: deadAfterMs * 3, pollMs: 50 });
+    },
+    result: async (runId, workflowId) => (await latestStop(port, workflowId ?? runId)) as RunResult<Output>,
     reap: () => (reaping = reaping.then(reap)) as Promise<string[]>,
     shutdown: async () => {
       clearInterval(timer);

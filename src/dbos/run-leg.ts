@@ -5,25 +5,24 @@
  * worker is waited out.
  */
 import { hash } from 'node:crypto';
-import type { RunInput } from '../config.js';
+import { validateRunInput, type RunInput } from '../config.js';
 import { canonicalJson } from '../progress/index.js';
-import type { ApprovalInput } from '../durable/durable-runs.js';
+import type { ApprovalInput, DrivingOptions, DurableRuns } from '../durable/durable-runs.js';
 import { ApprovalError, RunAccessError } from '../durable/durable-errors.js';
-import type { Loop } from '../loop.js';
 import type { RunResult } from '../runtime/run-result.js';
 
-/** What a run's workflow is asked to do (its serialised argument). */
+/** What a run's workflow is asked to do (its serialised argument); `part` counts successor workflows (1 for the first). */
 export type LegRequest =
-  | { kind: 'run'; runId: string; input: Omit<RunInput, 'signal'> }
-  | { kind: 'resume'; runId: string; approvals?: Record<string, ApprovalInput> };
+  | { kind: 'run'; runId: string; input: Omit<RunInput, 'signal'>; part?: number }
+  | { kind: 'resume'; runId: string; approvals?: Record<string, ApprovalInput>; part?: number };
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function driveLeg(loop: Loop, request: LegRequest, busyWaitMs = 60_000): Promise<RunResult> {
+export async function driveLeg(runs: DurableRuns, request: LegRequest, driving: DrivingOptions = {}, busyWaitMs = 60_000): Promise<RunResult> {
   const deadline = Date.now() + busyWaitMs;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await once(loop, request);
+      return await once(runs, request, driving);
     } catch (error) {
       // A dead worker's lease on another machine frees itself when it expires.
       if (error instanceof RunAccessError && error.code === 'run_busy' && Date.now() < deadline) {
@@ -35,28 +34,25 @@ export async function driveLeg(loop: Loop, request: LegRequest, busyWaitMs = 60_
   }
 }
 
-async function once(loop: Loop, request: LegRequest): Promise<RunResult> {
+async function once(runs: DurableRuns, request: LegRequest, driving: DrivingOptions): Promise<RunResult> {
   if (request.kind === 'run') {
     try {
-      return await loop.run({ ...request.input, runId: request.runId });
+      return await runs.run(validateRunInput({ ...request.input, runId: request.runId }), driving);
     } catch (error) {
       // Re-entered after a crash: the run was created by this leg's first attempt.
-      if (error instanceof RunAccessError && error.code === 'run_exists') return loop.resume(request.runId);
+      if (error instanceof RunAccessError && error.code === 'run_exists') return runs.resume(request.runId, {}, driving);
       throw error;
     }
   }
-  if (request.approvals === undefined) return loop.resume(request.runId);
+  if (request.approvals === undefined) return runs.resume(request.runId, {}, driving);
   try {
-    return await loop.resume(request.runId, { approvals: request.approvals });
+    return await runs.resume(request.runId, { approvals: request.approvals }, driving);
   } catch (error) {
     // Re-entered after a crash: the first attempt recorded the decisions, the run goes on without them.
-    if (error instanceof ApprovalError && error.code === 'approval_already_decided') return loop.resume(request.runId);
+    if (error instanceof ApprovalError && error.code === 'approval_already_decided') return runs.resume(request.runId, {}, driving);
     throw error;
   }
 }
-
-/** The DBOS workflow name every worker registers its runs under. */
-export const RUN_WORKFLOW_NAME = 'loopstate.run';
 
 /** A new run's workflow: its id is the run id, so enqueuing a run twice starts it once. */
 export function runRequest(input: RunInput & { runId: string }): { workflowId: string; request: LegRequest } {

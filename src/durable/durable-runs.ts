@@ -11,6 +11,7 @@ import { canonicalJson } from '../progress/index.js';
 import { driveRun } from '../runtime/driver.js';
 import type { PendingApproval, RunResult } from '../runtime/run-result.js';
 import { LoopConfigError } from '../errors.js';
+import type { EffectStep } from '../runtime/driver-hooks.js';
 import type { Lease, Store } from '../store/store.js';
 import type { ToolHealth } from '../tools/index.js';
 import { ApprovalError, RunAccessError } from './durable-errors.js';
@@ -40,6 +41,11 @@ export interface ResumeOptions {
   signal?: AbortSignal;
 }
 
+/** How a workflow engine drives a run (the DBOS worker): each effect as one of its durable steps. */
+export interface DrivingOptions {
+  effectStep?: EffectStep;
+}
+
 const durableRunId = (): string => `run_${Date.now().toString(36)}_${randomUUID().slice(0, 8)}`;
 
 /**
@@ -64,7 +70,7 @@ export class DurableRuns {
     return () => ({ owner, until: Date.now() + this.resolved.durable.leaseMs });
   }
 
-  async run(input: RunInput): Promise<RunResult> {
+  async run(input: RunInput, driving: DrivingOptions = {}): Promise<RunResult> {
     // The default id is unique within a process only; runs of several processes share a store.
     const generate = this.resolved.generateRunId === defaultRunId ? durableRunId : this.resolved.generateRunId;
     const { runId, fault } = resolveRunId(input.runId, generate, durableRunId);
@@ -80,13 +86,13 @@ export class DurableRuns {
       throw new RunAccessError({ code: 'run_exists', runId, message: `run ${runId} exists in the store already; resume it with loop.resume(${JSON.stringify(runId)}) or pick another runId` });
     }
     try {
-      return await this.drive(record, owner, null, input.signal, true);
+      return await this.drive(record, owner, null, input.signal, true, driving);
     } finally {
       await this.store.releaseLease(runId, owner);
     }
   }
 
-  async resume(runId: string, options: ResumeOptions = {}): Promise<RunResult> {
+  async resume(runId: string, options: ResumeOptions = {}, driving: DrivingOptions = {}): Promise<RunResult> {
     const approvals = checkedApprovals(options.approvals);
     const before = await this.readRecord(runId);
     checkApprovals(before, approvals, this.resolved.clock.now());
@@ -100,10 +106,27 @@ export class DurableRuns {
       if (record.state === 'finished') return record.result as unknown as RunResult;
       const continueWith: ContinueWith | null =
         record.state === 'waiting' && approvals !== undefined ? { kind: 'approvals', waitingSeq: record.waitingSeq ?? 0, decisions: { ...approvals } } : null;
-      return await this.drive(record, owner, continueWith, options.signal, false);
+      return await this.drive(record, owner, continueWith, options.signal, false, driving);
     } finally {
       await this.store.releaseLease(runId, owner);
     }
+  }
+
+  /**
+   * Checks decisions as `resume` would before it changes anything (typed `ApprovalError`s), for a
+   * caller that hands them to another process: the DBOS worker's `approve`.
+   */
+  async checkDecisions(runId: string, approvals: unknown): Promise<{ state: RunRecord['state'] }> {
+    const checked = checkedApprovals(approvals) ?? {};
+    const record = await this.readRecord(runId);
+    checkApprovals(record, checked, this.resolved.clock.now());
+    return { state: record.state };
+  }
+
+  /** The run's recorded state (`running`, `waiting`, `finished`), or null for a run the store does not have. */
+  async state(runId: string): Promise<RunRecord['state'] | null> {
+    const row = await this.store.readRun(runId);
+    return row === null ? null : decodeRunRecord(row.body, runId).state;
   }
 
   /** Cancels the run: now, if no process holds it (the recorded result is returned), else at its owner's next step (null). */
@@ -161,7 +184,7 @@ export class DurableRuns {
   }
 
   /** Drives the run (new, or rebuilt from the journal) to its next stop and records how it stopped. */
-  private async drive(started: RunRecord, owner: string, continueWith: ContinueWith | null, signal: AbortSignal | undefined, isNew: boolean): Promise<RunResult> {
+  private async drive(started: RunRecord, owner: string, continueWith: ContinueWith | null, signal: AbortSignal | undefined, isNew: boolean, driving: DrivingOptions = {}): Promise<RunResult> {
     const { runId } = started;
     const tenant = this.resolved.tenant;
     let record = started;
@@ -180,7 +203,7 @@ export class DurableRuns {
     const continued: RunRecord = { ...record, decidedCalls };
     const continuedRunBody = continueWith === null ? undefined : encodeRecord({ ...continued, state: 'running', waitingSeq: null, pendingApprovals: [], result: null });
     const sharedHealth: ToolHealth | undefined = this.resolved.toolHealth;
-    const journal = new RunJournal({ store: this.store, runId, lease, snapshotEvery: this.resolved.durable.snapshotEvery, plan, ownsHealth: sharedHealth === undefined, continuedRunBody });
+    const journal = new RunJournal({ store: this.store, runId, lease, snapshotEvery: this.resolved.durable.snapshotEvery, plan, ownsHealth: sharedHealth === undefined, continuedRunBody, ...(driving.effectStep === undefined ? {} : { effectStep: driving.effectStep }) });
     const config: ResolvedConfig = {
       ...this.resolved,
       limits: heldLimits(this.resolved.limits, record.tenantHold),
@@ -236,7 +259,8 @@ export class DurableRuns {
   }
 }
 
-const approvalsSchema = z.record(z.string(), z.union([
+// Discriminated on `approve`, so a rejection without a reason is told as `approvals.<callId>.reason`.
+const approvalsSchema = z.record(z.string(), z.discriminatedUnion('approve', [
   z.object({ approve: z.literal(true), argumentsHash: z.string().optional() }).strict(),
   z.object({ approve: z.literal(false), reason: z.string().min(1, 'say why, so the model can be told'), argumentsHash: z.string().optional() }).strict(),
 ]));

@@ -24,7 +24,7 @@ import type { LoopEvent } from '../../machines/types.js';
 import { isWellFormedResponse } from '../model/response-schema.js';
 import type { Model, ModelRequest, ModelResponse } from '../model/types.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
-import type { DriverHooks, RestoreTarget } from '../runtime/driver-hooks.js';
+import type { DriverHooks, EffectStep, RestoreTarget } from '../runtime/driver-hooks.js';
 import { RunInterruption } from '../runtime/interruption.js';
 import type { RunSession } from '../runtime/run-session.js';
 import type { Lease, Store, StoreRow } from '../store/store.js';
@@ -47,12 +47,15 @@ export interface RunJournalOptions {
   plan: ResumePlan | null;
   /** Whether the run's tool health is its own (persisted) or the caller's shared one (not persisted). */
   ownsHealth: boolean;
+  /** Each effect as a durable step of a workflow engine (the DBOS worker's); absent in the embedded mode. */
+  effectStep?: EffectStep;
 }
 
 type ToolOutcome = ToolResultRecord['outcome'];
 
 export class RunJournal implements DriverHooks {
   readonly machineSnapshot;
+  readonly effectStep: EffectStep | undefined;
   private nextSeq: number;
   private lastEventSeq: number;
   private modelCallsSinceEvent = 0;
@@ -71,6 +74,7 @@ export class RunJournal implements DriverHooks {
     this.nextSeq = options.plan?.nextSeq ?? 1;
     this.lastEventSeq = options.plan?.lastEventSeq ?? 0;
     this.tail = options.plan?.tail ?? { models: [], intents: new Map(), results: new Map() };
+    this.effectStep = options.effectStep;
   }
 
   /** The seq of the last event journalled. */

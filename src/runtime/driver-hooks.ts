@@ -31,4 +31,12 @@ export interface DriverHooks {
   afterSend(actor: Actor<LoopMachine>, session: RunSession): Promise<void>;
   /** Before each effect: waits out a pause; aborts the run when a cancel was asked for. */
   beforeEffect(session: RunSession, controller: AbortController): Promise<void>;
+  /**
+   * Performs one effect as a durable step of a workflow engine (DBOS): `perform` runs the effect and
+   * journals its outcome; the step returns the outcome for the machine. Absent: effects run directly.
+   */
+  readonly effectStep?: EffectStep | undefined;
 }
+
+/** Runs `perform` (an effect of kind `kind`, then the journalling of its outcome) as one durable step. */
+export type EffectStep = (kind: string, perform: () => Promise<LoopEvent>) => Promise<LoopEvent>;

@@ -90,6 +90,17 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
         const effect = getPendingEffect(snapshot);
         if (effect.kind === 'done') break;
         if (hooks) await hooks.beforeEffect(session, controller);
+        if (hooks?.effectStep !== undefined) {
+          // One durable step (DBOS): the effect and the journalling of its outcome; the machine takes it after.
+          const event = await hooks.effectStep(effect.kind, async () => {
+            const outcome = await perform(effect, snapshot, session, health);
+            await hooks.beforeSend(outcome, session);
+            return outcome;
+          });
+          send(actor, session, event);
+          await hooks.afterSend(actor, session);
+          continue;
+        }
         const delivering = deliver(await perform(effect, snapshot, session, health));
         if (delivering) await delivering;
       }

@@ -1,0 +1,130 @@
+/**
+ * A DBOS worker in this process (a service that drives runs and takes approvals): each effect is one
+ * DBOS step, a leg hands over to a successor workflow after `stepsPerWorkflow` effects, and a run
+ * stopped for approval waits in a waiter workflow that `approve` hands the decisions to through
+ * `DBOS.send`/`DBOS.recv`, with the typed approval errors checked before anything is sent.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DBOSClient } from '@dbos-inc/dbos-sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApprovalError, dbosClient, dbosWorker, memoryStore, postgresStore, type DbosWorker, type LoopDbosClient, type PostgresStore, type RunResult } from '../../src/index.js';
+import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
+import { refundLoop } from './fixtures/refund-loop.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'loopstate-dbos-approvals-'));
+const log = join(scratch, 'effects.log');
+const STEPS_PER_WORKFLOW = 2;
+let server: TestPostgres;
+let store: PostgresStore;
+let worker: DbosWorker;
+let client: LoopDbosClient;
+let steps: DBOSClient;
+
+beforeAll(async () => {
+  server = await testPostgres();
+  store = postgresStore({ connectionString: server.url });
+  const loop = refundLoop({ store, log, driver: 'in-process' });
+  worker = await dbosWorker({ loop, store, systemDatabaseUrl: server.url, executorId: 'in-process', version: 'approvals-test', stepsPerWorkflow: STEPS_PER_WORKFLOW });
+  client = await dbosClient({ systemDatabaseUrl: server.url, version: 'approvals-test', pollingIntervalMs: 50 });
+  steps = await DBOSClient.create({ systemDatabaseUrl: server.url });
+}, 120_000);
+afterAll(async () => {
+  await steps?.destroy();
+  await client?.close();
+  await worker?.shutdown();
+  await store?.close();
+  await server?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+}, 60_000);
+
+const GOAL = 'Refund order O-7 after the fee';
+const lines = () => readFileSync(log, 'utf8').split('\n').filter(Boolean);
+const outputs = (list: Awaited<ReturnType<DBOSClient['listWorkflowSteps']>>) => (list ?? []).map((step) => ({ name: step.name, output: step.output }));
+
+async function stoppedForApproval(runId: string): Promise<RunResult> {
+  await worker.enqueue({ goal: GOAL, runId });
+  const stopped = await worker.result(runId);
+  expect(stopped.stopReason, stopped.detail).toBe('needs_human');
+  expect(stopped.pendingApprovals.map(({ tool }) => tool)).toEqual(['refund']);
+  return stopped;
+}
+
+async function embedded(runId: string): Promise<{ stopped: RunResult; done: RunResult }> {
+  const loop = refundLoop({ store: memoryStore(), log: join(scratch, `${runId}.embedded.log`), driver: 'embedded' });
+  const stopped = await loop.run({ goal: GOAL, runId });
+  return { stopped, done: await loop.resume(runId, { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }) };
+}
+
+const comparable = (result: RunResult) => ({
+  status: result.status, stopReason: result.stopReason, detail: result.detail, output: result.output,
+  usage: result.usage, steps: result.steps, messages: result.messages, pendingApprovals: result.pendingApprovals.map(({ callId, tool, args, argumentsHash }) => ({ callId, tool, args, argumentsHash })),
+});
+
+describe('a DBOS worker in this process', () => {
+  it('runs each effect as one DBOS step and hands a long leg to successor workflows', async () => {
+    const stopped = await stoppedForApproval('steps-1');
+    // Effects: model, tools (lookup + fee), model; then the refund is held for approval. Two a workflow.
+    const first = await steps.listWorkflowSteps('steps-1');
+    expect(outputs(first)).toEqual([
+      { name: 'loopstate.step', output: { kind: 'entered' } },
+      { name: 'loopstate.step', output: { kind: 'effect', effect: 'callModel', event: 'model.responded' } },
+      { name: 'loopstate.step', output: { kind: 'effect', effect: 'runTools', event: 'tools.completed' } },
+      { name: 'loopstate.step', output: { kind: 'leg-end', outcome: { kind: 'handoff', effects: 2 } } },
+      // The successor, started as a child workflow.
+      { name: 'loopstate.run', output: null },
+    ]);
+    expect(first?.[4]?.childWorkflowID).toBe('steps-1/part/2');
+    const second = outputs(await steps.listWorkflowSteps('steps-1/part/2'));
+    expect(second.filter((step) => step.name === 'loopstate.step').map((step) => (step.output as { kind: string }).kind)).toEqual(['entered', 'effect', 'leg-end']);
+    expect((second[2]!.output as { outcome: { kind: string; result: RunResult } }).outcome.result.stopReason).toBe('needs_human');
+
+    const same = await embedded('steps-1');
+    expect(comparable(stopped)).toEqual(comparable(same.stopped));
+    const continued = await worker.approve('steps-1', { [stopped.pendingApprovals[0]!.callId]: { approve: true } });
+    expect(continued.workflowId).toMatch(/^steps-1\/part\/2\/wait\/approved\//);
+    const done = await worker.result('steps-1');
+    expect(comparable(done)).toEqual(comparable(same.done));
+    expect(lines().filter((line) => line.startsWith('effect:refund:')).length).toBe(1);
+  }, 60_000);
+
+  it('hands decisions to the waiting run through DBOS.send, from a client too, and continues it once', async () => {
+    const stopped = await stoppedForApproval('approve-client');
+    const waiters = await steps.listWorkflows({ workflow_id_prefix: 'approve-client', workflowName: 'loopstate.wait-for-approval', status: 'PENDING' });
+    expect(waiters.map((waiter) => waiter.workflowID)).toEqual(['approve-client/part/2/wait']);
+    const decisions = { [stopped.pendingApprovals[0]!.callId]: { approve: true as const, argumentsHash: stopped.pendingApprovals[0]!.argumentsHash } };
+    const { workflowId } = await client.approve('approve-client', decisions, { idempotencyKey: 'ticket-81' });
+    expect(workflowId).toBe('approve-client/part/2/wait/approved/ticket-81');
+    const done = await client.result('approve-client');
+    expect(done.stopReason, done.detail).toBe('completed');
+    expect(done.output).toEqual({ refunded: 'O-7' });
+    // The waiter took the decisions from its queue of messages and ended.
+    expect((await steps.getWorkflow('approve-client/part/2/wait'))?.status).toBe('SUCCESS');
+    // A retried request (same key, no waiter any more): a new leg finds the decision taken, and returns the recorded result.
+    const retried = await client.approve('approve-client', decisions, { idempotencyKey: 'ticket-81' });
+    expect(retried.workflowId).toBe('approve-client/resume/ticket-81');
+    expect(comparable(await client.result(retried.workflowId))).toEqual(comparable(done));
+    expect(lines().filter((line) => line.startsWith('effect:refund:') && line.includes('approve-client')).length).toBe(1);
+  }, 60_000);
+
+  it('checks the decisions before handing them over: every typed approval error, and nothing sent', async () => {
+    const stopped = await stoppedForApproval('approve-typed');
+    const callId = stopped.pendingApprovals[0]!.callId;
+    const code = (promise: Promise<unknown>) => promise.then(() => 'accepted', (error: unknown) => (error instanceof ApprovalError ? error.code : `not an ApprovalError: ${String(error)}`));
+    expect(await code(worker.approve('approve-typed', { nope: { approve: true } }))).toBe('approval_unknown_call');
+    expect(await code(worker.approve('approve-typed', { [callId]: { approve: true, argumentsHash: 'f'.repeat(64) } }))).toBe('approval_arguments_changed');
+    expect(await code(worker.approve('approve-typed', {}))).toBe('approvals_incomplete');
+    await expect(worker.approve('approve-typed', { [callId]: { approve: false } as never })).rejects.toThrow(`approvals.${callId}.reason`);
+    // Nothing reached the waiter: it still waits, and the refund never ran.
+    expect((await steps.getWorkflow('approve-typed/part/2/wait'))?.status).toBe('PENDING');
+    expect(lines().some((line) => line.startsWith('effect:refund:') && line.includes('approve-typed'))).toBe(false);
+
+    await worker.approve('approve-typed', { [callId]: { approve: false, reason: 'refunds need a manager' } });
+    const done = await worker.result('approve-typed');
+    expect(done.stopReason, done.detail).not.toBe('needs_human');
+    expect(JSON.stringify(done.messages)).toContain('refunds need a manager');
+    expect(lines().some((line) => line.startsWith('effect:refund:') && line.includes('approve-typed'))).toBe(false);
+    expect(await code(worker.approve('approve-typed', { [callId]: { approve: true } }))).toBe('approval_already_decided');
+  }, 60_000);
+});
