@@ -6,29 +6,39 @@
  * recovers its own run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dbosClient, memoryStore, type LoopDbosClient, type RunResult } from '../../src/index.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DBOSClient } from '@dbos-inc/dbos-sdk';
+import { dbosClient, memoryStore, postgresStore, readTenantLedger, type LoopDbosClient, type PostgresStore, type RunResult } from '../../src/index.js';
 import { buildCrashChild, removeCrashChild } from '../durable/crash-harness.js';
 import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
 import { refundLoop } from './fixtures/refund-loop.js';
+import { TENANT_CALL_COST } from './fixtures/tenant-loop.js';
 
 const entry = join('..', 'dbos', 'fixtures', 'dbos-worker-child.ts');
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-dbos-'));
 let script: string;
 let server: TestPostgres;
 let client: LoopDbosClient;
+let steps: DBOSClient;
+let store: PostgresStore;
 const workers: ChildProcess[] = [];
 
 beforeAll(async () => {
   [script, server] = await Promise.all([buildCrashChild(entry), testPostgres()]);
-  client = await dbosClient({ systemDatabaseUrl: server.url, version: 'refund-test' });
+  client = await dbosClient({ systemDatabaseUrl: server.url, version: 'refund-test', pollingIntervalMs: 50 });
+  steps = await DBOSClient.create({ systemDatabaseUrl: server.url });
+  store = postgresStore({ connectionString: server.url });
 }, 120_000);
+// Every test starts its own workers: one left running would take the next test's runs.
+afterEach(() => Promise.all(workers.map(stopWorker)), 30_000);
 afterAll(async () => {
   await Promise.all(workers.map(stopWorker));
   await client?.close();
+  await steps?.destroy();
+  await store?.close();
   await server?.stop();
   removeCrashChild(entry);
   rmSync(scratch, { recursive: true, force: true });
@@ -66,11 +76,14 @@ const lines = (log: string) => readFileSync(log, 'utf8').split('\n').filter(Bool
 const count = (log: string, prefix: string) => lines(log).filter((line) => line.startsWith(prefix)).length;
 
 /** Enqueues the run, approves the refund it stops for, returns both results. */
-async function runThroughWorkers(runId: string): Promise<{ stopped: RunResult; done: RunResult }> {
+async function runThroughWorkers(
+  runId: string,
+  approve: (runId: string, approvals: Record<string, { approve: true }>) => Promise<{ workflowId: string }> = (id, approvals) => client.enqueueResume(id, { approvals }),
+): Promise<{ stopped: RunResult; done: RunResult }> {
   const { workflowId } = await client.enqueue({ goal: 'Refund order O-7 after the fee', runId });
   const stopped = await client.result(workflowId);
   expect(stopped.stopReason, stopped.detail).toBe('needs_human');
-  const approval = await client.enqueueResume(runId, { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } });
+  const approval = await approve(runId, { [stopped.pendingApprovals[0]!.callId]: { approve: true } });
   return { stopped, done: await client.result(approval.workflowId) };
 }
 
@@ -130,4 +143,94 @@ describe('DBOS workers sharing a queue', () => {
     expect(count(log, 'effect:charge_fee:'), 'the fee is charged once').toBe(1);
     expect(lines(log).filter((line) => line.startsWith('driver:')).at(-1)).toBe('driver:worker-e:model:1');
   }, 90_000);
+
+  it('a worker SIGKILLed inside an effect step of a successor workflow: the step is entered again on the other worker, nothing completed runs twice', async () => {
+    const log = join(scratch, 'successor-kill.log');
+    const env = { KILL_AT: 'effect:charge_fee', STEPS_PER_WORKFLOW: '1' };
+    await Promise.all([startWorker(log, 'worker-f', env), startWorker(log, 'worker-g', env)]);
+    const { done } = await runThroughWorkers('refund-parts', (runId, approvals) => client.approve(runId, approvals));
+    expect(done.stopReason, done.detail).toBe('completed');
+    expect(done.output).toEqual({ refunded: 'O-7' });
+    expect(lines(log).filter((line) => line.startsWith('killed:'))).toHaveLength(1);
+    for (const step of [0, 1, 2]) expect(count(log, `model:${step}`), `model call ${step}`).toBe(1);
+    expect(count(log, 'effect:charge_fee:'), 'the fee is charged once').toBe(1);
+    expect(count(log, 'effect:refund:'), 'the refund runs once').toBe(1);
+    // One effect a workflow: the tool round died in part 2; its recovery drained the step recorded
+    // before (entered), marked where it came back, and ran the round there.
+    const kinds = async (workflowId: string) => ((await steps.listWorkflowSteps(workflowId)) ?? []).filter((step) => step.name === 'loopstate.step').map((step) => {
+      const output = step.output as { kind: string; effect?: string };
+      return output.effect === undefined ? output.kind : `${output.kind}:${output.effect}`;
+    });
+    expect(await kinds('refund-parts')).toEqual(['entered', 'effect:callModel', 'leg-end']);
+    expect(await kinds('refund-parts/part/2')).toEqual(['entered', 'entered', 'effect:runTools', 'leg-end']);
+    expect(await kinds('refund-parts/part/3')).toEqual(['entered', 'effect:callModel', 'leg-end']);
+    await Promise.all(workers.map(stopWorker));
+  }, 90_000);
+
+  it('loop.cancel from another process stops a run a worker drives, at its next step', async () => {
+    const log = join(scratch, 'cancel.log');
+    await Promise.all([startWorker(log, 'worker-h', { MODEL_DELAY_MS: '1500' }), startWorker(log, 'worker-i', { MODEL_DELAY_MS: '1500' })]);
+    await client.enqueue({ goal: 'Refund order O-7 after the fee', runId: 'refund-cancel' });
+    await until(async () => existsSync(log) && count(log, 'driver:') > 0, 'the first model call to start');
+    const here = refundLoop({ store, log: join(scratch, 'cancel-here.log'), driver: 'test' });
+    expect(await here.cancel('refund-cancel'), 'another process drives it: cancelled at its next step').toBeNull();
+    const stopped = await client.result('refund-cancel');
+    expect(stopped.stopReason, stopped.detail).toBe('cancelled');
+    expect(stopped.detail).toContain('loop.cancel');
+    expect(lines(log).filter((line) => line.includes(':model:')), 'the call in flight finished; no other').toHaveLength(1);
+    expect(count(log, 'effect:'), 'no tool ran after the cancel').toBe(0);
+    await Promise.all(workers.map(stopWorker));
+  }, 90_000);
+
+  it('a store-wide pause holds every worker before its next step until lifted', async () => {
+    const log = join(scratch, 'pause.log');
+    await Promise.all([startWorker(log, 'worker-j'), startWorker(log, 'worker-k')]);
+    await store.setPaused('incident 42: payments frozen');
+    try {
+      await client.enqueue({ goal: 'Refund order O-7 after the fee', runId: 'refund-paused-1' });
+      await client.enqueue({ goal: 'Refund order O-7 after the fee', runId: 'refund-paused-2' });
+      await until(async () => (await store.readRun('refund-paused-1')) !== null && (await store.readRun('refund-paused-2')) !== null, 'both runs to start');
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(existsSync(log) ? count(log, 'model:') : 0, 'no model call while paused').toBe(0);
+    } finally {
+      await store.setPaused(null);
+    }
+    const results = await Promise.all([client.result('refund-paused-1'), client.result('refund-paused-2')]);
+    expect(results.map((result) => result.stopReason)).toEqual(['needs_human', 'needs_human']);
+    expect(count(log, 'effect:charge_fee:')).toBe(2);
+    await Promise.all(workers.map(stopWorker));
+  }, 90_000);
+
+  it("runs of one tenant on two workers draw from one ledger and overspend it by at most the calls in flight", async () => {
+    const log = join(scratch, 'tenant.log');
+    const env = { LOOP: 'tenant', RUN_LIMIT_USD: '0.006', TENANT_BUDGET_USD: '0.015', WORKER_CONCURRENCY: '2' };
+    await Promise.all([startWorker(log, 'worker-l', env), startWorker(log, 'worker-m', env)]);
+    const tenantClient = await dbosClient({ systemDatabaseUrl: server.url, version: 'tenant-test', pollingIntervalMs: 50 });
+    try {
+      const ids = ['acme-1', 'acme-2', 'acme-3', 'acme-4'];
+      await Promise.all(ids.map((runId) => tenantClient.enqueue({ goal: 'Look everything up', runId })));
+      const results = await Promise.all(ids.map((runId) => tenantClient.result(runId)));
+      for (const result of results) expect(result.stopReason, result.detail).toBe('budget_exhausted');
+      const spent = results.reduce((sum, result) => sum + result.usage.costUsd, 0);
+      expect(spent).toBeGreaterThanOrEqual(0.015 - 1e-9);
+      // A run's last call may cross its share: at most one call a run beyond the tenant's budget.
+      expect(spent).toBeLessThanOrEqual(0.015 + ids.length * TENANT_CALL_COST + 1e-9);
+      const ledger = await readTenantLedger(store, 'acme');
+      expect(ledger?.spent.costUsd).toBeCloseTo(spent, 9);
+      expect(Object.keys(ledger?.holds ?? {}), 'every run gave its hold back').toEqual([]);
+      const drivers = new Set(lines(log).map((line) => line.split(':')[1]));
+      expect(drivers.size, 'both workers drove runs').toBe(2);
+    } finally {
+      await tenantClient.close();
+    }
+    await Promise.all(workers.map(stopWorker));
+  }, 90_000);
 });
+
+async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
