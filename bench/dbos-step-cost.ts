@@ -1,15 +1,23 @@
 /**
- * What the distributed mode costs: one `DBOS.runStep` (its output checkpointed in Postgres) and one
- * journal append of `postgresStore`, in µs, against the Postgres at LOOPSTATE_TEST_POSTGRES_URL.
+ * What the distributed mode costs, against the Postgres at LOOPSTATE_TEST_POSTGRES_URL:
+ * - one bare `DBOS.runStep` (its output checkpointed in Postgres) and one journal append of
+ *   `postgresStore`, in µs;
+ * - a loop step (a model call and a tool round, each one effect) driven embedded on `postgresStore`
+ *   beside the same loop driven by an in-process `dbosWorker`, where each effect is a DBOS step: the
+ *   difference is what DBOS adds per loop step. Runs alternate between the two, to cancel drift.
  *
- *   LOOPSTATE_TEST_POSTGRES_URL=postgresql://postgres@127.0.0.1:5432/postgres npm run bench:dbos -- 2000
+ *   LOOPSTATE_TEST_POSTGRES_URL=postgresql://postgres@127.0.0.1:5432/postgres npm run bench:dbos -- 2000 40
  */
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import pg from 'pg';
-import { postgresStore } from '../src/index.js';
+import { z } from 'zod';
+import { createLoop, dbosWorker, defineTool, postgresStore, type Model, type Store } from '../src/index.js';
 
 const steps = Number(process.argv[2] ?? 2_000);
+const loopSteps = Number(process.argv[3] ?? 40);
+console.log(`load average at start: ${loadavg().map((load) => load.toFixed(2)).join(' ')}`);
 const serverUrl = process.env.LOOPSTATE_TEST_POSTGRES_URL;
 if (serverUrl === undefined) throw new Error('set LOOPSTATE_TEST_POSTGRES_URL (bash .ci/postgres.sh start /tmp/pg prints one)');
 
@@ -56,3 +64,60 @@ for (let seq = 1; seq <= steps; seq++) {
 }
 report('postgresStore.append (one journal record)', appendTimes);
 await store.close();
+
+// A loop step: a model call asking for a lookup, then the lookup; the last call answers.
+function benchLoop(store: Store) {
+  const model: Model = {
+    id: 'bench-script',
+    generate: async ({ messages }) => {
+      const step = messages.filter((message) => message.role === 'assistant').length;
+      const wanted = Number(/steps=(\d+)/.exec(String(messages[0]?.content ?? messages[1]?.content))?.[1] ?? 0);
+      const usage = { inputTokens: 100, outputTokens: 10 };
+      if (step >= wanted - 1) return { text: 'done', toolCalls: [], usage };
+      return { text: null, toolCalls: [{ id: `c${step}`, name: 'lookup', arguments: JSON.stringify({ n: step }) }], usage };
+    },
+  };
+  const lookup = defineTool({ name: 'lookup', description: 'Look up', input: z.object({ n: z.number() }), access: 'read', idempotent: true, execute: async ({ n }) => ({ n, found: true }) });
+  return createLoop({ model, tools: [lookup], store, limits: { maxSteps: loopSteps * 4 + 5 }, noProgress: { unchangedState: 1_000 } });
+}
+
+// Two run lengths: the slope between them is the cost per loop step, the rest a run's fixed cost
+// (DBOS's queue and result polling are per run, not per step).
+const lengths = [loopSteps, loopSteps * 4] as const;
+const loopStore = postgresStore({ connectionString: url.toString() });
+const embedded = benchLoop(loopStore);
+const worker = await dbosWorker({ loop: benchLoop(loopStore), store: loopStore, systemDatabaseUrl: url.toString(), executorId: 'bench', version: 'bench', stepsPerWorkflow: 10_000 });
+type Mode = 'embedded' | 'dbos';
+const runMs: Record<`${Mode}:${number}`, number[]> = {};
+const rounds = 6;
+for (let round = -1; round < rounds; round++) {
+  for (const length of lengths) {
+    for (const mode of round % 2 === 0 ? (['embedded', 'dbos'] as const) : (['dbos', 'embedded'] as const)) {
+      const runId = `loop-${mode}-${length}-${round}`;
+      const goal = `Look everything up (steps=${length})`;
+      const started = performance.now();
+      const result = mode === 'embedded' ? await embedded.run({ goal, runId }) : await worker.enqueue({ goal, runId }).then(() => worker.result(runId));
+      const elapsed = performance.now() - started;
+      if (result.stopReason !== 'completed' || result.steps !== length) throw new Error(`${mode} run ${runId} did not do the work: ${result.stopReason} after ${result.steps} steps (${result.detail})`);
+      if (round >= 0) (runMs[`${mode}:${length}`] ??= []).push(elapsed);
+    }
+  }
+}
+const recorded = await DBOS.listWorkflowSteps(`loop-dbos-${loopSteps}-0`);
+const effectSteps = (recorded ?? []).filter((step) => (step.output as { kind?: string } | null)?.kind === 'effect').length;
+// A model call and a tool round a step, but the last step's answer is evaluated instead.
+if (effectSteps !== loopSteps * 2) throw new Error(`expected ${loopSteps * 2} effect steps (model calls, tool rounds, the answer's evaluation), found ${effectSteps}`);
+await worker.shutdown();
+await loopStore.close();
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const fit = (mode: Mode) => {
+  const [short, long] = lengths.map((length) => median(runMs[`${mode}:${length}`]!));
+  const perStepMs = (long! - short!) / (lengths[1] - lengths[0]);
+  return { perStepMs, perRunMs: short! - perStepMs * lengths[0] };
+};
+const [plain, dbos] = [fit('embedded'), fit('dbos')];
+console.log(`loop steps (a model call and a tool round each: two effects), runs of ${lengths.join(' and ')} steps, ${rounds} runs each, medians, fitted:`);
+console.log(`  embedded on postgresStore: ${(plain.perStepMs * 1000).toFixed(0)} µs/step, ${plain.perRunMs.toFixed(1)} ms/run`);
+console.log(`  dbosWorker (each effect a DBOS step): ${(dbos.perStepMs * 1000).toFixed(0)} µs/step, ${dbos.perRunMs.toFixed(1)} ms/run (queue and result polling)`);
+console.log(`  DBOS adds ${((dbos.perStepMs - plain.perStepMs) * 1000).toFixed(0)} µs/step (${(dbos.perStepMs / plain.perStepMs).toFixed(2)}×) and ${(dbos.perRunMs - plain.perRunMs).toFixed(1)} ms/run`);
+console.log(`load average at end: ${loadavg().map((load) => load.toFixed(2)).join(' ')}`);
