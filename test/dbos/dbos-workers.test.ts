@@ -167,6 +167,26 @@ describe('DBOS workers sharing a queue', () => {
     await Promise.all(workers.map(stopWorker));
   }, 90_000);
 
+  it("a worker SIGKILLed while its waiter waits for approval: the reaper moves the waiter to a live worker, which takes the decisions", async () => {
+    const log = join(scratch, 'waiter-kill.log');
+    const started = await Promise.all([startWorker(log, 'worker-n'), startWorker(log, 'worker-o')]);
+    await client.enqueue({ goal: 'Refund order O-7 after the fee', runId: 'refund-waiter' });
+    const stopped = await client.result('refund-waiter');
+    expect(stopped.stopReason, stopped.detail).toBe('needs_human');
+    const waiter = await steps.getWorkflow('refund-waiter/wait');
+    expect(waiter?.status).toBe('PENDING');
+    const host = started[waiter?.executorId === 'worker-n' ? 0 : 1]!;
+    host.process.kill('SIGKILL');
+    expect(await host.exited).toBe('SIGKILL');
+    const { workflowId } = await client.approve('refund-waiter', { [stopped.pendingApprovals[0]!.callId]: { approve: true } });
+    expect(workflowId).toMatch(/^refund-waiter\/wait\/approved\//);
+    const done = await client.result('refund-waiter');
+    expect(done.stopReason, done.detail).toBe('completed');
+    expect((await steps.getWorkflow('refund-waiter/wait'))?.executorId, 'the waiter finished on the live worker').toBe(waiter?.executorId === 'worker-n' ? 'worker-o' : 'worker-n');
+    expect(count(log, 'effect:refund:'), 'the refund runs once').toBe(1);
+    expect(count(log, 'effect:charge_fee:'), 'the fee is charged once').toBe(1);
+  }, 90_000);
+
   it('loop.cancel from another process stops a run a worker drives, at its next step', async () => {
     const log = join(scratch, 'cancel.log');
     await Promise.all([startWorker(log, 'worker-h', { MODEL_DELAY_MS: '1500' }), startWorker(log, 'worker-i', { MODEL_DELAY_MS: '1500' })]);
