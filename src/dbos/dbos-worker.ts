@@ -218,7 +218,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   const reap = async (): Promise<string[]> => {
     const now = Date.now();
     await store.heartbeat(executorId, now);
-    const dead = await store.claimSilentExecutors(now - deadAfterMs, executorId);
+    const dead = await store.claimSilentExecutors(now - deadAfterMs, executorId, now);
     if (dead.length === 0) return [];
     const pending = await DBOS.listWorkflows({ status: 'PENDING', executorId: dead, workflowName: [RUN_WORKFLOW_NAME, WAIT_WORKFLOW_NAME] });
     // Legs go back on the runs' queue; waiters on DBOS's internal one, which has no concurrency limit.
@@ -226,6 +226,8 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     const waiters = pending.filter((workflow) => workflow.workflowName === WAIT_WORKFLOW_NAME).map((workflow) => workflow.workflowID);
     if (legs.length > 0) await DBOS.resumeWorkflows(legs, { queueName });
     if (waiters.length > 0) await DBOS.resumeWorkflows(waiters);
+    // Only now: a reaper that dies before this line leaves its claim to expire and another reaper to redo it.
+    await store.releaseExecutors(dead, executorId);
     return [...legs, ...waiters];
   };
   let reaping: Promise<unknown> = Promise.resolve();

@@ -44,9 +44,29 @@ describe('postgresStore', () => {
     await store.heartbeat('dead', 1_000);
     await store.heartbeat('alive', 9_000);
     await store.heartbeat('self', 1_000);
-    const claims = await Promise.all([store.claimSilentExecutors(5_000, 'self'), store.claimSilentExecutors(5_000, 'alive')]);
+    const claims = await Promise.all([store.claimSilentExecutors(5_000, 'self', 10_000), store.claimSilentExecutors(5_000, 'alive', 10_000)]);
     expect(claims.flat().filter((id) => id === 'dead')).toEqual(['dead']);
-    expect(await store.claimSilentExecutors(5_000, 'self')).toEqual([]);
+    expect(await store.claimSilentExecutors(5_000, 'self', 10_000)).toEqual([]);
+  });
+
+  it("takes over a reaper's claim that it never released (it died handing the runs on), and forgets released ones", async () => {
+    // The executors of the test before are in this store too: look at this test's own.
+    const claim = async (before: number, self: string, now: number) => (await store.claimSilentExecutors(before, self, now)).filter((id) => id === 'gone' || id === 'back');
+    await store.heartbeat('gone', 1_000);
+    expect(await claim(5_000, 'reaper-1', 10_000)).toEqual(['gone']);
+    // reaper-1 dies here. While its claim is fresh, nobody else takes it...
+    expect(await claim(9_000, 'reaper-2', 12_000)).toEqual([]);
+    // ...once it is as old as a silent worker, another reaper does, and releases it.
+    expect(await claim(11_000, 'reaper-2', 20_000)).toEqual(['gone']);
+    await store.releaseExecutors(['gone'], 'reaper-1');
+    expect(await claim(30_000, 'reaper-3', 40_000), 'not released by a reaper that no longer holds it').toEqual(['gone']);
+    await store.releaseExecutors(['gone'], 'reaper-3');
+    expect(await claim(50_000, 'reaper-4', 60_000), 'released: forgotten').toEqual([]);
+    // A worker that comes back is not claimed (its heartbeat clears any claim on it).
+    await store.heartbeat('back', 1_000);
+    expect(await claim(5_000, 'reaper-1', 10_000)).toEqual(['back']);
+    await store.heartbeat('back', 11_000);
+    expect(await claim(10_500, 'reaper-2', 11_000)).toEqual([]);
   });
 
   it('runs and resumes a loop stopped for approval, as the embedded stores do', async () => {

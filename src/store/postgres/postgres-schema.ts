@@ -40,5 +40,7 @@ CREATE TABLE IF NOT EXISTS ${s}.workers (
   executor_id TEXT PRIMARY KEY,
   heartbeat_at BIGINT NOT NULL
 );
+ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_by TEXT;
+ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_at BIGINT;
 `;
 }

@@ -32,10 +32,14 @@ export interface PostgresStore extends Store {
   /** Records that `executorId` is alive now. */
   heartbeat(executorId: string, now: number): Promise<void>;
   /**
-   * Claims the executors (other than `self`) whose last heartbeat is older than `before` (epoch ms):
-   * their rows are deleted and returned, so of two reapers only one hands a dead executor's runs on.
+   * Claims the executors (other than `self`) whose last heartbeat is older than `before` (epoch ms),
+   * marking them claimed by `self` at `now`: of two reapers only one hands a dead executor's runs on.
+   * A claim older than `before` is taken over, so a reaper that dies before `releaseExecutors` leaves
+   * nothing stranded; a heartbeat of the executor itself clears the claim.
    */
-  claimSilentExecutors(before: number, self: string): Promise<string[]>;
+  claimSilentExecutors(before: number, self: string, now?: number): Promise<string[]>;
+  /** Forgets executors `self` claimed and whose runs it has handed on. */
+  releaseExecutors(executorIds: readonly string[], self: string): Promise<void>;
   /** Runs `work` holding a database-wide advisory lock (`key`): concurrent first launches queue up. */
   exclusive<T>(key: number, work: () => Promise<T>): Promise<T>;
 }
@@ -177,11 +181,22 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       return (await query(`UPDATE ${schema}.ledgers SET body = $1, version = version + 1 WHERE tenant_id = $2 AND version = $3`, [body, tenantId, expectedVersion])).rowCount === 1;
     },
     async heartbeat(executorId, now) {
-      await query(`INSERT INTO ${schema}.workers (executor_id, heartbeat_at) VALUES ($1, $2) ON CONFLICT (executor_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, [executorId, now]);
+      await query(
+        `INSERT INTO ${schema}.workers (executor_id, heartbeat_at) VALUES ($1, $2) ON CONFLICT (executor_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, claimed_by = NULL, claimed_at = NULL`,
+        [executorId, now],
+      );
     },
-    async claimSilentExecutors(before, self) {
-      const { rows } = await query(`DELETE FROM ${schema}.workers WHERE heartbeat_at < $1 AND executor_id <> $2 RETURNING executor_id`, [before, self]);
+    async claimSilentExecutors(before, self, now = Date.now()) {
+      // One UPDATE: of two reapers racing, the second re-reads the row after the first commits and skips it.
+      const { rows } = await query(
+        `UPDATE ${schema}.workers SET claimed_by = $2, claimed_at = $3 WHERE heartbeat_at < $1 AND executor_id <> $2 AND (claimed_by IS NULL OR claimed_at < $1) RETURNING executor_id`,
+        [before, self, now],
+      );
       return rows.map((row) => (row as { executor_id: string }).executor_id);
+    },
+    async releaseExecutors(executorIds, self) {
+      if (executorIds.length === 0) return;
+      await query(`DELETE FROM ${schema}.workers WHERE executor_id = ANY($1) AND claimed_by = $2`, [[...executorIds], self]);
     },
     async exclusive(key, work) {
       const client = await (await use()).connect();
