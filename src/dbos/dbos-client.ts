@@ -45,7 +45,11 @@ export interface LoopDbosClient<Output = unknown> {
    * fails closed in the worker, and `result` rejects with its `ApprovalError` message.
    */
   approve(runId: string, approvals: Readonly<Record<string, ApprovalInput>>, options?: { idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
-  /** Waits for the run's latest stop from any workflow of it (a run id, or a `workflowId` from `enqueueResume` or `approve`). */
+  /**
+   * Waits for the run's latest stop from any workflow of it (a run id, or a `workflowId` from
+   * `enqueueResume` or `approve`). A run continued outside its chain (`loop.resume` or `loop.cancel` in
+   * another process) is not followed: the client has no store; `worker.result` reads the store too.
+   */
   result(workflowId: string): Promise<RunResult<Output>>;
   close(): Promise<void>;
 }

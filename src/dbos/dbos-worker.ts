@@ -256,7 +256,13 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
       await runs.checkDecisions(runId, approvals);
       return handOverDecisions(port, runId, { ...approvals }, { ...approveOptions, takeTimeoutMs: deadAfterMs * 3, pollMs: 50 });
     },
-    result: async (runId, workflowId) => (await latestStop(port, workflowId ?? runId)) as RunResult<Output>,
+    result: async (runId, workflowId) => {
+      const stop = await latestStop(port, workflowId ?? runId);
+      if (stop.stopReason !== 'needs_human') return stop as RunResult<Output>;
+      // Continued outside this chain (enqueueResume, or loop.resume / loop.cancel in another process):
+      // the store has the run's latest stop.
+      return ((await runs.latestResult(stop.runId)) ?? stop) as RunResult<Output>;
+    },
     reap: () => (reaping = reaping.then(reap)) as Promise<string[]>,
     shutdown: async () => {
       clearInterval(timer);

@@ -123,6 +123,14 @@ export class DurableRuns {
     return { state: record.state };
   }
 
+  /** The result of the run's latest stop as recorded (finished or waiting), or null while it runs or when the store does not have it. */
+  async latestResult(runId: string): Promise<RunResult | null> {
+    const row = await this.store.readRun(runId);
+    if (row === null) return null;
+    const record = decodeRunRecord(row.body, runId);
+    return record.state === 'running' ? null : (record.result as unknown as RunResult);
+  }
+
   /** The run's recorded state (`running`, `waiting`, `finished`), or null for a run the store does not have. */
   async state(runId: string): Promise<RunRecord['state'] | null> {
     const row = await this.store.readRun(runId);

@@ -127,4 +127,16 @@ describe('a DBOS worker in this process', () => {
     expect(lines().some((line) => line.startsWith('effect:refund:') && line.includes('approve-typed'))).toBe(false);
     expect(await code(worker.approve('approve-typed', { [callId]: { approve: true } }))).toBe('approval_already_decided');
   }, 60_000);
+
+  it('reads the latest stop from the store when the run went on outside its chain (loop.cancel in this process while it waits)', async () => {
+    await stoppedForApproval('cancel-waiting');
+    const here = refundLoop({ store, log, driver: 'here' });
+    const cancelled = await here.cancel('cancel-waiting');
+    expect(cancelled?.stopReason).toBe('cancelled');
+    // The waiter has not looked yet; the worker's result is the store's, not the stale stop.
+    expect((await steps.getWorkflow('cancel-waiting/part/2/wait'))?.status).toBe('PENDING');
+    expect((await worker.result('cancel-waiting')).stopReason).toBe('cancelled');
+    const code = await worker.approve('cancel-waiting', { whatever: { approve: true } }).then(() => 'accepted', (error: unknown) => (error as ApprovalError).code);
+    expect(code).toBe('run_not_waiting');
+  }, 60_000);
 });
