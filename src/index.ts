@@ -42,7 +42,7 @@ export { DEFAULT_CONTEXT } from './constants.js';
 export type { ContextOptions, ContextStrategy } from './context/context-window.js';
 export { systemClock, type Clock } from './runtime/clock.js';
 export type { TraceEvent, TraceEventType, TraceOptions, OtelTraceOptions } from './trace/trace-event.js';
-export { traceEventSchema, TRACE_SCHEMA_VERSION, type TracedMessage, type TracedLimits } from './trace/trace-schema.js';
+export { traceEventSchema, TRACE_SCHEMA_VERSION, type TracedMessage, type TracedLimits, type TracedArgumentError } from './trace/trace-schema.js';
 export { parseTraceLine, parseTraceText, readTraceFile, TraceFileError, type TraceFile } from './trace/trace-file.js';
 export { rebuildPrompts, type RebuiltPrompt } from './trace/prompt-snapshots.js';
 export { rebuildRun, type RebuiltRun } from './trace/rebuild-run.js';

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createOrderLoop, goal as orderGoal, offlineOrderModel } from '../../examples/order-status.js';
 import { createToolFeedbackLoop, goal as toolFeedbackGoal } from '../../examples/tool-feedback.js';
 import { createWeeklyReportLoop, goal as weeklyGoal, offlineWeeklyReportModel } from '../../examples/weekly-report.js';
 import type { TraceEvent } from '../trace/trace-schema.js';
@@ -6,6 +7,13 @@ import { createProgressView, initialProgress, progressStep, renderStatusLine, ty
 
 const fold = (events: readonly TraceEvent[]): ProgressState => events.reduce((state, event) => progressStep(state, event).state, initialProgress());
 const ESCAPE = '\u001B';
+/** A retry event as traces written before argumentErrors have it. */
+const withoutArgumentErrors = (event: TraceEvent): TraceEvent => {
+  if (event.type !== 'retry') return event;
+  const { argumentErrors: _dropped, ...older } = event;
+  return older;
+};
+const ORDER_REPAIR = 'get_order_status: argument repair (order_id: expected an order id like O-100)';
 
 describe('progress view: plain lines (not a TTY)', () => {
   it('prints one line per notable event and no control codes', async () => {
@@ -23,6 +31,29 @@ describe('progress view: plain lines (not a TTY)', () => {
     expect(lines.find((line) => line.startsWith('  evaluation [draft]: failed (json)'))).toContain('not valid JSON');
     expect(lines.at(-1)).toBe('run ended: completed after 5 step(s)');
     expect(written.endsWith('step(s)\n\n')).toBe(true);
+  });
+
+  it("names the field error of an argument repair, and only the layer for a trace without it", async () => {
+    const { trace } = await createOrderLoop(offlineOrderModel()).run({ goal: orderGoal });
+    const linesOf = (events: readonly TraceEvent[]) => {
+      let written = '';
+      const view = createProgressView({ write: (text) => (written += text), tty: false });
+      for (const event of events) view.onEvent(event);
+      return written.split('\n');
+    };
+    const lines = linesOf(trace);
+    expect(lines[lines.findIndex((line) => line.startsWith('step 1/4')) + 1]).toBe(`  retry 1 · ${ORDER_REPAIR}, sent back to the model`);
+    expect(linesOf(trace.map(withoutArgumentErrors))).toContain('  retry 1 (argument repair: the field errors are sent back to the model)');
+  });
+
+  it('lists each call of a repair, clipping a long field error', () => {
+    const long = `note: ${'x'.repeat(300)}`;
+    const { line, state } = progressStep(initialProgress(), {
+      type: 'retry', runId: 'r', at: 0, taskId: 'main', step: 3, layer: 'argument_repair', counter: 2, delayMs: 0,
+      argumentErrors: [{ callId: 'c1', name: 'lookup_order', error: 'orderId: expected string matching /^O-\\d+$/' }, { callId: 'c2', name: 'add_note', error: long }],
+    });
+    expect(line).toMatch(/^ {2}retry 2 · lookup_order: argument repair \(orderId: expected string matching \/\^O-\\d\+\$\/\); add_note: argument repair \(note: x+…\), sent back to the model$/);
+    expect(state.argumentRepair?.length).toBeLessThan(250);
   });
 
   it('says when a circuit opens and when it half-opens', async () => {
@@ -51,6 +82,20 @@ describe('progress view: status line (TTY)', () => {
     expect(renderStatusLine({ ...state, runningTools: [], streamedChars: 42 }, 200)).toMatch(/streaming 42 chars$/);
   });
 
+  it('shows the field error of an argument repair until the repaired reply, with no tool running', async () => {
+    const { trace } = await createOrderLoop(offlineOrderModel()).run({ goal: orderGoal });
+    const repair = trace.findIndex((event) => event.type === 'retry');
+    const repairedReply = trace.findIndex((event, index) => index > repair && event.type === 'step-end');
+    const during = fold(trace.slice(0, repairedReply));
+    expect(during).toMatchObject({ step: 2, runningTools: [], argumentRepair: ORDER_REPAIR });
+    expect(renderStatusLine(during, 200)).toBe(`RUNNING.deciding · step 2/4 · tokens 180/200000 in, 22/20000 out · $0.0001/$0.05 · 0.0 s/30.0 s · ${ORDER_REPAIR}`);
+    expect(fold(trace.slice(0, repairedReply + 1)).argumentRepair).toBeNull();
+    // A trace without the field: no field error to show, and the repaired call is not shown as running either.
+    const older = fold(trace.slice(0, repairedReply).map(withoutArgumentErrors));
+    expect(older).toMatchObject({ argumentRepair: null, runningTools: [] });
+    expect(renderStatusLine(older, 200)).toMatch(/0\.0 s\/30\.0 s$/);
+  });
+
   it('follows a run: the tool between its step and its result, usage from the events', async () => {
     const { trace } = await createToolFeedbackLoop().run({ goal: toolFeedbackGoal });
     const firstToolEnd = trace.findIndex((event) => event.type === 'tool-end');
@@ -74,6 +119,16 @@ describe('progress view: status line (TTY)', () => {
     // Every permanent line starts on a cleared line; the status line never ends with a newline.
     expect(writes.filter((text) => text.startsWith('RUNNING') || text.startsWith('READY')).every((text) => !text.endsWith('\n'))).toBe(true);
     expect(writes.at(-1)).toBe('run ended: completed after 5 step(s)\n\n');
+  });
+
+  it('prints the repair line above the status line, which carries the field error while the model repairs', async () => {
+    const { trace } = await createOrderLoop(offlineOrderModel()).run({ goal: orderGoal });
+    const writes: string[] = [];
+    const view = createProgressView({ write: (text) => writes.push(text), tty: true, columns: 200 });
+    for (const event of trace) view.onEvent(event);
+    view.finish();
+    expect(writes).toContain(`  retry 1 · ${ORDER_REPAIR}, sent back to the model\n`);
+    expect(writes).toContain(`RUNNING.deciding · step 2/4 · tokens 180/200000 in, 22/20000 out · $0.0001/$0.05 · 0.0 s/30.0 s · ${ORDER_REPAIR}`);
   });
 
   it('throttles redraws for streamed text', () => {

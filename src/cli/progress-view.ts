@@ -2,7 +2,8 @@
  * The live progress of a run in the terminal, driven by trace events (`trace.onEvent`). Notable events
  * (each step's decision, tool results, verdicts, retries, no-progress signals, circuit changes, warnings)
  * are printed as plain lines; on a TTY a status line below them is redrawn in place: the state, step n of
- * max, tokens and cost against their budgets, elapsed time against the deadline, the tool running.
+ * max, tokens and cost against their budgets, elapsed time against the deadline, the arguments being
+ * repaired, the tool running.
  * It writes to stderr in the CLI, so stdout stays clean for `--json`.
  */
 import type { TraceEvent } from '../trace/trace-schema.js';
@@ -31,13 +32,15 @@ export interface ProgressState {
   streamedChars: number;
   /** Each tool's circuit as last reported, to say when one changes. */
   circuits: Record<string, string>;
+  /** The field errors sent back to the model (`lookup_order: argument repair (orderId: …)`), until its next reply; null when none. */
+  argumentRepair: string | null;
 }
 
 export function initialProgress(): ProgressState {
   return {
     runId: null, state: 'READY', taskId: null, step: 0, maxSteps: null, inputTokens: 0, outputTokens: 0, costUsd: 0,
     maxInputTokens: null, maxOutputTokens: null, maxCostUsd: null, deadlineMs: null, runStartedAt: null, lastAt: null,
-    runningTools: [], streamedChars: 0, circuits: {},
+    runningTools: [], streamedChars: 0, circuits: {}, argumentRepair: null,
   };
 }
 
@@ -73,6 +76,7 @@ export function progressStep(previous: ProgressState, event: TraceEvent): { stat
     case 'step-end': {
       Object.assign(state, { inputTokens: state.inputTokens + event.inputTokens, outputTokens: state.outputTokens + event.outputTokens, costUsd: state.costUsd + event.costUsd });
       state.runningTools = event.toolCalls.map((call) => call.name);
+      state.argumentRepair = null;
       const what = event.toolCalls.length > 0
         ? `tool call${event.toolCalls.length > 1 ? 's' : ''} ${event.toolCalls.map((call) => `${call.name} ${call.argumentsSummary}`).join(', ')}`
         : event.decision === 'final' ? `reply ${clip(event.replySummary ?? '', 80)}` : `${event.decision.replaceAll('_', ' ')}${event.replySummary ? ` ${clip(event.replySummary, 60)}` : ''}`;
@@ -97,8 +101,17 @@ export function progressStep(previous: ProgressState, event: TraceEvent): { stat
     }
     case 'evaluation-end':
       return { state, line: `  evaluation [${event.taskId}]: ${event.passed ? 'passed' : `failed${event.evaluator ? ` (${event.evaluator})` : ''}: ${clip(event.reason, 120)}`}` };
-    case 'retry':
-      return { state, line: `  retry ${event.counter} (${retryLayer(event.layer)})${event.delayMs > 0 ? `, after ${event.delayMs} ms` : ''}` };
+    case 'retry': {
+      const delay = event.delayMs > 0 ? `, after ${event.delayMs} ms` : '';
+      // An argument repair runs none of the reply's calls: they are all answered and asked for again.
+      if (event.layer === 'argument_repair') state.runningTools = [];
+      // Traces written before the field errors were recorded say only which layer retried.
+      if (event.layer !== 'argument_repair' || event.argumentErrors === undefined || event.argumentErrors.length === 0) {
+        return { state, line: `  retry ${event.counter} (${retryLayer(event.layer)})${delay}` };
+      }
+      state.argumentRepair = event.argumentErrors.map((entry) => `${entry.name}: argument repair (${clip(entry.error, 100)})`).join('; ');
+      return { state, line: `  retry ${event.counter} · ${state.argumentRepair}, sent back to the model${delay}` };
+    }
     case 'no-progress':
       return { state, line: `  no progress${event.signal ? ` (${event.signal})` : ''}: ${event.action === 'nudge' ? 'nudging the model' : 'stopping'} — ${clip(event.detail, 120)}` };
     case 'model-error':
@@ -108,7 +121,7 @@ export function progressStep(previous: ProgressState, event: TraceEvent): { stat
     case 'warning':
       return { state, line: `  warning: ${clip(event.message, 160)}` };
     case 'run-end':
-      Object.assign(state, { state: 'TERMINATED', runningTools: [], inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd });
+      Object.assign(state, { state: 'TERMINATED', runningTools: [], argumentRepair: null, inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd });
       // The blank line sets the result printed after it apart from the progress.
       return { state, line: `run ended: ${event.stopReason} after ${event.steps} step(s)\n` };
     default:
@@ -124,7 +137,7 @@ function retryLayer(layer: 'transport' | 'reflection' | 'argument_repair'): stri
 
 /**
  * The status line: state, step against the step limit, tokens and cost against their budgets, time
- * against the deadline, the tool running; cut to `columns`.
+ * against the deadline, the arguments being repaired, the tool running; cut to `columns`.
  * @example
  * process.stderr.write(`\r${renderStatusLine(state, process.stderr.columns)}`);
  */
@@ -136,6 +149,7 @@ export function renderStatusLine(state: ProgressState, columns = 120): string {
     `$${state.costUsd.toFixed(4)}${state.maxCostUsd === null ? '' : `/$${state.maxCostUsd}`}`,
   ];
   if (state.runStartedAt !== null && state.lastAt !== null) parts.push(`${seconds(state.lastAt - state.runStartedAt)}${state.deadlineMs === null ? '' : `/${seconds(state.deadlineMs)}`}`);
+  if (state.argumentRepair !== null) parts.push(state.argumentRepair);
   if (state.runningTools.length > 0) parts.push(`running ${state.runningTools.join(', ')}`);
   else if (state.streamedChars > 0) parts.push(`streaming ${state.streamedChars} chars`);
   const line = parts.join(' · ');

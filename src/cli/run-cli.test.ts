@@ -115,7 +115,7 @@ describe('runCli run and example', () => {
     const { code, out, err } = await cli(['example']);
     expect(code).toBe(0);
     expect(err).toContain('step 1/4 [main] tool call get_order_status {"order_id":"101"}');
-    expect(err).toContain('retry 1 (argument repair');
+    expect(err).toContain('  retry 1 · get_order_status: argument repair (order_id: expected an order id like O-100), sent back to the model\n');
     expect(out.split('\n').slice(0, 5)).toEqual([
       'loopstate run: order-status (offline, scripted model)', '', 'status:      succeeded', 'stop reason: completed: the output passed its evaluators', '             1 of 1 task(s) passed evaluation',
     ]);

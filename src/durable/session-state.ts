@@ -47,7 +47,8 @@ export function cursorOf(session: RunSession, progressTracked = true): SessionCu
 function fieldsOf(session: RunSession, health: ToolHealth | null, withTaskOutputs: boolean, progress: SessionFields['progress']): SessionFields {
   return {
     taskIndex: session.taskIndex,
-    pendingCalls: session.pendingCalls.map(({ call, fingerprint, refusal }) => ({ request: call.request, status: call.status, args: call.args, error: call.error, fingerprint, refusal })),
+    // The error's `detail` is left out: only the trace event recorded with the decision reads it, and the record schema is strict.
+    pendingCalls: session.pendingCalls.map(({ call, fingerprint, refusal }) => ({ request: call.request, status: call.status, args: call.args, error: call.error && { key: call.error.key, message: call.error.message }, fingerprint, refusal })),
     lastReply: session.lastReply,
     lastEvaluation: session.lastEvaluation,
     fatalError: session.fatalError === null ? null : errorFields(session.fatalError),

@@ -49,6 +49,13 @@ const KNOWN_EVENTS = {
   }),
   'tool-end': z.looseObject({ ...base, type: z.literal('tool-end'), taskId: text, callId: text, name: text, status: text, observationId: text, bytes: amount.optional(), truncated: z.boolean().optional(), latencyMs: amount }),
   'evaluation-end': z.looseObject({ ...base, type: z.literal('evaluation-end'), taskId: text, passed: z.boolean(), reason: text, evaluator: text.nullable().optional() }),
+  // Argument repairs name the calls sent back to the model; older traces have no argumentErrors.
+  retry: z.looseObject({
+    ...base,
+    type: z.literal('retry'),
+    layer: text,
+    argumentErrors: z.array(z.looseObject({ callId: text, name: text, error: text })).optional(),
+  }),
   'model-error': z.looseObject({ ...base, type: z.literal('model-error'), taskId: text, errorKind: text, message: text, retryDelayMs: amount.optional() }),
   'context-trimmed': z.looseObject({ ...base, type: z.literal('context-trimmed'), taskId: text, summaryUsage: usage.nullable().optional() }),
   warning: z.looseObject({ ...base, type: z.literal('warning'), message: text }),

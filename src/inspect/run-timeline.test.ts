@@ -157,6 +157,21 @@ describe('buildTimeline finds a route for every recorded transition', () => {
     expect(timeline.edgeCounts['RUNNING.deciding->RUNNING.gate']).toBe(1);
     expect(timeline.frames.some((frame) => frame.streaks.sameParseError === 1)).toBe(true);
     expect(timeline.notices).toEqual(['1 failed model call(s) after the last step: auth']);
+    // The repaired call was not run; the step table says what was wrong with its arguments.
+    expect(timeline.steps[0]?.toolCalls).toEqual([expect.objectContaining({ name: 'lookup', status: null, argumentError: 'id: Invalid input: expected string, received number' })]);
+  });
+
+  it('an argument repair in a trace written before argumentErrors: the same route and counters, no field error', async () => {
+    const events: TraceEvent[] = [];
+    await loopWith([toolCall('lookup', { id: 7 }), toolCall('lookup', { id: 'a' }), reply('done')], {}, (event) => events.push(event)).run({ goal: 'g' });
+    const read = (list: readonly object[]) => buildTimeline(parseTrace(list.map((event) => JSON.stringify(event)).join('\n'), 'run.jsonl'), graph);
+    const current = read(events);
+    const older = read(events.map((event) => (event.type === 'retry' ? { ...event, argumentErrors: undefined } : event)));
+    expect(JSON.stringify(events)).toContain('"argumentErrors"');
+    expect(older.frames).toEqual(current.frames);
+    expect(older.frames.at(-1)?.counters.argumentRepairs).toBe(1);
+    expect(older.steps[0]?.toolCalls[0]?.argumentError).toBeNull();
+    expect(current.steps[0]?.toolCalls[0]?.argumentError).toBe('id: Invalid input: expected string, received number');
   });
 
   it('a cancelled run', async () => {

@@ -71,6 +71,8 @@ export interface StepToolCall {
   status: string | null;
   latencyMs: number | null;
   bytes: number | null;
+  /** What was wrong with the arguments, when the call was sent back to the model to fix them (not run). */
+  argumentError: string | null;
 }
 
 export interface StepRow {
@@ -190,7 +192,7 @@ export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimel
           stateAfter: null,
           decision: event.decision,
           replySummary: event.replySummary ?? null,
-          toolCalls: event.toolCalls.map((call) => ({ callId: call.callId, name: call.name, argumentsSummary: call.argumentsSummary ?? '', status: null, latencyMs: null, bytes: null })),
+          toolCalls: event.toolCalls.map((call) => ({ callId: call.callId, name: call.name, argumentsSummary: call.argumentsSummary ?? '', status: null, latencyMs: null, bytes: null, argumentError: null })),
           inputTokens: event.inputTokens,
           outputTokens: event.outputTokens,
           costUsd: event.costUsd,
@@ -241,13 +243,22 @@ export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimel
         }
         break;
       }
+      case 'retry': {
+        const calls = rows.at(-1)?.toolCalls ?? [];
+        for (const entry of event.argumentErrors ?? []) {
+          const call = calls.find((candidate) => candidate.callId === entry.callId);
+          if (call) call.argumentError = entry.error;
+        }
+        break;
+      }
       case 'warning': {
         const nudge = NUDGE_WARNING.exec(event.message);
         if (nudge) streaks.nudge = { step: Number(nudge[1]), signal: nudge[2] ?? '' };
         break;
       }
       case 'transition': {
-        const before = events.slice(0, position).reverse().find((candidate) => candidate.type !== 'warning');
+        // Warnings and retries are recorded after the transition that caused them: the evidence is what came before that.
+        const before = events.slice(0, position).reverse().find((candidate) => candidate.type !== 'warning' && candidate.type !== 'retry');
         const nextTransition = events.findIndex((candidate, index) => index > position && candidate.type === 'transition');
         const after = events.slice(position + 1, nextTransition === -1 ? undefined : nextTransition);
         const route = routeOf(graph, event.from, event.event, event.to, routeHint(event, before, after, stopReason));

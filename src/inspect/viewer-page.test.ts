@@ -27,4 +27,18 @@ describe('viewerPage', () => {
     expect(html).toContain('The trace ends before the run did');
     expect(html).not.toMatch(/(src|href)=["']?https?:/);
   });
+
+  it("shows a repaired call's field error in the step table, escaped", async () => {
+    const graph = statechartGraph(loopMachine);
+    const repair = [
+      lines[0],
+      lines[1],
+      { ...lines[2], decision: 'tool_calls', toolCalls: [{ callId: 'c1', name: 'lookup', argumentsSummary: '{"id":7}' }], replySummary: null },
+      { ...lines[3], to: 'RUNNING.deciding' },
+      { type: 'retry', runId: 'r<1>', at: 5, taskId: 'main', step: 1, layer: 'argument_repair', counter: 1, delayMs: 0, argumentErrors: [{ callId: 'c1', name: 'lookup', error: `id: ${hostile}` }] },
+    ];
+    const html = viewerPage(await layoutStatechart(graph), buildTimeline(parseTrace(repair.map((line) => JSON.stringify(line)).join('\n'), 'x.jsonl'), graph));
+    expect(html).toContain('not run</span> <span class="summary">(arguments sent back: id: &lt;/script&gt;');
+    expect(html).not.toContain('<img src=x>');
+  });
 });

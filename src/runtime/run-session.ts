@@ -226,10 +226,19 @@ export class RunSession {
       // A transition names only the machine's own states and events: nothing to redact.
       case 'transition':
         return event;
-      case 'step-start':
-      case 'retry': {
+      case 'step-start': {
         const taskId = text(event.taskId);
         return taskId === event.taskId ? event : { ...event, taskId };
+      }
+      case 'retry': {
+        const taskId = text(event.taskId);
+        // Each error is already a summary; the call's id and tool name are the model's own words.
+        const argumentErrors = event.argumentErrors?.map((entry) => {
+          const callId = text(entry.callId), name = text(entry.name);
+          return callId === entry.callId && name === entry.name ? entry : { ...entry, callId, name };
+        });
+        const same = taskId === event.taskId && (argumentErrors === undefined || argumentErrors.every((entry, index) => entry === event.argumentErrors?.[index]));
+        return same ? event : { ...event, taskId, ...(argumentErrors === undefined ? {} : { argumentErrors }) };
       }
       case 'tool-end': {
         const taskId = text(event.taskId), callId = text(event.callId), name = text(event.name);

@@ -78,6 +78,7 @@ describe('prepareToolCalls', () => {
     expect(prepared.args).toBeUndefined();
     expect(prepared.error?.key).toBe('malformed_arguments:get_order');
     expect(prepared.error?.message).toMatch(/not valid JSON \(.*JSON.*\)/);
+    expect(prepared.error?.detail).toMatch(/^not valid JSON \(.*JSON.*\)$/);
   });
 
   it('turns zod issues into a field-by-field message and keys the error by the first path', () => {
@@ -93,6 +94,10 @@ describe('prepareToolCalls', () => {
         '- lines[0].sku: Invalid input: expected string, received number',
         'Fix these fields and call it again.',
       ].join('\n'),
+    );
+    // The same issues on one line, for the trace and the progress view.
+    expect(prepared.error?.detail).toBe(
+      'order_id: Invalid string: must match pattern /^O-\\d+$/; quantity: Too small: expected number to be >=1; lines[0].sku: Invalid input: expected string, received number',
     );
   });
 
@@ -178,6 +183,6 @@ describe('prepareToolCalls', () => {
     const deep = `{"root":${'{"child":'.repeat(depth)}{}${'}'.repeat(depth)}}`;
     const prepared = prepareOne(call('tree', deep), { tools: new Map([['tree', treeTool]]) });
     expect(prepared.status).toBe('invalid');
-    expect(prepared.error).toEqual({ key: 'arguments_too_deep:tree', message: expect.stringContaining('arguments nested too deeply') });
+    expect(prepared.error).toEqual({ key: 'arguments_too_deep:tree', message: expect.stringContaining('arguments nested too deeply'), detail: 'nested too deeply to validate' });
   });
 });

@@ -1,8 +1,8 @@
 /**
  * Classifies the model's raw tool calls before anything runs: which tool, whether its
  * circuit is open, what the policy says, and whether the arguments parse and pass the zod schema.
- * Every non-ready call carries a stable error `key` (for the same-parse-error signal) and a `message`
- * written for the model.
+ * Every non-ready call carries a stable error `key` (for the same-parse-error signal), a `message`
+ * written for the model and a short `detail` for a person reading the trace.
  */
 import type { z } from 'zod';
 import { LoopConfigError } from '../errors.js';
@@ -32,8 +32,12 @@ export interface PreparedCall {
   status: PreparedCallStatus;
   /** The schema's parsed output when the arguments are valid; otherwise the raw parsed JSON, or undefined if it did not parse. */
   args: unknown;
-  /** null when ready. `key` is stable across repeats of the same mistake; `message` is for the model. */
-  error: { key: string; message: string } | null;
+  /**
+   * null when ready. `key` is stable across repeats of the same mistake; `message` is for the model;
+   * `detail` says what was wrong in one line, for people reading the trace (`order_id: expected an order
+   * id like O-100`); a call restored from a durable journal has none (it is not persisted).
+   */
+  error: { key: string; message: string; detail?: string } | null;
 }
 
 /**
@@ -49,7 +53,7 @@ export interface PrepareToolCallsOptions {
   runId?: string;
 }
 
-type ArgumentCheck = { valid: true; args: unknown } | { valid: false; args: unknown; key: string; message: string };
+type ArgumentCheck = { valid: true; args: unknown } | { valid: false; args: unknown; key: string; message: string; detail: string };
 
 /**
  * Classifies each call, in order of precedence:
@@ -75,27 +79,27 @@ function prepareToolCall(request: ToolCallRequest, { tools, policy, health, runI
   const tool = tools.get(request.name);
   if (!tool) {
     const parsed = parseJson(request.arguments);
-    const error = { key: `unknown_tool:${request.name}`, message: unknownToolMessage(request.name, tools) };
+    const error = { key: `unknown_tool:${request.name}`, message: unknownToolMessage(request.name, tools), detail: 'no tool of that name' };
     return { request, tool, status: 'invalid', args: parsed.ok ? parsed.value : undefined, error };
   }
   const checked = checkArguments(tool, request.arguments);
   if (health.isOpen(tool.name)) {
     const message = `Tool ${tool.name} is unavailable: it failed ${health.threshold} or more times in a row. Do not call it again in this run.`;
-    return { request, tool, status: 'unavailable', args: checked.args, error: { key: `tool_unavailable:${tool.name}`, message } };
+    return { request, tool, status: 'unavailable', args: checked.args, error: { key: `tool_unavailable:${tool.name}`, message, detail: 'withheld: its circuit is open' } };
   }
   const verdict: PolicyVerdict = checked.valid
     ? checkToolPolicy(policy, tool, checked.args, { runId, callId: request.id })
     : checkToolPolicy(policy && { allow: policy.allow, requireApproval: policy.requireApproval }, tool, checked.args);
   if (verdict === 'deny') {
     const message = `Not executed: tool ${tool.name} is not permitted by the tool policy (access: ${tool.access}). Do not call it again; continue without it.`;
-    return { request, tool, status: 'denied', args: checked.args, error: { key: `permission_denied:${tool.name}`, message } };
+    return { request, tool, status: 'denied', args: checked.args, error: { key: `permission_denied:${tool.name}`, message, detail: 'not permitted by the tool policy' } };
   }
   if (!checked.valid) {
-    return { request, tool, status: 'invalid', args: checked.args, error: { key: checked.key, message: checked.message } };
+    return { request, tool, status: 'invalid', args: checked.args, error: { key: checked.key, message: checked.message, detail: checked.detail } };
   }
   if (verdict === 'needs_approval') {
     const message = `Tool ${tool.name} needs a person's approval (access: ${tool.access}); the call is on hold until it is approved.`;
-    return { request, tool, status: 'needs_approval', args: checked.args, error: { key: `needs_approval:${tool.name}`, message } };
+    return { request, tool, status: 'needs_approval', args: checked.args, error: { key: `needs_approval:${tool.name}`, message, detail: "waits for a person's approval" } };
   }
   return { request, tool, status: 'ready', args: checked.args, error: null };
 }
@@ -125,6 +129,7 @@ function checkArguments(tool: Tool, text: string): ArgumentCheck {
       args: undefined,
       key: `malformed_arguments:${tool.name}`,
       message: `Tool ${tool.name} was called with arguments that are not valid JSON (${parsed.message}). Send the arguments as one JSON object matching the tool's schema.`,
+      detail: `not valid JSON (${parsed.message})`,
     };
   }
   let result: z.ZodSafeParseResult<unknown>;
@@ -138,6 +143,7 @@ function checkArguments(tool: Tool, text: string): ArgumentCheck {
         args: parsed.value,
         key: `arguments_too_deep:${tool.name}`,
         message: `Tool ${tool.name} was called with arguments nested too deeply to validate. Send flatter arguments that match the tool's schema.`,
+        detail: 'nested too deeply to validate',
       };
     }
     // An async refinement (or a throwing one) is a bug in the tool, which the model cannot repair.
@@ -153,6 +159,7 @@ function checkArguments(tool: Tool, text: string): ArgumentCheck {
     args: parsed.value,
     key: `invalid_arguments:${tool.name}:${zodIssuePath(firstIssue?.path ?? [])}`,
     message: `Tool ${tool.name} was called with invalid arguments:\n${issueList(result.error.issues)}\nFix these fields and call it again.`,
+    detail: describeZodIssues(result.error.issues).join('; '),
   };
 }
 

@@ -1,13 +1,20 @@
 /**
  * Trace events read off the machine's context around one event: retries (by layer), no-progress
- * nudges and stops. Counter comparisons only, so the cost per event is constant.
+ * nudges and stops. Counter comparisons only, so the cost per event is constant (an argument repair
+ * also names the reply's invalid calls).
  */
 import type { LoopContext, LoopEvent } from '../../machines/types.js';
+import type { Redactor } from '../redaction/redact.js';
+import type { PreparedCall } from '../tools/index.js';
+import { tracedArgumentErrors } from './argument-errors.js';
 import type { TraceEvent } from './trace-schema.js';
 
 /** Where the events go: the run session, whose `record` redacts them and feeds the sinks. */
 interface Recorder {
   record(event: TraceEvent): void;
+  /** The calls of the last reply not run yet: an argument repair names the invalid ones. */
+  readonly pendingCalls: readonly { call: PreparedCall }[];
+  readonly config: { readonly redact: Redactor };
 }
 
 /** Records what changed between `before` and `after` that the trace names; `taskId` is the task of `after`. */
@@ -23,7 +30,8 @@ export function recordContextChanges(trace: Recorder, runId: string, taskId: str
       trace.record({ type: 'retry', runId, at, taskId, step, layer: 'reflection', counter: after.task.reflectionRetries, delayMs });
     }
     if (after.task.argumentRepairs > before.task.argumentRepairs) {
-      trace.record({ type: 'retry', runId, at, taskId, step, layer: 'argument_repair', counter: after.task.argumentRepairs, delayMs });
+      const argumentErrors = tracedArgumentErrors(trace.pendingCalls, trace.config.redact);
+      trace.record({ type: 'retry', runId, at, taskId, step, layer: 'argument_repair', counter: after.task.argumentRepairs, delayMs, ...(argumentErrors.length > 0 ? { argumentErrors } : {}) });
     }
   }
   if (after.progress.nudgedAtStep !== null && after.progress.nudgedAtStep !== before.progress.nudgedAtStep) {

@@ -7,7 +7,7 @@
  * - 1: run-start (prompt version, limits), step-start (with the budget snapshot), step-end, prompt,
  *   tool-end, evaluation-end, retry, no-progress, transition, model-error, context-trimmed, warning, run-end,
  *   and the live model-delta and model-tool-call-start (onEvent only); a durable run's run-resume and approval-decided.
- *   Added since (version unchanged): tool-health.
+ *   Added since (version unchanged): tool-health; retry's optional argumentErrors (the field errors of an argument repair).
  */
 import { z } from 'zod';
 import { STOP_REASONS, type StopReason } from '../../machines/types.js';
@@ -170,6 +170,9 @@ const evaluationEnd = z.object({
   modelCalls: count.optional(),
 });
 
+/** A tool call whose arguments were sent back to the model to fix, and what was wrong with them. */
+const argumentError = z.object({ callId: z.string(), name: z.string(), error: z.string() });
+
 const retry = z.object({
   type: z.literal('retry'),
   ...base,
@@ -181,6 +184,12 @@ const retry = z.object({
   counter: count,
   /** The backoff before the retry; 0 when it goes again at once. */
   delayMs: z.number().min(0),
+  /**
+   * `argument_repair` only: the calls of the reply answered with an error instead of run, each with what was
+   * wrong (zod's field errors, `order_id: expected an order id like O-100`), redacted and cut to a summary's
+   * length; at most the first five. Absent from traces written before it was added.
+   */
+  argumentErrors: z.array(argumentError).optional(),
 });
 
 const noProgress = z.object({
@@ -285,6 +294,13 @@ export type TraceEvent = z.output<typeof traceEventSchema>;
  * const type: TraceEventType = 'step-end';
  */
 export type TraceEventType = TraceEvent['type'];
+
+/**
+ * One call an argument repair sends back to the model, as the `retry` event names it.
+ * @example
+ * const error: TracedArgumentError = { callId: 'c1', name: 'get_order_status', error: 'order_id: expected an order id like O-100' };
+ */
+export type TracedArgumentError = z.output<typeof argumentError>;
 
 /**
  * A message as a prompt snapshot holds it (redacted).

@@ -67,7 +67,7 @@ describe('loopstate run on the bundled examples', () => {
     const { code, stdout, stderr } = await loopstate(['run', 'order-status']);
     expect(code).toBe(0);
     expect(stderr).toContain('step 1/4 [main] tool call get_order_status {"order_id":"101"}');
-    expect(stderr).toContain('retry 1 (argument repair');
+    expect(stderr).toContain('  retry 1 · get_order_status: argument repair (order_id: expected an order id like O-100), sent back to the model\n');
     expect(stderr).toContain('  tool get_order_status → ok');
     expect(stdout).toContain('stop reason: completed: the output passed its evaluators');
     expect(stdout).toContain('steps:       3 of 4; retries: 1 argument repair');
@@ -76,6 +76,7 @@ describe('loopstate run on the bundled examples', () => {
     expect(stdout).toContain(`open it with: loopstate inspect ${traceFile}`);
     const events = readTrace(traceFile ?? '');
     expect(events[0]?.type).toBe('run-start');
+    expect(events.find((event) => event.type === 'retry')).toMatchObject({ layer: 'argument_repair', argumentErrors: [{ name: 'get_order_status', error: 'order_id: expected an order id like O-100' }] });
     expect(events.at(-1)).toMatchObject({ type: 'run-end', stopReason: 'completed', steps: 3 });
   });
 

@@ -12,6 +12,10 @@ describe('order-status example (seed 000)', () => {
     expect(result.usage).toMatchObject({ inputTokens: 700, outputTokens: 75, modelCalls: 3, toolCalls: 1 });
     expect(result.usage.costUsd).toBeCloseTo((700 * 0.4 + 75 * 1.6) / 1e6, 12);
     expect(rebuildRun(result.trace).retries).toEqual({ transport: 0, reflection: 0, argument_repair: 1 });
+    // The repair names the field the model got wrong, as the schema's message puts it.
+    expect(result.trace.filter((event) => event.type === 'retry')).toEqual([
+      expect.objectContaining({ layer: 'argument_repair', step: 1, argumentErrors: [{ callId: expect.any(String) as unknown, name: 'get_order_status', error: 'order_id: expected an order id like O-100' }] }),
+    ]);
     expect(result.trace.filter((event) => event.type === 'tool-end')).toEqual([expect.objectContaining({ name: 'get_order_status', status: 'ok', step: 2 })]);
     const health = result.trace.findLast((event) => event.type === 'tool-health');
     expect(health).toMatchObject({ tools: [{ name: 'get_order_status', calls: 1, successRate: 1, circuit: 'closed' }] });

@@ -68,6 +68,27 @@ describe('tool arguments with secret key names', () => {
   });
 });
 
+describe('an argument repair', () => {
+  it('names the field error in its retry event, redacted, and a tool name that looks like a secret too', async () => {
+    const key = 'sk-live-4eC39HqLyjWDarjtT1zdp7dc';
+    const { tool } = recordingTool({ input: z.object({ id: z.string().regex(/^R-\d+$/, { error: (issue) => `not a record id: ${String(issue.input)}` }) }) });
+    const model = scriptedModel([toolCall([{ name: 'lookup', args: { id: key } }, { name: key, args: {} }]), toolCall('lookup', { id: 'R-1' }), reply('Found it.')]);
+
+    const run = await runWithSink({ model, tools: [tool] });
+
+    expect(run.result.stopReason).toBe('completed');
+    expectNoneOf(['4eC39HqLyjWDarjtT1zdp7dc'], run);
+    const repair = run.result.trace.find((event) => event.type === 'retry');
+    expect(repair).toMatchObject({
+      layer: 'argument_repair',
+      argumentErrors: [
+        { name: 'lookup', error: 'id: not a record id: [redacted]' },
+        { name: '[redacted]', error: 'no tool of that name' },
+      ],
+    });
+  });
+});
+
 describe("a provider's 401 quoting the key", () => {
   const message = 'Incorrect API key provided: Bearer sk-live-abc123def456ghi. You can find your API key at https://platform.example.com/keys';
 

@@ -1,0 +1,31 @@
+/**
+ * `npm run test:fast`: the suite without the files that start real processes or explore whole state
+ * spaces, for daily work. `npm test` (vitest.config.ts) still runs everything; run it before you push.
+ * Each entry is one of the slowest files, as measured with `npx vitest run --reporter=verbose`.
+ */
+import { configDefaults, defineConfig, mergeConfig } from 'vitest/config';
+import fullSuite from './vitest.config.js';
+
+/** What test:fast leaves out, and why each is slow. */
+const SLOW_TEST_FILES = [
+  // Real processes: a browser, a database, child processes started, bundled or killed.
+  'test/browser/**', // chromium through playwright-core
+  'test/dbos/**', // a throwaway Postgres and DBOS worker processes
+  'test/e2e/**', // the loopstate bin as a child process, run by run
+  'test/durable/crash.test.ts', // children SIGKILLed at effect boundaries, then resumed by new ones
+  'test/integration/trace-kill.test.ts', // a vite-bundled child killed while it writes its trace
+  'src/cli/verify-command.test.ts', // the bin bundled with vite, then `loopstate verify` as a child process
+  'src/cli/commands/inspect.test.ts', // `loopstate inspect` as a child process, until Ctrl-C
+  'src/inspect/stately-inspector.test.ts', // a child process that must exit by itself with no inspector listening
+  // In-process, but each file takes tens of seconds on its own.
+  'test/model-based/replay.test.ts', // every shortest path to a final state, driven through createLoop (~11,700 runs)
+  'src/verify/verify-loop.test.ts', // exhaustive exploration of the examples' state spaces
+  'test/readme/readme-snippets.test.ts', // a TypeScript program over every README snippet
+];
+
+export default mergeConfig(
+  fullSuite,
+  defineConfig({
+    test: { exclude: [...configDefaults.exclude, ...SLOW_TEST_FILES] },
+  }),
+);
