@@ -1,0 +1,111 @@
+/** Summarises and renders `checkpoint-cost.mjs`'s rounds: its own section of `RESULTS.md`, between two markers. */
+
+export const SECTION_START = '<!-- checkpoint-cost:start -->';
+export const SECTION_END = '<!-- checkpoint-cost:end -->';
+
+/** Per S and variant: µs/step, the µs/step added over the framework's no-store run in the same round, bytes and records per step. */
+export function summarise(results, median) {
+  const spread = (values) => ({ median: median(values), min: Math.min(...values), max: Math.max(...values) });
+  const middle = (samples, key) => (samples.every((sample) => sample[key] !== null) ? median(samples.map((sample) => sample[key])) : null);
+  const summary = {};
+  for (const steps of results.meta.settings.stepCounts) {
+    summary[steps] = {};
+    for (const variant of results.variants) {
+      const samples = results.rounds[variant.id]?.[steps];
+      if (!samples) continue;
+      const baseline = results.variants.find((other) => other.framework === variant.framework && other.baseline);
+      const baselineSamples = results.rounds[baseline.id][steps];
+      const added = samples.map((sample) => sample.microsecondsPerStep - baselineSamples.find((other) => other.round === sample.round).microsecondsPerStep);
+      const microseconds = spread(samples.map((sample) => sample.microsecondsPerStep));
+      summary[steps][variant.id] = {
+        microsecondsPerStep: microseconds,
+        addedMicrosecondsPerStep: variant.baseline ? null : spread(added),
+        timesNoStore: microseconds.median / median(baselineSamples.map((sample) => sample.microsecondsPerStep)),
+        heldBytesPerStep: middle(samples, 'heldBytesPerStep'),
+        writtenBytesPerStep: middle(samples, 'writtenBytesPerStep'),
+        fileBytesPerStep: middle(samples, 'fileBytesPerStep'),
+        recordsPerStep: middle(samples, 'recordsPerStep'),
+        runs: samples[0].runs,
+        rounds: samples.length,
+      };
+    }
+  }
+  return summary;
+}
+
+const fixed = (number) => (number === null ? '—' : Math.abs(number) >= 100 ? number.toFixed(0) : Math.abs(number) >= 10 ? number.toFixed(1) : number.toFixed(2));
+const grouped = (number) => (number === null ? '—' : Math.round(number).toLocaleString('en-US'));
+const range = (entry) => `${fixed(entry.median)} (${fixed(entry.min)} – ${fixed(entry.max)})`;
+const SYNCHRONOUS = ['OFF', 'NORMAL', 'FULL', 'EXTRA'];
+const synchronousNames = (byVariant) => Object.entries(byVariant ?? {}).map(([id, level]) => `${id} ${SYNCHRONOUS[level] ?? level}`).join(', ');
+const load = (values) => values.map((number) => number.toFixed(2)).join(' / ');
+
+export function renderCheckpointSection(results, summary) {
+  const { meta } = results;
+  const stepCounts = meta.settings.stepCounts;
+  const lines = [SECTION_START, '## Durable step cost: loopstate\'s journal beside LangGraph\'s checkpointer', ''];
+  const commit = meta.loopstate.commit ? `\`${meta.loopstate.commit.slice(0, 12)}\` (${meta.loopstate.subject})${meta.loopstate.uncommittedChanges ? ', with uncommitted changes' : ''}` : 'unknown';
+  lines.push(
+    `Measured ${meta.date.slice(0, 10)} (${meta.durationSeconds} s, one process) by \`npm run bench:checkpoint\` in \`bench/\`; loopstate at commit ${commit}. ` +
+      `Load average (1 / 5 / 15 min) ${load(meta.loadAverageAtStart)} at the start and ${load(meta.loadAverageAtEnd)} at the end, on ${meta.machine.cores} shared cores (${meta.machine.cpu}, Node ${meta.machine.node}): ` +
+      'the absolute µs move with the load; compare the variants within this table.',
+    '',
+    'Workload: the suite\'s (`suite/workload.mjs`), the same scripted replies and tool results for both frameworks: an instant model asks for S − 1 `lookup` calls, one per reply, then answers. ' +
+      'loopstate runs the suite\'s loop (every guard, no-progress detection, the in-memory trace); LangGraph the suite\'s graph (`agent` ↔ `tools` over `MessagesAnnotation`, a checkpoint per super-step). ' +
+      '"Added" is a variant\'s µs/step minus its own framework\'s no-store run in the same round: the cost of its durability.',
+    '',
+    '| S | variant | µs/step, median (min – max) | added µs/step over no store, median (min – max) | × no store | bytes/step held | bytes/step written | SQLite file bytes/step | records/step | runs × rounds |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+  );
+  for (const steps of stepCounts) {
+    for (const variant of results.variants) {
+      const entry = summary[steps][variant.id];
+      if (!entry) continue;
+      lines.push(
+        `| ${steps} | ${variant.label} | ${range(entry.microsecondsPerStep)} | ${entry.addedMicrosecondsPerStep ? range(entry.addedMicrosecondsPerStep) : '—'} | ${entry.timesNoStore.toFixed(2)}× | ` +
+          `${grouped(entry.heldBytesPerStep)} | ${grouped(entry.writtenBytesPerStep)} | ${grouped(entry.fileBytesPerStep)} | ${entry.recordsPerStep === null ? '—' : entry.recordsPerStep.toFixed(2)} | ${entry.runs} × ${entry.rounds} |`,
+      );
+    }
+  }
+  const [first, last] = [stepCounts[0], stepCounts[stepCounts.length - 1]];
+  if (first !== last) {
+    lines.push('', `Growth with the run's length, S = ${last} ÷ S = ${first} (1.0 = a flat cost per step):`, '', '| variant | added µs/step | bytes/step held |', '|---|---:|---:|');
+    for (const variant of results.variants) {
+      const [short, long] = [summary[first][variant.id], summary[last][variant.id]];
+      if (variant.baseline || !short || !long) continue;
+      const ratio = (a, b) => (a === null || b === null || b <= 0 ? '—' : `${(a / b).toFixed(2)}`);
+      lines.push(`| ${variant.label} | ${ratio(long.addedMicrosecondsPerStep.median, short.addedMicrosecondsPerStep.median)} | ${ratio(long.heldBytesPerStep, short.heldBytesPerStep)} |`);
+    }
+  }
+  if (meta.skipped.length > 0) {
+    lines.push('', 'Not measured:');
+    for (const item of meta.skipped) lines.push(`- \`${item.id}\` at S = ${item.steps.join(', ')}: ${item.reason}.`);
+  }
+  lines.push(
+    '',
+    'Method:',
+    `- Rounds interleave every variant of both frameworks, the order rotated each round (${Object.entries(meta.settings.rounds).map(([steps, count]) => `${count} at S = ${steps}`).join(', ')}); each round of a variant is a fresh instance — a new store or saver, a new SQLite file, a new loop or compiled graph, opened before the clock starts — and ≈ ${meta.settings.budgetMs} ms of sequential runs (at least one), each timed alone. Before the rounds of each S every variant is warmed up for ${300} ms, unless one run is expected to take over 3 s (the process is warm from the shorter S).`,
+    '- Every run is checked, and a mismatch fails the benchmark: S model calls and S − 1 tool calls, the final answer, S steps and `completed` for loopstate, 2S messages in LangGraph\'s final state; loopstate\'s journal holds S `model`, S − 1 `intent`, S − 1 `tool-result` and at least 2S − 1 `event` records per run, the same in every run; LangGraph writes 2S + 1 checkpoints and 2S `putWrites` per run, and the saver holds them all after the round.',
+    '- **bytes/step held**: what the store or saver holds after the round, divided by the round\'s steps. loopstate: the journal records, the latest snapshot and the run\'s row (the UTF-8 JSON bodies; keys not counted); every journalled character is checked to be held. LangGraph: the serialised checkpoints, their metadata and the pending writes (the serializer\'s bytes as stored; keys not counted). **bytes/step written** (loopstate): every journal record and every snapshot written, an older snapshot being replaced by the next. **SQLite file bytes/step**: the fresh file of the round (database + WAL after `wal_checkpoint(TRUNCATE)`, keys, indexes and page slack included) divided by its steps. **records/step**: journal rows (loopstate) or checkpoints + pending writes (LangGraph) held.',
+    `- SQLite: loopstate's \`sqliteStore\` is WAL with \`synchronous=NORMAL\` (default) or FULL (\`durability: 'full'\`), one transaction per journal record. \`SqliteSaver.fromConnString\` sets WAL and nothing else, and better-sqlite3 is built with \`SQLITE_DEFAULT_WAL_SYNCHRONOUS=1\`, so as shipped it runs at NORMAL (read back from its connection: ${synchronousNames(meta.sqliteSaverSynchronous)}): the shipped saver pairs with loopstate's default, the FULL row (\`synchronous = FULL\` set on its connection) with \`durability: 'full'\`. ` +
+      `Both on better-sqlite3 ${meta.versions['better-sqlite3 (loopstate)']} / ${meta.versions['better-sqlite3 (SqliteSaver)']}, files in the OS temp directory.`,
+    `- Versions: ${Object.entries(meta.versions).map(([name, version]) => `${name} ${version}`).join(', ')}.`,
+    SECTION_END,
+  );
+  return lines.join('\n');
+}
+
+/** `text` with its checkpoint-cost section replaced by `section`, or `section` appended when it has none. */
+export function replaceCheckpointSection(text, section) {
+  const start = text.indexOf(SECTION_START);
+  const end = text.indexOf(SECTION_END);
+  if (start !== -1 && end > start) return `${text.slice(0, start)}${section}${text.slice(end + SECTION_END.length)}`;
+  return `${text.trimEnd()}\n\n${section}\n`;
+}
+
+/** The checkpoint-cost section of `text`, or null: the suite keeps it when it rewrites `RESULTS.md`. */
+export function checkpointSection(text) {
+  const start = text.indexOf(SECTION_START);
+  const end = text.indexOf(SECTION_END);
+  return start !== -1 && end > start ? text.slice(start, end + SECTION_END.length) : null;
+}
