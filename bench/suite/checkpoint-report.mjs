@@ -67,14 +67,40 @@ export function renderCheckpointSection(results, summary) {
       );
     }
   }
-  const [first, last] = [stepCounts[0], stepCounts[stepCounts.length - 1]];
-  if (first !== last) {
-    lines.push('', `Growth with the run's length, S = ${last} ÷ S = ${first} (1.0 = a flat cost per step):`, '', '| variant | added µs/step | bytes/step held |', '|---|---:|---:|');
+  const pairs = [
+    ['loopstate-memory', 'langgraph-memory', 'in memory'],
+    ['loopstate-sqlite-normal', 'langgraph-sqlite', 'SQLite, synchronous NORMAL'],
+    ['loopstate-sqlite-full', 'langgraph-sqlite-full', 'SQLite, synchronous FULL'],
+  ];
+  lines.push(
+    '', 'Side by side, LangGraph ÷ loopstate (above 1: the checkpointer costs more than the journal):', '',
+    `| store | ${stepCounts.map((steps) => `added µs/step, S = ${steps}`).join(' | ')} | ${stepCounts.map((steps) => `bytes/step held, S = ${steps}`).join(' | ')} |`,
+    `|---|${stepCounts.map(() => '---:|').join('')}${stepCounts.map(() => '---:|').join('')}`,
+  );
+  for (const [ours, theirs, name] of pairs) {
+    const cell = (steps, pick) => {
+      const [a, b] = [summary[steps][theirs], summary[steps][ours]];
+      if (!a || !b) return '—';
+      const [x, y] = [pick(a), pick(b)];
+      return y > 0 ? `${(x / y).toFixed(x / y >= 10 ? 0 : 1)}×` : '—';
+    };
+    lines.push(`| ${name} | ${stepCounts.map((steps) => cell(steps, (entry) => entry.addedMicrosecondsPerStep.median)).join(' | ')} | ${stepCounts.map((steps) => cell(steps, (entry) => entry.heldBytesPerStep)).join(' | ')} |`);
+  }
+  const [first, ...later] = stepCounts;
+  if (later.length > 0) {
+    const header = later.map((steps) => `S = ${steps} ÷ S = ${first}`);
+    lines.push(
+      '', `Growth with the run's length (1.00 = a flat cost per step):`, '',
+      `| variant | ${header.map((label) => `added µs/step, ${label}`).join(' | ')} | ${header.map((label) => `bytes/step held, ${label}`).join(' | ')} |`,
+      `|---|${later.map(() => '---:|').join('')}${later.map(() => '---:|').join('')}`,
+    );
+    const ratio = (a, b) => (a === null || b === null || b <= 0 ? '—' : (a / b).toFixed(2));
     for (const variant of results.variants) {
-      const [short, long] = [summary[first][variant.id], summary[last][variant.id]];
-      if (variant.baseline || !short || !long) continue;
-      const ratio = (a, b) => (a === null || b === null || b <= 0 ? '—' : `${(a / b).toFixed(2)}`);
-      lines.push(`| ${variant.label} | ${ratio(long.addedMicrosecondsPerStep.median, short.addedMicrosecondsPerStep.median)} | ${ratio(long.heldBytesPerStep, short.heldBytesPerStep)} |`);
+      const short = summary[first][variant.id];
+      if (variant.baseline || !short) continue;
+      const added = later.map((steps) => { const long = summary[steps][variant.id]; return long ? ratio(long.addedMicrosecondsPerStep.median, short.addedMicrosecondsPerStep.median) : '—'; });
+      const held = later.map((steps) => { const long = summary[steps][variant.id]; return long ? ratio(long.heldBytesPerStep, short.heldBytesPerStep) : '—'; });
+      lines.push(`| ${variant.label} | ${added.join(' | ')} | ${held.join(' | ')} |`);
     }
   }
   if (meta.skipped.length > 0) {
