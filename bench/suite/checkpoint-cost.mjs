@@ -97,14 +97,11 @@ async function warmUp(variant, { steps, scratch, expectedRunMs }) {
   if (expectedRunMs !== null && expectedRunMs > 3_000) return expectedRunMs;
   const instance = await variant.open({ steps, round: 'warm', scratch });
   const started = performance.now();
-  let runs = 0;
-  while (runs < 2 || (performance.now() - started < WARMUP_MS && runs < 200)) {
-    await instance.run();
-    runs += 1;
-  }
-  const msPerRun = (performance.now() - started) / runs;
+  const times = [];
+  while (times.length < 2 || (performance.now() - started < WARMUP_MS && times.length < 200)) times.push((await instance.run()).elapsed);
   await instance.account();
-  return msPerRun;
+  // The median run, not the mean: the first runs of the process are cold and would make the rounds too short.
+  return median(times);
 }
 
 async function main() {
