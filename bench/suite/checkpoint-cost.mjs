@@ -62,12 +62,17 @@ const packageVersion = (directory, name) => {
   return existsSync(manifest) ? JSON.parse(readFileSync(manifest, 'utf8')).version : null;
 };
 
-/** One timed round of a variant: a fresh instance, `runs` runs, then what they left persisted. */
-async function measureRound(variant, { steps, round, runs, scratch }) {
+/**
+ * One timed round of a variant: a fresh instance, sequential runs until their time reaches the budget (at
+ * least one; a round is not sized from an estimate, which the machine's load would make wrong), then what
+ * they left persisted.
+ */
+async function measureRound(variant, { steps, round, scratch }) {
   const instance = await variant.open({ steps, round, scratch });
-  let elapsed = 0, written = 0, journalChars = 0;
+  let elapsed = 0, written = 0, journalChars = 0, runs = 0;
   const counts = [];
-  for (let run = 0; run < runs; run++) {
+  while (runs === 0 || (elapsed < BUDGET_MS && runs < 200)) {
+    runs += 1;
     const outcome = await instance.run();
     elapsed += outcome.elapsed;
     written += outcome.written ?? 0;
@@ -94,14 +99,12 @@ async function measureRound(variant, { steps, round, runs, scratch }) {
 
 /** Untimed runs until the variant is warm; none when one run is expected to take longer than a few seconds. */
 async function warmUp(variant, { steps, scratch, expectedRunMs }) {
-  if (expectedRunMs !== null && expectedRunMs > 3_000) return expectedRunMs;
+  if (expectedRunMs !== null && expectedRunMs > 3_000) return false;
   const instance = await variant.open({ steps, round: 'warm', scratch });
   const started = performance.now();
-  const times = [];
-  while (times.length < 2 || (performance.now() - started < WARMUP_MS && times.length < 200)) times.push((await instance.run()).elapsed);
+  for (let runs = 0; runs < 2 || (performance.now() - started < WARMUP_MS && runs < 200); runs++) await instance.run();
   await instance.account();
-  // The median run, not the mean: the first runs of the process are cold and would make the rounds too short.
-  return median(times);
+  return true;
 }
 
 async function main() {
@@ -120,7 +123,7 @@ async function main() {
   if (!postgresUrl) skipped.push({ id: 'loopstate-postgres', steps: STEP_COUNTS, reason: 'LOOPSTATE_TEST_POSTGRES_URL is not set (bash .ci/postgres.sh start /tmp/pg prints one)' });
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'loopstate-checkpoint-bench-'));
   const rounds = {};
-  const runsPerRound = {};
+  const warmedUp = {};
   const lastRunMs = {};
   try {
     for (const steps of STEP_COUNTS) {
@@ -132,18 +135,17 @@ async function main() {
           else skipped.push({ id: rule.id, steps: [steps], reason: rule.reason });
         }
       }
-      runsPerRound[steps] = {};
+      warmedUp[steps] = {};
       for (const variant of active) {
         // The checkpointer's cost per step grows with S: expect the worst (quadratic) from the last S measured.
         const previous = lastRunMs[variant.id];
         const expected = previous ? previous.ms * (steps / previous.steps) ** 2 : null;
-        const msPerRun = await warmUp(variant, { steps, scratch, expectedRunMs: expected });
-        runsPerRound[steps][variant.id] = Math.max(1, Math.min(200, Math.round(BUDGET_MS / msPerRun)));
+        warmedUp[steps][variant.id] = await warmUp(variant, { steps, scratch, expectedRunMs: expected });
       }
-      log(`S = ${steps}: ${roundsFor(steps)} rounds, runs per round ${JSON.stringify(runsPerRound[steps])}, load ${os.loadavg()[0].toFixed(2)}`);
+      log(`S = ${steps}: ${roundsFor(steps)} rounds; warmed up ${JSON.stringify(warmedUp[steps])}; load ${os.loadavg()[0].toFixed(2)}`);
       for (let round = 0; round < roundsFor(steps); round++) {
         for (const variant of rotated(active, round)) {
-          const sample = await measureRound(variant, { steps, round, runs: runsPerRound[steps][variant.id], scratch });
+          const sample = await measureRound(variant, { steps, round, scratch });
           ((rounds[variant.id] ??= {})[steps] ??= []).push(sample);
           lastRunMs[variant.id] = { steps, ms: sample.elapsedMs / sample.runs };
           log(`  round ${round + 1} ${variant.label}: ${sample.microsecondsPerStep.toFixed(1)} µs/step (${sample.runs} runs)`);
@@ -169,7 +171,7 @@ async function main() {
     },
     machine: { node: process.version, platform: `${os.type()} ${os.release()} ${os.arch()}`, cpu: os.cpus()[0]?.model.trim() ?? 'unknown', cores: os.cpus().length },
     loadAverageAtStart, loadAverageAtEnd,
-    settings: { stepCounts: STEP_COUNTS, rounds: Object.fromEntries(STEP_COUNTS.map((steps) => [steps, roundsFor(steps)])), budgetMs: BUDGET_MS, runsPerRound },
+    settings: { stepCounts: STEP_COUNTS, rounds: Object.fromEntries(STEP_COUNTS.map((steps) => [steps, roundsFor(steps)])), budgetMs: BUDGET_MS, warmupMs: WARMUP_MS, warmedUp },
     postgres: postgresUrl ? { schema: postgresSchema } : null,
     sqliteSaverSynchronous: Object.fromEntries(all.filter((variant) => variant.effectiveSynchronous !== null && variant.effectiveSynchronous !== undefined).map((variant) => [variant.id, variant.effectiveSynchronous])),
     skipped,

@@ -25,7 +25,7 @@ export function summarise(results, median) {
         writtenBytesPerStep: middle(samples, 'writtenBytesPerStep'),
         fileBytesPerStep: middle(samples, 'fileBytesPerStep'),
         recordsPerStep: middle(samples, 'recordsPerStep'),
-        runs: samples[0].runs,
+        runs: samples.reduce((total, sample) => total + sample.runs, 0),
         rounds: samples.length,
       };
     }
@@ -54,7 +54,7 @@ export function renderCheckpointSection(results, summary) {
       'loopstate runs the suite\'s loop (every guard, no-progress detection, the in-memory trace); LangGraph the suite\'s graph (`agent` ↔ `tools` over `MessagesAnnotation`, a checkpoint per super-step). ' +
       '"Added" is a variant\'s µs/step minus its own framework\'s no-store run in the same round: the cost of its durability.',
     '',
-    '| S | variant | µs/step, median (min – max) | added µs/step over no store, median (min – max) | × no store | bytes/step held | bytes/step written | SQLite file bytes/step | records/step | runs × rounds |',
+    '| S | variant | µs/step, median (min – max) | added µs/step over no store, median (min – max) | × no store | bytes/step held | bytes/step written | SQLite file bytes/step | records/step | runs (rounds) |',
     '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
   for (const steps of stepCounts) {
@@ -63,7 +63,7 @@ export function renderCheckpointSection(results, summary) {
       if (!entry) continue;
       lines.push(
         `| ${steps} | ${variant.label} | ${range(entry.microsecondsPerStep)} | ${entry.addedMicrosecondsPerStep ? range(entry.addedMicrosecondsPerStep) : '—'} | ${entry.timesNoStore.toFixed(2)}× | ` +
-          `${grouped(entry.heldBytesPerStep)} | ${grouped(entry.writtenBytesPerStep)} | ${grouped(entry.fileBytesPerStep)} | ${entry.recordsPerStep === null ? '—' : entry.recordsPerStep.toFixed(2)} | ${entry.runs} × ${entry.rounds} |`,
+          `${grouped(entry.heldBytesPerStep)} | ${grouped(entry.writtenBytesPerStep)} | ${grouped(entry.fileBytesPerStep)} | ${entry.recordsPerStep === null ? '—' : entry.recordsPerStep.toFixed(2)} | ${entry.runs} (${entry.rounds}) |`,
       );
     }
   }
@@ -110,7 +110,7 @@ export function renderCheckpointSection(results, summary) {
   lines.push(
     '',
     'Method:',
-    `- Rounds interleave every variant of both frameworks, the order rotated each round (${Object.entries(meta.settings.rounds).map(([steps, count]) => `${count} at S = ${steps}`).join(', ')}); each round of a variant is a fresh instance — a new store or saver, a new SQLite file, a new loop or compiled graph, opened before the clock starts — and ≈ ${meta.settings.budgetMs} ms of sequential runs (at least one), each timed alone. Before the rounds of each S every variant is warmed up for ${300} ms, unless one run is expected to take over 3 s (the process is warm from the shorter S).`,
+    `- Rounds interleave every variant of both frameworks, the order rotated each round (${Object.entries(meta.settings.rounds).map(([steps, count]) => `${count} at S = ${steps}`).join(', ')}); each round of a variant is a fresh instance — a new store or saver, a new SQLite file, a new loop or compiled graph, opened before the clock starts — then sequential runs, each timed alone, until their time reaches ${meta.settings.budgetMs} ms (at least one run). Before the rounds of each S every variant is warmed up for ${meta.settings.warmupMs} ms on its own instance, unless one run is expected to take over 3 s (the process is warm from the shorter S). µs/step of a round = its runs' time ÷ (runs × S).`,
     '- Every run is checked, and a mismatch fails the benchmark: S model calls and S − 1 tool calls, the final answer, S steps and `completed` for loopstate, 2S messages in LangGraph\'s final state; loopstate\'s journal holds S `model`, S − 1 `intent`, S − 1 `tool-result` and at least 2S − 1 `event` records per run, the same in every run; LangGraph writes 2S + 1 checkpoints and 2S `putWrites` per run, and the saver holds them all after the round.',
     '- **bytes/step held**: what the store or saver holds after the round, divided by the round\'s steps. loopstate: the journal records, the latest snapshot and the run\'s row (the UTF-8 JSON bodies; keys not counted); every journalled character is checked to be held. LangGraph: the serialised checkpoints, their metadata and the pending writes (the serializer\'s bytes as stored; keys not counted). **bytes/step written** (loopstate): every journal record and every snapshot written, an older snapshot being replaced by the next. **SQLite file bytes/step**: the fresh file of the round (database + WAL after `wal_checkpoint(TRUNCATE)`, keys, indexes and page slack included) divided by its steps. **records/step**: journal rows (loopstate) or checkpoints + pending writes (LangGraph) held.',
     `- SQLite: loopstate's \`sqliteStore\` is WAL with \`synchronous=NORMAL\` (default) or FULL (\`durability: 'full'\`), one transaction per journal record. \`SqliteSaver.fromConnString\` sets WAL and nothing else, and better-sqlite3 is built with \`SQLITE_DEFAULT_WAL_SYNCHRONOUS=1\`, so as shipped it runs at NORMAL (read back from its connection: ${synchronousNames(meta.sqliteSaverSynchronous)}): the shipped saver pairs with loopstate's default, the FULL row (\`synchronous = FULL\` set on its connection) with \`durability: 'full'\`. ` +
