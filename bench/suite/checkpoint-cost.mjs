@@ -9,15 +9,17 @@
  *
  *   npm run bench:checkpoint                                   # S = 20, 100, 500, about 3 minutes on 2 cores
  *   npm run bench:checkpoint -- --steps=20,100 --rounds=3      # also --budget-ms=300, --no-build, --no-write
- *   LOOPSTATE_TEST_POSTGRES_URL=postgresql://… npm run bench:checkpoint   # adds loopstate + postgresStore
+ *   LOOPSTATE_TEST_POSTGRES_URL=postgresql://… npm run bench:checkpoint   # adds loopstate + postgresStore and DBOS.runStep
  *
  * Writes its section of `bench/RESULTS.md` (between the checkpoint-cost markers) and `bench/checkpoint-results.json`.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { dropSchema, measureDbosStep } from './checkpoint-dbos.mjs';
 import { renderCheckpointSection, replaceCheckpointSection, summarise } from './checkpoint-report.mjs';
 
 const suiteDirectory = path.dirname(fileURLToPath(import.meta.url));
@@ -30,6 +32,7 @@ const value = (name) => argv.find((argument) => argument.startsWith(`--${name}=`
 const STEP_COUNTS = (value('steps') ?? '20,100,500').split(',').map(Number);
 const ROUNDS = value('rounds') ? Number(value('rounds')) : null;
 const BUDGET_MS = Number(value('budget-ms') ?? 300);
+const DBOS_STEPS = Number(value('dbos-steps') ?? 1_000);
 const WARMUP_MS = 300;
 const ROUND_COUNT = ROUNDS ?? 5;
 // One LangGraph + SqliteSaver run of S = 500 takes 20–25 s here, MemorySaver 10–20 s: a variant whose run takes over
@@ -64,6 +67,19 @@ const packageVersion = (directory, name) => {
   const manifest = path.join(directory, 'node_modules', name, 'package.json');
   return existsSync(manifest) ? JSON.parse(readFileSync(manifest, 'utf8')).version : null;
 };
+
+/** The server's version and its durability settings (the CI's throwaway server runs with fsync off). */
+async function postgresVersion(postgresUrl) {
+  const pg = createRequire(path.join(projectRoot, 'package.json'))('pg');
+  const client = new pg.Client({ connectionString: postgresUrl });
+  await client.connect();
+  try {
+    const setting = async (name) => (await client.query(`SHOW ${name}`)).rows[0][name];
+    return { version: await setting('server_version'), fsync: await setting('fsync'), synchronousCommit: await setting('synchronous_commit') };
+  } finally {
+    await client.end();
+  }
+}
 
 /**
  * One timed round of a variant: a fresh instance, sequential runs until their time reaches the budget (at
@@ -123,7 +139,10 @@ async function main() {
   const { variants } = await import('./checkpoint-variants.mjs');
   const all = variants({ postgresUrl, postgresSchema });
   const skipped = [];
-  if (!postgresUrl) skipped.push({ id: 'loopstate-postgres', steps: STEP_COUNTS, reason: 'LOOPSTATE_TEST_POSTGRES_URL is not set (bash .ci/postgres.sh start /tmp/pg prints one)' });
+  if (!postgresUrl) {
+    const reason = 'LOOPSTATE_TEST_POSTGRES_URL is not set (bash .ci/postgres.sh start /tmp/pg prints one)';
+    skipped.push({ id: 'loopstate-postgres', steps: STEP_COUNTS, reason }, { id: 'DBOS.runStep', steps: [], reason });
+  }
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'loopstate-checkpoint-bench-'));
   const rounds = {};
   const warmedUp = {};
@@ -160,6 +179,13 @@ async function main() {
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
+    if (postgresUrl) await dropSchema({ projectRoot, postgresUrl, schema: postgresSchema });
+  }
+  // After the rounds, not among them: DBOS is process-wide and keeps its own pollers running while launched.
+  let dbos = null;
+  if (postgresUrl) {
+    log(`DBOS.runStep: ${DBOS_STEPS} steps`);
+    dbos = await measureDbosStep({ projectRoot, postgresUrl, steps: DBOS_STEPS });
   }
   const loadAverageAtEnd = os.loadavg();
   const meta = {
@@ -173,16 +199,17 @@ async function main() {
       '@langchain/core': packageVersion(benchDirectory, '@langchain/core'),
       'better-sqlite3 (loopstate)': packageVersion(projectRoot, 'better-sqlite3'),
       'better-sqlite3 (SqliteSaver)': packageVersion(benchDirectory, 'better-sqlite3'),
+      ...(dbos ? { '@dbos-inc/dbos-sdk': packageVersion(projectRoot, '@dbos-inc/dbos-sdk'), pg: packageVersion(projectRoot, 'pg') } : {}),
       xstate: packageVersion(projectRoot, 'xstate'),
     },
     machine: { node: process.version, platform: `${os.type()} ${os.release()} ${os.arch()}`, cpu: os.cpus()[0]?.model.trim() ?? 'unknown', cores: os.cpus().length },
     loadAverageAtStart, loadAverageAtEnd,
     settings: { stepCounts: STEP_COUNTS, rounds: ROUND_COUNT, longRunMs: LONG_RUN_MS, longRunRounds: LONG_RUN_ROUNDS, budgetMs: BUDGET_MS, warmupMs: WARMUP_MS, warmedUp },
-    postgres: postgresUrl ? { schema: postgresSchema } : null,
+    postgres: postgresUrl ? { schema: postgresSchema, server: await postgresVersion(postgresUrl) } : null,
     sqliteSaverSynchronous: Object.fromEntries(all.filter((variant) => variant.effectiveSynchronous !== null && variant.effectiveSynchronous !== undefined).map((variant) => [variant.id, variant.effectiveSynchronous])),
     skipped,
   };
-  const results = { meta, variants: all.map(({ id, label, framework, baseline }) => ({ id, label, framework, baseline })), rounds };
+  const results = { meta, variants: all.map(({ id, label, framework, baseline }) => ({ id, label, framework, baseline })), rounds, dbos };
   const summary = summarise(results, median);
   const section = renderCheckpointSection(results, summary);
   process.stdout.write(`${section}\n`);

@@ -104,9 +104,19 @@ export function renderCheckpointSection(results, summary) {
       lines.push(`| ${variant.label} | ${added.join(' | ')} | ${held.join(' | ')} |`);
     }
   }
+  if (results.dbos) {
+    const { dbos } = results;
+    const server = meta.postgres?.server;
+    lines.push(
+      '',
+      `DBOS step (distributed mode): one \`DBOS.runStep\` with a ${dbos.outputBytes}-byte output, checkpointed in Postgres${server ? ` ${server.version} (fsync ${server.fsync}, synchronous_commit ${server.synchronousCommit})` : ''}: ` +
+        `p50 ${grouped(dbos.p50Microseconds)} µs, p95 ${grouped(dbos.p95Microseconds)} µs, mean ${grouped(dbos.meanMicroseconds)} µs over ${dbos.steps.toLocaleString('en-US')} steps, measured after the rounds. ` +
+        'A DBOS step is a leg of a run (to its next stop); the loop steps inside it are journalled in `postgresStore`, the rows above on the same server.',
+    );
+  }
   if (meta.skipped.length > 0) {
     lines.push('', 'Not measured:');
-    for (const item of meta.skipped) lines.push(`- \`${item.id}\` at S = ${item.steps.join(', ')}: ${item.reason}.`);
+    for (const item of meta.skipped) lines.push(`- \`${item.id}\`${item.steps.length > 0 ? ` at S = ${item.steps.join(', ')}` : ''}: ${item.reason}.`);
   }
   lines.push(
     '',
