@@ -109,7 +109,7 @@ export function renderCheckpointSection(results, summary) {
     const server = meta.postgres?.server;
     lines.push(
       '',
-      `DBOS step (distributed mode): one \`DBOS.runStep\` with a ${dbos.outputBytes}-byte output, checkpointed in Postgres${server ? ` ${server.version} (fsync ${server.fsync}, synchronous_commit ${server.synchronousCommit})` : ''}: ` +
+      `DBOS step (distributed mode): one \`DBOS.runStep\` with a ${dbos.outputBytes}-byte output, checkpointed in Postgres${server ? ` ${server.version.split(' ')[0]} (fsync ${server.fsync}, synchronous_commit ${server.synchronousCommit})` : ''}: ` +
         `p50 ${grouped(dbos.p50Microseconds)} µs, p95 ${grouped(dbos.p95Microseconds)} µs, mean ${grouped(dbos.meanMicroseconds)} µs over ${dbos.steps.toLocaleString('en-US')} steps, measured after the rounds. ` +
         'A DBOS step is a leg of a run (to its next stop); the loop steps inside it are journalled in `postgresStore`, the rows above on the same server.',
     );
