@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkpointSection, replaceCheckpointSection } from './checkpoint-report.mjs';
 import { renderMarkdown } from './report.mjs';
 
 const suiteDirectory = path.dirname(fileURLToPath(import.meta.url));
@@ -202,8 +203,11 @@ async function main() {
   const outputDirectory = value('out') ? path.resolve(value('out')) : benchDirectory;
   mkdirSync(outputDirectory, { recursive: true });
   writeFileSync(path.join(outputDirectory, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-  const markdown = renderMarkdown(results);
-  writeFileSync(path.join(outputDirectory, 'RESULTS.md'), markdown);
+  const resultsFile = path.join(outputDirectory, 'RESULTS.md');
+  // `bench:checkpoint` owns a section of the same file: it is kept, not lost, when the suite rewrites the rest.
+  const kept = existsSync(resultsFile) ? checkpointSection(readFileSync(resultsFile, 'utf8')) : null;
+  const markdown = kept ? replaceCheckpointSection(renderMarkdown(results), kept) : renderMarkdown(results);
+  writeFileSync(resultsFile, markdown);
   process.stdout.write(markdown);
   log(`wrote ${path.join(outputDirectory, 'RESULTS.md')} and results.json in ${meta.durationSeconds} s`);
 }

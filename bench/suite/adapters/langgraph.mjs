@@ -36,7 +36,11 @@ class InstantChatModel extends BaseChatModel {
   }
 }
 
-export function createRunner({ steps, latencyMs, checkpointer = false }) {
+/**
+ * The suite's graph on the shared workload, compiled with `checkpointer` (any LangGraph checkpoint saver)
+ * or without one.
+ */
+export function createGraph({ steps, latencyMs, checkpointer }) {
   const lookup = tool(({ key }) => lookupValue(key), { name: TOOL_NAME, description: TOOL_DESCRIPTION, schema: z.object({ key: z.string() }) });
   const model = new InstantChatModel(steps, latencyMs);
   const graph = new StateGraph(MessagesAnnotation)
@@ -45,14 +49,23 @@ export function createRunner({ steps, latencyMs, checkpointer = false }) {
     .addEdge(START, 'agent')
     .addConditionalEdges('agent', toolsCondition, ['tools', END])
     .addEdge('tools', 'agent');
+  return graph.compile(checkpointer ? { checkpointer } : {});
+}
+
+/** One run of the graph (on thread `threadId` when it has a checkpointer); resolves to its final state. */
+export function invokeGraph(app, steps, threadId) {
+  const config = { recursionLimit: 2 * steps + 10, ...(threadId === undefined ? {} : { configurable: { thread_id: threadId } }) };
+  return app.invoke({ messages: [{ role: 'user', content: USER_GOAL }] }, config);
+}
+
+export function createRunner({ steps, latencyMs, checkpointer = false }) {
   const saver = checkpointer ? new MemorySaver() : undefined;
-  const app = graph.compile(saver ? { checkpointer: saver } : {});
+  const app = createGraph({ steps, latencyMs, checkpointer: saver });
   let thread = 0;
   return {
     async run() {
-      const threadId = `t${++thread}`;
-      const config = { recursionLimit: 2 * steps + 10, ...(saver ? { configurable: { thread_id: threadId } } : {}) };
-      const state = await app.invoke({ messages: [{ role: 'user', content: USER_GOAL }] }, config);
+      const threadId = saver ? `t${++thread}` : undefined;
+      const state = await invokeGraph(app, steps, threadId);
       if (saver) await saver.deleteThread(threadId);
       const last = state.messages[state.messages.length - 1];
       return JSON.parse(last.content);

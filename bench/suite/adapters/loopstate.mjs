@@ -9,7 +9,8 @@ import { decide, lookupValue, sleep, TOOL_DESCRIPTION, TOOL_NAME, USAGE } from '
 
 export const LOOPSTATE_ENTRY = new URL('../../../dist/src/index.js', import.meta.url);
 
-export async function createRunner({ steps, latencyMs }) {
+/** The suite's loop on the shared workload; `store` (any loopstate `Store`) makes its runs durable. */
+export async function createBenchLoop({ steps, latencyMs, store }) {
   const { createLoop, defineTool, evaluators } = await import(LOOPSTATE_ENTRY.href);
   const model = {
     id: 'bench-instant',
@@ -27,7 +28,7 @@ export async function createRunner({ steps, latencyMs }) {
     access: 'read',
     execute: ({ key }) => lookupValue(key),
   });
-  const loop = createLoop({
+  return createLoop({
     model,
     tools: [lookup],
     evaluate: [evaluators.json()],
@@ -42,13 +43,23 @@ export async function createRunner({ steps, latencyMs }) {
     },
     noProgress: { planStall: steps + 1 },
     trace: { inMemory: true },
+    ...(store ? { store } : {}),
   });
+}
+
+/** Fails unless the run completed in exactly `steps` steps and kept its trace. */
+export function checkLoopResult(result, steps) {
+  if (result.stopReason !== 'completed') throw new Error(`loopstate run stopped with ${result.stopReason}: ${result.detail}`);
+  if (result.steps !== steps) throw new Error(`loopstate run took ${result.steps} steps, expected ${steps}`);
+  if (!Array.isArray(result.trace) || result.trace.length === 0) throw new Error('loopstate run kept no in-memory trace');
+}
+
+export async function createRunner({ steps, latencyMs }) {
+  const loop = await createBenchLoop({ steps, latencyMs });
   return {
     async run() {
       const result = await loop.run({ goal: 'go' });
-      if (result.stopReason !== 'completed') throw new Error(`loopstate run stopped with ${result.stopReason}: ${result.detail}`);
-      if (result.steps !== steps) throw new Error(`loopstate run took ${result.steps} steps, expected ${steps}`);
-      if (!Array.isArray(result.trace) || result.trace.length === 0) throw new Error('loopstate run kept no in-memory trace');
+      checkLoopResult(result, steps);
       return result.output;
     },
   };
