@@ -1,7 +1,7 @@
 /**
  * The distributed mode's own unit: one `DBOS.runStep`, its output checkpointed in Postgres, timed one by
- * one in a workflow as `bench:dbos` does. In that mode a DBOS step is a leg of a run (to its next stop) and
- * the loop's steps inside it are journalled in `postgresStore`, the `loopstate + postgresStore` rows. Runs
+ * one in a workflow as `bench:dbos` does. In that mode each effect of a loop step is one DBOS step, inside
+ * which it is journalled in `postgresStore` (the `loopstate + postgresStore` rows). Runs
  * after the rounds, in a throwaway database it drops again; `pg` and the DBOS SDK are the project's own
  * dependencies, loaded from the project root.
  */

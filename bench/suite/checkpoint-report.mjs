@@ -111,7 +111,7 @@ export function renderCheckpointSection(results, summary) {
       '',
       `DBOS step (distributed mode): one \`DBOS.runStep\` with a ${dbos.outputBytes}-byte output, checkpointed in Postgres${server ? ` ${server.version.split(' ')[0]} (fsync ${server.fsync}, synchronous_commit ${server.synchronousCommit})` : ''}: ` +
         `p50 ${grouped(dbos.p50Microseconds)} µs, p95 ${grouped(dbos.p95Microseconds)} µs, mean ${grouped(dbos.meanMicroseconds)} µs over ${dbos.steps.toLocaleString('en-US')} steps, measured after the rounds. ` +
-        'A DBOS step is a leg of a run (to its next stop); the loop steps inside it are journalled in `postgresStore`, the rows above on the same server.',
+        'In the distributed mode each effect of a loop step (a model call, a tool round) is one DBOS step, inside which it is journalled in `postgresStore` (the rows above, same server); `npm run bench:dbos` measures a whole loop step through a worker.',
     );
   }
   if (meta.skipped.length > 0) {
