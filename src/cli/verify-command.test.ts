@@ -23,7 +23,7 @@ beforeAll(async () => {
 
 function loopstate(...args: string[]): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { cwd: root, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [bin, ...args], { cwd: root, timeout: 80_000 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
       resolve({ code, out: stdout, err: stderr });
     });
@@ -67,6 +67,21 @@ describe('loopstate verify, as a child process', () => {
       violations: [],
     });
   });
+
+  it('proves tool-feedback bounded exactly at its real limits, with the reductions it used and its states per second', async () => {
+    const { code, out } = await loopstate('verify', 'examples/tool-feedback.ts', '--json');
+    expect(code).toBe(0);
+    const report = JSON.parse(out) as {
+      limits: { maxSteps: number };
+      explored: { scaledTo: unknown; states: number; statesPerSecond: number; reductions: string[] };
+      worstCase: { modelCalls: { value: number }; toolCalls: { value: number } };
+    };
+    expect(report.limits.maxSteps).toBe(24);
+    expect(report.explored.scaledTo).toBeNull();
+    expect(report.explored.statesPerSecond).toBeGreaterThan(0);
+    expect(report.explored.reductions.filter((reduction) => reduction.startsWith('symmetry: 4 interchangeable tools'))).toHaveLength(1);
+    expect([report.worstCase.modelCalls.value, report.worstCase.toolCalls.value]).toEqual([36, 380]);
+  }, 90_000);
 
   it('verifies a plain JavaScript loop config; Infinity is written as "Infinity"', async () => {
     const { code, out } = await loopstate('verify', 'test/fixtures/verify/plain-config-loop.mjs', '--json');

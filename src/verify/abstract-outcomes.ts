@@ -23,7 +23,12 @@ export interface AbstractOutcome {
 
 export const ABSTRACT_START_AT = 1_000;
 const WITHIN_OFFSET_MS = 100;
-const SHORT_RETRY_DELAY_MS = 10;
+/**
+ * The backoff of a transient failure that wakes up within the deadline. Zero (full jitter may draw it): a
+ * longer one would move the clock on by its length at every retry, and the states of runs that differ only
+ * in how many backoffs they slept would never merge, although no guard but the deadline's reads the time.
+ */
+const WITHIN_RETRY_DELAY_MS = 0;
 /** The next request's estimate; one more after a new observation, which also tells the next decision its digest changes. */
 const REQUEST_ESTIMATE = 1;
 const NO_USAGE: CallUsage = Object.freeze({ inputTokens: 0, outputTokens: 0, costUsd: 0 });
@@ -49,6 +54,8 @@ interface DecisionClass {
   decision: ModelDecision;
   family: Family;
   canRepeat: boolean;
+  /** Stops the run (denied, waiting for approval, circuit open) before the machine checks a spend budget. */
+  stopsBeforeSpendCheck?: boolean;
   destructiveTool?: string;
 }
 
@@ -71,45 +78,71 @@ export function decisionClasses(model: VerifyModel): DecisionClass[] {
   if (denied !== undefined) {
     classes.push(
       model.onDeny === 'stop'
-        ? { label: `tool call ${denied.name} (denied)`, decision: decision({ deniedCalls: 1, blockedTool: denied.name }), family: 'calls', canRepeat: false }
+        ? { label: `tool call ${denied.name} (denied)`, decision: decision({ deniedCalls: 1, blockedTool: denied.name }), family: 'calls', canRepeat: false, stopsBeforeSpendCheck: true }
         : { label: `tool call ${denied.name} (denied, told to the model)`, decision: decision({ calls: 0, refusedCalls: 1 }), family: 'calls', canRepeat: false },
     );
   }
   const approval = verdicts('needs_approval')[0];
   if (approval !== undefined) {
-    classes.push({ label: `tool call ${approval.name} (needs approval)`, decision: decision({ approvalCalls: 1, blockedTool: approval.name }), family: 'calls', canRepeat: false });
+    classes.push({ label: `tool call ${approval.name} (needs approval)`, decision: decision({ approvalCalls: 1, blockedTool: approval.name }), family: 'calls', canRepeat: false, stopsBeforeSpendCheck: true });
   }
   const first = model.tools[0];
   if (first !== undefined) {
-    classes.push({ label: `tool call ${first.name} (circuit open)`, decision: decision({ unavailableCalls: 1, blockedTool: first.name }), family: 'calls', canRepeat: false });
+    classes.push({ label: `tool call ${first.name} (circuit open)`, decision: decision({ unavailableCalls: 1, blockedTool: first.name }), family: 'calls', canRepeat: false, stopsBeforeSpendCheck: true });
   }
   return classes;
+}
+
+/**
+ * Tools the decisions above treat as one, in words for the report. The machine never sees which tool a call
+ * names, only the counts of the driver's verdicts, so tools with the same verdict are interchangeable.
+ */
+export function toolSymmetries(model: VerifyModel): string[] {
+  const verdicts = (verdict: string) => model.tools.filter((tool) => tool.verdicts.includes(verdict as never));
+  const names = (tools: readonly { name: string }[]) => tools.map((tool) => tool.name).join(', ');
+  const safe = verdicts('allow').filter((tool) => tool.access !== 'destructive');
+  const symmetries: string[] = [];
+  if (safe.length > 1) symmetries.push(`symmetry: ${safe.length} interchangeable tools (${names(safe)}: allowed, not destructive) explored as one kind of tool call`);
+  for (const [verdict, words] of [['deny', 'denied'], ['needs_approval', 'waiting for approval']] as const) {
+    const alike = verdicts(verdict);
+    if (alike.length > 1) symmetries.push(`symmetry: ${alike.length} tools ${words} alike (${names(alike)}): ${alike[0]?.name} stands for them`);
+  }
+  return symmetries;
 }
 
 function flipped(last: string | null, family: string): string {
   return last === `${family}-0` ? `${family}-1` : `${family}-0`;
 }
 
-/** Usage classes: none, or one finite budget crossed by exactly its limit. */
-function heavyUsages(context: LoopContext, model: VerifyModel): Array<[string, CallUsage]> {
+/**
+ * Usage classes: none, or one finite budget crossed by exactly its limit. With `interchangeable`, only the
+ * first: the shipped machine reads the three budgets only through `isSpendBudgetExhausted` (their "or"), which
+ * a crossing keeps true for the rest of the run (usage only grows, and every abstract request estimate is at
+ * least one token), so crossing any one of them fires the same transitions into states that differ in nothing else.
+ */
+function heavyUsages(context: LoopContext, model: VerifyModel, interchangeable: boolean): Array<[string, CallUsage]> {
   const { limits } = context;
   const heavy: Array<[string, CallUsage]> = [];
   if (Number.isFinite(limits.maxInputTokens)) heavy.push(['input budget crossed', { ...NO_USAGE, inputTokens: limits.maxInputTokens }]);
   if (Number.isFinite(limits.maxOutputTokens)) heavy.push(['output budget crossed', { ...NO_USAGE, outputTokens: limits.maxOutputTokens }]);
   // An unpriced model's spend counts as $0: its cost can never cross the budget.
   if (Number.isFinite(limits.maxCostUsd) && model.price !== undefined) heavy.push(['cost budget crossed', { ...NO_USAGE, costUsd: limits.maxCostUsd }]);
-  return heavy;
+  return interchangeable ? heavy.slice(0, 1) : heavy;
 }
 
-function modelOutcomes(context: LoopContext, model: VerifyModel, classes: readonly DecisionClass[]): AbstractOutcome[] {
+function modelOutcomes(context: LoopContext, model: VerifyModel, options: OutcomeOptions): AbstractOutcome[] {
   const outcomes: AbstractOutcome[] = [];
   const at = within(context);
   const late = past(context);
   const modelCalls = model.callsPerDecision;
   const last = context.progress.lastStateDigest;
   const newObservation = context.nextRequestTokens === REQUEST_ESTIMATE + 1;
-  const heavy = heavyUsages(context, model);
-  for (const decisionClass of classes) {
+  const heavy = heavyUsages(context, model, options.collapseDuplicates);
+  // Outcomes of the shipped machine that fire the same transitions into the same state as one already listed
+  // (`options.collapseDuplicates`) are left out: a late reply of any kind meets the deadline guard, the first of
+  // `model.responded`; a blocked call stops the run before the spend check, so a heavy one is like a light one.
+  const collapse = options.collapseDuplicates;
+  options.decisions.forEach((decisionClass, classIndex) => {
     const changed = flipped(last, decisionClass.family);
     const canRepeat = last !== null && context.task.steps > 0 && !newObservation && decisionClass.canRepeat && last.startsWith(`${decisionClass.family}-`);
     // An empty reply in a position to repeat the last one always does.
@@ -122,17 +155,19 @@ function modelOutcomes(context: LoopContext, model: VerifyModel, classes: readon
       ...(decisionClass.destructiveTool === undefined ? {} : { destructiveTool: decisionClass.destructiveTool }),
     });
     for (const [label, digest] of digests) outcomes.push(responded(label, digest, NO_USAGE, at));
-    for (const [label, usage] of heavy) outcomes.push(responded(`${lastLabel}, ${label}`, lastDigest, usage, at));
-    if (late !== null) outcomes.push(responded(`${lastLabel}, after the deadline`, lastDigest, NO_USAGE, late));
-  }
+    if (!(collapse && decisionClass.stopsBeforeSpendCheck === true)) {
+      for (const [label, usage] of heavy) outcomes.push(responded(`${lastLabel}, ${label}`, lastDigest, usage, at));
+    }
+    if (late !== null && !(collapse && classIndex > 0)) outcomes.push(responded(`${lastLabel}, after the deadline`, lastDigest, NO_USAGE, late));
+  });
   const failed = (label: string, failure: 'transient' | 'fatal', retryDelayMs: number, time: number): AbstractOutcome => ({
     label: `model.failed: ${label}`,
     event: { type: 'model.failed', failure, message: failure === 'fatal' ? 'HTTP 401' : 'HTTP 503', retryDelayMs, at: time, modelCalls },
     toolCalls: 0,
   });
-  outcomes.push(failed('transient (503)', 'transient', SHORT_RETRY_DELAY_MS, at), failed('fatal (401)', 'fatal', 0, at));
+  outcomes.push(failed('transient (503)', 'transient', WITHIN_RETRY_DELAY_MS, at), failed('fatal (401)', 'fatal', 0, at));
   if (late !== null) {
-    outcomes.push(failed('transient, backoff past the deadline', 'transient', context.limits.deadlineMs, at), failed('transient, after the deadline', 'transient', SHORT_RETRY_DELAY_MS, late));
+    outcomes.push(failed('transient, backoff past the deadline', 'transient', context.limits.deadlineMs, at), failed('transient, after the deadline', 'transient', WITHIN_RETRY_DELAY_MS, late));
   }
   const first = model.tools[0];
   if (first !== undefined) outcomes.push({ label: `tool.withheld: ${first.name} (circuit open)`, event: { type: 'tool.withheld', tool: first.name, at }, toolCalls: 0 });
@@ -186,7 +221,7 @@ function toolOutcomes(context: LoopContext, model: VerifyModel, toolCallsBinding
   return outcomes;
 }
 
-function evaluationOutcomes(context: LoopContext, model: VerifyModel, mayCallModel: boolean): AbstractOutcome[] {
+function evaluationOutcomes(context: LoopContext, model: VerifyModel, mayCallModel: boolean, options: OutcomeOptions): AbstractOutcome[] {
   const { progress } = context;
   const judges = mayCallModel ? (model.judgesPerTask[context.taskIndex] ?? 0) : 0;
   // The output evaluated is the last one exactly when the decision repeated the state.
@@ -209,7 +244,7 @@ function evaluationOutcomes(context: LoopContext, model: VerifyModel, mayCallMod
   if (judges > 0) {
     const remaining = context.limits.maxRetries - context.task.transportRetries;
     if (remaining > 0) outcomes.push(evaluated(`failed after ${remaining} judge transport retries`, false, otherReason, at, { retries: remaining }));
-    for (const [label, usage] of heavyUsages(context, model)) outcomes.push(evaluated(`failed, the judge's ${label}`, false, otherReason, at, { usage }));
+    for (const [label, usage] of heavyUsages(context, model, options.collapseDuplicates)) outcomes.push(evaluated(`failed, the judge's ${label}`, false, otherReason, at, { usage }));
   }
   const late = past(context);
   if (late !== null) outcomes.push(evaluated('passed, after the deadline', true, '', late), evaluated('failed, after the deadline', false, otherReason, late));
@@ -231,6 +266,11 @@ export interface OutcomeOptions {
   /** The run's tool-call budget can stop it: rounds of one call and full rounds both matter. */
   toolCallsBinding: boolean;
   decisions: readonly DecisionClass[];
+  /**
+   * Leave out outcomes that, in the shipped machine, fire the same transitions into an equivalent state as one
+   * kept: the other spend budgets (see `heavyUsages`), late replies after the first, heavy blocked calls.
+   */
+  collapseDuplicates: boolean;
 }
 
 /** Every abstract outcome of the effect the snapshot waits for, plus the interruptions; none once done. */
@@ -248,11 +288,11 @@ export function abstractOutcomes(snapshot: LoopSnapshot, model: VerifyModel, opt
       return [...outcomes, ...interruptionOutcomes(context, false)];
     }
     case 'callModel':
-      return [...modelOutcomes(context, model, options.decisions), ...interruptionOutcomes(context, true)];
+      return [...modelOutcomes(context, model, options), ...interruptionOutcomes(context, true)];
     case 'runTools':
       return [...toolOutcomes(context, model, options.toolCallsBinding), ...interruptionOutcomes(context, false)];
     case 'evaluate':
-      return [...evaluationOutcomes(context, model, effect.mayCallModel), ...interruptionOutcomes(context, false)];
+      return [...evaluationOutcomes(context, model, effect.mayCallModel, options), ...interruptionOutcomes(context, false)];
     case 'sleep':
       return [
         { label: 'backoff.elapsed', event: { type: 'backoff.elapsed', at: Math.max(effect.until, context.lastEventAt) }, toolCalls: 0 },

@@ -40,6 +40,7 @@ export function formatReport(report: VerifyReport, file: string): string {
     `  limits: ${limitsLine(report.limits)}`,
     '',
     `explored ${number(explored.states)} abstract states and ${number(explored.transitions)} transitions in ${(explored.elapsedMs / 1000).toFixed(1)} s (${number(explored.statesPerSecond)} states/s), ${explored.scaledTo === null ? 'exactly, at the loop\'s own limits' : `SCALED DOWN to maxSteps ${explored.scaledTo.maxSteps} (see notes)`}`,
+    ...(explored.reductions.length === 0 ? [] : ['reductions (equivalent states merged, equivalent outcomes left out; no figure below changes):', ...explored.reductions.map((reduction) => `  ${reduction}`)]),
     `transition coverage: ${coverage.fired} / ${coverage.total} transition definitions of the statechart (${coverage.percent}%)`,
     `reachable stop reasons: ${report.stopReasons.join(', ')}`,
     '',

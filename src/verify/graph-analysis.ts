@@ -5,6 +5,7 @@
 import type { LoopSnapshot } from '../../machines/pending-effect.js';
 import type { LoopEvent } from '../../machines/types.js';
 import { outcomesOf, type ExploredGraph } from './explore.js';
+import { createTransitionTracer } from './transition-catalog.js';
 
 export interface PathStep {
   /** The state the event was sent in, e.g. `RUNNING.deciding`. */
@@ -21,23 +22,46 @@ export function stateName(snapshot: LoopSnapshot): string {
   return `${parent}.${String(child)}`;
 }
 
-export function edgeStep(graph: ExploredGraph, edge: number): PathStep {
+function edgeLabel(graph: ExploredGraph, edge: number): string {
   const source = graph.snapshots[graph.edgeSource[edge] as number] as LoopSnapshot;
   const outcome = outcomesOf(graph, source)[graph.edgeOutcome[edge] as number];
   if (outcome === undefined) throw new Error(`edge ${edge} has no outcome`);
-  return { state: stateName(source), outcome: outcome.label, event: outcome.event };
+  return outcome.label;
+}
+
+/**
+ * The events along a path of edges, from the initial state. An edge leaves the one snapshot its state keeps, and a
+ * path may reach a state through another snapshot of the same key: each outcome is taken by its label from the
+ * snapshot the path actually reached (equivalent snapshots have the same outcomes), so the events replay through a
+ * fresh actor exactly as printed.
+ */
+export function stepsAlong(graph: ExploredGraph, edges: readonly number[]): PathStep[] {
+  const tracer = createTransitionTracer(graph.machine);
+  let snapshot = graph.snapshots[0] as LoopSnapshot;
+  return edges.map((edge) => {
+    const label = edgeLabel(graph, edge);
+    const outcome = outcomesOf(graph, snapshot).find((candidate) => candidate.label === label);
+    if (outcome === undefined) throw new Error(`a state reached along the path has no outcome "${label}": its key merged inequivalent states`);
+    const step = { state: stateName(snapshot), outcome: label, event: outcome.event };
+    snapshot = tracer.step(snapshot, outcome.event).next;
+    return step;
+  });
+}
+
+function edgesTo(graph: ExploredGraph, state: number): number[] {
+  const edges: number[] = [];
+  for (let edge = graph.parentEdge[state] as number; edge >= 0; edge = graph.parentEdge[graph.edgeSource[edge] as number] as number) edges.push(edge);
+  return edges.reverse();
 }
 
 /** The shortest event path from the initial state to `state`. */
 export function pathTo(graph: ExploredGraph, state: number): PathStep[] {
-  const edges: number[] = [];
-  for (let edge = graph.parentEdge[state] as number; edge >= 0; edge = graph.parentEdge[graph.edgeSource[edge] as number] as number) edges.push(edge);
-  return edges.reverse().map((edge) => edgeStep(graph, edge));
+  return stepsAlong(graph, edgesTo(graph, state));
 }
 
 /** The shortest path to an edge's source, then the edge. */
 export function pathThrough(graph: ExploredGraph, edge: number): PathStep[] {
-  return [...pathTo(graph, graph.edgeSource[edge] as number), edgeStep(graph, edge)];
+  return stepsAlong(graph, [...edgesTo(graph, graph.edgeSource[edge] as number), edge]);
 }
 
 function outgoingIndex(graph: ExploredGraph): { start: Int32Array; edges: Int32Array } {
@@ -160,7 +184,9 @@ function shortestCycleThrough(graph: ExploredGraph, candidates: readonly number[
     bestState = origin;
     break;
   }
-  return { prefix: pathTo(graph, bestState), cycle: (best ?? []).map((edge) => edgeStep(graph, edge)) };
+  const prefix = edgesTo(graph, bestState);
+  const steps = stepsAlong(graph, [...prefix, ...(best ?? [])]);
+  return { prefix: steps.slice(0, prefix.length), cycle: steps.slice(prefix.length) };
 }
 
 /** A cycle of the graph if it has one (iterative depth-first search, then the shortest cycle through what it found), else null. */
@@ -230,7 +256,7 @@ export function heaviestRun(graph: ExploredGraph, weight: Int32Array): { total: 
   }
   let argmax = 0;
   for (let state = 1; state < count; state += 1) if ((best[state] as number) > (best[argmax] as number)) argmax = state;
-  const path: PathStep[] = [];
-  for (let state = argmax; bestEdge[state] !== -1; state = graph.edgeSource[bestEdge[state] as number] as number) path.push(edgeStep(graph, bestEdge[state] as number));
-  return { total: best[argmax] as number, path: path.reverse() };
+  const path: number[] = [];
+  for (let state = argmax; bestEdge[state] !== -1; state = graph.edgeSource[bestEdge[state] as number] as number) path.push(bestEdge[state] as number);
+  return { total: best[argmax] as number, path: stepsAlong(graph, path.reverse()) };
 }

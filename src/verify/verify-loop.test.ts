@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import orderStatusLoop from '../../examples/order-status.js';
+import toolFeedbackConfig from '../../examples/tool-feedback.js';
 import weeklyReportLoop from '../../examples/weekly-report.js';
 import { createActor } from 'xstate';
 import { loopMachine } from '../../machines/loop-machine.js';
@@ -11,7 +12,7 @@ import { defineTool } from '../tools/define-tool.js';
 import type { Model } from '../model/types.js';
 import { reply, scriptedModel } from '../testing/index.js';
 import { STOP_REASONS } from '../../machines/types.js';
-import { StateSpaceTooLargeError } from './explore.js';
+import { DEFAULT_STATE_BOUND, StateSpaceTooLargeError } from './explore.js';
 import { resolveForVerify } from './resolve-for-verify.js';
 import { verifyModelOf } from './verify-model.js';
 import { verifyLoopConfig, type VerifyOptions, type VerifyReport } from './verify-loop.js';
@@ -65,6 +66,36 @@ describe('verify on the examples, at their real limits', () => {
     expect(report.stopReasons).not.toContain('tool_unavailable');
     expect(report.stopReasons).not.toContain('needs_human');
   });
+});
+
+describe('verify on tool-feedback, exactly at its real limits', () => {
+  it('six tasks, maxSteps 24, maxStepsPerTask 5, four read tools: bounded, explored exactly, well inside the state bound', () => {
+    const { config } = resolveForVerify(toolFeedbackConfig);
+    const report = verifyLoopConfig(config);
+    expect(report.explored.scaledTo).toBeNull();
+    expect(report.limits).toMatchObject({ maxSteps: 24, maxStepsPerTask: 5, maxRetries: 2, maxCostUsd: 0.05, deadlineMs: 60_000 });
+    expect(report.explored.states).toBeLessThan(DEFAULT_STATE_BOUND / 3);
+    expect(report.explored.statesPerSecond).toBeGreaterThan(0);
+    expect(report.violations).toEqual([]);
+    // Model calls: 24 decisions + 6 tasks × 2 transport retries = 36, the formula's bound, reached.
+    expect(report.worstCase.modelCalls.value).toBe(24 + 6 * 2);
+    // Tool calls: each task must pass on a final reply, and a decision at a bound (the task's 5th, the run's 24th)
+    // runs no tools. Four tasks of 4 full rounds and a final reply take 20 decisions; the fifth task gets decisions
+    // 21 to 24, three of them rounds: 19 rounds × 20 calls = 380, below the bound (24 − 1) × 20 = 460.
+    expect(report.worstCase.toolCalls.value).toBe((4 * 4 + 3) * 20);
+    expect(report.worstCase.toolCalls.formula).toContain('bound 460');
+    expect(report.worstCase.costUsd).toMatchObject({ value: 0.05, plusOneCall: true });
+    expect(report.stopReasons).toEqual(['completed', 'max_steps', 'deadline_exceeded', 'budget_exhausted', 'no_progress', 'tool_unavailable', 'cancelled', 'retries_exhausted', 'fatal_error']);
+    expect(report.explored.reductions).toContain('symmetry: 4 interchangeable tools (calculator, time_service, knowledge_base, knowledge_archive: allowed, not destructive) explored as one kind of tool call');
+    expect(report.explored.reductions.join('\n')).toMatch(/abstract counters: [\d,]+ states with the step limit out of reach/);
+    // Both worst runs replay through a fresh actor to the figure they claim.
+    for (const [figure, counter] of [['modelCalls', 'modelCalls'], ['toolCalls', 'toolCalls']] as const) {
+      const actor = createActor(loopMachine, { input: verifyModelOf(config).input }).start();
+      for (const step of report.worstCase[figure].run ?? []) actor.send(step.event);
+      expect(actor.getSnapshot().context.usage[counter]).toBe(report.worstCase[figure].value);
+      actor.stop();
+    }
+  }, 120_000);
 });
 
 describe('verify rejects broken loops with a counterexample', () => {
@@ -149,7 +180,7 @@ describe('a space over the state bound', () => {
   });
 
   it('is explored with maxSteps scaled down under --scale, and the report says so', () => {
-    const report = verify(weeklyReportLoop, { maxStates: 2_000, scale: true });
+    const report = verify(weeklyReportLoop, { maxStates: 1_000, scale: true });
     expect(report.explored.scaledTo).toEqual({ maxSteps: 4, maxStepsPerTask: 4, maxToolCalls: 80 });
     expect(report.notes.join()).toContain('explored with maxSteps 4 (not 8)');
     // The real figure comes from the formula at the real limits: 8 + 3 × 2.

@@ -59,6 +59,8 @@ export interface VerifyReport {
     finalStates: number;
     elapsedMs: number;
     statesPerSecond: number;
+    /** The reductions that merged equivalent states or left out outcomes equivalent to others, in words; none changes a figure. */
+    reductions: string[];
   };
   coverage: { fired: number; total: number; percent: number; unfired: string[] };
   stopReasons: StopReason[];
@@ -205,6 +207,7 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
       finalStates: reasons.size,
       elapsedMs,
       statesPerSecond: Math.round(graph.keys.length / Math.max(graph.elapsedMs, 1) * 1000),
+      reductions: graph.reductions,
     },
     coverage: { fired: graph.transitions.length - unfired.length, total: graph.transitions.length, percent: Math.round((1000 * (graph.transitions.length - unfired.length)) / graph.transitions.length) / 10, unfired },
     stopReasons: STOP_REASONS.filter((reason) => reasons.has(reason)),
