@@ -83,6 +83,18 @@ describe('OpenTelemetry spans', () => {
     for (const span of [...steps, ...chats, ...tools]) expect(span.ended).toBe(true);
   });
 
+  it("an argument repair's retry event carries the field errors the model was sent", async () => {
+    const { tracer, spans } = capture();
+    const { tool } = recordingTool({});
+    const model = scriptedModel([toolCall('lookup', { id: 42 }), toolCall('lookup', { id: 'A' }), reply('{"done":true}')]);
+    const { loop } = createTestLoop({ model, tools: [tool], evaluate: [evaluators.json()], trace: { otel: { tracer } } });
+    expect((await loop.run({ goal: 'Look A up' })).stopReason).toBe('completed');
+    const retries = spans().flatMap((span) => span.events).filter((event) => event.name === 'loopstate.retry');
+    expect(retries).toHaveLength(1);
+    expect(retries[0]?.attributes).toMatchObject({ 'loopstate.retry.layer': 'argument_repair' });
+    expect(retries[0]?.attributes?.['loopstate.retry.argument_errors']).toEqual([expect.stringMatching(/^lookup: id: .*string/)]);
+  });
+
   it('costs one no-op span per run when the tracer records nothing', async () => {
     let started = 0;
     const noop = trace.getTracer('no provider');

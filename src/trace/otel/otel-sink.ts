@@ -61,7 +61,11 @@ export class OtelSink {
         this.current()?.addEvent('loopstate.evaluation', { 'loopstate.evaluation.passed': event.passed, 'loopstate.evaluation.reason': event.reason, 'loopstate.evaluation.evaluator': event.evaluator ?? '' }, event.at);
         return;
       case 'retry':
-        this.current()?.addEvent('loopstate.retry', { 'loopstate.retry.layer': event.layer, 'loopstate.retry.counter': event.counter, 'loopstate.retry.delay_ms': event.delayMs }, event.at);
+        this.current()?.addEvent('loopstate.retry', {
+          'loopstate.retry.layer': event.layer, 'loopstate.retry.counter': event.counter, 'loopstate.retry.delay_ms': event.delayMs,
+          // An argument repair's field errors (already redacted and bounded), one `tool: error` string a call.
+          ...(event.argumentErrors === undefined ? {} : { 'loopstate.retry.argument_errors': event.argumentErrors.map(({ name, error }) => `${name}: ${error}`) }),
+        }, event.at);
         return;
       case 'no-progress':
         this.current()?.addEvent('loopstate.no_progress', { 'loopstate.no_progress.signal': event.signal ?? '', 'loopstate.no_progress.action': event.action, 'loopstate.no_progress.detail': event.detail }, event.at);
