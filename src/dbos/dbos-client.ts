@@ -11,7 +11,7 @@ import { DEFAULT_DBOS_WORKER } from '../constants.js';
 import { loadDbos } from './load-dbos.js';
 import { machineVersion } from './machine-version.js';
 import { resumeRequest, runRequest, type LegRequest } from './run-leg.js';
-import { APPROVALS_TOPIC, handOverDecisions, latestStop, ofRun, RUN_WORKFLOW_NAME, WAIT_WORKFLOW_NAME, type ApprovalPort } from './workflow-chain.js';
+import { APPROVALS_TOPIC, followRun, handOverDecisions, ofRun, RUN_WORKFLOW_NAME, WAIT_WORKFLOW_NAME, verdictAmong, type ApprovalPort } from './workflow-chain.js';
 
 /**
  * Options of `dbosClient`: the workers' application, queue and version.
@@ -41,14 +41,16 @@ export interface LoopDbosClient<Output = unknown> {
   enqueueResume(runId: string, options?: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
   /**
    * Hands a person's decisions to the run's waiter (`DBOS.send`), or to a new leg on the queue, as
-   * `worker.approve` does. The client has no store to check them against: a decision that does not fit
-   * fails closed in the worker, and `result` rejects with its `ApprovalError` message.
+   * `worker.approve` does. The client has no store to check them against first: the leg checks them
+   * before anything changes, and `approve` throws its verdict as the typed `ApprovalError` (the run
+   * still waits). A leg that has not judged them within 30 s (a busy queue) is returned unjudged.
    */
   approve(runId: string, approvals: Readonly<Record<string, ApprovalInput>>, options?: { idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
   /**
    * Waits for the run's latest stop from any workflow of it (a run id, or a `workflowId` from
-   * `enqueueResume` or `approve`). A run continued outside its chain (`loop.resume` or `loop.cancel` in
-   * another process) is not followed: the client has no store; `worker.result` reads the store too.
+   * `enqueueResume` or `approve`), following a leg of the run queued or running now. A run continued
+   * without DBOS (`loop.resume` or `loop.cancel` in another process) is not seen: the client has no
+   * store; `worker.result` reads the store too.
    */
   result(workflowId: string): Promise<RunResult<Output>>;
   close(): Promise<void>;
@@ -73,18 +75,21 @@ export async function dbosClient<Output = unknown>(options: DbosClientOptions): 
     await client.enqueue({ queueName, workflowName: RUN_WORKFLOW_NAME, workflowID: workflowId, appVersion }, request);
     return { runId: request.runId, workflowId };
   };
-  const port: ApprovalPort = {
+  const port: ApprovalPort & { activeLegs(runId: string): Promise<string[]> } = {
     output: (workflowId) => client.retrieveWorkflow(workflowId).getResult({ pollingIntervalMs }),
     status: async (workflowId) => (await client.getWorkflow(workflowId))?.status,
     waiting: async (runId) => ofRun(runId, await client.listWorkflows({ workflow_id_prefix: runId, workflowName: WAIT_WORKFLOW_NAME, status: 'PENDING' })).map((workflow) => workflow.workflowID),
+    input: async (workflowId) => (await client.getWorkflow(workflowId))?.input?.[0],
+    verdict: async (workflowId) => verdictAmong(await client.listWorkflowSteps(workflowId)),
+    activeLegs: async (runId) => ofRun(runId, await client.listWorkflows({ workflow_id_prefix: runId, workflowName: RUN_WORKFLOW_NAME, status: ['PENDING', 'ENQUEUED'] })).map((workflow) => workflow.workflowID),
     send: (workflowId, message, idempotencyKey) => client.send(workflowId, message, APPROVALS_TOPIC, idempotencyKey),
     enqueueResume: (runId, approvals, idempotencyKey) => start(resumeRequest(runId, { approvals, idempotencyKey })),
   };
   return {
-    enqueue: (input) => start(runRequest(input)),
-    enqueueResume: (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),
+    enqueue: async (input) => start(runRequest(input)),
+    enqueueResume: async (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),
     approve: (runId, approvals, approveOptions = {}) => handOverDecisions(port, runId, { ...approvals }, { ...approveOptions, takeTimeoutMs: 30_000, pollMs: pollingIntervalMs }),
-    result: async (workflowId) => (await latestStop(port, workflowId)) as RunResult<Output>,
+    result: async (workflowId) => (await followRun(port, workflowId)) as RunResult<Output>,
     close: () => client.destroy(),
   };
 }

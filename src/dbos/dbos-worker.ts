@@ -24,8 +24,8 @@ import { loadDbos } from './load-dbos.js';
 import { machineVersion } from './machine-version.js';
 import { LegHandoff, StepLog, type LegOutcome } from './step-log.js';
 import {
-  APPROVALS_TOPIC, approvedLegId, handOverDecisions, isApprovalMessage, latestStop, ofRun, RUN_WORKFLOW_NAME, successorId, WAIT_WORKFLOW_NAME, waiterId,
-  type ApprovalPort, type LegOutput, type WaitOutput,
+  APPROVALS_TOPIC, approvedLegId, followRun, handOverDecisions, isApprovalMessage, ofRun, RUN_WORKFLOW_NAME, successorId, WAIT_WORKFLOW_NAME, waiterId,
+  verdictAmong, type ApprovalPort, type LegOutput, type WaitOutput,
 } from './workflow-chain.js';
 
 /**
@@ -145,16 +145,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     const self = DBOS.workflowID as string;
     const log = new StepLog(DBOS, stepsPerWorkflow);
     let outcome: LegOutcome | null = await log.enter();
-    if (outcome === null) {
-      let stopped: LegOutcome;
-      try {
-        stopped = { kind: 'stopped', result: await driveLeg(runs, request, { effectStep: log.effect }) };
-      } catch (error) {
-        if (!(error instanceof LegHandoff)) throw error;
-        stopped = { kind: 'handoff', effects: error.effects };
-      }
-      outcome = await log.end(stopped);
-    }
+    if (outcome === null) outcome = await log.end(await driveRecorded(log, request));
     if (outcome.kind === 'handoff') {
       const part = (request.part ?? 1) + 1;
       const next = successorId(self, part);
@@ -162,14 +153,33 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
       return { kind: 'continued', workflowId: next };
     }
     const { result } = outcome;
-    if (approvalWaitMs > 0 && result.stopReason === 'needs_human' && result.pendingApprovals.length > 0) {
-      // Off the queue: a run waiting days for a person holds none of the queue's concurrency.
-      const waiter = waiterId(self);
-      await DBOS.startWorkflow(waitWorkflow, { workflowID: waiter })({ runId: request.runId, waitMs: approvalWaitMs });
-      return { kind: 'stopped', result, waitingIn: waiter };
-    }
-    return { kind: 'stopped', result };
+    const waits = approvalWaitMs > 0 && result !== null && result.stopReason === 'needs_human' && result.pendingApprovals.length > 0;
+    // Off the queue: a run waiting days for a person holds none of the queue's concurrency.
+    const waiter = waiterId(self);
+    if (waits) await DBOS.startWorkflow(waitWorkflow, { workflowID: waiter })({ runId: request.runId, waitMs: approvalWaitMs });
+    if (outcome.kind === 'refused') return { kind: 'refused', code: outcome.code, message: outcome.message, result, ...(waits ? { waitingIn: waiter } : {}) };
+    return { kind: 'stopped', result: outcome.result, ...(waits ? { waitingIn: waiter } : {}) };
   }, { name: RUN_WORKFLOW_NAME });
+
+  /**
+   * The leg's work, from its first fresh step: decisions checked (and the verdict recorded) before
+   * anything changes, then the run driven to its next stop or to the handoff.
+   */
+  async function driveRecorded(log: StepLog, request: LegRequest): Promise<LegOutcome> {
+    if (request.kind === 'resume' && request.approvals !== undefined) {
+      const verdict = await log.verdict(() => runs.checkDecisions(request.runId, request.approvals));
+      // The same decisions taken already (a retried request) are accepted and the leg goes on as the run does.
+      if (!verdict.accepted) {
+        return { kind: 'refused', code: verdict.code, message: verdict.message, result: await runs.latestResult(request.runId) };
+      }
+    }
+    try {
+      return { kind: 'stopped', result: await driveLeg(runs, request, { effectStep: log.effect }) };
+    } catch (error) {
+      if (!(error instanceof LegHandoff)) throw error;
+      return { kind: 'handoff', effects: error.effects };
+    }
+  }
 
   // A waiter: receives the decisions (DBOS.recv), continues the run in a new leg, ends. It looks at the
   // run now and then, and ends early once the run was continued or cancelled elsewhere.
@@ -222,8 +232,9 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     if (dead.length === 0) return [];
     const pending = await DBOS.listWorkflows({ status: 'PENDING', executorId: dead, workflowName: [RUN_WORKFLOW_NAME, WAIT_WORKFLOW_NAME] });
     // Legs go back on the runs' queue; waiters on DBOS's internal one, which has no concurrency limit.
-    const legs = pending.filter((workflow) => workflow.workflowName === RUN_WORKFLOW_NAME).map((workflow) => workflow.workflowID);
-    const waiters = pending.filter((workflow) => workflow.workflowName === WAIT_WORKFLOW_NAME).map((workflow) => workflow.workflowID);
+    // Only this deployment's: legs of its queue, waiters of its version (another one may share the database).
+    const legs = pending.filter((workflow) => workflow.workflowName === RUN_WORKFLOW_NAME && workflow.queueName === queueName).map((workflow) => workflow.workflowID);
+    const waiters = pending.filter((workflow) => workflow.workflowName === WAIT_WORKFLOW_NAME && workflow.applicationVersion === applicationVersion).map((workflow) => workflow.workflowID);
     if (legs.length > 0) await DBOS.resumeWorkflows(legs, { queueName });
     if (waiters.length > 0) await DBOS.resumeWorkflows(waiters);
     // Only now: a reaper that dies before this line leaves its claim to expire and another reaper to redo it.
@@ -240,29 +251,26 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     await DBOS.startWorkflow(legWorkflow, { workflowID: workflowId, queueName: queue.name })(request);
     return { runId: request.runId, workflowId };
   };
-  const port: ApprovalPort = {
+  const port: ApprovalPort & { activeLegs(runId: string): Promise<string[]> } = {
     output: (workflowId) => DBOS.retrieveWorkflow(workflowId).getResult(),
     status: async (workflowId) => (await DBOS.getWorkflowStatus(workflowId))?.status,
     waiting: async (runId) => ofRun(runId, await DBOS.listWorkflows({ workflow_id_prefix: runId, workflowName: WAIT_WORKFLOW_NAME, status: 'PENDING' })).map((workflow) => workflow.workflowID),
+    input: async (workflowId) => (await DBOS.getWorkflowStatus(workflowId))?.input?.[0],
+    verdict: async (workflowId) => verdictAmong(await DBOS.listWorkflowSteps(workflowId)),
+    activeLegs: async (runId) => ofRun(runId, await DBOS.listWorkflows({ workflow_id_prefix: runId, workflowName: RUN_WORKFLOW_NAME, status: ['PENDING', 'ENQUEUED'] })).map((workflow) => workflow.workflowID),
     send: (workflowId, message, idempotencyKey) => DBOS.send(workflowId, message, APPROVALS_TOPIC, idempotencyKey),
     enqueueResume: (runId, approvals, idempotencyKey) => start(resumeRequest(runId, { approvals, idempotencyKey })),
   };
   return {
     executorId,
     applicationVersion,
-    enqueue: (input) => start(runRequest(input)),
-    enqueueResume: (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),
+    enqueue: async (input) => start(runRequest(input)),
+    enqueueResume: async (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),
     approve: async (runId, approvals, approveOptions = {}) => {
       await runs.checkDecisions(runId, approvals);
       return handOverDecisions(port, runId, { ...approvals }, { ...approveOptions, takeTimeoutMs: deadAfterMs * 3, pollMs: 50 });
     },
-    result: async (runId, workflowId) => {
-      const stop = await latestStop(port, workflowId ?? runId);
-      if (stop.stopReason !== 'needs_human') return stop as RunResult<Output>;
-      // Continued outside this chain (enqueueResume, or loop.resume / loop.cancel in another process):
-      // the store has the run's latest stop.
-      return ((await runs.latestResult(stop.runId)) ?? stop) as RunResult<Output>;
-    },
+    result: async (runId, workflowId) => (await followRun(port, workflowId ?? runId, (id) => runs.latestResult(id))) as RunResult<Output>,
     reap: () => (reaping = reaping.then(reap)) as Promise<string[]>,
     shutdown: async () => {
       clearInterval(timer);

@@ -6,6 +6,7 @@
  */
 import { hash } from 'node:crypto';
 import { validateRunInput, type RunInput } from '../config.js';
+import { LoopConfigError } from '../errors.js';
 import { canonicalJson } from '../progress/index.js';
 import type { ApprovalInput, DrivingOptions, DurableRuns } from '../durable/durable-runs.js';
 import { ApprovalError, RunAccessError } from '../durable/durable-errors.js';
@@ -55,13 +56,23 @@ async function once(runs: DurableRuns, request: LegRequest, driving: DrivingOpti
 }
 
 /** A new run's workflow: its id is the run id, so enqueuing a run twice starts it once. */
+/** Workflow ids are paths of the run's id (`<run>/part/2`, `<run>/wait`): a `/` in an id would make two runs' chains meet. */
+function checkIdPart(value: unknown, path: string): void {
+  if (typeof value !== 'string' || value === '' || value.includes('/')) {
+    throw new LoopConfigError({ scope: 'run_input', issues: [{ path, message: 'expected a non-empty string without "/" (it names DBOS workflows: <runId>/part/2, <runId>/wait, …)' }] });
+  }
+}
+
 export function runRequest(input: RunInput & { runId: string }): { workflowId: string; request: LegRequest } {
+  checkIdPart(input?.runId, 'runId');
   const { signal: _signal, ...rest } = input;
   return { workflowId: input.runId, request: { kind: 'run', runId: input.runId, input: JSON.parse(JSON.stringify(rest)) as Omit<RunInput, 'signal'> } };
 }
 
 /** A continuation's workflow: one per (run, idempotency key), the key defaulting to the decisions' hash. */
 export function resumeRequest(runId: string, options: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string } = {}): { workflowId: string; request: LegRequest } {
+  checkIdPart(runId, 'runId');
+  if (options.idempotencyKey !== undefined) checkIdPart(options.idempotencyKey, 'idempotencyKey');
   const key = options.idempotencyKey ?? hash('sha256', canonicalJson(options.approvals ?? null), 'hex').slice(0, 16);
   return { workflowId: `${runId}/resume/${key}`, request: { kind: 'resume', runId, ...(options.approvals === undefined ? {} : { approvals: { ...options.approvals } }) } };
 }

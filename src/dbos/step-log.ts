@@ -18,11 +18,21 @@ import type { RunResult } from '../runtime/run-result.js';
 /** The name of every step of a run's workflow. */
 export const RUN_STEP_NAME = 'loopstate.step';
 
-/** How a leg stopped: at a stop of the run, or handed to a successor workflow after `stepsPerWorkflow` effects. */
-export type LegOutcome = { kind: 'stopped'; result: RunResult } | { kind: 'handoff'; effects: number };
+/**
+ * How a leg stopped: at a stop of the run; handed to a successor workflow after `stepsPerWorkflow`
+ * effects; or refused the decisions it was given (nothing changed; `result` is the stop the run still waits at).
+ */
+export type LegOutcome =
+  | { kind: 'stopped'; result: RunResult }
+  | { kind: 'handoff'; effects: number }
+  | { kind: 'refused'; code: string; message: string; result: RunResult | null };
+
+/** What a leg given decisions recorded of them before driving: `approve` reads it to answer the person. */
+export type DecisionsVerdict = { kind: 'decisions'; accepted: true } | { kind: 'decisions'; accepted: false; code: string; message: string };
 
 type StepOutput =
   | { kind: 'entered' }
+  | DecisionsVerdict
   | { kind: 'effect'; effect: string; event: string }
   | { kind: 'effect-failed'; effect: string; message: string }
   | { kind: 'leg-end'; outcome: LegOutcome };
@@ -78,6 +88,20 @@ export class StepLog {
     if (event === undefined) throw new Error('loopstate: a DBOS step of this leg was recorded before the leg was entered; the workflow is not the one that recorded it');
     return event;
   };
+
+  /** Records whether the decisions the leg was given fit the run (once: a re-entered leg finds it among the drained steps). */
+  async verdict(check: () => Promise<unknown>): Promise<DecisionsVerdict> {
+    const output = await this.dbos.runStep(async (): Promise<StepOutput> => {
+      try {
+        await check();
+        return { kind: 'decisions', accepted: true };
+      } catch (error) {
+        const { code, message } = error as { code?: unknown; message?: unknown };
+        return { kind: 'decisions', accepted: false, code: typeof code === 'string' ? code : 'approval_refused', message: typeof message === 'string' ? message : String(error) };
+      }
+    }, { name: RUN_STEP_NAME });
+    return output.kind === 'decisions' ? output : { kind: 'decisions', accepted: true };
+  }
 
   /** Records how the leg stopped (once; a re-entered workflow finds it in `enter`). */
   async end(outcome: LegOutcome): Promise<LegOutcome> {

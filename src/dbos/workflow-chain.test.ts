@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { ApprovalError } from '../durable/durable-errors.js';
 import type { RunResult } from '../runtime/run-result.js';
 import { decisionsKey, handOverDecisions, latestStop, ofRun, successorId, type ApprovalMessage, type ApprovalPort, type LegOutput, type WaitOutput } from './workflow-chain.js';
 
 const result = (stopReason: RunResult['stopReason']) => ({ runId: 'r1', stopReason }) as RunResult;
 
 /** A DBOS stand-in: workflow outputs and statuses by id, and what was sent or enqueued. */
-function fakePort(workflows: Record<string, { status: string; output?: LegOutput | WaitOutput }>, waiting: string[] = []) {
+function fakePort(workflows: Record<string, { status: string; output?: LegOutput | WaitOutput }>, waiting: string[] = [], verdicts: Record<string, { accepted: boolean; code?: string; message?: string }> = {}, inputs: Record<string, unknown> = {}) {
   const sent: { workflowId: string; message: ApprovalMessage; key: string }[] = [];
   const enqueued: { runId: string; key: string }[] = [];
   const port: ApprovalPort = {
@@ -16,9 +17,11 @@ function fakePort(workflows: Record<string, { status: string; output?: LegOutput
     },
     status: async (id) => workflows[id]?.status as never,
     waiting: async () => waiting,
+    verdict: async (id) => verdicts[id],
     send: async (workflowId, message, key) => {
       sent.push({ workflowId, message, key });
     },
+    input: async (id) => inputs[id],
     enqueueResume: async (runId, _approvals, key) => {
       enqueued.push({ runId, key });
       return { runId, workflowId: `${runId}/resume/${key}` };
@@ -77,5 +80,23 @@ describe('the workflow chain of a distributed run', () => {
     expect(ofRun('run-1', listed).map((workflow: { workflowID: string }) => workflow.workflowID)).toEqual(['run-1', 'run-1/part/2/wait']);
     expect(successorId('run-1/part/2', 3)).toBe('run-1/part/3');
     expect(successorId('run-1/resume/k', 2)).toBe('run-1/resume/k/part/2');
+  });
+
+  it("throws the leg's verdict as the error loop.resume would have thrown: typed, the run untouched", async () => {
+    const refused = fakePort({}, [], { 'r1/resume/k6': { accepted: false, code: 'approval_unknown_call', message: 'run r1 has no call nope waiting for approval' } });
+    const error = await handOverDecisions(refused.port, 'r1', { nope: { approve: true } }, { idempotencyKey: 'k6', takeTimeoutMs: 1_000, pollMs: 1 }).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(ApprovalError);
+    expect(error).toMatchObject({ code: 'approval_unknown_call', runId: 'r1', message: 'run r1 has no call nope waiting for approval' });
+    const shape = fakePort({}, [], { 'r1/resume/k7': { accepted: false, code: 'invalid_config', message: 'Invalid run input: approvals.c1.reason' } });
+    await expect(handOverDecisions(shape.port, 'r1', { c1: { approve: true } }, { idempotencyKey: 'k7', takeTimeoutMs: 1_000, pollMs: 1 })).rejects.toMatchObject({ code: 'invalid_config' });
+  });
+
+  it('tells a person whose decisions reached the waiter second that they were not taken, unless they were the same decisions', async () => {
+    const other = fakePort({ 'r1/wait': { status: 'SUCCESS', output: { kind: 'continued', workflowId: 'r1/wait/approved/alice' } } }, ['r1/wait'], {}, { 'r1/wait/approved/alice': { kind: 'resume', runId: 'r1', approvals: { c1: { approve: true } } } });
+    const error = await handOverDecisions(other.port, 'r1', { c1: { approve: false, reason: 'no' } }, { idempotencyKey: 'bob', takeTimeoutMs: 1_000, pollMs: 1 }).catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({ code: 'approval_already_decided', runId: 'r1' });
+    expect(other.enqueued).toEqual([]);
+    const same = await handOverDecisions(other.port, 'r1', { c1: { approve: true } }, { idempotencyKey: 'alice-again', takeTimeoutMs: 1_000, pollMs: 1 });
+    expect(same.workflowId).toBe('r1/wait/approved/alice');
   });
 });

@@ -17,7 +17,7 @@ import type { ToolHealth } from '../tools/index.js';
 import { ApprovalError, RunAccessError } from './durable-errors.js';
 import { continuingClock, journalledModel, journalledTools } from './journalled-effects.js';
 import { deadOwner, newLeaseOwner } from './lease-owner.js';
-import { decodeRunRecord, encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type PendingApprovalRecord, type RunRecord } from './records.js';
+import { decodeJournalRecord, decodeRunRecord, encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type PendingApprovalRecord, type RunRecord } from './records.js';
 import { readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
 import { RunJournal } from './run-journal.js';
 import { heldLimits, holdShare, settleShare, tenantStopNote } from './tenant-ledger.js';
@@ -116,11 +116,30 @@ export class DurableRuns {
    * Checks decisions as `resume` would before it changes anything (typed `ApprovalError`s), for a
    * caller that hands them to another process: the DBOS worker's `approve`.
    */
-  async checkDecisions(runId: string, approvals: unknown): Promise<{ state: RunRecord['state'] }> {
+  async checkDecisions(runId: string, approvals: unknown): Promise<{ state: RunRecord['state']; retried: boolean }> {
     const checked = checkedApprovals(approvals) ?? {};
     const record = await this.readRecord(runId);
-    checkApprovals(record, checked, this.resolved.clock.now());
-    return { state: record.state };
+    try {
+      checkApprovals(record, checked, this.resolved.clock.now());
+    } catch (error) {
+      // The very decisions the run took on these calls: a retried request, not a second decision.
+      if (error instanceof ApprovalError && error.code === 'approval_already_decided' && (await this.tookExactly(runId, checked))) return { state: record.state, retried: true };
+      throw error;
+    }
+    return { state: record.state, retried: false };
+  }
+
+  /** Whether the journal holds these decisions on these calls as they were taken (approve, reason). */
+  private async tookExactly(runId: string, decisions: Readonly<Record<string, ApprovalInput>>): Promise<boolean> {
+    const taken = new Map<string, ApprovalDecision>();
+    for (const row of await this.store.readJournal(runId, 0)) {
+      if (row.kind !== 'event') continue;
+      const record = decodeJournalRecord(row.body, runId, row.seq);
+      if (record.kind === 'event' && record.approvals !== undefined) for (const [callId, decision] of Object.entries(record.approvals)) taken.set(callId, decision);
+    }
+    const essence = (decision: ApprovalDecision | undefined) => (decision === undefined ? null : canonicalJson(decision.approve ? { approve: true } : { approve: false, reason: decision.reason }));
+    const entries = Object.entries(decisions);
+    return entries.length > 0 && entries.every(([callId, decision]) => taken.has(callId) && essence(taken.get(callId)) === essence(decision));
   }
 
   /** The result of the run's latest stop as recorded (finished or waiting), or null while it runs or when the store does not have it. */

@@ -139,4 +139,49 @@ describe('a DBOS worker in this process', () => {
     const code = await worker.approve('cancel-waiting', { whatever: { approve: true } }).then(() => 'accepted', (error: unknown) => (error as ApprovalError).code);
     expect(code).toBe('run_not_waiting');
   }, 60_000);
+
+  it('two people deciding at once: one decision continues the run, the other is told it was not taken', async () => {
+    const stopped = await stoppedForApproval('race-decide');
+    const callId = stopped.pendingApprovals[0]!.callId;
+    const outcomes = await Promise.allSettled([
+      worker.approve('race-decide', { [callId]: { approve: true } }, { idempotencyKey: 'alice' }),
+      worker.approve('race-decide', { [callId]: { approve: false, reason: 'not without a receipt' } }, { idempotencyKey: 'bob' }),
+    ]);
+    const taken = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+    const refused = outcomes.filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+    expect(taken).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]!.reason).toBeInstanceOf(ApprovalError);
+    expect((refused[0]!.reason as ApprovalError).code).toBe('approval_already_decided');
+    const done = await worker.result('race-decide');
+    const approved = outcomes[0]!.status === 'fulfilled';
+    if (approved) expect(done.stopReason, done.detail).toBe('completed');
+    else expect(JSON.stringify(done.messages), 'the model was told the rejection').toContain('not without a receipt');
+    expect(lines().filter((line) => line.startsWith('effect:refund:') && line.includes('race-decide')).length).toBe(approved ? 1 : 0);
+  }, 60_000);
+
+  it("a client's decision that does not fit: the leg refuses it before anything changes, approve throws the typed error, the run still waits", async () => {
+    const stopped = await stoppedForApproval('client-bad');
+    const code = await client.approve('client-bad', { nope: { approve: true } }).then(() => 'accepted', (error: unknown) => (error instanceof ApprovalError ? error.code : `not an ApprovalError: ${String(error)}`));
+    expect(code).toBe('approval_unknown_call');
+    // The refused leg started a new waiter; result still reports the stop the run waits at.
+    const still = await client.result('client-bad');
+    expect(still.stopReason).toBe('needs_human');
+    expect(still.pendingApprovals.map(({ callId }) => callId)).toEqual([stopped.pendingApprovals[0]!.callId]);
+    await client.approve('client-bad', { [stopped.pendingApprovals[0]!.callId]: { approve: true } });
+    expect((await client.result('client-bad')).stopReason).toBe('completed');
+    expect((await worker.result('client-bad')).stopReason).toBe('completed');
+  }, 60_000);
+
+  it('result(runId) right after enqueueResume waits for the leg it queued, not the stop before it', async () => {
+    const stopped = await stoppedForApproval('queued-resume');
+    await client.enqueueResume('queued-resume', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } });
+    expect((await client.result('queued-resume')).stopReason).toBe('completed');
+    expect((await worker.result('queued-resume')).stopReason).toBe('completed');
+  }, 60_000);
+
+  it('refuses run ids and keys with "/" (they name the run\'s workflows)', async () => {
+    await expect(worker.enqueue({ goal: GOAL, runId: 'a/b' })).rejects.toThrow('runId: expected a non-empty string without "/"');
+    await expect(client.enqueueResume('a', { idempotencyKey: 'k/1' })).rejects.toThrow('idempotencyKey');
+  });
 });
