@@ -111,6 +111,13 @@ function unknownToolMessage(name: string, tools: ReadonlyMap<string, Tool>): str
     : `Unknown tool "${name}". Available tools: ${available.join(', ')}.`;
 }
 
+/** Where JSON.parse gave up, without the text it sometimes quotes (`..."password": hunter2"... is not valid JSON`). */
+function jsonProblem(message: string): string {
+  if (!message.includes('"')) return message;
+  const position = /position (\d+)/.exec(message)?.[1];
+  return position === undefined ? 'a syntax error in JSON' : `a syntax error in JSON at position ${position}`;
+}
+
 function parseJson(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
   // Some OpenAI-compatible servers send an empty string for a call without arguments.
   if (text.trim() === '') return { ok: true, value: {} };
@@ -129,7 +136,8 @@ function checkArguments(tool: Tool, text: string): ArgumentCheck {
       args: undefined,
       key: `malformed_arguments:${tool.name}`,
       message: `Tool ${tool.name} was called with arguments that are not valid JSON (${parsed.message}). Send the arguments as one JSON object matching the tool's schema.`,
-      detail: `not valid JSON (${parsed.message})`,
+      // Not the parser's message: V8 quotes the text around the error, which may hold a secret.
+      detail: `not valid JSON (${jsonProblem(parsed.message)})`,
     };
   }
   let result: z.ZodSafeParseResult<unknown>;

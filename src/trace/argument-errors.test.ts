@@ -24,6 +24,19 @@ const pending = (...calls: { id: string; name: string; args: unknown }[]): { cal
     .map((call) => ({ call }));
 
 describe('tracedArgumentErrors', () => {
+  it('says where malformed JSON broke without quoting it (the parser quotes the text, which may hold a secret), and bounds an overlong id', () => {
+    const calls = pending(
+      { id: 'c1', name: 'lookup_order', args: '{"orderId": "O-1", "password": hunter2-secret' },
+      { id: 'c2', name: 'lookup_order', args: '{"orderId": "O-1"' },
+      { id: 'x'.repeat(500), name: 'lookup_order', args: { orderId: 'nope' } },
+    );
+    const traced = tracedArgumentErrors(calls, redact);
+    for (const error of [traced[0]?.error, traced[1]?.error]) expect(error).toMatch(/^not valid JSON \([^"]*JSON[^"]*\)$/);
+    expect(JSON.stringify(traced)).not.toContain('hunter2');
+    expect(traced[2]?.callId.length).toBeLessThan(260);
+    expect(traced[2]?.callId).toContain('(500 chars)');
+  });
+
   it('names each invalid call with its field errors, in reply order, and leaves valid calls out', () => {
     const calls = pending(
       { id: 'c1', name: 'lookup_order', args: { orderId: '101' } },

@@ -22,7 +22,9 @@ export function tracedArgumentErrors(calls: readonly { call: PreparedCall }[], r
     if (errors.length === MAX_TRACED_ARGUMENT_ERRORS) break;
     if ((call.status !== 'invalid' && call.status !== 'unavailable') || call.error === null) continue;
     // A call restored from a durable journal has no detail; its key still names the tool and the field.
-    errors.push({ callId: call.request.id, name: call.request.name, error: summarize(call.error.detail ?? call.error.key, redactor) });
+    // Ids and names are the model's text too: bounded like the error (only an overlong one changes).
+    const bounded = (text: string) => (text.length <= 200 ? text : summarize(text, redactor));
+    errors.push({ callId: bounded(call.request.id), name: bounded(call.request.name), error: summarize(call.error.detail ?? call.error.key, redactor) });
   }
   return errors;
 }

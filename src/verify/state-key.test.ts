@@ -189,6 +189,7 @@ function checkReductions(exported: unknown, limits: Partial<LoopLimits> = {}) {
 
 describe('the reductions are sound: the reduced key is a bisimulation of the exact state graph', () => {
   let engaged = 0;
+  let checked = 0;
   const lookup = defineTool({ name: 'lookup', description: 'Look a record up', input: z.object({}), access: 'read', execute: () => 'found' });
   const save = defineTool({ name: 'save', description: 'Save a record', input: z.object({}), access: 'write', execute: () => 'saved' });
   const wipe = defineTool({ name: 'wipe', description: 'Delete everything', input: z.object({}), access: 'destructive', execute: () => 'wiped' });
@@ -217,9 +218,12 @@ describe('the reductions are sound: the reduced key is a bisimulation of the exa
     expect(classes).toBeLessThan(states);
     expect(dropped).toBeGreaterThan(0);
     engaged |= reductions;
+    checked += 1;
   }, 120_000);
 
-  it('between them, the loops above put every reduction of the key to the test', () => {
+  it('between them, the loops above put every reduction of the key to the test', (context) => {
+    // Only meaningful after all six (a run filtered with -t leaves some out).
+    if (checked < 6) context.skip();
     expect(engaged).toBe(Object.values(REDUCTION).reduce((all, bit) => all | bit, 0));
   });
 });

@@ -34,7 +34,7 @@ export interface KeyOptions {
   judgesPerTask: readonly number[];
 }
 
-export function keyOptionsFor(limits: LoopLimits, reduce = true, judgesPerTask: readonly number[] = []): KeyOptions {
+export function keyOptionsFor(limits: LoopLimits, reduce = false, judgesPerTask: readonly number[] = []): KeyOptions {
   const keepSteps = Number.isFinite(limits.maxSteps);
   return {
     reduce,
