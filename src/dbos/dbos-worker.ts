@@ -16,6 +16,7 @@ import { LoopConfigError } from '../errors.js';
 import type { RunInput } from '../config.js';
 import { durableRunsOf, type Loop } from '../loop.js';
 import type { ApprovalInput } from '../durable/durable-runs.js';
+import { RunAccessError, StoreRecordError } from '../durable/durable-errors.js';
 import type { RunResult } from '../runtime/run-result.js';
 import type { PostgresStore } from '../store/postgres/postgres-store.js';
 import { DEFAULT_DBOS_WORKER } from '../constants.js';
@@ -113,6 +114,10 @@ function checkOptions(options: DbosWorkerOptions): void {
   if (issues.length > 0) throw new LoopConfigError({ issues });
 }
 
+/** Legs ended by a store error in a row before the run's workflow gives up (as ERROR; `loop.resume` still continues it). */
+const LEG_RETRIES = 5;
+const LEG_RETRY_BASE_MS = 1_000;
+
 /** A waiter looks at its run this often (a DBOS durable wait each time, so a few rows an hour). */
 const WAIT_LOOK_EVERY_MS = 5 * 60_000;
 
@@ -149,7 +154,13 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     if (outcome.kind === 'handoff') {
       const part = (request.part ?? 1) + 1;
       const next = successorId(self, part);
-      await DBOS.startWorkflow(legWorkflow, { workflowID: next, queueName })({ kind: 'resume', runId: request.runId, part });
+      const failures = outcome.failure === undefined ? 0 : (request.failures ?? 0) + 1;
+      if (failures > 0) {
+        DBOS.logger.warn(`loopstate: run ${request.runId}'s leg ${self} failed (${outcome.failure}); ${next} takes it up from the journal`);
+        // A store that is down for a moment: the next leg waits, longer each time (durably).
+        await DBOS.sleep(LEG_RETRY_BASE_MS * 2 ** (failures - 1));
+      }
+      await DBOS.startWorkflow(legWorkflow, { workflowID: next, queueName })({ kind: 'resume', runId: request.runId, part, ...(failures > 0 ? { failures } : {}) });
       return { kind: 'continued', workflowId: next };
     }
     const { result } = outcome;
@@ -176,8 +187,13 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     try {
       return { kind: 'stopped', result: await driveLeg(runs, request, { effectStep: log.effect }) };
     } catch (error) {
-      if (!(error instanceof LegHandoff)) throw error;
-      return { kind: 'handoff', effects: error.effects };
+      if (error instanceof LegHandoff) return { kind: 'handoff', effects: error.effects };
+      // A store error (a lost connection, a lease another process took, a run still busy): everything
+      // done so far is in the journal, so a successor takes the run up again, a few times at most.
+      // A corrupt record or another loop's run is not something a retry mends.
+      const mendable = !(error instanceof StoreRecordError) && !(error instanceof RunAccessError && error.code !== 'run_busy') && !(error instanceof LoopConfigError);
+      if (!mendable || (request.failures ?? 0) >= LEG_RETRIES) throw error;
+      return { kind: 'handoff', effects: 0, failure: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
     }
   }
 

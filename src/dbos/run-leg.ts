@@ -12,10 +12,13 @@ import type { ApprovalInput, DrivingOptions, DurableRuns } from '../durable/dura
 import { ApprovalError, RunAccessError } from '../durable/durable-errors.js';
 import type { RunResult } from '../runtime/run-result.js';
 
-/** What a run's workflow is asked to do (its serialised argument); `part` counts successor workflows (1 for the first). */
+/**
+ * What a run's workflow is asked to do (its serialised argument); `part` counts successor workflows (1
+ * for the first), `failures` the legs before it that a store error ended in a row.
+ */
 export type LegRequest =
-  | { kind: 'run'; runId: string; input: Omit<RunInput, 'signal'>; part?: number }
-  | { kind: 'resume'; runId: string; approvals?: Record<string, ApprovalInput>; part?: number };
+  | { kind: 'run'; runId: string; input: Omit<RunInput, 'signal'>; part?: number; failures?: number }
+  | { kind: 'resume'; runId: string; approvals?: Record<string, ApprovalInput>; part?: number; failures?: number };
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

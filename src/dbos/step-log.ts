@@ -20,11 +20,11 @@ export const RUN_STEP_NAME = 'loopstate.step';
 
 /**
  * How a leg stopped: at a stop of the run; handed to a successor workflow after `stepsPerWorkflow`
- * effects; or refused the decisions it was given (nothing changed; `result` is the stop the run still waits at).
+ * effects, or after a store error (`failure`: the successor tries again from the journal); or refused the decisions it was given (nothing changed; `result` is the stop the run still waits at).
  */
 export type LegOutcome =
   | { kind: 'stopped'; result: RunResult }
-  | { kind: 'handoff'; effects: number }
+  | { kind: 'handoff'; effects: number; failure?: string }
   | { kind: 'refused'; code: string; message: string; result: RunResult | null };
 
 /** What a leg given decisions recorded of them before driving: `approve` reads it to answer the person. */

@@ -64,6 +64,8 @@ export class RunJournal implements DriverHooks {
   private bytesSinceSnapshot = 0;
   private lastSnapshotBytes = 0;
   private cursor: SessionCursor | null = null;
+  /** The first journal write that failed during the effect in flight, if one did. */
+  private writeFailure: unknown = null;
   private health: ToolHealth | null = null;
   /** What the event the run stopped at (for approval) is replaced with, once rebuilt. */
   private superseding: { seq: number; approvals?: Record<string, ApprovalDecision> } | null = null;
@@ -89,7 +91,12 @@ export class RunJournal implements DriverHooks {
   private async append(record: JournalRecord, runBody?: string): Promise<void> {
     const row: StoreRow = { seq: record.seq, kind: record.kind, body: encodeRecord(record) };
     this.bytesSinceSnapshot += row.body.length;
-    await this.options.store.append(this.runId, [row], this.options.lease(), runBody);
+    try {
+      await this.options.store.append(this.runId, [row], this.options.lease(), runBody);
+    } catch (error) {
+      this.writeFailure ??= error;
+      throw error;
+    }
   }
 
   private takeSeq(): number {
@@ -135,6 +142,11 @@ export class RunJournal implements DriverHooks {
   }
 
   async beforeSend(event: LoopEvent, session: RunSession): Promise<void> {
+    // A journal write inside the effect failed (a model response or a tool intent not recorded): the
+    // effect saw it as the model's or the tool's failure, which it was not. That outcome is neither
+    // journalled nor shown to the machine; the store's error ends the drive, and a resume redoes the
+    // effect from what the journal holds.
+    if (this.writeFailure !== null) throw this.writeFailure;
     const cursor = this.cursor ?? cursorOf(session);
     const record: EventRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION, kind: 'event', runId: this.runId, seq: this.takeSeq(),

@@ -21,12 +21,22 @@ let store: PostgresStore;
 let worker: DbosWorker;
 let client: LoopDbosClient;
 let steps: DBOSClient;
+/** The journal append (counted from when it is set) that fails once; 0: none. */
+let failAppendNumber = 0;
 
 beforeAll(async () => {
   server = await testPostgres();
   store = postgresStore({ connectionString: server.url });
-  const loop = refundLoop({ store, log, driver: 'in-process' });
-  worker = await dbosWorker({ loop, store, systemDatabaseUrl: server.url, executorId: 'in-process', version: 'approvals-test', stepsPerWorkflow: STEPS_PER_WORKFLOW });
+  // The worker's store fails the journal appends a test asks it to (a connection lost for a moment).
+  const flaky: PostgresStore = {
+    ...store,
+    append: (...args) => {
+      if (failAppendNumber > 0 && --failAppendNumber === 0) return Promise.reject(new Error('Connection terminated unexpectedly'));
+      return store.append(...args);
+    },
+  };
+  const loop = refundLoop({ store: flaky, log, driver: 'in-process' });
+  worker = await dbosWorker({ loop, store: flaky, systemDatabaseUrl: server.url, executorId: 'in-process', version: 'approvals-test', stepsPerWorkflow: STEPS_PER_WORKFLOW });
   client = await dbosClient({ systemDatabaseUrl: server.url, version: 'approvals-test', pollingIntervalMs: 50 });
   steps = await DBOSClient.create({ systemDatabaseUrl: server.url });
 }, 120_000);
@@ -184,4 +194,19 @@ describe('a DBOS worker in this process', () => {
     await expect(worker.enqueue({ goal: GOAL, runId: 'a/b' })).rejects.toThrow('runId: expected a non-empty string without "/"');
     await expect(client.enqueueResume('a', { idempotencyKey: 'k/1' })).rejects.toThrow('idempotencyKey');
   });
+
+  it('a store error mid-run ends the leg, and a successor takes the run up again from the journal', async () => {
+    // The 4th append: inside the first tool round's effect step (after run.started, the model's reply, its event).
+    failAppendNumber = 4;
+    await worker.enqueue({ goal: GOAL, runId: 'store-blip' });
+    const stopped = await worker.result('store-blip');
+    expect(stopped.stopReason, stopped.detail).toBe('needs_human');
+    expect(failAppendNumber, 'the failure was injected').toBe(0);
+    const legs = await steps.listWorkflows({ workflow_id_prefix: 'store-blip', workflowName: 'loopstate.run' });
+    const ends = await Promise.all(legs.map(async (leg) => ((await steps.listWorkflowSteps(leg.workflowID)) ?? []).map((step) => step.output as { kind?: string; outcome?: { kind: string; failure?: string } }).find((output) => output?.kind === 'leg-end')?.outcome));
+    expect(ends.some((outcome) => outcome?.failure?.includes('Connection terminated unexpectedly')), JSON.stringify(ends)).toBe(true);
+    const same = await embedded('store-blip');
+    expect(comparable(stopped)).toEqual(comparable(same.stopped));
+    expect(lines().filter((line) => line.startsWith('effect:charge_fee:') && line.includes('store-blip')).length, 'the fee is charged once').toBe(1);
+  }, 60_000);
 });
