@@ -160,7 +160,10 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
         // A store that is down for a moment: the next leg waits, longer each time (durably).
         await DBOS.sleep(LEG_RETRY_BASE_MS * 2 ** (failures - 1));
       }
-      await DBOS.startWorkflow(legWorkflow, { workflowID: next, queueName })({ kind: 'resume', runId: request.runId, part, ...(failures > 0 ? { failures } : {}) });
+      // After a failure the successor is asked what this leg was (a new run's input, a person's decisions
+      // that may not have been applied): it finds out from the journal how far this leg got.
+      const successor: LegRequest = failures > 0 ? { ...request, part, failures } : { kind: 'resume', runId: request.runId, part };
+      await DBOS.startWorkflow(legWorkflow, { workflowID: next, queueName })(successor);
       return { kind: 'continued', workflowId: next };
     }
     const { result } = outcome;

@@ -209,4 +209,16 @@ describe('a DBOS worker in this process', () => {
     expect(comparable(stopped)).toEqual(comparable(same.stopped));
     expect(lines().filter((line) => line.startsWith('effect:charge_fee:') && line.includes('store-blip')).length, 'the fee is charged once').toBe(1);
   }, 60_000);
+
+  it("a store error as a person's decisions are applied: the successor applies them, the refund runs once", async () => {
+    const stopped = await stoppedForApproval('store-blip-approve');
+    // The first append after this: the journal event that carries the decisions.
+    failAppendNumber = 1;
+    await worker.approve('store-blip-approve', { [stopped.pendingApprovals[0]!.callId]: { approve: true } });
+    const done = await worker.result('store-blip-approve');
+    expect(failAppendNumber, 'the failure was injected').toBe(0);
+    expect(done.stopReason, done.detail).toBe('completed');
+    expect(comparable(done)).toEqual(comparable((await embedded('store-blip-approve')).done));
+    expect(lines().filter((line) => line.startsWith('effect:refund:') && line.includes('store-blip-approve')).length, 'the refund runs once').toBe(1);
+  }, 60_000);
 });
