@@ -11,7 +11,7 @@ import { DEFAULT_DBOS_WORKER } from '../constants.js';
 import { loadDbos } from './load-dbos.js';
 import { machineVersion } from './machine-version.js';
 import { resumeRequest, runRequest, type LegRequest } from './run-leg.js';
-import { APPROVALS_TOPIC, followRun, handOverDecisions, ofRun, RUN_WORKFLOW_NAME, WAIT_WORKFLOW_NAME, verdictAmong, type ApprovalPort } from './workflow-chain.js';
+import { chainPort, followRun, handOverDecisions, RUN_WORKFLOW_NAME } from './workflow-chain.js';
 
 /**
  * Options of `dbosClient`: the workers' application, queue and version.
@@ -75,16 +75,16 @@ export async function dbosClient<Output = unknown>(options: DbosClientOptions): 
     await client.enqueue({ queueName, workflowName: RUN_WORKFLOW_NAME, workflowID: workflowId, appVersion }, request);
     return { runId: request.runId, workflowId };
   };
-  const port: ApprovalPort & { activeLegs(runId: string): Promise<string[]> } = {
-    output: (workflowId) => client.retrieveWorkflow(workflowId).getResult({ pollingIntervalMs }),
-    status: async (workflowId) => (await client.getWorkflow(workflowId))?.status,
-    waiting: async (runId) => ofRun(runId, await client.listWorkflows({ workflow_id_prefix: runId, workflowName: WAIT_WORKFLOW_NAME, status: 'PENDING' })).map((workflow) => workflow.workflowID),
-    input: async (workflowId) => (await client.getWorkflow(workflowId))?.input?.[0],
-    verdict: async (workflowId) => verdictAmong(await client.listWorkflowSteps(workflowId)),
-    activeLegs: async (runId) => ofRun(runId, await client.listWorkflows({ workflow_id_prefix: runId, workflowName: RUN_WORKFLOW_NAME, status: ['PENDING', 'ENQUEUED'] })).map((workflow) => workflow.workflowID),
-    send: (workflowId, message, idempotencyKey) => client.send(workflowId, message, APPROVALS_TOPIC, idempotencyKey),
-    enqueueResume: (runId, approvals, idempotencyKey) => start(resumeRequest(runId, { approvals, idempotencyKey })),
-  };
+  const port = chainPort(
+    {
+      output: (workflowId) => client.retrieveWorkflow(workflowId).getResult({ pollingIntervalMs }),
+      status: (workflowId) => client.getWorkflow(workflowId),
+      listWorkflows: (input) => client.listWorkflows(input),
+      listWorkflowSteps: (workflowId) => client.listWorkflowSteps(workflowId),
+      send: (workflowId, message, topic, idempotencyKey) => client.send(workflowId, message, topic, idempotencyKey),
+    },
+    (runId, approvals, idempotencyKey) => start(resumeRequest(runId, { approvals, idempotencyKey })),
+  );
   return {
     enqueue: async (input) => start(runRequest(input)),
     enqueueResume: async (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),

@@ -25,8 +25,8 @@ import { loadDbos } from './load-dbos.js';
 import { machineVersion } from './machine-version.js';
 import { LegHandoff, StepLog, type LegOutcome } from './step-log.js';
 import {
-  APPROVALS_TOPIC, approvedLegId, followRun, handOverDecisions, isApprovalMessage, ofRun, RUN_WORKFLOW_NAME, successorId, WAIT_WORKFLOW_NAME, waiterId,
-  verdictAmong, type ApprovalPort, type LegOutput, type WaitOutput,
+  APPROVALS_TOPIC, approvedLegId, chainPort, followRun, handOverDecisions, isApprovalMessage, RUN_WORKFLOW_NAME, successorId, WAIT_WORKFLOW_NAME, waiterId,
+  type LegOutput, type WaitOutput,
 } from './workflow-chain.js';
 
 /**
@@ -270,16 +270,16 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     await DBOS.startWorkflow(legWorkflow, { workflowID: workflowId, queueName: queue.name })(request);
     return { runId: request.runId, workflowId };
   };
-  const port: ApprovalPort & { activeLegs(runId: string): Promise<string[]> } = {
-    output: (workflowId) => DBOS.retrieveWorkflow(workflowId).getResult(),
-    status: async (workflowId) => (await DBOS.getWorkflowStatus(workflowId))?.status,
-    waiting: async (runId) => ofRun(runId, await DBOS.listWorkflows({ workflow_id_prefix: runId, workflowName: WAIT_WORKFLOW_NAME, status: 'PENDING' })).map((workflow) => workflow.workflowID),
-    input: async (workflowId) => (await DBOS.getWorkflowStatus(workflowId))?.input?.[0],
-    verdict: async (workflowId) => verdictAmong(await DBOS.listWorkflowSteps(workflowId)),
-    activeLegs: async (runId) => ofRun(runId, await DBOS.listWorkflows({ workflow_id_prefix: runId, workflowName: RUN_WORKFLOW_NAME, status: ['PENDING', 'ENQUEUED'] })).map((workflow) => workflow.workflowID),
-    send: (workflowId, message, idempotencyKey) => DBOS.send(workflowId, message, APPROVALS_TOPIC, idempotencyKey),
-    enqueueResume: (runId, approvals, idempotencyKey) => start(resumeRequest(runId, { approvals, idempotencyKey })),
-  };
+  const port = chainPort(
+    {
+      output: (workflowId) => DBOS.retrieveWorkflow(workflowId).getResult(),
+      status: (workflowId) => DBOS.getWorkflowStatus(workflowId),
+      listWorkflows: (input) => DBOS.listWorkflows(input),
+      listWorkflowSteps: (workflowId) => DBOS.listWorkflowSteps(workflowId),
+      send: (workflowId, message, topic, idempotencyKey) => DBOS.send(workflowId, message, topic, idempotencyKey),
+    },
+    (runId, approvals, idempotencyKey) => start(resumeRequest(runId, { approvals, idempotencyKey })),
+  );
   return {
     executorId,
     applicationVersion,

@@ -6,7 +6,7 @@
  * this module.
  */
 import { hash } from 'node:crypto';
-import type { WorkflowStatus } from '@dbos-inc/dbos-sdk';
+import type { GetWorkflowsInput, WorkflowStatus } from '@dbos-inc/dbos-sdk';
 import { canonicalJson } from '../progress/index.js';
 import { ApprovalError, type ApprovalErrorCode } from '../durable/durable-errors.js';
 import { LoopConfigError, LoopstateError } from '../errors.js';
@@ -183,6 +183,31 @@ function refusal(runId: string, code: string | undefined, message: string): Erro
 export function verdictAmong(steps: readonly { name: string; output: unknown }[] | undefined): { accepted: boolean; code?: string; message?: string } | undefined {
   const step = steps?.find((recorded) => recorded.name === RUN_STEP_NAME && (recorded.output as { kind?: unknown } | null)?.kind === 'decisions');
   return step === undefined ? undefined : (step.output as { accepted: boolean; code?: string; message?: string });
+}
+
+/** The part of DBOS a port reads through: the launched `DBOS` or a `DBOSClient`, which name these alike. */
+export interface DbosReads {
+  output(workflowId: string): Promise<unknown>;
+  status(workflowId: string): Promise<Pick<WorkflowStatus, 'status' | 'input'> | null | undefined>;
+  listWorkflows(input: GetWorkflowsInput): Promise<WorkflowStatus[]>;
+  listWorkflowSteps(workflowId: string): Promise<readonly { name: string; output: unknown }[] | undefined>;
+  send(workflowId: string, message: ApprovalMessage, topic: string, idempotencyKey: string): Promise<void>;
+}
+
+/** The chain's port over DBOS; `enqueueResume` starts a new leg as the worker or client does. */
+export function chainPort(dbos: DbosReads, enqueueResume: ApprovalPort['enqueueResume']): ApprovalPort & { activeLegs(runId: string): Promise<string[]> } {
+  const ids = async (runId: string, workflowName: string, status: GetWorkflowsInput['status']) =>
+    ofRun(runId, await dbos.listWorkflows({ workflow_id_prefix: runId, workflowName, status })).map((workflow) => workflow.workflowID);
+  return {
+    output: (workflowId) => dbos.output(workflowId),
+    status: async (workflowId) => (await dbos.status(workflowId))?.status,
+    input: async (workflowId) => (await dbos.status(workflowId))?.input?.[0],
+    waiting: (runId) => ids(runId, WAIT_WORKFLOW_NAME, 'PENDING'),
+    activeLegs: (runId) => ids(runId, RUN_WORKFLOW_NAME, ['PENDING', 'ENQUEUED']),
+    verdict: async (workflowId) => verdictAmong(await dbos.listWorkflowSteps(workflowId)),
+    send: (workflowId, message, idempotencyKey) => dbos.send(workflowId, message, APPROVALS_TOPIC, idempotencyKey),
+    enqueueResume,
+  };
 }
 
 /** The run's own workflows among a listing (`listWorkflows` matches ids by prefix: `run-1` would match `run-10/...`). */
