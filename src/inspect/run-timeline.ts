@@ -7,6 +7,7 @@
  * transition took through the statechart, and no-progress streaks recomputed from tool results and
  * verdicts. Every derived figure is named as such on the page; run-end's own totals are shown beside them.
  */
+import { addCall } from '../trace/rebuild-run.js';
 import { explainStopReason } from './stop-reason-text.js';
 import { isViewerEvent, type ReadEvent, type RunTrace, type ViewerEvent } from './read-trace.js';
 import { countersMovedBy, NUDGE_WARNING, routeHint } from './route-evidence.js';
@@ -178,10 +179,7 @@ export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimel
       case 'step-end': {
         enterTask(event.taskId);
         steps++;
-        usage.inputTokens += event.inputTokens;
-        usage.outputTokens += event.outputTokens;
-        usage.costUsd += event.costUsd;
-        usage.modelCalls++;
+        addCall(usage, event);
         lastReply = event.replySummary ?? null;
         streaks.sameParseError = event.decision === 'unparseable' ? streaks.sameParseError + 1 : 0;
         for (const call of event.toolCalls) argumentsByCall.set(call.callId, call.argumentsSummary ?? '');
@@ -210,12 +208,7 @@ export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimel
         pendingErrors.push({ errorKind: event.errorKind, message: event.message, retryDelayMs: event.retryDelayMs ?? null });
         break;
       case 'context-trimmed':
-        if (event.summaryUsage) {
-          usage.inputTokens += event.summaryUsage.inputTokens;
-          usage.outputTokens += event.summaryUsage.outputTokens;
-          usage.costUsd += event.summaryUsage.costUsd;
-          usage.modelCalls++;
-        }
+        if (event.summaryUsage) addCall(usage, event.summaryUsage);
         break;
       case 'tool-end': {
         enterTask(event.taskId);

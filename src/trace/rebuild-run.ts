@@ -96,7 +96,8 @@ export function rebuildRun(events: Iterable<TraceEvent>, runId?: string): Rebuil
   return run;
 }
 
-function addCall(usage: Usage, call: { inputTokens: number; outputTokens: number; costUsd: number }): void {
+/** Adds one model call's tokens and cost to running totals (the viewer's timeline sums the same way). */
+export function addCall(usage: Pick<Usage, 'inputTokens' | 'outputTokens' | 'costUsd' | 'modelCalls'>, call: { inputTokens: number; outputTokens: number; costUsd: number }): void {
   usage.inputTokens += call.inputTokens;
   usage.outputTokens += call.outputTokens;
   usage.costUsd += call.costUsd;
