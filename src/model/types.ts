@@ -137,5 +137,12 @@ export interface Model {
    * it keeps for the reply). Used as the default of `context.maxInputTokensPerCall`.
    */
   readonly contextWindowTokens?: number;
+  /**
+   * True for a model that answers from a recording rather than a provider (`replayModel`): nothing
+   * upstream can be overloaded, so after a transient failure the loop retries it at once instead of
+   * sleeping the backoff (a recorded Retry-After included). The delay is still computed and traced.
+   * Leave it out for a live model.
+   */
+  readonly skipsBackoffWait?: boolean;
   generate(request: ModelRequest): Promise<ModelResponse>;
 }

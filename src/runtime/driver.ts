@@ -183,7 +183,8 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
       case 'evaluate':
         return await performEvaluation(session, snapshot.context, effect.mayCallModel);
       case 'sleep':
-        await session.aborts.race(clock.sleep(Math.max(0, effect.until - clock.now()), session.signal));
+        // A replayed model's waits were waited out when it was recorded; no provider is there to wait for now.
+        if (session.config.model.skipsBackoffWait !== true) await session.aborts.race(clock.sleep(Math.max(0, effect.until - clock.now()), session.signal));
         return { type: 'backoff.elapsed', at: clock.now() };
     }
   } catch (error) {

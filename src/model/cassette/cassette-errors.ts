@@ -1,13 +1,14 @@
 /**
  * What goes wrong with a cassette: a file that cannot be used (missing, corrupt, from a newer
- * loopstate, not writable) and a replayed request that was never recorded.
+ * loopstate, not writable, being recorded by another recorder) and a replayed request that was never recorded.
  */
 import { LoopstateError } from '../../errors.js';
 
 /**
- * Why a cassette file cannot be used: `cassette_not_found`, `cassette_unreadable`, `cassette_corrupt`
- * (not JSON, cut short, wrong shape, or edited so a request no longer matches its key),
- * `cassette_version_unsupported` (written by a newer loopstate) or `cassette_write_failed`.
+ * Why a cassette file cannot be used: `cassette_not_found`, `cassette_unreadable` (not a regular file,
+ * too large, no permission), `cassette_corrupt` (not JSON, cut short, wrong shape, nested too deep, or
+ * edited so a request no longer matches its key), `cassette_version_unsupported` (written by a newer
+ * loopstate), `cassette_write_failed`, or `cassette_locked` (another recorder is recording it).
  * @example
  * const code: CassetteFileErrorCode = 'cassette_corrupt';
  */
@@ -16,7 +17,8 @@ export type CassetteFileErrorCode =
   | 'cassette_unreadable'
   | 'cassette_corrupt'
   | 'cassette_version_unsupported'
-  | 'cassette_write_failed';
+  | 'cassette_write_failed'
+  | 'cassette_locked';
 
 /**
  * A cassette file that cannot be read or written; the message names the path and the problem.

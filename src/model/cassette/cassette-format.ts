@@ -7,10 +7,11 @@
  */
 import { z } from 'zod';
 import type { ModelErrorKind } from '../../errors.js';
-import { readFileSync } from 'node:fs';
 import { describeZodIssues } from '../../zod-issues.js';
 import { modelResponseSchema } from '../response-schema.js';
 import { CassetteFileError } from './cassette-errors.js';
+import { readCassetteText } from './cassette-file.js';
+import { tooDeepAt } from './nesting-depth.js';
 import { requestKey, type PlainData } from './request-key.js';
 
 /** Names the file as a loopstate cassette, so a stray JSON file is told apart from a damaged one. */
@@ -23,6 +24,14 @@ const CASSETTE_FORMAT = 'loopstate-cassette';
  * JSON.parse(readFileSync('run.json', 'utf8')).schemaVersion === CASSETTE_SCHEMA_VERSION
  */
 export const CASSETTE_SCHEMA_VERSION = 1;
+
+/**
+ * Levels of arrays and objects a cassette may nest (the top level is 1): far more than messages,
+ * tool schemas and responses need, and far less than the recursive walkers that read it can take.
+ * @example
+ * tooDeepAt(JSON.parse(text), MAX_CASSETTE_DEPTH) === null // the cassette is shallow enough to read
+ */
+export const MAX_CASSETTE_DEPTH = 256;
 
 const plainRecord = z.record(z.string(), z.json());
 /** Every kind, checked by the compiler: a kind added to `ModelErrorKind` must be added here to compile. */
@@ -164,19 +173,14 @@ function checkCalls(path: string, cassette: Cassette): void {
 
 /**
  * Reads and checks a cassette file, all or nothing; throws `CassetteFileError` naming the path and
- * the problem: missing, unreadable, not JSON (e.g. cut short), not a cassette, a newer version, a
- * field of the wrong shape, or a request edited away from its key.
+ * the problem: missing, unreadable, not a regular file, too large, not JSON (e.g. cut short), not a
+ * cassette, a newer version, nested deeper than `MAX_CASSETTE_DEPTH`, a field of the wrong shape
+ * (named by its path), or a request edited away from its key.
  * @example
  * const cassette = readCassette('test/cassettes/order-status.json');
  */
 export function readCassette(path: string): Cassette {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    const missing = (error as { code?: unknown }).code === 'ENOENT';
-    throw new CassetteFileError({ code: missing ? 'cassette_not_found' : 'cassette_unreadable', path, problem: missing ? 'no such file; record it first with recordModel' : `cannot be read (${String(error)})`, cause: error });
-  }
+  const text = readCassetteText(path);
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -184,6 +188,9 @@ export function readCassette(path: string): Cassette {
     throw corrupt(path, `is not valid JSON, perhaps cut short (${(error as Error).message})`, error);
   }
   checkEnvelope(path, data);
+  // Before the schema: validating, hashing and diffing all recurse, and would overflow the stack first.
+  const tooDeep = tooDeepAt(data, MAX_CASSETTE_DEPTH);
+  if (tooDeep !== null) throw corrupt(path, `${tooDeep} nests more than ${MAX_CASSETTE_DEPTH} levels deep; recordModel never writes such a cassette`);
   const checked = cassetteSchema.safeParse(data);
   if (!checked.success) throw corrupt(path, describeZodIssues(checked.error.issues).join('; '));
   checkCalls(path, checked.data);

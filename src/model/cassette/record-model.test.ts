@@ -91,7 +91,9 @@ describe('recordModel', () => {
     const throwing = modelOf(async () => {
       throw Object.assign(new TypeError('socket closed by Bearer sk-live-4eC39HqLyjWDarjtT1zdp7dc'), { code: 'ECONNRESET' });
     });
-    const thrown = await run(recordModel(throwing, path));
+    const first = recordModel(throwing, path);
+    const thrown = await run(first);
+    first.close();
     expect(thrown.error).toEqual({ name: 'TypeError', message: 'socket closed by Bearer [redacted]', code: 'ECONNRESET' });
     expect(await run(replayModel(path))).toEqual(thrown);
 

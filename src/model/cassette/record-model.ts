@@ -3,21 +3,16 @@
  * cassette. The file is rewritten whole after each call, to a temporary file then renamed over the
  * cassette, so at any moment it is a complete, valid cassette (a crash loses at most the call in
  * flight), and it is written before the call's outcome reaches the loop, so it is complete on disk
- * when the run settles.
+ * when the run settles. One recorder per cassette: it holds the cassette's lock from its first call.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { canonicalJson } from '../../progress/canonical-json.js';
 import { isModelCallError } from '../../errors.js';
-import { createRedactor, type Redactor, type RedactOptions } from '../../redaction/redact.js';
-import { errorFields, thrownMessage, toError } from '../../redaction/describe-thrown.js';
+import { createRedactor, type RedactOptions } from '../../redaction/redact.js';
 import { systemClock, type Clock } from '../../runtime/clock.js';
 import { interruptionOf, untilAborted } from '../../runtime/interruption.js';
-import { isWellFormedResponse, modelResponseSchema, shapeProblems } from '../response-schema.js';
 import type { Model, ModelRequest, ModelResponse } from '../types.js';
-import { CassetteFileError } from './cassette-errors.js';
-import { emptyCassette, serializeCassette, type Cassette, type RecordedCall, type RecordedError } from './cassette-format.js';
-import { cassetteRequest, redactPlainData, requestKey, toPlainData, type PlainData } from './request-key.js';
+import { emptyCassette, type Cassette } from './cassette-format.js';
+import { CassetteWriter, type Outcome } from './cassette-writer.js';
+import { cassetteRequest } from './request-key.js';
 
 /**
  * Options of `recordModel`.
@@ -41,9 +36,12 @@ export interface RecordingModel extends Model {
   readonly path: string;
   /** Calls written to the cassette so far. */
   readonly recordedCalls: number;
+  /**
+   * Releases the cassette's lock, so another recorder may record it; later calls fail. Without it the
+   * lock is released when the process exits (a lock left by a killed process is taken over).
+   */
+  close(): void;
 }
-
-type Outcome = { response: ModelResponse } | { error: unknown } | { interrupted: 'cancelled' | 'deadline' };
 
 /**
  * Wraps `model` so every call it answers, or fails, is written to the cassette at `path` (created or
@@ -53,6 +51,11 @@ type Outcome = { response: ModelResponse } | { error: unknown } | { interrupted:
  * latency (`replayModel` with `latency: 'recorded'` and the loop's clock reproduces it). Secrets are redacted before anything is written, with the built-in rules and `redact`; a
  * reply that quoted a secret therefore replays with `[redacted]` in its place. Writes are synchronous,
  * so a call's entry is on disk before its outcome reaches the loop, even for a call the loop abandoned.
+ * From its first call until `close()` (or the process's exit) the recorder holds `<path>.lock`: a
+ * second recorder of the same cassette, in this process or another, fails its first call with
+ * `CassetteFileError` (`cassette_locked`) naming the holder, before that call reaches its model. The
+ * file is written atomically (an exclusive temporary file with a random name, renamed over it) and
+ * never through a symbolic link: a cassette path that is a link fails with `cassette_write_failed`.
  * @example
  * const loop = createLoop({ model: recordModel(openaiModel({ model: 'gpt-4.1-mini' }), 'test/cassettes/refund.json'), tools });
  * await loop.run({ goal: 'Refund order O-101' }); // later, offline: createLoop({ model: replayModel('test/cassettes/refund.json'), tools })
@@ -68,6 +71,7 @@ export function recordModel(model: Model, path: string, options: RecordModelOpti
   async function generate(request: ModelRequest): Promise<ModelResponse> {
     writer.throwIfFailed();
     request.signal.throwIfAborted();
+    writer.begin();
     const data = cassetteRequest(request, redactor);
     const startedAt = clock.now();
     let recorded = false;
@@ -104,6 +108,7 @@ export function recordModel(model: Model, path: string, options: RecordModelOpti
     get recordedCalls() {
       return cassette.calls.length;
     },
+    close: () => writer.close(),
   };
 }
 
@@ -115,103 +120,4 @@ function elapsedSince(clock: Clock, startedAt: number): number {
   } catch {
     return 0;
   }
-}
-
-/** Owns the cassette in memory and on disk; a failed write is kept and thrown by the next call. */
-class CassetteWriter {
-  #failure: CassetteFileError | null = null;
-  readonly #messageIndex = new Map<string, number>();
-  readonly #toolIndex = new Map<string, number>();
-  readonly #occurrences = new Map<string, number>();
-
-  constructor(
-    readonly path: string,
-    readonly cassette: Cassette,
-    readonly redactor: Redactor,
-  ) {}
-
-  throwIfFailed(): void {
-    if (this.#failure !== null) throw this.#failure;
-  }
-
-  append(request: { [key: string]: PlainData }, outcome: Outcome, latencyMs: number): void {
-    const key = requestKey(request);
-    const occurrence = this.#occurrences.get(key) ?? 0;
-    this.#occurrences.set(key, occurrence + 1);
-    const { messages, tools, ...fields } = request;
-    // A non-array `messages` or `tools` (some future request shape) stays a plain field, so the key still covers it.
-    if (messages !== undefined && !Array.isArray(messages)) fields.messages = messages;
-    if (tools !== undefined && !Array.isArray(tools)) fields.tools = tools;
-    const call: RecordedCall = {
-      key,
-      occurrence,
-      request: {
-        ...(Array.isArray(messages) ? { messages: messages.map((message) => this.#pooled(this.cassette.messages, this.#messageIndex, message)) } : {}),
-        ...(Array.isArray(tools) ? { tools: tools.map((tool) => this.#pooled(this.cassette.tools, this.#toolIndex, tool)) } : {}),
-        ...(Object.keys(fields).length > 0 ? { fields } : {}),
-      },
-      latencyMs,
-      ...this.#recordedOutcome(outcome),
-    };
-    this.cassette.calls.push(call);
-    this.#write();
-  }
-
-  #pooled(pool: Record<string, unknown>[], index: Map<string, number>, item: PlainData): number {
-    const text = canonicalJson(item);
-    const known = index.get(text);
-    if (known !== undefined) return known;
-    pool.push(item as Record<string, unknown>);
-    index.set(text, pool.length - 1);
-    return pool.length - 1;
-  }
-
-  #recordedOutcome(outcome: Outcome): Pick<RecordedCall, 'response' | 'error' | 'interrupted'> {
-    if ('interrupted' in outcome) return { interrupted: outcome.interrupted };
-    if ('error' in outcome) return { error: recordedError(outcome.error, this.redactor) };
-    // A malformed reply fails the run; record the failure the loop reports for it, so replay fails the same way.
-    if (!isWellFormedResponse(outcome.response)) {
-      const problems = shapeProblems(modelResponseSchema, outcome.response) ?? 'unknown shape';
-      return { error: { name: 'ModelCallError', message: `the model returned a malformed response: ${problems}`, code: 'model_unknown', kind: 'unknown' } };
-    }
-    return { response: redactPlainData(toPlainData(outcome.response), this.redactor) as RecordedCall['response'] };
-  }
-
-  #write(): void {
-    const temporary = `${this.path}.${process.pid}.tmp`;
-    try {
-      mkdirSync(dirname(this.path), { recursive: true });
-      const descriptor = openSync(temporary, 'w');
-      try {
-        writeSync(descriptor, serializeCassette(this.cassette));
-        fsyncSync(descriptor);
-      } finally {
-        closeSync(descriptor);
-      }
-      renameSync(temporary, this.path);
-    } catch (error) {
-      try {
-        rmSync(temporary, { force: true });
-      } catch {
-        // Nothing was created there (its folder is missing or not a folder).
-      }
-      this.#failure ??= new CassetteFileError({ code: 'cassette_write_failed', path: this.path, problem: `could not be written (${thrownMessage(error)})`, cause: error });
-    }
-  }
-}
-
-function recordedError(thrown: unknown, redactor: Redactor): RecordedError {
-  if (isModelCallError(thrown)) {
-    const { kind, status, retryAfterMs } = thrown;
-    return {
-      name: 'ModelCallError',
-      message: redactor.text(thrownMessage(thrown)),
-      code: `model_${kind}`,
-      kind,
-      ...(typeof status === 'number' && Number.isInteger(status) ? { status } : {}),
-      ...(typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs >= 0 ? { retryAfterMs } : {}),
-    };
-  }
-  const { name, message, code } = errorFields(toError(thrown));
-  return { name: redactor.text(name), message: redactor.text(message), ...(code === undefined ? {} : { code: redactor.text(code) }) };
 }

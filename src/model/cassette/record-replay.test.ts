@@ -64,7 +64,9 @@ function loopWith(model: Model, clock: VirtualClock, status = 'shipped', extra: 
 async function record(path: string, goal: string): Promise<RunResult> {
   const model = script();
   const clock = virtualClock();
-  const result = await loopWith(recordModel(model, path, { clock }), clock).run({ goal });
+  const recording = recordModel(model, path, { clock });
+  const result = await loopWith(recording, clock).run({ goal });
+  recording.close();
   model.assertComplete();
   return result;
 }
@@ -77,10 +79,10 @@ describe('record → replay', () => {
     expect(recorded.trace.filter((event) => event.type === 'model-error')).toHaveLength(1);
     expect(recorded.trace.some((event) => event.type === 'evaluation-end' && !event.passed)).toBe(true);
 
-    const replaying = replayModel(path);
+    const replaying = replayModel(path, { backoff: 'wait' });
     const replayed = await loopWith(replaying, virtualClock()).run({ goal: 'Where are orders O-101 and O-102?' });
     replaying.assertComplete();
-    // Everything, the trace's times and latencies included: both runs are on a virtual clock.
+    // Everything, the trace's times and latencies included: both runs are on a virtual clock, and the backoff is slept on it again.
     expect(replayed).toEqual(recorded);
     expect(replaying.id).toBe('gpt-4.1-mini');
   });
@@ -96,7 +98,7 @@ describe('record → replay', () => {
     expect(cassette.calls.map((call) => call.occurrence)).toEqual([0, 0, 1, 0, 0]);
     expect(new Set(cassette.messages.map((message) => JSON.stringify(message))).size).toBe(cassette.messages.length);
     expect(cassette.calls.at(-1)?.request.messages).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    expect(readdirSync(folder)).toEqual(['order.json']); // no temporary file left behind
+    expect(readdirSync(folder)).toEqual(['order.json']); // no temporary file left behind, and close() released the lock
   });
 
   it('reproduces recorded latency on the given clock, or answers at once by default', async () => {

@@ -22,8 +22,26 @@ export interface ReplayModelOptions {
   redact?: RedactOptions;
   /** `instant` (default) answers at once; `recorded` waits each call's recorded latency on `clock`. */
   latency?: 'instant' | 'recorded';
+  /**
+   * What the loop does before retrying a replayed 429, 5xx or timeout: `skip` retries at once, its
+   * backoff and Retry-After not waited (no provider is there to wait for); `wait` sleeps the backoff on
+   * the loop's clock, as when recorded. Defaults to `wait` with `latency: 'recorded'` (the replay then
+   * takes the recording's time throughout), else `skip`.
+   */
+  backoff?: 'skip' | 'wait';
   /** Where `latency: 'recorded'` waits; defaults to the wall clock. Pass the loop's clock to reproduce its timings. */
   clock?: Clock;
+}
+
+/** Misuse fails at once, naming the option, rather than replaying with a mode nobody asked for. */
+function checkOptions(options: ReplayModelOptions): void {
+  const allowed = { latency: ['instant', 'recorded'], backoff: ['skip', 'wait'] } as const;
+  for (const [name, values] of Object.entries(allowed)) {
+    const value: unknown = options[name as keyof typeof allowed];
+    if (value !== undefined && !(values as readonly unknown[]).includes(value)) {
+      throw new TypeError(`replayModel: ${name} expected ${values.map((item) => `'${item}'`).join(' or ')} or no value, got ${JSON.stringify(value) ?? String(value)}`);
+    }
+  }
 }
 
 /**
@@ -45,7 +63,7 @@ export interface ReplayingModel extends Model {
  * throws `CassetteFileError` before anything runs) and returns a model that serves it: the recorded
  * model id and context window, each response as recorded (a fresh copy each time), each recorded
  * error thrown again (a `ModelCallError` keeps its kind, status and Retry-After, so retries replay
- * the same), and a call recorded as cut short by a cancel or the deadline waits for the replayed run
+ * the same; by default the loop retries it without waiting, see `backoff`), and a call recorded as cut short by a cancel or the deadline waits for the replayed run
  * to be cut short the same way. A request that matches no recorded call rejects with `CassetteMismatchError` (code
  * `cassette_mismatch`), which ends the run with `fatal_error`: it names the call, the nearest
  * recorded request and the first field that differs.
@@ -55,7 +73,9 @@ export interface ReplayingModel extends Model {
  */
 export function replayModel(path: string, options: ReplayModelOptions = {}): ReplayingModel {
   if (typeof path !== 'string' || path === '') throw new TypeError('replayModel: expected the path of a cassette file');
+  checkOptions(options);
   const cassette = readCassette(path);
+  const backoff = options.backoff ?? (options.latency === 'recorded' ? 'wait' : 'skip');
   const redactor = createRedactor(options.redact);
   const clock = options.clock ?? systemClock;
   const recordedRequests = cassette.calls.map((call) => requestOf(cassette, call));
@@ -97,6 +117,7 @@ export function replayModel(path: string, options: ReplayModelOptions = {}): Rep
   return {
     id: cassette.modelId,
     ...(cassette.contextWindowTokens === undefined ? {} : { contextWindowTokens: cassette.contextWindowTokens }),
+    ...(backoff === 'skip' ? { skipsBackoffWait: true } : {}),
     generate,
     path,
     get remaining() {
