@@ -14,6 +14,7 @@ const SLOW_TEST_FILES = [
   'test/e2e/**', // the loopstate bin as a child process, run by run
   'test/durable/crash.test.ts', // children SIGKILLed at effect boundaries, then resumed by new ones
   'test/integration/trace-kill.test.ts', // a vite-bundled child killed while it writes its trace
+  'test/integration/cassette-lock-process.test.ts', // child recorders holding a cassette's lock, killed or exiting
   'src/cli/verify-command.test.ts', // the bin bundled with vite, then `loopstate verify` as a child process
   'src/cli/commands/inspect.test.ts', // `loopstate inspect` as a child process, until Ctrl-C
   'src/inspect/stately-inspector.test.ts', // a child process that must exit by itself with no inspector listening

@@ -57,8 +57,13 @@ function temporaryPath(path: string): string {
   return join(dirname(path), `.${basename(path)}.${randomBytes(16).toString('hex')}.tmp`);
 }
 
-/** Throws when the cassette path is a symbolic link: replacing the link would surprise whoever made it, and writing through it is what must never happen. */
-function refuseSymbolicLink(path: string): void {
+/**
+ * Throws `CassetteFileError` (`cassette_write_failed`) when the cassette path is a symbolic link:
+ * replacing the link would surprise whoever made it, and writing through it must never happen.
+ * @example
+ * refuseSymbolicLink('test/cassettes/refund.json'); // before the first call reaches the model
+ */
+export function refuseSymbolicLink(path: string): void {
   let isLink = false;
   try {
     isLink = lstatSync(path).isSymbolicLink();

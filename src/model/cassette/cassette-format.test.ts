@@ -1,10 +1,12 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { reply, scriptedModel } from '../../testing/index.js';
 import { CassetteFileError } from './cassette-errors.js';
-import { prettyJson, readCassette } from './cassette-format.js';
+import { MAX_CASSETTE_BYTES } from './cassette-file.js';
+import { MAX_CASSETTE_DEPTH, prettyJson, readCassette } from './cassette-format.js';
 import { recordModel } from './record-model.js';
 import { replayModel } from './replay-model.js';
 
@@ -107,6 +109,51 @@ describe('readCassette', () => {
     });
     expect(failure(() => replayModel(path)).message).toContain('calls[1].occurrence is 1, but 0 earlier calls have its key');
   });
+});
+
+describe('readCassette on a malformed cassette', () => {
+  /** A valid cassette, but for 100,000 nested arrays in an extra field of its first message (JSON.parse takes them; every recursive walker overflowed). */
+  function nestDeeply(): void {
+    const levels = 100_000;
+    const text = readFileSync(path, 'utf8');
+    const first = '"content": "first"';
+    expect(text.indexOf(first)).toBeGreaterThan(0);
+    writeFileSync(path, text.replace(first, `${first}, "nested": ${'['.repeat(levels)}${']'.repeat(levels)}`));
+  }
+
+  const cases: { name: string; make: () => string; code: string; problem: RegExp; skip?: boolean }[] = [
+    { name: 'nested 100,000 levels deep', make: () => (nestDeeply(), path), code: 'cassette_corrupt', problem: new RegExp(`^messages\\[0\\]\\.nested\\[0\\]\\[0\\]\\[0\\]… nests more than ${MAX_CASSETTE_DEPTH} levels deep`) },
+    { name: 'empty', make: () => (writeFileSync(path, ''), path), code: 'cassette_corrupt', problem: /^is not valid JSON, perhaps cut short/ },
+    { name: 'JSON null', make: () => (writeFileSync(path, 'null'), path), code: 'cassette_corrupt', problem: /^not a loopstate cassette/ },
+    { name: 'prefixed with a byte-order mark', make: () => (writeFileSync(path, `\uFEFF${readFileSync(path, 'utf8')}`), path), code: 'cassette_corrupt', problem: /^is not valid JSON/ },
+    {
+      name: 'a field of the wrong type', code: 'cassette_corrupt', problem: /calls\[0\]\.request\.messages/,
+      make: () => (edit((cassette) => void ((cassette.calls[0] as { request: { messages: unknown } }).request.messages = '0')), path),
+    },
+    { name: 'a directory', make: () => (mkdirSync(join(folder, 'folder.json')), join(folder, 'folder.json')), code: 'cassette_unreadable', problem: /^is a directory; a cassette is a JSON file$/ },
+    {
+      // Without the check, reading a FIFO blocks until something writes to it: forever.
+      name: 'a FIFO', code: 'cassette_unreadable', problem: /^is not a regular file; a cassette is a JSON file$/, skip: process.platform === 'win32',
+      make: () => (execFileSync('mkfifo', [join(folder, 'fifo.json')]), join(folder, 'fifo.json')),
+    },
+    {
+      // Sparse: the size is checked before anything is read, so the test costs no memory.
+      name: 'huge', code: 'cassette_unreadable', problem: new RegExp(`^is ${MAX_CASSETTE_BYTES + 1} bytes, over the ${MAX_CASSETTE_BYTES} bytes a cassette may have`),
+      make: () => (writeFileSync(join(folder, 'huge.json'), ''), truncateSync(join(folder, 'huge.json'), MAX_CASSETTE_BYTES + 1), join(folder, 'huge.json')),
+    },
+  ];
+
+  for (const { name, make, code, problem, skip } of cases) {
+    it.skipIf(skip === true)(`refuses one that is ${name} with a CassetteFileError naming the path`, () => {
+      const at = make();
+      for (const read of [() => readCassette(at), () => replayModel(at)]) {
+        const error = failure(read);
+        expect(error).toMatchObject({ name: 'CassetteFileError', code, path: at });
+        expect(error.message.startsWith(`cassette ${at}: `)).toBe(true);
+        expect(error.message.slice(`cassette ${at}: `.length)).toMatch(problem);
+      }
+    });
+  }
 });
 
 describe('prettyJson', () => {

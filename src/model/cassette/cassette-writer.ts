@@ -12,7 +12,7 @@ import { errorFields, thrownMessage, toError } from '../../redaction/describe-th
 import { isWellFormedResponse, modelResponseSchema, shapeProblems } from '../response-schema.js';
 import type { ModelResponse } from '../types.js';
 import { CassetteFileError } from './cassette-errors.js';
-import { removeLeftoverTemporaries, writeCassetteText } from './cassette-file.js';
+import { refuseSymbolicLink, removeLeftoverTemporaries, writeCassetteText } from './cassette-file.js';
 import { MAX_CASSETTE_DEPTH, serializeCassette, type Cassette, type RecordedCall, type RecordedError } from './cassette-format.js';
 import { lockCassette, type CassetteLock } from './cassette-lock.js';
 import { tooDeepAt } from './nesting-depth.js';
@@ -52,11 +52,18 @@ export class CassetteWriter {
     if (this.#lock !== null) return;
     try {
       this.#lock = lockCassette(this.path);
+      refuseSymbolicLink(this.path);
     } catch (error) {
-      this.#failure = error as CassetteFileError;
-      throw error;
+      throw this.#fail(error);
     }
     removeLeftoverTemporaries(this.path);
+  }
+
+  /** Kept for every later call; the lock is let go, since this recorder will never write again. */
+  #fail(error: unknown): CassetteFileError {
+    this.#failure ??= error instanceof CassetteFileError ? error : new CassetteFileError({ code: 'cassette_write_failed', path: this.path, problem: `could not be written (${thrownMessage(error)})`, cause: error });
+    this.#lock?.release();
+    return this.#failure;
   }
 
   /** Releases the lock; calls still in flight are not written. */
@@ -118,7 +125,7 @@ export class CassetteWriter {
       if (tooDeep !== null) throw new CassetteFileError({ code: 'cassette_write_failed', path: this.path, problem: `call ${this.cassette.calls.length} was not written: ${tooDeep} nests more than ${MAX_CASSETTE_DEPTH} levels deep` });
       writeCassetteText(this.path, serializeCassette(this.cassette));
     } catch (error) {
-      this.#failure = error instanceof CassetteFileError ? error : new CassetteFileError({ code: 'cassette_write_failed', path: this.path, problem: `could not be written (${thrownMessage(error)})`, cause: error });
+      this.#fail(error);
     }
   }
 }

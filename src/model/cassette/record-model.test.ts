@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -109,6 +109,19 @@ describe('recordModel', () => {
     const result = await createLoop({ model: recordModel(scriptedModel([reply('done')]), blocked), clock: virtualClock() }).run({ goal: 'Go.' });
     expect(result.stopReason).toBe('fatal_error');
     expect(result.error).toMatchObject({ name: 'CassetteFileError', code: 'cassette_write_failed', message: expect.stringContaining(`cassette ${blocked}: could not be written`) });
+  });
+
+  it('refuses to write a call nested deeper than a cassette may be, naming the field, so it never writes a cassette replay would refuse', async () => {
+    let parameters: Record<string, unknown> = { type: 'string' };
+    for (let level = 0; level < 300; level++) parameters = { a: parameters };
+    const request = { ...ask('deep'), tools: [{ name: 'deep', description: 'Nested.', parameters }] };
+    const model = recordModel(scriptedModel([reply('one')]), path);
+    await expect(model.generate(request)).rejects.toMatchObject({
+      name: 'CassetteFileError', code: 'cassette_write_failed', message: `cassette ${path}: call 1 was not written: tools[0].parameters.a.a.a… nests more than 256 levels deep`,
+    });
+    expect(existsSync(path)).toBe(false);
+    // Failed for good: the lock is released for a recorder that can write.
+    expect(existsSync(`${path}.lock`)).toBe(false);
   });
 
   it('reports the wrapped model id and context window, and so does the replay', async () => {

@@ -116,6 +116,32 @@ describe('record → replay', () => {
     expect(latency(instant)).toEqual([0]);
   });
 
+  it('retries a replayed 429 at once on the wall clock, whatever its recorded Retry-After, and ends as the recording did', async () => {
+    const path = join(folder, 'rate-limited.json');
+    const recordClock = virtualClock();
+    const inner = scriptedModel([modelError({ status: 429, retryAfterMs: 30_000, message: 'slow down' }), reply('Done after the wait.')]);
+    const recording = recordModel(inner, path, { clock: recordClock });
+    const recorded = await createLoop({ model: recording, clock: recordClock, generateRunId: () => 'run-1' }).run({ goal: 'Go.' });
+    recording.close();
+    const retryDelays = (result: RunResult) => result.trace.flatMap((event) => (event.type === 'model-error' ? [event.retryDelayMs] : []));
+    expect(retryDelays(recorded)).toEqual([30_000]);
+
+    // No clock passed: the loop runs on the wall clock, with no fake timers, as a CLI replay does.
+    const replaying = replayModel(path);
+    const startedAt = performance.now();
+    const replayed = await createLoop({ model: replaying, generateRunId: () => 'run-1' }).run({ goal: 'Go.' });
+    expect(performance.now() - startedAt).toBeLessThan(3_000);
+    replaying.assertComplete();
+    expect([replayed.stopReason, replayed.output, replayed.messages]).toEqual([recorded.stopReason, recorded.output, recorded.messages]);
+    expect([replayed.usage.modelCalls, retryDelays(replayed)]).toEqual([2, [30_000]]);
+  });
+
+  it('names a replay option it does not know', () => {
+    const path = join(folder, 'any.json');
+    expect(() => replayModel(path, { backoff: 'never' as 'skip' })).toThrow("replayModel: backoff expected 'skip' or 'wait' or no value, got \"never\"");
+    expect(() => replayModel(path, { latency: 5 as unknown as 'instant' })).toThrow("replayModel: latency expected 'instant' or 'recorded' or no value, got 5");
+  });
+
   it('fails a run that left the recording closed, naming the call and the first differing field', async () => {
     const path = join(folder, 'order.json');
     const recorded = await record(path, 'Where are orders O-101 and O-102?');
