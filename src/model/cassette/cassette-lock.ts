@@ -103,9 +103,13 @@ function tryCreate(lockPath: string, holder: LockHolder): boolean {
   }
   try {
     writeSync(descriptor, `${JSON.stringify(holder)}\n`);
-  } finally {
+  } catch (error) {
     closeSync(descriptor);
+    // An empty lock would name no holder and never go stale.
+    rmSync(lockPath, { force: true });
+    throw error;
   }
+  closeSync(descriptor);
   return true;
 }
 
