@@ -6,7 +6,7 @@
  */
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createLoop, openaiModel, type OpenAIModelOptions, type RunResult } from '../../src/index.js';
+import { createLoop, openaiModel, rebuildRun, type OpenAIModelOptions, type RunResult } from '../../src/index.js';
 import { virtualClock } from '../../src/testing/index.js';
 import { chatChunks, replyStep, responsesEvents, responsesResponse } from '../support/openai-fixtures.js';
 import { useOpenAIServer, type OpenAITestServer, type ServerStep } from '../support/openai-server.js';
@@ -67,10 +67,13 @@ describe('maxResponseBytes: a reply past it is a fatal error naming the limit, r
     expect(errorBody.bytes).toBeLessThan(LIMIT + SOCKET_SLACK);
   });
 
-  it('a reply under the limit is untouched', async () => {
-    const result = await runWith([replyStep('chat', true, { text: 'x'.repeat(50_000) })], { maxResponseBytes: LIMIT, stream: true });
-    expect(result.stopReason).toBe('completed');
-    expect(result.rawOutput).toHaveLength(50_000);
+  it('a reply under the limit is untouched, whole or streamed', async () => {
+    const whole = await runWith([replyStep('chat', false, { text: 'x'.repeat(LIMIT - 1_000) })], { maxResponseBytes: LIMIT });
+    expect(whole.stopReason).toBe('completed');
+    expect(whole.rawOutput).toHaveLength(LIMIT - 1_000);
+    const streamed = await runWith([replyStep('chat', true, { text: 'x'.repeat(20_000) })], { maxResponseBytes: LIMIT, stream: true });
+    expect(streamed.stopReason).toBe('completed');
+    expect(streamed.rawOutput).toHaveLength(20_000);
   });
 });
 
@@ -104,6 +107,8 @@ describe('usage the server reported is counted even when the call then fails', (
     expect(result.usage.costUsd).toBeGreaterThan(0);
     const traced = result.trace.flatMap((event) => (event.type === 'model-error' ? [[event.inputTokens, event.outputTokens]] : []));
     expect(traced).toEqual([[10, 2], [10, 2], [10, 2]]);
+    // The trace alone tells the same spend.
+    expect(rebuildRun(result.trace).usage).toEqual(result.usage);
   });
 
   it('responses: response.failed with its usage, then a reply: both calls counted', async () => {

@@ -45,7 +45,7 @@ describe('redirects are refused by default', () => {
     const result = await runWith([redirect(status, location)]);
     expect(result.stopReason).toBe('fatal_error');
     expect(result.error?.code).toBe('model_unknown');
-    expect(result.detail).toContain(`answered HTTP ${status}, a redirect to ${location}, which was not followed (redirects: 'refuse')`);
+    expect(result.detail).toContain(`answered HTTP ${status}, a redirect to ${location}, which was not followed (redirects: 'refuse', the default)`);
     expect(result.detail).toContain('point baseURL at the address it redirects to');
     expect(server.requests).toHaveLength(1);
     expect(elsewhere.requests).toHaveLength(0);
@@ -56,7 +56,7 @@ describe('redirects are refused by default', () => {
   it('one to the same origin too (it would re-send the request somewhere nobody configured)', async () => {
     const result = await runWith([redirect(308, '/v2/chat/completions')]);
     expect(result.stopReason).toBe('fatal_error');
-    expect(result.detail).toContain("a redirect to /v2/chat/completions, which was not followed (redirects: 'refuse')");
+    expect(result.detail).toContain("a redirect to /v2/chat/completions, which was not followed (redirects: 'refuse', the default)");
     expect(server.requests).toHaveLength(1);
   });
 });
