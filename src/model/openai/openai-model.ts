@@ -169,8 +169,8 @@ function safeProgress(onProgress: ModelRequest['onProgress']): (progress: ModelP
  * message names the cause and never a credential (the key, or any header value given here). A reply
  * bigger than `maxResponseBytes` and a redirect (unless `redirects: 'same-origin'` follows it) are fatal
  * too. Usage the server reported before a call failed rides on the error, so the loop counts it. A
- * refusal or a content-filtered reply is a fatal
- * `ModelCallError` of kind `refused` (code `model_refused`), its reason in the message. Without
+ * refusal or a content-filtered reply is a fatal `ModelCallError` of kind `refused` (code
+ * `model_refused`), its reason in the message. Without
  * `apiKey` or `OPENAI_API_KEY`, OpenAI's own API is a `LoopConfigError` at once; any other
  * `baseURL` (a local server) goes without a key, and is never sent `OPENAI_API_KEY`.
  * @example
