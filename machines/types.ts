@@ -249,7 +249,7 @@ export type LoopEvent =
       message: string;
       /** Backoff chosen by the driver's retry policy (full jitter, Retry-After honoured). */
       retryDelayMs: number;
-      /** Usage of a call made before the failed one in the same step (a context summary); counted all the same. */
+      /** Usage the failed call reported before it failed, plus a call made before it in the same step (a context summary); counted all the same. */
       usage?: CallUsage;
       /** Model calls this step made, the failed one included; defaults to 1. */
       modelCalls?: number;

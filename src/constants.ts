@@ -85,7 +85,8 @@ export const DEFAULT_BACKOFF = Object.freeze({ baseMs: 500, maxMs: 30_000, maxRe
  * Defaults of `openaiModel` options left out or `undefined`. `timeoutMs` bounds a whole HTTP call
  * (like the client's own ten-minute default, but through the whole body); inside a loop the
  * tighter `limits.modelCallTimeoutMs` (60 s) usually fires first. `idleTimeoutMs` is the longest
- * silence after the response headers, between two pieces of the body.
+ * silence after the response headers, between two pieces of the body. `maxResponseBytes` (16 MiB) bounds
+ * one response body as it is read, far above any real completion; `redirects: 'refuse'` follows none.
  * @example
  * openaiModel({ model: 'gpt-4.1-mini', idleTimeoutMs: OPENAI_DEFAULTS.idleTimeoutMs * 4 }); // a model that thinks silently
  */
@@ -95,6 +96,8 @@ export const OPENAI_DEFAULTS = Object.freeze({
   idleTimeoutMs: 30_000,
   stream: false,
   structuredOutput: true,
+  maxResponseBytes: 16 * 1024 * 1024,
+  redirects: 'refuse' as 'refuse' | 'same-origin',
 });
 
 /** Rough characters per token for pre-call estimates; errs high for English text. */

@@ -2,6 +2,8 @@
  * One error base with a stable snake_case `code`. Running out of a budget is a stop reason,
  * never an exception: these are for misconfiguration and for failures the caller must see.
  */
+import type { ModelUsage } from './model/types.js';
+
 export interface LoopstateErrorOptions {
   code: string;
   message: string;
@@ -83,6 +85,8 @@ export interface ModelCallErrorLike {
   readonly kind: ModelErrorKind;
   readonly status?: number | undefined;
   readonly retryAfterMs?: number | undefined;
+  /** Tokens the provider reported for the call before it failed (a stream's usage, then a cut): billed, so counted. */
+  readonly usage?: ModelUsage | undefined;
 }
 
 /**
@@ -129,7 +133,8 @@ export function retryableModelError(value: unknown): { message: string; kind: Mo
 
 /**
  * A failed model call, as a model adapter reports it. Transient kinds (429, 5xx, timeout,
- * connection) are retried with backoff; the rest are fatal.
+ * connection) are retried with backoff; the rest are fatal. `usage`, when the provider reported it before
+ * the call failed, is counted against the run's budgets like a reply's.
  * @example
  * throw new ModelCallError({ kind: 'rate_limited', status: 429, retryAfterMs: 2000, message: 'slow down' })
  */
@@ -139,11 +144,13 @@ export class ModelCallError extends LoopstateError {
   readonly kind: ModelErrorKind;
   readonly status: number | undefined;
   readonly retryAfterMs: number | undefined;
-  constructor(options: { kind: ModelErrorKind; message: string; status?: number; retryAfterMs?: number; cause?: unknown }) {
+  readonly usage: ModelUsage | undefined;
+  constructor(options: { kind: ModelErrorKind; message: string; status?: number; retryAfterMs?: number; usage?: ModelUsage; cause?: unknown }) {
     super({ code: `model_${options.kind}`, message: options.message, cause: options.cause });
     this.kind = options.kind;
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
+    this.usage = options.usage;
   }
 
   get retryable(): boolean {

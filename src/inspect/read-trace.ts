@@ -56,7 +56,10 @@ const KNOWN_EVENTS = {
     layer: text,
     argumentErrors: z.array(z.looseObject({ callId: text, name: text, error: text })).optional(),
   }),
-  'model-error': z.looseObject({ ...base, type: z.literal('model-error'), taskId: text, errorKind: text, message: text, retryDelayMs: amount.optional() }),
+  'model-error': z.looseObject({
+    ...base, type: z.literal('model-error'), taskId: text, errorKind: text, message: text, retryDelayMs: amount.optional(),
+    inputTokens: amount.optional(), outputTokens: amount.optional(), costUsd: amount.optional(),
+  }),
   'context-trimmed': z.looseObject({ ...base, type: z.literal('context-trimmed'), taskId: text, summaryUsage: usage.nullable().optional() }),
   warning: z.looseObject({ ...base, type: z.literal('warning'), message: text }),
   'run-end': z.looseObject({ ...base, type: z.literal('run-end'), status: text, stopReason: text, detail: text, usage, steps: count }),

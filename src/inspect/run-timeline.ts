@@ -204,7 +204,9 @@ export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimel
       }
       case 'model-error':
         enterTask(event.taskId);
-        usage.modelCalls++;
+        // A failed call counts; so do the tokens it reported before it failed.
+        if (event.inputTokens !== undefined && event.outputTokens !== undefined) addCall(usage, { inputTokens: event.inputTokens, outputTokens: event.outputTokens, costUsd: event.costUsd ?? 0 });
+        else usage.modelCalls++;
         pendingErrors.push({ errorKind: event.errorKind, message: event.message, retryDelayMs: event.retryDelayMs ?? null });
         break;
       case 'context-trimmed':

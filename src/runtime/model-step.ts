@@ -6,7 +6,7 @@
 import { fitContextWindow, withContextUsage, type ContextFit } from '../context/context-window.js';
 import { isModelCallError, ModelCallError, retryableModelError } from '../errors.js';
 import type { CallUsage, LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../machines/types.js';
-import { isWellFormedResponse, modelResponseSchema, shapeProblems } from '../model/response-schema.js';
+import { isWellFormedResponse, modelResponseSchema, modelUsageSchema, shapeProblems } from '../model/response-schema.js';
 import type { ModelProgress, ModelResponse, ModelUsage, ResponseFormat } from '../model/types.js';
 import { evaluatorList } from '../evaluators/index.js';
 import { toolCallFingerprint } from '../progress/index.js';
@@ -332,10 +332,26 @@ function modelFailure(session: RunSession, context: LoopContext, error: unknown,
   const message = config.redact.text(thrownMessage(error));
   // A model error from another installed copy may be a plain object: its own message is the one to show.
   if (!transient) session.fatalError = !(error instanceof Error) && isModelCallError(error) ? new Error(message) : toError(error);
+  // Tokens the provider reported before the call failed were billed: counted like a reply's.
+  const reported = reportedUsage(error);
+  const costUsd = reported === null ? 0 : costOf(priceOf(config.prices, config.model.id), reported);
   session.record({
     type: 'model-error', runId: session.runId, at, taskId: session.task.id, step: context.steps + 1, latencyMs: at - startedAt,
     errorKind: isModelCallError(error) ? error.kind : error instanceof Error ? errorFields(error).name : 'unknown', message, retryDelayMs,
+    ...(reported === null ? {} : { inputTokens: reported.inputTokens, outputTokens: reported.outputTokens, costUsd }),
   });
-  const spent = fit.modelCalls > 0 ? { ...spentOn(fit), modelCalls: 1 + fit.modelCalls } : {};
+  const usage = reported === null ? spentOn(fit) : { usage: withContextUsage({ inputTokens: reported.inputTokens, outputTokens: reported.outputTokens, costUsd }, fit) };
+  const spent = fit.modelCalls > 0 ? { ...usage, modelCalls: 1 + fit.modelCalls } : usage;
   return { type: 'model.failed', at, failure: transient ? 'transient' : 'fatal', message, retryDelayMs, ...spent };
+}
+
+/** The usage a failed call's error carries, when it is well formed (an error of another copy may carry anything). */
+function reportedUsage(error: unknown): ModelUsage | null {
+  if (!isModelCallError(error)) return null;
+  try {
+    const checked = modelUsageSchema.safeParse(error.usage);
+    return checked.success ? checked.data : null;
+  } catch {
+    return null;
+  }
 }

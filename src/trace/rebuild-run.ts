@@ -60,7 +60,9 @@ export function rebuildRun(events: Iterable<TraceEvent>, runId?: string): Rebuil
         addCall(usage, event);
         break;
       case 'model-error':
-        usage.modelCalls++;
+        // A failed call counts; so do the tokens it reported before it failed.
+        if (event.inputTokens !== undefined && event.outputTokens !== undefined) addCall(usage, { inputTokens: event.inputTokens, outputTokens: event.outputTokens, costUsd: event.costUsd ?? 0 });
+        else usage.modelCalls++;
         break;
       case 'context-trimmed':
         if (event.summaryUsage !== null) addCall(usage, event.summaryUsage);

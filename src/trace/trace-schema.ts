@@ -7,7 +7,8 @@
  * - 1: run-start (prompt version, limits), step-start (with the budget snapshot), step-end, prompt,
  *   tool-end, evaluation-end, retry, no-progress, transition, model-error, context-trimmed, warning, run-end,
  *   and the live model-delta and model-tool-call-start (onEvent only); a durable run's run-resume and approval-decided.
- *   Added since (version unchanged): tool-health; retry's optional argumentErrors (the field errors of an argument repair).
+ *   Added since (version unchanged): tool-health; retry's optional argumentErrors (the field errors of an argument repair);
+ *   model-error's optional inputTokens, outputTokens and costUsd (usage reported by a call that then failed).
  */
 import { z } from 'zod';
 import { STOP_REASONS, type StopReason } from '../../machines/types.js';
@@ -215,6 +216,10 @@ const modelError = z.object({
   message: z.string(),
   retryDelayMs: z.number(),
   latencyMs: z.number().optional(),
+  /** Tokens and cost the provider reported before the call failed (billed, so counted); absent when it reported none. */
+  inputTokens: tokens.optional(),
+  outputTokens: tokens.optional(),
+  costUsd: z.number().min(0).optional(),
 });
 
 /**

@@ -10,8 +10,11 @@ import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 export type ServerStep =
   /** A JSON reply (a completion, or an error body with an error status). */
   | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string> }
-  /** Server-sent events: each entry is `data: <JSON>` (or `event:` + `data:` for `{ event, data }`), then `[DONE]` unless `done: false`. */
-  | { kind: 'sse'; events: readonly unknown[]; done?: boolean; headers?: Record<string, string> }
+  /**
+   * Server-sent events: each entry is `data: <JSON>` (or `event:` + `data:` for `{ event, data }`), then `[DONE]` unless `done: false`;
+   * then the response ends, or (`after`) the connection stays open with nothing more sent, or is reset.
+   */
+  | { kind: 'sse'; events: readonly unknown[]; done?: boolean; headers?: Record<string, string>; after?: 'end' | 'keep-open' | 'reset' }
   /** Any body with any content type: a malformed JSON body, an HTML page. */
   | { kind: 'raw'; status?: number; contentType: string; body: string; headers?: Record<string, string> }
   /** Accepts the request and never answers, not even the headers. */
@@ -19,7 +22,12 @@ export type ServerStep =
   /** Sends 200 and its headers (and `partial` of the body), then nothing more. */
   | { kind: 'stall-after-headers'; contentType?: string; partial?: string }
   /** Sends 200, announces a longer body, sends `partial`, then resets the connection. */
-  | { kind: 'reset-mid-body'; contentType?: string; partial?: string };
+  | { kind: 'reset-mid-body'; contentType?: string; partial?: string }
+  /**
+   * Sends 200, `prefix`, then filler as fast as the client reads it: until `contentLength` bytes (declared in
+   * the headers) or, without it, for ever. `sent.bytes` counts what the socket accepted, so a test can bound it.
+   */
+  | { kind: 'huge'; contentType: string; prefix?: string; contentLength?: number; sent: { bytes: number } };
 
 export interface RecordedRequest {
   method: string;
@@ -73,9 +81,14 @@ function play(step: ServerStep, response: ServerResponse): void {
         response.write(framed);
       }
       if (step.done !== false) response.write('data: [DONE]\n\n');
-      response.end();
+      if (step.after === 'keep-open') return;
+      if (step.after === 'reset') response.write('', () => setTimeout(() => response.socket?.destroy(), 5));
+      else response.end();
       return;
     }
+    case 'huge':
+      writeHuge(step, response);
+      return;
     case 'stall-before-headers':
       return;
     case 'stall-after-headers':
@@ -90,6 +103,26 @@ function play(step: ServerStep, response: ServerResponse): void {
       return;
     }
   }
+}
+
+const FILLER = Buffer.alloc(64 * 1024, 'a');
+
+/** Writes as fast as the socket drains, never faster: what was sent is what the client took. */
+function writeHuge(step: Extract<ServerStep, { kind: 'huge' }>, response: ServerResponse): void {
+  const prefix = Buffer.from(step.prefix ?? '', 'utf8');
+  response.writeHead(200, { 'content-type': step.contentType, ...(step.contentLength === undefined ? {} : { 'content-length': String(step.contentLength) }) });
+  const limit = step.contentLength ?? Number.POSITIVE_INFINITY;
+  let closed = false;
+  response.on('close', () => (closed = true));
+  const pump = () => {
+    while (!closed && step.sent.bytes < limit) {
+      const piece = step.sent.bytes === 0 && prefix.length > 0 ? prefix : FILLER.subarray(0, Math.min(FILLER.length, limit - step.sent.bytes));
+      step.sent.bytes += piece.length;
+      if (!response.write(piece)) return void response.once('drain', pump);
+    }
+    if (!closed) response.end();
+  };
+  pump();
 }
 
 /**

@@ -1,10 +1,13 @@
 /**
- * One HTTP call's own timers. The openai client's `timeout` covers only the wait for the response
- * headers: a server that stalls after them would hang the call for ever. So each call gets an
- * AbortController of ours, aborted by the caller's signal, by a whole-call timer (`timeoutMs`) and by
- * an idle timer re-armed on every byte of the body (`idleTimeoutMs`), and a `fetch` that feeds it.
+ * One HTTP call's own bounds. The openai client's `timeout` covers only the wait for the response
+ * headers: a server that stalls after them would hang the call for ever, and it reads a body of any size
+ * whole. So each call gets an AbortController of ours, aborted by the caller's signal, by a whole-call
+ * timer (`timeoutMs`), by an idle timer re-armed on every byte of the body (`idleTimeoutMs`) and once the
+ * body passes `maxResponseBytes`, and a `fetch` that feeds it. A Chat Completions stream ends at its
+ * `[DONE]` line, whether or not the server closes the connection.
  */
 import { ModelCallError } from '../../errors.js';
+import { DoneLineFinder } from './stream-end.js';
 
 /** The fetch the openai client calls: the global one unless a test or a proxy hands its own. */
 export type FetchFunction = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -24,14 +27,39 @@ export interface CallWatchdog {
   dispose(): void;
 }
 
+export interface WatchOptions {
+  signal: AbortSignal;
+  timeoutMs: number;
+  idleTimeoutMs: number;
+  /** Bytes of one response body, read as they arrive; past them the call fails for good. */
+  maxResponseBytes: number;
+  fetch: FetchFunction;
+  /** Names the server in the size error (`gpt-4.1-mini at http://…/v1`). */
+  where: string;
+}
+
+/** Fatal: the same request would bring the same reply, and reading on is what the limit prevents. */
+function tooLarge(where: string, maxResponseBytes: number, declared?: number): ModelCallError {
+  const limit = `is larger than maxResponseBytes (${maxResponseBytes} bytes); raise openaiModel({ maxResponseBytes }) if replies this big are expected`;
+  return new ModelCallError({
+    kind: 'unknown',
+    message: declared === undefined ? `${where} sent a reply that ${limit}; it was cut off there` : `${where} answered with a body of ${declared} bytes, which ${limit}`,
+  });
+}
+
+const declaredLength = (response: Response): number | undefined => {
+  const length = Number(response.headers.get('content-length') ?? Number.NaN);
+  return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
+};
+
 /**
  * Starts the watchdog of one call. Timers run on the wall clock (they guard real sockets).
  * @example
- * const watchdog = watchCall({ signal: request.signal, timeoutMs: 60_000, idleTimeoutMs: 30_000, fetch: globalThis.fetch });
+ * const watchdog = watchCall({ signal: request.signal, timeoutMs: 60_000, idleTimeoutMs: 30_000, maxResponseBytes: 16 * 1024 * 1024, fetch: globalThis.fetch, where: 'gpt-4.1-mini at https://api.openai.com/v1' });
  */
-export function watchCall(options: { signal: AbortSignal; timeoutMs: number; idleTimeoutMs: number; fetch: FetchFunction }): CallWatchdog {
+export function watchCall(options: WatchOptions): CallWatchdog {
   const controller = new AbortController();
-  const { signal: callerSignal, timeoutMs, idleTimeoutMs } = options;
+  const { signal: callerSignal, timeoutMs, idleTimeoutMs, maxResponseBytes, where } = options;
   const onCallerAbort = () => controller.abort(callerSignal.reason);
   if (callerSignal.aborted) onCallerAbort();
   else callerSignal.addEventListener('abort', onCallerAbort, { once: true });
@@ -56,11 +84,30 @@ export function watchCall(options: { signal: AbortSignal; timeoutMs: number; idl
     touch();
     // A null-body status cannot be rebuilt with a body; there is nothing to watch anyway.
     if (response.body === null || NULL_BODY_STATUSES.has(response.status)) return response;
+    const declared = declaredLength(response);
+    if (declared !== undefined && declared > maxResponseBytes) {
+      // Said before a byte of it is read; the abort closes the socket.
+      controller.abort(tooLarge(where, maxResponseBytes, declared));
+      await response.body.cancel().catch(() => undefined);
+      throw controller.signal.reason;
+    }
+    const doneLine = contentType.includes('text/event-stream') ? new DoneLineFinder() : null;
+    let received = 0;
     const body = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, stream) {
+          received += chunk.byteLength;
+          if (received > maxResponseBytes) {
+            const error = tooLarge(where, maxResponseBytes);
+            // The abort is what the call reports, however the client words the broken body.
+            controller.abort(error);
+            stream.error(error);
+            return;
+          }
           touch();
           stream.enqueue(chunk);
+          // The client would read on until the server closes the connection: the reply is whole here.
+          if (doneLine?.sawDone(chunk) === true) stream.terminate();
         },
       }),
     );

@@ -69,6 +69,10 @@ export interface ApiCall {
   where: string;
   /** The reply's content type once its headers came: tells a stream cut short from no stream at all. */
   contentType: () => string | null;
+  /** Hears the usage a stream reported, even when the call fails after it: the server billed it. */
+  reportUsage: (usage: ModelUsage) => void;
+  /** Takes the credentials out of server text, before it is cut to a quote (a cut could keep half a secret). */
+  scrub: (text: string) => string;
 }
 
 /**
@@ -130,9 +134,13 @@ export function chatBody(call: ApiCall): ChatCompletionCreateParamsBase {
   };
 }
 
+/** Of a text reply, this much is scrubbed and then quoted from: room for secrets that start inside the quote. */
+const QUOTE_SCAN_CHARS = 4096;
+
 /** A reply that is not a chat completion (an HTML page, a bare string) names what came instead. */
-export function notAReply(where: string, value: unknown, expected: string): ModelCallError {
-  const shown = typeof value === 'string' ? `text starting ${JSON.stringify(value.slice(0, 60))}` : value === null ? 'null' : typeof value;
+export function notAReply(call: Pick<ApiCall, 'where' | 'scrub'>, value: unknown, expected: string): ModelCallError {
+  const where = call.where;
+  const shown = typeof value === 'string' ? `text starting ${JSON.stringify(call.scrub(value.slice(0, QUOTE_SCAN_CHARS)).slice(0, 60))}` : value === null ? 'null' : typeof value;
   const html = typeof value === 'string' && /^\s*<(!doctype|html)/i.test(value);
   return new ModelCallError({
     kind: 'unknown',
@@ -144,13 +152,18 @@ export async function callChat(call: ApiCall): Promise<ApiOutcome> {
   const body = chatBody(call);
   if (!call.stream) {
     const completion: unknown = await call.client.chat.completions.create({ ...body, stream: false }, { signal: call.signal });
-    return fromChat(completionOutcome(completion, call.where), call.where);
+    return fromChat(completionOutcome(completion, call), call.where);
   }
   const stream = await call.client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: call.signal });
   const accumulator = new ChatStreamAccumulator(call.progress);
-  for await (const chunk of stream as AsyncIterable<ChatChunk>) {
-    call.touch();
-    accumulator.add(chunk);
+  try {
+    for await (const chunk of stream as AsyncIterable<ChatChunk>) {
+      call.touch();
+      accumulator.add(chunk);
+    }
+  } finally {
+    const usage = chatUsage(accumulator.outcome().usage);
+    if (usage !== null) call.reportUsage(usage);
   }
   // The client ends the iteration quietly when it is aborted: our abort is the caller's to report.
   call.signal.throwIfAborted();
@@ -161,9 +174,10 @@ export async function callChat(call: ApiCall): Promise<ApiOutcome> {
 /** A field that should be a string; anything else counts as missing. */
 export const textOf = (value: unknown): string => (typeof value === 'string' ? value : '');
 
-function completionOutcome(completion: unknown, where: string): ChatOutcome {
+function completionOutcome(completion: unknown, call: ApiCall): ChatOutcome {
+  const where = call.where;
   const choices = (completion as { choices?: unknown } | null)?.choices;
-  if (typeof completion !== 'object' || completion === null || !Array.isArray(choices)) throw notAReply(where, completion, 'a chat completion');
+  if (typeof completion !== 'object' || completion === null || !Array.isArray(choices)) throw notAReply(call, completion, 'a chat completion');
   const choice = choices[0] as { message?: { content?: unknown; refusal?: unknown; tool_calls?: unknown }; finish_reason?: unknown } | undefined;
   if (choice === undefined) throw new ModelCallError({ kind: 'unknown', message: `${where} answered a chat completion without choices` });
   const message = choice.message ?? {};

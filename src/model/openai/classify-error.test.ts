@@ -1,10 +1,10 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { ModelCallError } from '../../errors.js';
-import { classifyOpenAIError, retryAfterMs, scrubKey } from './classify-error.js';
+import { classifyOpenAIError, clause, retryAfterMs } from './classify-error.js';
 
 const KEY = 'sk-proj-0123456789abcdefSECRET';
-const facts = { apiKey: KEY, baseURL: 'https://api.openai.com/v1', model: 'gpt-4.1-mini' };
+const facts = { secrets: [KEY], baseURL: 'https://api.openai.com/v1', model: 'gpt-4.1-mini', redirects: 'refuse' as const };
 const idle = new AbortController().signal;
 const classify = (error: unknown, callSignal: AbortSignal = idle) => classifyOpenAIError(error, { callSignal, facts, now: 0 }) as ModelCallError;
 const statusError = (status: number, message = 'boom', headers: Record<string, string> = {}) =>
@@ -34,7 +34,7 @@ describe('classifyOpenAIError: the classes openai 6.49 raises', () => {
 
   it('maps connection failures and timeouts of the client', () => {
     expect(classify(new APIConnectionTimeoutError())).toMatchObject({ kind: 'timeout' });
-    expect(classify(new APIConnectionError({ message: 'Connection error.', cause: new TypeError('fetch failed') }))).toMatchObject({ kind: 'connection', message: expect.stringContaining('Connection error.: fetch failed') });
+    expect(classify(new APIConnectionError({ message: 'Connection error.', cause: new TypeError('fetch failed') }))).toMatchObject({ kind: 'connection', message: 'could not reach gpt-4.1-mini at https://api.openai.com/v1 (Connection error: fetch failed)' });
   });
 
   it('maps what the client leaks: a reset mid-body, a garbled body, a stray abort', () => {
@@ -104,9 +104,22 @@ describe('retryAfterMs', () => {
   });
 });
 
-describe('scrubKey', () => {
-  it('removes the key and anything shaped like an OpenAI key', () => {
-    expect(scrubKey(`key ${KEY} and sk-other-123456`, KEY)).toBe('key [redacted] and [redacted]');
-    expect(scrubKey('nothing here', 'no-key')).toBe('nothing here');
+describe('clause', () => {
+  it('drops a closing full stop, so a joined cause or hint never doubles the punctuation', () => {
+    expect(clause(' Connection error. ')).toBe('Connection error');
+    expect(clause('Try again in 6ms. Visit https://platform.openai.com to learn more.')).toBe('Try again in 6ms. Visit https://platform.openai.com to learn more');
+    expect(clause('wait...')).toBe('wait...');
+    expect(clause('is it /v1?')).toBe('is it /v1?');
+  });
+});
+
+describe('a redirect left unfollowed', () => {
+  it('is fatal, naming the Location and the option', () => {
+    const error = APIError.generate(307, undefined, 'moved', new Headers({ location: 'https://elsewhere.example/v1/chat/completions' }));
+    expect(classify(error)).toMatchObject({
+      kind: 'unknown',
+      status: 307,
+      message: "gpt-4.1-mini at https://api.openai.com/v1 answered HTTP 307, a redirect to https://elsewhere.example/v1/chat/completions, which was not followed (redirects: 'refuse', the default); point baseURL at the address it redirects to, or set redirects: 'same-origin' if it stays within https://api.openai.com",
+    });
   });
 });

@@ -1,17 +1,21 @@
 /**
  * Everything the openai client can throw, mapped to a `ModelCallError` kind: transient failures
  * (429, 408, 409, 5xx, connection, timeouts, a body cut short) go to the loop's transport retry;
- * the caller's mistakes (400, 401, 403, 404, 422) are fatal. Messages name the cause and never the key.
+ * the caller's mistakes (400, 401, 403, 404, 422) and redirects are fatal. Messages name the cause and
+ * never a credential.
  */
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { ModelCallError, type ModelErrorKind } from '../../errors.js';
+import { MAX_REDIRECT_HOPS, type RedirectPolicy } from './redirect-guard.js';
+import { scrubSecrets } from './secret-scrub.js';
 
-/** Where the failed call went and with which key, so the message can name the one and hide the other. */
+/** Where the failed call went and with which credentials, so the message can name the one and hide the others. */
 export interface CallFacts {
-  /** The key in use; scrubbed from every message. */
-  apiKey: string;
+  /** The key and the header values in use (`modelSecrets`); scrubbed from every message. */
+  secrets: readonly string[];
   baseURL: string;
   model: string;
+  redirects: RedirectPolicy;
 }
 
 /** Kinds by HTTP status; 408 and 409 are transient (the client itself retries them). */
@@ -46,11 +50,14 @@ export function retryAfterMs(headers: Headers | undefined, now: number): number 
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/** Removes the key (and anything shaped like an OpenAI key) from a provider's message. */
-export function scrubKey(text: string, apiKey: string): string {
-  const withoutKey = apiKey.length >= 4 ? text.split(apiKey).join('[redacted]') : text;
-  // OpenAI's 401 quotes a masked prefix of the key (`sk-proj-abc***...xyz`): none of it is shown.
-  return withoutKey.replace(/\bsk-[A-Za-z0-9_*.-]{3,}/g, '[redacted]');
+/**
+ * A message as a clause of ours: trimmed, without its closing full stop, so that joined to a cause or a
+ * hint it reads `Connection error: fetch failed`, never `Connection error.: fetch failed`.
+ * @example
+ * clause('Connection error. ') // 'Connection error'
+ */
+export function clause(text: string): string {
+  return text.trim().replace(/([^.])\.$/, '$1');
 }
 
 /** Socket-level error codes of Node and undici: the network failed, not the request. */
@@ -79,7 +86,7 @@ export function classifyOpenAIError(error: unknown, { callSignal, facts, now }: 
   if (callSignal.aborted) return callSignal.reason;
   if (ModelCallError.is(error)) return error;
   const where = `${facts.model} at ${facts.baseURL}`;
-  const scrub = (text: string) => scrubKey(text, facts.apiKey);
+  const scrub = (text: string) => clause(scrubSecrets(text, facts.secrets));
   if (error instanceof APIConnectionTimeoutError) {
     return new ModelCallError({ kind: 'timeout', message: `the OpenAI call to ${where} timed out before the response headers arrived` });
   }
@@ -91,7 +98,7 @@ export function classifyOpenAIError(error: unknown, { callSignal, facts, now }: 
     // Not our abort (checked above): something under the client gave up on the socket.
     return new ModelCallError({ kind: 'connection', message: `the connection to ${where} was aborted mid-call` });
   }
-  if (error instanceof APIError) return statusError(error, where, scrub, now);
+  if (error instanceof APIError) return statusError(error, facts, scrub, now);
   if (error instanceof SyntaxError) {
     // A body cut short or garbled by a proxy: the next attempt usually reads fine.
     return new ModelCallError({ kind: 'server', message: `${where} sent a reply that is not valid JSON (${scrub(error.message)})` });
@@ -105,12 +112,29 @@ export function classifyOpenAIError(error: unknown, { callSignal, facts, now }: 
   return new ModelCallError({ kind: 'unknown', message: `the OpenAI call to ${where} failed: ${scrub(messageOf(error))}` });
 }
 
-function statusError(error: APIError, where: string, scrub: (text: string) => string, now: number): ModelCallError {
+/** A redirect the redirect guard did not follow: where it pointed, and why it stays unfollowed. */
+function redirectError(status: number, location: string, facts: CallFacts): ModelCallError {
+  const origin = new URL(facts.baseURL).origin;
+  const policy = facts.redirects === 'refuse'
+    ? "redirects: 'refuse', the default"
+    : `redirects: 'same-origin' follows 301, 302, 307 and 308 within ${origin}, at most ${MAX_REDIRECT_HOPS} in a row`;
+  return new ModelCallError({
+    kind: 'unknown',
+    status,
+    message: `${facts.model} at ${facts.baseURL} answered HTTP ${status}, a redirect to ${location}, which was not followed (${policy}); point baseURL at the address it redirects to`
+      + (facts.redirects === 'refuse' ? `, or set redirects: 'same-origin' if it stays within ${origin}` : ''),
+  });
+}
+
+function statusError(error: APIError, facts: CallFacts, scrub: (text: string) => string, now: number): ModelCallError {
+  const where = `${facts.model} at ${facts.baseURL}`;
   const status = error.status;
   // An in-stream `error` event has no status: the server gave up mid-reply, which is transient.
   if (status === undefined) {
     return new ModelCallError({ kind: 'server', message: `${where} reported an error in the middle of its streamed reply: ${scrub(error.message)}` });
   }
+  const location = error.headers?.get('location');
+  if (status >= 300 && status < 400 && location) return redirectError(status, scrub(location), facts);
   // OpenAI's own say on retrying wins over our reading of the status.
   const shouldRetry = error.headers?.get('x-should-retry');
   let kind = kindOfStatus(status);

@@ -82,8 +82,15 @@ describe('openaiModel options', () => {
     expect(issuesOf({ model: 'x', apiKey: 'k', timeout: 5 })).toEqual([{ path: 'openaiModel.timeout', message: 'unknown option' }]);
   });
 
+  it('names a bad maxResponseBytes or redirects', () => {
+    for (const maxResponseBytes of [0, -1, 1.5, '16MB', Number.POSITIVE_INFINITY]) {
+      expect(issuesOf({ model: 'x', apiKey: 'k', maxResponseBytes }).map((issue) => issue.path)).toEqual(['openaiModel.maxResponseBytes']);
+    }
+    expect(issuesOf({ model: 'x', apiKey: 'k', redirects: 'follow' })).toEqual([{ path: 'openaiModel.redirects', message: "expected 'refuse' or 'same-origin'" }]);
+  });
+
   it('takes undefined as the default for every option', () => {
-    const model = openaiModel({ model: 'gpt-4.1-mini', apiKey: 'sk-x', baseURL: undefined, api: undefined, timeoutMs: undefined, idleTimeoutMs: undefined, stream: undefined, settings: { temperature: undefined }, headers: undefined, structuredOutput: undefined, organization: undefined, contextWindowTokens: undefined });
+    const model = openaiModel({ model: 'gpt-4.1-mini', apiKey: 'sk-x', baseURL: undefined, api: undefined, timeoutMs: undefined, idleTimeoutMs: undefined, stream: undefined, settings: { temperature: undefined }, headers: undefined, structuredOutput: undefined, organization: undefined, contextWindowTokens: undefined, maxResponseBytes: undefined, redirects: undefined });
     expect(model.id).toBe('gpt-4.1-mini');
     expect(model.contextWindowTokens).toBeUndefined();
     expect(openaiModel({ model: 'gpt-4.1-mini', apiKey: 'sk-x', contextWindowTokens: 128_000 }).contextWindowTokens).toBe(128_000);

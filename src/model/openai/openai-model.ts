@@ -11,9 +11,11 @@ import { MAX_TIMER_MS } from '../../config/config-schema.js';
 import type { Message, Model, ModelProgress, ModelRequest, ModelResponse, ModelSettings, ModelUsage, ToolSpec } from '../types.js';
 import { watchCall, type FetchFunction } from './call-watchdog.js';
 import { callChat, type ApiCall, type ApiOutcome } from './chat-api.js';
-import { classifyOpenAIError, scrubKey, type CallFacts } from './classify-error.js';
+import { classifyOpenAIError, type CallFacts } from './classify-error.js';
 import { toOpenAIFormat, withoutAddedNulls } from './json-schema-format.js';
+import { guardRedirects, type RedirectPolicy } from './redirect-guard.js';
 import { callResponses } from './responses-api.js';
+import { copyModelError, modelSecrets, scrubModelError, scrubSecrets } from './secret-scrub.js';
 
 /**
  * Options of `openaiModel`; only `model` is required, and `undefined` means the default.
@@ -42,8 +44,22 @@ export interface OpenAIModelOptions {
   idleTimeoutMs?: number;
   /** Stream the reply (default false): text deltas and tool-call starts reach `trace.onEvent` as they arrive. */
   stream?: boolean;
-  /** Extra HTTP headers on every request. */
+  /**
+   * Extra HTTP headers on every request (Azure's `api-key`, a gateway's or a proxy's credential). Every
+   * value is treated as a secret: scrubbed, like the key, from every message the model reports.
+   */
   headers?: Record<string, string>;
+  /**
+   * Bytes one response body may have (default 16 MiB), counted as it streams in: past them the call fails
+   * for good (`fatal_error`, naming the limit), and a body that says its length is refused before it is read.
+   */
+  maxResponseBytes?: number;
+  /**
+   * `refuse` (default): a redirect fails the call, naming its Location; nothing is sent after it.
+   * `same-origin`: a 301, 302, 307 or 308 to the same scheme, host and port is followed (up to 5 in a
+   * row) with the same request, body and headers; one to another origin is still refused.
+   */
+  redirects?: RedirectPolicy;
   /** Sampling and length settings of every call; a request's own `settings` win over them. */
   settings?: ModelSettings;
   /** Ask for the task's answer schema as structured output (`response_format: json_schema`; default true). */
@@ -81,6 +97,8 @@ const optionsSchema = z
     idleTimeoutMs: positiveMs.optional(),
     stream: z.boolean().optional(),
     headers: z.record(z.string(), z.string()).optional(),
+    maxResponseBytes: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+    redirects: z.enum(['refuse', 'same-origin'], { error: "expected 'refuse' or 'same-origin'" }).optional(),
     settings: settingsSchema.optional(),
     structuredOutput: z.boolean().optional(),
     contextWindowTokens: z.number().int().positive().optional(),
@@ -148,8 +166,11 @@ function safeProgress(onProgress: ModelRequest['onProgress']): (progress: ModelP
  * `api: 'responses'`). Transient failures (429 with its Retry-After, 408, 409, 5xx, connection
  * errors, timeouts, a body cut short or garbled, a stream that ends early) are thrown as retryable
  * `ModelCallError`s for the loop's transport retry; 400, 401, 403, 404 and 422 as fatal ones whose
- * message names the cause and never the key. A refusal or a content-filtered reply is a fatal
- * `ModelCallError` of kind `refused` (code `model_refused`), its reason in the message. Without
+ * message names the cause and never a credential (the key, or any header value given here). A reply
+ * bigger than `maxResponseBytes` and a redirect (unless `redirects: 'same-origin'` follows it) are fatal
+ * too. Usage the server reported before a call failed rides on the error, so the loop counts it. A
+ * refusal or a content-filtered reply is a fatal `ModelCallError` of kind `refused` (code
+ * `model_refused`), its reason in the message. Without
  * `apiKey` or `OPENAI_API_KEY`, OpenAI's own API is a `LoopConfigError` at once; any other
  * `baseURL` (a local server) goes without a key, and is never sent `OPENAI_API_KEY`.
  * @example
@@ -172,7 +193,11 @@ export function openaiModel(options: OpenAIModelOptions): Model {
   const idleTimeoutMs = parsed.idleTimeoutMs ?? OPENAI_DEFAULTS.idleTimeoutMs;
   const stream = parsed.stream ?? OPENAI_DEFAULTS.stream;
   const structuredOutput = parsed.structuredOutput ?? OPENAI_DEFAULTS.structuredOutput;
-  const facts: CallFacts = { apiKey, baseURL, model: parsed.model };
+  const maxResponseBytes = parsed.maxResponseBytes ?? OPENAI_DEFAULTS.maxResponseBytes;
+  const redirects = parsed.redirects ?? OPENAI_DEFAULTS.redirects;
+  // The placeholder sent to a server that needs no key is no secret: "no-key" stays readable.
+  const secrets = modelSecrets(apiKey === NO_KEY ? null : apiKey, parsed.headers);
+  const facts: CallFacts = { secrets, baseURL, model: parsed.model, redirects };
   const where = `${parsed.model} at ${baseURL}`;
   const client = new OpenAI({
     apiKey,
@@ -186,11 +211,17 @@ export function openaiModel(options: OpenAIModelOptions): Model {
     // Failures reach the caller as errors; the client's own logging would print them twice.
     ...(process.env.OPENAI_LOG ? {} : { logLevel: 'off' as const }),
   });
-  const baseFetch: FetchFunction = (input, init) => globalThis.fetch(input, init);
+  const baseFetch: FetchFunction = guardRedirects((input, init) => globalThis.fetch(input, init), redirects);
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
     request.signal.throwIfAborted();
-    const watchdog = watchCall({ signal: request.signal, timeoutMs, idleTimeoutMs, fetch: baseFetch });
+    const watchdog = watchCall({ signal: request.signal, timeoutMs, idleTimeoutMs, maxResponseBytes, fetch: baseFetch, where });
+    let reportedUsage: ModelUsage | null = null;
+    // Every failure leaves scrubbed of the credentials, carrying the usage the server reported (it billed it).
+    const failure = (error: unknown): unknown => {
+      const scrubbed = scrubModelError(error, secrets);
+      return reportedUsage !== null && ModelCallError.is(scrubbed) && scrubbed.usage === undefined ? copyModelError(scrubbed, { usage: reportedUsage }) : scrubbed;
+    };
     const format = structuredOutput && request.responseFormat !== undefined ? toOpenAIFormat(request.responseFormat.name, request.responseFormat.schema) : null;
     const call: ApiCall = {
       // A client per call carries this call's watchdog into its fetch; the options are shared.
@@ -207,16 +238,22 @@ export function openaiModel(options: OpenAIModelOptions): Model {
       progress: safeProgress(request.onProgress),
       where,
       contentType: () => watchdog.contentType,
+      reportUsage: (usage) => void (reportedUsage = usage),
+      scrub: (text) => scrubSecrets(text, secrets),
     };
     let outcome: ApiOutcome;
     try {
       outcome = api === 'chat' ? await callChat(call) : await callResponses(call);
     } catch (error) {
-      throw classifyOpenAIError(error, { callSignal: watchdog.signal, facts, now: Date.now() });
+      throw failure(classifyOpenAIError(error, { callSignal: watchdog.signal, facts, now: Date.now() }));
     } finally {
       watchdog.dispose();
     }
-    return toModelResponse(outcome, request, format === null || !format.strict ? null : request.responseFormat?.schema ?? null, facts);
+    try {
+      return toModelResponse(outcome, request, format === null || !format.strict ? null : request.responseFormat?.schema ?? null, where);
+    } catch (error) {
+      throw failure(error);
+    }
   }
 
   return {
@@ -226,13 +263,12 @@ export function openaiModel(options: OpenAIModelOptions): Model {
   };
 }
 
-function toModelResponse(outcome: ApiOutcome, request: ModelRequest, strictSchema: Record<string, unknown> | null, facts: CallFacts): ModelResponse {
-  const where = `${facts.model} at ${facts.baseURL}`;
+function toModelResponse(outcome: ApiOutcome, request: ModelRequest, strictSchema: Record<string, unknown> | null, where: string): ModelResponse {
   if (outcome.refusal !== null && outcome.toolCalls.length === 0) {
-    throw new ModelCallError({ kind: 'refused', message: `${where} refused to answer: ${scrubKey(outcome.refusal, facts.apiKey)}` });
+    throw new ModelCallError({ kind: 'refused', message: `${where} refused to answer: ${outcome.refusal}`, ...(outcome.usage === null ? {} : { usage: outcome.usage }) });
   }
   if (outcome.finishReason === 'content_filter') {
-    throw new ModelCallError({ kind: 'refused', message: `${where} withheld the reply: its content filter stopped it (finish reason content_filter)` });
+    throw new ModelCallError({ kind: 'refused', message: `${where} withheld the reply: its content filter stopped it (finish reason content_filter)`, ...(outcome.usage === null ? {} : { usage: outcome.usage }) });
   }
   const text = outcome.text !== null && strictSchema !== null ? withoutAddedNulls(outcome.text, strictSchema) : outcome.text;
   return {

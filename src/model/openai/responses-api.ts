@@ -6,7 +6,8 @@
  */
 import type { ResponseCreateParamsBase, ResponseInputItem } from 'openai/resources/responses/responses';
 import { ModelCallError } from '../../errors.js';
-import type { Message, ModelSettings } from '../../model/types.js';
+import type { Message, ModelSettings, ModelUsage } from '../../model/types.js';
+import { clause } from './classify-error.js';
 import { checkToolCalls, incompleteStream, notAReply, textOf, toModelUsage, type ApiCall, type ApiOutcome } from './chat-api.js';
 
 function inputItems(messages: readonly Message[]): ResponseInputItem[] {
@@ -64,8 +65,10 @@ interface StreamEvent {
 export async function callResponses(call: ApiCall): Promise<ApiOutcome> {
   const body = responsesBody(call);
   if (!call.stream) {
-    const response: unknown = await call.client.responses.create({ ...body, stream: false }, { signal: call.signal });
-    return responseOutcome(response, call.where);
+    // The plain POST, not `responses.create`: its post-processing throws a TypeError on a reply that is
+    // text (an HTML page), which would pass for a dropped connection and be retried.
+    const response: unknown = await call.client.post('/responses', { body: { ...body, stream: false }, signal: call.signal });
+    return responseOutcome(response, call);
   }
   const stream = await call.client.responses.create({ ...body, stream: true }, { signal: call.signal });
   let final: unknown;
@@ -77,17 +80,32 @@ export async function callResponses(call: ApiCall): Promise<ApiOutcome> {
       call.progress({ type: 'tool_call_started', callId: event.item.call_id ?? '', name: event.item.name ?? '' });
     } else if (event.type === 'response.completed' || event.type === 'response.incomplete') {
       final = event.response;
+      // The reply is whole: a server that keeps the connection open must not idle the call out.
+      break;
     } else if (event.type === 'response.failed') {
-      const error = (event.response as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
-      throw new ModelCallError({ kind: 'server', message: `${call.where} failed the response mid-stream: ${String(error?.message ?? error?.code ?? 'no reason given')}` });
+      const failed = event.response as { error?: { code?: unknown; message?: unknown }; usage?: unknown } | undefined;
+      const usage = responseUsage(failed?.usage);
+      if (usage !== null) call.reportUsage(usage);
+      throw new ModelCallError({ kind: 'server', message: `${call.where} failed the response mid-stream: ${reasonOf(failed?.error?.message, failed?.error?.code)}` });
     } else if (event.type === 'error') {
-      throw new ModelCallError({ kind: 'server', message: `${call.where} reported an error in the middle of its streamed reply: ${String(event.message ?? event.code ?? 'no reason given')}` });
+      throw new ModelCallError({ kind: 'server', message: `${call.where} reported an error in the middle of its streamed reply: ${reasonOf(event.message, event.code)}` });
     }
   }
   // The client ends the iteration quietly when it is aborted: our abort is the caller's to report.
   call.signal.throwIfAborted();
   if (final === undefined) throw incompleteStream(call, 'no response.completed event');
-  return responseOutcome(final, call.where);
+  return responseOutcome(final, call);
+}
+
+/** The server's words for a failure, or a note that it gave none. */
+const reasonOf = (message: unknown, code: unknown): string => clause(String(message ?? code ?? 'no reason given'));
+
+type ResponsesUsage = { input_tokens?: unknown; output_tokens?: unknown; input_tokens_details?: { cached_tokens?: unknown }; output_tokens_details?: { reasoning_tokens?: unknown } };
+
+function responseUsage(usage: unknown): ModelUsage | null {
+  if (typeof usage !== 'object' || usage === null) return null;
+  const { input_tokens: input, output_tokens: output, input_tokens_details: cached, output_tokens_details: reasoning } = usage as ResponsesUsage;
+  return toModelUsage(input, output, cached?.cached_tokens, reasoning?.reasoning_tokens);
 }
 
 interface OutputItem {
@@ -98,14 +116,11 @@ interface OutputItem {
   arguments?: unknown;
 }
 
-function responseOutcome(response: unknown, where: string): ApiOutcome {
+function responseOutcome(response: unknown, call: ApiCall): ApiOutcome {
+  const where = call.where;
   const output = (response as { output?: unknown } | null)?.output;
-  if (typeof response !== 'object' || response === null || !Array.isArray(output)) throw notAReply(where, response, 'a response object');
-  const { status, incomplete_details: incomplete, usage } = response as {
-    status?: unknown;
-    incomplete_details?: { reason?: unknown } | null;
-    usage?: { input_tokens?: unknown; output_tokens?: unknown; input_tokens_details?: { cached_tokens?: unknown }; output_tokens_details?: { reasoning_tokens?: unknown } };
-  };
+  if (typeof response !== 'object' || response === null || !Array.isArray(output)) throw notAReply(call, response, 'a response object');
+  const { status, incomplete_details: incomplete, usage } = response as { status?: unknown; incomplete_details?: { reason?: unknown } | null; usage?: unknown };
   let text: string | null = null;
   let refusal: string | null = null;
   const toolCalls: ApiOutcome['toolCalls'] = [];
@@ -129,6 +144,6 @@ function responseOutcome(response: unknown, where: string): ApiOutcome {
     : 'stop';
   return {
     text, refusal, toolCalls, finishReason,
-    usage: usage === undefined ? null : toModelUsage(usage.input_tokens, usage.output_tokens, usage.input_tokens_details?.cached_tokens, usage.output_tokens_details?.reasoning_tokens),
+    usage: responseUsage(usage),
   };
 }
