@@ -72,12 +72,17 @@ describe('approvals across a stop', () => {
     expect(await codeOf(loop.resume('r3', { approvals: { [callId]: { approve: true, argumentsHash } } }))).toBe('approval_expired');
   });
 
-  it('refuses a second decision and approvals for a run that is not waiting', async () => {
-    const { loop } = refundLoop(memoryStore());
+  it('answers the same decision sent again with the run\'s result, and refuses another decision on a decided call', async () => {
+    const { loop, refunds } = refundLoop(memoryStore());
     const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r4' });
-    const { callId } = stopped.pendingApprovals[0]!;
-    await loop.resume('r4', { approvals: { [callId]: { approve: true } } });
-    await expect(loop.resume('r4', { approvals: { [callId]: { approve: true } } })).rejects.toMatchObject({ code: 'approval_already_decided', callId });
+    const { callId, argumentsHash } = stopped.pendingApprovals[0]!;
+    const done = await loop.resume('r4', { approvals: { [callId]: { approve: true, argumentsHash } } });
+    // A retried HTTP request: the run's result, nothing run again (with or without the hash it was bound to).
+    const retried = await loop.resume('r4', { approvals: { [callId]: { approve: true, argumentsHash } } });
+    expect(retried).toEqual(done);
+    expect((await loop.resume('r4', { approvals: { [callId]: { approve: true } } })).stopReason).toBe('completed');
+    expect(refunds).toEqual(['O-7:40']);
+    await expect(loop.resume('r4', { approvals: { [callId]: { approve: false, reason: 'changed my mind' } } })).rejects.toMatchObject({ name: 'ApprovalError', code: 'approval_already_decided', callId });
     const other = refundLoop(memoryStore(), [reply('nothing to do')]);
     await other.loop.run({ goal: 'x', runId: 'r5' });
     await expect(other.loop.resume('r5', { approvals: { c: { approve: true } } })).rejects.toMatchObject({ code: 'run_not_waiting' });
