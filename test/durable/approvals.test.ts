@@ -88,6 +88,22 @@ describe('approvals across a stop', () => {
     await expect(other.loop.resume('r5', { approvals: { c: { approve: true } } })).rejects.toMatchObject({ code: 'run_not_waiting' });
   });
 
+  it('answers a decision sent again after the run stopped for the next approval with that stop', async () => {
+    const script = [toolCall('refund', { order_id: 'O-7', amount: 40 }, { id: 'first' }), toolCall('refund', { order_id: 'O-8', amount: 10 }, { id: 'second' }), reply('Refunded both.')];
+    const { loop, refunds } = refundLoop(memoryStore(), script);
+    await loop.run({ goal: 'Refund O-7 and O-8', runId: 'r7' });
+    const next = await loop.resume('r7', { approvals: { first: { approve: true } } });
+    expect(next.pendingApprovals.map(({ callId }) => callId)).toEqual(['second']);
+    const retried = await loop.resume('r7', { approvals: { first: { approve: true } } });
+    expect(retried.stopReason).toBe('needs_human');
+    expect(retried.pendingApprovals).toEqual(next.pendingApprovals);
+    // A repeat mixed with a new decision is not a retry: refused whole.
+    await expect(loop.resume('r7', { approvals: { first: { approve: true }, second: { approve: true } } })).rejects.toMatchObject({ code: 'approval_already_decided', callId: 'first' });
+    expect(refunds).toEqual(['O-7:40']);
+    expect((await loop.resume('r7', { approvals: { second: { approve: true } } })).stopReason).toBe('completed');
+    expect(refunds).toEqual(['O-7:40', 'O-8:10']);
+  });
+
   it('lets exactly one of two racing resumes win', async () => {
     const { loop, refunds } = refundLoop(memoryStore());
     const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r6' });
