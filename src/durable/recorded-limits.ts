@@ -12,9 +12,12 @@ export const recordedLimitsSchema = z.record(z.string(), z.number().nullable());
 
 export type RecordedLimits = z.output<typeof recordedLimitsSchema>;
 
+/** Limits by name, whatever limits this version has. */
+const byName = (limits: LoopLimits): Record<string, unknown> => limits as unknown as Record<string, unknown>;
+
 /** The limits as they are recorded with the run. */
 export function recordLimits(limits: LoopLimits): RecordedLimits {
-  return Object.fromEntries(Object.entries(limits).map(([name, value]) => [name, Number.isFinite(value) ? value : null]));
+  return Object.fromEntries(Object.entries(byName(limits)).map(([name, value]) => [name, typeof value === 'number' && Number.isFinite(value) ? value : null]));
 }
 
 /**
@@ -23,20 +26,21 @@ export function recordLimits(limits: LoopLimits): RecordedLimits {
  */
 export function runLimits(recorded: RecordedLimits | undefined, loop: LoopLimits): LoopLimits {
   if (recorded === undefined) return loop;
-  const limits: Record<string, number> = { ...loop };
-  for (const name of Object.keys(loop)) {
+  const limits = { ...byName(loop) };
+  for (const name of Object.keys(limits)) {
     if (!Object.hasOwn(recorded, name)) continue;
     const value = recorded[name];
-    limits[name] = value === null || value === undefined ? Infinity : value;
+    // Switched off: Infinity, unless this version switches the limit off with null itself.
+    limits[name] = typeof value === 'number' ? value : typeof limits[name] === 'number' ? Infinity : limits[name];
   }
   return limits as unknown as LoopLimits;
 }
 
 /** A warning naming every limit of the resuming loop that differs from the run's, or null when none does. */
 export function limitsKeptWarning(run: LoopLimits, loop: LoopLimits): string | null {
-  const differing = Object.keys(loop)
-    .filter((name) => (run as unknown as Record<string, number>)[name] !== (loop as unknown as Record<string, number>)[name])
-    .map((name) => `${name} ${String((run as unknown as Record<string, number>)[name])} (this loop: ${String((loop as unknown as Record<string, number>)[name])})`);
+  const kept = byName(run);
+  const offered = byName(loop);
+  const differing = Object.keys(offered).filter((name) => kept[name] !== offered[name]).map((name) => `${name} ${String(kept[name])} (this loop: ${String(offered[name])})`);
   if (differing.length === 0) return null;
   return `resumed by a loop with other limits; the run keeps the limits it started with: ${differing.join(', ')}`;
 }
