@@ -104,16 +104,17 @@ describe('approvals across a stop', () => {
     expect(refunds).toEqual(['O-7:40', 'O-8:10']);
   });
 
-  it('lets exactly one of two racing resumes win', async () => {
+  it('lets exactly one of two racing resumes drive the run', async () => {
     const { loop, refunds } = refundLoop(memoryStore());
     const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r6' });
     const approvals = { [stopped.pendingApprovals[0]!.callId]: { approve: true as const } };
     const outcomes = await Promise.allSettled([loop.resume('r6', { approvals }), loop.resume('r6', { approvals })]);
-    const won = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+    const won = outcomes.filter((outcome): outcome is PromiseFulfilledResult<Awaited<ReturnType<typeof loop.resume>>> => outcome.status === 'fulfilled');
     const lost = outcomes.filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
-    expect(won).toHaveLength(1);
-    expect(lost).toHaveLength(1);
-    expect(['run_busy', 'approval_already_decided']).toContain((lost[0]!.reason as RunAccessError).code);
+    expect(won.length).toBeGreaterThanOrEqual(1);
+    for (const outcome of won) expect(outcome.value.stopReason).toBe('completed');
+    // The same decisions twice: the second finds the run busy, or (once it finished) returns its result.
+    for (const outcome of lost) expect((outcome.reason as RunAccessError).code).toBe('run_busy');
     expect(refunds).toEqual(['O-7:40']);
   });
 });
