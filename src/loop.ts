@@ -61,7 +61,9 @@ export interface Loop<Output = unknown> {
   readonly config: Readonly<LoopConfig>;
   /**
    * Continues a run of this loop's `store` where it stopped: after a crash (in any process), or after a
-   * stop for approval with the person's `approvals`. A finished run returns its recorded result.
+   * stop for approval with the person's `approvals`. A finished run returns its recorded result, and
+   * approvals the run took already, sent again, return its result as it stands. The run keeps the
+   * limits it was started with (a warning names those this loop sets otherwise).
    * Throws `ApprovalError` for approvals that do not fit and `RunAccessError` for a run that is
    * unknown or held by another process; needs a `store`.
    */
@@ -69,7 +71,7 @@ export interface Loop<Output = unknown> {
   /**
    * Cancels a run of this loop's `store`: a run this process drives stops at once; one no process
    * holds is recorded as `cancelled` and its result returned; one another process drives stops at
-   * its next step (null). Needs a `store`.
+   * its next step (null). A cancel that throws records nothing. Needs a `store`.
    */
   cancel(runId: string): Promise<RunResult<Output> | null>;
 }

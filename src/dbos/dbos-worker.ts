@@ -16,7 +16,7 @@ import { LoopConfigError } from '../errors.js';
 import type { RunInput } from '../config.js';
 import { durableRunsOf, type Loop } from '../loop.js';
 import type { ApprovalInput } from '../durable/durable-runs.js';
-import { RunAccessError, StoreRecordError } from '../durable/durable-errors.js';
+import { ApprovalError, RunAccessError, StoreRecordError } from '../durable/durable-errors.js';
 import type { RunResult } from '../runtime/run-result.js';
 import type { PostgresStore } from '../store/postgres/postgres-store.js';
 import { DEFAULT_DBOS_WORKER } from '../constants.js';
@@ -194,7 +194,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
       // A store error (a lost connection, a lease another process took, a run still busy): everything
       // done so far is in the journal, so a successor takes the run up again, a few times at most.
       // A corrupt record or another loop's run is not something a retry mends.
-      const mendable = !(error instanceof StoreRecordError) && !(error instanceof RunAccessError && error.code !== 'run_busy') && !(error instanceof LoopConfigError);
+      const mendable = !(error instanceof StoreRecordError) && !(error instanceof RunAccessError && error.code !== 'run_busy') && !(error instanceof LoopConfigError) && !(error instanceof ApprovalError);
       if (!mendable || (request.failures ?? 0) >= LEG_RETRIES) throw error;
       return { kind: 'handoff', effects: 0, failure: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
     }

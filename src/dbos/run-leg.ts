@@ -9,7 +9,7 @@ import { validateRunInput, type RunInput } from '../config.js';
 import { LoopConfigError } from '../errors.js';
 import { canonicalJson } from '../progress/index.js';
 import type { ApprovalInput, DrivingOptions, DurableRuns } from '../durable/durable-runs.js';
-import { ApprovalError, RunAccessError } from '../durable/durable-errors.js';
+import { RunAccessError } from '../durable/durable-errors.js';
 import type { RunResult } from '../runtime/run-result.js';
 
 /**
@@ -48,14 +48,9 @@ async function once(runs: DurableRuns, request: LegRequest, driving: DrivingOpti
       throw error;
     }
   }
-  if (request.approvals === undefined) return runs.resume(request.runId, {}, driving);
-  try {
-    return await runs.resume(request.runId, { approvals: request.approvals }, driving);
-  } catch (error) {
-    // Re-entered after a crash: the first attempt recorded the decisions, the run goes on without them.
-    if (error instanceof ApprovalError && error.code === 'approval_already_decided') return runs.resume(request.runId, {}, driving);
-    throw error;
-  }
+  // Re-entered after a crash, the first attempt having recorded the decisions: resume takes the very
+  // decisions sent again as a retry and goes on as the run does; other decisions on those calls it refuses.
+  return runs.resume(request.runId, request.approvals === undefined ? {} : { approvals: request.approvals }, driving);
 }
 
 /** A new run's workflow: its id is the run id, so enqueuing a run twice starts it once. */

@@ -7,9 +7,9 @@
 import type { LoopContext, LoopEvent } from '../../machines/types.js';
 import { toolCallRoom } from '../runtime/model-step.js';
 import type { PendingCall, RunSession } from '../runtime/run-session.js';
-import type { ApprovalDecision } from './records.js';
+import type { Decisions } from './approval-checks.js';
 
-export function applyApprovals(session: RunSession, stopEvent: LoopEvent, decisions: Readonly<Record<string, ApprovalDecision>>, context: LoopContext): LoopEvent {
+export function applyApprovals(session: RunSession, stopEvent: LoopEvent, decisions: Decisions, context: LoopContext): LoopEvent {
   if (stopEvent.type !== 'model.responded' || stopEvent.decision.kind !== 'tool_calls') {
     throw new Error(`a run waiting for approval stopped on ${stopEvent.type}, not on a reply with tool calls`);
   }
@@ -19,7 +19,7 @@ export function applyApprovals(session: RunSession, stopEvent: LoopEvent, decisi
   let refusedCalls = stopEvent.decision.refusedCalls;
   const calls = session.pendingCalls.map((pending): PendingCall => {
     if (pending.call.status !== 'needs_approval') return pending;
-    const decision = decisions[pending.call.request.id];
+    const decision = decisions.get(pending.call.request.id);
     if (decision === undefined) return pending;
     session.record({ type: 'approval-decided', runId: session.runId, at: stopEvent.at, callId: pending.call.request.id, tool: pending.call.request.name, approved: decision.approve, reason: decision.approve ? null : decision.reason });
     if (!decision.approve) {

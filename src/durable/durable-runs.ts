@@ -3,24 +3,25 @@
  * result), the lease that lets exactly one process drive a run, and the checks that make approvals
  * fail closed. The driver itself only sees `RunJournal`'s hooks.
  */
-import { hash, randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import { randomUUID } from 'node:crypto';
 import { defaultRunId, type ResolvedConfig, type RunInput } from '../config.js';
 import { resolveRunId } from '../hooks/run-id.js';
-import { canonicalJson } from '../progress/index.js';
 import { driveRun } from '../runtime/driver.js';
 import type { PendingApproval, RunResult } from '../runtime/run-result.js';
-import { LoopConfigError } from '../errors.js';
 import type { EffectStep } from '../runtime/driver-hooks.js';
 import type { Lease, Store } from '../store/store.js';
 import type { ToolHealth } from '../tools/index.js';
+import { argumentsHash, checkApprovals, checkArgumentsUnchanged, checkedApprovals, wereTaken, type Decisions } from './approval-checks.js';
 import { ApprovalError, RunAccessError } from './durable-errors.js';
 import { continuingClock, journalledModel, journalledTools } from './journalled-effects.js';
-import { deadOwner, newLeaseOwner } from './lease-owner.js';
-import { decodeJournalRecord, decodeRunRecord, encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type PendingApprovalRecord, type RunRecord } from './records.js';
+import { deadOwner, newLeaseOwner, noteLeaseLeft } from './lease-owner.js';
+import { decodeRunRecord, encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type PendingApprovalRecord, type RunRecord } from './records.js';
+import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
 import { readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
 import { RunJournal } from './run-journal.js';
 import { heldLimits, holdShare, settleShare, tenantStopNote } from './tenant-ledger.js';
+
+export { argumentsHash };
 
 /**
  * A person's decision on one call waiting for approval. `argumentsHash` (from `pendingApprovals`) binds
@@ -36,7 +37,10 @@ export type ApprovalInput = ApprovalDecision;
  * await loop.resume(runId, { approvals: { call_1: { approve: true } } });
  */
 export interface ResumeOptions {
-  /** Decisions by call id, one for every call in `result.pendingApprovals`. */
+  /**
+   * Decisions by call id, one for every call in `result.pendingApprovals`. The same decisions sent again
+   * (a retried request) return the run's result; another decision on a decided call is refused.
+   */
   approvals?: Readonly<Record<string, ApprovalInput>>;
   signal?: AbortSignal;
 }
@@ -47,15 +51,6 @@ export interface DrivingOptions {
 }
 
 const durableRunId = (): string => `run_${Date.now().toString(36)}_${randomUUID().slice(0, 8)}`;
-
-/**
- * Canonical JSON of the arguments, hashed: what an approval is bound to.
- * @example
- * const decision = { approve: true, argumentsHash: argumentsHash({ order_id: 'O-7' }) } as const;
- */
-export function argumentsHash(args: unknown): string {
-  return hash('sha256', canonicalJson(args ?? null), 'hex');
-}
 
 export class DurableRuns {
   /** Runs this process drives now, by id: `cancel` aborts them directly. */
@@ -79,7 +74,7 @@ export class DurableRuns {
     const owner = newLeaseOwner();
     const record: RunRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION, kind: 'run', runId, state: 'running', waitingSeq: null, pendingApprovals: [], decidedCalls: [], result: null,
-      definition: this.definition(), tenantHold: null,
+      definition: this.definition(), limits: recordLimits(this.resolved.limits), tenantHold: null,
       input: { ...(input.goal === undefined ? {} : { goal: input.goal }), ...(input.messages === undefined ? {} : { messages: [...input.messages] }) },
     };
     if (!(await this.store.createRun(runId, encodeRecord(record), this.lease(owner)()))) {
@@ -88,58 +83,54 @@ export class DurableRuns {
     try {
       return await this.drive(record, owner, null, input.signal, true, driving);
     } finally {
-      await this.store.releaseLease(runId, owner);
+      await this.release(runId, owner);
     }
   }
 
   async resume(runId: string, options: ResumeOptions = {}, driving: DrivingOptions = {}): Promise<RunResult> {
-    const approvals = checkedApprovals(options.approvals);
+    const asked = checkedApprovals(options.approvals);
     const before = await this.readRecord(runId);
-    checkApprovals(before, approvals, this.resolved.clock.now());
+    const approvals = await this.decisionsToTake(before, asked);
     if (before.state === 'finished') await this.settle(before);
     if (before.state === 'finished' || (before.state === 'waiting' && approvals === undefined)) return before.result as unknown as RunResult;
     const owner = await this.takeLease(runId);
     try {
       // Read again under the lease: a resume that won a race may have decided these calls meanwhile.
       const record = await this.readRecord(runId);
-      checkApprovals(record, approvals, this.resolved.clock.now());
-      if (record.state === 'finished') return record.result as unknown as RunResult;
-      const continueWith: ContinueWith | null =
-        record.state === 'waiting' && approvals !== undefined ? { kind: 'approvals', waitingSeq: record.waitingSeq ?? 0, decisions: { ...approvals } } : null;
+      const decisions = await this.decisionsToTake(record, approvals);
+      if (record.state === 'finished' || (record.state === 'waiting' && decisions === undefined)) return record.result as unknown as RunResult;
+      const continueWith: ContinueWith | null = record.state === 'waiting' && decisions !== undefined ? { kind: 'approvals', waitingSeq: record.waitingSeq ?? 0, decisions } : null;
       return await this.drive(record, owner, continueWith, options.signal, false, driving);
     } finally {
-      await this.store.releaseLease(runId, owner);
+      await this.release(runId, owner);
     }
   }
 
   /**
    * Checks decisions as `resume` would before it changes anything (typed `ApprovalError`s), for a
-   * caller that hands them to another process: the DBOS worker's `approve`.
+   * caller that hands them to another process: the DBOS worker's `approve`. `retried`: the very
+   * decisions the run took already, sent again.
    */
   async checkDecisions(runId: string, approvals: unknown): Promise<{ state: RunRecord['state']; retried: boolean }> {
-    const checked = checkedApprovals(approvals) ?? {};
+    const checked = checkedApprovals(approvals) ?? new Map<string, ApprovalDecision>();
     const record = await this.readRecord(runId);
-    try {
-      checkApprovals(record, checked, this.resolved.clock.now());
-    } catch (error) {
-      // The very decisions the run took on these calls: a retried request, not a second decision.
-      if (error instanceof ApprovalError && error.code === 'approval_already_decided' && (await this.tookExactly(runId, checked))) return { state: record.state, retried: true };
-      throw error;
-    }
-    return { state: record.state, retried: false };
+    return { state: record.state, retried: (await this.decisionsToTake(record, checked)) === undefined };
   }
 
-  /** Whether the journal holds these decisions on these calls as they were taken (approve, reason). */
-  private async tookExactly(runId: string, decisions: Readonly<Record<string, ApprovalInput>>): Promise<boolean> {
-    const taken = new Map<string, ApprovalDecision>();
-    for (const row of await this.store.readJournal(runId, 0)) {
-      if (row.kind !== 'event') continue;
-      const record = decodeJournalRecord(row.body, runId, row.seq);
-      if (record.kind === 'event' && record.approvals !== undefined) for (const [callId, decision] of Object.entries(record.approvals)) taken.set(callId, decision);
+  /**
+   * The decisions for the run to take, or undefined when there are none: none were given, or they are the
+   * very ones it took already (a retried request, answered with the run's result as a plain resume is).
+   * Any other decision that does not fit is refused before anything changes.
+   */
+  private async decisionsToTake(record: RunRecord, decisions: Decisions | undefined): Promise<Decisions | undefined> {
+    if (decisions === undefined) return undefined;
+    try {
+      checkApprovals(record, decisions, this.resolved.clock.now());
+    } catch (error) {
+      if (error instanceof ApprovalError && error.code === 'approval_already_decided' && (await wereTaken(this.store, record.runId, decisions))) return undefined;
+      throw error;
     }
-    const essence = (decision: ApprovalDecision | undefined) => (decision === undefined ? null : canonicalJson(decision.approve ? { approve: true } : { approve: false, reason: decision.reason }));
-    const entries = Object.entries(decisions);
-    return entries.length > 0 && entries.every(([callId, decision]) => taken.has(callId) && essence(taken.get(callId)) === essence(decision));
+    return decisions;
   }
 
   /** The result of the run's latest stop as recorded (finished or waiting), or null while it runs or when the store does not have it. */
@@ -163,12 +154,13 @@ export class DurableRuns {
       running.abort();
       return null;
     }
-    if (!(await this.store.requestCancel(runId))) throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
+    // Read (and its definition checked) before the cancel is stored: a cancel that is refused changes nothing.
     const before = await this.readRecord(runId);
     if (before.state === 'finished') {
       await this.settle(before);
       return before.result as unknown as RunResult;
     }
+    if (!(await this.store.requestCancel(runId))) throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
     const owner = newLeaseOwner();
     const current = await this.store.readRun(runId);
     if (!(await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(current?.leaseOwner ?? null)))) return null;
@@ -178,7 +170,21 @@ export class DurableRuns {
       const continueWith: ContinueWith | null = record.state === 'waiting' ? { kind: 'cancel', waitingSeq: record.waitingSeq ?? 0, message: 'cancelled through loop.cancel while waiting for approval' } : null;
       return await this.drive(record, owner, continueWith, undefined, false);
     } finally {
+      await this.release(runId, owner);
+    }
+  }
+
+  /**
+   * Frees the lease once the drive is over, best effort: when the store is down (the very failure that
+   * may have ended the drive) the lease stays, and this process takes it back at once on a resume; the
+   * drive's own outcome is what the caller hears.
+   */
+  private async release(runId: string, owner: string): Promise<void> {
+    try {
       await this.store.releaseLease(runId, owner);
+      noteLeaseLeft(runId, null);
+    } catch {
+      noteLeaseLeft(runId, owner);
     }
   }
 
@@ -214,10 +220,12 @@ export class DurableRuns {
   private async drive(started: RunRecord, owner: string, continueWith: ContinueWith | null, signal: AbortSignal | undefined, isNew: boolean, driving: DrivingOptions = {}): Promise<RunResult> {
     const { runId } = started;
     const tenant = this.resolved.tenant;
-    let record = started;
+    // The run's own limits, whatever this loop's are; a run recorded before limits were takes this loop's, from now on.
+    const limits = runLimits(started.limits, this.resolved.limits);
+    let record: RunRecord = { ...started, schemaVersion: RECORD_SCHEMA_VERSION, limits: recordLimits(limits) };
     if (tenant !== undefined && record.tenantHold === null) {
       // Taken once per run (a resume after a crash in between finds the same hold in the ledger).
-      record = { ...record, tenantHold: await holdShare(this.store, tenant, runId, this.resolved.limits) };
+      record = { ...record, tenantHold: await holdShare(this.store, tenant, runId, limits) };
       await this.store.append(runId, [], this.lease(owner)(), encodeRecord(record));
     }
     const plan: ResumePlan | null = isNew ? null : await readResumePlan(this.store, runId);
@@ -226,14 +234,19 @@ export class DurableRuns {
       if (continueWith?.kind === 'approvals') checkArgumentsUnchanged(record, plan, continueWith.decisions);
     }
     const lease = this.lease(owner);
-    const decidedCalls = continueWith === null ? record.decidedCalls : [...record.decidedCalls, ...(continueWith.kind === 'approvals' ? Object.keys(continueWith.decisions) : record.pendingApprovals.map(({ callId }) => callId))];
+    const decidedCalls = continueWith === null ? record.decidedCalls : [...record.decidedCalls, ...(continueWith.kind === 'approvals' ? continueWith.decisions.keys() : record.pendingApprovals.map(({ callId }) => callId))];
     const continued: RunRecord = { ...record, decidedCalls };
     const continuedRunBody = continueWith === null ? undefined : encodeRecord({ ...continued, state: 'running', waitingSeq: null, pendingApprovals: [], result: null });
     const sharedHealth: ToolHealth | undefined = this.resolved.toolHealth;
-    const journal = new RunJournal({ store: this.store, runId, lease, snapshotEvery: this.resolved.durable.snapshotEvery, plan, ownsHealth: sharedHealth === undefined, continuedRunBody, ...(driving.effectStep === undefined ? {} : { effectStep: driving.effectStep }) });
+    const held = heldLimits(limits, record.tenantHold);
+    const journal = new RunJournal({
+      store: this.store, runId, lease, snapshotEvery: this.resolved.durable.snapshotEvery, plan, ownsHealth: sharedHealth === undefined, continuedRunBody,
+      limits: held, limitsWarning: isNew ? null : limitsKeptWarning(limits, this.resolved.limits),
+      ...(driving.effectStep === undefined ? {} : { effectStep: driving.effectStep }),
+    });
     const config: ResolvedConfig = {
       ...this.resolved,
-      limits: heldLimits(this.resolved.limits, record.tenantHold),
+      limits: held,
       model: journalledModel(this.resolved.model, journal),
       tools: journalledTools(this.resolved.tools, journal),
       clock: continuingClock(this.resolved.clock, plan?.lastAt ?? null),
@@ -241,15 +254,20 @@ export class DurableRuns {
     const controller = new AbortController();
     this.active.set(runId, controller);
     const stopHeartbeat = this.heartbeat(runId, lease);
-    const signals = signal === undefined ? controller.signal : AbortSignal.any([controller.signal, signal]);
+    // Not AbortSignal.any: on Node 20 the caller's signal keeps every signal combined from it for good, a
+    // leak for a long-lived signal shared by many runs. One listener instead, taken off when the run ends.
+    const onAbort = () => controller.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
     let result: RunResult;
     try {
-      result = await driveRun(config, sharedHealth, { ...record.input, runId, signal: signals }, journal);
+      result = await driveRun(config, sharedHealth, { ...record.input, runId, signal: controller.signal }, journal);
     } finally {
+      signal?.removeEventListener('abort', onAbort);
       stopHeartbeat();
       this.active.delete(runId);
     }
-    const note = result.stopReason === 'budget_exhausted' ? tenantStopNote(this.resolved.limits, record.tenantHold) : null;
+    const note = result.stopReason === 'budget_exhausted' ? tenantStopNote(limits, record.tenantHold) : null;
     if (note !== null) result.detail = `${result.detail} (${note})`;
     const stopped = this.stoppedRecord(continued, result, journal.lastSeq);
     await this.store.append(runId, [], lease(), encodeRecord(stopped));
@@ -283,56 +301,5 @@ export class DurableRuns {
       ...record, state: waiting ? 'waiting' : 'finished', waitingSeq: waiting ? lastEventSeq : null, pendingApprovals,
       result: JSON.parse(JSON.stringify(result)) as RunRecord['result'],
     };
-  }
-}
-
-// Discriminated on `approve`, so a rejection without a reason is told as `approvals.<callId>.reason`.
-const approvalsSchema = z.record(z.string(), z.discriminatedUnion('approve', [
-  z.object({ approve: z.literal(true), argumentsHash: z.string().optional() }).strict(),
-  z.object({ approve: z.literal(false), reason: z.string().min(1, 'say why, so the model can be told'), argumentsHash: z.string().optional() }).strict(),
-]));
-
-/** A decision that is not `{ approve: true }` or `{ approve: false, reason }` is a programming error: refused as run input. */
-function checkedApprovals(approvals: unknown): Record<string, ApprovalInput> | undefined {
-  if (approvals === undefined) return undefined;
-  const parsed = approvalsSchema.safeParse(approvals);
-  if (parsed.success) return parsed.data;
-  throw new LoopConfigError({ scope: 'run_input', issues: parsed.error.issues.map((issue) => ({ path: ['approvals', ...issue.path.map(String)].join('.'), message: issue.message })) });
-}
-
-/** Fails closed before anything changes: every decision must name a waiting, undecided, unexpired call, and every waiting call needs one. */
-function checkApprovals(record: RunRecord, approvals: Readonly<Record<string, ApprovalInput>> | undefined, now: number): void {
-  if (approvals === undefined) return;
-  const { runId } = record;
-  if (record.state !== 'waiting') {
-    const decided = Object.keys(approvals).find((callId) => record.decidedCalls.includes(callId));
-    if (decided !== undefined) throw new ApprovalError({ code: 'approval_already_decided', runId, callId: decided, message: `call ${decided} of run ${runId} was decided already; a decision is taken once` });
-    throw new ApprovalError({ code: 'run_not_waiting', runId, message: `run ${runId} is not waiting for approval (it is ${record.state}); resume it without approvals` });
-  }
-  for (const [callId, decision] of Object.entries(approvals)) {
-    if (record.decidedCalls.includes(callId)) throw new ApprovalError({ code: 'approval_already_decided', runId, callId, message: `call ${callId} of run ${runId} was decided already; a decision is taken once` });
-    const pending = record.pendingApprovals.find((approval) => approval.callId === callId);
-    if (pending === undefined) throw new ApprovalError({ code: 'approval_unknown_call', runId, callId, message: `run ${runId} has no call ${callId} waiting for approval; waiting: ${record.pendingApprovals.map((approval) => approval.callId).join(', ')}` });
-    if (pending.expiresAt !== null && now > pending.expiresAt) throw new ApprovalError({ code: 'approval_expired', runId, callId, message: `the approval of call ${callId} (${pending.tool}) of run ${runId} expired at ${new Date(pending.expiresAt).toISOString()}` });
-    if (decision.argumentsHash !== undefined && decision.argumentsHash !== pending.argumentsHash) {
-      throw new ApprovalError({ code: 'approval_arguments_changed', runId, callId, message: `call ${callId} (${pending.tool}) of run ${runId} has other arguments than the ones approved (hash ${pending.argumentsHash}, not ${decision.argumentsHash})` });
-    }
-  }
-  const undecided = record.pendingApprovals.filter((approval) => !(approval.callId in approvals));
-  if (undecided.length > 0) throw new ApprovalError({ code: 'approvals_incomplete', runId, callId: undecided[0]?.callId ?? null, message: `run ${runId} waits for a decision on every call; missing: ${undecided.map((approval) => approval.callId).join(', ')}` });
-}
-
-/** The journal must hold the very call the person decided on: the same tool and arguments as the stop recorded. */
-function checkArgumentsUnchanged(record: RunRecord, plan: ResumePlan, decisions: Readonly<Record<string, ApprovalDecision>>): void {
-  const stop = plan.events.at(-1);
-  if (stop === undefined || stop.seq !== record.waitingSeq) {
-    throw new ApprovalError({ code: 'run_not_waiting', runId: record.runId, message: `run ${record.runId}'s journal does not end at the stop it waits at (seq ${String(record.waitingSeq)})` });
-  }
-  for (const callId of Object.keys(decisions)) {
-    const pending = record.pendingApprovals.find((approval) => approval.callId === callId);
-    const call = stop.delta.fields.pendingCalls.find(({ request }) => request.id === callId);
-    if (pending === undefined || call === undefined || call.request.name !== pending.tool || argumentsHash(call.args) !== pending.argumentsHash) {
-      throw new ApprovalError({ code: 'approval_arguments_changed', runId: record.runId, callId, message: `call ${callId} of run ${record.runId} is not the call that was put up for approval (tool or arguments differ)` });
-    }
   }
 }

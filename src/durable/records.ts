@@ -4,7 +4,9 @@
  * newer schema version never reach the run.
  *
  * Changelog — 1: run metadata (`run`), journal records (`event`, `model`, `intent`, `tool-result`) and
- * the run snapshot (`snapshot`).
+ * the run snapshot (`snapshot`). 2: the run record carries the run's `limits`, recorded when it starts
+ * (a version 1 run has none: it takes the limits of the loop that resumes it, recorded from then on).
+ * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
 import { modelResponseSchema } from '../model/response-schema.js';
@@ -12,8 +14,12 @@ import type { Message } from '../model/types.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { describeZodIssues } from '../zod-issues.js';
 import { StoreRecordError } from './durable-errors.js';
+import { idRecordSchema } from './id-record.js';
+import { recordedLimitsSchema } from './recorded-limits.js';
 
-export const RECORD_SCHEMA_VERSION = 1 as const;
+export const RECORD_SCHEMA_VERSION = 2 as const;
+/** The versions this loopstate reads: the shapes of older ones are a subset of this one's. */
+const schemaVersionSchema = z.union([z.literal(1), z.literal(RECORD_SCHEMA_VERSION)]);
 
 const toolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: z.string() }).strict();
 const messageSchema = z.union([
@@ -49,7 +55,7 @@ export const sessionFieldsSchema = z.object({
   fatalError: errorSchema.nullable(),
   restingState: z.string().nullable(),
   /** Null when no task output was added since the last record. */
-  taskOutputs: z.record(z.string(), z.unknown()).nullable(),
+  taskOutputs: idRecordSchema(z.unknown(), 'an object keyed by task id').nullable(),
   /** The tracker whole (a snapshot, or a run's first record), or what changed in it. */
   progress: z.union([
     z.object({ kind: z.literal('whole'), snapshot: z.unknown() }).strict(),
@@ -60,7 +66,7 @@ export const sessionFieldsSchema = z.object({
   ]),
   plan: z.array(z.looseObject({ id: z.string(), status: z.string() })).nullable(),
   /** Null when the run shares a health object the caller owns. */
-  health: z.record(z.string(), countersSchema).nullable(),
+  health: idRecordSchema(countersSchema, 'an object keyed by tool name').nullable(),
   unpricedModels: z.array(z.string()),
 }).strict();
 
@@ -84,7 +90,7 @@ export const sessionDeltaSchema = z.object({
 
 const eventSchema = z.looseObject({ type: z.string().min(1), at: z.number() });
 
-const base = { schemaVersion: z.literal(RECORD_SCHEMA_VERSION), runId: z.string(), seq: z.number().int().positive() };
+const base = { schemaVersion: schemaVersionSchema, runId: z.string(), seq: z.number().int().positive() };
 
 const approvalDecisionSchema = z.union([
   z.object({ approve: z.literal(true), argumentsHash: z.string().optional() }).strict(),
@@ -98,7 +104,7 @@ export const eventRecordSchema = z.object({
   delta: sessionDeltaSchema,
   /** This event replaces the one at that seq (a run stopped for approval continued, or was cancelled there). */
   supersedes: z.number().int().positive().optional(),
-  approvals: z.record(z.string(), approvalDecisionSchema).optional(),
+  approvals: idRecordSchema(approvalDecisionSchema, 'an object keyed by call id').optional(),
 }).strict();
 
 export const modelRecordSchema = z.object({ ...base, kind: z.literal('model'), afterEvent: z.number().int().min(0), index: z.number().int().min(0), response: modelResponseSchema }).strict();
@@ -146,20 +152,22 @@ const holdSchema = z.object({ costUsd: z.number().min(0).nullable(), inputTokens
 
 /** A tenant's ledger: what its finished runs spent, and what its unfinished runs hold. */
 export const ledgerRecordSchema = z.object({
-  schemaVersion: z.literal(RECORD_SCHEMA_VERSION),
+  schemaVersion: schemaVersionSchema,
   kind: z.literal('ledger'),
   tenantId: z.string(),
   spent: amountsSchema,
-  holds: z.record(z.string(), holdSchema),
+  holds: idRecordSchema(holdSchema, 'an object keyed by run id'),
 }).strict();
 
 export const runRecordSchema = z.object({
-  schemaVersion: z.literal(RECORD_SCHEMA_VERSION),
+  schemaVersion: schemaVersionSchema,
   kind: z.literal('run'),
   runId: z.string(),
   input: z.object({ goal: z.string().optional(), messages: messagesSchema.optional() }).strict(),
   /** What the run was started with: a resume by a loop with other tools, tasks or plan setting is refused. */
   definition: z.object({ tools: z.array(z.string()), tasks: z.array(z.string()).nullable(), plan: z.boolean() }).strict(),
+  /** The run's own limits as it started (before a tenant's share): the ones that apply on every resume. Absent in version 1. */
+  limits: recordedLimitsSchema.optional(),
   /** running: in progress or crashed; waiting: stopped for approval; finished: a final result. */
   state: z.enum(['running', 'waiting', 'finished']),
   /** The seq of the event that stopped the run for approval. */

@@ -4,10 +4,10 @@
  * on the way in; one bad record refuses the whole run.
  */
 import type { Store } from '../store/store.js';
+import type { Decisions } from './approval-checks.js';
 import {
   decodeJournalRecord,
   decodeSnapshotRecord,
-  type ApprovalDecision,
   type EventRecord,
   type IntentRecord,
   type ModelRecord,
@@ -17,7 +17,7 @@ import {
 
 /** How a run stopped for approval goes on: with the person's decisions, or cancelled there. */
 export type ContinueWith =
-  | { kind: 'approvals'; waitingSeq: number; decisions: Record<string, ApprovalDecision> }
+  | { kind: 'approvals'; waitingSeq: number; decisions: Decisions }
   | { kind: 'cancel'; waitingSeq: number; message: string };
 
 export interface ResumePlan {

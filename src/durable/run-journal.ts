@@ -20,7 +20,7 @@
  */
 import type { Actor } from 'xstate';
 import type { LoopMachine } from '../../machines/index.js';
-import type { LoopEvent } from '../../machines/types.js';
+import type { LoopEvent, LoopLimits } from '../../machines/types.js';
 import { isWellFormedResponse } from '../model/response-schema.js';
 import type { Model, ModelRequest, ModelResponse } from '../model/types.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
@@ -34,6 +34,7 @@ import { encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type EventR
 import type { ResumePlan } from './resume-plan.js';
 import { applyDelta, cursorOf, restoreSessionState, sessionDelta, sessionState, type SessionCursor } from './session-state.js';
 import { applyApprovals } from './approval-decision.js';
+import { withRunLimits } from './recorded-limits.js';
 
 export interface RunJournalOptions {
   store: Store;
@@ -49,6 +50,10 @@ export interface RunJournalOptions {
   ownsHealth: boolean;
   /** Each effect as a durable step of a workflow engine (the DBOS worker's); absent in the embedded mode. */
   effectStep?: EffectStep;
+  /** The run's limits (its tenant's share in place): a restored snapshot's give way to them. */
+  limits: LoopLimits;
+  /** Warned once the run is rebuilt or started: the resuming loop's limits differ from the run's. */
+  limitsWarning: string | null;
 }
 
 type ToolOutcome = ToolResultRecord['outcome'];
@@ -71,8 +76,12 @@ export class RunJournal implements DriverHooks {
   private superseding: { seq: number; approvals?: Record<string, ApprovalDecision> } | null = null;
   /** The effect in flight when the run was interrupted: its journalled parts, served instead of run. */
   private readonly tail: ResumePlan['tail'];
+  /** Said once, with the run's first new record: after the rebuild, or after a fresh start's run-start. */
+  private limitsWarning: string | null;
   constructor(private readonly options: RunJournalOptions) {
-    this.machineSnapshot = withSwitchedOffLimits(options.plan?.snapshot?.machine) as DriverHooks['machineSnapshot'];
+    const machine = options.plan?.snapshot?.machine;
+    this.machineSnapshot = (machine === undefined ? undefined : withRunLimits(machine, options.limits)) as DriverHooks['machineSnapshot'];
+    this.limitsWarning = options.limitsWarning;
     this.nextSeq = options.plan?.nextSeq ?? 1;
     this.lastEventSeq = options.plan?.lastEventSeq ?? 0;
     this.tail = options.plan?.tail ?? { models: [], intents: new Map(), results: new Map() };
@@ -128,11 +137,13 @@ export class RunJournal implements DriverHooks {
       session.replaying = false;
     }
     session.record({ type: 'run-resume', runId: this.runId, at: plan.lastAt ?? 0, fromSeq: plan.snapshot?.seq ?? 0, replayedEvents: plan.events.length });
+    this.warnOfLimits(session, plan.lastAt ?? 0);
     const stop = plan.events.at(-1);
     if (plan.continueWith !== null && stop !== undefined) {
       this.superseding = { seq: stop.seq };
       if (plan.continueWith.kind === 'approvals') {
-        this.superseding.approvals = plan.continueWith.decisions;
+        // Own entries (fromEntries defines them): a call id may be `__proto__`.
+        this.superseding.approvals = Object.fromEntries(plan.continueWith.decisions);
         await deliver(applyApprovals(session, stop.event as LoopEvent, plan.continueWith.decisions, actor.getSnapshot().context));
       } else {
         await deliver({ type: 'run.cancelRequested', at: stop.event.at, message: plan.continueWith.message });
@@ -147,6 +158,8 @@ export class RunJournal implements DriverHooks {
     // journalled nor shown to the machine; the store's error ends the drive, and a resume redoes the
     // effect from what the journal holds.
     if (this.writeFailure !== null) throw this.writeFailure;
+    // A run started afresh on resume (interrupted before its first event): after its run-start.
+    this.warnOfLimits(session, event.at);
     const cursor = this.cursor ?? cursorOf(session);
     const record: EventRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION, kind: 'event', runId: this.runId, seq: this.takeSeq(),
@@ -158,6 +171,12 @@ export class RunJournal implements DriverHooks {
     await this.append(record, runBody);
     this.lastEventSeq = record.seq;
     this.modelCallsSinceEvent = 0;
+  }
+
+  private warnOfLimits(session: RunSession, at: number): void {
+    if (this.limitsWarning === null) return;
+    session.warn(this.limitsWarning, at);
+    this.limitsWarning = null;
   }
 
   async afterSend(actor: Actor<LoopMachine>, session: RunSession): Promise<void> {
@@ -271,17 +290,4 @@ function served(outcome: ToolOutcome): unknown {
   if (outcome.kind === 'returned') return outcome.text;
   if (outcome.callerFault) throw new ToolCallError({ message: outcome.message, blame: 'caller' });
   throw Object.assign(new Error(outcome.message), { name: outcome.name });
-}
-
-/**
- * A limit switched off with `Infinity` is `null` once the snapshot has been through JSON; the machine's
- * guards compare numbers, and `x >= null` is true for any non-negative x, so a restored run would stop at
- * once. Every limit is a number: null can only be a switched-off one.
- */
-function withSwitchedOffLimits(machine: unknown): unknown {
-  const context = (machine as { context?: { limits?: Record<string, unknown> } } | undefined)?.context;
-  const limits = context?.limits;
-  if (limits === undefined || limits === null || typeof limits !== 'object') return machine;
-  const restored = Object.fromEntries(Object.entries(limits).map(([name, value]) => [name, value === null ? Infinity : value]));
-  return { ...(machine as object), context: { ...context, limits: restored } };
 }

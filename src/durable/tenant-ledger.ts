@@ -10,6 +10,7 @@ import type { LoopLimits, Usage } from '../../machines/types.js';
 import type { TenantBudget } from '../config.js';
 import type { Store } from '../store/store.js';
 import { StoreConflictError } from '../store/store-conflict-error.js';
+import { hasId } from './id-record.js';
 import { decodeLedgerRecord, encodeRecord, RECORD_SCHEMA_VERSION, type LedgerRecord, type RunRecord, type TenantHold } from './records.js';
 
 type Dimension = 'costUsd' | 'inputTokens' | 'outputTokens';
@@ -27,7 +28,7 @@ async function updateLedger<Result>(store: Store, tenantId: string, change: (led
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const row = await store.readLedger(tenantId);
     const ledger = row === null
-      ? { schemaVersion: RECORD_SCHEMA_VERSION, kind: 'ledger' as const, tenantId, spent: { costUsd: 0, inputTokens: 0, outputTokens: 0 }, holds: {} }
+      ? { schemaVersion: RECORD_SCHEMA_VERSION, kind: 'ledger' as const, tenantId, spent: { costUsd: 0, inputTokens: 0, outputTokens: 0 }, holds: Object.create(null) as LedgerRecord['holds'] }
       : decodeLedgerRecord(row.body, tenantId);
     const { ledger: next, result } = change(ledger);
     if (next === null || (await store.writeLedger(tenantId, encodeRecord(next), row?.version ?? null))) return result;
@@ -51,13 +52,14 @@ function left(tenant: TenantBudget, ledger: LedgerRecord, exceptRunId: string): 
 export async function holdShare(store: Store, tenant: TenantBudget, runId: string, limits: LoopLimits): Promise<NonNullable<RunRecord['tenantHold']>> {
   return updateLedger(store, tenant.id, (ledger) => {
     const tenantLeft = left(tenant, ledger, runId);
-    const existing = ledger.holds[runId];
+    const existing = hasId(ledger.holds, runId) ? ledger.holds[runId] : undefined;
     if (existing !== undefined) return { ledger: null, result: { tenantId: tenant.id, hold: existing, tenantLeft } };
     const hold: TenantHold = { costUsd: null, inputTokens: null, outputTokens: null };
     for (const { dimension, limit } of DIMENSIONS) {
       const available = tenantLeft[dimension];
       if (available !== null) hold[dimension] = Math.min(limits[limit] as number, available);
     }
+    // Own entries, not assignments: a run id may be `__proto__`.
     return { ledger: { ...ledger, holds: { ...ledger.holds, [runId]: hold } }, result: { tenantId: tenant.id, hold, tenantLeft } };
   });
 }
@@ -65,7 +67,7 @@ export async function holdShare(store: Store, tenant: TenantBudget, runId: strin
 /** Charges a finished run's usage and gives back the rest of its hold; a second call changes nothing. */
 export async function settleShare(store: Store, tenantId: string, runId: string, usage: Usage): Promise<void> {
   await updateLedger(store, tenantId, (ledger) => {
-    if (!(runId in ledger.holds)) return { ledger: null, result: undefined };
+    if (!hasId(ledger.holds, runId)) return { ledger: null, result: undefined };
     const holds = { ...ledger.holds };
     delete holds[runId];
     const spent = { costUsd: ledger.spent.costUsd + usage.costUsd, inputTokens: ledger.spent.inputTokens + usage.inputTokens, outputTokens: ledger.spent.outputTokens + usage.outputTokens };

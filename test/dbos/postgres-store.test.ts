@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, postgresStore, StoreConflictError, type PostgresStore } from '../../src/index.js';
+import { createLoop, defineTool, evaluators, postgresStore, readTenantLedger, StoreConflictError, type PostgresStore } from '../../src/index.js';
 import { reply, scriptedModel, toolCall } from '../../src/testing/index.js';
 import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
 
@@ -80,5 +80,19 @@ describe('postgresStore', () => {
     const done = await loop.resume('pg-refund', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } });
     expect(done.stopReason).toBe('completed');
     expect(done.output).toEqual({ refunded: 'O-7' });
+  });
+
+  it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty'])('approves a call whose id is %s, and a run of that id holds its tenant share', async (id) => {
+    const refunds: string[] = [];
+    const refund = defineTool({ name: 'refund', description: 'Refund.', input: z.object({ order_id: z.string() }), access: 'destructive', execute: async ({ order_id }) => { refunds.push(order_id); return { refunded: order_id }; } });
+    const make = (script: Parameters<typeof scriptedModel>[0]) => createLoop({ model: scriptedModel(script), tools: [refund], store, tenant: { id: `tenant-${id}`, maxInputTokens: 1_000_000 } });
+    const stopped = await make([toolCall('refund', { order_id: 'O-7' }, { id })]).run({ goal: 'Refund O-7', runId: id });
+    expect(stopped.pendingApprovals.map(({ callId }) => callId)).toEqual([id]);
+    expect(Object.keys((await readTenantLedger(store, `tenant-${id}`))?.holds ?? {})).toEqual([id]);
+    await expect(make([]).resume(id, { approvals: {} })).rejects.toMatchObject({ code: 'approvals_incomplete' });
+    const done = await make([reply('Refunded.')]).resume(id, { approvals: JSON.parse(`{${JSON.stringify(id)}: {"approve": true}}`) as Record<string, { approve: true }> });
+    expect(done.stopReason, done.detail).toBe('completed');
+    expect(refunds).toEqual(['O-7']);
+    expect(Object.keys((await readTenantLedger(store, `tenant-${id}`))?.holds ?? {})).toEqual([]);
   });
 });

@@ -106,6 +106,19 @@ describe('cancel', () => {
     const other = createLoop({ model: scriptedModel([]), tools: [], store });
     await expect(other.resume('d1', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } })).rejects.toMatchObject({ code: 'definition_changed' });
   });
+
+  it('a cancel refused as definition_changed changes nothing: the run still waits, and its own loop approves it', async () => {
+    const store = memoryStore();
+    const { loop } = loopOn(store, [toolCall('wipe', {}), reply('wiped')]);
+    const stopped = await loop.run({ goal: 'wipe', runId: 'd2' });
+    const before = await store.readRun('d2');
+    const other = createLoop({ model: scriptedModel([]), tools: [], store });
+    await expect(other.cancel('d2')).rejects.toMatchObject({ code: 'definition_changed' });
+    expect(await store.readRun('d2')).toEqual(before);
+    expect(await store.readControl('d2')).toMatchObject({ cancelRequested: false });
+    const done = await loop.resume('d2', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } });
+    expect(done.stopReason, done.detail).toBe('completed');
+  });
 });
 
 describe('pause on SQLite', () => {

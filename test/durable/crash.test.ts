@@ -132,7 +132,7 @@ describe.concurrent('SIGKILL at each effect boundary, resumed in a new process',
     expectNothingRepeated(readFileSync(logFile, 'utf8').split('\n').filter(Boolean));
   }, 30_000);
 
-  it('two processes approving at once: exactly one drives the run, the refund runs once', async () => {
+  it('two processes approving at once: one drives the run, the other is told it is busy or given its result; the refund runs once', async () => {
     const dir = mkdtempSync(join(scratch, 'case-'));
     const db = join(dir, 'loops.db');
     const logFile = join(dir, 'effects.log');
@@ -141,10 +141,11 @@ describe.concurrent('SIGKILL at each effect boundary, resumed in a new process',
     const outcomes = await Promise.all([runChild(script, [db, logFile, 'approve', callId]), runChild(script, [db, logFile, 'approve', callId])]);
     const winners = outcomes.filter((outcome) => outcome.code === 0);
     const losers = outcomes.filter((outcome) => outcome.code === 3);
-    expect(winners).toHaveLength(1);
-    expect(losers).toHaveLength(1);
-    expect(['run_busy', 'approval_already_decided']).toContain((JSON.parse(losers[0]!.stdout) as { errorCode: string }).errorCode);
-    expect(parsed(winners[0]!).stopReason).toBe('completed');
+    expect(winners.length + losers.length).toBe(2);
+    expect(winners.length).toBeGreaterThanOrEqual(1);
+    // The same decision twice is a retry: the second either found the run busy or returns its result.
+    for (const loser of losers) expect((JSON.parse(loser.stdout) as { errorCode: string }).errorCode).toBe('run_busy');
+    for (const winner of winners) expect(parsed(winner).stopReason).toBe('completed');
     expectNothingRepeated(readFileSync(logFile, 'utf8').split('\n').filter(Boolean));
   }, 30_000);
 });

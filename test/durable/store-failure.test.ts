@@ -5,9 +5,12 @@
  * the store is back gives the result of a run that never met the failure, with every completed call
  * made once.
  */
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, memoryStore, type Model, type Store } from '../../src/index.js';
+import { createLoop, defineTool, memoryStore, RunAccessError, sqliteStore, type Model, type Store } from '../../src/index.js';
 import { virtualClock } from '../../src/testing/index.js';
 import { freeLease } from './dead-owner.js';
 
@@ -22,6 +25,36 @@ function flaky(store: Store, kind: string, nth: number): Store {
     },
   };
 }
+
+/**
+ * The store, its disk full from the `nth` append of a record of `kind` on: every write fails (freeing a
+ * lease too) until `recover()`.
+ */
+function fillingDisk(store: Store, kind: string, nth: number): { store: Store; recover(): void } {
+  let seen = 0;
+  let full = false;
+  const diskFull = () => Promise.reject(new Error('SQLITE_FULL: database or disk is full'));
+  const write = <Args extends unknown[], Result>(method: (...args: Args) => Promise<Result>) => (...args: Args): Promise<Result> => (full ? diskFull() : method(...args));
+  return {
+    store: {
+      ...store,
+      append: (...args) => {
+        if (!full && args[1].some((row) => row.kind === kind) && ++seen === nth) full = true;
+        return full ? diskFull() : store.append(...args);
+      },
+      writeSnapshot: write(store.writeSnapshot.bind(store)),
+      acquireLease: write(store.acquireLease.bind(store)),
+      releaseLease: write(store.releaseLease.bind(store)),
+      requestCancel: write(store.requestCancel.bind(store)),
+    },
+    recover: () => {
+      full = false;
+    },
+  };
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'loopstate-store-failure-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 function refundLoop(store: Store, calls: string[]) {
   const lookup = defineTool({
@@ -70,5 +103,36 @@ describe('a journal write that fails inside an effect', () => {
     expect(resumed.usage.toolCalls).toBe(uninterrupted.usage.toolCalls);
     expect(calls.filter((call) => call.startsWith('lookup:'))).toEqual(expected.lookups);
     expect(calls.filter((call) => call === 'model').length).toBe(expected.modelCalls);
+  });
+});
+
+describe('a disk that fills up mid-run and is freed again', () => {
+  it('leaves no lease in the way: a resume from the same process goes on at once, not run_busy', async () => {
+    const file = sqliteStore({ path: join(scratch, 'full.db') });
+    const disk = fillingDisk(file, 'tool-result', 1);
+    const calls: string[] = [];
+    await expect(refundLoop(disk.store, calls).run({ goal: 'Read O-7 and O-8', runId: 'r' })).rejects.toThrow('SQLITE_FULL');
+    // The lease could not be freed while the disk was full: it is still written down as held.
+    expect((await file.readRun('r'))?.leaseOwner).not.toBeNull();
+    disk.recover();
+    // Right away: no clock advance, the lease is nowhere near its expiry.
+    const resumed = await refundLoop(disk.store, calls).resume('r').catch((error: unknown) => (error instanceof RunAccessError ? error.code : error));
+    expect(resumed).toMatchObject({ stopReason: 'completed' });
+    expect((await file.readRun('r'))?.leaseOwner).toBeNull();
+    await file.close();
+  });
+
+  it('still keeps out a resume while the run is being driven', async () => {
+    const store = memoryStore();
+    let release: () => void = () => undefined;
+    const hanging = new Promise<void>((resolve) => (release = resolve));
+    const slow = defineTool({ name: 'lookup', description: 'Read an order', input: z.object({ id: z.string() }), access: 'read', execute: async () => { await hanging; return 'ok'; } });
+    const model: Model = { id: 'script', generate: async ({ messages }) => ({ text: messages.some((message) => message.role === 'tool') ? 'done' : null, toolCalls: messages.some((message) => message.role === 'tool') ? [] : [{ id: 'c0', name: 'lookup', arguments: '{"id":"O-7"}' }], usage: { inputTokens: 1, outputTokens: 1 } }) };
+    const make = () => createLoop({ model, tools: [slow], store, clock: virtualClock() });
+    const running = make().run({ goal: 'Read O-7', runId: 'busy' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await expect(make().resume('busy')).rejects.toMatchObject({ code: 'run_busy' });
+    release();
+    expect((await running).stopReason).toBe('completed');
   });
 });
