@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loopMachine } from '../../machines/index.js';
-import { readTraceFile } from './read-trace.js';
+import { readTraceFile, type TracedRun } from './read-trace.js';
 import { buildTimeline, type RunTimeline } from './run-timeline.js';
 import { statechartGraph } from './statechart-graph.js';
 import { layoutStatechart } from './statechart-layout.js';
@@ -25,6 +25,8 @@ export interface ViewerOptions {
 export interface RunningViewer {
   url: string;
   timeline: RunTimeline;
+  /** The trace file's other runs, when it holds several (the latest is shown unless `runId` chose one). */
+  otherRuns: TracedRun[];
   close(): Promise<void>;
 }
 
@@ -76,6 +78,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   return {
     url: `http://127.0.0.1:${port}/`,
     timeline,
+    otherRuns: trace.otherRuns,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
