@@ -68,7 +68,8 @@ Options:
 
 Exit codes:
   0  the run succeeded
-  1  the run finished without succeeding (failed or needs_human), or an unexpected error
+  1  the run finished without succeeding (failed or needs_human), or an unexpected error (also when the
+     run waits on a promise nothing can settle any more, which is said on stderr)
   2  bad usage: unknown example or option, conflicting options
   3  the loop could not be loaded: no such file, no loop exported, an invalid config, no goal
   4  the model could not be set up: a missing API key, an unreadable cassette`;

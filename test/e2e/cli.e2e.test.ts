@@ -193,6 +193,34 @@ export default createLoop(config);
   });
 });
 
+describe('loopstate run never ends outside its documented exit codes', () => {
+  /** A loop file whose evaluator never settles (a real pending promise), with the deadline switched off. */
+  const hanging = (limits: string) => `import { createLoop } from 'loopstate';
+import { reply, scriptedModel } from 'loopstate/testing';
+const ticketService = { name: 'ticket-service', kind: 'rule', evaluate: () => new Promise(() => {}) };
+export const goal = 'Answer.';
+export default createLoop({ model: scriptedModel([reply('the answer')]), evaluate: ticketService, limits: ${limits} });
+`;
+
+  it('stops a run whose evaluator never settles after limits.evaluatorTimeoutMs, with the deadline off: exit 1 and the report', async () => {
+    write('slow-evaluator.mjs', hanging('{ deadlineMs: Infinity, evaluatorTimeoutMs: 200 }'));
+    const { code, stdout } = await loopstate(['run', 'slow-evaluator.mjs', '--quiet']);
+    expect(code).toBe(1);
+    expect(stdout).toContain('stop reason: fatal_error');
+    expect(stdout).toContain('evaluator "ticket-service" did not settle within limits.evaluatorTimeoutMs (200 ms)');
+  });
+
+  it('says so and exits 1 (not 13, silently) when the run waits on a promise nothing can settle, with --json too', async () => {
+    write('hanging-evaluator.mjs', hanging('{ deadlineMs: Infinity, evaluatorTimeoutMs: Infinity }'));
+    const text = await loopstate(['run', 'hanging-evaluator.mjs', '--quiet']);
+    expect(text.code).toBe(1);
+    expect(text.stderr).toContain('loopstate: the command cannot finish: it waits on a promise that nothing can settle any more');
+    const json = await loopstate(['run', 'hanging-evaluator.mjs', '--quiet', '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toEqual({ error: { code: 'never_settled', message: expect.stringContaining('limits.evaluatorTimeoutMs') as unknown, exitCode: 1 } });
+  });
+});
+
 describe('loopstate run on a real OpenAI-compatible server (local, over HTTP)', () => {
   const answer = { order_id: 'O-101', status: 'shipped', answer: 'Order O-101 has shipped.' };
   const script = (stream: boolean) => [
