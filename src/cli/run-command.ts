@@ -48,8 +48,10 @@ const DEFAULT_API_KEY_ENV = 'OPENAI_API_KEY';
 export const RUN_USAGE = `Usage: loopstate run <example | path/to/loop.ts|.mts|.js|.mjs> [options]
 
 Runs a loop and prints its result. A loop file's default export is a createLoop result or a loop config,
-and it exports \`goal\` (a string). TypeScript files run without a build step (their types are stripped
-with the typescript package, not checked). Bundled examples run offline: ${Object.keys(BUNDLED_EXAMPLES).join(', ')}.
+and it exports \`goal\` (a string). The file is imported to find them: its top level runs (with any side
+effects it has) before loopstate can tell whether it exports a loop. TypeScript files run without a build
+step (their types are stripped with the typescript package, not checked). Bundled examples run offline:
+${Object.keys(BUNDLED_EXAMPLES).join(', ')}.
 
 Options:
   --goal <text>            the goal to run instead of the file's \`goal\` export
