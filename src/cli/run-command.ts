@@ -64,7 +64,8 @@ Options:
   --replay <cassette>      serve the model's answers from a cassette, offline
   --trace <path>           where to write the JSON lines trace (default: the loop's trace.file, else
                            ${DEFAULT_TRACE_DIRECTORY}/<runId>.jsonl)
-  --json                   print {target, model, traceFile, toolHealth, result} as JSON on stdout
+  --json                   print {target, model, modelId, traceFile, toolHealth, result} as JSON on stdout
+                           (model says how the model ran, modelId is the model's id)
   --quiet                  no live progress (progress goes to stderr, never to stdout)
   -h, --help               show this help
 
@@ -178,7 +179,8 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
   const start = result.trace.find((event) => event.type === 'run-start');
   const limits = start?.type === 'run-start' ? start.limits : { maxSteps: null, maxCostUsd: null };
   if (flags.json) {
-    io.out(JSON.stringify({ target, model: label, traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
+    // `model` says how the model ran, for people; `modelId` is the model's own id, for programs.
+    io.out(JSON.stringify({ target, model: label, modelId: model.id, traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
   } else {
     io.out(formatRunReport(result, { target, modelLabel: label, traceFile: written, maxSteps: limits.maxSteps, maxCostUsd: limits.maxCostUsd, baseUrl }));
   }
@@ -274,7 +276,8 @@ async function playExample(target: string, example: Extract<BundledExample, { pl
   }
   const start = result.trace.find((event) => event.type === 'run-start');
   const limits = start?.type === 'run-start' ? start.limits : { maxSteps: null, maxCostUsd: null };
-  if (flags.json) io.out(JSON.stringify({ target, model: 'offline, scripted model', traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
+  const modelId = start?.type === 'run-start' ? start.modelId : null;
+  if (flags.json) io.out(JSON.stringify({ target, model: 'offline, scripted model', modelId, traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
   else io.out(formatRunReport(result, { target, modelLabel: 'offline, scripted model', traceFile: written, maxSteps: limits.maxSteps, maxCostUsd: limits.maxCostUsd }));
   return result.status === 'succeeded' ? EXIT_CODES.success : EXIT_CODES.failure;
 }
