@@ -133,6 +133,11 @@ export type TaskFailurePolicy = 'stop' | 'continue';
 export interface TaskPlan {
   id: string;
   onFailure: TaskFailurePolicy;
+  /**
+   * False when the task has no evaluator, so its first final answer completes it unchecked; the stop
+   * detail says so. Absent (a plan from before this field) counts as evaluated.
+   */
+  evaluated?: boolean;
 }
 
 /**

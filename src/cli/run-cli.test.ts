@@ -126,7 +126,7 @@ describe('runCli run and example', () => {
     expect(err).toContain('step 1/4 [main] tool call get_order_status {"order_id":"101"}');
     expect(err).toContain('  retry 1 · get_order_status: argument repair (order_id: expected an order id like O-100), sent back to the model\n');
     expect(out.split('\n').slice(0, 5)).toEqual([
-      'loopstate run: order-status (offline, scripted model)', '', 'status:      succeeded', 'stop reason: completed: the output passed its evaluators', '             1 of 1 task(s) passed evaluation',
+      'loopstate run: order-status (offline, scripted model)', '', 'status:      succeeded', 'stop reason: completed: every task finished with an answer', '             1 of 1 task(s) passed evaluation',
     ]);
     expect(out).toContain('"answer":"Order O-101 has shipped."');
     expect(out).toContain('steps:       3 of 4; retries: 1 argument repair');

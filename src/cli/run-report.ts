@@ -10,7 +10,8 @@ import { terminalSafe } from './terminal-safe.js';
 
 /** Each stop reason said as a sentence a newcomer understands. */
 export const STOP_REASON_WORDS: Readonly<Record<StopReason, string>> = Object.freeze({
-  completed: 'the output passed its evaluators',
+  // The detail below says whether evaluators checked it: a task without one completes on its first answer.
+  completed: 'every task finished with an answer',
   max_steps: 'the step limit (maxSteps) was reached before an answer passed',
   deadline_exceeded: 'the deadline (deadlineMs) passed',
   budget_exhausted: 'a token, cost or tool-call budget ran out before the next call',

@@ -69,7 +69,7 @@ describe('loopstate run on the bundled examples', () => {
     expect(stderr).toContain('step 1/4 [main] tool call get_order_status {"order_id":"101"}');
     expect(stderr).toContain('  retry 1 · get_order_status: argument repair (order_id: expected an order id like O-100), sent back to the model\n');
     expect(stderr).toContain('  tool get_order_status → ok');
-    expect(stdout).toContain('stop reason: completed: the output passed its evaluators');
+    expect(stdout).toContain('stop reason: completed: every task finished with an answer');
     expect(stdout).toContain('steps:       3 of 4; retries: 1 argument repair');
     const traceFile = /trace: {7}(\S+\.jsonl)/.exec(stdout)?.[1];
     expect(traceFile).toMatch(/^\.loopstate\/runs\/run_\w+\.jsonl$/);
