@@ -15,7 +15,7 @@ export function describeStop(
   const task = context.tasks[context.taskIndex]?.id ?? '?';
   switch (reason) {
     case 'completed':
-      return `${context.completedTasks} of ${context.tasks.length} task(s) passed evaluation`;
+      return describeCompleted(context);
     case 'max_steps':
       if (context.steps < limits.maxSteps && isTaskStepLimitReached({ context })) {
         return `task ${task} reached maxStepsPerTask (${limits.maxStepsPerTask}) before it passed evaluation; raise limits.maxStepsPerTask`;
@@ -51,6 +51,16 @@ export function describeStop(
       if (event.type === 'model.failed') return `model call failed: ${event.message}`;
       return event.type === 'run.faulted' ? `run faulted: ${event.message}` : 'fatal error';
   }
+}
+
+/** How many tasks completed, and which of them no evaluator checked: completing unchecked is no pass. */
+function describeCompleted(context: LoopContext): string {
+  const { tasks, completedTasks } = context;
+  const unchecked = tasks.filter((task) => task.evaluated === false).map((task) => task.id);
+  if (unchecked.length === 0) return `${completedTasks} of ${tasks.length} task(s) passed evaluation`;
+  if (tasks.length === 1) return 'completed; no evaluator configured';
+  if (unchecked.length === tasks.length) return `${completedTasks} of ${tasks.length} task(s) completed; no evaluator configured`;
+  return `${completedTasks} of ${tasks.length} task(s) completed; no evaluator configured for ${unchecked.join(', ')}`;
 }
 
 function blockedToolOf(event: LoopEvent): string {

@@ -1,9 +1,10 @@
 /**
- * Seed 000's "investigate an outage and choose the next diagnostic command": 22 distinct read-only
- * diagnostics narrow a payments outage down to a memory leak in the last deploy, then the model asks to
- * restart the service. A restart is destructive, so the run stops with `needs_human` and a pending
- * approval persisted in the store; a person approves, and the run is resumed from the store exactly there
- * (no diagnostic runs again), restarts the service once, checks it and reports.
+ * Seed 000's "investigate an outage and choose the next diagnostic command".
+ * 23 distinct read-only diagnostics, all calls of one tool (`run_diagnostic`): 22 narrow a payments outage
+ * down to a memory leak in the last deploy, then the model asks to restart the service. A restart is destructive, so the run stops
+ * with `needs_human` and a pending approval persisted in the store; a person approves, and the run is resumed
+ * from the store exactly there (no diagnostic runs again), restarts the service once, checks it with the
+ * 23rd diagnostic and reports.
  *
  * Runs offline on scripted models over a real SQLite file in a temporary folder.
  */
@@ -76,6 +77,9 @@ export const DIAGNOSTICS: readonly (readonly [(typeof CHECKS)[number], string])[
   ['error_rate', 'card-gateway'], ['queue_depth', 'refund-events'],
 ];
 
+/** The 23rd diagnostic, after the restart: the rolled-back service's error rate, distinct from the 22 before it. */
+export const CHECK_AFTER_RESTART: readonly [(typeof CHECKS)[number], string] = ['error_rate', 'payments-api-v2-13-2'];
+
 const usage = { inputTokens: 900, outputTokens: 40 };
 
 /** The first process's model: the investigation, then the request to restart (which stops for approval). */
@@ -88,7 +92,7 @@ export function investigationModel(): Model {
 /** The model after approval: it reads the restart's result, checks the service once more, and reports. */
 export function afterApprovalModel(): Model {
   return scriptedModel([
-    toolCall('run_diagnostic', { check: 'error_rate', target: 'payments-api-v2-13-2' }, { usage }),
+    toolCall('run_diagnostic', { check: CHECK_AFTER_RESTART[0], target: CHECK_AFTER_RESTART[1] }, { usage }),
     reply(JSON.stringify({
       rootCause: 'payments-api v2.14.0 grows its receipt cache without bound and is OOMKilled every ~6 minutes',
       evidence: ['27 OOMKilled restarts in 40 min', 'memory climbs to the 1 GiB limit after each start', 'FATAL heap out of memory in the logs', 'v2.14.0 deployed 41 min ago'],

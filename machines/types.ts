@@ -81,6 +81,11 @@ export interface LoopLimits {
   maxStepsPerTask: number;
   /** One model call's own timeout in milliseconds; a call that takes longer is a transport failure, retried. */
   modelCallTimeoutMs: number;
+  /**
+   * How long one evaluator (format, rule or custom) may take, in milliseconds; one that takes longer stops the
+   * run with `fatal_error`. LLM judges are bounded per call by `modelCallTimeoutMs` instead. `Infinity`: no bound.
+   */
+  evaluatorTimeoutMs: number;
   /** Tool calls executed across the whole run; a reply asking for more once it is spent stops the run. */
   maxToolCalls: number;
   /** Tool calls taken from one reply; the rest are answered to the model as refused, not run. */
@@ -128,6 +133,11 @@ export type TaskFailurePolicy = 'stop' | 'continue';
 export interface TaskPlan {
   id: string;
   onFailure: TaskFailurePolicy;
+  /**
+   * False when the task has no evaluator, so its first final answer completes it unchecked; the stop
+   * detail says so. Absent (a plan from before this field) counts as evaluated.
+   */
+  evaluated?: boolean;
 }
 
 /**

@@ -7,8 +7,8 @@ import { OPENAI_PRICES } from './model/openai/prices.js';
 
 /**
  * Budgets used when `limits` leaves them out or sets them to `undefined` (an `undefined` never switches
- * a budget off; `Infinity` does, for maxCostUsd, maxInputTokens, maxOutputTokens, maxToolCalls and
- * deadlineMs). Two scale with the others instead of having a fixed default: `maxStepsPerTask` is
+ * a budget off; `Infinity` does, for maxCostUsd, maxInputTokens, maxOutputTokens, maxToolCalls,
+ * deadlineMs and evaluatorTimeoutMs). Two scale with the others instead of having a fixed default: `maxStepsPerTask` is
  * `maxSteps`, and `maxToolCalls` is `maxSteps × maxToolCallsPerReply`.
  * @example
  * createLoop({ model, limits: { ...DEFAULT_LIMITS, maxSteps: 20 } });
@@ -24,6 +24,8 @@ export const DEFAULT_LIMITS: Readonly<Omit<LoopLimits, 'maxStepsPerTask' | 'maxT
   maxToolResultBytes: 16_384,
   maxArgumentRepairs: 1,
   modelCallTimeoutMs: 60_000,
+  // A rule or schema check takes microseconds; this leaves room for one that calls a service or runs tests.
+  evaluatorTimeoutMs: 60_000,
   maxToolCallsPerReply: 20,
 });
 

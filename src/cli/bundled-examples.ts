@@ -38,7 +38,7 @@ export const BUNDLED_EXAMPLES: Readonly<Record<string, BundledExample>> = Object
   },
   // Stops for approval of a restart, is approved, and resumes from its SQLite store: the result is the resumed run's.
   incident: {
-    description: '22 distinct diagnostics, a restart stopped for approval, approved and resumed from SQLite',
+    description: '23 distinct diagnostics (one tool, 22 before the restart and one after), a restart stopped for approval, approved and resumed from SQLite',
     play: async (log) => {
       const { runIncidentExample } = await import('../../examples/incident.js');
       return (await runIncidentExample(log)).resumed;

@@ -8,7 +8,10 @@ import { LoopstateError } from '../errors.js';
 export const EXIT_CODES = Object.freeze({
   /** The command did what it says; for `run`, the run succeeded. */
   success: 0,
-  /** The run finished without succeeding (failed or needs_human), or something unexpected went wrong. */
+  /**
+   * The run finished without succeeding (failed or needs_human), or something unexpected went wrong (the
+   * command left waiting on a promise nothing can settle any more included).
+   */
   failure: 1,
   /** Bad usage: unknown command, example or option, a missing or conflicting argument. */
   usage: 2,
@@ -17,6 +20,15 @@ export const EXIT_CODES = Object.freeze({
   /** The model could not be set up: a missing API key, an unreadable cassette. */
   modelSetup: 4,
 });
+
+/**
+ * What the bin says when the process runs out of work before the command finished: the command awaits a
+ * promise that nothing (no timer, socket or child process) can settle any more.
+ */
+export const NEVER_SETTLED_MESSAGE =
+  'the command cannot finish: it waits on a promise that nothing can settle any more (no timer, socket or process is left). ' +
+  'An evaluator that never settles with limits.evaluatorTimeoutMs and limits.deadlineMs both Infinity, a store call that never ' +
+  'returns, or a top-level await in the loop file that never settles does this';
 
 export type CliErrorKind = 'usage' | 'loop_file' | 'model_setup';
 

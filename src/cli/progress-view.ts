@@ -7,6 +7,7 @@
  * It writes to stderr in the CLI, so stdout stays clean for `--json`.
  */
 import type { TraceEvent } from '../trace/trace-schema.js';
+import { terminalSafe } from './terminal-safe.js';
 
 /** What the status line shows, folded from the events so far. */
 export interface ProgressState {
@@ -46,12 +47,18 @@ export function initialProgress(): ProgressState {
 
 /**
  * The state after `event`, and the line to print for it (null when the event only moves the status line).
- * Pure, so both are tested without a terminal.
+ * Pure, so both are tested without a terminal. The line is safe to print: a reply's or a tool's control
+ * characters are escaped, never sent to the terminal.
  * @example
  * let state = initialProgress();
  * for (const event of result.trace) { const step = progressStep(state, event); state = step.state; if (step.line) console.error(step.line); }
  */
 export function progressStep(previous: ProgressState, event: TraceEvent): { state: ProgressState; line: string | null } {
+  const step = describeEvent(previous, event);
+  return step.line === null ? step : { state: step.state, line: terminalSafe(step.line) };
+}
+
+function describeEvent(previous: ProgressState, event: TraceEvent): { state: ProgressState; line: string | null } {
   const state: ProgressState = { ...previous, lastAt: event.at };
   switch (event.type) {
     case 'run-start': {
@@ -152,7 +159,7 @@ export function renderStatusLine(state: ProgressState, columns = 120): string {
   if (state.argumentRepair !== null) parts.push(state.argumentRepair);
   if (state.runningTools.length > 0) parts.push(`running ${state.runningTools.join(', ')}`);
   else if (state.streamedChars > 0) parts.push(`streaming ${state.streamedChars} chars`);
-  const line = parts.join(' · ');
+  const line = terminalSafe(parts.join(' · '));
   return line.length > columns - 1 ? `${line.slice(0, Math.max(0, columns - 2))}…` : line;
 }
 

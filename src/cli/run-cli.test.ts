@@ -49,6 +49,15 @@ describe('runCli help and version', () => {
     for (const option of ['--model openai:<name>', '--base-url', '--api-key-env', '--record', '--replay', '--trace', '--json', '--quiet', 'Exit codes:']) expect(out).toContain(option);
   });
 
+  it('says in run and verify --help that the loop file is imported, its top level run, before the loop is looked for', async () => {
+    for (const command of ['run', 'verify']) {
+      const { code, out } = await cli([command, '--help']);
+      expect(code).toBe(0);
+      const text = out.replace(/\s+/g, ' ');
+      expect(text).toMatch(/file is imported to find (them|its loop): its top level runs \(with any side effects it has\) before (loopstate|verify) can tell whether it exports/);
+    }
+  });
+
   it.each([['--version'], ['-v']])("prints package.json's version and exits 0 for %s", async (...argv) => {
     const { code, out, err } = await cli(argv);
     expect(code).toBe(0);
@@ -117,7 +126,7 @@ describe('runCli run and example', () => {
     expect(err).toContain('step 1/4 [main] tool call get_order_status {"order_id":"101"}');
     expect(err).toContain('  retry 1 · get_order_status: argument repair (order_id: expected an order id like O-100), sent back to the model\n');
     expect(out.split('\n').slice(0, 5)).toEqual([
-      'loopstate run: order-status (offline, scripted model)', '', 'status:      succeeded', 'stop reason: completed: the output passed its evaluators', '             1 of 1 task(s) passed evaluation',
+      'loopstate run: order-status (offline, scripted model)', '', 'status:      succeeded', 'stop reason: completed: every task finished with an answer', '             1 of 1 task(s) passed evaluation',
     ]);
     expect(out).toContain('"answer":"Order O-101 has shipped."');
     expect(out).toContain('steps:       3 of 4; retries: 1 argument repair');
@@ -163,6 +172,14 @@ describe('runCli run and example', () => {
     expect(printed.result).toMatchObject({ status: 'succeeded', stopReason: 'completed' });
     expect(readFileSync(join(cwd, printed.traceFile), 'utf8').trim().split('\n')).toHaveLength(printed.result.trace.length);
     expect((await cli(['run', 'incident', '--model', 'openai:gpt-4.1-mini'])).code).toBe(2);
+  });
+
+  it("adds the model's own id to --json beside how it ran, for a played example too", async () => {
+    const named: BundledExample = { description: 'named model', load: () => Promise.resolve({ config: { model: scriptedModel([reply('done')], { id: 'gpt-4.1-mini' }), prices: { 'gpt-4.1-mini': { inputPerMillion: 0.4, outputPerMillion: 1.6 } } }, goal: 'Go' }) };
+    const printed = JSON.parse((await cli(['run', 'named', '--json', '--quiet'], { named })).out) as { model: string; modelId: string };
+    expect(printed).toMatchObject({ model: 'offline, gpt-4.1-mini model', modelId: 'gpt-4.1-mini' });
+    const played = JSON.parse((await cli(['run', 'incident', '--json', '--quiet'])).out) as { model: string; modelId: string };
+    expect(played).toMatchObject({ model: 'offline, scripted model', modelId: 'scripted' });
   });
 
   it('prints nothing on stderr with --quiet', async () => {

@@ -10,6 +10,7 @@ import { packageVersion } from './package-version.js';
 import { runCommand, runExampleCommand, type ProgressStream } from './run-command.js';
 import { inspectCommand } from './commands/inspect.js';
 import { runVerifyCommand } from './verify-command.js';
+import { terminalSafe } from './terminal-safe.js';
 import { parseArgs } from 'node:util';
 
 /** Where the CLI writes; each `out`/`err` call is one line or block, without a trailing newline. */
@@ -44,7 +45,8 @@ Commands:
   example [name]              run a bundled example offline (default: ${DEFAULT_EXAMPLE}); same as run <name>
   inspect <run.jsonl>         serve a local viewer of a JSONL trace on 127.0.0.1 (statechart, path taken,
                               time travel over its steps, step table); works offline; Ctrl-C stops it
-                              (--port N: the port, default a free one; --run <id>: which run of the file)
+                              (--port N: the port, default a free one; --run <id>: which run of the file,
+                              default the latest; the others are listed)
   verify <loop file>          prove a loop is bounded, or print a counterexample (loopstate verify --help)
   help [command]              show this help, or a command's
 
@@ -64,11 +66,13 @@ Run \`loopstate run --help\` for the run options (--model, --replay, --record, -
  * process.exitCode = await runCli(process.argv.slice(2), { out: console.log, err: console.error });
  */
 export async function runCli(argv: readonly string[], io: CliIo, options: RunCliOptions = {}): Promise<number> {
+  // Whatever a command prints may hold a model's reply, a trace's ids or a file's names: no control sequence reaches the terminal.
+  const safeIo: CliIo = { ...io, out: (text) => io.out(terminalSafe(text)), err: (text) => io.err(terminalSafe(text)) };
   try {
-    return await dispatch(argv, io, options.examples ?? BUNDLED_EXAMPLES, options.stop);
+    return await dispatch(argv, safeIo, options.examples ?? BUNDLED_EXAMPLES, options.stop);
   } catch (error) {
     // The bin must end with a message and an exit code, never an unhandled rejection.
-    io.err(`loopstate: ${thrownMessage(error)}`);
+    safeIo.err(`loopstate: ${thrownMessage(error)}`);
     return EXIT_FAILURE;
   }
 }

@@ -48,8 +48,10 @@ const DEFAULT_API_KEY_ENV = 'OPENAI_API_KEY';
 export const RUN_USAGE = `Usage: loopstate run <example | path/to/loop.ts|.mts|.js|.mjs> [options]
 
 Runs a loop and prints its result. A loop file's default export is a createLoop result or a loop config,
-and it exports \`goal\` (a string). TypeScript files run without a build step (their types are stripped
-with the typescript package, not checked). Bundled examples run offline: ${Object.keys(BUNDLED_EXAMPLES).join(', ')}.
+and it exports \`goal\` (a string). The file is imported to find them: its top level runs (with any side
+effects it has) before loopstate can tell whether it exports a loop. TypeScript files run without a build
+step (their types are stripped with the typescript package, not checked). Bundled examples run offline:
+${Object.keys(BUNDLED_EXAMPLES).join(', ')}.
 
 Options:
   --goal <text>            the goal to run instead of the file's \`goal\` export
@@ -62,13 +64,15 @@ Options:
   --replay <cassette>      serve the model's answers from a cassette, offline
   --trace <path>           where to write the JSON lines trace (default: the loop's trace.file, else
                            ${DEFAULT_TRACE_DIRECTORY}/<runId>.jsonl)
-  --json                   print {target, model, traceFile, toolHealth, result} as JSON on stdout
+  --json                   print {target, model, modelId, traceFile, toolHealth, result} as JSON on stdout
+                           (model says how the model ran, modelId is the model's id)
   --quiet                  no live progress (progress goes to stderr, never to stdout)
   -h, --help               show this help
 
 Exit codes:
   0  the run succeeded
-  1  the run finished without succeeding (failed or needs_human), or an unexpected error
+  1  the run finished without succeeding (failed or needs_human), or an unexpected error (also when the
+     run waits on a promise nothing can settle any more, which is said on stderr)
   2  bad usage: unknown example or option, conflicting options
   3  the loop could not be loaded: no such file, no loop exported, an invalid config, no goal
   4  the model could not be set up: a missing API key, an unreadable cassette`;
@@ -175,7 +179,8 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
   const start = result.trace.find((event) => event.type === 'run-start');
   const limits = start?.type === 'run-start' ? start.limits : { maxSteps: null, maxCostUsd: null };
   if (flags.json) {
-    io.out(JSON.stringify({ target, model: label, traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
+    // `model` says how the model ran, for people; `modelId` is the model's own id, for programs.
+    io.out(JSON.stringify({ target, model: label, modelId: model.id, traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
   } else {
     io.out(formatRunReport(result, { target, modelLabel: label, traceFile: written, maxSteps: limits.maxSteps, maxCostUsd: limits.maxCostUsd, baseUrl }));
   }
@@ -271,7 +276,8 @@ async function playExample(target: string, example: Extract<BundledExample, { pl
   }
   const start = result.trace.find((event) => event.type === 'run-start');
   const limits = start?.type === 'run-start' ? start.limits : { maxSteps: null, maxCostUsd: null };
-  if (flags.json) io.out(JSON.stringify({ target, model: 'offline, scripted model', traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
+  const modelId = start?.type === 'run-start' ? start.modelId : null;
+  if (flags.json) io.out(JSON.stringify({ target, model: 'offline, scripted model', modelId, traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
   else io.out(formatRunReport(result, { target, modelLabel: 'offline, scripted model', traceFile: written, maxSteps: limits.maxSteps, maxCostUsd: limits.maxCostUsd }));
   return result.status === 'succeeded' ? EXIT_CODES.success : EXIT_CODES.failure;
 }

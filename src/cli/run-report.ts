@@ -6,10 +6,12 @@ import type { StopReason } from '../../machines/types.js';
 import type { RunResult } from '../runtime/run-result.js';
 import { rebuildRun } from '../trace/rebuild-run.js';
 import type { TraceEvent } from '../trace/trace-schema.js';
+import { terminalSafe } from './terminal-safe.js';
 
 /** Each stop reason said as a sentence a newcomer understands. */
 export const STOP_REASON_WORDS: Readonly<Record<StopReason, string>> = Object.freeze({
-  completed: 'the output passed its evaluators',
+  // The detail below says whether evaluators checked it: a task without one completes on its first answer.
+  completed: 'every task finished with an answer',
   max_steps: 'the step limit (maxSteps) was reached before an answer passed',
   deadline_exceeded: 'the deadline (deadlineMs) passed',
   budget_exhausted: 'a token, cost or tool-call budget ran out before the next call',
@@ -46,7 +48,7 @@ export function lastToolHealth(trace: readonly TraceEvent[]): Extract<TraceEvent
 }
 
 /**
- * The report, one field a line.
+ * The report, one field a line, safe to print: control characters in the output, details and warnings are escaped.
  * @example
  * io.out(formatRunReport(result, { target: 'order-status', modelLabel: 'offline, scripted model', traceFile, maxSteps: 4, maxCostUsd: 0.05 }));
  */
@@ -73,7 +75,7 @@ export function formatRunReport(result: RunResult, context: RunReportContext): s
       ? ['trace:       not written (see the warnings)']
       : [`trace:       ${context.traceFile} (${result.trace.length} events)`, `             open it with: loopstate inspect ${context.traceFile}`]),
   ];
-  return lines.join('\n');
+  return terminalSafe(lines.join('\n'));
 }
 
 function toolHealthLines(trace: readonly TraceEvent[]): string[] {

@@ -55,7 +55,7 @@ describe('loopstate verify, as a child process', () => {
     const { code, out } = await loopstate('verify', 'examples/order-status.ts', '--json');
     expect(code).toBe(0);
     const report = JSON.parse(out) as Record<string, unknown>;
-    expect(Object.keys(report)).toEqual(['schemaVersion', 'file', 'bounded', 'model', 'limits', 'explored', 'coverage', 'stopReasons', 'worstCase', 'violations', 'notes']);
+    expect(Object.keys(report)).toEqual(['schemaVersion', 'file', 'bounded', 'model', 'limits', 'explored', 'coverage', 'stopReasons', 'worstCase', 'violations', 'unboundedWaits', 'notes']);
     expect(report).toMatchObject({
       schemaVersion: VERIFY_REPORT_VERSION,
       file: 'examples/order-status.ts',

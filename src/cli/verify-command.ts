@@ -24,11 +24,16 @@ transitions, transition coverage, every reachable stop reason, the worst-case mo
 tokens and cost implied by the limits and prices, and each invariant violation with a counterexample:
 a cycle no budget guard stops, a state that cannot reach TERMINATED, a destructive tool that runs
 without approval, a budget crossed by more than one call, a cost budget with an unpriced model,
-spend that nothing bounds.
+spend that nothing bounds. With deadlineMs: Infinity it lists the waits nothing bounds in time
+(an evaluator with evaluatorTimeoutMs: Infinity, a store's pause, a person's decision).
+
+The loop file is imported to find its loop: its top level runs (with any side effects it has) before
+verify can tell whether it exports one.
 
 Options:
   --json              print the report as JSON (schemaVersion 1: file, bounded, model, limits,
-                      explored, coverage, stopReasons, worstCase, violations, notes; a figure is
+                      explored, coverage, stopReasons, worstCase, violations, unboundedWaits,
+                      notes; a figure is
                       { value, formula, plusOneCall, run? }, a violation { kind, message,
                       counterexample, cycle? }, a path step { state, outcome, event }; Infinity is
                       written as the string "Infinity")

@@ -82,6 +82,7 @@ const limitsSchema = z
     maxArgumentRepairs: nonNegativeInt,
     maxStepsPerTask: positiveInt,
     modelCallTimeoutMs: positiveInt.max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms, the longest timer Node supports`),
+    evaluatorTimeoutMs: finiteOrInfinity(positiveInt.max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms, the longest timer Node supports`)),
     maxToolCalls: finiteOrInfinity(positiveInt),
     maxToolCallsPerReply: positiveInt,
   })

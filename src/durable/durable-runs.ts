@@ -14,7 +14,7 @@ import type { ToolHealth } from '../tools/index.js';
 import { argumentsHash, checkApprovals, checkArgumentsUnchanged, checkedApprovals, wereTaken, type Decisions } from './approval-checks.js';
 import { ApprovalError, RunAccessError } from './durable-errors.js';
 import { continuingClock, journalledModel, journalledTools } from './journalled-effects.js';
-import { deadOwner, newLeaseOwner, noteLeaseLeft } from './lease-owner.js';
+import { deadOwner, describeLeaseHolder, newLeaseOwner, noteLeaseLeft } from './lease-owner.js';
 import { decodeRunRecord, encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type PendingApprovalRecord, type RunRecord } from './records.js';
 import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
 import { readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
@@ -208,7 +208,10 @@ export class DurableRuns {
     const owner = newLeaseOwner();
     const row = await this.store.readRun(runId);
     if (await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(row?.leaseOwner ?? null))) return owner;
-    throw new RunAccessError({ code: 'run_busy', runId, message: `run ${runId} is being driven by another resume or process (${row?.leaseOwner ?? 'unknown'}); try again when it stops` });
+    // Read again: the row read before may predate the holder that just won the lease.
+    const holder = (await this.store.readRun(runId)) ?? row;
+    const held = describeLeaseHolder(holder?.leaseOwner ?? null, holder?.leaseUntil ?? 0, Date.now());
+    throw new RunAccessError({ code: 'run_busy', runId, message: `run ${runId} is being driven by another resume or process: ${held}; try again when it stops or its lease expires` });
   }
 
   /** A finished run's tenant hold, settled (again: settling twice changes nothing, so a crash between finishing and settling is repaired). */

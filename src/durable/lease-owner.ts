@@ -23,6 +23,23 @@ export function noteLeaseLeft(runId: string, owner: string | null): void {
   else unreleased.set(runId, owner);
 }
 
+/**
+ * Who holds a run's lease, for a `run_busy` message: the process and host its owner id names, the id itself,
+ * and until when the lease holds; said plainly when nobody holds it any more.
+ * @example
+ * describeLeaseHolder('web-1:4242:1a2b3c4d', Date.parse('2026-01-01T00:00:30Z'), Date.parse('2026-01-01T00:00:00Z'))
+ * // 'held by process 4242 on web-1 (lease owner "web-1:4242:1a2b3c4d") until 2026-01-01T00:00:30.000Z, 30 s from now'
+ */
+export function describeLeaseHolder(owner: string | null, leaseUntil: number, now: number): string {
+  if (owner === null) return 'its holder released the lease while this call tried to take it';
+  // host:pid:nonce, split from the right: the host is whatever comes before.
+  const match = /^(.*):(\d+):([^:]+)$/.exec(owner);
+  const who = match === null ? `lease owner "${owner}"` : `process ${match[2]} on ${match[1]} (lease owner "${owner}")`;
+  if (!Number.isFinite(leaseUntil) || leaseUntil <= 0) return `held by ${who}`;
+  const seconds = Math.round((leaseUntil - now) / 1000);
+  return `held by ${who} until ${new Date(leaseUntil).toISOString()}, ${seconds >= 0 ? `${seconds} s from now` : `${-seconds} s ago`}`;
+}
+
 /** The owner to take over from when its drive is known to be over (a dead process of this machine, or a drive of this one that ended), else undefined. */
 export function deadOwner(owner: string | null): string | undefined {
   if (owner === null) return undefined;

@@ -74,12 +74,16 @@ describe('readTraceFile', () => {
     expect(run.notices).toEqual([expect.stringContaining('line 6 is incomplete'), expect.stringContaining('no run-end event')]);
   });
 
-  it('asks which run when the file holds several, and reads the one named', () => {
+  it('reads the latest run of a file that holds several, lists the others, and reads the one named', () => {
     const other = sampleLines.map((line) => line.replaceAll('"run-sample"', '"run-other"'));
     const content = [...sampleLines, ...other].join('\n');
-    expect(thrown(() => parseTrace(content, 'run.jsonl')).message).toBe('run.jsonl: holds 2 runs (run-sample, run-other); choose one with --run <id>');
-    expect(parseTrace(content, 'run.jsonl', 'run-other').events).toHaveLength(other.length);
-    expect(thrown(() => parseTrace(content, 'run.jsonl', 'nope')).message).toContain('no run "nope"');
+    const latest = parseTrace(content, 'run.jsonl');
+    expect(latest).toMatchObject({ runId: 'run-other', otherRuns: [{ runId: 'run-sample', events: sampleLines.length, stopReason: 'completed' }] });
+    expect(latest.events).toHaveLength(other.length);
+    expect(latest.notices).toEqual(['the file holds 2 runs; this is the latest (the last to begin in the file); open another with --run <id>']);
+    const named = parseTrace(content, 'run.jsonl', 'run-sample');
+    expect(named).toMatchObject({ runId: 'run-sample', otherRuns: [{ runId: 'run-other' }], notices: [] });
+    expect(thrown(() => parseTrace(content, 'run.jsonl', 'nope')).message).toBe('run.jsonl: no run "nope"; it holds "run-sample", "run-other"');
   });
 
   it('says so for a missing or empty file', async () => {

@@ -96,11 +96,22 @@ export class TraceFileError extends LoopstateError {
   }
 }
 
+/** One run of a trace file, as listed beside the one shown. */
+export interface TracedRun {
+  runId: string;
+  /** Its events in the file. */
+  events: number;
+  /** How it stopped, from its run-end; null when the file has none for it. */
+  stopReason: string | null;
+}
+
 /** One run's events, in file order, and what the reader had to skip. */
 export interface RunTrace {
   source: string;
   runId: string;
   events: ReadEvent[];
+  /** The file's other runs, in the order they began in the file (a file a loop's `trace.file` appends to holds one per run). */
+  otherRuns: TracedRun[];
   /** Things a reader should know: an incomplete last line skipped, a run without its run-start. */
   notices: string[];
 }
@@ -126,8 +137,9 @@ function parseLine(line: string, lineNumber: number, source: string): ReadEvent 
 }
 
 /**
- * Parses JSONL trace text and picks one run: the only one, or `runId`. A last line cut short (a process
- * killed mid-write) is skipped with a notice; any other bad line throws `TraceFileError`.
+ * Parses JSONL trace text and picks one run: `runId`, else the latest (the last to begin in the file, since
+ * runs append to it). A last line cut short (a process killed mid-write) is skipped with a notice; any other
+ * bad line throws `TraceFileError`.
  * @example
  * const run = parseTrace(readFileSync('run.jsonl', 'utf8'), 'run.jsonl');
  */
@@ -147,16 +159,30 @@ export function parseTrace(content: string, source: string, runId?: string): Run
     }
   });
   if (events.length === 0) throw new TraceFileError({ message: `${source}: no trace events (the file is empty)` });
-  const runIds = [...new Set(events.map((event) => event.runId).filter((id): id is string => typeof id === 'string'))];
-  const chosen = runId ?? (runIds.length === 1 ? runIds[0] : undefined);
-  if (chosen === undefined) {
-    throw new TraceFileError({ message: runIds.length === 0 ? `${source}: no event names its run (field "runId")` : `${source}: holds ${runIds.length} runs (${runIds.join(', ')}); choose one with --run <id>` });
-  }
-  if (!runIds.includes(chosen)) throw new TraceFileError({ message: `${source}: no run "${chosen}"; it holds ${runIds.join(', ')}` });
+  const runs = tracedRuns(events);
+  const runIds = runs.map((run) => run.runId);
+  if (runIds.length === 0) throw new TraceFileError({ message: `${source}: no event names its run (field "runId")` });
+  const chosen = runId ?? (runIds.at(-1) as string);
+  if (!runIds.includes(chosen)) throw new TraceFileError({ message: `${source}: no run ${JSON.stringify(chosen)}; it holds ${runIds.map((id) => JSON.stringify(id)).join(', ')}` });
   const own = events.filter((event) => event.runId === chosen);
+  const otherRuns = runs.filter((run) => run.runId !== chosen);
+  if (runId === undefined && otherRuns.length > 0) notices.push(`the file holds ${runs.length} runs; this is the latest (the last to begin in the file); open another with --run <id>`);
   if (own[0]?.type !== 'run-start') notices.push('the trace does not begin with this run\'s run-start event: what came before it is missing');
   if (!own.some((event) => event.type === 'run-end')) notices.push('the trace has no run-end event: the run was still going, or its process died');
-  return { source, runId: chosen, events: own, notices };
+  return { source, runId: chosen, events: own, otherRuns, notices };
+}
+
+/** Every run the events name, in the order each first appears. */
+function tracedRuns(events: readonly ReadEvent[]): TracedRun[] {
+  const runs = new Map<string, TracedRun>();
+  for (const event of events) {
+    if (typeof event.runId !== 'string') continue;
+    let run = runs.get(event.runId);
+    if (run === undefined) runs.set(event.runId, (run = { runId: event.runId, events: 0, stopReason: null }));
+    run.events++;
+    if (event.type === 'run-end' && typeof event.stopReason === 'string') run.stopReason = event.stopReason;
+  }
+  return [...runs.values()];
 }
 
 /**

@@ -5,7 +5,7 @@
 import type { StopReason } from '../../machines/types.js';
 
 const SENTENCES: Readonly<Record<StopReason, string>> = {
-  completed: 'Every task produced an answer that passed its evaluators, so the run finished.',
+  completed: 'Every task produced an answer its evaluators accepted (a task without evaluators accepts its first answer), so the run finished.',
   max_steps: 'The run used all the model decisions its step limit allowed (maxSteps, or maxStepsPerTask for one task) before an answer passed.',
   deadline_exceeded: 'The run reached its end-to-end deadline (deadlineMs) and was stopped where it stood.',
   budget_exhausted: 'A spend budget ran out (input tokens, output tokens, cost, or tool calls), so no further call was paid for.',

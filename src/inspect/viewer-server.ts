@@ -1,11 +1,13 @@
 /**
  * `loopstate inspect`'s server: builds the page for one trace once (layout included), then serves it
- * on 127.0.0.1 only. `/` is the page, `/timeline.json` the derived data; nothing else.
+ * on 127.0.0.1 only. `/` is the page, `/timeline.json` the derived data; nothing else. A request must name
+ * this server in its Host header (`127.0.0.1:<port>`, `localhost:<port>` or `[::1]:<port>`): a web page
+ * on another site that rebinds its own name to 127.0.0.1 sends its own name, and is refused.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loopMachine } from '../../machines/index.js';
-import { readTraceFile } from './read-trace.js';
+import { readTraceFile, type TracedRun } from './read-trace.js';
 import { buildTimeline, type RunTimeline } from './run-timeline.js';
 import { statechartGraph } from './statechart-graph.js';
 import { layoutStatechart } from './statechart-layout.js';
@@ -23,7 +25,15 @@ export interface ViewerOptions {
 export interface RunningViewer {
   url: string;
   timeline: RunTimeline;
+  /** The trace file's other runs, when it holds several (the latest is shown unless `runId` chose one). */
+  otherRuns: TracedRun[];
   close(): Promise<void>;
+}
+
+/** The Host header is this server's own address, by any of its local names (case aside). */
+function namesThisServer(request: IncomingMessage, port: number): boolean {
+  const host = request.headers.host?.toLowerCase();
+  return host === `127.0.0.1:${port}` || host === `localhost:${port}` || host === `[::1]:${port}`;
 }
 
 /**
@@ -43,7 +53,10 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   const server: Server = createServer((request, response) => {
     const path = new URL(request.url ?? '/', 'http://127.0.0.1').pathname;
     const headers = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
+    const port = (server.address() as AddressInfo).port;
+    if (!namesThisServer(request, port)) {
+      response.writeHead(421, { ...headers, 'content-type': 'text/plain; charset=utf-8' }).end(`loopstate inspect answers only to http://127.0.0.1:${port}/ (or localhost:${port}, [::1]:${port}); this request named another host\n`);
+    } else if (request.method !== 'GET' && request.method !== 'HEAD') {
       response.writeHead(405, { ...headers, allow: 'GET, HEAD' }).end();
     } else if (path === '/' || path === '/index.html') {
       // The page needs nothing from anywhere: say so to the browser too.
@@ -65,6 +78,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   return {
     url: `http://127.0.0.1:${port}/`,
     timeline,
+    otherRuns: trace.otherRuns,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,8 +1,9 @@
 /**
- * One model call under its own timeout: the main model's call, an LLM judge's, a context summary's.
- * The call gets a signal aborted on cancel, on the run's deadline and when `limits.modelCallTimeoutMs`
- * passes on the run's clock; the timeout is a transport failure (`ModelCallError` of kind `timeout`),
- * which the retry layers handle.
+ * One call under its own timeout: the main model's call, an LLM judge's, a context summary's (each
+ * `limits.modelCallTimeoutMs`), an evaluator's (`limits.evaluatorTimeoutMs`). The call gets a signal
+ * aborted on cancel, on the run's deadline and when its timeout passes on the run's clock. A model call's
+ * timeout is a transport failure (`ModelCallError` of kind `timeout`), which the retry layers handle; a
+ * caller with another limit passes the error its timeout is.
  */
 import { ModelCallError } from '../errors.js';
 import { LazySignal } from './abort-fanout.js';
@@ -14,8 +15,10 @@ export interface CallScope {
 }
 
 /**
- * Runs `call`, and stops waiting for it on the run's abort or after `timeoutMs`, aborting the signal
- * the call was given (made on first read: pass it on as a getter, `get signal() { return scope.signal }`).
+ * Runs `call`, and stops waiting for it on the run's abort or after `timeoutMs` (never, for `Infinity`),
+ * aborting the signal the call was given (made on first read: pass it on as a getter,
+ * `get signal() { return scope.signal }`). `timeoutError` is what the timeout rejects with; by default the
+ * `ModelCallError` of a model call that took too long.
  * @example
  * const response = await callWithTimeout(session, 60_000, 'the model call', (scope) => model.generate({ messages, tools, get signal() { return scope.signal } }));
  */
@@ -24,6 +27,7 @@ export function callWithTimeout<Result>(
   timeoutMs: number,
   what: string,
   call: (scope: CallScope) => Promise<Result> | Result,
+  timeoutError: () => Error = () => new ModelCallError({ kind: 'timeout', message: `${what} took longer than modelCallTimeoutMs (${timeoutMs} ms)` }),
 ): Promise<Result> {
   const scope = new LazySignal();
   return new Promise<Result>((resolve, reject) => {
@@ -41,11 +45,8 @@ export function callWithTimeout<Result>(
     };
     forgetRunAbort = session.aborts.subscribe(stop);
     try {
-      if (!scope.aborted) {
-        cancelTimer = session.config.clock.setTimer(timeoutMs, () =>
-          stop(new ModelCallError({ kind: 'timeout', message: `${what} took longer than modelCallTimeoutMs (${timeoutMs} ms)` })),
-        );
-      }
+      // Infinity switches the bound off: a timer for it would fire at once (Node clamps what it cannot hold).
+      if (!scope.aborted && Number.isFinite(timeoutMs)) cancelTimer = session.config.clock.setTimer(timeoutMs, () => stop(timeoutError()));
     } catch (error) {
       stop(error);
     }

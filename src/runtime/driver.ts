@@ -11,6 +11,7 @@ import { describeAbortReason } from '../hooks/abort-reason.js';
 import { guardClock, safeNow } from '../hooks/guarded-clock.js';
 import { resolveRunId } from '../hooks/run-id.js';
 import { ToolHealth } from '../tools/index.js';
+import { evaluatorList } from '../evaluators/index.js';
 import { describeThrown, errorFields, toError } from '../redaction/describe-thrown.js';
 import { closedConversation, priorConversation } from '../conversation/prior-conversation.js';
 import { summarize } from '../trace/trace-event.js';
@@ -55,7 +56,7 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
   const controller = new AbortController();
   const conversation = priorConversation(input, config.instructions);
   const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation);
-  const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
+  const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop', evaluated: (task.evaluate === undefined ? config.evaluate : evaluatorList(task.evaluate)).length > 0 }));
   const machineInput = { limits: config.limits, noProgress: config.noProgress, tasks };
   const inspect = config.inspect === undefined ? undefined : guardedInspector(config.inspect, (message) => session.warn(message, safeNow(clock)));
   const actor = createActor(loopMachine, {

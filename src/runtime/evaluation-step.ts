@@ -19,6 +19,8 @@ import type { RunSession } from './run-session.js';
 
 /** A judge's request besides the output it grades: its instructions and criteria, roughly. */
 const JUDGE_REQUEST_OVERHEAD_TOKENS = 300;
+/** The error code of an evaluator that took longer than `limits.evaluatorTimeoutMs`. */
+const EVALUATOR_TIMEOUT = 'evaluator_timeout';
 
 
 /** What the judges of one evaluation spent, kept even when one of them ends the run. */
@@ -39,7 +41,10 @@ class JudgeSpending {
  * that would need it fails for want of it, so the run stops at the budget gate instead of
  * completing unjudged. A judge's transient transport errors are retried with the loop's backoff,
  * out of the task's transport-retry budget; its other errors, and a reply that is no verdict, end
- * the run with `fatal_error` — never a reflection of the main model.
+ * the run with `fatal_error` — never a reflection of the main model. Every other evaluator has
+ * `limits.evaluatorTimeoutMs` to settle: one that takes longer is not a verdict on the output either,
+ * so it ends the run with `fatal_error` (code `evaluator_timeout`) instead of making the model rewrite
+ * an answer nobody judged.
  */
 export async function performEvaluation(session: RunSession, context: LoopContext, mayCallModel: boolean): Promise<LoopEvent> {
   const { config } = session;
@@ -116,7 +121,7 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
                   },
                 }),
               )
-            : await evaluator.evaluate(input);
+            : await evaluateWithin(session, evaluator, input);
         } catch (error) {
           if (error instanceof JudgeVerdictError && error.usage) spending.add(error.modelId ?? 'unknown', error.usage);
           // Whatever else a judge throws is not a verdict on the output: never reflected to the main model.
@@ -145,15 +150,39 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
   };
 }
 
+/**
+ * A format, rule or custom evaluator, bounded by `limits.evaluatorTimeoutMs` of the loop's own config (a
+ * run resumed from a snapshot taken before the limit existed has it too); its signal aborts on the timeout.
+ */
+function evaluateWithin(session: RunSession, evaluator: Evaluator, input: Parameters<Evaluator['evaluate']>[0]): Promise<EvaluationResult> {
+  const timeoutMs = session.config.limits.evaluatorTimeoutMs;
+  return callWithTimeout(
+    session,
+    timeoutMs,
+    `evaluator "${evaluator.name}"`,
+    (scope) =>
+      evaluator.evaluate({
+        ...input,
+        get signal() {
+          return scope.signal;
+        },
+      }),
+    () => new LoopstateError({ code: EVALUATOR_TIMEOUT, message: `evaluator "${evaluator.name}" did not settle within limits.evaluatorTimeoutMs (${timeoutMs} ms); make it settle sooner or raise limits.evaluatorTimeoutMs` }),
+  );
+}
+
 /** The judges' spend so far, priced, for a fault event. */
 function spentSoFar(session: RunSession, spending: JudgeSpending): { usage?: CallUsage; modelCalls: number } {
   const usage = pricedTotal(session.config.prices, spending.byModel);
   return usage.inputTokens + usage.outputTokens > 0 ? { usage, modelCalls: spending.modelCalls } : { modelCalls: spending.modelCalls };
 }
 
-/** A judge's call, its error or its failure to give a verdict: the run's to stop on, never a reason to reflect. */
+/**
+ * A judge's call, its error or its failure to give a verdict, or an evaluator that never settled: the run's
+ * to stop on, never a reason to reflect.
+ */
 function isJudgeFailure(error: unknown): boolean {
-  return isModelCallError(error) || error instanceof JudgeVerdictError || (error instanceof LoopstateError && error.code === 'judge_failed');
+  return isModelCallError(error) || error instanceof JudgeVerdictError || (error instanceof LoopstateError && (error.code === 'judge_failed' || error.code === EVALUATOR_TIMEOUT));
 }
 
 /** A judge's request: the output it grades plus its instructions and criteria, roughly. */

@@ -31,5 +31,6 @@ export function tracedLimits(limits: LoopLimits): TracedLimits {
     maxToolResultBytes: finite(limits.maxToolResultBytes),
     maxArgumentRepairs: finite(limits.maxArgumentRepairs),
     modelCallTimeoutMs: finite(limits.modelCallTimeoutMs),
+    evaluatorTimeoutMs: finite(limits.evaluatorTimeoutMs),
   };
 }

@@ -53,6 +53,8 @@ const limits = z.object({
   maxToolResultBytes: limit,
   maxArgumentRepairs: limit,
   modelCallTimeoutMs: limit,
+  // Recorded since evaluators got a time bound; older traces have none.
+  evaluatorTimeoutMs: limit.optional(),
 });
 
 const runStart = z.object({

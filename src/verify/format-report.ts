@@ -53,8 +53,18 @@ export function formatReport(report: VerifyReport, file: string): string {
   ];
   for (const note of report.notes) lines.push(`note: ${note}`);
   lines.push('');
+  const checked = 'every reachable state reaches TERMINATED with a stop reason, no destructive tool runs without approval, no budget is crossed by more than one call';
+  const timed = Number.isFinite(report.limits.deadlineMs);
   if (report.violations.length === 0) {
-    lines.push('bounded: no run goes on for ever (the state graph has no cycle), every reachable state reaches TERMINATED with a stop reason, no destructive tool runs without approval, no budget is crossed by more than one call');
+    lines.push(timed ? `bounded: no run goes on for ever (the state graph has no cycle), ${checked}` : `bounded in steps: every run takes finitely many steps (the state graph has no cycle), ${checked}`);
+  }
+  if (!timed) {
+    lines.push(
+      report.unboundedWaits.length === 0
+        ? 'deadlineMs is Infinity: no deadline bounds a run in time, but each wait it makes has a timeout of its own'
+        : 'deadlineMs is Infinity, so a run may still last for ever: nothing bounds these waits in time:',
+      ...report.unboundedWaits.map((wait) => `  - ${wait}`),
+    );
   }
   for (const violation of report.violations) {
     const width = Math.max(0, ...[...violation.counterexample, ...(violation.cycle ?? [])].map((step) => step.state.length));

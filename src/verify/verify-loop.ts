@@ -11,6 +11,7 @@ import type { ModelPrice } from '../constants.js';
 import { DEFAULT_STATE_BOUND, exploreLoop, StateSpaceTooLargeError, type ExploredGraph } from './explore.js';
 import { findCycle, heaviestRun, pathThrough, pathTo, stateName, statesThatCannotFinish, type PathStep } from './graph-analysis.js';
 import { verifyModelOf, type VerifyModel } from './verify-model.js';
+import { unboundedWaits } from './unbounded-waits.js';
 import { modelCallBound, spendFigures, toolCallBound, type WorstCase } from './worst-case.js';
 
 export type ViolationKind =
@@ -66,6 +67,11 @@ export interface VerifyReport {
   stopReasons: StopReason[];
   worstCase: WorstCase;
   violations: Violation[];
+  /**
+   * With `deadlineMs: Infinity`, the waits nothing bounds in time (each naming the option that would): a run
+   * still takes finitely many steps, but one of these can make it last for ever. Empty with a deadline.
+   */
+  unboundedWaits: string[];
   notes: string[];
 }
 
@@ -190,6 +196,7 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
   };
   const violations = violationsOf(graph, model, limits, worstCase);
   const reasons = new Set(graph.snapshots.filter((snapshot) => snapshot.status === 'done').map((snapshot) => snapshot.context.stop?.reason));
+  const stopReasons = STOP_REASONS.filter((reason) => reasons.has(reason));
   const unfired = graph.transitions.filter((entry) => !graph.fired.has(entry.id)).map((entry) => `${entry.id}${entry.guard === null ? '' : ` [${entry.guard}]`}`);
   const notes = [...(options.notes ?? []), ...(tenant.note === null ? [] : [tenant.note])];
   if (scaledTo !== null) notes.push(`the exact space is over ${(options.maxStates ?? DEFAULT_STATE_BOUND).toLocaleString('en-US')} states: explored with maxSteps ${scaledTo.maxSteps} (not ${limits.maxSteps}), maxStepsPerTask ${scaledTo.maxStepsPerTask}, maxToolCalls ${scaledTo.maxToolCalls}; model and tool calls at the real limits come from the formulas`);
@@ -210,9 +217,10 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
       reductions: graph.reductions,
     },
     coverage: { fired: graph.transitions.length - unfired.length, total: graph.transitions.length, percent: Math.round((1000 * (graph.transitions.length - unfired.length)) / graph.transitions.length) / 10, unfired },
-    stopReasons: STOP_REASONS.filter((reason) => reasons.has(reason)),
+    stopReasons,
     worstCase,
     violations,
+    unboundedWaits: unboundedWaits(config, limits, stopReasons),
     notes,
   };
 }

@@ -80,7 +80,7 @@ describe('the viewer in chromium', () => {
     const counter = (label: string) => page.locator('#counters tr', { hasText: label }).locator('td.spent').textContent();
     expect(await budget('Input tokens')).toBe('770');
     expect(await budget('Steps')).toBe('3');
-    expect(await page.locator('#stop-reason').textContent()).toContain('completed — Every task produced an answer that passed its evaluators');
+    expect(await page.locator('#stop-reason').textContent()).toContain('completed — Every task produced an answer its evaluators accepted');
 
     // Moving the slider travels back: the state, the route just taken, the budgets and counters follow.
     await slider.fill('4');

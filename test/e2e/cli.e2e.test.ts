@@ -69,7 +69,7 @@ describe('loopstate run on the bundled examples', () => {
     expect(stderr).toContain('step 1/4 [main] tool call get_order_status {"order_id":"101"}');
     expect(stderr).toContain('  retry 1 · get_order_status: argument repair (order_id: expected an order id like O-100), sent back to the model\n');
     expect(stderr).toContain('  tool get_order_status → ok');
-    expect(stdout).toContain('stop reason: completed: the output passed its evaluators');
+    expect(stdout).toContain('stop reason: completed: every task finished with an answer');
     expect(stdout).toContain('steps:       3 of 4; retries: 1 argument repair');
     const traceFile = /trace: {7}(\S+\.jsonl)/.exec(stdout)?.[1];
     expect(traceFile).toMatch(/^\.loopstate\/runs\/run_\w+\.jsonl$/);
@@ -190,6 +190,34 @@ export default createLoop(config);
     expect(code).toBe(1);
     expect(stdout).toMatch(/stop reason: (retries_exhausted|fatal_error)/);
     expect(stdout).toContain(`hint:        could not connect to the model server at http://127.0.0.1:${port}/v1`);
+  });
+});
+
+describe('loopstate run never ends outside its documented exit codes', () => {
+  /** A loop file whose evaluator never settles (a real pending promise), with the deadline switched off. */
+  const hanging = (limits: string) => `import { createLoop } from 'loopstate';
+import { reply, scriptedModel } from 'loopstate/testing';
+const ticketService = { name: 'ticket-service', kind: 'rule', evaluate: () => new Promise(() => {}) };
+export const goal = 'Answer.';
+export default createLoop({ model: scriptedModel([reply('the answer')]), evaluate: ticketService, limits: ${limits} });
+`;
+
+  it('stops a run whose evaluator never settles after limits.evaluatorTimeoutMs, with the deadline off: exit 1 and the report', async () => {
+    write('slow-evaluator.mjs', hanging('{ deadlineMs: Infinity, evaluatorTimeoutMs: 200 }'));
+    const { code, stdout } = await loopstate(['run', 'slow-evaluator.mjs', '--quiet']);
+    expect(code).toBe(1);
+    expect(stdout).toContain('stop reason: fatal_error');
+    expect(stdout).toContain('evaluator "ticket-service" did not settle within limits.evaluatorTimeoutMs (200 ms)');
+  });
+
+  it('says so and exits 1 (not 13, silently) when the run waits on a promise nothing can settle, with --json too', async () => {
+    write('hanging-evaluator.mjs', hanging('{ deadlineMs: Infinity, evaluatorTimeoutMs: Infinity }'));
+    const text = await loopstate(['run', 'hanging-evaluator.mjs', '--quiet']);
+    expect(text.code).toBe(1);
+    expect(text.stderr).toContain('loopstate: the command cannot finish: it waits on a promise that nothing can settle any more');
+    const json = await loopstate(['run', 'hanging-evaluator.mjs', '--quiet', '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toEqual({ error: { code: 'never_settled', message: expect.stringContaining('limits.evaluatorTimeoutMs') as unknown, exitCode: 1 } });
   });
 });
 

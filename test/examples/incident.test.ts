@@ -1,9 +1,12 @@
 /**
- * The incident example end to end: 22 distinct diagnostics, a stop for the restart's approval persisted
- * in SQLite, the approval, the resume from the store, one restart, a verified report.
+ * The incident example end to end: 23 distinct diagnostics (22 before the restart, one after), a stop for
+ * the restart's approval persisted in SQLite, the approval, the resume from the store, one restart, a
+ * verified report.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DIAGNOSTICS, restarts, runIncidentExample } from '../../examples/incident.js';
+import { CHECK_AFTER_RESTART, DIAGNOSTICS, restarts, runIncidentExample } from '../../examples/incident.js';
+import { BUNDLED_EXAMPLES } from '../../src/cli/bundled-examples.js';
 
 describe('examples/incident', () => {
   it('investigates, waits for approval of the restart, and is resumed from the store exactly there', async () => {
@@ -35,5 +38,17 @@ describe('examples/incident', () => {
     expect(resumed.trace.filter((event) => event.type === 'tool-end')).toHaveLength(24);
     expect(lines[0]).toContain('needs_human');
     expect(lines[1]).toContain('completed');
+
+    // What the example says about itself counts the diagnostics the run made: every run_diagnostic call, distinct.
+    const diagnostics = resumed.messages.flatMap((message) => (message.role === 'assistant' ? (message.toolCalls ?? []) : [])).filter((call) => call.name === 'run_diagnostic').map((call) => call.arguments);
+    const distinct = new Set(diagnostics).size;
+    expect(distinct).toBe(diagnostics.length);
+    expect(distinct).toBe(new Set([...DIAGNOSTICS, CHECK_AFTER_RESTART].map(([check, target]) => `${check} ${target}`)).size);
+    const health = resumed.trace.filter((event) => event.type === 'tool-health').at(-1);
+    expect(health?.type === 'tool-health' && health.tools.find((tool) => tool.name === 'run_diagnostic')?.calls).toBe(distinct);
+    const readmeRow = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').split('\n').find((line) => line.startsWith('| `incident` |'));
+    for (const text of [BUNDLED_EXAMPLES.incident?.description, readmeRow, readFileSync(new URL('../../examples/incident.ts', import.meta.url), 'utf8').slice(0, 400)]) {
+      expect(text).toMatch(new RegExp(`\\b${distinct} distinct (read-only )?diagnostics`));
+    }
   });
 });

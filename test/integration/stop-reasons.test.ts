@@ -39,6 +39,31 @@ describe('completed', () => {
     expect(requestAt(model, 1).at(-1)).toEqual({ role: 'tool', toolCallId: 'call_0_0', content: '{"id":"R-1","status":"shipped"}' });
     model.assertComplete();
   });
+
+  it('says no evaluator is configured instead of claiming the answer passed evaluation', async () => {
+    const { loop } = createTestLoop({ model: scriptedModel([reply('whatever the model says')]) });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'completed', detail: 'completed; no evaluator configured', output: 'whatever the model says' });
+    expect(result.trace.at(-1)).toMatchObject({ type: 'run-end', detail: 'completed; no evaluator configured' });
+  });
+
+  it('names the tasks of a workflow that no evaluator checked, and keeps the old detail when every task has one', async () => {
+    const tasks = [
+      { id: 'classify', prompt: 'Classify.', evaluate: evaluators.json() },
+      { id: 'draft', prompt: 'Draft.' },
+      { id: 'polish', prompt: 'Polish.', evaluate: [] },
+    ];
+    const mixed = await createTestLoop({ model: scriptedModel([reply('{"kind":"bug"}'), reply('a draft'), reply('polished')]), tasks }).loop.run({ goal: GOAL });
+    expect(mixed).toMatchObject({ stopReason: 'completed', detail: '3 of 3 task(s) completed; no evaluator configured for draft, polish' });
+
+    const unchecked = await createTestLoop({ model: scriptedModel([reply('a'), reply('b')]), tasks: [{ id: 'a', prompt: 'A.' }, { id: 'b', prompt: 'B.' }] }).loop.run({ goal: GOAL });
+    expect(unchecked.detail).toBe('2 of 2 task(s) completed; no evaluator configured');
+
+    const checked = await createTestLoop({ model: scriptedModel([reply('a'), reply('b')]), tasks: [{ id: 'a', prompt: 'A.' }, { id: 'b', prompt: 'B.' }], evaluate: evaluators.rule(() => true, 'never fails') }).loop.run({ goal: GOAL });
+    expect(checked.detail).toBe('2 of 2 task(s) passed evaluation');
+  });
 });
 
 describe('max_steps', () => {

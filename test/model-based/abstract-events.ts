@@ -363,6 +363,7 @@ const SHARED_LIMITS = {
   deadlineMs: 1_000,
   // Longer than the deadline: the run's deadline, not the call's own timeout, is what the exploration reaches.
   modelCallTimeoutMs: 100_000,
+  evaluatorTimeoutMs: 100_000,
   maxToolCalls: 100,
   maxToolCallsPerReply: 10,
   maxInputTokens: 10_000,

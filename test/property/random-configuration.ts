@@ -100,6 +100,7 @@ export function configurationFrom(knobs: ConfigurationKnobs): ModelConfiguration
       maxToolResultBytes: 1_024,
       maxStepsPerTask: Math.min(knobs.maxStepsPerTask, knobs.maxSteps),
       modelCallTimeoutMs: 100_000,
+      evaluatorTimeoutMs: 100_000,
       maxToolCalls: knobs.maxToolCalls,
       maxToolCallsPerReply: 10,
     },

@@ -45,6 +45,7 @@ export const TEST_LIMITS: Readonly<LoopLimits> = Object.freeze({
   maxArgumentRepairs: 1,
   maxStepsPerTask: 10,
   modelCallTimeoutMs: 30_000,
+  evaluatorTimeoutMs: 30_000,
   maxToolCalls: 100,
   maxToolCallsPerReply: 10,
 });

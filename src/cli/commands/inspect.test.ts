@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeSampleTrace } from '../../../test/support/sample-run.js';
+import { sampleLoopConfig, writeSampleTrace } from '../../../test/support/sample-run.js';
+import { createLoop } from '../../loop.js';
+import { virtualClock } from '../../testing/virtual-clock.js';
 import { runCli } from '../run-cli.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -51,6 +53,36 @@ describe('loopstate inspect', () => {
     const { err, io: cliIo } = io();
     expect(await runCli(['inspect', bad], cliIo, { stop: AbortSignal.abort() })).toBe(1);
     expect(err).toEqual([`loopstate inspect: ${bad}:2: transition event, field "from": Invalid input: expected string, received null`]);
+  });
+
+  it('opens the latest run of a file that two runs appended to, and lists the other with how to open it', async () => {
+    const appended = join(directory, 'appended.jsonl');
+    // Two runs of one loop whose trace.file is the same: the second appends to the first.
+    for (const runId of ['morning', 'evening']) {
+      await createLoop(sampleLoopConfig(virtualClock(), { trace: { file: appended }, generateRunId: () => runId })).run({ goal: 'What is the status of order O-101?' });
+    }
+    const morningEvents = readFileSync(appended, 'utf8').split('\n').filter((line) => line.includes('"runId":"morning"')).length;
+    const latest = io();
+    const controller = new AbortController();
+    const exit = runCli(['inspect', appended], latest.io, { stop: controller.signal });
+    await expect.poll(() => latest.out.length, { timeout: 15_000 }).toBe(3);
+    expect(latest.out[0]).toBe('loopstate inspect: run evening (3 steps, 9 events, completed)');
+    expect(latest.out[1]).toBe(`the latest of 2 runs in this file; the others, in the order they began:\n  morning  (completed, ${morningEvents} events)\nopen one with: loopstate inspect ${appended} --run <id>`);
+    const timeline = (await (await fetch(new URL('timeline.json', /Viewer: (\S+)/.exec(latest.out[2] ?? '')?.[1]))).json()) as { runId: string; notices: string[] };
+    expect(timeline.runId).toBe('evening');
+    expect(timeline.notices).toContain('the file holds 2 runs; this is the latest (the last to begin in the file); open another with --run <id>');
+    controller.abort();
+    expect(await exit).toBe(0);
+
+    const chosen = io();
+    const second = new AbortController();
+    const exitChosen = runCli(['inspect', appended, '--run', 'morning'], chosen.io, { stop: second.signal });
+    await expect.poll(() => chosen.out.length, { timeout: 15_000 }).toBe(3);
+    expect(chosen.out[0]).toMatch(/^loopstate inspect: run morning /);
+    expect(chosen.out[1]).toContain('the other runs in this file, in the order they began:\n  evening  (completed, ');
+    second.abort();
+    expect(await exitChosen).toBe(0);
+    expect([...latest.err, ...chosen.err]).toEqual([]);
   });
 
   it('says what is missing or wrong in the arguments', async () => {

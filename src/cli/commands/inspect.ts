@@ -2,7 +2,9 @@
  * `loopstate inspect <run.jsonl> [--port N] [--run <id>]`: serves the local viewer for a trace and
  * keeps serving until `stop` aborts (the bin aborts it on Ctrl-C).
  */
+import type { TracedRun } from '../../inspect/read-trace.js';
 import type { CliIo } from '../run-cli.js';
+import { terminalLine } from '../terminal-safe.js';
 
 export interface InspectCommandOptions {
   tracePath: string | undefined;
@@ -54,10 +56,21 @@ export async function inspectCommand(options: InspectCommandOptions, io: CliIo):
     }
     throw error;
   }
-  const { timeline } = viewer;
-  io.out(`loopstate inspect: run ${timeline.runId} (${timeline.steps.length} steps, ${timeline.frames.length - 1} events${timeline.stop ? `, ${timeline.stop.reason}` : ''})`);
+  const { timeline, otherRuns } = viewer;
+  io.out(`loopstate inspect: run ${terminalLine(timeline.runId)} (${timeline.steps.length} steps, ${timeline.frames.length - 1} events${timeline.stop ? `, ${terminalLine(timeline.stop.reason)}` : ''})`);
+  if (otherRuns.length > 0) io.out(otherRunsText(options.tracePath, otherRuns, options.runId === undefined));
   io.out(`Viewer: ${viewer.url}  (Ctrl-C to stop)`);
   if (!options.stop.aborted) await new Promise<void>((resolve) => options.stop.addEventListener('abort', () => resolve(), { once: true }));
   await viewer.close();
   return INSPECT_EXIT.success;
+}
+
+/** The file's other runs, one a line, and how to open one; `latest` when the run shown was picked as the file's latest. */
+function otherRunsText(tracePath: string, runs: readonly TracedRun[], latest: boolean): string {
+  const lines = runs.map((run) => `  ${terminalLine(run.runId)}  (${run.stopReason === null ? 'no run-end' : terminalLine(run.stopReason)}, ${run.events} events)`);
+  return [
+    `${latest ? `the latest of ${runs.length + 1} runs in this file; the others` : `the other runs in this file`}, in the order they began:`,
+    ...lines,
+    `open one with: loopstate inspect ${terminalLine(tracePath)} --run <id>`,
+  ].join('\n');
 }
