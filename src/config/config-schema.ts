@@ -71,6 +71,9 @@ const limitsSchema = z
   .object({
     maxSteps: positiveInt,
     maxRetries: nonNegativeInt,
+    // Per call, the first attempt included; finite, so every retry cycle passes a counter.
+    maxTransportAttempts: positiveInt,
+    maxTransportRetries: finiteOrInfinity(nonNegativeInt),
     // Node fires longer timers at once, which would end every run immediately.
     deadlineMs: finiteOrInfinity(positiveInt.max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest timer Node supports`)),
     maxInputTokens: finiteOrInfinity(positiveInt),

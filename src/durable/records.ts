@@ -4,7 +4,9 @@
  * newer schema version never reach the run.
  *
  * Changelog — 1: run metadata (`run`), journal records (`event`, `model`, `intent`, `tool-result`) and
- * the run snapshot (`snapshot`).
+ * the run snapshot (`snapshot`). Since (version unchanged, the machine context is loose): a snapshot's context
+ * holds `transport` (per-call transport counters) instead of `task.transportRetries`, and its limits
+ * `maxTransportAttempts` / `maxTransportRetries`; older snapshots are migrated when read (transport-counters-migration.ts).
  */
 import { z } from 'zod';
 import { modelResponseSchema } from '../model/response-schema.js';

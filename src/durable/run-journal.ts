@@ -34,6 +34,7 @@ import { encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type EventR
 import type { ResumePlan } from './resume-plan.js';
 import { applyDelta, cursorOf, restoreSessionState, sessionDelta, sessionState, type SessionCursor } from './session-state.js';
 import { applyApprovals } from './approval-decision.js';
+import { migrateTransportCounters } from './transport-counters-migration.js';
 
 export interface RunJournalOptions {
   store: Store;
@@ -72,7 +73,7 @@ export class RunJournal implements DriverHooks {
   /** The effect in flight when the run was interrupted: its journalled parts, served instead of run. */
   private readonly tail: ResumePlan['tail'];
   constructor(private readonly options: RunJournalOptions) {
-    this.machineSnapshot = withSwitchedOffLimits(options.plan?.snapshot?.machine) as DriverHooks['machineSnapshot'];
+    this.machineSnapshot = withSwitchedOffLimits(migrateTransportCounters(options.plan?.snapshot?.machine)) as DriverHooks['machineSnapshot'];
     this.nextSeq = options.plan?.nextSeq ?? 1;
     this.lastEventSeq = options.plan?.lastEventSeq ?? 0;
     this.tail = options.plan?.tail ?? { models: [], intents: new Map(), results: new Map() };

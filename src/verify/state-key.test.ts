@@ -21,8 +21,8 @@ import { verifyModelOf } from './verify-model.js';
 
 // Six tasks, maxSteps 24, maxStepsPerTask 5, maxRetries 2, every spend budget finite, no judge.
 const model = verifyModelOf(resolveForVerify(toolFeedbackConfig).config);
-const reduced = keyOptionsFor(model.input.limits, true, model.judgesPerTask);
-const exact = keyOptionsFor(model.input.limits, false, model.judgesPerTask);
+const reduced = keyOptionsFor(model.input.limits, true);
+const exact = keyOptionsFor(model.input.limits, false);
 const [initial] = initialTransition(loopMachine, model.input);
 
 interface Changes {
@@ -160,7 +160,7 @@ function checkReductions(exported: unknown, limits: Partial<LoopLimits> = {}) {
   const { config } = resolveForVerify(exported);
   const loopModel = verifyModelOf(config, { ...config.limits, ...limits });
   const graph = exploreLoop(loopModel, 200_000, loopMachine.provide({}));
-  const options = keyOptionsFor(loopModel.input.limits, true, loopModel.judgesPerTask);
+  const options = keyOptionsFor(loopModel.input.limits, true);
   const tracer = createTransitionTracer(loopMachine);
   const ids = new Map(listTransitionDefinitions(loopMachine.root).map((entry) => [entry.definition, entry.id]));
   const effect = (snapshot: LoopSnapshot, outcome: AbstractOutcome) => {
