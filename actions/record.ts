@@ -45,8 +45,10 @@ export function recordModelResponse({ context, event }: ReducerArgs): Partial<Lo
       steps: context.task.steps + 1,
       argumentRepairs: isValidDecision ? 0 : context.task.argumentRepairs,
     },
-    // The call got through: the next one has every transport attempt again.
-    transport: { consecutiveFailures: 0, retries: context.transport.retries + (event.transportRetries ?? 0) },
+    // The call got through: the next one has every transport attempt again (unchanged on the common path).
+    ...(context.transport.consecutiveFailures === 0 && !event.transportRetries
+      ? {}
+      : { transport: { consecutiveFailures: 0, retries: context.transport.retries + (event.transportRetries ?? 0) } }),
     progress: {
       ...progress,
       lastStateDigest: event.stateDigest,
