@@ -343,20 +343,20 @@ describe('failTask', () => {
     // The 17th model call of the run failed a third time in a row (19 attempts so far, 2 of them retries of this call).
     const context = twoTaskContext({ usage: { modelCalls: 19 }, transport: { consecutiveFailures: 3, retries: 2 } });
     const detail = reduce(failTask, context, modelFailed(), { reason: 'retries_exhausted' }).failure?.detail;
-    expect(detail).toBe('task classify: 3rd consecutive transport failure of model call 17 (HTTP 503): 503 service unavailable; raise limits.maxTransportAttempts (3)');
+    expect(detail).toBe('task classify: 3rd consecutive transport failure of model call 17 (HTTP 503); raise limits.maxTransportAttempts (3). Last error: 503 service unavailable');
   });
 
   it("retries_exhausted by the run-wide cap: names maxTransportRetries, not the call's attempts", () => {
     const context = twoTaskContext({ limits: { maxTransportRetries: 4 }, usage: { modelCalls: 12 }, transport: { consecutiveFailures: 1, retries: 4 } });
     const detail = reduce(failTask, context, modelFailed('transient', { status: 502, message: 'bad gateway' }), { reason: 'retries_exhausted' }).failure?.detail;
-    expect(detail).toBe("task classify: model call 8 failed (HTTP 502) with the run's transport retries spent (4 of maxTransportRetries 4): bad gateway; raise limits.maxTransportRetries");
+    expect(detail).toBe("task classify: model call 8 failed (HTTP 502) with the run's transport retries spent (4 of maxTransportRetries 4); raise limits.maxTransportRetries. Last error: bad gateway");
   });
 
   it('retries_exhausted without a status names the kind of failure', () => {
     const context = twoTaskContext({ usage: { modelCalls: 2 }, transport: { consecutiveFailures: 2, retries: 1 }, limits: { maxTransportAttempts: 2 } });
     const event: LoopEvent = { type: 'model.failed', at: 2_000, failure: 'transient', message: 'timed out', retryDelayMs: 10, errorKind: 'timeout' };
     expect(reduce(failTask, context, event, { reason: 'retries_exhausted' }).failure?.detail).toBe(
-      'task classify: 2nd consecutive transport failure of model call 1 (timeout): timed out; raise limits.maxTransportAttempts (2)',
+      'task classify: 2nd consecutive transport failure of model call 1 (timeout); raise limits.maxTransportAttempts (2). Last error: timed out',
     );
   });
 

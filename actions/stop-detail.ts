@@ -120,10 +120,11 @@ function describeBackoffPastDeadline(context: LoopContext, event: ModelFailedEve
 function describeTransportFailure(context: LoopContext, event: ModelFailedEvent, task: string): string {
   const { limits, transport } = context;
   const call = `model call ${callNumber(context)}`;
+  // The provider's message goes last: it is free text, and may end in a redacted value that runs to the end.
   if (!hasTransportAttemptsLeft({ context })) {
-    return `task ${task}: ${ordinal(transport.consecutiveFailures)} consecutive transport failure of ${call} (${failureLabel(event.status, event.errorKind)}): ${event.message}; raise limits.maxTransportAttempts (${limits.maxTransportAttempts})`;
+    return `task ${task}: ${ordinal(transport.consecutiveFailures)} consecutive transport failure of ${call} (${failureLabel(event.status, event.errorKind)}); raise limits.maxTransportAttempts (${limits.maxTransportAttempts}). Last error: ${event.message}`;
   }
-  return `task ${task}: ${call} failed (${failureLabel(event.status, event.errorKind)}) with the run's transport retries spent (${transport.retries} of maxTransportRetries ${limits.maxTransportRetries}): ${event.message}; raise limits.maxTransportRetries`;
+  return `task ${task}: ${call} failed (${failureLabel(event.status, event.errorKind)}) with the run's transport retries spent (${transport.retries} of maxTransportRetries ${limits.maxTransportRetries}); raise limits.maxTransportRetries. Last error: ${event.message}`;
 }
 
 function describeRetriesExhausted(context: LoopContext, event: LoopEvent): string {

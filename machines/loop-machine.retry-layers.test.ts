@@ -31,7 +31,7 @@ describe('retries_exhausted', () => {
     const output = expectStop(send(retry2, modelFailed('transient', { status: 429, message: '429 rate limited' })), 'retries_exhausted');
     expect(output.usage.modelCalls).toBe(3);
     expect(output.steps).toBe(0);
-    expect(output.detail).toBe('task answer: 3rd consecutive transport failure of model call 1 (HTTP 429): 429 rate limited; raise limits.maxTransportAttempts (3)');
+    expect(output.detail).toBe('task answer: 3rd consecutive transport failure of model call 1 (HTTP 429); raise limits.maxTransportAttempts (3). Last error: 429 rate limited');
   });
 
   it('transport: isolated failures over a long run never add up, each recovered on its first retry', () => {
@@ -58,7 +58,7 @@ describe('retries_exhausted', () => {
     const run = startedRun({ limits: { maxTransportRetries: 2 } });
     const twoRecovered = send(run, modelFailed(), backoffElapsed(), toolCallsReply(), toolsCompleted(), modelFailed(), backoffElapsed(), toolCallsReply(), toolsCompleted());
     const output = expectStop(send(twoRecovered, modelFailed('transient', { status: 502, message: 'bad gateway' })), 'retries_exhausted');
-    expect(output.detail).toBe("task answer: model call 3 failed (HTTP 502) with the run's transport retries spent (2 of maxTransportRetries 2): bad gateway; raise limits.maxTransportRetries");
+    expect(output.detail).toBe("task answer: model call 3 failed (HTTP 502) with the run's transport retries spent (2 of maxTransportRetries 2); raise limits.maxTransportRetries. Last error: bad gateway");
   });
 
   it('transport: a 429 whose Retry-After ends past the deadline stops at once, naming the 429 and the wait', () => {

@@ -16,15 +16,14 @@ export function transportAttemptsOf(limits: Partial<LoopLimits> | undefined): nu
  * The warning a run carries while `maxRetries` still sets its transport attempts, or null when it does not (or
  * when the fallback gives the default anyway, so dropping it later changes nothing).
  * @example
- * transportAttemptsWarning({ maxRetries: 5 }) // 'limits.maxRetries (5) no longer bounds transport retries per task: ...'
+ * transportAttemptsWarning({ maxRetries: 5 }) // 'limits.maxRetries (5) now bounds reflection retries only; ...'
  */
 export function transportAttemptsWarning(limits: Partial<LoopLimits> | undefined): string | null {
   if (limits?.maxRetries === undefined || limits.maxTransportAttempts !== undefined) return null;
   const attempts = transportAttemptsOf(limits);
   if (attempts === DEFAULT_LIMITS.maxTransportAttempts) return null;
   return (
-    `limits.maxRetries (${limits.maxRetries}) no longer bounds transport retries per task: transport attempts count per model call ` +
-    `(limits.maxTransportAttempts, a success starts the next call afresh) and maxRetries bounds reflection only. Until ` +
-    `limits.maxTransportAttempts is set, each call gets maxRetries + 1 = ${attempts} attempts; set it to choose (this fallback is deprecated)`
+    `limits.maxRetries (${limits.maxRetries}) now bounds reflection retries only; transport attempts are per model call (limits.maxTransportAttempts). ` +
+    `Until limits.maxTransportAttempts is set, each call gets maxRetries + 1 = ${attempts} attempts; this fallback is deprecated`
   );
 }

@@ -12,7 +12,7 @@ import type { Message, ModelResponse } from '../model/types.js';
 import { safeNow } from '../hooks/guarded-clock.js';
 import { callWithTimeout } from '../runtime/call-timeout.js';
 import { interruptionEvent } from '../runtime/interruption.js';
-import { nextTransportAttempt } from '../runtime/transport-retry.js';
+import { describeRefusal, nextTransportAttempt } from '../runtime/transport-retry.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { costOf, priceOf } from '../runtime/pricing.js';
 import type { RunSession } from '../runtime/run-session.js';
@@ -138,9 +138,9 @@ async function callSummaryModel(session: RunSession, context: LoopContext, reque
       const transient = retryableModelError(error);
       if (transient === null) return { ...spent, skipped: `the summary call failed: ${thrownMessage(error)}` };
       failures++;
-      const next = nextTransportAttempt({ context, failures, retriesSoFar: spent.transportRetries, retryAfterMs: transient.retryAfterMs, backoff: config.backoff, random: config.random });
+      const next = nextTransportAttempt({ call: 'the summary call', context, failures, retriesSoFar: spent.transportRetries, retryAfterMs: transient.retryAfterMs, backoff: config.backoff, random: config.random });
       const label = failureLabel(transient.status, transient.kind);
-      if (!('delayMs' in next)) return { ...spent, skipped: `the summary call failed (${label}: ${thrownMessage(error)}): ${next.refusal}` };
+      if (!('delayMs' in next)) return { ...spent, skipped: `the summary call failed: ${describeRefusal(next.refusal, label, thrownMessage(error))}` };
       try {
         await session.aborts.race(config.clock.sleep(next.delayMs, session.signal));
       } catch (sleepError) {

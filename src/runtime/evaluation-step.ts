@@ -14,7 +14,7 @@ import type { ModelUsage } from '../model/types.js';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../constants.js';
 import { interruptionEvent } from './interruption.js';
 import { pricedTotal } from './pricing.js';
-import { nextTransportAttempt } from './transport-retry.js';
+import { describeRefusal, nextTransportAttempt } from './transport-retry.js';
 import { failureLabel } from '../../actions/stop-detail.js';
 import type { RunSession } from './run-session.js';
 
@@ -130,13 +130,14 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
           const transient = retryableModelError(error);
           if (transient === null || session.signal.aborted) throw error;
           failures++;
-          const next = nextTransportAttempt({ context, failures, retriesSoFar: spending.transportRetries, retryAfterMs: transient.retryAfterMs, backoff: config.backoff, random: config.random });
+          const call = `LLM judge "${evaluator.name}"`;
+          const next = nextTransportAttempt({ call, context, failures, retriesSoFar: spending.transportRetries, retryAfterMs: transient.retryAfterMs, backoff: config.backoff, random: config.random });
           const label = failureLabel(transient.status, transient.kind);
           if (!('delayMs' in next)) {
-            throw new ModelCallError({ kind: transient.kind, message: `LLM judge "${evaluator.name}" failed (${label}): ${transient.message}; ${next.refusal}`, cause: error, ...(transient.status === undefined ? {} : { status: transient.status }) });
+            throw new ModelCallError({ kind: transient.kind, message: describeRefusal(next.refusal, label, transient.message), cause: error, ...(transient.status === undefined ? {} : { status: transient.status }) });
           }
           spending.transportRetries++;
-          session.warn(`task ${session.task.id}: LLM judge "${evaluator.name}" transport error (${label}: ${transient.message}); retry ${failures} of this call in ${next.delayMs} ms`, config.clock.now());
+          session.warn(`task ${session.task.id}: ${call} transport error (${label}: ${transient.message}); retry ${failures} of this call in ${next.delayMs} ms`, config.clock.now());
           await session.aborts.race(config.clock.sleep(next.delayMs, session.signal));
           continue;
         }

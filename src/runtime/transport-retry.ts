@@ -8,14 +8,17 @@ import type { LoopContext } from '../../machines/types.js';
 import { backoffDelay, type BackoffOptions } from './retry-policy.js';
 
 /**
- * What follows a transport failure of an in-place call: a retry after `delayMs`, or the reason there is none.
+ * What follows a transport failure of an in-place call: a retry after `delayMs`, or why there is none, in
+ * the words of the loop's own stop details (what ran out, then the option to raise).
  * @example
- * const next = nextTransportAttempt({ context, failures: 1, retriesSoFar: 0, retryAfterMs: undefined, backoff, random: Math.random });
+ * const next = nextTransportAttempt({ call: 'LLM judge "tone"', context, failures: 1, retriesSoFar: 0, retryAfterMs: undefined, backoff, random: Math.random });
  * if ('delayMs' in next) await sleep(next.delayMs);
  */
-export type NextTransportAttempt = { delayMs: number } | { refusal: string };
+export type NextTransportAttempt = { delayMs: number } | { refusal: { what: string; raise: string } };
 
 export interface TransportFailureFacts {
+  /** The call, as the message names it: `LLM judge "tone"`, `the context summary call`. */
+  call: string;
   context: LoopContext;
   /** Failed attempts of this call in a row, the one just failed included. */
   failures: number;
@@ -26,12 +29,25 @@ export interface TransportFailureFacts {
   random: () => number;
 }
 
-export function nextTransportAttempt({ context, failures, retriesSoFar, retryAfterMs, backoff, random }: TransportFailureFacts): NextTransportAttempt {
+export function nextTransportAttempt({ call, context, failures, retriesSoFar, retryAfterMs, backoff, random }: TransportFailureFacts): NextTransportAttempt {
   const { maxTransportAttempts, maxTransportRetries } = context.limits;
-  if (failures >= maxTransportAttempts) return { refusal: `${ordinal(failures)} consecutive transport failure; raise limits.maxTransportAttempts (${maxTransportAttempts})` };
+  if (failures >= maxTransportAttempts) {
+    return { refusal: { what: `${ordinal(failures)} consecutive transport failure of ${call}`, raise: `raise limits.maxTransportAttempts (${maxTransportAttempts})` } };
+  }
   const runRetries = context.transport.retries + retriesSoFar;
   if (runRetries >= maxTransportRetries) {
-    return { refusal: `the run's transport retries are spent (${runRetries} of maxTransportRetries ${maxTransportRetries}); raise limits.maxTransportRetries` };
+    return { refusal: { what: `${call} failed with the run's transport retries spent (${runRetries} of maxTransportRetries ${maxTransportRetries})`, raise: 'raise limits.maxTransportRetries' } };
   }
+  // The exponent restarts with each call: this call's failures so far, never the run's.
   return { delayMs: backoffDelay({ attempt: failures - 1, retryAfterMs, options: backoff, random }) };
+}
+
+/**
+ * A refusal with the failure it follows, worded like the loop's stop details (the provider's message last):
+ * `3rd consecutive transport failure of … (HTTP 503); raise …. Last error: <message>`.
+ * @example
+ * const text = describeRefusal(next.refusal, 'HTTP 503', 'service unavailable');
+ */
+export function describeRefusal(refusal: { what: string; raise: string }, label: string, message: string): string {
+  return `${refusal.what} (${label}); ${refusal.raise}. Last error: ${message}`;
 }
