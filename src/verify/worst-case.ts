@@ -46,7 +46,7 @@ export function modelCallBound(model: VerifyModel, limits: LoopLimits = model.in
   // Per call: each attempt of a loop call may be preceded by a summary call with attempts of its own.
   const perCall = attempts * loopCalls * (summaries ? 1 + attempts : 1) + attempts * judgeCalls;
   const calls = [`maxSteps ${limits.maxSteps}`, ...(continuing > 0 ? [`${continuing} task(s) that may fail and continue`] : [])].join(' + ');
-  let formula = `maxTransportAttempts ${attempts} × (${calls})`;
+  let formula = `maxTransportAttempts ${attempts} × ${continuing > 0 ? `(${calls})` : calls}`;
   if (summaries) formula = `${formula} × (1 + ${attempts} attempts of a context summary before each)`;
   if (judges > 0) formula += ` + maxTransportAttempts ${attempts} × maxSteps ${limits.maxSteps} × ${judges} judge call(s) per evaluation`;
   if (!Number.isFinite(limits.maxTransportRetries)) return { value: perCall, formula };
