@@ -6,7 +6,11 @@
 import type { LoopLimits } from '../../machines/types.js';
 import { DEFAULT_LIMITS } from '../constants.js';
 
-/** Attempts per call: as given, else `maxRetries + 1` when only `maxRetries` is given (its old meaning), else the default. */
+/**
+ * Attempts per call: as given, else `maxRetries + 1` when only `maxRetries` is given (its old meaning), else the default.
+ * @example
+ * transportAttemptsOf({ maxRetries: 5 }) // 6
+ */
 export function transportAttemptsOf(limits: Partial<LoopLimits> | undefined): number {
   if (limits?.maxTransportAttempts !== undefined) return limits.maxTransportAttempts;
   return limits?.maxRetries === undefined ? DEFAULT_LIMITS.maxTransportAttempts : limits.maxRetries + 1;
