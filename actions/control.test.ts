@@ -43,13 +43,11 @@ const twoTaskContext = (overrides: ContextOverrides = {}): LoopContext =>
 const unknownOutcomeRound = toolsCompleted({ timedOutCalls: 1, unknownOutcomeCalls: 1 });
 
 describe('scheduleBackoff', () => {
-  it('sets retryAt to the failure time plus the chosen delay and counts one transport retry', () => {
-    const context = twoTaskContext({ task: { steps: 2, transportRetries: 1, reflectionRetries: 1, argumentRepairs: 1 } });
+  it("sets retryAt to the failure time plus the chosen delay and counts one retry in the run's total", () => {
+    const context = twoTaskContext({ task: { steps: 2, reflectionRetries: 1, argumentRepairs: 1 }, transport: { consecutiveFailures: 2, retries: 5 } });
     const result = reduce(scheduleBackoff, context, modelFailed('transient', { at: 2_000, message: '503', retryDelayMs: 750 }));
-    expect(result).toEqual({
-      retryAt: 2_750,
-      task: { steps: 2, transportRetries: 2, reflectionRetries: 1, argumentRepairs: 1 },
-    });
+    // The call's failures in a row were counted when the failure was recorded; the task's counters are another layer's.
+    expect(result).toEqual({ retryAt: 2_750, transport: { consecutiveFailures: 2, retries: 6 } });
   });
 
   it('rejects an event of another type', () => {
@@ -59,11 +57,11 @@ describe('scheduleBackoff', () => {
 
 describe('requestArgumentRepair', () => {
   it('asks for argument-repair feedback and counts one repair, leaving the other counters', () => {
-    const context = twoTaskContext({ task: { steps: 3, transportRetries: 1, reflectionRetries: 0, argumentRepairs: 0 } });
+    const context = twoTaskContext({ task: { steps: 3, reflectionRetries: 0, argumentRepairs: 0 } });
     const event = toolCallsReply({ invalidCalls: 1, parseError: 'schema:order_id' });
     expect(reduce(requestArgumentRepair, context, event)).toEqual({
       feedback: { kind: 'argument_repair' },
-      task: { steps: 3, transportRetries: 1, reflectionRetries: 0, argumentRepairs: 1 },
+      task: { steps: 3, reflectionRetries: 0, argumentRepairs: 1 },
     });
   });
 });
@@ -86,10 +84,10 @@ describe('requestParseRepair', () => {
 
 describe('requestReflection', () => {
   it('feeds the evaluator reason back and counts one reflection retry', () => {
-    const context = twoTaskContext({ task: { steps: 2, transportRetries: 2, reflectionRetries: 0, argumentRepairs: 0 } });
+    const context = twoTaskContext({ task: { steps: 2, reflectionRetries: 0, argumentRepairs: 0 }, transport: { retries: 2 } });
     expect(reduce(requestReflection, context, evaluationRejected('missing field total'))).toEqual({
       feedback: { kind: 'reflection', reason: 'missing field total' },
-      task: { steps: 2, transportRetries: 2, reflectionRetries: 1, argumentRepairs: 0 },
+      task: { steps: 2, reflectionRetries: 1, argumentRepairs: 0 },
     });
   });
 
@@ -180,6 +178,27 @@ describe('stopRun', () => {
     expect(stop('deadline_exceeded', twoTaskContext({ limits: { deadlineMs: 4_321 } }), backoffElapsed()).stop?.detail).toBe(
       'the run passed its deadline (4321 ms); raise limits.deadlineMs',
     );
+  });
+
+  it('deadline_exceeded before the deadline, by a 429 whose Retry-After reaches past it: names the 429 and the wait', () => {
+    // Started at 1 000 with a 60 s deadline; the 429 comes at 50 000 asking for 30 s: the retry would start at 80 000.
+    const context = twoTaskContext({ limits: { deadlineMs: 60_000 }, usage: { modelCalls: 5 }, transport: { consecutiveFailures: 1, retries: 1 } });
+    const event = modelFailed('transient', { at: 50_000, status: 429, retryAfterMs: 30_000, retryDelayMs: 30_000, message: 'rate limited' });
+    expect(stop('deadline_exceeded', context, event).stop?.detail).toBe(
+      "model call 4 failed (HTTP 429) and the server asked to wait 30000 ms (Retry-After): the retry would start 19000 ms after the deadline (60000 ms; 11000 ms were left), so the run stopped without waiting; raise limits.deadlineMs (or lower retry.maxRetryAfterMs)",
+    );
+  });
+
+  it("deadline_exceeded before the deadline by a backoff of our own: names the backoff", () => {
+    const context = twoTaskContext({ limits: { deadlineMs: 10_000 }, usage: { modelCalls: 1 }, transport: { consecutiveFailures: 1 } });
+    expect(stop('deadline_exceeded', context, modelFailed('transient', { at: 9_000, retryDelayMs: 2_500 })).stop?.detail).toBe(
+      "model call 1 failed (HTTP 503) and its backoff is 2500 ms: the retry would start 500 ms after the deadline (10000 ms; 2000 ms were left), so the run stopped without waiting; raise limits.deadlineMs",
+    );
+  });
+
+  it('deadline_exceeded by a failure that came after the deadline: the run did pass it', () => {
+    const context = twoTaskContext({ limits: { deadlineMs: 10_000 } });
+    expect(stop('deadline_exceeded', context, modelFailed('transient', { at: 12_000 })).stop?.detail).toBe('the run passed its deadline (10000 ms); raise limits.deadlineMs');
   });
 
   it('max_steps: names the run limit when both the run and the task limit are reached', () => {
@@ -312,7 +331,7 @@ describe('stopRun', () => {
 
 describe('failTask', () => {
   it('records and counts the failure of the task, not a stop of the run, and clears the feedback', () => {
-    const context = twoTaskContext({ task: { transportRetries: 2 }, feedback: { kind: 'transport_retry' } });
+    const context = twoTaskContext({ transport: { consecutiveFailures: 3, retries: 2 }, feedback: { kind: 'transport_retry' } });
     const result = reduce(failTask, context, modelFailed(), { reason: 'retries_exhausted' });
     expect(sortedKeys(result)).toEqual(['failedTasks', 'failure', 'feedback']);
     expect(result.feedback).toBeNull();
@@ -320,10 +339,25 @@ describe('failTask', () => {
     expect(result.failure?.reason).toBe('retries_exhausted');
   });
 
-  it('retries_exhausted after transport failures: names the task, the retry count and the error', () => {
-    const context = twoTaskContext({ task: { transportRetries: 2 } });
+  it('retries_exhausted after transport failures: names the task, the failures in a row, the call, the status and the option', () => {
+    // The 17th model call of the run failed a third time in a row (19 attempts so far, 2 of them retries of this call).
+    const context = twoTaskContext({ usage: { modelCalls: 19 }, transport: { consecutiveFailures: 3, retries: 2 } });
     const detail = reduce(failTask, context, modelFailed(), { reason: 'retries_exhausted' }).failure?.detail;
-    expect(detail).toBe('task classify: model call failed after 2 transport retries: 503 service unavailable; raise limits.maxRetries');
+    expect(detail).toBe('task classify: 3rd consecutive transport failure of model call 17 (HTTP 503); raise limits.maxTransportAttempts (3). Last error: 503 service unavailable');
+  });
+
+  it("retries_exhausted by the run-wide cap: names maxTransportRetries, not the call's attempts", () => {
+    const context = twoTaskContext({ limits: { maxTransportRetries: 4 }, usage: { modelCalls: 12 }, transport: { consecutiveFailures: 1, retries: 4 } });
+    const detail = reduce(failTask, context, modelFailed('transient', { status: 502, message: 'bad gateway' }), { reason: 'retries_exhausted' }).failure?.detail;
+    expect(detail).toBe("task classify: model call 8 failed (HTTP 502) with the run's transport retries spent (4 of maxTransportRetries 4); raise limits.maxTransportRetries. Last error: bad gateway");
+  });
+
+  it('retries_exhausted without a status names the kind of failure', () => {
+    const context = twoTaskContext({ usage: { modelCalls: 2 }, transport: { consecutiveFailures: 2, retries: 1 }, limits: { maxTransportAttempts: 2 } });
+    const event: LoopEvent = { type: 'model.failed', at: 2_000, failure: 'transient', message: 'timed out', retryDelayMs: 10, errorKind: 'timeout' };
+    expect(reduce(failTask, context, event, { reason: 'retries_exhausted' }).failure?.detail).toBe(
+      'task classify: 2nd consecutive transport failure of model call 1 (timeout); raise limits.maxTransportAttempts (2). Last error: timed out',
+    );
   });
 
   it('retries_exhausted after reflections: names the task, the retry count and the evaluator reason', () => {
@@ -376,7 +410,8 @@ describe('completeTask and skipFailedTask', () => {
       completedTasks: 0,
       failedTasks: 0,
       usage: { inputTokens: 900, modelCalls: 6 },
-      task: { steps: 6, transportRetries: 2, reflectionRetries: 1, argumentRepairs: 1 },
+      task: { steps: 6, reflectionRetries: 1, argumentRepairs: 1 },
+      transport: { consecutiveFailures: 3, retries: 7 },
       progress: {
         lastStateDigest: 'digest-6',
         unchangedStateStreak: 2,
@@ -402,6 +437,8 @@ describe('completeTask and skipFailedTask', () => {
     expect(result).toEqual({
       taskIndex: 1,
       task: FRESH_TASK_COUNTERS,
+      // The next task's first call has every attempt; the run's total stays.
+      transport: { consecutiveFailures: 0, retries: 7 },
       progress: { ...FRESH_PROGRESS, lastStateDigest: 'digest-6' },
       feedback: null,
       completedTasks: 1,
@@ -413,6 +450,7 @@ describe('completeTask and skipFailedTask', () => {
     expect(result).toEqual({
       taskIndex: 1,
       task: FRESH_TASK_COUNTERS,
+      transport: { consecutiveFailures: 0, retries: 7 },
       progress: { ...FRESH_PROGRESS, lastStateDigest: 'digest-6' },
       feedback: null,
     });
@@ -423,7 +461,7 @@ describe('completeTask and skipFailedTask', () => {
   });
 
   it('the fresh counters start every retry layer at zero', () => {
-    expect(FRESH_TASK_COUNTERS).toEqual({ steps: 0, transportRetries: 0, reflectionRetries: 0, argumentRepairs: 0 });
+    expect(FRESH_TASK_COUNTERS).toEqual({ steps: 0, reflectionRetries: 0, argumentRepairs: 0 });
     expect(FRESH_PROGRESS).toMatchObject({ nudgedAtStep: null, repeatCount: 0, repeatedTool: null, planActive: false, planStallSteps: 0, lastOutputDigest: null });
   });
 });

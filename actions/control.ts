@@ -13,7 +13,7 @@ export function scheduleBackoff({ context, event }: ReducerArgs): Partial<LoopCo
   assertEvent(event, 'model.failed');
   return {
     retryAt: event.at + event.retryDelayMs,
-    task: { ...context.task, transportRetries: context.task.transportRetries + 1 },
+    transport: { ...context.transport, retries: context.transport.retries + 1 },
   };
 }
 
@@ -85,6 +85,8 @@ function advanceTask(context: LoopContext): Partial<LoopContext> {
   return {
     taskIndex: context.taskIndex + 1,
     task: FRESH_TASK_COUNTERS,
+    // A call that failed for good ended the task; the next task's first call starts afresh (the run's total stays).
+    transport: { ...context.transport, consecutiveFailures: 0 },
     // The plan shrank: streaks and the nudge start over for the next task.
     progress: { ...FRESH_PROGRESS, lastStateDigest: context.progress.lastStateDigest },
     feedback: null,

@@ -1,11 +1,12 @@
-import type { LoopContext, LoopInput, ProgressState, TaskCounters } from '../machines/types.js';
+import type { LoopContext, LoopInput, ProgressState, TaskCounters, TransportCounters } from '../machines/types.js';
 
 export const FRESH_TASK_COUNTERS: Readonly<TaskCounters> = Object.freeze({
   steps: 0,
-  transportRetries: 0,
   reflectionRetries: 0,
   argumentRepairs: 0,
 });
+
+export const FRESH_TRANSPORT: Readonly<TransportCounters> = Object.freeze({ consecutiveFailures: 0, retries: 0 });
 
 export const FRESH_PROGRESS: Readonly<ProgressState> = Object.freeze({
   lastStateDigest: null,
@@ -36,6 +37,7 @@ export function createInitialContext({ input }: { input: LoopInput }): LoopConte
     usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, modelCalls: 0, toolCalls: 0 },
     nextRequestTokens: 0,
     task: FRESH_TASK_COUNTERS,
+    transport: FRESH_TRANSPORT,
     progress: FRESH_PROGRESS,
     feedback: null,
     retryAt: null,

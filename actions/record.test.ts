@@ -66,10 +66,17 @@ describe('recordModelResponse', () => {
     expect(earlier.lastEventAt).toBe(3_000);
   });
 
-  it('leaves the transport and reflection counters alone', () => {
-    const context = startedContextWith({ task: { transportRetries: 2, reflectionRetries: 1 } });
+  it("leaves the reflection counter alone, and ends the call's transport failures in a row (the run's total stays)", () => {
+    const context = startedContextWith({ task: { reflectionRetries: 1 }, transport: { consecutiveFailures: 2, retries: 6 } });
     const result = reduce(recordModelResponse, context, finalReply());
-    expect(result.task).toMatchObject({ transportRetries: 2, reflectionRetries: 1 });
+    expect(result.task).toMatchObject({ reflectionRetries: 1 });
+    expect(result.transport).toEqual({ consecutiveFailures: 0, retries: 6 });
+  });
+
+  it("adds a context summary's transport retries of the same step to the run's total", () => {
+    const context = startedContextWith({ transport: { consecutiveFailures: 1, retries: 3 } });
+    const event = { ...finalReply(), modelCalls: 3, transportRetries: 1 };
+    expect(reduce(recordModelResponse, context, event).transport).toEqual({ consecutiveFailures: 0, retries: 4 });
   });
 
   describe('unchanged-state streak', () => {
@@ -190,7 +197,14 @@ describe('recordModelFailure', () => {
       lastEventAt: 2_000,
       usage: { inputTokens: 500, outputTokens: 50, costUsd: 0.1, modelCalls: 3, toolCalls: 1 },
       feedback: null,
+      transport: { consecutiveFailures: 1, retries: 0 },
     });
+  });
+
+  it("counts the call's failures in a row, and a summary's retries of the same step in the run's total", () => {
+    const context = startedContextWith({ transport: { consecutiveFailures: 1, retries: 4 } });
+    expect(reduce(recordModelFailure, context, failed).transport).toEqual({ consecutiveFailures: 2, retries: 4 });
+    expect(reduce(recordModelFailure, context, { ...failed, modelCalls: 3, transportRetries: 1 }).transport).toEqual({ consecutiveFailures: 2, retries: 5 });
   });
 
   it('does not count a step', () => {
@@ -345,28 +359,29 @@ describe('recordToolRound', () => {
 
 describe('recordEvaluation', () => {
   it('leaves usage and the transport retries as they were when no judge ran', () => {
-    const context = startedContextWith({ usage: { inputTokens: 10, costUsd: 0.2, modelCalls: 1 }, task: { transportRetries: 1 } });
+    const context = startedContextWith({ usage: { inputTokens: 10, costUsd: 0.2, modelCalls: 1 }, transport: { retries: 1 } });
     const result = reduce(recordEvaluation, context, evaluationRejected('missing total'));
     expect(result.usage).toEqual(context.usage);
-    expect(result.task).toEqual(context.task);
+    expect(result.transport).toEqual(context.transport);
+    expect(result).not.toHaveProperty('task');
   });
 
   it('counts every judge call it was told about, failed attempts included, and their transport retries', () => {
     const context = startedContextWith({
       usage: { inputTokens: 10, outputTokens: 5, costUsd: 0.2, modelCalls: 1, toolCalls: 4 },
-      task: { steps: 2, transportRetries: 1, reflectionRetries: 1, argumentRepairs: 0 },
+      transport: { consecutiveFailures: 0, retries: 1 },
     });
     const event = evaluationPassed({ usage: { inputTokens: 30, outputTokens: 3, costUsd: 0.05 }, modelCalls: 3, transportRetries: 2 });
     const result = reduce(recordEvaluation, context, event);
     expect(result.usage).toMatchObject({ inputTokens: 40, outputTokens: 8, modelCalls: 4, toolCalls: 4 });
-    expect(result.task).toEqual({ steps: 2, transportRetries: 3, reflectionRetries: 1, argumentRepairs: 0 });
+    expect(result.transport).toEqual({ consecutiveFailures: 0, retries: 3 });
   });
 
   it('counts judge calls that returned no usage (every attempt failed)', () => {
     const context = startedContextWith({ usage: { inputTokens: 10, modelCalls: 1 } });
     const result = reduce(recordEvaluation, context, evaluationRejected('judge unavailable', { usage: null, modelCalls: 2, transportRetries: 1 }));
     expect(result.usage).toEqual({ ...context.usage, modelCalls: 3 });
-    expect(result.task?.transportRetries).toBe(1);
+    expect(result.transport?.retries).toBe(1);
   });
 
   it('adds a judge call to the usage and counts it as a model call', () => {

@@ -45,6 +45,10 @@ export function recordModelResponse({ context, event }: ReducerArgs): Partial<Lo
       steps: context.task.steps + 1,
       argumentRepairs: isValidDecision ? 0 : context.task.argumentRepairs,
     },
+    // The call got through: the next one has every transport attempt again (unchanged on the common path).
+    ...(context.transport.consecutiveFailures === 0 && !event.transportRetries
+      ? {}
+      : { transport: { consecutiveFailures: 0, retries: context.transport.retries + (event.transportRetries ?? 0) } }),
     progress: {
       ...progress,
       lastStateDigest: event.stateDigest,
@@ -64,6 +68,7 @@ export function recordModelFailure({ context, event }: ReducerArgs): Partial<Loo
     lastEventAt: Math.max(context.lastEventAt, event.at),
     usage: event.usage === undefined ? { ...context.usage, modelCalls: context.usage.modelCalls + modelCalls } : addUsage(context.usage, event.usage, modelCalls),
     feedback: null,
+    transport: { consecutiveFailures: context.transport.consecutiveFailures + 1, retries: context.transport.retries + (event.transportRetries ?? 0) },
   };
 }
 
@@ -104,7 +109,8 @@ export function recordEvaluation({ context, event }: ReducerArgs): Partial<LoopC
     lastEventAt: Math.max(context.lastEventAt, event.at),
     nextRequestTokens: event.nextRequestTokens,
     usage: { ...usage, modelCalls: usage.modelCalls + event.modelCalls },
-    task: { ...context.task, transportRetries: context.task.transportRetries + event.transportRetries },
+    // Each judge call had its own attempts; the run's total still counts them.
+    transport: event.transportRetries === 0 ? context.transport : { ...context.transport, retries: context.transport.retries + event.transportRetries },
     progress: {
       ...progress,
       lastEvaluatorReason: event.passed ? null : event.reason,

@@ -2,7 +2,8 @@
  * Human-readable detail for a stop reason, built from the context at the moment it stopped. Each
  * detail names what hit the limit, the threshold, and the option that controls it.
  */
-import { isCostBudgetExhausted, isOutputBudgetExhausted, isTaskStepLimitReached, isToolCallBudgetExhausted } from '../guards/budget.js';
+import { isCostBudgetExhausted, isDeadlineExceeded, isOutputBudgetExhausted, isTaskStepLimitReached, isToolCallBudgetExhausted } from '../guards/budget.js';
+import { hasTransportAttemptsLeft } from '../guards/retry.js';
 import type { LoopContext, LoopEvent, NoProgressSignal, StopReason } from '../machines/types.js';
 
 export function describeStop(
@@ -22,6 +23,8 @@ export function describeStop(
       }
       return `reached maxSteps (${limits.maxSteps}) before the task passed evaluation; raise limits.maxSteps`;
     case 'deadline_exceeded':
+      // A failure whose backoff would end past the deadline stops before the deadline: say which wait it was.
+      if (event.type === 'model.failed' && !isDeadlineExceeded({ context, event })) return describeBackoffPastDeadline(context, event);
       return `the run passed its deadline (${limits.deadlineMs} ms); raise limits.deadlineMs`;
     case 'budget_exhausted':
       if (isCostBudgetExhausted({ context, event })) return `cost $${usage.costUsd.toFixed(6)} reached maxCostUsd ($${limits.maxCostUsd}); raise limits.maxCostUsd`;
@@ -89,9 +92,54 @@ function describeSignal(context: LoopContext, signal: NoProgressSignal | null): 
   }
 }
 
+/**
+ * "1st", "2nd", "3rd", "11th", "22nd": how the stop details count attempts.
+ * @example
+ * ordinal(3) // '3rd'
+ */
+export function ordinal(count: number): string {
+  const lastTwo = count % 100;
+  const suffix = lastTwo >= 11 && lastTwo <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][count % 10] ?? 'th');
+  return `${count}${suffix}`;
+}
+
+type ModelFailedEvent = Extract<LoopEvent, { type: 'model.failed' }>;
+
+/**
+ * What failed, as short as a detail can say it: `HTTP 503`, else the adapter's kind (`timeout`, `connection`).
+ * @example
+ * failureLabel(503, 'server') // 'HTTP 503'
+ */
+export function failureLabel(status: number | undefined, kind: string | undefined): string {
+  return status !== undefined ? `HTTP ${status}` : (kind ?? 'transient');
+}
+
+/** The run's ordinal of the failed model call, counting each call once however many attempts it took (judges and summaries included). */
+const callNumber = (context: LoopContext): number => Math.max(1, context.usage.modelCalls - context.transport.retries);
+
+function describeBackoffPastDeadline(context: LoopContext, event: ModelFailedEvent): string {
+  const { deadlineMs } = context.limits;
+  const deadline = (context.startedAt ?? event.at) + deadlineMs;
+  const wait = event.retryAfterMs === undefined
+    ? `its backoff is ${event.retryDelayMs} ms`
+    : `the server asked to wait ${event.retryAfterMs} ms (Retry-After)${event.retryDelayMs === event.retryAfterMs ? '' : `, the backoff is ${event.retryDelayMs} ms`}`;
+  const lower = event.retryAfterMs === undefined ? '' : ' (or lower retry.maxRetryAfterMs)';
+  return `model call ${callNumber(context)} failed (${failureLabel(event.status, event.errorKind)}) and ${wait}: the retry would start ${event.at + event.retryDelayMs - deadline} ms after the deadline (${deadlineMs} ms; ${Math.max(0, deadline - event.at)} ms were left), so the run stopped without waiting; raise limits.deadlineMs${lower}`;
+}
+
+function describeTransportFailure(context: LoopContext, event: ModelFailedEvent, task: string): string {
+  const { limits, transport } = context;
+  const call = `model call ${callNumber(context)}`;
+  // The provider's message goes last: it is free text, and may end in a redacted value that runs to the end.
+  if (!hasTransportAttemptsLeft({ context })) {
+    return `task ${task}: ${ordinal(transport.consecutiveFailures)} consecutive transport failure of ${call} (${failureLabel(event.status, event.errorKind)}); raise limits.maxTransportAttempts (${limits.maxTransportAttempts}). Last error: ${event.message}`;
+  }
+  return `task ${task}: ${call} failed (${failureLabel(event.status, event.errorKind)}) with the run's transport retries spent (${transport.retries} of maxTransportRetries ${limits.maxTransportRetries}); raise limits.maxTransportRetries. Last error: ${event.message}`;
+}
+
 function describeRetriesExhausted(context: LoopContext, event: LoopEvent): string {
   const task = context.tasks[context.taskIndex]?.id ?? '?';
-  if (event.type === 'model.failed') return `task ${task}: model call failed after ${context.task.transportRetries} transport retries: ${event.message}; raise limits.maxRetries`;
+  if (event.type === 'model.failed') return describeTransportFailure(context, event, task);
   if (event.type === 'evaluation.completed') return `task ${task}: evaluation still failing after ${context.task.reflectionRetries} reflection retries: ${event.reason}; raise limits.maxRetries`;
   return `task ${task}: tool arguments still invalid after ${context.task.argumentRepairs} repair(s); raise limits.maxArgumentRepairs`;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canReflect, canRepairArguments, canRetryTransport, isEvaluationPassed, isFatalModelFailure } from './retry.js';
+import { canReflect, canRepairArguments, canRetryTransport, hasTransportAttemptsLeft, isEvaluationPassed, isFatalModelFailure, isTransportRetryBudgetSpent } from './retry.js';
 import {
   backoffElapsed,
   contextWith,
@@ -20,19 +20,37 @@ describe('isFatalModelFailure', () => {
 });
 
 describe('canRetryTransport', () => {
-  it('allows a retry while the counter is below maxRetries and refuses at it', () => {
-    expect(canRetryTransport({ context: contextWith({ task: { transportRetries: 0 } }), event: backoffElapsed() })).toBe(true);
-    expect(canRetryTransport({ context: contextWith({ task: { transportRetries: 1 } }), event: backoffElapsed() })).toBe(true);
-    expect(canRetryTransport({ context: contextWith({ task: { transportRetries: 2 } }), event: backoffElapsed() })).toBe(false);
+  it('allows a retry while the call has failed fewer times in a row than maxTransportAttempts, and refuses at it', () => {
+    const failedInARow = (consecutiveFailures: number) => contextWith({ transport: { consecutiveFailures } });
+    expect(canRetryTransport({ context: failedInARow(1), event: modelFailed() })).toBe(true);
+    expect(canRetryTransport({ context: failedInARow(2), event: modelFailed() })).toBe(true);
+    expect(canRetryTransport({ context: failedInARow(3), event: modelFailed() })).toBe(false);
   });
 
-  it('reads only its own counter: exhausted reflection retries and repairs do not block it', () => {
-    const context = contextWith({ task: { transportRetries: 1, reflectionRetries: 2, argumentRepairs: 1 } });
-    expect(canRetryTransport({ context, event: backoffElapsed() })).toBe(true);
+  it('counts per call: the run may have retried any number of times before (no run-wide cap by default)', () => {
+    expect(canRetryTransport({ context: contextWith({ transport: { consecutiveFailures: 1, retries: 1_000 } }), event: modelFailed() })).toBe(true);
   });
 
-  it('never retries when maxRetries is 0', () => {
-    expect(canRetryTransport({ context: contextWith({ limits: { maxRetries: 0 } }), event: backoffElapsed() })).toBe(false);
+  it('refuses once the run-wide maxTransportRetries is spent, with attempts of the call left', () => {
+    const context = (retries: number) => contextWith({ limits: { maxTransportRetries: 4 }, transport: { consecutiveFailures: 1, retries } });
+    expect(canRetryTransport({ context: context(3), event: modelFailed() })).toBe(true);
+    expect(canRetryTransport({ context: context(4), event: modelFailed() })).toBe(false);
+    expect(hasTransportAttemptsLeft({ context: context(4) })).toBe(true);
+    expect(isTransportRetryBudgetSpent({ context: context(4) })).toBe(true);
+  });
+
+  it('reads only its own counters: exhausted reflection retries and repairs do not block it', () => {
+    const context = contextWith({ task: { reflectionRetries: 2, argumentRepairs: 1 }, transport: { consecutiveFailures: 1 } });
+    expect(canRetryTransport({ context, event: modelFailed() })).toBe(true);
+  });
+
+  it('never retries with maxTransportAttempts 1 (one attempt per call), nor with maxTransportRetries 0', () => {
+    expect(canRetryTransport({ context: contextWith({ limits: { maxTransportAttempts: 1 }, transport: { consecutiveFailures: 1 } }), event: modelFailed() })).toBe(false);
+    expect(canRetryTransport({ context: contextWith({ limits: { maxTransportRetries: 0 }, transport: { consecutiveFailures: 1 } }), event: modelFailed() })).toBe(false);
+  });
+
+  it('does not read maxRetries, the reflection limit', () => {
+    expect(canRetryTransport({ context: contextWith({ limits: { maxRetries: 0 }, transport: { consecutiveFailures: 1 } }), event: modelFailed() })).toBe(true);
   });
 });
 
@@ -42,8 +60,8 @@ describe('canReflect', () => {
     expect(canReflect({ context: contextWith({ task: { reflectionRetries: 2 } }), event: backoffElapsed() })).toBe(false);
   });
 
-  it('reads only its own counter: exhausted transport retries do not block it', () => {
-    const context = contextWith({ task: { transportRetries: 2, reflectionRetries: 0, argumentRepairs: 1 } });
+  it('reads only its own counter: a call out of transport attempts does not block it', () => {
+    const context = contextWith({ task: { reflectionRetries: 0, argumentRepairs: 1 }, transport: { consecutiveFailures: 3, retries: 9 } });
     expect(canReflect({ context, event: backoffElapsed() })).toBe(true);
   });
 });
@@ -62,7 +80,7 @@ describe('canRepairArguments', () => {
   });
 
   it('reads only its own counter', () => {
-    const context = contextWith({ task: { argumentRepairs: 0, transportRetries: 2, reflectionRetries: 2 } });
+    const context = contextWith({ task: { argumentRepairs: 0, reflectionRetries: 2 }, transport: { consecutiveFailures: 3 } });
     expect(canRepairArguments({ context, event: backoffElapsed() })).toBe(true);
   });
 });

@@ -20,7 +20,7 @@ import {
 } from '../test/support/statechart-fixtures.js';
 
 describe('retries_exhausted', () => {
-  it('transport: backs off until retryAt, retries maxRetries times, then fails the task', () => {
+  it('transport: backs off until retryAt, gives the call maxTransportAttempts attempts, then fails the task', () => {
     const first = send(startedRun(), modelFailed('transient', { at: 1_000, retryDelayMs: 250 }));
     expect(getPendingEffect(first)).toEqual({ kind: 'sleep', until: 1_250 });
     const retry1 = send(first, backoffElapsed(1_250));
@@ -28,10 +28,46 @@ describe('retries_exhausted', () => {
     const second = send(retry1, modelFailed('transient', { at: 1_300, retryDelayMs: 500 }));
     expect(getPendingEffect(second)).toEqual({ kind: 'sleep', until: 1_800 });
     const retry2 = send(second, backoffElapsed(1_800));
-    const output = expectStop(send(retry2, modelFailed('transient', { message: '429 rate limited' })), 'retries_exhausted');
+    const output = expectStop(send(retry2, modelFailed('transient', { status: 429, message: '429 rate limited' })), 'retries_exhausted');
     expect(output.usage.modelCalls).toBe(3);
     expect(output.steps).toBe(0);
-    expect(output.detail).toBe('task answer: model call failed after 2 transport retries: 429 rate limited; raise limits.maxRetries');
+    expect(output.detail).toBe('task answer: 3rd consecutive transport failure of model call 1 (HTTP 429); raise limits.maxTransportAttempts (3). Last error: 429 rate limited');
+  });
+
+  it('transport: isolated failures over a long run never add up, each recovered on its first retry', () => {
+    // Twelve decisions; the 1st, 4th, 8th and 12th calls fail once first. The old per-task count stopped this run.
+    const events: LoopEvent[] = [];
+    for (let step = 1; step <= 12; step++) {
+      if ([1, 4, 8, 12].includes(step)) events.push(modelFailed(), backoffElapsed());
+      events.push(step === 12 ? finalReply() : toolCallsReply(), ...(step === 12 ? [evaluationPassed()] : [toolsCompleted()]));
+    }
+    const output = expectStop(send(startedRun({ limits: { maxSteps: 12, maxStepsPerTask: 12 } }), ...events), 'completed');
+    expect(output.usage.modelCalls).toBe(16);
+  });
+
+  it('transport: the backoff exponent and the attempts restart with each call (the counter is the call\'s)', () => {
+    const recovered = send(startedRun(), modelFailed(), backoffElapsed(), modelFailed(), backoffElapsed(), toolCallsReply());
+    expect(recovered.context.transport).toEqual({ consecutiveFailures: 0, retries: 2 });
+    const again = send(recovered, toolsCompleted(), modelFailed(), backoffElapsed(), modelFailed());
+    expect(getPendingEffect(again).kind).toBe('sleep');
+    // The second failure of the second call: its second backoff, the run's fourth retry.
+    expect(again.context.transport).toEqual({ consecutiveFailures: 2, retries: 4 });
+  });
+
+  it("transport: the run-wide maxTransportRetries stops isolated failures once spent, naming the option", () => {
+    const run = startedRun({ limits: { maxTransportRetries: 2 } });
+    const twoRecovered = send(run, modelFailed(), backoffElapsed(), toolCallsReply(), toolsCompleted(), modelFailed(), backoffElapsed(), toolCallsReply(), toolsCompleted());
+    const output = expectStop(send(twoRecovered, modelFailed('transient', { status: 502, message: 'bad gateway' })), 'retries_exhausted');
+    expect(output.detail).toBe("task answer: model call 3 failed (HTTP 502) with the run's transport retries spent (2 of maxTransportRetries 2); raise limits.maxTransportRetries. Last error: bad gateway");
+  });
+
+  it('transport: a 429 whose Retry-After ends past the deadline stops at once, naming the 429 and the wait', () => {
+    // Started at 0 with a 60 s deadline; a 429 at 50 s asks for 30 s.
+    const event = modelFailed('transient', { at: 50_000, status: 429, retryAfterMs: 30_000, retryDelayMs: 30_000, message: 'slow down' });
+    const output = expectStop(send(startedRun(), event), 'deadline_exceeded');
+    expect(output.detail).toBe(
+      'model call 1 failed (HTTP 429) and the server asked to wait 30000 ms (Retry-After): the retry would start 20000 ms after the deadline (60000 ms; 10000 ms were left), so the run stopped without waiting; raise limits.deadlineMs (or lower retry.maxRetryAfterMs)',
+    );
   });
 
   it('reflection: reflects maxRetries times on a failing evaluation, then fails the task', () => {
@@ -90,12 +126,12 @@ describe('fatal_error', () => {
 });
 
 describe('retry layers keep separate counters', () => {
-  /** Both transport retries of the task used: two transient failures, each followed by its backoff. */
+  /** Two transport retries of one call: two transient failures, each followed by its backoff. */
   const bothTransportRetries = (): LoopEvent[] => [modelFailed(), backoffElapsed(), modelFailed(), backoffElapsed()];
 
   it('two transport retries, then two reflection retries in the same task, are all allowed with maxRetries 2', () => {
     const afterTransport = send(startedRun(), ...bothTransportRetries());
-    expect(afterTransport.context.task.transportRetries).toBe(2);
+    expect(afterTransport.context.transport).toEqual({ consecutiveFailures: 2, retries: 2 });
     const firstReflection = send(afterTransport, finalReply(), evaluationRejected('reason 1'));
     expect(getPendingEffect(firstReflection)).toEqual(callModelEffect({ kind: 'reflection', reason: 'reason 1' }));
     const secondReflection = send(firstReflection, finalReply(), evaluationRejected('reason 2'));
@@ -121,11 +157,14 @@ describe('retry layers keep separate counters', () => {
     expect(output.usage.modelCalls).toBe(5);
   });
 
-  it('a reflection does not give the transport layer its retries back', () => {
+  it('a reflection is not a transport retry: the reflected call has its own attempts, and reflections stay counted', () => {
     const reflecting = send(startedRun(), ...bothTransportRetries(), finalReply(), evaluationRejected('reason 1'));
-    const output = expectStop(send(reflecting, modelFailed()), 'retries_exhausted');
-    expect(output.detail).toContain('after 2 transport retries');
-    expect(output.usage.modelCalls).toBe(4);
+    expect(reflecting.context.task.reflectionRetries).toBe(1);
+    const retried = send(reflecting, modelFailed(), backoffElapsed(), modelFailed());
+    expect(getPendingEffect(retried).kind).toBe('sleep');
+    const output = expectStop(send(retried, backoffElapsed(), modelFailed()), 'retries_exhausted');
+    expect(output.detail).toContain('3rd consecutive transport failure of model call 2 (HTTP 503)');
+    expect(output.usage.modelCalls).toBe(6);
   });
 
   it('an argument repair is allowed after transport and reflection retries are used up', () => {

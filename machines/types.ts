@@ -61,8 +61,18 @@ export type RunStatus = 'running' | 'succeeded' | 'failed' | 'needs_human';
 export interface LoopLimits {
   /** Model decisions (successful model calls) across the whole run. */
   maxSteps: number;
-  /** Per task and per retry layer: transport retries and reflection retries each have their own counter. */
+  /**
+   * Reflection retries per task: a rejected answer is fed back with the evaluator's reason this many times
+   * before the task fails. Transport failures have their own limits (`maxTransportAttempts`, `maxTransportRetries`).
+   */
   maxRetries: number;
+  /**
+   * Attempts of one model call (the first included) against transport failures (429, 5xx, timeout, connection):
+   * a call that fails this many times in a row fails the task. Per call: a success starts the next call afresh.
+   */
+  maxTransportAttempts: number;
+  /** Transport retries of the whole run, every call's summed (main model, judges, context summaries); `Infinity` for no cap. */
+  maxTransportRetries: number;
   /** End-to-end wall-clock budget in milliseconds. */
   deadlineMs: number;
   /** Cumulative input tokens; the next request's estimate is checked before the call. */
@@ -252,6 +262,8 @@ export type LoopEvent =
       stateDigest: string;
       /** Model calls this step made: the decision plus one that condensed the context first; defaults to 1. */
       modelCalls?: number;
+      /** Transport retries of a context summary made before the decision in the same step. */
+      transportRetries?: number;
     } & TranscriptEvent)
   | ({
       type: 'model.failed';
@@ -259,6 +271,14 @@ export type LoopEvent =
       message: string;
       /** Backoff chosen by the driver's retry policy (full jitter, Retry-After honoured). */
       retryDelayMs: number;
+      /** The provider's HTTP status, when the failure had one; the stop detail names it. */
+      status?: number;
+      /** The failure's kind as the model adapter classified it (`rate_limited`, `server`, `timeout`, ...). */
+      errorKind?: string;
+      /** The wait the server asked for (Retry-After), when it asked; the stop detail names it. */
+      retryAfterMs?: number;
+      /** Transport retries of a context summary made before the failed call in the same step. */
+      transportRetries?: number;
       /** Usage the failed call reported before it failed, plus a call made before it in the same step (a context summary); counted all the same. */
       usage?: CallUsage;
       /** Model calls this step made, the failed one included; defaults to 1. */
@@ -275,7 +295,7 @@ export type LoopEvent =
       usage: CallUsage | null;
       /** Judge calls made, failed attempts included. */
       modelCalls: number;
-      /** Judge transport retries made; they count against the task's transport-retry budget. */
+      /** Judge transport retries made (each judge call has its own attempts); they count against the run's `maxTransportRetries`. */
       transportRetries: number;
     } & TranscriptEvent)
   | ({ type: 'backoff.elapsed' } & TimedEvent)
@@ -298,9 +318,16 @@ export type Feedback =
 
 export interface TaskCounters {
   steps: number;
-  transportRetries: number;
   reflectionRetries: number;
   argumentRepairs: number;
+}
+
+/** Transport failures: the current model call's, and the run's retries in total. */
+export interface TransportCounters {
+  /** Failed attempts of the current model call in a row; a reply (or the next task) resets it. */
+  consecutiveFailures: number;
+  /** Transport retries of the whole run: main model calls, LLM judges and context summaries. */
+  retries: number;
 }
 
 export interface ProgressState {
@@ -342,6 +369,7 @@ export interface LoopContext {
   usage: Usage;
   nextRequestTokens: number;
   task: TaskCounters;
+  transport: TransportCounters;
   progress: ProgressState;
   feedback: Feedback | null;
   retryAt: number | null;

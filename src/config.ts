@@ -9,6 +9,7 @@ import { LoopConfigError, type ConfigIssue } from './errors.js';
 import { toConfigIssues } from './config/config-issues.js';
 import { configSchema, runInputSchema } from './config/config-schema.js';
 import { snapshotInput, type KeepByReference } from './config/snapshot-input.js';
+import { transportAttemptsOf, transportAttemptsWarning } from './config/transport-limits.js';
 import { validateEvaluators, type EvaluateOption, type Evaluator } from './evaluators/index.js';
 import { systemClock, type Clock } from './runtime/clock.js';
 import { priceOf } from './runtime/pricing.js';
@@ -67,8 +68,9 @@ export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Ta
   /**
    * Budgets, merged over `DEFAULT_LIMITS`. A field left out or set to `undefined` keeps its default; it
    * never switches the budget off. To switch one off say so: `Infinity` is accepted by `maxCostUsd`,
-   * `maxInputTokens`, `maxOutputTokens`, `maxToolCalls` and `deadlineMs` (no deadline timer is armed).
-   * Counts such as `maxSteps` stay finite; NaN is refused everywhere.
+   * `maxInputTokens`, `maxOutputTokens`, `maxToolCalls`, `maxTransportRetries` (the default) and `deadlineMs`
+   * (no deadline timer is armed). Counts such as `maxSteps` and `maxTransportAttempts` stay finite; NaN is
+   * refused everywhere.
    */
   limits?: Partial<LoopLimits>;
   /** No-progress thresholds, merged over `DEFAULT_NO_PROGRESS`; `undefined` keeps the default. */
@@ -190,6 +192,8 @@ export interface ResolvedConfig {
   tenant: TenantBudget | undefined;
   durable: { snapshotEvery: number; approvalExpiresAfterMs: number | null; leaseMs: number };
   inspect: InspectOption | undefined;
+  /** Options whose meaning changed, said once on each run's warnings. */
+  deprecations: readonly string[];
 }
 
 /** Evaluator lists are checked by their own module; its paths are relative to the list. */
@@ -213,6 +217,7 @@ export function resolveLimits(limits: Partial<LoopLimits> | undefined): LoopLimi
     ...merged,
     maxStepsPerTask: limits?.maxStepsPerTask ?? merged.maxSteps,
     maxToolCalls: limits?.maxToolCalls ?? merged.maxSteps * merged.maxToolCallsPerReply,
+    maxTransportAttempts: transportAttemptsOf(limits),
   };
 }
 
@@ -310,6 +315,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
       leaseMs: config.durable?.leaseMs ?? DEFAULT_DURABLE.leaseMs,
     },
     inspect: config.inspect,
+    deprecations: [transportAttemptsWarning(config.limits)].filter((warning) => warning !== null),
   };
 }
 

@@ -8,14 +8,18 @@ import { OPENAI_PRICES } from './model/openai/prices.js';
 /**
  * Budgets used when `limits` leaves them out or sets them to `undefined` (an `undefined` never switches
  * a budget off; `Infinity` does, for maxCostUsd, maxInputTokens, maxOutputTokens, maxToolCalls,
- * deadlineMs and evaluatorTimeoutMs). Two scale with the others instead of having a fixed default: `maxStepsPerTask` is
- * `maxSteps`, and `maxToolCalls` is `maxSteps × maxToolCallsPerReply`.
+ * maxTransportRetries, deadlineMs and evaluatorTimeoutMs). Two scale with the others instead of having a fixed default:
+ * `maxStepsPerTask` is `maxSteps`, and `maxToolCalls` is `maxSteps × maxToolCallsPerReply`. Transport
+ * attempts are per call (3: the first and two retries); the run-wide `maxTransportRetries` is off by
+ * default, since every retry is also a model call the step, token, cost and deadline budgets bound.
  * @example
  * createLoop({ model, limits: { ...DEFAULT_LIMITS, maxSteps: 20 } });
  */
 export const DEFAULT_LIMITS: Readonly<Omit<LoopLimits, 'maxStepsPerTask' | 'maxToolCalls'>> = Object.freeze({
   maxSteps: 10,
   maxRetries: 2,
+  maxTransportAttempts: 3,
+  maxTransportRetries: Infinity,
   deadlineMs: 120_000,
   maxInputTokens: 200_000,
   maxOutputTokens: 20_000,

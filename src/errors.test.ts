@@ -9,7 +9,7 @@ describe('ModelCallError brand', () => {
       expect(isModelCallError(error)).toBe(true);
       expect(ModelCallError.is(error)).toBe(true);
     }
-    expect(retryableModelError(duck)).toEqual({ kind: 'rate_limited', message: 'slow down', retryAfterMs: 1_000 });
+    expect(retryableModelError(duck)).toEqual({ kind: 'rate_limited', message: 'slow down', retryAfterMs: 1_000, status: 429 });
   });
 
   it('refuses unknown kinds, unbranded errors and hostile objects without throwing', () => {

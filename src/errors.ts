@@ -121,13 +121,14 @@ export function isRetryableModelErrorKind(kind: ModelErrorKind): boolean {
  * @example
  * const transient = retryableModelError(error); if (transient) await sleep(transient.retryAfterMs ?? 500);
  */
-export function retryableModelError(value: unknown): { message: string; kind: ModelErrorKind; retryAfterMs: number | undefined } | null {
+export function retryableModelError(value: unknown): { message: string; kind: ModelErrorKind; retryAfterMs: number | undefined; status: number | undefined } | null {
   if (!isModelCallError(value) || !RETRYABLE_KINDS.has(value.kind)) return null;
   try {
     const retryAfterMs = typeof value.retryAfterMs === 'number' && Number.isFinite(value.retryAfterMs) ? value.retryAfterMs : undefined;
-    return { message: String(value.message), kind: value.kind, retryAfterMs };
+    const status = Number.isInteger(value.status) ? value.status : undefined;
+    return { message: String(value.message), kind: value.kind, retryAfterMs, status };
   } catch {
-    return { message: 'model call failed', kind: value.kind, retryAfterMs: undefined };
+    return { message: 'model call failed', kind: value.kind, retryAfterMs: undefined, status: undefined };
   }
 }
 

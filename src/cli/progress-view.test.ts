@@ -25,7 +25,7 @@ describe('progress view: plain lines (not a TTY)', () => {
     expect(written).not.toContain(ESCAPE);
     expect(written).not.toContain('\r');
     const lines = written.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^run run_\w+: model scripted, tasks classify → draft → format; budgets 8 steps, 2 retries per task, \$1, 90\.0 s deadline$/);
+    expect(lines[0]).toMatch(/^run run_\w+: model scripted, tasks classify → draft → format; budgets 8 steps, 2 reflections per task, 3 attempts per model call, \$1, 90\.0 s deadline$/);
     expect(lines).toContain('  retry 1 (reflection: the evaluator\'s reason is fed back to the model)');
     expect(lines.filter((line) => line.startsWith('step '))).toHaveLength(5);
     expect(lines.find((line) => line.startsWith('  evaluation [draft]: failed (json)'))).toContain('not valid JSON');

@@ -68,7 +68,7 @@ function describeEvent(previous: ProgressState, event: TraceEvent): { state: Pro
         maxCostUsd: limits.maxCostUsd, deadlineMs: limits.deadlineMs,
       });
       const tasks = event.tasks.length > 1 ? `, tasks ${event.tasks.join(' → ')}` : '';
-      const budgets = [`${limits.maxSteps ?? '∞'} steps`, limits.maxRetries === null ? null : `${limits.maxRetries} retries per task`, limits.maxCostUsd === null ? null : `$${limits.maxCostUsd}`, limits.deadlineMs === null ? null : `${seconds(limits.deadlineMs)} deadline`].filter(Boolean).join(', ');
+      const budgets = [`${limits.maxSteps ?? '∞'} steps`, limits.maxRetries === null ? null : `${limits.maxRetries} reflections per task`, limits.maxTransportAttempts == null ? null : `${limits.maxTransportAttempts} attempts per model call`, limits.maxCostUsd === null ? null : `$${limits.maxCostUsd}`, limits.deadlineMs === null ? null : `${seconds(limits.deadlineMs)} deadline`].filter(Boolean).join(', ');
       return { state, line: `run ${event.runId}: model ${event.modelId}${tasks}; budgets ${budgets}` };
     }
     case 'transition':

@@ -20,7 +20,7 @@ export const STOP_REASON_WORDS: Readonly<Record<StopReason, string>> = Object.fr
   tool_unavailable: 'a tool the task needs is unavailable (its circuit breaker is open)',
   cancelled: 'the run was cancelled',
   needs_human: 'a person must decide: a call waits for approval',
-  retries_exhausted: 'the retries (maxRetries) ran out without a passing answer',
+  retries_exhausted: 'a retry layer ran out (transport attempts of a call, reflections, argument repairs) without a passing answer',
   fatal_error: 'an error that retrying cannot fix',
 });
 

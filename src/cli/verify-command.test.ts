@@ -45,7 +45,7 @@ describe('loopstate verify, as a child process', () => {
     expect(code).toBe(0);
     expect(out).toMatch(/^loopstate verify: examples\/order-status\.ts\n/);
     expect(out).toMatch(/explored [\d,]+ abstract states and [\d,]+ transitions in [\d.]+ s \([\d,]+ states\/s\), exactly/);
-    expect(out).toMatch(/model calls {3}6 /);
+    expect(out).toMatch(/model calls {3}12 /);
     expect(out).toMatch(/tool calls {4}60 /);
     expect(out).toMatch(/cost {10}≤ \$0\.05 \+ one call/);
     expect(out).toContain('\nbounded: no run goes on for ever');
@@ -63,7 +63,7 @@ describe('loopstate verify, as a child process', () => {
       model: { id: 'scripted', price: { inputPerMillion: 0.4, outputPerMillion: 1.6 } },
       limits: { maxSteps: 4, maxCostUsd: 0.05 },
       explored: { scaledTo: null },
-      worstCase: { modelCalls: { value: 6 }, toolCalls: { value: 60 }, costUsd: { value: 0.05, plusOneCall: true } },
+      worstCase: { modelCalls: { value: 12 }, toolCalls: { value: 60 }, costUsd: { value: 0.05, plusOneCall: true } },
       violations: [],
     });
   });
@@ -80,7 +80,7 @@ describe('loopstate verify, as a child process', () => {
     expect(report.explored.scaledTo).toBeNull();
     expect(report.explored.statesPerSecond).toBeGreaterThan(0);
     expect(report.explored.reductions.filter((reduction) => reduction.startsWith('symmetry: 4 interchangeable tools'))).toHaveLength(1);
-    expect([report.worstCase.modelCalls.value, report.worstCase.toolCalls.value]).toEqual([36, 380]);
+    expect([report.worstCase.modelCalls.value, report.worstCase.toolCalls.value]).toEqual([72, 380]);
   }, 90_000);
 
   it('verifies a plain JavaScript loop config; Infinity is written as "Infinity"', async () => {
@@ -88,8 +88,8 @@ describe('loopstate verify, as a child process', () => {
     expect(code).toBe(0);
     const report = JSON.parse(out) as { limits: { deadlineMs: unknown }; worstCase: { modelCalls: { value: number } } };
     expect(report.limits.deadlineMs).toBe('Infinity');
-    // 5 decisions + 1 task × 1 transport retry.
-    expect(report.worstCase.modelCalls.value).toBe(5 + 1);
+    // 5 decisions × 2 transport attempts each (maxRetries 1 + 1: the config sets no maxTransportAttempts).
+    expect(report.worstCase.modelCalls.value).toBe(5 * 2);
   });
 
   it('rejects a destructive tool under an allow-all policy with a counterexample, and exits 1', async () => {

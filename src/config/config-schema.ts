@@ -15,7 +15,7 @@ import { isInspectOption, type InspectOption } from '../inspect/inspect-option.j
 
 export const isFunction = (value: unknown): value is (...args: never[]) => unknown => typeof value === 'function';
 const fn = (expected: string) => z.custom<(...args: never[]) => unknown>(isFunction, { message: `expected ${expected}` });
-/** A number whose type error says NaN or Infinity plainly instead of "expected number, received NaN". */
+/** A number whose type error says NaN, Infinity or a fraction plainly instead of "expected number, received NaN". */
 const number = () =>
   z.number({
     error: (issue) =>
@@ -23,7 +23,9 @@ const number = () =>
         ? undefined
         : Number.isNaN(issue.input)
           ? 'expected a number, got NaN'
-          : `expected a finite number, got ${issue.input}`,
+          : Number.isFinite(issue.input)
+            ? `expected a whole number, got ${issue.input}`
+            : `expected a finite number, got ${issue.input}`,
   });
 const positiveInt = number().int().positive();
 export const MAX_TIMER_MS = 2_147_483_647;
@@ -71,6 +73,9 @@ const limitsSchema = z
   .object({
     maxSteps: positiveInt,
     maxRetries: nonNegativeInt,
+    // Per call, the first attempt included; finite, so every retry cycle passes a counter.
+    maxTransportAttempts: positiveInt,
+    maxTransportRetries: finiteOrInfinity(nonNegativeInt),
     // Node fires longer timers at once, which would end every run immediately.
     deadlineMs: finiteOrInfinity(positiveInt.max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest timer Node supports`)),
     maxInputTokens: finiteOrInfinity(positiveInt),

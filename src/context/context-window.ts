@@ -5,12 +5,14 @@
  */
 import type { CallUsage, LoopContext, LoopEvent } from '../../machines/types.js';
 import { CHARS_PER_TOKEN_ESTIMATE, CONTEXT_SUMMARY_OUTPUT_TOKENS } from '../constants.js';
-import { LoopstateError } from '../errors.js';
+import { LoopstateError, retryableModelError } from '../errors.js';
+import { failureLabel } from '../../actions/stop-detail.js';
 import { modelResponseSchema, shapeProblems } from '../model/response-schema.js';
-import type { ModelResponse } from '../model/types.js';
+import type { Message, ModelResponse } from '../model/types.js';
 import { safeNow } from '../hooks/guarded-clock.js';
 import { callWithTimeout } from '../runtime/call-timeout.js';
 import { interruptionEvent } from '../runtime/interruption.js';
+import { describeRefusal, nextTransportAttempt } from '../runtime/transport-retry.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { costOf, priceOf } from '../runtime/pricing.js';
 import type { RunSession } from '../runtime/run-session.js';
@@ -62,13 +64,15 @@ export interface ResolvedContextOptions {
 export interface ContextFit {
   /** Usage of the summary call, to add to the step's usage; null when none was answered. */
   usage: CallUsage | null;
-  /** Model calls made to make room (the summary call, answered or failed): 0 or 1. */
+  /** Model calls made to make room: the summary call's attempts, answered or failed (0 when none was made). */
   modelCalls: number;
+  /** Transport retries of the summary call (it has its own attempts, like every model call). */
+  transportRetries: number;
   /** The event that ends the run instead of sending a request over the ceiling; null when it fits. */
   stop: LoopEvent | null;
 }
 
-const FITS: ContextFit = Object.freeze({ usage: null, modelCalls: 0, stop: null });
+const FITS: ContextFit = Object.freeze({ usage: null, modelCalls: 0, transportRetries: 0, stop: null });
 const warnedRefusal = new WeakSet<RunSession>();
 
 interface SummaryOutcome {
@@ -76,6 +80,7 @@ interface SummaryOutcome {
   interrupted?: boolean;
   usage: CallUsage | null;
   modelCalls: number;
+  transportRetries: number;
   summarized: number;
   /** Why no summary replaced the older turns (refused or failed); null when one did. */
   skipped: string | null;
@@ -85,7 +90,7 @@ async function summarizeOlderTurns(session: RunSession, context: LoopContext): P
   const { config, transcript } = session;
   const { keepTurns, maxInputTokensPerCall } = config.context;
   const split = splitOlderTurns(transcript.messages, { keepTurns, taskMessage: transcript.taskMessage });
-  if (split.older.length === 0) return { usage: null, modelCalls: 0, summarized: 0, skipped: 'nothing older than the last keepTurns turns to condense' };
+  if (split.older.length === 0) return { usage: null, modelCalls: 0, transportRetries: 0, summarized: 0, skipped: 'nothing older than the last keepTurns turns to condense' };
   const request = summaryRequest(split.older, maxInputTokensPerCall);
   const reserve = 'x'.repeat(CONTEXT_SUMMARY_OUTPUT_TOKENS * CHARS_PER_TOKEN_ESTIMATE);
   const price = priceOf(config.prices, config.model.id);
@@ -93,30 +98,57 @@ async function summarizeOlderTurns(session: RunSession, context: LoopContext): P
     usage: context.usage, limits: context.limits, price,
     summaryTokens: requestTokens(request), nextRequestTokens: requestTokens(split.rebuild(reserve), transcript.fixedChars),
   });
-  if (refusal !== null) return { usage: null, modelCalls: 0, summarized: 0, skipped: `refused: ${refusal}` };
-  let response: ModelResponse;
-  try {
-    // The summary is a model call like any other: it has its own timeout.
-    response = await callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the context summary call', (scope) =>
-      config.model.generate({
-        messages: request,
-        tools: [],
-        get signal() {
-          return scope.signal;
-        },
-      }),
-    );
-  } catch (error) {
-    if (session.signal.aborted) return { interrupted: true, usage: null, modelCalls: 1, summarized: 0, skipped: 'interrupted' };
-    return { usage: null, modelCalls: 1, summarized: 0, skipped: `the summary call failed: ${thrownMessage(error)}` };
-  }
+  if (refusal !== null) return { usage: null, modelCalls: 0, transportRetries: 0, summarized: 0, skipped: `refused: ${refusal}` };
+  const called = await callSummaryModel(session, context, request);
+  if (!('response' in called)) return { usage: null, summarized: 0, ...called };
+  const { response, modelCalls, transportRetries } = called;
   const problems = shapeProblems(modelResponseSchema, response);
-  if (problems !== null) return { usage: null, modelCalls: 1, summarized: 0, skipped: `the summary call returned a malformed response: ${problems}` };
+  if (problems !== null) return { usage: null, modelCalls, transportRetries, summarized: 0, skipped: `the summary call returned a malformed response: ${problems}` };
   const usage = { inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd: costOf(price, response.usage) };
   const summary = response.text?.trim() ?? '';
-  if (summary === '' || response.toolCalls.length > 0) return { usage, modelCalls: 1, summarized: 0, skipped: 'the summary call returned no plain-text summary' };
+  if (summary === '' || response.toolCalls.length > 0) return { usage, modelCalls, transportRetries, summarized: 0, skipped: 'the summary call returned no plain-text summary' };
   transcript.replaceMessages(split.rebuild(summary));
-  return { usage, modelCalls: 1, summarized: split.older.length, skipped: null };
+  return { usage, modelCalls, transportRetries, summarized: split.older.length, skipped: null };
+}
+
+type SummaryCall =
+  | { response: ModelResponse; modelCalls: number; transportRetries: number }
+  | { interrupted?: boolean; modelCalls: number; transportRetries: number; skipped: string };
+
+/** The summary call, its transient transport failures retried like any model call's (its own attempts, the run's total). */
+async function callSummaryModel(session: RunSession, context: LoopContext, request: Message[]): Promise<SummaryCall> {
+  const { config } = session;
+  let failures = 0;
+  for (;;) {
+    const spent = { modelCalls: failures + 1, transportRetries: failures };
+    try {
+      // The summary is a model call like any other: it has its own timeout.
+      const response = await callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the context summary call', (scope) =>
+        config.model.generate({
+          messages: request,
+          tools: [],
+          get signal() {
+            return scope.signal;
+          },
+        }),
+      );
+      return { response, ...spent };
+    } catch (error) {
+      if (session.signal.aborted) return { interrupted: true, ...spent, skipped: 'interrupted' };
+      const transient = retryableModelError(error);
+      if (transient === null) return { ...spent, skipped: `the summary call failed: ${thrownMessage(error)}` };
+      failures++;
+      const next = nextTransportAttempt({ call: 'the summary call', context, failures, retriesSoFar: spent.transportRetries, retryAfterMs: transient.retryAfterMs, backoff: config.backoff, random: config.random });
+      const label = failureLabel(transient.status, transient.kind);
+      if (!('delayMs' in next)) return { ...spent, skipped: `the summary call failed: ${describeRefusal(next.refusal, label, thrownMessage(error))}` };
+      try {
+        await session.aborts.race(config.clock.sleep(next.delayMs, session.signal));
+      } catch (sleepError) {
+        if (!session.signal.aborted) throw sleepError;
+        return { interrupted: true, ...spent, skipped: 'interrupted' };
+      }
+    }
+  }
 }
 
 /**
@@ -136,11 +168,11 @@ export async function fitContextWindow(session: RunSession, context: LoopContext
   const { maxInputTokensPerCall: ceiling, keepTurns } = config.context;
   const tokensBefore = transcript.estimateTokens();
   if (tokensBefore <= ceiling) return FITS;
-  let summary: SummaryOutcome = { usage: null, modelCalls: 0, summarized: 0, skipped: null };
+  let summary: SummaryOutcome = { usage: null, modelCalls: 0, transportRetries: 0, summarized: 0, skipped: null };
   if (config.context.strategy === 'summarize') {
     summary = await summarizeOlderTurns(session, context);
     // The summary call was made, even if the run stopped while it was in flight: it is counted.
-    if (summary.interrupted === true) return { usage: null, modelCalls: 1, stop: interruptionEvent(session.signal, safeNow(config.clock), 1) };
+    if (summary.interrupted === true) return { usage: null, modelCalls: summary.modelCalls, transportRetries: summary.transportRetries, stop: interruptionEvent(session.signal, safeNow(config.clock), summary.modelCalls) };
     if (summary.skipped !== null && !(summary.skipped.startsWith('refused') && warnedRefusal.has(session))) {
       // A refusal repeats at every step while the budgets stay tight: said once, then only in the trace.
       if (summary.skipped.startsWith('refused')) warnedRefusal.add(session);
@@ -157,7 +189,7 @@ export async function fitContextWindow(session: RunSession, context: LoopContext
     messagesSummarized: summary.summarized, resultsDropped: trimmed.resultsDropped.length, messagesDropped: trimmed.messagesDropped,
     dropped: trimmed.resultsDropped, summaryUsage: summary.usage, summarySkipped: summary.skipped,
   });
-  const fit: ContextFit = { usage: summary.usage, modelCalls: summary.modelCalls, stop: null };
+  const fit: ContextFit = { usage: summary.usage, modelCalls: summary.modelCalls, transportRetries: summary.transportRetries, stop: null };
   if (tokensAfter <= ceiling) return fit;
   const fault = new LoopstateError({
     code: 'context_overflow',

@@ -7,6 +7,9 @@
  * the run snapshot (`snapshot`). 2: the run record carries the run's `limits`, recorded when it starts
  * (a version 1 run has none: it takes the limits of the loop that resumes it, recorded from then on).
  * Every version up to this one is read; records are written with this one.
+ * the run snapshot (`snapshot`). Since (version unchanged, the machine context is loose): a snapshot's context
+ * holds `transport` (per-call transport counters) instead of `task.transportRetries`, and its limits
+ * `maxTransportAttempts` / `maxTransportRetries`; older snapshots are migrated when read (transport-counters-migration.ts).
  */
 import { z } from 'zod';
 import { modelResponseSchema } from '../model/response-schema.js';

@@ -35,6 +35,7 @@ import type { ResumePlan } from './resume-plan.js';
 import { applyDelta, cursorOf, restoreSessionState, sessionDelta, sessionState, type SessionCursor } from './session-state.js';
 import { applyApprovals } from './approval-decision.js';
 import { withRunLimits } from './recorded-limits.js';
+import { migrateTransportCounters } from './transport-counters-migration.js';
 
 export interface RunJournalOptions {
   store: Store;
@@ -80,7 +81,7 @@ export class RunJournal implements DriverHooks {
   private limitsWarning: string | null;
   constructor(private readonly options: RunJournalOptions) {
     const machine = options.plan?.snapshot?.machine;
-    this.machineSnapshot = (machine === undefined ? undefined : withRunLimits(machine, options.limits)) as DriverHooks['machineSnapshot'];
+    this.machineSnapshot = (machine === undefined ? undefined : withRunLimits(migrateTransportCounters(machine), options.limits)) as DriverHooks['machineSnapshot'];
     this.limitsWarning = options.limitsWarning;
     this.nextSeq = options.plan?.nextSeq ?? 1;
     this.lastEventSeq = options.plan?.lastEventSeq ?? 0;

@@ -64,7 +64,7 @@ export const VIEWER_SCRIPT = String.raw`
       row('Elapsed', frame.elapsedMs, limitOf(limits, 'deadlineMs'), fmtMs) + '</tbody>';
     const c = frame.counters;
     $('counters').innerHTML = head + '<tbody>' +
-      row('Transport retries', c.transportRetries, limitOf(limits, 'maxRetries'), fmtInt, 'model.failed transitions into RETRY.backingOff, this task') +
+      row('Transport retries', c.transportRetries, limitOf(limits, 'maxTransportRetries'), fmtInt, 'model.failed transitions into RETRY.backingOff, this task; the limit is the run-wide maxTransportRetries, and each call has maxTransportAttempts attempts of its own') +
       row('Reflection retries', c.reflectionRetries, limitOf(limits, 'maxRetries'), fmtInt, 'rejected answers routed through RETRY.reflecting, this task') +
       row('Argument repairs', c.argumentRepairs, limitOf(limits, 'maxArgumentRepairs'), fmtInt, 'decisions routed through RUNNING.repairingArguments, this task') + '</tbody>';
     const s = frame.streaks;

@@ -153,6 +153,7 @@ async function startRun(deliver: (event: LoopEvent) => Promise<void> | undefined
   // run-start comes first, so a reader of the trace meets the run before anything said about it.
   session.warnIfUnpriced(config.model.id, startedAt);
   for (const problem of session.traceProblems) session.warn(problem, startedAt);
+  for (const deprecation of config.deprecations) session.warn(deprecation, startedAt);
   for (const warning of session.conversation.warnings) session.warn(warning, startedAt);
   try {
     if (startFault === null) session.beginTask(0);

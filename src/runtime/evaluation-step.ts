@@ -14,7 +14,8 @@ import type { ModelUsage } from '../model/types.js';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../constants.js';
 import { interruptionEvent } from './interruption.js';
 import { pricedTotal } from './pricing.js';
-import { backoffDelay } from './retry-policy.js';
+import { describeRefusal, nextTransportAttempt } from './transport-retry.js';
+import { failureLabel } from '../../actions/stop-detail.js';
 import type { RunSession } from './run-session.js';
 
 /** A judge's request besides the output it grades: its instructions and criteria, roughly. */
@@ -39,8 +40,9 @@ class JudgeSpending {
  * Runs the task's evaluators. Before each LLM judge the token and cost budgets are checked with
  * what the judges before it spent: a judge the budget cannot pay for is not called, and output
  * that would need it fails for want of it, so the run stops at the budget gate instead of
- * completing unjudged. A judge's transient transport errors are retried with the loop's backoff,
- * out of the task's transport-retry budget; its other errors, and a reply that is no verdict, end
+ * completing unjudged. A judge's transient transport errors are retried with the loop's backoff: each
+ * judge call has `maxTransportAttempts` of its own, and its retries count against the run's
+ * `maxTransportRetries`; its other errors, a call out of attempts, and a reply that is no verdict, end
  * the run with `fatal_error` — never a reflection of the main model. Every other evaluator has
  * `limits.evaluatorTimeoutMs` to settle: one that takes longer is not a verdict on the output either,
  * so it ends the run with `fatal_error` (code `evaluator_timeout`) instead of making the model rewrite
@@ -107,6 +109,8 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
     name: evaluator.name,
     kind: evaluator.kind,
     evaluate: async (input) => {
+      // Failed attempts of this call in a row: each evaluator call has its own transport attempts.
+      let failures = 0;
       for (;;) {
         if (evaluator.kind === 'judge') spending.modelCalls++;
         let result: EvaluationResult;
@@ -128,16 +132,18 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
           if (evaluator.kind === 'judge' && !isJudgeFailure(error) && !session.signal.aborted) {
             throw new LoopstateError({ code: 'judge_failed', message: `LLM judge "${evaluator.name}" failed: ${describeThrown(error)}`, cause: error });
           }
-          const retriesLeft = context.limits.maxRetries - context.task.transportRetries - spending.transportRetries;
           const transient = retryableModelError(error);
           if (transient === null || session.signal.aborted) throw error;
-          if (retriesLeft <= 0) {
-            throw new ModelCallError({ kind: transient.kind, message: `LLM judge "${evaluator.name}" failed after ${spending.transportRetries} transport retries (the task's maxRetries is ${context.limits.maxRetries}): ${transient.message}`, cause: error });
+          failures++;
+          const call = `LLM judge "${evaluator.name}"`;
+          const next = nextTransportAttempt({ call, context, failures, retriesSoFar: spending.transportRetries, retryAfterMs: transient.retryAfterMs, backoff: config.backoff, random: config.random });
+          const label = failureLabel(transient.status, transient.kind);
+          if (!('delayMs' in next)) {
+            throw new ModelCallError({ kind: transient.kind, message: describeRefusal(next.refusal, label, transient.message), cause: error, ...(transient.status === undefined ? {} : { status: transient.status }) });
           }
-          const delay = backoffDelay({ attempt: context.task.transportRetries + spending.transportRetries, retryAfterMs: transient.retryAfterMs, options: config.backoff, random: config.random });
           spending.transportRetries++;
-          session.warn(`task ${session.task.id}: LLM judge "${evaluator.name}" transport error (${transient.message}); retrying in ${delay} ms`, config.clock.now());
-          await session.aborts.race(config.clock.sleep(delay, session.signal));
+          session.warn(`task ${session.task.id}: ${call} transport error (${label}: ${transient.message}); retry ${failures} of this call in ${next.delayMs} ms`, config.clock.now());
+          await session.aborts.race(config.clock.sleep(next.delayMs, session.signal));
           continue;
         }
         if (result?.usage) {

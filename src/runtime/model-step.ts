@@ -298,6 +298,7 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   return {
     type: 'model.responded', at, decision, stateDigest, usage,
     ...(contextFit.modelCalls > 0 ? { modelCalls: 1 + contextFit.modelCalls } : {}),
+    ...summaryRetries(contextFit),
     nextRequestTokens: session.estimateNextRequest(nextRequestExtraChars(session, context, decision)),
   };
 }
@@ -320,13 +321,19 @@ function spentOn(fit: ContextFit): { usage?: CallUsage } {
   return fit.usage === null ? {} : { usage: fit.usage };
 }
 
+/** The summary call's own transport retries, for the run's total. */
+function summaryRetries(fit: ContextFit): { transportRetries?: number } {
+  return fit.transportRetries > 0 ? { transportRetries: fit.transportRetries } : {};
+}
+
 function modelFailure(session: RunSession, context: LoopContext, error: unknown, at: number, fit: ContextFit, startedAt: number): LoopEvent {
   const { config } = session;
   // Branded, not instanceof: an error from another installed copy of loopstate is classified the same.
   const retryable = retryableModelError(error);
   const transient = retryable !== null;
+  // The exponent restarts with each call: its earlier failures in a row, never the task's or the run's.
   const retryDelayMs = transient
-    ? backoffDelay({ attempt: context.task.transportRetries, retryAfterMs: retryable.retryAfterMs, options: config.backoff, random: config.random })
+    ? backoffDelay({ attempt: context.transport.consecutiveFailures, retryAfterMs: retryable.retryAfterMs, options: config.backoff, random: config.random })
     : 0;
   // Redacted before it reaches the machine: provider messages quote keys (`Incorrect API key provided: sk-…`).
   const message = config.redact.text(thrownMessage(error));
@@ -342,7 +349,11 @@ function modelFailure(session: RunSession, context: LoopContext, error: unknown,
   });
   const usage = reported === null ? spentOn(fit) : { usage: withContextUsage({ inputTokens: reported.inputTokens, outputTokens: reported.outputTokens, costUsd }, fit) };
   const spent = fit.modelCalls > 0 ? { ...usage, modelCalls: 1 + fit.modelCalls } : usage;
-  return { type: 'model.failed', at, failure: transient ? 'transient' : 'fatal', message, retryDelayMs, ...spent };
+  // What the stop detail names: the status and the server's wait, when the error carried them.
+  const facts = transient
+    ? { errorKind: retryable.kind, ...(retryable.status === undefined ? {} : { status: retryable.status }), ...(retryable.retryAfterMs === undefined ? {} : { retryAfterMs: retryable.retryAfterMs }) }
+    : {};
+  return { type: 'model.failed', at, failure: transient ? 'transient' : 'fatal', message, retryDelayMs, ...facts, ...spent, ...summaryRetries(fit) };
 }
 
 /** The usage a failed call's error carries, when it is well formed (an error of another copy may carry anything). */

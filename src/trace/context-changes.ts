@@ -23,8 +23,9 @@ export function recordContextChanges(trace: Recorder, runId: string, taskId: str
   const step = after.steps;
   if (after.taskIndex === before.taskIndex) {
     const delayMs = after.retryAt === null ? 0 : Math.max(0, after.retryAt - at);
-    if (after.task.transportRetries > before.task.transportRetries) {
-      trace.record({ type: 'retry', runId, at, taskId, step, layer: 'transport', counter: after.task.transportRetries, delayMs });
+    // A backoff was scheduled: the counter is the call's own retry number (transport attempts are per call).
+    if (after.retryAt !== null && before.retryAt === null) {
+      trace.record({ type: 'retry', runId, at, taskId, step, layer: 'transport', counter: after.transport.consecutiveFailures, delayMs });
     }
     if (after.task.reflectionRetries > before.task.reflectionRetries) {
       trace.record({ type: 'retry', runId, at, taskId, step, layer: 'reflection', counter: after.task.reflectionRetries, delayMs });

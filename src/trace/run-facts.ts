@@ -21,6 +21,8 @@ export function tracedLimits(limits: LoopLimits): TracedLimits {
     maxSteps: finite(limits.maxSteps),
     maxStepsPerTask: finite(limits.maxStepsPerTask),
     maxRetries: finite(limits.maxRetries),
+    maxTransportAttempts: finite(limits.maxTransportAttempts),
+    maxTransportRetries: finite(limits.maxTransportRetries),
     deadlineMs: finite(limits.deadlineMs),
     maxInputTokens: finite(limits.maxInputTokens),
     maxOutputTokens: finite(limits.maxOutputTokens),

@@ -43,6 +43,9 @@ const limits = z.object({
   maxSteps: limit,
   maxStepsPerTask: limit,
   maxRetries: limit,
+  /** Absent from traces written before transport attempts were counted per call. */
+  maxTransportAttempts: limit.optional(),
+  maxTransportRetries: limit.optional(),
   deadlineMs: limit,
   maxInputTokens: limit,
   maxOutputTokens: limit,
@@ -183,7 +186,7 @@ const retry = z.object({
   step: count,
   /** The retry layer: `transport` (network, 429, 5xx, timeout), `reflection` (evaluator failed), `argument_repair` (invalid tool arguments). */
   layer: z.enum(['transport', 'reflection', 'argument_repair']),
-  /** That layer's counter in this task after this retry. */
+  /** That layer's counter after this retry: per task for reflection and argument repair, per model call for transport (the call's retry number). */
   counter: count,
   /** The backoff before the retry; 0 when it goes again at once. */
   delayMs: z.number().min(0),

@@ -162,16 +162,39 @@ function modelOutcomes(context: LoopContext, model: VerifyModel, options: Outcom
   });
   const failed = (label: string, failure: 'transient' | 'fatal', retryDelayMs: number, time: number): AbstractOutcome => ({
     label: `model.failed: ${label}`,
-    event: { type: 'model.failed', failure, message: failure === 'fatal' ? 'HTTP 401' : 'HTTP 503', retryDelayMs, at: time, modelCalls },
+    event: { type: 'model.failed', failure, message: failure === 'fatal' ? 'HTTP 401' : 'HTTP 503', status: failure === 'fatal' ? 401 : 503, retryDelayMs, at: time, modelCalls },
     toolCalls: 0,
   });
   outcomes.push(failed('transient (503)', 'transient', WITHIN_RETRY_DELAY_MS, at), failed('fatal (401)', 'fatal', 0, at));
   if (late !== null) {
     outcomes.push(failed('transient, backoff past the deadline', 'transient', context.limits.deadlineMs, at), failed('transient, after the deadline', 'transient', WITHIN_RETRY_DELAY_MS, late));
   }
+  const withSummaryRetries = summaryRetried(context, model, outcomes);
   const first = model.tools[0];
-  if (first !== undefined) outcomes.push({ label: `tool.withheld: ${first.name} (circuit open)`, event: { type: 'tool.withheld', tool: first.name, at }, toolCalls: 0 });
-  return outcomes;
+  if (first !== undefined) withSummaryRetries.push({ label: `tool.withheld: ${first.name} (circuit open)`, event: { type: 'tool.withheld', tool: first.name, at }, toolCalls: 0 });
+  return withSummaryRetries;
+}
+
+/** Transport retries one in-place call (a judge, a context summary) can still make: its own attempts, within the run's. */
+function inPlaceRetries(context: LoopContext, calls: number): number {
+  const { maxTransportAttempts, maxTransportRetries } = context.limits;
+  return Math.max(0, Math.min(calls * (maxTransportAttempts - 1), maxTransportRetries - context.transport.retries));
+}
+
+/**
+ * A context summary before the call has transport attempts of its own. With no cap on the run's retries, they
+ * are read by no guard, so every model outcome carries the most (the worst case for the call count); with a
+ * cap, a summary that retried leaves fewer for later calls, so both variants are explored.
+ */
+function summaryRetried(context: LoopContext, model: VerifyModel, outcomes: AbstractOutcome[]): AbstractOutcome[] {
+  const retries = model.callsPerDecision === 2 ? inPlaceRetries(context, 1) : 0;
+  if (retries === 0) return outcomes;
+  const retried = outcomes.map((outcome): AbstractOutcome => {
+    const { event } = outcome;
+    if (event.type !== 'model.responded' && event.type !== 'model.failed') return outcome;
+    return { ...outcome, label: `${outcome.label}, after ${retries} summary transport retries`, event: { ...event, modelCalls: (event.modelCalls ?? 1) + retries, transportRetries: retries } };
+  });
+  return Number.isFinite(context.limits.maxTransportRetries) ? [...outcomes, ...retried] : retried;
 }
 
 const ROUND: ToolRoundSummary = Object.freeze({
@@ -242,8 +265,11 @@ function evaluationOutcomes(context: LoopContext, model: VerifyModel, mayCallMod
   const at = within(context);
   const outcomes = [evaluated('passed', true, '', at), evaluated('failed for the same reason', false, sameReason, at), evaluated('failed for another reason', false, otherReason, at)];
   if (judges > 0) {
-    const remaining = context.limits.maxRetries - context.task.transportRetries;
-    if (remaining > 0) outcomes.push(evaluated(`failed after ${remaining} judge transport retries`, false, otherReason, at, { retries: remaining }));
+    // Each judge call has its own attempts; with a cap on the run's, the judges draw on what is left of it.
+    const retries = inPlaceRetries(context, judges);
+    if (retries > 0) {
+      outcomes.push(evaluated(`passed after ${retries} judge transport retries`, true, '', at, { retries }), evaluated(`failed after ${retries} judge transport retries`, false, otherReason, at, { retries }));
+    }
     for (const [label, usage] of heavyUsages(context, model, options.collapseDuplicates)) outcomes.push(evaluated(`failed, the judge's ${label}`, false, otherReason, at, { usage }));
   }
   const late = past(context);

@@ -15,7 +15,7 @@ describe('memoised successors', () => {
   it('an interruption answered from the memo lands where computing it would, with the same spend', () => {
     const graph = exploreLoop(model);
     const tracer = createTransitionTracer();
-    const options = keyOptionsFor(model.input.limits, true, model.judgesPerTask);
+    const options = keyOptionsFor(model.input.limits, true);
     let checked = 0;
     for (let edge = 0; edge < graph.edgeCount; edge += 1) {
       const source = graph.snapshots[graph.edgeSource[edge] as number] as LoopSnapshot;

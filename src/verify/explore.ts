@@ -122,7 +122,7 @@ export function exploreLoop(model: VerifyModel, bound = DEFAULT_STATE_BOUND, mac
   const started = now();
   // The reductions rest on what the shipped guards and reducers read; a statechart given other ones is explored without them.
   const reduce = machine === loopMachine;
-  const keyOptions = keyOptionsFor(model.input.limits, reduce, model.judgesPerTask);
+  const keyOptions = keyOptionsFor(model.input.limits, reduce);
   const outcomeOptions: OutcomeOptions = { toolCallsBinding: toolCallsCanBind(model.input.limits), decisions: decisionClasses(model), collapseDuplicates: reduce };
   const transitions = listTransitionDefinitions(machine.root);
   const idOf = new Map(transitions.map((entry) => [entry.definition, entry.id]));

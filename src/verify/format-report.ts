@@ -18,7 +18,7 @@ export function reportJson(report: VerifyReport, file: string): string {
 const number = (value: number) => (Number.isFinite(value) ? value.toLocaleString('en-US') : 'Infinity');
 
 function limitsLine(limits: LoopLimits): string {
-  const names: Array<keyof LoopLimits> = ['maxSteps', 'maxStepsPerTask', 'maxRetries', 'maxToolCalls', 'maxToolCallsPerReply', 'maxInputTokens', 'maxOutputTokens', 'maxCostUsd', 'deadlineMs'];
+  const names: Array<keyof LoopLimits> = ['maxSteps', 'maxStepsPerTask', 'maxRetries', 'maxTransportAttempts', 'maxTransportRetries', 'maxToolCalls', 'maxToolCallsPerReply', 'maxInputTokens', 'maxOutputTokens', 'maxCostUsd', 'deadlineMs'];
   return names.map((name) => `${name} ${name === 'maxCostUsd' && Number.isFinite(limits[name]) ? `$${limits[name]}` : number(limits[name])}`).join(', ');
 }
 

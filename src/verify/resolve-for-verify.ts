@@ -17,7 +17,7 @@ export interface ConfigForVerify {
 }
 
 /** Counts createLoop keeps finite; verify explores them switched off to show the cycle that follows. */
-const COUNT_LIMITS = new Set(['maxSteps', 'maxStepsPerTask', 'maxRetries']);
+const COUNT_LIMITS = new Set(['maxSteps', 'maxStepsPerTask', 'maxRetries', 'maxTransportAttempts']);
 
 /** A loop that exposes the config it was created with (`loop.config`), as given. */
 function givenConfigOf(value: unknown): unknown {

@@ -7,7 +7,7 @@ import toolFeedbackConfig from '../../examples/tool-feedback.js';
 import weeklyReportLoop from '../../examples/weekly-report.js';
 import { loopMachine } from '../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../machines/pending-effect.js';
-import type { Feedback, LoopContext, LoopLimits, ProgressState, TaskCounters, Usage } from '../../machines/types.js';
+import type { Feedback, LoopContext, LoopLimits, ProgressState, TaskCounters, TransportCounters, Usage } from '../../machines/types.js';
 import { evaluators } from '../evaluators/index.js';
 import { createLoop } from '../loop.js';
 import { reply, scriptedModel } from '../testing/index.js';
@@ -21,13 +21,14 @@ import { verifyModelOf } from './verify-model.js';
 
 // Six tasks, maxSteps 24, maxStepsPerTask 5, maxRetries 2, every spend budget finite, no judge.
 const model = verifyModelOf(resolveForVerify(toolFeedbackConfig).config);
-const reduced = keyOptionsFor(model.input.limits, true, model.judgesPerTask);
-const exact = keyOptionsFor(model.input.limits, false, model.judgesPerTask);
+const reduced = keyOptionsFor(model.input.limits, true);
+const exact = keyOptionsFor(model.input.limits, false);
 const [initial] = initialTransition(loopMachine, model.input);
 
 interface Changes {
-  context?: Partial<Omit<LoopContext, 'task' | 'progress' | 'usage'>>;
+  context?: Partial<Omit<LoopContext, 'task' | 'transport' | 'progress' | 'usage'>>;
   task?: Partial<TaskCounters>;
+  transport?: Partial<TransportCounters>;
   progress?: Partial<ProgressState>;
   usage?: Partial<Usage>;
 }
@@ -42,6 +43,7 @@ function snapshotAt(value: 'deciding' | 'evaluating', changes: Changes = {}): Lo
     nextRequestTokens: 1,
     ...changes.context,
     task: { ...base.task, ...changes.task },
+    transport: { ...base.transport, ...changes.transport },
     progress: { ...base.progress, ...changes.progress },
     usage: { ...base.usage, ...changes.usage },
   };
@@ -83,7 +85,7 @@ describe('the state key merges states that differ only in what no guard reads', 
   it('an evaluation with a budget spent keeps only what ends the run: a queued task, the step limit, the clock', () => {
     const spent = (changes: Changes) => snapshotAt('evaluating', { ...changes, usage: { costUsd: 0.05 } });
     const one = spent({ context: { steps: 3 }, task: { steps: 3, reflectionRetries: 1 }, progress: { lastStateDigest: 'text-1', sameReasonStreak: 1, repeatCount: 2 } });
-    const other = spent({ context: { steps: 7 }, task: { steps: 1, transportRetries: 2 }, progress: { lastStateDigest: 'text-0', nudgedAtStep: 6 } });
+    const other = spent({ context: { steps: 7 }, task: { steps: 1, argumentRepairs: 1 }, transport: { retries: 2 }, progress: { lastStateDigest: 'text-0', nudgedAtStep: 6 } });
     expect(keyReductions(one, reduced)).toBe(REDUCTION.spentEvaluation);
     expect(key(one)).toBe(key(other));
     expect(key(spent({ context: { taskIndex: 5, steps: 3 } }))).not.toBe(key(one));
@@ -92,17 +94,25 @@ describe('the state key merges states that differ only in what no guard reads', 
   });
 
   it("an evaluation of the task's last decision drops what only later decisions of the task read", () => {
-    const last = (steps: number, changes: { task?: Partial<TaskCounters>; progress?: Partial<ProgressState> }) =>
-      snapshotAt('evaluating', { context: { steps: 6 + steps }, task: { steps, ...changes.task }, progress: { lastStateDigest: 'text-0', unchangedStateStreak: 1, ...changes.progress } });
-    const one = last(5, { task: { transportRetries: 2 }, progress: { repeatCount: 1, nudgedAtStep: 8, lastSignal: 'repeated_tool_call' } });
-    const other = last(5, { task: { transportRetries: 0 }, progress: { repeatCount: 0, duplicateObservationStreak: 1 } });
+    const last = (steps: number, changes: { task?: Partial<TaskCounters>; transport?: Partial<TransportCounters>; progress?: Partial<ProgressState> }, limits: Partial<LoopLimits> = {}) =>
+      snapshotAt('evaluating', {
+        context: { steps: 6 + steps, limits: { ...initial.context.limits, ...limits } },
+        task: { steps, ...changes.task },
+        ...(changes.transport === undefined ? {} : { transport: changes.transport }),
+        progress: { lastStateDigest: 'text-0', unchangedStateStreak: 1, ...changes.progress },
+      });
+    const one = last(5, { task: { argumentRepairs: 1 }, progress: { repeatCount: 1, nudgedAtStep: 8, lastSignal: 'repeated_tool_call' } });
+    const other = last(5, { task: { argumentRepairs: 0 }, progress: { repeatCount: 0, duplicateObservationStreak: 1 } });
     expect(key(one)).toBe(key(other));
-    // A reflection may still be due (canReflect), and with a decision left the transport retries are read again.
+    // A reflection may still be due (canReflect), and with a decision left the repairs are read again.
     expect(key(last(5, { task: { reflectionRetries: 2 } }))).not.toBe(key(other));
-    expect(key(last(4, { task: { transportRetries: 2 } }))).not.toBe(key(last(4, {})));
-    // A judge may run in the evaluation, and its retries draw on the task's.
-    const judged = keyOptionsFor(model.input.limits, true, model.judgesPerTask.map(() => 1));
-    expect(stateKey(one, judged)).not.toBe(stateKey(other, judged));
+    expect(key(last(4, { task: { argumentRepairs: 1 } }))).not.toBe(key(last(4, {})));
+    // The run's transport retries, which a judge of the evaluation draws on, stay keyed when they are capped.
+    const capped = { maxTransportRetries: 5 };
+    const cappedKey = (snapshot: LoopSnapshot) => stateKey(snapshot, keyOptionsFor({ ...model.input.limits, ...capped }, true));
+    expect(cappedKey(last(5, { transport: { retries: 2 } }, capped))).not.toBe(cappedKey(last(5, {}, capped)));
+    // Uncapped (the default), no guard reads them: they never split states.
+    expect(key(last(5, { transport: { retries: 2 } }))).toBe(key(last(5, {})));
   });
 
   it('keeps every detail apart for a statechart given other guards, which might read them', () => {
@@ -144,7 +154,7 @@ describe('abstract outcomes that repeat another outcome are left out', () => {
     let snapshot = deciding;
     for (let retry = 1; retry <= 2; retry += 1) {
       snapshot = take(take(snapshot, 'model.failed: transient (503)'), 'backoff.elapsed');
-      expect(snapshot.context.task.transportRetries).toBe(retry);
+      expect(snapshot.context.transport.consecutiveFailures).toBe(retry);
       expect(snapshot.context.lastEventAt).toBe(deciding.context.lastEventAt);
     }
   });
@@ -160,7 +170,7 @@ function checkReductions(exported: unknown, limits: Partial<LoopLimits> = {}) {
   const { config } = resolveForVerify(exported);
   const loopModel = verifyModelOf(config, { ...config.limits, ...limits });
   const graph = exploreLoop(loopModel, 200_000, loopMachine.provide({}));
-  const options = keyOptionsFor(loopModel.input.limits, true, loopModel.judgesPerTask);
+  const options = keyOptionsFor(loopModel.input.limits, true);
   const tracer = createTransitionTracer(loopMachine);
   const ids = new Map(listTransitionDefinitions(loopMachine.root).map((entry) => [entry.definition, entry.id]));
   const effect = (snapshot: LoopSnapshot, outcome: AbstractOutcome) => {

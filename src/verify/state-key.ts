@@ -28,21 +28,24 @@ export interface KeyOptions {
   keepTaskSteps: boolean;
   keepToolCalls: boolean;
   keepRetries: boolean;
+  /** The current call's transport failures in a row (`maxTransportAttempts` finite). */
+  keepCallFailures: boolean;
+  /** The run's transport retries in total (`maxTransportRetries` finite; off by default). */
+  keepRunRetries: boolean;
   /** Apply the reductions that rest on what the shipped guards and reducers read. */
   reduce: boolean;
-  /** LLM judges per task: an evaluation that may run one reads the task's transport retries. */
-  judgesPerTask: readonly number[];
 }
 
-export function keyOptionsFor(limits: LoopLimits, reduce = false, judgesPerTask: readonly number[] = []): KeyOptions {
+export function keyOptionsFor(limits: LoopLimits, reduce = false): KeyOptions {
   const keepSteps = Number.isFinite(limits.maxSteps);
   return {
     reduce,
-    judgesPerTask,
     keepSteps,
     keepTaskSteps: Number.isFinite(limits.maxStepsPerTask) && (!keepSteps || limits.maxStepsPerTask < limits.maxSteps),
     keepToolCalls: toolCallsCanBind(limits),
     keepRetries: Number.isFinite(limits.maxRetries),
+    keepCallFailures: Number.isFinite(limits.maxTransportAttempts),
+    keepRunRetries: Number.isFinite(limits.maxTransportRetries),
   };
 }
 
@@ -78,13 +81,13 @@ export function isStepLimitOutOfReach(context: LoopContext): boolean {
 /** The reductions of `reduce` a key applied, as bits (see `REDUCTIONS`), to say in the report how often each did. */
 export const REDUCTION = Object.freeze({ stepLimitOutOfReach: 1, feedbackKind: 2, earlierTaskDigest: 4, spentEvaluation: 8, lastDecisionEvaluated: 16 });
 
-/** An evaluation with no decision left in the task (its own bound, or the run's): what only later decisions read is dead. */
-function isLastDecisionEvaluated(snapshot: LoopSnapshot, options: KeyOptions): boolean {
-  const { context } = snapshot;
-  const { limits, task } = context;
-  if (task.steps < limits.maxStepsPerTask && context.steps < limits.maxSteps) return false;
-  // A judge's own transport retries draw on the task's, so they stay read where one may run.
-  return (options.judgesPerTask[context.taskIndex] ?? 0) === 0;
+/**
+ * An evaluation with no decision left in the task (its own bound, or the run's): what only later decisions read is
+ * dead. (A judge that may run reads the run's transport retries, which the key keeps whatever the reduction.)
+ */
+function isLastDecisionEvaluated(snapshot: LoopSnapshot): boolean {
+  const { limits, task, steps } = snapshot.context;
+  return task.steps >= limits.maxStepsPerTask || steps >= limits.maxSteps;
 }
 
 export function keyReductions(snapshot: LoopSnapshot, options: KeyOptions): number {
@@ -96,7 +99,7 @@ export function keyReductions(snapshot: LoopSnapshot, options: KeyOptions): numb
   if (options.keepSteps && isStepLimitOutOfReach(context)) bits |= REDUCTION.stepLimitOutOfReach;
   if (context.feedback !== null) bits |= REDUCTION.feedbackKind;
   if (context.task.steps === 0 && context.progress.lastStateDigest !== null) bits |= REDUCTION.earlierTaskDigest;
-  if (evaluating && isLastDecisionEvaluated(snapshot, options)) bits |= REDUCTION.lastDecisionEvaluated;
+  if (evaluating && isLastDecisionEvaluated(snapshot)) bits |= REDUCTION.lastDecisionEvaluated;
   return bits;
 }
 
@@ -104,7 +107,7 @@ export function stateKey(snapshot: LoopSnapshot, options: KeyOptions): string {
   const { context } = snapshot;
   if (snapshot.status === 'done') return `done:${context.stop?.reason ?? 'none'}`;
   const reduced = keyReductions(snapshot, options);
-  const { progress, noProgress, usage, task, limits } = context;
+  const { progress, noProgress, usage, task, transport, limits } = context;
   if (reduced === REDUCTION.spentEvaluation) {
     // The evaluation's every outcome ends the run: a failure meets the spend check, a pass the next gate's (after
     // its step check) or completes the run; no judge may run. Only these and the clock are read.
@@ -124,7 +127,9 @@ export function stateKey(snapshot: LoopSnapshot, options: KeyOptions): string {
     options.keepTaskSteps ? clamp(task.steps, limits.maxStepsPerTask) : '',
     // A task's first decision cannot repeat a digest: "has the task decided yet" is kept either way.
     task.steps > 0 ? 1 : 0,
-    options.keepRetries ? live(clamp(task.transportRetries, limits.maxRetries)) : '',
+    // Reset by every reply: zero wherever a decision was recorded, so it never splits an evaluation's states.
+    options.keepCallFailures ? clamp(transport.consecutiveFailures, limits.maxTransportAttempts) : '',
+    options.keepRunRetries ? clamp(transport.retries, limits.maxTransportRetries) : '',
     options.keepRetries ? clamp(task.reflectionRetries, limits.maxRetries) : '',
     live(task.argumentRepairs),
     // Once spent, which budget it was is never read: the machine asks only whether any is (and it stays so).

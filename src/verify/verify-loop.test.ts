@@ -33,8 +33,9 @@ describe('verify on the examples, at their real limits', () => {
     expect(report.violations).toEqual([]);
     expect(report.bounded).toBe(true);
     expect(report.explored.scaledTo).toBeNull();
-    // Model calls: 4 decisions (maxSteps) + 1 task × 2 transport retries = 6; the formula's bound is reached.
-    expect(report.worstCase.modelCalls.value).toBe(4 + 1 * 2);
+    // Model calls: 4 decisions (maxSteps), each call with maxTransportAttempts 3 (maxRetries 2 + 1, as the example
+    // sets only maxRetries): 4 × 3 = 12 when every call fails twice first; the formula's bound is reached.
+    expect(report.worstCase.modelCalls.value).toBe(4 * 3);
     // Tool calls: maxToolCalls defaults to maxSteps × maxToolCallsPerReply = 4 × 20 = 80, but the 4th decision
     // runs no tools, so (4 − 1) × 20 = 60 is the tighter bound, and a run of 3 full rounds reaches it.
     expect(report.worstCase.toolCalls.value).toBe(Math.min(4 * 20, (4 - 1) * 20));
@@ -54,9 +55,9 @@ describe('verify on the examples, at their real limits', () => {
   it('weekly-report (three tasks, maxSteps 8, maxRetries 2, no tools) is bounded', () => {
     const report = verify(weeklyReportLoop);
     expect(report.violations).toEqual([]);
-    // Model calls: 8 decisions + 3 tasks × 2 transport retries = 14 (a task that fails for good stops the run,
-    // and its last failed call comes instead of a decision: 7 decisions + 7 failed calls is 14 too).
-    expect(report.worstCase.modelCalls.value).toBe(8 + 3 * 2);
+    // Model calls: 8 decisions × 3 attempts each = 24 (a task that fails for good stops the run, and its call
+    // that failed three times comes instead of a decision: 7 × 3 + 3 is 24 too).
+    expect(report.worstCase.modelCalls.value).toBe(8 * 3);
     // No tools: no round ever runs (the bound min(8 × 20, 7 × 20) = 140 is never approached).
     expect(report.worstCase.toolCalls.value).toBe(0);
     expect(report.worstCase.toolCalls.formula).toContain('bound 140');
@@ -77,8 +78,8 @@ describe('verify on tool-feedback, exactly at its real limits', () => {
     expect(report.explored.states).toBeLessThan(DEFAULT_STATE_BOUND / 3);
     expect(report.explored.statesPerSecond).toBeGreaterThan(0);
     expect(report.violations).toEqual([]);
-    // Model calls: 24 decisions + 6 tasks × 2 transport retries = 36, the formula's bound, reached.
-    expect(report.worstCase.modelCalls.value).toBe(24 + 6 * 2);
+    // Model calls: 24 decisions × 3 transport attempts each = 72, the formula's bound, reached.
+    expect(report.worstCase.modelCalls.value).toBe(24 * 3);
     // Tool calls: each task must pass on a final reply, and a decision at a bound (the task's 5th, the run's 24th)
     // runs no tools. Four tasks of 4 full rounds and a final reply take 20 decisions; the fifth task gets decisions
     // 21 to 24, three of them rounds: 19 rounds × 20 calls = 380, below the bound (24 − 1) × 20 = 460.
@@ -112,6 +113,15 @@ describe('verify rejects broken loops with a counterexample', () => {
     expect(report.notes.join()).toContain('createLoop refuses this config (limits.maxSteps');
   });
 
+  it('maxTransportAttempts switched off with Infinity: a call may fail and back off for ever', () => {
+    const report = verify({ model: scriptedModel([reply('x')]), limits: { maxTransportAttempts: Infinity, deadlineMs: Infinity } });
+    expect(report.bounded).toBe(false);
+    const cycle = report.violations.find((violation) => violation.kind === 'unbounded_cycle');
+    expect(cycle?.message).toContain('maxTransportAttempts switched off with Infinity');
+    expect(cycle?.cycle?.map((step) => step.outcome)).toEqual(expect.arrayContaining(['model.failed: transient (503)', 'backoff.elapsed']));
+    expect(report.notes.join()).toContain('createLoop refuses this config (limits.maxTransportAttempts');
+  });
+
   it('every spend budget switched off with Infinity: spend nothing bounds', () => {
     const loop = createLoop({ model: scriptedModel([reply('x')]), limits: { maxCostUsd: Infinity, maxInputTokens: Infinity, maxOutputTokens: Infinity } });
     const report = verify(loop);
@@ -120,8 +130,8 @@ describe('verify rejects broken loops with a counterexample', () => {
     expect(violation?.kind).toBe('unbounded_spend');
     expect(violation?.message).toMatch(/inputTokens: unbounded.*outputTokens: unbounded.*costUsd: unbounded/);
     expect(violation?.counterexample.map((step) => step.outcome)).toEqual(['run.started', 'model.responded: final reply, state changed']);
-    // Steps stay bounded: 10 decisions + 2 transport retries.
-    expect(report.worstCase.modelCalls.value).toBe(10 + 2);
+    // Steps stay bounded: 10 decisions × 3 transport attempts each.
+    expect(report.worstCase.modelCalls.value).toBe(10 * 3);
   });
 
   it('a destructive tool under an allow-all policy runs without approval', () => {
@@ -183,8 +193,8 @@ describe('a space over the state bound', () => {
     const report = verify(weeklyReportLoop, { maxStates: 1_000, scale: true });
     expect(report.explored.scaledTo).toEqual({ maxSteps: 4, maxStepsPerTask: 4, maxToolCalls: 80 });
     expect(report.notes.join()).toContain('explored with maxSteps 4 (not 8)');
-    // The real figure comes from the formula at the real limits: 8 + 3 × 2.
-    expect(report.worstCase.modelCalls.value).toBe(14);
+    // The real figure comes from the formula at the real limits: maxTransportAttempts 3 × maxSteps 8.
+    expect(report.worstCase.modelCalls.value).toBe(24);
     expect(report.worstCase.modelCalls.formula).toContain('from the formula');
   });
 });
@@ -244,28 +254,62 @@ describe('worst-case model calls with more retry layers', () => {
     });
     const report = verify(loop);
     expect(report.violations).toEqual([]);
-    // The optional task: a failed call, its 1 retry failing too (2 calls, no decision), then it is skipped;
-    // the main task: a failed call and its retry (1 call), then 4 decisions: 2 + 1 + 4 = 7
-    // = maxSteps 4 + 2 tasks × maxRetries 1 + 1 task that may fail and continue.
-    expect(report.worstCase.modelCalls.value).toBe(4 + 2 * 1 + 1);
-    expect(report.worstCase.modelCalls.formula).toContain('bound 7');
+    // maxRetries 1 gives each call 2 transport attempts. The optional task: a call failing both (2 calls, no
+    // decision), then it is skipped; the main task: 4 decisions, each after a failed attempt (8 calls): 10
+    // = maxTransportAttempts 2 × (maxSteps 4 + 1 task that may fail and continue).
+    expect(report.worstCase.modelCalls.value).toBe(2 * (4 + 1));
+    expect(report.worstCase.modelCalls.formula).toContain('bound 10');
   });
 
-  it('an LLM judge adds its calls per evaluation, and its transport retries share the task budget', () => {
+  it('an LLM judge adds its calls per evaluation, each judge call with transport attempts of its own', () => {
     const judge = scriptedModel([reply('{"passed": true, "reason": "ok"}')]);
     const loop = createLoop({ model: scriptedModel([reply('x')]), evaluate: [evaluators.rule((text: string) => text.length > 0, 'say something'), evaluators.judge({ model: judge, criteria: 'polite' })], limits: { maxSteps: 3, maxRetries: 1 } });
     const report = verify(loop);
     expect(report.violations).toEqual([]);
-    // The bound: maxSteps 3 + 1 task × maxRetries 1 + maxSteps 3 × 1 judge = 7. The worst run makes 6: with
-    // maxRetries 1 only 2 answers are judged (one reflection), so 3 decisions (an empty reply repaired, two
-    // answers) + 2 judge calls + 1 transport retry (of the model or of the judge) = 6.
-    expect(report.worstCase.modelCalls.value).toBe(3 + 2 + 1);
+    // maxRetries 1: 2 transport attempts per call. The bound: 2 × maxSteps 3 + 2 × maxSteps 3 × 1 judge = 12. The
+    // worst run makes 10: with maxRetries 1 only 2 answers are judged (one reflection), so 3 decisions (an empty
+    // reply repaired, two answers) and 2 judge calls, every call after a failed attempt: 2 × (3 + 2) = 10.
+    expect(report.worstCase.modelCalls.value).toBe(2 * (3 + 2));
     const run = report.worstCase.modelCalls.run ?? [];
     const judged = run.filter((step) => step.event.type === 'evaluation.completed').length;
     const decisions = run.filter((step) => step.event.type === 'model.responded').length;
     expect([decisions, judged]).toEqual([3, 2]);
-    expect(report.worstCase.modelCalls.formula).toContain('bound 7');
+    expect(report.worstCase.modelCalls.formula).toContain('bound 12');
     expect(report.notes.join()).toContain('LLM judges are priced by their own model');
+  });
+});
+
+describe('worst-case model calls with transport attempts per call', () => {
+  it("a run-wide maxTransportRetries caps the retries of every call together: each call once, plus the cap", () => {
+    const loop = createLoop({ model: scriptedModel([reply('x')]), tools: [lookup], limits: { maxSteps: 4, maxTransportAttempts: 3, maxTransportRetries: 2 } });
+    const report = verify(loop);
+    expect(report.violations).toEqual([]);
+    // Per call it would be 3 × 4 = 12; the run may retry only twice in all: 4 decisions + 2 retries = 6.
+    expect(report.worstCase.modelCalls.value).toBe(4 + 2);
+    expect(report.worstCase.modelCalls.formula).toContain('bound 6 = each call once (maxSteps 4) + maxTransportRetries 2 retries in all (per call: 12)');
+    const actor = createActor(loopMachine, { input: verifyModelOf(resolveForVerify(loop).config).input }).start();
+    for (const step of report.worstCase.modelCalls.run ?? []) actor.send(step.event);
+    expect(actor.getSnapshot().context.usage.modelCalls).toBe(6);
+    actor.stop();
+  });
+
+  it('a context summary before each attempt has attempts of its own', () => {
+    const loop = createLoop({ model: scriptedModel([reply('x')]), limits: { maxSteps: 2, maxTransportAttempts: 2 }, context: { strategy: 'summarize', maxInputTokensPerCall: 1_000 } });
+    const report = verify(loop);
+    expect(report.violations).toEqual([]);
+    // 2 decisions × 2 attempts, each attempt after a summary that took its 2 attempts: 2 × 2 × (1 + 2) = 12.
+    expect(report.worstCase.modelCalls.value).toBe(2 * 2 * (1 + 2));
+    expect(report.worstCase.modelCalls.formula).toContain('bound 12');
+  });
+
+  it('a context summary with a run-wide cap: its retries and the main call\'s draw on the same total', () => {
+    const loop = createLoop({ model: scriptedModel([reply('x')]), limits: { maxSteps: 2, maxTransportAttempts: 2, maxTransportRetries: 1 }, context: { strategy: 'summarize', maxInputTokensPerCall: 1_000 } });
+    const report = verify(loop);
+    expect(report.violations).toEqual([]);
+    // Each decision once with its summary (2 × 2), plus the one retry, which brings one more summary with it: 6;
+    // the formula allows 2 + (2 + 1) + 1 = 6 too.
+    expect(report.worstCase.modelCalls.value).toBe(6);
+    expect(report.worstCase.modelCalls.formula).toContain('bound 6');
   });
 });
 

@@ -117,7 +117,7 @@ function violationsOf(graph: ExploredGraph, model: VerifyModel, limits: LoopLimi
   const violations: Violation[] = [];
   const cycle = findCycle(graph);
   if (cycle !== null) {
-    const switchedOff = (['maxSteps', 'maxStepsPerTask', 'maxToolCalls'] as const).filter((name) => !Number.isFinite(limits[name]));
+    const switchedOff = (['maxSteps', 'maxStepsPerTask', 'maxToolCalls', 'maxTransportAttempts'] as const).filter((name) => !Number.isFinite(limits[name]));
     violations.push({
       kind: 'unbounded_cycle',
       message: `a run can go on for ever: the cycle below passes no budget guard that can stop it${switchedOff.length > 0 ? ` (${switchedOff.join(', ')} switched off with Infinity)` : ''}`,

@@ -30,19 +30,32 @@ export interface WorstCase {
 const count = (value: number) => (Number.isFinite(value) ? value.toLocaleString('en-US') : 'Infinity');
 const usd = (value: number) => `$${Number(value.toFixed(6))}`;
 
-/** The limit-derived bound on model calls (the exploration's exact figure never exceeds it). */
+/**
+ * The limit-derived bound on model calls (the exploration's exact figure never exceeds it). The loop's own calls
+ * are at most one per decision (`maxSteps`) plus one per task that may fail for good and continue (its call that
+ * failed took no step); every call, a judge's and a context summary's too, makes at most `maxTransportAttempts`
+ * attempts; and with a finite `maxTransportRetries` the attempts beyond the first are at most that many in all.
+ */
 export function modelCallBound(model: VerifyModel, limits: LoopLimits = model.input.limits): { value: number; formula: string } {
-  const tasks = model.input.tasks.length;
   const continuing = model.input.tasks.filter((task) => task.onFailure === 'continue').length;
   const judges = Math.max(0, ...model.judgesPerTask);
-  const perDecision = model.callsPerDecision;
-  const value = perDecision * (limits.maxSteps + tasks * limits.maxRetries + continuing) + limits.maxSteps * judges;
-  const parts = [`maxSteps ${limits.maxSteps}`, `${tasks} task(s) × maxRetries ${limits.maxRetries} transport retries`];
-  if (continuing > 0) parts.push(`${continuing} task(s) that may fail and continue, one failed call each`);
-  let formula = parts.join(' + ');
-  if (perDecision === 2) formula = `2 calls per decision (a context summary first) × (${formula})`;
-  if (judges > 0) formula += ` + maxSteps ${limits.maxSteps} × ${judges} judge call(s) per evaluation`;
-  return { value, formula };
+  const summaries = model.callsPerDecision === 2;
+  const attempts = limits.maxTransportAttempts;
+  const loopCalls = limits.maxSteps + continuing;
+  const judgeCalls = limits.maxSteps * judges;
+  // Per call: each attempt of a loop call may be preceded by a summary call with attempts of its own.
+  const perCall = attempts * loopCalls * (summaries ? 1 + attempts : 1) + attempts * judgeCalls;
+  const calls = [`maxSteps ${limits.maxSteps}`, ...(continuing > 0 ? [`${continuing} task(s) that may fail and continue`] : [])].join(' + ');
+  let formula = `maxTransportAttempts ${attempts} × ${continuing > 0 ? `(${calls})` : calls}`;
+  if (summaries) formula = `${formula} × (1 + ${attempts} attempts of a context summary before each)`;
+  if (judges > 0) formula += ` + maxTransportAttempts ${attempts} × maxSteps ${limits.maxSteps} × ${judges} judge call(s) per evaluation`;
+  if (!Number.isFinite(limits.maxTransportRetries)) return { value: perCall, formula };
+  // Run-wide: each call once, plus every retry; a summary comes once per attempt of the loop's call.
+  const retries = limits.maxTransportRetries;
+  const runWide = loopCalls + (summaries ? loopCalls + retries : 0) + judgeCalls + retries;
+  if (runWide >= perCall) return { value: perCall, formula: `${formula} (maxTransportRetries ${retries} allows more)` };
+  const once = [`${calls}`, ...(summaries ? [`a summary per attempt (${calls} + maxTransportRetries ${retries})`] : []), ...(judges > 0 ? [`maxSteps ${limits.maxSteps} × ${judges} judge call(s)`] : [])];
+  return { value: runWide, formula: `each call once (${once.join(' + ')}) + maxTransportRetries ${retries} retries in all (per call: ${perCall})` };
 }
 
 export function toolCallBound(limits: LoopLimits): { value: number; formula: string } {

@@ -258,22 +258,22 @@ describe('an LLM judge with a transport error', () => {
     expect(result.usage.modelCalls).toBe(3);
   });
 
-  it('ends the run with fatal_error once the judge\'s transport retries run out', async () => {
+  it('ends the run with fatal_error once one judge call has failed maxTransportAttempts times in a row', async () => {
     const judgeModel = scriptedModel([modelError({ status: 503 }), modelError({ status: 503 }), modelError({ status: 503 })], { id: 'judge-model' });
     const model = scriptedModel([reply('{"owner":"ops"}')]);
-    const { loop } = createTestLoop({ model, evaluate: judged(judgeModel), limits: { maxRetries: 2 } });
+    const { loop } = createTestLoop({ model, evaluate: judged(judgeModel), limits: { maxTransportAttempts: 3 } });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(result.stopReason).toBe('fatal_error');
-    expect(result.detail).toMatch(/^run faulted: ModelCallError: LLM judge "judge" failed after 2 transport retries \(the task's maxRetries is 2\): /);
+    expect(result.detail).toMatch(/^run faulted: ModelCallError: 3rd consecutive transport failure of LLM judge "judge" \(HTTP 503\); raise limits\.maxTransportAttempts \(3\)\. Last error: /);
     expect(judgeModel.calls).toHaveLength(3);
     expect(model.calls).toHaveLength(1);
     expect(result.usage.modelCalls).toBe(4);
   });
 
-  it('shares the task\'s transport-retry budget: three evaluations cannot make nine judge calls under maxRetries 2', async () => {
-    // Each evaluation's judge fails once before it rejects; the answer changes, so it is reflected each time.
+  it('gives each judge call its own attempts: three evaluations whose judge fails once first all go through', async () => {
+    // Each evaluation's judge fails once before it answers; the answer changes, so it is reflected each time.
     const judgeModel = scriptedModel(
       [
         modelError({ status: 503 }), reply('{"passed": false, "reason": "no owner"}'),
@@ -283,12 +283,32 @@ describe('an LLM judge with a transport error', () => {
       { id: 'judge-model' },
     );
     const model = scriptedModel([reply('{"owner":"a"}'), reply('{"owner":"b"}'), reply('{"owner":"c"}')]);
-    const { loop } = createTestLoop({ model, evaluate: judged(judgeModel), limits: { maxRetries: 2 } });
+    const { loop } = createTestLoop({ model, evaluate: judged(judgeModel), limits: { maxTransportAttempts: 2 } });
+
+    const result = await loop.run({ goal: GOAL });
+
+    expect(result).toMatchObject({ stopReason: 'completed', output: { owner: 'c' } });
+    judgeModel.assertComplete();
+    // Three decisions and six judge calls, the three failed ones included.
+    expect(result.usage.modelCalls).toBe(3 + 6);
+  });
+
+  it("counts judge retries in the run-wide maxTransportRetries: with 2, the third evaluation's 503 has none left", async () => {
+    const judgeModel = scriptedModel(
+      [
+        modelError({ status: 503 }), reply('{"passed": false, "reason": "no owner"}'),
+        modelError({ status: 503 }), reply('{"passed": false, "reason": "no owner yet"}'),
+        modelError({ status: 503 }), reply('{"passed": true, "reason": "ok"}'),
+      ],
+      { id: 'judge-model' },
+    );
+    const model = scriptedModel([reply('{"owner":"a"}'), reply('{"owner":"b"}'), reply('{"owner":"c"}')]);
+    const { loop } = createTestLoop({ model, evaluate: judged(judgeModel), limits: { maxTransportRetries: 2 } });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(result.stopReason).toBe('fatal_error');
-    expect(result.detail).toContain('failed after 0 transport retries');
+    expect(result.detail).toContain(`LLM judge "judge" failed with the run's transport retries spent (2 of maxTransportRetries 2) (HTTP 503); raise limits.maxTransportRetries. Last error: `);
     // Two retries were paid in the first two evaluations; the third evaluation's 503 has none left.
     expect(judgeModel.calls).toHaveLength(5);
   });

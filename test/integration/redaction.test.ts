@@ -111,11 +111,11 @@ describe("a provider's 401 quoting the key", () => {
       modelError({ status: 503, message: 'upstream rejected Authorization: Bearer sk-proj-Zz9Yy8Xx7Ww6' }),
     ]);
 
-    const run = await runWithSink({ model, limits: { maxRetries: 1 } });
+    const run = await runWithSink({ model, limits: { maxTransportAttempts: 2 } });
 
     expect(run.result.stopReason).toBe('retries_exhausted');
     expectNoneOf(['sk-proj-Zz9Yy8Xx7Ww6'], run);
-    expect(run.result.detail).toBe('task main: model call failed after 1 transport retries: upstream rejected Authorization: [redacted]');
+    expect(run.result.detail).toBe('task main: 2nd consecutive transport failure of model call 1 (HTTP 503); raise limits.maxTransportAttempts (2). Last error: upstream rejected Authorization: [redacted]');
   });
 });
 
@@ -181,7 +181,7 @@ describe('warnings and faults', () => {
 
     expect(run.result.stopReason).toBe('completed');
     expectNoneOf(['sk-live-judge42abc'], run);
-    expect(run.result.warnings).toContainEqual(expect.stringMatching(/LLM judge "judge" transport error \(rate limited for key \[redacted\]\)/));
+    expect(run.result.warnings).toContainEqual(expect.stringMatching(/LLM judge "judge" transport error \(HTTP 429: rate limited for key \[redacted\]\)/));
   });
 
   it('redacts a throwing policy hook in the detail and the error', async () => {

@@ -32,7 +32,7 @@ describe('transport layer: network, timeout, 429, 5xx', () => {
 
   it('backs off with full jitter on connection and timeout errors, then succeeds', async () => {
     const model = scriptedModel([modelError({ kind: 'connection' }), modelError({ kind: 'timeout' }), modelError({ status: 503 }), reply('Shipped.')]);
-    const { loop, clock } = createTestLoop({ model, limits: { maxRetries: 3 }, retry: { baseMs: 100, maxMs: 10_000 } });
+    const { loop, clock } = createTestLoop({ model, limits: { maxTransportAttempts: 4 }, retry: { baseMs: 100, maxMs: 10_000 } });
 
     const result = await loop.run({ goal: GOAL });
 
@@ -44,14 +44,14 @@ describe('transport layer: network, timeout, 429, 5xx', () => {
     model.assertComplete();
   });
 
-  it('stops with retries_exhausted once maxRetries transport retries are used up', async () => {
+  it('stops with retries_exhausted once one call has failed maxTransportAttempts times in a row', async () => {
     const model = scriptedModel([modelError({ status: 503 }), modelError({ status: 502 }), modelError({ status: 500, message: 'still down' })]);
-    const { loop } = createTestLoop({ model, limits: { maxRetries: 2 } });
+    const { loop } = createTestLoop({ model, limits: { maxTransportAttempts: 3 } });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 0, output: null });
-    expect(result.detail).toBe('task main: model call failed after 2 transport retries: still down; raise limits.maxRetries');
+    expect(result.detail).toBe('task main: 3rd consecutive transport failure of model call 1 (HTTP 500); raise limits.maxTransportAttempts (3). Last error: still down');
     expect(result.usage.modelCalls).toBe(3);
     model.assertComplete();
   });

@@ -114,13 +114,17 @@ describe('deadline_exceeded', () => {
     expect(result.warnings).toEqual([expect.stringContaining('partial output')]);
   });
 
-  it('stops instead of sleeping when a transport backoff would wake past the deadline', async () => {
+  it('stops instead of sleeping when a transport backoff would wake past the deadline, naming the 429 and its wait', async () => {
     const model = scriptedModel([modelError({ status: 429, retryAfterMs: 10_000 }), reply('never requested')]);
     const { loop, clock } = createTestLoop({ model, limits: { deadlineMs: 5_000 } });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'deadline_exceeded', status: 'failed', detail: 'the run passed its deadline (5000 ms); raise limits.deadlineMs', steps: 0 });
+    // The run had not passed its deadline: the 429's wait would have.
+    expect(result).toMatchObject({
+      stopReason: 'deadline_exceeded', status: 'failed', steps: 0,
+      detail: 'model call 1 failed (HTTP 429) and the server asked to wait 10000 ms (Retry-After): the retry would start 5000 ms after the deadline (5000 ms; 5000 ms were left), so the run stopped without waiting; raise limits.deadlineMs (or lower retry.maxRetryAfterMs)',
+    });
     expect(model.calls).toHaveLength(1);
     expect(result.usage.modelCalls).toBe(1);
     // It never slept into the deadline.

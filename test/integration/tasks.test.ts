@@ -49,7 +49,7 @@ describe('a three-task hybrid workflow', () => {
       reply(FORMATTED),
     ]);
     // maxRetries 1: the draft's reflection must not use up the format task's only retry.
-    const { loop } = createTestLoop({ model, tasks: weeklyReportTasks(), limits: { maxRetries: 1 } });
+    const { loop } = createTestLoop({ model, tasks: weeklyReportTasks(), limits: { maxRetries: 1, maxTransportAttempts: 2 } });
 
     const result = await loop.run({ goal: GOAL });
 
@@ -103,7 +103,7 @@ describe('onFailure', () => {
     const { loop } = createTestLoop({
       model,
       tasks: weeklyReportTasks({ draft: { onFailure: 'continue' } }),
-      limits: { maxRetries: 1 },
+      limits: { maxRetries: 1, maxTransportAttempts: 2 },
     });
 
     const result = await loop.run({ goal: GOAL });
@@ -121,7 +121,7 @@ describe('onFailure', () => {
 
   it("'stop' (the default) ends the run with the task's failure reason and the best partial output", async () => {
     const model = scriptedModel([reply(CLASSIFIED), reply('Short.'), reply('Still short.'), reply('never requested')]);
-    const { loop } = createTestLoop({ model, tasks: weeklyReportTasks(), limits: { maxRetries: 1 } });
+    const { loop } = createTestLoop({ model, tasks: weeklyReportTasks(), limits: { maxRetries: 1, maxTransportAttempts: 2 } });
 
     const result = await loop.run({ goal: GOAL });
 
@@ -138,7 +138,7 @@ describe('onFailure', () => {
     const { loop } = createTestLoop({
       model,
       tasks: weeklyReportTasks({ format: { onFailure: 'continue' } }),
-      limits: { maxRetries: 1 },
+      limits: { maxRetries: 1, maxTransportAttempts: 2 },
     });
 
     const result = await loop.run({ goal: GOAL });
@@ -163,13 +163,13 @@ describe('onFailure', () => {
       model,
       tools: [tool],
       tasks: weeklyReportTasks({ draft: { onFailure: 'continue' } }),
-      limits: { maxRetries: 1 },
+      limits: { maxTransportAttempts: 2 },
     });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'completed', detail: '2 of 3 task(s) passed evaluation', steps: 3 });
-    expect(result.warnings).toEqual([expect.stringMatching(/^task draft failed \(retries_exhausted: task draft: model call failed after 1 transport retries/)]);
+    expect(result.warnings).toEqual([expect.stringMatching(/^task draft failed \(retries_exhausted: task draft: 2nd consecutive transport failure of model call 3 \(HTTP 503\); raise limits.maxTransportAttempts \(2\)/)]);
     // Two failed calls in draft, one retried failure in format: failures count as model calls.
     expect(result.usage).toMatchObject({ modelCalls: 6, toolCalls: 1 });
     // The classify task's tool results stay in its own conversation.

@@ -225,6 +225,9 @@ function modelOutcomes(config: ModelConfiguration, context: LoopContext): Abstra
       message: failure === 'fatal' ? OUTCOME_TEXT.fatalFailure : OUTCOME_TEXT.transientFailure,
       retryDelayMs,
       at,
+      // As the driver reports a scripted HTTP error: its status, and the Retry-After of a long wait.
+      status: failure === 'fatal' ? 401 : 503,
+      ...(failure === 'transient' && retryDelayMs > ABSTRACT_TIME.shortRetryDelayMs ? { retryAfterMs: retryDelayMs } : {}),
     },
   });
   outcomes.push(
@@ -361,6 +364,8 @@ export function serializeLoopEvent(event: LoopEvent): string {
  */
 const SHARED_LIMITS = {
   deadlineMs: 1_000,
+  // No run-wide cap unless a configuration sets one (the default).
+  maxTransportRetries: Infinity,
   // Longer than the deadline: the run's deadline, not the call's own timeout, is what the exploration reaches.
   modelCallTimeoutMs: 100_000,
   evaluatorTimeoutMs: 100_000,
@@ -395,8 +400,8 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
     // Same parse error at 3 (out of reach) lets a second invalid-argument round exhaust the repair; same
     // evaluator reason at 2 lets another reason exhaust reflection unsignalled; no plan stall, as by default.
     // A per-task bound below the run's: the task fails with max_steps before the run's bound is reached.
-    name: 'one task, maxSteps 3 (2 per task), maxRetries 1',
-    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 2, maxRetries: 1 },
+    name: 'one task, maxSteps 3 (2 per task), maxRetries 1, 2 transport attempts per call',
+    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 2, maxRetries: 1, maxTransportAttempts: 2 },
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 3, sameParseError: 3 },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
@@ -405,17 +410,19 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
   {
     // Signals on the first occurrence or the second; reflection has room for a nudge and a retry.
     // A parse error signals at once, so its nudge (also from an invalid call, while repairs remain) and the stop after it fit.
-    name: 'one task, maxSteps 3, maxRetries 2',
-    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 2 },
+    // Two transport attempts per call (retries of several calls already add up to more than one per task).
+    name: 'one task, maxSteps 3, maxRetries 2, 2 transport attempts per call',
+    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 2, maxTransportAttempts: 2 },
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 2, planStall: 2, sameParseError: 1 },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
     plan: false,
   },
   {
-    // A workflow: the first task may fail and the run goes on with the second.
-    name: 'two tasks (first continues on failure), maxSteps 2, maxRetries 1',
-    limits: { ...SHARED_LIMITS, maxSteps: 2, maxStepsPerTask: 2, maxRetries: 1 },
+    // A workflow: the first task may fail and the run goes on with the second. The run may retry a failed
+    // call twice in all (maxTransportRetries), fewer than its calls' attempts allow.
+    name: 'two tasks (first continues on failure), maxSteps 2, maxRetries 1, 2 transport attempts per call, 2 in the run',
+    limits: { ...SHARED_LIMITS, maxSteps: 2, maxStepsPerTask: 2, maxRetries: 1, maxTransportAttempts: 2, maxTransportRetries: 2 },
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 1, planStall: 1, sameParseError: 2 },
     tasks: [
       { id: 'classify', onFailure: 'continue' },
@@ -429,8 +436,8 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
     // under maxSteps; a round that completes a plan item answers the nudge.
     // Four steps: a round can repeat from the second round on, and its stop after a nudge needs a third. No
     // retries (the other configurations explore them), which keeps the four steps' graph small.
-    name: 'one task, plan tool, plan stall after one step, maxSteps 4, maxRetries 0',
-    limits: { ...SHARED_LIMITS, maxSteps: 4, maxStepsPerTask: 4, maxRetries: 0 },
+    name: 'one task, plan tool, plan stall after one step, maxSteps 4, maxRetries 0, one transport attempt per call',
+    limits: { ...SHARED_LIMITS, maxSteps: 4, maxStepsPerTask: 4, maxRetries: 0, maxTransportAttempts: 1 },
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 1, sameParseError: 3 },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
@@ -439,8 +446,8 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
   {
     // One tool call for the whole run: a second tool decision stops it with budget_exhausted.
     // Results up to 64 KB: one can push the next request's estimate past the input budget.
-    name: 'one task, one tool call allowed, maxSteps 3, maxRetries 1',
-    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 1, maxToolCalls: 1, maxToolResultBytes: 65_536 },
+    name: 'one task, one tool call allowed, maxSteps 3, maxRetries 1, 2 transport attempts per call',
+    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 1, maxTransportAttempts: 2, maxToolCalls: 1, maxToolResultBytes: 65_536 },
     hugeResults: true,
     noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 1, sameParseError: 3 },
     tasks: [{ id: 'only', onFailure: 'stop' }],

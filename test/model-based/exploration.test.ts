@@ -196,26 +196,31 @@ describe.each(MODEL_CONFIGURATIONS)('loop statechart, $name', (config) => {
     expect(wrong.slice(0, QUOTED), `${wrong.length} violation(s)`).toEqual([]);
   });
 
-  it('bounds model calls: steps by maxSteps, failed calls by the transport retries of each task', () => {
+  it('bounds model calls: steps by maxSteps, each call by its transport attempts, all retries by the run-wide cap', () => {
     const graph = graphOf(config);
-    const tasks = config.tasks.length;
     const wrong: string[] = [];
     for (const [key, { context }] of graph.states) {
-      const { task, usage } = context;
+      const { task, transport, usage } = context;
       if (context.steps > limits.maxSteps) wrong.push(`steps ${context.steps} > maxSteps: ${route(graph, key)}`);
-      if (task.transportRetries > limits.maxRetries || task.reflectionRetries > limits.maxRetries) wrong.push(`retry counter over maxRetries: ${route(graph, key)}`);
+      if (task.reflectionRetries > limits.maxRetries) wrong.push(`reflection retries over maxRetries: ${route(graph, key)}`);
+      if (transport.consecutiveFailures > limits.maxTransportAttempts) wrong.push(`a call failed more often than maxTransportAttempts: ${route(graph, key)}`);
+      if (transport.retries > limits.maxTransportRetries) wrong.push(`transport retries over maxTransportRetries: ${route(graph, key)}`);
       if (task.argumentRepairs > limits.maxArgumentRepairs) wrong.push(`argument repairs over maxArgumentRepairs: ${route(graph, key)}`);
-      // Retries add across layers: maxSteps decisions, maxRetries transport retries per task, plus the one
-      // failed attempt (not a retry) of each task that failed for good (counted whether or not the run went on).
-      const bound = limits.maxSteps + tasks * limits.maxRetries + context.failedTasks;
+      // Each call counted once is a decision, the call of a task that failed for good, or the call in hand; the
+      // rest are transport retries, at most maxTransportAttempts − 1 per call. Retries never multiply with
+      // reflections: a reflection is a decision of its own.
+      const calls = context.steps + context.failedTasks + 1;
+      if (usage.modelCalls - transport.retries > calls) wrong.push(`modelCalls ${usage.modelCalls} counts more calls than ${calls}: ${route(graph, key)}`);
+      if (transport.retries > calls * (limits.maxTransportAttempts - 1)) wrong.push(`transport retries ${transport.retries} > ${calls} calls × ${limits.maxTransportAttempts - 1}: ${route(graph, key)}`);
+      const bound = limits.maxTransportAttempts * (limits.maxSteps + context.failedTasks);
       if (usage.modelCalls > bound) wrong.push(`modelCalls ${usage.modelCalls} > ${bound}: ${route(graph, key)}`);
     }
     expect(wrong.slice(0, QUOTED), `${wrong.length} violation(s)`).toEqual([]);
   });
 
-  it('keeps modelCalls within maxSteps + tasks × maxRetries when no task failed for good', () => {
+  it('keeps modelCalls within maxTransportAttempts × maxSteps when no task failed for good', () => {
     const graph = graphOf(config);
-    const bound = limits.maxSteps + config.tasks.length * limits.maxRetries;
+    const bound = limits.maxTransportAttempts * limits.maxSteps;
     const over = [...graph.states].filter(([, { context }]) => context.failedTasks === 0 && context.usage.modelCalls > bound);
     expect(over.slice(0, QUOTED).map(([key]) => route(graph, key)), `${over.length} state(s)`).toEqual([]);
   });

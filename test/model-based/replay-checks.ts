@@ -28,9 +28,12 @@ export function stateName(snapshot: LoopSnapshot): string {
   return `${parent}.${String(child)}`;
 }
 
-/** The input-budget detail quotes the request estimate, which is the driver's own (the abstraction uses a class). */
+/**
+ * The input-budget detail quotes the request estimate, and a backoff past the deadline the times around it, which
+ * are the driver's own (the abstraction uses a class: a time "within" the deadline).
+ */
 function normalizeDetail(detail: string): string {
-  return detail.replace(/~\d+ input tokens/, '~N input tokens');
+  return detail.replace(/~\d+ input tokens/, '~N input tokens').replace(/start \d+ ms after the deadline \((\d+) ms; \d+ ms were left\)/, 'start N ms after the deadline ($1 ms; N ms were left)');
 }
 
 const SKIPPED_TASK_WARNING = /^task .+ failed \(.+\) and was skipped/;

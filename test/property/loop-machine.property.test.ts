@@ -61,6 +61,8 @@ const JUDGE_AFTER_CROSSING: [ConfigurationKnobs, number[]] = [
     maxToolCalls: 100,
     plan: false,
     maxRetries: 0,
+    maxTransportAttempts: 1,
+    maxTransportRetries: Infinity,
     maxArgumentRepairs: 0,
     repeatedToolCall: 2,
     unchangedState: 2,
@@ -107,12 +109,12 @@ const LEGITIMATE_WORK = [
 
 describe('the default no-progress thresholds and legitimate work (property-based)', () => {
   it('never stop a loop of distinct calls with new results, changing answers and transient failures with no_progress', () => {
-    const longRun = fc.record({ maxSteps: fc.integer({ min: 10, max: 60 }), tasks: fc.integer({ min: 1, max: 3 }), maxRetries: fc.integer({ min: 0, max: 4 }) });
+    const longRun = fc.record({ maxSteps: fc.integer({ min: 10, max: 60 }), tasks: fc.integer({ min: 1, max: 3 }), maxRetries: fc.integer({ min: 0, max: 4 }), maxTransportAttempts: fc.integer({ min: 1, max: 4 }) });
     let runs = 0;
     const reasons = new Map<StopReason, number>();
     fc.assert(
-      fc.property(longRun, choices, ({ maxSteps, tasks, maxRetries }, picks) => {
-        const base = configurationFrom({ ...JUDGE_AFTER_CROSSING[0], maxSteps, maxStepsPerTask: 100, maxToolCalls: 1_000, maxRetries, deadlineMs: 1e9, onFailure: Array.from({ length: tasks }, () => 'continue' as const), lightCallsToCross: { input: 1_000, output: 1_000, cost: 1_000 } });
+      fc.property(longRun, choices, ({ maxSteps, tasks, maxRetries, maxTransportAttempts }, picks) => {
+        const base = configurationFrom({ ...JUDGE_AFTER_CROSSING[0], maxSteps, maxStepsPerTask: 100, maxToolCalls: 1_000, maxRetries, maxTransportAttempts, deadlineMs: 1e9, onFailure: Array.from({ length: tasks }, () => 'continue' as const), lightCallsToCross: { input: 1_000, output: 1_000, cost: 1_000 } });
         const config = { ...base, noProgress: { ...DEFAULT_NO_PROGRESS } };
         const actor = createActor(loopMachine, { input: modelInput(config) }).start();
         for (let index = 0; actor.getSnapshot().status !== 'done' && index < 10_000; index++) {

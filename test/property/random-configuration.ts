@@ -20,6 +20,10 @@ export interface ConfigurationKnobs {
   /** The built-in plan tool: rounds may update the plan, and only then can the plan stall. */
   plan: boolean;
   maxRetries: number;
+  /** Attempts per model call against transport failures. */
+  maxTransportAttempts: number;
+  /** Transport retries of the whole run; Infinity (the default) most of the time. */
+  maxTransportRetries: number;
   maxArgumentRepairs: number;
   repeatedToolCall: number;
   unchangedState: number;
@@ -51,6 +55,8 @@ export const configurationKnobs: fc.Arbitrary<ConfigurationKnobs> = fc.record({
   maxToolCalls: fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 1, max: 10 }) }, { weight: 3, arbitrary: fc.constant(NEVER_CROSSED) }),
   plan: fc.boolean(),
   maxRetries: fc.integer({ min: 0, max: 4 }),
+  maxTransportAttempts: fc.integer({ min: 1, max: 4 }),
+  maxTransportRetries: fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 0, max: 6 }) }, { weight: 2, arbitrary: fc.constant(Infinity) }),
   maxArgumentRepairs: fc.integer({ min: 0, max: 2 }),
   repeatedToolCall: threshold,
   unchangedState: threshold,
@@ -87,10 +93,12 @@ export function configurationFrom(knobs: ConfigurationKnobs): ModelConfiguration
   const maxCostUsd = light.costUsd * (cost - 0.5);
   const dearCall: CallUsage = { inputTokens: light.inputTokens, outputTokens: light.outputTokens, costUsd: maxCostUsd };
   return {
-    name: `random: maxSteps ${knobs.maxSteps}, maxRetries ${knobs.maxRetries}, tasks ${knobs.onFailure.join('/')}`,
+    name: `random: maxSteps ${knobs.maxSteps}, maxRetries ${knobs.maxRetries}, maxTransportAttempts ${knobs.maxTransportAttempts}, maxTransportRetries ${knobs.maxTransportRetries}, tasks ${knobs.onFailure.join('/')}`,
     limits: {
       maxSteps: knobs.maxSteps,
       maxRetries: knobs.maxRetries,
+      maxTransportAttempts: knobs.maxTransportAttempts,
+      maxTransportRetries: knobs.maxTransportRetries,
       maxArgumentRepairs: knobs.maxArgumentRepairs,
       deadlineMs: knobs.deadlineMs,
       maxInputTokens,
@@ -131,12 +139,16 @@ export const configurations: fc.Arbitrary<ModelConfiguration> = configurationKno
  * - 1 `run.started`;
  * - ≤ maxSteps `model.responded` (the gate checks `steps < maxSteps` before every `deciding`, and steps are
  *   counted across the run), each followed by at most one `tools.completed` or `evaluation.completed`;
- * - per task ≤ maxRetries `model.failed` that schedule a backoff (`transportRetries`, reset only by the next
- *   task) plus one `backoff.elapsed` each, and one more `model.failed` that ends the task or the run;
+ * - transport retries, each a `model.failed` that schedules a backoff plus its `backoff.elapsed`: at most
+ *   maxTransportAttempts − 1 per call (a reply resets the count), the calls being the decisions and one per task
+ *   that fails for good, and at most maxTransportRetries in all;
+ * - per task one more `model.failed` that ends the task or the run;
  * - 1 interruption (cancel, deadline, fault, withheld), which always ends the run.
  * Reflection retries and argument repairs cost a decision each, so they are inside the maxSteps terms.
  */
 export function eventBound(config: ModelConfiguration): number {
-  const { maxSteps, maxRetries } = config.limits;
-  return 1 + 2 * maxSteps + config.tasks.length * (2 * maxRetries + 1) + 1;
+  const { maxSteps, maxTransportAttempts, maxTransportRetries } = config.limits;
+  const tasks = config.tasks.length;
+  const retries = Math.min(maxTransportRetries, (maxTransportAttempts - 1) * (maxSteps + tasks));
+  return 1 + 2 * maxSteps + 2 * retries + tasks + 1;
 }

@@ -127,16 +127,21 @@ export function runToEnd(config: ModelConfiguration, choices: readonly number[],
     throw new RunViolation(`${message}\n  after ${trail.length} event(s): ${trail.join(' > ') || '(none)'}`);
   };
   const checkCounters = ({ context }: LoopSnapshot) => {
-    const { task, usage } = context;
+    const { task, transport, usage } = context;
     if (context.steps > limits.maxSteps) fail(`steps ${context.steps} > maxSteps ${limits.maxSteps}`);
-    if (task.transportRetries > limits.maxRetries || task.reflectionRetries > limits.maxRetries) fail(`retry counter over maxRetries: ${JSON.stringify(task)}`);
+    if (task.reflectionRetries > limits.maxRetries) fail(`reflection retries over maxRetries: ${JSON.stringify(task)}`);
+    if (transport.consecutiveFailures > limits.maxTransportAttempts) fail(`a call failed more often than maxTransportAttempts: ${JSON.stringify(transport)}`);
+    if (transport.retries > limits.maxTransportRetries) fail(`transport retries over maxTransportRetries: ${JSON.stringify(transport)}`);
     if (task.argumentRepairs > limits.maxArgumentRepairs) fail(`argument repairs ${task.argumentRepairs} > maxArgumentRepairs ${limits.maxArgumentRepairs}`);
-    // Retries add across layers: maxSteps decisions, maxRetries transport retries per task, one failed attempt per
-    // task failed for good; an LLM judge's call is counted too, one per judged evaluation.
+    // Retries add across layers, never multiply: each call of the loop (a decision, or the call of a task failed for
+    // good) makes at most maxTransportAttempts attempts, and all retries together at most maxTransportRetries; an LLM
+    // judge's call is counted too, one per judged evaluation.
     const judgedEvaluations = sent.filter((event) => event.type === 'evaluation.completed' && event.usage !== null).length;
     // A model call cut short by an interruption is counted without being a step.
     const interruptedCalls = sent.reduce((sum, event) => sum + (event.type.startsWith('run.') && 'modelCalls' in event ? (event.modelCalls ?? 0) : 0), 0);
-    const callBound = limits.maxSteps + config.tasks.length * limits.maxRetries + context.failedTasks + judgedEvaluations + interruptedCalls;
+    const loopCalls = limits.maxSteps + context.failedTasks;
+    const loopAttempts = Math.min(limits.maxTransportAttempts * loopCalls, loopCalls + limits.maxTransportRetries);
+    const callBound = loopAttempts + judgedEvaluations + interruptedCalls;
     if (usage.modelCalls > callBound) fail(`modelCalls ${usage.modelCalls} > ${callBound}`);
     if (context.completedTasks + context.failedTasks > config.tasks.length) fail('more tasks finished than planned');
   };

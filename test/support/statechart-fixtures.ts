@@ -27,6 +27,7 @@ import type {
   TaskCounters,
   TaskPlan,
   ToolRoundSummary,
+  TransportCounters,
   Usage,
 } from '../../machines/types.js';
 
@@ -36,6 +37,8 @@ import type {
 export const TEST_LIMITS: Readonly<LoopLimits> = Object.freeze({
   maxSteps: 10,
   maxRetries: 2,
+  maxTransportAttempts: 3,
+  maxTransportRetries: Infinity,
   deadlineMs: 60_000,
   maxInputTokens: 10_000,
   maxOutputTokens: 5_000,
@@ -78,22 +81,24 @@ export function loopInput({ limits, noProgress, tasks }: LoopInputOverrides = {}
   };
 }
 
-export interface ContextOverrides extends Partial<Omit<LoopContext, 'limits' | 'noProgress' | 'usage' | 'task' | 'progress'>> {
+export interface ContextOverrides extends Partial<Omit<LoopContext, 'limits' | 'noProgress' | 'usage' | 'task' | 'transport' | 'progress'>> {
   limits?: Partial<LoopLimits>;
   noProgress?: Partial<NoProgressThresholds>;
   usage?: Partial<Usage>;
   task?: Partial<TaskCounters>;
+  transport?: Partial<TransportCounters>;
   progress?: Partial<ProgressState>;
 }
 
 /** A context fresh from `createInitialContext` (the run not started), with any field or nested field replaced. */
-export function contextWith({ limits, noProgress, usage, task, progress, ...rest }: ContextOverrides = {}): LoopContext {
+export function contextWith({ limits, noProgress, usage, task, transport, progress, ...rest }: ContextOverrides = {}): LoopContext {
   const base = createInitialContext({ input: loopInput({ limits, noProgress, tasks: rest.tasks }) });
   return {
     ...base,
     ...rest,
     usage: { ...base.usage, ...usage },
     task: { ...base.task, ...task },
+    transport: { ...base.transport, ...transport },
     progress: { ...base.progress, ...progress },
   };
 }
@@ -265,14 +270,17 @@ export const evaluationRejected = (reason: string, options?: EvaluationOptions):
 /** A `model.failed` event: a transient 503 unless `failure` is fatal (then a 401). */
 export function modelFailed(
   failure: ModelFailureKind = 'transient',
-  options: { at?: number; retryDelayMs?: number; message?: string } = {},
+  options: { at?: number; retryDelayMs?: number; message?: string; status?: number; retryAfterMs?: number; transportRetries?: number; modelCalls?: number } = {},
 ): LoopEvent {
+  const { at, retryDelayMs, message, status, ...rest } = options;
   return {
     type: 'model.failed',
-    at: options.at ?? EVENT_AT,
+    at: at ?? EVENT_AT,
     failure,
-    message: options.message ?? (failure === 'fatal' ? '401 invalid api key' : '503 service unavailable'),
-    retryDelayMs: options.retryDelayMs ?? RETRY_DELAY_MS,
+    message: message ?? (failure === 'fatal' ? '401 invalid api key' : '503 service unavailable'),
+    retryDelayMs: retryDelayMs ?? RETRY_DELAY_MS,
+    status: status ?? (failure === 'fatal' ? 401 : 503),
+    ...rest,
   };
 }
 
