@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { getPendingEffect } from './pending-effect.js';
-import { DEFAULT_NO_PROGRESS } from '../src/constants.js';
+import { DEFAULT_NO_PROGRESS } from '../src/engine/constants.js';
 import type { LoopEvent } from './types.js';
 import {
   backoffElapsed,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LoopstateError } from '../errors.js';
+import { LoopstateError } from '../contracts/errors.js';
 import { DEFAULT_SCRIPTED_USAGE, emptyReply, modelError, modelErrorKindForStatus, reply, toolCall } from './script-steps.js';
 
 describe('reply and emptyReply', () => {

@@ -2,8 +2,8 @@
  * Builders of scripted model steps: one step answers one model call. Steps are
  * plain data so a test can read its script; tool call ids are filled in when a step is played.
  */
-import { LoopstateError, type ModelErrorKind } from '../errors.js';
-import type { ModelRequest, ModelUsage } from '../model/types.js';
+import { LoopstateError, type ModelErrorKind } from '../contracts/errors.js';
+import type { ModelRequest, ModelUsage } from '../contracts/model.js';
 
 /**
  * Usage every scripted step reports unless it sets its own: small, fixed, so cost budgets are exercised offline.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ModelCallError, ScriptExhaustedError } from '../errors.js';
-import type { Message, ModelRequest } from '../model/types.js';
+import { ModelCallError, ScriptExhaustedError } from '../contracts/errors.js';
+import type { Message, ModelRequest } from '../contracts/model.js';
 import { emptyReply, modelError, reply, scriptedModel, toolCall } from './index.js';
 
 const request = (messages: Message[] = [{ role: 'user', content: 'Where is O-101?' }], signal = new AbortController().signal): ModelRequest => ({

@@ -3,10 +3,10 @@
  * call, a clear error when the script runs out, `assertComplete()` for unused steps, and every
  * request recorded in `calls`.
  */
-import { ModelCallError, ScriptExhaustedError } from '../errors.js';
-import type { Message, Model, ModelRequest, ModelResponse } from '../model/types.js';
+import { ModelCallError, ScriptExhaustedError } from '../contracts/errors.js';
+import type { Message, Model, ModelRequest, ModelResponse } from '../contracts/model.js';
 import { invalidScript, type ScriptStep, type ScriptStepResult } from './script-steps.js';
-import { untilAborted } from '../runtime/interruption.js';
+import { untilAborted } from '../engine/runtime/interruption.js';
 
 /**
  * The scripted model: a `Model` plus what a test inspects afterwards.

@@ -2,7 +2,7 @@
  * A clock for tests: time moves only when code sleeps or the test advances it, so backoffs,
  * deadlines and latencies are exact and instant (never real sleeps).
  */
-import type { Clock } from '../runtime/clock.js';
+import type { Clock } from '../engine/runtime/clock.js';
 
 export interface VirtualClock extends Clock {
   /** Moves time forward, firing timers that fall due. */

@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loopMachine } from '../../machines/index.js';
-import { runCli } from '../../src/cli/run-cli.js';
-import { statechartGraph } from '../../src/inspect/statechart-graph.js';
+import { runCli } from '../../src/tooling/cli/run-cli.js';
+import { statechartGraph } from '../../src/tooling/viewer/statechart-graph.js';
 import { writeSampleTrace } from '../support/sample-run.js';
 import { CHROMIUM, ensureChromium } from '../support/ensure-chromium.js';
 

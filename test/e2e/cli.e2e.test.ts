@@ -11,10 +11,10 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunResult } from '../../src/runtime/run-result.js';
+import type { RunResult } from '../../src/engine/runtime/run-result.js';
 import { replyStep } from '../support/openai-fixtures.js';
 import { startOpenAIServer } from '../support/openai-server.js';
-import { traceEventSchema } from '../../src/trace/trace-schema.js';
+import { traceEventSchema } from '../../src/contracts/trace-schema.js';
 
 const run = promisify(execFile);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

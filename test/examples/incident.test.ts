@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CHECK_AFTER_RESTART, DIAGNOSTICS, restarts, runIncidentExample } from '../../examples/incident.js';
-import { BUNDLED_EXAMPLES } from '../../src/cli/bundled-examples.js';
+import { BUNDLED_EXAMPLES } from '../../src/tooling/cli/bundled-examples.js';
 
 describe('examples/incident', () => {
   it('investigates, waits for approval of the restart, and is resumed from the store exactly there', async () => {

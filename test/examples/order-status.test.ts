@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createOrderLoop, goal, offlineOrderModel, orderLoopConfig } from '../../examples/order-status.js';
 import { createLoop } from '../../src/index.js';
 import { reply, scriptedModel, toolCall } from '../../src/testing/index.js';
-import { rebuildRun } from '../../src/trace/rebuild-run.js';
+import { rebuildRun } from '../../src/engine/trace/rebuild-run.js';
 
 describe('order-status example (seed 000)', () => {
   it('repairs a malformed order id once, looks the order up, and answers within its step bound', async () => {

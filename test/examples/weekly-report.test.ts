@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createWeeklyReportLoop, goal, offlineWeeklyReportModel } from '../../examples/weekly-report.js';
-import { rebuildRun } from '../../src/trace/rebuild-run.js';
+import { rebuildRun } from '../../src/engine/trace/rebuild-run.js';
 
 describe('weekly-report example (seed 001)', () => {
   it('runs classify → draft → format; the draft fails twice as non-JSON and passes on the third attempt with the reasons fed back', async () => {

@@ -9,9 +9,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readCassette } from '../../src/model/cassette/cassette-format.js';
-import { recordModel } from '../../src/model/cassette/record-model.js';
-import type { ModelRequest } from '../../src/model/types.js';
+import { readCassette } from '../../src/adapters/cassette/cassette-format.js';
+import { recordModel } from '../../src/adapters/cassette/record-model.js';
+import type { ModelRequest } from '../../src/contracts/model.js';
 import { reply, scriptedModel } from '../../src/testing/index.js';
 
 let folder: string;

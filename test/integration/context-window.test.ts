@@ -4,10 +4,10 @@
  * result or loses one the model has not answered yet.
  */
 import { describe, expect, it } from 'vitest';
-import { CONTEXT_SUMMARY_PROMPT } from '../../src/constants.js';
-import { checkMessages } from '../../src/conversation/prior-conversation.js';
+import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/constants.js';
+import { checkMessages } from '../../src/engine/conversation/prior-conversation.js';
 import type { LoopConfig, Message, ModelRequest, RunResult, TraceEvent } from '../../src/index.js';
-import { Transcript } from '../../src/runtime/transcript.js';
+import { Transcript } from '../../src/engine/runtime/transcript.js';
 import { modelError, reply, scriptedModel, toolCall, type ScriptStep } from '../../src/testing/index.js';
 import { createTestLoop, recordingTool } from './helpers.js';
 

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { createOrderLoop } from '../../examples/order-status.js';
 import { createLoop, defineTool, evaluators, openaiModel, type RunResult, type TraceEvent } from '../../src/index.js';
 import { virtualClock } from '../../src/testing/index.js';
-import { traceEventSchema } from '../../src/trace/trace-schema.js';
+import { traceEventSchema } from '../../src/contracts/trace-schema.js';
 import { chatChunks, replyStep } from '../support/openai-fixtures.js';
 import { useOpenAIServer, type OpenAITestServer } from '../support/openai-server.js';
 

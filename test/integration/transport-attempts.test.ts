@@ -5,7 +5,7 @@
  * the scripted model; every wait runs on the virtual clock.
  */
 import { describe, expect, it } from 'vitest';
-import { CONTEXT_SUMMARY_PROMPT } from '../../src/constants.js';
+import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/constants.js';
 import { createLoop, openaiModel, type ModelRequest, type RunResult, type TraceEvent } from '../../src/index.js';
 import { modelError, reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from '../../src/testing/index.js';
 import { apiError, replyStep } from '../support/openai-fixtures.js';

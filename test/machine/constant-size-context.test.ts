@@ -5,7 +5,7 @@
 import { createActor } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { loopMachine } from '../../machines/index.js';
-import { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS } from '../../src/constants.js';
+import { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS } from '../../src/engine/constants.js';
 
 function contextSizeAfter(steps: number): { size: number; keys: string } {
   const actor = createActor(loopMachine, {

@@ -26,7 +26,7 @@ import {
   type LabelledPath,
   type LoopGraphEdge,
 } from './loop-graph.js';
-import { createTransitionTracer } from '../../src/verify/transition-catalog.js';
+import { createTransitionTracer } from '../../src/tooling/verify/transition-catalog.js';
 import { EXPECTED_STATUS } from '../support/statechart-fixtures.js';
 
 const graphs = new Map<ModelConfiguration, LoopGraph>();

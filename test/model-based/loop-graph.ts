@@ -16,7 +16,7 @@ import {
   serializeLoopSnapshot,
   type ModelConfiguration,
 } from './abstract-events.js';
-import { createTransitionTracer, listTransitionDefinitions, type TransitionEntry } from '../../src/verify/transition-catalog.js';
+import { createTransitionTracer, listTransitionDefinitions, type TransitionEntry } from '../../src/tooling/verify/transition-catalog.js';
 
 /** Safety net: the traversal throws instead of running away if a configuration's space explodes. */
 export const TRAVERSAL_LIMIT = 200_000;

@@ -33,7 +33,7 @@ import {
   type ScriptedResponse,
   type ScriptStepResult,
 } from '../../src/testing/index.js';
-import { CHARS_PER_TOKEN_ESTIMATE } from '../../src/constants.js';
+import { CHARS_PER_TOKEN_ESTIMATE } from '../../src/engine/constants.js';
 import { ABSTRACT_PRICE, ABSTRACT_TIME, OUTCOME_TEXT, type ModelConfiguration } from './abstract-events.js';
 import type { LabelledPath, LabelledStep } from './loop-graph.js';
 import { checkReplay, roundClassOf } from './replay-checks.js';

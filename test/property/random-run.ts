@@ -9,7 +9,7 @@ import { loopMachine } from '../../machines/loop-machine.js';
 import { getPendingEffect, type LoopSnapshot, type PendingEffect } from '../../machines/pending-effect.js';
 import { STOP_REASONS, type CallUsage, type LoopContext, type LoopEvent, type LoopOutput, type StopReason } from '../../machines/types.js';
 import { abstractOutcomes, modelInput, serializeLoopSnapshot, type AbstractOutcome, type ModelConfiguration } from '../model-based/abstract-events.js';
-import type { TransitionTracer } from '../../src/verify/transition-catalog.js';
+import type { TransitionTracer } from '../../src/tooling/verify/transition-catalog.js';
 import { eventBound } from './random-configuration.js';
 import { EXPECTED_STATUS } from '../support/statechart-fixtures.js';
 

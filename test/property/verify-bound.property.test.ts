@@ -8,13 +8,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { CONTEXT_SUMMARY_PROMPT } from '../../src/constants.js';
+import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/constants.js';
 import { createLoop, defineTool, evaluators, type LoopConfig, type ModelRequest } from '../../src/index.js';
-import { loopConfigOf } from '../../src/loop.js';
+import { loopConfigOf } from '../../src/engine/loop.js';
 import { emptyReply, modelError, reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from '../../src/testing/index.js';
-import { verifyLoopConfig } from '../../src/verify/verify-loop.js';
-import { modelCallBound } from '../../src/verify/worst-case.js';
-import { verifyModelOf } from '../../src/verify/verify-model.js';
+import { verifyLoopConfig } from '../../src/tooling/verify/verify-loop.js';
+import { modelCallBound } from '../../src/tooling/verify/worst-case.js';
+import { verifyModelOf } from '../../src/tooling/verify/verify-model.js';
 
 const shape = fc.record({
   maxSteps: fc.integer({ min: 1, max: 4 }),

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { runCli } from '../../src/cli/run-cli.js';
+import { runCli } from '../../src/tooling/cli/run-cli.js';
 
 const normalize = (text: string) => text.replace(/run_[a-z0-9]+_[a-z0-9]+/g, 'run_ID').replace(/\b\d+ ms\b/g, 'N ms').trimEnd();
 

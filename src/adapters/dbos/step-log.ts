@@ -1,0 +1,111 @@
+/**
+ * A run's workflow as DBOS sees it: every effect of the driver is one DBOS step, and the leg ends with
+ * a step that records how it stopped.
+ *
+ * Why the steps are re-entered the way they are: DBOS recovers a workflow by running its function again
+ * from the start, serving each step it recorded by position. The run's state, though, lives in the
+ * journal (written inside each effect step, in the same Postgres), and a resumed run is rebuilt from it,
+ * not from the step outputs. So a re-entered workflow first *drains* the steps it recorded before:
+ * each comes back recorded, without running, until the first position nothing was recorded at. That
+ * position gets an `entered` marker (a no-op step), and the leg is driven on from the journal with fresh
+ * steps, so step positions and journal never disagree. A leg whose end was recorded is not driven again.
+ * All steps share one name because a drained position can hold any of them.
+ */
+import type { DBOS as DBOSType } from '@dbos-inc/dbos-sdk';
+import type { LoopEvent } from '../../../machines/types.js';
+import type { RunResult } from '../../engine/runtime/run-result.js';
+
+/** The name of every step of a run's workflow. */
+export const RUN_STEP_NAME = 'loopstate.step';
+
+/**
+ * How a leg stopped: at a stop of the run; handed to a successor workflow after `stepsPerWorkflow`
+ * effects, or after a store error (`failure`: the successor tries again from the journal); or refused the decisions it was given (nothing changed; `result` is the stop the run still waits at).
+ */
+export type LegOutcome =
+  | { kind: 'stopped'; result: RunResult }
+  | { kind: 'handoff'; effects: number; failure?: string }
+  | { kind: 'refused'; code: string; message: string; result: RunResult | null };
+
+/** What a leg given decisions recorded of them before driving: `approve` reads it to answer the person. */
+export type DecisionsVerdict = { kind: 'decisions'; accepted: true } | { kind: 'decisions'; accepted: false; code: string; message: string };
+
+type StepOutput =
+  | { kind: 'entered' }
+  | DecisionsVerdict
+  | { kind: 'effect'; effect: string; event: string }
+  | { kind: 'effect-failed'; effect: string; message: string }
+  | { kind: 'leg-end'; outcome: LegOutcome };
+
+/** Thrown out of the driver when a workflow has run its share of effects: a successor continues the run. */
+export class LegHandoff extends Error {
+  constructor(readonly effects: number) {
+    super(`the workflow ran ${effects} effects; a successor workflow continues the run`);
+    this.name = 'LegHandoff';
+  }
+}
+
+export class StepLog {
+  private effects = 0;
+
+  constructor(
+    private readonly dbos: typeof DBOSType,
+    private readonly stepsPerWorkflow: number,
+  ) {}
+
+  /** Drains what an earlier execution of this workflow recorded: its leg's outcome if it ended, else null (drive it now). */
+  async enter(): Promise<LegOutcome | null> {
+    for (;;) {
+      let fresh = false;
+      const output = await this.dbos.runStep(async (): Promise<StepOutput> => {
+        fresh = true;
+        return { kind: 'entered' };
+      }, { name: RUN_STEP_NAME });
+      if (fresh) return null;
+      if (output.kind === 'leg-end') return output.outcome;
+      // An earlier `entered` or effect: its outcome is in the journal the leg is rebuilt from.
+    }
+  }
+
+  /** One effect as one step; past the workflow's share, the run goes on in a successor instead. */
+  readonly effect = async (kind: string, perform: () => Promise<LoopEvent>): Promise<LoopEvent> => {
+    if (this.effects >= this.stepsPerWorkflow) throw new LegHandoff(this.effects);
+    this.effects += 1;
+    let event: LoopEvent | undefined;
+    let failure: unknown;
+    await this.dbos.runStep(async (): Promise<StepOutput> => {
+      // A failure (a store conflict, a lost lease) is not recorded as the step's outcome: a recorded
+      // error would be thrown again on every recovery of this workflow.
+      try {
+        event = await perform();
+        return { kind: 'effect', effect: kind, event: event.type };
+      } catch (error) {
+        failure = error;
+        return { kind: 'effect-failed', effect: kind, message: error instanceof Error ? error.message : String(error) };
+      }
+    }, { name: RUN_STEP_NAME });
+    if (failure !== undefined) throw failure;
+    if (event === undefined) throw new Error('loopstate: a DBOS step of this leg was recorded before the leg was entered; the workflow is not the one that recorded it');
+    return event;
+  };
+
+  /** Records whether the decisions the leg was given fit the run (once: a re-entered leg finds it among the drained steps). */
+  async verdict(check: () => Promise<unknown>): Promise<DecisionsVerdict> {
+    const output = await this.dbos.runStep(async (): Promise<StepOutput> => {
+      try {
+        await check();
+        return { kind: 'decisions', accepted: true };
+      } catch (error) {
+        const { code, message } = error as { code?: unknown; message?: unknown };
+        return { kind: 'decisions', accepted: false, code: typeof code === 'string' ? code : 'approval_refused', message: typeof message === 'string' ? message : String(error) };
+      }
+    }, { name: RUN_STEP_NAME });
+    return output.kind === 'decisions' ? output : { kind: 'decisions', accepted: true };
+  }
+
+  /** Records how the leg stopped (once; a re-entered workflow finds it in `enter`). */
+  async end(outcome: LegOutcome): Promise<LegOutcome> {
+    const output = await this.dbos.runStep(async (): Promise<StepOutput> => ({ kind: 'leg-end', outcome: JSON.parse(JSON.stringify(outcome)) as LegOutcome }), { name: RUN_STEP_NAME });
+    return output.kind === 'leg-end' ? output.outcome : outcome;
+  }
+}

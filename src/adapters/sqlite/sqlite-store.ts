@@ -1,0 +1,187 @@
+/**
+ * The embedded default store on better-sqlite3: one file, WAL journal, `synchronous=NORMAL` (a commit
+ * survives a process crash; an OS crash or power loss may lose the last commits, never corrupt the
+ * file), or `durability: 'full'` to fsync every commit. Loaded on first use, so importing loopstate
+ * never loads the native module.
+ */
+import { createRequire } from 'node:module';
+import type BetterSqlite3 from 'better-sqlite3';
+import { LoopConfigError } from '../../contracts/errors.js';
+import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
+import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
+import { SQLITE_SCHEMA } from './sqlite-schema.js';
+
+/**
+ * Options of `sqliteStore`.
+ * @example
+ * const options: SqliteStoreOptions = { path: 'loops.db', durability: 'full' };
+ */
+export interface SqliteStoreOptions {
+  /** The database file; created with its tables when missing. */
+  path: string;
+  /** `normal` (default): WAL with synchronous=NORMAL. `full`: synchronous=FULL, an fsync per commit. */
+  durability?: 'normal' | 'full';
+  /** How long a writer waits for another process's write lock, in ms (default 5 000). */
+  busyTimeoutMs?: number;
+  /** A checkpoint folds the WAL back into the database after this many appends (default 1 000). */
+  checkpointEvery?: number;
+  /** The WAL file is truncated to this size after a checkpoint (default 64 MiB). */
+  journalSizeLimitBytes?: number;
+  /** How often a paused run looks whether the pause was lifted, in ms (default 500). */
+  pausePollMs?: number;
+}
+
+type Database = BetterSqlite3.Database;
+
+function openDatabase(options: SqliteStoreOptions): Database {
+  const require = createRequire(import.meta.url);
+  const Driver = require('better-sqlite3') as typeof BetterSqlite3;
+  const db = new Driver(options.path);
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5_000}`);
+  db.pragma(`journal_size_limit = ${options.journalSizeLimitBytes ?? 64 * 1024 * 1024}`);
+  db.exec(SQLITE_SCHEMA);
+  return db;
+}
+
+function checkOptions(options: SqliteStoreOptions): void {
+  const issues: { path: string; message: string }[] = [];
+  if (typeof options?.path !== 'string' || options.path === '') issues.push({ path: 'path', message: 'expected a file path (or ":memory:")' });
+  if (options?.durability !== undefined && options.durability !== 'normal' && options.durability !== 'full') issues.push({ path: 'durability', message: 'expected "normal" or "full"' });
+  for (const key of ['busyTimeoutMs', 'checkpointEvery', 'journalSizeLimitBytes', 'pausePollMs'] as const) {
+    const value = options?.[key];
+    if (value !== undefined && !(Number.isInteger(value) && value > 0)) issues.push({ path: key, message: 'expected a positive integer' });
+  }
+  if (issues.length > 0) throw new LoopConfigError({ issues });
+}
+
+/**
+ * A store in one SQLite file, shared safely by the processes of one machine.
+ * @example
+ * const loop = createLoop({ model, tools, store: sqliteStore({ path: 'loops.db' }) });
+ * const result = await loop.resume('order-O-101'); // after a crash, in a new process
+ */
+export function sqliteStore(options: SqliteStoreOptions): Store {
+  checkOptions(options);
+  let db: Database | null = null;
+  let statements: ReturnType<typeof prepare> | null = null;
+  let writes: ReturnType<typeof prepareWrites> | null = null;
+  let appendsSinceCheckpoint = 0;
+  const checkpointEvery = options.checkpointEvery ?? 1_000;
+  const use = () => {
+    db ??= openDatabase(options);
+    statements ??= prepare(db);
+    writes ??= prepareWrites(db, statements);
+    return { db, statements, writes };
+  };
+  return {
+    pausePollMs: options.pausePollMs ?? 500,
+    async createRun(runId, body, lease) {
+      return use().statements.insertRun.run(runId, body, lease.owner, lease.until).changes === 1;
+    },
+    async readRun(runId): Promise<RunRow | null> {
+      const row = use().statements.readRun.get(runId) as { body: string; lease_owner: string | null; lease_until: number; cancel_requested: number } | undefined;
+      return row ? { runId, body: row.body, leaseOwner: row.lease_owner, leaseUntil: row.lease_until, cancelRequested: row.cancel_requested === 1 } : null;
+    },
+    async acquireLease(runId, lease: Lease, now, takeOverFrom) {
+      return use().statements.acquireLease.run(lease.owner, lease.until, runId, now, lease.owner, takeOverFrom ?? null).changes === 1;
+    },
+    async releaseLease(runId, owner) {
+      use().statements.releaseLease.run(runId, owner);
+    },
+    async append(runId, rows, lease, runBody) {
+      const { db, writes } = use();
+      writes.append.immediate(runId, rows, lease, runBody);
+      if (++appendsSinceCheckpoint >= checkpointEvery) {
+        appendsSinceCheckpoint = 0;
+        // PASSIVE never waits for readers; journal_size_limit then keeps the WAL file small.
+        db.pragma('wal_checkpoint(PASSIVE)');
+      }
+    },
+    async readJournal(runId, afterSeq) {
+      return use().statements.readJournal.all(runId, afterSeq) as StoreRow[];
+    },
+    async writeSnapshot(runId, row, lease) {
+      use().writes.snapshot.immediate(runId, row, lease);
+    },
+    async latestSnapshot(runId) {
+      return (use().statements.latestSnapshot.get(runId) as StoreRow | undefined) ?? null;
+    },
+    async requestCancel(runId) {
+      return use().statements.requestCancel.run(runId).changes === 1;
+    },
+    async setPaused(reason) {
+      use().statements.setPaused.run(reason);
+    },
+    async readControl(runId): Promise<RunControl> {
+      const row = use().statements.readControl.get(runId) as { paused: string | null; cancel_requested: number | null } | undefined;
+      return { paused: row?.paused ?? null, cancelRequested: row?.cancel_requested === 1 };
+    },
+    async readLedger(tenantId) {
+      return (use().statements.readLedger.get(tenantId) as { body: string; version: number } | undefined) ?? null;
+    },
+    async writeLedger(tenantId, body, expectedVersion) {
+      const { statements } = use();
+      if (expectedVersion === null) return statements.insertLedger.run(tenantId, body).changes === 1;
+      return statements.updateLedger.run(body, tenantId, expectedVersion).changes === 1;
+    },
+    async close() {
+      db?.close();
+      db = null;
+      statements = null;
+      writes = null;
+    },
+  };
+}
+
+const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) => new StoreConflictError({ runId, seq, message, cause });
+const lostLease = (runId: string, seq: number | null) => conflict(runId, seq, `run ${runId} is held by another owner; this writer lost its lease`);
+
+/** The write transactions, made once: better-sqlite3 builds a wrapper per `transaction()` call. */
+function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
+  return {
+    append: db.transaction((runId: string, rows: readonly StoreRow[], lease: Lease, runBody: string | undefined) => {
+      // A journal append only checks the lease (a read: no page of the runs table rewritten per step);
+      // a heartbeat (no rows) or a new run body renews it.
+      const held = rows.length === 0 || runBody !== undefined
+        ? statements.renewLease.run(lease.until, runBody ?? null, runId, lease.owner).changes === 1
+        : (statements.leaseOwner.get(runId) as { lease_owner: string | null } | undefined)?.lease_owner === lease.owner;
+      if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
+      for (const row of rows) {
+        try {
+          statements.insertRecord.run(runId, row.seq, row.kind, row.body);
+        } catch (error) {
+          throw conflict(runId, row.seq, `run ${runId} already has a journal record at seq ${row.seq}`, error);
+        }
+      }
+    }),
+    snapshot: db.transaction((runId: string, row: StoreRow, lease: Lease) => {
+      if (statements.renewLease.run(lease.until, null, runId, lease.owner).changes !== 1) throw lostLease(runId, row.seq);
+      statements.upsertSnapshot.run(runId, row.seq, row.kind, row.body);
+    }),
+  };
+}
+
+function prepare(db: Database) {
+  return {
+    insertRun: db.prepare('INSERT OR IGNORE INTO runs (run_id, body, lease_owner, lease_until) VALUES (?, ?, ?, ?)'),
+    readRun: db.prepare('SELECT body, lease_owner, lease_until, cancel_requested FROM runs WHERE run_id = ?'),
+    acquireLease: db.prepare(
+      'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE run_id = ? AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ? OR lease_owner = ?)',
+    ),
+    leaseOwner: db.prepare('SELECT lease_owner FROM runs WHERE run_id = ?'),
+    releaseLease: db.prepare('UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?'),
+    renewLease: db.prepare('UPDATE runs SET lease_until = ?, body = coalesce(?, body) WHERE run_id = ? AND lease_owner = ?'),
+    insertRecord: db.prepare('INSERT INTO journal (run_id, seq, kind, body) VALUES (?, ?, ?, ?)'),
+    readJournal: db.prepare('SELECT seq, kind, body FROM journal WHERE run_id = ? AND seq > ? ORDER BY seq'),
+    upsertSnapshot: db.prepare('INSERT INTO snapshots (run_id, seq, kind, body) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body WHERE excluded.seq >= snapshots.seq'),
+    latestSnapshot: db.prepare('SELECT seq, kind, body FROM snapshots WHERE run_id = ?'),
+    readLedger: db.prepare('SELECT body, version FROM ledgers WHERE tenant_id = ?'),
+    insertLedger: db.prepare('INSERT OR IGNORE INTO ledgers (tenant_id, body, version) VALUES (?, ?, 1)'),
+    updateLedger: db.prepare('UPDATE ledgers SET body = ?, version = version + 1 WHERE tenant_id = ? AND version = ?'),
+    requestCancel: db.prepare('UPDATE runs SET cancel_requested = 1 WHERE run_id = ?'),
+    setPaused: db.prepare("INSERT INTO control (key, value) VALUES ('paused', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
+    readControl: db.prepare("SELECT (SELECT value FROM control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM runs WHERE run_id = ?) AS cancel_requested"),
+  };
+}

@@ -1,0 +1,308 @@
+/**
+ * Runs, resumes and cancels durable runs: the run's metadata record (state, pending approvals, final
+ * result), the lease that lets exactly one process drive a run, and the checks that make approvals
+ * fail closed. The driver itself only sees `RunJournal`'s hooks.
+ */
+import { randomUUID } from 'node:crypto';
+import { defaultRunId, type ResolvedConfig, type RunInput } from '../config/config.js';
+import { resolveRunId } from '../hooks/run-id.js';
+import { driveRun } from '../runtime/driver.js';
+import type { PendingApproval, RunResult } from '../runtime/run-result.js';
+import type { EffectStep } from '../runtime/driver-hooks.js';
+import type { Lease, Store } from '../../contracts/store.js';
+import type { ToolHealth } from '../tools/index.js';
+import { argumentsHash, checkApprovals, checkArgumentsUnchanged, checkedApprovals, wereTaken, type Decisions } from './approval-checks.js';
+import { ApprovalError, RunAccessError } from './durable-errors.js';
+import { continuingClock, journalledModel, journalledTools } from './journalled-effects.js';
+import { deadOwner, describeLeaseHolder, newLeaseOwner, noteLeaseLeft } from './lease-owner.js';
+import { decodeRunRecord, encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type PendingApprovalRecord, type RunRecord } from './records.js';
+import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
+import { readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
+import { RunJournal } from './run-journal.js';
+import { heldLimits, holdShare, settleShare, tenantStopNote } from './tenant-ledger.js';
+
+export { argumentsHash };
+
+/**
+ * A person's decision on one call waiting for approval. `argumentsHash` (from `pendingApprovals`) binds
+ * the decision to the arguments the person saw.
+ * @example
+ * const decision: ApprovalInput = { approve: false, reason: 'refunds over $100 need a manager' };
+ */
+export type ApprovalInput = ApprovalDecision;
+
+/**
+ * Options of `loop.resume`.
+ * @example
+ * await loop.resume(runId, { approvals: { call_1: { approve: true } } });
+ */
+export interface ResumeOptions {
+  /**
+   * Decisions by call id, one for every call in `result.pendingApprovals`. The same decisions sent again
+   * (a retried request) return the run's result; another decision on a decided call is refused.
+   */
+  approvals?: Readonly<Record<string, ApprovalInput>>;
+  signal?: AbortSignal;
+}
+
+/** How a workflow engine drives a run (the DBOS worker): each effect as one of its durable steps. */
+export interface DrivingOptions {
+  effectStep?: EffectStep;
+}
+
+const durableRunId = (): string => `run_${Date.now().toString(36)}_${randomUUID().slice(0, 8)}`;
+
+export class DurableRuns {
+  /** Runs this process drives now, by id: `cancel` aborts them directly. */
+  private readonly active = new Map<string, AbortController>();
+
+  constructor(
+    private readonly resolved: ResolvedConfig,
+    private readonly store: Store,
+  ) {}
+
+  private lease(owner: string): () => Lease {
+    return () => ({ owner, until: Date.now() + this.resolved.durable.leaseMs });
+  }
+
+  async run(input: RunInput, driving: DrivingOptions = {}): Promise<RunResult> {
+    // The default id is unique within a process only; runs of several processes share a store.
+    const generate = this.resolved.generateRunId === defaultRunId ? durableRunId : this.resolved.generateRunId;
+    const { runId, fault } = resolveRunId(input.runId, generate, durableRunId);
+    // A run id hook that fails: the run ends as fatal_error at once, with nothing to persist under an id.
+    if (fault !== null) return driveRun(this.resolved, this.resolved.toolHealth, input);
+    const owner = newLeaseOwner();
+    const record: RunRecord = {
+      schemaVersion: RECORD_SCHEMA_VERSION, kind: 'run', runId, state: 'running', waitingSeq: null, pendingApprovals: [], decidedCalls: [], result: null,
+      definition: this.definition(), limits: recordLimits(this.resolved.limits), tenantHold: null,
+      input: { ...(input.goal === undefined ? {} : { goal: input.goal }), ...(input.messages === undefined ? {} : { messages: [...input.messages] }) },
+    };
+    if (!(await this.store.createRun(runId, encodeRecord(record), this.lease(owner)()))) {
+      throw new RunAccessError({ code: 'run_exists', runId, message: `run ${runId} exists in the store already; resume it with loop.resume(${JSON.stringify(runId)}) or pick another runId` });
+    }
+    try {
+      return await this.drive(record, owner, null, input.signal, true, driving);
+    } finally {
+      await this.release(runId, owner);
+    }
+  }
+
+  async resume(runId: string, options: ResumeOptions = {}, driving: DrivingOptions = {}): Promise<RunResult> {
+    const asked = checkedApprovals(options.approvals);
+    const before = await this.readRecord(runId);
+    const approvals = await this.decisionsToTake(before, asked);
+    if (before.state === 'finished') await this.settle(before);
+    if (before.state === 'finished' || (before.state === 'waiting' && approvals === undefined)) return before.result as unknown as RunResult;
+    const owner = await this.takeLease(runId);
+    try {
+      // Read again under the lease: a resume that won a race may have decided these calls meanwhile.
+      const record = await this.readRecord(runId);
+      const decisions = await this.decisionsToTake(record, approvals);
+      if (record.state === 'finished' || (record.state === 'waiting' && decisions === undefined)) return record.result as unknown as RunResult;
+      const continueWith: ContinueWith | null = record.state === 'waiting' && decisions !== undefined ? { kind: 'approvals', waitingSeq: record.waitingSeq ?? 0, decisions } : null;
+      return await this.drive(record, owner, continueWith, options.signal, false, driving);
+    } finally {
+      await this.release(runId, owner);
+    }
+  }
+
+  /**
+   * Checks decisions as `resume` would before it changes anything (typed `ApprovalError`s), for a
+   * caller that hands them to another process: the DBOS worker's `approve`. `retried`: the very
+   * decisions the run took already, sent again.
+   */
+  async checkDecisions(runId: string, approvals: unknown): Promise<{ state: RunRecord['state']; retried: boolean }> {
+    const checked = checkedApprovals(approvals) ?? new Map<string, ApprovalDecision>();
+    const record = await this.readRecord(runId);
+    return { state: record.state, retried: (await this.decisionsToTake(record, checked)) === undefined };
+  }
+
+  /**
+   * The decisions for the run to take, or undefined when there are none: none were given, or they are the
+   * very ones it took already (a retried request, answered with the run's result as a plain resume is).
+   * Any other decision that does not fit is refused before anything changes.
+   */
+  private async decisionsToTake(record: RunRecord, decisions: Decisions | undefined): Promise<Decisions | undefined> {
+    if (decisions === undefined) return undefined;
+    try {
+      checkApprovals(record, decisions, this.resolved.clock.now());
+    } catch (error) {
+      if (error instanceof ApprovalError && error.code === 'approval_already_decided' && (await wereTaken(this.store, record.runId, decisions))) return undefined;
+      throw error;
+    }
+    return decisions;
+  }
+
+  /** The result of the run's latest stop as recorded (finished or waiting), or null while it runs or when the store does not have it. */
+  async latestResult(runId: string): Promise<RunResult | null> {
+    const row = await this.store.readRun(runId);
+    if (row === null) return null;
+    const record = decodeRunRecord(row.body, runId);
+    return record.state === 'running' ? null : (record.result as unknown as RunResult);
+  }
+
+  /** The run's recorded state (`running`, `waiting`, `finished`), or null for a run the store does not have. */
+  async state(runId: string): Promise<RunRecord['state'] | null> {
+    const row = await this.store.readRun(runId);
+    return row === null ? null : decodeRunRecord(row.body, runId).state;
+  }
+
+  /** Cancels the run: now, if no process holds it (the recorded result is returned), else at its owner's next step (null). */
+  async cancel(runId: string): Promise<RunResult | null> {
+    const running = this.active.get(runId);
+    if (running) {
+      running.abort();
+      return null;
+    }
+    // Read (and its definition checked) before the cancel is stored: a cancel that is refused changes nothing.
+    const before = await this.readRecord(runId);
+    if (before.state === 'finished') {
+      await this.settle(before);
+      return before.result as unknown as RunResult;
+    }
+    if (!(await this.store.requestCancel(runId))) throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
+    const owner = newLeaseOwner();
+    const current = await this.store.readRun(runId);
+    if (!(await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(current?.leaseOwner ?? null)))) return null;
+    try {
+      const record = await this.readRecord(runId);
+      if (record.state === 'finished') return record.result as unknown as RunResult;
+      const continueWith: ContinueWith | null = record.state === 'waiting' ? { kind: 'cancel', waitingSeq: record.waitingSeq ?? 0, message: 'cancelled through loop.cancel while waiting for approval' } : null;
+      return await this.drive(record, owner, continueWith, undefined, false);
+    } finally {
+      await this.release(runId, owner);
+    }
+  }
+
+  /**
+   * Frees the lease once the drive is over, best effort: when the store is down (the very failure that
+   * may have ended the drive) the lease stays, and this process takes it back at once on a resume; the
+   * drive's own outcome is what the caller hears.
+   */
+  private async release(runId: string, owner: string): Promise<void> {
+    try {
+      await this.store.releaseLease(runId, owner);
+      noteLeaseLeft(runId, null);
+    } catch {
+      noteLeaseLeft(runId, owner);
+    }
+  }
+
+  private definition(): RunRecord['definition'] {
+    return { tools: [...this.resolved.tools.keys()].sort(), tasks: this.resolved.tasks?.map((task) => task.id) ?? null, plan: this.resolved.plan };
+  }
+
+  private async readRecord(runId: string): Promise<RunRecord> {
+    const row = await this.store.readRun(runId);
+    if (row === null) throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
+    const record = decodeRunRecord(row.body, runId);
+    const ours = JSON.stringify(this.definition());
+    // A finished run's result is readable by any loop; driving one on needs the loop it was started with.
+    if (record.state !== 'finished' && JSON.stringify(record.definition) !== ours) {
+      throw new RunAccessError({ code: 'definition_changed', runId, message: `run ${runId} was started by a loop with ${JSON.stringify(record.definition)}; this loop has ${ours}. Resume it with the loop it was started with` });
+    }
+    return record;
+  }
+
+  private async takeLease(runId: string): Promise<string> {
+    const owner = newLeaseOwner();
+    const row = await this.store.readRun(runId);
+    if (await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(row?.leaseOwner ?? null))) return owner;
+    // Read again: the row read before may predate the holder that just won the lease.
+    const holder = (await this.store.readRun(runId)) ?? row;
+    const held = describeLeaseHolder(holder?.leaseOwner ?? null, holder?.leaseUntil ?? 0, Date.now());
+    throw new RunAccessError({ code: 'run_busy', runId, message: `run ${runId} is being driven by another resume or process: ${held}; try again when it stops or its lease expires` });
+  }
+
+  /** A finished run's tenant hold, settled (again: settling twice changes nothing, so a crash between finishing and settling is repaired). */
+  private async settle(record: RunRecord): Promise<void> {
+    if (record.tenantHold !== null && record.result !== null) await settleShare(this.store, record.tenantHold.tenantId, record.runId, (record.result as unknown as RunResult).usage);
+  }
+
+  /** Drives the run (new, or rebuilt from the journal) to its next stop and records how it stopped. */
+  private async drive(started: RunRecord, owner: string, continueWith: ContinueWith | null, signal: AbortSignal | undefined, isNew: boolean, driving: DrivingOptions = {}): Promise<RunResult> {
+    const { runId } = started;
+    const tenant = this.resolved.tenant;
+    // The run's own limits, whatever this loop's are; a run recorded before limits were takes this loop's, from now on.
+    const limits = runLimits(started.limits, this.resolved.limits);
+    let record: RunRecord = { ...started, schemaVersion: RECORD_SCHEMA_VERSION, limits: recordLimits(limits) };
+    if (tenant !== undefined && record.tenantHold === null) {
+      // Taken once per run (a resume after a crash in between finds the same hold in the ledger).
+      record = { ...record, tenantHold: await holdShare(this.store, tenant, runId, limits) };
+      await this.store.append(runId, [], this.lease(owner)(), encodeRecord(record));
+    }
+    const plan: ResumePlan | null = isNew ? null : await readResumePlan(this.store, runId);
+    if (plan !== null) {
+      plan.continueWith = continueWith;
+      if (continueWith?.kind === 'approvals') checkArgumentsUnchanged(record, plan, continueWith.decisions);
+    }
+    const lease = this.lease(owner);
+    const decidedCalls = continueWith === null ? record.decidedCalls : [...record.decidedCalls, ...(continueWith.kind === 'approvals' ? continueWith.decisions.keys() : record.pendingApprovals.map(({ callId }) => callId))];
+    const continued: RunRecord = { ...record, decidedCalls };
+    const continuedRunBody = continueWith === null ? undefined : encodeRecord({ ...continued, state: 'running', waitingSeq: null, pendingApprovals: [], result: null });
+    const sharedHealth: ToolHealth | undefined = this.resolved.toolHealth;
+    const held = heldLimits(limits, record.tenantHold);
+    const journal = new RunJournal({
+      store: this.store, runId, lease, snapshotEvery: this.resolved.durable.snapshotEvery, plan, ownsHealth: sharedHealth === undefined, continuedRunBody,
+      limits: held, limitsWarning: isNew ? null : limitsKeptWarning(limits, this.resolved.limits),
+      ...(driving.effectStep === undefined ? {} : { effectStep: driving.effectStep }),
+    });
+    const config: ResolvedConfig = {
+      ...this.resolved,
+      limits: held,
+      model: journalledModel(this.resolved.model, journal),
+      tools: journalledTools(this.resolved.tools, journal),
+      clock: continuingClock(this.resolved.clock, plan?.lastAt ?? null),
+    };
+    const controller = new AbortController();
+    this.active.set(runId, controller);
+    const stopHeartbeat = this.heartbeat(runId, lease);
+    // Not AbortSignal.any: on Node 20 the caller's signal keeps every signal combined from it for good, a
+    // leak for a long-lived signal shared by many runs. One listener instead, taken off when the run ends.
+    const onAbort = () => controller.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    let result: RunResult;
+    try {
+      result = await driveRun(config, sharedHealth, { ...record.input, runId, signal: controller.signal }, journal);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      stopHeartbeat();
+      this.active.delete(runId);
+    }
+    const note = result.stopReason === 'budget_exhausted' ? tenantStopNote(limits, record.tenantHold) : null;
+    if (note !== null) result.detail = `${result.detail} (${note})`;
+    const stopped = this.stoppedRecord(continued, result, journal.lastSeq);
+    await this.store.append(runId, [], lease(), encodeRecord(stopped));
+    if (stopped.state === 'finished') await this.settle(stopped);
+    return result;
+  }
+
+  /**
+   * Renews the lease while the run waits (a backoff, a pause, a long tool call) without writing: a live
+   * owner keeps its run. Stops on the first refusal: the run is someone else's then, and its next
+   * journal write fails with `StoreConflictError`.
+   */
+  private heartbeat(runId: string, lease: () => Lease): () => void {
+    const timer = setInterval(() => {
+      this.store.append(runId, [], lease()).catch(() => clearInterval(timer));
+    }, Math.max(10, Math.floor(this.resolved.durable.leaseMs / 3)));
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  private stoppedRecord(record: RunRecord, result: RunResult, lastEventSeq: number): RunRecord {
+    const waiting = result.stopReason === 'needs_human' && result.pendingApprovals.length > 0;
+    const expiresAfter = this.resolved.durable.approvalExpiresAfterMs;
+    const now = this.resolved.clock.now();
+    const pendingApprovals: PendingApprovalRecord[] = waiting
+      ? result.pendingApprovals.map(({ callId, tool, args }) => ({ callId, tool, args: args ?? null, argumentsHash: argumentsHash(args), expiresAt: expiresAfter === null ? null : now + expiresAfter }))
+      : [];
+    const withHashes: PendingApproval[] = result.pendingApprovals.map((approval, index) => ({ ...approval, argumentsHash: pendingApprovals[index]?.argumentsHash ?? argumentsHash(approval.args), expiresAt: pendingApprovals[index]?.expiresAt ?? null }));
+    result.pendingApprovals = withHashes;
+    return {
+      ...record, state: waiting ? 'waiting' : 'finished', waitingSeq: waiting ? lastEventSeq : null, pendingApprovals,
+      result: JSON.parse(JSON.stringify(result)) as RunRecord['result'],
+    };
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Runs an ordered evaluator list: each evaluator receives what the previous one
+ * parsed, the first failure wins and later evaluators do not run (so a judge is never paid for
+ * an output that already failed a cheap check).
+ */
+import type { ModelUsage } from '../../contracts/model.js';
+import { thrownMessage } from '../redaction/describe-thrown.js';
+import type { Evaluator, EvaluationResult } from './types.js';
+
+/**
+ * What `runEvaluators` needs besides the list.
+ * @example
+ * const options: RunEvaluatorsOptions = { output: '{"a":1}', signal: AbortSignal.timeout(5_000), taskId: 'main' };
+ */
+export interface RunEvaluatorsOptions {
+  output: string;
+  signal: AbortSignal;
+  taskId: string;
+  /**
+   * Errors an evaluator throws that are not a verdict on the output and should propagate instead,
+   * e.g. a judge's transient transport error, which the loop retries in its own layer.
+   */
+  rethrow?: (error: unknown) => boolean;
+  /**
+   * Asked before each judge runs, with the tokens judges spent so far in this list: a reason to
+   * skip it (the budget is spent) or null. A skipped judge fails the list with that reason.
+   */
+  mayRunJudge?: (evaluator: Evaluator, spentByModel: Readonly<Record<string, ModelUsage>>) => string | null;
+}
+
+/**
+ * The combined verdict of an evaluator list.
+ * @example
+ * const summary: EvaluationSummary = { passed: true, reason: 'passed', parsed: { a: 1 }, usage: { inputTokens: 0, outputTokens: 0 }, usageByModel: {}, failedEvaluator: null, formatted: { value: { a: 1 } } };
+ */
+export interface EvaluationSummary {
+  passed: boolean;
+  /** `passed` when every evaluator passed, else the failing evaluator's reason (fed back to the model). */
+  reason: string;
+  /** The last parsed value: the output text when the list is empty. */
+  parsed: unknown;
+  /** Tokens spent by judges that ran, summed; zeros when none ran. */
+  usage: ModelUsage;
+  /** The same usage split by the model that spent it, for pricing. */
+  usageByModel: Record<string, ModelUsage>;
+  /** Name of the evaluator that failed, or null when all passed. */
+  failedEvaluator: string | null;
+  /**
+   * What the format evaluators made of the output when every one of them passed (the output text
+   * itself when the list has none), even if a later rule or judge failed; null when one failed or
+   * did not run. A run that stops before completing reports this as its `output`.
+   */
+  formatted: { value: unknown } | null;
+}
+
+/** Key for usage an evaluator reported without naming its model. */
+const UNKNOWN_MODEL_ID = 'unknown';
+
+/**
+ * Runs evaluators in order; stops at the first failure. An evaluator that throws is reported as
+ * a failure with its message, except when the run's signal was aborted: cancellation is rethrown,
+ * because it is not a verdict on the output.
+ * @example
+ * const summary = await runEvaluators([evaluators.json({ requiredFields: ['status'] })], { output, signal, taskId: 'main' });
+ * if (!summary.passed) console.log(summary.failedEvaluator, summary.reason);
+ */
+export async function runEvaluators(list: readonly Evaluator[], options: RunEvaluatorsOptions): Promise<EvaluationSummary> {
+  const { output, signal, taskId, rethrow, mayRunJudge } = options;
+  const usageByModel = new Map<string, ModelUsage>();
+  const total: ModelUsage = { inputTokens: 0, outputTokens: 0 };
+  let formatsToPass = list.filter((evaluator) => evaluator.kind === 'format').length;
+  let formatted: EvaluationSummary['formatted'] = formatsToPass === 0 ? { value: output } : null;
+  const summarize = (passed: boolean, reason: string, parsed: unknown, failedEvaluator: string | null): EvaluationSummary => ({
+    passed,
+    reason,
+    parsed,
+    usage: total,
+    usageByModel: Object.fromEntries(usageByModel),
+    failedEvaluator,
+    formatted,
+  });
+
+  let parsed: unknown = output;
+  for (const evaluator of list) {
+    signal.throwIfAborted();
+    const refusal = evaluator.kind === 'judge' ? (mayRunJudge?.(evaluator, Object.fromEntries(usageByModel)) ?? null) : null;
+    if (refusal !== null) return summarize(false, refusal, parsed, evaluator.name);
+    let result: EvaluationResult;
+    try {
+      result = await evaluator.evaluate({ output, parsed, signal, taskId });
+    } catch (error) {
+      if (signal.aborted || rethrow?.(error) === true) throw error;
+      const message = thrownMessage(error);
+      return summarize(false, `evaluator "${evaluator.name}" threw: ${message}`, parsed, evaluator.name);
+    }
+    if (!isEvaluationResult(result)) {
+      return summarize(false, `evaluator "${evaluator.name}" returned an invalid result (expected { passed, reason, parsed })`, parsed, evaluator.name);
+    }
+    if (result.usage) {
+      total.inputTokens += result.usage.inputTokens;
+      total.outputTokens += result.usage.outputTokens;
+      const modelId = result.modelId ?? UNKNOWN_MODEL_ID;
+      const previous = usageByModel.get(modelId) ?? { inputTokens: 0, outputTokens: 0 };
+      usageByModel.set(modelId, {
+        inputTokens: previous.inputTokens + result.usage.inputTokens,
+        outputTokens: previous.outputTokens + result.usage.outputTokens,
+      });
+    }
+    parsed = result.parsed;
+    if (result.passed && evaluator.kind === 'format' && --formatsToPass === 0) formatted = { value: parsed };
+    if (!result.passed) return summarize(false, result.reason, parsed, evaluator.name);
+  }
+  return summarize(true, 'passed', parsed, null);
+}
+
+// Evaluators may be user code written in plain JavaScript; a malformed verdict must not pass by accident.
+function isEvaluationResult(value: unknown): value is EvaluationResult {
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Partial<EvaluationResult>;
+  return typeof candidate.passed === 'boolean' && typeof candidate.reason === 'string';
+}

@@ -1,0 +1,29 @@
+/** Cost of a call from its usage and the per-model price table (USD per million tokens). */
+import type { CallUsage } from '../../../machines/types.js';
+import type { ModelPrice } from '../constants.js';
+import type { ModelUsage } from '../../contracts/model.js';
+
+export function priceOf(prices: Readonly<Record<string, ModelPrice>>, modelId: string): ModelPrice | undefined {
+  // Own properties only: a model id like `toString` must not find Object.prototype's.
+  // Exact ids only: a dated snapshot may be priced unlike its alias (gpt-4o-2024-05-13 is).
+  return Object.hasOwn(prices, modelId) ? prices[modelId] : undefined;
+}
+
+/** Cached input tokens are part of `inputTokens`, priced at the cached rate when the table has one. */
+export function costOf(price: ModelPrice | undefined, usage: ModelUsage): number {
+  if (price === undefined) return 0;
+  const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens);
+  const cachedRate = price.cachedInputPerMillion ?? price.inputPerMillion;
+  return ((usage.inputTokens - cached) * price.inputPerMillion + cached * cachedRate + usage.outputTokens * price.outputPerMillion) / 1_000_000;
+}
+
+/** Usage of several models summed, each priced by its own model id. */
+export function pricedTotal(prices: Readonly<Record<string, ModelPrice>>, byModel: Iterable<readonly [string, ModelUsage]>): CallUsage {
+  let inputTokens = 0, outputTokens = 0, costUsd = 0;
+  for (const [modelId, usage] of byModel) {
+    inputTokens += usage.inputTokens;
+    outputTokens += usage.outputTokens;
+    costUsd += costOf(priceOf(prices, modelId), usage);
+  }
+  return { inputTokens, outputTokens, costUsd };
+}

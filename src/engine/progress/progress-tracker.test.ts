@@ -1,0 +1,247 @@
+import type * as Crypto from 'node:crypto';
+import { describe, expect, it, vi } from 'vitest';
+import { LoopstateError } from '../../contracts/errors.js';
+import { ProgressTracker } from './progress-tracker.js';
+import { toolCallFingerprint } from './tool-call-fingerprint.js';
+
+// Counts the bytes the tracker hashes, so the tests can show per-step work does not grow with history.
+const hashing = vi.hoisted(() => ({ bytes: 0 }));
+vi.mock('node:crypto', async (importOriginal) => {
+  const actual = await importOriginal<typeof Crypto>();
+  return {
+    ...actual,
+    hash(algorithm: string, data: string, outputEncoding: Crypto.BinaryToTextEncoding) {
+      hashing.bytes += Buffer.byteLength(data, 'utf8');
+      return actual.hash(algorithm, data, outputEncoding);
+    },
+  };
+});
+
+function bytesHashedBy(action: () => void): number {
+  const before = hashing.bytes;
+  action();
+  return hashing.bytes - before;
+}
+
+/** The error `action` throws; fails the test when it throws nothing. */
+function thrownBy(action: () => unknown): unknown {
+  try {
+    action();
+  } catch (caught) {
+    return caught;
+  }
+  throw new Error('expected the action to throw');
+}
+
+const lookup = (id: number) => toolCallFingerprint('lookup', { id });
+
+describe('ProgressTracker.observeCall', () => {
+  it('counts the same call bringing the same result up, this time included', () => {
+    const tracker = new ProgressTracker();
+    expect(tracker.observeCall(lookup(1), '{"status":"pending"}').timesSeen).toBe(1);
+    expect(tracker.observeCall(lookup(1), '{"status":"pending"}').timesSeen).toBe(2);
+    expect(tracker.observeCall(toolCallFingerprint('lookup', { id: 1 }), '{"status":"pending"}').timesSeen).toBe(3);
+  });
+
+  it('treats the same call with a changed result as new (polling, re-running tests)', () => {
+    const tracker = new ProgressTracker();
+    expect(tracker.observeCall(lookup(1), '{"status":"pending"}').timesSeen).toBe(1);
+    expect(tracker.observeCall(lookup(1), '{"status":"shipped"}').timesSeen).toBe(1);
+    // The earlier result is still remembered: seeing it again is a repeat.
+    expect(tracker.observeCall(lookup(1), '{"status":"pending"}').timesSeen).toBe(2);
+    expect(tracker.observeCall(lookup(1), '{"status":"pending"} ').timesSeen).toBe(1);
+  });
+
+  it('treats a different call bringing the same acknowledgement as new', () => {
+    const tracker = new ProgressTracker();
+    expect(tracker.observeCall(toolCallFingerprint('write_file', { path: 'a.txt' }), 'ok').timesSeen).toBe(1);
+    expect(tracker.observeCall(toolCallFingerprint('write_file', { path: 'b.txt' }), 'ok').timesSeen).toBe(1);
+    expect(tracker.observeCall(toolCallFingerprint('delete_file', { path: 'a.txt' }), 'ok').timesSeen).toBe(1);
+  });
+
+  it('names the observation by its result: a 12-character id, the same for the same result', () => {
+    const tracker = new ProgressTracker();
+    const first = tracker.observeCall(lookup(1), 'shipped');
+    expect(first.observationId).toMatch(/^[0-9a-f]{12}$/);
+    expect(tracker.observeCall(lookup(2), 'shipped').observationId).toBe(first.observationId);
+    expect(tracker.observeCall(lookup(1), 'pending').observationId).not.toBe(first.observationId);
+  });
+
+  it('keeps hashes, never the content', () => {
+    const tracker = new ProgressTracker();
+    tracker.observeCall('lookup:{"email":"ada@example.com"}', 'secret customer address');
+    const saved = JSON.stringify(tracker.snapshot());
+    expect(saved).not.toContain('secret');
+    expect(saved).not.toContain('ada@example.com');
+  });
+});
+
+describe('ProgressTracker.beginTask', () => {
+  it('starts each task with no history: what an earlier task saw is not a repeat', () => {
+    const tracker = new ProgressTracker();
+    tracker.observeCall(lookup(1), 'shipped');
+    expect(tracker.observeCall(lookup(1), 'shipped').timesSeen).toBe(2);
+    tracker.beginTask();
+    expect(tracker.observeCall(lookup(1), 'shipped').timesSeen).toBe(1);
+  });
+
+  it('clears the observations and failures, so the next task digest does not depend on the last task', () => {
+    const fresh = new ProgressTracker();
+    fresh.beginTask();
+    const reused = new ProgressTracker();
+    reused.observeCall(lookup(1), 'shipped');
+    reused.noteFailure();
+    reused.advanceState({ taskIndex: 0, reply: 'done' });
+    reused.beginTask();
+    expect(reused.advanceState({ taskIndex: 1, reply: 'start' })).toBe(fresh.advanceState({ taskIndex: 1, reply: 'start' }));
+  });
+});
+
+describe('ProgressTracker.advanceState', () => {
+  const advance = (tracker: ProgressTracker, reply: string | null, taskIndex = 0) => tracker.advanceState({ taskIndex, reply });
+
+  it('starts empty and returns the new digest, also readable as stateDigest', () => {
+    const tracker = new ProgressTracker();
+    expect(tracker.stateDigest).toBe('');
+    const digest = advance(tracker, 'hello');
+    expect(digest).toMatch(/^[0-9a-f]{40}$/);
+    expect(tracker.stateDigest).toBe(digest);
+  });
+
+  it('stays the same when the model repeats itself and learns nothing new', () => {
+    const tracker = new ProgressTracker();
+    tracker.observeCall(lookup(1), 'shipped');
+    const first = advance(tracker, null);
+    expect(advance(tracker, null)).toBe(first);
+    tracker.observeCall(lookup(1), 'shipped');
+    expect(advance(tracker, null)).toBe(first);
+  });
+
+  it('changes when a new (call, result) triple arrives, whether the call or the result is new', () => {
+    const tracker = new ProgressTracker();
+    tracker.observeCall(lookup(1), 'pending');
+    const first = advance(tracker, null);
+    tracker.observeCall(lookup(1), 'shipped');
+    const changedResult = advance(tracker, null);
+    expect(changedResult).not.toBe(first);
+    tracker.observeCall(lookup(2), 'shipped');
+    expect(advance(tracker, null)).not.toBe(changedResult);
+  });
+
+  it('changes with each failure, so retrying a failing tool is never an unchanged state', () => {
+    const tracker = new ProgressTracker();
+    const before = advance(tracker, null);
+    tracker.noteFailure();
+    const once = advance(tracker, null);
+    expect(once).not.toBe(before);
+    tracker.noteFailure();
+    expect(advance(tracker, null)).not.toBe(once);
+  });
+
+  it('changes when the reply differs, and tells a null reply from an empty one', () => {
+    const tracker = new ProgressTracker();
+    const a = advance(tracker, 'draft A');
+    const b = advance(tracker, 'draft B');
+    const none = advance(tracker, null);
+    const empty = advance(tracker, '');
+    expect(new Set([a, b, none, empty]).size).toBe(4);
+    expect(advance(tracker, 'draft A')).toBe(a);
+  });
+
+  it('changes when the task differs', () => {
+    const tracker = new ProgressTracker();
+    const taskZero = advance(tracker, 'same', 0);
+    expect(advance(tracker, 'same', 1)).not.toBe(taskZero);
+  });
+
+  it('is deterministic: two trackers fed the same inputs agree', () => {
+    const feed = (tracker: ProgressTracker) => {
+      tracker.observeCall(lookup(1), 'a');
+      const first = advance(tracker, null);
+      tracker.noteFailure();
+      return [first, advance(tracker, 'done', 1)];
+    };
+    expect(feed(new ProgressTracker())).toEqual(feed(new ProgressTracker()));
+  });
+});
+
+describe('ProgressTracker cost', () => {
+  it('hashes only the new step, however long the history is', () => {
+    const tracker = new ProgressTracker();
+    const step = (index: number) => () => {
+      tracker.observeCall(toolCallFingerprint('lookup', { page: index % 1_000_000 }), `result ${index % 1_000_000}`);
+      tracker.advanceState({ taskIndex: 0, reply: `reply ${index % 1_000_000}` });
+    };
+    // Indexes with the same digit count, so the inputs of both measured steps have the same size;
+    // one step first, because the very first observation folds into an empty running hash.
+    step(100_000)();
+    const early = bytesHashedBy(step(100_001));
+    for (let index = 100_002; index < 105_000; index += 1) step(index)();
+    const late = bytesHashedBy(step(105_000));
+    expect(early).toBeGreaterThan(0);
+    expect(late).toBe(early);
+  });
+});
+
+describe('ProgressTracker snapshot and restore', () => {
+  it('round-trips through JSON: counts, failures and digests carry on identically', () => {
+    const original = new ProgressTracker();
+    original.observeCall(lookup(1), 'a');
+    original.observeCall(lookup(1), 'a');
+    original.observeCall(lookup(2), 'b');
+    original.noteFailure();
+    original.advanceState({ taskIndex: 0, reply: null });
+    const restored = ProgressTracker.restore(JSON.parse(JSON.stringify(original.snapshot())));
+    expect(restored.snapshot()).toEqual(original.snapshot());
+    expect(restored.stateDigest).toBe(original.stateDigest);
+    expect(restored.observeCall(lookup(1), 'a').timesSeen).toBe(3);
+    expect(original.observeCall(lookup(1), 'a').timesSeen).toBe(3);
+    restored.noteFailure();
+    original.noteFailure();
+    expect(restored.advanceState({ taskIndex: 0, reply: 'x' })).toBe(original.advanceState({ taskIndex: 0, reply: 'x' }));
+  });
+
+  it('is versioned plain data (version 2)', () => {
+    expect(new ProgressTracker().snapshot()).toEqual({
+      schemaVersion: 2,
+      triples: {},
+      distinctObservationsHash: '',
+      failures: 0,
+      stateDigest: '',
+    });
+  });
+
+  it('refuses a version-1 snapshot: its run-wide counts cannot become per-task triples', () => {
+    const versionOne = {
+      schemaVersion: 1,
+      toolCallCounts: { abc: 2 },
+      observationHashes: ['def'],
+      distinctObservationsHash: 'ghi',
+      stateDigest: 'jkl',
+    };
+    const error = thrownBy(() => ProgressTracker.restore(versionOne));
+    expect(error).toBeInstanceOf(LoopstateError);
+    expect(error).toMatchObject({ code: 'invalid_snapshot', message: expect.stringContaining('schemaVersion') });
+  });
+
+  it('refuses a malformed snapshot with code invalid_snapshot, naming the bad field', () => {
+    const valid = new ProgressTracker().snapshot();
+    expect(thrownBy(() => ProgressTracker.restore({ ...valid, triples: { abc: 0 } }))).toMatchObject({
+      code: 'invalid_snapshot',
+      message: expect.stringMatching(/triples\.abc: Too small/),
+    });
+    expect(thrownBy(() => ProgressTracker.restore({ ...valid, failures: -1 }))).toMatchObject({
+      code: 'invalid_snapshot',
+      message: expect.stringContaining('failures'),
+    });
+    const { failures: _failures, ...withoutFailures } = valid;
+    expect(thrownBy(() => ProgressTracker.restore(withoutFailures))).toMatchObject({
+      code: 'invalid_snapshot',
+      message: expect.stringContaining('failures'),
+    });
+    expect(thrownBy(() => ProgressTracker.restore(null))).toMatchObject({
+      code: 'invalid_snapshot',
+      message: expect.stringMatching(/Invalid progress tracker snapshot: \(root\)/),
+    });
+  });
+});

@@ -1,0 +1,195 @@
+/**
+ * Driver-side facts for no-progress detection. The statechart keeps only constant-size counters,
+ * so the driver computes these incrementally: each call costs the size of its own input, never the
+ * size of the run's history (nothing already seen is re-hashed or re-serialised).
+ *
+ * An observation is a (tool, canonical arguments, result) triple: the same call bringing the same
+ * result again is a repeat, while a different call that returns the same acknowledgement, or the
+ * same call whose result changed (polling, re-running tests), is news. History is per task.
+ */
+import { hash } from 'node:crypto';
+import { z } from 'zod';
+import { LoopstateError } from '../../contracts/errors.js';
+import { describeZodIssues } from '../zod-issues.js';
+
+/**
+ * Inputs of one state-digest update: the current task and the model's reply (null when it only
+ * called tools; the calls' fingerprints belong in the reply text then).
+ * @example
+ * const parts: StateDigestParts = { taskIndex: 0, reply: 'tool_calls\nlookup:{"id":"O-1"}' };
+ */
+export interface StateDigestParts {
+  taskIndex: number;
+  reply: string | null;
+}
+
+/**
+ * What observing one call's result tells: how often this exact (call, result) triple has been seen
+ * in the task, this time included, and a short id naming the observation in traces.
+ * @example
+ * const { timesSeen } = tracker.observeCall('lookup:{"id":"O-1"}', '{"status":"shipped"}'); // 1
+ */
+export interface Observation {
+  timesSeen: number;
+  observationId: string;
+}
+
+// Changelog — 1: run-wide tool-call counts and observation hashes. 2: per-task (call, result) triples and a failure count.
+const progressTrackerSnapshotSchema = z.object({
+  schemaVersion: z.literal(2),
+  /** sha1(fingerprint, sha1(result)) → times seen in the current task. */
+  triples: z.record(z.string(), z.number().int().positive()),
+  /** Running hash over distinct triples of the task, in the order they were first seen. */
+  distinctObservationsHash: z.string(),
+  /** Failed calls in the task: each one changes the digest, so retrying a failing tool is never "unchanged". */
+  failures: z.number().int().min(0),
+  stateDigest: z.string(),
+});
+
+/**
+ * The tracker's state as plain JSON, for the durable journal.
+ * @example
+ * const saved: ProgressTrackerSnapshot = JSON.parse(JSON.stringify(tracker.snapshot()));
+ */
+export type ProgressTrackerSnapshot = z.output<typeof progressTrackerSnapshotSchema>;
+
+/** One-shot hashing: about half the cost of createHash().update().digest() per call. */
+function sha1(text: string): string {
+  return hash('sha1', text, 'hex');
+}
+
+/**
+ * Counts (call, result) triples per task and keeps a digest of the task's state summary (distinct
+ * observations, failures, latest reply); the driver puts these facts in the events it sends to the
+ * statechart.
+ * @example
+ * const tracker = new ProgressTracker();
+ * tracker.observeCall(toolCallFingerprint('get_order', { order_id: 'O-1' }), '{"status":"shipped"}').timesSeen; // 1
+ * const stateDigest = tracker.advanceState({ taskIndex: 0, reply: null });
+ */
+/**
+ * What changed in a tracker since the last `takeChanges()`: the triples counted again, and whether the
+ * task started over first. The rest is small and given whole.
+ * @example
+ * const changes: ProgressTrackerChanges = { restarted: false, triples: { '3f…': 2 }, distinctObservationsHash: 'ab…', failures: 0, stateDigest: 'cd…' };
+ */
+export interface ProgressTrackerChanges {
+  restarted: boolean;
+  triples: Record<string, number>;
+  distinctObservationsHash: string;
+  failures: number;
+  stateDigest: string;
+}
+
+export class ProgressTracker {
+  #triples = new Map<string, number>();
+  /** Keys counted since the last `takeChanges()`; null until `trackChanges()` (only durable runs pay for it). */
+  #changed: Set<string> | null = null;
+  #restarted = false;
+  #distinctObservationsHash = '';
+  #failures = 0;
+  #stateDigest = '';
+
+  /** Digest of the last `advanceState` inputs; empty until the first update. */
+  get stateDigest(): string {
+    return this.#stateDigest;
+  }
+
+  /** A new task starts with no history: what an earlier task saw is not a repeat in this one. */
+  beginTask(): void {
+    this.#triples = new Map();
+    if (this.#changed !== null) {
+      this.#changed.clear();
+      this.#restarted = true;
+    }
+    this.#distinctObservationsHash = '';
+    this.#failures = 0;
+  }
+
+  /** Records a successful call's result; a triple seen for the first time changes the state digest. */
+  observeCall(fingerprint: string, result: string): Observation {
+    // The result's own hash is its id in traces (context trimming names dropped results by it).
+    const resultHash = sha1(result);
+    const key = sha1(`${fingerprint}\n${resultHash}`);
+    const timesSeen = (this.#triples.get(key) ?? 0) + 1;
+    this.#triples.set(key, timesSeen);
+    this.#changed?.add(key);
+    if (timesSeen === 1) this.#distinctObservationsHash = sha1(`${this.#distinctObservationsHash}${key}`);
+    return { timesSeen, observationId: resultHash.slice(0, 12) };
+  }
+
+  /** Records a failed call (error, timeout): not an observation, but the state moved (the failure is the retry layer's). */
+  noteFailure(): void {
+    this.#failures += 1;
+  }
+
+  /**
+   * Updates the state digest and returns it. The digest changes when a new (call, result) triple
+   * or a failure arrived since the last update, or the reply or the task differ; it stays the same
+   * when the model repeats itself and learns nothing new.
+   */
+  advanceState(parts: StateDigestParts): string {
+    // One hash over fixed-size fields and the reply last; null (tool calls only) and '' (an empty text) differ.
+    const reply = parts.reply === null ? 'none' : `text:${parts.reply}`;
+    this.#stateDigest = sha1(`${parts.taskIndex}\n${this.#distinctObservationsHash}\n${this.#failures}\n${reply}`);
+    return this.#stateDigest;
+  }
+
+  /** From now on, remember what changed, for `takeChanges()`. */
+  trackChanges(): void {
+    this.#changed ??= new Set();
+  }
+
+  /** What changed since the last call (or `trackChanges()`): costs the size of the change, not of the task's history. */
+  takeChanges(): ProgressTrackerChanges {
+    const triples: Record<string, number> = {};
+    for (const key of this.#changed ?? []) triples[key] = this.#triples.get(key) ?? 0;
+    const changes = { restarted: this.#restarted, triples, distinctObservationsHash: this.#distinctObservationsHash, failures: this.#failures, stateDigest: this.#stateDigest };
+    this.#changed?.clear();
+    this.#restarted = false;
+    return changes;
+  }
+
+  /** Applies what `takeChanges()` returned on a tracker in the state it was taken from. */
+  applyChanges(changes: ProgressTrackerChanges): void {
+    if (changes.restarted) this.#triples = new Map();
+    for (const [key, count] of Object.entries(changes.triples)) this.#triples.set(key, count);
+    this.#distinctObservationsHash = changes.distinctObservationsHash;
+    this.#failures = changes.failures;
+    this.#stateDigest = changes.stateDigest;
+  }
+
+  /**
+   * The tracker's state as plain JSON; `ProgressTracker.restore` rebuilds an equal tracker.
+   * Costs the size of the task's history, so take it with the occasional snapshot, not per step.
+   */
+  snapshot(): ProgressTrackerSnapshot {
+    return {
+      schemaVersion: 2,
+      triples: Object.fromEntries(this.#triples),
+      distinctObservationsHash: this.#distinctObservationsHash,
+      failures: this.#failures,
+      stateDigest: this.#stateDigest,
+    };
+  }
+
+  /**
+   * Rebuilds a tracker from `snapshot()` output (for example after reading it back from a
+   * journal); throws `LoopstateError` with code `invalid_snapshot` naming the bad field.
+   * @example
+   * const resumed = ProgressTracker.restore(JSON.parse(savedText));
+   */
+  static restore(snapshot: unknown): ProgressTracker {
+    const checked = progressTrackerSnapshotSchema.safeParse(snapshot);
+    if (!checked.success) {
+      const issues = describeZodIssues(checked.error.issues).join('; ');
+      throw new LoopstateError({ code: 'invalid_snapshot', message: `Invalid progress tracker snapshot: ${issues}` });
+    }
+    const tracker = new ProgressTracker();
+    for (const [key, count] of Object.entries(checked.data.triples)) tracker.#triples.set(key, count);
+    tracker.#distinctObservationsHash = checked.data.distinctObservationsHash;
+    tracker.#failures = checked.data.failures;
+    tracker.#stateDigest = checked.data.stateDigest;
+    return tracker;
+  }
+}

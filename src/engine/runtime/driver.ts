@@ -1,0 +1,282 @@
+/**
+ * The driver: runs the loop machine as an actor, performs the effect each resting state
+ * requests, and sends the outcome back as an event. All I/O, time and
+ * randomness live here; the machine stays a pure function of its events.
+ */
+import { createActor, type Actor } from 'xstate';
+import { getPendingEffect, loopMachine, type LoopMachine, type LoopSnapshot, type PendingEffect } from '../../../machines/index.js';
+import type { LoopEvent, TaskPlan } from '../../../machines/types.js';
+import { defaultRunId, type ResolvedConfig, type RunInput } from '../config/config.js';
+import { describeAbortReason } from '../hooks/abort-reason.js';
+import { guardClock, safeNow } from '../hooks/guarded-clock.js';
+import { resolveRunId } from '../hooks/run-id.js';
+import { ToolHealth } from '../tools/index.js';
+import { evaluatorList } from '../evaluators/index.js';
+import { describeThrown, errorFields, toError } from '../redaction/describe-thrown.js';
+import { closedConversation, priorConversation } from '../conversation/prior-conversation.js';
+import { summarize } from '../trace/trace-event.js';
+import { recordContextChanges } from '../trace/context-changes.js';
+import { promptVersion, tracedLimits } from '../trace/run-facts.js';
+import { TRACE_SCHEMA_VERSION } from '../../contracts/trace-schema.js';
+import { finalOutput } from '../output/final-output.js';
+import { guardedInspector } from './inspect-option.js';
+import { performEvaluation } from './evaluation-step.js';
+import { interruptionEvent as interruptionEventAt, RunInterruption } from './interruption.js';
+import { performModelCall } from './model-step.js';
+import type { RunResult } from './run-result.js';
+import type { DriverHooks } from './driver-hooks.js';
+import { RunSession } from './run-session.js';
+import { performToolRound } from './tool-step.js';
+
+/** `parent.child` names, made once: a name per transition would otherwise be a new string every event. */
+const nestedStateNames = new Map<string, Map<string, string>>();
+
+function stateName(snapshot: LoopSnapshot): string {
+  const value = snapshot.value;
+  if (typeof value === 'string') return value;
+  // The loop machine nests one level: `{ running: 'acting' }`.
+  for (const parent in value) {
+    const child = String((value as Record<string, unknown>)[parent]);
+    let names = nestedStateNames.get(parent);
+    if (names === undefined) nestedStateNames.set(parent, (names = new Map()));
+    let name = names.get(child);
+    if (name === undefined) names.set(child, (name = `${parent}.${child}`));
+    return name;
+  }
+  return '?.?';
+}
+
+/** Runs one goal; `sharedHealth` is the loop's shared tool health, else this run gets its own. `hooks` make it durable. */
+export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealth | undefined, input: RunInput, hooks?: DriverHooks): Promise<RunResult> {
+  // User hooks (clock, run id, abort reason) end the run as fatal_error or cancelled, never reject it.
+  const clock = guardClock(resolved.clock);
+  const config: ResolvedConfig = { ...resolved, clock };
+  const health = sharedHealth ?? new ToolHealth({ now: () => clock.now() });
+  const { runId, fault: runIdFault } = resolveRunId(input.runId, config.generateRunId, defaultRunId);
+  const controller = new AbortController();
+  const conversation = priorConversation(input, config.instructions);
+  const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation);
+  const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop', evaluated: (task.evaluate === undefined ? config.evaluate : evaluatorList(task.evaluate)).length > 0 }));
+  const machineInput = { limits: config.limits, noProgress: config.noProgress, tasks };
+  const inspect = config.inspect === undefined ? undefined : guardedInspector(config.inspect, (message) => session.warn(message, safeNow(clock)));
+  const actor = createActor(loopMachine, {
+    input: machineInput,
+    ...(hooks?.machineSnapshot === undefined ? {} : { snapshot: hooks.machineSnapshot }),
+    ...(inspect === undefined ? {} : { inspect }),
+  });
+  const onUserAbort = () => {
+    controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
+  };
+  input.signal?.addEventListener('abort', onUserAbort, { once: true });
+  // Without hooks an event is sent synchronously, as it always was: no promise on the hot path.
+  const deliver = (event: LoopEvent): Promise<void> | undefined => (hooks === undefined ? void send(actor, session, event) : deliverDurably(hooks, actor, session, event));
+  let cancelDeadline: () => void = () => undefined;
+  // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
+  try {
+    try {
+      actor.start();
+      const restored = hooks ? await hooks.restore({ actor, session, health, send: (event) => send(actor, session, event), deliver: (event) => deliverDurably(hooks, actor, session, event) }) : false;
+      // A resumed run's deadline counts from its start, on a clock that continues where the journal left off.
+      const armed = armDeadline(config, controller, restored ? actor.getSnapshot().context.startedAt : null);
+      cancelDeadline = armed.cancelDeadline;
+      if (!restored) await startRun(deliver, session, input, runIdFault ?? armed.fault);
+      else if (armed.fault !== null && actor.getSnapshot().status !== 'done') {
+        session.fatalError = armed.fault;
+        await deliver({ type: 'run.faulted', at: safeNow(clock), message: config.redact.text(describeThrown(armed.fault)) });
+      }
+      // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
+      if (input.signal?.aborted) onUserAbort();
+      for (;;) {
+        const snapshot = actor.getSnapshot();
+        const effect = getPendingEffect(snapshot);
+        if (effect.kind === 'done') break;
+        if (hooks) await hooks.beforeEffect(session, controller);
+        if (hooks?.effectStep !== undefined) {
+          // One durable step (DBOS): the effect and the journalling of its outcome; the machine takes it after.
+          const event = await hooks.effectStep(effect.kind, async () => {
+            const outcome = await perform(effect, snapshot, session, health);
+            await hooks.beforeSend(outcome, session);
+            return outcome;
+          });
+          send(actor, session, event);
+          await hooks.afterSend(actor, session);
+          continue;
+        }
+        const delivering = deliver(await perform(effect, snapshot, session, health));
+        if (delivering) await delivering;
+      }
+    } finally {
+      try {
+        cancelDeadline();
+      } catch {
+        // A clock whose cancel function throws: the run is over either way.
+      }
+      input.signal?.removeEventListener('abort', onUserAbort);
+      actor.stop();
+    }
+    return buildResult(session, actor.getSnapshot());
+  } finally {
+    // After run-end: the trace file's descriptor and any open span, whatever ended the run.
+    session.closeTrace();
+  }
+}
+
+/** Arms the deadline timer; `deadlineMs: Infinity` arms none, and a clock whose `setTimer` throws faults the run. */
+function armDeadline(config: ResolvedConfig, controller: AbortController, startedAt: number | null): { cancelDeadline: () => void; fault: Error | null } {
+  const { deadlineMs } = config.limits;
+  if (!Number.isFinite(deadlineMs)) return { cancelDeadline: () => undefined, fault: null };
+  try {
+    const remainingMs = startedAt === null ? deadlineMs : Math.max(0, startedAt + deadlineMs - config.clock.now());
+    const cancel = config.clock.setTimer(remainingMs, () => controller.abort(new RunInterruption('deadline', `deadline of ${deadlineMs} ms reached`)));
+    return { cancelDeadline: typeof cancel === 'function' ? cancel : () => undefined, fault: null };
+  } catch (error) {
+    return { cancelDeadline: () => undefined, fault: toError(error) };
+  }
+}
+
+/** Starts the machine and the first task; a task prompt, run id hook or clock that throws faults the run instead of rejecting. */
+async function startRun(deliver: (event: LoopEvent) => Promise<void> | undefined, session: RunSession, input: RunInput, hookFault: Error | null): Promise<void> {
+  const { config, runId } = session;
+  let startFault: { error: Error; message: string } | null = hookFault === null ? null : { error: hookFault, message: describeThrown(hookFault) };
+  let startedAt: number;
+  try {
+    startedAt = config.clock.now();
+  } catch (error) {
+    startFault ??= { error: toError(error), message: describeThrown(error) };
+    startedAt = safeNow(config.clock);
+  }
+  session.record({
+    type: 'run-start', runId, at: startedAt, schemaVersion: TRACE_SCHEMA_VERSION, goalSummary: summarize(input.goal ?? session.goal, config.redact),
+    tasks: session.tasks.map((task) => task.id), modelId: config.model.id,
+    promptVersion: promptVersion(config.instructions, [...session.tools.values()].map((tool) => tool.spec)), limits: tracedLimits(config.limits),
+  });
+  // run-start comes first, so a reader of the trace meets the run before anything said about it.
+  session.warnIfUnpriced(config.model.id, startedAt);
+  for (const problem of session.traceProblems) session.warn(problem, startedAt);
+  for (const deprecation of config.deprecations) session.warn(deprecation, startedAt);
+  for (const warning of session.conversation.warnings) session.warn(warning, startedAt);
+  try {
+    if (startFault === null) session.beginTask(0);
+  } catch (error) {
+    startFault = { error: toError(error), message: describeThrown(error) };
+  }
+  await deliver({ type: 'run.started', at: startedAt, nextRequestTokens: session.estimateNextRequest() });
+  if (startFault !== null) {
+    session.fatalError = startFault.error;
+    await deliver({ type: 'run.faulted', at: startedAt, message: config.redact.text(startFault.message) });
+  }
+}
+
+async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapshot: LoopSnapshot, session: RunSession, health: ToolHealth): Promise<LoopEvent> {
+  const { clock } = session.config;
+  if (session.signal.aborted) return interruptionEvent(session);
+  try {
+    switch (effect.kind) {
+      case 'start':
+        throw new Error('the loop machine is waiting for run.started after the driver started it');
+      case 'callModel': {
+        if (effect.taskIndex !== session.taskIndex) session.beginTask(effect.taskIndex);
+        const withheld = session.task.requires?.find((name) => health.isOpen(name));
+        if (withheld !== undefined) return { type: 'tool.withheld', at: clock.now(), tool: withheld };
+        return await performModelCall(session, health, snapshot.context);
+      }
+      case 'runTools':
+        return await performToolRound(session, health, snapshot.context);
+      case 'evaluate':
+        return await performEvaluation(session, snapshot.context, effect.mayCallModel);
+      case 'sleep':
+        // A replayed model's waits were waited out when it was recorded; no provider is there to wait for now.
+        if (session.config.model.skipsBackoffWait !== true) await session.aborts.race(clock.sleep(Math.max(0, effect.until - clock.now()), session.signal));
+        return { type: 'backoff.elapsed', at: clock.now() };
+    }
+  } catch (error) {
+    if (session.signal.aborted) return interruptionEvent(session);
+    // No retry layer covers this (a throwing policy hook or task prompt, a bug): stop with fatal_error, never crash.
+    session.fatalError = toError(error);
+    return { type: 'run.faulted', at: safeNow(clock), message: session.config.redact.text(describeThrown(error)) };
+  }
+}
+
+function interruptionEvent(session: RunSession): LoopEvent {
+  return interruptionEventAt(session.signal, safeNow(session.config.clock));
+}
+
+/** Journals the event before the machine sees it, sends it, then lets the journal snapshot. */
+async function deliverDurably(hooks: DriverHooks, actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): Promise<void> {
+  await hooks.beforeSend(event, session);
+  send(actor, session, event);
+  await hooks.afterSend(actor, session);
+}
+
+function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): void {
+  const before = actor.getSnapshot();
+  actor.send(event);
+  const after = actor.getSnapshot();
+  const to = stateName(after);
+  session.record({ type: 'transition', runId: session.runId, at: event.at, event: event.type, from: session.restingState ?? stateName(before), to });
+  session.restingState = to;
+  recordContextChanges(session, session.runId, session.tasks[after.context.taskIndex]?.id ?? '', before.context, after.context, event);
+  noteWarnings(session, before.context, after.context, event.at);
+}
+
+/** Nudges and skipped tasks are decisions of the machine the caller should hear about. */
+function noteWarnings(session: RunSession, before: LoopSnapshot['context'], after: LoopSnapshot['context'], at: number): void {
+  if (after.progress.nudgedAtStep !== null && before.progress.nudgedAtStep !== after.progress.nudgedAtStep) {
+    session.warn(`no-progress nudge at step ${after.steps}: ${after.progress.lastSignal}`, at);
+  }
+  if (after.failedTasks > before.failedTasks && after.taskIndex > before.taskIndex) {
+    const task = session.tasks[before.taskIndex];
+    session.warn(`task ${task?.id ?? before.taskIndex} failed (${after.failure?.reason}: ${after.failure?.detail}) and was skipped (onFailure: continue)`, at);
+  }
+}
+
+/**
+ * The call that crosses a budget is let stand (the next one is refused), so a run can complete with a
+ * budget passed by that one call, e.g. its last LLM judge: it says so rather than look within budget.
+ */
+function warnIfCompletedOverBudget(session: RunSession, usage: LoopSnapshot['context']['usage'], at: number): void {
+  const { maxCostUsd, maxInputTokens, maxOutputTokens } = session.config.limits;
+  const over = [
+    usage.costUsd > maxCostUsd ? `cost $${usage.costUsd.toFixed(6)} passed maxCostUsd ($${maxCostUsd})` : null,
+    usage.inputTokens > maxInputTokens ? `input tokens ${usage.inputTokens} passed maxInputTokens (${maxInputTokens})` : null,
+    usage.outputTokens > maxOutputTokens ? `output tokens ${usage.outputTokens} passed maxOutputTokens (${maxOutputTokens})` : null,
+  ].filter((text): text is string => text !== null);
+  if (over.length > 0) session.warn(`completed, but its last model call went over a budget: ${over.join('; ')}`, at);
+}
+
+function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
+  const output = snapshot.output;
+  if (output === undefined) throw new Error('the loop machine stopped without an output');
+  const completed = output.stopReason === 'completed';
+  const lastTask = session.tasks[session.tasks.length - 1];
+  const evaluated = lastTask !== undefined && lastTask.id in session.taskOutputs ? session.taskOutputs[lastTask.id] : undefined;
+  // A task the machine moved on to but never started has no reply (an earlier task's answer is in taskOutputs, not passed off as this one's).
+  const lastReplyIsCurrent = snapshot.context.taskIndex === session.taskIndex;
+  const { output: result, rawOutput } = finalOutput({ completed, evaluated, lastReply: session.lastReply, lastReplyIsCurrent, taskIndex: session.taskIndex, lastEvaluation: session.lastEvaluation });
+  const at = safeNow(session.config.clock);
+  if (!completed && rawOutput !== null) {
+    session.warn(`partial output: the run stopped (${output.stopReason}) before the last reply passed evaluation`, at);
+  }
+  if (completed) warnIfCompletedOverBudget(session, output.usage, at);
+  session.record({ type: 'run-end', runId: session.runId, at, status: output.status, stopReason: output.stopReason, detail: output.detail, usage: output.usage, steps: output.steps });
+  const fatal = output.stopReason === 'fatal_error' ? session.fatalError : null;
+  const { redact } = session.config;
+  return {
+    runId: session.runId,
+    status: output.status,
+    stopReason: output.stopReason,
+    detail: redact.text(output.detail),
+    output: result,
+    rawOutput,
+    taskOutputs: session.taskOutputs,
+    warnings: session.warnings,
+    usage: output.usage,
+    steps: output.steps,
+    trace: session.trace,
+    messages: closedConversation(session.transcript.messages, output.stopReason),
+    pendingApprovals: output.stopReason === 'needs_human'
+      ? session.pendingCalls.filter(({ call }) => call.status === 'needs_approval').map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
+      : [],
+    ...(fatal ? { error: redact.strings(errorFields(fatal)) } : {}),
+  };
+}

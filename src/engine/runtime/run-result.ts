@@ -1,0 +1,58 @@
+/** What `loop.run()` returns: always a named stop reason, never only `failed = true`. */
+import type { RunStatus, StopReason, Usage } from '../../../machines/types.js';
+import type { Message } from '../../contracts/model.js';
+import type { TraceEvent } from '../trace/trace-event.js';
+
+/**
+ * A tool call that stopped the run because it needs a person's approval.
+ * @example
+ * if (result.status === 'needs_human') for (const call of result.pendingApprovals) console.log(call.tool, call.args);
+ */
+export interface PendingApproval {
+  callId: string;
+  tool: string;
+  args: unknown;
+  /** With a store: the hash of the canonical arguments the approval is bound to (pass it back to bind a decision to them). */
+  argumentsHash?: string;
+  /** With a store: epoch ms after which an approval is refused as expired; null when it does not expire. */
+  expiresAt?: number | null;
+}
+
+/**
+ * What `loop.run()` returns: always a named stop reason, never only `failed = true`. `Output` is
+ * the evaluated output's type, inferred by `createLoop` from an `evaluators.schema`.
+ * @example
+ * const result: RunResult = await loop.run({ goal });
+ * if (result.stopReason !== 'completed') console.warn(result.detail, result.warnings);
+ */
+export interface RunResult<Output = unknown> {
+  runId: string;
+  status: RunStatus;
+  stopReason: StopReason;
+  /** Why it stopped, in words: which budget, which signal, which error. */
+  detail: string;
+  /**
+   * The evaluated output of the last task when completed. Otherwise what the format evaluators
+   * (json, schema) parsed from the last reply, even if a later rule failed; null when it did not
+   * parse or was never evaluated.
+   */
+  output: Output | null;
+  /** The last reply's text: what `output` was parsed from when completed; null when the model gave none. */
+  rawOutput: string | null;
+  /** Evaluated outputs of the tasks that passed, by task id (an object without a prototype, so any task id is a plain key). */
+  taskOutputs: Record<string, unknown>;
+  warnings: string[];
+  usage: Usage;
+  steps: number;
+  trace: TraceEvent[];
+  /**
+   * The conversation of the (last) task as the model last saw it, instructions first: a plain copy
+   * to store and pass back as `run({ messages })` for the next turn. Calls the run stopped before
+   * answering are answered with a "not executed" note, so it is always a valid conversation.
+   */
+  messages: Message[];
+  /** Tool calls awaiting approval when the run stopped with `needs_human`. */
+  pendingApprovals: PendingApproval[];
+  /** The underlying error when the run stopped with `fatal_error`. */
+  error?: { name: string; message: string; code?: string };
+}

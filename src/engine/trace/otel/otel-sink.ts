@@ -1,0 +1,215 @@
+/**
+ * OpenTelemetry as a trace sink: the run's redacted trace events become spans with the events' own
+ * start and end times — a run span, a span per step, and `chat` and `execute_tool` children. Parents
+ * are passed explicitly through contexts, so no context manager is needed. When the tracer does not
+ * record (no SDK registered), the sink stops at the run span: one no-op span per run.
+ */
+import { context as otelContext, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { packageVersion } from '../../../tooling/cli/package-version.js';
+import type { OtelTraceOptions } from '../trace-event.js';
+import type { TraceEvent } from '../../../contracts/trace-schema.js';
+import { AGENT_NAME, ATTRIBUTES, GEN_AI_SEMCONV_VERSION, OPERATIONS, spanNames } from './genai-conventions.js';
+
+const TRACER_NAME = 'loopstate';
+let defaultVersion: string | undefined;
+
+/** The global `loopstate` tracer: a no-op until an SDK registers a provider. */
+function defaultTracer(): Tracer {
+  if (defaultVersion === undefined) {
+    try {
+      defaultVersion = packageVersion();
+    } catch {
+      // A bundled copy without its package.json: the spans are the same without a version.
+      defaultVersion = '';
+    }
+  }
+  return trace.getTracer(TRACER_NAME, defaultVersion === '' ? undefined : defaultVersion);
+}
+
+type Event<Type extends TraceEvent['type']> = Extract<TraceEvent, { type: Type }>;
+
+/** One run's spans, built as its trace events arrive. */
+export class OtelSink {
+  private readonly tracer: Tracer;
+  private readonly parent: Context;
+  private run: { span: Span; context: Context } | null = null;
+  private step: { number: number; span: Span; context: Context } | null = null;
+  /** The run's model, for the spans of calls that failed before naming it. */
+  private modelId = '';
+  /** The tracer records nothing: every later event is ignored. */
+  private idle = false;
+
+  constructor(options: OtelTraceOptions) {
+    this.tracer = options.tracer ?? defaultTracer();
+    this.parent = options.parent ?? otelContext.active();
+  }
+
+  write(event: TraceEvent): void {
+    if (this.idle) return;
+    switch (event.type) {
+      case 'run-start':
+        return this.startRun(event);
+      case 'step-start':
+        return this.startStep(event);
+      case 'step-end':
+        return this.chat(event);
+      case 'model-error':
+        return this.modelError(event);
+      case 'tool-end':
+        return this.tool(event);
+      case 'evaluation-end':
+        this.current()?.addEvent('loopstate.evaluation', { 'loopstate.evaluation.passed': event.passed, 'loopstate.evaluation.reason': event.reason, 'loopstate.evaluation.evaluator': event.evaluator ?? '' }, event.at);
+        return;
+      case 'retry':
+        this.current()?.addEvent('loopstate.retry', {
+          'loopstate.retry.layer': event.layer, 'loopstate.retry.counter': event.counter, 'loopstate.retry.delay_ms': event.delayMs,
+          // An argument repair's field errors (already redacted and bounded), one `tool: error` string a call.
+          ...(event.argumentErrors === undefined ? {} : { 'loopstate.retry.argument_errors': event.argumentErrors.map(({ name, error }) => `${name}: ${error}`) }),
+        }, event.at);
+        return;
+      case 'no-progress':
+        this.current()?.addEvent('loopstate.no_progress', { 'loopstate.no_progress.signal': event.signal ?? '', 'loopstate.no_progress.action': event.action, 'loopstate.no_progress.detail': event.detail }, event.at);
+        return;
+      case 'context-trimmed':
+        this.current()?.addEvent('loopstate.context_trimmed', { 'loopstate.context.strategy': event.strategy, 'loopstate.context.tokens_before': event.tokensBefore, 'loopstate.context.tokens_after': event.tokensAfter }, event.at);
+        return;
+      case 'warning':
+        this.run?.span.addEvent('loopstate.warning', { 'loopstate.warning.message': event.message }, event.at);
+        return;
+      case 'run-end':
+        return this.endRun(event);
+      default:
+        // Transitions and prompts stay in the trace: spans carry the calls, not every microstep.
+        return;
+    }
+  }
+
+  /** Ends whatever is still open (a run that ended without `run-end`, e.g. a crash of the driver). */
+  close(): void {
+    this.step?.span.end();
+    this.step = null;
+    this.run?.span.end();
+    this.run = null;
+  }
+
+  private current(): Span | undefined {
+    return this.step?.span ?? this.run?.span;
+  }
+
+  private startRun(event: Event<'run-start'>): void {
+    const span = this.tracer.startSpan(spanNames.run, {
+      kind: SpanKind.INTERNAL,
+      startTime: event.at,
+      attributes: {
+        [ATTRIBUTES.operationName]: OPERATIONS.agent,
+        [ATTRIBUTES.agentName]: AGENT_NAME,
+        [ATTRIBUTES.requestModel]: event.modelId,
+        [ATTRIBUTES.conversationId]: event.runId,
+        [ATTRIBUTES.runId]: event.runId,
+        [ATTRIBUTES.promptVersion]: event.promptVersion,
+        [ATTRIBUTES.semconvVersion]: GEN_AI_SEMCONV_VERSION,
+      },
+    }, this.parent);
+    if (!span.isRecording()) {
+      // A no-op tracer: nothing else this run does is worth a call into OpenTelemetry.
+      span.end();
+      this.idle = true;
+      return;
+    }
+    this.modelId = event.modelId;
+    this.run = { span, context: trace.setSpan(this.parent, span) };
+  }
+
+  private startStep(event: Event<'step-start'>): void {
+    // A retried model call belongs to the step it retries.
+    if (this.step?.number === event.step || this.run === null) return;
+    this.endStep(event.at);
+    const span = this.tracer.startSpan(spanNames.step, { startTime: event.at, attributes: { [ATTRIBUTES.step]: event.step, [ATTRIBUTES.taskId]: event.taskId, [ATTRIBUTES.runId]: event.runId } }, this.run.context);
+    this.step = { number: event.step, span, context: trace.setSpan(this.run.context, span) };
+  }
+
+  private endStep(at: number): void {
+    this.step?.span.end(at);
+    this.step = null;
+  }
+
+  private parentContext(): Context | null {
+    return this.step?.context ?? this.run?.context ?? null;
+  }
+
+  private chat(event: Event<'step-end'>): void {
+    const parent = this.parentContext();
+    if (parent === null) return;
+    const attributes: Attributes = {
+      [ATTRIBUTES.operationName]: OPERATIONS.chat,
+      [ATTRIBUTES.requestModel]: event.modelId,
+      [ATTRIBUTES.inputTokens]: event.inputTokens,
+      [ATTRIBUTES.outputTokens]: event.outputTokens,
+      [ATTRIBUTES.costUsd]: event.costUsd,
+      [ATTRIBUTES.decision]: event.decision,
+      [ATTRIBUTES.step]: event.step,
+    };
+    if (event.cachedInputTokens !== undefined) attributes[ATTRIBUTES.cachedInputTokens] = event.cachedInputTokens;
+    if (event.reasoningTokens !== undefined) attributes[ATTRIBUTES.reasoningTokens] = event.reasoningTokens;
+    const span = this.tracer.startSpan(spanNames.chat(event.modelId), { kind: SpanKind.CLIENT, startTime: event.at - event.latencyMs, attributes }, parent);
+    span.end(event.at);
+  }
+
+  private modelError(event: Event<'model-error'>): void {
+    const parent = this.parentContext();
+    if (parent === null || this.run === null) return;
+    const model = this.modelId;
+    const span = this.tracer.startSpan(spanNames.chat(model), {
+      kind: SpanKind.CLIENT,
+      startTime: event.at - (event.latencyMs ?? 0),
+      attributes: { [ATTRIBUTES.operationName]: OPERATIONS.chat, [ATTRIBUTES.requestModel]: model, [ATTRIBUTES.errorType]: event.errorKind },
+    }, parent);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: event.message });
+    span.end(event.at);
+  }
+
+  private tool(event: Event<'tool-end'>): void {
+    const parent = this.parentContext();
+    if (parent === null) return;
+    const span = this.tracer.startSpan(spanNames.tool(event.name), {
+      kind: SpanKind.INTERNAL,
+      startTime: event.at - event.latencyMs,
+      attributes: {
+        [ATTRIBUTES.operationName]: OPERATIONS.tool,
+        [ATTRIBUTES.toolName]: event.name,
+        [ATTRIBUTES.toolCallId]: event.callId,
+        [ATTRIBUTES.toolType]: 'function',
+        [ATTRIBUTES.toolStatus]: event.status,
+        [ATTRIBUTES.toolBytes]: event.bytes,
+        [ATTRIBUTES.toolTruncated]: event.truncated,
+        [ATTRIBUTES.observationId]: event.observationId,
+      },
+    }, parent);
+    if (event.status !== 'ok') {
+      span.setAttribute(ATTRIBUTES.errorType, event.status);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: `tool ${event.name}: ${event.status}` });
+    }
+    span.end(event.at);
+  }
+
+  private endRun(event: Event<'run-end'>): void {
+    this.endStep(event.at);
+    const run = this.run;
+    if (run === null) return;
+    run.span.setAttributes({
+      [ATTRIBUTES.stopReason]: event.stopReason,
+      [ATTRIBUTES.status]: event.status,
+      [ATTRIBUTES.detail]: event.detail,
+      [ATTRIBUTES.steps]: event.steps,
+      [ATTRIBUTES.inputTokens]: event.usage.inputTokens,
+      [ATTRIBUTES.outputTokens]: event.usage.outputTokens,
+      [ATTRIBUTES.costUsd]: event.usage.costUsd,
+      [ATTRIBUTES.modelCalls]: event.usage.modelCalls,
+      [ATTRIBUTES.toolCalls]: event.usage.toolCalls,
+    });
+    if (event.status === 'failed') run.span.setStatus({ code: SpanStatusCode.ERROR, message: `${event.stopReason}: ${event.detail}` });
+    else if (event.status === 'succeeded') run.span.setStatus({ code: SpanStatusCode.OK });
+    run.span.end(event.at);
+    this.run = null;
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * A run's trace sinks besides the in-memory trace: the JSON lines file, the `onEvent` callback and
+ * OpenTelemetry. Each gets every redacted event; one that throws is dropped for the rest of the run
+ * with a warning, and the run goes on.
+ */
+import { thrownMessage } from '../redaction/describe-thrown.js';
+import { OtelSink } from './otel/otel-sink.js';
+import type { OtelTraceOptions } from './trace-event.js';
+import { TraceFileWriter } from './trace-file.js';
+import type { TraceEvent } from '../../contracts/trace-schema.js';
+
+/** The trace options with their defaults applied. */
+export interface ResolvedTraceOptions {
+  inMemory: boolean;
+  onEvent: ((event: TraceEvent) => void) | undefined;
+  file: string | undefined;
+  prompts: boolean;
+  otel: OtelTraceOptions | false;
+}
+
+/** One place events go; `option` names it in warnings (`trace.file`, `trace.onEvent`, `trace.otel`). */
+export interface TraceSink {
+  readonly option: string;
+  write(event: TraceEvent): void;
+  close?(): void;
+}
+
+/** Opens the run's sinks; a file that cannot be opened is a problem to warn about, not a failure. */
+export function openTraceSinks(options: ResolvedTraceOptions): { sinks: TraceSink[]; problems: string[] } {
+  const sinks: TraceSink[] = [];
+  const problems: string[] = [];
+  if (options.file !== undefined) {
+    try {
+      const writer = new TraceFileWriter(options.file);
+      sinks.push({ option: 'trace.file', write: (event) => writer.write(event), close: () => writer.close() });
+    } catch (error) {
+      problems.push(`trace.file could not be opened, so this run is not written to it: ${thrownMessage(error)}`);
+    }
+  }
+  const onEvent = options.onEvent;
+  if (onEvent !== undefined) sinks.push({ option: 'trace.onEvent', write: onEvent });
+  if (options.otel !== false) {
+    const otel = new OtelSink(options.otel);
+    sinks.push({ option: 'trace.otel', write: (event) => otel.write(event), close: () => otel.close() });
+  }
+  return { sinks, problems };
+}

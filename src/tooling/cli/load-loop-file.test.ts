@@ -1,0 +1,53 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLoop } from '../../engine/loop.js';
+import { reply, scriptedModel } from '../../testing/index.js';
+import { CliError } from './cli-error.js';
+import { loadLoopFile, loopOfModule } from './load-loop-file.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'loopstate-load-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+describe('loopOfModule', () => {
+  it('takes a createLoop result with its config, or a config, and the goal', () => {
+    const config = { model: scriptedModel([reply('x')]) };
+    const loop = createLoop(config);
+    expect(loopOfModule({ default: loop, goal: 'Do it' }, 'a.ts')).toEqual({ config: loop.config, loop, goal: 'Do it' });
+    expect(loop.config.model).toBe(config.model);
+    expect(loopOfModule({ default: config }, 'b.ts')).toEqual({ config, loop: undefined, goal: undefined });
+  });
+
+  it.each([
+    [{}, 'm.js has no loop: its default export must be a createLoop(...) result or a loop config (there is no default export)'],
+    [{ default: { tools: [] } }, '(the default export is an object with keys tools)'],
+    [{ default: 'loop' }, 'the default export is a string (loop)'],
+    [{ default: { model: scriptedModel([]) }, goal: 42 }, 'the exported goal must be a non-empty string, got a number (42)'],
+    [{ default: { model: scriptedModel([]) }, goal: '  ' }, 'the exported goal must be a non-empty string'],
+    [{ default: { run: () => undefined } }, 'the default export is a loop without its config'],
+  ])('refuses %j', (exports, message) => {
+    expect(() => loopOfModule(exports, 'm.js')).toThrow(message);
+    try {
+      loopOfModule(exports, 'm.js');
+    } catch (error) {
+      expect(error).toBeInstanceOf(CliError);
+      expect(error).toMatchObject({ code: 'cli_loop_file', exitCode: 3 });
+    }
+  });
+});
+
+describe('loadLoopFile', () => {
+  it('names a missing file, a directory and an unsupported extension', async () => {
+    await expect(loadLoopFile('nope.ts', directory)).rejects.toThrow('no such loop file: nope.ts');
+    await expect(loadLoopFile('.', directory)).rejects.toThrow('no such loop file: .');
+    writeFileSync(join(directory, 'loop.cjs'), 'module.exports = {};');
+    await expect(loadLoopFile('loop.cjs', directory)).rejects.toThrow('loop.cjs is not a JavaScript or TypeScript module (.js, .mjs, .ts, .mts), got ".cjs"');
+  });
+
+  it('imports a .mjs file relative to the directory given', async () => {
+    writeFileSync(join(directory, 'loop.mjs'), "export const goal = 'Hi';\nexport default { model: { id: 'm', generate: async () => ({ text: 'hi', toolCalls: [] }) } };\n");
+    const loaded = await loadLoopFile('loop.mjs', directory);
+    expect(loaded).toMatchObject({ goal: 'Hi', loop: undefined, path: join(directory, 'loop.mjs') });
+  });
+});

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import incidentLoop from '../../../examples/incident.js';
+import { loopMachine } from '../../../machines/loop-machine.js';
+import type { LoopSnapshot } from '../../../machines/pending-effect.js';
+import { exploreLoop, outcomesOf } from './explore.js';
+import { resolveForVerify } from './resolve-for-verify.js';
+import { keyOptionsFor, stateKey } from './state-key.js';
+import { createTransitionTracer } from './transition-catalog.js';
+import { verifyModelOf } from './verify-model.js';
+
+const { config } = resolveForVerify(incidentLoop);
+const model = verifyModelOf(config, { ...config.limits, maxSteps: 6 });
+
+describe('memoised successors', () => {
+  it('an interruption answered from the memo lands where computing it would, with the same spend', () => {
+    const graph = exploreLoop(model);
+    const tracer = createTransitionTracer();
+    const options = keyOptionsFor(model.input.limits, true);
+    let checked = 0;
+    for (let edge = 0; edge < graph.edgeCount; edge += 1) {
+      const source = graph.snapshots[graph.edgeSource[edge] as number] as LoopSnapshot;
+      const outcome = outcomesOf(graph, source)[graph.edgeOutcome[edge] as number];
+      if (outcome === undefined || !['run.cancelRequested', 'run.faulted', 'run.deadlineReached'].includes(outcome.event.type)) continue;
+      const { next } = tracer.step(source, outcome.event);
+      expect(stateKey(next, options)).toBe(graph.keys[graph.edgeTarget[edge] as number]);
+      expect(next.context.usage.modelCalls - source.context.usage.modelCalls).toBe(graph.edgeModelCalls[edge]);
+      expect(next.context.usage.toolCalls - source.context.usage.toolCalls).toBe(graph.edgeToolCalls[edge]);
+      checked += 1;
+    }
+    expect(checked).toBeGreaterThan(3 * 1_000);
+    expect(graph.reductions.join('\n')).toMatch(/memoised successors: [\d,]+ interruptions/);
+  }, 60_000);
+
+  it('a statechart given other guards is explored with no reduction and no memo', () => {
+    const graph = exploreLoop(model, undefined, loopMachine.provide({}));
+    expect(graph.reductions).toEqual([]);
+    expect(graph.keys.length).toBeGreaterThan(exploreLoop(model).keys.length);
+  }, 60_000);
+});
