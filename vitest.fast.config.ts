@@ -15,12 +15,12 @@ const SLOW_TEST_FILES = [
   'test/durable/crash.test.ts', // children SIGKILLed at effect boundaries, then resumed by new ones
   'test/integration/trace-kill.test.ts', // a vite-bundled child killed while it writes its trace
   'test/integration/cassette-lock-process.test.ts', // child recorders holding a cassette's lock, killed or exiting
-  'src/cli/verify-command.test.ts', // the bin bundled with vite, then `loopstate verify` as a child process
-  'src/cli/commands/inspect.test.ts', // `loopstate inspect` as a child process, until Ctrl-C
-  'src/inspect/stately-inspector.test.ts', // a child process that must exit by itself with no inspector listening
+  'src/tooling/cli/verify-command.test.ts', // the bin bundled with vite, then `loopstate verify` as a child process
+  'src/tooling/cli/commands/inspect.test.ts', // `loopstate inspect` as a child process, until Ctrl-C
+  'src/adapters/stately/stately-inspector.test.ts', // a child process that must exit by itself with no inspector listening
   // In-process, but each file takes tens of seconds on its own.
   'test/model-based/replay.test.ts', // every shortest path to a final state, driven through createLoop (~11,700 runs)
-  'src/verify/verify-loop.test.ts', // exhaustive exploration of the examples' state spaces
+  'src/tooling/verify/verify-loop.test.ts', // exhaustive exploration of the examples' state spaces
   'test/readme/readme-snippets.test.ts', // a TypeScript program over every README snippet
 ];
 

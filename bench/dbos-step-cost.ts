@@ -13,7 +13,9 @@ import { performance } from 'node:perf_hooks';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import pg from 'pg';
 import { z } from 'zod';
-import { createLoop, dbosWorker, defineTool, postgresStore, type Model, type Store } from '../src/index.js';
+import { createLoop, defineTool, type Model, type Store } from 'loopstate';
+import { dbosWorker } from 'loopstate/dbos';
+import { postgresStore } from 'loopstate/postgres';
 
 const steps = Number(process.argv[2] ?? 2_000);
 const loopSteps = Number(process.argv[3] ?? 40);

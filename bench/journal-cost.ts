@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type BetterSqlite3 from 'better-sqlite3';
 import { z } from 'zod';
-import { createLoop, defineTool, memoryStore, sqliteStore, type Model, type Store } from '../src/index.js';
+import { createLoop, defineTool, memoryStore, type Model, type Store } from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
 
 const historyLengths = (process.argv[2] ?? '20,200').split(',').map(Number);
 const stepsPerConfiguration = Number(process.argv[3] ?? 4_000);

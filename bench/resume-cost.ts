@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
-import { createLoop, defineTool, sqliteStore, type Model } from '../src/index.js';
+import { createLoop, defineTool, type Model } from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
 
 const steps = Number(process.argv[2] ?? 10_000);
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-resume-bench-'));

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLoop, defineTool, evaluators, type Model, type ModelRequest, type ModelResponse, type TraceOptions } from '../src/index.js';
+import { createLoop, defineTool, evaluators, type Model, type ModelRequest, type ModelResponse, type TraceOptions } from 'loopstate';
 
 // Two history lengths side by side: flat per-step overhead shows that work does not grow with history.
 const historyLengths = (process.argv[2] ?? '50,400').split(',').map(Number);

@@ -12,8 +12,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, memoryStore, sqliteStore, type Model, type RunResult, type Store } from '../src/index.js';
-import { reply, scriptedModel, toolCall, type ScriptStep } from '../src/testing/index.js';
+import { createLoop, defineTool, evaluators, memoryStore, type Model, type RunResult, type Store } from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
+import { reply, scriptedModel, toolCall, type ScriptStep } from 'loopstate/testing';
 
 const CHECKS = ['service_status', 'error_rate', 'latency_p99', 'recent_deploys', 'pod_restarts', 'memory_usage', 'cpu_usage', 'tail_logs', 'db_connections', 'queue_depth', 'dependency_health'] as const;
 

@@ -8,9 +8,9 @@
  *   loopstate run examples/order-status.ts      # the same, as a loop file
  */
 import { z } from 'zod';
-import { defineTool, evaluators, type LoopConfig, type Model } from '../src/index.js';
-import { reply, scriptedModel, toolCall } from '../src/testing/index.js';
-import { createLoop } from '../src/index.js';
+import { defineTool, evaluators, type LoopConfig, type Model } from 'loopstate';
+import { reply, scriptedModel, toolCall } from 'loopstate/testing';
+import { createLoop } from 'loopstate';
 
 /** The question the offline run answers; `loopstate run` reads it as the loop file's goal. */
 export const goal = 'What is the status of order O-101?';

@@ -10,8 +10,8 @@
  *   loopstate run tool-feedback
  */
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, ToolCallError, ToolHealth, type LoopConfig, type Message, type ModelRequest } from '../src/index.js';
-import { reply, scriptedModel, toolCall, virtualClock, type ScriptStepResult } from '../src/testing/index.js';
+import { createLoop, defineTool, evaluators, ToolCallError, ToolHealth, type LoopConfig, type Message, type ModelRequest } from 'loopstate';
+import { reply, scriptedModel, toolCall, virtualClock, type ScriptStepResult } from 'loopstate/testing';
 import { evaluateArithmetic } from './safe-arithmetic.js';
 
 export const goal = 'Answer six questions with the tools: two calculations, the time, three knowledge look-ups';

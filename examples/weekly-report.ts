@@ -7,8 +7,8 @@
  *   loopstate run weekly-report
  */
 import { z } from 'zod';
-import { createLoop, evaluators, type LoopConfig, type Model } from '../src/index.js';
-import { reply, scriptedModel, type ScriptedModel } from '../src/testing/index.js';
+import { createLoop, evaluators, type LoopConfig, type Model } from 'loopstate';
+import { reply, scriptedModel, type ScriptedModel } from 'loopstate/testing';
 
 /** The run's goal; `loopstate run` reads it as the loop file's goal. */
 export const goal = '生成本周技术周报';

@@ -1,6 +1,8 @@
 /**
- * loopstate: bounded LLM agent loops as explicit XState v5 statecharts.
- * Public API only; test doubles live in `loopstate/testing`.
+ * loopstate: bounded LLM agent loops as explicit XState v5 statecharts. The core: loops, tools,
+ * evaluators, the in-memory store, traces and errors. Each adapter has its own entry, its package an
+ * optional peer: `loopstate/openai`, `/cassette`, `/sqlite`, `/postgres`, `/dbos`, `/inspect`; test
+ * doubles live in `loopstate/testing`.
  */
 export { createLoop, type Loop } from './engine/loop.js';
 export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput, DurableOptions, TenantBudget, ToolOrder } from './engine/config/config.js';
@@ -10,25 +12,10 @@ export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyV
 export { evaluators, runEvaluators } from './engine/evaluators/index.js';
 export type { Evaluator, EvaluationInput, EvaluationResult, EvaluationSummary, EvaluateOption, EvaluatorOutput, EvaluatorsOutput, LoopOutput } from './engine/evaluators/index.js';
 export type { Model, ModelRequest, ModelResponse, ModelUsage, ModelSettings, ModelProgress, ResponseFormat, Message, ToolSpec, ToolCallRequest } from './contracts/model.js';
-export { openaiModel, type OpenAIModelOptions } from './adapters/openai/openai-model.js';
-export { OPENAI_PRICES } from './engine/pricing/openai-prices.js';
-export {
-  recordModel,
-  replayModel,
-  CassetteFileError,
-  CassetteMismatchError,
-  CASSETTE_SCHEMA_VERSION,
-  type RecordModelOptions,
-  type RecordingModel,
-  type ReplayModelOptions,
-  type ReplayingModel,
-  type CassetteFileErrorCode,
-} from './adapters/cassette/index.js';
 export {
   LoopstateError,
   LoopConfigError,
   ModelCallError,
-  ScriptExhaustedError,
   isModelCallError,
   isRetryableModelErrorKind,
   retryableModelError,
@@ -37,9 +24,9 @@ export {
   type ModelCallErrorLike,
   type ModelErrorKind,
 } from './contracts/errors.js';
-export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, OPENAI_DEFAULTS, type ModelPrice } from './engine/constants.js';
-export { DEFAULT_CONTEXT } from './engine/constants.js';
-export type { ContextOptions, ContextStrategy } from './engine/context/context-window.js';
+export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, DEFAULT_CONTEXT, DEFAULT_DURABLE } from './engine/constants.js';
+export type { ModelPrice } from './contracts/model.js';
+export type { ContextOptions, ContextStrategy } from './contracts/context-options.js';
 export { systemClock, type Clock } from './engine/runtime/clock.js';
 export type { TraceEvent, TraceEventType, TraceOptions, OtelTraceOptions } from './engine/trace/trace-event.js';
 export { traceEventSchema, TRACE_SCHEMA_VERSION, type TracedMessage, type TracedLimits, type TracedArgumentError } from './contracts/trace-schema.js';
@@ -47,12 +34,7 @@ export { parseTraceLine, parseTraceText, readTraceFile, TraceFileError, type Tra
 export { rebuildPrompts, type RebuiltPrompt } from './engine/trace/prompt-snapshots.js';
 export { rebuildRun, type RebuiltRun } from './engine/trace/rebuild-run.js';
 export { GEN_AI_SEMCONV_VERSION } from './engine/trace/otel/genai-conventions.js';
-export { sqliteStore, type SqliteStoreOptions } from './adapters/sqlite/sqlite-store.js';
 export { memoryStore } from './engine/store/memory-store.js';
-export { postgresStore, type PostgresStore, type PostgresStoreOptions } from './adapters/postgres/postgres-store.js';
-export { dbosWorker, type DbosWorker, type DbosWorkerOptions } from './adapters/dbos/dbos-worker.js';
-export { dbosClient, type DbosClientOptions, type LoopDbosClient } from './adapters/dbos/dbos-client.js';
-export { machineVersion } from './adapters/dbos/machine-version.js';
 export type { Store, StoreRow, RunRow, Lease, RunControl } from './contracts/store.js';
 export { StoreConflictError } from './engine/store/store-conflict-error.js';
 export { StoreRecordError, ApprovalError, RunAccessError, type ApprovalErrorCode, type RunAccessErrorCode } from './engine/durable/durable-errors.js';
@@ -60,9 +42,7 @@ export { argumentsHash, type ApprovalInput, type ResumeOptions } from './engine/
 export { UnknownOutcomeError } from './engine/tools/unknown-outcome-error.js';
 export { readTenantLedger } from './engine/durable/tenant-ledger.js';
 export type { LedgerRecord as TenantLedger } from './engine/durable/records.js';
-export { DEFAULT_DURABLE, DEFAULT_DBOS_WORKER } from './engine/constants.js';
 export type { RedactOptions } from './engine/redaction/redact.js';
-export { statelyInspector, type StatelyInspector, type StatelyInspectorOptions, type StatelyInspectorStatus } from './adapters/stately/stately-inspector.js';
 export type { InspectOption } from './engine/runtime/inspect-option.js';
 export { loopMachine, getPendingEffect, STOP_REASONS } from '../machines/index.js';
 export type { StopReason, RunStatus, Usage, LoopLimits, NoProgressThresholds, NoProgressSignal, LoopEvent, PendingEffect } from '../machines/index.js';

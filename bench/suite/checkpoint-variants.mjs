@@ -17,6 +17,8 @@ import { createGraph, invokeGraph } from './adapters/langgraph.mjs';
 import { checkAnswer, checkCounts, resetCounters } from './workload.mjs';
 
 const loopstate = await import(LOOPSTATE_ENTRY.href);
+const { sqliteStore } = await import(new URL('sqlite/index.js', new URL('./adapters/', LOOPSTATE_ENTRY)).href);
+const { postgresStore } = await import(new URL('postgres/index.js', new URL('./adapters/', LOOPSTATE_ENTRY)).href);
 
 // Run and thread ids of one length for both frameworks (a loopstate record carries its run id), unique in the process.
 let runCounter = 0;
@@ -243,10 +245,10 @@ export function variants({ postgresUrl, postgresSchema }) {
   return [
     loopstateVariant({ id: 'loopstate', label: 'loopstate, no store', makeStore: null }),
     loopstateVariant({ id: 'loopstate-memory', label: 'loopstate + memoryStore()', makeStore: () => loopstate.memoryStore() }),
-    loopstateVariant({ id: 'loopstate-sqlite-normal', label: 'loopstate + sqliteStore (NORMAL)', makeStore: (file) => loopstate.sqliteStore({ path: file }), file: true }),
-    loopstateVariant({ id: 'loopstate-sqlite-full', label: "loopstate + sqliteStore (durability 'full')", makeStore: (file) => loopstate.sqliteStore({ path: file, durability: 'full' }), file: true }),
+    loopstateVariant({ id: 'loopstate-sqlite-normal', label: 'loopstate + sqliteStore (NORMAL)', makeStore: (file) => sqliteStore({ path: file }), file: true }),
+    loopstateVariant({ id: 'loopstate-sqlite-full', label: "loopstate + sqliteStore (durability 'full')", makeStore: (file) => sqliteStore({ path: file, durability: 'full' }), file: true }),
     ...(postgresUrl
-      ? [loopstateVariant({ id: 'loopstate-postgres', label: 'loopstate + postgresStore', makeStore: () => loopstate.postgresStore({ connectionString: postgresUrl, schema: postgresSchema }) })]
+      ? [loopstateVariant({ id: 'loopstate-postgres', label: 'loopstate + postgresStore', makeStore: () => postgresStore({ connectionString: postgresUrl, schema: postgresSchema }) })]
       : []),
     langGraphVariant({ id: 'langgraph', label: 'LangGraph, no checkpointer' }),
     langGraphVariant({ id: 'langgraph-memory', label: 'LangGraph + MemorySaver', saver: 'memory' }),

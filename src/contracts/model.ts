@@ -146,3 +146,15 @@ export interface Model {
   readonly skipsBackoffWait?: boolean;
   generate(request: ModelRequest): Promise<ModelResponse>;
 }
+
+/**
+ * USD per million tokens. Override or extend with the `prices` config option.
+ * @example
+ * createLoop({ model, prices: { 'my-model': { inputPerMillion: 0.2, outputPerMillion: 0.8 } } });
+ */
+export interface ModelPrice {
+  inputPerMillion: number;
+  /** Input tokens served from the provider's prompt cache; priced as `inputPerMillion` when left out. */
+  cachedInputPerMillion?: number;
+  outputPerMillion: number;
+}

@@ -2,7 +2,8 @@
  * Every default in one place. Start strict and loosen per task.
  */
 import type { LoopLimits, NoProgressThresholds } from '../../machines/types.js';
-import type { ResolvedContextOptions } from './context/context-window.js';
+import type { ResolvedContextOptions } from '../contracts/context-options.js';
+import type { ModelPrice } from '../contracts/model.js';
 import { OPENAI_PRICES } from './pricing/openai-prices.js';
 
 /**
@@ -108,18 +109,6 @@ export const OPENAI_DEFAULTS = Object.freeze({
 
 /** Rough characters per token for pre-call estimates; errs high for English text. */
 export const CHARS_PER_TOKEN_ESTIMATE = 4;
-
-/**
- * USD per million tokens. Override or extend with the `prices` config option.
- * @example
- * createLoop({ model, prices: { 'my-model': { inputPerMillion: 0.2, outputPerMillion: 0.8 } } });
- */
-export interface ModelPrice {
-  inputPerMillion: number;
-  /** Input tokens served from the provider's prompt cache; priced as `inputPerMillion` when left out. */
-  cachedInputPerMillion?: number;
-  outputPerMillion: number;
-}
 
 /**
  * The built-in price table (USD per million tokens), merged under `prices`: current OpenAI models

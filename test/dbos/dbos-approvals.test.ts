@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DBOSClient } from '@dbos-inc/dbos-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApprovalError, dbosClient, dbosWorker, memoryStore, postgresStore, type DbosWorker, type LoopDbosClient, type PostgresStore, type RunResult } from '../../src/index.js';
+import { ApprovalError, memoryStore, type RunResult } from 'loopstate';
+import { dbosClient, dbosWorker, type DbosWorker, type LoopDbosClient } from 'loopstate/dbos';
+import { postgresStore, type PostgresStore } from 'loopstate/postgres';
 import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
 import { refundLoop } from './fixtures/refund-loop.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ApprovalError, createLoop, defineTool, memoryStore, RunAccessError, traceEventSchema, type Store } from '../../src/index.js';
-import { reply, scriptedModel, toolCall, virtualClock } from '../../src/testing/index.js';
+import { ApprovalError, createLoop, defineTool, memoryStore, RunAccessError, traceEventSchema, type Store } from 'loopstate';
+import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 
 function refundLoop(store: Store, script = [toolCall('refund', { order_id: 'O-7', amount: 40 }), reply('Refunded O-7.')], options: { approvalExpiresAfterMs?: number } = {}) {
   const refunds: string[] = [];

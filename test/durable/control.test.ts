@@ -1,8 +1,8 @@
 /** Cancel, the store-wide pause (kill switch), and a finished run's recorded result. */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, memoryStore, type Store } from '../../src/index.js';
-import { reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from '../../src/testing/index.js';
+import { createLoop, defineTool, memoryStore, type Store } from 'loopstate';
+import { reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
 
 function loopOn(store: Store, script: ScriptStep[] = [toolCall('note', { text: 'a' }), reply('done')]) {
@@ -126,7 +126,7 @@ describe('pause on SQLite', () => {
     const { mkdtempSync, rmSync } = await import('node:fs');
     const { join } = await import('node:path');
     const { tmpdir } = await import('node:os');
-    const { sqliteStore } = await import('../../src/index.js');
+    const { sqliteStore } = await import('loopstate/sqlite');
     const dir = mkdtempSync(join(tmpdir(), 'loopstate-pause-'));
     const path = join(dir, 'loops.db');
     const operator = sqliteStore({ path });

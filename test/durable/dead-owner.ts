@@ -1,4 +1,4 @@
-import type { Store } from '../../src/index.js';
+import type { Store } from 'loopstate';
 
 /**
  * In-process stand-in for a dead owner: a run whose promise hangs forever is as good as crashed once

@@ -6,8 +6,9 @@ import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, sqliteStore, StoreRecordError } from '../../src/index.js';
-import { scriptedModel, toolCall, virtualClock } from '../../src/testing/index.js';
+import { createLoop, defineTool, StoreRecordError } from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
+import { scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-records-'));

@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, memoryStore, type Model, type RunResult, type Store } from '../../src/index.js';
-import { reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from '../../src/testing/index.js';
+import { createLoop, defineTool, evaluators, memoryStore, type Model, type RunResult, type Store } from 'loopstate';
+import { reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
 
 const SCRIPT: ScriptStep[] = [

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, memoryStore, type Model, type Store } from '../../src/index.js';
+import { createLoop, defineTool, memoryStore, type Model, type Store } from 'loopstate';
 import { freeLease } from './dead-owner.js';
 
 const STEPS = 12;

@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, LoopConfigError, memoryStore, readTenantLedger, sqliteStore, type Model, type RunResult, type Store } from '../../src/index.js';
-import { virtualClock } from '../../src/testing/index.js';
+import { createLoop, defineTool, LoopConfigError, memoryStore, readTenantLedger, type Model, type RunResult, type Store } from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
+import { virtualClock } from 'loopstate/testing';
 
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-tenant-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

@@ -18,7 +18,7 @@ import { traceEventSchema } from '../../src/contracts/trace-schema.js';
 
 const run = promisify(execFile);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = join(repoRoot, 'dist', 'src', 'cli.js');
+const bin = join(repoRoot, 'dist', 'src', 'tooling', 'cli', 'bin.js');
 let directory: string;
 
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createOrderLoop, goal, offlineOrderModel, orderLoopConfig } from '../../examples/order-status.js';
-import { createLoop } from '../../src/index.js';
-import { reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { createLoop } from 'loopstate';
+import { reply, scriptedModel, toolCall } from 'loopstate/testing';
 import { rebuildRun } from '../../src/engine/trace/rebuild-run.js';
 
 describe('order-status example (seed 000)', () => {

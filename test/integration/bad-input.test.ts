@@ -4,8 +4,8 @@
  * documented edge (repair feedback, parse error, error observation) and always end in a named stop.
  */
 import { describe, expect, it } from 'vitest';
-import { createLoop, evaluators, LoopConfigError, ToolHealth, type LoopConfig, type Model } from '../../src/index.js';
-import { emptyReply, reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { createLoop, evaluators, LoopConfigError, ToolHealth, type LoopConfig, type Model } from 'loopstate';
+import { emptyReply, reply, scriptedModel, toolCall } from 'loopstate/testing';
 import { createTestLoop, recordingTool, requestAt } from './helpers.js';
 
 const GOAL = 'What is the status of record R-1?';

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { evaluators, type Message } from '../../src/index.js';
-import { emptyReply, reply, scriptedModel, toolCall, type ScriptStepResult } from '../../src/testing/index.js';
+import { evaluators, type Message } from 'loopstate';
+import { emptyReply, reply, scriptedModel, toolCall, type ScriptStepResult } from 'loopstate/testing';
 import { contentsWithRole, createTestLoop, recordingTool, requestAt } from './helpers.js';
 
 const GOAL = 'Check the records';

@@ -6,9 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/constants.js';
 import { checkMessages } from '../../src/engine/conversation/prior-conversation.js';
-import type { LoopConfig, Message, ModelRequest, RunResult, TraceEvent } from '../../src/index.js';
+import type { LoopConfig, Message, ModelRequest, RunResult, TraceEvent } from 'loopstate';
 import { Transcript } from '../../src/engine/runtime/transcript.js';
-import { modelError, reply, scriptedModel, toolCall, type ScriptStep } from '../../src/testing/index.js';
+import { modelError, reply, scriptedModel, toolCall, type ScriptStep } from 'loopstate/testing';
 import { createTestLoop, recordingTool } from './helpers.js';
 
 const STEPS = 60;

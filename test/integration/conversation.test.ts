@@ -3,8 +3,8 @@
  * `result.messages` hands back the transcript for the next turn.
  */
 import { describe, expect, it } from 'vitest';
-import { LoopConfigError, type Message } from '../../src/index.js';
-import { reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { LoopConfigError, type Message } from 'loopstate';
+import { reply, scriptedModel, toolCall } from 'loopstate/testing';
 import { createTestLoop, recordingTool, requestAt } from './helpers.js';
 
 const instructions = 'Answer order questions in one sentence.';

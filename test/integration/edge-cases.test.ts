@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, evaluators, type Evaluator } from '../../src/index.js';
-import { modelError, reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { defineTool, evaluators, type Evaluator } from 'loopstate';
+import { modelError, reply, scriptedModel, toolCall } from 'loopstate/testing';
 import { contentsWithRole, createTestLoop, recordingTool, requestAt, transcriptText } from './helpers.js';
 
 const GOAL = 'Find the owner of record R-1';

@@ -4,8 +4,8 @@
  */
 import { vi } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, type Loop, type LoopConfig, type Message, type Tool, type ToolAccess } from '../../src/index.js';
-import { virtualClock, type ScriptedModel, type VirtualClock } from '../../src/testing/index.js';
+import { createLoop, defineTool, type Loop, type LoopConfig, type Message, type Tool, type ToolAccess } from 'loopstate';
+import { virtualClock, type ScriptedModel, type VirtualClock } from 'loopstate/testing';
 
 export interface TestLoop {
   loop: Loop;

@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, isModelCallError, ToolCallError, ToolHealth, type Message, type Model, type ModelRequest } from '../../src/index.js';
-import { reply, scriptedModel, toolCall, virtualClock } from '../../src/testing/index.js';
+import { createLoop, defineTool, evaluators, isModelCallError, ToolCallError, ToolHealth, type Message, type Model, type ModelRequest } from 'loopstate';
+import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 import { createTestLoop, recordingTool, requestAt } from './helpers.js';
 
 const GOAL = 'Find the user and report their plan.';

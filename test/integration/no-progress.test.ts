@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, evaluators, ToolCallError, type LoopConfig, type Tool } from '../../src/index.js';
-import { emptyReply, reply, scriptedModel, toolCall, type ScriptStep } from '../../src/testing/index.js';
+import { defineTool, evaluators, ToolCallError, type LoopConfig, type Tool } from 'loopstate';
+import { emptyReply, reply, scriptedModel, toolCall, type ScriptStep } from 'loopstate/testing';
 import { contentsWithRole, createTestLoop, recordingTool, requestAt } from './helpers.js';
 
 const GOAL = 'Investigate why checkout is slow';

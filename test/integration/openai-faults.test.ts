@@ -6,8 +6,9 @@
 import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { createLoop, openaiModel, systemClock, type OpenAIModelOptions, type RunResult, type TraceEvent } from '../../src/index.js';
-import { virtualClock } from '../../src/testing/index.js';
+import { createLoop, systemClock, type RunResult, type TraceEvent } from 'loopstate';
+import { openaiModel, type OpenAIModelOptions } from 'loopstate/openai';
+import { virtualClock } from 'loopstate/testing';
 import { apiError, chatChunks, chatCompletion, replyStep, responsesEvents } from '../support/openai-fixtures.js';
 import { useOpenAIServer, type OpenAITestServer, type ServerStep } from '../support/openai-server.js';
 

@@ -6,8 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createOrderLoop } from '../../examples/order-status.js';
-import { createLoop, defineTool, evaluators, openaiModel, type RunResult, type TraceEvent } from '../../src/index.js';
-import { virtualClock } from '../../src/testing/index.js';
+import { createLoop, defineTool, evaluators, type RunResult, type TraceEvent } from 'loopstate';
+import { openaiModel } from 'loopstate/openai';
+import { virtualClock } from 'loopstate/testing';
 import { traceEventSchema } from '../../src/contracts/trace-schema.js';
 import { chatChunks, replyStep } from '../support/openai-fixtures.js';
 import { useOpenAIServer, type OpenAITestServer } from '../support/openai-server.js';

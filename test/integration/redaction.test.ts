@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { evaluators, ModelCallError, type LoopConfig, type Model, type RunResult, type TraceEvent } from '../../src/index.js';
-import { modelError, reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { evaluators, ModelCallError, type LoopConfig, type Model, type RunResult, type TraceEvent } from 'loopstate';
+import { modelError, reply, scriptedModel, toolCall } from 'loopstate/testing';
 import { createTestLoop, recordingTool, requestAt, transcriptText } from './helpers.js';
 
 const GOAL = 'Rotate the deploy credentials';

@@ -4,8 +4,8 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { evaluators, type Tool, type TraceEvent } from '../../src/index.js';
-import { modelError, reply, scriptedModel, toolCall, virtualClock, type VirtualClock } from '../../src/testing/index.js';
+import { evaluators, type Tool, type TraceEvent } from 'loopstate';
+import { modelError, reply, scriptedModel, toolCall, virtualClock, type VirtualClock } from 'loopstate/testing';
 import { contentsWithRole, createTestLoop, hangPastTimeout, recordingTool, requestAt, transcriptText, useFakeHostTimers } from './helpers.js';
 
 const GOAL = 'What is the status of order O-101?';

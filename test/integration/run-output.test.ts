@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { evaluators } from '../../src/index.js';
-import { reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { evaluators } from 'loopstate';
+import { reply, scriptedModel, toolCall } from 'loopstate/testing';
 import { createTestLoop } from './helpers.js';
 
 const GOAL = 'Total the order.';

@@ -4,8 +4,8 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { evaluators, ToolHealth, type Model } from '../../src/index.js';
-import { modelError, reply, scriptedModel, toolCall, virtualClock } from '../../src/testing/index.js';
+import { evaluators, ToolHealth, type Model } from 'loopstate';
+import { modelError, reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 import {
   createTestLoop,
   hangPastTimeout,

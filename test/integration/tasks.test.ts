@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { evaluators, type TaskConfig } from '../../src/index.js';
-import { modelError, reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { evaluators, type TaskConfig } from 'loopstate';
+import { modelError, reply, scriptedModel, toolCall } from 'loopstate/testing';
 import { contentsWithRole, createTestLoop, recordingTool, requestAt } from './helpers.js';
 
 const GOAL = 'Weekly report for the support team, week 12';

@@ -7,8 +7,8 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LoopConfigError, parseTraceText, rebuildPrompts, rebuildRun, readTraceFile, traceEventSchema, TraceFileError, TRACE_SCHEMA_VERSION, type TraceEvent } from '../../src/index.js';
-import { reply, scriptedModel } from '../../src/testing/index.js';
+import { LoopConfigError, parseTraceText, rebuildPrompts, rebuildRun, readTraceFile, traceEventSchema, TraceFileError, TRACE_SCHEMA_VERSION, type TraceEvent } from 'loopstate';
+import { reply, scriptedModel } from 'loopstate/testing';
 import { createTestLoop } from './helpers.js';
 import { scenarioModel, TRACE_SCENARIOS } from './trace-scenarios.js';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleForNode } from '../support/bundle-for-node.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rebuildRun, readTraceFile } from '../../src/index.js';
+import { rebuildRun, readTraceFile } from 'loopstate';
 
 const directory = mkdtempSync(join(tmpdir(), 'loopstate-kill-'));
 const child = join(directory, 'trace-kill-child.mjs');

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { ROOT_CONTEXT, trace, type Span, type Tracer } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, describe, expect, it } from 'vitest';
-import { evaluators, GEN_AI_SEMCONV_VERSION, type TraceEvent } from '../../src/index.js';
-import { modelError, reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { evaluators, GEN_AI_SEMCONV_VERSION, type TraceEvent } from 'loopstate';
+import { modelError, reply, scriptedModel, toolCall } from 'loopstate/testing';
 import { createTestLoop, recordingTool } from './helpers.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loopstate-otel-'));

@@ -2,8 +2,8 @@
  * Runs that between them make every kind of trace event: tools, transport and reflection retries,
  * argument repair, a no-progress nudge and stop, a budget stop and context trimming.
  */
-import { evaluators, type LoopConfig } from '../../src/index.js';
-import { modelError, reply, scriptedModel, toolCall, type ScriptStep } from '../../src/testing/index.js';
+import { evaluators, type LoopConfig } from 'loopstate';
+import { modelError, reply, scriptedModel, toolCall, type ScriptStep } from 'loopstate/testing';
 import { recordingTool } from './helpers.js';
 
 export interface TraceScenario {

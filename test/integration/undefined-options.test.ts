@@ -4,8 +4,8 @@
  * (generateRunId, the clock, an abort reason) end the run with a named stop instead of a rejection.
  */
 import { describe, expect, it } from 'vitest';
-import { createLoop, DEFAULT_LIMITS, LoopConfigError, type Clock } from '../../src/index.js';
-import { reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from '../../src/testing/index.js';
+import { createLoop, DEFAULT_LIMITS, LoopConfigError, type Clock } from 'loopstate';
+import { reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from 'loopstate/testing';
 import { createTestLoop, recordingTool, requestAt } from './helpers.js';
 
 const GOAL = 'Look the record up and report it.';

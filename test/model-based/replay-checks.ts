@@ -6,7 +6,7 @@
  */
 import type { LoopSnapshot } from '../../machines/pending-effect.js';
 import type { LoopOutput, ToolRoundSummary } from '../../machines/types.js';
-import type { RunResult, TraceEvent } from '../../src/index.js';
+import type { RunResult, TraceEvent } from 'loopstate';
 import type { LabelledPath, LabelledStep } from './loop-graph.js';
 
 export type RoundClass = 'ok-new' | 'ok-seen' | 'timeout' | 'unknown-outcome' | 'required-unavailable' | 'plan-open' | 'plan-progressed';

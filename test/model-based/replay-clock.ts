@@ -9,7 +9,7 @@
  * - `failNextNow` makes the next `now()` throw once: an effect that fails outright (`run.faulted`).
  * - `sleeper` decides how the next backoff sleep ends (on time, late, cancelled, failed).
  */
-import type { Clock } from '../../src/index.js';
+import type { Clock } from 'loopstate';
 
 export type Sleeper = (ms: number, signal: AbortSignal, clock: ReplayClock) => Promise<void>;
 

@@ -23,7 +23,7 @@
 import { z } from 'zod';
 import { getPendingEffect, type PendingEffect } from '../../machines/pending-effect.js';
 import type { ModelDecision } from '../../machines/types.js';
-import { createLoop, defineTool, evaluators, ToolHealth, type RunResult, type Tool, type ToolPolicy } from '../../src/index.js';
+import { createLoop, defineTool, evaluators, ToolHealth, type RunResult, type Tool, type ToolPolicy } from 'loopstate';
 import {
   emptyReply,
   modelError,
@@ -32,7 +32,7 @@ import {
   toolCall,
   type ScriptedResponse,
   type ScriptStepResult,
-} from '../../src/testing/index.js';
+} from 'loopstate/testing';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../../src/engine/constants.js';
 import { ABSTRACT_PRICE, ABSTRACT_TIME, OUTCOME_TEXT, type ModelConfiguration } from './abstract-events.js';
 import type { LabelledPath, LabelledStep } from './loop-graph.js';

@@ -5,8 +5,8 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool } from '../../src/index.js';
-import { scriptedModel, toolCall, virtualClock } from '../../src/testing/index.js';
+import { createLoop, defineTool } from 'loopstate';
+import { scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 import { MODEL_CONFIGURATIONS } from './abstract-events.js';
 import { exploreLoopGraph, shortestPathsOf } from './loop-graph.js';
 import { createReplayHarness, SKIP_REASONS } from './replay-harness.js';

@@ -1,7 +1,7 @@
 /**
  * Outcomes the real driver can send that the abstract classes leave out because they carry usage the
  * exhaustive exploration keeps at zero: a fault right after a model call (the call's usage is kept), and an
- * LLM judge's usage on an evaluation (`src/runtime/evaluation-step.ts` reports it, priced).
+ * LLM judge's usage on an evaluation (`src/engine/runtime/evaluation-step.ts` reports it, priced).
  */
 import { getPendingEffect, type LoopSnapshot } from '../../machines/pending-effect.js';
 import { ABSTRACT_TIME, EVALUATOR_REASONS, OUTCOME_TEXT, type AbstractOutcome, type ModelConfiguration } from '../model-based/abstract-events.js';

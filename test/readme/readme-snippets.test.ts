@@ -1,8 +1,8 @@
 /**
  * Keeps the README true: every ```ts block is marked `<!-- snippet: run -->` (type-checked, then
- * run) or `<!-- snippet: not run -->`. Runnable snippets import `loopstate` and
- * `loopstate/testing`; those specifiers are rewritten to this repo's sources, the snippet is
- * type-checked with the project's compiler options and imported, so a failed `assert` fails here.
+ * run) or `<!-- snippet: not run -->`. Runnable snippets import `loopstate` and its subpaths, which resolve
+ * to this repo's sources (tsconfig's `paths`, vitest's aliases); the snippet is type-checked with the
+ * project's compiler options and imported, so a failed `assert` fails here.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -36,13 +36,6 @@ export function extractTsSnippets(markdown: string): Snippet[] {
     index = end;
   }
   return snippets;
-}
-
-/** Points the package's own specifiers at this repo's sources. */
-function rewriteImports(code: string): string {
-  return code
-    .replaceAll(/from 'loopstate\/testing'/g, "from '../src/testing/index.js'")
-    .replaceAll(/from 'loopstate'/g, "from '../src/index.js'");
 }
 
 function typeCheck(files: readonly string[]): string[] {
@@ -81,13 +74,13 @@ describe('README snippets', () => {
 
   it('type-checks every runnable snippet against the sources', () => {
     mkdirSync(snippetDir, { recursive: true });
-    for (const snippet of runnable) writeFileSync(fileOf(snippet), `${rewriteImports(snippet.code)}\nexport {};\n`);
+    for (const snippet of runnable) writeFileSync(fileOf(snippet), `${snippet.code}\nexport {};\n`);
     expect(typeCheck(runnable.map(fileOf))).toEqual([]);
   }, 60_000);
 
   it.each(runnable.map((snippet) => [snippet.line, snippet] as const))('runs the snippet at README.md:%i', async (_line, snippet) => {
     mkdirSync(snippetDir, { recursive: true });
-    writeFileSync(fileOf(snippet), `${rewriteImports(snippet.code)}\nexport {};\n`);
+    writeFileSync(fileOf(snippet), `${snippet.code}\nexport {};\n`);
     await expect(import(pathToFileURL(fileOf(snippet)).href)).resolves.toBeDefined();
   });
 });

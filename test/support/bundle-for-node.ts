@@ -3,6 +3,7 @@
  * processes (a CLI, a loop to kill) from a clean clone, with no `dist/` built first.
  */
 import { build } from 'vite';
+import { sourceEntryAliases } from './source-entries.js';
 
 export interface BundleOptions {
   /** The entry file, absolute. */
@@ -20,6 +21,7 @@ export async function bundleForNode({ entry, outDir, fileName, emptyOutDir = fal
   await build({
     configFile: false,
     logLevel: 'silent',
+    resolve: { alias: sourceEntryAliases() },
     build: {
       ssr: entry,
       outDir,

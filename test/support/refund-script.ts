@@ -3,7 +3,7 @@
  * reply, then a refund (which needs approval), then the answer. Indexed by the replies already given,
  * as a provider answers the same conversation the same way, so a resumed run gets the same reply.
  */
-import type { ModelResponse, ModelUsage } from '../../src/index.js';
+import type { ModelResponse, ModelUsage } from 'loopstate';
 
 export function refundReply(step: number, usage: ModelUsage): ModelResponse {
   switch (step) {

@@ -5,8 +5,8 @@
  */
 import { appendFileSync } from 'node:fs';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, type LoopConfig, type Model, type RunResult, type TraceEvent } from '../../src/index.js';
-import { modelError, reply, scriptedModel, toolCall, virtualClock, type VirtualClock } from '../../src/testing/index.js';
+import { createLoop, defineTool, evaluators, type LoopConfig, type Model, type RunResult, type TraceEvent } from 'loopstate';
+import { modelError, reply, scriptedModel, toolCall, virtualClock, type VirtualClock } from 'loopstate/testing';
 
 const MODEL_LATENCY_MS = 350;
 const TOOL_LATENCY_MS = 120;

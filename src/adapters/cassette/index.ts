@@ -1,5 +1,6 @@
 /**
- * Record and replay: a run against a real model saved as a cassette, replayed offline.
+ * `loopstate/cassette`: record a run against a real model as a cassette file and replay it offline (Node: it
+ * reads and writes files).
  */
 export { recordModel, type RecordModelOptions, type RecordingModel } from './record-model.js';
 export { replayModel, type ReplayModelOptions, type ReplayingModel } from './replay-model.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createLoop, LoopConfigError, memoryStore, postgresStore } from '../../index.js';
+import { createLoop, LoopConfigError, memoryStore } from '../../index.js';
+import { postgresStore } from '../postgres/index.js';
 import { reply, scriptedModel } from '../../testing/index.js';
 import { dbosWorker } from './dbos-worker.js';
 

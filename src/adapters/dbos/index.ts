@@ -1,8 +1,8 @@
 /**
- * `loopstate/dbos`: distributed runs on DBOS Transact and Postgres. The same names are exported from
- * `loopstate` too; this entry gathers what a worker or an enqueuing service needs.
+ * `loopstate/dbos`: distributed runs on DBOS Transact and Postgres (optional peers: `npm install @dbos-inc/dbos-sdk@~5.3 pg`),
+ * with the store from `loopstate/postgres`: what a worker or an enqueuing service needs.
  */
 export { dbosWorker, type DbosWorker, type DbosWorkerOptions } from './dbos-worker.js';
 export { dbosClient, type DbosClientOptions, type LoopDbosClient } from './dbos-client.js';
 export { machineVersion } from './machine-version.js';
-export { postgresStore, type PostgresStore, type PostgresStoreOptions } from '../postgres/postgres-store.js';
+export { DEFAULT_DBOS_WORKER } from '../../engine/constants.js';

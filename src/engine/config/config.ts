@@ -3,8 +3,9 @@
  * `LoopConfigError` naming each bad field's path and what was expected.
  */
 import type { z } from 'zod';
-import { DEFAULT_BACKOFF, DEFAULT_CONTEXT, DEFAULT_DURABLE, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, type ModelPrice } from '../constants.js';
-import type { ContextOptions, ResolvedContextOptions } from '../context/context-window.js';
+import { DEFAULT_BACKOFF, DEFAULT_CONTEXT, DEFAULT_DURABLE, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES } from '../constants.js';
+import type { ModelPrice } from '../../contracts/model.js';
+import type { ContextOptions, ResolvedContextOptions } from '../../contracts/context-options.js';
 import { LoopConfigError, type ConfigIssue } from '../../contracts/errors.js';
 import { toConfigIssues } from './config-issues.js';
 import { configSchema, runInputSchema } from './config-schema.js';

@@ -4,7 +4,8 @@
  * refused up front when they cannot pay for it (the caller then trims instead).
  */
 import type { LoopLimits, Usage } from '../../../machines/types.js';
-import { CHARS_PER_TOKEN_ESTIMATE, CONTEXT_SUMMARY_OUTPUT_TOKENS, CONTEXT_SUMMARY_PROMPT, type ModelPrice } from '../constants.js';
+import { CHARS_PER_TOKEN_ESTIMATE, CONTEXT_SUMMARY_OUTPUT_TOKENS, CONTEXT_SUMMARY_PROMPT } from '../constants.js';
+import type { ModelPrice } from '../../contracts/model.js';
 import type { Message } from '../../contracts/model.js';
 import { estimateRequestTokens } from '../runtime/transcript.js';
 import { MEMORY_PREFIX, unitsOf } from './trim-transcript.js';

@@ -2,7 +2,7 @@
  * OpenAI list prices in USD per million tokens (input, cached input, output), as published when this
  * table was written. They change: override or extend them with the loop's `prices` option.
  */
-import type { ModelPrice } from '../constants.js';
+import type { ModelPrice } from '../../contracts/model.js';
 
 /**
  * The built-in OpenAI price table, part of `DEFAULT_PRICES`, by exact model id: a dated snapshot

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_PRICES, type ModelPrice } from '../constants.js';
+import { DEFAULT_PRICES } from '../constants.js';
+import type { ModelPrice } from '../../contracts/model.js';
 import { OPENAI_PRICES } from './openai-prices.js';
 import { costOf, priceOf } from './pricing.js';
 

@@ -1,6 +1,6 @@
 /** Cost of a call from its usage and the per-model price table (USD per million tokens). */
 import type { CallUsage } from '../../../machines/types.js';
-import type { ModelPrice } from '../constants.js';
+import type { ModelPrice } from '../../contracts/model.js';
 import type { ModelUsage } from '../../contracts/model.js';
 
 export function priceOf(prices: Readonly<Record<string, ModelPrice>>, modelId: string): ModelPrice | undefined {

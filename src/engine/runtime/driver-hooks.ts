@@ -1,5 +1,5 @@
 /**
- * The narrow door through which a durable run (src/durable/) takes part in driving: it journals each
+ * The narrow door through which a durable run (src/engine/durable/) takes part in driving: it journals each
  * event before the machine sees it, rebuilds a resumed run instead of starting it, and gates each
  * effect (a store-wide pause, a cancel asked for from elsewhere). A run without a store has no hooks.
  */

@@ -1,27 +1,19 @@
 /**
  * The `loopstate` command line as a function of its arguments: output goes through `io` and the
- * exit code is returned, so tests run it in process. `src/cli.ts` is the thin bin around it; each
+ * exit code is returned, so tests run it in process. `bin.ts` is the thin bin around it; each
  * command lives in its own module.
  */
 import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type BundledExample } from './bundled-examples.js';
 import { EXIT_CODES } from './cli-error.js';
 import { thrownMessage } from '../../engine/redaction/describe-thrown.js';
 import { packageVersion } from './package-version.js';
-import { runCommand, runExampleCommand, type ProgressStream } from './run-command.js';
+import type { CliIo } from './cli-io.js';
+import { runCommand, runExampleCommand } from './run-command.js';
 import { inspectCommand } from './commands/inspect.js';
 import { runVerifyCommand } from './verify-command.js';
 import { terminalSafe } from './terminal-safe.js';
 import { parseArgs } from 'node:util';
 
-/** Where the CLI writes; each `out`/`err` call is one line or block, without a trailing newline. */
-export interface CliIo {
-  out(text: string): void;
-  err(text: string): void;
-  /** Raw stderr, for live progress redrawn in place on a terminal; without it progress is plain lines on `err`. */
-  progress?: ProgressStream;
-  env?: Readonly<Record<string, string | undefined>>;
-  cwd?: string;
-}
 
 export interface RunCliOptions {
   /** Examples by name; defaults to the bundled ones (tests inject their own). */

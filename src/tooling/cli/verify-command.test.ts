@@ -18,7 +18,7 @@ const bin = join(directory, 'cli.mjs');
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 beforeAll(async () => {
-  await bundleForNode({ entry: join(root, 'src/cli.ts'), outDir: directory, fileName: 'cli.mjs' });
+  await bundleForNode({ entry: join(root, 'src/tooling/cli/bin.ts'), outDir: directory, fileName: 'cli.mjs' });
 }, 120_000);
 
 function loopstate(...args: string[]): Promise<{ code: number; out: string; err: string }> {

@@ -11,7 +11,7 @@ import { formatReport, reportJson } from '../verify/format-report.js';
 import { resolveForVerify } from '../verify/resolve-for-verify.js';
 import { verifyLoopConfig } from '../verify/verify-loop.js';
 import { loadLoopFile, LoopFileError } from './load-loop-file.js';
-import type { CliIo } from './run-cli.js';
+import type { CliIo } from './cli-io.js';
 
 export const VERIFY_EXIT = Object.freeze({ bounded: 0, violation: 1, usage: 2 });
 

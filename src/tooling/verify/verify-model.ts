@@ -5,7 +5,7 @@
  */
 import type { LoopInput, LoopLimits, TaskPlan } from '../../../machines/types.js';
 import type { ResolvedConfig } from '../../engine/config/config.js';
-import type { ModelPrice } from '../../engine/constants.js';
+import type { ModelPrice } from '../../contracts/model.js';
 import { priceOf } from '../../engine/pricing/pricing.js';
 import { checkToolPolicy, type PolicyVerdict } from '../../engine/tools/policy.js';
 import type { ToolAccess } from '../../engine/tools/define-tool.js';

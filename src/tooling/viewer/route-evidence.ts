@@ -3,7 +3,6 @@
  * through the statechart the machine took, and which per-task counter that route moved.
  */
 import type { ViewerEvent } from './read-trace.js';
-import type { DerivedCounters } from './run-timeline.js';
 
 type EventOf<Type extends ViewerEvent['type']> = Extract<ViewerEvent, { type: Type }>;
 
@@ -26,6 +25,13 @@ export function routeHint(transition: EventOf<'transition'>, before: ViewerEvent
     default:
       return transition.to === 'TERMINATED' && stopReason === 'retries_exhausted' ? 'FAILED' : undefined;
   }
+}
+
+/** The counters the machine keeps per task, as far as the trace shows them. */
+export interface DerivedCounters {
+  transportRetries: number;
+  reflectionRetries: number;
+  argumentRepairs: number;
 }
 
 /** Which counter a route's edges say moved. */

@@ -10,7 +10,7 @@
 import { addCall } from '../../engine/trace/rebuild-run.js';
 import { explainStopReason } from './stop-reason-text.js';
 import { isViewerEvent, type ReadEvent, type RunTrace, type ViewerEvent } from './read-trace.js';
-import { countersMovedBy, NUDGE_WARNING, routeHint } from './route-evidence.js';
+import { countersMovedBy, NUDGE_WARNING, routeHint, type DerivedCounters } from './route-evidence.js';
 import { routeOf, type StatechartGraph } from './statechart-graph.js';
 
 type EventOf<Type extends ViewerEvent['type']> = Extract<ViewerEvent, { type: Type }>;
@@ -23,12 +23,6 @@ export interface SpentUsage {
   toolCalls: number;
 }
 
-/** The counters the machine keeps per task, as far as the trace shows them. */
-export interface DerivedCounters {
-  transportRetries: number;
-  reflectionRetries: number;
-  argumentRepairs: number;
-}
 
 /** No-progress streaks of the current task, recomputed from the trace (see `noProgressNote`). */
 export interface DerivedStreaks {

@@ -98,7 +98,7 @@ describe('loopstate inspect', () => {
   });
 
   it('the bin serves until Ctrl-C, then exits 0', async () => {
-    const child = spawn(process.execPath, ['--import', './test/support/typescript-register.mjs', 'src/cli.ts', 'inspect', tracePath], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', './test/support/typescript-register.mjs', 'src/tooling/cli/bin.ts', 'inspect', tracePath], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk) => (output += String(chunk)));
     child.stderr.on('data', (chunk) => (output += String(chunk)));

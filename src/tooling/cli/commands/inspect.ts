@@ -3,7 +3,7 @@
  * keeps serving until `stop` aborts (the bin aborts it on Ctrl-C).
  */
 import type { TracedRun } from '../../viewer/read-trace.js';
-import type { CliIo } from '../run-cli.js';
+import type { CliIo } from '../cli-io.js';
 import { terminalLine } from '../terminal-safe.js';
 
 export interface InspectCommandOptions {
