@@ -18,7 +18,7 @@ import { durableRunsOf, type Loop } from '../../engine/loop.js';
 import type { ApprovalInput } from '../../engine/durable/durable-runs.js';
 import { ApprovalError, RunAccessError, StoreRecordError } from '../../engine/durable/durable-errors.js';
 import type { RunResult } from '../../engine/runtime/run-result.js';
-import type { PostgresStore } from '../postgres/postgres-store.js';
+import type { PostgresStore } from '../postgres/index.js';
 import { DEFAULT_DBOS_WORKER } from '../../engine/constants.js';
 import { driveLeg, resumeRequest, runRequest, type LegRequest } from './run-leg.js';
 import { loadDbos } from './load-dbos.js';

@@ -3,8 +3,8 @@
  * under examples/ and is imported only when chosen, so `--help` loads no loop; each load builds a fresh
  * config, since a scripted model is used up by one run.
  */
-import type { LoopConfig } from '../../engine/config/config.js';
-import type { RunResult } from '../../engine/runtime/run-result.js';
+import type { LoopConfig } from '../../index.js';
+import type { RunResult } from '../../index.js';
 
 /**
  * One bundled example: what it shows, and a fresh offline config with its goal; or, for an example that is

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLoop } from '../../engine/loop.js';
+import { createLoop } from '../../index.js';
 import { reply, scriptedModel } from '../../testing/index.js';
 import { CliError } from './cli-error.js';
 import { loadLoopFile, loopOfModule } from './load-loop-file.js';

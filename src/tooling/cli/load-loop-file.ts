@@ -10,9 +10,9 @@ import { existsSync, statSync } from 'node:fs';
 import { createRequire, register } from 'node:module';
 import { extname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { LoopConfig } from '../../engine/config/config.js';
-import type { Loop } from '../../engine/loop.js';
-import { thrownMessage } from '../../engine/redaction/describe-thrown.js';
+import type { LoopConfig } from '../../index.js';
+import type { Loop } from '../../index.js';
+import { thrownMessage } from '../../internal.js';
 import { CliError } from './cli-error.js';
 
 /**

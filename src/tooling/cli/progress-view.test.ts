@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createOrderLoop, goal as orderGoal, offlineOrderModel } from '../../../examples/order-status.js';
 import { createToolFeedbackLoop, goal as toolFeedbackGoal } from '../../../examples/tool-feedback.js';
 import { createWeeklyReportLoop, goal as weeklyGoal, offlineWeeklyReportModel } from '../../../examples/weekly-report.js';
-import type { TraceEvent } from '../../contracts/trace-schema.js';
+import type { TraceEvent } from '../../index.js';
 import { createProgressView, initialProgress, progressStep, renderStatusLine, type ProgressState } from './progress-view.js';
 
 const fold = (events: readonly TraceEvent[]): ProgressState => events.reduce((state, event) => progressStep(state, event).state, initialProgress());

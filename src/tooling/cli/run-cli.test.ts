@@ -2,10 +2,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { evaluators } from '../../engine/evaluators/index.js';
-import type { RunResult } from '../../engine/runtime/run-result.js';
+import { evaluators } from '../../index.js';
+import type { RunResult } from '../../index.js';
 import { reply, scriptedModel } from '../../testing/index.js';
-import { virtualClock } from '../../testing/virtual-clock.js';
+import { virtualClock } from '../../testing/index.js';
 import type { BundledExample } from './bundled-examples.js';
 import { runCli } from './run-cli.js';
 

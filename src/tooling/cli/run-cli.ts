@@ -5,7 +5,7 @@
  */
 import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type BundledExample } from './bundled-examples.js';
 import { EXIT_CODES } from './cli-error.js';
-import { thrownMessage } from '../../engine/redaction/describe-thrown.js';
+import { thrownMessage } from '../../internal.js';
 import { packageVersion } from './package-version.js';
 import type { CliIo } from './cli-io.js';
 import { runCommand, runExampleCommand } from './run-command.js';

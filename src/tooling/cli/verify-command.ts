@@ -4,8 +4,8 @@
  * (or a state space too large without `--scale`).
  */
 import { parseArgs } from 'node:util';
-import { LoopConfigError } from '../../contracts/errors.js';
-import { thrownMessage } from '../../engine/redaction/describe-thrown.js';
+import { LoopConfigError } from '../../index.js';
+import { thrownMessage } from '../../internal.js';
 import { StateSpaceTooLargeError } from '../verify/explore.js';
 import { formatReport, reportJson } from '../verify/format-report.js';
 import { resolveForVerify } from '../verify/resolve-for-verify.js';

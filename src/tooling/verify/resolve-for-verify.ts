@@ -5,9 +5,9 @@
  * still explored, as written: those are exactly what verify reports, with a counterexample.
  */
 import type { LoopLimits } from '../../../machines/types.js';
-import { resolveConfig, resolveLimits, type ResolvedConfig } from '../../engine/config/config.js';
-import { LoopConfigError } from '../../contracts/errors.js';
-import { loopConfigOf } from '../../engine/loop.js';
+import { resolveConfig, resolveLimits, type ResolvedConfig } from '../../internal.js';
+import { LoopConfigError } from '../../index.js';
+import { loopConfigOf } from '../../internal.js';
 
 export interface ConfigForVerify {
   config: ResolvedConfig;

@@ -6,8 +6,8 @@
 import type { LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopLimits, StopReason } from '../../../machines/types.js';
 import { STOP_REASONS } from '../../../machines/types.js';
-import type { ResolvedConfig } from '../../engine/config/config.js';
-import type { ModelPrice } from '../../contracts/model.js';
+import type { ResolvedConfig } from '../../internal.js';
+import type { ModelPrice } from '../../index.js';
 import { DEFAULT_STATE_BOUND, exploreLoop, StateSpaceTooLargeError, type ExploredGraph } from './explore.js';
 import { findCycle, heaviestRun, pathThrough, pathTo, stateName, statesThatCannotFinish, type PathStep } from './graph-analysis.js';
 import { verifyModelOf, type VerifyModel } from './verify-model.js';

@@ -4,11 +4,11 @@
  * judges per task, the plan tool, context summaries) and its model's price.
  */
 import type { LoopInput, LoopLimits, TaskPlan } from '../../../machines/types.js';
-import type { ResolvedConfig } from '../../engine/config/config.js';
-import type { ModelPrice } from '../../contracts/model.js';
-import { priceOf } from '../../engine/pricing/pricing.js';
-import { checkToolPolicy, type PolicyVerdict } from '../../engine/tools/policy.js';
-import type { ToolAccess } from '../../engine/tools/define-tool.js';
+import type { ResolvedConfig } from '../../internal.js';
+import type { ModelPrice } from '../../index.js';
+import { priceOf } from '../../internal.js';
+import { checkToolPolicy, type PolicyVerdict } from '../../index.js';
+import type { ToolAccess } from '../../index.js';
 
 /** One tool as verify sees it: its access level and every verdict the policy can give it. */
 export interface ToolFacts {

@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { LoopstateError } from '../../contracts/errors.js';
+import { LoopstateError } from '../../index.js';
 
 const text = z.string();
 const count = z.number().int().min(0);

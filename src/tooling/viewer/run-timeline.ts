@@ -7,7 +7,7 @@
  * transition took through the statechart, and no-progress streaks recomputed from tool results and
  * verdicts. Every derived figure is named as such on the page; run-end's own totals are shown beside them.
  */
-import { addCall } from '../../engine/trace/rebuild-run.js';
+import { addCall } from '../../internal.js';
 import { explainStopReason } from './stop-reason-text.js';
 import { isViewerEvent, type ReadEvent, type RunTrace, type ViewerEvent } from './read-trace.js';
 import { countersMovedBy, NUDGE_WARNING, routeHint, type DerivedCounters } from './route-evidence.js';

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { loopMachine } from '../../../machines/index.js';
 import { routeOf, statechartGraph } from './statechart-graph.js';
-import { layoutStatechart } from './statechart-layout.js';
+import { LAYOUT_DATA_FILE, layoutStatechart, statechartLayoutModule } from '../../../scripts/layout-statechart.js';
+import { readFileSync } from 'node:fs';
+import { shippedStatechartLayout } from './shipped-statechart-layout.js';
 import { statechartSvg } from './statechart-svg.js';
 
 const graph = statechartGraph(loopMachine);
@@ -91,5 +93,15 @@ describe('layoutStatechart', () => {
     const svg = statechartSvg(layout, { 'READY->RUNNING': 1 });
     for (const state of layout.states) expect(svg).toContain(`data-state="${state.id}"`);
     expect(svg).toContain('class="edge taken" data-edge="READY-&gt;RUNNING" data-count="1"');
+  });
+});
+
+describe('the shipped layout', () => {
+  it('is the layout of the machine as it is now (run `npm run layout` after changing the statechart)', async () => {
+    expect(readFileSync(LAYOUT_DATA_FILE, 'utf8')).toBe(await statechartLayoutModule());
+  });
+
+  it('places every state of the machine', () => {
+    expect(shippedStatechartLayout().states.map((state) => state.id).sort()).toEqual(machineStateIds().sort());
   });
 });

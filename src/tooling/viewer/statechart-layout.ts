@@ -1,12 +1,5 @@
-/**
- * Lays the statechart out with elkjs, in Node (the page gets finished coordinates, so it needs no
- * script from anywhere). Compound states hold their children (`hierarchyHandling: INCLUDE_CHILDREN`)
- * and every edge is routed in root coordinates (`edgeCoords: ROOT`), so edges between levels need no
- * offset arithmetic; node positions are made absolute here.
- */
-import elkBundled from 'elkjs/lib/elk.bundled.js';
-import type { ELK, ELKConstructorArguments, ElkExtendedEdge, ElkLabel, ElkNode } from 'elkjs/lib/elk-api.js';
-import type { StatechartEdge, StatechartGraph, StatechartState } from './statechart-graph.js';
+/** The statechart's layout as the viewer draws it: boxes of states, routes and labels of edges. */
+import type { StatechartEdge, StatechartState } from './statechart-graph.js';
 
 export interface Point {
   x: number;
@@ -42,104 +35,7 @@ export interface StatechartLayout {
   edges: PlacedEdge[];
 }
 
-// Text metrics of the page's 12 px sans-serif, generous so a label never overflows its box.
-const CHARACTER_WIDTH = 7.2;
-const LINE_HEIGHT = 15;
-const STATE_HEIGHT = 34;
-const STATE_PADDING = 24;
-const COMPOUND_TITLE = 28;
-
-// elkjs is CommonJS (`module.exports = ELK`) typed as if it had an ES default export: the default import is the constructor.
-const ElkConstructor = elkBundled as unknown as new (args?: ELKConstructorArguments) => ELK;
-
-const textWidth = (text: string) => Math.ceil(text.length * CHARACTER_WIDTH);
-
 /** The text on an edge: its events, one per line. Eventless edges carry none (they are drawn dashed). */
 export function edgeLabelText(edge: StatechartEdge): string {
   return edge.events.join('\n');
-}
-
-const ROOT_OPTIONS: Record<string, string> = {
-  'elk.algorithm': 'layered',
-  'elk.direction': 'DOWN',
-  'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
-  'elk.json.edgeCoords': 'ROOT',
-  'elk.edgeRouting': 'ORTHOGONAL',
-  'elk.layered.spacing.nodeNodeBetweenLayers': '34',
-  'elk.spacing.nodeNode': '26',
-  'elk.spacing.edgeNode': '14',
-  'elk.spacing.edgeEdge': '10',
-  'elk.layered.spacing.edgeNodeBetweenLayers': '14',
-  'elk.edgeLabels.placement': 'CENTER',
-  'elk.padding': '[top=16,left=16,bottom=16,right=16]',
-};
-
-/**
- * Positions every state and routes every edge of `graph`.
- * @example
- * const layout = await layoutStatechart(statechartGraph(loopMachine));
- * layout.states.find((state) => state.id === 'RUNNING.deciding') // { x, y, width, height, ... }
- */
-export async function layoutStatechart(graph: StatechartGraph): Promise<StatechartLayout> {
-  const byParent = new Map<string | null, StatechartState[]>();
-  for (const state of graph.states) byParent.set(state.parent, [...(byParent.get(state.parent) ?? []), state]);
-  const firstState = byParent.get(null)?.[0]?.id;
-  const toElk = (state: StatechartState): ElkNode => {
-    const children = byParent.get(state.id) ?? [];
-    if (children.length === 0) {
-      // The start at the top and the final state at the bottom, whatever the cycles between them.
-      const layer = state.parent === null ? (state.id === firstState ? 'FIRST' : state.kind === 'final' ? 'LAST' : null) : null;
-      return { id: state.id, width: textWidth(state.key) + STATE_PADDING * 2, height: STATE_HEIGHT, labels: [{ text: state.key }], ...(layer === null ? {} : { layoutOptions: { 'elk.layered.layering.layerConstraint': layer } }) };
-    }
-    return {
-      id: state.id,
-      labels: [{ text: state.key }],
-      layoutOptions: { 'elk.padding': `[top=${COMPOUND_TITLE + 8},left=14,bottom=14,right=14]` },
-      children: children.map(toElk),
-    };
-  };
-  const edges: ElkExtendedEdge[] = graph.edges.map((edge) => {
-    const text = edgeLabelText(edge);
-    const lines = text === '' ? [] : text.split('\n');
-    const labels: ElkLabel[] = lines.length === 0 ? [] : [{ id: `${edge.id}#label`, text, width: Math.max(...lines.map(textWidth)) + 6, height: lines.length * LINE_HEIGHT + 2 }];
-    return { id: edge.id, sources: [edge.source], targets: [edge.target], labels };
-  });
-  const elk = new ElkConstructor();
-  const laid: ElkNode = await elk.layout<ElkNode>({ id: 'root', layoutOptions: ROOT_OPTIONS, children: (byParent.get(null) ?? []).map(toElk), edges });
-
-  const placed = new Map<string, { x: number; y: number; width: number; height: number }>();
-  const place = (node: ElkNode, offsetX: number, offsetY: number) => {
-    for (const child of node.children ?? []) {
-      const x = offsetX + (child.x ?? 0);
-      const y = offsetY + (child.y ?? 0);
-      placed.set(child.id, { x, y, width: child.width ?? 0, height: child.height ?? 0 });
-      place(child, x, y);
-    }
-  };
-  place(laid, 0, 0);
-  const laidEdges = new Map<string, ElkExtendedEdge>();
-  const collect = (node: ElkNode) => {
-    for (const edge of node.edges ?? []) laidEdges.set(edge.id, edge);
-    for (const child of node.children ?? []) collect(child);
-  };
-  collect(laid);
-  return {
-    width: Math.ceil(laid.width ?? 0),
-    height: Math.ceil(laid.height ?? 0),
-    states: graph.states.map((state) => {
-      const box = placed.get(state.id);
-      if (box === undefined) throw new Error(`elkjs placed no box for state ${state.id}`);
-      return { ...state, ...box };
-    }),
-    edges: graph.edges.map((edge) => {
-      const routed = laidEdges.get(edge.id);
-      const points = (routed?.sections ?? []).flatMap((section) => [section.startPoint, ...(section.bendPoints ?? []), section.endPoint]);
-      const label = routed?.labels?.[0];
-      return {
-        ...edge,
-        points: points.map(({ x, y }) => ({ x, y })),
-        label: label === undefined ? null : { text: label.text ?? '', x: label.x ?? 0, y: label.y ?? 0, width: label.width ?? 0, height: label.height ?? 0 },
-      };
-    }),
-  };
 }

@@ -3,7 +3,7 @@ import { loopMachine } from '../../../machines/index.js';
 import { parseTrace } from './read-trace.js';
 import { buildTimeline } from './run-timeline.js';
 import { statechartGraph } from './statechart-graph.js';
-import { layoutStatechart } from './statechart-layout.js';
+import { shippedStatechartLayout } from './shipped-statechart-layout.js';
 import { viewerPage } from './viewer-page.js';
 
 const hostile = '</script><script>alert(1)</script><img src=x>';
@@ -17,7 +17,7 @@ const lines = [
 describe('viewerPage', () => {
   it('escapes every recorded string, in the markup and in the inline data', async () => {
     const graph = statechartGraph(loopMachine);
-    const html = viewerPage(await layoutStatechart(graph), buildTimeline(parseTrace(lines.map((line) => JSON.stringify(line)).join('\n'), 'x.jsonl'), graph));
+    const html = viewerPage(shippedStatechartLayout(), buildTimeline(parseTrace(lines.map((line) => JSON.stringify(line)).join('\n'), 'x.jsonl'), graph));
     expect(html).not.toContain('<script>alert(1)');
     expect(html).not.toContain('<img src=x>');
     expect(html).toContain('&lt;/script&gt;&lt;script&gt;alert(1)');
@@ -37,7 +37,7 @@ describe('viewerPage', () => {
       { ...lines[3], to: 'RUNNING.deciding' },
       { type: 'retry', runId: 'r<1>', at: 5, taskId: 'main', step: 1, layer: 'argument_repair', counter: 1, delayMs: 0, argumentErrors: [{ callId: 'c1', name: 'lookup', error: `id: ${hostile}` }] },
     ];
-    const html = viewerPage(await layoutStatechart(graph), buildTimeline(parseTrace(repair.map((line) => JSON.stringify(line)).join('\n'), 'x.jsonl'), graph));
+    const html = viewerPage(shippedStatechartLayout(), buildTimeline(parseTrace(repair.map((line) => JSON.stringify(line)).join('\n'), 'x.jsonl'), graph));
     expect(html).toContain('not run</span> <span class="summary">(arguments sent back: id: &lt;/script&gt;');
     expect(html).not.toContain('<img src=x>');
   });

@@ -10,7 +10,7 @@ import { loopMachine } from '../../../machines/index.js';
 import { readTraceFile, type TracedRun } from './read-trace.js';
 import { buildTimeline, type RunTimeline } from './run-timeline.js';
 import { statechartGraph } from './statechart-graph.js';
-import { layoutStatechart } from './statechart-layout.js';
+import { shippedStatechartLayout } from './shipped-statechart-layout.js';
 import { viewerPage } from './viewer-page.js';
 
 export interface ViewerOptions {
@@ -48,7 +48,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   const trace = await readTraceFile(options.tracePath, options.runId);
   const graph = statechartGraph(loopMachine);
   const timeline = buildTimeline(trace, graph);
-  const page = viewerPage(await layoutStatechart(graph), timeline);
+  const page = viewerPage(shippedStatechartLayout(), timeline);
   const json = JSON.stringify(timeline);
   const server: Server = createServer((request, response) => {
     const path = new URL(request.url ?? '/', 'http://127.0.0.1').pathname;

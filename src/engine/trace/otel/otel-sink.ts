@@ -5,25 +5,16 @@
  * record (no SDK registered), the sink stops at the run span: one no-op span per run.
  */
 import { context as otelContext, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
-import { packageVersion } from '../../../tooling/cli/package-version.js';
+import { LOOPSTATE_VERSION } from '../../../contracts/version.js';
 import type { OtelTraceOptions } from '../trace-event.js';
 import type { TraceEvent } from '../../../contracts/trace-schema.js';
 import { AGENT_NAME, ATTRIBUTES, GEN_AI_SEMCONV_VERSION, OPERATIONS, spanNames } from './genai-conventions.js';
 
 const TRACER_NAME = 'loopstate';
-let defaultVersion: string | undefined;
 
 /** The global `loopstate` tracer: a no-op until an SDK registers a provider. */
 function defaultTracer(): Tracer {
-  if (defaultVersion === undefined) {
-    try {
-      defaultVersion = packageVersion();
-    } catch {
-      // A bundled copy without its package.json: the spans are the same without a version.
-      defaultVersion = '';
-    }
-  }
-  return trace.getTracer(TRACER_NAME, defaultVersion === '' ? undefined : defaultVersion);
+  return trace.getTracer(TRACER_NAME, LOOPSTATE_VERSION);
 }
 
 type Event<Type extends TraceEvent['type']> = Extract<TraceEvent, { type: Type }>;
