@@ -27,4 +27,38 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { patterns: [{ group: ['../src/*', '../src'], message: 'machines/, guards/ and actions/ never import the runtime.' }] }],
     },
   },
+
+  // The layers of src/ (the architecture test checks the same on the whole graph, cycles included).
+  ...layerRules(),
 );
+
+/** Layer rules: contracts ← engine ← adapters ← tooling, the statechart below them all; each package in its own folder. */
+function layerRules() {
+  const upward = (layers, message) => ({ regex: `(^|/)(${layers.join('|')})/`, message });
+  const peers = (except) =>
+    ['openai', 'better-sqlite3', 'pg', '@dbos-inc/dbos-sdk', '@statelyai/inspect', 'ws', 'elkjs']
+      .filter((name) => !except.includes(name))
+      .map((name) => ({ regex: `^${name.replace('/', '\\/')}(/|$)`, message: `${name} is imported in its adapter's folder only.` }));
+  const nodeBuiltins = { regex: '^node:', message: 'The core runs in any standard runtime: no Node built-in here.' };
+  const rule = (files, patterns, ignores = []) => ({ files, ignores: ['**/*.test.ts', ...ignores], rules: { 'no-restricted-imports': ['error', { patterns }] } });
+  const adapters = ['openai', 'cassette', 'sqlite', 'postgres', 'dbos', 'stately'];
+  const adapterPackages = { openai: ['openai'], sqlite: ['better-sqlite3'], postgres: ['pg'], dbos: ['@dbos-inc/dbos-sdk'], stately: ['@statelyai/inspect', 'ws'], cassette: [] };
+  return [
+    rule(['src/contracts/**/*.ts'], [upward(['engine', 'adapters', 'testing', 'tooling'], 'contracts/ holds types and schemas only: it imports nothing above it.'), nodeBuiltins, ...peers([])]),
+    rule(['src/engine/**/*.ts'], [upward(['adapters', 'testing', 'tooling'], 'The engine never imports an adapter, the test doubles or tooling.'), ...peers([])]),
+    rule(['src/testing/**/*.ts'], [upward(['adapters', 'tooling'], 'loopstate/testing builds on the core only.'), nodeBuiltins, ...peers([])]),
+    ...adapters.map((name) =>
+      rule([`src/adapters/${name}/**/*.ts`], [
+        // One declared exception: dbos journals in the postgres store, through its entry.
+        { regex: `^\\.\\./(?!${name}/|\\.\\.${name === 'dbos' ? '|postgres/index\\.js$' : ''})[a-z-]+/`, message: 'Adapters never import each other (dbos may use postgres through its index).' },
+        upward(['testing', 'tooling'], 'Adapters build on the core only.'),
+        ...peers(adapterPackages[name]),
+      ]),
+    ),
+    rule(['src/tooling/**/*.ts'], [
+      { regex: '(^|/)engine/', message: 'Tooling reaches the engine through loopstate/internal (src/internal.ts).' },
+      { regex: '(^|/)adapters/[a-z-]+/(?!index\\.js$)', message: "Tooling imports an adapter through its entry (its index.ts)." },
+      ...peers([]),
+    ]),
+  ];
+}
