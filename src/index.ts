@@ -23,6 +23,7 @@ export {
   type ConfigIssue,
   type ModelCallErrorLike,
   type ModelErrorKind,
+  MissingDependencyError,
 } from './contracts/errors.js';
 export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, DEFAULT_CONTEXT, DEFAULT_DURABLE } from './engine/constants.js';
 export type { ModelPrice } from './contracts/model.js';

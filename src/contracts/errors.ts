@@ -197,3 +197,21 @@ export class ScriptExhaustedError extends LoopstateError {
     super({ code: 'script_exhausted', message });
   }
 }
+
+/**
+ * An adapter's package (an optional peer dependency of loopstate) is not installed: `code` is
+ * `missing_dependency`, and the message names the package and the command that installs it.
+ * @example
+ * try { sqliteStore({ path: 'loops.db' }) } catch (error) { if (error instanceof MissingDependencyError) console.error(error.installCommand) }
+ */
+export class MissingDependencyError extends LoopstateError {
+  /** The package that could not be loaded, e.g. `better-sqlite3`. */
+  readonly packageName: string;
+  /** What installs it, e.g. `npm install better-sqlite3@~12.11`. */
+  readonly installCommand: string;
+  constructor({ packageName, installCommand, feature, cause }: { packageName: string; installCommand: string; feature: string; cause?: unknown }) {
+    super({ code: 'missing_dependency', message: `${feature} needs the package ${packageName}, which is not installed: run \`${installCommand}\``, cause });
+    this.packageName = packageName;
+    this.installCommand = installCommand;
+  }
+}

@@ -3,6 +3,7 @@
  * rows, lease compare-and-set and ledger compare-and-set as the SQLite store, each write one
  * transaction. Loaded on first use, so importing loopstate never loads `pg`.
  */
+import { loadPeer } from '../../engine/peer-dependency.js';
 import { createRequire } from 'node:module';
 import type * as Pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
@@ -72,7 +73,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   const use = (): Promise<Pool> => {
     ready ??= (async () => {
       const require = createRequire(import.meta.url);
-      const pg = require('pg') as typeof Pg;
+      const pg = loadPeer(() => require('pg') as typeof Pg, { packageName: 'pg', installCommand: 'npm install pg', feature: 'postgresStore' });
       pool = new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 4 });
       const client = await pool.connect();
       try {

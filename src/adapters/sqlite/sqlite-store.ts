@@ -4,6 +4,7 @@
  * file), or `durability: 'full'` to fsync every commit. Loaded on first use, so importing loopstate
  * never loads the native module.
  */
+import { loadPeer } from '../../engine/peer-dependency.js';
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import { LoopConfigError } from '../../contracts/errors.js';
@@ -35,7 +36,7 @@ type Database = BetterSqlite3.Database;
 
 function openDatabase(options: SqliteStoreOptions): Database {
   const require = createRequire(import.meta.url);
-  const Driver = require('better-sqlite3') as typeof BetterSqlite3;
+  const Driver = loadPeer(() => require('better-sqlite3') as typeof BetterSqlite3, { packageName: 'better-sqlite3', installCommand: 'npm install better-sqlite3@~12.11', feature: 'sqliteStore' });
   const db = new Driver(options.path);
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);

@@ -6,6 +6,7 @@
  * closes, and keeps no timer or socket referenced, so a finished script always exits. The package and
  * `ws` are loaded when `statelyInspector` is first called: importing loopstate alone never loads them.
  */
+import { loadPeerAsync } from '../../engine/peer-dependency.js';
 import { connect as netConnect, isIP, type createConnection, type NetConnectOpts, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import type { StatelyInspectionEvent } from '@statelyai/inspect';
@@ -231,7 +232,11 @@ export function statelyInspector(options: StatelyInspectorOptions): StatelyInspe
   let earlyDropped = 0;
   let closing = false;
   // Loaded on first use, so a loop that never inspects never loads them.
-  const loaded = Promise.all([import('@statelyai/inspect'), import('ws')]).then(
+  const install = 'npm install @statelyai/inspect ws';
+  const loaded = Promise.all([
+    loadPeerAsync(() => import('@statelyai/inspect'), { packageName: '@statelyai/inspect', installCommand: install, feature: 'statelyInspector' }),
+    loadPeerAsync(() => import('ws'), { packageName: 'ws', installCommand: install, feature: 'statelyInspector' }),
+  ]).then(
     ([{ createInspector }, { default: WebSocketClass }]) => {
       adapter = new SingleConnectionAdapter(resolved, WebSocketClass, redactor);
       const inspector = createInspector(adapter);
