@@ -67,6 +67,7 @@ const PACKAGE_HOMES: Record<string, (layer: Layer) => boolean> = {
  */
 const ENGINE_NODE_IMPORTS_PENDING = new Set([
   'src/engine/context/trim-transcript.ts',
+  'src/engine/durable/approval-checks.ts',
   'src/engine/durable/durable-runs.ts',
   'src/engine/durable/lease-owner.ts',
   'src/engine/progress/progress-tracker.ts',

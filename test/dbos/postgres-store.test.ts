@@ -4,8 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, postgresStore, readTenantLedger, StoreConflictError, type PostgresStore } from '../../src/index.js';
-import { reply, scriptedModel, toolCall } from '../../src/testing/index.js';
+import { createLoop, defineTool, evaluators, readTenantLedger, StoreConflictError } from 'loopstate';
+import { postgresStore, type PostgresStore } from 'loopstate/postgres';
+import { reply, scriptedModel, toolCall } from 'loopstate/testing';
 import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
 
 let server: TestPostgres;

@@ -7,8 +7,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, memoryStore, type LoopLimits, type Store, type StoreRow } from '../../src/index.js';
-import { reply, scriptedModel, virtualClock } from '../../src/testing/index.js';
+import { createLoop, defineTool, memoryStore, type LoopLimits, type Store, type StoreRow } from 'loopstate';
+import { reply, scriptedModel, virtualClock } from 'loopstate/testing';
 
 const fixture = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-v1.json'), 'utf8')) as { run: string; snapshot: StoreRow; journal: StoreRow[] };
 

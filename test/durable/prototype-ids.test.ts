@@ -9,8 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ApprovalError, createLoop, defineTool, memoryStore, readTenantLedger, sqliteStore, type Store } from '../../src/index.js';
-import { reply, scriptedModel, toolCall, virtualClock } from '../../src/testing/index.js';
+import { ApprovalError, createLoop, defineTool, memoryStore, readTenantLedger, type Store } from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
+import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-prototype-ids-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, memoryStore, type Model, type Store } from '../../src/index.js';
-import { virtualClock } from '../../src/testing/index.js';
+import { createLoop, defineTool, memoryStore, type Model, type Store } from 'loopstate';
+import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
 
 /** Model call 3 asks for a refund (destructive: a stop for approval); every other call is a new lookup, for ever. */

@@ -7,8 +7,8 @@ import { getEventListeners } from 'node:events';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { createLoop, memoryStore } from '../../src/index.js';
-import { reply, scriptedModel, virtualClock } from '../../src/testing/index.js';
+import { createLoop, memoryStore } from 'loopstate';
+import { reply, scriptedModel, virtualClock } from 'loopstate/testing';
 
 // A fresh context sees the flag: the collector, to measure what runs leave behind rather than garbage.
 setFlagsFromString('--expose-gc');

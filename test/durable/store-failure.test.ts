@@ -10,8 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, memoryStore, RunAccessError, sqliteStore, type Model, type Store } from '../../src/index.js';
-import { virtualClock } from '../../src/testing/index.js';
+import { createLoop, defineTool, memoryStore, RunAccessError, type Model, type Store } from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
+import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
 
 /** The store, failing once the `nth` append of a record of `kind` (1-based). */

@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readCassette } from '../../src/adapters/cassette/cassette-format.js';
 import { recordModel } from '../../src/adapters/cassette/record-model.js';
 import type { ModelRequest } from '../../src/contracts/model.js';
-import { reply, scriptedModel } from '../../src/testing/index.js';
+import { reply, scriptedModel } from 'loopstate/testing';
 
 let folder: string;
 let path: string;

@@ -6,8 +6,9 @@
  */
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createLoop, openaiModel, rebuildRun, type OpenAIModelOptions, type RunResult } from '../../src/index.js';
-import { virtualClock } from '../../src/testing/index.js';
+import { createLoop, rebuildRun, type RunResult } from 'loopstate';
+import { openaiModel, type OpenAIModelOptions } from 'loopstate/openai';
+import { virtualClock } from 'loopstate/testing';
 import { chatChunks, replyStep, responsesEvents, responsesResponse } from '../support/openai-fixtures.js';
 import { useOpenAIServer, type OpenAITestServer, type ServerStep } from '../support/openai-server.js';
 

@@ -5,8 +5,9 @@
  * the server's origin, re-sending the same request; one that leaves it is still refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLoop, openaiModel, type OpenAIModelOptions, type RunResult } from '../../src/index.js';
-import { virtualClock } from '../../src/testing/index.js';
+import { createLoop, type RunResult } from 'loopstate';
+import { openaiModel, type OpenAIModelOptions } from 'loopstate/openai';
+import { virtualClock } from 'loopstate/testing';
 import { replyStep } from '../support/openai-fixtures.js';
 import { startOpenAIServer, useOpenAIServer, type OpenAITestServer, type ServerStep } from '../support/openai-server.js';
 

@@ -8,8 +8,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLoop, openaiModel, recordModel, type OpenAIModelOptions, type RunResult, type TraceEvent } from '../../src/index.js';
-import { virtualClock } from '../../src/testing/index.js';
+import { createLoop, type RunResult, type TraceEvent } from 'loopstate';
+import { recordModel } from 'loopstate/cassette';
+import { openaiModel, type OpenAIModelOptions } from 'loopstate/openai';
+import { virtualClock } from 'loopstate/testing';
 import { apiError, responsesEvents } from '../support/openai-fixtures.js';
 import { useOpenAIServer, type OpenAITestServer, type ServerStep } from '../support/openai-server.js';
 

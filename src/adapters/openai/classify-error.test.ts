@@ -1,7 +1,10 @@
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { ModelCallError } from '../../contracts/errors.js';
 import { classifyOpenAIError, clause, retryAfterMs } from './classify-error.js';
+import { loadOpenAI } from './load-openai.js';
+
+// The classes of the copy the adapter loads (a `require`d one: an ESM import would be another copy).
+const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = loadOpenAI();
 
 const KEY = 'sk-proj-0123456789abcdefSECRET';
 const facts = { secrets: [KEY], baseURL: 'https://api.openai.com/v1', model: 'gpt-4.1-mini', redirects: 'refuse' as const };

@@ -4,7 +4,8 @@
  * the caller's mistakes (400, 401, 403, 404, 422) and redirects are fatal. Messages name the cause and
  * never a credential.
  */
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type { APIError } from 'openai';
+import { loadOpenAI } from './load-openai.js';
 import { ModelCallError, type ModelErrorKind } from '../../contracts/errors.js';
 import { MAX_REDIRECT_HOPS, type RedirectPolicy } from './redirect-guard.js';
 import { scrubSecrets } from './secret-scrub.js';
@@ -74,7 +75,7 @@ function isNetworkFailure(error: unknown): boolean {
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 const isAbortLike = (error: unknown): boolean =>
-  error instanceof APIUserAbortError || (typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'AbortError');
+  error instanceof loadOpenAI().APIUserAbortError || (typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'AbortError');
 
 /**
  * What a failed call becomes. An abort of `callSignal` (the caller's cancel, deadline or per-call
@@ -84,6 +85,7 @@ const isAbortLike = (error: unknown): boolean =>
  */
 export function classifyOpenAIError(error: unknown, { callSignal, facts, now }: { callSignal: AbortSignal; facts: CallFacts; now: number }): unknown {
   if (callSignal.aborted) return callSignal.reason;
+  const { APIConnectionError, APIConnectionTimeoutError, APIError } = loadOpenAI();
   if (ModelCallError.is(error)) return error;
   const where = `${facts.model} at ${facts.baseURL}`;
   const scrub = (text: string) => clause(scrubSecrets(text, facts.secrets));

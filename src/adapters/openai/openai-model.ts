@@ -3,7 +3,7 @@
  * server (Ollama, vLLM, llama.cpp) through `baseURL`. The client never retries (`maxRetries: 0`):
  * the loop's transport layer owns retries, so one failure class has one counter and one backoff.
  */
-import OpenAI from 'openai';
+import { loadOpenAI } from './load-openai.js';
 import { z } from 'zod';
 import { CHARS_PER_TOKEN_ESTIMATE, OPENAI_DEFAULTS } from '../../engine/constants.js';
 import { LoopConfigError, ModelCallError } from '../../contracts/errors.js';
@@ -199,6 +199,7 @@ export function openaiModel(options: OpenAIModelOptions): Model {
   const secrets = modelSecrets(apiKey === NO_KEY ? null : apiKey, parsed.headers);
   const facts: CallFacts = { secrets, baseURL, model: parsed.model, redirects };
   const where = `${parsed.model} at ${baseURL}`;
+  const { OpenAI } = loadOpenAI();
   const client = new OpenAI({
     apiKey,
     baseURL,

@@ -9,11 +9,9 @@ import { LoopConfigError } from '../../contracts/errors.js';
 import { canonicalJson } from '../progress/index.js';
 import type { Store } from '../../contracts/store.js';
 import { ApprovalError } from './durable-errors.js';
-import { decodeJournalRecord, type ApprovalDecision, type RunRecord } from './records.js';
+import { decodeJournalRecord, type ApprovalDecision, type Decisions, type RunRecord } from './records.js';
 import type { ResumePlan } from './resume-plan.js';
 
-/** A person's decisions by call id. */
-export type Decisions = ReadonlyMap<string, ApprovalDecision>;
 
 /**
  * Canonical JSON of the arguments, hashed: what an approval is bound to.

@@ -7,7 +7,7 @@
 import type { LoopContext, LoopEvent } from '../../../machines/types.js';
 import { toolCallRoom } from '../runtime/model-step.js';
 import type { PendingCall, RunSession } from '../runtime/run-session.js';
-import type { Decisions } from './approval-checks.js';
+import type { Decisions } from './records.js';
 
 export function applyApprovals(session: RunSession, stopEvent: LoopEvent, decisions: Decisions, context: LoopContext): LoopEvent {
   if (stopEvent.type !== 'model.responded' || stopEvent.decision.kind !== 'tool_calls') {

@@ -238,3 +238,6 @@ export function encodeRecord(record: JournalRecord | SnapshotRecord | RunRecord 
     return JSON.stringify(record, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
   }
 }
+
+/** A person's decisions by call id. */
+export type Decisions = ReadonlyMap<string, ApprovalDecision>;

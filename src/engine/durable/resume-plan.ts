@@ -4,7 +4,6 @@
  * on the way in; one bad record refuses the whole run.
  */
 import type { Store } from '../../contracts/store.js';
-import type { Decisions } from './approval-checks.js';
 import {
   decodeJournalRecord,
   decodeSnapshotRecord,
@@ -13,6 +12,7 @@ import {
   type ModelRecord,
   type SnapshotRecord,
   type ToolResultRecord,
+  type Decisions,
 } from './records.js';
 
 /** How a run stopped for approval goes on: with the person's decisions, or cancelled there. */

@@ -6,7 +6,7 @@
  * repaired, the tool running.
  * It writes to stderr in the CLI, so stdout stays clean for `--json`.
  */
-import type { TraceEvent } from '../../contracts/trace-schema.js';
+import type { TraceEvent } from '../../index.js';
 import { terminalSafe } from './terminal-safe.js';
 
 /** What the status line shows, folded from the events so far. */

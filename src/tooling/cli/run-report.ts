@@ -3,9 +3,9 @@
  * retries, usage and cost against the budget, warnings, the tools' health, and where the trace went.
  */
 import type { StopReason } from '../../../machines/types.js';
-import type { RunResult } from '../../engine/runtime/run-result.js';
-import { rebuildRun } from '../../engine/trace/rebuild-run.js';
-import type { TraceEvent } from '../../contracts/trace-schema.js';
+import type { RunResult } from '../../index.js';
+import { rebuildRun } from '../../index.js';
+import type { TraceEvent } from '../../index.js';
 import { terminalSafe } from './terminal-safe.js';
 
 /** Each stop reason said as a sentence a newcomer understands. */

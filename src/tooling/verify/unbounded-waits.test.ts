@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { evaluators, type Evaluator } from '../../engine/evaluators/index.js';
-import { createLoop } from '../../engine/loop.js';
-import { memoryStore } from '../../engine/store/memory-store.js';
+import { evaluators, type Evaluator } from '../../index.js';
+import { createLoop } from '../../index.js';
+import { memoryStore } from '../../index.js';
 import { reply, scriptedModel } from '../../testing/index.js';
-import { defineTool } from '../../engine/tools/define-tool.js';
+import { defineTool } from '../../index.js';
 import { formatReport } from './format-report.js';
 import { resolveForVerify } from './resolve-for-verify.js';
 import { verifyLoopConfig, type VerifyReport } from './verify-loop.js';
-import type { LoopConfig } from '../../engine/config/config.js';
+import type { LoopConfig } from '../../index.js';
 
 const ticketService: Evaluator = { name: 'ticket-service', kind: 'rule', evaluate: ({ parsed }) => ({ passed: true, reason: 'ok', parsed }) };
 const restart = defineTool({ name: 'restart', description: 'Restarts the service', input: z.object({}), access: 'destructive', execute: () => 'restarted' });

@@ -5,8 +5,8 @@
  * capped; what is left is listed here, each with the option that bounds it.
  */
 import type { LoopLimits, StopReason } from '../../../machines/types.js';
-import type { ResolvedConfig } from '../../engine/config/config.js';
-import type { Evaluator } from '../../engine/evaluators/index.js';
+import type { ResolvedConfig } from '../../internal.js';
+import type { Evaluator } from '../../index.js';
 
 /** The evaluators each task runs: its own, else the loop's. */
 function evaluatorsOf(config: ResolvedConfig): Evaluator[] {

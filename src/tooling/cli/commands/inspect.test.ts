@@ -5,8 +5,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleLoopConfig, writeSampleTrace } from '../../../../test/support/sample-run.js';
-import { createLoop } from '../../../engine/loop.js';
-import { virtualClock } from '../../../testing/virtual-clock.js';
+import { createLoop } from '../../../index.js';
+import { virtualClock } from '../../../testing/index.js';
 import { runCli } from '../run-cli.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
