@@ -268,14 +268,14 @@ describe('loopstate run on a real OpenAI-compatible server (local, over HTTP)', 
 });
 
 describe('the package entries', () => {
-  it('resolves loopstate, loopstate/testing and loopstate/dbos by name (as a user imports them), without loading DBOS until a worker starts', async () => {
+  it('resolves loopstate and its subpaths by name (as a user imports them), each name from one entry, without loading DBOS until a worker starts', async () => {
     const script = [
-      "const [main, testing, dbos] = await Promise.all([import('loopstate'), import('loopstate/testing'), import('loopstate/dbos')]);",
+      "const [main, testing, dbos, postgres] = await Promise.all([import('loopstate'), import('loopstate/testing'), import('loopstate/dbos'), import('loopstate/postgres')]);",
       "const loaded = Object.keys((await import('node:module')).createRequire(import.meta.url).cache).some((path) => path.includes('@dbos-inc'));",
-      'console.log(JSON.stringify({ main: typeof main.createLoop, testing: typeof testing.scriptedModel, dbos: Object.keys(dbos).sort(), same: dbos.dbosWorker === main.dbosWorker, loaded }));',
+      'console.log(JSON.stringify({ main: typeof main.createLoop, testing: typeof testing.scriptedModel, dbos: Object.keys(dbos).sort(), postgres: Object.keys(postgres), inMain: "dbosWorker" in main || "postgresStore" in main, loaded }));',
     ].join('\n');
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot });
-    expect(JSON.parse(stdout)).toEqual({ main: 'function', testing: 'function', dbos: ['dbosClient', 'dbosWorker', 'machineVersion', 'postgresStore'], same: true, loaded: false });
+    expect(JSON.parse(stdout)).toEqual({ main: 'function', testing: 'function', dbos: ['DEFAULT_DBOS_WORKER', 'dbosClient', 'dbosWorker', 'machineVersion'], postgres: ['postgresStore'], inMain: false, loaded: false });
   });
 });
 

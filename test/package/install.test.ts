@@ -108,6 +108,6 @@ describe('npm install <tarball> zod in a fresh app', () => {
 
   it('runs the CLI on the embedded example without any adapter installed', async () => {
     const { stdout } = await run(join(app, 'node_modules', '.bin', 'loopstate'), ['run', 'order-status', '--json'], { cwd: app, timeout: 60_000 });
-    expect(JSON.parse(stdout)).toMatchObject({ stopReason: 'completed' });
+    expect(JSON.parse(stdout)).toMatchObject({ modelId: 'scripted', result: { stopReason: 'completed' } });
   });
 });

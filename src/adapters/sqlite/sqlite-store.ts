@@ -34,9 +34,13 @@ export interface SqliteStoreOptions {
 
 type Database = BetterSqlite3.Database;
 
-function openDatabase(options: SqliteStoreOptions): Database {
+/** better-sqlite3, loaded when a store is made (so a missing package is said at once, not at the first write). */
+function loadDriver(): typeof BetterSqlite3 {
   const require = createRequire(import.meta.url);
-  const Driver = loadPeer(() => require('better-sqlite3') as typeof BetterSqlite3, { packageName: 'better-sqlite3', installCommand: 'npm install better-sqlite3@~12.11', feature: 'sqliteStore' });
+  return loadPeer(() => require('better-sqlite3') as typeof BetterSqlite3, { packageName: 'better-sqlite3', installCommand: 'npm install better-sqlite3@~12.11', feature: 'sqliteStore' });
+}
+
+function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions): Database {
   const db = new Driver(options.path);
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
@@ -65,13 +69,14 @@ function checkOptions(options: SqliteStoreOptions): void {
  */
 export function sqliteStore(options: SqliteStoreOptions): Store {
   checkOptions(options);
+  const Driver = loadDriver();
   let db: Database | null = null;
   let statements: ReturnType<typeof prepare> | null = null;
   let writes: ReturnType<typeof prepareWrites> | null = null;
   let appendsSinceCheckpoint = 0;
   const checkpointEvery = options.checkpointEvery ?? 1_000;
   const use = () => {
-    db ??= openDatabase(options);
+    db ??= openDatabase(Driver, options);
     statements ??= prepare(db);
     writes ??= prepareWrites(db, statements);
     return { db, statements, writes };
