@@ -6,8 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/constants.js';
-import { createLoop, openaiModel, type ModelRequest, type RunResult, type TraceEvent } from '../../src/index.js';
-import { modelError, reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from '../../src/testing/index.js';
+import { createLoop, type ModelRequest, type RunResult, type TraceEvent } from 'loopstate';
+import { openaiModel } from 'loopstate/openai';
+import { modelError, reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from 'loopstate/testing';
 import { apiError, replyStep } from '../support/openai-fixtures.js';
 import { useOpenAIServer, type OpenAITestServer, type ServerStep } from '../support/openai-server.js';
 import { createTestLoop, recordingTool } from './helpers.js';
