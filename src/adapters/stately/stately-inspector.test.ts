@@ -11,7 +11,7 @@ import { virtualClock } from '../../testing/index.js';
 import { sampleLoopConfig } from '../../../test/support/sample-run.js';
 import { statelyInspector } from './stately-inspector.js';
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const servers: WebSocketServer[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => new Promise((done) => server.close(done))));

@@ -9,7 +9,7 @@ import { migrateTransportCounters } from './transport-counters-migration.js';
 
 /** The machine snapshot of the schema-version-1 fixture, as written before transport attempts were per call. */
 function historicalMachine(): Record<string, unknown> {
-  const file = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test', 'durable', 'fixtures', 'records-v1.json');
+  const file = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'test', 'durable', 'fixtures', 'records-v1.json');
   const fixture = JSON.parse(readFileSync(file, 'utf8')) as { snapshot: { body: string } };
   return (JSON.parse(fixture.snapshot.body) as { machine: Record<string, unknown> }).machine;
 }

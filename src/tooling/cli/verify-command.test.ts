@@ -11,7 +11,7 @@ import { bundleForNode } from '../../../test/support/bundle-for-node.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VERIFY_REPORT_VERSION } from '../verify/format-report.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = fileURLToPath(new URL('../../..', import.meta.url));
 mkdirSync(join(root, 'dist'), { recursive: true });
 const directory = mkdtempSync(join(root, 'dist', 'verify-e2e-'));
 const bin = join(directory, 'cli.mjs');

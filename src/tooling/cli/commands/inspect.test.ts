@@ -9,7 +9,7 @@ import { createLoop } from '../../../index.js';
 import { virtualClock } from '../../../testing/index.js';
 import { runCli } from '../run-cli.js';
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 let directory: string;
 let tracePath: string;
 beforeAll(async () => {
