@@ -16,3 +16,5 @@ export type {
 } from './script-steps.js';
 export { ScriptExhaustedError } from '../contracts/errors.js';
 export { virtualClock, type VirtualClock } from './virtual-clock.js';
+export { storeContract, type StoreContractCheck, type StoreContractOptions } from './store-contract/store-contract.js';
+export { StoreContractError } from './store-contract/store-contract-error.js';

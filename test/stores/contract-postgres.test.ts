@@ -1,0 +1,54 @@
+/**
+ * The store contract of `loopstate/testing`, run against `postgresStore` on a real PostgreSQL
+ * (`LOOPSTATE_TEST_POSTGRES_URL`, or a throwaway server): a fresh database for this file, a fresh schema
+ * per check, dropped after it.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from 'loopstate';
+import { postgresStore } from 'loopstate/postgres';
+import { storeContract } from 'loopstate/testing';
+import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
+
+let server: TestPostgres;
+let admin: pg.Client;
+
+beforeAll(async () => {
+  server = await testPostgres();
+  admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+}, 120_000);
+afterAll(async () => {
+  await admin?.end();
+  await server?.stop();
+});
+
+const schemas = new WeakMap<Store, string>();
+let made = 0;
+const checks = storeContract(
+  () => {
+    const schema = `contract_${++made}`;
+    const store = postgresStore({ connectionString: server.url, schema });
+    schemas.set(store, schema);
+    return store;
+  },
+  {
+    cleanup: async (store) => {
+      const schema = schemas.get(store)!;
+      // The check wrote to the schema it was given before it is dropped.
+      const { rows } = await admin.query('SELECT count(*)::int AS runs FROM information_schema.tables WHERE table_schema = $1', [schema]);
+      expect((rows[0] as { runs: number }).runs).toBeGreaterThan(0);
+      await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
+    },
+  },
+);
+
+describe('postgresStore keeps the store contract (a schema per check)', () => {
+  for (const check of checks) it(check.name, check.run);
+
+  it('left no schema behind (cleanup ran after every check)', async () => {
+    expect(made).toBe(checks.length);
+    const { rows } = await admin.query("SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'contract\\_%'");
+    expect(rows).toEqual([]);
+  });
+});
