@@ -23,7 +23,7 @@ const SLOW_TEST_FILES = [
   // In-process, but each file takes tens of seconds on its own.
   'test/model-based/replay.test.ts', // every shortest path to a final state, driven through createLoop (~11,700 runs)
   'src/tooling/verify/verify-loop.test.ts', // exhaustive exploration of the examples' state spaces
-  'test/readme/readme-snippets.test.ts', // a TypeScript program over every README snippet
+  'test/docs/doc-snippets.test.ts', // a TypeScript program over every snippet of the README and docs/
 ];
 
 export default mergeConfig(

@@ -15,6 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { checkpointSection, replaceCheckpointSection } from './checkpoint-report.mjs';
 import { renderMarkdown } from './report.mjs';
 
+/** Markers of the section of `RESULTS.md` that holds the figures the docs quote (measured by hand, not by this suite). */
+const [DOCS_FIGURES_START, DOCS_FIGURES_END] = ['<!-- docs-figures:start -->', '<!-- docs-figures:end -->'];
+
 const suiteDirectory = path.dirname(fileURLToPath(import.meta.url));
 const benchDirectory = path.resolve(suiteDirectory, '..');
 const projectRoot = path.resolve(benchDirectory, '..');
@@ -204,9 +207,14 @@ async function main() {
   mkdirSync(outputDirectory, { recursive: true });
   writeFileSync(path.join(outputDirectory, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   const resultsFile = path.join(outputDirectory, 'RESULTS.md');
-  // `bench:checkpoint` owns a section of the same file: it is kept, not lost, when the suite rewrites the rest.
-  const kept = existsSync(resultsFile) ? checkpointSection(readFileSync(resultsFile, 'utf8')) : null;
-  const markdown = kept ? replaceCheckpointSection(renderMarkdown(results), kept) : renderMarkdown(results);
+  // `bench:checkpoint` owns a section of the same file, and the figures the docs quote another: both are kept,
+  // not lost, when the suite rewrites the rest.
+  const previous = existsSync(resultsFile) ? readFileSync(resultsFile, 'utf8') : '';
+  const kept = checkpointSection(previous);
+  const withCheckpoint = kept ? replaceCheckpointSection(renderMarkdown(results), kept) : renderMarkdown(results);
+  const [docsStart, docsEnd] = [previous.indexOf(DOCS_FIGURES_START), previous.indexOf(DOCS_FIGURES_END)];
+  const docsFigures = docsStart !== -1 && docsEnd > docsStart ? previous.slice(docsStart, docsEnd + DOCS_FIGURES_END.length) : null;
+  const markdown = docsFigures ? `${withCheckpoint.trimEnd()}\n\n${docsFigures}\n` : withCheckpoint;
   writeFileSync(resultsFile, markdown);
   process.stdout.write(markdown);
   log(`wrote ${path.join(outputDirectory, 'RESULTS.md')} and results.json in ${meta.durationSeconds} s`);

@@ -46,8 +46,8 @@ describe('examples/incident', () => {
     expect(distinct).toBe(new Set([...DIAGNOSTICS, CHECK_AFTER_RESTART].map(([check, target]) => `${check} ${target}`)).size);
     const health = resumed.trace.filter((event) => event.type === 'tool-health').at(-1);
     expect(health?.type === 'tool-health' && health.tools.find((tool) => tool.name === 'run_diagnostic')?.calls).toBe(distinct);
-    const readmeRow = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').split('\n').find((line) => line.startsWith('| `incident` |'));
-    for (const text of [BUNDLED_EXAMPLES.incident?.description, readmeRow, readFileSync(new URL('../../examples/incident.ts', import.meta.url), 'utf8').slice(0, 400)]) {
+    const docsRow = readFileSync(new URL('../../docs/getting-started/first-loop.md', import.meta.url), 'utf8').split('\n').find((line) => line.startsWith('| `incident` |'));
+    for (const text of [BUNDLED_EXAMPLES.incident?.description, docsRow, readFileSync(new URL('../../examples/incident.ts', import.meta.url), 'utf8').slice(0, 400)]) {
       expect(text).toMatch(new RegExp(`\\b${distinct} distinct (read-only )?diagnostics`));
     }
   });
