@@ -66,13 +66,8 @@ const PACKAGE_HOMES: Record<string, (layer: Layer) => boolean> = {
  * only shrink (a new entry fails the test).
  */
 const ENGINE_NODE_IMPORTS_PENDING = new Set([
-  'src/engine/context/trim-transcript.ts',
-  'src/engine/durable/approval-checks.ts',
   'src/engine/durable/durable-runs.ts',
   'src/engine/durable/lease-owner.ts',
-  'src/engine/progress/progress-tracker.ts',
-  'src/engine/runtime/evaluation-step.ts',
-  'src/engine/trace/run-facts.ts',
   'src/engine/trace/trace-file.ts',
 ]);
 

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ApprovalError, createLoop, defineTool, evaluators, memoryStore, type LoopConfig, type Store, type StoreRow } from 'loopstate';
+import { ApprovalError, argumentsHash, createLoop, defineTool, evaluators, memoryStore, type LoopConfig, type Store, type StoreRow } from 'loopstate';
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 
 const fixture = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-sha-digests.json'), 'utf8')) as { run: string; snapshot: StoreRow | null; journal: StoreRow[] };
@@ -55,6 +55,12 @@ describe('a run journalled with sha digests', () => {
     const done = await fixtureLoop(await loadFixture(), [reply('Refunded O-7.')], undefined, refunds).resume(runId, { approvals: { call_2_0: { approve: true, argumentsHash: recordedHash } } });
     expect(done.stopReason, done.detail).toBe('completed');
     expect(refunds).toEqual(['O-7']);
+  });
+
+  it("takes an approval that names today's hash of the recorded arguments", async () => {
+    expect(argumentsHash({ order_id: 'O-7' })).not.toBe(recordedHash);
+    const done = await fixtureLoop(await loadFixture(), [reply('Refunded O-7.')], undefined).resume(runId, { approvals: { call_2_0: { approve: true, argumentsHash: argumentsHash({ order_id: 'O-7' }) } } });
+    expect(done.stopReason, done.detail).toBe('completed');
   });
 
   it('counts the lookup repeated after the resume as a repeat of the journalled one', async () => {
