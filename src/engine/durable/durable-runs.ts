@@ -3,7 +3,6 @@
  * result), the lease that lets exactly one process drive a run, and the checks that make approvals
  * fail closed. The driver itself only sees `RunJournal`'s hooks.
  */
-import { randomUUID } from 'node:crypto';
 import { defaultRunId, type ResolvedConfig, type RunInput } from '../config/config.js';
 import { resolveRunId } from '../hooks/run-id.js';
 import { driveRun } from '../runtime/driver.js';
@@ -50,7 +49,7 @@ export interface DrivingOptions {
   effectStep?: EffectStep;
 }
 
-const durableRunId = (): string => `run_${Date.now().toString(36)}_${randomUUID().slice(0, 8)}`;
+const durableRunId = (): string => `run_${Date.now().toString(36)}_${globalThis.crypto.randomUUID().slice(0, 8)}`;
 
 export class DurableRuns {
   /** Runs this process drives now, by id: `cancel` aborts them directly. */
