@@ -30,6 +30,14 @@ export default tseslint.config(
 
   // The layers of src/ (the architecture test checks the same on the whole graph, cycles included).
   ...layerRules(),
+  {
+    // The core runs in a browser, Bun and Deno too: Node's globals only through src/engine/host-runtime.ts's probe.
+    files: ['src/contracts/**/*.ts', 'src/engine/**/*.ts', 'src/testing/**/*.ts', 'src/index.ts', 'machines/**/*.ts', 'guards/**/*.ts', 'actions/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-globals': ['error', ...['Buffer', 'process', 'setImmediate', 'clearImmediate', 'global', 'require', '__dirname', '__filename'].map((name) => ({ name, message: 'The core runs in any standard runtime: not a Node global here (src/engine/host-runtime.ts probes the runtime).' }))],
+    },
+  },
 );
 
 /** Layer rules: contracts ← engine ← adapters ← tooling, the statechart below them all; each package in its own folder. */

@@ -286,7 +286,8 @@ export class DurableRuns {
     const timer = setInterval(() => {
       this.store.append(runId, [], lease()).catch(() => clearInterval(timer));
     }, Math.max(10, Math.floor(this.resolved.durable.leaseMs / 3)));
-    timer.unref();
+    // Never holds a Node, Bun or Deno process open; a browser's timers have no unref.
+    (timer as { unref?: () => unknown }).unref?.();
     return () => clearInterval(timer);
   }
 
