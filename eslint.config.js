@@ -30,6 +30,14 @@ export default tseslint.config(
 
   // The layers of src/ (the architecture test checks the same on the whole graph, cycles included).
   ...layerRules(),
+  {
+    // The core runs in a browser, Bun and Deno too: Node's globals only through src/engine/host-runtime.ts's probe.
+    files: ['src/contracts/**/*.ts', 'src/engine/**/*.ts', 'src/testing/**/*.ts', 'src/index.ts', 'machines/**/*.ts', 'guards/**/*.ts', 'actions/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-globals': ['error', ...['Buffer', 'process', 'setImmediate', 'clearImmediate', 'global', 'require', '__dirname', '__filename'].map((name) => ({ name, message: 'The core runs in any standard runtime: not a Node global here (src/engine/host-runtime.ts probes the runtime).' }))],
+    },
+  },
 );
 
 /** Layer rules: contracts ← engine ← adapters ← tooling, the statechart below them all; each package in its own folder. */
@@ -41,11 +49,11 @@ function layerRules() {
       .map((name) => ({ regex: `^${name.replace('/', '\\/')}(/|$)`, message: `${name} is imported in its adapter's folder only.` }));
   const nodeBuiltins = { regex: '^node:', message: 'The core runs in any standard runtime: no Node built-in here.' };
   const rule = (files, patterns, ignores = []) => ({ files, ignores: ['**/*.test.ts', ...ignores], rules: { 'no-restricted-imports': ['error', { patterns }] } });
-  const adapters = ['openai', 'cassette', 'sqlite', 'postgres', 'dbos', 'stately'];
-  const adapterPackages = { openai: ['openai'], sqlite: ['better-sqlite3'], postgres: ['pg'], dbos: ['@dbos-inc/dbos-sdk'], stately: ['@statelyai/inspect', 'ws'], cassette: [] };
+  const adapters = ['openai', 'cassette', 'sqlite', 'postgres', 'dbos', 'stately', 'node'];
+  const adapterPackages = { openai: ['openai'], sqlite: ['better-sqlite3'], postgres: ['pg'], dbos: ['@dbos-inc/dbos-sdk'], stately: ['@statelyai/inspect', 'ws'], cassette: [], node: [] };
   return [
     rule(['src/contracts/**/*.ts'], [upward(['engine', 'adapters', 'testing', 'tooling'], 'contracts/ holds types and schemas only: it imports nothing above it.'), nodeBuiltins, ...peers([])]),
-    rule(['src/engine/**/*.ts'], [upward(['adapters', 'testing', 'tooling'], 'The engine never imports an adapter, the test doubles or tooling.'), ...peers([])]),
+    rule(['src/engine/**/*.ts'], [upward(['adapters', 'testing', 'tooling'], 'The engine never imports an adapter, the test doubles or tooling.'), nodeBuiltins, ...peers([])]),
     rule(['src/testing/**/*.ts'], [upward(['adapters', 'tooling'], 'loopstate/testing builds on the core only.'), nodeBuiltins, ...peers([])]),
     ...adapters.map((name) =>
       rule([`src/adapters/${name}/**/*.ts`], [

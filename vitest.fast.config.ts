@@ -10,6 +10,7 @@ import fullSuite from './vitest.config.js';
 const SLOW_TEST_FILES = [
   // Real processes: a browser, a database, child processes started, bundled or killed.
   'test/browser/**', // chromium through playwright-core
+  'test/runtimes/**', // the core bundled, then run in chromium, on Bun and on Deno (installed from the registry)
   'test/dbos/**', // a throwaway Postgres and DBOS worker processes
   'test/e2e/**', // the loopstate bin as a child process, run by run
   'test/package/**', // npm pack, then npm install of the tarball into a fresh app (needs the registry)

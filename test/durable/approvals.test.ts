@@ -27,7 +27,7 @@ describe('approvals across a stop', () => {
     expect(refunds).toEqual([]);
     const [pending] = stopped.pendingApprovals;
     expect(pending).toMatchObject({ tool: 'refund', args: { order_id: 'O-7', amount: 40 }, expiresAt: null });
-    expect(pending?.argumentsHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(pending?.argumentsHash).toMatch(/^[0-9a-f]{16}$/);
     // Resuming without decisions returns the recorded stop.
     expect((await loop.resume('r1')).status).toBe('needs_human');
     const done = await loop.resume('r1', { approvals: { [pending!.callId]: { approve: true, argumentsHash: pending!.argumentsHash } } });

@@ -7,7 +7,8 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LoopConfigError, parseTraceText, rebuildPrompts, rebuildRun, readTraceFile, traceEventSchema, TraceFileError, TRACE_SCHEMA_VERSION, type TraceEvent } from 'loopstate';
+import { LoopConfigError, parseTraceText, rebuildPrompts, rebuildRun, traceEventSchema, TraceFileError, TRACE_SCHEMA_VERSION, type TraceEvent } from 'loopstate';
+import { readTraceFile } from 'loopstate/node';
 import { reply, scriptedModel } from 'loopstate/testing';
 import { createTestLoop } from './helpers.js';
 import { scenarioModel, TRACE_SCENARIOS } from './trace-scenarios.js';

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleForNode } from '../support/bundle-for-node.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rebuildRun, readTraceFile } from 'loopstate';
+import { rebuildRun } from 'loopstate';
+import { readTraceFile } from 'loopstate/node';
 
 const directory = mkdtempSync(join(tmpdir(), 'loopstate-kill-'));
 const child = join(directory, 'trace-kill-child.mjs');

@@ -10,7 +10,7 @@ import { PLAN_TOOL_NAME } from '../plan/plan-tool.js';
 import type { Store } from '../../contracts/store.js';
 import type { Tool, ToolHealth } from '../tools/index.js';
 import type { Context, Tracer } from '@opentelemetry/api';
-import { traceFileProblem } from '../trace/trace-file.js';
+import { traceFileProblem } from '../trace/trace-file-writer.js';
 import { isInspectOption, type InspectOption } from '../runtime/inspect-option.js';
 
 export const isFunction = (value: unknown): value is (...args: never[]) => unknown => typeof value === 'function';

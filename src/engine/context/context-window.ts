@@ -146,7 +146,7 @@ export async function fitContextWindow(session: RunSession, context: LoopContext
       session.warn(`context: summarize ${summary.skipped.startsWith('refused') ? 'was refused' : 'did not run'} (${summary.skipped}); trimmed instead`, config.clock.now());
     }
   }
-  const trimmed = trimMessages(transcript.messages, { ceilingTokens: ceiling, keepTurns, fixedChars: transcript.fixedChars, taskMessage: transcript.taskMessage });
+  const trimmed = trimMessages(transcript.messages, { ceilingTokens: ceiling, keepTurns, fixedChars: transcript.fixedChars, taskMessage: transcript.taskMessage, observationIdOf: (content) => session.progress.observationIdOf(content) });
   if (trimmed.resultsDropped.length > 0 || trimmed.messagesDropped > 0) transcript.replaceMessages(trimmed.messages);
   const at = config.clock.now();
   const tokensAfter = transcript.estimateTokens();

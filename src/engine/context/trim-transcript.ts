@@ -3,8 +3,8 @@
  * markers, then older turns are dropped, until the request fits. A call and its results are kept
  * or dropped together, so a provider never sees an orphaned result or an unanswered call.
  */
-import { hash } from 'node:crypto';
 import type { Message } from '../../contracts/model.js';
+import { digest64 } from '../progress/digest.js';
 import { estimateRequestTokens, messageChars } from '../runtime/transcript.js';
 
 /** Prefix of a tool result replaced by `trim`; such a result is not replaced twice. */
@@ -15,12 +15,13 @@ export const MEMORY_PREFIX = '[loopstate: memory of earlier turns, condensed to 
 export const DROPPED_TURNS_NOTE = '[loopstate: earlier turns were dropped here to fit the context]';
 
 /**
- * The short id of an observation, as the trace's `tool-end` events name it.
+ * The short id of an observation, as the trace's `tool-end` events name it (for a run that began with today's
+ * digest; a run's tracker knows its own, see `TrimOptions.observationIdOf`).
  * @example
  * observationIdOf('{"status":"shipped"}') // 12 hex characters
  */
 export function observationIdOf(content: string): string {
-  return hash('sha1', content, 'hex').slice(0, 12);
+  return digest64(content).slice(0, 12);
 }
 
 /**
@@ -36,6 +37,8 @@ export interface TrimOptions {
   fixedChars: number;
   /** The user message that states the current task; kept like the instructions. */
   taskMessage: Message | null;
+  /** The run's observation ids (its tracker's), so a marker names a result as the trace does; `observationIdOf` when undefined. */
+  observationIdOf?: (content: string) => string;
 }
 
 /**
@@ -121,12 +124,12 @@ export function unitsOf(messages: readonly Message[], options: Pick<TrimOptions,
   }));
 }
 
-function droppedMarker(call: { id: string; name: string }, content: string): string {
-  return `${DROPPED_RESULT_PREFIX}${call.name} (call ${call.id}) dropped to fit the context; observation ${observationIdOf(content)}]`;
+function droppedMarker(call: { id: string; name: string }, observationId: string): string {
+  return `${DROPPED_RESULT_PREFIX}${call.name} (call ${call.id}) dropped to fit the context; observation ${observationId}]`;
 }
 
 /** Replaces the unit's tool results by markers; returns what it replaced. */
-function markResults(unit: Unit): DroppedResult[] {
+function markResults(unit: Unit, idOf: (content: string) => string): DroppedResult[] {
   const head = unit.messages[0];
   if (head?.role !== 'assistant') return [];
   const calls = new Map((head.toolCalls ?? []).map((call) => [call.id, call]));
@@ -134,8 +137,9 @@ function markResults(unit: Unit): DroppedResult[] {
   unit.messages = unit.messages.map((message) => {
     if (message.role !== 'tool' || message.content.startsWith(DROPPED_RESULT_PREFIX)) return message;
     const call = calls.get(message.toolCallId) ?? { id: message.toolCallId, name: 'a tool' };
-    dropped.push({ callId: call.id, tool: call.name, observationId: observationIdOf(message.content) });
-    return { ...message, content: droppedMarker(call, message.content) };
+    const observationId = idOf(message.content);
+    dropped.push({ callId: call.id, tool: call.name, observationId });
+    return { ...message, content: droppedMarker(call, observationId) };
   });
   return dropped;
 }
@@ -187,7 +191,7 @@ export function trimMessages(messages: readonly Message[], options: TrimOptions)
     unit.dropped = true;
     messagesDropped += unit.messages.length;
   };
-  const mark = (unit: Unit) => () => resultsDropped.push(...markResults(unit));
+  const mark = (unit: Unit) => () => resultsDropped.push(...markResults(unit, options.observationIdOf ?? observationIdOf));
   const isExchange = (unit: Unit) => unit.messages[0]?.role === 'assistant';
   const older = units.filter((unit) => !unit.pinned && !unit.recent);
   const recent = units.filter((unit) => !unit.pinned && unit.recent);

@@ -3,10 +3,10 @@
  * are keyed by call id, and a call id is whatever the model sent (`constructor`, `__proto__` too), so
  * they are read into a `Map` from the caller's object's own keys and never looked up on an object.
  */
-import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { LoopConfigError } from '../../contracts/errors.js';
 import { canonicalJson } from '../progress/index.js';
+import { digest64 } from '../progress/digest.js';
 import type { Store } from '../../contracts/store.js';
 import { ApprovalError } from './durable-errors.js';
 import { decodeJournalRecord, type ApprovalDecision, type Decisions, type RunRecord } from './records.js';
@@ -14,12 +14,22 @@ import type { ResumePlan } from './resume-plan.js';
 
 
 /**
- * Canonical JSON of the arguments, hashed: what an approval is bound to.
+ * Canonical JSON of the arguments, hashed (16 hex characters): what an approval is bound to. A waiting call's
+ * `pendingApprovals` entry carries the hash it was recorded with; a decision may name that one or this one.
  * @example
  * const decision = { approve: true, argumentsHash: argumentsHash({ order_id: 'O-7' }) } as const;
  */
 export function argumentsHash(args: unknown): string {
-  return hash('sha256', canonicalJson(args ?? null), 'hex');
+  return digest64(canonicalJson(args ?? null));
+}
+
+/**
+ * Whether a decision's hash names the recorded arguments: the hash recorded with them (whatever made it: runs
+ * journalled before loopstate had its own hash hold sha256 ones) or today's hash of them. Never recomputes an
+ * old algorithm, so no runtime needs it.
+ */
+function namesRecordedArguments(decided: string, pending: { args: unknown; argumentsHash: string }): boolean {
+  return decided === pending.argumentsHash || decided === argumentsHash(pending.args);
 }
 
 // Discriminated on `approve`, so a rejection without a reason is told as `approvals.<callId>.reason`.
@@ -62,7 +72,7 @@ export function checkApprovals(record: RunRecord, decisions: Decisions, now: num
     const pending = record.pendingApprovals.find((approval) => approval.callId === callId);
     if (pending === undefined) throw new ApprovalError({ code: 'approval_unknown_call', runId, callId, message: `run ${runId} has no call ${callId} waiting for approval; waiting: ${record.pendingApprovals.map((approval) => approval.callId).join(', ')}` });
     if (pending.expiresAt !== null && now > pending.expiresAt) throw new ApprovalError({ code: 'approval_expired', runId, callId, message: `the approval of call ${callId} (${pending.tool}) of run ${runId} expired at ${new Date(pending.expiresAt).toISOString()}` });
-    if (decision.argumentsHash !== undefined && decision.argumentsHash !== pending.argumentsHash) {
+    if (decision.argumentsHash !== undefined && !namesRecordedArguments(decision.argumentsHash, pending)) {
       throw new ApprovalError({ code: 'approval_arguments_changed', runId, callId, message: `call ${callId} (${pending.tool}) of run ${runId} has other arguments than the ones approved (hash ${pending.argumentsHash}, not ${decision.argumentsHash})` });
     }
   }
@@ -83,7 +93,10 @@ export async function wereTaken(store: Store, runId: string, decisions: Decision
   return [...decisions].every(([callId, decision]) => taken.has(callId) && essence(taken.get(callId)) === essence(decision));
 }
 
-/** The journal must hold the very call the person decided on: the same tool and arguments as the stop recorded. */
+/**
+ * The journal must hold the very call the person decided on: the same tool and arguments as the stop recorded.
+ * The arguments themselves are compared (canonical JSON), not their hashes, so a record's hash format never matters.
+ */
 export function checkArgumentsUnchanged(record: RunRecord, plan: ResumePlan, decisions: Decisions): void {
   const stop = plan.events.at(-1);
   if (stop === undefined || stop.seq !== record.waitingSeq) {
@@ -92,7 +105,7 @@ export function checkArgumentsUnchanged(record: RunRecord, plan: ResumePlan, dec
   for (const callId of decisions.keys()) {
     const pending = record.pendingApprovals.find((approval) => approval.callId === callId);
     const call = stop.delta.fields.pendingCalls.find(({ request }) => request.id === callId);
-    if (pending === undefined || call === undefined || call.request.name !== pending.tool || argumentsHash(call.args) !== pending.argumentsHash) {
+    if (pending === undefined || call === undefined || call.request.name !== pending.tool || canonicalJson(call.args ?? null) !== canonicalJson(pending.args ?? null)) {
       throw new ApprovalError({ code: 'approval_arguments_changed', runId: record.runId, callId, message: `call ${callId} of run ${record.runId} is not the call that was put up for approval (tool or arguments differ)` });
     }
   }

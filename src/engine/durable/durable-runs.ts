@@ -3,7 +3,6 @@
  * result), the lease that lets exactly one process drive a run, and the checks that make approvals
  * fail closed. The driver itself only sees `RunJournal`'s hooks.
  */
-import { randomUUID } from 'node:crypto';
 import { defaultRunId, type ResolvedConfig, type RunInput } from '../config/config.js';
 import { resolveRunId } from '../hooks/run-id.js';
 import { driveRun } from '../runtime/driver.js';
@@ -50,7 +49,7 @@ export interface DrivingOptions {
   effectStep?: EffectStep;
 }
 
-const durableRunId = (): string => `run_${Date.now().toString(36)}_${randomUUID().slice(0, 8)}`;
+const durableRunId = (): string => `run_${Date.now().toString(36)}_${globalThis.crypto.randomUUID().slice(0, 8)}`;
 
 export class DurableRuns {
   /** Runs this process drives now, by id: `cancel` aborts them directly. */
@@ -287,7 +286,8 @@ export class DurableRuns {
     const timer = setInterval(() => {
       this.store.append(runId, [], lease()).catch(() => clearInterval(timer));
     }, Math.max(10, Math.floor(this.resolved.durable.leaseMs / 3)));
-    timer.unref();
+    // Never holds a Node, Bun or Deno process open; a browser's timers have no unref.
+    (timer as { unref?: () => unknown }).unref?.();
     return () => clearInterval(timer);
   }
 

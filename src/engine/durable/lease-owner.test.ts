@@ -11,7 +11,8 @@ import { reply, scriptedModel, toolCall } from '../../testing/index.js';
 import { virtualClock } from '../../testing/virtual-clock.js';
 import { defineTool } from '../tools/define-tool.js';
 import { RunAccessError } from './durable-errors.js';
-import { describeLeaseHolder } from './lease-owner.js';
+import { spawnSync } from 'node:child_process';
+import { deadOwner, describeLeaseHolder, newLeaseOwner } from './lease-owner.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'loopstate-lease-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -22,6 +23,17 @@ describe('describeLeaseHolder', () => {
     expect(describeLeaseHolder('web-1:4242:1a2b3c4d', now + 30_000, now)).toBe('held by process 4242 on web-1 (lease owner "web-1:4242:1a2b3c4d") until 2026-01-01T00:00:30.000Z, 30 s from now');
     expect(describeLeaseHolder('worker-7', now - 5_000, now)).toBe('held by lease owner "worker-7" until 2025-12-31T23:59:55.000Z, 5 s ago');
     expect(describeLeaseHolder(null, 0, now)).toBe('its holder released the lease while this call tried to take it');
+  });
+});
+
+describe('deadOwner, from the runtime probe', () => {
+  it("judges a finished process of this host dead, and a live one, another host's or this process's own live owner not", () => {
+    const finished = spawnSync(process.execPath, ['-e', '']).pid!;
+    expect(deadOwner(`${hostname()}:${finished}:0a1b2c3d`)).toBe(`${hostname()}:${finished}:0a1b2c3d`);
+    expect(deadOwner(`${hostname()}:${process.ppid}:0a1b2c3d`)).toBeUndefined();
+    expect(deadOwner(`elsewhere-${hostname()}:${finished}:0a1b2c3d`)).toBeUndefined();
+    expect(deadOwner(newLeaseOwner())).toBeUndefined();
+    expect(newLeaseOwner()).toMatch(new RegExp(`^${hostname().replace(/[.]/g, '\\.')}:${process.pid}:[0-9a-f]{8}$`));
   });
 });
 

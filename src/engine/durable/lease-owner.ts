@@ -3,9 +3,25 @@
  * process of this machine that no longer exists is taken over at once (a crashed worker's run can be
  * resumed immediately, not after the lease runs out), and so is one this process could not free when
  * its drive ended (the store was down): it must not lock its own process out once the store is back.
+ * Host and process come from a probe of the runtime: where either is unknown (a browser, a runtime without
+ * Node's os module and no HOSTNAME) nobody is judged dead, and a lease simply runs out.
  */
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
+import { hostProcess, nodeBuiltin } from '../host-runtime.js';
+
+/** This machine's name, or null when the runtime cannot tell it (then no owner is ever judged dead by it). */
+const thisHost: string | null = (() => {
+  try {
+    const name = nodeBuiltin<{ hostname(): string }>('node:os')?.hostname() ?? hostProcess()?.env?.HOSTNAME;
+    return name === undefined || name === '' ? null : name;
+  } catch {
+    return null;
+  }
+})();
+/** This process's id, 0 without one (a browser tab, a worker). */
+const thisPid: number = (() => {
+  const pid = hostProcess()?.pid;
+  return typeof pid === 'number' && Number.isInteger(pid) && pid > 0 ? pid : 0;
+})();
 
 /**
  * By run: the owner whose drive ended here without freeing its lease. Per copy of this module, so a
@@ -14,7 +30,7 @@ import { hostname } from 'node:os';
 const unreleased = new Map<string, string>();
 
 export function newLeaseOwner(): string {
-  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  return `${thisHost ?? 'unknown-host'}:${thisPid}:${globalThis.crypto.randomUUID().slice(0, 8)}`;
 }
 
 /** The drive of `owner` is over, and its lease could not be freed (or was freed: `owner` null). */
@@ -43,15 +59,17 @@ export function describeLeaseHolder(owner: string | null, leaseUntil: number, no
 /** The owner to take over from when its drive is known to be over (a dead process of this machine, or a drive of this one that ended), else undefined. */
 export function deadOwner(owner: string | null): string | undefined {
   if (owner === null) return undefined;
+  // Owner ids carry a random nonce: one this module left behind is this process's own, whatever the host.
+  if ([...unreleased.values()].includes(owner)) return owner;
   const [host, pidText] = owner.split(':');
   const pid = Number(pidText);
-  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return undefined;
-  if (pid === process.pid) return [...unreleased.values()].includes(owner) ? owner : undefined;
+  const runtime = hostProcess();
+  if (thisHost === null || host !== thisHost || !Number.isInteger(pid) || pid <= 0 || pid === thisPid || typeof runtime?.kill !== 'function') return undefined;
   try {
-    process.kill(pid, 0);
+    runtime.kill(pid, 0);
     return undefined;
   } catch (error) {
     // EPERM: it exists under another user, so it is alive.
-    return (error as NodeJS.ErrnoException).code === 'ESRCH' ? owner : undefined;
+    return (error as { code?: unknown }).code === 'ESRCH' ? owner : undefined;
   }
 }

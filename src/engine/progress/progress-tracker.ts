@@ -7,10 +7,10 @@
  * result again is a repeat, while a different call that returns the same acknowledgement, or the
  * same call whose result changed (polling, re-running tests), is news. History is per task.
  */
-import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { LoopstateError } from '../../contracts/errors.js';
 import { describeZodIssues } from '../zod-issues.js';
+import { digest64, legacySha1 } from './digest.js';
 
 /**
  * Inputs of one state-digest update: the current task and the model's reply (null when it only
@@ -34,10 +34,11 @@ export interface Observation {
   observationId: string;
 }
 
-// Changelog — 1: run-wide tool-call counts and observation hashes. 2: per-task (call, result) triples and a failure count.
+// Changelog — 1: run-wide tool-call counts and observation hashes. 2: per-task (call, result) triples and a failure count,
+// hashed with sha1. 3: hashed with digest64 (still read: a tracker restored from 2 hashes with sha1 for the rest of its run).
 const progressTrackerSnapshotSchema = z.object({
-  schemaVersion: z.literal(2),
-  /** sha1(fingerprint, sha1(result)) → times seen in the current task. */
+  schemaVersion: z.union([z.literal(2), z.literal(3)]),
+  /** digest(fingerprint, digest(result)) → times seen in the current task. */
   triples: z.record(z.string(), z.number().int().positive()),
   /** Running hash over distinct triples of the task, in the order they were first seen. */
   distinctObservationsHash: z.string(),
@@ -53,10 +54,8 @@ const progressTrackerSnapshotSchema = z.object({
  */
 export type ProgressTrackerSnapshot = z.output<typeof progressTrackerSnapshotSchema>;
 
-/** One-shot hashing: about half the cost of createHash().update().digest() per call. */
-function sha1(text: string): string {
-  return hash('sha1', text, 'hex');
-}
+/** Each snapshot version's digest: a run keeps the one it began with, so its journalled keys and digests still match. */
+const DIGESTS = { 2: legacySha1, 3: digest64 } as const;
 
 /**
  * Counts (call, result) triples per task and keeps a digest of the task's state summary (distinct
@@ -82,6 +81,9 @@ export interface ProgressTrackerChanges {
 }
 
 export class ProgressTracker {
+  /** The snapshot version, which names the digest: 3 for a new run, 2 for one journalled with sha1. */
+  #version: 2 | 3;
+  #digest: (text: string) => string;
   #triples = new Map<string, number>();
   /** Keys counted since the last `takeChanges()`; null until `trackChanges()` (only durable runs pay for it). */
   #changed: Set<string> | null = null;
@@ -89,6 +91,25 @@ export class ProgressTracker {
   #distinctObservationsHash = '';
   #failures = 0;
   #stateDigest = '';
+
+  /** A tracker with no history; `restore` rebuilds one from a snapshot. */
+  constructor() {
+    this.#version = 3;
+    this.#digest = DIGESTS[3];
+  }
+
+  /**
+   * The run's digest of `text`: what its fingerprints and its evaluated outputs are compared by. A run keeps
+   * one for its life (a run resumed from a journal hashes as it began).
+   */
+  digest(text: string): string {
+    return this.#digest(text);
+  }
+
+  /** The short id of an observation (a tool result's text), as the trace's `tool-end` events name it. */
+  observationIdOf(result: string): string {
+    return this.#digest(result).slice(0, 12);
+  }
 
   /** Digest of the last `advanceState` inputs; empty until the first update. */
   get stateDigest(): string {
@@ -109,12 +130,12 @@ export class ProgressTracker {
   /** Records a successful call's result; a triple seen for the first time changes the state digest. */
   observeCall(fingerprint: string, result: string): Observation {
     // The result's own hash is its id in traces (context trimming names dropped results by it).
-    const resultHash = sha1(result);
-    const key = sha1(`${fingerprint}\n${resultHash}`);
+    const resultHash = this.#digest(result);
+    const key = this.#digest(`${fingerprint}\n${resultHash}`);
     const timesSeen = (this.#triples.get(key) ?? 0) + 1;
     this.#triples.set(key, timesSeen);
     this.#changed?.add(key);
-    if (timesSeen === 1) this.#distinctObservationsHash = sha1(`${this.#distinctObservationsHash}${key}`);
+    if (timesSeen === 1) this.#distinctObservationsHash = this.#digest(`${this.#distinctObservationsHash}${key}`);
     return { timesSeen, observationId: resultHash.slice(0, 12) };
   }
 
@@ -131,7 +152,7 @@ export class ProgressTracker {
   advanceState(parts: StateDigestParts): string {
     // One hash over fixed-size fields and the reply last; null (tool calls only) and '' (an empty text) differ.
     const reply = parts.reply === null ? 'none' : `text:${parts.reply}`;
-    this.#stateDigest = sha1(`${parts.taskIndex}\n${this.#distinctObservationsHash}\n${this.#failures}\n${reply}`);
+    this.#stateDigest = this.#digest(`${parts.taskIndex}\n${this.#distinctObservationsHash}\n${this.#failures}\n${reply}`);
     return this.#stateDigest;
   }
 
@@ -165,7 +186,7 @@ export class ProgressTracker {
    */
   snapshot(): ProgressTrackerSnapshot {
     return {
-      schemaVersion: 2,
+      schemaVersion: this.#version,
       triples: Object.fromEntries(this.#triples),
       distinctObservationsHash: this.#distinctObservationsHash,
       failures: this.#failures,
@@ -186,6 +207,8 @@ export class ProgressTracker {
       throw new LoopstateError({ code: 'invalid_snapshot', message: `Invalid progress tracker snapshot: ${issues}` });
     }
     const tracker = new ProgressTracker();
+    tracker.#version = checked.data.schemaVersion;
+    tracker.#digest = DIGESTS[checked.data.schemaVersion];
     for (const [key, count] of Object.entries(checked.data.triples)) tracker.#triples.set(key, count);
     tracker.#distinctObservationsHash = checked.data.distinctObservationsHash;
     tracker.#failures = checked.data.failures;

@@ -1,5 +1,4 @@
 /** The `evaluate` effect: run the task's evaluators on the last reply. */
-import { hash } from 'node:crypto';
 import type { CallUsage, LoopContext, LoopEvent } from '../../../machines/types.js';
 import { isSpendBudgetExhausted } from '../../../guards/budget.js';
 import { isModelCallError, JudgeVerdictError, LoopstateError, ModelCallError, retryableModelError } from '../../contracts/errors.js';
@@ -94,7 +93,7 @@ export async function performEvaluation(session: RunSession, context: LoopContex
   });
   return {
     type: 'evaluation.completed', at, passed: summary.passed, reason: summary.reason,
-    outputDigest: hash('sha1', output, 'hex'),
+    outputDigest: session.progress.digest(output),
     usage: judged ? judgeUsage : null,
     modelCalls: spending.modelCalls,
     transportRetries: spending.transportRetries,

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TRUNCATION_MARKER } from '../constants.js';
-import { capBytes } from './cap-bytes.js';
+import { capBytes, utf8Length } from './cap-bytes.js';
 
 describe('capBytes', () => {
   it('documents its own example', () => {
@@ -57,5 +57,12 @@ describe('capBytes', () => {
         if (maxBytes >= Buffer.byteLength(TRUNCATION_MARKER(total, total))) expect(Buffer.byteLength(capped.content)).toBeLessThanOrEqual(maxBytes);
       }),
     );
+  });
+});
+
+describe('utf8Length', () => {
+  it("is Buffer.byteLength's count for any text: astral characters, lone surrogates included", () => {
+    expect(utf8Length('é🙂')).toBe(6);
+    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => utf8Length(text) === Buffer.byteLength(text, 'utf8')), { numRuns: 500 });
   });
 });

@@ -25,13 +25,33 @@ export interface CappedText {
  * capBytes('é'.repeat(50), 65) // { content: 'ééé\n[loopstate: tool result truncated: kept 6 of 100 bytes]', truncated: true, bytes: 100 }
  */
 export function capBytes(text: string, maxBytes: number): CappedText {
-  const bytes = Buffer.byteLength(text, 'utf8');
+  const bytes = utf8Length(text);
   if (bytes <= maxBytes) return { content: text, truncated: false, bytes };
-  const encoded = Buffer.from(text, 'utf8');
+  const encoded = new TextEncoder().encode(text);
   // The marker's length depends on the kept count; sizing it with `bytes` is an upper bound.
-  const room = Math.max(0, maxBytes - Buffer.byteLength(TRUNCATION_MARKER(bytes, bytes), 'utf8'));
+  const room = Math.max(0, maxBytes - utf8Length(TRUNCATION_MARKER(bytes, bytes)));
   let kept = Math.min(room, encoded.length);
   // Back off while the first dropped byte continues a multi-byte character (10xxxxxx).
   while (kept > 0 && ((encoded[kept] ?? 0) & 0b1100_0000) === 0b1000_0000) kept -= 1;
-  return { content: encoded.subarray(0, kept).toString('utf8') + TRUNCATION_MARKER(kept, bytes), truncated: true, bytes };
+  return { content: new TextDecoder().decode(encoded.subarray(0, kept)) + TRUNCATION_MARKER(kept, bytes), truncated: true, bytes };
+}
+
+/**
+ * The UTF-8 size of `text` without encoding it (every runtime has TextEncoder, not every one Buffer); a lone
+ * surrogate counts as the 3 bytes of the U+FFFD that encoding writes for it.
+ * @example
+ * utf8Length('é🙂') // 6
+ */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let index = 0; index < text.length; index++) {
+    const unit = text.charCodeAt(index);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit <= 0xdbff && index + 1 < text.length && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      index += 1;
+    } else bytes += 3;
+  }
+  return bytes;
 }

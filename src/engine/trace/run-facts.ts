@@ -1,8 +1,8 @@
 /** What `run-start` records about the run's setup: the prompt version and the limits. */
-import { hash } from 'node:crypto';
 import type { LoopLimits } from '../../../machines/types.js';
 import type { ToolSpec } from '../../contracts/model.js';
 import type { TracedLimits } from '../../contracts/trace-schema.js';
+import { digest64 } from '../progress/digest.js';
 
 /**
  * A short hash of the instructions and the tool specs offered: two runs with the same prompt version
@@ -11,7 +11,7 @@ import type { TracedLimits } from '../../contracts/trace-schema.js';
  * promptVersion('Be brief.', [lookup.spec]) // e.g. 'a3f9c2e1b0d4e5f6'
  */
 export function promptVersion(instructions: string, tools: readonly ToolSpec[]): string {
-  return hash('sha256', JSON.stringify({ instructions, tools }), 'hex').slice(0, 16);
+  return digest64(JSON.stringify({ instructions, tools }));
 }
 
 /** The limits with every switched-off (`Infinity`) one as null, which JSON can carry. */

@@ -1,10 +1,7 @@
 /**
- * The JSON lines trace file: written one event per line with a direct write per event (nothing is
- * buffered in the process, so a run killed mid-way leaves every event before the kill), and read
- * back line by line through the trace schema.
+ * The JSON lines trace format, read back line by line through the trace schema, from text in any runtime
+ * (`readTraceFile` of `loopstate/node` reads a file; the file sink is `trace-file-writer.ts`).
  */
-import { accessSync, closeSync, constants, openSync, readFileSync, statSync, writeSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { LoopstateError } from '../../contracts/errors.js';
 import { traceEventSchema, type TraceEvent } from '../../contracts/trace-schema.js';
@@ -48,25 +45,12 @@ export function parseTraceLine(text: string, line: number): TraceEvent {
  * A trace file, read: its events, and the last line when it was cut short (a process that died while
  * writing it), which is never an error.
  * @example
- * const { events, truncatedLine } = readTraceFile('run.jsonl');
+ * const { events, truncatedLine } = parseTraceText(text);
  */
 export interface TraceFile {
   events: TraceEvent[];
   /** The 1-based number and text of an unfinished last line (no newline, not valid JSON); null when the file ends cleanly. */
   truncatedLine: { line: number; text: string } | null;
-}
-
-/**
- * Reads a JSON lines trace file and validates every line. A complete line that is not a valid event
- * throws `TraceFileError` naming its line and field; an unfinished last line (the writer died mid-line)
- * is reported as `truncatedLine` instead.
- * @example
- * const { events } = readTraceFile('run.jsonl');
- * const end = events.findLast((event) => event.type === 'run-end');
- * console.log(end ? end.stopReason : 'the run did not finish');
- */
-export function readTraceFile(path: string): TraceFile {
-  return parseTraceText(readFileSync(path, 'utf8'));
 }
 
 /**
@@ -99,57 +83,5 @@ function isJson(text: string): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-/**
- * Why `path` cannot take a trace, checked when the loop is created (no file is created then); null when it can.
- * @example
- * traceFileProblem('/no/such/dir/run.jsonl') // 'directory /no/such/dir does not exist'
- */
-export function traceFileProblem(path: string): string | null {
-  const file = resolve(path);
-  try {
-    const stats = statSync(file, { throwIfNoEntry: false });
-    if (stats?.isDirectory()) return `${file} is a directory; expected a file path`;
-    if (stats !== undefined) {
-      accessSync(file, constants.W_OK);
-      return null;
-    }
-  } catch {
-    return `${file} is not writable`;
-  }
-  const directory = dirname(file);
-  const parent = statSync(directory, { throwIfNoEntry: false });
-  if (parent === undefined) return `directory ${directory} does not exist`;
-  if (!parent.isDirectory()) return `${directory} is not a directory`;
-  try {
-    accessSync(directory, constants.W_OK);
-  } catch {
-    return `directory ${directory} is not writable`;
-  }
-  return null;
-}
-
-/** An open trace file: one descriptor for the run, one write per event. */
-export class TraceFileWriter {
-  private fd: number | null;
-
-  /** Opens (creating or appending to) `path`; throws when it cannot be opened. */
-  constructor(readonly path: string) {
-    this.fd = openSync(path, 'a');
-  }
-
-  write(event: TraceEvent): void {
-    if (this.fd === null) return;
-    // One write of the whole line: a kill can cut only the line being written, never interleave two.
-    writeSync(this.fd, `${JSON.stringify(event)}\n`);
-  }
-
-  close(): void {
-    if (this.fd === null) return;
-    const fd = this.fd;
-    this.fd = null;
-    closeSync(fd);
   }
 }

@@ -6,7 +6,7 @@
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { OtelSink } from './otel/otel-sink.js';
 import type { OtelTraceOptions } from './trace-event.js';
-import { TraceFileWriter } from './trace-file.js';
+import { TraceFileWriter } from './trace-file-writer.js';
 import type { TraceEvent } from '../../contracts/trace-schema.js';
 
 /** The trace options with their defaults applied. */
