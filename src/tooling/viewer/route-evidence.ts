@@ -2,15 +2,15 @@
  * What the trace recorded around a transition, read as evidence: which of two equally short routes
  * through the statechart the machine took, and which per-task counter that route moved.
  */
-import type { ViewerEvent } from './read-trace.js';
+import type { TraceEvent } from '../../index.js';
 
-type EventOf<Type extends ViewerEvent['type']> = Extract<ViewerEvent, { type: Type }>;
+type EventOf<Type extends TraceEvent['type']> = Extract<TraceEvent, { type: Type }>;
 
 /** The driver's warning when the machine nudges the model; its step and signal. */
 export const NUDGE_WARNING = /^no-progress nudge at step (\d+): (\w+)/;
 
 /** What the trace recorded around one transition, to choose between routes of equal length. */
-export function routeHint(transition: EventOf<'transition'>, before: ViewerEvent | undefined, after: readonly ViewerEvent[], stopReason: string | null): string | undefined {
+export function routeHint(transition: EventOf<'transition'>, before: TraceEvent | undefined, after: readonly TraceEvent[], stopReason: string | null): string | undefined {
   const nudged = after.some((event) => event.type === 'warning' && NUDGE_WARNING.test(event.message));
   switch (transition.event) {
     case 'model.responded':

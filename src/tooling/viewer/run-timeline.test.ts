@@ -12,7 +12,7 @@ import { evaluators } from '../../index.js';
 import type { Loop } from '../../index.js';
 import { defineTool } from '../../index.js';
 import type { TraceEvent } from '../../index.js';
-import { parseTrace, readTraceFile } from './read-trace.js';
+import { pickRun, readRunTrace } from './read-trace.js';
 import { buildTimeline, type RunTimeline } from './run-timeline.js';
 import { statechartGraph } from './statechart-graph.js';
 
@@ -24,7 +24,7 @@ beforeAll(async () => {
   directory = mkdtempSync(join(tmpdir(), 'loopstate-timeline-'));
   const path = join(directory, 'run.jsonl');
   result = await writeSampleTrace(path);
-  timeline = buildTimeline(await readTraceFile(path), graph);
+  timeline = buildTimeline(await readRunTrace(path), graph);
 });
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
@@ -81,7 +81,7 @@ describe('buildTimeline on a real run', () => {
   it('shows no limits for a trace whose run-start has none (an older trace)', async () => {
     const content = (await import('node:fs')).readFileSync(join(directory, 'run.jsonl'), 'utf8').replace(/,"limits":\{[^}]*\}/, '');
     expect(content).not.toContain('"limits"');
-    expect(buildTimeline(parseTrace(content, 'run.jsonl'), graph).limits).toBeNull();
+    expect(buildTimeline(pickRun(content, 'run.jsonl'), graph).limits).toBeNull();
   });
 });
 
@@ -92,7 +92,7 @@ describe('buildTimeline on a doom loop', () => {
     const model = scriptedModel(Array.from({ length: 5 }, () => toolCall('lookup', { id: 'A' })));
     const run = await createLoop({ model, tools: [lookup], clock: virtualClock(), trace: { onEvent: (event) => events.push(event) } }).run({ goal: 'loop' });
     expect(run.stopReason).toBe('no_progress');
-    const doom = buildTimeline(parseTrace(events.map((event) => JSON.stringify(event)).join('\n'), 'doom.jsonl'), graph);
+    const doom = buildTimeline(pickRun(events.map((event) => JSON.stringify(event)).join('\n'), 'doom.jsonl'), graph);
     expect(doom.frames.every((frame) => frame.routeFound)).toBe(true);
     const afterRounds = doom.frames.filter((frame) => frame.event === 'tools.completed').map((frame) => frame.streaks.repeatedToolCall);
     expect(afterRounds).toEqual([1, 2, 3].slice(0, afterRounds.length));
@@ -106,7 +106,7 @@ describe('buildTimeline on a doom loop', () => {
 async function traced(run: (onEvent: (event: TraceEvent) => void) => Promise<RunResult>): Promise<{ result: RunResult; timeline: RunTimeline }> {
   const events: TraceEvent[] = [];
   const result = await run((event) => events.push(event));
-  return { result, timeline: buildTimeline(parseTrace(events.map((event) => JSON.stringify(event)).join('\n'), 'run.jsonl'), graph) };
+  return { result, timeline: buildTimeline(pickRun(events.map((event) => JSON.stringify(event)).join('\n'), 'run.jsonl'), graph) };
 }
 
 describe('buildTimeline finds a route for every recorded transition', () => {
@@ -164,7 +164,7 @@ describe('buildTimeline finds a route for every recorded transition', () => {
   it('an argument repair in a trace written before argumentErrors: the same route and counters, no field error', async () => {
     const events: TraceEvent[] = [];
     await loopWith([toolCall('lookup', { id: 7 }), toolCall('lookup', { id: 'a' }), reply('done')], {}, (event) => events.push(event)).run({ goal: 'g' });
-    const read = (list: readonly object[]) => buildTimeline(parseTrace(list.map((event) => JSON.stringify(event)).join('\n'), 'run.jsonl'), graph);
+    const read = (list: readonly object[]) => buildTimeline(pickRun(list.map((event) => JSON.stringify(event)).join('\n'), 'run.jsonl'), graph);
     const current = read(events);
     const older = read(events.map((event) => (event.type === 'retry' ? { ...event, argumentErrors: undefined } : event)));
     expect(JSON.stringify(events)).toContain('"argumentErrors"');

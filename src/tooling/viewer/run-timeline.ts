@@ -9,11 +9,12 @@
  */
 import { addCall } from '../../internal.js';
 import { explainStopReason } from './stop-reason-text.js';
-import { isViewerEvent, type ReadEvent, type RunTrace, type ViewerEvent } from './read-trace.js';
+import type { TraceEvent } from '../../index.js';
+import type { RunTrace } from './read-trace.js';
 import { countersMovedBy, NUDGE_WARNING, routeHint, type DerivedCounters } from './route-evidence.js';
 import { routeOf, type StatechartGraph } from './statechart-graph.js';
 
-type EventOf<Type extends ViewerEvent['type']> = Extract<ViewerEvent, { type: Type }>;
+type EventOf<Type extends TraceEvent['type']> = Extract<TraceEvent, { type: Type }>;
 
 export interface SpentUsage {
   inputTokens: number;
@@ -115,11 +116,11 @@ const zeroCounters = (): DerivedCounters => ({ transportRetries: 0, reflectionRe
 /**
  * Rebuilds the per-step view of one run from its trace and the statechart.
  * @example
- * const timeline = buildTimeline(await readTraceFile('run.jsonl'), statechartGraph(loopMachine));
+ * const timeline = buildTimeline(await readRunTrace('run.jsonl'), statechartGraph(loopMachine));
  * timeline.frames.at(-1)?.state // 'TERMINATED'
  */
 export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimeline {
-  const events: ViewerEvent[] = trace.events.filter((event: ReadEvent): event is ViewerEvent => isViewerEvent(event));
+  const events = trace.events;
   const start = events.find((event): event is EventOf<'run-start'> => event.type === 'run-start');
   const end = events.find((event): event is EventOf<'run-end'> => event.type === 'run-end');
   const startedAt = start?.at ?? events[0]?.at ?? 0;
@@ -139,7 +140,7 @@ export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimel
   let pendingErrors: StepRow['retriesBefore'] = [];
   const rows: StepRow[] = [];
   const edgeCounts: Record<string, number> = {};
-  const notices = [...trace.notices];
+  const notices = [...trace.skipped, ...trace.notices];
 
   const frame = (index: number, at: number, transition: EventOf<'transition'> | null, route: string[] | null): TimelineFrame => ({
     index,
@@ -294,7 +295,7 @@ export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimel
     tasks: start?.tasks ?? [],
     startedAt,
     limits: start?.limits ?? null,
-    noProgress: start?.noProgress ?? null,
+    noProgress: null,
     frames,
     steps: rows,
     edgeCounts,
