@@ -65,7 +65,7 @@ describe('readRunTrace', () => {
     expect(run.skipped).toEqual([
       `run.jsonl: trace line ${index + 1}, field inputTokens: Invalid input: expected number, received string (the line was skipped)`,
       expect.stringMatching(new RegExp(`^run\\.jsonl: trace line ${index + 2}: not JSON \\(Unexpected token`)),
-      `run.jsonl: trace line ${index + 3}, field type: Invalid discriminator value. Expected 'run-start' | 'step-start' | 'step-end' | 'prompt' | 'tool-end' | 'tool-health' | 'evaluation-end' | 'retry' | 'no-progress' | 'transition' | 'model-error' | 'model-delta' | 'model-tool-call-start' | 'context-trimmed' | 'warning' | 'approval-decided' | 'run-resume' | 'run-end' (the line was skipped)`,
+      expect.stringMatching(new RegExp(`^run\\.jsonl: trace line ${index + 3}, field type: Invalid discriminator value\\. Expected 'run-start' \\| .* \\(the line was skipped\\)$`)),
     ]);
   });
 

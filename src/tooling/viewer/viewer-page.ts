@@ -54,7 +54,6 @@ td.spent, td.limit { font-variant-numeric: tabular-nums; white-space: nowrap; }
 .meter { width: 90px; }
 .bar { height: 7px; background: #eceef4; border-radius: 4px; overflow: hidden; margin-top: 5px; }
 .fill { height: 100%; background: var(--taken); } .fill.high { background: #f08c00; } .fill.full { background: #e03131; }
-.derived { font-size: 10px; color: var(--muted); border: 1px solid var(--line); border-radius: 3px; padding: 0 3px; cursor: help; }
 .muted { color: var(--muted); } .warn { color: #c92a2a; }
 #steps-panel { margin: 0 20px 16px; }
 #step-table td { font-variant-numeric: tabular-nums; }
@@ -93,8 +92,8 @@ export function viewerPage(layout: StatechartLayout, timeline: RunTimeline): str
   const stopHtml = stop === null
     ? '<div id="stop"><span class="badge">no run-end</span> <span id="stop-reason">The trace ends before the run did, so there is no stop reason.</span></div>'
     : `<div id="stop"><span class="badge ${escapeHtml(stop.status)}">${escapeHtml(stop.status)}</span> <span id="stop-reason"><code>${escapeHtml(stop.reason)}</code> — ${escapeHtml(stop.explanation)}</span><div class="meta" id="stop-detail">${escapeHtml(stop.detail)} · run-end totals: ${stop.steps} steps, ${stop.usage.inputTokens} in / ${stop.usage.outputTokens} out tokens, ${usd(stop.usage.costUsd)}, ${stop.usage.modelCalls} model calls, ${stop.usage.toolCalls} tool calls</div></div>`;
-  const limitsNote = timeline.limits === null
-    ? 'This trace records no limits (its run-start event has none), so the panels show what was spent, without limits.'
+  const limitsNote = timeline.replayed
+    ? 'Limits and thresholds are the ones the machine was started with, as its first event recorded them; "no limit" and "off" are values set to Infinity.'
     : 'Limits come from the run-start event; "no limit" is a limit set to Infinity.';
   const frames = timeline.frames.length - 1;
   return `<!doctype html>
@@ -118,8 +117,8 @@ export function viewerPage(layout: StatechartLayout, timeline: RunTimeline): str
       <div class="meta">Task: <span id="frame-task"></span></div>
     </section>
     <section class="panel"><h2>Budgets</h2><table id="budgets"></table></section>
-    <section class="panel"><h2>Retry counters <span class="meta">(this task)</span></h2><table id="counters"></table></section>
-    <section class="panel"><h2>No-progress streaks <span class="meta">(this task)</span></h2><table id="streaks"></table></section>
+    <section class="panel"><h2>Retry counters <span class="meta">(this task, this call, this run)</span></h2><table id="counters"></table></section>
+    <section class="panel"><h2>No-progress signals <span class="meta">(this task)</span></h2><table id="streaks"></table></section>
   </aside>
 </main>
 <section class="panel" id="steps-panel"><h2>Steps <span class="meta">— click a row to travel to it</span></h2>
@@ -127,12 +126,13 @@ export function viewerPage(layout: StatechartLayout, timeline: RunTimeline): str
 <tbody>${timeline.steps.map(stepRowHtml).join('')}</tbody></table></section>
 <section id="notes"><h2>How this view is derived</h2><ul>
 <li>The statechart is drawn from the loop machine's own definition, laid out with elkjs.</li>
-<li>The slider moves over the machine events the trace recorded (one <code>transition</code> event each). The trace records the resting states before and after each event; the eventless hops between them are reconstructed as the shortest route the statechart allows, chosen with what the trace recorded around the event (a verdict, a nudge, the stop reason).</li>
-<li>Budgets, counters and streaks are not replayed through the machine (the trace does not hold its outcome events): usage is summed from step-end events, tool calls counted from tool-end events, retries read from the routes taken, streaks recomputed from tool results and verdicts; figures marked <span class="derived">derived</span> say how. LLM-judge usage is not in step-end events: compare the run-end totals above.</li>
+${timeline.replayed
+  ? '<li>The slider moves over the machine events the trace recorded. They are replayed through the loop machine itself, from the input its first event recorded: every state, route, budget, counter and streak shown is the machine\'s own at that event.</li>'
+  : '<li>This trace does not record the machine\'s events (it was written before they were, trace schema 1): the slider moves over the recorded state changes, each drawn as the shortest route the statechart allows between them, and the machine\'s budgets, counters and streaks are not shown. The run-end totals above are the run\'s own.</li>'}
 <li>${escapeHtml(limitsNote)}</li>
 ${[...timeline.notices, ...timeline.warnings.map((warning) => `run warning: ${warning}`)].map((notice) => `<li class="warn">${escapeHtml(notice)}</li>`).join('')}
 </ul></section>
-<script type="application/json" id="timeline-data">${scriptJson({ frames: timeline.frames, limits: timeline.limits, noProgress: timeline.noProgress })}</script>
+<script type="application/json" id="timeline-data">${scriptJson({ frames: timeline.frames, limits: timeline.limits, noProgress: timeline.noProgress, replayed: timeline.replayed })}</script>
 <script>${VIEWER_SCRIPT}</script>
 </body></html>`;
 }
