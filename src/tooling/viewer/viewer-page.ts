@@ -25,24 +25,33 @@ main { display: grid; grid-template-columns: minmax(0, 1fr) 420px; gap: 16px; pa
 .panel { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 12px 14px; }
 #chart-panel { overflow: auto; }
 #side { display: flex; flex-direction: column; gap: 12px; }
-#statechart { display: block; width: 100%; height: auto; font: 12px system-ui, sans-serif; }
+#statechart { display: block; width: 100%; height: auto; font: 13px system-ui, sans-serif; }
 #statechart .state rect { fill: #fff; stroke: #8a93a8; stroke-width: 1.2; }
 #statechart .state.compound > rect { fill: #f3f5fa; stroke: #b4bbcb; }
-#statechart .compound-title { font-weight: 700; fill: #4a5266; }
+#statechart .compound-title { font-weight: 700; font-size: 14px; fill: #4a5266; }
 #statechart .final-ring { fill: none !important; }
 #statechart .initial-dot { fill: #4a5266; }
 #statechart .state.active > rect { fill: var(--active); stroke: var(--current); stroke-width: 3; }
 #statechart .state.active-parent > rect { stroke: var(--current); stroke-dasharray: 5 3; }
-#statechart .edge path { fill: none; stroke: #aab1c2; stroke-width: 1.1; }
+#statechart .edge path { fill: none; stroke: #c3c8d4; stroke-width: 1.1; }
 #statechart .edge.eventless path { stroke-dasharray: 4 3; }
-#statechart .edge.taken path { stroke: var(--taken); stroke-width: 2.6; }
-#statechart .edge.current path { stroke: var(--current); stroke-width: 3.6; }
+#statechart .edge.taken path { stroke: var(--taken); stroke-width: 3; }
+#statechart .edge.current path { stroke: var(--current); stroke-width: 4; }
 #statechart marker path { fill: #8a93a8; }
-#statechart .edge-label { fill: #4a5266; font-size: 11px; }
+#statechart .edge-label { fill: #8a91a3; font-size: 13px; }
 #statechart .edge.taken .edge-label { fill: var(--taken); font-weight: 600; }
-#statechart .edge.current .edge-label { fill: var(--current); }
-#statechart .label-bg { fill: #fff; opacity: 0.85; }
-#statechart .edge-count { fill: var(--taken); font-weight: 700; font-size: 11px; }
+#statechart .edge.current .edge-label { fill: var(--current); font-weight: 700; }
+#statechart .label-bg { fill: #fff; opacity: 0.9; }
+#statechart .edge-count { fill: var(--taken); font-weight: 700; font-size: 13px; }
+#statechart .edge.stop rect { fill: #8a93a8; }
+#statechart .edge.stop.taken rect { fill: var(--taken); }
+#statechart .edge.stop.current rect { fill: var(--current); stroke: var(--current); stroke-width: 3; }
+#statechart .legend text { fill: #4a5266; }
+#statechart .legend-stop rect { fill: #8a93a8; }
+#statechart .edge.interruption rect { fill: #fff; stroke: #b4bbcb; }
+#statechart .edge.interruption.taken rect { stroke: var(--taken); stroke-width: 2.5; }
+#statechart .edge.interruption.taken text { fill: var(--taken); font-weight: 700; }
+#statechart .edge.interruption.current rect { fill: var(--active); stroke: var(--current); stroke-width: 3; }
 .slider-row { display: flex; align-items: center; gap: 8px; }
 #step-slider { flex: 1; }
 button { font: inherit; padding: 2px 10px; border: 1px solid var(--line); background: #fff; border-radius: 5px; cursor: pointer; }
@@ -106,7 +115,7 @@ export function viewerPage(layout: StatechartLayout, timeline: RunTimeline): str
   ${stopHtml}
 </header>
 <main>
-  <section class="panel" id="chart-panel"><h2>Statechart <span class="meta">— blue: the path the run took (n× when taken more than once) · orange: the event at the slider · dashed: eventless</span></h2>${statechartSvg(layout, timeline.edgeCounts)}</section>
+  <section class="panel" id="chart-panel"><h2>Statechart <span class="meta">— blue: the run's path (n×: taken n times) · orange: the event at the slider · dashed: eventless · ■: a stop</span></h2>${statechartSvg(layout, timeline.edgeCounts)}</section>
   <aside id="side">
     <section class="panel" id="travel">
       <h2>Time travel</h2>
