@@ -52,9 +52,9 @@ describe('loopstate inspect', () => {
     writeFileSync(bad, readFileSync(tracePath, 'utf8').replace('"from":"READY"', '"from":null'));
     const { out, err, io: cliIo } = io();
     expect(await runCli(['inspect', bad], cliIo, { stop: AbortSignal.abort() })).toBe(0);
-    expect(err).toEqual([`loopstate inspect: ${bad}: trace line 2, field from: Invalid input: expected string, received null (the line was skipped)`]);
-    // The skipped line was the run's first transition: one event fewer to travel over.
-    expect(out[0]).toBe('loopstate inspect: run run-sample (3 steps, 8 events, completed)');
+    expect(err).toEqual([`loopstate inspect: ${bad}: trace line 3, field from: Invalid input: expected string, received null (the line was skipped)`]);
+    // The skipped line was the run's first transition; the machine events it follows still replay every frame.
+    expect(out[0]).toBe('loopstate inspect: run run-sample (3 steps, 9 events, completed)');
     const empty = join(directory, 'unreadable.jsonl');
     writeFileSync(empty, '{"type":"run-start"}\n');
     const refused = io();
