@@ -32,6 +32,7 @@ export { systemClock, type Clock } from './engine/runtime/clock.js';
 export type { TraceEvent, TraceEventType, TraceOptions, OtelTraceOptions } from './engine/trace/trace-event.js';
 export { traceEventSchema, TRACE_SCHEMA_VERSION, type TracedMessage, type TracedLimits, type TracedArgumentError } from './contracts/trace-schema.js';
 export { parseTraceLine, parseTraceText, TraceFileError, type TraceFile } from './engine/trace/trace-file.js';
+export type { LenientTraceFile, TraceParseOptions } from './engine/trace/trace-file.js';
 export { rebuildPrompts, type RebuiltPrompt } from './engine/trace/prompt-snapshots.js';
 export { rebuildRun, type RebuiltRun } from './engine/trace/rebuild-run.js';
 export { GEN_AI_SEMCONV_VERSION } from './engine/trace/otel/genai-conventions.js';

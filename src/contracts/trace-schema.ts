@@ -9,6 +9,10 @@
  *   and the live model-delta and model-tool-call-start (onEvent only); a durable run's run-resume and approval-decided.
  *   Added since (version unchanged): tool-health; retry's optional argumentErrors (the field errors of an argument repair);
  *   model-error's optional inputTokens, outputTokens and costUsd (usage reported by a call that then failed).
+ * - 2: machine-event, every outcome event the machine was sent (the driver's summary: digests, counts, redacted
+ *   messages), the first one (`run.started`) with the machine's input, so a reader replays the run through the
+ *   machine itself instead of re-deriving its counters. What a `transition` means is unchanged; a version 1 trace
+ *   has no machine events, so a reader of it can show the states it went through but not replay the counters.
  */
 import { z } from 'zod';
 import { STOP_REASONS, type StopReason } from '../../machines/types.js';
@@ -18,7 +22,7 @@ import { STOP_REASONS, type StopReason } from '../../machines/types.js';
  * @example
  * if (events[0]?.type === 'run-start' && events[0].schemaVersion > TRACE_SCHEMA_VERSION) console.warn('newer trace');
  */
-export const TRACE_SCHEMA_VERSION = 1;
+export const TRACE_SCHEMA_VERSION = 2;
 
 const count = z.number().int().min(0);
 const tokens = z.number().min(0);
@@ -212,6 +216,37 @@ const noProgress = z.object({
 
 const transition = z.object({ type: z.literal('transition'), ...base, event: z.string(), from: z.string(), to: z.string() });
 
+/** The no-progress thresholds, null for a signal switched off (`Infinity`). */
+const thresholds = z.object({
+  repeatedToolCall: limit,
+  unchangedState: limit,
+  sameEvaluatorReason: limit,
+  duplicateObservation: limit,
+  planStall: limit,
+  sameParseError: limit,
+});
+
+/** What the machine was started with: a replay starts a fresh machine from it. */
+const machineInput = z.object({
+  limits,
+  noProgress: thresholds,
+  tasks: z.array(z.object({ id: z.string(), onFailure: z.enum(['stop', 'continue']), evaluated: z.boolean().optional() })),
+});
+
+/**
+ * One outcome event the driver sent the machine, just before it took it: `event` is the event itself (its
+ * summaries, digests and counts, strings redacted), so sending the recorded events in order to a fresh
+ * machine started with `input` reaches every state and counter the run did.
+ */
+const machineEvent = z.object({
+  type: z.literal('machine-event'),
+  ...base,
+  /** The event as sent; its fields are the machine's event union's, kept whole (unknown ones included) so a replay gets all of them. */
+  event: z.looseObject({ type: z.string().min(1), at: z.number() }),
+  /** On the run's first event (`run.started`): the machine's input, switched-off limits and signals as null. */
+  input: machineInput.optional(),
+});
+
 const modelError = z.object({
   type: z.literal('model-error'),
   ...base,
@@ -287,6 +322,7 @@ export const traceEventSchema = z.discriminatedUnion('type', [
   approvalDecided,
   runResume,
   runEnd,
+  machineEvent,
 ]);
 
 /**
@@ -318,6 +354,13 @@ export type TracedArgumentError = z.output<typeof argumentError>;
  * const message: TracedMessage = { role: 'tool', toolCallId: 'c1', content: '{"status":"shipped"}' };
  */
 export type TracedMessage = z.output<typeof message>;
+
+/**
+ * The machine's input as the first `machine-event` records it: limits and thresholds switched off are null.
+ * @example
+ * const taskIds = (input: TracedMachineInput) => input.tasks.map((task) => task.id);
+ */
+export type TracedMachineInput = z.output<typeof machineInput>;
 
 /**
  * The limits as `run-start` records them: null for a limit switched off (`Infinity`).

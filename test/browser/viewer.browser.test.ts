@@ -70,6 +70,24 @@ describe('the viewer in chromium', () => {
       'SUCCESS->TERMINATED': 1,
     });
     expect(taken).not.toHaveProperty('RUNNING.gate->TERMINATED');
+    // The rest is drawn muted: a plain arrow is a lighter, thinner line than a taken one.
+    // (Evaluated in the page: this project's TypeScript has no DOM types.)
+    const stroke = (selector: string) => page.evaluate<string[]>(`(() => { const style = getComputedStyle(document.querySelector(${JSON.stringify(selector)})); return [style.stroke, style.strokeWidth]; })()`);
+    expect(await stroke('#statechart .edge.route:not(.taken) path')).toEqual(['rgb(195, 200, 212)', '1.1px']);
+    expect(await stroke('#statechart .edge.route.taken:not(.current) path')).toEqual(['rgb(47, 111, 222)', '3px']);
+
+    // Legible at the default size: every label and state name renders at 12 px or more.
+    const renderedSizes = await page.evaluate<number[]>(`(() => {
+      const svg = document.getElementById('statechart');
+      const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+      return [...svg.querySelectorAll('.edge-label, .state text')].map((node) => Number.parseFloat(getComputedStyle(node).fontSize) * scale);
+    })()`);
+    expect(renderedSizes.length).toBeGreaterThan(30);
+    expect(Math.min(...renderedSizes)).toBeGreaterThanOrEqual(12);
+    // Cancel, deadline and fault are one legend entry, not an arrow from every state.
+    expect(await page.locator('#statechart .legend').textContent()).toContain('to TERMINATED: run.cancelRequested, run.deadlineReached, run.faulted');
+    expect(await page.locator('#statechart .edge.interruption path').count()).toBe(0);
+    expect(await page.locator('#statechart .legend .edge.interruption').count()).toBe(3);
 
     // Opens at the end of the run.
     const slider = page.locator('#step-slider');

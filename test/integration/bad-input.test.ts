@@ -341,7 +341,7 @@ describe('faults in user hooks end the run with fatal_error, never a rejection',
 
     expect(result).toMatchObject({ stopReason: 'completed', output: 'R-1 is shipped' });
     expect(result.warnings).toContain('trace.onEvent threw and was disabled for this run: disk full');
-    expect(seen).toEqual(['run-start', 'transition']);
+    expect(seen).toEqual(['run-start', 'machine-event', 'transition']);
     // The in-memory trace is unaffected by the broken sink.
     expect(result.trace.map((event) => event.type)).toContain('run-end');
   });

@@ -16,6 +16,7 @@ import { describeThrown, errorFields, toError } from '../redaction/describe-thro
 import { closedConversation, priorConversation } from '../conversation/prior-conversation.js';
 import { summarize } from '../trace/trace-event.js';
 import { recordContextChanges } from '../trace/context-changes.js';
+import { recordMachineEvent } from '../trace/machine-events.js';
 import { promptVersion, tracedLimits } from '../trace/run-facts.js';
 import { TRACE_SCHEMA_VERSION } from '../../contracts/trace-schema.js';
 import { finalOutput } from '../output/final-output.js';
@@ -210,6 +211,7 @@ async function deliverDurably(hooks: DriverHooks, actor: Actor<LoopMachine>, ses
 
 function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): void {
   const before = actor.getSnapshot();
+  recordMachineEvent(session, event, before.context);
   actor.send(event);
   const after = actor.getSnapshot();
   const to = stateName(after);

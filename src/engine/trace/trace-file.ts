@@ -34,6 +34,11 @@ export function parseTraceLine(text: string, line: number): TraceEvent {
   } catch (error) {
     throw new TraceFileError({ line, field: '', message: `not JSON (${(error as Error).message})`, cause: error });
   }
+  return validatedEvent(value, line);
+}
+
+/** A parsed line checked against the trace schema; throws `TraceFileError` naming the line and the field. */
+function validatedEvent(value: unknown, line: number): TraceEvent {
   const parsed = traceEventSchema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
@@ -54,16 +59,50 @@ export interface TraceFile {
 }
 
 /**
- * `readTraceFile` for text already in memory.
+ * How `parseTraceText` treats lines it cannot take as they are. `lenient: true` is for readers that must
+ * open a trace written by another version (a viewer): a line of an event type this version does not know
+ * is skipped and counted, a field it does not know is dropped and counted, and a line that is not a valid
+ * event is skipped and reported with its line number, instead of throwing.
+ * @example
+ * const read = parseTraceText(text, { lenient: true });
+ */
+export interface TraceParseOptions {
+  /** Default false: the first line that is not a valid event throws `TraceFileError`. */
+  lenient?: boolean;
+}
+
+/**
+ * A trace read leniently: the events this version knows, and what was left out, so a reader can say so.
+ * @example
+ * const { events, unknownTypes, invalidLines } = parseTraceText(text, { lenient: true });
+ * for (const error of invalidLines) console.warn(error.message); // 'trace line 7, field inputTokens: ...'
+ */
+export interface LenientTraceFile extends TraceFile {
+  /** Lines of an event type this version does not know (a newer trace), skipped: how many, by type. */
+  unknownTypes: Record<string, number>;
+  /** Top-level fields this version does not know, dropped from the events that had them: how many, by `type.field`. */
+  unknownFields: Record<string, number>;
+  /** Complete lines that are not valid events (not JSON, no type, a known type with a bad field), skipped; each names its line and field. */
+  invalidLines: TraceFileError[];
+}
+
+const KNOWN_TYPES: ReadonlySet<string> = new Set(traceEventSchema.options.map((option) => option.shape.type.value));
+
+/**
+ * `readTraceFile` for text already in memory; `{ lenient: true }` reads what it can and reports the rest.
  * @example
  * const { events } = parseTraceText(await (await fetch('/run.jsonl')).text());
  */
-export function parseTraceText(text: string): TraceFile {
+export function parseTraceText(text: string, options?: { lenient?: false }): TraceFile;
+export function parseTraceText(text: string, options: { lenient: true }): LenientTraceFile;
+export function parseTraceText(text: string, options: TraceParseOptions = {}): TraceFile | LenientTraceFile {
+  const lenient = options.lenient === true;
   const lines = text.split('\n');
   const endsCleanly = text === '' || text.endsWith('\n');
   // After a final newline, split leaves one empty string: not a line.
   if (endsCleanly) lines.pop();
   const events: TraceEvent[] = [];
+  const skipped: Omit<LenientTraceFile, keyof TraceFile> = { unknownTypes: {}, unknownFields: {}, invalidLines: [] };
   let truncatedLine: TraceFile['truncatedLine'] = null;
   for (const [index, line] of lines.entries()) {
     if (line.trim() === '') continue;
@@ -72,9 +111,40 @@ export function parseTraceText(text: string): TraceFile {
       truncatedLine = { line: index + 1, text: line };
       break;
     }
-    events.push(parseTraceLine(line, index + 1));
+    if (!lenient) events.push(parseTraceLine(line, index + 1));
+    else readLeniently(line, index + 1, events, skipped);
   }
-  return { events, truncatedLine };
+  return lenient ? { events, truncatedLine, ...skipped } : { events, truncatedLine };
+}
+
+/** One line in lenient mode: its event appended, or what kept it out counted in `skipped`. */
+function readLeniently(text: string, line: number, events: TraceEvent[], skipped: Omit<LenientTraceFile, keyof TraceFile>): void {
+  let event: TraceEvent;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    skipped.invalidLines.push(new TraceFileError({ line, field: '', message: `not JSON (${(error as Error).message})`, cause: error }));
+    return;
+  }
+  const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
+  if (typeof type === 'string' && !KNOWN_TYPES.has(type)) {
+    skipped.unknownTypes[type] = (skipped.unknownTypes[type] ?? 0) + 1;
+    return;
+  }
+  try {
+    event = validatedEvent(value, line);
+  } catch (error) {
+    if (!(error instanceof TraceFileError)) throw error;
+    skipped.invalidLines.push(error);
+    return;
+  }
+  for (const field of Object.keys(value as object)) {
+    if (Object.hasOwn(event, field)) continue;
+    const key = `${event.type}.${field}`;
+    skipped.unknownFields[key] = (skipped.unknownFields[key] ?? 0) + 1;
+  }
+  events.push(event);
 }
 
 function isJson(text: string): boolean {

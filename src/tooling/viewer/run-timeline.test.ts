@@ -1,22 +1,19 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { loopMachine } from '../../../machines/index.js';
 import { writeSampleTrace } from '../../../test/support/sample-run.js';
-import { createLoop } from '../../index.js';
-import type { RunResult } from '../../index.js';
-import { emptyReply, modelError, reply, scriptedModel, toolCall, virtualClock } from '../../testing/index.js';
-import { evaluators } from '../../index.js';
-import type { Loop } from '../../index.js';
-import { defineTool } from '../../index.js';
-import type { TraceEvent } from '../../index.js';
-import { parseTrace, readTraceFile } from './read-trace.js';
+import { createLoop, defineTool, type RunResult, type TraceEvent } from '../../index.js';
+import { emptyReply, modelError, scriptedModel, toolCall, virtualClock } from '../../testing/index.js';
+import { pickRun, readRunTrace } from './read-trace.js';
 import { buildTimeline, type RunTimeline } from './run-timeline.js';
 import { statechartGraph } from './statechart-graph.js';
 
 const graph = statechartGraph(loopMachine);
+const V1_FIXTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/traces/v1-sample-run.jsonl');
 let directory: string;
 let result: RunResult;
 let timeline: RunTimeline;
@@ -24,163 +21,112 @@ beforeAll(async () => {
   directory = mkdtempSync(join(tmpdir(), 'loopstate-timeline-'));
   const path = join(directory, 'run.jsonl');
   result = await writeSampleTrace(path);
-  timeline = buildTimeline(await readTraceFile(path), graph);
+  timeline = buildTimeline(await readRunTrace(path), graph);
 });
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
+const timelineOf = (events: readonly object[]) => buildTimeline(pickRun(events.map((event) => JSON.stringify(event)).join('\n'), 'run.jsonl'), graph);
+
 describe('buildTimeline on a real run', () => {
-  it('has one frame per machine event after the opening one, ending in the final state', () => {
+  it('has one frame per machine event after the opening one, each in the state the run went to', () => {
     const transitions = result.trace.filter((event) => event.type === 'transition');
-    expect(timeline.frames).toHaveLength(transitions.length + 1);
+    expect(result.trace.filter((event) => event.type === 'machine-event')).toHaveLength(transitions.length);
+    expect(timeline.replayed).toBe(true);
     expect(timeline.frames.map((frame) => frame.state)).toEqual(['READY', ...transitions.map((event) => event.to)]);
-    expect(timeline.frames.every((frame) => frame.routeFound)).toBe(true);
-  });
-
-  it('sums the same usage and steps the run reported', () => {
-    const last = timeline.frames.at(-1)!;
-    expect(last.steps).toBe(result.steps);
-    expect(last.usage.inputTokens).toBe(result.usage.inputTokens);
-    expect(last.usage.outputTokens).toBe(result.usage.outputTokens);
-    expect(last.usage.costUsd).toBeCloseTo(result.usage.costUsd, 12);
-    expect(last.usage.modelCalls).toBe(result.usage.modelCalls);
-    expect(last.usage.toolCalls).toBe(result.usage.toolCalls);
-    expect(timeline.stop).toMatchObject({ reason: 'completed', status: 'succeeded', steps: result.steps });
-    expect(timeline.stop?.explanation).toMatch(/an answer its evaluators accepted/);
-  });
-
-  it('counts the transport retry and the reflection from the routes taken, when they happened', () => {
-    const counters = timeline.frames.map((frame) => [frame.state, frame.counters.transportRetries, frame.counters.reflectionRetries]);
-    expect(counters).toEqual([
-      ['READY', 0, 0],
-      ['RUNNING.deciding', 0, 0],
-      ['RETRY.backingOff', 1, 0],
-      ['RUNNING.deciding', 1, 0],
-      ['RUNNING.acting', 1, 0],
-      ['RUNNING.deciding', 1, 0],
-      ['RUNNING.evaluating', 1, 0],
-      ['RUNNING.deciding', 1, 1],
-      ['RUNNING.evaluating', 1, 1],
-      ['TERMINATED', 1, 1],
-    ]);
-    expect(timeline.frames.at(-1)?.route).toEqual(['RUNNING.evaluating->RUNNING.routingEvaluation', 'RUNNING.routingEvaluation->SUCCESS', 'SUCCESS->TERMINATED']);
+    expect(timeline.frames.every((frame) => frame.routeExact && frame.routeFound)).toBe(true);
     expect(timeline.edgeCounts['RUNNING.gate->RUNNING.deciding']).toBe(3);
   });
 
-  it('builds the step table: effect, tool calls, tokens, cost, latency, verdict, retries', () => {
-    expect(timeline.steps.map((row) => [row.step, row.stateAfter, row.decision, row.verdict?.passed ?? null, row.retriesBefore.length])).toEqual([
-      [1, 'RUNNING.acting', 'tool_calls', null, 1],
-      [2, 'RUNNING.evaluating', 'final', false, 0],
-      [3, 'RUNNING.evaluating', 'final', true, 0],
+  it("ends with the machine's own totals, the ones the run reported", () => {
+    expect(timeline.frames.at(-1)?.context).toMatchObject({ steps: result.steps, usage: result.usage, stop: { reason: 'completed', detail: result.detail } });
+    expect(timeline.stop).toMatchObject({ reason: 'completed', status: 'succeeded', steps: result.steps, usage: result.usage });
+    expect(timeline.stop?.explanation).toMatch(/an answer its evaluators accepted/);
+  });
+
+  it('builds the step table: effect, tool calls, tokens, cost, latency, verdict, retries, and the frame of each decision', () => {
+    expect(timeline.steps.map((row) => [row.step, row.stateAfter, row.decision, row.verdict?.passed ?? null, row.retriesBefore.length, row.frame])).toEqual([
+      [1, 'RUNNING.acting', 'tool_calls', null, 1, 4],
+      [2, 'RUNNING.evaluating', 'final', false, 0, 6],
+      [3, 'RUNNING.evaluating', 'final', true, 0, 8],
     ]);
     expect(timeline.steps[0]).toMatchObject({ inputTokens: 180, outputTokens: 24, latencyMs: 350, toolCalls: [{ name: 'get_order_status', status: 'ok', latencyMs: 120 }], retriesBefore: [{ errorKind: 'rate_limited' }] });
-    expect(timeline.frames[timeline.steps[0]!.frame]?.state).toBe('RUNNING.acting');
-    // run-start records the run's limits (switched-off ones as null).
-    expect(timeline.limits).toMatchObject({ maxSteps: 6, maxCostUsd: 0.01, maxRetries: 2 });
+    expect(timeline.frames.map((frame) => frame.stepRow)).toEqual([-1, -1, -1, -1, 0, 0, 1, 1, 2, 2]);
   });
 
-  it('shows no limits for a trace whose run-start has none (an older trace)', async () => {
-    const content = (await import('node:fs')).readFileSync(join(directory, 'run.jsonl'), 'utf8').replace(/,"limits":\{[^}]*\}/, '');
-    expect(content).not.toContain('"limits"');
-    expect(buildTimeline(parseTrace(content, 'run.jsonl'), graph).limits).toBeNull();
+  it("shows the limits and thresholds the machine ran with (switched off as null)", () => {
+    expect(timeline.limits).toMatchObject({ maxSteps: 6, maxCostUsd: 0.01, maxRetries: 2, maxTransportRetries: null });
+    expect(timeline.noProgress).toMatchObject({ repeatedToolCall: 2, planStall: 10 });
   });
 });
 
-describe('buildTimeline on a doom loop', () => {
-  it('recomputes the repeated-call streak and reads the nudge, then the no_progress stop', async () => {
-    const events: TraceEvent[] = [];
-    const lookup = defineTool({ name: 'lookup', description: 'Looks up', input: z.object({ id: z.string() }), access: 'read', execute: async () => ({ same: true }) });
-    const model = scriptedModel(Array.from({ length: 5 }, () => toolCall('lookup', { id: 'A' })));
-    const run = await createLoop({ model, tools: [lookup], clock: virtualClock(), trace: { onEvent: (event) => events.push(event) } }).run({ goal: 'loop' });
-    expect(run.stopReason).toBe('no_progress');
-    const doom = buildTimeline(parseTrace(events.map((event) => JSON.stringify(event)).join('\n'), 'doom.jsonl'), graph);
-    expect(doom.frames.every((frame) => frame.routeFound)).toBe(true);
-    const afterRounds = doom.frames.filter((frame) => frame.event === 'tools.completed').map((frame) => frame.streaks.repeatedToolCall);
-    expect(afterRounds).toEqual([1, 2, 3].slice(0, afterRounds.length));
-    expect(doom.frames.at(-1)?.streaks.nudge).toMatchObject({ signal: 'repeated_tool_call' });
-    expect(doom.frames.some((frame) => frame.route.includes('RUNNING.acting->RUNNING.roundSignalled'))).toBe(true);
-    expect(doom.stop?.reason).toBe('no_progress');
+describe('buildTimeline on a version 1 trace (before machine events were recorded)', () => {
+  it('opens with a reduced timeline: the recorded states, the shortest routes, the full step table, no counters', async () => {
+    const v1 = buildTimeline(await readRunTrace(V1_FIXTURE), graph);
+    expect(v1.replayed).toBe(false);
+    expect(v1.notices).toEqual([]);
+    expect(v1.frames.map((frame) => frame.state)).toEqual(timeline.frames.map((frame) => frame.state));
+    expect(v1.frames.every((frame) => frame.context === null && !frame.routeExact && frame.routeFound)).toBe(true);
+    // The shortest route is the one taken here, except where a longer one was: a rejection's reflection is as long as a pass.
+    expect(v1.frames[7]?.route).toEqual(timeline.frames[7]?.route);
+    expect(v1.steps).toEqual(timeline.steps.map((row) => ({ ...row, frame: row.frame })));
+    expect(v1.limits).toMatchObject({ maxSteps: 6, maxCostUsd: 0.01 });
+    expect(v1.noProgress).toBeNull();
+    expect(v1.stop).toEqual(timeline.stop);
   });
 });
 
-/** The trace of one run of `loop`, through the JSONL reader. */
-async function traced(run: (onEvent: (event: TraceEvent) => void) => Promise<RunResult>): Promise<{ result: RunResult; timeline: RunTimeline }> {
-  const events: TraceEvent[] = [];
-  const result = await run((event) => events.push(event));
-  return { result, timeline: buildTimeline(parseTrace(events.map((event) => JSON.stringify(event)).join('\n'), 'run.jsonl'), graph) };
-}
+describe('buildTimeline when the trace and the machine part ways', () => {
+  it('a trace that begins mid-run holds no machine input: the recorded states, and a notice', () => {
+    const events = result.trace.filter((event, index) => index > 1 || event.type !== 'machine-event');
+    const cut = timelineOf(events);
+    expect(cut.replayed).toBe(false);
+    expect(cut.notices).toContain("the trace holds machine events but not the run's first, which carries the machine's input (a run an older loopstate started, or a trace that begins mid-run): frames show the recorded states, without the machine's counters");
+  });
 
-describe('buildTimeline finds a route for every recorded transition', () => {
+  it('says where a replay leaves the recorded run (a trace from another version of the machine)', () => {
+    let changed = false;
+    const events = result.trace.map((event): TraceEvent => {
+      if (changed || event.type !== 'transition' || event.event !== 'tools.completed') return event;
+      changed = true;
+      return { ...event, to: 'RUNNING.gateStalled' };
+    });
+    expect(timelineOf(events).notices).toEqual(['the replay left RUNNING.acting for RUNNING.deciding on tools.completed, the run for RUNNING.gateStalled: a trace from another version of the machine? Frames from here on may differ from the run']);
+  });
+});
+
+describe('buildTimeline on the retry layers', () => {
   const lookup = defineTool({ name: 'lookup', description: 'Looks up', input: z.object({ id: z.string() }), access: 'read', execute: async ({ id }) => ({ id }) });
-  const loopWith = (script: Parameters<typeof scriptedModel>[0], extra: object, onEvent: (event: TraceEvent) => void): Loop =>
-    createLoop({ model: scriptedModel(script), tools: [lookup], clock: virtualClock(), random: () => 0.5, trace: { onEvent }, ...extra });
-  it('a two-task workflow: the task switch goes through SUCCESS and READY, and counters start over', async () => {
-    const { result, timeline } = await traced((onEvent) =>
-      loopWith([reply('first'), reply('second'), reply('second, fixed')], {
-        tasks: [
-          { id: 'draft', prompt: 'Draft it' },
-          { id: 'format', prompt: 'Format it', evaluate: evaluators.rule((text: string) => text.endsWith('fixed'), 'must be fixed') },
-        ],
-      }, onEvent).run({ goal: 'g' }),
-    );
-    expect(result.stopReason).toBe('completed');
-    expect(timeline.frames.every((frame) => frame.routeFound)).toBe(true);
-    const switched = timeline.frames.find((frame) => frame.route.includes('SUCCESS->READY'));
-    expect(switched?.route).toEqual(['RUNNING.evaluating->RUNNING.routingEvaluation', 'RUNNING.routingEvaluation->SUCCESS', 'SUCCESS->READY', 'READY->RUNNING', 'RUNNING.gate->RUNNING.deciding']);
-    expect(timeline.frames.at(-1)).toMatchObject({ taskId: 'format', counters: { reflectionRetries: 1 } });
-    expect(timeline.steps.map((row) => row.taskId)).toEqual(['draft', 'format', 'format']);
-  });
-
-  it('a step limit', async () => {
-    const { result, timeline } = await traced((onEvent) => loopWith([toolCall('lookup', { id: 'a' }), toolCall('lookup', { id: 'b' }), toolCall('lookup', { id: 'c' })], { limits: { maxSteps: 2 } }, onEvent).run({ goal: 'g' }));
-    expect(result.stopReason).toBe('max_steps');
-    expect(timeline.frames.every((frame) => frame.routeFound)).toBe(true);
-    expect(timeline.notices).toEqual([]);
-  });
-
-  it('rejections until the retries run out, through FAILED', async () => {
-    const { result, timeline } = await traced((onEvent) =>
-      loopWith([reply('no'), reply('still no'), reply('never')], { evaluate: evaluators.rule(() => false, 'always wrong'), limits: { maxRetries: 2 } }, onEvent).run({ goal: 'g' }),
-    );
-    expect(result.stopReason).toBe('retries_exhausted');
-    expect(timeline.frames.every((frame) => frame.routeFound)).toBe(true);
-    expect(timeline.frames.at(-1)?.route).toContain('FAILED->TERMINATED');
-    expect(timeline.frames.at(-1)?.counters.reflectionRetries).toBe(2);
-  });
 
   it('an invalid tool call repaired, a parse error, and a fatal model error', async () => {
-    const { result, timeline } = await traced((onEvent) =>
-      loopWith([toolCall('lookup', { id: 7 }), emptyReply(), toolCall('lookup', { id: 'a' }), modelError({ status: 401 })], {}, onEvent).run({ goal: 'g' }),
-    );
-    expect(result.stopReason).toBe('fatal_error');
-    expect(timeline.frames.every((frame) => frame.routeFound)).toBe(true);
-    expect(timeline.frames.map((frame) => frame.counters.argumentRepairs).at(-1)).toBe(1);
-    expect(timeline.edgeCounts['RUNNING.deciding->RUNNING.gate']).toBe(1);
-    expect(timeline.frames.some((frame) => frame.streaks.sameParseError === 1)).toBe(true);
-    expect(timeline.notices).toEqual(['1 failed model call(s) after the last step: auth']);
-    // The repaired call was not run; the step table says what was wrong with its arguments.
-    expect(timeline.steps[0]?.toolCalls).toEqual([expect.objectContaining({ name: 'lookup', status: null, argumentError: 'id: Invalid input: expected string, received number' })]);
-  });
-
-  it('an argument repair in a trace written before argumentErrors: the same route and counters, no field error', async () => {
     const events: TraceEvent[] = [];
-    await loopWith([toolCall('lookup', { id: 7 }), toolCall('lookup', { id: 'a' }), reply('done')], {}, (event) => events.push(event)).run({ goal: 'g' });
-    const read = (list: readonly object[]) => buildTimeline(parseTrace(list.map((event) => JSON.stringify(event)).join('\n'), 'run.jsonl'), graph);
-    const current = read(events);
-    const older = read(events.map((event) => (event.type === 'retry' ? { ...event, argumentErrors: undefined } : event)));
-    expect(JSON.stringify(events)).toContain('"argumentErrors"');
-    expect(older.frames).toEqual(current.frames);
-    expect(older.frames.at(-1)?.counters.argumentRepairs).toBe(1);
-    expect(older.steps[0]?.toolCalls[0]?.argumentError).toBeNull();
-    expect(current.steps[0]?.toolCalls[0]?.argumentError).toBe('id: Invalid input: expected string, received number');
+    const run = await createLoop({ model: scriptedModel([toolCall('lookup', { id: 7 }), emptyReply(), toolCall('lookup', { id: 'a' }), modelError({ status: 401 })]), tools: [lookup], clock: virtualClock(), trace: { onEvent: (event) => events.push(event) } }).run({ goal: 'g' });
+    expect(run.stopReason).toBe('fatal_error');
+    const repaired = timelineOf(events);
+    expect(repaired.frames.map((frame) => [frame.event, frame.context?.task.argumentRepairs, frame.context?.progress.sameParseErrorStreak])).toEqual([
+      [null, 0, 0],
+      ['run.started', 0, 0],
+      ['model.responded', 1, 1],
+      // An empty reply: a parse error of another kind than the invalid arguments, so the streak starts over.
+      ['model.responded', 1, 1],
+      // A valid call: repairs count consecutive rounds, so they start over too.
+      ['model.responded', 0, 0],
+      ['tools.completed', 0, 0],
+      ['model.failed', 0, 0],
+    ]);
+    expect(repaired.frames[2]?.route).toEqual(['RUNNING.deciding->RUNNING.repairingArguments', 'RUNNING.repairingArguments->RUNNING.gate', 'RUNNING.gate->RUNNING.deciding']);
+    expect(repaired.edgeCounts['RUNNING.deciding->RUNNING.gate']).toBe(1);
+    expect(repaired.notices).toEqual(['1 failed model call(s) after the last step: auth']);
+    // The repaired call was not run; the step table says what was wrong with its arguments.
+    expect(repaired.steps[0]?.toolCalls).toEqual([expect.objectContaining({ name: 'lookup', status: null, argumentError: 'id: Invalid input: expected string, received number' })]);
   });
 
-  it('a cancelled run', async () => {
+  it('a cancelled run: the interruption is taken from the parent state', async () => {
     const controller = new AbortController();
-    const { result, timeline } = await traced((onEvent) => {
-      const cancelling = defineTool({ name: 'lookup', description: 'Cancels', input: z.object({ id: z.string() }), access: 'read', execute: async () => { controller.abort(); return {}; } });
-      return createLoop({ model: scriptedModel([toolCall('lookup', { id: 'a' }), reply('x')]), tools: [cancelling], clock: virtualClock(), trace: { onEvent } }).run({ goal: 'g', signal: controller.signal });
-    });
-    expect(result.stopReason).toBe('cancelled');
-    expect(timeline.frames.every((frame) => frame.routeFound)).toBe(true);
+    const events: TraceEvent[] = [];
+    const cancelling = defineTool({ name: 'lookup', description: 'Cancels', input: z.object({ id: z.string() }), access: 'read', execute: async () => { controller.abort(); return {}; } });
+    const run = await createLoop({ model: scriptedModel([toolCall('lookup', { id: 'a' })]), tools: [cancelling], clock: virtualClock(), trace: { onEvent: (event) => events.push(event) } }).run({ goal: 'g', signal: controller.signal });
+    expect(run.stopReason).toBe('cancelled');
+    const cancelled = timelineOf(events);
+    expect(cancelled.frames.at(-1)).toMatchObject({ event: 'run.cancelRequested', state: 'TERMINATED', route: ['RUNNING->TERMINATED'], context: { stop: { reason: 'cancelled' } } });
   });
 });

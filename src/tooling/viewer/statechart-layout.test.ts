@@ -5,6 +5,8 @@ import { LAYOUT_DATA_FILE, layoutStatechart, statechartLayoutModule } from '../.
 import { readFileSync } from 'node:fs';
 import { shippedStatechartLayout } from './shipped-statechart-layout.js';
 import { statechartSvg } from './statechart-svg.js';
+import { edgeCrossings } from './edge-crossings.js';
+import { edgeDrawings } from './statechart-layout.js';
 
 const graph = statechartGraph(loopMachine);
 
@@ -86,13 +88,16 @@ describe('layoutStatechart', () => {
         expect(state.y + state.height).toBeLessThanOrEqual(parent.y + parent.height);
       }
     }
-    for (const edge of layout.edges) expect(edge.points.length, edge.id).toBeGreaterThanOrEqual(2);
+    for (const edge of layout.edges) {
+      if (edge.drawing === 'route') expect(edge.points.length, edge.id).toBeGreaterThanOrEqual(2);
+      else expect([edge.points, edge.label], edge.id).toEqual([[], null]);
+    }
     // Compound states do not overlap their siblings.
     const top = layout.states.filter((state) => state.parent === null);
     for (const a of top) for (const b of top) if (a !== b) expect(a.x + a.width <= b.x || b.x + b.width <= a.x || a.y + a.height <= b.y || b.y + b.height <= a.y, `${a.id} overlaps ${b.id}`).toBe(true);
     const svg = statechartSvg(layout, { 'READY->RUNNING': 1 });
     for (const state of layout.states) expect(svg).toContain(`data-state="${state.id}"`);
-    expect(svg).toContain('class="edge taken" data-edge="READY-&gt;RUNNING" data-count="1"');
+    expect(svg).toContain('class="edge route taken" data-edge="READY-&gt;RUNNING" data-count="1"');
   });
 });
 
@@ -103,5 +108,78 @@ describe('the shipped layout', () => {
 
   it('places every state of the machine', () => {
     expect(shippedStatechartLayout().states.map((state) => state.id).sort()).toEqual(machineStateIds().sort());
+  });
+});
+
+/** The drawn element of one edge (an arrow, a stop mark or a legend chip), by its id; edge groups hold no group. */
+function edgeElement(svg: string, id: string): string | undefined {
+  const at = svg.indexOf(`data-edge="${id.replaceAll('>', '&gt;')}"`);
+  if (at < 0) return undefined;
+  const start = svg.lastIndexOf('<g ', at);
+  return svg.slice(start, svg.indexOf('</g>', at) + '</g>'.length);
+}
+
+describe('the drawing', () => {
+  const layout = shippedStatechartLayout();
+  const drawings = edgeDrawings(graph);
+
+  it('folds the interruptions (cancel, deadline, fault from every resting state) into one legend entry, drawn as no arrow', () => {
+    const interruptions = graph.edges.filter((edge) => drawings.get(edge.id) === 'interruption').map((edge) => edge.id);
+    expect(interruptions).toEqual(['READY->TERMINATED', 'RUNNING->TERMINATED', 'RETRY->TERMINATED']);
+    const svg = statechartSvg(layout, { 'RUNNING->TERMINATED': 1 });
+    const legend = svg.slice(svg.indexOf('<g class="legend">'));
+    expect(legend).toContain('to TERMINATED: run.cancelRequested, run.deadlineReached, run.faulted');
+    for (const id of interruptions) {
+      const chip = edgeElement(svg, id);
+      expect(chip, id).toBeDefined();
+      expect(legend).toContain(chip);
+      expect(chip).not.toContain('<path');
+    }
+    // Taken, the legend's chip says so, as an arrow would.
+    expect(edgeElement(svg, 'RUNNING->TERMINATED')).toContain('class="edge interruption taken"');
+    expect(edgeElement(svg, 'READY->TERMINATED')).toContain('class="edge interruption"');
+  });
+
+  it("draws a stop from inside RUNNING as a mark in its state's box, not an arrow across the chart", () => {
+    const stops = layout.edges.filter((edge) => edge.drawing === 'stop');
+    expect(stops.map((edge) => edge.source).sort()).toEqual(['RUNNING.acting', 'RUNNING.backoffChecked', 'RUNNING.deciding', 'RUNNING.decisionSignalled', 'RUNNING.gate', 'RUNNING.gateStalled', 'RUNNING.roundSignalled', 'RUNNING.routingEvaluation', 'RUNNING.routingFailure']);
+    const svg = statechartSvg(layout);
+    for (const edge of stops) {
+      const mark = edgeElement(svg, edge.id) ?? '';
+      const [x, y] = (/<rect x="([\d.]+)" y="([\d.]+)"/.exec(mark) ?? []).slice(1).map(Number);
+      const box = layout.states.find((state) => state.id === edge.source)!;
+      expect(mark).not.toContain('<path');
+      expect(x! > box.x && x! + 10 < box.x + box.width && y! > box.y && y! + 10 < box.y + box.height, edge.id).toBe(true);
+      // The tooltip names the guards that stop the run there.
+      expect(mark).toContain(edge.transitions[0]!.guard ?? edge.transitions[0]!.event ?? '');
+    }
+    // What still reaches TERMINATED as an arrow: a finished or failed task.
+    expect(layout.edges.filter((edge) => edge.drawing === 'route' && edge.target === 'TERMINATED').map((edge) => edge.source)).toEqual(['SUCCESS', 'FAILED']);
+  });
+
+  it('emphasises the path taken and leaves the rest plain', () => {
+    const taken = { 'READY->RUNNING': 1, 'RUNNING.gate->RUNNING.deciding': 3, 'RUNNING.deciding->TERMINATED': 1 };
+    const svg = statechartSvg(layout, taken);
+    expect(edgeElement(svg, 'READY->RUNNING')).toMatch(/^<g class="edge route taken" data-edge="READY-&gt;RUNNING" data-count="1">/);
+    expect(edgeElement(svg, 'RUNNING.gate->RUNNING.deciding')).toContain('>3×</text>');
+    expect(edgeElement(svg, 'RUNNING.deciding->TERMINATED')).toContain('class="edge stop taken"');
+    const plain = layout.edges.filter((edge) => !(edge.id in taken)).map((edge) => edgeElement(svg, edge.id)).filter((element) => element !== undefined);
+    expect(plain.length).toBeGreaterThan(30);
+    for (const element of plain) expect(element).not.toContain('taken');
+  });
+
+  it('crosses few edges: at most 6 crossings between the arrows (44 edges and 36 crossings before the folding)', () => {
+    expect(layout.edges.filter((edge) => edge.drawing === 'route')).toHaveLength(32);
+    expect(edgeCrossings(layout.edges)).toBeLessThanOrEqual(6);
+  });
+});
+
+describe('edgeCrossings', () => {
+  const edge = (id: string, points: [number, number][]) => ({ id, source: 'a', target: 'b', events: [], eventless: true, transitions: [], drawing: 'route' as const, label: null, points: points.map(([x, y]) => ({ x, y })) });
+  it('counts a crossing, not a shared end or two routes side by side', () => {
+    expect(edgeCrossings([edge('h', [[0, 5], [10, 5]]), edge('v', [[5, 0], [5, 10]])])).toBe(1);
+    expect(edgeCrossings([edge('h', [[0, 5], [10, 5]]), edge('t', [[10, 5], [10, 10]])])).toBe(0);
+    expect(edgeCrossings([edge('h', [[0, 5], [10, 5]]), edge('p', [[0, 6], [10, 6]])])).toBe(0);
+    expect(edgeCrossings([edge('z', [[0, 0], [0, 10], [10, 10]]), edge('x', [[-5, 5], [5, 5], [5, 15]])])).toBe(2);
   });
 });

@@ -25,24 +25,33 @@ main { display: grid; grid-template-columns: minmax(0, 1fr) 420px; gap: 16px; pa
 .panel { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 12px 14px; }
 #chart-panel { overflow: auto; }
 #side { display: flex; flex-direction: column; gap: 12px; }
-#statechart { display: block; width: 100%; height: auto; font: 12px system-ui, sans-serif; }
+#statechart { display: block; width: 100%; height: auto; font: 13px system-ui, sans-serif; }
 #statechart .state rect { fill: #fff; stroke: #8a93a8; stroke-width: 1.2; }
 #statechart .state.compound > rect { fill: #f3f5fa; stroke: #b4bbcb; }
-#statechart .compound-title { font-weight: 700; fill: #4a5266; }
+#statechart .compound-title { font-weight: 700; font-size: 14px; fill: #4a5266; }
 #statechart .final-ring { fill: none !important; }
 #statechart .initial-dot { fill: #4a5266; }
 #statechart .state.active > rect { fill: var(--active); stroke: var(--current); stroke-width: 3; }
 #statechart .state.active-parent > rect { stroke: var(--current); stroke-dasharray: 5 3; }
-#statechart .edge path { fill: none; stroke: #aab1c2; stroke-width: 1.1; }
+#statechart .edge path { fill: none; stroke: #c3c8d4; stroke-width: 1.1; }
 #statechart .edge.eventless path { stroke-dasharray: 4 3; }
-#statechart .edge.taken path { stroke: var(--taken); stroke-width: 2.6; }
-#statechart .edge.current path { stroke: var(--current); stroke-width: 3.6; }
+#statechart .edge.taken path { stroke: var(--taken); stroke-width: 3; }
+#statechart .edge.current path { stroke: var(--current); stroke-width: 4; }
 #statechart marker path { fill: #8a93a8; }
-#statechart .edge-label { fill: #4a5266; font-size: 11px; }
+#statechart .edge-label { fill: #8a91a3; font-size: 13px; }
 #statechart .edge.taken .edge-label { fill: var(--taken); font-weight: 600; }
-#statechart .edge.current .edge-label { fill: var(--current); }
-#statechart .label-bg { fill: #fff; opacity: 0.85; }
-#statechart .edge-count { fill: var(--taken); font-weight: 700; font-size: 11px; }
+#statechart .edge.current .edge-label { fill: var(--current); font-weight: 700; }
+#statechart .label-bg { fill: #fff; opacity: 0.9; }
+#statechart .edge-count { fill: var(--taken); font-weight: 700; font-size: 13px; }
+#statechart .edge.stop rect { fill: #8a93a8; }
+#statechart .edge.stop.taken rect { fill: var(--taken); }
+#statechart .edge.stop.current rect { fill: var(--current); stroke: var(--current); stroke-width: 3; }
+#statechart .legend text { fill: #4a5266; }
+#statechart .legend-stop rect { fill: #8a93a8; }
+#statechart .edge.interruption rect { fill: #fff; stroke: #b4bbcb; }
+#statechart .edge.interruption.taken rect { stroke: var(--taken); stroke-width: 2.5; }
+#statechart .edge.interruption.taken text { fill: var(--taken); font-weight: 700; }
+#statechart .edge.interruption.current rect { fill: var(--active); stroke: var(--current); stroke-width: 3; }
 .slider-row { display: flex; align-items: center; gap: 8px; }
 #step-slider { flex: 1; }
 button { font: inherit; padding: 2px 10px; border: 1px solid var(--line); background: #fff; border-radius: 5px; cursor: pointer; }
@@ -54,7 +63,6 @@ td.spent, td.limit { font-variant-numeric: tabular-nums; white-space: nowrap; }
 .meter { width: 90px; }
 .bar { height: 7px; background: #eceef4; border-radius: 4px; overflow: hidden; margin-top: 5px; }
 .fill { height: 100%; background: var(--taken); } .fill.high { background: #f08c00; } .fill.full { background: #e03131; }
-.derived { font-size: 10px; color: var(--muted); border: 1px solid var(--line); border-radius: 3px; padding: 0 3px; cursor: help; }
 .muted { color: var(--muted); } .warn { color: #c92a2a; }
 #steps-panel { margin: 0 20px 16px; }
 #step-table td { font-variant-numeric: tabular-nums; }
@@ -93,8 +101,8 @@ export function viewerPage(layout: StatechartLayout, timeline: RunTimeline): str
   const stopHtml = stop === null
     ? '<div id="stop"><span class="badge">no run-end</span> <span id="stop-reason">The trace ends before the run did, so there is no stop reason.</span></div>'
     : `<div id="stop"><span class="badge ${escapeHtml(stop.status)}">${escapeHtml(stop.status)}</span> <span id="stop-reason"><code>${escapeHtml(stop.reason)}</code> — ${escapeHtml(stop.explanation)}</span><div class="meta" id="stop-detail">${escapeHtml(stop.detail)} · run-end totals: ${stop.steps} steps, ${stop.usage.inputTokens} in / ${stop.usage.outputTokens} out tokens, ${usd(stop.usage.costUsd)}, ${stop.usage.modelCalls} model calls, ${stop.usage.toolCalls} tool calls</div></div>`;
-  const limitsNote = timeline.limits === null
-    ? 'This trace records no limits (its run-start event has none), so the panels show what was spent, without limits.'
+  const limitsNote = timeline.replayed
+    ? 'Limits and thresholds are the ones the machine was started with, as its first event recorded them; "no limit" and "off" are values set to Infinity.'
     : 'Limits come from the run-start event; "no limit" is a limit set to Infinity.';
   const frames = timeline.frames.length - 1;
   return `<!doctype html>
@@ -107,7 +115,7 @@ export function viewerPage(layout: StatechartLayout, timeline: RunTimeline): str
   ${stopHtml}
 </header>
 <main>
-  <section class="panel" id="chart-panel"><h2>Statechart <span class="meta">— blue: the path the run took (n× when taken more than once) · orange: the event at the slider · dashed: eventless</span></h2>${statechartSvg(layout, timeline.edgeCounts)}</section>
+  <section class="panel" id="chart-panel"><h2>Statechart <span class="meta">— blue: the run's path (n×: taken n times) · orange: the event at the slider · dashed: eventless · ■: a stop</span></h2>${statechartSvg(layout, timeline.edgeCounts)}</section>
   <aside id="side">
     <section class="panel" id="travel">
       <h2>Time travel</h2>
@@ -118,8 +126,8 @@ export function viewerPage(layout: StatechartLayout, timeline: RunTimeline): str
       <div class="meta">Task: <span id="frame-task"></span></div>
     </section>
     <section class="panel"><h2>Budgets</h2><table id="budgets"></table></section>
-    <section class="panel"><h2>Retry counters <span class="meta">(this task)</span></h2><table id="counters"></table></section>
-    <section class="panel"><h2>No-progress streaks <span class="meta">(this task)</span></h2><table id="streaks"></table></section>
+    <section class="panel"><h2>Retry counters <span class="meta">(this task, this call, this run)</span></h2><table id="counters"></table></section>
+    <section class="panel"><h2>No-progress signals <span class="meta">(this task)</span></h2><table id="streaks"></table></section>
   </aside>
 </main>
 <section class="panel" id="steps-panel"><h2>Steps <span class="meta">— click a row to travel to it</span></h2>
@@ -127,12 +135,13 @@ export function viewerPage(layout: StatechartLayout, timeline: RunTimeline): str
 <tbody>${timeline.steps.map(stepRowHtml).join('')}</tbody></table></section>
 <section id="notes"><h2>How this view is derived</h2><ul>
 <li>The statechart is drawn from the loop machine's own definition, laid out with elkjs.</li>
-<li>The slider moves over the machine events the trace recorded (one <code>transition</code> event each). The trace records the resting states before and after each event; the eventless hops between them are reconstructed as the shortest route the statechart allows, chosen with what the trace recorded around the event (a verdict, a nudge, the stop reason).</li>
-<li>Budgets, counters and streaks are not replayed through the machine (the trace does not hold its outcome events): usage is summed from step-end events, tool calls counted from tool-end events, retries read from the routes taken, streaks recomputed from tool results and verdicts; figures marked <span class="derived">derived</span> say how. LLM-judge usage is not in step-end events: compare the run-end totals above.</li>
+${timeline.replayed
+  ? '<li>The slider moves over the machine events the trace recorded. They are replayed through the loop machine itself, from the input its first event recorded: every state, route, budget, counter and streak shown is the machine\'s own at that event.</li>'
+  : '<li>This trace does not record the machine\'s events (it was written before they were, trace schema 1): the slider moves over the recorded state changes, each drawn as the shortest route the statechart allows between them, and the machine\'s budgets, counters and streaks are not shown. The run-end totals above are the run\'s own.</li>'}
 <li>${escapeHtml(limitsNote)}</li>
 ${[...timeline.notices, ...timeline.warnings.map((warning) => `run warning: ${warning}`)].map((notice) => `<li class="warn">${escapeHtml(notice)}</li>`).join('')}
 </ul></section>
-<script type="application/json" id="timeline-data">${scriptJson({ frames: timeline.frames, limits: timeline.limits, noProgress: timeline.noProgress })}</script>
+<script type="application/json" id="timeline-data">${scriptJson({ frames: timeline.frames, limits: timeline.limits, noProgress: timeline.noProgress, replayed: timeline.replayed })}</script>
 <script>${VIEWER_SCRIPT}</script>
 </body></html>`;
 }

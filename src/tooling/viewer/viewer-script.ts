@@ -1,7 +1,8 @@
 /**
  * The viewer page's own script, inlined into the page (the page loads nothing from anywhere). Plain
  * browser JavaScript: it reads the timeline from the page's JSON block and, as the slider moves, marks
- * the active state and the route just taken, and fills the budget, counter and streak panels.
+ * the active state and the route just taken, and fills the budget, counter and no-progress panels from
+ * the machine context the frame replayed.
  */
 export const VIEWER_SCRIPT = String.raw`
 (() => {
@@ -20,16 +21,17 @@ export const VIEWER_SCRIPT = String.raw`
     if (!Object.prototype.hasOwnProperty.call(source, key)) return { known: false };
     return { known: true, value: source[key] };
   };
-  const row = (label, spent, limit, format, note) => {
-    let limitText = 'not recorded';
+  const row = (label, spent, limit, format, title) => {
+    let limitText = limit.none ? '—' : 'not recorded';
     let ratio = null;
     if (limit.known) {
-      limitText = limit.value === null ? 'no limit' : format(limit.value);
+      limitText = limit.value === null ? (limit.off || 'no limit') : format(limit.value);
       if (limit.value !== null && limit.value > 0) ratio = Math.min(1, spent / limit.value);
     }
     const bar = ratio === null ? '' : '<div class="bar"><div class="fill' + (ratio >= 1 ? ' full' : ratio >= 0.8 ? ' high' : '') + '" style="width:' + (ratio * 100).toFixed(1) + '%"></div></div>';
-    return '<tr><th scope="row">' + esc(label) + (note ? ' <span class="derived" title="' + esc(note) + '">derived</span>' : '') + '</th><td class="spent">' + esc(format(spent)) + '</td><td class="limit">' + esc(limitText) + '</td><td class="meter">' + bar + '</td></tr>';
+    return '<tr><th scope="row"' + (title ? ' title="' + esc(title) + '"' : '') + '>' + esc(label) + '</th><td class="spent">' + esc(format(spent)) + '</td><td class="limit">' + esc(limitText) + '</td><td class="meter">' + bar + '</td></tr>';
   };
+  const notRecorded = (columns) => '<tbody><tr><td colspan="' + columns + '" class="muted">not in this trace: it does not record the machine\'s events (trace schema 1)</td></tr></tbody>';
   const head = '<thead><tr><th></th><th>now</th><th>limit</th><th></th></tr></thead>';
 
   function show(index) {
@@ -52,29 +54,40 @@ export const VIEWER_SCRIPT = String.raw`
     $('active-state').textContent = frame.state;
     $('frame-event').innerHTML = frame.event === null
       ? 'the run has started; nothing has happened yet'
-      : '<code>' + esc(frame.event) + '</code>: ' + esc(frame.from) + ' → ' + esc(frame.state) + (frame.routeFound ? '' : ' <span class="warn">(route not found in this statechart)</span>');
+      : '<code>' + esc(frame.event) + '</code>: ' + esc(frame.from) + ' → ' + esc(frame.state) + (frame.routeFound ? (frame.routeExact ? '' : ' <span class="muted">(shortest route between the recorded states)</span>') : ' <span class="warn">(route not found in this statechart)</span>');
     $('frame-task').textContent = frame.taskId ?? '—';
-    const u = frame.usage;
-    $('budgets').innerHTML = head + '<tbody>' +
-      row('Steps (model decisions)', frame.steps, limitOf(limits, 'maxSteps'), fmtInt) +
-      row('Input tokens', u.inputTokens, limitOf(limits, 'maxInputTokens'), fmtInt, 'summed from step-end events') +
-      row('Output tokens', u.outputTokens, limitOf(limits, 'maxOutputTokens'), fmtInt, 'summed from step-end events') +
-      row('Cost', u.costUsd, limitOf(limits, 'maxCostUsd'), fmtUsd, 'summed from step-end events') +
-      row('Tool calls', u.toolCalls, limitOf(limits, 'maxToolCalls'), fmtInt, 'counted from tool-end events') +
-      row('Elapsed', frame.elapsedMs, limitOf(limits, 'deadlineMs'), fmtMs) + '</tbody>';
-    const c = frame.counters;
-    $('counters').innerHTML = head + '<tbody>' +
-      row('Transport retries', c.transportRetries, limitOf(limits, 'maxTransportRetries'), fmtInt, 'model.failed transitions into RETRY.backingOff, this task; the limit is the run-wide maxTransportRetries, and each call has maxTransportAttempts attempts of its own') +
-      row('Reflection retries', c.reflectionRetries, limitOf(limits, 'maxRetries'), fmtInt, 'rejected answers routed through RETRY.reflecting, this task') +
-      row('Argument repairs', c.argumentRepairs, limitOf(limits, 'maxArgumentRepairs'), fmtInt, 'decisions routed through RUNNING.repairingArguments, this task') + '</tbody>';
-    const s = frame.streaks;
-    $('streaks').innerHTML = head + '<tbody>' +
-      row('Same call, same result', s.repeatedToolCall, limitOf(thresholds, 'repeatedToolCall'), fmtInt, 'most times one (tool, argument summary, result id) was seen this task') +
-      row('Rounds of seen results', s.duplicateObservation, limitOf(thresholds, 'duplicateObservation'), fmtInt, 'consecutive tool rounds bringing only results already seen') +
-      row('Same parse error', s.sameParseError, limitOf(thresholds, 'sameParseError'), fmtInt, 'consecutive unparseable decisions') +
-      row('Same rejection', s.sameEvaluatorReason, limitOf(thresholds, 'sameEvaluatorReason'), fmtInt, 'consecutive rejections with the same reason for the same reply') +
-      '<tr><th scope="row">Unchanged state</th><td colspan="3" class="muted">not in the trace (its digest is not recorded)</td></tr>' +
-      '<tr><th scope="row">Nudged</th><td colspan="3">' + (s.nudge ? 'at step ' + s.nudge.step + ' (' + esc(s.nudge.signal) + ')' : '<span class="muted">not yet</span>') + '</td></tr></tbody>';
+    const c = frame.context;
+    if (c === null) {
+      $('budgets').innerHTML = head + '<tbody>' + row('Elapsed', frame.elapsedMs, limitOf(limits, 'deadlineMs'), fmtMs) + '</tbody>' + notRecorded(4);
+      $('counters').innerHTML = notRecorded(4);
+      $('streaks').innerHTML = notRecorded(4);
+    } else {
+      const u = c.usage;
+      $('budgets').innerHTML = head + '<tbody>' +
+        row('Steps (model decisions)', c.steps, limitOf(limits, 'maxSteps'), fmtInt) +
+        row('Input tokens', u.inputTokens, limitOf(limits, 'maxInputTokens'), fmtInt) +
+        row('Output tokens', u.outputTokens, limitOf(limits, 'maxOutputTokens'), fmtInt) +
+        row('Cost', u.costUsd, limitOf(limits, 'maxCostUsd'), fmtUsd) +
+        row('Model calls', u.modelCalls, { known: false, none: true }, fmtInt, 'decisions, failed attempts, LLM judges and context summaries') +
+        row('Tool calls', u.toolCalls, limitOf(limits, 'maxToolCalls'), fmtInt) +
+        row('Elapsed', frame.elapsedMs, limitOf(limits, 'deadlineMs'), fmtMs) + '</tbody>';
+      $('counters').innerHTML = head + '<tbody>' +
+        row('Steps this task', c.task.steps, limitOf(limits, 'maxStepsPerTask'), fmtInt) +
+        row('Reflection retries', c.task.reflectionRetries, limitOf(limits, 'maxRetries'), fmtInt, 'rejected answers fed back with the reason, this task') +
+        row('Argument repairs', c.task.argumentRepairs, limitOf(limits, 'maxArgumentRepairs'), fmtInt, 'replies with invalid tool arguments sent back to fix, this task') +
+        row('Failed attempts, this call', c.transport.consecutiveFailures, limitOf(limits, 'maxTransportAttempts'), fmtInt, 'transport failures of the current model call in a row; a reply starts the next call afresh') +
+        row('Transport retries, run', c.transport.retries, limitOf(limits, 'maxTransportRetries'), fmtInt, 'every call\'s transport retries, summed over the run') + '</tbody>';
+      const p = c.progress;
+      const off = (key) => Object.assign(limitOf(thresholds, key), { off: 'off' });
+      $('streaks').innerHTML = head + '<tbody>' +
+        row('Same call, same result', p.repeatCount, off('repeatedToolCall'), fmtInt, 'most times one (tool, arguments, result) was seen this task, as of the last round' + (p.repeatedTool ? ': ' + p.repeatedTool : '')) +
+        row('Rounds of seen results', p.duplicateObservationStreak, off('duplicateObservation'), fmtInt, 'tool rounds in a row that only brought results already seen') +
+        row('Unchanged state', p.unchangedStateStreak, off('unchangedState'), fmtInt, 'decisions in a row with the same state digest') +
+        row('Same parse error', p.sameParseErrorStreak, off('sameParseError'), fmtInt) +
+        row('Same rejection', p.sameReasonStreak, off('sameEvaluatorReason'), fmtInt, 'rejections in a row with the same reason for the same output') +
+        (p.planActive ? row('Plan stalled', p.planStallSteps, off('planStall'), fmtInt, 'decisions since a plan item was completed or removed') : '') +
+        '<tr><th scope="row">Nudged</th><td colspan="3">' + (p.nudgedAtStep === null ? '<span class="muted">not yet</span>' : 'at step ' + p.nudgedAtStep + ' (' + esc(p.lastSignal) + ')') + '</td></tr></tbody>';
+    }
     document.querySelectorAll('#step-table tbody tr').forEach((tr) => tr.classList.toggle('current', Number(tr.dataset.row) === frame.stepRow));
   }
 

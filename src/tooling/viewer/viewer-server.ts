@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loopMachine } from '../../../machines/index.js';
-import { readTraceFile, type TracedRun } from './read-trace.js';
+import { readRunTrace, type TracedRun } from './read-trace.js';
 import { buildTimeline, type RunTimeline } from './run-timeline.js';
 import { statechartGraph } from './statechart-graph.js';
 import { shippedStatechartLayout } from './shipped-statechart-layout.js';
@@ -27,6 +27,8 @@ export interface RunningViewer {
   timeline: RunTimeline;
   /** The trace file's other runs, when it holds several (the latest is shown unless `runId` chose one). */
   otherRuns: TracedRun[];
+  /** What the reader left out of the file, and why (bad lines by number, what a newer version added). */
+  skipped: string[];
   close(): Promise<void>;
 }
 
@@ -37,7 +39,7 @@ function namesThisServer(request: IncomingMessage, port: number): boolean {
 }
 
 /**
- * Reads the trace (a bad file throws `TraceFileError` before anything listens), lays out the
+ * Reads the trace (a trace with nothing to show throws a `LoopstateError` with code `invalid_trace` before anything listens), lays out the
  * statechart and serves the page on 127.0.0.1.
  * @example
  * const viewer = await startViewer({ tracePath: 'run.jsonl' });
@@ -45,7 +47,7 @@ function namesThisServer(request: IncomingMessage, port: number): boolean {
  * await viewer.close();
  */
 export async function startViewer(options: ViewerOptions): Promise<RunningViewer> {
-  const trace = await readTraceFile(options.tracePath, options.runId);
+  const trace = await readRunTrace(options.tracePath, options.runId);
   const graph = statechartGraph(loopMachine);
   const timeline = buildTimeline(trace, graph);
   const page = viewerPage(shippedStatechartLayout(), timeline);
@@ -79,6 +81,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     url: `http://127.0.0.1:${port}/`,
     timeline,
     otherRuns: trace.otherRuns,
+    skipped: trace.skipped,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -47,12 +47,20 @@ describe('loopstate inspect', () => {
     expect(err).toEqual([]);
   });
 
-  it('names the line and field of a bad trace, and serves nothing', async () => {
+  it('names the line and field of a bad trace line and shows the rest; refuses a trace with nothing to show', async () => {
     const bad = join(directory, 'bad.jsonl');
     writeFileSync(bad, readFileSync(tracePath, 'utf8').replace('"from":"READY"', '"from":null'));
-    const { err, io: cliIo } = io();
-    expect(await runCli(['inspect', bad], cliIo, { stop: AbortSignal.abort() })).toBe(1);
-    expect(err).toEqual([`loopstate inspect: ${bad}:2: transition event, field "from": Invalid input: expected string, received null`]);
+    const { out, err, io: cliIo } = io();
+    expect(await runCli(['inspect', bad], cliIo, { stop: AbortSignal.abort() })).toBe(0);
+    expect(err).toEqual([`loopstate inspect: ${bad}: trace line 3, field from: Invalid input: expected string, received null (the line was skipped)`]);
+    // The skipped line was the run's first transition; the machine events it follows still replay every frame.
+    expect(out[0]).toBe('loopstate inspect: run run-sample (3 steps, 9 events, completed)');
+    const empty = join(directory, 'unreadable.jsonl');
+    writeFileSync(empty, '{"type":"run-start"}\n');
+    const refused = io();
+    expect(await runCli(['inspect', empty], refused.io, { stop: AbortSignal.abort() })).toBe(1);
+    expect(refused.err).toEqual([`loopstate inspect: ${empty}: no trace events it can read (trace line 1, field runId: Invalid input: expected string, received undefined)`]);
+    expect(refused.out).toEqual([]);
   });
 
   it('opens the latest run of a file that two runs appended to, and lists the other with how to open it', async () => {

@@ -2,6 +2,7 @@
  * `loopstate inspect <run.jsonl> [--port N] [--run <id>]`: serves the local viewer for a trace and
  * keeps serving until `stop` aborts (the bin aborts it on Ctrl-C).
  */
+import { LoopstateError } from '../../../index.js';
 import type { TracedRun } from '../../viewer/read-trace.js';
 import type { CliIo } from '../cli-io.js';
 import { terminalLine } from '../terminal-safe.js';
@@ -40,12 +41,12 @@ export async function inspectCommand(options: InspectCommandOptions, io: CliIo):
   }
   // Loaded here, so the other commands never load elkjs.
   const { startViewer } = await import('../../viewer/viewer-server.js');
-  const { TraceFileError } = await import('../../viewer/read-trace.js');
+  const { UNREADABLE_TRACE } = await import('../../viewer/read-trace.js');
   let viewer;
   try {
     viewer = await startViewer({ tracePath: options.tracePath, port, ...(options.runId === undefined ? {} : { runId: options.runId }) });
   } catch (error) {
-    if (error instanceof TraceFileError) {
+    if (error instanceof LoopstateError && error.code === UNREADABLE_TRACE) {
       io.err(`loopstate inspect: ${error.message}`);
       return INSPECT_EXIT.failure;
     }
@@ -56,7 +57,9 @@ export async function inspectCommand(options: InspectCommandOptions, io: CliIo):
     }
     throw error;
   }
-  const { timeline, otherRuns } = viewer;
+  const { timeline, otherRuns, skipped } = viewer;
+  // The page shows the rest of the run; the terminal says what it could not read.
+  for (const problem of skipped) io.err(`loopstate inspect: ${terminalLine(problem)}`);
   io.out(`loopstate inspect: run ${terminalLine(timeline.runId)} (${timeline.steps.length} steps, ${timeline.frames.length - 1} events${timeline.stop ? `, ${terminalLine(timeline.stop.reason)}` : ''})`);
   if (otherRuns.length > 0) io.out(otherRunsText(options.tracePath, otherRuns, options.runId === undefined));
   io.out(`Viewer: ${viewer.url}  (Ctrl-C to stop)`);
