@@ -14,5 +14,5 @@ export type {
   StepUsageOptions,
   ModelErrorStepOptions,
 } from './script-steps.js';
-export { ScriptExhaustedError } from '../contracts/errors.js';
+export { ScriptExhaustedError } from './script-exhausted-error.js';
 export { virtualClock, type VirtualClock } from './virtual-clock.js';

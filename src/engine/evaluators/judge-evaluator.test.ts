@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ModelCallError } from '../../contracts/errors.js';
 import { emptyReply, modelError, reply, scriptedModel, toolCall } from '../../testing/index.js';
-import { JudgeVerdictError } from '../../contracts/errors.js';
+import { JudgeVerdictError } from './judge-verdict-error.js';
 import { JUDGE_INSTRUCTIONS, judgeEvaluator } from './judge-evaluator.js';
 import type { EvaluationInput } from './types.js';
 

@@ -3,7 +3,7 @@
  * tokens and can be wrong, so it runs last and is never the only check (see `validateEvaluators`).
  */
 import { z } from 'zod';
-import { JudgeVerdictError } from '../../contracts/errors.js';
+import { JudgeVerdictError } from './judge-verdict-error.js';
 import type { Message, Model } from '../../contracts/model.js';
 import type { Evaluator, EvaluationInput, EvaluationResult } from './types.js';
 import { parseJsonOutput } from './parse-json-output.js';

@@ -6,10 +6,10 @@
 import { createActor, type Actor } from 'xstate';
 import { getPendingEffect, loopMachine, type LoopMachine, type LoopSnapshot, type PendingEffect } from '../../../machines/index.js';
 import type { LoopEvent, TaskPlan } from '../../../machines/types.js';
-import { defaultRunId, type ResolvedConfig, type RunInput } from '../config/config.js';
+import type { ResolvedConfig, RunInput } from '../config/config.js';
 import { describeAbortReason } from '../hooks/abort-reason.js';
 import { guardClock, safeNow } from '../hooks/guarded-clock.js';
-import { resolveRunId } from '../hooks/run-id.js';
+import { defaultRunId, resolveRunId } from '../hooks/run-id.js';
 import { ToolHealth } from '../tools/index.js';
 import { evaluatorList } from '../evaluators/index.js';
 import { describeThrown, errorFields, toError } from '../redaction/describe-thrown.js';

@@ -2,13 +2,13 @@
 import { hash } from 'node:crypto';
 import type { CallUsage, LoopContext, LoopEvent } from '../../../machines/types.js';
 import { isSpendBudgetExhausted } from '../../../guards/budget.js';
-import { isModelCallError, JudgeVerdictError, LoopstateError, ModelCallError, retryableModelError } from '../../contracts/errors.js';
+import { isModelCallError, LoopstateError, ModelCallError, retryableModelError } from '../../contracts/errors.js';
 import { safeNow } from '../hooks/guarded-clock.js';
 import { describeThrown, toError } from '../redaction/describe-thrown.js';
 import { callWithTimeout } from './call-timeout.js';
 import { reflectionNote } from './model-step.js';
 import { MESSAGE_OVERHEAD_CHARS } from './transcript.js';
-import { evaluatorList, runEvaluators, type EvaluationResult, type Evaluator } from '../evaluators/index.js';
+import { evaluatorList, JudgeVerdictError, runEvaluators, type EvaluationResult, type Evaluator } from '../evaluators/index.js';
 import { modelUsageSchema, shapeProblems } from '../../contracts/model-response-schema.js';
 import type { ModelUsage } from '../../contracts/model.js';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../constants.js';
