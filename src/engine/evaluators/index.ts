@@ -32,7 +32,7 @@ export { evaluatorList } from './evaluator-output.js';
 export type { SchemaEvaluatorOptions } from './schema-evaluator.js';
 export type { RuleEvaluatorOptions, RulePredicate } from './rule-evaluator.js';
 export type { JudgeEvaluatorOptions } from './judge-evaluator.js';
-export { JUDGE_INSTRUCTIONS } from './judge-evaluator.js';
+export { JUDGE_INSTRUCTIONS } from '../prompts.js';
 export { JudgeVerdictError } from './judge-verdict-error.js';
 export { formatZodIssues } from './schema-evaluator.js';
 export { runEvaluators } from './run-evaluators.js';

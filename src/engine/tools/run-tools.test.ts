@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { TRUNCATION_MARKER } from '../constants.js';
+import { TRUNCATION_MARKER } from '../prompts.js';
 import { defineTool, type OutcomeLookup, type Tool, type ToolAccess, type ToolContext } from './define-tool.js';
 import { prepareToolCalls, type PreparedCall } from './prepare-calls.js';
 import { runToolRound, type RunToolRoundOptions } from './run-tools.js';
