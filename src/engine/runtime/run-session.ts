@@ -13,10 +13,11 @@ import type { PreparedCall, Tool, ToolHealth } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { PromptRecorder } from '../trace/prompt-snapshots.js';
 import { RunTrace } from '../trace/run-trace.js';
+import { offeredToolNames, offeredToolSpecs, toolHealthFigures } from '../tools/tool-offer.js';
 import { AbortFanout } from './abort-fanout.js';
 import { priceOf } from '../pricing/pricing.js';
 import { Transcript } from './transcript.js';
-import { workflowTaskPrompt } from '../prompts.js';
+import { taskTranscript } from '../conversation/task-transcript.js';
 
 /** A call of the last model decision, waiting to be run or answered. */
 export interface PendingCall {
@@ -272,47 +273,19 @@ export class RunSession {
   }
 
   private buildTranscript(index: number): Transcript {
-    const transcript = new Transcript(this.toolSpecChars);
-    if (this.config.instructions) transcript.append({ role: 'system', content: this.config.instructions });
-    if (index === 0) for (const message of this.conversation.messages) transcript.append(message);
-    // Continuing a conversation without a new goal: its last user message is the task.
-    if (index > 0 || this.conversation.goalGiven || this.config.tasks !== null) transcript.append({ role: 'user', content: this.taskPrompt(index) });
-    transcript.taskMessage = transcript.messages.findLast((message) => message.role === 'user') ?? null;
-    return transcript;
-  }
-
-  private taskPrompt(index: number): string {
-    const task = this.tasks[index];
-    if (!task) throw new Error(`no task at index ${index}`);
-    const prompt = typeof task.prompt === 'function' ? task.prompt({ goal: this.goal, outputs: this.#taskOutputs }) : task.prompt;
-    return this.config.tasks === null ? prompt : workflowTaskPrompt(this.goal, this.#taskOutputs, task.id, prompt);
+    const { config, tasks, goal, conversation, toolSpecChars } = this;
+    return taskTranscript({ config, tasks, goal, conversation, taskOutputs: this.#taskOutputs, toolSpecChars }, index);
   }
 
   /** Tools offered to the model: those whose circuit breaker is not open, by weight with `toolOrder: 'success_rate'`. */
   offeredTools(health: ToolHealth): ToolSpec[] {
-    const specs: ToolSpec[] = [];
-    for (const name of this.offeredToolNames(health)) {
-      const tool = this.tools.get(name);
-      if (tool !== undefined) specs.push(tool.spec);
-    }
-    return specs;
-  }
-
-  private offeredToolNames(health: ToolHealth): string[] {
-    const names: string[] = [];
-    for (const tool of this.tools.values()) if (!health.isOpen(tool.name)) names.push(tool.name);
-    // A shared health object from another copy of loopstate may predate `order`: it keeps the declared order.
-    return this.config.toolOrder === 'success_rate' && typeof health.order === 'function' ? health.order(names) : names;
+    return offeredToolSpecs(this.tools, this.config.toolOrder, health);
   }
 
   /** After a tool round: every called tool's health and the order the next request offers the tools in. */
   recordToolHealth(health: ToolHealth, step: number, at: number): void {
-    const tools = Object.entries(health.snapshot()).map(([name, stats]) => ({
-      name, calls: stats.calls, successes: stats.successes, failures: stats.failures, consecutiveFailures: stats.consecutiveFailures,
-      successRate: stats.successRate, meanLatencyMs: stats.meanLatencyMs, weight: stats.weight ?? health.weight(name),
-      circuit: stats.circuit ?? (stats.circuitOpen ? 'open' : 'closed'),
-    }));
-    this.record({ type: 'tool-health', runId: this.runId, at, taskId: this.task.id, step, tools, offered: this.offeredToolNames(health) });
+    const offered = offeredToolNames(this.tools, this.config.toolOrder, health);
+    this.record({ type: 'tool-health', runId: this.runId, at, taskId: this.task.id, step, tools: toolHealthFigures(health), offered });
   }
 
   /** Every event is redacted here, the one door to `result.trace` and every sink. */
