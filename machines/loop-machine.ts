@@ -14,7 +14,7 @@ import { and, assign, setup } from 'xstate';
 import * as actions from '../actions/index.js';
 import { guards as plainGuards } from '../guards/index.js';
 import { RECORDED, readingRecorded, recordedUpdate, type RecordedParams } from './recorded-context.js';
-import type { LoopContext, LoopEvent, LoopInput, LoopOutput, NoProgressSignal, StopReason } from './types.js';
+import type { LoopContext, LoopEvent, LoopInput, MachineOutput, NoProgressSignal, StopReason } from './types.js';
 
 const stop = (reason: StopReason) => ({ type: 'stopRun', params: { reason } }) as const;
 const stopStalled = (signal: NoProgressSignal) => ({ type: 'stopRun', params: { reason: 'no_progress', signal } }) as const;
@@ -48,7 +48,7 @@ const interruptions = {
 /** Shared first candidate of every outcome routing: a late outcome past the deadline stops the run. */
 const deadlineStop = { guard: 'isDeadlineExceeded', target: TERMINATED, actions: stop('deadline_exceeded') } as const;
 
-export function statusOf(reason: StopReason): LoopOutput['status'] {
+export function statusOf(reason: StopReason): MachineOutput['status'] {
   if (reason === 'completed') return 'succeeded';
   if (reason === 'needs_human') return 'needs_human';
   return 'failed';
@@ -64,7 +64,7 @@ export const loopMachine = setup({
     context: {} as LoopContext,
     events: {} as LoopEvent,
     input: {} as LoopInput,
-    output: {} as LoopOutput,
+    output: {} as MachineOutput,
   },
   guards,
   actions: {

@@ -5,7 +5,7 @@
 import type { SnapshotFrom } from 'xstate';
 import { isSpendBudgetExhausted } from '../guards/budget.js';
 import type { LoopMachine } from './loop-machine.js';
-import type { Feedback, LoopOutput } from './types.js';
+import type { Feedback, MachineOutput } from './types.js';
 
 /**
  * The effect a resting machine waits for.
@@ -23,7 +23,7 @@ export type PendingEffect =
       mayCallModel: boolean;
     }
   | { kind: 'sleep'; until: number }
-  | { kind: 'done'; output: LoopOutput };
+  | { kind: 'done'; output: MachineOutput };
 
 export type LoopSnapshot = SnapshotFrom<LoopMachine>;
 
@@ -34,7 +34,7 @@ export type LoopSnapshot = SnapshotFrom<LoopMachine>;
  */
 export function getPendingEffect(snapshot: LoopSnapshot): PendingEffect {
   const { context } = snapshot;
-  if (snapshot.status === 'done') return { kind: 'done', output: snapshot.output as LoopOutput };
+  if (snapshot.status === 'done') return { kind: 'done', output: snapshot.output as MachineOutput };
   if (snapshot.matches({ RUNNING: 'deciding' })) {
     return { kind: 'callModel', feedback: context.feedback, taskIndex: context.taskIndex };
   }

@@ -386,7 +386,8 @@ export interface LoopInput {
   tasks: readonly TaskPlan[];
 }
 
-export interface LoopOutput {
+/** What the loop machine ends with: the stop reason and the counters; the driver builds the typed run result from it. */
+export interface MachineOutput {
   stopReason: StopReason;
   status: RunStatus;
   detail: string;

@@ -9,7 +9,7 @@ export type { LoopConfig, TaskConfig, TaskPromptContext, RunInput, DurableOption
 export type { RunResult, PendingApproval } from './engine/runtime/run-result.js';
 export { defineTool, checkToolPolicy, ToolHealth, ToolCallError, isCallerFault } from './engine/tools/index.js';
 export type { Tool, ToolDefinition, ToolAccess, ToolContext, ToolPolicy, PolicyVerdict, OutcomeLookup, ToolHealthStats, CircuitState, ToolFailureBlame } from './engine/tools/index.js';
-export { evaluators, runEvaluators } from './engine/evaluators/index.js';
+export { evaluators, runEvaluators, JudgeVerdictError } from './engine/evaluators/index.js';
 export type { Evaluator, EvaluationInput, EvaluationResult, EvaluationSummary, EvaluateOption, EvaluatorOutput, EvaluatorsOutput, LoopOutput } from './engine/evaluators/index.js';
 export type { Model, ModelRequest, ModelResponse, ModelUsage, ModelSettings, ModelProgress, ResponseFormat, Message, ToolSpec, ToolCallRequest } from './contracts/model.js';
 export {
@@ -25,6 +25,7 @@ export {
   type ModelErrorKind,
   MissingDependencyError,
 } from './contracts/errors.js';
+export { LOOPSTATE_ERROR_CODES, isLoopstateErrorCode, type LoopstateErrorCode } from './contracts/error-codes.js';
 export { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES, DEFAULT_CONTEXT, DEFAULT_DURABLE } from './engine/constants.js';
 export type { ModelPrice } from './contracts/model.js';
 export type { ContextOptions, ContextStrategy } from './contracts/context-options.js';

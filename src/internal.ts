@@ -2,7 +2,8 @@
  * `loopstate/internal`: what the CLI, `verify` and the viewer need beyond the public entries. No
  * stability promise: these names may change in any release.
  */
-export { type ResolvedConfig, defaultRunId, resolveConfig, resolveLimits } from './engine/config/config.js';
+export { type ResolvedConfig, resolveConfig, resolveLimits } from './engine/config/config.js';
+export { defaultRunId } from './engine/hooks/run-id.js';
 export { loopConfigOf } from './engine/loop.js';
 export { priceOf } from './engine/pricing/pricing.js';
 export { thrownMessage } from './engine/redaction/describe-thrown.js';

@@ -2,10 +2,11 @@
  * One error base with a stable snake_case `code`. Running out of a budget is a stop reason,
  * never an exception: these are for misconfiguration and for failures the caller must see.
  */
+import type { LoopstateErrorCode } from './error-codes.js';
 import type { ModelUsage } from './model.js';
 
 export interface LoopstateErrorOptions {
-  code: string;
+  code: LoopstateErrorCode;
   message: string;
   cause?: unknown;
 }
@@ -16,7 +17,7 @@ export interface LoopstateErrorOptions {
  * try { createLoop(config) } catch (error) { if (error instanceof LoopstateError) console.error(error.code) }
  */
 export class LoopstateError extends Error {
-  readonly code: string;
+  readonly code: LoopstateErrorCode;
   constructor({ code, message, cause }: LoopstateErrorOptions) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = new.target.name;
@@ -165,36 +166,6 @@ export class ModelCallError extends LoopstateError {
    */
   static is(value: unknown): value is ModelCallErrorLike {
     return isModelCallError(value);
-  }
-}
-
-/**
- * An LLM judge answered with something that is not a verdict. It is not a verdict on the output,
- * so the loop never feeds it back to the main model: the run stops with `fatal_error`, its usage counted.
- * @example
- * throw new JudgeVerdictError({ judge: 'judge', message: 'the judge replied with no text', usage, modelId: 'gpt-4.1-mini' })
- */
-export class JudgeVerdictError extends LoopstateError {
-  readonly judge: string;
-  readonly usage: { inputTokens: number; outputTokens: number } | undefined;
-  readonly modelId: string | undefined;
-  constructor(options: { judge: string; message: string; usage?: { inputTokens: number; outputTokens: number }; modelId?: string }) {
-    super({ code: 'judge_invalid_verdict', message: `LLM judge "${options.judge}" gave no usable verdict: ${options.message}` });
-    this.judge = options.judge;
-    this.usage = options.usage;
-    this.modelId = options.modelId;
-  }
-}
-
-/**
- * Thrown by the scripted test model when it is called more times than it has steps,
- * or by `assertComplete()` when steps were left unused.
- * @example
- * const model = scriptedModel([reply('done')]); await model.generate(request); await model.generate(request) // ScriptExhaustedError
- */
-export class ScriptExhaustedError extends LoopstateError {
-  constructor(message: string) {
-    super({ code: 'script_exhausted', message });
   }
 }
 

@@ -67,12 +67,6 @@ export const DEFAULT_CONTEXT: Readonly<ResolvedContextOptions> = Object.freeze({
 /** Output tokens reserved for a `summarize` call when checking that the budgets can pay for it. */
 export const CONTEXT_SUMMARY_OUTPUT_TOKENS = 512;
 
-/** The fixed instruction of a `summarize` call. */
-export const CONTEXT_SUMMARY_PROMPT =
-  'You condense the earlier part of an agent\'s working conversation so it can continue with less context. ' +
-  'Write a short memory (at most 300 words) of what was asked, what each tool call found (keep ids, numbers and names exactly), ' +
-  'what was decided and what is still open. Plain text only; do not call tools and do not answer the task yourself.';
-
 /** Default per-call tool timeout when a tool does not set its own. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
 
@@ -121,10 +115,6 @@ export const DEFAULT_PRICES: Readonly<Record<string, ModelPrice>> = Object.freez
   // The offline scripted model is priced like a small hosted model so cost budgets are exercised offline.
   scripted: { inputPerMillion: 0.4, outputPerMillion: 1.6 },
 });
-
-/** Marker appended to a tool result cut at maxToolResultBytes. */
-export const TRUNCATION_MARKER = (keptBytes: number, totalBytes: number): string =>
-  `\n[loopstate: tool result truncated: kept ${keptBytes} of ${totalBytes} bytes]`;
 
 /**
  * Defaults of durable runs (`createLoop({ store, durable })`).

@@ -14,7 +14,7 @@ export type {
   StepUsageOptions,
   ModelErrorStepOptions,
 } from './script-steps.js';
-export { ScriptExhaustedError } from '../contracts/errors.js';
+export { ScriptExhaustedError } from './script-exhausted-error.js';
 export { virtualClock, type VirtualClock } from './virtual-clock.js';
 export { storeContract, type StoreContractCheck, type StoreContractOptions } from './store-contract/store-contract.js';
 export { StoreContractError } from './store-contract/store-contract-error.js';

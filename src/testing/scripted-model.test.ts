@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ModelCallError, ScriptExhaustedError } from '../contracts/errors.js';
+import { ModelCallError } from '../contracts/errors.js';
+import { ScriptExhaustedError } from './script-exhausted-error.js';
 import type { Message, ModelRequest } from '../contracts/model.js';
 import { emptyReply, modelError, reply, scriptedModel, toolCall } from './index.js';
 

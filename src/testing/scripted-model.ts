@@ -3,7 +3,8 @@
  * call, a clear error when the script runs out, `assertComplete()` for unused steps, and every
  * request recorded in `calls`.
  */
-import { ModelCallError, ScriptExhaustedError } from '../contracts/errors.js';
+import { ModelCallError } from '../contracts/errors.js';
+import { ScriptExhaustedError } from './script-exhausted-error.js';
 import type { Message, Model, ModelRequest, ModelResponse } from '../contracts/model.js';
 import { invalidScript, type ScriptStep, type ScriptStepResult } from './script-steps.js';
 import { untilAborted } from '../engine/runtime/interruption.js';

@@ -4,7 +4,7 @@
  * result or loses one the model has not answered yet.
  */
 import { describe, expect, it } from 'vitest';
-import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/constants.js';
+import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/prompts.js';
 import { checkMessages } from '../../src/engine/conversation/prior-conversation.js';
 import type { LoopConfig, Message, ModelRequest, RunResult, TraceEvent } from 'loopstate';
 import { Transcript } from '../../src/engine/runtime/transcript.js';

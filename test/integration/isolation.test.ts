@@ -67,7 +67,7 @@ describe('tool health is per run unless shared on purpose', () => {
   });
 
   it("a ToolCallError blamed on the caller is an error to the model but never opens the breaker, even when shared", async () => {
-    const { tool, executions } = userDirectory((id) => new ToolCallError({ message: `no such user ${id}`, blame: 'caller', code: 'not_found' }));
+    const { tool, executions } = userDirectory((id) => new ToolCallError({ message: `no such user ${id}`, blame: 'caller', toolCode: 'not_found' }));
     const toolHealth = new ToolHealth();
     const model = scriptedModel([
       toolCall('find_user', { id: 'missing-1' }),

@@ -5,7 +5,7 @@
  * the scripted model; every wait runs on the virtual clock.
  */
 import { describe, expect, it } from 'vitest';
-import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/constants.js';
+import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/prompts.js';
 import { createLoop, type ModelRequest, type RunResult, type TraceEvent } from 'loopstate';
 import { openaiModel } from 'loopstate/openai';
 import { modelError, reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from 'loopstate/testing';

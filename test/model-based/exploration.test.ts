@@ -11,7 +11,7 @@ import { getPendingEffect, type LoopSnapshot } from '../../machines/pending-effe
 import {
   STOP_REASONS,
   type LoopEvent,
-  type LoopOutput,
+  type MachineOutput,
   type NoProgressSignal,
   type Usage,
 } from '../../machines/types.js';
@@ -44,8 +44,8 @@ function graphOf(config: ModelConfiguration): LoopGraph {
 /** At most this many offending items are quoted in a failure message. */
 const QUOTED = 5;
 
-function outputOf(snapshot: LoopSnapshot): LoopOutput {
-  return snapshot.output as LoopOutput;
+function outputOf(snapshot: LoopSnapshot): MachineOutput {
+  return snapshot.output as MachineOutput;
 }
 
 function finalStates(graph: LoopGraph): LoopSnapshot[] {

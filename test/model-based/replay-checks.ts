@@ -5,7 +5,7 @@
  * machine's output for the path's final state.
  */
 import type { LoopSnapshot } from '../../machines/pending-effect.js';
-import type { LoopOutput, ToolRoundSummary } from '../../machines/types.js';
+import type { MachineOutput, ToolRoundSummary } from '../../machines/types.js';
 import type { RunResult, TraceEvent } from 'loopstate';
 import type { LabelledPath, LabelledStep } from './loop-graph.js';
 
@@ -46,7 +46,7 @@ function taskCountsOf(result: RunResult): { completedTasks: number; failedTasks:
   return { completedTasks: Object.keys(result.taskOutputs).length, failedTasks: skipped + (failedForGood ? 1 : 0) };
 }
 
-function checkOutput(expected: LoopOutput, result: RunResult): string[] {
+function checkOutput(expected: MachineOutput, result: RunResult): string[] {
   const actual = { ...taskCountsOf(result), stopReason: result.stopReason, status: result.status, detail: normalizeDetail(result.detail), steps: result.steps, ...result.usage };
   const wanted = {
     completedTasks: expected.completedTasks,
@@ -122,7 +122,7 @@ function checkStep(step: LabelledStep, index: number, records: readonly TraceEve
 export function checkReplay(path: LabelledPath, result: RunResult): string[] {
   const route = checkRoute(path, result);
   // Per-step records are only aligned with the path when the route is.
-  if (route.length > 0) return [...route, ...checkOutput(path.state.output as LoopOutput, result)];
+  if (route.length > 0) return [...route, ...checkOutput(path.state.output as MachineOutput, result)];
   const segments: TraceEvent[][] = [[]];
   for (const event of result.trace) {
     if (event.type === 'transition') segments.push([]);
@@ -130,5 +130,5 @@ export function checkReplay(path: LabelledPath, result: RunResult): string[] {
   }
   const seenObservations = new Set<string>();
   const payloads = path.steps.flatMap((step, index) => checkStep(step, index, segments[index] ?? [], seenObservations));
-  return [...payloads, ...checkOutput(path.state.output as LoopOutput, result)];
+  return [...payloads, ...checkOutput(path.state.output as MachineOutput, result)];
 }

@@ -7,7 +7,7 @@
 import { createActor, initialTransition } from 'xstate';
 import { loopMachine } from '../../machines/loop-machine.js';
 import { getPendingEffect, type LoopSnapshot, type PendingEffect } from '../../machines/pending-effect.js';
-import { STOP_REASONS, type CallUsage, type LoopContext, type LoopEvent, type LoopOutput, type StopReason } from '../../machines/types.js';
+import { STOP_REASONS, type CallUsage, type LoopContext, type LoopEvent, type MachineOutput, type StopReason } from '../../machines/types.js';
 import { abstractOutcomes, modelInput, serializeLoopSnapshot, type AbstractOutcome, type ModelConfiguration } from '../model-based/abstract-events.js';
 import type { TransitionTracer } from '../../src/tooling/verify/transition-catalog.js';
 import { eventBound } from './random-configuration.js';
@@ -209,7 +209,7 @@ export function runToEnd(config: ModelConfiguration, choices: readonly number[],
 
   checkCounters(snapshot);
   const { context } = snapshot;
-  const output = snapshot.output as LoopOutput;
+  const output = snapshot.output as MachineOutput;
   const stop = context.stop;
   if (!snapshot.matches('TERMINATED')) fail(`final outside TERMINATED: ${JSON.stringify(snapshot.value)}`);
   if (stop === null) return fail('final without a stop record');

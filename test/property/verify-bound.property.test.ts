@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/constants.js';
+import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/prompts.js';
 import { createLoop, defineTool, evaluators, type LoopConfig, type ModelRequest } from 'loopstate';
 import { loopConfigOf } from '../../src/engine/loop.js';
 import { emptyReply, modelError, reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from 'loopstate/testing';

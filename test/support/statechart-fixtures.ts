@@ -17,7 +17,7 @@ import type {
   LoopEvent,
   LoopInput,
   LoopLimits,
-  LoopOutput,
+  MachineOutput,
   ModelDecision,
   ModelFailureKind,
   NoProgressThresholds,
@@ -310,14 +310,14 @@ export function startedRun(overrides: LoopInputOverrides = {}, nextRequestTokens
 export const callModelEffect = (feedback: Feedback | null = null, taskIndex = 0): PendingEffect => ({ kind: 'callModel', feedback, taskIndex });
 
 /** The output of a finished run; throws when the run still waits for an effect. */
-export function outputOf(snapshot: LoopSnapshot): LoopOutput {
+export function outputOf(snapshot: LoopSnapshot): MachineOutput {
   const pending = getPendingEffect(snapshot);
   if (pending.kind !== 'done') throw new Error(`expected the run to be done, it waits for ${JSON.stringify(pending)}`);
   return pending.output;
 }
 
 /** Checks the run stopped for `reason` with the status that reason maps to, and returns its output. */
-export function expectStop(snapshot: LoopSnapshot, reason: StopReason): LoopOutput {
+export function expectStop(snapshot: LoopSnapshot, reason: StopReason): MachineOutput {
   const output = outputOf(snapshot);
   expect(output.stopReason).toBe(reason);
   expect(output.status).toBe(statusOf(reason));

@@ -10,6 +10,7 @@ import type { GetWorkflowsInput, WorkflowStatus } from '@dbos-inc/dbos-sdk';
 import { canonicalJson } from '../../engine/progress/index.js';
 import { ApprovalError, type ApprovalErrorCode } from '../../engine/durable/durable-errors.js';
 import { LoopConfigError, LoopstateError } from '../../contracts/errors.js';
+import { isLoopstateErrorCode } from '../../contracts/error-codes.js';
 import type { ApprovalInput } from '../../engine/durable/durable-runs.js';
 import type { RunResult } from '../../engine/runtime/run-result.js';
 import { RUN_STEP_NAME } from './step-log.js';
@@ -176,7 +177,7 @@ const APPROVAL_CODES: ReadonlySet<string> = new Set<ApprovalErrorCode>(['approva
 /** A leg's refusal as the error `loop.resume` would have thrown: an `ApprovalError`, else (a bad decision's shape, an unknown run) a `LoopstateError` with its code. */
 function refusal(runId: string, code: string | undefined, message: string): Error {
   if (code !== undefined && APPROVAL_CODES.has(code)) return new ApprovalError({ code: code as ApprovalErrorCode, runId, message });
-  return new LoopstateError({ code: code ?? 'invalid_config', message });
+  return new LoopstateError({ code: isLoopstateErrorCode(code) ? code : 'invalid_config', message });
 }
 
 /** The verdict among a leg's recorded steps (`listWorkflowSteps`), if it has recorded one. */

@@ -19,6 +19,7 @@ import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../../
 import type { Message, Model } from '../../contracts/model.js';
 import { checkMessages } from '../conversation/prior-conversation.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
+import { defaultRunId } from '../hooks/run-id.js';
 import { createRedactor, type RedactOptions, type Redactor } from '../redaction/redact.js';
 import type { Store } from '../../contracts/store.js';
 import type { Tool, ToolHealth, ToolPolicy } from '../tools/index.js';
@@ -233,10 +234,6 @@ function resolveTrace(trace: z.infer<typeof configSchema>['trace']): ResolvedTra
     otel: trace?.otel === false ? false : ((trace?.otel ?? {}) as OtelTraceOptions),
   };
 }
-
-let runCounter = 0;
-/** The run id used when `generateRunId` is not given, or fails. */
-export const defaultRunId = (): string => `run_${Date.now().toString(36)}_${(runCounter++).toString(36)}`;
 
 /** Objects the loop calls into (model, clock, shared health, tools, evaluators) are kept as they are; the rest is copied as plain data. */
 const keepConfigValue: KeepByReference = (path) => {

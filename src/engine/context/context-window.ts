@@ -165,7 +165,7 @@ export async function fitContextWindow(session: RunSession, context: LoopContext
       `(kept whole: the instructions, the task and the latest turn's tool results); raise context.maxInputTokensPerCall ` +
       `(or the model's contextWindowTokens) or lower limits.maxToolResultBytes`,
   });
-  session.fatalError = fault;
+  session.recordFatalError(fault);
   return { ...fit, stop: { type: 'run.faulted', at, message: `${fault.name}: ${fault.message}`, modelCalls: summary.modelCalls, ...(summary.usage === null ? {} : { usage: summary.usage }) } };
 }
 

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { CONTEXT_SUMMARY_OUTPUT_TOKENS, CONTEXT_SUMMARY_PROMPT, DEFAULT_LIMITS } from '../constants.js';
+import { CONTEXT_SUMMARY_OUTPUT_TOKENS, DEFAULT_LIMITS } from '../constants.js';
+import { CONTEXT_SUMMARY_PROMPT, MEMORY_PREFIX } from '../prompts.js';
 import { checkMessages } from '../conversation/prior-conversation.js';
 import type { Message } from '../../contracts/model.js';
 import { splitOlderTurns, summaryRefusal, summaryRequest } from './summarize-transcript.js';
-import { MEMORY_PREFIX, requestTokens } from './trim-transcript.js';
+import { requestTokens } from './trim-transcript.js';
 
 function conversation(turns: number): Message[] {
   const messages: Message[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Investigate.' }];

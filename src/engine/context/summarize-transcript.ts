@@ -4,11 +4,12 @@
  * refused up front when they cannot pay for it (the caller then trims instead).
  */
 import type { LoopLimits, Usage } from '../../../machines/types.js';
-import { CHARS_PER_TOKEN_ESTIMATE, CONTEXT_SUMMARY_OUTPUT_TOKENS, CONTEXT_SUMMARY_PROMPT } from '../constants.js';
+import { CHARS_PER_TOKEN_ESTIMATE, CONTEXT_SUMMARY_OUTPUT_TOKENS } from '../constants.js';
+import { CONTEXT_SUMMARY_PROMPT, MEMORY_PREFIX, SUMMARY_CUT_MARKER } from '../prompts.js';
 import type { ModelPrice } from '../../contracts/model.js';
 import type { Message } from '../../contracts/model.js';
 import { estimateRequestTokens } from '../runtime/transcript.js';
-import { MEMORY_PREFIX, unitsOf } from './trim-transcript.js';
+import { unitsOf } from './trim-transcript.js';
 
 /**
  * The older part of a conversation, split from what stays as it is.
@@ -73,7 +74,7 @@ export function summaryRequest(older: readonly Message[], ceilingTokens: number)
   const total = parts.reduce((sum, part) => sum + part.length + 1, 0);
   if (total > available) {
     // An equal share for every message; a short one keeps all of its text.
-    const cut = '…[cut]';
+    const cut = SUMMARY_CUT_MARKER;
     const share = Math.max(cut.length, Math.floor(available / parts.length) - 1);
     parts = parts.map((part) => (part.length <= share ? part : `${part.slice(0, share - cut.length)}${cut}`));
   }

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { checkMessages } from '../conversation/prior-conversation.js';
 import type { Message } from '../../contracts/model.js';
 import { Transcript } from '../runtime/transcript.js';
-import { DROPPED_TURNS_NOTE, MEMORY_PREFIX, observationIdOf, requestTokens, trimMessages, type TrimOptions } from './trim-transcript.js';
+import { observationIdOf, requestTokens, trimMessages, type TrimOptions } from './trim-transcript.js';
+import { DROPPED_TURNS_NOTE, MEMORY_PREFIX } from '../prompts.js';
 
 const result = (n: number) => `result ${n}: ${'r'.repeat(400)}`;
 

@@ -6,13 +6,7 @@
 import type { Message } from '../../contracts/model.js';
 import { digest64 } from '../progress/digest.js';
 import { estimateRequestTokens, messageChars } from '../runtime/transcript.js';
-
-/** Prefix of a tool result replaced by `trim`; such a result is not replaced twice. */
-const DROPPED_RESULT_PREFIX = '[loopstate: tool result of ';
-/** Prefix of the memory message `summarize` writes; `trim` keeps it. */
-export const MEMORY_PREFIX = '[loopstate: memory of earlier turns, condensed to fit the context]';
-/** Stands where `trim` dropped whole turns. */
-export const DROPPED_TURNS_NOTE = '[loopstate: earlier turns were dropped here to fit the context]';
+import { DROPPED_RESULT_PREFIX, DROPPED_TURNS_NOTE, droppedResultMarker, MEMORY_PREFIX } from '../prompts.js';
 
 /**
  * The short id of an observation, as the trace's `tool-end` events name it (for a run that began with today's
@@ -125,7 +119,7 @@ export function unitsOf(messages: readonly Message[], options: Pick<TrimOptions,
 }
 
 function droppedMarker(call: { id: string; name: string }, observationId: string): string {
-  return `${DROPPED_RESULT_PREFIX}${call.name} (call ${call.id}) dropped to fit the context; observation ${observationId}]`;
+  return droppedResultMarker(call.name, call.id, observationId);
 }
 
 /** Replaces the unit's tool results by markers; returns what it replaced. */

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { ConfigIssue } from '../../contracts/errors.js';
 import type { Message } from '../../contracts/model.js';
+import { notRunBeforeStopAnswer } from '../prompts.js';
 
 const toolCallSchema = z
   .object({ id: z.string().min(1, 'expected a non-empty tool call id'), name: z.string().min(1, 'expected a tool name'), arguments: z.string() })
@@ -153,7 +154,7 @@ export function closedConversation(transcript: readonly Message[], stopReason: s
   const copy: Message[] = [];
   let open: string[] = [];
   const answerOpen = () => {
-    for (const id of open) copy.push({ role: 'tool', toolCallId: id, content: `[loopstate: not executed: the run stopped (${stopReason}) before this call ran]` });
+    for (const id of open) copy.push({ role: 'tool', toolCallId: id, content: notRunBeforeStopAnswer(stopReason) });
     open = [];
   };
   for (const message of transcript) {

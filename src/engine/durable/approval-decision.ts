@@ -8,6 +8,7 @@ import type { LoopContext, LoopEvent } from '../../../machines/types.js';
 import { toolCallRoom } from '../runtime/model-step.js';
 import type { PendingCall, RunSession } from '../runtime/run-session.js';
 import type { Decisions } from './records.js';
+import { duplicateInReplyAnswer, rejectedByPersonAnswer } from '../prompts.js';
 
 export function applyApprovals(session: RunSession, stopEvent: LoopEvent, decisions: Decisions, context: LoopContext): LoopEvent {
   if (stopEvent.type !== 'model.responded' || stopEvent.decision.kind !== 'tool_calls') {
@@ -24,13 +25,13 @@ export function applyApprovals(session: RunSession, stopEvent: LoopEvent, decisi
     session.record({ type: 'approval-decided', runId: session.runId, at: stopEvent.at, callId: pending.call.request.id, tool: pending.call.request.name, approved: decision.approve, reason: decision.approve ? null : decision.reason });
     if (!decision.approve) {
       refusedCalls++;
-      const message = `Not executed: a person rejected this call of ${pending.call.request.name}. Their reason: ${decision.reason}`;
+      const message = rejectedByPersonAnswer(pending.call.request.name, decision.reason);
       return { ...pending, call: { ...pending.call, status: 'denied' }, refusal: { reason: 'rejected by a person', message } };
     }
     const ready: PendingCall = { ...pending, call: { ...pending.call, status: 'ready' } };
     if (taken.has(pending.fingerprint)) {
       refusedCalls++;
-      return { ...ready, refusal: { reason: 'duplicate in the reply', message: `Not executed: the same call (${pending.call.request.name} with the same arguments) appears earlier in this reply; its result is the one to use.` } };
+      return { ...ready, refusal: { reason: 'duplicate in the reply', message: duplicateInReplyAnswer(pending.call.request.name) } };
     }
     if (taken.size >= cap.room) {
       refusedCalls++;
@@ -39,7 +40,7 @@ export function applyApprovals(session: RunSession, stopEvent: LoopEvent, decisi
     taken.add(pending.fingerprint);
     return ready;
   });
-  session.pendingCalls = calls;
+  session.holdCalls(calls);
   const stillBlocked = calls.find(({ call }) => call.status === 'unavailable' && (session.task.requires === undefined || session.task.requires.includes(call.request.name)));
   return {
     ...stopEvent,

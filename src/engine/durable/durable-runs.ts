@@ -3,8 +3,8 @@
  * result), the lease that lets exactly one process drive a run, and the checks that make approvals
  * fail closed. The driver itself only sees `RunJournal`'s hooks.
  */
-import { defaultRunId, type ResolvedConfig, type RunInput } from '../config/config.js';
-import { resolveRunId } from '../hooks/run-id.js';
+import type { ResolvedConfig, RunInput } from '../config/config.js';
+import { defaultRunId, resolveRunId } from '../hooks/run-id.js';
 import { driveRun } from '../runtime/driver.js';
 import type { PendingApproval, RunResult } from '../runtime/run-result.js';
 import type { EffectStep } from '../runtime/driver-hooks.js';
@@ -49,8 +49,6 @@ export interface DrivingOptions {
   effectStep?: EffectStep;
 }
 
-const durableRunId = (): string => `run_${Date.now().toString(36)}_${globalThis.crypto.randomUUID().slice(0, 8)}`;
-
 export class DurableRuns {
   /** Runs this process drives now, by id: `cancel` aborts them directly. */
   private readonly active = new Map<string, AbortController>();
@@ -65,9 +63,7 @@ export class DurableRuns {
   }
 
   async run(input: RunInput, driving: DrivingOptions = {}): Promise<RunResult> {
-    // The default id is unique within a process only; runs of several processes share a store.
-    const generate = this.resolved.generateRunId === defaultRunId ? durableRunId : this.resolved.generateRunId;
-    const { runId, fault } = resolveRunId(input.runId, generate, durableRunId);
+    const { runId, fault } = resolveRunId(input.runId, this.resolved.generateRunId, defaultRunId);
     // A run id hook that fails: the run ends as fatal_error at once, with nothing to persist under an id.
     if (fault !== null) return driveRun(this.resolved, this.resolved.toolHealth, input);
     const owner = newLeaseOwner();

@@ -121,8 +121,7 @@ export class RunJournal implements DriverHooks {
       this.cursor = cursorOf(session, false);
       return false;
     }
-    session.replaying = true;
-    try {
+    session.whileReplaying(() => {
       if (plan.snapshot !== null) restoreSessionState(session, this.health, plan.snapshot.session, { runId: this.runId, seq: plan.snapshot.seq });
       // Cursors of a rebuilt run carry the progress tracker whole in the next record: it was restored, not tracked.
       this.cursor = cursorOf(session, false);
@@ -134,9 +133,7 @@ export class RunJournal implements DriverHooks {
         send(record.event as LoopEvent);
         this.cursor = cursorOf(session, false);
       }
-    } finally {
-      session.replaying = false;
-    }
+    });
     session.record({ type: 'run-resume', runId: this.runId, at: plan.lastAt ?? 0, fromSeq: plan.snapshot?.seq ?? 0, replayedEvents: plan.events.length });
     this.warnOfLimits(session, plan.lastAt ?? 0);
     const stop = plan.events.at(-1);

@@ -57,7 +57,7 @@ function fieldsOf(session: RunSession, health: ToolHealth | null, withTaskOutput
     progress,
     plan: session.plan?.persistedItems() ?? null,
     health: health?.persistedCounters() ?? null,
-    unpricedModels: [...session.unpricedModels],
+    unpricedModels: session.unpricedModelIds,
   };
 }
 
@@ -101,39 +101,41 @@ function mismatch(where: Where, what: string): StoreRecordError {
   return new StoreRecordError({ code: 'corrupt_record', runId: where.runId, seq: where.seq, problem: `${what} does not continue the journal before it` });
 }
 
+/** The tracker a record carries whole, or null when it carries changes to the one the session has. */
+function restoredProgress(fields: SessionFields, where: Where): ProgressTracker | null {
+  if (fields.progress.kind === 'changes') return null;
+  try {
+    return ProgressTracker.restore(fields.progress.snapshot);
+  } catch (error) {
+    throw new StoreRecordError({ code: 'corrupt_record', runId: where.runId, seq: where.seq, problem: (error as Error).message });
+  }
+}
+
 function restoreFields(session: RunSession, health: ToolHealth | null, fields: SessionFields, where: Where): void {
-  session.taskIndex = fields.taskIndex;
-  session.pendingCalls = fields.pendingCalls.map(({ request, status, args, error, fingerprint, refusal }): PendingCall => ({
-    call: { request, tool: session.tools.get(request.name), status, args, error }, fingerprint, refusal,
-  }));
-  session.lastReply = fields.lastReply;
-  session.lastEvaluation = fields.lastEvaluation;
-  session.fatalError = fields.fatalError === null ? null : Object.assign(new Error(fields.fatalError.message), fields.fatalError);
-  session.restingState = fields.restingState;
-  if (fields.taskOutputs !== null) {
-    for (const key of Object.keys(session.taskOutputs)) delete session.taskOutputs[key];
-    Object.assign(session.taskOutputs, fields.taskOutputs);
-  }
-  if (fields.progress.kind === 'changes') {
-    session.progress.applyChanges(fields.progress);
-  } else {
-    try {
-      session.progress = ProgressTracker.restore(fields.progress.snapshot);
-    } catch (error) {
-      throw new StoreRecordError({ code: 'corrupt_record', runId: where.runId, seq: where.seq, problem: (error as Error).message });
-    }
-  }
+  const progress = restoredProgress(fields, where);
+  session.restoreFields({
+    taskIndex: fields.taskIndex,
+    pendingCalls: fields.pendingCalls.map(({ request, status, args, error, fingerprint, refusal }): PendingCall => ({
+      call: { request, tool: session.tools.get(request.name), status, args, error }, fingerprint, refusal,
+    })),
+    lastReply: fields.lastReply,
+    lastEvaluation: fields.lastEvaluation,
+    fatalError: fields.fatalError === null ? null : Object.assign(new Error(fields.fatalError.message), fields.fatalError),
+    restingState: fields.restingState,
+    taskOutputs: fields.taskOutputs,
+    progress,
+    unpricedModels: fields.unpricedModels,
+  });
+  if (fields.progress.kind === 'changes') session.progress.applyChanges(fields.progress);
   if (fields.plan !== null) session.plan?.restoreItems(fields.plan as PlanItem[]);
   if (fields.health !== null) health?.restoreCounters(fields.health);
-  session.unpricedModels.clear();
-  for (const id of fields.unpricedModels) session.unpricedModels.add(id);
 }
 
 function restoreTranscript(session: RunSession, change: SessionDelta['transcript'], where: Where): void {
   let transcript = session.transcript;
   if (change.replace) {
     transcript = new Transcript(session.transcript.fixedChars);
-    session.transcript = transcript;
+    session.restoreTranscript(transcript);
   } else if (change.from !== transcript.messages.length) {
     throw mismatch(where, `its transcript (from message ${change.from}, not ${transcript.messages.length})`);
   }
@@ -146,15 +148,13 @@ export function applyDelta(session: RunSession, health: ToolHealth | null, delta
   if (delta.traceFrom !== session.trace.length && session.config.trace.inMemory) throw mismatch(where, `its trace (from event ${delta.traceFrom}, not ${session.trace.length})`);
   if (delta.warningsFrom !== session.warnings.length) throw mismatch(where, `its warnings (from ${delta.warningsFrom}, not ${session.warnings.length})`);
   restoreTranscript(session, delta.transcript, where);
-  session.trace.push(...delta.trace);
-  session.warnings.push(...delta.warnings);
+  session.restoreRecorded(delta.trace, delta.warnings, false);
   restoreFields(session, health, delta.fields, where);
 }
 
 /** Replaces the whole session with a snapshot's. */
 export function restoreSessionState(session: RunSession, health: ToolHealth | null, state: SnapshotRecord['session'], where: Where): void {
   restoreTranscript(session, state.transcript, where);
-  session.trace.splice(0, session.trace.length, ...state.trace);
-  session.warnings.splice(0, session.warnings.length, ...state.warnings);
+  session.restoreRecorded(state.trace, state.warnings, true);
   restoreFields(session, health, state.fields, where);
 }

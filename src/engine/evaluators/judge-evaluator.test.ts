@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ModelCallError } from '../../contracts/errors.js';
 import { emptyReply, modelError, reply, scriptedModel, toolCall } from '../../testing/index.js';
-import { JudgeVerdictError } from '../../contracts/errors.js';
-import { JUDGE_INSTRUCTIONS, judgeEvaluator } from './judge-evaluator.js';
+import { JudgeVerdictError } from './judge-verdict-error.js';
+import { judgeEvaluator } from './judge-evaluator.js';
+import { JUDGE_INSTRUCTIONS } from '../prompts.js';
 import type { EvaluationInput } from './types.js';
 
 const criteria = 'The reply names the order id.';

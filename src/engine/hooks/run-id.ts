@@ -3,6 +3,15 @@ import { LoopstateError } from '../../contracts/errors.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 
 /**
+ * The run id used when `generateRunId` is not given, or fails: a time prefix (ids sort by start) and
+ * random hex from a UUID, so runs of several processes sharing one store never collide, as a
+ * per-process counter would.
+ * @example
+ * defaultRunId() // 'run_m1x2y3z4_9f86d081'
+ */
+export const defaultRunId = (): string => `run_${Date.now().toString(36)}_${globalThis.crypto.randomUUID().slice(0, 8)}`;
+
+/**
  * The run id, and the fault to end the run with when `generate` threw or returned no usable id (the
  * run then carries `fallbackId`, so its result and trace still have one).
  * @example

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { PlanRoundFacts } from '../../../machines/types.js';
 import { defineTool, type Tool } from '../tools/define-tool.js';
+import { PLAN_TOOL_DESCRIPTION, planUpdatedAnswer } from '../prompts.js';
 
 /** The plan tool's name as the model sees it. */
 export const PLAN_TOOL_NAME = 'update_plan';
@@ -55,9 +56,7 @@ export class RunPlan {
 
   readonly tool: Tool = defineTool({
     name: PLAN_TOOL_NAME,
-    description:
-      'Keep a plan for this task: send the whole list of items with their status each time you start, finish or drop one. ' +
-      'Mark an item "done" when it is finished and "removed" when you decide not to do it.',
+    description: PLAN_TOOL_DESCRIPTION,
     input: planInputSchema,
     access: 'read',
     idempotent: true,
@@ -104,8 +103,6 @@ export class RunPlan {
     const openItems = items.filter((item) => !isClosed(item.status)).length;
     const progressed = dropped || closedNow || (this.#roundFacts?.progressed ?? false);
     this.#roundFacts = { openItems, progressed };
-    const done = items.filter((item) => item.status === 'done').length;
-    const lines = items.map((item) => `- [${item.status}] ${item.id}: ${item.title}`);
-    return `Plan updated: ${done} of ${items.filter((item) => item.status !== 'removed').length} done, ${openItems} open.\n${lines.join('\n')}`;
+    return planUpdatedAnswer(items);
   }
 }

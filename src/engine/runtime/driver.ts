@@ -6,10 +6,10 @@
 import { createActor, type Actor } from 'xstate';
 import { getPendingEffect, loopMachine, type LoopMachine, type LoopSnapshot, type PendingEffect } from '../../../machines/index.js';
 import type { LoopEvent, TaskPlan } from '../../../machines/types.js';
-import { defaultRunId, type ResolvedConfig, type RunInput } from '../config/config.js';
+import type { ResolvedConfig, RunInput } from '../config/config.js';
 import { describeAbortReason } from '../hooks/abort-reason.js';
 import { guardClock, safeNow } from '../hooks/guarded-clock.js';
-import { resolveRunId } from '../hooks/run-id.js';
+import { defaultRunId, resolveRunId } from '../hooks/run-id.js';
 import { ToolHealth } from '../tools/index.js';
 import { evaluatorList } from '../evaluators/index.js';
 import { describeThrown, errorFields, toError } from '../redaction/describe-thrown.js';
@@ -27,6 +27,7 @@ import { performModelCall } from './model-step.js';
 import type { RunResult } from './run-result.js';
 import type { DriverHooks } from './driver-hooks.js';
 import { RunSession } from './run-session.js';
+import { deliveryFor, type Delivery } from './delivery.js';
 import { performToolRound } from './tool-step.js';
 
 /** `parent.child` names, made once: a name per transition would otherwise be a new string every event. */
@@ -69,21 +70,22 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
     controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
   };
   input.signal?.addEventListener('abort', onUserAbort, { once: true });
-  // Without hooks an event is sent synchronously, as it always was: no promise on the hot path.
-  const deliver = (event: LoopEvent): Promise<void> | undefined => (hooks === undefined ? void send(actor, session, event) : deliverDurably(hooks, actor, session, event));
+  // Every event reaches the actor through `send`; the delivery decides what happens around it (a journal, a workflow step).
+  const toActor = (event: LoopEvent): void => send(actor, session, event);
+  const delivery = deliveryFor(hooks, actor, session, toActor);
   let cancelDeadline: () => void = () => undefined;
   // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
   try {
     try {
       actor.start();
-      const restored = hooks ? await hooks.restore({ actor, session, health, send: (event) => send(actor, session, event), deliver: (event) => deliverDurably(hooks, actor, session, event) }) : false;
+      const restored = hooks ? await hooks.restore({ actor, session, health, send: toActor, deliver: async (event) => delivery.deliver(event) }) : false;
       // A resumed run's deadline counts from its start, on a clock that continues where the journal left off.
       const armed = armDeadline(config, controller, restored ? actor.getSnapshot().context.startedAt : null);
       cancelDeadline = armed.cancelDeadline;
-      if (!restored) await startRun(deliver, session, input, runIdFault ?? armed.fault);
+      if (!restored) await startRun(delivery, session, input, runIdFault ?? armed.fault);
       else if (armed.fault !== null && actor.getSnapshot().status !== 'done') {
-        session.fatalError = armed.fault;
-        await deliver({ type: 'run.faulted', at: safeNow(clock), message: config.redact.text(describeThrown(armed.fault)) });
+        session.recordFatalError(armed.fault);
+        await delivery.deliver({ type: 'run.faulted', at: safeNow(clock), message: config.redact.text(describeThrown(armed.fault)) });
       }
       // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
       if (input.signal?.aborted) onUserAbort();
@@ -92,19 +94,7 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
         const effect = getPendingEffect(snapshot);
         if (effect.kind === 'done') break;
         if (hooks) await hooks.beforeEffect(session, controller);
-        if (hooks?.effectStep !== undefined) {
-          // One durable step (DBOS): the effect and the journalling of its outcome; the machine takes it after.
-          const event = await hooks.effectStep(effect.kind, async () => {
-            const outcome = await perform(effect, snapshot, session, health);
-            await hooks.beforeSend(outcome, session);
-            return outcome;
-          });
-          send(actor, session, event);
-          await hooks.afterSend(actor, session);
-          continue;
-        }
-        const delivering = deliver(await perform(effect, snapshot, session, health));
-        if (delivering) await delivering;
+        await delivery.performAndDeliver(effect.kind, () => perform(effect, snapshot, session, health));
       }
     } finally {
       try {
@@ -136,7 +126,7 @@ function armDeadline(config: ResolvedConfig, controller: AbortController, starte
 }
 
 /** Starts the machine and the first task; a task prompt, run id hook or clock that throws faults the run instead of rejecting. */
-async function startRun(deliver: (event: LoopEvent) => Promise<void> | undefined, session: RunSession, input: RunInput, hookFault: Error | null): Promise<void> {
+async function startRun(delivery: Delivery, session: RunSession, input: RunInput, hookFault: Error | null): Promise<void> {
   const { config, runId } = session;
   let startFault: { error: Error; message: string } | null = hookFault === null ? null : { error: hookFault, message: describeThrown(hookFault) };
   let startedAt: number;
@@ -161,10 +151,10 @@ async function startRun(deliver: (event: LoopEvent) => Promise<void> | undefined
   } catch (error) {
     startFault = { error: toError(error), message: describeThrown(error) };
   }
-  await deliver({ type: 'run.started', at: startedAt, nextRequestTokens: session.estimateNextRequest() });
+  await delivery.deliver({ type: 'run.started', at: startedAt, nextRequestTokens: session.estimateNextRequest() });
   if (startFault !== null) {
-    session.fatalError = startFault.error;
-    await deliver({ type: 'run.faulted', at: startedAt, message: config.redact.text(startFault.message) });
+    session.recordFatalError(startFault.error);
+    await delivery.deliver({ type: 'run.faulted', at: startedAt, message: config.redact.text(startFault.message) });
   }
 }
 
@@ -193,7 +183,7 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
   } catch (error) {
     if (session.signal.aborted) return interruptionEvent(session);
     // No retry layer covers this (a throwing policy hook or task prompt, a bug): stop with fatal_error, never crash.
-    session.fatalError = toError(error);
+    session.recordFatalError(toError(error));
     return { type: 'run.faulted', at: safeNow(clock), message: session.config.redact.text(describeThrown(error)) };
   }
 }
@@ -202,13 +192,7 @@ function interruptionEvent(session: RunSession): LoopEvent {
   return interruptionEventAt(session.signal, safeNow(session.config.clock));
 }
 
-/** Journals the event before the machine sees it, sends it, then lets the journal snapshot. */
-async function deliverDurably(hooks: DriverHooks, actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): Promise<void> {
-  await hooks.beforeSend(event, session);
-  send(actor, session, event);
-  await hooks.afterSend(actor, session);
-}
-
+/** The one place an event reaches the actor: the transition and what it changed go to the trace. */
 function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): void {
   const before = actor.getSnapshot();
   recordMachineEvent(session, event, before.context);
@@ -216,7 +200,7 @@ function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent):
   const after = actor.getSnapshot();
   const to = stateName(after);
   session.record({ type: 'transition', runId: session.runId, at: event.at, event: event.type, from: session.restingState ?? stateName(before), to });
-  session.restingState = to;
+  session.noteRestingState(to);
   recordContextChanges(session, session.runId, session.tasks[after.context.taskIndex]?.id ?? '', before.context, after.context, event);
   noteWarnings(session, before.context, after.context, event.at);
 }
@@ -263,6 +247,7 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
   session.record({ type: 'run-end', runId: session.runId, at, status: output.status, stopReason: output.stopReason, detail: output.detail, usage: output.usage, steps: output.steps });
   const fatal = output.stopReason === 'fatal_error' ? session.fatalError : null;
   const { redact } = session.config;
+  const { trace, warnings } = session.recordsForResult();
   return {
     runId: session.runId,
     status: output.status,
@@ -271,10 +256,10 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
     output: result,
     rawOutput,
     taskOutputs: session.taskOutputs,
-    warnings: session.warnings,
+    warnings,
     usage: output.usage,
     steps: output.steps,
-    trace: session.trace,
+    trace,
     messages: closedConversation(session.transcript.messages, output.stopReason),
     pendingApprovals: output.stopReason === 'needs_human'
       ? session.pendingCalls.filter(({ call }) => call.status === 'needs_approval').map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))

@@ -1,13 +1,13 @@
 /** The `evaluate` effect: run the task's evaluators on the last reply. */
 import type { CallUsage, LoopContext, LoopEvent } from '../../../machines/types.js';
 import { isSpendBudgetExhausted } from '../../../guards/budget.js';
-import { isModelCallError, JudgeVerdictError, LoopstateError, ModelCallError, retryableModelError } from '../../contracts/errors.js';
+import { isModelCallError, LoopstateError, ModelCallError, retryableModelError } from '../../contracts/errors.js';
 import { safeNow } from '../hooks/guarded-clock.js';
 import { describeThrown, toError } from '../redaction/describe-thrown.js';
 import { callWithTimeout } from './call-timeout.js';
-import { reflectionNote } from './model-step.js';
+import { reflectionNote } from '../prompts.js';
 import { MESSAGE_OVERHEAD_CHARS } from './transcript.js';
-import { evaluatorList, runEvaluators, type EvaluationResult, type Evaluator } from '../evaluators/index.js';
+import { evaluatorList, JudgeVerdictError, runEvaluators, type EvaluationResult, type Evaluator } from '../evaluators/index.js';
 import { modelUsageSchema, shapeProblems } from '../../contracts/model-response-schema.js';
 import type { ModelUsage } from '../../contracts/model.js';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../constants.js';
@@ -73,7 +73,7 @@ export async function performEvaluation(session: RunSession, context: LoopContex
     const at = safeNow(config.clock);
     // Judges that answered, or were cut short, were called all the same: their spend is counted whatever ends the run.
     if (session.signal.aborted) return { ...interruptionEvent(session.signal, at, spending.modelCalls), ...spentSoFar(session, spending) };
-    session.fatalError = toError(error);
+    session.recordFatalError(toError(error));
     return { type: 'run.faulted', at, message: config.redact.text(describeThrown(error)), ...spentSoFar(session, spending) };
   }
   const at = config.clock.now();
@@ -85,8 +85,7 @@ export async function performEvaluation(session: RunSession, context: LoopContex
   }
   const judgeUsage = pricedTotal(config.prices, Object.entries(summary.usageByModel));
   const judged = judgeUsage.inputTokens + judgeUsage.outputTokens > 0;
-  if (summary.passed) session.taskOutputs[task.id] = summary.parsed;
-  session.lastEvaluation = { taskIndex: session.taskIndex, reply: session.lastReply ?? '', formatted: summary.formatted };
+  session.recordEvaluation(summary);
   session.record({
     type: 'evaluation-end', runId: session.runId, at, taskId: task.id, step: context.steps, passed: summary.passed, reason: summary.reason, evaluator: summary.failedEvaluator,
     usage: judged ? judgeUsage : null, modelCalls: spending.modelCalls,

@@ -5,7 +5,7 @@
  */
 import { fitContextWindow, withContextUsage, type ContextFit } from '../context/context-window.js';
 import { isModelCallError, ModelCallError, retryableModelError } from '../../contracts/errors.js';
-import type { CallUsage, LoopContext, LoopEvent, ModelDecision, NoProgressSignal } from '../../../machines/types.js';
+import type { CallUsage, LoopContext, LoopEvent, ModelDecision } from '../../../machines/types.js';
 import { isWellFormedResponse, modelResponseSchema, modelUsageSchema, shapeProblems } from '../../contracts/model-response-schema.js';
 import type { ModelProgress, ModelResponse, ModelUsage, ResponseFormat } from '../../contracts/model.js';
 import { evaluatorList } from '../evaluators/index.js';
@@ -19,6 +19,18 @@ import { interruptionEvent } from './interruption.js';
 import { costOf, priceOf } from '../pricing/pricing.js';
 import { backoffDelay } from './retry-policy.js';
 import type { PendingCall, RunSession } from './run-session.js';
+import {
+  duplicateInReplyAnswer,
+  HELD_BACK_ANSWER,
+  LONGEST_NUDGE_CHARS,
+  NOT_RUN_BESIDE_INVALID_ANSWER,
+  NUDGE_FRAMING_CHARS,
+  nudgeNote,
+  overPerReplyAnswer,
+  parseErrorNote,
+  reflectionNote,
+  toolCallBudgetSpentAnswer,
+} from '../prompts.js';
 
 /** A model adapter's reply of the wrong shape is a fatal error naming the field, never a crash. */
 function checkModelResponse(response: unknown): Error | null {
@@ -26,22 +38,6 @@ function checkModelResponse(response: unknown): Error | null {
   const problems = shapeProblems(modelResponseSchema, response);
   return problems === null ? null : new ModelCallError({ kind: 'unknown', message: `the model returned a malformed response: ${problems}` });
 }
-
-const NUDGES: Record<NoProgressSignal, string> = {
-  repeated_tool_call: 'You called a tool again with the same arguments and got the same result as before; it is above. Use it, try something different, or give your final answer.',
-  unchanged_state: 'Your last replies have not changed anything. Take a different approach or give your final answer.',
-  same_evaluator_reason: 'Your answer keeps failing evaluation for the same reason. Address that reason directly, differently from before.',
-  duplicate_observation: 'Your recent tool calls only brought results you already had: you are going in circles. Use what you have, look for something new, or answer.',
-  plan_stall: 'Your plan has had no item completed or removed for many steps. Finish the current item, mark items you cannot do as "removed", or give your final answer.',
-  same_parse_error: 'You keep making the same formatting mistake. Read the error carefully and correct it.',
-};
-
-const LONGEST_NUDGE_CHARS = Math.max(...Object.values(NUDGES).map((text) => text.length));
-
-const parseErrorNote = (parseError: string) =>
-  `Your previous reply could not be used (${parseError}). Reply with your final answer as text, or call one of the offered tools.`;
-
-export const reflectionNote = (reason: string) => `Your previous answer did not pass evaluation: ${reason}\nFix exactly that and answer again.`;
 
 /**
  * Characters the machine may still add to the next request on top of what the transcript holds:
@@ -51,33 +47,21 @@ export const reflectionNote = (reason: string) => `Your previous answer did not 
 export function feedbackAllowanceChars(context: LoopContext, extra: { reason?: string; parseError?: string | null } = {}): number {
   const named = Math.max(extra.reason?.length ?? 0, context.progress.lastEvaluatorReason?.length ?? 0, extra.parseError?.length ?? 0, context.progress.lastParseError?.length ?? 0);
   const parseNote = extra.parseError ? parseErrorNote(extra.parseError).length : 0;
-  // "\nThe reason: " / "\nThe error: " framing of a nudge that names what repeats; the note is one more message.
-  return Math.max(LONGEST_NUDGE_CHARS + named + 16, parseNote) + MESSAGE_OVERHEAD_CHARS;
+  // The framing of a nudge that names what repeats; the note is one more message.
+  return Math.max(LONGEST_NUDGE_CHARS + named + NUDGE_FRAMING_CHARS, parseNote) + MESSAGE_OVERHEAD_CHARS;
 }
-
-const HELD_BACK = 'Not executed: this reply was held back because the loop is not making progress (see the note below). Call it again if you still need it.';
-const NOT_RUN_BESIDE_INVALID = 'Not executed: another call in the same reply was invalid. Fix that call and call this one again.';
 
 /** What a call of the last reply that did not run is answered with. */
 function unrunAnswer(pending: PendingCall, heldBack: boolean): string {
-  return pending.call.error?.message ?? pending.refusal?.message ?? (heldBack ? HELD_BACK : NOT_RUN_BESIDE_INVALID);
+  return pending.call.error?.message ?? pending.refusal?.message ?? (heldBack ? HELD_BACK_ANSWER : NOT_RUN_BESIDE_INVALID_ANSWER);
 }
 
 /** Tool calls of a reply that were not run still need an answer before the next request. */
 function answerUnrunCalls(session: RunSession, context: LoopContext): void {
   const heldBack = context.feedback?.kind === 'nudge';
-  for (const pending of session.pendingCalls) {
+  for (const pending of session.takePendingCalls()) {
     session.transcript.append({ role: 'tool', toolCallId: pending.call.request.id, content: unrunAnswer(pending, heldBack) });
   }
-  session.pendingCalls = [];
-}
-
-/** The nudge names what is repeating, so the model gets the information along with the push. */
-function nudgeText(context: LoopContext, signal: NoProgressSignal): string {
-  const { lastEvaluatorReason, lastParseError } = context.progress;
-  if (signal === 'same_evaluator_reason' && lastEvaluatorReason !== null) return `${NUDGES[signal]}\nThe reason: ${lastEvaluatorReason}`;
-  if (signal === 'same_parse_error' && lastParseError !== null) return `${NUDGES[signal]}\nThe error: ${lastParseError}`;
-  return NUDGES[signal];
 }
 
 function applyFeedback(session: RunSession, context: LoopContext): void {
@@ -92,7 +76,7 @@ function applyFeedback(session: RunSession, context: LoopContext): void {
       session.transcript.append({ role: 'user', content: parseErrorNote(feedback.parseError) });
       break;
     case 'nudge':
-      session.transcript.append({ role: 'user', content: nudgeText(context, feedback.signal) });
+      session.transcript.append({ role: 'user', content: nudgeNote(feedback.signal, { evaluatorReason: context.progress.lastEvaluatorReason, parseError: context.progress.lastParseError }) });
       break;
     case 'argument_repair':
     case 'transport_retry':
@@ -124,9 +108,9 @@ export function toolCallRoom(context: LoopContext): { room: number; refusal: (na
   const { maxToolCalls, maxToolCallsPerReply } = context.limits;
   const runRoom = Math.max(0, maxToolCalls - context.usage.toolCalls);
   if (runRoom < maxToolCallsPerReply) {
-    return { room: runRoom, refusal: (name) => ({ reason: 'maxToolCalls spent', message: `Not executed: ${name} — the run's tool-call budget (maxToolCalls ${maxToolCalls}) is spent. Answer with what you have.` }) };
+    return { room: runRoom, refusal: (name) => ({ reason: 'maxToolCalls spent', message: toolCallBudgetSpentAnswer(name, maxToolCalls) }) };
   }
-  return { room: maxToolCallsPerReply, refusal: (name) => ({ reason: 'over maxToolCallsPerReply', message: `Not executed: ${name} — at most ${maxToolCallsPerReply} tool calls are run from one reply. Call it again in your next reply if you still need it.` }) };
+  return { room: maxToolCallsPerReply, refusal: (name) => ({ reason: 'over maxToolCallsPerReply', message: overPerReplyAnswer(name, maxToolCallsPerReply) }) };
 }
 
 function classify(session: RunSession, health: ToolHealth, response: ModelResponse, context: LoopContext): Classified {
@@ -171,7 +155,7 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
     } else if (takenFingerprints.has(fingerprint)) {
       // A duplicate inside one reply would repeat a side effect for nothing: run it once.
       refusedCalls++;
-      refusal = { reason: 'duplicate in the reply', message: `Not executed: the same call (${call.request.name} with the same arguments) appears earlier in this reply; its result is the one to use.` };
+      refusal = { reason: 'duplicate in the reply', message: duplicateInReplyAnswer(call.request.name) };
     } else if (taken >= cap.room) {
       refusedCalls++;
       refusal = cap.refusal(call.request.name);
@@ -277,16 +261,16 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
     classified = classify(session, health, response, context);
   } catch (error) {
     // A policy hook threw on this reply: the run faults, but the call was made and is paid for.
-    session.fatalError = toError(error);
+    session.recordFatalError(toError(error));
     return { type: 'run.faulted', at, message: config.redact.text(describeThrown(error)), usage, modelCalls: 1 + contextFit.modelCalls };
   }
   const { decision, calls, reply } = classified;
-  session.pendingCalls = calls;
+  session.holdCalls(calls);
   const text = decision.kind === 'unparseable' ? null : response.text;
   if (text !== null || response.toolCalls.length > 0) {
     session.transcript.append({ role: 'assistant', content: text, toolCalls: response.toolCalls.length > 0 ? response.toolCalls : undefined });
   }
-  if (text !== null && text.trim() !== '') session.lastReply = text;
+  if (text !== null && text.trim() !== '') session.noteReply(text);
   const stateDigest = session.progress.advanceState({ taskIndex: session.taskIndex, reply });
   session.record({
     type: 'step-end', runId: session.runId, at, step: context.steps + 1, taskId: session.task.id, modelId: config.model.id,
@@ -338,7 +322,7 @@ function modelFailure(session: RunSession, context: LoopContext, error: unknown,
   // Redacted before it reaches the machine: provider messages quote keys (`Incorrect API key provided: sk-…`).
   const message = config.redact.text(thrownMessage(error));
   // A model error from another installed copy may be a plain object: its own message is the one to show.
-  if (!transient) session.fatalError = !(error instanceof Error) && isModelCallError(error) ? new Error(message) : toError(error);
+  if (!transient) session.recordFatalError(!(error instanceof Error) && isModelCallError(error) ? new Error(message) : toError(error));
   // Tokens the provider reported before the call failed were billed: counted like a reply's.
   const reported = reportedUsage(error);
   const costUsd = reported === null ? 0 : costOf(priceOf(config.prices, config.model.id), reported);

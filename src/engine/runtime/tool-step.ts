@@ -4,11 +4,11 @@ import { PLAN_TOOL_NAME } from '../plan/plan-tool.js';
 import { idempotencyKey, runToolRound, type ToolHealth } from '../tools/index.js';
 import { feedbackAllowanceChars } from './model-step.js';
 import type { RunSession } from './run-session.js';
+import { NOT_EXECUTED_ANSWER } from '../prompts.js';
 
 export async function performToolRound(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
   const { config } = session;
-  const pending = session.pendingCalls;
-  session.pendingCalls = [];
+  const pending = session.takePendingCalls();
   const ready = pending.filter(({ call, refusal }) => call.status === 'ready' && refusal === null);
   const { maxParallelTools, maxToolResultBytes } = context.limits;
   if (ready.length > maxParallelTools) {
@@ -30,7 +30,7 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
   const outcomeOf = new Map(ready.map((entry, index) => [entry, outcomes[index]]));
   for (const entry of pending) {
     const outcome = outcomeOf.get(entry);
-    const content = outcome?.content ?? entry.refusal?.message ?? entry.call.error?.message ?? 'Not executed.';
+    const content = outcome?.content ?? entry.refusal?.message ?? entry.call.error?.message ?? NOT_EXECUTED_ANSWER;
     session.transcript.append({ role: 'tool', toolCallId: entry.call.request.id, content });
   }
   let successes = 0, seenBefore = 0, maxRepeatCount = 0;

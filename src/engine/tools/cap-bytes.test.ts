@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TRUNCATION_MARKER } from '../constants.js';
+import { TRUNCATION_MARKER } from '../prompts.js';
 import { capBytes, utf8Length } from './cap-bytes.js';
 
 describe('capBytes', () => {

@@ -2,7 +2,7 @@
  * The result size cap (`maxToolResultBytes`): an oversized tool result is cut with a visible
  * marker, never passed whole, and never cut inside a UTF-8 character.
  */
-import { TRUNCATION_MARKER } from '../constants.js';
+import { TRUNCATION_MARKER } from '../prompts.js';
 
 /**
  * What is left of a result after the cap, and how big it was.

@@ -11,6 +11,7 @@ import { describeZodIssues, zodIssuePath } from '../zod-issues.js';
 import type { Tool } from './define-tool.js';
 import { checkToolPolicy, type PolicyVerdict, type ToolPolicy } from './policy.js';
 import type { ToolHealth } from './tool-health.js';
+import { argumentsTooDeepNote, invalidArgumentsNote, malformedArgumentsNote, needsApprovalNote, policyDeniedNote, toolUnavailableNote, unknownToolNote } from '../prompts.js';
 
 /**
  * How a call was classified; only `ready` calls are run.
@@ -79,36 +80,29 @@ function prepareToolCall(request: ToolCallRequest, { tools, policy, health, runI
   const tool = tools.get(request.name);
   if (!tool) {
     const parsed = parseJson(request.arguments);
-    const error = { key: `unknown_tool:${request.name}`, message: unknownToolMessage(request.name, tools), detail: 'no tool of that name' };
+    const error = { key: `unknown_tool:${request.name}`, message: unknownToolNote(request.name, [...tools.keys()]), detail: 'no tool of that name' };
     return { request, tool, status: 'invalid', args: parsed.ok ? parsed.value : undefined, error };
   }
   const checked = checkArguments(tool, request.arguments);
   if (health.isOpen(tool.name)) {
-    const message = `Tool ${tool.name} is unavailable: it failed ${health.threshold} or more times in a row. Do not call it again in this run.`;
+    const message = toolUnavailableNote(tool.name, health.threshold);
     return { request, tool, status: 'unavailable', args: checked.args, error: { key: `tool_unavailable:${tool.name}`, message, detail: 'withheld: its circuit is open' } };
   }
   const verdict: PolicyVerdict = checked.valid
     ? checkToolPolicy(policy, tool, checked.args, { runId, callId: request.id })
     : checkToolPolicy(policy && { allow: policy.allow, requireApproval: policy.requireApproval }, tool, checked.args);
   if (verdict === 'deny') {
-    const message = `Not executed: tool ${tool.name} is not permitted by the tool policy (access: ${tool.access}). Do not call it again; continue without it.`;
+    const message = policyDeniedNote(tool.name, tool.access);
     return { request, tool, status: 'denied', args: checked.args, error: { key: `permission_denied:${tool.name}`, message, detail: 'not permitted by the tool policy' } };
   }
   if (!checked.valid) {
     return { request, tool, status: 'invalid', args: checked.args, error: { key: checked.key, message: checked.message, detail: checked.detail } };
   }
   if (verdict === 'needs_approval') {
-    const message = `Tool ${tool.name} needs a person's approval (access: ${tool.access}); the call is on hold until it is approved.`;
+    const message = needsApprovalNote(tool.name, tool.access);
     return { request, tool, status: 'needs_approval', args: checked.args, error: { key: `needs_approval:${tool.name}`, message, detail: "waits for a person's approval" } };
   }
   return { request, tool, status: 'ready', args: checked.args, error: null };
-}
-
-function unknownToolMessage(name: string, tools: ReadonlyMap<string, Tool>): string {
-  const available = [...tools.keys()];
-  return available.length === 0
-    ? `Unknown tool "${name}". No tools are available; answer without calling tools.`
-    : `Unknown tool "${name}". Available tools: ${available.join(', ')}.`;
 }
 
 /** Where JSON.parse gave up, without the text it sometimes quotes (`..."password": hunter2"... is not valid JSON`). */
@@ -135,7 +129,7 @@ function checkArguments(tool: Tool, text: string): ArgumentCheck {
       valid: false,
       args: undefined,
       key: `malformed_arguments:${tool.name}`,
-      message: `Tool ${tool.name} was called with arguments that are not valid JSON (${parsed.message}). Send the arguments as one JSON object matching the tool's schema.`,
+      message: malformedArgumentsNote(tool.name, parsed.message),
       // Not the parser's message: V8 quotes the text around the error, which may hold a secret.
       detail: `not valid JSON (${jsonProblem(parsed.message)})`,
     };
@@ -150,7 +144,7 @@ function checkArguments(tool: Tool, text: string): ArgumentCheck {
         valid: false,
         args: parsed.value,
         key: `arguments_too_deep:${tool.name}`,
-        message: `Tool ${tool.name} was called with arguments nested too deeply to validate. Send flatter arguments that match the tool's schema.`,
+        message: argumentsTooDeepNote(tool.name),
         detail: 'nested too deeply to validate',
       };
     }
@@ -166,14 +160,7 @@ function checkArguments(tool: Tool, text: string): ArgumentCheck {
     valid: false,
     args: parsed.value,
     key: `invalid_arguments:${tool.name}:${zodIssuePath(firstIssue?.path ?? [])}`,
-    message: `Tool ${tool.name} was called with invalid arguments:\n${issueList(result.error.issues)}\nFix these fields and call it again.`,
+    message: invalidArgumentsNote(tool.name, describeZodIssues(result.error.issues)),
     detail: describeZodIssues(result.error.issues).join('; '),
   };
-}
-
-/** One `- path: message` bullet per zod issue, e.g. `- lines[0].sku: Invalid input: expected string, received number`. */
-function issueList(issues: readonly z.core.$ZodIssue[]): string {
-  return describeZodIssues(issues)
-    .map((line) => `- ${line}`)
-    .join('\n');
 }

@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { TRUNCATION_MARKER } from '../constants.js';
+import { TRUNCATION_MARKER } from '../prompts.js';
 import { defineTool, type OutcomeLookup, type Tool, type ToolAccess, type ToolContext } from './define-tool.js';
 import { prepareToolCalls, type PreparedCall } from './prepare-calls.js';
 import { runToolRound, type RunToolRoundOptions } from './run-tools.js';
@@ -323,7 +323,7 @@ describe('runToolRound: health', () => {
 
   it('does not record an error a ToolCallError blames on the caller, but records one blamed on the tool', async () => {
     const health = new ToolHealth({ threshold: 1 });
-    const notFound = makeTool(() => Promise.reject(new ToolCallError({ message: 'no such user u-9', blame: 'caller', code: 'not_found' })), { name: 'users' });
+    const notFound = makeTool(() => Promise.reject(new ToolCallError({ message: 'no such user u-9', blame: 'caller', toolCode: 'not_found' })), { name: 'users' });
     const [outcome] = await runToolRound([readyCall(notFound)], roundOptions({ health }));
     expect(outcome).toMatchObject({ status: 'error', content: 'Tool users failed: no such user u-9' });
     expect(health.snapshot()).toEqual({});

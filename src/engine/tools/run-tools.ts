@@ -13,6 +13,7 @@ import type { PreparedCall } from './prepare-calls.js';
 import { isCallerFault } from './tool-call-error.js';
 import type { ToolHealth } from './tool-health.js';
 import { UnknownOutcomeError } from './unknown-outcome-error.js';
+import { toolCancelledAnswer, toolFailedAnswer, toolNotRunAnswer, toolNotRunCancelledAnswer, toolTimedOutAnswer, unserialisableResultAnswer } from '../prompts.js';
 
 /**
  * How one call ended, and exactly what goes back to the model.
@@ -97,10 +98,10 @@ function roundOf(calls: readonly PreparedCall[], workers: number, round: AbortFa
     });
     // The caller should only pass ready calls; a denied or invalid one must still never run.
     if (call.status !== 'ready' || !call.tool) {
-      return finish('error', call.error?.message ?? `Tool ${call.request.name} was not run: its call is ${call.status}.`);
+      return finish('error', call.error?.message ?? toolNotRunAnswer(call.request.name, call.status));
     }
     if (options.signal.aborted) {
-      return finish('error', `Tool ${call.tool.name} was not run: the run was cancelled.`);
+      return finish('error', toolNotRunCancelledAnswer(call.tool.name));
     }
     try {
       const { outcome, health } = await runOneCall(call.tool, call, options, round, finish);
@@ -109,7 +110,7 @@ function roundOf(calls: readonly PreparedCall[], workers: number, round: AbortFa
       return outcome;
     } catch (error) {
       // Only our own bookkeeping can get here (execute's errors are settled); still never throw out of a round.
-      return finish('error', `Tool ${call.tool.name} failed: ${thrownMessage(error)}`);
+      return finish('error', toolFailedAnswer(call.tool.name, thrownMessage(error)));
     }
   });
 }
@@ -141,26 +142,21 @@ async function runOneCall(
       // A durable run's journal could not tell whether an interrupted earlier attempt took effect: nothing ran now.
       if (settled.error instanceof UnknownOutcomeError) return { outcome: finish('unknown_outcome', settled.error.message), health: 'not_recorded' };
       // The caller's fault (a ToolCallError with blame 'caller') is still an error to the model, but not to the breaker.
-      if (isCallerFault(settled.error)) return { outcome: { ...finish('error', `Tool ${tool.name} failed: ${thrownMessage(settled.error)}`), callerFault: true }, health: 'not_recorded' };
-      return failed('error', `Tool ${tool.name} failed: ${thrownMessage(settled.error)}`);
+      if (isCallerFault(settled.error)) return { outcome: { ...finish('error', toolFailedAnswer(tool.name, thrownMessage(settled.error))), callerFault: true }, health: 'not_recorded' };
+      return failed('error', toolFailedAnswer(tool.name, thrownMessage(settled.error)));
     case 'cancelled': {
       // Abandoned mid-flight because the run is stopping: not the tool's fault, and no lookup now.
-      const cancelled = `Tool ${tool.name} was cancelled before it finished`;
       return tool.idempotent
-        ? { outcome: finish('error', `${cancelled}.`), health: 'not_recorded' }
-        : { outcome: finish('unknown_outcome', `${cancelled}; whether it took effect is unknown.`), health: 'not_recorded' };
+        ? { outcome: finish('error', toolCancelledAnswer(tool.name, true)), health: 'not_recorded' }
+        : { outcome: finish('unknown_outcome', toolCancelledAnswer(tool.name, false)), health: 'not_recorded' };
     }
     case 'timed_out': {
-      const timedOut = `Tool ${tool.name} timed out after ${tool.timeoutMs} ms`;
-      if (tool.idempotent) return failed('timeout', `${timedOut}.`);
+      if (tool.idempotent) return failed('timeout', toolTimedOutAnswer(tool.name, tool.timeoutMs, 'idempotent'));
       const lookup = await lookUpOutcome(tool, call, round, timerOf(options), context);
       if (lookup.status === 'done') return succeeded(resultText(tool, lookup.result));
-      if (lookup.status === 'not_done') return failed('error', `${timedOut} and did not take effect.`);
+      if (lookup.status === 'not_done') return failed('error', toolTimedOutAnswer(tool.name, tool.timeoutMs, 'not_done'));
       // Never re-execute blindly: the journal resolves it by idempotency key, or a person decides.
-      return failed(
-        'unknown_outcome',
-        `${timedOut}; whether it took effect is unknown, so it was not retried. Do not call it again with the same arguments.`,
-      );
+      return failed('unknown_outcome', toolTimedOutAnswer(tool.name, tool.timeoutMs, 'unknown'));
     }
   }
 }
@@ -248,7 +244,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 /** A call that returned has happened, so a result that cannot be shown is still a success, never an error to retry. */
 function resultText(tool: Tool, value: unknown): string {
   const serialised = serialise(value);
-  return serialised.ok ? serialised.text : `Tool ${tool.name} completed, but ${serialised.message}`;
+  return serialised.ok ? serialised.text : unserialisableResultAnswer(tool.name, serialised.message);
 }
 
 function serialise(value: unknown): { ok: true; text: string } | { ok: false; message: string } {

@@ -7,7 +7,7 @@ describe('ToolCallError', () => {
     const error = new ToolCallError({ message: 'backend down' });
     expect(error).toBeInstanceOf(LoopstateError);
     expect(error).toMatchObject({ name: 'ToolCallError', code: 'tool_call_failed', blame: 'tool', message: 'backend down' });
-    expect(new ToolCallError({ message: 'no such user', blame: 'caller', code: 'not_found' })).toMatchObject({ code: 'not_found', blame: 'caller' });
+    expect(new ToolCallError({ message: 'no such user', blame: 'caller', toolCode: 'not_found' })).toMatchObject({ code: 'tool_call_failed', toolCode: 'not_found', blame: 'caller' });
   });
 });
 

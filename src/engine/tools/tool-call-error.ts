@@ -16,12 +16,12 @@ export type ToolFailureBlame = 'caller' | 'tool';
 const TOOL_CALL_ERROR_BRAND = Symbol.for('loopstate.ToolCallError');
 
 /**
- * Thrown from a tool's `execute` to report a failure with its blame. `code` defaults to
- * `tool_call_failed`; `blame` defaults to `tool`.
+ * Thrown from a tool's `execute` to report a failure with its blame (default `tool`). Its `code` is
+ * always `tool_call_failed`, one of loopstate's codes; the tool's own name for the failure goes in `toolCode`.
  * @example
  * execute: async ({ user_id }) => {
  *   const user = await db.findUser(user_id);
- *   if (!user) throw new ToolCallError({ message: `no such user ${user_id}`, blame: 'caller', code: 'not_found' });
+ *   if (!user) throw new ToolCallError({ message: `no such user ${user_id}`, blame: 'caller', toolCode: 'not_found' });
  *   return user;
  * }
  */
@@ -29,9 +29,12 @@ export class ToolCallError extends LoopstateError {
   /** The brand `isCallerFault` recognises across installed copies. */
   readonly [TOOL_CALL_ERROR_BRAND] = true;
   readonly blame: ToolFailureBlame;
-  constructor({ message, blame = 'tool', code = 'tool_call_failed', cause }: { message: string; blame?: ToolFailureBlame; code?: string; cause?: unknown }) {
-    super({ code, message, cause });
+  /** The tool's own code for the failure (`not_found`, `quota_exceeded`): free text, unlike the closed `code`. */
+  readonly toolCode: string | undefined;
+  constructor({ message, blame = 'tool', toolCode, cause }: { message: string; blame?: ToolFailureBlame; toolCode?: string; cause?: unknown }) {
+    super({ code: 'tool_call_failed', message, cause });
     this.blame = blame;
+    this.toolCode = toolCode;
   }
 }
 

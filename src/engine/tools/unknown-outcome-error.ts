@@ -1,4 +1,5 @@
 import { LoopstateError } from '../../contracts/errors.js';
+import { unknownOutcomeAnswer } from '../prompts.js';
 
 /**
  * Thrown in place of running a side-effecting call whose earlier attempt may have taken effect (its
@@ -13,7 +14,8 @@ export class UnknownOutcomeError extends LoopstateError {
   constructor({ tool, idempotencyKey }: { tool: string; idempotencyKey: string }) {
     super({
       code: 'unknown_outcome',
-      message: `Tool ${tool} was started before the run was interrupted and whether it took effect is unknown, so it was not run again (idempotency key ${idempotencyKey}). Do not call it again with the same arguments.`,
+      // The model reads this message as the call's result.
+      message: unknownOutcomeAnswer(tool, idempotencyKey),
     });
     this.tool = tool;
     this.idempotencyKey = idempotencyKey;

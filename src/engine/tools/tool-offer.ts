@@ -1,0 +1,33 @@
+/** Which tools a request offers, and in what order: the ones whose circuit is closed, ordered by weight when asked to. */
+import type { ToolOrder } from '../config/config.js';
+import type { ToolSpec } from '../../contracts/model.js';
+import type { TraceEvent } from '../trace/trace-event.js';
+import type { Tool } from './define-tool.js';
+import type { ToolHealth } from './tool-health.js';
+
+/** Names of the tools whose circuit breaker is not open, by weight with `toolOrder: 'success_rate'`. */
+export function offeredToolNames(tools: ReadonlyMap<string, Tool>, order: ToolOrder, health: ToolHealth): string[] {
+  const names: string[] = [];
+  for (const tool of tools.values()) if (!health.isOpen(tool.name)) names.push(tool.name);
+  // A shared health object from another copy of loopstate may predate `order`: it keeps the declared order.
+  return order === 'success_rate' && typeof health.order === 'function' ? health.order(names) : names;
+}
+
+/** The specs of the offered tools, in the order they are offered. */
+export function offeredToolSpecs(tools: ReadonlyMap<string, Tool>, order: ToolOrder, health: ToolHealth): ToolSpec[] {
+  const specs: ToolSpec[] = [];
+  for (const name of offeredToolNames(tools, order, health)) {
+    const tool = tools.get(name);
+    if (tool !== undefined) specs.push(tool.spec);
+  }
+  return specs;
+}
+
+/** Every called tool's health as the `tool-health` trace event lists it. */
+export function toolHealthFigures(health: ToolHealth): Extract<TraceEvent, { type: 'tool-health' }>['tools'] {
+  return Object.entries(health.snapshot()).map(([name, stats]) => ({
+    name, calls: stats.calls, successes: stats.successes, failures: stats.failures, consecutiveFailures: stats.consecutiveFailures,
+    successRate: stats.successRate, meanLatencyMs: stats.meanLatencyMs, weight: stats.weight ?? health.weight(name),
+    circuit: stats.circuit ?? (stats.circuitOpen ? 'open' : 'closed'),
+  }));
+}
