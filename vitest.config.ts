@@ -4,7 +4,13 @@ import { sourceEntryAliases } from './test/support/source-entries.js';
 export default defineConfig({
   resolve: { alias: sourceEntryAliases() },
   test: {
-    include: ['machines/**/*.test.ts', 'guards/**/*.test.ts', 'actions/**/*.test.ts', 'src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: [
+      'machines/**/*.test.ts',
+      'guards/**/*.test.ts',
+      'actions/**/*.test.ts',
+      'src/**/*.test.ts',
+      'test/**/*.test.ts',
+    ],
     // Two cores: keep the pool small so heavy model-based exploration does not starve the rest.
     pool: 'threads',
     maxWorkers: 2,

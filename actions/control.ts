@@ -64,8 +64,13 @@ export function stopRun(
   params: { reason: StopReason; signal?: NoProgressSignal },
 ): Partial<LoopContext> {
   const signal =
-    params.reason === 'no_progress' ? (params.signal ?? decisionSignal(context, event) ?? roundSignal(context, event) ?? context.progress.lastSignal) : null;
-  return { stop: { reason: params.reason, detail: describeStop(params.reason, context, event, signal) }, feedback: null };
+    params.reason === 'no_progress'
+      ? (params.signal ?? decisionSignal(context, event) ?? roundSignal(context, event) ?? context.progress.lastSignal)
+      : null;
+  return {
+    stop: { reason: params.reason, detail: describeStop(params.reason, context, event, signal) },
+    feedback: null,
+  };
 }
 
 export function failTask({ context, event }: ReducerArgs, params: { reason: StopReason }): Partial<LoopContext> {

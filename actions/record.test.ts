@@ -41,7 +41,15 @@ describe('startRun', () => {
 describe('recordModelResponse', () => {
   it('returns only the fields a response changes', () => {
     const result = reduce(recordModelResponse, startedContextWith(), finalReply());
-    expect(sortedKeys(result)).toEqual(['feedback', 'lastEventAt', 'nextRequestTokens', 'progress', 'steps', 'task', 'usage']);
+    expect(sortedKeys(result)).toEqual([
+      'feedback',
+      'lastEventAt',
+      'nextRequestTokens',
+      'progress',
+      'steps',
+      'task',
+      'usage',
+    ]);
   });
 
   it('counts a step in the run and in the task, and clears the feedback the request carried', () => {
@@ -53,13 +61,23 @@ describe('recordModelResponse', () => {
   });
 
   it('adds the call usage to the totals and counts one model call, leaving tool calls alone', () => {
-    const context = startedContextWith({ usage: { inputTokens: 1_000, outputTokens: 200, costUsd: 0.5, modelCalls: 4, toolCalls: 7 } });
-    const result = reduce(recordModelResponse, context, finalReply({ usage: { inputTokens: 100, outputTokens: 20, costUsd: 0.25 } }));
+    const context = startedContextWith({
+      usage: { inputTokens: 1_000, outputTokens: 200, costUsd: 0.5, modelCalls: 4, toolCalls: 7 },
+    });
+    const result = reduce(
+      recordModelResponse,
+      context,
+      finalReply({ usage: { inputTokens: 100, outputTokens: 20, costUsd: 0.25 } }),
+    );
     expect(result.usage).toEqual({ inputTokens: 1_100, outputTokens: 220, costUsd: 0.75, modelCalls: 5, toolCalls: 7 });
   });
 
   it('takes the next request estimate from the event and never moves the clock backwards', () => {
-    const later = reduce(recordModelResponse, startedContextWith({ lastEventAt: 1_000 }), finalReply({ at: 2_500, nextRequestTokens: 77 }));
+    const later = reduce(
+      recordModelResponse,
+      startedContextWith({ lastEventAt: 1_000 }),
+      finalReply({ at: 2_500, nextRequestTokens: 77 }),
+    );
     expect(later.lastEventAt).toBe(2_500);
     expect(later.nextRequestTokens).toBe(77);
     const earlier = reduce(recordModelResponse, startedContextWith({ lastEventAt: 3_000 }), finalReply({ at: 2_500 }));
@@ -67,7 +85,10 @@ describe('recordModelResponse', () => {
   });
 
   it("leaves the reflection counter alone, and ends the call's transport failures in a row (the run's total stays)", () => {
-    const context = startedContextWith({ task: { reflectionRetries: 1 }, transport: { consecutiveFailures: 2, retries: 6 } });
+    const context = startedContextWith({
+      task: { reflectionRetries: 1 },
+      transport: { consecutiveFailures: 2, retries: 6 },
+    });
     const result = reduce(recordModelResponse, context, finalReply());
     expect(result.task).toMatchObject({ reflectionRetries: 1 });
     expect(result.transport).toEqual({ consecutiveFailures: 0, retries: 6 });
@@ -140,8 +161,15 @@ describe('recordModelResponse', () => {
     });
 
     it('stay at 0 without an active plan, however long the task runs', () => {
-      const context = startedContextWith({ steps: 30, task: { steps: 30 }, progress: { planActive: false, planStallSteps: 0 } });
-      expect(reduce(recordModelResponse, context, toolCallsReply()).progress).toMatchObject({ planActive: false, planStallSteps: 0 });
+      const context = startedContextWith({
+        steps: 30,
+        task: { steps: 30 },
+        progress: { planActive: false, planStallSteps: 0 },
+      });
+      expect(reduce(recordModelResponse, context, toolCallsReply()).progress).toMatchObject({
+        planActive: false,
+        planStallSteps: 0,
+      });
     });
   });
 
@@ -185,7 +213,13 @@ describe('recordModelResponse', () => {
 });
 
 describe('recordModelFailure', () => {
-  const failed: LoopEvent = { type: 'model.failed', at: 2_000, failure: 'transient', message: '503', retryDelayMs: 100 };
+  const failed: LoopEvent = {
+    type: 'model.failed',
+    at: 2_000,
+    failure: 'transient',
+    message: '503',
+    retryDelayMs: 100,
+  };
 
   it('counts the failed call as a model call without adding tokens or cost, and clears the feedback', () => {
     const context = startedContextWith({
@@ -204,7 +238,10 @@ describe('recordModelFailure', () => {
   it("counts the call's failures in a row, and a summary's retries of the same step in the run's total", () => {
     const context = startedContextWith({ transport: { consecutiveFailures: 1, retries: 4 } });
     expect(reduce(recordModelFailure, context, failed).transport).toEqual({ consecutiveFailures: 2, retries: 4 });
-    expect(reduce(recordModelFailure, context, { ...failed, modelCalls: 3, transportRetries: 1 }).transport).toEqual({ consecutiveFailures: 2, retries: 5 });
+    expect(reduce(recordModelFailure, context, { ...failed, modelCalls: 3, transportRetries: 1 }).transport).toEqual({
+      consecutiveFailures: 2,
+      retries: 5,
+    });
   });
 
   it('does not count a step', () => {
@@ -223,7 +260,11 @@ describe('recordModelFailure', () => {
 describe('recordToolRound', () => {
   it('counts the round calls as tool calls and records the clock and next estimate', () => {
     const context = startedContextWith({ usage: { toolCalls: 3, modelCalls: 2, inputTokens: 10 } });
-    const result = reduce(recordToolRound, context, toolsCompleted({ calls: 2 }, { at: 2_500, nextRequestTokens: 640 }));
+    const result = reduce(
+      recordToolRound,
+      context,
+      toolsCompleted({ calls: 2 }, { at: 2_500, nextRequestTokens: 640 }),
+    );
     expect(sortedKeys(result)).toEqual(['lastEventAt', 'nextRequestTokens', 'progress', 'usage']);
     expect(result.usage).toEqual({ ...context.usage, toolCalls: 5 });
     expect(result.lastEventAt).toBe(2_500);
@@ -232,14 +273,18 @@ describe('recordToolRound', () => {
 
   it('grows the duplicate-observation streak when every observation was seen before', () => {
     const context = startedContextWith({ progress: { duplicateObservationStreak: 1 } });
-    expect(reduce(recordToolRound, context, toolsCompleted({ allObservationsSeen: true })).progress?.duplicateObservationStreak).toBe(2);
+    expect(
+      reduce(recordToolRound, context, toolsCompleted({ allObservationsSeen: true })).progress
+        ?.duplicateObservationStreak,
+    ).toBe(2);
   });
 
   it('resets the duplicate-observation streak when the round brought something new', () => {
     const context = startedContextWith({ progress: { duplicateObservationStreak: 2 } });
-    expect(reduce(recordToolRound, context, toolsCompleted({ allObservationsSeen: false })).progress?.duplicateObservationStreak).toBe(
-      0,
-    );
+    expect(
+      reduce(recordToolRound, context, toolsCompleted({ allObservationsSeen: false })).progress
+        ?.duplicateObservationStreak,
+    ).toBe(0);
   });
 
   it('does not grow the duplicate-observation streak for a round with no successful call', () => {
@@ -251,7 +296,11 @@ describe('recordToolRound', () => {
 
   it('records the round repeat count and its tool, replacing the last round values', () => {
     const context = startedContextWith({ progress: { repeatCount: 2, repeatedTool: 'search' } });
-    const repeated = reduce(recordToolRound, context, toolsCompleted({ maxRepeatCount: 3, repeatedTool: 'lookup', allObservationsSeen: true }));
+    const repeated = reduce(
+      recordToolRound,
+      context,
+      toolsCompleted({ maxRepeatCount: 3, repeatedTool: 'lookup', allObservationsSeen: true }),
+    );
     expect(repeated.progress).toMatchObject({ repeatCount: 3, repeatedTool: 'lookup' });
     const fresh = reduce(recordToolRound, context, toolsCompleted({ maxRepeatCount: 1, repeatedTool: null }));
     expect(fresh.progress).toMatchObject({ repeatCount: 1, repeatedTool: null });
@@ -259,8 +308,13 @@ describe('recordToolRound', () => {
 
   it('keeps the other progress fields', () => {
     // A round of seen results brings no news, so the nudge stays.
-    const context = startedContextWith({ steps: 2, progress: { lastStateDigest: 'a', unchangedStateStreak: 2, nudgedAtStep: 1 } });
-    expect(reduce(recordToolRound, context, toolsCompleted({ allObservationsSeen: true, maxRepeatCount: 3 })).progress).toMatchObject({
+    const context = startedContextWith({
+      steps: 2,
+      progress: { lastStateDigest: 'a', unchangedStateStreak: 2, nudgedAtStep: 1 },
+    });
+    expect(
+      reduce(recordToolRound, context, toolsCompleted({ allObservationsSeen: true, maxRepeatCount: 3 })).progress,
+    ).toMatchObject({
       lastStateDigest: 'a',
       unchangedStateStreak: 2,
       nudgedAtStep: 1,
@@ -269,25 +323,42 @@ describe('recordToolRound', () => {
 
   describe('an earlier nudge', () => {
     // Nudged at step 2, the round of step 3 is the model's answer.
-    const nudged = () => startedContextWith({ steps: 3, progress: { nudgedAtStep: 2, lastSignal: 'repeated_tool_call' } });
+    const nudged = () =>
+      startedContextWith({ steps: 3, progress: { nudgedAtStep: 2, lastSignal: 'repeated_tool_call' } });
 
     it('is cleared by a round that brought news, so the next signal nudges again', () => {
-      const result = reduce(recordToolRound, nudged(), toolsCompleted({ maxRepeatCount: 1, allObservationsSeen: false }));
+      const result = reduce(
+        recordToolRound,
+        nudged(),
+        toolsCompleted({ maxRepeatCount: 1, allObservationsSeen: false }),
+      );
       expect(result.progress?.nudgedAtStep).toBeNull();
     });
 
     it('is cleared by a round whose repeat is still below the threshold', () => {
-      const result = reduce(recordToolRound, nudged(), toolsCompleted({ maxRepeatCount: 2, allObservationsSeen: false }));
+      const result = reduce(
+        recordToolRound,
+        nudged(),
+        toolsCompleted({ maxRepeatCount: 2, allObservationsSeen: false }),
+      );
       expect(result.progress?.nudgedAtStep).toBeNull();
     });
 
     it('is kept when the round repeated a call up to the threshold', () => {
-      const result = reduce(recordToolRound, nudged(), toolsCompleted({ maxRepeatCount: 3, repeatedTool: 'lookup', allObservationsSeen: true }));
+      const result = reduce(
+        recordToolRound,
+        nudged(),
+        toolsCompleted({ maxRepeatCount: 3, repeatedTool: 'lookup', allObservationsSeen: true }),
+      );
       expect(result.progress?.nudgedAtStep).toBe(2);
     });
 
     it('is kept when every observation of the round was seen before', () => {
-      const result = reduce(recordToolRound, nudged(), toolsCompleted({ maxRepeatCount: 1, allObservationsSeen: true }));
+      const result = reduce(
+        recordToolRound,
+        nudged(),
+        toolsCompleted({ maxRepeatCount: 1, allObservationsSeen: true }),
+      );
       expect(result.progress?.nudgedAtStep).toBe(2);
     });
 
@@ -302,20 +373,39 @@ describe('recordToolRound', () => {
     });
 
     it('of plan_stall is answered by news too, and the stall count starts over (the plan is nudged again later, never stopped while work goes on)', () => {
-      const stalled = startedContextWith({ steps: 3, progress: { nudgedAtStep: 2, lastSignal: 'plan_stall', planActive: true, planStallSteps: 5 } });
-      expect(reduce(recordToolRound, stalled, toolsCompleted({ maxRepeatCount: 1 })).progress).toMatchObject({ nudgedAtStep: null, planStallSteps: 0 });
+      const stalled = startedContextWith({
+        steps: 3,
+        progress: { nudgedAtStep: 2, lastSignal: 'plan_stall', planActive: true, planStallSteps: 5 },
+      });
+      expect(reduce(recordToolRound, stalled, toolsCompleted({ maxRepeatCount: 1 })).progress).toMatchObject({
+        nudgedAtStep: null,
+        planStallSteps: 0,
+      });
       const seenOnly = toolsCompleted({ allObservationsSeen: true, maxRepeatCount: 2, plan: null });
       expect(reduce(recordToolRound, stalled, seenOnly).progress).toMatchObject({ nudgedAtStep: 2, planStallSteps: 5 });
       const unmovedPlan = toolsCompleted({ maxRepeatCount: 0, plan: { openItems: 3, progressed: false } });
-      expect(reduce(recordToolRound, stalled, unmovedPlan).progress).toMatchObject({ nudgedAtStep: 2, planStallSteps: 5 });
+      expect(reduce(recordToolRound, stalled, unmovedPlan).progress).toMatchObject({
+        nudgedAtStep: 2,
+        planStallSteps: 5,
+      });
       const moved = toolsCompleted({ maxRepeatCount: 0, plan: { openItems: 2, progressed: true } });
       expect(reduce(recordToolRound, stalled, moved).progress).toMatchObject({ nudgedAtStep: null, planStallSteps: 0 });
     });
 
     it('is answered by any round with a new triple, even one with a call that repeats itself beside it', () => {
-      const strict = startedContextWith({ steps: 3, noProgress: { repeatedToolCall: 2 }, progress: { nudgedAtStep: 2 } });
-      expect(reduce(recordToolRound, strict, toolsCompleted({ maxRepeatCount: 2, allObservationsSeen: false })).progress?.nudgedAtStep).toBeNull();
-      expect(reduce(recordToolRound, strict, toolsCompleted({ maxRepeatCount: 2, allObservationsSeen: true })).progress?.nudgedAtStep).toBe(2);
+      const strict = startedContextWith({
+        steps: 3,
+        noProgress: { repeatedToolCall: 2 },
+        progress: { nudgedAtStep: 2 },
+      });
+      expect(
+        reduce(recordToolRound, strict, toolsCompleted({ maxRepeatCount: 2, allObservationsSeen: false })).progress
+          ?.nudgedAtStep,
+      ).toBeNull();
+      expect(
+        reduce(recordToolRound, strict, toolsCompleted({ maxRepeatCount: 2, allObservationsSeen: true })).progress
+          ?.nudgedAtStep,
+      ).toBe(2);
     });
   });
 
@@ -349,7 +439,10 @@ describe('recordToolRound', () => {
   });
 
   it('never moves the clock backwards', () => {
-    expect(reduce(recordToolRound, startedContextWith({ lastEventAt: 9_000 }), toolsCompleted({}, { at: 2_000 })).lastEventAt).toBe(9_000);
+    expect(
+      reduce(recordToolRound, startedContextWith({ lastEventAt: 9_000 }), toolsCompleted({}, { at: 2_000 }))
+        .lastEventAt,
+    ).toBe(9_000);
   });
 
   it('rejects an event of another type', () => {
@@ -359,7 +452,10 @@ describe('recordToolRound', () => {
 
 describe('recordEvaluation', () => {
   it('leaves usage and the transport retries as they were when no judge ran', () => {
-    const context = startedContextWith({ usage: { inputTokens: 10, costUsd: 0.2, modelCalls: 1 }, transport: { retries: 1 } });
+    const context = startedContextWith({
+      usage: { inputTokens: 10, costUsd: 0.2, modelCalls: 1 },
+      transport: { retries: 1 },
+    });
     const result = reduce(recordEvaluation, context, evaluationRejected('missing total'));
     expect(result.usage).toEqual(context.usage);
     expect(result.transport).toEqual(context.transport);
@@ -371,7 +467,11 @@ describe('recordEvaluation', () => {
       usage: { inputTokens: 10, outputTokens: 5, costUsd: 0.2, modelCalls: 1, toolCalls: 4 },
       transport: { consecutiveFailures: 0, retries: 1 },
     });
-    const event = evaluationPassed({ usage: { inputTokens: 30, outputTokens: 3, costUsd: 0.05 }, modelCalls: 3, transportRetries: 2 });
+    const event = evaluationPassed({
+      usage: { inputTokens: 30, outputTokens: 3, costUsd: 0.05 },
+      modelCalls: 3,
+      transportRetries: 2,
+    });
     const result = reduce(recordEvaluation, context, event);
     expect(result.usage).toMatchObject({ inputTokens: 40, outputTokens: 8, modelCalls: 4, toolCalls: 4 });
     expect(result.transport).toEqual({ consecutiveFailures: 0, retries: 3 });
@@ -379,14 +479,24 @@ describe('recordEvaluation', () => {
 
   it('counts judge calls that returned no usage (every attempt failed)', () => {
     const context = startedContextWith({ usage: { inputTokens: 10, modelCalls: 1 } });
-    const result = reduce(recordEvaluation, context, evaluationRejected('judge unavailable', { usage: null, modelCalls: 2, transportRetries: 1 }));
+    const result = reduce(
+      recordEvaluation,
+      context,
+      evaluationRejected('judge unavailable', { usage: null, modelCalls: 2, transportRetries: 1 }),
+    );
     expect(result.usage).toEqual({ ...context.usage, modelCalls: 3 });
     expect(result.transport?.retries).toBe(1);
   });
 
   it('adds a judge call to the usage and counts it as a model call', () => {
-    const context = startedContextWith({ usage: { inputTokens: 10, outputTokens: 5, costUsd: 0.2, modelCalls: 1, toolCalls: 4 } });
-    const result = reduce(recordEvaluation, context, evaluationPassed({ usage: { inputTokens: 30, outputTokens: 3, costUsd: 0.05 } }));
+    const context = startedContextWith({
+      usage: { inputTokens: 10, outputTokens: 5, costUsd: 0.2, modelCalls: 1, toolCalls: 4 },
+    });
+    const result = reduce(
+      recordEvaluation,
+      context,
+      evaluationPassed({ usage: { inputTokens: 30, outputTokens: 3, costUsd: 0.05 } }),
+    );
     expect(result.usage?.inputTokens).toBe(40);
     expect(result.usage?.outputTokens).toBe(8);
     expect(result.usage?.costUsd).toBeCloseTo(0.25, 12);
@@ -395,37 +505,73 @@ describe('recordEvaluation', () => {
   });
 
   it('records the clock and the next request estimate', () => {
-    const result = reduce(recordEvaluation, startedContextWith(), evaluationRejected('x', { at: 2_750, nextRequestTokens: 400 }));
+    const result = reduce(
+      recordEvaluation,
+      startedContextWith(),
+      evaluationRejected('x', { at: 2_750, nextRequestTokens: 400 }),
+    );
     expect(result.lastEventAt).toBe(2_750);
     expect(result.nextRequestTokens).toBe(400);
   });
 
   it('starts the same-reason streak at 1 on the first failure, remembering the reason and the output', () => {
-    const result = reduce(recordEvaluation, startedContextWith(), evaluationRejected('missing total', { outputDigest: 'out-1' }));
-    expect(result.progress).toMatchObject({ lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 1 });
+    const result = reduce(
+      recordEvaluation,
+      startedContextWith(),
+      evaluationRejected('missing total', { outputDigest: 'out-1' }),
+    );
+    expect(result.progress).toMatchObject({
+      lastEvaluatorReason: 'missing total',
+      lastOutputDigest: 'out-1',
+      sameReasonStreak: 1,
+    });
   });
 
   it('grows the streak when the same output is rejected for the same reason', () => {
-    const context = startedContextWith({ progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 1 } });
+    const context = startedContextWith({
+      progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 1 },
+    });
     const result = reduce(recordEvaluation, context, evaluationRejected('missing total', { outputDigest: 'out-1' }));
-    expect(result.progress).toMatchObject({ lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 2 });
+    expect(result.progress).toMatchObject({
+      lastEvaluatorReason: 'missing total',
+      lastOutputDigest: 'out-1',
+      sameReasonStreak: 2,
+    });
   });
 
   it('restarts the streak at 1 when the output changed, even for the same reason: the answer is moving', () => {
-    const context = startedContextWith({ progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 1 } });
+    const context = startedContextWith({
+      progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 1 },
+    });
     const result = reduce(recordEvaluation, context, evaluationRejected('missing total', { outputDigest: 'out-2' }));
-    expect(result.progress).toMatchObject({ lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-2', sameReasonStreak: 1 });
+    expect(result.progress).toMatchObject({
+      lastEvaluatorReason: 'missing total',
+      lastOutputDigest: 'out-2',
+      sameReasonStreak: 1,
+    });
   });
 
   it('restarts the streak at 1 when the failure reason changes, even for the same output', () => {
-    const context = startedContextWith({ progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 2 } });
-    const result = reduce(recordEvaluation, context, evaluationRejected('total is negative', { outputDigest: 'out-1' }));
+    const context = startedContextWith({
+      progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 2 },
+    });
+    const result = reduce(
+      recordEvaluation,
+      context,
+      evaluationRejected('total is negative', { outputDigest: 'out-1' }),
+    );
     expect(result.progress).toMatchObject({ lastEvaluatorReason: 'total is negative', sameReasonStreak: 1 });
   });
 
   it('clears the reason, the output and the streak when the evaluation passes', () => {
-    const context = startedContextWith({ progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 2 } });
-    const result = reduce(recordEvaluation, context, evaluationCompleted(true, 'missing total', { outputDigest: 'out-1' }));
+    const context = startedContextWith({
+      progress: { lastEvaluatorReason: 'missing total', lastOutputDigest: 'out-1', sameReasonStreak: 2 },
+    });
+    const result = reduce(
+      recordEvaluation,
+      context,
+      evaluationCompleted(true, 'missing total', { outputDigest: 'out-1' }),
+    );
     expect(result.progress).toMatchObject({ lastEvaluatorReason: null, lastOutputDigest: null, sameReasonStreak: 0 });
   });
 
@@ -457,21 +603,31 @@ describe('recordBackoffElapsed', () => {
 
 describe('recordInterruption', () => {
   it('only moves the clock, for a cancel and for a deadline event', () => {
-    expect(reduce(recordInterruption, startedContextWith(), { type: 'run.cancelRequested', at: 3_000, message: 'user' })).toEqual({
+    expect(
+      reduce(recordInterruption, startedContextWith(), { type: 'run.cancelRequested', at: 3_000, message: 'user' }),
+    ).toEqual({
       lastEventAt: 3_000,
     });
-    expect(reduce(recordInterruption, startedContextWith(), { type: 'run.deadlineReached', at: 4_000 })).toEqual({ lastEventAt: 4_000 });
+    expect(reduce(recordInterruption, startedContextWith(), { type: 'run.deadlineReached', at: 4_000 })).toEqual({
+      lastEventAt: 4_000,
+    });
   });
 
   it('never moves the clock backwards', () => {
-    expect(reduce(recordInterruption, startedContextWith({ lastEventAt: 9_000 }), { type: 'run.deadlineReached', at: 4_000 })).toEqual({
+    expect(
+      reduce(recordInterruption, startedContextWith({ lastEventAt: 9_000 }), {
+        type: 'run.deadlineReached',
+        at: 4_000,
+      }),
+    ).toEqual({
       lastEventAt: 9_000,
     });
   });
 
   describe('model calls cut short', () => {
     const usage = { inputTokens: 200, outputTokens: 20, costUsd: 0.01 };
-    const before = () => startedContextWith({ usage: { inputTokens: 100, outputTokens: 10, costUsd: 0.02, modelCalls: 2, toolCalls: 3 } });
+    const before = () =>
+      startedContextWith({ usage: { inputTokens: 100, outputTokens: 10, costUsd: 0.02, modelCalls: 2, toolCalls: 3 } });
 
     it.each([
       { type: 'run.cancelRequested', at: 3_000, message: 'user', usage },
@@ -501,11 +657,15 @@ describe('recordInterruption', () => {
   });
 
   it('only moves the clock for a withheld tool', () => {
-    expect(reduce(recordInterruption, startedContextWith(), { type: 'tool.withheld', at: 3_000, tool: 'search' })).toEqual({ lastEventAt: 3_000 });
+    expect(
+      reduce(recordInterruption, startedContextWith(), { type: 'tool.withheld', at: 3_000, tool: 'search' }),
+    ).toEqual({ lastEventAt: 3_000 });
   });
 
   it('rejects an event of another type', () => {
-    expect(() => recordInterruption({ context: startedContextWith(), event: { type: 'backoff.elapsed', at: 1 } })).toThrow();
+    expect(() =>
+      recordInterruption({ context: startedContextWith(), event: { type: 'backoff.elapsed', at: 1 } }),
+    ).toThrow();
   });
 });
 

@@ -66,9 +66,15 @@ export function recordModelFailure({ context, event }: ReducerArgs): Partial<Loo
   const modelCalls = event.modelCalls ?? 1;
   return {
     lastEventAt: Math.max(context.lastEventAt, event.at),
-    usage: event.usage === undefined ? { ...context.usage, modelCalls: context.usage.modelCalls + modelCalls } : addUsage(context.usage, event.usage, modelCalls),
+    usage:
+      event.usage === undefined
+        ? { ...context.usage, modelCalls: context.usage.modelCalls + modelCalls }
+        : addUsage(context.usage, event.usage, modelCalls),
     feedback: null,
-    transport: { consecutiveFailures: context.transport.consecutiveFailures + 1, retries: context.transport.retries + (event.transportRetries ?? 0) },
+    transport: {
+      consecutiveFailures: context.transport.consecutiveFailures + 1,
+      retries: context.transport.retries + (event.transportRetries ?? 0),
+    },
   };
 }
 
@@ -80,7 +86,8 @@ export function recordToolRound({ context, event }: ReducerArgs): Partial<LoopCo
   // only by moving the plan): the next signal nudges again instead of stopping.
   const broughtNews = round.maxRepeatCount > 0 && !round.allObservationsSeen;
   const planProgressed = round.plan?.progressed === true;
-  const answeredNudge = (broughtNews || planProgressed) && progress.nudgedAtStep !== null && progress.nudgedAtStep < context.steps;
+  const answeredNudge =
+    (broughtNews || planProgressed) && progress.nudgedAtStep !== null && progress.nudgedAtStep < context.steps;
   // A plan-stall nudge answered with new results starts the count over: the plan is nudged again later, never stopped while work goes on.
   const restartPlanCount = planProgressed || (answeredNudge && progress.lastSignal === 'plan_stall');
   return {
@@ -103,14 +110,18 @@ export function recordEvaluation({ context, event }: ReducerArgs): Partial<LoopC
   assertEvent(event, 'evaluation.completed');
   const progress = context.progress;
   // An answer that changes is improving (bounded by maxRetries); only the same answer with the same reason is stuck.
-  const sameRejection = !event.passed && event.reason === progress.lastEvaluatorReason && event.outputDigest === progress.lastOutputDigest;
+  const sameRejection =
+    !event.passed && event.reason === progress.lastEvaluatorReason && event.outputDigest === progress.lastOutputDigest;
   const usage = event.usage === null ? context.usage : addUsage(context.usage, event.usage, 0);
   return {
     lastEventAt: Math.max(context.lastEventAt, event.at),
     nextRequestTokens: event.nextRequestTokens,
     usage: { ...usage, modelCalls: usage.modelCalls + event.modelCalls },
     // Each judge call had its own attempts; the run's total still counts them.
-    transport: event.transportRetries === 0 ? context.transport : { ...context.transport, retries: context.transport.retries + event.transportRetries },
+    transport:
+      event.transportRetries === 0
+        ? context.transport
+        : { ...context.transport, retries: context.transport.retries + event.transportRetries },
     progress: {
       ...progress,
       lastEvaluatorReason: event.passed ? null : event.reason,

@@ -2,7 +2,13 @@
  * Human-readable detail for a stop reason, built from the context at the moment it stopped. Each
  * detail names what hit the limit, the threshold, and the option that controls it.
  */
-import { isCostBudgetExhausted, isDeadlineExceeded, isOutputBudgetExhausted, isTaskStepLimitReached, isToolCallBudgetExhausted } from '../guards/budget.js';
+import {
+  isCostBudgetExhausted,
+  isDeadlineExceeded,
+  isOutputBudgetExhausted,
+  isTaskStepLimitReached,
+  isToolCallBudgetExhausted,
+} from '../guards/budget.js';
 import { hasTransportAttemptsLeft } from '../guards/retry.js';
 import type { LoopContext, LoopEvent, NoProgressSignal, StopReason } from '../machines/types.js';
 
@@ -24,12 +30,18 @@ export function describeStop(
       return `reached maxSteps (${limits.maxSteps}) before the task passed evaluation; raise limits.maxSteps`;
     case 'deadline_exceeded':
       // A failure whose backoff would end past the deadline stops before the deadline: say which wait it was.
-      if (event.type === 'model.failed' && !isDeadlineExceeded({ context, event })) return describeBackoffPastDeadline(context, event);
+      if (event.type === 'model.failed' && !isDeadlineExceeded({ context, event }))
+        return describeBackoffPastDeadline(context, event);
       return `the run passed its deadline (${limits.deadlineMs} ms); raise limits.deadlineMs`;
     case 'budget_exhausted':
-      if (isCostBudgetExhausted({ context, event })) return `cost $${usage.costUsd.toFixed(6)} reached maxCostUsd ($${limits.maxCostUsd}); raise limits.maxCostUsd`;
-      if (isOutputBudgetExhausted({ context, event })) return `output tokens ${usage.outputTokens} reached maxOutputTokens (${limits.maxOutputTokens}); raise limits.maxOutputTokens`;
-      if (context.usage.inputTokens + context.nextRequestTokens <= limits.maxInputTokens && isToolCallBudgetExhausted({ context, event })) {
+      if (isCostBudgetExhausted({ context, event }))
+        return `cost $${usage.costUsd.toFixed(6)} reached maxCostUsd ($${limits.maxCostUsd}); raise limits.maxCostUsd`;
+      if (isOutputBudgetExhausted({ context, event }))
+        return `output tokens ${usage.outputTokens} reached maxOutputTokens (${limits.maxOutputTokens}); raise limits.maxOutputTokens`;
+      if (
+        context.usage.inputTokens + context.nextRequestTokens <= limits.maxInputTokens &&
+        isToolCallBudgetExhausted({ context, event })
+      ) {
         return `the model asked for more tool calls after ${usage.toolCalls} ran, the run's maxToolCalls (${limits.maxToolCalls}); raise limits.maxToolCalls`;
       }
       return `the next request (~${context.nextRequestTokens} input tokens) would take input tokens past maxInputTokens (${limits.maxInputTokens}; used ${usage.inputTokens}); raise limits.maxInputTokens`;
@@ -38,7 +50,8 @@ export function describeStop(
     case 'permission_denied':
       return `the policy denied tool "${blockedToolOf(event)}"; it is never retried (set policy.onDeny to 'tell_model' to let the model work around denials)`;
     case 'tool_unavailable':
-      if (event.type === 'tool.withheld') return `the task requires tool "${event.tool}", which is unavailable (circuit breaker open)`;
+      if (event.type === 'tool.withheld')
+        return `the task requires tool "${event.tool}", which is unavailable (circuit breaker open)`;
       return event.type === 'model.responded'
         ? `tool "${blockedToolOf(event)}", which the task needs, is unavailable (circuit breaker open)`
         : 'a tool the task needs is unavailable (circuit breaker open)';
@@ -62,12 +75,14 @@ function describeCompleted(context: LoopContext): string {
   const unchecked = tasks.filter((task) => task.evaluated === false).map((task) => task.id);
   if (unchecked.length === 0) return `${completedTasks} of ${tasks.length} task(s) passed evaluation`;
   if (tasks.length === 1) return 'completed; no evaluator configured';
-  if (unchecked.length === tasks.length) return `${completedTasks} of ${tasks.length} task(s) completed; no evaluator configured`;
+  if (unchecked.length === tasks.length)
+    return `${completedTasks} of ${tasks.length} task(s) completed; no evaluator configured`;
   return `${completedTasks} of ${tasks.length} task(s) completed; no evaluator configured for ${unchecked.join(', ')}`;
 }
 
 function blockedToolOf(event: LoopEvent): string {
-  if (event.type === 'model.responded' && event.decision.kind === 'tool_calls') return event.decision.blockedTool ?? '?';
+  if (event.type === 'model.responded' && event.decision.kind === 'tool_calls')
+    return event.decision.blockedTool ?? '?';
   return '?';
 }
 
@@ -120,9 +135,10 @@ const callNumber = (context: LoopContext): number => Math.max(1, context.usage.m
 function describeBackoffPastDeadline(context: LoopContext, event: ModelFailedEvent): string {
   const { deadlineMs } = context.limits;
   const deadline = (context.startedAt ?? event.at) + deadlineMs;
-  const wait = event.retryAfterMs === undefined
-    ? `its backoff is ${event.retryDelayMs} ms`
-    : `the server asked to wait ${event.retryAfterMs} ms (Retry-After)${event.retryDelayMs === event.retryAfterMs ? '' : `, the backoff is ${event.retryDelayMs} ms`}`;
+  const wait =
+    event.retryAfterMs === undefined
+      ? `its backoff is ${event.retryDelayMs} ms`
+      : `the server asked to wait ${event.retryAfterMs} ms (Retry-After)${event.retryDelayMs === event.retryAfterMs ? '' : `, the backoff is ${event.retryDelayMs} ms`}`;
   const lower = event.retryAfterMs === undefined ? '' : ' (or lower retry.maxRetryAfterMs)';
   return `model call ${callNumber(context)} failed (${failureLabel(event.status, event.errorKind)}) and ${wait}: the retry would start ${event.at + event.retryDelayMs - deadline} ms after the deadline (${deadlineMs} ms; ${Math.max(0, deadline - event.at)} ms were left), so the run stopped without waiting; raise limits.deadlineMs${lower}`;
 }
@@ -140,6 +156,7 @@ function describeTransportFailure(context: LoopContext, event: ModelFailedEvent,
 function describeRetriesExhausted(context: LoopContext, event: LoopEvent): string {
   const task = context.tasks[context.taskIndex]?.id ?? '?';
   if (event.type === 'model.failed') return describeTransportFailure(context, event, task);
-  if (event.type === 'evaluation.completed') return `task ${task}: evaluation still failing after ${context.task.reflectionRetries} reflection retries: ${event.reason}; raise limits.maxRetries`;
+  if (event.type === 'evaluation.completed')
+    return `task ${task}: evaluation still failing after ${context.task.reflectionRetries} reflection retries: ${event.reason}; raise limits.maxRetries`;
   return `task ${task}: tool arguments still invalid after ${context.task.argumentRepairs} repair(s); raise limits.maxArgumentRepairs`;
 }

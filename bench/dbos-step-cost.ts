@@ -19,9 +19,14 @@ import { postgresStore } from 'loopstate/postgres';
 
 const steps = Number(process.argv[2] ?? 2_000);
 const loopSteps = Number(process.argv[3] ?? 40);
-console.log(`load average at start: ${loadavg().map((load) => load.toFixed(2)).join(' ')}`);
+console.log(
+  `load average at start: ${loadavg()
+    .map((load) => load.toFixed(2))
+    .join(' ')}`,
+);
 const serverUrl = process.env.LOOPSTATE_TEST_POSTGRES_URL;
-if (serverUrl === undefined) throw new Error('set LOOPSTATE_TEST_POSTGRES_URL (bash .ci/postgres.sh start /tmp/pg prints one)');
+if (serverUrl === undefined)
+  throw new Error('set LOOPSTATE_TEST_POSTGRES_URL (bash .ci/postgres.sh start /tmp/pg prints one)');
 
 const database = `loopstate_bench_${process.pid}`;
 const admin = new pg.Client({ connectionString: serverUrl });
@@ -34,19 +39,29 @@ url.pathname = `/${database}`;
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 const report = (name: string, samples: number[]) => {
   const sorted = [...samples].sort((a, b) => a - b);
-  console.log(`${name}: p50 ${(percentile(sorted, 0.5) * 1000).toFixed(0)} µs, p95 ${(percentile(sorted, 0.95) * 1000).toFixed(0)} µs, mean ${((samples.reduce((a, b) => a + b, 0) / samples.length) * 1000).toFixed(0)} µs (${samples.length} samples)`);
+  console.log(
+    `${name}: p50 ${(percentile(sorted, 0.5) * 1000).toFixed(0)} µs, p95 ${(percentile(sorted, 0.95) * 1000).toFixed(0)} µs, mean ${((samples.reduce((a, b) => a + b, 0) / samples.length) * 1000).toFixed(0)} µs (${samples.length} samples)`,
+  );
 };
 
 const stepTimes: number[] = [];
-const workflow = DBOS.registerWorkflow(async (count: number) => {
-  for (let index = 0; index < count; index++) {
-    const started = performance.now();
-    await DBOS.runStep(async () => ({ index, reply: 'x'.repeat(200) }), { name: 'step' });
-    stepTimes.push(performance.now() - started);
-  }
-  return count;
-}, { name: 'bench' });
-DBOS.setConfig({ name: 'loopstate-bench', systemDatabaseUrl: url.toString(), logLevel: 'warn', applicationVersion: 'bench' });
+const workflow = DBOS.registerWorkflow(
+  async (count: number) => {
+    for (let index = 0; index < count; index++) {
+      const started = performance.now();
+      await DBOS.runStep(async () => ({ index, reply: 'x'.repeat(200) }), { name: 'step' });
+      stepTimes.push(performance.now() - started);
+    }
+    return count;
+  },
+  { name: 'bench' },
+);
+DBOS.setConfig({
+  name: 'loopstate-bench',
+  systemDatabaseUrl: url.toString(),
+  logLevel: 'warn',
+  applicationVersion: 'bench',
+});
 await DBOS.launch();
 await workflow(50); // warm-up
 stepTimes.length = 0;
@@ -76,11 +91,28 @@ function benchLoop(store: Store) {
       const wanted = Number(/steps=(\d+)/.exec(String(messages[0]?.content ?? messages[1]?.content))?.[1] ?? 0);
       const usage = { inputTokens: 100, outputTokens: 10 };
       if (step >= wanted - 1) return { text: 'done', toolCalls: [], usage };
-      return { text: null, toolCalls: [{ id: `c${step}`, name: 'lookup', arguments: JSON.stringify({ n: step }) }], usage };
+      return {
+        text: null,
+        toolCalls: [{ id: `c${step}`, name: 'lookup', arguments: JSON.stringify({ n: step }) }],
+        usage,
+      };
     },
   };
-  const lookup = defineTool({ name: 'lookup', description: 'Look up', input: z.object({ n: z.number() }), access: 'read', idempotent: true, execute: async ({ n }) => ({ n, found: true }) });
-  return createLoop({ model, tools: [lookup], store, limits: { maxSteps: loopSteps * 4 + 5 }, noProgress: { unchangedState: 1_000 } });
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'Look up',
+    input: z.object({ n: z.number() }),
+    access: 'read',
+    idempotent: true,
+    execute: async ({ n }) => ({ n, found: true }),
+  });
+  return createLoop({
+    model,
+    tools: [lookup],
+    store,
+    limits: { maxSteps: loopSteps * 4 + 5 },
+    noProgress: { unchangedState: 1_000 },
+  });
 }
 
 // Two run lengths: the slope between them is the cost per loop step, the rest a run's fixed cost
@@ -88,7 +120,14 @@ function benchLoop(store: Store) {
 const lengths = [loopSteps, loopSteps * 4] as const;
 const loopStore = postgresStore({ connectionString: url.toString() });
 const embedded = benchLoop(loopStore);
-const worker = await dbosWorker({ loop: benchLoop(loopStore), store: loopStore, systemDatabaseUrl: url.toString(), executorId: 'bench', version: 'bench', stepsPerWorkflow: 10_000 });
+const worker = await dbosWorker({
+  loop: benchLoop(loopStore),
+  store: loopStore,
+  systemDatabaseUrl: url.toString(),
+  executorId: 'bench',
+  version: 'bench',
+  stepsPerWorkflow: 10_000,
+});
 type Mode = 'embedded' | 'dbos';
 const runMs: Record<`${Mode}:${number}`, number[]> = {};
 const waitMs: Record<number, number[]> = {};
@@ -99,7 +138,10 @@ for (let round = -1; round < rounds; round++) {
       const runId = `loop-${mode}-${length}-${round}`;
       const goal = `Look everything up (steps=${length})`;
       const started = performance.now();
-      const result = mode === 'embedded' ? await embedded.run({ goal, runId }) : await worker.enqueue({ goal, runId }).then(() => worker.result(runId));
+      const result =
+        mode === 'embedded'
+          ? await embedded.run({ goal, runId })
+          : await worker.enqueue({ goal, runId }).then(() => worker.result(runId));
       let elapsed = performance.now() - started;
       if (mode === 'dbos') {
         // Inside the workflow, from its first step's start to its last step's end: the queue's and the
@@ -109,15 +151,23 @@ for (let round = -1; round < rounds; round++) {
         if (round >= 0) (waitMs[length] ??= []).push(elapsed - inside);
         elapsed = inside;
       }
-      if (result.stopReason !== 'completed' || result.steps !== length) throw new Error(`${mode} run ${runId} did not do the work: ${result.stopReason} after ${result.steps} steps (${result.detail})`);
+      if (result.stopReason !== 'completed' || result.steps !== length)
+        throw new Error(
+          `${mode} run ${runId} did not do the work: ${result.stopReason} after ${result.steps} steps (${result.detail})`,
+        );
       if (round >= 0) (runMs[`${mode}:${length}`] ??= []).push(elapsed);
     }
   }
 }
 const recorded = await DBOS.listWorkflowSteps(`loop-dbos-${loopSteps}-0`);
-const effectSteps = (recorded ?? []).filter((step) => (step.output as { kind?: string } | null)?.kind === 'effect').length;
+const effectSteps = (recorded ?? []).filter(
+  (step) => (step.output as { kind?: string } | null)?.kind === 'effect',
+).length;
 // A model call and a tool round a step, but the last step's answer is evaluated instead.
-if (effectSteps !== loopSteps * 2) throw new Error(`expected ${loopSteps * 2} effect steps (model calls, tool rounds, the answer's evaluation), found ${effectSteps}`);
+if (effectSteps !== loopSteps * 2)
+  throw new Error(
+    `expected ${loopSteps * 2} effect steps (model calls, tool rounds, the answer's evaluation), found ${effectSteps}`,
+  );
 await worker.shutdown();
 await loopStore.close();
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -127,9 +177,23 @@ const fit = (mode: Mode) => {
   return { perStepMs, perRunMs: short! - perStepMs * lengths[0] };
 };
 const [plain, dbos] = [fit('embedded'), fit('dbos')];
-console.log(`loop steps (a model call and a tool round each: two effects), runs of ${lengths.join(' and ')} steps, ${rounds} runs each, medians, fitted:`);
-console.log(`  embedded on postgresStore: ${(plain.perStepMs * 1000).toFixed(0)} µs/step, ${plain.perRunMs.toFixed(1)} ms/run`);
-console.log(`  dbosWorker (each effect a DBOS step), inside the workflow: ${(dbos.perStepMs * 1000).toFixed(0)} µs/step, ${dbos.perRunMs.toFixed(1)} ms/run`);
-console.log(`  DBOS adds ${((dbos.perStepMs - plain.perStepMs) * 1000).toFixed(0)} µs/step (${(dbos.perStepMs / plain.perStepMs).toFixed(2)}×)`);
-console.log(`  plus, outside the workflow (enqueue → dequeue, result polling), median: ${lengths.map((length) => `${median(waitMs[length]!).toFixed(0)} ms at ${length} steps`).join(', ')}`);
-console.log(`load average at end: ${loadavg().map((load) => load.toFixed(2)).join(' ')}`);
+console.log(
+  `loop steps (a model call and a tool round each: two effects), runs of ${lengths.join(' and ')} steps, ${rounds} runs each, medians, fitted:`,
+);
+console.log(
+  `  embedded on postgresStore: ${(plain.perStepMs * 1000).toFixed(0)} µs/step, ${plain.perRunMs.toFixed(1)} ms/run`,
+);
+console.log(
+  `  dbosWorker (each effect a DBOS step), inside the workflow: ${(dbos.perStepMs * 1000).toFixed(0)} µs/step, ${dbos.perRunMs.toFixed(1)} ms/run`,
+);
+console.log(
+  `  DBOS adds ${((dbos.perStepMs - plain.perStepMs) * 1000).toFixed(0)} µs/step (${(dbos.perStepMs / plain.perStepMs).toFixed(2)}×)`,
+);
+console.log(
+  `  plus, outside the workflow (enqueue → dequeue, result polling), median: ${lengths.map((length) => `${median(waitMs[length]!).toFixed(0)} ms at ${length} steps`).join(', ')}`,
+);
+console.log(
+  `load average at end: ${loadavg()
+    .map((load) => load.toFixed(2))
+    .join(' ')}`,
+);

@@ -13,7 +13,11 @@ import { digest64, legacySha1 } from '../src/engine/progress/digest.js';
 const iterations = Number(process.argv[2] ?? 200_000);
 const texts = {
   'fingerprint (60 B)': 'get_order_status:{"order_id":"O-101"}\n9f86d081884c7d659a2feaa0',
-  'tool result (400 B)': JSON.stringify({ order_id: 'O-101', status: 'shipped', items: Array.from({ length: 6 }, (_, index) => ({ sku: `SKU-${index}`, quantity: index + 1, price: 9.99 + index })) }).padEnd(400, ' '),
+  'tool result (400 B)': JSON.stringify({
+    order_id: 'O-101',
+    status: 'shipped',
+    items: Array.from({ length: 6 }, (_, index) => ({ sku: `SKU-${index}`, quantity: index + 1, price: 9.99 + index })),
+  }).padEnd(400, ' '),
   'tool result (8 KB)': 'x'.repeat(8_192),
 };
 const candidates: Record<string, (text: string) => string> = {
@@ -34,8 +38,13 @@ for (const [label, text] of Object.entries(texts)) {
   const best: Record<string, number> = {};
   // Interleaved rounds, best of five: each candidate sees the same machine state.
   for (let round = 0; round < 5; round++) {
-    for (const [name, digest] of Object.entries(candidates)) best[name] = Math.min(best[name] ?? Infinity, nsPerCall(digest, text, count));
+    for (const [name, digest] of Object.entries(candidates))
+      best[name] = Math.min(best[name] ?? Infinity, nsPerCall(digest, text, count));
   }
-  console.log(`${label}: ${Object.entries(best).map(([name, ns]) => `${name} ${ns.toFixed(0)} ns`).join(' | ')}`);
+  console.log(
+    `${label}: ${Object.entries(best)
+      .map(([name, ns]) => `${name} ${ns.toFixed(0)} ns`)
+      .join(' | ')}`,
+  );
 }
 if (sink === 0) console.log('');

@@ -28,13 +28,20 @@ function instantModel(steps: number): Model {
     async generate() {
       call = (call % steps) + 1;
       const usage = { inputTokens: 50, outputTokens: 10 };
-      if (call < steps) return { text: null, toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }], usage };
+      if (call < steps)
+        return { text: null, toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }], usage };
       return { text: '{"done":true}', toolCalls: [], usage };
     },
   };
 }
 
-const lookup = defineTool({ name: 'lookup', description: 'Look a key up.', input: z.object({ key: z.string() }), access: 'read', execute: ({ key }) => `value of ${key}` });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Look a key up.',
+  input: z.object({ key: z.string() }),
+  access: 'read',
+  execute: ({ key }) => `value of ${key}`,
+});
 
 interface Configuration {
   name: string;
@@ -45,9 +52,18 @@ interface Configuration {
 }
 
 function configuration(name: string, steps: number, store: Store | undefined, path: string | null): Configuration {
-  const loop = createLoop({ model: instantModel(steps), tools: [lookup], limits: { maxSteps: steps + 1, deadlineMs: Infinity }, noProgress: { unchangedState: 1_000 }, ...(store ? { store } : {}) });
+  const loop = createLoop({
+    model: instantModel(steps),
+    tools: [lookup],
+    limits: { maxSteps: steps + 1, deadlineMs: Infinity },
+    noProgress: { unchangedState: 1_000 },
+    ...(store ? { store } : {}),
+  });
   return {
-    name, store, path, samples: [],
+    name,
+    store,
+    path,
+    samples: [],
     run: async (runId) => {
       const result = await loop.run({ goal: 'go', runId });
       if (result.stopReason !== 'completed') throw new Error(`run stopped with ${result.stopReason}: ${result.detail}`);
@@ -73,12 +89,25 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
 
-function journalBytes(path: string, steps: number): { journalBytesPerStep: number; rowsPerStep: number; snapshotBytes: number } {
+function journalBytes(
+  path: string,
+  steps: number,
+): { journalBytesPerStep: number; rowsPerStep: number; snapshotBytes: number } {
   const db = new Database(path, { readonly: true });
-  const journal = db.prepare("SELECT count(*) AS rows, sum(length(body)) AS bytes, count(DISTINCT run_id) AS runs FROM journal WHERE run_id LIKE 'run-%'").get() as { rows: number; bytes: number; runs: number };
-  const snapshot = db.prepare("SELECT avg(length(body)) AS bytes FROM snapshots WHERE run_id LIKE 'run-%'").get() as { bytes: number | null };
+  const journal = db
+    .prepare(
+      "SELECT count(*) AS rows, sum(length(body)) AS bytes, count(DISTINCT run_id) AS runs FROM journal WHERE run_id LIKE 'run-%'",
+    )
+    .get() as { rows: number; bytes: number; runs: number };
+  const snapshot = db.prepare("SELECT avg(length(body)) AS bytes FROM snapshots WHERE run_id LIKE 'run-%'").get() as {
+    bytes: number | null;
+  };
   db.close();
-  return { journalBytesPerStep: journal.bytes / (journal.runs * steps), rowsPerStep: journal.rows / (journal.runs * steps), snapshotBytes: snapshot.bytes ?? 0 };
+  return {
+    journalBytesPerStep: journal.bytes / (journal.runs * steps),
+    rowsPerStep: journal.rows / (journal.runs * steps),
+    snapshotBytes: snapshot.bytes ?? 0,
+  };
 }
 
 /** The append path alone: one ~1 KB event row per transaction, percentiles over many. */
@@ -95,17 +124,28 @@ async function appendLatency(durability: 'normal' | 'full'): Promise<{ p50: numb
   }
   await store.close();
   samples.sort((a, b) => a - b);
-  return { p50: samples[Math.floor(samples.length * 0.5)] ?? NaN, p99: samples[Math.floor(samples.length * 0.99)] ?? NaN };
+  return {
+    p50: samples[Math.floor(samples.length * 0.5)] ?? NaN,
+    p99: samples[Math.floor(samples.length * 0.99)] ?? NaN,
+  };
 }
 
-const rows: string[] = ['| steps per run | store | µs per step (median round) | journal µs per step | journal bytes per step | rows per step | snapshot bytes |', '|---|---|---|---|---|---|---|'];
+const rows: string[] = [
+  '| steps per run | store | µs per step (median round) | journal µs per step | journal bytes per step | rows per step | snapshot bytes |',
+  '|---|---|---|---|---|---|---|',
+];
 for (const steps of historyLengths) {
   const sqlitePath = (durability: string) => join(scratch, `loop-${steps}-${durability}.db`);
   const configurations = [
     configuration('none', steps, undefined, null),
     configuration('memoryStore', steps, memoryStore(), null),
     configuration('sqlite normal', steps, sqliteStore({ path: sqlitePath('normal') }), sqlitePath('normal')),
-    configuration('sqlite full', steps, sqliteStore({ path: sqlitePath('full'), durability: 'full' }), sqlitePath('full')),
+    configuration(
+      'sqlite full',
+      steps,
+      sqliteStore({ path: sqlitePath('full'), durability: 'full' }),
+      sqlitePath('full'),
+    ),
   ];
   await measureAll(steps, configurations);
   const baseline = median(configurations[0]!.samples);
@@ -113,7 +153,9 @@ for (const steps of historyLengths) {
     await config.store?.close();
     const micros = median(config.samples);
     const bytes = config.path === null ? null : journalBytes(config.path, steps);
-    rows.push(`| ${steps} | ${config.name} | ${micros.toFixed(1)} | ${config.store ? (micros - baseline).toFixed(1) : '—'} | ${bytes ? bytes.journalBytesPerStep.toFixed(0) : '—'} | ${bytes ? bytes.rowsPerStep.toFixed(1) : '—'} | ${bytes ? bytes.snapshotBytes.toFixed(0) : '—'} |`);
+    rows.push(
+      `| ${steps} | ${config.name} | ${micros.toFixed(1)} | ${config.store ? (micros - baseline).toFixed(1) : '—'} | ${bytes ? bytes.journalBytesPerStep.toFixed(0) : '—'} | ${bytes ? bytes.rowsPerStep.toFixed(1) : '—'} | ${bytes ? bytes.snapshotBytes.toFixed(0) : '—'} |`,
+    );
   }
 }
 console.log(rows.join('\n'));

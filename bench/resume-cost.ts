@@ -32,20 +32,46 @@ function model(hangAt: number | null, startAt = 0, onHang: () => void = () => un
         onHang();
         return new Promise(() => undefined);
       }
-      if (call < steps) return Promise.resolve({ text: null, toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }], usage });
+      if (call < steps)
+        return Promise.resolve({
+          text: null,
+          toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
+          usage,
+        });
       return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
     },
   };
 }
 
-const lookup = defineTool({ name: 'lookup', description: 'Look a key up.', input: z.object({ key: z.string() }), access: 'read', execute: ({ key }) => `value of ${key}` });
-const options = { tools: [lookup], limits: { maxSteps: steps + 1, maxToolCalls: steps, deadlineMs: Infinity, maxInputTokens: Infinity, maxOutputTokens: Infinity, maxCostUsd: Infinity }, noProgress: { unchangedState: 1_000_000 }, trace: { inMemory: false } } as const;
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Look a key up.',
+  input: z.object({ key: z.string() }),
+  access: 'read',
+  execute: ({ key }) => `value of ${key}`,
+});
+const options = {
+  tools: [lookup],
+  limits: {
+    maxSteps: steps + 1,
+    maxToolCalls: steps,
+    deadlineMs: Infinity,
+    maxInputTokens: Infinity,
+    maxOutputTokens: Infinity,
+    maxCostUsd: Infinity,
+  },
+  noProgress: { unchangedState: 1_000_000 },
+  trace: { inMemory: false },
+} as const;
 
 let reached: () => void = () => undefined;
 const hanging = new Promise<void>((resolve) => (reached = resolve));
 const first = sqliteStore({ path });
 const started = performance.now();
-const firstRun = createLoop({ model: model(steps, 0, () => reached()), store: first, ...options }).run({ goal: 'go', runId: 'long' });
+const firstRun = createLoop({ model: model(steps, 0, () => reached()), store: first, ...options }).run({
+  goal: 'go',
+  runId: 'long',
+});
 // A run that ends before its last call (a budget, say) would leave nothing to resume: say why instead of waiting.
 const ended = await Promise.race([hanging.then(() => null), firstRun]);
 if (ended !== null) throw new Error(`the first run ended (${ended.stopReason}: ${ended.detail}) before its last call`);
@@ -59,10 +85,13 @@ const second = sqliteStore({ path });
 const resumeStarted = performance.now();
 const result = await createLoop({ model: model(null, steps - 1), store: second, ...options }).resume('long');
 const resumeMs = performance.now() - resumeStarted;
-if (result.stopReason !== 'completed' || result.steps !== steps) throw new Error(`resume ended ${result.stopReason} after ${result.steps} steps: ${result.detail}`);
+if (result.stopReason !== 'completed' || result.steps !== steps)
+  throw new Error(`resume ended ${result.stopReason} after ${result.steps} steps: ${result.detail}`);
 await second.close();
 
-console.log(`S = ${steps.toLocaleString('en-US')}: run ${(runMs / 1000).toFixed(1)} s (${((runMs * 1000) / steps).toFixed(0)} µs/step on SQLite), resume ${resumeMs.toFixed(0)} ms, file ${(fileBytes / 2 ** 20).toFixed(1)} MiB`);
+console.log(
+  `S = ${steps.toLocaleString('en-US')}: run ${(runMs / 1000).toFixed(1)} s (${((runMs * 1000) / steps).toFixed(0)} µs/step on SQLite), resume ${resumeMs.toFixed(0)} ms, file ${(fileBytes / 2 ** 20).toFixed(1)} MiB`,
+);
 console.log(JSON.stringify({ steps, runMs, resumeMs, fileBytes }));
 rmSync(scratch, { recursive: true, force: true });
 process.exit(0);

@@ -13,7 +13,15 @@ import { z } from 'zod';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLoop, defineTool, evaluators, type Model, type ModelRequest, type ModelResponse, type TraceOptions } from 'loopstate';
+import {
+  createLoop,
+  defineTool,
+  evaluators,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  type TraceOptions,
+} from 'loopstate';
 
 // Two history lengths side by side: flat per-step overhead shows that work does not grow with history.
 const historyLengths = (process.argv[2] ?? '50,400').split(',').map(Number);
@@ -73,7 +81,11 @@ async function handWrittenRun(model: Model): Promise<number> {
     }
     for (const call of response.toolCalls) {
       const args = lookup.input.parse(JSON.parse(call.arguments));
-      messages.push({ role: 'tool', toolCallId: call.id, content: String(await lookup.execute(args, { signal, idempotencyKey: call.id, runId: 'r', callId: call.id })) });
+      messages.push({
+        role: 'tool',
+        toolCallId: call.id,
+        content: String(await lookup.execute(args, { signal, idempotencyKey: call.id, runId: 'r', callId: call.id })),
+      });
     }
   }
 }
@@ -86,7 +98,9 @@ async function measure(run: () => Promise<number>, runs: number): Promise<number
   return ((performance.now() - started) * 1000) / steps;
 }
 
-console.log(`loopstate step overhead (Node ${process.version}); every guard, no-progress detection and the in-memory trace on; trace variant: ${traceVariant}`);
+console.log(
+  `loopstate step overhead (Node ${process.version}); every guard, no-progress detection and the in-memory trace on; trace variant: ${traceVariant}`,
+);
 console.log('steps/run   hand-written   loopstate   overhead   ratio');
 for (const stepsPerRun of historyLengths) {
   const runs = Math.max(5, Math.round(stepsPerSide / stepsPerRun));
@@ -95,7 +109,13 @@ for (const stepsPerRun of historyLengths) {
     model,
     tools: [lookup],
     evaluate: [evaluators.json()],
-    limits: { maxSteps: stepsPerRun, maxInputTokens: 1e12, maxOutputTokens: 1e12, maxCostUsd: 1e6, deadlineMs: 600_000 },
+    limits: {
+      maxSteps: stepsPerRun,
+      maxInputTokens: 1e12,
+      maxOutputTokens: 1e12,
+      maxCostUsd: 1e6,
+      deadlineMs: 600_000,
+    },
     noProgress: { planStall: stepsPerRun + 1 },
     trace: traceOption(),
   });
@@ -106,10 +126,17 @@ for (const stepsPerRun of historyLengths) {
   const engine = await measure(async () => {
     model.reset();
     const result = await loop.run({ goal: 'go' });
-    if (result.stopReason !== 'completed') throw new Error(`benchmark run stopped with ${result.stopReason}: ${result.detail}`);
+    if (result.stopReason !== 'completed')
+      throw new Error(`benchmark run stopped with ${result.stopReason}: ${result.detail}`);
     return result.steps;
   }, runs);
-  const cells = [String(stepsPerRun).padStart(9), `${baseline.toFixed(2)} µs`.padStart(14), `${engine.toFixed(2)} µs`.padStart(11), `${(engine - baseline).toFixed(2)} µs`.padStart(10), `${(engine / baseline).toFixed(1)}x`.padStart(7)];
+  const cells = [
+    String(stepsPerRun).padStart(9),
+    `${baseline.toFixed(2)} µs`.padStart(14),
+    `${engine.toFixed(2)} µs`.padStart(11),
+    `${(engine - baseline).toFixed(2)} µs`.padStart(10),
+    `${(engine / baseline).toFixed(1)}x`.padStart(7),
+  ];
   console.log(cells.join(' '));
 }
 rmSync(traceFolder, { recursive: true, force: true });

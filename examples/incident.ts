@@ -16,7 +16,19 @@ import { createLoop, defineTool, evaluators, memoryStore, type Model, type RunRe
 import { sqliteStore } from 'loopstate/sqlite';
 import { reply, scriptedModel, toolCall, type ScriptStep } from 'loopstate/testing';
 
-const CHECKS = ['service_status', 'error_rate', 'latency_p99', 'recent_deploys', 'pod_restarts', 'memory_usage', 'cpu_usage', 'tail_logs', 'db_connections', 'queue_depth', 'dependency_health'] as const;
+const CHECKS = [
+  'service_status',
+  'error_rate',
+  'latency_p99',
+  'recent_deploys',
+  'pod_restarts',
+  'memory_usage',
+  'cpu_usage',
+  'tail_logs',
+  'db_connections',
+  'queue_depth',
+  'dependency_health',
+] as const;
 
 /** A simulated production: what each diagnostic says about each target. Anything else is "nothing unusual". */
 const WORLD: Record<string, string> = {
@@ -41,7 +53,10 @@ const WORLD: Record<string, string> = {
 export const runDiagnostic = defineTool({
   name: 'run_diagnostic',
   description: `Runs one read-only diagnostic against a service, database or queue. check is one of ${CHECKS.join(', ')}.`,
-  input: z.object({ check: z.enum(CHECKS), target: z.string().regex(/^[a-z][a-z0-9-]*$/, 'expected a service name like payments-api') }),
+  input: z.object({
+    check: z.enum(CHECKS),
+    target: z.string().regex(/^[a-z][a-z0-9-]*$/, 'expected a service name like payments-api'),
+  }),
   access: 'read',
   idempotent: true,
   execute: ({ check, target }) => ({ check, target, result: WORLD[`${check} ${target}`] ?? 'nothing unusual' }),
@@ -53,7 +68,11 @@ export const restarts: string[] = [];
 export const restartService = defineTool({
   name: 'restart_service',
   description: 'Rolls a service back to a version and restarts it. Destructive: needs a person to approve.',
-  input: z.object({ service: z.string(), rollbackTo: z.string().regex(/^v\d+\.\d+\.\d+$/), reason: z.string().min(10) }),
+  input: z.object({
+    service: z.string(),
+    rollbackTo: z.string().regex(/^v\d+\.\d+\.\d+$/),
+    reason: z.string().min(10),
+  }),
   access: 'destructive',
   execute: ({ service, rollbackTo }, { idempotencyKey }) => {
     restarts.push(`${service}@${rollbackTo}:${idempotencyKey}`);
@@ -70,12 +89,28 @@ export const incidentReport = z.object({
 
 /** The 22 diagnostics of the investigation, each a distinct call (no repeats: new work, never no-progress). */
 export const DIAGNOSTICS: readonly (readonly [(typeof CHECKS)[number], string])[] = [
-  ['service_status', 'checkout-web'], ['error_rate', 'checkout-web'], ['service_status', 'payments-api'], ['error_rate', 'payments-api'],
-  ['latency_p99', 'payments-api'], ['dependency_health', 'card-gateway'], ['dependency_health', 'fraud-scoring'], ['db_connections', 'payments-db'],
-  ['cpu_usage', 'payments-db'], ['memory_usage', 'payments-db'], ['queue_depth', 'payments-events'], ['pod_restarts', 'payments-api'],
-  ['cpu_usage', 'payments-api'], ['memory_usage', 'payments-api'], ['recent_deploys', 'payments-api'], ['tail_logs', 'payments-api'],
-  ['latency_p99', 'checkout-web'], ['recent_deploys', 'checkout-web'], ['pod_restarts', 'checkout-web'], ['tail_logs', 'checkout-web'],
-  ['error_rate', 'card-gateway'], ['queue_depth', 'refund-events'],
+  ['service_status', 'checkout-web'],
+  ['error_rate', 'checkout-web'],
+  ['service_status', 'payments-api'],
+  ['error_rate', 'payments-api'],
+  ['latency_p99', 'payments-api'],
+  ['dependency_health', 'card-gateway'],
+  ['dependency_health', 'fraud-scoring'],
+  ['db_connections', 'payments-db'],
+  ['cpu_usage', 'payments-db'],
+  ['memory_usage', 'payments-db'],
+  ['queue_depth', 'payments-events'],
+  ['pod_restarts', 'payments-api'],
+  ['cpu_usage', 'payments-api'],
+  ['memory_usage', 'payments-api'],
+  ['recent_deploys', 'payments-api'],
+  ['tail_logs', 'payments-api'],
+  ['latency_p99', 'checkout-web'],
+  ['recent_deploys', 'checkout-web'],
+  ['pod_restarts', 'checkout-web'],
+  ['tail_logs', 'checkout-web'],
+  ['error_rate', 'card-gateway'],
+  ['queue_depth', 'refund-events'],
 ];
 
 /** The 23rd diagnostic, after the restart: the rolled-back service's error rate, distinct from the 22 before it. */
@@ -85,8 +120,20 @@ const usage = { inputTokens: 900, outputTokens: 40 };
 
 /** The first process's model: the investigation, then the request to restart (which stops for approval). */
 export function investigationModel(): Model {
-  const steps: ScriptStep[] = DIAGNOSTICS.map(([check, target]) => toolCall('run_diagnostic', { check, target }, { usage }));
-  steps.push(toolCall('restart_service', { service: 'payments-api', rollbackTo: 'v2.13.2', reason: 'v2.14.0 leaks memory (receipt cache) and is OOMKilled every ~6 min' }, { usage }));
+  const steps: ScriptStep[] = DIAGNOSTICS.map(([check, target]) =>
+    toolCall('run_diagnostic', { check, target }, { usage }),
+  );
+  steps.push(
+    toolCall(
+      'restart_service',
+      {
+        service: 'payments-api',
+        rollbackTo: 'v2.13.2',
+        reason: 'v2.14.0 leaks memory (receipt cache) and is OOMKilled every ~6 min',
+      },
+      { usage },
+    ),
+  );
   return scriptedModel(steps);
 }
 
@@ -94,12 +141,20 @@ export function investigationModel(): Model {
 export function afterApprovalModel(): Model {
   return scriptedModel([
     toolCall('run_diagnostic', { check: CHECK_AFTER_RESTART[0], target: CHECK_AFTER_RESTART[1] }, { usage }),
-    reply(JSON.stringify({
-      rootCause: 'payments-api v2.14.0 grows its receipt cache without bound and is OOMKilled every ~6 minutes',
-      evidence: ['27 OOMKilled restarts in 40 min', 'memory climbs to the 1 GiB limit after each start', 'FATAL heap out of memory in the logs', 'v2.14.0 deployed 41 min ago'],
-      action: 'rolled payments-api back to v2.13.2 (approved) and restarted it',
-      verified: true,
-    }), { usage }),
+    reply(
+      JSON.stringify({
+        rootCause: 'payments-api v2.14.0 grows its receipt cache without bound and is OOMKilled every ~6 minutes',
+        evidence: [
+          '27 OOMKilled restarts in 40 min',
+          'memory climbs to the 1 GiB limit after each start',
+          'FATAL heap out of memory in the logs',
+          'v2.14.0 deployed 41 min ago',
+        ],
+        action: 'rolled payments-api back to v2.13.2 (approved) and restarted it',
+        verified: true,
+      }),
+      { usage },
+    ),
   ]);
 }
 
@@ -118,7 +173,9 @@ export function createIncidentLoop(model: Model, store: Store) {
 }
 
 /** The whole story: investigate, stop for approval, approve, resume from the store, report. */
-export async function runIncidentExample(log: (line: string) => void = () => undefined): Promise<{ stopped: RunResult; resumed: RunResult }> {
+export async function runIncidentExample(
+  log: (line: string) => void = () => undefined,
+): Promise<{ stopped: RunResult; resumed: RunResult }> {
   const folder = mkdtempSync(join(tmpdir(), 'loopstate-incident-'));
   const path = join(folder, 'incident.db');
   try {
@@ -126,11 +183,15 @@ export async function runIncidentExample(log: (line: string) => void = () => und
     const stopped = await createIncidentLoop(investigationModel(), first).run({ goal, runId: 'incident-1' });
     await first.close();
     const pending = stopped.pendingApprovals[0];
-    log(`stopped after ${stopped.steps} steps: ${stopped.stopReason}; waiting for approval of ${pending?.tool ?? 'nothing'} ${JSON.stringify(pending?.args ?? null)}`);
+    log(
+      `stopped after ${stopped.steps} steps: ${stopped.stopReason}; waiting for approval of ${pending?.tool ?? 'nothing'} ${JSON.stringify(pending?.args ?? null)}`,
+    );
     if (pending === undefined) return { stopped, resumed: stopped };
     // Later, maybe in another process: a person approves, and the run continues from the store.
     const second = sqliteStore({ path });
-    const resumed = await createIncidentLoop(afterApprovalModel(), second).resume('incident-1', { approvals: { [pending.callId]: { approve: true } } });
+    const resumed = await createIncidentLoop(afterApprovalModel(), second).resume('incident-1', {
+      approvals: { [pending.callId]: { approve: true } },
+    });
     await second.close();
     log(`resumed from ${path}: ${resumed.stopReason} after ${resumed.steps} steps in all`);
     return { stopped, resumed };

@@ -18,7 +18,11 @@ export const goal = 'What is the status of order O-101?';
 // Local demo data; a production tool calls a service with auth, timeout and audit.
 const ORDERS: Record<string, string> = { 'O-100': 'paid', 'O-101': 'shipped' };
 
-export const orderAnswer = z.object({ order_id: z.string(), status: z.enum(['paid', 'shipped', 'not_found']), answer: z.string().min(1) });
+export const orderAnswer = z.object({
+  order_id: z.string(),
+  status: z.enum(['paid', 'shipped', 'not_found']),
+  answer: z.string().min(1),
+});
 type OrderAnswer = z.infer<typeof orderAnswer>;
 
 /**
@@ -47,8 +51,14 @@ export function orderLoopConfig(model: Model) {
     tools: [getOrderStatus],
     evaluate: [
       evaluators.schema(orderAnswer),
-      evaluators.rule((answer: OrderAnswer) => answer.answer.includes(answer.order_id), 'the answer must name the order id'),
-      evaluators.rule((answer: OrderAnswer) => lookedUp.get(answer.order_id) === answer.status, 'the status must be the one the lookup returned; look the order up, never guess'),
+      evaluators.rule(
+        (answer: OrderAnswer) => answer.answer.includes(answer.order_id),
+        'the answer must name the order id',
+      ),
+      evaluators.rule(
+        (answer: OrderAnswer) => lookedUp.get(answer.order_id) === answer.status,
+        'the status must be the one the lookup returned; look the order up, never guess',
+      ),
     ],
     limits: { maxSteps: 4, maxRetries: 2, deadlineMs: 30_000, maxCostUsd: 0.05 },
   } satisfies LoopConfig;
@@ -64,9 +74,16 @@ export function createOrderLoop(model: Model) {
  */
 export function offlineOrderModel(orderId = 'O-101'): Model {
   const status = ORDERS[orderId] ?? 'not_found';
-  const answer = status === 'not_found' ? `I could not find order ${orderId}; please check the id.` : `Order ${orderId} has ${status === 'shipped' ? 'shipped' : 'been paid'}.`;
+  const answer =
+    status === 'not_found'
+      ? `I could not find order ${orderId}; please check the id.`
+      : `Order ${orderId} has ${status === 'shipped' ? 'shipped' : 'been paid'}.`;
   return scriptedModel([
-    toolCall('get_order_status', { order_id: orderId.replace(/^O-/, '') }, { usage: { inputTokens: 180, outputTokens: 22 } }),
+    toolCall(
+      'get_order_status',
+      { order_id: orderId.replace(/^O-/, '') },
+      { usage: { inputTokens: 180, outputTokens: 22 } },
+    ),
     toolCall('get_order_status', { order_id: orderId }, { usage: { inputTokens: 230, outputTokens: 22 } }),
     reply(JSON.stringify({ order_id: orderId, status, answer }), { usage: { inputTokens: 290, outputTokens: 31 } }),
   ]);

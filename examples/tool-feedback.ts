@@ -10,7 +10,16 @@
  *   loopstate run tool-feedback
  */
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, ToolCallError, ToolHealth, type LoopConfig, type Message, type ModelRequest } from 'loopstate';
+import {
+  createLoop,
+  defineTool,
+  evaluators,
+  ToolCallError,
+  ToolHealth,
+  type LoopConfig,
+  type Message,
+  type ModelRequest,
+} from 'loopstate';
 import { reply, scriptedModel, toolCall, virtualClock, type ScriptStepResult } from 'loopstate/testing';
 import { evaluateArithmetic } from './safe-arithmetic.js';
 
@@ -23,7 +32,12 @@ export const QUESTIONS = [
   { id: 'knowledge-python', prompt: 'What is Python?', tool: 'knowledge', input: { query: 'python' } },
   { id: 'knowledge-loop', prompt: 'What is Loop Engineering?', tool: 'knowledge', input: { query: 'loop' } },
   { id: 'knowledge-agent', prompt: 'What is an agent?', tool: 'knowledge', input: { query: 'agent' } },
-  { id: 'calculate-2', prompt: 'Calculate (10 + 5) * (8 - 3).', tool: 'calculator', input: { expression: '(10 + 5) * (8 - 3)' } },
+  {
+    id: 'calculate-2',
+    prompt: 'Calculate (10 + 5) * (8 - 3).',
+    tool: 'calculator',
+    input: { expression: '(10 + 5) * (8 - 3)' },
+  },
 ] as const;
 
 const KNOWLEDGE: Record<string, string> = {
@@ -107,9 +121,14 @@ export function toolFeedbackConfig(options: { seed?: number } = {}) {
   ];
   return {
     model: scriptedModel(Array.from({ length: 40 }, () => toolFeedbackPolicy)),
-    instructions: 'Answer each task with one tool. Prefer the first tool offered that can answer; after a failure try that tool once more, then the next. Answer with JSON {"answer", "tool"}.',
+    instructions:
+      'Answer each task with one tool. Prefer the first tool offered that can answer; after a failure try that tool once more, then the next. Answer with JSON {"answer", "tool"}.',
     tools,
-    tasks: QUESTIONS.map(({ id, prompt }) => ({ id, prompt, evaluate: [evaluators.json({ requiredFields: ['answer', 'tool'] })] })),
+    tasks: QUESTIONS.map(({ id, prompt }) => ({
+      id,
+      prompt,
+      evaluate: [evaluators.json({ requiredFields: ['answer', 'tool'] })],
+    })),
     toolOrder: 'success_rate',
     toolHealth: new ToolHealth({ threshold: 2, cooldownMs: 800, now: () => clock.now() }),
     limits: { maxSteps: 24, maxStepsPerTask: 5, maxRetries: 2, deadlineMs: 60_000, maxCostUsd: 0.05 },
@@ -136,9 +155,15 @@ export function toolFeedbackPolicy(request: ModelRequest): ScriptStepResult {
   const last = attempts.at(-1);
   if (last?.result !== undefined) return reply(JSON.stringify({ answer: last.result, tool: last.tool }));
   const offered = request.tools.map((tool) => tool.name);
-  const able = question.tool === 'knowledge' ? offered.filter((name) => name.startsWith('knowledge_')) : offered.filter((name) => name === question.tool);
+  const able =
+    question.tool === 'knowledge'
+      ? offered.filter((name) => name.startsWith('knowledge_'))
+      : offered.filter((name) => name === question.tool);
   const failuresOf = (name: string) => attempts.filter((attempt) => attempt.tool === name).length;
-  const next = last !== undefined && able.includes(last.tool) && failuresOf(last.tool) < 2 ? last.tool : able.find((name) => failuresOf(name) === 0);
+  const next =
+    last !== undefined && able.includes(last.tool) && failuresOf(last.tool) < 2
+      ? last.tool
+      : able.find((name) => failuresOf(name) === 0);
   if (next === undefined) return reply(JSON.stringify({ answer: null, tool: null, note: 'no tool could answer' }));
   return toolCall(next, question.input);
 }
@@ -149,7 +174,8 @@ function toolAttempts(messages: readonly Message[]): { tool: string; result: unk
   let lastCalled: string | undefined;
   for (const message of messages) {
     if (message.role === 'assistant') lastCalled = message.toolCalls?.[0]?.name;
-    if (message.role === 'tool' && lastCalled !== undefined) attempts.push({ tool: lastCalled, result: parsedResult(message.content) });
+    if (message.role === 'tool' && lastCalled !== undefined)
+      attempts.push({ tool: lastCalled, result: parsedResult(message.content) });
   }
   return attempts;
 }

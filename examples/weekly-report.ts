@@ -26,10 +26,20 @@ const classification = z.object({ modules: z.record(z.string(), z.array(z.string
 const draft = z.object({ summary: z.string().min(1), modules: z.array(z.string().min(1)).min(1) });
 
 export function offlineWeeklyReportModel(): ScriptedModel {
-  const classified = { 用户: [SAMPLE_COMMITS[0]], 订单: [SAMPLE_COMMITS[1], SAMPLE_COMMITS[3], SAMPLE_COMMITS[4]], 搜索: [SAMPLE_COMMITS[2]], 性能: [SAMPLE_COMMITS[5]] };
+  const classified = {
+    用户: [SAMPLE_COMMITS[0]],
+    订单: [SAMPLE_COMMITS[1], SAMPLE_COMMITS[3], SAMPLE_COMMITS[4]],
+    搜索: [SAMPLE_COMMITS[2]],
+    性能: [SAMPLE_COMMITS[5]],
+  };
   const report = {
     summary: '本周完成了登录安全加固、订单流程修正和性能优化三项重点工作',
-    modules: ['用户模块：增加验证码校验', '订单模块：修复超时未关闭，重构状态机支持取消与退款', '搜索模块：新增拼音匹配', '性能：首页图片懒加载'],
+    modules: [
+      '用户模块：增加验证码校验',
+      '订单模块：修复超时未关闭，重构状态机支持取消与退款',
+      '搜索模块：新增拼音匹配',
+      '性能：首页图片懒加载',
+    ],
   };
   return scriptedModel([
     reply(JSON.stringify({ modules: classified })),
@@ -58,7 +68,8 @@ export function weeklyReportConfig(model: Model) {
       },
       {
         id: 'format',
-        prompt: ({ outputs }) => `按团队模板把草稿排版为 Markdown，以 "# 周报" 开头：\n${JSON.stringify(outputs.draft)}`,
+        prompt: ({ outputs }) =>
+          `按团队模板把草稿排版为 Markdown，以 "# 周报" 开头：\n${JSON.stringify(outputs.draft)}`,
         evaluate: [evaluators.rule((text: string) => text.startsWith('# 周报'), 'the report must start with "# 周报"')],
       },
     ],

@@ -24,7 +24,13 @@ import {
 } from '../test/support/statechart-fixtures.js';
 
 /** Budgets small enough to reach; a run started at 1,000 ms has its deadline at 6,000 ms. */
-const BUDGET_LIMITS: Partial<LoopLimits> = { maxSteps: 5, deadlineMs: 5_000, maxInputTokens: 1_000, maxOutputTokens: 500, maxCostUsd: 0.5 };
+const BUDGET_LIMITS: Partial<LoopLimits> = {
+  maxSteps: 5,
+  deadlineMs: 5_000,
+  maxInputTokens: 1_000,
+  maxOutputTokens: 500,
+  maxCostUsd: 0.5,
+};
 
 /** A context under `BUDGET_LIMITS`, the run not started. */
 const budgetContext = ({ limits, ...overrides }: ContextOverrides = {}): LoopContext =>
@@ -56,7 +62,9 @@ describe('isDeadlineExceeded', () => {
 
   it('reads the last observed time for run.started, whose own time is the start', () => {
     const context = startedBudgetContext({ lastEventAt: 1_000 });
-    expect(isDeadlineExceeded({ context, event: { type: 'run.started', at: 99_999, nextRequestTokens: 10 } })).toBe(false);
+    expect(isDeadlineExceeded({ context, event: { type: 'run.started', at: 99_999, nextRequestTokens: 10 } })).toBe(
+      false,
+    );
     expect(
       isDeadlineExceeded({
         context: startedBudgetContext({ lastEventAt: 6_000 }),
@@ -81,7 +89,9 @@ describe('isStepLimitReached', () => {
   });
 
   it('refuses the first step when maxSteps is 0', () => {
-    expect(isStepLimitReached({ context: budgetContext({ limits: { maxSteps: 0 } }), event: backoffElapsed(0) })).toBe(true);
+    expect(isStepLimitReached({ context: budgetContext({ limits: { maxSteps: 0 } }), event: backoffElapsed(0) })).toBe(
+      true,
+    );
   });
 });
 
@@ -127,7 +137,10 @@ describe('isSpendBudgetExhausted', () => {
   const event = backoffElapsed(0);
 
   it('is false when every spend budget has room', () => {
-    const context = budgetContext({ usage: { inputTokens: 500, outputTokens: 499, costUsd: 0.49 }, nextRequestTokens: 500 });
+    const context = budgetContext({
+      usage: { inputTokens: 500, outputTokens: 499, costUsd: 0.49 },
+      nextRequestTokens: 500,
+    });
     expect(isSpendBudgetExhausted({ context, event })).toBe(false);
   });
 
@@ -173,7 +186,9 @@ describe('isTaskStepLimitReached', () => {
 
   it('counts the steps of the current task, not of the run', () => {
     const limits = { maxSteps: 100, maxStepsPerTask: 3 };
-    expect(isTaskStepLimitReached({ context: budgetContext({ limits, steps: 50, task: { steps: 1 } }), event })).toBe(false);
+    expect(isTaskStepLimitReached({ context: budgetContext({ limits, steps: 50, task: { steps: 1 } }), event })).toBe(
+      false,
+    );
   });
 });
 
@@ -181,9 +196,24 @@ describe('isToolCallBudgetExhausted', () => {
   const limits = { maxToolCalls: 4 };
 
   it('is false one call below the budget and true at and past it, for a reply asking for tool calls', () => {
-    expect(isToolCallBudgetExhausted({ context: budgetContext({ limits, usage: { toolCalls: 3 } }), event: toolCallsReply() })).toBe(false);
-    expect(isToolCallBudgetExhausted({ context: budgetContext({ limits, usage: { toolCalls: 4 } }), event: toolCallsReply() })).toBe(true);
-    expect(isToolCallBudgetExhausted({ context: budgetContext({ limits, usage: { toolCalls: 9 } }), event: toolCallsReply() })).toBe(true);
+    expect(
+      isToolCallBudgetExhausted({
+        context: budgetContext({ limits, usage: { toolCalls: 3 } }),
+        event: toolCallsReply(),
+      }),
+    ).toBe(false);
+    expect(
+      isToolCallBudgetExhausted({
+        context: budgetContext({ limits, usage: { toolCalls: 4 } }),
+        event: toolCallsReply(),
+      }),
+    ).toBe(true);
+    expect(
+      isToolCallBudgetExhausted({
+        context: budgetContext({ limits, usage: { toolCalls: 9 } }),
+        event: toolCallsReply(),
+      }),
+    ).toBe(true);
   });
 
   it('lets a final or unparseable reply through: only a request for more calls is refused', () => {

@@ -50,7 +50,9 @@ describe('decision kind guards', () => {
     ['hasInvalidToolCall', hasInvalidToolCall],
   ])('%s is false for events other than model.responded', (_name, guard) => {
     expect(guard({ context, event: otherEvent })).toBe(false);
-    expect(guard({ context, event: toolsCompleted({ unknownOutcomeCalls: 1, requiredToolUnavailable: true }) })).toBe(false);
+    expect(guard({ context, event: toolsCompleted({ unknownOutcomeCalls: 1, requiredToolUnavailable: true }) })).toBe(
+      false,
+    );
   });
 });
 
@@ -102,19 +104,27 @@ describe('canContinueAfterTaskFailure', () => {
   ];
 
   it('is true for a continue task with another task queued after it', () => {
-    expect(canContinueAfterTaskFailure({ context: contextWith({ tasks, taskIndex: 0 }), event: otherEvent })).toBe(true);
+    expect(canContinueAfterTaskFailure({ context: contextWith({ tasks, taskIndex: 0 }), event: otherEvent })).toBe(
+      true,
+    );
   });
 
   it('is false for a stop task even with tasks queued', () => {
-    expect(canContinueAfterTaskFailure({ context: contextWith({ tasks, taskIndex: 1 }), event: otherEvent })).toBe(false);
+    expect(canContinueAfterTaskFailure({ context: contextWith({ tasks, taskIndex: 1 }), event: otherEvent })).toBe(
+      false,
+    );
   });
 
   it('is false for a continue task that is the last one', () => {
-    expect(canContinueAfterTaskFailure({ context: contextWith({ tasks, taskIndex: 2 }), event: otherEvent })).toBe(false);
+    expect(canContinueAfterTaskFailure({ context: contextWith({ tasks, taskIndex: 2 }), event: otherEvent })).toBe(
+      false,
+    );
   });
 
   it('is false when the index is past the task list', () => {
-    expect(canContinueAfterTaskFailure({ context: contextWith({ tasks, taskIndex: 3 }), event: otherEvent })).toBe(false);
+    expect(canContinueAfterTaskFailure({ context: contextWith({ tasks, taskIndex: 3 }), event: otherEvent })).toBe(
+      false,
+    );
   });
 });
 
@@ -127,8 +137,12 @@ describe('hasRunStarted', () => {
 
 describe('tool round guards', () => {
   it('hasUnknownToolOutcome is false at 0 unknown outcomes and true at 1', () => {
-    expect(hasUnknownToolOutcome({ context, event: toolsCompleted({ timedOutCalls: 1, unknownOutcomeCalls: 0 }) })).toBe(false);
-    expect(hasUnknownToolOutcome({ context, event: toolsCompleted({ timedOutCalls: 1, unknownOutcomeCalls: 1 }) })).toBe(true);
+    expect(
+      hasUnknownToolOutcome({ context, event: toolsCompleted({ timedOutCalls: 1, unknownOutcomeCalls: 0 }) }),
+    ).toBe(false);
+    expect(
+      hasUnknownToolOutcome({ context, event: toolsCompleted({ timedOutCalls: 1, unknownOutcomeCalls: 1 }) }),
+    ).toBe(true);
   });
 
   it('isRequiredToolUnavailable follows the round flag, not failed calls', () => {

@@ -64,9 +64,13 @@ describe('decisionSignal', () => {
 
 describe('hasDecisionSignal', () => {
   it('follows decisionSignal', () => {
-    expect(hasDecisionSignal({ context: contextWith({ progress: { unchangedStateStreak: 3 } }), event: toolCallsReply() })).toBe(true);
+    expect(
+      hasDecisionSignal({ context: contextWith({ progress: { unchangedStateStreak: 3 } }), event: toolCallsReply() }),
+    ).toBe(true);
     expect(hasDecisionSignal({ context: contextWith(), event: toolCallsReply() })).toBe(false);
-    expect(hasDecisionSignal({ context: contextWith({ progress: { unchangedStateStreak: 3 } }), event: seenBeforeRound })).toBe(false);
+    expect(
+      hasDecisionSignal({ context: contextWith({ progress: { unchangedStateStreak: 3 } }), event: seenBeforeRound }),
+    ).toBe(false);
   });
 });
 
@@ -93,7 +97,9 @@ describe('roundSignal', () => {
   });
 
   it('raises duplicate_observation at the streak threshold', () => {
-    expect(roundSignal(contextWith({ progress: { duplicateObservationStreak: 3 } }), seenBeforeRound)).toBe('duplicate_observation');
+    expect(roundSignal(contextWith({ progress: { duplicateObservationStreak: 3 } }), seenBeforeRound)).toBe(
+      'duplicate_observation',
+    );
   });
 
   it('prefers repeated_tool_call over duplicate_observation', () => {
@@ -102,19 +108,28 @@ describe('roundSignal', () => {
   });
 
   it('reads the configured thresholds', () => {
-    const context = contextWith({ noProgress: { repeatedToolCall: 5, duplicateObservation: 2 }, progress: { repeatCount: 4 } });
+    const context = contextWith({
+      noProgress: { repeatedToolCall: 5, duplicateObservation: 2 },
+      progress: { repeatCount: 4 },
+    });
     expect(roundSignal(context, seenBeforeRound)).toBeNull();
-    expect(roundSignal({ ...context, progress: { ...context.progress, repeatCount: 5 } }, seenBeforeRound)).toBe('repeated_tool_call');
-    expect(roundSignal({ ...context, progress: { ...context.progress, duplicateObservationStreak: 2 } }, seenBeforeRound)).toBe(
-      'duplicate_observation',
+    expect(roundSignal({ ...context, progress: { ...context.progress, repeatCount: 5 } }, seenBeforeRound)).toBe(
+      'repeated_tool_call',
     );
+    expect(
+      roundSignal({ ...context, progress: { ...context.progress, duplicateObservationStreak: 2 } }, seenBeforeRound),
+    ).toBe('duplicate_observation');
   });
 });
 
 describe('hasRoundSignal', () => {
   it('follows roundSignal', () => {
-    expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 3 } }), event: seenBeforeRound })).toBe(true);
-    expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 2 } }), event: seenBeforeRound })).toBe(false);
+    expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 3 } }), event: seenBeforeRound })).toBe(
+      true,
+    );
+    expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 2 } }), event: seenBeforeRound })).toBe(
+      false,
+    );
     expect(hasRoundSignal({ context: contextWith({ progress: { repeatCount: 3 } }), event: finalReply() })).toBe(false);
   });
 });
@@ -123,25 +138,49 @@ describe('streak guards', () => {
   const event = seenBeforeRound;
 
   it('isSameEvaluatorReasonSignal is false one rejection below the threshold and true at it', () => {
-    expect(isSameEvaluatorReasonSignal({ context: contextWith({ progress: { sameReasonStreak: 1 } }), event })).toBe(false);
-    expect(isSameEvaluatorReasonSignal({ context: contextWith({ progress: { sameReasonStreak: 2 } }), event })).toBe(true);
+    expect(isSameEvaluatorReasonSignal({ context: contextWith({ progress: { sameReasonStreak: 1 } }), event })).toBe(
+      false,
+    );
+    expect(isSameEvaluatorReasonSignal({ context: contextWith({ progress: { sameReasonStreak: 2 } }), event })).toBe(
+      true,
+    );
   });
 
   describe('isPlanStalled', () => {
     const noProgress = { planStall: 4 };
 
     it('is false one step below the threshold and true at it, while the plan is active', () => {
-      expect(isPlanStalled({ context: contextWith({ noProgress, progress: { planActive: true, planStallSteps: 3 } }), event })).toBe(false);
-      expect(isPlanStalled({ context: contextWith({ noProgress, progress: { planActive: true, planStallSteps: 4 } }), event })).toBe(true);
+      expect(
+        isPlanStalled({
+          context: contextWith({ noProgress, progress: { planActive: true, planStallSteps: 3 } }),
+          event,
+        }),
+      ).toBe(false);
+      expect(
+        isPlanStalled({
+          context: contextWith({ noProgress, progress: { planActive: true, planStallSteps: 4 } }),
+          event,
+        }),
+      ).toBe(true);
     });
 
     it('is never true without an active plan, however many steps the task took', () => {
-      const context = contextWith({ noProgress, steps: 40, task: { steps: 40 }, progress: { planActive: false, planStallSteps: 40 } });
+      const context = contextWith({
+        noProgress,
+        steps: 40,
+        task: { steps: 40 },
+        progress: { planActive: false, planStallSteps: 40 },
+      });
       expect(isPlanStalled({ context, event })).toBe(false);
     });
 
     it('counts steps without plan progress, not the steps of the task', () => {
-      const context = contextWith({ noProgress, steps: 9, task: { steps: 9 }, progress: { planActive: true, planStallSteps: 1 } });
+      const context = contextWith({
+        noProgress,
+        steps: 9,
+        task: { steps: 9 },
+        progress: { planActive: true, planStallSteps: 1 },
+      });
       expect(isPlanStalled({ context, event })).toBe(false);
     });
   });

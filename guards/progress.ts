@@ -23,7 +23,8 @@ export function decisionSignal(context: LoopContext, event: LoopEvent): NoProgre
 export function roundSignal(context: LoopContext, event: LoopEvent): NoProgressSignal | null {
   if (event.type !== 'tools.completed' || !event.round.allObservationsSeen) return null;
   if (context.progress.repeatCount >= context.noProgress.repeatedToolCall) return 'repeated_tool_call';
-  if (context.progress.duplicateObservationStreak >= context.noProgress.duplicateObservation) return 'duplicate_observation';
+  if (context.progress.duplicateObservationStreak >= context.noProgress.duplicateObservation)
+    return 'duplicate_observation';
   return null;
 }
 
@@ -43,7 +44,11 @@ export function isSameEvaluatorReasonSignal({ context }: GuardArgs): boolean {
 /** Only an explicit plan can stall: decisions since an item was last completed or removed. */
 export function isPlanStalled({ context }: GuardArgs): boolean {
   // A pending reflection, repair or note is information the next request must carry: the plan nudge can wait a step.
-  return context.progress.planActive && context.progress.planStallSteps >= context.noProgress.planStall && context.feedback === null;
+  return (
+    context.progress.planActive &&
+    context.progress.planStallSteps >= context.noProgress.planStall &&
+    context.feedback === null
+  );
 }
 
 export function canNudge({ context }: GuardArgs): boolean {

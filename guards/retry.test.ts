@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { canReflect, canRepairArguments, canRetryTransport, hasTransportAttemptsLeft, isEvaluationPassed, isFatalModelFailure, isTransportRetryBudgetSpent } from './retry.js';
+import {
+  canReflect,
+  canRepairArguments,
+  canRetryTransport,
+  hasTransportAttemptsLeft,
+  isEvaluationPassed,
+  isFatalModelFailure,
+  isTransportRetryBudgetSpent,
+} from './retry.js';
 import {
   backoffElapsed,
   contextWith,
@@ -15,7 +23,9 @@ describe('isFatalModelFailure', () => {
   });
 
   it('is false for events of another type', () => {
-    expect(isFatalModelFailure({ context: contextWith(), event: evaluationRejected('missing field total') })).toBe(false);
+    expect(isFatalModelFailure({ context: contextWith(), event: evaluationRejected('missing field total') })).toBe(
+      false,
+    );
   });
 });
 
@@ -28,11 +38,17 @@ describe('canRetryTransport', () => {
   });
 
   it('counts per call: the run may have retried any number of times before (no run-wide cap by default)', () => {
-    expect(canRetryTransport({ context: contextWith({ transport: { consecutiveFailures: 1, retries: 1_000 } }), event: modelFailed() })).toBe(true);
+    expect(
+      canRetryTransport({
+        context: contextWith({ transport: { consecutiveFailures: 1, retries: 1_000 } }),
+        event: modelFailed(),
+      }),
+    ).toBe(true);
   });
 
   it('refuses once the run-wide maxTransportRetries is spent, with attempts of the call left', () => {
-    const context = (retries: number) => contextWith({ limits: { maxTransportRetries: 4 }, transport: { consecutiveFailures: 1, retries } });
+    const context = (retries: number) =>
+      contextWith({ limits: { maxTransportRetries: 4 }, transport: { consecutiveFailures: 1, retries } });
     expect(canRetryTransport({ context: context(3), event: modelFailed() })).toBe(true);
     expect(canRetryTransport({ context: context(4), event: modelFailed() })).toBe(false);
     expect(hasTransportAttemptsLeft({ context: context(4) })).toBe(true);
@@ -40,36 +56,65 @@ describe('canRetryTransport', () => {
   });
 
   it('reads only its own counters: exhausted reflection retries and repairs do not block it', () => {
-    const context = contextWith({ task: { reflectionRetries: 2, argumentRepairs: 1 }, transport: { consecutiveFailures: 1 } });
+    const context = contextWith({
+      task: { reflectionRetries: 2, argumentRepairs: 1 },
+      transport: { consecutiveFailures: 1 },
+    });
     expect(canRetryTransport({ context, event: modelFailed() })).toBe(true);
   });
 
   it('never retries with maxTransportAttempts 1 (one attempt per call), nor with maxTransportRetries 0', () => {
-    expect(canRetryTransport({ context: contextWith({ limits: { maxTransportAttempts: 1 }, transport: { consecutiveFailures: 1 } }), event: modelFailed() })).toBe(false);
-    expect(canRetryTransport({ context: contextWith({ limits: { maxTransportRetries: 0 }, transport: { consecutiveFailures: 1 } }), event: modelFailed() })).toBe(false);
+    expect(
+      canRetryTransport({
+        context: contextWith({ limits: { maxTransportAttempts: 1 }, transport: { consecutiveFailures: 1 } }),
+        event: modelFailed(),
+      }),
+    ).toBe(false);
+    expect(
+      canRetryTransport({
+        context: contextWith({ limits: { maxTransportRetries: 0 }, transport: { consecutiveFailures: 1 } }),
+        event: modelFailed(),
+      }),
+    ).toBe(false);
   });
 
   it('does not read maxRetries, the reflection limit', () => {
-    expect(canRetryTransport({ context: contextWith({ limits: { maxRetries: 0 }, transport: { consecutiveFailures: 1 } }), event: modelFailed() })).toBe(true);
+    expect(
+      canRetryTransport({
+        context: contextWith({ limits: { maxRetries: 0 }, transport: { consecutiveFailures: 1 } }),
+        event: modelFailed(),
+      }),
+    ).toBe(true);
   });
 });
 
 describe('canReflect', () => {
   it('allows a reflection while the counter is below maxRetries and refuses at it', () => {
-    expect(canReflect({ context: contextWith({ task: { reflectionRetries: 1 } }), event: backoffElapsed() })).toBe(true);
-    expect(canReflect({ context: contextWith({ task: { reflectionRetries: 2 } }), event: backoffElapsed() })).toBe(false);
+    expect(canReflect({ context: contextWith({ task: { reflectionRetries: 1 } }), event: backoffElapsed() })).toBe(
+      true,
+    );
+    expect(canReflect({ context: contextWith({ task: { reflectionRetries: 2 } }), event: backoffElapsed() })).toBe(
+      false,
+    );
   });
 
   it('reads only its own counter: a call out of transport attempts does not block it', () => {
-    const context = contextWith({ task: { reflectionRetries: 0, argumentRepairs: 1 }, transport: { consecutiveFailures: 3, retries: 9 } });
+    const context = contextWith({
+      task: { reflectionRetries: 0, argumentRepairs: 1 },
+      transport: { consecutiveFailures: 3, retries: 9 },
+    });
     expect(canReflect({ context, event: backoffElapsed() })).toBe(true);
   });
 });
 
 describe('canRepairArguments', () => {
   it('allows a repair below maxArgumentRepairs and refuses at it', () => {
-    expect(canRepairArguments({ context: contextWith({ task: { argumentRepairs: 0 } }), event: backoffElapsed() })).toBe(true);
-    expect(canRepairArguments({ context: contextWith({ task: { argumentRepairs: 1 } }), event: backoffElapsed() })).toBe(false);
+    expect(
+      canRepairArguments({ context: contextWith({ task: { argumentRepairs: 0 } }), event: backoffElapsed() }),
+    ).toBe(true);
+    expect(
+      canRepairArguments({ context: contextWith({ task: { argumentRepairs: 1 } }), event: backoffElapsed() }),
+    ).toBe(false);
   });
 
   it('uses maxArgumentRepairs, not maxRetries', () => {
@@ -80,7 +125,10 @@ describe('canRepairArguments', () => {
   });
 
   it('reads only its own counter', () => {
-    const context = contextWith({ task: { argumentRepairs: 0, reflectionRetries: 2 }, transport: { consecutiveFailures: 3 } });
+    const context = contextWith({
+      task: { argumentRepairs: 0, reflectionRetries: 2 },
+      transport: { consecutiveFailures: 3 },
+    });
     expect(canRepairArguments({ context, event: backoffElapsed() })).toBe(true);
   });
 });
@@ -88,7 +136,9 @@ describe('canRepairArguments', () => {
 describe('isEvaluationPassed', () => {
   it('is true for a passing evaluation and false for a failing one', () => {
     expect(isEvaluationPassed({ context: contextWith(), event: evaluationPassed() })).toBe(true);
-    expect(isEvaluationPassed({ context: contextWith(), event: evaluationRejected('missing field total') })).toBe(false);
+    expect(isEvaluationPassed({ context: contextWith(), event: evaluationRejected('missing field total') })).toBe(
+      false,
+    );
   });
 
   it('is false for events of another type', () => {

@@ -23,10 +23,14 @@ import {
 } from '../test/support/statechart-fixtures.js';
 
 /** One decision asking for a call, and the round that ran it with `round` facts. */
-const step = (round: Parameters<typeof toolsCompleted>[0] = {}): LoopEvent[] => [toolCallsReply(), toolsCompleted(round)];
+const step = (round: Parameters<typeof toolsCompleted>[0] = {}): LoopEvent[] => [
+  toolCallsReply(),
+  toolsCompleted(round),
+];
 
 /** A round that repeated the `lookup` call `times` times with the same result. */
-const lookupSeen = (times: number) => toolsCompleted({ maxRepeatCount: times, repeatedTool: 'lookup', allObservationsSeen: true });
+const lookupSeen = (times: number) =>
+  toolsCompleted({ maxRepeatCount: times, repeatedTool: 'lookup', allObservationsSeen: true });
 
 /** A round whose only call failed: no observation, so neither news nor a repeat. */
 const failedRound = toolsCompleted({ failedCalls: 1, maxRepeatCount: 0 });
@@ -89,7 +93,10 @@ describe('duplicate_observation', () => {
 
   it('three rounds of seen-before observations nudge; the next signal of the round stops', () => {
     const firstPass = [newRound, newRound, newRound];
-    const twice = send(startedRun(), ...[...firstPass, seenOnce, seenOnce].flatMap((round) => [toolCallsReply(), round]));
+    const twice = send(
+      startedRun(),
+      ...[...firstPass, seenOnce, seenOnce].flatMap((round) => [toolCallsReply(), round]),
+    );
     expect(getPendingEffect(twice)).toEqual(callModelEffect());
     const nudged = send(twice, toolCallsReply(), seenOnce);
     expect(getPendingEffect(nudged)).toEqual(callModelEffect({ kind: 'nudge', signal: 'duplicate_observation' }));
@@ -123,7 +130,14 @@ describe('unchanged_state', () => {
 
   it('after the nudge, a transport retry does not count as the model reacting: the same state still stops', () => {
     const same = { stateDigest: 'same' };
-    const nudged = send(startedRun(), toolCallsReply({}, same), toolsCompleted(), toolCallsReply({}, same), toolsCompleted(), toolCallsReply({}, same));
+    const nudged = send(
+      startedRun(),
+      toolCallsReply({}, same),
+      toolsCompleted(),
+      toolCallsReply({}, same),
+      toolsCompleted(),
+      toolCallsReply({}, same),
+    );
     expect(getPendingEffect(nudged)).toEqual(callModelEffect({ kind: 'nudge', signal: 'unchanged_state' }));
     const retried = send(nudged, modelFailed(), backoffElapsed());
     expect(getPendingEffect(retried)).toEqual(callModelEffect({ kind: 'transport_retry' }));
@@ -136,7 +150,10 @@ describe('same_evaluator_reason (stops at once: the fed-back reason was the nudg
   it('the same output rejected for the same reason a second time stops the run, without a nudge', () => {
     const once = send(startedRun(), finalReply(), evaluationRejected('missing total', { outputDigest: 'out-1' }));
     expect(getPendingEffect(once)).toEqual(callModelEffect({ kind: 'reflection', reason: 'missing total' }));
-    const output = expectStop(send(once, finalReply(), evaluationRejected('missing total', { outputDigest: 'out-1' })), 'no_progress');
+    const output = expectStop(
+      send(once, finalReply(), evaluationRejected('missing total', { outputDigest: 'out-1' })),
+      'no_progress',
+    );
     expect(output.detail).toBe(
       'no progress after the reason was fed back: same_evaluator_reason: the same output was rejected 2 times for the same reason (threshold 2): missing total; raise noProgress.sameEvaluatorReason',
     );
@@ -153,7 +170,10 @@ describe('same_evaluator_reason (stops at once: the fed-back reason was the nudg
     );
     expect(getPendingEffect(twice)).toEqual(callModelEffect({ kind: 'reflection', reason: 'missing total' }));
     expect(twice.context.task.reflectionRetries).toBe(2);
-    const output = expectStop(send(twice, finalReply(), evaluationRejected('missing total', { outputDigest: 'out-3' })), 'retries_exhausted');
+    const output = expectStop(
+      send(twice, finalReply(), evaluationRejected('missing total', { outputDigest: 'out-3' })),
+      'retries_exhausted',
+    );
     expect(output.detail).toContain('evaluation still failing after 2 reflection retries');
   });
 
@@ -224,20 +244,33 @@ describe('plan_stall (only with the plan tool)', () => {
   });
 
   it('a plan with every item done can no longer stall', () => {
-    const finished = send(startedRun(setup), toolCallsReply(), planCreated, ...step({ plan: { openItems: 0, progressed: true } }));
+    const finished = send(
+      startedRun(setup),
+      toolCallsReply(),
+      planCreated,
+      ...step({ plan: { openItems: 0, progressed: true } }),
+    );
     const later = send(finished, ...Array.from({ length: 6 }, () => step()).flat());
     expect(getPendingEffect(later)).toEqual(callModelEffect());
   });
 
   it('a long loop without a plan never plan-stalls, nor raises any other signal, with default-like thresholds', () => {
-    const run = startedRun({ limits: { maxSteps: 50, maxStepsPerTask: 50, maxInputTokens: 1e9, maxOutputTokens: 1e9, maxCostUsd: 1e9 }, noProgress: DEFAULT_NO_PROGRESS });
+    const run = startedRun({
+      limits: { maxSteps: 50, maxStepsPerTask: 50, maxInputTokens: 1e9, maxOutputTokens: 1e9, maxCostUsd: 1e9 },
+      noProgress: DEFAULT_NO_PROGRESS,
+    });
     let snapshot = run;
     for (let decision = 1; decision <= 35; decision += 1) {
       snapshot = send(snapshot, toolCallsReply(), toolsCompleted({ maxRepeatCount: 1 }));
       expect(getPendingEffect(snapshot)).toEqual(callModelEffect());
     }
     expect(snapshot.context.steps).toBe(35);
-    expect(snapshot.context.progress).toMatchObject({ planActive: false, planStallSteps: 0, nudgedAtStep: null, lastSignal: null });
+    expect(snapshot.context.progress).toMatchObject({
+      planActive: false,
+      planStallSteps: 0,
+      nudgedAtStep: null,
+      lastSignal: null,
+    });
     expectStop(send(snapshot, finalReply(), evaluationPassed()), 'completed');
   });
 });
@@ -263,7 +296,9 @@ describe('same_parse_error', () => {
     const nudged = send(twice, invalid());
     expect(getPendingEffect(nudged)).toEqual(callModelEffect({ kind: 'nudge', signal: 'same_parse_error' }));
     expect(nudged.context.task.argumentRepairs).toBe(2);
-    expect(expectStop(send(nudged, invalid()), 'no_progress').detail).toContain('same_parse_error: schema:order_id 4 times');
+    expect(expectStop(send(nudged, invalid()), 'no_progress').detail).toContain(
+      'same_parse_error: schema:order_id 4 times',
+    );
   });
 
   it('invalid arguments with no repair left fail the task, whatever the streak', () => {

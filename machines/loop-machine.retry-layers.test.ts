@@ -28,10 +28,15 @@ describe('retries_exhausted', () => {
     const second = send(retry1, modelFailed('transient', { at: 1_300, retryDelayMs: 500 }));
     expect(getPendingEffect(second)).toEqual({ kind: 'sleep', until: 1_800 });
     const retry2 = send(second, backoffElapsed(1_800));
-    const output = expectStop(send(retry2, modelFailed('transient', { status: 429, message: '429 rate limited' })), 'retries_exhausted');
+    const output = expectStop(
+      send(retry2, modelFailed('transient', { status: 429, message: '429 rate limited' })),
+      'retries_exhausted',
+    );
     expect(output.usage.modelCalls).toBe(3);
     expect(output.steps).toBe(0);
-    expect(output.detail).toBe('task answer: 3rd consecutive transport failure of model call 1 (HTTP 429); raise limits.maxTransportAttempts (3). Last error: 429 rate limited');
+    expect(output.detail).toBe(
+      'task answer: 3rd consecutive transport failure of model call 1 (HTTP 429); raise limits.maxTransportAttempts (3). Last error: 429 rate limited',
+    );
   });
 
   it('transport: isolated failures over a long run never add up, each recovered on its first retry', () => {
@@ -39,14 +44,27 @@ describe('retries_exhausted', () => {
     const events: LoopEvent[] = [];
     for (let step = 1; step <= 12; step++) {
       if ([1, 4, 8, 12].includes(step)) events.push(modelFailed(), backoffElapsed());
-      events.push(step === 12 ? finalReply() : toolCallsReply(), ...(step === 12 ? [evaluationPassed()] : [toolsCompleted()]));
+      events.push(
+        step === 12 ? finalReply() : toolCallsReply(),
+        ...(step === 12 ? [evaluationPassed()] : [toolsCompleted()]),
+      );
     }
-    const output = expectStop(send(startedRun({ limits: { maxSteps: 12, maxStepsPerTask: 12 } }), ...events), 'completed');
+    const output = expectStop(
+      send(startedRun({ limits: { maxSteps: 12, maxStepsPerTask: 12 } }), ...events),
+      'completed',
+    );
     expect(output.usage.modelCalls).toBe(16);
   });
 
-  it('transport: the backoff exponent and the attempts restart with each call (the counter is the call\'s)', () => {
-    const recovered = send(startedRun(), modelFailed(), backoffElapsed(), modelFailed(), backoffElapsed(), toolCallsReply());
+  it("transport: the backoff exponent and the attempts restart with each call (the counter is the call's)", () => {
+    const recovered = send(
+      startedRun(),
+      modelFailed(),
+      backoffElapsed(),
+      modelFailed(),
+      backoffElapsed(),
+      toolCallsReply(),
+    );
     expect(recovered.context.transport).toEqual({ consecutiveFailures: 0, retries: 2 });
     const again = send(recovered, toolsCompleted(), modelFailed(), backoffElapsed(), modelFailed());
     expect(getPendingEffect(again).kind).toBe('sleep');
@@ -54,16 +72,37 @@ describe('retries_exhausted', () => {
     expect(again.context.transport).toEqual({ consecutiveFailures: 2, retries: 4 });
   });
 
-  it("transport: the run-wide maxTransportRetries stops isolated failures once spent, naming the option", () => {
+  it('transport: the run-wide maxTransportRetries stops isolated failures once spent, naming the option', () => {
     const run = startedRun({ limits: { maxTransportRetries: 2 } });
-    const twoRecovered = send(run, modelFailed(), backoffElapsed(), toolCallsReply(), toolsCompleted(), modelFailed(), backoffElapsed(), toolCallsReply(), toolsCompleted());
-    const output = expectStop(send(twoRecovered, modelFailed('transient', { status: 502, message: 'bad gateway' })), 'retries_exhausted');
-    expect(output.detail).toBe("task answer: model call 3 failed (HTTP 502) with the run's transport retries spent (2 of maxTransportRetries 2); raise limits.maxTransportRetries. Last error: bad gateway");
+    const twoRecovered = send(
+      run,
+      modelFailed(),
+      backoffElapsed(),
+      toolCallsReply(),
+      toolsCompleted(),
+      modelFailed(),
+      backoffElapsed(),
+      toolCallsReply(),
+      toolsCompleted(),
+    );
+    const output = expectStop(
+      send(twoRecovered, modelFailed('transient', { status: 502, message: 'bad gateway' })),
+      'retries_exhausted',
+    );
+    expect(output.detail).toBe(
+      "task answer: model call 3 failed (HTTP 502) with the run's transport retries spent (2 of maxTransportRetries 2); raise limits.maxTransportRetries. Last error: bad gateway",
+    );
   });
 
   it('transport: a 429 whose Retry-After ends past the deadline stops at once, naming the 429 and the wait', () => {
     // Started at 0 with a 60 s deadline; a 429 at 50 s asks for 30 s.
-    const event = modelFailed('transient', { at: 50_000, status: 429, retryAfterMs: 30_000, retryDelayMs: 30_000, message: 'slow down' });
+    const event = modelFailed('transient', {
+      at: 50_000,
+      status: 429,
+      retryAfterMs: 30_000,
+      retryDelayMs: 30_000,
+      message: 'slow down',
+    });
     const output = expectStop(send(startedRun(), event), 'deadline_exceeded');
     expect(output.detail).toBe(
       'model call 1 failed (HTTP 429) and the server asked to wait 30000 ms (Retry-After): the retry would start 20000 ms after the deadline (60000 ms; 10000 ms were left), so the run stopped without waiting; raise limits.deadlineMs (or lower retry.maxRetryAfterMs)',
@@ -71,11 +110,19 @@ describe('retries_exhausted', () => {
   });
 
   it('reflection: reflects maxRetries times on a failing evaluation, then fails the task', () => {
-    const twice = send(startedRun(), finalReply(), evaluationRejected('reason 1'), finalReply(), evaluationRejected('reason 2'));
+    const twice = send(
+      startedRun(),
+      finalReply(),
+      evaluationRejected('reason 1'),
+      finalReply(),
+      evaluationRejected('reason 2'),
+    );
     expect(getPendingEffect(twice)).toEqual(callModelEffect({ kind: 'reflection', reason: 'reason 2' }));
     const output = expectStop(send(twice, finalReply(), evaluationRejected('reason 3')), 'retries_exhausted');
     expect(output.usage.modelCalls).toBe(3);
-    expect(output.detail).toBe('task answer: evaluation still failing after 2 reflection retries: reason 3; raise limits.maxRetries');
+    expect(output.detail).toBe(
+      'task answer: evaluation still failing after 2 reflection retries: reason 3; raise limits.maxRetries',
+    );
   });
 
   it('reflection: a repeated reason that cannot reflect any more fails the task rather than nudging', () => {
@@ -95,9 +142,14 @@ describe('retries_exhausted', () => {
   it('argument repair: one repair is allowed, a second invalid reply in a row fails the task', () => {
     const repairing = send(startedRun(), toolCallsReply({ invalidCalls: 1, parseError: 'schema:order_id' }));
     expect(getPendingEffect(repairing)).toEqual(callModelEffect({ kind: 'argument_repair' }));
-    const output = expectStop(send(repairing, toolCallsReply({ invalidCalls: 1, parseError: 'schema:limit' })), 'retries_exhausted');
+    const output = expectStop(
+      send(repairing, toolCallsReply({ invalidCalls: 1, parseError: 'schema:limit' })),
+      'retries_exhausted',
+    );
     expect(output.usage.toolCalls).toBe(0);
-    expect(output.detail).toBe('task answer: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs');
+    expect(output.detail).toBe(
+      'task answer: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs',
+    );
   });
 
   it('argument repair: a valid decision in between gives the model its repair back', () => {
@@ -114,7 +166,10 @@ describe('retries_exhausted', () => {
 
 describe('fatal_error', () => {
   it('stops on a fatal model failure without backing off', () => {
-    const output = expectStop(send(startedRun(), modelFailed('fatal', { message: '401 invalid api key' })), 'fatal_error');
+    const output = expectStop(
+      send(startedRun(), modelFailed('fatal', { message: '401 invalid api key' })),
+      'fatal_error',
+    );
     expect(output.detail).toBe('model call failed: 401 invalid api key');
     expect(output.usage.modelCalls).toBe(1);
   });

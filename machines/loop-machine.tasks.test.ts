@@ -31,7 +31,12 @@ describe('multi-task workflows', () => {
     const afterSecond = send(afterFirst, toolCallsReply(), toolsCompleted(), finalReply(), evaluationPassed());
     expect(getPendingEffect(afterSecond)).toEqual(callModelEffect(null, 2));
     const output = expectStop(send(afterSecond, finalReply(), evaluationPassed()), 'completed');
-    expect(output).toMatchObject({ steps: 4, completedTasks: 3, failedTasks: 0, detail: '3 of 3 task(s) passed evaluation' });
+    expect(output).toMatchObject({
+      steps: 4,
+      completedTasks: 3,
+      failedTasks: 0,
+      detail: '3 of 3 task(s) passed evaluation',
+    });
   });
 
   it('gives every task its own retry counters and its own nudge', () => {
@@ -118,7 +123,9 @@ describe('multi-task workflows', () => {
       ),
       'retries_exhausted',
     );
-    expect(output.detail).toBe('task classify: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs');
+    expect(output.detail).toBe(
+      'task classify: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs',
+    );
     expect(output.completedTasks).toBe(0);
     expect(output.usage.modelCalls).toBe(2);
   });
@@ -138,7 +145,11 @@ describe('multi-task workflows', () => {
 
   it('a task that passes after the deadline completes, and the next task is refused at the gate', () => {
     const output = expectStop(
-      send(startedRun({ tasks: threeTasks, limits: { deadlineMs: 5_000 } }), finalReply({ at: 4_000 }), evaluationPassed({ at: 5_000 })),
+      send(
+        startedRun({ tasks: threeTasks, limits: { deadlineMs: 5_000 } }),
+        finalReply({ at: 4_000 }),
+        evaluationPassed({ at: 5_000 }),
+      ),
       'deadline_exceeded',
     );
     expect(output.completedTasks).toBe(1);
@@ -162,7 +173,10 @@ describe('maxStepsPerTask', () => {
     });
     expect(skipped.context.usage.toolCalls).toBe(1);
     expect(skipped.context.task.steps).toBe(0);
-    const output = expectStop(send(skipped, toolCallsReply(), toolsCompleted(), finalReply(), evaluationPassed()), 'completed');
+    const output = expectStop(
+      send(skipped, toolCallsReply(), toolsCompleted(), finalReply(), evaluationPassed()),
+      'completed',
+    );
     expect(output).toMatchObject({ steps: 4, completedTasks: 1, failedTasks: 1 });
   });
 
@@ -171,8 +185,13 @@ describe('maxStepsPerTask', () => {
       { id: 'classify', onFailure: 'stop' },
       { id: 'draft', onFailure: 'stop' },
     ];
-    const output = expectStop(send(startedRun({ tasks, limits }), toolCallsReply(), toolsCompleted(), toolCallsReply()), 'max_steps');
-    expect(output.detail).toBe('task classify reached maxStepsPerTask (2) before it passed evaluation; raise limits.maxStepsPerTask');
+    const output = expectStop(
+      send(startedRun({ tasks, limits }), toolCallsReply(), toolsCompleted(), toolCallsReply()),
+      'max_steps',
+    );
+    expect(output.detail).toBe(
+      'task classify reached maxStepsPerTask (2) before it passed evaluation; raise limits.maxStepsPerTask',
+    );
     expect(output).toMatchObject({ steps: 2, completedTasks: 0, failedTasks: 1 });
   });
 
@@ -183,14 +202,28 @@ describe('maxStepsPerTask', () => {
   });
 
   it('refuses a reflection past the task limit at the gate', () => {
-    const rejected = send(startedRun({ limits }), toolCallsReply(), toolsCompleted(), finalReply(), evaluationRejected('missing total'));
+    const rejected = send(
+      startedRun({ limits }),
+      toolCallsReply(),
+      toolsCompleted(),
+      finalReply(),
+      evaluationRejected('missing total'),
+    );
     const output = expectStop(rejected, 'max_steps');
     expect(output.detail).toContain('maxStepsPerTask (2)');
     expect(output.usage.modelCalls).toBe(2);
   });
 
   it('names the run limit when the run and the task limit are reached together', () => {
-    const output = expectStop(send(startedRun({ limits: { maxSteps: 2, maxStepsPerTask: 2 } }), toolCallsReply(), toolsCompleted(), toolCallsReply()), 'max_steps');
+    const output = expectStop(
+      send(
+        startedRun({ limits: { maxSteps: 2, maxStepsPerTask: 2 } }),
+        toolCallsReply(),
+        toolsCompleted(),
+        toolCallsReply(),
+      ),
+      'max_steps',
+    );
     expect(output.detail).toBe('reached maxSteps (2) before the task passed evaluation; raise limits.maxSteps');
   });
 });

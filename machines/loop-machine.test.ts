@@ -46,13 +46,23 @@ describe('rest points', () => {
   });
 
   it('asks to evaluate a final reply', () => {
-    expect(getPendingEffect(send(startedRun(), finalReply()))).toEqual({ kind: 'evaluate', taskIndex: 0, mayCallModel: true });
+    expect(getPendingEffect(send(startedRun(), finalReply()))).toEqual({
+      kind: 'evaluate',
+      taskIndex: 0,
+      mayCallModel: true,
+    });
   });
 });
 
 describe('completed', () => {
   it('stops with completed once the only task passes evaluation, with the usage of the run', () => {
-    const done = send(startedRun(), toolCallsReply({ calls: 2 }), toolsCompleted({ calls: 2 }), finalReply(), evaluationPassed());
+    const done = send(
+      startedRun(),
+      toolCallsReply({ calls: 2 }),
+      toolsCompleted({ calls: 2 }),
+      finalReply(),
+      evaluationPassed(),
+    );
     expect(outputOf(done)).toEqual({
       stopReason: 'completed',
       status: 'succeeded',

@@ -38,7 +38,9 @@ describe('tool_unavailable', () => {
   });
 
   it('goes on after a round with failed calls when no required tool is lost', () => {
-    expect(getPendingEffect(send(startedRun(), toolCallsReply(), toolsCompleted({ failedCalls: 1 })))).toEqual(callModelEffect());
+    expect(getPendingEffect(send(startedRun(), toolCallsReply(), toolsCompleted({ failedCalls: 1 })))).toEqual(
+      callModelEffect(),
+    );
   });
 });
 

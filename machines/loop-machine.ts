@@ -17,16 +17,16 @@ import { RECORDED, readingRecorded, recordedUpdate, type RecordedParams } from '
 import type { LoopContext, LoopEvent, LoopInput, MachineOutput, NoProgressSignal, StopReason } from './types.js';
 
 const stop = (reason: StopReason) => ({ type: 'stopRun', params: { reason } }) as const;
-const stopStalled = (signal: NoProgressSignal) => ({ type: 'stopRun', params: { reason: 'no_progress', signal } }) as const;
+const stopStalled = (signal: NoProgressSignal) =>
+  ({ type: 'stopRun', params: { reason: 'no_progress', signal } }) as const;
 const fail = (reason: StopReason) => ({ type: 'failTask', params: { reason } }) as const;
 
 type GuardName = keyof typeof plainGuards;
 
 /** Every named guard, able to read the context an outcome event's own transition leaves (params `RECORDED`). */
-const guards = Object.fromEntries(Object.entries(plainGuards).map(([name, guard]) => [name, readingRecorded(guard)])) as Record<
-  GuardName,
-  (args: { context: LoopContext; event: LoopEvent }, params: RecordedParams) => boolean
->;
+const guards = Object.fromEntries(
+  Object.entries(plainGuards).map(([name, guard]) => [name, readingRecorded(guard)]),
+) as Record<GuardName, (args: { context: LoopContext; event: LoopEvent }, params: RecordedParams) => boolean>;
 
 /** The named guard, asked about the context as the event's transition records it. */
 const recorded = <Name extends GuardName>(name: Name) => ({ type: name, params: RECORDED }) as const;
@@ -126,16 +126,48 @@ export const loopMachine = setup({
           on: {
             // Routed straight to the next resting state: each guard reads the context with the reply recorded.
             'model.responded': [
-              { guard: recorded('isDeadlineExceeded'), target: TERMINATED, actions: ['recordModelResponse', stop('deadline_exceeded')] },
+              {
+                guard: recorded('isDeadlineExceeded'),
+                target: TERMINATED,
+                actions: ['recordModelResponse', stop('deadline_exceeded')],
+              },
               { guard: 'isFinalReply', target: 'evaluating', actions: 'recordModelResponse' },
-              { guard: 'hasDeniedToolCall', target: TERMINATED, actions: ['recordModelResponse', stop('permission_denied')] },
-              { guard: 'hasToolCallNeedingApproval', target: TERMINATED, actions: ['recordModelResponse', stop('needs_human')] },
-              { guard: 'hasUnavailableToolCall', target: TERMINATED, actions: ['recordModelResponse', stop('tool_unavailable')] },
+              {
+                guard: 'hasDeniedToolCall',
+                target: TERMINATED,
+                actions: ['recordModelResponse', stop('permission_denied')],
+              },
+              {
+                guard: 'hasToolCallNeedingApproval',
+                target: TERMINATED,
+                actions: ['recordModelResponse', stop('needs_human')],
+              },
+              {
+                guard: 'hasUnavailableToolCall',
+                target: TERMINATED,
+                actions: ['recordModelResponse', stop('tool_unavailable')],
+              },
               // Tool results nobody can read are not worth their side effects: stop before acting.
-              { guard: recorded('isStepLimitReached'), target: TERMINATED, actions: ['recordModelResponse', stop('max_steps')] },
-              { guard: recorded('isSpendBudgetExhausted'), target: TERMINATED, actions: ['recordModelResponse', stop('budget_exhausted')] },
-              { guard: recorded('isToolCallBudgetExhausted'), target: TERMINATED, actions: ['recordModelResponse', stop('budget_exhausted')] },
-              { guard: recorded('isTaskStepLimitReached'), target: FAILED, actions: ['recordModelResponse', fail('max_steps')] },
+              {
+                guard: recorded('isStepLimitReached'),
+                target: TERMINATED,
+                actions: ['recordModelResponse', stop('max_steps')],
+              },
+              {
+                guard: recorded('isSpendBudgetExhausted'),
+                target: TERMINATED,
+                actions: ['recordModelResponse', stop('budget_exhausted')],
+              },
+              {
+                guard: recorded('isToolCallBudgetExhausted'),
+                target: TERMINATED,
+                actions: ['recordModelResponse', stop('budget_exhausted')],
+              },
+              {
+                guard: recorded('isTaskStepLimitReached'),
+                target: FAILED,
+                actions: ['recordModelResponse', fail('max_steps')],
+              },
               // Invalid arguments are the repair layer's first: a repeated mistake is no progress only while repairs remain.
               { guard: 'hasInvalidToolCall', target: 'repairingArguments', actions: 'recordModelResponse' },
               { guard: recorded('hasDecisionSignal'), target: 'decisionSignalled', actions: 'recordModelResponse' },
@@ -179,13 +211,25 @@ export const loopMachine = setup({
           on: {
             // Routed straight back to deciding on the common path: the round's checks, then the gate's.
             'tools.completed': [
-              { guard: recorded('isDeadlineExceeded'), target: TERMINATED, actions: ['recordToolRound', stop('deadline_exceeded')] },
+              {
+                guard: recorded('isDeadlineExceeded'),
+                target: TERMINATED,
+                actions: ['recordToolRound', stop('deadline_exceeded')],
+              },
               { guard: 'hasUnknownToolOutcome', target: TERMINATED, actions: ['recordToolRound', stop('needs_human')] },
-              { guard: 'isRequiredToolUnavailable', target: TERMINATED, actions: ['recordToolRound', stop('tool_unavailable')] },
+              {
+                guard: 'isRequiredToolUnavailable',
+                target: TERMINATED,
+                actions: ['recordToolRound', stop('tool_unavailable')],
+              },
               { guard: recorded('hasRoundSignal'), target: 'roundSignalled', actions: 'recordToolRound' },
               // What the gate checks before the next model call, so the round does not hop through it. (The step
               // bounds cannot be reached here: a decision at a bound stops before its tools run.)
-              { guard: recorded('isSpendBudgetExhausted'), target: TERMINATED, actions: ['recordToolRound', stop('budget_exhausted')] },
+              {
+                guard: recorded('isSpendBudgetExhausted'),
+                target: TERMINATED,
+                actions: ['recordToolRound', stop('budget_exhausted')],
+              },
               { guard: recorded('isPlanStalled'), target: 'gateStalled', actions: 'recordToolRound' },
               { target: 'deciding', actions: 'recordToolRound' },
             ],
@@ -229,7 +273,10 @@ export const loopMachine = setup({
     },
     SUCCESS: {
       entry: 'completeTask',
-      always: [{ guard: 'hasQueuedTask', target: 'READY' }, { target: 'TERMINATED', actions: stop('completed') }],
+      always: [
+        { guard: 'hasQueuedTask', target: 'READY' },
+        { target: 'TERMINATED', actions: stop('completed') },
+      ],
     },
     FAILED: {
       always: [

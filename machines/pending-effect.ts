@@ -42,7 +42,8 @@ export function getPendingEffect(snapshot: LoopSnapshot): PendingEffect {
   if (snapshot.matches({ RUNNING: 'evaluating' })) {
     return { kind: 'evaluate', taskIndex: context.taskIndex, mayCallModel: !isSpendBudgetExhausted({ context }) };
   }
-  if (snapshot.matches({ RETRY: 'backingOff' })) return { kind: 'sleep', until: context.retryAt ?? context.lastEventAt };
+  if (snapshot.matches({ RETRY: 'backingOff' }))
+    return { kind: 'sleep', until: context.retryAt ?? context.lastEventAt };
   if (snapshot.matches('READY')) return { kind: 'start' };
   // Every other state is transient (eventless) and is never observed between macrosteps.
   throw new Error(`loop machine rested in a transient state: ${JSON.stringify(snapshot.value)}`);

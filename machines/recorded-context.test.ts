@@ -4,7 +4,14 @@ import { recordModelResponse, recordToolRound } from '../actions/record.js';
 import { isStepLimitReached } from '../guards/budget.js';
 import { loopMachine } from './loop-machine.js';
 import { RECORDED, readingRecorded, recordedContext } from './recorded-context.js';
-import { backoffElapsed, startedContextWith, TEST_LIMITS, TEST_NO_PROGRESS, toolCallsReply, toolsCompleted } from '../test/support/statechart-fixtures.js';
+import {
+  backoffElapsed,
+  startedContextWith,
+  TEST_LIMITS,
+  TEST_NO_PROGRESS,
+  toolCallsReply,
+  toolsCompleted,
+} from '../test/support/statechart-fixtures.js';
 
 describe('recordedContext', () => {
   it('is the context with the event recorded, exactly as the reducer leaves it', () => {

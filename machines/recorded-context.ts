@@ -22,7 +22,10 @@ const RECORDERS: Partial<Record<LoopEvent['type'], (args: ReducerArgs) => Partia
 };
 
 /** One entry per event object: the context it was recorded into, the reducer's update and the result. */
-const recordedByEvent = new WeakMap<LoopEvent, { before: LoopContext; update: Partial<LoopContext>; after: LoopContext }>();
+const recordedByEvent = new WeakMap<
+  LoopEvent,
+  { before: LoopContext; update: Partial<LoopContext>; after: LoopContext }
+>();
 
 function recorded(context: LoopContext, event: LoopEvent, record: (args: ReducerArgs) => Partial<LoopContext>) {
   const cached = recordedByEvent.get(event);
@@ -45,7 +48,11 @@ export function recordedContext(context: LoopContext, event: LoopEvent): LoopCon
  * @example
  * assign(({ context, event }) => recordedUpdate(context, event, recordModelResponse))
  */
-export function recordedUpdate(context: LoopContext, event: LoopEvent, record: (args: ReducerArgs) => Partial<LoopContext>): Partial<LoopContext> {
+export function recordedUpdate(
+  context: LoopContext,
+  event: LoopEvent,
+  record: (args: ReducerArgs) => Partial<LoopContext>,
+): Partial<LoopContext> {
   return RECORDERS[event.type] === record ? recorded(context, event, record).update : record({ context, event });
 }
 

@@ -12,7 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { loopMachine } from '../machines/index.js';
 import { statechartGraph, type StatechartGraph, type StatechartState } from '../src/tooling/viewer/statechart-graph.js';
 import { edgeCrossings } from '../src/tooling/viewer/edge-crossings.js';
-import { edgeDrawings, edgeLabelText, STATECHART_TEXT, type StatechartLayout } from '../src/tooling/viewer/statechart-layout.js';
+import {
+  edgeDrawings,
+  edgeLabelText,
+  STATECHART_TEXT,
+  type StatechartLayout,
+} from '../src/tooling/viewer/statechart-layout.js';
 
 const { characterWidth: CHARACTER_WIDTH, lineHeight: LINE_HEIGHT, stopMarkWidth: STOP_MARK_WIDTH } = STATECHART_TEXT;
 const STATE_HEIGHT = 36;
@@ -23,7 +28,6 @@ const COMPOUND_TITLE = 30;
 const ElkConstructor = elkBundled as unknown as new (args?: ELKConstructorArguments) => ELK;
 
 const textWidth = (text: string) => Math.ceil(text.length * CHARACTER_WIDTH);
-
 
 const ROOT_OPTIONS: Record<string, string> = {
   'elk.algorithm': 'layered',
@@ -60,8 +64,15 @@ export async function layoutStatechart(graph: StatechartGraph): Promise<Statecha
     const children = byParent.get(state.id) ?? [];
     if (children.length === 0) {
       // The start at the top and the final state at the bottom, whatever the cycles between them.
-      const layer = state.parent === null ? (state.id === firstState ? 'FIRST' : state.kind === 'final' ? 'LAST' : null) : null;
-      return { id: state.id, width: textWidth(state.key) + STATE_PADDING * 2 + (stopping.has(state.id) ? STOP_MARK_WIDTH : 0), height: STATE_HEIGHT, labels: [{ text: state.key }], ...(layer === null ? {} : { layoutOptions: { 'elk.layered.layering.layerConstraint': layer } }) };
+      const layer =
+        state.parent === null ? (state.id === firstState ? 'FIRST' : state.kind === 'final' ? 'LAST' : null) : null;
+      return {
+        id: state.id,
+        width: textWidth(state.key) + STATE_PADDING * 2 + (stopping.has(state.id) ? STOP_MARK_WIDTH : 0),
+        height: STATE_HEIGHT,
+        labels: [{ text: state.key }],
+        ...(layer === null ? {} : { layoutOptions: { 'elk.layered.layering.layerConstraint': layer } }),
+      };
     }
     return {
       id: state.id,
@@ -71,14 +82,31 @@ export async function layoutStatechart(graph: StatechartGraph): Promise<Statecha
     };
   };
   // Only arrows are laid out: folded edges are drawn as stop marks and a legend entry.
-  const edges: ElkExtendedEdge[] = graph.edges.filter((edge) => drawings.get(edge.id) === 'route').map((edge) => {
-    const text = edgeLabelText(edge);
-    const lines = text === '' ? [] : text.split('\n');
-    const labels: ElkLabel[] = lines.length === 0 ? [] : [{ id: `${edge.id}#label`, text, width: Math.max(...lines.map(textWidth)) + 6, height: lines.length * LINE_HEIGHT + 2 }];
-    return { id: edge.id, sources: [edge.source], targets: [edge.target], labels };
-  });
+  const edges: ElkExtendedEdge[] = graph.edges
+    .filter((edge) => drawings.get(edge.id) === 'route')
+    .map((edge) => {
+      const text = edgeLabelText(edge);
+      const lines = text === '' ? [] : text.split('\n');
+      const labels: ElkLabel[] =
+        lines.length === 0
+          ? []
+          : [
+              {
+                id: `${edge.id}#label`,
+                text,
+                width: Math.max(...lines.map(textWidth)) + 6,
+                height: lines.length * LINE_HEIGHT + 2,
+              },
+            ];
+      return { id: edge.id, sources: [edge.source], targets: [edge.target], labels };
+    });
   const elk = new ElkConstructor();
-  const laid: ElkNode = await elk.layout<ElkNode>({ id: 'root', layoutOptions: ROOT_OPTIONS, children: (byParent.get(null) ?? []).map(toElk), edges });
+  const laid: ElkNode = await elk.layout<ElkNode>({
+    id: 'root',
+    layoutOptions: ROOT_OPTIONS,
+    children: (byParent.get(null) ?? []).map(toElk),
+    edges,
+  });
 
   const placed = new Map<string, { x: number; y: number; width: number; height: number }>();
   const place = (node: ElkNode, offsetX: number, offsetY: number) => {
@@ -106,13 +134,26 @@ export async function layoutStatechart(graph: StatechartGraph): Promise<Statecha
     }),
     edges: graph.edges.map((edge) => {
       const routed = laidEdges.get(edge.id);
-      const points = (routed?.sections ?? []).flatMap((section) => [section.startPoint, ...(section.bendPoints ?? []), section.endPoint]);
+      const points = (routed?.sections ?? []).flatMap((section) => [
+        section.startPoint,
+        ...(section.bendPoints ?? []),
+        section.endPoint,
+      ]);
       const label = routed?.labels?.[0];
       return {
         ...edge,
         drawing: drawings.get(edge.id) ?? 'route',
         points: points.map(({ x, y }) => ({ x, y })),
-        label: label === undefined ? null : { text: label.text ?? '', x: label.x ?? 0, y: label.y ?? 0, width: label.width ?? 0, height: label.height ?? 0 },
+        label:
+          label === undefined
+            ? null
+            : {
+                text: label.text ?? '',
+                x: label.x ?? 0,
+                y: label.y ?? 0,
+                width: label.width ?? 0,
+                height: label.height ?? 0,
+              },
       };
     }),
   };
@@ -130,10 +171,14 @@ export async function statechartLayoutModule(): Promise<string> {
   ].join('\n');
 }
 
-export const LAYOUT_DATA_FILE = fileURLToPath(new URL('../src/tooling/viewer/statechart-layout.data.ts', import.meta.url));
+export const LAYOUT_DATA_FILE = fileURLToPath(
+  new URL('../src/tooling/viewer/statechart-layout.data.ts', import.meta.url),
+);
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   writeFileSync(LAYOUT_DATA_FILE, await statechartLayoutModule());
   const { edges } = await layoutStatechart(statechartGraph(loopMachine));
-  console.log(`wrote ${LAYOUT_DATA_FILE}: ${edges.filter((edge) => edge.drawing === 'route').length} arrows, ${edgeCrossings(edges)} crossings`);
+  console.log(
+    `wrote ${LAYOUT_DATA_FILE}: ${edges.filter((edge) => edge.drawing === 'route').length} arrows, ${edgeCrossings(edges)} crossings`,
+  );
 }

@@ -45,7 +45,8 @@ const SKIPS = [
   {
     id: 'langgraph-sqlite-full',
     skip: (steps) => steps > 100 && !flag('all'),
-    reason: 'SqliteSaver with synchronous=FULL is measured at S ≤ 100 only, to keep the benchmark near 3 minutes: its run of S = 500 is the shipped saver\'s, the longest of the table, plus an fsync on each of its ~2,000 commits of up to a few hundred KB; `--all` includes it',
+    reason:
+      "SqliteSaver with synchronous=FULL is measured at S ≤ 100 only, to keep the benchmark near 3 minutes: its run of S = 500 is the shipped saver's, the longest of the table, plus an fsync on each of its ~2,000 commits of up to a few hundred KB; `--all` includes it",
   },
 ];
 
@@ -75,7 +76,11 @@ async function postgresVersion(postgresUrl) {
   await client.connect();
   try {
     const setting = async (name) => (await client.query(`SHOW ${name}`)).rows[0][name];
-    return { version: await setting('server_version'), fsync: await setting('fsync'), synchronousCommit: await setting('synchronous_commit') };
+    return {
+      version: await setting('server_version'),
+      fsync: await setting('fsync'),
+      synchronousCommit: await setting('synchronous_commit'),
+    };
   } finally {
     await client.end();
   }
@@ -88,7 +93,10 @@ async function postgresVersion(postgresUrl) {
  */
 async function measureRound(variant, { steps, round, scratch }) {
   const instance = await variant.open({ steps, round, scratch });
-  let elapsed = 0, written = 0, journalChars = 0, runs = 0;
+  let elapsed = 0,
+    written = 0,
+    journalChars = 0,
+    runs = 0;
   const counts = [];
   while (runs === 0 || (elapsed < BUDGET_MS && runs < 200)) {
     runs += 1;
@@ -101,11 +109,15 @@ async function measureRound(variant, { steps, round, scratch }) {
   const held = await instance.account();
   // Journal rows are never rewritten: what the round appended is what the store holds, byte for byte.
   if (held?.journalBytes !== undefined && held.journalBytes !== journalChars) {
-    throw new Error(`${variant.label}, S = ${steps}: the journal wrote ${journalChars} characters and the store holds ${held.journalBytes} bytes`);
+    throw new Error(
+      `${variant.label}, S = ${steps}: the journal wrote ${journalChars} characters and the store holds ${held.journalBytes} bytes`,
+    );
   }
   const perStep = (total) => (total === null || total === undefined ? null : total / (runs * steps));
   return {
-    round, runs, elapsedMs: elapsed,
+    round,
+    runs,
+    elapsedMs: elapsed,
     microsecondsPerStep: (elapsed * 1000) / (runs * steps),
     heldBytesPerStep: perStep(held?.heldBytes),
     writtenBytesPerStep: variant.framework === 'loopstate' && held ? perStep(written) : null,
@@ -132,7 +144,8 @@ async function main() {
     log('building loopstate: npx tsc -p tsconfig.build.json (project root)');
     execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: projectRoot, stdio: 'inherit' });
   }
-  if (!existsSync(path.join(projectRoot, 'dist/src/index.js'))) throw new Error('dist/src/index.js is missing: build loopstate first (npm run build at the project root)');
+  if (!existsSync(path.join(projectRoot, 'dist/src/index.js')))
+    throw new Error('dist/src/index.js is missing: build loopstate first (npm run build at the project root)');
   const loadAverageAtStart = os.loadavg();
   const postgresUrl = process.env.LOOPSTATE_TEST_POSTGRES_URL ?? null;
   const postgresSchema = `loopstate_bench_${Date.now().toString(36)}`;
@@ -164,16 +177,21 @@ async function main() {
         const expected = previous ? previous.ms * (steps / previous.steps) ** 2 : null;
         warmedUp[steps][variant.id] = await warmUp(variant, { steps, scratch, expectedRunMs: expected });
       }
-      log(`S = ${steps}: up to ${ROUND_COUNT} rounds; warmed up ${JSON.stringify(warmedUp[steps])}; load ${os.loadavg()[0].toFixed(2)}`);
+      log(
+        `S = ${steps}: up to ${ROUND_COUNT} rounds; warmed up ${JSON.stringify(warmedUp[steps])}; load ${os.loadavg()[0].toFixed(2)}`,
+      );
       for (let round = 0; round < ROUND_COUNT; round++) {
         for (const variant of rotated(active, round)) {
           // Baselines run every round: every other variant's round is paired with its framework's no-store run.
           const last = rounds[variant.id]?.[steps]?.at(-1);
-          if (!variant.baseline && round >= LONG_RUN_ROUNDS && last && last.elapsedMs / last.runs > LONG_RUN_MS) continue;
+          if (!variant.baseline && round >= LONG_RUN_ROUNDS && last && last.elapsedMs / last.runs > LONG_RUN_MS)
+            continue;
           const sample = await measureRound(variant, { steps, round, scratch });
           ((rounds[variant.id] ??= {})[steps] ??= []).push(sample);
           lastRunMs[variant.id] = { steps, ms: sample.elapsedMs / sample.runs };
-          log(`  round ${round + 1} ${variant.label}: ${sample.microsecondsPerStep.toFixed(1)} µs/step (${sample.runs} runs)`);
+          log(
+            `  round ${round + 1} ${variant.label}: ${sample.microsecondsPerStep.toFixed(1)} µs/step (${sample.runs} runs)`,
+          );
         }
       }
     }
@@ -191,32 +209,74 @@ async function main() {
   const meta = {
     date: new Date().toISOString(),
     durationSeconds: Math.round((Date.now() - started) / 1000),
-    loopstate: { commit: git('rev-parse', 'HEAD'), subject: git('log', '-1', '--format=%s'), branch: git('rev-parse', '--abbrev-ref', 'HEAD'), uncommittedChanges: (git('status', '--porcelain', '--untracked-files=no') ?? '') !== '' },
+    loopstate: {
+      commit: git('rev-parse', 'HEAD'),
+      subject: git('log', '-1', '--format=%s'),
+      branch: git('rev-parse', '--abbrev-ref', 'HEAD'),
+      uncommittedChanges: (git('status', '--porcelain', '--untracked-files=no') ?? '') !== '',
+    },
     versions: {
       '@langchain/langgraph': packageVersion(benchDirectory, '@langchain/langgraph'),
       '@langchain/langgraph-checkpoint': packageVersion(benchDirectory, '@langchain/langgraph-checkpoint'),
-      '@langchain/langgraph-checkpoint-sqlite': packageVersion(benchDirectory, '@langchain/langgraph-checkpoint-sqlite'),
+      '@langchain/langgraph-checkpoint-sqlite': packageVersion(
+        benchDirectory,
+        '@langchain/langgraph-checkpoint-sqlite',
+      ),
       '@langchain/core': packageVersion(benchDirectory, '@langchain/core'),
       'better-sqlite3 (loopstate)': packageVersion(projectRoot, 'better-sqlite3'),
       'better-sqlite3 (SqliteSaver)': packageVersion(benchDirectory, 'better-sqlite3'),
-      ...(dbos ? { '@dbos-inc/dbos-sdk': packageVersion(projectRoot, '@dbos-inc/dbos-sdk'), pg: packageVersion(projectRoot, 'pg') } : {}),
+      ...(dbos
+        ? {
+            '@dbos-inc/dbos-sdk': packageVersion(projectRoot, '@dbos-inc/dbos-sdk'),
+            pg: packageVersion(projectRoot, 'pg'),
+          }
+        : {}),
       xstate: packageVersion(projectRoot, 'xstate'),
     },
-    machine: { node: process.version, platform: `${os.type()} ${os.release()} ${os.arch()}`, cpu: os.cpus()[0]?.model.trim() ?? 'unknown', cores: os.cpus().length },
-    loadAverageAtStart, loadAverageAtEnd,
-    settings: { stepCounts: STEP_COUNTS, rounds: ROUND_COUNT, longRunMs: LONG_RUN_MS, longRunRounds: LONG_RUN_ROUNDS, budgetMs: BUDGET_MS, warmupMs: WARMUP_MS, warmedUp },
+    machine: {
+      node: process.version,
+      platform: `${os.type()} ${os.release()} ${os.arch()}`,
+      cpu: os.cpus()[0]?.model.trim() ?? 'unknown',
+      cores: os.cpus().length,
+    },
+    loadAverageAtStart,
+    loadAverageAtEnd,
+    settings: {
+      stepCounts: STEP_COUNTS,
+      rounds: ROUND_COUNT,
+      longRunMs: LONG_RUN_MS,
+      longRunRounds: LONG_RUN_ROUNDS,
+      budgetMs: BUDGET_MS,
+      warmupMs: WARMUP_MS,
+      warmedUp,
+    },
     postgres: postgresUrl ? { schema: postgresSchema, server: await postgresVersion(postgresUrl) } : null,
-    sqliteSaverSynchronous: Object.fromEntries(all.filter((variant) => variant.effectiveSynchronous !== null && variant.effectiveSynchronous !== undefined).map((variant) => [variant.id, variant.effectiveSynchronous])),
+    sqliteSaverSynchronous: Object.fromEntries(
+      all
+        .filter((variant) => variant.effectiveSynchronous !== null && variant.effectiveSynchronous !== undefined)
+        .map((variant) => [variant.id, variant.effectiveSynchronous]),
+    ),
     skipped,
   };
-  const results = { meta, variants: all.map(({ id, label, framework, baseline }) => ({ id, label, framework, baseline })), rounds, dbos };
+  const results = {
+    meta,
+    variants: all.map(({ id, label, framework, baseline }) => ({ id, label, framework, baseline })),
+    rounds,
+    dbos,
+  };
   const summary = summarise(results, median);
   const section = renderCheckpointSection(results, summary);
   process.stdout.write(`${section}\n`);
   if (!flag('no-write')) {
-    writeFileSync(path.join(benchDirectory, 'checkpoint-results.json'), `${JSON.stringify({ ...results, summary }, null, 2)}\n`);
+    writeFileSync(
+      path.join(benchDirectory, 'checkpoint-results.json'),
+      `${JSON.stringify({ ...results, summary }, null, 2)}\n`,
+    );
     const resultsFile = path.join(benchDirectory, 'RESULTS.md');
-    writeFileSync(resultsFile, replaceCheckpointSection(existsSync(resultsFile) ? readFileSync(resultsFile, 'utf8') : '', section));
+    writeFileSync(
+      resultsFile,
+      replaceCheckpointSection(existsSync(resultsFile) ? readFileSync(resultsFile, 'utf8') : '', section),
+    );
     log(`wrote its section of ${resultsFile} and checkpoint-results.json in ${meta.durationSeconds} s`);
   }
 }

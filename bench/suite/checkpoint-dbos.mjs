@@ -34,24 +34,37 @@ export async function measureDbosStep({ projectRoot, postgresUrl, steps }) {
   const url = new URL(postgresUrl);
   url.pathname = `/${database}`;
   // A step's output the size of a loop step's model response (its `model` journal record holds the same).
-  const output = { text: null, toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{"key":"k1"}' }], usage: { inputTokens: 50, outputTokens: 10 } };
+  const output = {
+    text: null,
+    toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{"key":"k1"}' }],
+    usage: { inputTokens: 50, outputTokens: 10 },
+  };
   const times = [];
   try {
-    const workflow = DBOS.registerWorkflow(async (count) => {
-      for (let index = 0; index < count; index++) {
-        const started = performance.now();
-        await DBOS.runStep(async () => ({ index, ...output }), { name: 'step' });
-        times.push(performance.now() - started);
-      }
-      return count;
-    }, { name: 'checkpoint-bench' });
-    DBOS.setConfig({ name: 'loopstate-checkpoint-bench', systemDatabaseUrl: url.toString(), logLevel: 'warn', applicationVersion: 'bench' });
+    const workflow = DBOS.registerWorkflow(
+      async (count) => {
+        for (let index = 0; index < count; index++) {
+          const started = performance.now();
+          await DBOS.runStep(async () => ({ index, ...output }), { name: 'step' });
+          times.push(performance.now() - started);
+        }
+        return count;
+      },
+      { name: 'checkpoint-bench' },
+    );
+    DBOS.setConfig({
+      name: 'loopstate-checkpoint-bench',
+      systemDatabaseUrl: url.toString(),
+      logLevel: 'warn',
+      applicationVersion: 'bench',
+    });
     await DBOS.launch();
     try {
       await workflow(50);
       times.length = 0;
       const completed = await workflow(steps);
-      if (completed !== steps || times.length !== steps) throw new Error(`DBOS workflow ran ${times.length} of ${steps} steps`);
+      if (completed !== steps || times.length !== steps)
+        throw new Error(`DBOS workflow ran ${times.length} of ${steps} steps`);
     } finally {
       await DBOS.shutdown();
     }

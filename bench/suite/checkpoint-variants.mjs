@@ -70,21 +70,27 @@ function checkJournalRecords(tally, steps, where) {
   const problems = [];
   if (rows.model !== steps) problems.push(`${rows.model ?? 0} model records (expected ${steps})`);
   if (rows.intent !== steps - 1) problems.push(`${rows.intent ?? 0} intent records (expected ${steps - 1})`);
-  if (rows['tool-result'] !== steps - 1) problems.push(`${rows['tool-result'] ?? 0} tool-result records (expected ${steps - 1})`);
-  if (!(rows.event >= 2 * steps - 1)) problems.push(`${rows.event ?? 0} event records (expected at least ${2 * steps - 1})`);
+  if (rows['tool-result'] !== steps - 1)
+    problems.push(`${rows['tool-result'] ?? 0} tool-result records (expected ${steps - 1})`);
+  if (!(rows.event >= 2 * steps - 1))
+    problems.push(`${rows.event ?? 0} event records (expected at least ${2 * steps - 1})`);
   if (problems.length > 0) throw new Error(`${where}: ${problems.join(', ')}`);
 }
 
 /** Every run of one variant and S journals the same records: the workload is deterministic. */
 function sameAsFirst(signatures, steps, signature, where) {
   signatures[steps] ??= signature;
-  if (signatures[steps] !== signature) throw new Error(`${where}: this run journalled ${signature}, the first ${signatures[steps]}`);
+  if (signatures[steps] !== signature)
+    throw new Error(`${where}: this run journalled ${signature}, the first ${signatures[steps]}`);
 }
 
 function loopstateVariant({ id, label, makeStore, file = null }) {
   const signatures = {};
   return {
-    id, label, framework: 'loopstate', baseline: makeStore === null,
+    id,
+    label,
+    framework: 'loopstate',
+    baseline: makeStore === null,
     async open({ steps, round, scratch }) {
       const where = `${label}, S = ${steps}`;
       const filePath = file ? path.join(scratch, `${id}-${steps}-${round}.db`) : null;
@@ -108,13 +114,25 @@ function loopstateVariant({ id, label, makeStore, file = null }) {
           checkCounts(1, steps, where);
           if (counting) {
             checkJournalRecords(counting.tally, steps, where);
-            sameAsFirst(signatures, steps, JSON.stringify({ rows: counting.tally.rows, snapshots: counting.tally.snapshots }), where);
+            sameAsFirst(
+              signatures,
+              steps,
+              JSON.stringify({ rows: counting.tally.rows, snapshots: counting.tally.snapshots }),
+              where,
+            );
           }
-          return { elapsed, written: counting ? counting.tally.journalChars + counting.tally.snapshotChars : 0, counting: counting ? structuredClone(counting.tally) : null };
+          return {
+            elapsed,
+            written: counting ? counting.tally.journalChars + counting.tally.snapshotChars : 0,
+            counting: counting ? structuredClone(counting.tally) : null,
+          };
         },
         async account() {
           if (!counting) return null;
-          let journal = 0, snapshot = 0, runRow = 0, rows = 0;
+          let journal = 0,
+            snapshot = 0,
+            runRow = 0,
+            rows = 0;
           for (const runId of runIds) {
             for (const row of await counting.store.readJournal(runId, 0)) {
               journal += Buffer.byteLength(row.body);
@@ -129,7 +147,14 @@ function loopstateVariant({ id, label, makeStore, file = null }) {
           await counting.store.close();
           const fileBytes = filePath ? sqliteFileBytes(filePath) : null;
           if (filePath) removeSqlite(filePath);
-          return { heldBytes: journal + snapshot + runRow, journalBytes: journal, snapshotBytes: snapshot, runRowBytes: runRow, records: rows, fileBytes };
+          return {
+            heldBytes: journal + snapshot + runRow,
+            journalBytes: journal,
+            snapshotBytes: snapshot,
+            runRowBytes: runRow,
+            records: rows,
+            fileBytes,
+          };
         },
       };
     },
@@ -154,7 +179,9 @@ function countingSaver(saver) {
 }
 
 function memorySaverBytes(saver) {
-  let bytes = 0, checkpoints = 0, writes = 0;
+  let bytes = 0,
+    checkpoints = 0,
+    writes = 0;
   for (const namespaces of Object.values(saver.storage)) {
     for (const byId of Object.values(namespaces)) {
       for (const [checkpoint, metadata] of Object.values(byId)) {
@@ -173,14 +200,23 @@ function memorySaverBytes(saver) {
 }
 
 function sqliteSaverBytes(saver) {
-  const checkpoints = saver.db.prepare('SELECT count(*) AS rows, coalesce(sum(length(checkpoint)) + sum(length(metadata)), 0) AS bytes FROM checkpoints').get();
-  const writes = saver.db.prepare('SELECT count(*) AS rows, coalesce(sum(length(value)), 0) AS bytes FROM writes').get();
+  const checkpoints = saver.db
+    .prepare(
+      'SELECT count(*) AS rows, coalesce(sum(length(checkpoint)) + sum(length(metadata)), 0) AS bytes FROM checkpoints',
+    )
+    .get();
+  const writes = saver.db
+    .prepare('SELECT count(*) AS rows, coalesce(sum(length(value)), 0) AS bytes FROM writes')
+    .get();
   return { bytes: checkpoints.bytes + writes.bytes, checkpoints: checkpoints.rows, writes: writes.rows };
 }
 
 function langGraphVariant({ id, label, saver: kind = null, synchronous = null, expectSynchronous = null }) {
   const variant = {
-    id, label, framework: 'langgraph', baseline: kind === null,
+    id,
+    label,
+    framework: 'langgraph',
+    baseline: kind === null,
     /** SQLite's `synchronous` as the saver's connection has it (0 OFF, 1 NORMAL, 2 FULL), read at the first open. */
     effectiveSynchronous: null,
     async open({ steps, round, scratch }) {
@@ -195,7 +231,10 @@ function langGraphVariant({ id, label, saver: kind = null, synchronous = null, e
         if (synchronous) saver.db.pragma(`synchronous = ${synchronous}`);
         variant.effectiveSynchronous ??= saver.db.pragma('synchronous', { simple: true });
         // The label names the level: a different build of better-sqlite3 must not make it lie.
-        if (variant.effectiveSynchronous !== expectSynchronous) throw new Error(`${where}: the saver's connection has synchronous=${variant.effectiveSynchronous}, expected ${expectSynchronous}`);
+        if (variant.effectiveSynchronous !== expectSynchronous)
+          throw new Error(
+            `${where}: the saver's connection has synchronous=${variant.effectiveSynchronous}, expected ${expectSynchronous}`,
+          );
       }
       const tally = saver ? countingSaver(saver) : null;
       const app = createGraph({ steps, latencyMs: 0, checkpointer: saver ?? undefined });
@@ -213,26 +252,50 @@ function langGraphVariant({ id, label, saver: kind = null, synchronous = null, e
           checkAnswer(JSON.parse(last.content), where);
           checkCounts(1, steps, where);
           // The user's goal, S replies and S − 1 tool results.
-          if (finalState.messages.length !== 2 * steps) throw new Error(`${where}: ${finalState.messages.length} messages in the final state, expected ${2 * steps}`);
+          if (finalState.messages.length !== 2 * steps)
+            throw new Error(
+              `${where}: ${finalState.messages.length} messages in the final state, expected ${2 * steps}`,
+            );
           if (tally) {
             // A checkpoint per super-step (the input, S agent steps, S − 1 tool steps, and the first empty one); writes per task.
             const puts = tally.puts - before.puts;
             const putWrites = tally.putWrites - before.putWrites;
-            if (puts !== 2 * steps + 1 || putWrites !== 2 * steps) throw new Error(`${where}: ${puts} checkpoints and ${putWrites} putWrites in a run, expected ${2 * steps + 1} and ${2 * steps}`);
+            if (puts !== 2 * steps + 1 || putWrites !== 2 * steps)
+              throw new Error(
+                `${where}: ${puts} checkpoints and ${putWrites} putWrites in a run, expected ${2 * steps + 1} and ${2 * steps}`,
+              );
           }
-          return { elapsed, counting: tally ? { puts: tally.puts - before.puts, putWrites: tally.putWrites - before.putWrites, writes: tally.writes - before.writes } : null };
+          return {
+            elapsed,
+            counting: tally
+              ? {
+                  puts: tally.puts - before.puts,
+                  putWrites: tally.putWrites - before.putWrites,
+                  writes: tally.writes - before.writes,
+                }
+              : null,
+          };
         },
         async account() {
           if (!saver) return null;
           const held = kind === 'memory' ? memorySaverBytes(saver) : sqliteSaverBytes(saver);
-          if (held.checkpoints !== runs * (2 * steps + 1)) throw new Error(`${where}: ${held.checkpoints} checkpoints held after ${runs} runs, expected ${runs * (2 * steps + 1)}`);
+          if (held.checkpoints !== runs * (2 * steps + 1))
+            throw new Error(
+              `${where}: ${held.checkpoints} checkpoints held after ${runs} runs, expected ${runs * (2 * steps + 1)}`,
+            );
           let fileBytes = null;
           if (filePath) {
             saver.db.close();
             fileBytes = sqliteFileBytes(filePath);
             removeSqlite(filePath);
           }
-          return { heldBytes: held.bytes, records: held.checkpoints + held.writes, checkpoints: held.checkpoints, writes: held.writes, fileBytes };
+          return {
+            heldBytes: held.bytes,
+            records: held.checkpoints + held.writes,
+            checkpoints: held.checkpoints,
+            writes: held.writes,
+            fileBytes,
+          };
         },
       };
     },
@@ -244,16 +307,47 @@ function langGraphVariant({ id, label, saver: kind = null, synchronous = null, e
 export function variants({ postgresUrl, postgresSchema }) {
   return [
     loopstateVariant({ id: 'loopstate', label: 'loopstate, no store', makeStore: null }),
-    loopstateVariant({ id: 'loopstate-memory', label: 'loopstate + memoryStore()', makeStore: () => loopstate.memoryStore() }),
-    loopstateVariant({ id: 'loopstate-sqlite-normal', label: 'loopstate + sqliteStore (NORMAL)', makeStore: (file) => sqliteStore({ path: file }), file: true }),
-    loopstateVariant({ id: 'loopstate-sqlite-full', label: "loopstate + sqliteStore (durability 'full')", makeStore: (file) => sqliteStore({ path: file, durability: 'full' }), file: true }),
+    loopstateVariant({
+      id: 'loopstate-memory',
+      label: 'loopstate + memoryStore()',
+      makeStore: () => loopstate.memoryStore(),
+    }),
+    loopstateVariant({
+      id: 'loopstate-sqlite-normal',
+      label: 'loopstate + sqliteStore (NORMAL)',
+      makeStore: (file) => sqliteStore({ path: file }),
+      file: true,
+    }),
+    loopstateVariant({
+      id: 'loopstate-sqlite-full',
+      label: "loopstate + sqliteStore (durability 'full')",
+      makeStore: (file) => sqliteStore({ path: file, durability: 'full' }),
+      file: true,
+    }),
     ...(postgresUrl
-      ? [loopstateVariant({ id: 'loopstate-postgres', label: 'loopstate + postgresStore', makeStore: () => postgresStore({ connectionString: postgresUrl, schema: postgresSchema }) })]
+      ? [
+          loopstateVariant({
+            id: 'loopstate-postgres',
+            label: 'loopstate + postgresStore',
+            makeStore: () => postgresStore({ connectionString: postgresUrl, schema: postgresSchema }),
+          }),
+        ]
       : []),
     langGraphVariant({ id: 'langgraph', label: 'LangGraph, no checkpointer' }),
     langGraphVariant({ id: 'langgraph-memory', label: 'LangGraph + MemorySaver', saver: 'memory' }),
     // fromConnString sets WAL only; better-sqlite3 is built with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1, so that is NORMAL.
-    langGraphVariant({ id: 'langgraph-sqlite', label: 'LangGraph + SqliteSaver (as shipped: WAL, NORMAL)', saver: 'sqlite', expectSynchronous: 1 }),
-    langGraphVariant({ id: 'langgraph-sqlite-full', label: 'LangGraph + SqliteSaver (synchronous=FULL)', saver: 'sqlite', synchronous: 'FULL', expectSynchronous: 2 }),
+    langGraphVariant({
+      id: 'langgraph-sqlite',
+      label: 'LangGraph + SqliteSaver (as shipped: WAL, NORMAL)',
+      saver: 'sqlite',
+      expectSynchronous: 1,
+    }),
+    langGraphVariant({
+      id: 'langgraph-sqlite-full',
+      label: 'LangGraph + SqliteSaver (synchronous=FULL)',
+      saver: 'sqlite',
+      synchronous: 'FULL',
+      expectSynchronous: 2,
+    }),
   ];
 }

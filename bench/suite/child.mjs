@@ -138,7 +138,8 @@ async function callgrindWorkload() {
 async function measureAllStepCounts() {
   const warm = await createRunner({ steps: 10, latencyMs: 0 });
   const started = performance.now();
-  for (let runs = 0; runs < 3 || performance.now() - started < options.initialWarmupMs; runs++) await sequential(warm, 10, 1);
+  for (let runs = 0; runs < 3 || performance.now() - started < options.initialWarmupMs; runs++)
+    await sequential(warm, 10, 1);
   const results = [];
   let microsecondsPerStep = 0;
   for (const steps of options.stepCounts) {
@@ -149,7 +150,12 @@ async function measureAllStepCounts() {
   return { results };
 }
 
-const measure = { steps: measureAllStepCounts, concurrency: measureConcurrency, allocation: measureAllocation, callgrind: callgrindWorkload }[mode];
+const measure = {
+  steps: measureAllStepCounts,
+  concurrency: measureConcurrency,
+  allocation: measureAllocation,
+  callgrind: callgrindWorkload,
+}[mode];
 if (!measure) throw new Error(`unknown mode ${mode}`);
 const result = await measure();
 process.stdout.write(`${JSON.stringify({ mode, adapter: adapterName, ...result })}\n`);

@@ -11,7 +11,8 @@ const summary = (values) => ({ median: median(values), min: Math.min(...values),
 const fixed = (number) => (number >= 100 ? number.toFixed(0) : number >= 10 ? number.toFixed(1) : number.toFixed(2));
 const grouped = (number) => Math.round(number).toLocaleString('en-US');
 const spread = ({ median: middle, min, max }, format = fixed) => `${format(middle)} (${format(min)}–${format(max)})`;
-const ratio = (value, baseline) => (baseline > 0 ? `${(value / baseline).toFixed(value / baseline >= 100 ? 0 : 1)}×` : 'n/a');
+const ratio = (value, baseline) =>
+  baseline > 0 ? `${(value / baseline).toFixed(value / baseline >= 100 ? 0 : 1)}×` : 'n/a';
 
 /** Per adapter and S: the median, min and max µs/step across rounds. */
 export function stepSummaries(results) {
@@ -19,7 +20,9 @@ export function stepSummaries(results) {
   for (const adapter of results.adapters) {
     out[adapter.id] = {};
     for (const steps of results.meta.settings.stepCounts) {
-      out[adapter.id][steps] = summary(results.steps[adapter.id].map((round) => round.find((entry) => entry.steps === steps).microsecondsPerStep));
+      out[adapter.id][steps] = summary(
+        results.steps[adapter.id].map((round) => round.find((entry) => entry.steps === steps).microsecondsPerStep),
+      );
     }
   }
   return out;
@@ -60,17 +63,28 @@ export function renderMarkdown(results) {
     '',
   );
   lines.push(`## µs per step (median of ${meta.settings.stepRounds} rounds, min–max)`, '');
-  lines.push(`| framework | S = ${small} | S = ${middle} | S = ${grouped(large)} | × hand-written (S = ${small} / ${middle} / ${grouped(large)}) | S = ${grouped(large)} ÷ S = ${small} |`);
+  lines.push(
+    `| framework | S = ${small} | S = ${middle} | S = ${grouped(large)} | × hand-written (S = ${small} / ${middle} / ${grouped(large)}) | S = ${grouped(large)} ÷ S = ${small} |`,
+  );
   lines.push('|---|---:|---:|---:|---:|---:|');
   for (const adapter of adapters) {
     const row = steps[adapter.id];
-    const ratios = baseline ? [small, middle, large].map((count) => ratio(row[count].median, baseline[count].median)).join(' / ') : 'n/a';
-    lines.push(`| ${adapter.label} | ${spread(row[small])} | ${spread(row[middle])} | ${spread(row[large])} | ${ratios} | ${(row[large].median / row[small].median).toFixed(2)} |`);
+    const ratios = baseline
+      ? [small, middle, large].map((count) => ratio(row[count].median, baseline[count].median)).join(' / ')
+      : 'n/a';
+    lines.push(
+      `| ${adapter.label} | ${spread(row[small])} | ${spread(row[middle])} | ${spread(row[large])} | ${ratios} | ${(row[large].median / row[small].median).toFixed(2)} |`,
+    );
   }
   lines.push('');
   const { runs, steps: concurrentSteps, latencyMs } = meta.settings.concurrency;
-  lines.push(`## ${grouped(runs)} concurrent runs of S = ${concurrentSteps}, ${latencyMs} ms model latency (median of ${meta.settings.concurrencyRounds} rounds, min–max)`, '');
-  lines.push('| framework | wall ms | × hand-written | peak RSS MiB | heap per in-flight run, KiB (peak sampled) | live heap per in-flight run, KiB (after a full GC) |');
+  lines.push(
+    `## ${grouped(runs)} concurrent runs of S = ${concurrentSteps}, ${latencyMs} ms model latency (median of ${meta.settings.concurrencyRounds} rounds, min–max)`,
+    '',
+  );
+  lines.push(
+    '| framework | wall ms | × hand-written | peak RSS MiB | heap per in-flight run, KiB (peak sampled) | live heap per in-flight run, KiB (after a full GC) |',
+  );
   lines.push('|---|---:|---:|---:|---:|---:|');
   for (const adapter of adapters) {
     const row = concurrency[adapter.id];
@@ -83,7 +97,9 @@ export function renderMarkdown(results) {
   if (Object.keys(wide).length > 0 && meta.settings.largeConcurrency) {
     const { runs: largeRuns } = meta.settings.largeConcurrency;
     lines.push(`## ${grouped(largeRuns)} concurrent runs in one process (same workload, one round)`, '');
-    lines.push(`| framework | wall ms | ÷ its ${grouped(runs)}-run wall time | peak RSS MiB | heap per in-flight run, KiB (peak sampled) | live heap per in-flight run, KiB (after a full GC) |`);
+    lines.push(
+      `| framework | wall ms | ÷ its ${grouped(runs)}-run wall time | peak RSS MiB | heap per in-flight run, KiB (peak sampled) | live heap per in-flight run, KiB (after a full GC) |`,
+    );
     lines.push('|---|---:|---:|---:|---:|---:|');
     for (const adapter of adapters.filter(({ id }) => wide[id])) {
       const row = wide[adapter.id];
@@ -94,9 +110,12 @@ export function renderMarkdown(results) {
     lines.push('');
   }
   lines.push('## Allocation per step (median of the samples without a GC, min–max)', '');
-  lines.push('| framework | KiB allocated per step | S of the sampled runs | samples kept / dropped for a GC | × hand-written |');
+  lines.push(
+    '| framework | KiB allocated per step | S of the sampled runs | samples kept / dropped for a GC | × hand-written |',
+  );
   lines.push('|---|---:|---:|---:|---:|');
-  const allocationMedian = (id) => (results.allocation[id]?.samples.length ? median(results.allocation[id].samples) : null);
+  const allocationMedian = (id) =>
+    results.allocation[id]?.samples.length ? median(results.allocation[id].samples) : null;
   for (const adapter of adapters) {
     const entry = results.allocation[adapter.id];
     const kib = entry.samples.map((bytes) => bytes / 1024);
@@ -108,29 +127,70 @@ export function renderMarkdown(results) {
   lines.push('');
   lines.push('## Instructions per step (callgrind, loopstate)', '');
   if (results.callgrind) {
-    const { steps: callgrindSteps, shortRuns, longRuns, warmupRuns, shortInstructions, longInstructions, instructionsPerStep } = results.callgrind;
+    const {
+      steps: callgrindSteps,
+      shortRuns,
+      longRuns,
+      warmupRuns,
+      shortInstructions,
+      longInstructions,
+      instructionsPerStep,
+    } = results.callgrind;
     const perStepMicroseconds = steps.loopstate?.[callgrindSteps]?.median;
     lines.push(
       `**${grouped(instructionsPerStep)} instructions per step** at S = ${callgrindSteps} = (Ir of the workload with ${longRuns} timed runs − Ir of the one with ${shortRuns}) / (${longRuns - shortRuns} × ${callgrindSteps} steps); ` +
         `Ir ${grouped(longInstructions)} and ${grouped(shortInstructions)}. Each workload is one process: ${warmupRuns} warm-up runs of S = 10, one untimed run of S = ${callgrindSteps}, then the timed runs; the difference cancels start-up, module loading, warm-up and JIT compilation.` +
-        (perStepMicroseconds ? ` Beside it: ${fixed(perStepMicroseconds)} µs/step at S = ${callgrindSteps} above.` : '') +
+        (perStepMicroseconds
+          ? ` Beside it: ${fixed(perStepMicroseconds)} µs/step at S = ${callgrindSteps} above.`
+          : '') +
         ` Node runs with \`${(meta.settings.callgrindNodeFlags ?? ['--single-threaded']).join(' ')}\`: V8's deterministic mode (without it the count moved 3× between runs, with the JIT's and the GC's timing). Two runs of one engine agreed within 0.2% when this was introduced, but on 2026-12-01 the same build gave 1.57–1.78 M/step across three runs: the workload's run ids and timestamps still differ from run to run. Compare engines side by side in one session, over several runs. It is not a conversion of µs: GC and compilation run on the counted thread, and V8 behaves differently in this mode and under valgrind; compare it between engines, not with the µs above.`,
       '',
     );
-  } else lines.push('Not measured in this run (`--quick` skips it unless `--callgrind` is given; it needs valgrind).', '');
+  } else
+    lines.push('Not measured in this run (`--quick` skips it unless `--callgrind` is given; it needs valgrind).', '');
   lines.push('## Targets of issue 6', '');
   const loopstate = steps.loopstate;
   if (loopstate && baseline) {
     const checks = [
       [`≤ 35 µs/step at S = ${small}`, `${fixed(loopstate[small].median)} µs`, loopstate[small].median <= 35],
       [`≤ 35 µs/step at S = ${middle}`, `${fixed(loopstate[middle].median)} µs`, loopstate[middle].median <= 35],
-      steps['plain-xstate'] && [`≤ 0.55× plain XState (S = ${middle})`, ratio(loopstate[middle].median, steps['plain-xstate'][middle].median), loopstate[middle].median <= 0.55 * steps['plain-xstate'][middle].median],
-      steps['ai-sdk'] && [`≥ 4.5× faster than the AI SDK (S = ${middle})`, `${(steps['ai-sdk'][middle].median / loopstate[middle].median).toFixed(1)}× faster`, steps['ai-sdk'][middle].median >= 4.5 * loopstate[middle].median],
-      [`flat: S = ${grouped(large)} within 1.3× of S = ${small}`, `${(loopstate[large].median / loopstate[small].median).toFixed(2)}×`, loopstate[large].median <= 1.3 * loopstate[small].median],
-      concurrency.loopstate && baselineConcurrency && [`${grouped(runs)} concurrent runs ≤ 8× the hand-written wall time`, ratio(concurrency.loopstate.wallMs.median, baselineConcurrency.wallMs.median), concurrency.loopstate.wallMs.median <= 8 * baselineConcurrency.wallMs.median],
-      concurrency.loopstate && [`≤ 50 KB heap per in-flight run (peak sampled / live)`, `${concurrency.loopstate.peakHeapPerRunKiB.median.toFixed(1)} / ${concurrency.loopstate.liveHeapPerRunKiB?.toFixed(1) ?? 'n/a'} KiB`, concurrency.loopstate.peakHeapPerRunKiB.median * 1024 <= 50_000],
-      wide.loopstate && concurrency.loopstate && [`${grouped(meta.settings.largeConcurrency.runs)} concurrent runs within 12× of the ${grouped(runs)}-run wall time`, ratio(wide.loopstate.wallMs, concurrency.loopstate.wallMs.median), wide.loopstate.wallMs <= 12 * concurrency.loopstate.wallMs.median],
-      wide.loopstate && [`${grouped(meta.settings.largeConcurrency.runs)} concurrent runs: ≤ 50 KB heap per in-flight run (peak sampled / live)`, `${(wide.loopstate.peakHeapPerRunBytes / 1024).toFixed(1)} / ${wide.loopstate.liveHeapPerRunBytes === null ? 'n/a' : (wide.loopstate.liveHeapPerRunBytes / 1024).toFixed(1)} KiB`, wide.loopstate.peakHeapPerRunBytes <= 50_000],
+      steps['plain-xstate'] && [
+        `≤ 0.55× plain XState (S = ${middle})`,
+        ratio(loopstate[middle].median, steps['plain-xstate'][middle].median),
+        loopstate[middle].median <= 0.55 * steps['plain-xstate'][middle].median,
+      ],
+      steps['ai-sdk'] && [
+        `≥ 4.5× faster than the AI SDK (S = ${middle})`,
+        `${(steps['ai-sdk'][middle].median / loopstate[middle].median).toFixed(1)}× faster`,
+        steps['ai-sdk'][middle].median >= 4.5 * loopstate[middle].median,
+      ],
+      [
+        `flat: S = ${grouped(large)} within 1.3× of S = ${small}`,
+        `${(loopstate[large].median / loopstate[small].median).toFixed(2)}×`,
+        loopstate[large].median <= 1.3 * loopstate[small].median,
+      ],
+      concurrency.loopstate &&
+        baselineConcurrency && [
+          `${grouped(runs)} concurrent runs ≤ 8× the hand-written wall time`,
+          ratio(concurrency.loopstate.wallMs.median, baselineConcurrency.wallMs.median),
+          concurrency.loopstate.wallMs.median <= 8 * baselineConcurrency.wallMs.median,
+        ],
+      concurrency.loopstate && [
+        `≤ 50 KB heap per in-flight run (peak sampled / live)`,
+        `${concurrency.loopstate.peakHeapPerRunKiB.median.toFixed(1)} / ${concurrency.loopstate.liveHeapPerRunKiB?.toFixed(1) ?? 'n/a'} KiB`,
+        concurrency.loopstate.peakHeapPerRunKiB.median * 1024 <= 50_000,
+      ],
+      wide.loopstate &&
+        concurrency.loopstate && [
+          `${grouped(meta.settings.largeConcurrency.runs)} concurrent runs within 12× of the ${grouped(runs)}-run wall time`,
+          ratio(wide.loopstate.wallMs, concurrency.loopstate.wallMs.median),
+          wide.loopstate.wallMs <= 12 * concurrency.loopstate.wallMs.median,
+        ],
+      wide.loopstate && [
+        `${grouped(meta.settings.largeConcurrency.runs)} concurrent runs: ≤ 50 KB heap per in-flight run (peak sampled / live)`,
+        `${(wide.loopstate.peakHeapPerRunBytes / 1024).toFixed(1)} / ${wide.loopstate.liveHeapPerRunBytes === null ? 'n/a' : (wide.loopstate.liveHeapPerRunBytes / 1024).toFixed(1)} KiB`,
+        wide.loopstate.peakHeapPerRunBytes <= 50_000,
+      ],
     ].filter(Boolean);
     lines.push('| target | measured | met |', '|---|---:|:---:|');
     for (const [target, measured, met] of checks) lines.push(`| ${target} | ${measured} | ${met ? 'yes' : 'no'} |`);
@@ -138,12 +198,21 @@ export function renderMarkdown(results) {
   } else lines.push('Needs the loopstate and hand-written adapters in the run.', '');
   lines.push('## Versions', '');
   lines.push('| package | version |', '|---|---|');
-  lines.push(`| loopstate | \`${meta.loopstate.commit ?? 'unknown'}\` (branch ${meta.loopstate.branch ?? 'unknown'}${meta.loopstate.uncommittedChanges ? ', uncommitted changes' : ''}) |`);
-  for (const [name, version] of Object.entries(meta.versions)) lines.push(`| ${name} | ${version ?? 'not installed'} |`);
+  lines.push(
+    `| loopstate | \`${meta.loopstate.commit ?? 'unknown'}\` (branch ${meta.loopstate.branch ?? 'unknown'}${meta.loopstate.uncommittedChanges ? ', uncommitted changes' : ''}) |`,
+  );
+  for (const [name, version] of Object.entries(meta.versions))
+    lines.push(`| ${name} | ${version ?? 'not installed'} |`);
   lines.push('');
   lines.push('## Machine', '');
-  const load = meta.machine.loadAverageAtStart === undefined ? '' : ` Load average (1 min) ${meta.machine.loadAverageAtStart.toFixed(1)} at the start and ${meta.machine.loadAverageAtEnd?.toFixed(1) ?? '?'} at the end${meta.machine.loadAverageAtStart > meta.machine.cores ? ': other work shared the cores, so every µs and wall figure is inflated; compare the ratios of one run, not the figures across runs' : ''}.`;
-  lines.push(`${meta.machine.cpu}, ${meta.machine.cores} cores, ${meta.machine.memoryGiB} GiB; ${meta.machine.platform}; Node ${meta.machine.node} (V8 ${meta.machine.v8}); ${meta.machine.valgrind ?? 'no valgrind'}.${load}`, '');
+  const load =
+    meta.machine.loadAverageAtStart === undefined
+      ? ''
+      : ` Load average (1 min) ${meta.machine.loadAverageAtStart.toFixed(1)} at the start and ${meta.machine.loadAverageAtEnd?.toFixed(1) ?? '?'} at the end${meta.machine.loadAverageAtStart > meta.machine.cores ? ': other work shared the cores, so every µs and wall figure is inflated; compare the ratios of one run, not the figures across runs' : ''}.`;
+  lines.push(
+    `${meta.machine.cpu}, ${meta.machine.cores} cores, ${meta.machine.memoryGiB} GiB; ${meta.machine.platform}; Node ${meta.machine.node} (V8 ${meta.machine.v8}); ${meta.machine.valgrind ?? 'no valgrind'}.${load}`,
+    '',
+  );
   lines.push('## Method', '');
   const s = meta.settings;
   lines.push(
@@ -152,7 +221,7 @@ export function renderMarkdown(results) {
     `- Concurrency: after two warm-up batches of 100 concurrent runs, ${grouped(runs)} runs of S = ${concurrentSteps} start at once with a ${latencyMs} ms \`setTimeout\` in every model call; wall time is from the first start to the last answer. Peak RSS is the process's \`maxRSS\` (it includes Node and the framework's modules). *Peak sampled* heap: \`v8.getHeapStatistics().used_heap_size\` read on every 50th model call during the timed batch, maximum minus the value before the batch, divided by ${grouped(runs)} (it includes garbage not yet collected). *Live* heap (first round only, an untimed second batch): a full \`gc()\` halfway through the batch, when every run is waiting on its model, minus the heap after a full GC before the batch, divided by ${grouped(runs)}.`,
     `- Allocation: a separate process with a ${s.allocationFlags[0].split('=')[1]} MB young generation (\`${s.allocationFlags.join(' ')}\`) so that a run usually completes without a scavenge; after 20 warm-up runs, \`used_heap_size\` before and after one run of S = ${s.allocationSteps}, divided by S; a sample during which a \`gc\` performance entry was recorded is dropped. This is bytes allocated per step including the run's fixed cost spread over S (no \`--trace-gc\`).`,
     `- Instructions: \`valgrind --tool=callgrind\` on \`node --single-threaded --predictable --predictable-gc-schedule\` with fixed seeds (no concurrent compiler or GC threads and a GC schedule that does not depend on measured speed, so the count moves far less than without it: 0.2% when introduced, up to about 10% on 2026-12-01; GC and compilation run on the measured thread, so the count includes them), two workloads differing only in the number of timed runs; see above.`,
-    '- Adapters (`suite/adapters/`): hand-written loop (zod-validated arguments, final `JSON.parse`); plain XState v5 (one actor per run, `fromPromise` actors invoked for the model and the tool); loopstate from the project\'s `dist/src/index.js`; `@openai/agents` (Agent + Runner with a custom `Model`, tracing disabled, `maxTurns` = S + 1); `ai` (`generateText` with a provider-less `LanguageModelV3` object and `stopWhen: stepCountIs(S)`); `@langchain/langgraph` (StateGraph over `MessagesAnnotation`, a `BaseChatModel` subclass and the prebuilt `ToolNode`/`toolsCondition`, `recursionLimit` = 2S + 10), with and without a `MemorySaver` (one thread per run, deleted after the run).',
+    "- Adapters (`suite/adapters/`): hand-written loop (zod-validated arguments, final `JSON.parse`); plain XState v5 (one actor per run, `fromPromise` actors invoked for the model and the tool); loopstate from the project's `dist/src/index.js`; `@openai/agents` (Agent + Runner with a custom `Model`, tracing disabled, `maxTurns` = S + 1); `ai` (`generateText` with a provider-less `LanguageModelV3` object and `stopWhen: stepCountIs(S)`); `@langchain/langgraph` (StateGraph over `MessagesAnnotation`, a `BaseChatModel` subclass and the prebuilt `ToolNode`/`toolsCondition`, `recursionLimit` = 2S + 10), with and without a `MemorySaver` (one thread per run, deleted after the run).",
     '',
   );
   return `${lines.join('\n')}\n`;

@@ -40,8 +40,24 @@ const only = value('only')?.split(',');
 const adapters = only ? ADAPTERS.filter((adapter) => only.includes(adapter.id)) : ADAPTERS;
 
 const settings = quick
-  ? { stepRounds: 1, initialWarmupMs: 1500, warmupMs: 150, budgetMs: 200, concurrencyRounds: 1, allocationSamples: 3, callgrind: flag('callgrind') }
-  : { stepRounds: 3, initialWarmupMs: 2000, warmupMs: 300, budgetMs: 500, concurrencyRounds: 2, allocationSamples: 5, callgrind: !flag('no-callgrind') };
+  ? {
+      stepRounds: 1,
+      initialWarmupMs: 1500,
+      warmupMs: 150,
+      budgetMs: 200,
+      concurrencyRounds: 1,
+      allocationSamples: 3,
+      callgrind: flag('callgrind'),
+    }
+  : {
+      stepRounds: 3,
+      initialWarmupMs: 2000,
+      warmupMs: 300,
+      budgetMs: 500,
+      concurrencyRounds: 2,
+      allocationSamples: 5,
+      callgrind: !flag('no-callgrind'),
+    };
 const STEP_COUNTS = [10, 100, 1000];
 const CONCURRENCY = { runs: 1000, steps: 10, latencyMs: 1 };
 // A service holds thousands of runs waiting on their models: the same workload ten times wider, one round,
@@ -56,16 +72,30 @@ const CALLGRIND = { steps: 100, shortRuns: 2, longRuns: 4, warmupRuns: 100 };
 // than by measured speed, fixed seeds. Without these the count moved 3× between runs of one engine (when the
 // JIT optimised, and whether a GC landed in the measured runs, depended on timing); with them two runs agree
 // within 0.2%.
-const CALLGRIND_NODE_FLAGS = ['--single-threaded', '--predictable', '--predictable-gc-schedule', '--random-seed=1', '--hash-seed=1'];
+const CALLGRIND_NODE_FLAGS = [
+  '--single-threaded',
+  '--predictable',
+  '--predictable-gc-schedule',
+  '--random-seed=1',
+  '--hash-seed=1',
+];
 
 const log = (line) => process.stderr.write(`${line}\n`);
 
 function runChild(mode, adapter, options, nodeFlags = [], wrapper = null) {
   const childArguments = [...nodeFlags, path.join(suiteDirectory, 'child.mjs'), mode, adapter, JSON.stringify(options)];
-  const [command, commandArguments] = wrapper ? [wrapper[0], [...wrapper.slice(1), process.execPath, ...childArguments]] : [process.execPath, childArguments];
-  const child = spawnSync(command, commandArguments, { cwd: suiteDirectory, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const [command, commandArguments] = wrapper
+    ? [wrapper[0], [...wrapper.slice(1), process.execPath, ...childArguments]]
+    : [process.execPath, childArguments];
+  const child = spawnSync(command, commandArguments, {
+    cwd: suiteDirectory,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   if (child.status !== 0) {
-    throw new Error(`${mode} ${adapter} failed (exit ${child.status}${child.signal ? `, ${child.signal}` : ''}):\n${child.stderr}${child.stdout}`);
+    throw new Error(
+      `${mode} ${adapter} failed (exit ${child.status}${child.signal ? `, ${child.signal}` : ''}):\n${child.stderr}${child.stdout}`,
+    );
   }
   const line = child.stdout.trim().split('\n').pop();
   return { result: JSON.parse(line), stderr: child.stderr };
@@ -103,14 +133,24 @@ const rotated = (list, round) => list.map((_, index) => list[(index + round) % l
 function callgrindInstructions(runs, outputDirectory) {
   const outputFile = path.join(outputDirectory, `callgrind.${runs}.out`);
   const options = JSON.stringify({ steps: CALLGRIND.steps, runs, warmupRuns: CALLGRIND.warmupRuns });
-  const commandArguments = ['--tool=callgrind', `--callgrind-out-file=${outputFile}`, process.execPath, ...CALLGRIND_NODE_FLAGS, path.join(suiteDirectory, 'child.mjs'), 'callgrind', 'loopstate', options];
+  const commandArguments = [
+    '--tool=callgrind',
+    `--callgrind-out-file=${outputFile}`,
+    process.execPath,
+    ...CALLGRIND_NODE_FLAGS,
+    path.join(suiteDirectory, 'child.mjs'),
+    'callgrind',
+    'loopstate',
+    options,
+  ];
   return new Promise((resolve, reject) => {
     const child = spawn('valgrind', commandArguments, { cwd: suiteDirectory, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
     child.on('error', reject);
     child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`callgrind workload (${runs} runs) failed with exit ${code}:\n${stderr.slice(-4000)}`));
+      if (code !== 0)
+        return reject(new Error(`callgrind workload (${runs} runs) failed with exit ${code}:\n${stderr.slice(-4000)}`));
       const summary = readFileSync(outputFile, 'utf8').match(/^summary:\s*(\d+)/m);
       rmSync(outputFile, { force: true });
       return summary ? resolve(Number(summary[1])) : reject(new Error(`no summary line in ${outputFile}`));
@@ -121,14 +161,34 @@ function callgrindInstructions(runs, outputDirectory) {
 async function main() {
   const started = Date.now();
   if (!flag('no-build')) build();
-  if (!existsSync(path.join(projectRoot, 'dist/src/index.js'))) throw new Error('dist/src/index.js is missing: build loopstate first (npx tsc -p tsconfig.build.json at the project root)');
+  if (!existsSync(path.join(projectRoot, 'dist/src/index.js')))
+    throw new Error(
+      'dist/src/index.js is missing: build loopstate first (npx tsc -p tsconfig.build.json at the project root)',
+    );
   const head = git('rev-parse', 'HEAD');
   const dirty = git('status', '--porcelain', '--', '.', ':(exclude)bench') ?? '';
   const meta = {
     date: new Date().toISOString(),
     quick,
-    loopstate: { commit: head, subject: git('log', '-1', '--format=%s'), branch: git('rev-parse', '--abbrev-ref', 'HEAD'), uncommittedChanges: dirty.length > 0 },
-    versions: Object.fromEntries(['@openai/agents', 'ai', '@ai-sdk/provider', '@langchain/langgraph', '@langchain/langgraph-checkpoint', '@langchain/core', 'xstate', 'zod', 'openai'].map((name) => [name, packageVersion(name)])),
+    loopstate: {
+      commit: head,
+      subject: git('log', '-1', '--format=%s'),
+      branch: git('rev-parse', '--abbrev-ref', 'HEAD'),
+      uncommittedChanges: dirty.length > 0,
+    },
+    versions: Object.fromEntries(
+      [
+        '@openai/agents',
+        'ai',
+        '@ai-sdk/provider',
+        '@langchain/langgraph',
+        '@langchain/langgraph-checkpoint',
+        '@langchain/core',
+        'xstate',
+        'zod',
+        'openai',
+      ].map((name) => [name, packageVersion(name)]),
+    ),
     machine: {
       node: process.version,
       v8: process.versions.v8,
@@ -140,25 +200,48 @@ async function main() {
       // What else ran: on a shared machine the µs figures scale with it (the ratios less so).
       loadAverageAtStart: os.loadavg()[0],
     },
-    settings: { ...settings, stepCounts: STEP_COUNTS, concurrency: CONCURRENCY, largeConcurrency: LARGE_CONCURRENCY, allocationSteps: ALLOCATION_STEPS, allocationFlags: ALLOCATION_FLAGS, callgrindWorkload: CALLGRIND, callgrindNodeFlags: CALLGRIND_NODE_FLAGS },
+    settings: {
+      ...settings,
+      stepCounts: STEP_COUNTS,
+      concurrency: CONCURRENCY,
+      largeConcurrency: LARGE_CONCURRENCY,
+      allocationSteps: ALLOCATION_STEPS,
+      allocationFlags: ALLOCATION_FLAGS,
+      callgrindWorkload: CALLGRIND,
+      callgrindNodeFlags: CALLGRIND_NODE_FLAGS,
+    },
   };
-  log(`loopstate ${head?.slice(0, 12)}${meta.loopstate.uncommittedChanges ? ' (+ uncommitted changes)' : ''}; ${quick ? 'quick' : 'full'} run of ${adapters.length} adapters`);
+  log(
+    `loopstate ${head?.slice(0, 12)}${meta.loopstate.uncommittedChanges ? ' (+ uncommitted changes)' : ''}; ${quick ? 'quick' : 'full'} run of ${adapters.length} adapters`,
+  );
 
   const steps = Object.fromEntries(adapters.map((adapter) => [adapter.id, []]));
   for (let round = 0; round < settings.stepRounds; round++) {
     for (const adapter of rotated(adapters, round)) {
-      const { result } = runChild('steps', adapter.id, { stepCounts: STEP_COUNTS, initialWarmupMs: settings.initialWarmupMs, warmupMs: settings.warmupMs, budgetMs: settings.budgetMs, minRuns: 1 });
+      const { result } = runChild('steps', adapter.id, {
+        stepCounts: STEP_COUNTS,
+        initialWarmupMs: settings.initialWarmupMs,
+        warmupMs: settings.warmupMs,
+        budgetMs: settings.budgetMs,
+        minRuns: 1,
+      });
       steps[adapter.id].push(result.results);
-      log(`steps round ${round + 1}/${settings.stepRounds} ${adapter.id}: ${result.results.map((entry) => `S=${entry.steps} ${entry.microsecondsPerStep.toFixed(2)} µs`).join(', ')}`);
+      log(
+        `steps round ${round + 1}/${settings.stepRounds} ${adapter.id}: ${result.results.map((entry) => `S=${entry.steps} ${entry.microsecondsPerStep.toFixed(2)} µs`).join(', ')}`,
+      );
     }
   }
 
   const concurrency = Object.fromEntries(adapters.map((adapter) => [adapter.id, []]));
   for (let round = 0; round < settings.concurrencyRounds; round++) {
     for (const adapter of rotated(adapters, round)) {
-      const { result } = runChild('concurrency', adapter.id, { ...CONCURRENCY, liveHeap: round === 0 }, ['--expose-gc']);
+      const { result } = runChild('concurrency', adapter.id, { ...CONCURRENCY, liveHeap: round === 0 }, [
+        '--expose-gc',
+      ]);
       concurrency[adapter.id].push(result);
-      log(`concurrency round ${round + 1}/${settings.concurrencyRounds} ${adapter.id}: ${result.wallMs.toFixed(0)} ms, peak RSS ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MB`);
+      log(
+        `concurrency round ${round + 1}/${settings.concurrencyRounds} ${adapter.id}: ${result.wallMs.toFixed(0)} ms, peak RSS ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MB`,
+      );
     }
   }
 
@@ -166,7 +249,9 @@ async function main() {
   for (const adapter of adapters.filter(({ id }) => LARGE_CONCURRENCY_ADAPTERS.includes(id))) {
     const { result } = runChild('concurrency', adapter.id, { ...LARGE_CONCURRENCY, liveHeap: true }, ['--expose-gc']);
     largeConcurrency[adapter.id] = result;
-    log(`${LARGE_CONCURRENCY.runs} concurrent ${adapter.id}: ${result.wallMs.toFixed(0)} ms, peak RSS ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MB`);
+    log(
+      `${LARGE_CONCURRENCY.runs} concurrent ${adapter.id}: ${result.wallMs.toFixed(0)} ms, peak RSS ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MB`,
+    );
   }
 
   let callgrindPending = null;
@@ -177,26 +262,49 @@ async function main() {
   else {
     outputDirectoryForCallgrind = path.join(os.tmpdir(), `loopstate-bench-${process.pid}`);
     mkdirSync(outputDirectoryForCallgrind, { recursive: true });
-    log(`callgrind: loopstate, ${CALLGRIND.shortRuns} and ${CALLGRIND.longRuns} timed runs of S=${CALLGRIND.steps}, in the background (about a minute)`);
-    callgrindPending = Promise.all([callgrindInstructions(CALLGRIND.shortRuns, outputDirectoryForCallgrind), callgrindInstructions(CALLGRIND.longRuns, outputDirectoryForCallgrind)]);
+    log(
+      `callgrind: loopstate, ${CALLGRIND.shortRuns} and ${CALLGRIND.longRuns} timed runs of S=${CALLGRIND.steps}, in the background (about a minute)`,
+    );
+    callgrindPending = Promise.all([
+      callgrindInstructions(CALLGRIND.shortRuns, outputDirectoryForCallgrind),
+      callgrindInstructions(CALLGRIND.longRuns, outputDirectoryForCallgrind),
+    ]);
     // Surfaced when awaited below; this keeps an early failure from being reported as unhandled.
     callgrindPending.catch(() => {});
   }
 
   const allocation = {};
   for (const adapter of adapters) {
-    let { result } = runChild('allocation', adapter.id, { steps: ALLOCATION_STEPS, samples: settings.allocationSamples }, ALLOCATION_FLAGS);
+    let { result } = runChild(
+      'allocation',
+      adapter.id,
+      { steps: ALLOCATION_STEPS, samples: settings.allocationSamples },
+      ALLOCATION_FLAGS,
+    );
     // A run that allocates more than the young generation holds always meets a GC; measure shorter runs instead.
-    if (result.samples.length === 0) ({ result } = runChild('allocation', adapter.id, { steps: 10, samples: settings.allocationSamples }, ALLOCATION_FLAGS));
+    if (result.samples.length === 0)
+      ({ result } = runChild(
+        'allocation',
+        adapter.id,
+        { steps: 10, samples: settings.allocationSamples },
+        ALLOCATION_FLAGS,
+      ));
     allocation[adapter.id] = result;
-    log(`allocation ${adapter.id}: ${result.samples.map((bytes) => (bytes / 1024).toFixed(1)).join(', ')} KB/step (S=${result.steps}, ${result.discarded} samples dropped for a GC)`);
+    log(
+      `allocation ${adapter.id}: ${result.samples.map((bytes) => (bytes / 1024).toFixed(1)).join(', ')} KB/step (S=${result.steps}, ${result.discarded} samples dropped for a GC)`,
+    );
   }
 
   let callgrind = null;
   if (callgrindPending) {
     const [short, long] = await callgrindPending;
     rmSync(outputDirectoryForCallgrind, { recursive: true, force: true });
-    callgrind = { ...CALLGRIND, shortInstructions: short, longInstructions: long, instructionsPerStep: (long - short) / ((CALLGRIND.longRuns - CALLGRIND.shortRuns) * CALLGRIND.steps) };
+    callgrind = {
+      ...CALLGRIND,
+      shortInstructions: short,
+      longInstructions: long,
+      instructionsPerStep: (long - short) / ((CALLGRIND.longRuns - CALLGRIND.shortRuns) * CALLGRIND.steps),
+    };
     log(`callgrind: ${Math.round(callgrind.instructionsPerStep).toLocaleString('en-US')} instructions per step`);
   }
 
@@ -213,7 +321,8 @@ async function main() {
   const kept = checkpointSection(previous);
   const withCheckpoint = kept ? replaceCheckpointSection(renderMarkdown(results), kept) : renderMarkdown(results);
   const [docsStart, docsEnd] = [previous.indexOf(DOCS_FIGURES_START), previous.indexOf(DOCS_FIGURES_END)];
-  const docsFigures = docsStart !== -1 && docsEnd > docsStart ? previous.slice(docsStart, docsEnd + DOCS_FIGURES_END.length) : null;
+  const docsFigures =
+    docsStart !== -1 && docsEnd > docsStart ? previous.slice(docsStart, docsEnd + DOCS_FIGURES_END.length) : null;
   const markdown = docsFigures ? `${withCheckpoint.trimEnd()}\n\n${docsFigures}\n` : withCheckpoint;
   writeFileSync(resultsFile, markdown);
   process.stdout.write(markdown);

@@ -1,7 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isLoopstateErrorCode, LOOPSTATE_ERROR_CODES, LoopstateError, ModelCallError, type ModelErrorKind } from 'loopstate';
+import {
+  isLoopstateErrorCode,
+  LOOPSTATE_ERROR_CODES,
+  LoopstateError,
+  ModelCallError,
+  type ModelErrorKind,
+} from 'loopstate';
 
 const root = join(import.meta.dirname, '..', '..');
 const page = readFileSync(join(root, 'docs', 'reference', 'errors.md'), 'utf8');
@@ -30,14 +36,29 @@ describe('LoopstateErrorCode', () => {
 
   it('lists only codes some error in src uses (as a literal, or through a model_ or cli_ template)', () => {
     const list = join(root, 'src', 'contracts', 'error-codes.ts');
-    const sources = sourceFiles(join(root, 'src')).filter((path) => path !== list).map((path) => readFileSync(path, 'utf8'));
-    const templated = (code: string) => (code.startsWith('model_') && sources.some((text) => text.includes('`model_${'))) || (code.startsWith('cli_') && sources.some((text) => text.includes('`cli_${')));
-    const unused = LOOPSTATE_ERROR_CODES.filter((code) => !templated(code) && !sources.some((text) => text.includes(`'${code}'`)));
+    const sources = sourceFiles(join(root, 'src'))
+      .filter((path) => path !== list)
+      .map((path) => readFileSync(path, 'utf8'));
+    const templated = (code: string) =>
+      (code.startsWith('model_') && sources.some((text) => text.includes('`model_${'))) ||
+      (code.startsWith('cli_') && sources.some((text) => text.includes('`cli_${')));
+    const unused = LOOPSTATE_ERROR_CODES.filter(
+      (code) => !templated(code) && !sources.some((text) => text.includes(`'${code}'`)),
+    );
     expect(unused, `codes no source file in ${relative(root, join(root, 'src'))} uses`).toEqual([]);
   });
 
   it('holds the code of every model error kind', () => {
-    const kinds: ModelErrorKind[] = ['rate_limited', 'server', 'timeout', 'connection', 'bad_request', 'auth', 'refused', 'unknown'];
+    const kinds: ModelErrorKind[] = [
+      'rate_limited',
+      'server',
+      'timeout',
+      'connection',
+      'bad_request',
+      'auth',
+      'refused',
+      'unknown',
+    ];
     for (const kind of kinds) expect(isLoopstateErrorCode(new ModelCallError({ kind, message: 'x' }).code)).toBe(true);
   });
 

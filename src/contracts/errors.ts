@@ -49,7 +49,15 @@ export type ConfigErrorScope = 'config' | 'run_input';
 export class LoopConfigError extends LoopstateError {
   readonly issues: readonly ConfigIssue[];
   readonly scope: ConfigErrorScope;
-  constructor({ issues, cause, scope = 'config' }: { issues: readonly ConfigIssue[]; cause?: unknown; scope?: ConfigErrorScope }) {
+  constructor({
+    issues,
+    cause,
+    scope = 'config',
+  }: {
+    issues: readonly ConfigIssue[];
+    cause?: unknown;
+    scope?: ConfigErrorScope;
+  }) {
     super({
       code: 'invalid_config',
       message: `Invalid ${scope === 'run_input' ? 'run input' : 'loop config'}:\n${issues.map((issue) => `  - ${issue.path || '(root)'}: ${issue.message}`).join('\n')}`,
@@ -66,10 +74,17 @@ export class LoopConfigError extends LoopstateError {
  * @example
  * const kind: ModelErrorKind = status === 429 ? 'rate_limited' : 'server';
  */
-export type ModelErrorKind = 'rate_limited' | 'server' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'refused' | 'unknown';
+export type ModelErrorKind =
+  'rate_limited' | 'server' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'refused' | 'unknown';
 
 const RETRYABLE_KINDS: ReadonlySet<ModelErrorKind> = new Set(['rate_limited', 'server', 'timeout', 'connection']);
-const MODEL_ERROR_KINDS: ReadonlySet<string> = new Set<ModelErrorKind>([...RETRYABLE_KINDS, 'bad_request', 'auth', 'refused', 'unknown']);
+const MODEL_ERROR_KINDS: ReadonlySet<string> = new Set<ModelErrorKind>([
+  ...RETRYABLE_KINDS,
+  'bad_request',
+  'auth',
+  'refused',
+  'unknown',
+]);
 
 /** Shared by every installed copy of loopstate (`Symbol.for`), so classification never depends on `instanceof`. */
 const MODEL_CALL_ERROR_BRAND = Symbol.for('loopstate.ModelCallError');
@@ -122,10 +137,13 @@ export function isRetryableModelErrorKind(kind: ModelErrorKind): boolean {
  * @example
  * const transient = retryableModelError(error); if (transient) await sleep(transient.retryAfterMs ?? 500);
  */
-export function retryableModelError(value: unknown): { message: string; kind: ModelErrorKind; retryAfterMs: number | undefined; status: number | undefined } | null {
+export function retryableModelError(
+  value: unknown,
+): { message: string; kind: ModelErrorKind; retryAfterMs: number | undefined; status: number | undefined } | null {
   if (!isModelCallError(value) || !RETRYABLE_KINDS.has(value.kind)) return null;
   try {
-    const retryAfterMs = typeof value.retryAfterMs === 'number' && Number.isFinite(value.retryAfterMs) ? value.retryAfterMs : undefined;
+    const retryAfterMs =
+      typeof value.retryAfterMs === 'number' && Number.isFinite(value.retryAfterMs) ? value.retryAfterMs : undefined;
     const status = Number.isInteger(value.status) ? value.status : undefined;
     return { message: String(value.message), kind: value.kind, retryAfterMs, status };
   } catch {
@@ -147,7 +165,14 @@ export class ModelCallError extends LoopstateError {
   readonly status: number | undefined;
   readonly retryAfterMs: number | undefined;
   readonly usage: ModelUsage | undefined;
-  constructor(options: { kind: ModelErrorKind; message: string; status?: number; retryAfterMs?: number; usage?: ModelUsage; cause?: unknown }) {
+  constructor(options: {
+    kind: ModelErrorKind;
+    message: string;
+    status?: number;
+    retryAfterMs?: number;
+    usage?: ModelUsage;
+    cause?: unknown;
+  }) {
     super({ code: `model_${options.kind}`, message: options.message, cause: options.cause });
     this.kind = options.kind;
     this.status = options.status;
@@ -180,8 +205,22 @@ export class MissingDependencyError extends LoopstateError {
   readonly packageName: string;
   /** What installs it, e.g. `npm install better-sqlite3@~12.11`. */
   readonly installCommand: string;
-  constructor({ packageName, installCommand, feature, cause }: { packageName: string; installCommand: string; feature: string; cause?: unknown }) {
-    super({ code: 'missing_dependency', message: `${feature} needs the package ${packageName}, which is not installed: run \`${installCommand}\``, cause });
+  constructor({
+    packageName,
+    installCommand,
+    feature,
+    cause,
+  }: {
+    packageName: string;
+    installCommand: string;
+    feature: string;
+    cause?: unknown;
+  }) {
+    super({
+      code: 'missing_dependency',
+      message: `${feature} needs the package ${packageName}, which is not installed: run \`${installCommand}\``,
+      cause,
+    });
     this.packageName = packageName;
     this.installCommand = installCommand;
   }

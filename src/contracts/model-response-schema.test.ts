@@ -7,7 +7,10 @@ const call = { id: 'c1', name: 'lookup', arguments: '{}' };
 const SHAPES: [string, unknown][] = [
   ['a text reply', { text: 'done', toolCalls: [], usage }],
   ['tool calls and no text', { text: null, toolCalls: [call, { ...call, id: 'c2' }], usage }],
-  ['extra fields (kept out of the check)', { text: 'x', toolCalls: [], usage: { ...usage, cachedInputTokens: 3 }, raw: {} }],
+  [
+    'extra fields (kept out of the check)',
+    { text: 'x', toolCalls: [], usage: { ...usage, cachedInputTokens: 3 }, raw: {} },
+  ],
   ['no text field', { toolCalls: [], usage }],
   ['a number for text', { text: 1, toolCalls: [], usage }],
   ['tool calls not an array', { text: null, toolCalls: {}, usage }],

@@ -6,7 +6,12 @@ import { z } from 'zod';
 
 const tokenCount = z.number().int().min(0);
 
-export const modelUsageSchema = z.object({ inputTokens: tokenCount, outputTokens: tokenCount, cachedInputTokens: tokenCount.optional(), reasoningTokens: tokenCount.optional() });
+export const modelUsageSchema = z.object({
+  inputTokens: tokenCount,
+  outputTokens: tokenCount,
+  cachedInputTokens: tokenCount.optional(),
+  reasoningTokens: tokenCount.optional(),
+});
 
 export const modelResponseSchema = z.object({
   text: z.string().nullable(),
@@ -18,10 +23,13 @@ export const modelResponseSchema = z.object({
 export function shapeProblems(schema: z.ZodType, value: unknown): string | null {
   const checked = schema.safeParse(value);
   if (checked.success) return null;
-  return checked.error.issues.map((issue) => `${z.core.toDotPath(issue.path) || '(root)'}: ${issue.message}`).join('; ');
+  return checked.error.issues
+    .map((issue) => `${z.core.toDotPath(issue.path) || '(root)'}: ${issue.message}`)
+    .join('; ');
 }
 
-const isTokenCount = (value: unknown): boolean => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+const isTokenCount = (value: unknown): boolean =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 
 /**
  * The same check as `modelResponseSchema`, written out for the hot path: a well-formed response (the
@@ -36,7 +44,11 @@ export function isWellFormedResponse(value: unknown): boolean {
   if (typeof usage !== 'object' || usage === null) return false;
   const { inputTokens, outputTokens, cachedInputTokens, reasoningTokens } = usage as Record<string, unknown>;
   if (!isTokenCount(inputTokens) || !isTokenCount(outputTokens)) return false;
-  if ((cachedInputTokens !== undefined && !isTokenCount(cachedInputTokens)) || (reasoningTokens !== undefined && !isTokenCount(reasoningTokens))) return false;
+  if (
+    (cachedInputTokens !== undefined && !isTokenCount(cachedInputTokens)) ||
+    (reasoningTokens !== undefined && !isTokenCount(reasoningTokens))
+  )
+    return false;
   if (!Array.isArray(toolCalls)) return false;
   for (const call of toolCalls as unknown[]) {
     if (typeof call !== 'object' || call === null) return false;

@@ -72,8 +72,7 @@ export interface ModelSettings {
  * const progress: ModelProgress = { type: 'text_delta', text: 'Ship' };
  */
 export type ModelProgress =
-  | { type: 'text_delta'; text: string }
-  | { type: 'tool_call_started'; callId: string; name: string };
+  { type: 'text_delta'; text: string } | { type: 'tool_call_started'; callId: string; name: string };
 
 /**
  * What a model is asked: the transcript, the tools on offer and an abort signal.

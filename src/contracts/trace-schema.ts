@@ -39,7 +39,11 @@ const toolCallRequest = z.object({ id: z.string(), name: z.string(), arguments: 
 const message = z.discriminatedUnion('role', [
   z.object({ role: z.literal('system'), content: z.string() }),
   z.object({ role: z.literal('user'), content: z.string() }),
-  z.object({ role: z.literal('assistant'), content: z.string().nullable(), toolCalls: z.array(toolCallRequest).optional() }),
+  z.object({
+    role: z.literal('assistant'),
+    content: z.string().nullable(),
+    toolCalls: z.array(toolCallRequest).optional(),
+  }),
   z.object({ role: z.literal('tool'), toolCallId: z.string(), content: z.string() }),
 ]);
 
@@ -207,14 +211,28 @@ const noProgress = z.object({
   ...base,
   taskId: z.string(),
   step: count,
-  signal: z.enum(['repeated_tool_call', 'unchanged_state', 'same_evaluator_reason', 'duplicate_observation', 'plan_stall', 'same_parse_error']).nullable(),
+  signal: z
+    .enum([
+      'repeated_tool_call',
+      'unchanged_state',
+      'same_evaluator_reason',
+      'duplicate_observation',
+      'plan_stall',
+      'same_parse_error',
+    ])
+    .nullable(),
   /** `nudge`: a note was added to the next request; `stop`: the run stops with `no_progress`. */
   action: z.enum(['nudge', 'stop']),
   detail: z.string(),
 });
 
-
-const transition = z.object({ type: z.literal('transition'), ...base, event: z.string(), from: z.string(), to: z.string() });
+const transition = z.object({
+  type: z.literal('transition'),
+  ...base,
+  event: z.string(),
+  from: z.string(),
+  to: z.string(),
+});
 
 /** The no-progress thresholds, null for a signal switched off (`Infinity`). */
 const thresholds = z.object({
@@ -230,7 +248,9 @@ const thresholds = z.object({
 const machineInput = z.object({
   limits,
   noProgress: thresholds,
-  tasks: z.array(z.object({ id: z.string(), onFailure: z.enum(['stop', 'continue']), evaluated: z.boolean().optional() })),
+  tasks: z.array(
+    z.object({ id: z.string(), onFailure: z.enum(['stop', 'continue']), evaluated: z.boolean().optional() }),
+  ),
 });
 
 /**
@@ -268,11 +288,31 @@ const modelError = z.object({
  * the `step-end` that follows holds the whole reply. Each is redacted on its own, so a secret split across
  * two deltas is not recognised in them.
  */
-const modelDelta = z.object({ type: z.literal('model-delta'), ...base, taskId: z.string(), step: count, text: z.string() });
-const modelToolCallStart = z.object({ type: z.literal('model-tool-call-start'), ...base, taskId: z.string(), step: count, callId: z.string(), name: z.string() });
+const modelDelta = z.object({
+  type: z.literal('model-delta'),
+  ...base,
+  taskId: z.string(),
+  step: count,
+  text: z.string(),
+});
+const modelToolCallStart = z.object({
+  type: z.literal('model-tool-call-start'),
+  ...base,
+  taskId: z.string(),
+  step: count,
+  callId: z.string(),
+  name: z.string(),
+});
 
 /** A person's decision on a call that waited for approval, as a durable run continued with it. */
-const approvalDecided = z.object({ type: z.literal('approval-decided'), ...base, callId: z.string(), tool: z.string(), approved: z.boolean(), reason: z.string().nullable() });
+const approvalDecided = z.object({
+  type: z.literal('approval-decided'),
+  ...base,
+  callId: z.string(),
+  tool: z.string(),
+  approved: z.boolean(),
+  reason: z.string().nullable(),
+});
 /** A durable run taken up again from its journal (after a crash, an approval or a cancel). */
 const runResume = z.object({ type: z.literal('run-resume'), ...base, fromSeq: count, replayedEvents: count });
 
@@ -294,7 +334,15 @@ const contextTrimmed = z.object({
 
 const warning = z.object({ type: z.literal('warning'), ...base, message: z.string() });
 
-const runEnd = z.object({ type: z.literal('run-end'), ...base, status: runStatus, stopReason, detail: z.string(), usage, steps: count });
+const runEnd = z.object({
+  type: z.literal('run-end'),
+  ...base,
+  status: runStatus,
+  stopReason,
+  detail: z.string(),
+  usage,
+  steps: count,
+});
 
 /**
  * Every trace event, by its `type`. Unknown fields are dropped when parsing, so a file written by a newer

@@ -121,11 +121,23 @@ export const DEFAULT_PRICES: Readonly<Record<string, ModelPrice>> = Object.freez
  * @example
  * DEFAULT_DURABLE.snapshotEvery; // 32
  */
-export const DEFAULT_DURABLE = Object.freeze({ snapshotEvery: 32, approvalExpiresAfterMs: null as number | null, leaseMs: 30_000 });
+export const DEFAULT_DURABLE = Object.freeze({
+  snapshotEvery: 32,
+  approvalExpiresAfterMs: null as number | null,
+  leaseMs: 30_000,
+});
 
 /**
  * Defaults of `dbosWorker`.
  * @example
  * DEFAULT_DBOS_WORKER.deadAfterMs; // 10 000
  */
-export const DEFAULT_DBOS_WORKER = Object.freeze({ applicationName: 'loopstate', queueName: 'loopstate-runs', workerConcurrency: 4, heartbeatMs: 1_000, deadAfterMs: 10_000, stepsPerWorkflow: 200, approvalWaitMs: 24 * 60 * 60_000 });
+export const DEFAULT_DBOS_WORKER = Object.freeze({
+  applicationName: 'loopstate',
+  queueName: 'loopstate-runs',
+  workerConcurrency: 4,
+  heartbeatMs: 1_000,
+  deadAfterMs: 10_000,
+  stepsPerWorkflow: 200,
+  approvalWaitMs: 24 * 60 * 60_000,
+});

@@ -1,5 +1,12 @@
 /** The public entry point: `createLoop(config)` validates once, `loop.run(input)` runs a goal. */
-import { resolveConfig, validateRunInput, type LoopConfig, type ResolvedConfig, type RunInput, type TaskConfig } from './config/config.js';
+import {
+  resolveConfig,
+  validateRunInput,
+  type LoopConfig,
+  type ResolvedConfig,
+  type RunInput,
+  type TaskConfig,
+} from './config/config.js';
 import type { EvaluateOption, LoopOutput } from './evaluators/index.js';
 import { DurableRuns, type ResumeOptions } from './durable/durable-runs.js';
 import { LoopstateError } from '../contracts/errors.js';
@@ -92,7 +99,11 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
 ): Loop<LoopOutput<Evaluate, Tasks>> {
   const resolved = resolveConfig(config);
   const durable = resolved.store === undefined ? null : new DurableRuns(resolved, resolved.store);
-  const needsStore = (method: string) => new LoopstateError({ code: 'no_store', message: `loop.${method} needs a store: createLoop({ ..., store: sqliteStore({ path }) })` });
+  const needsStore = (method: string) =>
+    new LoopstateError({
+      code: 'no_store',
+      message: `loop.${method} needs a store: createLoop({ ..., store: sqliteStore({ path }) })`,
+    });
   type Result = RunResult<LoopOutput<Evaluate, Tasks>>;
   const loop: Loop<LoopOutput<Evaluate, Tasks>> = {
     toolHealth: resolved.toolHealth,
@@ -101,7 +112,9 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
     // The cast is the one place the output type meets run time: only a value that passed these evaluators is output.
     run: async (input) => {
       const checked = validateRunInput(input);
-      return (await (durable === null ? driveRun(resolved, resolved.toolHealth, checked) : durable.run(checked))) as Result;
+      return (await (durable === null
+        ? driveRun(resolved, resolved.toolHealth, checked)
+        : durable.run(checked))) as Result;
     },
     resume: async (runId, options) => {
       if (durable === null) throw needsStore('resume');

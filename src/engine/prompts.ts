@@ -11,11 +11,15 @@ import type { NoProgressSignal } from '../../machines/types.js';
 
 /** One nudge per no-progress signal: what the model is doing again, and what to do instead. */
 export const NUDGES: Readonly<Record<NoProgressSignal, string>> = Object.freeze({
-  repeated_tool_call: 'You called a tool again with the same arguments and got the same result as before; it is above. Use it, try something different, or give your final answer.',
+  repeated_tool_call:
+    'You called a tool again with the same arguments and got the same result as before; it is above. Use it, try something different, or give your final answer.',
   unchanged_state: 'Your last replies have not changed anything. Take a different approach or give your final answer.',
-  same_evaluator_reason: 'Your answer keeps failing evaluation for the same reason. Address that reason directly, differently from before.',
-  duplicate_observation: 'Your recent tool calls only brought results you already had: you are going in circles. Use what you have, look for something new, or answer.',
-  plan_stall: 'Your plan has had no item completed or removed for many steps. Finish the current item, mark items you cannot do as "removed", or give your final answer.',
+  same_evaluator_reason:
+    'Your answer keeps failing evaluation for the same reason. Address that reason directly, differently from before.',
+  duplicate_observation:
+    'Your recent tool calls only brought results you already had: you are going in circles. Use what you have, look for something new, or answer.',
+  plan_stall:
+    'Your plan has had no item completed or removed for many steps. Finish the current item, mark items you cannot do as "removed", or give your final answer.',
   same_parse_error: 'You keep making the same formatting mistake. Read the error carefully and correct it.',
 });
 
@@ -26,16 +30,22 @@ export const LONGEST_NUDGE_CHARS = Math.max(...Object.values(NUDGES).map((text) 
 export const NUDGE_FRAMING_CHARS = 16;
 
 /** The nudge names what is repeating, so the model gets the information along with the push. */
-export function nudgeNote(signal: NoProgressSignal, repeated: { evaluatorReason: string | null; parseError: string | null }): string {
-  if (signal === 'same_evaluator_reason' && repeated.evaluatorReason !== null) return `${NUDGES[signal]}\nThe reason: ${repeated.evaluatorReason}`;
-  if (signal === 'same_parse_error' && repeated.parseError !== null) return `${NUDGES[signal]}\nThe error: ${repeated.parseError}`;
+export function nudgeNote(
+  signal: NoProgressSignal,
+  repeated: { evaluatorReason: string | null; parseError: string | null },
+): string {
+  if (signal === 'same_evaluator_reason' && repeated.evaluatorReason !== null)
+    return `${NUDGES[signal]}\nThe reason: ${repeated.evaluatorReason}`;
+  if (signal === 'same_parse_error' && repeated.parseError !== null)
+    return `${NUDGES[signal]}\nThe error: ${repeated.parseError}`;
   return NUDGES[signal];
 }
 
 // ── Retry notes ─────────────────────────────────────────────────────────────────────────────────
 
 /** After a reply that failed evaluation: the evaluator's reason, fed back. */
-export const reflectionNote = (reason: string): string => `Your previous answer did not pass evaluation: ${reason}\nFix exactly that and answer again.`;
+export const reflectionNote = (reason: string): string =>
+  `Your previous answer did not pass evaluation: ${reason}\nFix exactly that and answer again.`;
 
 /** After a reply the loop could not use at all (no text and no valid call). */
 export const parseErrorNote = (parseError: string): string =>
@@ -44,9 +54,11 @@ export const parseErrorNote = (parseError: string): string =>
 // ── Answers to tool calls that were not run ─────────────────────────────────────────────────────
 
 /** A call of a reply held back by a no-progress nudge. */
-export const HELD_BACK_ANSWER = 'Not executed: this reply was held back because the loop is not making progress (see the note below). Call it again if you still need it.';
+export const HELD_BACK_ANSWER =
+  'Not executed: this reply was held back because the loop is not making progress (see the note below). Call it again if you still need it.';
 /** A valid call of a reply in which another call was invalid. */
-export const NOT_RUN_BESIDE_INVALID_ANSWER = 'Not executed: another call in the same reply was invalid. Fix that call and call this one again.';
+export const NOT_RUN_BESIDE_INVALID_ANSWER =
+  'Not executed: another call in the same reply was invalid. Fix that call and call this one again.';
 /** A call answered without a more specific reason (should not happen; the model still gets an answer). */
 export const NOT_EXECUTED_ANSWER = 'Not executed.';
 
@@ -56,7 +68,8 @@ export const toolCallBudgetSpentAnswer = (tool: string, maxToolCalls: number): s
   `Not executed: ${tool} — the run's tool-call budget (maxToolCalls ${maxToolCalls}) is spent. Answer with what you have.`;
 export const overPerReplyAnswer = (tool: string, maxToolCallsPerReply: number): string =>
   `Not executed: ${tool} — at most ${maxToolCallsPerReply} tool calls are run from one reply. Call it again in your next reply if you still need it.`;
-export const rejectedByPersonAnswer = (tool: string, reason: string): string => `Not executed: a person rejected this call of ${tool}. Their reason: ${reason}`;
+export const rejectedByPersonAnswer = (tool: string, reason: string): string =>
+  `Not executed: a person rejected this call of ${tool}. Their reason: ${reason}`;
 
 // ── Argument repair and refused calls (a call that could not run as sent) ───────────────────────
 
@@ -82,11 +95,18 @@ export const invalidArgumentsNote = (tool: string, issues: readonly string[]): s
 // ── Tool results that are not the tool's own ────────────────────────────────────────────────────
 
 export const toolFailedAnswer = (tool: string, message: string): string => `Tool ${tool} failed: ${message}`;
-export const toolNotRunAnswer = (tool: string, status: string): string => `Tool ${tool} was not run: its call is ${status}.`;
+export const toolNotRunAnswer = (tool: string, status: string): string =>
+  `Tool ${tool} was not run: its call is ${status}.`;
 export const toolNotRunCancelledAnswer = (tool: string): string => `Tool ${tool} was not run: the run was cancelled.`;
 export const toolCancelledAnswer = (tool: string, idempotent: boolean): string =>
-  idempotent ? `Tool ${tool} was cancelled before it finished.` : `Tool ${tool} was cancelled before it finished; whether it took effect is unknown.`;
-export const toolTimedOutAnswer = (tool: string, timeoutMs: number, outcome: 'idempotent' | 'not_done' | 'unknown'): string => {
+  idempotent
+    ? `Tool ${tool} was cancelled before it finished.`
+    : `Tool ${tool} was cancelled before it finished; whether it took effect is unknown.`;
+export const toolTimedOutAnswer = (
+  tool: string,
+  timeoutMs: number,
+  outcome: 'idempotent' | 'not_done' | 'unknown',
+): string => {
   const timedOut = `Tool ${tool} timed out after ${timeoutMs} ms`;
   if (outcome === 'idempotent') return `${timedOut}.`;
   if (outcome === 'not_done') return `${timedOut} and did not take effect.`;
@@ -96,11 +116,14 @@ export const toolTimedOutAnswer = (tool: string, timeoutMs: number, outcome: 'id
 export const unknownOutcomeAnswer = (tool: string, idempotencyKey: string): string =>
   `Tool ${tool} was started before the run was interrupted and whether it took effect is unknown, so it was not run again (idempotency key ${idempotencyKey}). Do not call it again with the same arguments.`;
 /** A result that could not be turned into text (a cycle, a BigInt): `problem` says why. */
-export const unserialisableResultAnswer = (tool: string, problem: string): string => `Tool ${tool} completed, but ${problem}`;
+export const unserialisableResultAnswer = (tool: string, problem: string): string =>
+  `Tool ${tool} completed, but ${problem}`;
 /** A call the run stopped before, answered so a continued conversation has no unanswered call. */
-export const notRunBeforeStopAnswer = (stopReason: string): string => `[loopstate: not executed: the run stopped (${stopReason}) before this call ran]`;
+export const notRunBeforeStopAnswer = (stopReason: string): string =>
+  `[loopstate: not executed: the run stopped (${stopReason}) before this call ran]`;
 /** Appended to a tool result cut at maxToolResultBytes. */
-export const TRUNCATION_MARKER = (keptBytes: number, totalBytes: number): string => `\n[loopstate: tool result truncated: kept ${keptBytes} of ${totalBytes} bytes]`;
+export const TRUNCATION_MARKER = (keptBytes: number, totalBytes: number): string =>
+  `\n[loopstate: tool result truncated: kept ${keptBytes} of ${totalBytes} bytes]`;
 
 // ── The built-in plan tool (`plan: true`) ───────────────────────────────────────────────────────
 
@@ -119,8 +142,14 @@ export function planUpdatedAnswer(items: readonly { id: string; title: string; s
 // ── Task framing ────────────────────────────────────────────────────────────────────────────────
 
 /** A task of a workflow (`tasks`): the goal, what earlier tasks produced, then this task. */
-export function workflowTaskPrompt(goal: string, earlierOutputs: Record<string, unknown>, taskId: string, prompt: string): string {
-  const done = Object.keys(earlierOutputs).length > 0 ? `\n\nResults of earlier tasks:\n${JSON.stringify(earlierOutputs)}` : '';
+export function workflowTaskPrompt(
+  goal: string,
+  earlierOutputs: Record<string, unknown>,
+  taskId: string,
+  prompt: string,
+): string {
+  const done =
+    Object.keys(earlierOutputs).length > 0 ? `\n\nResults of earlier tasks:\n${JSON.stringify(earlierOutputs)}` : '';
   return `Goal: ${goal}${done}\n\nCurrent task (${taskId}): ${prompt}`;
 }
 
@@ -157,4 +186,5 @@ export const JUDGE_INSTRUCTIONS = [
 ].join('\n');
 
 /** The judge's user message: the criteria, then the output to grade, fenced as data. */
-export const judgeRequest = (criteria: string, output: string): string => `Criteria:\n${criteria}\n\n<output>\n${output}\n</output>`;
+export const judgeRequest = (criteria: string, output: string): string =>
+  `Criteria:\n${criteria}\n\n<output>\n${output}\n</output>`;

@@ -26,7 +26,9 @@ describe('describeZodIssues', () => {
   });
 
   it('names the root when the value itself is wrong', () => {
-    expect(describeZodIssues(issuesOf(z.object({}), [1, 2]))).toEqual(['(root): Invalid input: expected object, received array']);
+    expect(describeZodIssues(issuesOf(z.object({}), [1, 2]))).toEqual([
+      '(root): Invalid input: expected object, received array',
+    ]);
   });
 
   it('returns no lines for no issues', () => {

@@ -3,7 +3,14 @@
  */
 export { scriptedModel } from './scripted-model.js';
 export type { ScriptedModel, ScriptedModelOptions } from './scripted-model.js';
-export { reply, toolCall, emptyReply, modelError, modelErrorKindForStatus, DEFAULT_SCRIPTED_USAGE } from './script-steps.js';
+export {
+  reply,
+  toolCall,
+  emptyReply,
+  modelError,
+  modelErrorKindForStatus,
+  DEFAULT_SCRIPTED_USAGE,
+} from './script-steps.js';
 export type {
   ScriptStep,
   ScriptStepResult,

@@ -1,20 +1,37 @@
 import { describe, expect, it } from 'vitest';
 import { LoopstateError } from '../contracts/errors.js';
-import { DEFAULT_SCRIPTED_USAGE, emptyReply, modelError, modelErrorKindForStatus, reply, toolCall } from './script-steps.js';
+import {
+  DEFAULT_SCRIPTED_USAGE,
+  emptyReply,
+  modelError,
+  modelErrorKindForStatus,
+  reply,
+  toolCall,
+} from './script-steps.js';
 
 describe('reply and emptyReply', () => {
   it('builds a text reply with the default usage', () => {
-    expect(reply('done')).toEqual({ type: 'response', text: 'done', toolCalls: [], usage: { inputTokens: 100, outputTokens: 20 } });
+    expect(reply('done')).toEqual({
+      type: 'response',
+      text: 'done',
+      toolCalls: [],
+      usage: { inputTokens: 100, outputTokens: 20 },
+    });
     expect(DEFAULT_SCRIPTED_USAGE).toEqual({ inputTokens: 100, outputTokens: 20 });
   });
 
   it('merges a partial usage over the default, treating an undefined count as unset', () => {
     expect(reply('x', { usage: { outputTokens: 5_000 } }).usage).toEqual({ inputTokens: 100, outputTokens: 5_000 });
-    expect(reply('x', { usage: { inputTokens: undefined, outputTokens: 0 } }).usage).toEqual({ inputTokens: 100, outputTokens: 0 });
+    expect(reply('x', { usage: { inputTokens: undefined, outputTokens: 0 } }).usage).toEqual({
+      inputTokens: 100,
+      outputTokens: 0,
+    });
   });
 
   it('rejects negative or fractional usage when the script is built', () => {
-    expect(() => reply('x', { usage: { inputTokens: -1 } })).toThrow('usage.inputTokens must be an integer >= 0, got -1');
+    expect(() => reply('x', { usage: { inputTokens: -1 } })).toThrow(
+      'usage.inputTokens must be an integer >= 0, got -1',
+    );
     expect(() => emptyReply({ usage: { outputTokens: 1.5 } })).toThrow(LoopstateError);
   });
 
@@ -43,11 +60,21 @@ describe('toolCall', () => {
 
   it('takes an explicit id, text and usage', () => {
     const step = toolCall('a', {}, { id: 'call_custom', text: 'Let me check.', usage: { inputTokens: 7 } });
-    expect(step).toMatchObject({ text: 'Let me check.', toolCalls: [{ id: 'call_custom' }], usage: { inputTokens: 7, outputTokens: 20 } });
+    expect(step).toMatchObject({
+      text: 'Let me check.',
+      toolCalls: [{ id: 'call_custom' }],
+      usage: { inputTokens: 7, outputTokens: 20 },
+    });
   });
 
   it('builds parallel calls in one reply', () => {
-    const step = toolCall([{ name: 'a', args: {} }, { name: 'b', args: 'raw', id: 'call_b' }], { usage: { outputTokens: 1 } });
+    const step = toolCall(
+      [
+        { name: 'a', args: {} },
+        { name: 'b', args: 'raw', id: 'call_b' },
+      ],
+      { usage: { outputTokens: 1 } },
+    );
     expect(step).toMatchObject({
       toolCalls: [
         { id: null, name: 'a', arguments: '{}' },
@@ -59,7 +86,12 @@ describe('toolCall', () => {
 
   it('rejects an empty parallel list and a call without a name', () => {
     expect(() => toolCall([])).toThrow(/at least one call/);
-    expect(() => toolCall([{ name: 'ok', args: {} }, { name: '', args: {} }])).toThrow('toolCall: call 1 needs a non-empty name');
+    expect(() =>
+      toolCall([
+        { name: 'ok', args: {} },
+        { name: '', args: {} },
+      ]),
+    ).toThrow('toolCall: call 1 needs a non-empty name');
   });
 });
 
@@ -76,7 +108,12 @@ describe('modelError', () => {
     [408, 'timeout'],
     [302, 'unknown'],
   ] as const)('maps HTTP %i to %s', (status, kind) => {
-    expect(modelError({ status })).toEqual({ type: 'error', kind, status, message: `scripted model error: HTTP ${status} (${kind})` });
+    expect(modelError({ status })).toEqual({
+      type: 'error',
+      kind,
+      status,
+      message: `scripted model error: HTTP ${status} (${kind})`,
+    });
     expect(modelErrorKindForStatus(status)).toBe(kind);
   });
 
@@ -91,7 +128,11 @@ describe('modelError', () => {
   });
 
   it('builds transport failures from a kind alone', () => {
-    expect(modelError({ kind: 'timeout' })).toEqual({ type: 'error', kind: 'timeout', message: 'scripted model error: (timeout)' });
+    expect(modelError({ kind: 'timeout' })).toEqual({
+      type: 'error',
+      kind: 'timeout',
+      message: 'scripted model error: (timeout)',
+    });
     expect(modelError({ kind: 'connection' })).toMatchObject({ kind: 'connection' });
   });
 
@@ -100,7 +141,9 @@ describe('modelError', () => {
   });
 
   it('rejects impossible statuses and delays when the script is built', () => {
-    expect(() => modelError({ status: 42 })).toThrow('modelError: status must be an HTTP status code (100-599), got 42');
+    expect(() => modelError({ status: 42 })).toThrow(
+      'modelError: status must be an HTTP status code (100-599), got 42',
+    );
     expect(() => modelError({ status: 429, retryAfterMs: -5 })).toThrow(/retryAfterMs must be a finite number >= 0/);
     expect(() => modelError({ status: 429, retryAfterMs: Number.NaN })).toThrow(LoopstateError);
   });

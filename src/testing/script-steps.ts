@@ -90,7 +90,8 @@ export interface ScriptedToolCall {
  * scriptedModel([reply('{"status":"shipped"}', { usage: { inputTokens: 120, outputTokens: 30 } })])
  */
 export function reply(text: string, options: StepUsageOptions = {}): ScriptedResponse {
-  if (typeof text !== 'string') throw invalidScript('reply(text) needs a string; use emptyReply() for a reply without text');
+  if (typeof text !== 'string')
+    throw invalidScript('reply(text) needs a string; use emptyReply() for a reply without text');
   return { type: 'response', text, toolCalls: [], usage: resolveUsage(options.usage) };
 }
 
@@ -111,8 +112,15 @@ export function emptyReply(options: StepUsageOptions = {}): ScriptedResponse {
  * toolCall('get_order_status', '{"order_id": ')              // malformed arguments
  * toolCall([{ name: 'a', args: {} }, { name: 'b', args: {} }]) // parallel calls
  */
-export function toolCall(name: string, args: object | string, options?: StepUsageOptions & { id?: string; text?: string }): ScriptedResponse;
-export function toolCall(calls: readonly ScriptedToolCall[], options?: StepUsageOptions & { text?: string }): ScriptedResponse;
+export function toolCall(
+  name: string,
+  args: object | string,
+  options?: StepUsageOptions & { id?: string; text?: string },
+): ScriptedResponse;
+export function toolCall(
+  calls: readonly ScriptedToolCall[],
+  options?: StepUsageOptions & { text?: string },
+): ScriptedResponse;
 export function toolCall(
   nameOrCalls: string | readonly ScriptedToolCall[],
   argsOrOptions?: object | string,
@@ -120,15 +128,26 @@ export function toolCall(
 ): ScriptedResponse {
   const single = typeof nameOrCalls === 'string';
   const calls: readonly ScriptedToolCall[] = single
-    ? [{ name: nameOrCalls, args: argsOrOptions ?? {}, ...(maybeOptions?.id === undefined ? {} : { id: maybeOptions.id }) }]
+    ? [
+        {
+          name: nameOrCalls,
+          args: argsOrOptions ?? {},
+          ...(maybeOptions?.id === undefined ? {} : { id: maybeOptions.id }),
+        },
+      ]
     : nameOrCalls;
   const options = (single ? maybeOptions : (argsOrOptions as (StepUsageOptions & { text?: string }) | undefined)) ?? {};
   if (!Array.isArray(calls) || calls.length === 0) {
     throw invalidScript('toolCall([...]) needs at least one call; use emptyReply() for a reply without tool calls');
   }
   const toolCalls = calls.map((call, index): ScriptedToolCallData => {
-    if (typeof call.name !== 'string' || call.name === '') throw invalidScript(`toolCall: call ${index} needs a non-empty name`);
-    return { id: call.id ?? null, name: call.name, arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args) };
+    if (typeof call.name !== 'string' || call.name === '')
+      throw invalidScript(`toolCall: call ${index} needs a non-empty name`);
+    return {
+      id: call.id ?? null,
+      name: call.name,
+      arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args),
+    };
   });
   return { type: 'response', text: options.text ?? null, toolCalls, usage: resolveUsage(options.usage) };
 }
@@ -191,7 +210,8 @@ function resolveUsage(usage: Partial<ModelUsage> | undefined): ModelUsage {
     outputTokens: usage?.outputTokens ?? DEFAULT_SCRIPTED_USAGE.outputTokens,
   };
   for (const [field, count] of Object.entries(resolved)) {
-    if (!(Number.isInteger(count) && count >= 0)) throw invalidScript(`usage.${field} must be an integer >= 0, got ${String(count)}`);
+    if (!(Number.isInteger(count) && count >= 0))
+      throw invalidScript(`usage.${field} must be an integer >= 0, got ${String(count)}`);
   }
   return resolved;
 }

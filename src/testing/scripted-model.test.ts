@@ -4,7 +4,10 @@ import { ScriptExhaustedError } from './script-exhausted-error.js';
 import type { Message, ModelRequest } from '../contracts/model.js';
 import { emptyReply, modelError, reply, scriptedModel, toolCall } from './index.js';
 
-const request = (messages: Message[] = [{ role: 'user', content: 'Where is O-101?' }], signal = new AbortController().signal): ModelRequest => ({
+const request = (
+  messages: Message[] = [{ role: 'user', content: 'Where is O-101?' }],
+  signal = new AbortController().signal,
+): ModelRequest => ({
   messages,
   tools: [],
   signal,
@@ -12,17 +15,31 @@ const request = (messages: Message[] = [{ role: 'user', content: 'Where is O-101
 
 describe('scriptedModel', () => {
   it('answers each call with the next step, in order', async () => {
-    const model = scriptedModel([toolCall('get_order_status', { order_id: 'O-101' }), reply('Shipped.', { usage: { inputTokens: 120, outputTokens: 30 } })]);
+    const model = scriptedModel([
+      toolCall('get_order_status', { order_id: 'O-101' }),
+      reply('Shipped.', { usage: { inputTokens: 120, outputTokens: 30 } }),
+    ]);
     expect(await model.generate(request())).toEqual({
       text: null,
       toolCalls: [{ id: 'call_0_0', name: 'get_order_status', arguments: '{"order_id":"O-101"}' }],
       usage: { inputTokens: 100, outputTokens: 20 },
     });
-    expect(await model.generate(request())).toEqual({ text: 'Shipped.', toolCalls: [], usage: { inputTokens: 120, outputTokens: 30 } });
+    expect(await model.generate(request())).toEqual({
+      text: 'Shipped.',
+      toolCalls: [],
+      usage: { inputTokens: 120, outputTokens: 30 },
+    });
   });
 
   it('gives tool calls deterministic ids call_<step>_<index> unless the step sets one', async () => {
-    const model = scriptedModel([reply('a'), toolCall([{ name: 'x', args: {} }, { name: 'y', args: {}, id: 'mine' }, { name: 'z', args: {} }])]);
+    const model = scriptedModel([
+      reply('a'),
+      toolCall([
+        { name: 'x', args: {} },
+        { name: 'y', args: {}, id: 'mine' },
+        { name: 'z', args: {} },
+      ]),
+    ]);
     await model.generate(request());
     const response = await model.generate(request());
     expect(response.toolCalls.map((call) => call.id)).toEqual(['call_1_0', 'mine', 'call_1_2']);
@@ -34,7 +51,10 @@ describe('scriptedModel', () => {
     const first = await model.generate(request());
     (first.toolCalls as unknown as { name: string }[])[0]!.name = 'mutated';
     first.usage.inputTokens = 0;
-    expect(await model.generate(request())).toMatchObject({ toolCalls: [{ name: 'x', id: 'call_1_0' }], usage: { inputTokens: 100 } });
+    expect(await model.generate(request())).toMatchObject({
+      toolCalls: [{ name: 'x', id: 'call_1_0' }],
+      usage: { inputTokens: 100 },
+    });
   });
 
   it('records each request with a copy of its messages as they were at call time', async () => {
@@ -60,7 +80,12 @@ describe('scriptedModel', () => {
   it('throws ScriptExhaustedError naming the call count, the script length and the last message', async () => {
     const model = scriptedModel([reply('a')]);
     await model.generate(request());
-    const overrun = model.generate(request([{ role: 'user', content: 'hi' }, { role: 'tool', toolCallId: 'call_0_0', content: '{"status":"shipped"}' }]));
+    const overrun = model.generate(
+      request([
+        { role: 'user', content: 'hi' },
+        { role: 'tool', toolCallId: 'call_0_0', content: '{"status":"shipped"}' },
+      ]),
+    );
     await expect(overrun).rejects.toBeInstanceOf(ScriptExhaustedError);
     await expect(model.generate(request([]))).rejects.toThrow(
       'scripted model called 3 times but the script has 1 steps; the last request ended with: (no messages)',
@@ -71,19 +96,31 @@ describe('scriptedModel', () => {
 
   it('describes the last message in the exhaustion error, cutting long content', async () => {
     const model = scriptedModel([]);
-    await expect(model.generate(request([{ role: 'tool', toolCallId: 'call_0_0', content: '{"status":"shipped"}' }]))).rejects.toThrow(
+    await expect(
+      model.generate(request([{ role: 'tool', toolCallId: 'call_0_0', content: '{"status":"shipped"}' }])),
+    ).rejects.toThrow(
       'scripted model called 1 times but the script has 0 steps; the last request ended with: tool result for call_0_0: "{\\"status\\":\\"shipped\\"}"',
     );
-    const long = await model.generate(request([{ role: 'user', content: 'x'.repeat(500) }])).catch((error: Error) => error.message);
+    const long = await model
+      .generate(request([{ role: 'user', content: 'x'.repeat(500) }]))
+      .catch((error: Error) => error.message);
     expect(long).toMatch(/user "x{119}…$/);
     const assistant = await model
-      .generate(request([{ role: 'assistant', content: null, toolCalls: [{ id: 'c', name: 'lookup', arguments: '{"q":1}' }] }]))
+      .generate(
+        request([{ role: 'assistant', content: null, toolCalls: [{ id: 'c', name: 'lookup', arguments: '{"q":1}' }] }]),
+      )
       .catch((error: Error) => error.message);
     expect(assistant).toContain('assistant tool calls "lookup({\\"q\\":1})"');
   });
 
   it('assertComplete passes when every step was played and lists the unused ones otherwise', async () => {
-    const model = scriptedModel([reply('first'), toolCall('lookup', { q: 1 }), modelError({ status: 429 }), emptyReply(), () => reply('dynamic')]);
+    const model = scriptedModel([
+      reply('first'),
+      toolCall('lookup', { q: 1 }),
+      modelError({ status: 429 }),
+      emptyReply(),
+      () => reply('dynamic'),
+    ]);
     await model.generate(request());
     expect(() => model.assertComplete()).toThrow(ScriptExhaustedError);
     expect(() => model.assertComplete()).toThrow(
@@ -99,12 +136,29 @@ describe('scriptedModel', () => {
   });
 
   it('throws error steps as ModelCallError with kind, status and retryAfterMs', async () => {
-    const model = scriptedModel([modelError({ status: 429, retryAfterMs: 50 }), modelError({ kind: 'timeout' }), modelError({ status: 401 })]);
+    const model = scriptedModel([
+      modelError({ status: 429, retryAfterMs: 50 }),
+      modelError({ kind: 'timeout' }),
+      modelError({ status: 401 }),
+    ]);
     const rateLimited = await model.generate(request()).catch((error: unknown) => error);
     expect(rateLimited).toBeInstanceOf(ModelCallError);
-    expect(rateLimited).toMatchObject({ kind: 'rate_limited', status: 429, retryAfterMs: 50, retryable: true, code: 'model_rate_limited' });
-    expect(await model.generate(request()).catch((error: unknown) => error)).toMatchObject({ kind: 'timeout', status: undefined, retryable: true });
-    expect(await model.generate(request()).catch((error: unknown) => error)).toMatchObject({ kind: 'auth', retryable: false });
+    expect(rateLimited).toMatchObject({
+      kind: 'rate_limited',
+      status: 429,
+      retryAfterMs: 50,
+      retryable: true,
+      code: 'model_rate_limited',
+    });
+    expect(await model.generate(request()).catch((error: unknown) => error)).toMatchObject({
+      kind: 'timeout',
+      status: undefined,
+      retryable: true,
+    });
+    expect(await model.generate(request()).catch((error: unknown) => error)).toMatchObject({
+      kind: 'auth',
+      retryable: false,
+    });
     expect(model.remaining).toBe(0);
   });
 
@@ -129,7 +183,10 @@ describe('scriptedModel', () => {
 
   it('rejects a function step that returns something other than a step', async () => {
     const model = scriptedModel([(() => undefined) as unknown as () => ReturnType<typeof reply>]);
-    await expect(model.generate(request())).rejects.toMatchObject({ code: 'invalid_script', message: expect.stringContaining('step 0 produced undefined') });
+    await expect(model.generate(request())).rejects.toMatchObject({
+      code: 'invalid_script',
+      message: expect.stringContaining('step 0 produced undefined'),
+    });
   });
 
   it('refuses an already-aborted request with an AbortError, without consuming a step', async () => {

@@ -63,7 +63,13 @@ export function scriptedModel(steps: readonly ScriptStep[], options: ScriptedMod
       );
     }
     // A dynamic step is abandoned when the call is aborted, as a real provider call would be.
-    const result = typeof step === 'function' ? await untilAborted(Promise.resolve().then(() => step(request)), request.signal) : step;
+    const result =
+      typeof step === 'function'
+        ? await untilAborted(
+            Promise.resolve().then(() => step(request)),
+            request.signal,
+          )
+        : step;
     return play(result, stepIndex);
   }
 
@@ -88,7 +94,9 @@ export function scriptedModel(steps: readonly ScriptStep[], options: ScriptedMod
 
 function play(result: ScriptStepResult, stepIndex: number): ModelResponse {
   if (typeof result !== 'object' || result === null || (result.type !== 'response' && result.type !== 'error')) {
-    throw invalidScript(`step ${stepIndex} produced ${String(result)}; return reply(), toolCall(), modelError() or emptyReply()`);
+    throw invalidScript(
+      `step ${stepIndex} produced ${String(result)}; return reply(), toolCall(), modelError() or emptyReply()`,
+    );
   }
   if (result.type === 'error') {
     throw new ModelCallError({
@@ -131,7 +139,9 @@ function describeMessage(message: Message | undefined): string {
 
 function describeStep(step: ScriptStep): string {
   if (typeof step === 'function') return 'dynamic step (function)';
-  if (step.type === 'error') return `modelError(${step.kind}${step.status === undefined ? '' : `, HTTP ${step.status}`})`;
-  if (step.toolCalls.length > 0) return `toolCall(${preview(step.toolCalls.map((call) => `${call.name}(${call.arguments})`).join(', '))})`;
+  if (step.type === 'error')
+    return `modelError(${step.kind}${step.status === undefined ? '' : `, HTTP ${step.status}`})`;
+  if (step.toolCalls.length > 0)
+    return `toolCall(${preview(step.toolCalls.map((call) => `${call.name}(${call.arguments})`).join(', '))})`;
   return step.text === null ? 'emptyReply()' : `reply(${preview(step.text)})`;
 }

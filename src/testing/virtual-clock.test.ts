@@ -131,7 +131,7 @@ describe('virtualClock', () => {
     expect(callback).toHaveBeenCalledTimes(1);
   });
 
-  it("rejects a sleep on an already-aborted signal with its reason, without moving time", async () => {
+  it('rejects a sleep on an already-aborted signal with its reason, without moving time', async () => {
     const clock = virtualClock(5);
     const controller = new AbortController();
     const reason = new Error('cancelled');
@@ -184,7 +184,11 @@ describe('virtualClock timers fired by one advance', () => {
     });
     clock.setTimer(30, () => seen.push(['C', clock.now()]));
     clock.advance(100);
-    expect(seen).toEqual([['A', 10], ['nested', 15], ['C', 30]]);
+    expect(seen).toEqual([
+      ['A', 10],
+      ['nested', 15],
+      ['C', 30],
+    ]);
     expect(clock.now()).toBe(100);
   });
 

@@ -23,7 +23,8 @@ export function virtualClock(startMs = 0): VirtualClock {
   /** The earliest timer due by `until`, looked up afresh each time: callbacks may cancel or add timers. */
   const nextDue = (until: number): [number, { dueAt: number; callback: () => void }] | undefined => {
     let next: [number, { dueAt: number; callback: () => void }] | undefined;
-    for (const entry of timers) if (entry[1].dueAt <= until && (next === undefined || entry[1].dueAt < next[1].dueAt)) next = entry;
+    for (const entry of timers)
+      if (entry[1].dueAt <= until && (next === undefined || entry[1].dueAt < next[1].dueAt)) next = entry;
     return next;
   };
   const advance = (ms: number) => {

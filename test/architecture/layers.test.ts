@@ -16,7 +16,8 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 type Layer = 'statechart' | 'contracts' | 'engine' | 'entry' | 'testing' | 'tooling' | 'examples' | `adapter:${string}`;
 
 /** Entry points: the core's barrels and each adapter's `index.ts`. Tooling imports only these (and contracts). */
-const isEntry = (path: string) => path === 'src/index.ts' || path === 'src/internal.ts' || /^src\/(testing|adapters\/[^/]+)\/index\.ts$/.test(path);
+const isEntry = (path: string) =>
+  path === 'src/index.ts' || path === 'src/internal.ts' || /^src\/(testing|adapters\/[^/]+)\/index\.ts$/.test(path);
 
 function layerOf(path: string): Layer {
   if (/^(machines|guards|actions)\//.test(path)) return 'statechart';
@@ -41,7 +42,8 @@ function mayImport(from: Layer, to: Layer, toPath: string): boolean {
   if (from === 'engine') return to === 'engine';
   if (from === 'entry') return to === 'engine' || to === 'entry' || to === 'testing' || to.startsWith('adapter:');
   if (from === 'testing') return to === 'engine' || to === 'testing';
-  if (from.startsWith('adapter:')) return to === 'engine' || to === from || (from === 'adapter:dbos' && to === 'adapter:postgres' && isEntry(toPath));
+  if (from.startsWith('adapter:'))
+    return to === 'engine' || to === from || (from === 'adapter:dbos' && to === 'adapter:postgres' && isEntry(toPath));
   // Tooling: its own files, entry points and the bundled examples only.
   return from === 'tooling' && (to === 'tooling' || to === 'examples' || isEntry(toPath));
 }
@@ -61,7 +63,8 @@ const PACKAGE_HOMES: Record<string, (layer: Layer) => boolean> = {
   elkjs: () => false,
 };
 
-const packageOf = (specifier: string) => (specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!);
+const packageOf = (specifier: string) =>
+  specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!;
 
 function sourceFiles(): string[] {
   const files: string[] = [];
@@ -89,14 +92,24 @@ function importsOf(path: string): ImportEdge[] {
     if (!specifier.startsWith('.')) return { from: path, specifier, to: null };
     const base = join(dirname(path), specifier);
     const candidates = [base.replace(/\.js$/, '.ts'), `${base}.ts`, join(base, 'index.ts'), base];
-    const to = candidates.find((candidate) => existsSync(join(repoRoot, candidate)) && statSync(join(repoRoot, candidate)).isFile());
+    const to = candidates.find(
+      (candidate) => existsSync(join(repoRoot, candidate)) && statSync(join(repoRoot, candidate)).isFile(),
+    );
     if (to === undefined) throw new Error(`${path}: cannot resolve ${specifier}`);
     return { from: path, specifier, to: relative(repoRoot, join(repoRoot, to)) };
   });
 }
 
 const files = sourceFiles();
-const tsconfigPaths = Object.fromEntries(Object.entries((JSON.parse(readFileSync(join(repoRoot, 'tsconfig.json'), 'utf8')) as { compilerOptions: { paths: Record<string, [string]> } }).compilerOptions.paths).map(([specifier, [path]]) => [specifier, path]));
+const tsconfigPaths = Object.fromEntries(
+  Object.entries(
+    (
+      JSON.parse(readFileSync(join(repoRoot, 'tsconfig.json'), 'utf8')) as {
+        compilerOptions: { paths: Record<string, [string]> };
+      }
+    ).compilerOptions.paths,
+  ).map(([specifier, [path]]) => [specifier, path]),
+);
 const edges = files.flatMap(importsOf);
 
 /** Strongly connected components of more than one file (Tarjan), each sorted. */
@@ -167,7 +180,11 @@ describe('the source tree', () => {
 
   it('keeps Node built-ins out of the statechart, contracts, engine, testing and the core entries', () => {
     const forbidden = edges
-      .filter((edge) => edge.specifier.startsWith('node:') && ['statechart', 'contracts', 'engine', 'testing', 'entry'].includes(layerOf(edge.from)))
+      .filter(
+        (edge) =>
+          edge.specifier.startsWith('node:') &&
+          ['statechart', 'contracts', 'engine', 'testing', 'entry'].includes(layerOf(edge.from)),
+      )
       .map((edge) => `${edge.from} imports ${edge.specifier}`);
     expect(forbidden).toEqual([]);
   });
@@ -181,25 +198,33 @@ describe('the source tree', () => {
           if (edge.specifier.startsWith('node:')) nodeImports.push(`${file} imports ${edge.specifier}`);
           if (edge.to !== null) seen.add(edge.to);
           // The package's own specifiers (an adapter importing `loopstate`, say) lead to their entries.
-          else if (edge.specifier === 'loopstate' || edge.specifier.startsWith('loopstate/')) seen.add(tsconfigPaths[edge.specifier]!.slice(2));
+          else if (edge.specifier === 'loopstate' || edge.specifier.startsWith('loopstate/'))
+            seen.add(tsconfigPaths[edge.specifier]!.slice(2));
         }
       }
       return { files: seen.size, nodeImports };
     };
-    for (const [entry, atLeast] of [['src/index.ts', 80], ['src/testing/index.ts', 5]] as const) {
+    for (const [entry, atLeast] of [
+      ['src/index.ts', 80],
+      ['src/testing/index.ts', 5],
+    ] as const) {
       const { files: count, nodeImports } = reachable(entry);
       expect(count, entry).toBeGreaterThan(atLeast);
       expect(nodeImports, entry).toEqual([]);
     }
     // The walk is not vacuous: the Node-only subpath is reached from its own entry.
-    expect(reachable('src/adapters/node/index.ts').nodeImports).toEqual(['src/adapters/node/read-trace-file.ts imports node:fs']);
+    expect(reachable('src/adapters/node/index.ts').nodeImports).toEqual([
+      'src/adapters/node/read-trace-file.ts imports node:fs',
+    ]);
   });
 
   it('checks imports the way the tree really is (the rules are not vacuous)', () => {
     expect(mayImport('engine', 'adapter:openai', 'src/adapters/openai/openai-model.ts')).toBe(false);
     expect(mayImport('adapter:sqlite', 'adapter:postgres', 'src/adapters/postgres/index.ts')).toBe(false);
     expect(mayImport('tooling', 'engine', 'src/engine/loop.ts')).toBe(false);
-    expect(edges.some((edge) => edge.specifier === 'openai' && edge.from.startsWith('src/adapters/openai/'))).toBe(true);
+    expect(edges.some((edge) => edge.specifier === 'openai' && edge.from.startsWith('src/adapters/openai/'))).toBe(
+      true,
+    );
   });
 });
 
@@ -207,13 +232,22 @@ describe('the package manifest', () => {
   const manifest = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
     exports: Record<string, string | { types: string; default: string }>;
   };
-  const tsconfig = JSON.parse(readFileSync(join(repoRoot, 'tsconfig.json'), 'utf8')) as { compilerOptions: { paths: Record<string, [string]> } };
+  const tsconfig = JSON.parse(readFileSync(join(repoRoot, 'tsconfig.json'), 'utf8')) as {
+    compilerOptions: { paths: Record<string, [string]> };
+  };
 
   it("maps each export to an entry file, and tsconfig's paths to the same sources", () => {
     const fromExports = Object.entries(manifest.exports)
       .filter(([subpath]) => subpath !== './package.json')
-      .map(([subpath, target]) => [subpath === '.' ? 'loopstate' : `loopstate/${subpath.slice(2)}`, (target as { default: string }).default.replace(/^\.\/dist\//, './').replace(/\.js$/, '.ts')]);
-    expect(Object.fromEntries(fromExports)).toEqual(Object.fromEntries(Object.entries(tsconfig.compilerOptions.paths).map(([specifier, [path]]) => [specifier, path])));
+      .map(([subpath, target]) => [
+        subpath === '.' ? 'loopstate' : `loopstate/${subpath.slice(2)}`,
+        (target as { default: string }).default.replace(/^\.\/dist\//, './').replace(/\.js$/, '.ts'),
+      ]);
+    expect(Object.fromEntries(fromExports)).toEqual(
+      Object.fromEntries(
+        Object.entries(tsconfig.compilerOptions.paths).map(([specifier, [path]]) => [specifier, path]),
+      ),
+    );
     for (const [, path] of fromExports) expect(isEntry(path!.slice(2)), path).toBe(true);
   });
 
@@ -224,7 +258,12 @@ describe('the package manifest', () => {
       const text = readFileSync(join(repoRoot, path), 'utf8');
       for (const match of text.matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)) {
         for (const part of match[1]!.split(',')) {
-          const name = part.trim().replace(/^type\s+/, '').split(/\s+as\s+/).pop()!.trim();
+          const name = part
+            .trim()
+            .replace(/^type\s+/, '')
+            .split(/\s+as\s+/)
+            .pop()!
+            .trim();
           if (name !== '') owners.set(name, [...(owners.get(name) ?? []), specifier]);
         }
       }

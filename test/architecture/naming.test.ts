@@ -46,7 +46,19 @@ const IRREGULAR_PAST = new Set(['withheld', 'sent', 'made', 'begun', 'lost', 'fo
 /** The verbs a trace event type may end with; anything else is read as part of the noun. */
 const TRACE_VERBS = new Set(['start', 'end', 'resume', 'trimmed', 'decided']);
 /** Words a trace type must not use as its noun: they are verbs, so the event would read verb first. */
-const VERB_WORDS = new Set([...TRACE_VERBS, 'started', 'ended', 'resumed', 'trim', 'decide', 'begin', 'finish', 'finished', 'stop', 'stopped']);
+const VERB_WORDS = new Set([
+  ...TRACE_VERBS,
+  'started',
+  'ended',
+  'resumed',
+  'trim',
+  'decide',
+  'begin',
+  'finish',
+  'finished',
+  'stop',
+  'stopped',
+]);
 /** Verbs an action's name may begin with. */
 const ACTION_VERBS = ['start', 'record', 'schedule', 'request', 'nudge', 'stop', 'fail', 'complete', 'skip'];
 /** Guards named before the rule was written down; renamed with the next regeneration of the statechart layout. */
@@ -66,10 +78,12 @@ function machineEventProblem(type: string): string | null {
 function traceEventProblem(type: string): string | null {
   if (!/^[a-z]+(-[a-z]+)*$/.test(type)) return 'not kebab-case';
   const words = type.split('-');
-  const last = words.length > 1 ? words.at(-1) ?? '' : '';
+  const last = words.length > 1 ? (words.at(-1) ?? '') : '';
   const nouns = TRACE_VERBS.has(last) ? words.slice(0, -1) : words;
   const verbAsNoun = nouns.find((word) => VERB_WORDS.has(word));
-  return verbAsNoun === undefined ? null : `"${verbAsNoun}" is a verb where a noun belongs (the verb comes last, one of ${[...TRACE_VERBS].join(', ')})`;
+  return verbAsNoun === undefined
+    ? null
+    : `"${verbAsNoun}" is a verb where a noun belongs (the verb comes last, one of ${[...TRACE_VERBS].join(', ')})`;
 }
 
 /** Every event a transition of the machine names. */
@@ -79,7 +93,9 @@ function handledEvents(): Set<string> {
 
 describe('naming rules', () => {
   it('machine events are <source>.<pastTenseVerb>', () => {
-    const problems = Object.keys(MACHINE_EVENT_TYPES).map((type) => [type, machineEventProblem(type)]).filter(([, problem]) => problem !== null);
+    const problems = Object.keys(MACHINE_EVENT_TYPES)
+      .map((type) => [type, machineEventProblem(type)])
+      .filter(([, problem]) => problem !== null);
     expect(problems).toEqual([]);
   });
 
@@ -88,7 +104,9 @@ describe('naming rules', () => {
   });
 
   it('trace event types are a kebab-case noun, then a known verb when there is one', () => {
-    const problems = Object.keys(TRACE_EVENT_TYPES).map((type) => [type, traceEventProblem(type)]).filter(([, problem]) => problem !== null);
+    const problems = Object.keys(TRACE_EVENT_TYPES)
+      .map((type) => [type, traceEventProblem(type)])
+      .filter(([, problem]) => problem !== null);
     expect(problems).toEqual([]);
   });
 
@@ -103,7 +121,14 @@ describe('naming rules', () => {
   it('actions begin with a verb', () => {
     const actions = Object.keys(loopMachine.implementations.actions);
     expect(actions.length).toBeGreaterThan(10);
-    expect(actions.filter((name) => !ACTION_VERBS.some((verb) => name === verb || name.startsWith(verb) && /^[A-Z]/.test(name.slice(verb.length))))).toEqual([]);
+    expect(
+      actions.filter(
+        (name) =>
+          !ACTION_VERBS.some(
+            (verb) => name === verb || (name.startsWith(verb) && /^[A-Z]/.test(name.slice(verb.length))),
+          ),
+      ),
+    ).toEqual([]);
   });
 
   it('the checks refuse names that break the rules', () => {

@@ -41,7 +41,11 @@ describe('the viewer in chromium', () => {
     const tracePath = join(directory, 'run.jsonl');
     await writeSampleTrace(tracePath);
     const out: string[] = [];
-    exit = runCli(['inspect', tracePath], { out: (text) => out.push(text), err: (text) => out.push(text) }, { stop: stop.signal });
+    exit = runCli(
+      ['inspect', tracePath],
+      { out: (text) => out.push(text), err: (text) => out.push(text) },
+      { stop: stop.signal },
+    );
     await expect.poll(() => out.find((line) => line.startsWith('Viewer: ')), { timeout: 15_000 }).toBeDefined();
     const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(out.find((line) => line.startsWith('Viewer: '))!)![0];
 
@@ -55,11 +59,21 @@ describe('the viewer in chromium', () => {
 
     // The statechart: every state of the machine, drawn.
     const states = statechartGraph(loopMachine).states.map((state) => state.id);
-    expect(await page.locator('#statechart [data-state]').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-state')))).toEqual(states);
+    expect(
+      await page
+        .locator('#statechart [data-state]')
+        .evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-state'))),
+    ).toEqual(states);
     expect(await page.locator('#statechart [data-state="RUNNING.deciding"] rect').first().isVisible()).toBe(true);
 
     // The path taken: exactly the edges the run went through, with how often.
-    const taken = await page.locator('#statechart .edge.taken').evaluateAll((edges) => Object.fromEntries(edges.map((edge) => [edge.getAttribute('data-edge'), Number(edge.getAttribute('data-count'))])));
+    const taken = await page
+      .locator('#statechart .edge.taken')
+      .evaluateAll((edges) =>
+        Object.fromEntries(
+          edges.map((edge) => [edge.getAttribute('data-edge'), Number(edge.getAttribute('data-count'))]),
+        ),
+      );
     expect(taken).toMatchObject({
       'READY->RUNNING': 1,
       'RUNNING.gate->RUNNING.deciding': 3,
@@ -72,7 +86,10 @@ describe('the viewer in chromium', () => {
     expect(taken).not.toHaveProperty('RUNNING.gate->TERMINATED');
     // The rest is drawn muted: a plain arrow is a lighter, thinner line than a taken one.
     // (Evaluated in the page: this project's TypeScript has no DOM types.)
-    const stroke = (selector: string) => page.evaluate<string[]>(`(() => { const style = getComputedStyle(document.querySelector(${JSON.stringify(selector)})); return [style.stroke, style.strokeWidth]; })()`);
+    const stroke = (selector: string) =>
+      page.evaluate<string[]>(
+        `(() => { const style = getComputedStyle(document.querySelector(${JSON.stringify(selector)})); return [style.stroke, style.strokeWidth]; })()`,
+      );
     expect(await stroke('#statechart .edge.route:not(.taken) path')).toEqual(['rgb(195, 200, 212)', '1.1px']);
     expect(await stroke('#statechart .edge.route.taken:not(.current) path')).toEqual(['rgb(47, 111, 222)', '3px']);
 
@@ -85,7 +102,9 @@ describe('the viewer in chromium', () => {
     expect(renderedSizes.length).toBeGreaterThan(30);
     expect(Math.min(...renderedSizes)).toBeGreaterThanOrEqual(12);
     // Cancel, deadline and fault are one legend entry, not an arrow from every state.
-    expect(await page.locator('#statechart .legend').textContent()).toContain('to TERMINATED: run.cancelRequested, run.deadlineReached, run.faulted');
+    expect(await page.locator('#statechart .legend').textContent()).toContain(
+      'to TERMINATED: run.cancelRequested, run.deadlineReached, run.faulted',
+    );
     expect(await page.locator('#statechart .edge.interruption path').count()).toBe(0);
     expect(await page.locator('#statechart .legend .edge.interruption').count()).toBe(3);
 
@@ -95,16 +114,23 @@ describe('the viewer in chromium', () => {
     await expect.poll(() => page.locator('#active-state').textContent()).toBe('TERMINATED');
     expect(await page.locator('#statechart .state.active').getAttribute('data-state')).toBe('TERMINATED');
     const budget = (label: string) => page.locator('#budgets tr', { hasText: label }).locator('td.spent').textContent();
-    const counter = (label: string) => page.locator('#counters tr', { hasText: label }).locator('td.spent').textContent();
+    const counter = (label: string) =>
+      page.locator('#counters tr', { hasText: label }).locator('td.spent').textContent();
     expect(await budget('Input tokens')).toBe('770');
     expect(await budget('Steps')).toBe('3');
-    expect(await page.locator('#stop-reason').textContent()).toContain('completed — Every task produced an answer its evaluators accepted');
+    expect(await page.locator('#stop-reason').textContent()).toContain(
+      'completed — Every task produced an answer its evaluators accepted',
+    );
 
     // Moving the slider travels back: the state, the route just taken, the budgets and counters follow.
     await slider.fill('4');
     expect(await page.locator('#active-state').textContent()).toBe('RUNNING.acting');
     expect(await page.locator('#statechart .state.active').getAttribute('data-state')).toBe('RUNNING.acting');
-    expect(await page.locator('#statechart .edge.current').evaluateAll((edges) => edges.map((edge) => edge.getAttribute('data-edge')))).toEqual(['RUNNING.deciding->RUNNING.acting']);
+    expect(
+      await page
+        .locator('#statechart .edge.current')
+        .evaluateAll((edges) => edges.map((edge) => edge.getAttribute('data-edge'))),
+    ).toEqual(['RUNNING.deciding->RUNNING.acting']);
     expect(await budget('Input tokens')).toBe('180');
     expect(await budget('Steps')).toBe('1');
     expect(await counter('Transport retries')).toBe('1');
@@ -116,7 +142,9 @@ describe('the viewer in chromium', () => {
     // The step table; a row click travels to its step.
     const rows = page.locator('#step-table tbody tr');
     expect(await rows.count()).toBe(3);
-    expect(await rows.nth(0).textContent()).toMatch(/get_order_status.*ok.*180 \/ 24.*\$0\.000110.*350 ms.*1 \(rate_limited/);
+    expect(await rows.nth(0).textContent()).toMatch(
+      /get_order_status.*ok.*180 \/ 24.*\$0\.000110.*350 ms.*1 \(rate_limited/,
+    );
     expect(await rows.nth(1).textContent()).toMatch(/rejected.*schema: output is not valid JSON/);
     expect(await rows.nth(2).textContent()).toContain('passed');
     await rows.nth(1).click();

@@ -33,12 +33,20 @@ beforeAll(async () => {
   const flaky: PostgresStore = {
     ...store,
     append: (...args) => {
-      if (failAppendNumber > 0 && --failAppendNumber === 0) return Promise.reject(new Error('Connection terminated unexpectedly'));
+      if (failAppendNumber > 0 && --failAppendNumber === 0)
+        return Promise.reject(new Error('Connection terminated unexpectedly'));
       return store.append(...args);
     },
   };
   const loop = refundLoop({ store: flaky, log, driver: 'in-process' });
-  worker = await dbosWorker({ loop, store: flaky, systemDatabaseUrl: server.url, executorId: 'in-process', version: 'approvals-test', stepsPerWorkflow: STEPS_PER_WORKFLOW });
+  worker = await dbosWorker({
+    loop,
+    store: flaky,
+    systemDatabaseUrl: server.url,
+    executorId: 'in-process',
+    version: 'approvals-test',
+    stepsPerWorkflow: STEPS_PER_WORKFLOW,
+  });
   client = await dbosClient({ systemDatabaseUrl: server.url, version: 'approvals-test', pollingIntervalMs: 50 });
   steps = await DBOSClient.create({ systemDatabaseUrl: server.url });
 }, 120_000);
@@ -53,7 +61,8 @@ afterAll(async () => {
 
 const GOAL = 'Refund order O-7 after the fee';
 const lines = () => readFileSync(log, 'utf8').split('\n').filter(Boolean);
-const outputs = (list: Awaited<ReturnType<DBOSClient['listWorkflowSteps']>>) => (list ?? []).map((step) => ({ name: step.name, output: step.output }));
+const outputs = (list: Awaited<ReturnType<DBOSClient['listWorkflowSteps']>>) =>
+  (list ?? []).map((step) => ({ name: step.name, output: step.output }));
 
 async function stoppedForApproval(runId: string): Promise<RunResult> {
   await worker.enqueue({ goal: GOAL, runId });
@@ -66,12 +75,26 @@ async function stoppedForApproval(runId: string): Promise<RunResult> {
 async function embedded(runId: string): Promise<{ stopped: RunResult; done: RunResult }> {
   const loop = refundLoop({ store: memoryStore(), log: join(scratch, `${runId}.embedded.log`), driver: 'embedded' });
   const stopped = await loop.run({ goal: GOAL, runId });
-  return { stopped, done: await loop.resume(runId, { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }) };
+  return {
+    stopped,
+    done: await loop.resume(runId, { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }),
+  };
 }
 
 const comparable = (result: RunResult) => ({
-  status: result.status, stopReason: result.stopReason, detail: result.detail, output: result.output,
-  usage: result.usage, steps: result.steps, messages: result.messages, pendingApprovals: result.pendingApprovals.map(({ callId, tool, args, argumentsHash }) => ({ callId, tool, args, argumentsHash })),
+  status: result.status,
+  stopReason: result.stopReason,
+  detail: result.detail,
+  output: result.output,
+  usage: result.usage,
+  steps: result.steps,
+  messages: result.messages,
+  pendingApprovals: result.pendingApprovals.map(({ callId, tool, args, argumentsHash }) => ({
+    callId,
+    tool,
+    args,
+    argumentsHash,
+  })),
 });
 
 describe('a DBOS worker in this process', () => {
@@ -89,8 +112,12 @@ describe('a DBOS worker in this process', () => {
     ]);
     expect(first?.[4]?.childWorkflowID).toBe('steps-1/part/2');
     const second = outputs(await steps.listWorkflowSteps('steps-1/part/2'));
-    expect(second.filter((step) => step.name === 'loopstate.step').map((step) => (step.output as { kind: string }).kind)).toEqual(['entered', 'effect', 'leg-end']);
-    expect((second[2]!.output as { outcome: { kind: string; result: RunResult } }).outcome.result.stopReason).toBe('needs_human');
+    expect(
+      second.filter((step) => step.name === 'loopstate.step').map((step) => (step.output as { kind: string }).kind),
+    ).toEqual(['entered', 'effect', 'leg-end']);
+    expect((second[2]!.output as { outcome: { kind: string; result: RunResult } }).outcome.result.stopReason).toBe(
+      'needs_human',
+    );
 
     const same = await embedded('steps-1');
     expect(comparable(stopped)).toEqual(comparable(same.stopped));
@@ -103,9 +130,18 @@ describe('a DBOS worker in this process', () => {
 
   it('hands decisions to the waiting run through DBOS.send, from a client too, and continues it once', async () => {
     const stopped = await stoppedForApproval('approve-client');
-    const waiters = await steps.listWorkflows({ workflow_id_prefix: 'approve-client', workflowName: 'loopstate.wait-for-approval', status: 'PENDING' });
+    const waiters = await steps.listWorkflows({
+      workflow_id_prefix: 'approve-client',
+      workflowName: 'loopstate.wait-for-approval',
+      status: 'PENDING',
+    });
     expect(waiters.map((waiter) => waiter.workflowID)).toEqual(['approve-client/part/2/wait']);
-    const decisions = { [stopped.pendingApprovals[0]!.callId]: { approve: true as const, argumentsHash: stopped.pendingApprovals[0]!.argumentsHash } };
+    const decisions = {
+      [stopped.pendingApprovals[0]!.callId]: {
+        approve: true as const,
+        argumentsHash: stopped.pendingApprovals[0]!.argumentsHash,
+      },
+    };
     const { workflowId } = await client.approve('approve-client', decisions, { idempotencyKey: 'ticket-81' });
     expect(workflowId).toBe('approve-client/part/2/wait/approved/ticket-81');
     const done = await client.result('approve-client');
@@ -117,17 +153,27 @@ describe('a DBOS worker in this process', () => {
     const retried = await client.approve('approve-client', decisions, { idempotencyKey: 'ticket-81' });
     expect(retried.workflowId).toBe('approve-client/resume/ticket-81');
     expect(comparable(await client.result(retried.workflowId))).toEqual(comparable(done));
-    expect(lines().filter((line) => line.startsWith('effect:refund:') && line.includes('approve-client')).length).toBe(1);
+    expect(lines().filter((line) => line.startsWith('effect:refund:') && line.includes('approve-client')).length).toBe(
+      1,
+    );
   }, 60_000);
 
   it('checks the decisions before handing them over: every typed approval error, and nothing sent', async () => {
     const stopped = await stoppedForApproval('approve-typed');
     const callId = stopped.pendingApprovals[0]!.callId;
-    const code = (promise: Promise<unknown>) => promise.then(() => 'accepted', (error: unknown) => (error instanceof ApprovalError ? error.code : `not an ApprovalError: ${String(error)}`));
+    const code = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'accepted',
+        (error: unknown) => (error instanceof ApprovalError ? error.code : `not an ApprovalError: ${String(error)}`),
+      );
     expect(await code(worker.approve('approve-typed', { nope: { approve: true } }))).toBe('approval_unknown_call');
-    expect(await code(worker.approve('approve-typed', { [callId]: { approve: true, argumentsHash: 'f'.repeat(64) } }))).toBe('approval_arguments_changed');
+    expect(
+      await code(worker.approve('approve-typed', { [callId]: { approve: true, argumentsHash: 'f'.repeat(64) } })),
+    ).toBe('approval_arguments_changed');
     expect(await code(worker.approve('approve-typed', {}))).toBe('approvals_incomplete');
-    await expect(worker.approve('approve-typed', { [callId]: { approve: false } as never })).rejects.toThrow(`approvals.${callId}.reason`);
+    await expect(worker.approve('approve-typed', { [callId]: { approve: false } as never })).rejects.toThrow(
+      `approvals.${callId}.reason`,
+    );
     // Nothing reached the waiter: it still waits, and the refund never ran.
     expect((await steps.getWorkflow('approve-typed/part/2/wait'))?.status).toBe('PENDING');
     expect(lines().some((line) => line.startsWith('effect:refund:') && line.includes('approve-typed'))).toBe(false);
@@ -137,7 +183,9 @@ describe('a DBOS worker in this process', () => {
     expect(done.stopReason, done.detail).not.toBe('needs_human');
     expect(JSON.stringify(done.messages)).toContain('refunds need a manager');
     expect(lines().some((line) => line.startsWith('effect:refund:') && line.includes('approve-typed'))).toBe(false);
-    expect(await code(worker.approve('approve-typed', { [callId]: { approve: true } }))).toBe('approval_already_decided');
+    expect(await code(worker.approve('approve-typed', { [callId]: { approve: true } }))).toBe(
+      'approval_already_decided',
+    );
   }, 60_000);
 
   it('reads the latest stop from the store when the run went on outside its chain (loop.cancel in this process while it waits)', async () => {
@@ -148,7 +196,10 @@ describe('a DBOS worker in this process', () => {
     // The waiter has not looked yet; the worker's result is the store's, not the stale stop.
     expect((await steps.getWorkflow('cancel-waiting/part/2/wait'))?.status).toBe('PENDING');
     expect((await worker.result('cancel-waiting')).stopReason).toBe('cancelled');
-    const code = await worker.approve('cancel-waiting', { whatever: { approve: true } }).then(() => 'accepted', (error: unknown) => (error as ApprovalError).code);
+    const code = await worker.approve('cancel-waiting', { whatever: { approve: true } }).then(
+      () => 'accepted',
+      (error: unknown) => (error as ApprovalError).code,
+    );
     expect(code).toBe('run_not_waiting');
   }, 60_000);
 
@@ -157,7 +208,11 @@ describe('a DBOS worker in this process', () => {
     const callId = stopped.pendingApprovals[0]!.callId;
     const outcomes = await Promise.allSettled([
       worker.approve('race-decide', { [callId]: { approve: true } }, { idempotencyKey: 'alice' }),
-      worker.approve('race-decide', { [callId]: { approve: false, reason: 'not without a receipt' } }, { idempotencyKey: 'bob' }),
+      worker.approve(
+        'race-decide',
+        { [callId]: { approve: false, reason: 'not without a receipt' } },
+        { idempotencyKey: 'bob' },
+      ),
     ]);
     const taken = outcomes.filter((outcome) => outcome.status === 'fulfilled');
     const refused = outcomes.filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
@@ -169,12 +224,17 @@ describe('a DBOS worker in this process', () => {
     const approved = outcomes[0]!.status === 'fulfilled';
     if (approved) expect(done.stopReason, done.detail).toBe('completed');
     else expect(JSON.stringify(done.messages), 'the model was told the rejection').toContain('not without a receipt');
-    expect(lines().filter((line) => line.startsWith('effect:refund:') && line.includes('race-decide')).length).toBe(approved ? 1 : 0);
+    expect(lines().filter((line) => line.startsWith('effect:refund:') && line.includes('race-decide')).length).toBe(
+      approved ? 1 : 0,
+    );
   }, 60_000);
 
   it("a client's decision that does not fit: the leg refuses it before anything changes, approve throws the typed error, the run still waits", async () => {
     const stopped = await stoppedForApproval('client-bad');
-    const code = await client.approve('client-bad', { nope: { approve: true } }).then(() => 'accepted', (error: unknown) => (error instanceof ApprovalError ? error.code : `not an ApprovalError: ${String(error)}`));
+    const code = await client.approve('client-bad', { nope: { approve: true } }).then(
+      () => 'accepted',
+      (error: unknown) => (error instanceof ApprovalError ? error.code : `not an ApprovalError: ${String(error)}`),
+    );
     expect(code).toBe('approval_unknown_call');
     // The refused leg started a new waiter; result still reports the stop the run waits at.
     const still = await client.result('client-bad');
@@ -187,13 +247,17 @@ describe('a DBOS worker in this process', () => {
 
   it('result(runId) right after enqueueResume waits for the leg it queued, not the stop before it', async () => {
     const stopped = await stoppedForApproval('queued-resume');
-    await client.enqueueResume('queued-resume', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } });
+    await client.enqueueResume('queued-resume', {
+      approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } },
+    });
     expect((await client.result('queued-resume')).stopReason).toBe('completed');
     expect((await worker.result('queued-resume')).stopReason).toBe('completed');
   }, 60_000);
 
   it('refuses run ids and keys with "/" (they name the run\'s workflows)', async () => {
-    await expect(worker.enqueue({ goal: GOAL, runId: 'a/b' })).rejects.toThrow('runId: expected a non-empty string without "/"');
+    await expect(worker.enqueue({ goal: GOAL, runId: 'a/b' })).rejects.toThrow(
+      'runId: expected a non-empty string without "/"',
+    );
     await expect(client.enqueueResume('a', { idempotencyKey: 'k/1' })).rejects.toThrow('idempotencyKey');
   });
 
@@ -205,11 +269,24 @@ describe('a DBOS worker in this process', () => {
     expect(stopped.stopReason, stopped.detail).toBe('needs_human');
     expect(failAppendNumber, 'the failure was injected').toBe(0);
     const legs = await steps.listWorkflows({ workflow_id_prefix: 'store-blip', workflowName: 'loopstate.run' });
-    const ends = await Promise.all(legs.map(async (leg) => ((await steps.listWorkflowSteps(leg.workflowID)) ?? []).map((step) => step.output as { kind?: string; outcome?: { kind: string; failure?: string } }).find((output) => output?.kind === 'leg-end')?.outcome));
-    expect(ends.some((outcome) => outcome?.failure?.includes('Connection terminated unexpectedly')), JSON.stringify(ends)).toBe(true);
+    const ends = await Promise.all(
+      legs.map(
+        async (leg) =>
+          ((await steps.listWorkflowSteps(leg.workflowID)) ?? [])
+            .map((step) => step.output as { kind?: string; outcome?: { kind: string; failure?: string } })
+            .find((output) => output?.kind === 'leg-end')?.outcome,
+      ),
+    );
+    expect(
+      ends.some((outcome) => outcome?.failure?.includes('Connection terminated unexpectedly')),
+      JSON.stringify(ends),
+    ).toBe(true);
     const same = await embedded('store-blip');
     expect(comparable(stopped)).toEqual(comparable(same.stopped));
-    expect(lines().filter((line) => line.startsWith('effect:charge_fee:') && line.includes('store-blip')).length, 'the fee is charged once').toBe(1);
+    expect(
+      lines().filter((line) => line.startsWith('effect:charge_fee:') && line.includes('store-blip')).length,
+      'the fee is charged once',
+    ).toBe(1);
   }, 60_000);
 
   it("a store error as a person's decisions are applied: the successor applies them, the refund runs once", async () => {
@@ -221,6 +298,9 @@ describe('a DBOS worker in this process', () => {
     expect(failAppendNumber, 'the failure was injected').toBe(0);
     expect(done.stopReason, done.detail).toBe('completed');
     expect(comparable(done)).toEqual(comparable((await embedded('store-blip-approve')).done));
-    expect(lines().filter((line) => line.startsWith('effect:refund:') && line.includes('store-blip-approve')).length, 'the refund runs once').toBe(1);
+    expect(
+      lines().filter((line) => line.startsWith('effect:refund:') && line.includes('store-blip-approve')).length,
+      'the refund runs once',
+    ).toBe(1);
   }, 60_000);
 });

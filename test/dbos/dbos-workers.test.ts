@@ -53,16 +53,23 @@ interface Worker {
 }
 
 function startWorker(log: string, executorId: string, env: Record<string, string> = {}): Promise<Worker> {
-  const child = spawn(process.execPath, [script, server.url, log, executorId], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script, server.url, log, executorId], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   workers.push(child);
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));
+  const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
+    child.on('exit', (code, signal) => resolve(signal ?? code)),
+  );
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {
       if (chunk.toString().includes('ready')) resolve({ process: child, stderr: () => stderr, exited });
     });
-    void exited.then((how) => reject(new Error(`worker ${executorId} exited (${String(how)}) before it was ready: ${stderr}`)));
+    void exited.then((how) =>
+      reject(new Error(`worker ${executorId} exited (${String(how)}) before it was ready: ${stderr}`)),
+    );
   });
 }
 
@@ -80,7 +87,10 @@ const count = (log: string, prefix: string) => lines(log).filter((line) => line.
 /** Enqueues the run, approves the refund it stops for, returns both results. */
 async function runThroughWorkers(
   runId: string,
-  approve: (runId: string, approvals: Record<string, { approve: true }>) => Promise<{ workflowId: string }> = (id, approvals) => client.enqueueResume(id, { approvals }),
+  approve: (runId: string, approvals: Record<string, { approve: true }>) => Promise<{ workflowId: string }> = (
+    id,
+    approvals,
+  ) => client.enqueueResume(id, { approvals }),
 ): Promise<{ stopped: RunResult; done: RunResult }> {
   const { workflowId } = await client.enqueue({ goal: 'Refund order O-7 after the fee', runId });
   const stopped = await client.result(workflowId);
@@ -91,25 +101,46 @@ async function runThroughWorkers(
 
 /** What must not depend on where a run ran (not its timings or trace). */
 const comparable = (result: RunResult) => ({
-  status: result.status, stopReason: result.stopReason, detail: result.detail, output: result.output, rawOutput: result.rawOutput,
-  usage: result.usage, steps: result.steps, messages: result.messages, pendingApprovals: result.pendingApprovals.map(({ callId, tool, args, argumentsHash }) => ({ callId, tool, args, argumentsHash })),
+  status: result.status,
+  stopReason: result.stopReason,
+  detail: result.detail,
+  output: result.output,
+  rawOutput: result.rawOutput,
+  usage: result.usage,
+  steps: result.steps,
+  messages: result.messages,
+  pendingApprovals: result.pendingApprovals.map(({ callId, tool, args, argumentsHash }) => ({
+    callId,
+    tool,
+    args,
+    argumentsHash,
+  })),
 });
 
 describe('DBOS workers sharing a queue', () => {
   it('a worker SIGKILLed right after a non-idempotent effect: the other worker finishes the run, nothing completed runs twice', async () => {
     const log = join(scratch, 'kill.log');
-    const [a, b] = await Promise.all([startWorker(log, 'worker-a', { KILL_AT: 'effect:charge_fee' }), startWorker(log, 'worker-b', { KILL_AT: 'effect:charge_fee' })]);
+    const [a, b] = await Promise.all([
+      startWorker(log, 'worker-a', { KILL_AT: 'effect:charge_fee' }),
+      startWorker(log, 'worker-b', { KILL_AT: 'effect:charge_fee' }),
+    ]);
     const { done } = await runThroughWorkers('refund-crash');
     expect(done.stopReason).toBe('completed');
     expect(done.output).toEqual({ refunded: 'O-7' });
-    const killed = lines(log).find((line) => line.startsWith('killed:'))?.slice('killed:'.length);
+    const killed = lines(log)
+      .find((line) => line.startsWith('killed:'))
+      ?.slice('killed:'.length);
     expect(['worker-a', 'worker-b']).toContain(killed);
     const [victim, survivor] = killed === 'worker-a' ? [a, b] : [b, a];
     expect(await victim.exited, victim.stderr()).toBe('SIGKILL');
     expect(survivor.process.exitCode, survivor.stderr()).toBeNull();
     const survivorId = killed === 'worker-a' ? 'worker-b' : 'worker-a';
     // Model calls 1 and 2 were made by the survivor, after it recovered the run.
-    expect(lines(log).filter((line) => line.startsWith('driver:')).slice(1)).toEqual([`driver:${survivorId}:model:1`, `driver:${survivorId}:model:2`]);
+    expect(
+      lines(log)
+        .filter((line) => line.startsWith('driver:'))
+        .slice(1),
+    ).toEqual([`driver:${survivorId}:model:1`, `driver:${survivorId}:model:2`]);
     for (const step of [0, 1, 2]) expect(count(log, `model:${step}`), `model call ${step}`).toBe(1);
     expect(count(log, 'effect:charge_fee:'), 'the fee is charged once (the outcome lookup found it)').toBe(1);
     expect(count(log, 'effect:refund:'), 'the refund runs once').toBe(1);
@@ -124,7 +155,9 @@ describe('DBOS workers sharing a queue', () => {
     const embeddedLog = join(scratch, 'embedded.log');
     const loop = refundLoop({ store: memoryStore(), log: embeddedLog, driver: 'embedded' });
     const stopped = await loop.run({ goal: 'Refund order O-7 after the fee', runId: 'refund-same' });
-    const done = await loop.resume('refund-same', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } });
+    const done = await loop.resume('refund-same', {
+      approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } },
+    });
 
     expect(comparable(distributed.stopped)).toEqual(comparable(stopped));
     expect(comparable(distributed.done)).toEqual(comparable(done));
@@ -143,7 +176,11 @@ describe('DBOS workers sharing a queue', () => {
     expect(stopped.stopReason, stopped.detail).toBe('needs_human');
     expect(count(log, 'model:0')).toBe(1);
     expect(count(log, 'effect:charge_fee:'), 'the fee is charged once').toBe(1);
-    expect(lines(log).filter((line) => line.startsWith('driver:')).at(-1)).toBe('driver:worker-e:model:1');
+    expect(
+      lines(log)
+        .filter((line) => line.startsWith('driver:'))
+        .at(-1),
+    ).toBe('driver:worker-e:model:1');
   }, 90_000);
 
   it('a worker SIGKILLed inside an effect step of a successor workflow: the step is entered again on the other worker, nothing completed runs twice', async () => {
@@ -159,17 +196,20 @@ describe('DBOS workers sharing a queue', () => {
     expect(count(log, 'effect:refund:'), 'the refund runs once').toBe(1);
     // One effect a workflow: the tool round died in part 2; its recovery drained the step recorded
     // before (entered), marked where it came back, and ran the round there.
-    const kinds = async (workflowId: string) => ((await steps.listWorkflowSteps(workflowId)) ?? []).filter((step) => step.name === 'loopstate.step').map((step) => {
-      const output = step.output as { kind: string; effect?: string };
-      return output.effect === undefined ? output.kind : `${output.kind}:${output.effect}`;
-    });
+    const kinds = async (workflowId: string) =>
+      ((await steps.listWorkflowSteps(workflowId)) ?? [])
+        .filter((step) => step.name === 'loopstate.step')
+        .map((step) => {
+          const output = step.output as { kind: string; effect?: string };
+          return output.effect === undefined ? output.kind : `${output.kind}:${output.effect}`;
+        });
     expect(await kinds('refund-parts')).toEqual(['entered', 'effect:callModel', 'leg-end']);
     expect(await kinds('refund-parts/part/2')).toEqual(['entered', 'entered', 'effect:runTools', 'leg-end']);
     expect(await kinds('refund-parts/part/3')).toEqual(['entered', 'effect:callModel', 'leg-end']);
     await Promise.all(workers.map(stopWorker));
   }, 90_000);
 
-  it("a worker SIGKILLed while its waiter waits for approval: the reaper moves the waiter to a live worker, which takes the decisions", async () => {
+  it('a worker SIGKILLed while its waiter waits for approval: the reaper moves the waiter to a live worker, which takes the decisions', async () => {
     const log = join(scratch, 'waiter-kill.log');
     const started = await Promise.all([startWorker(log, 'worker-n'), startWorker(log, 'worker-o')]);
     await client.enqueue({ goal: 'Refund order O-7 after the fee', runId: 'refund-waiter' });
@@ -180,18 +220,25 @@ describe('DBOS workers sharing a queue', () => {
     const host = started[waiter?.executorId === 'worker-n' ? 0 : 1]!;
     host.process.kill('SIGKILL');
     expect(await host.exited).toBe('SIGKILL');
-    const { workflowId } = await client.approve('refund-waiter', { [stopped.pendingApprovals[0]!.callId]: { approve: true } });
+    const { workflowId } = await client.approve('refund-waiter', {
+      [stopped.pendingApprovals[0]!.callId]: { approve: true },
+    });
     expect(workflowId).toMatch(/^refund-waiter\/wait\/approved\//);
     const done = await client.result('refund-waiter');
     expect(done.stopReason, done.detail).toBe('completed');
-    expect((await steps.getWorkflow('refund-waiter/wait'))?.executorId, 'the waiter finished on the live worker').toBe(waiter?.executorId === 'worker-n' ? 'worker-o' : 'worker-n');
+    expect((await steps.getWorkflow('refund-waiter/wait'))?.executorId, 'the waiter finished on the live worker').toBe(
+      waiter?.executorId === 'worker-n' ? 'worker-o' : 'worker-n',
+    );
     expect(count(log, 'effect:refund:'), 'the refund runs once').toBe(1);
     expect(count(log, 'effect:charge_fee:'), 'the fee is charged once').toBe(1);
   }, 90_000);
 
   it('loop.cancel from another process stops a run a worker drives, at its next step', async () => {
     const log = join(scratch, 'cancel.log');
-    await Promise.all([startWorker(log, 'worker-h', { MODEL_DELAY_MS: '1500' }), startWorker(log, 'worker-i', { MODEL_DELAY_MS: '1500' })]);
+    await Promise.all([
+      startWorker(log, 'worker-h', { MODEL_DELAY_MS: '1500' }),
+      startWorker(log, 'worker-i', { MODEL_DELAY_MS: '1500' }),
+    ]);
     await client.enqueue({ goal: 'Refund order O-7 after the fee', runId: 'refund-cancel' });
     await until(async () => existsSync(log) && count(log, 'driver:') > 0, 'the first model call to start');
     const here = refundLoop({ store, log: join(scratch, 'cancel-here.log'), driver: 'test' });
@@ -199,7 +246,10 @@ describe('DBOS workers sharing a queue', () => {
     const stopped = await client.result('refund-cancel');
     expect(stopped.stopReason, stopped.detail).toBe('cancelled');
     expect(stopped.detail).toContain('loop.cancel');
-    expect(lines(log).filter((line) => line.includes(':model:')), 'the call in flight finished; no other').toHaveLength(1);
+    expect(
+      lines(log).filter((line) => line.includes(':model:')),
+      'the call in flight finished; no other',
+    ).toHaveLength(1);
     expect(count(log, 'effect:'), 'no tool ran after the cancel').toBe(0);
     await Promise.all(workers.map(stopWorker));
   }, 90_000);
@@ -211,7 +261,11 @@ describe('DBOS workers sharing a queue', () => {
     try {
       await client.enqueue({ goal: 'Refund order O-7 after the fee', runId: 'refund-paused-1' });
       await client.enqueue({ goal: 'Refund order O-7 after the fee', runId: 'refund-paused-2' });
-      await until(async () => (await store.readRun('refund-paused-1')) !== null && (await store.readRun('refund-paused-2')) !== null, 'both runs to start');
+      await until(
+        async () =>
+          (await store.readRun('refund-paused-1')) !== null && (await store.readRun('refund-paused-2')) !== null,
+        'both runs to start',
+      );
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(existsSync(log) ? count(log, 'model:') : 0, 'no model call while paused').toBe(0);
     } finally {
@@ -223,11 +277,15 @@ describe('DBOS workers sharing a queue', () => {
     await Promise.all(workers.map(stopWorker));
   }, 90_000);
 
-  it("runs of one tenant on two workers draw from one ledger and overspend it by at most the calls in flight", async () => {
+  it('runs of one tenant on two workers draw from one ledger and overspend it by at most the calls in flight', async () => {
     const log = join(scratch, 'tenant.log');
     const env = { LOOP: 'tenant', RUN_LIMIT_USD: '0.006', TENANT_BUDGET_USD: '0.015', WORKER_CONCURRENCY: '2' };
     await Promise.all([startWorker(log, 'worker-l', env), startWorker(log, 'worker-m', env)]);
-    const tenantClient = await dbosClient({ systemDatabaseUrl: server.url, version: 'tenant-test', pollingIntervalMs: 50 });
+    const tenantClient = await dbosClient({
+      systemDatabaseUrl: server.url,
+      version: 'tenant-test',
+      pollingIntervalMs: 50,
+    });
     try {
       const ids = ['acme-1', 'acme-2', 'acme-3', 'acme-4'];
       await Promise.all(ids.map((runId) => tenantClient.enqueue({ goal: 'Look everything up', runId })));

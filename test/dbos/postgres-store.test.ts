@@ -28,8 +28,12 @@ describe('postgresStore', () => {
     expect(await store.createRun('r1', '{}', lease)).toBe(false);
     expect(await store.acquireLease('r1', { owner: 'b', until: Date.now() + 10_000 }, Date.now())).toBe(false);
     await store.append('r1', [{ seq: 1, kind: 'event', body: 'x' }], lease);
-    await expect(store.append('r1', [{ seq: 1, kind: 'event', body: 'y' }], lease)).rejects.toBeInstanceOf(StoreConflictError);
-    await expect(store.append('r1', [{ seq: 2, kind: 'event', body: 'y' }], { owner: 'b', until: 0 })).rejects.toBeInstanceOf(StoreConflictError);
+    await expect(store.append('r1', [{ seq: 1, kind: 'event', body: 'y' }], lease)).rejects.toBeInstanceOf(
+      StoreConflictError,
+    );
+    await expect(
+      store.append('r1', [{ seq: 2, kind: 'event', body: 'y' }], { owner: 'b', until: 0 }),
+    ).rejects.toBeInstanceOf(StoreConflictError);
     expect(await store.acquireLease('r1', { owner: 'b', until: Date.now() + 10_000 }, Date.now(), 'a')).toBe(true);
     expect((await store.readJournal('r1', 0)).map((row) => row.body)).toEqual(['x']);
     expect(await store.writeLedger('t', 'v1', null)).toBe(true);
@@ -45,14 +49,18 @@ describe('postgresStore', () => {
     await store.heartbeat('dead', 1_000);
     await store.heartbeat('alive', 9_000);
     await store.heartbeat('self', 1_000);
-    const claims = await Promise.all([store.claimSilentExecutors(5_000, 'self', 10_000), store.claimSilentExecutors(5_000, 'alive', 10_000)]);
+    const claims = await Promise.all([
+      store.claimSilentExecutors(5_000, 'self', 10_000),
+      store.claimSilentExecutors(5_000, 'alive', 10_000),
+    ]);
     expect(claims.flat().filter((id) => id === 'dead')).toEqual(['dead']);
     expect(await store.claimSilentExecutors(5_000, 'self', 10_000)).toEqual([]);
   });
 
   it("takes over a reaper's claim that it never released (it died handing the runs on), and forgets released ones", async () => {
     // The executors of the test before are in this store too: look at this test's own.
-    const claim = async (before: number, self: string, now: number) => (await store.claimSilentExecutors(before, self, now)).filter((id) => id === 'gone' || id === 'back');
+    const claim = async (before: number, self: string, now: number) =>
+      (await store.claimSilentExecutors(before, self, now)).filter((id) => id === 'gone' || id === 'back');
     await store.heartbeat('gone', 1_000);
     expect(await claim(5_000, 'reaper-1', 10_000)).toEqual(['gone']);
     // reaper-1 dies here. While its claim is fresh, nobody else takes it...
@@ -60,7 +68,9 @@ describe('postgresStore', () => {
     // ...once it is as old as a silent worker, another reaper does, and releases it.
     expect(await claim(11_000, 'reaper-2', 20_000)).toEqual(['gone']);
     await store.releaseExecutors(['gone'], 'reaper-1');
-    expect(await claim(30_000, 'reaper-3', 40_000), 'not released by a reaper that no longer holds it').toEqual(['gone']);
+    expect(await claim(30_000, 'reaper-3', 40_000), 'not released by a reaper that no longer holds it').toEqual([
+      'gone',
+    ]);
     await store.releaseExecutors(['gone'], 'reaper-3');
     expect(await claim(50_000, 'reaper-4', 60_000), 'released: forgotten').toEqual([]);
     // A worker that comes back is not claimed (its heartbeat clears any claim on it).
@@ -71,29 +81,63 @@ describe('postgresStore', () => {
   });
 
   it('runs and resumes a loop stopped for approval, as the embedded stores do', async () => {
-    const refund = defineTool({ name: 'refund', description: 'Refund.', input: z.object({ order_id: z.string() }), access: 'destructive', execute: async ({ order_id }) => ({ refunded: order_id }) });
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refund.',
+      input: z.object({ order_id: z.string() }),
+      access: 'destructive',
+      execute: async ({ order_id }) => ({ refunded: order_id }),
+    });
     const loop = createLoop({
       model: scriptedModel([toolCall('refund', { order_id: 'O-7' }), reply('{"refunded":"O-7"}')]),
-      tools: [refund], policy: { requireApproval: ['destructive'] }, evaluate: evaluators.schema(z.object({ refunded: z.string() })), store,
+      tools: [refund],
+      policy: { requireApproval: ['destructive'] },
+      evaluate: evaluators.schema(z.object({ refunded: z.string() })),
+      store,
     });
     const stopped = await loop.run({ goal: 'Refund O-7', runId: 'pg-refund' });
     expect(stopped.stopReason).toBe('needs_human');
-    const done = await loop.resume('pg-refund', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } });
+    const done = await loop.resume('pg-refund', {
+      approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } },
+    });
     expect(done.stopReason).toBe('completed');
     expect(done.output).toEqual({ refunded: 'O-7' });
   });
 
-  it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty'])('approves a call whose id is %s, and a run of that id holds its tenant share', async (id) => {
-    const refunds: string[] = [];
-    const refund = defineTool({ name: 'refund', description: 'Refund.', input: z.object({ order_id: z.string() }), access: 'destructive', execute: async ({ order_id }) => { refunds.push(order_id); return { refunded: order_id }; } });
-    const make = (script: Parameters<typeof scriptedModel>[0]) => createLoop({ model: scriptedModel(script), tools: [refund], store, tenant: { id: `tenant-${id}`, maxInputTokens: 1_000_000 } });
-    const stopped = await make([toolCall('refund', { order_id: 'O-7' }, { id })]).run({ goal: 'Refund O-7', runId: id });
-    expect(stopped.pendingApprovals.map(({ callId }) => callId)).toEqual([id]);
-    expect(Object.keys((await readTenantLedger(store, `tenant-${id}`))?.holds ?? {})).toEqual([id]);
-    await expect(make([]).resume(id, { approvals: {} })).rejects.toMatchObject({ code: 'approvals_incomplete' });
-    const done = await make([reply('Refunded.')]).resume(id, { approvals: JSON.parse(`{${JSON.stringify(id)}: {"approve": true}}`) as Record<string, { approve: true }> });
-    expect(done.stopReason, done.detail).toBe('completed');
-    expect(refunds).toEqual(['O-7']);
-    expect(Object.keys((await readTenantLedger(store, `tenant-${id}`))?.holds ?? {})).toEqual([]);
-  });
+  it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty'])(
+    'approves a call whose id is %s, and a run of that id holds its tenant share',
+    async (id) => {
+      const refunds: string[] = [];
+      const refund = defineTool({
+        name: 'refund',
+        description: 'Refund.',
+        input: z.object({ order_id: z.string() }),
+        access: 'destructive',
+        execute: async ({ order_id }) => {
+          refunds.push(order_id);
+          return { refunded: order_id };
+        },
+      });
+      const make = (script: Parameters<typeof scriptedModel>[0]) =>
+        createLoop({
+          model: scriptedModel(script),
+          tools: [refund],
+          store,
+          tenant: { id: `tenant-${id}`, maxInputTokens: 1_000_000 },
+        });
+      const stopped = await make([toolCall('refund', { order_id: 'O-7' }, { id })]).run({
+        goal: 'Refund O-7',
+        runId: id,
+      });
+      expect(stopped.pendingApprovals.map(({ callId }) => callId)).toEqual([id]);
+      expect(Object.keys((await readTenantLedger(store, `tenant-${id}`))?.holds ?? {})).toEqual([id]);
+      await expect(make([]).resume(id, { approvals: {} })).rejects.toMatchObject({ code: 'approvals_incomplete' });
+      const done = await make([reply('Refunded.')]).resume(id, {
+        approvals: JSON.parse(`{${JSON.stringify(id)}: {"approve": true}}`) as Record<string, { approve: true }>,
+      });
+      expect(done.stopReason, done.detail).toBe('completed');
+      expect(refunds).toEqual(['O-7']);
+      expect(Object.keys((await readTenantLedger(store, `tenant-${id}`))?.holds ?? {})).toEqual([]);
+    },
+  );
 });

@@ -8,7 +8,16 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { createLoop, defineTool, DEFAULT_CONTEXT, DEFAULT_DURABLE, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, evaluators, ToolHealth } from 'loopstate';
+import {
+  createLoop,
+  defineTool,
+  DEFAULT_CONTEXT,
+  DEFAULT_DURABLE,
+  DEFAULT_LIMITS,
+  DEFAULT_NO_PROGRESS,
+  evaluators,
+  ToolHealth,
+} from 'loopstate';
 import { resolveConfig, resolveLimits } from 'loopstate/internal';
 import { OPENAI_DEFAULTS } from 'loopstate/openai';
 import { DEFAULT_DBOS_WORKER } from 'loopstate/dbos';
@@ -19,7 +28,9 @@ import { DEFAULT_TOOL_POLICY } from '../../src/engine/tools/policy.js';
 import { codeSpan, docFiles, extractTables, readDoc, type TableRow } from './markdown.js';
 
 const PAGE = 'docs/reference/config.md';
-const rows = extractTables(readDoc(PAGE)).filter((row) => row.cells.option !== undefined && row.cells.default !== undefined);
+const rows = extractTables(readDoc(PAGE)).filter(
+  (row) => row.cells.option !== undefined && row.cells.default !== undefined,
+);
 const optionOf = (row: TableRow) => codeSpan(row.cells.option ?? '') ?? `(not one code span: ${row.cells.option})`;
 const rowsUnder = (section: string) => rows.filter((row) => row.section === section);
 
@@ -41,11 +52,13 @@ function optionPaths(schema: z.ZodType, prefix = ''): string[] {
   // Unwrap optional and union-with-false (trace, otel) down to the object or array under them.
   for (;;) {
     if (inner instanceof z.ZodOptional) inner = inner.unwrap() as z.ZodType;
-    else if (inner instanceof z.ZodUnion) inner = (inner.options as z.ZodType[]).find((option) => !(option instanceof z.ZodLiteral)) ?? inner;
+    else if (inner instanceof z.ZodUnion)
+      inner = (inner.options as z.ZodType[]).find((option) => !(option instanceof z.ZodLiteral)) ?? inner;
     else break;
     if (!(inner instanceof z.ZodOptional) && !(inner instanceof z.ZodUnion)) break;
   }
-  if (inner instanceof z.ZodArray && inner.element instanceof z.ZodObject) return optionPaths(inner.element as z.ZodType, `${prefix}[]`);
+  if (inner instanceof z.ZodArray && inner.element instanceof z.ZodObject)
+    return optionPaths(inner.element as z.ZodType, `${prefix}[]`);
   if (!(inner instanceof z.ZodObject)) return [];
   return Object.entries(inner.shape as Record<string, z.ZodType>).flatMap(([key, value]) => {
     const path = prefix === '' ? key : `${prefix}.${key}`;
@@ -57,7 +70,12 @@ function optionPaths(schema: z.ZodType, prefix = ''): string[] {
 function codeDefault(path: string): { value: unknown } | undefined {
   const [group, key, ...deeper] = path.split('.');
   const constants: Record<string, Readonly<Record<string, unknown>>> = {
-    limits: DEFAULT_LIMITS, noProgress: DEFAULT_NO_PROGRESS, context: DEFAULT_CONTEXT, durable: DEFAULT_DURABLE, retry: DEFAULT_BACKOFF, policy: DEFAULT_TOOL_POLICY,
+    limits: DEFAULT_LIMITS,
+    noProgress: DEFAULT_NO_PROGRESS,
+    context: DEFAULT_CONTEXT,
+    durable: DEFAULT_DURABLE,
+    retry: DEFAULT_BACKOFF,
+    policy: DEFAULT_TOOL_POLICY,
   };
   const fromConstants = group !== undefined && key !== undefined && deeper.length === 0 ? constants[group] : undefined;
   if (fromConstants && key !== undefined && key in fromConstants) return { value: fromConstants[key] };
@@ -77,7 +95,7 @@ describe('docs/reference/config.md', () => {
     expect(literalOf('`120_000`')).toEqual({ value: 120_000 });
     expect(literalOf("`['read', 'write']`")).toEqual({ value: ['read', 'write'] });
     expect(literalOf('`maxSteps`')).toBeUndefined();
-    expect(literalOf('the model\'s `contextWindowTokens`, else `Infinity`')).toBeUndefined();
+    expect(literalOf("the model's `contextWindowTokens`, else `Infinity`")).toBeUndefined();
   });
 
   it("documents every option of createLoop's config, and none that does not exist", () => {
@@ -85,7 +103,9 @@ describe('docs/reference/config.md', () => {
     const options = optionPaths(configSchema);
     const isLeafOrGroup = new Set(options);
     // Groups (limits, trace, …) may have a row of their own; every leaf must.
-    const leaves = options.filter((path) => !options.some((other) => other.startsWith(`${path}.`) || other.startsWith(`${path}[]`)));
+    const leaves = options.filter(
+      (path) => !options.some((other) => other.startsWith(`${path}.`) || other.startsWith(`${path}[]`)),
+    );
     expect(leaves.filter((path) => !documented.includes(path))).toEqual([]);
     expect(documented.filter((path) => !isLeafOrGroup.has(path))).toEqual([]);
     expect(documented.filter((path, index) => documented.indexOf(path) !== index)).toEqual([]);
@@ -101,11 +121,18 @@ describe('docs/reference/config.md', () => {
       const path = optionOf(row);
       const code = codeDefault(path);
       const written = literalOf(row.cells.default ?? '');
-      const inConstants = /^(limits|noProgress|context|durable|retry|policy)\./.test(path) && code !== undefined && !SCALED.has(path);
-      if (inConstants && written === undefined) mismatches.push(`${PAGE}:${row.line} ${path}: the code's default is ${String(code?.value)}; write it as a literal`);
-      if (written !== undefined && code === undefined && !BEHAVIOUR_CHECKED.has(path)) mismatches.push(`${PAGE}:${row.line} ${path}: no default in the code to check ${row.cells.default} against`);
+      const inConstants =
+        /^(limits|noProgress|context|durable|retry|policy)\./.test(path) && code !== undefined && !SCALED.has(path);
+      if (inConstants && written === undefined)
+        mismatches.push(
+          `${PAGE}:${row.line} ${path}: the code's default is ${String(code?.value)}; write it as a literal`,
+        );
+      if (written !== undefined && code === undefined && !BEHAVIOUR_CHECKED.has(path))
+        mismatches.push(`${PAGE}:${row.line} ${path}: no default in the code to check ${row.cells.default} against`);
       if (written !== undefined && code !== undefined && !isDeepStrictEqual(written.value, code.value)) {
-        mismatches.push(`${PAGE}:${row.line} ${path}: the page says ${row.cells.default}, the code ${JSON.stringify(code.value)}`);
+        mismatches.push(
+          `${PAGE}:${row.line} ${path}: the page says ${row.cells.default}, the code ${JSON.stringify(code.value)}`,
+        );
       }
     }
     expect(mismatches).toEqual([]);
@@ -113,8 +140,16 @@ describe('docs/reference/config.md', () => {
 
   it('gives every key of DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_CONTEXT, DEFAULT_DURABLE and the backoff a row', () => {
     const documented = new Set(rowsUnder('createLoop').map(optionOf));
-    const groups = { limits: DEFAULT_LIMITS, noProgress: DEFAULT_NO_PROGRESS, context: DEFAULT_CONTEXT, durable: DEFAULT_DURABLE, retry: DEFAULT_BACKOFF };
-    const missing = Object.entries(groups).flatMap(([group, defaults]) => Object.keys(defaults).map((key) => `${group}.${key}`)).filter((path) => !documented.has(path));
+    const groups = {
+      limits: DEFAULT_LIMITS,
+      noProgress: DEFAULT_NO_PROGRESS,
+      context: DEFAULT_CONTEXT,
+      durable: DEFAULT_DURABLE,
+      retry: DEFAULT_BACKOFF,
+    };
+    const missing = Object.entries(groups)
+      .flatMap(([group, defaults]) => Object.keys(defaults).map((key) => `${group}.${key}`))
+      .filter((path) => !documented.has(path));
     expect(missing).toEqual([]);
   });
 
@@ -122,10 +157,18 @@ describe('docs/reference/config.md', () => {
     const cells = Object.fromEntries(rowsUnder('createLoop').map((row) => [optionOf(row), row.cells.default]));
     expect(cells['limits.maxStepsPerTask']).toBe('`maxSteps`');
     expect(cells['limits.maxToolCalls']).toBe('`maxSteps` × `maxToolCallsPerReply`');
-    expect(resolveLimits({ maxSteps: 7, maxToolCallsPerReply: 3 })).toMatchObject({ maxStepsPerTask: 7, maxToolCalls: 21 });
+    expect(resolveLimits({ maxSteps: 7, maxToolCallsPerReply: 3 })).toMatchObject({
+      maxStepsPerTask: 7,
+      maxToolCalls: 21,
+    });
     expect(cells['context.maxInputTokensPerCall']).toBe("the model's `contextWindowTokens`, else `Infinity`");
-    expect(resolveConfig({ model: { ...scriptedModel([]), id: 'windowed', contextWindowTokens: 8_000 } }).context.maxInputTokensPerCall).toBe(8_000);
-    expect(resolveConfig({ model: scriptedModel([]) }).context.maxInputTokensPerCall).toBe(DEFAULT_CONTEXT.maxInputTokensPerCall);
+    expect(
+      resolveConfig({ model: { ...scriptedModel([]), id: 'windowed', contextWindowTokens: 8_000 } }).context
+        .maxInputTokensPerCall,
+    ).toBe(8_000);
+    expect(resolveConfig({ model: scriptedModel([]) }).context.maxInputTokensPerCall).toBe(
+      DEFAULT_CONTEXT.maxInputTokensPerCall,
+    );
   });
 
   it.each([
@@ -134,7 +177,9 @@ describe('docs/reference/config.md', () => {
     ['defineTool', { timeoutMs: DEFAULT_TOOL_TIMEOUT_MS }],
     ['ToolHealth', { threshold: new ToolHealth().threshold, cooldownMs: new ToolHealth().cooldownMs }],
   ] as const)('lists every default of %s with its value', (section, defaults) => {
-    const cells = Object.fromEntries(rowsUnder(section).map((row) => [optionOf(row), literalOf(row.cells.default ?? '')?.value]));
+    const cells = Object.fromEntries(
+      rowsUnder(section).map((row) => [optionOf(row), literalOf(row.cells.default ?? '')?.value]),
+    );
     expect(Object.fromEntries(Object.keys(defaults).map((key) => [key, cells[key]]))).toEqual({ ...defaults });
   });
 
@@ -152,9 +197,13 @@ describe('docs/reference/config.md', () => {
           }),
       );
     expect(mismatches).toEqual([]);
-    expect(docFiles().filter((file) => file !== PAGE && extractTables(readDoc(file)).some((row) => row.cells.option !== undefined && row.cells.default !== undefined))).toEqual(
-      expect.arrayContaining(['docs/concepts/budgets.md', 'docs/concepts/no-progress.md']),
-    );
+    expect(
+      docFiles().filter(
+        (file) =>
+          file !== PAGE &&
+          extractTables(readDoc(file)).some((row) => row.cells.option !== undefined && row.cells.default !== undefined),
+      ),
+    ).toEqual(expect.arrayContaining(['docs/concepts/budgets.md', 'docs/concepts/no-progress.md']));
   });
 });
 
@@ -165,10 +214,21 @@ const SCALED = new Set(['limits.maxStepsPerTask', 'limits.maxToolCalls', 'contex
 const BEHAVIOUR_CHECKED = new Set(['policy.onDeny', 'tasks[].onFailure']);
 
 describe('defaults checked by behaviour', () => {
-  const write = defineTool({ name: 'write_note', description: 'Write a note.', input: z.object({}), access: 'write', execute: () => 'ok' });
+  const write = defineTool({
+    name: 'write_note',
+    description: 'Write a note.',
+    input: z.object({}),
+    access: 'write',
+    execute: () => 'ok',
+  });
 
   it("policy.onDeny 'stop': a denied call ends the run with permission_denied", async () => {
-    const loop = createLoop({ model: scriptedModel([toolCall('write_note', {}), reply('unused')]), tools: [write], policy: { allow: ['read'] }, clock: virtualClock() });
+    const loop = createLoop({
+      model: scriptedModel([toolCall('write_note', {}), reply('unused')]),
+      tools: [write],
+      policy: { allow: ['read'] },
+      clock: virtualClock(),
+    });
     expect((await loop.run({ goal: 'Write a note.' })).stopReason).toBe('permission_denied');
   });
 
@@ -176,7 +236,10 @@ describe('defaults checked by behaviour', () => {
     const model = scriptedModel([reply('not json'), reply('still not json'), reply('never asked')]);
     const loop = createLoop({
       model,
-      tasks: [{ id: 'first', prompt: 'Answer in JSON.', evaluate: evaluators.json() }, { id: 'second', prompt: 'Then this.' }],
+      tasks: [
+        { id: 'first', prompt: 'Answer in JSON.', evaluate: evaluators.json() },
+        { id: 'second', prompt: 'Then this.' },
+      ],
       limits: { maxRetries: 1 },
       clock: virtualClock(),
     });

@@ -23,7 +23,11 @@ interface DocSnippet extends Snippet {
 }
 
 const snippets: DocSnippet[] = docFiles().flatMap((file) =>
-  extractTsSnippets(readDoc(file)).map((snippet) => ({ ...snippet, file, path: join(snippetDir, `${file.replace(/[/.]/g, '_')}_${snippet.line}.ts`) })),
+  extractTsSnippets(readDoc(file)).map((snippet) => ({
+    ...snippet,
+    file,
+    path: join(snippetDir, `${file.replace(/[/.]/g, '_')}_${snippet.line}.ts`),
+  })),
 );
 const runnable = snippets.filter((snippet) => snippet.marker === 'run');
 const write = (snippet: DocSnippet) => {
@@ -35,14 +39,19 @@ const write = (snippet: DocSnippet) => {
 function typeCheck(files: readonly DocSnippet[]): string[] {
   const configFile = ts.readConfigFile(join(repoRoot, 'tsconfig.json'), (path) => ts.sys.readFile(path));
   const parsed = ts.parseJsonConfigFileContent(configFile.config, ts.sys, repoRoot);
-  const program = ts.createProgram({ rootNames: files.map((snippet) => snippet.path), options: { ...parsed.options, noEmit: true } });
+  const program = ts.createProgram({
+    rootNames: files.map((snippet) => snippet.path),
+    options: { ...parsed.options, noEmit: true },
+  });
   const byPath = new Map(files.map((snippet) => [snippet.path, snippet]));
   return ts.getPreEmitDiagnostics(program).map((diagnostic) => {
     const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n');
     if (!diagnostic.file || diagnostic.start === undefined) return message;
     const { line, character } = diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start);
     const snippet = byPath.get(diagnostic.file.fileName);
-    const where = snippet ? `${snippet.file}:${snippet.line + 1 + line}` : `${diagnostic.file.fileName.replace(`${repoRoot}/`, '')}:${line + 1}`;
+    const where = snippet
+      ? `${snippet.file}:${snippet.line + 1 + line}`
+      : `${diagnostic.file.fileName.replace(`${repoRoot}/`, '')}:${line + 1}`;
     return `${where}:${character + 1} ${message}`;
   });
 }
@@ -51,7 +60,18 @@ afterAll(() => rmSync(snippetDir, { recursive: true, force: true }));
 
 describe('extractTsSnippets', () => {
   it('finds ts blocks with their markers and skips other languages', () => {
-    const markdown = ['<!-- snippet: run -->', '```ts', 'a();', '```', '```sh', 'npm test', '```', '```ts', 'b();', '```'].join('\n');
+    const markdown = [
+      '<!-- snippet: run -->',
+      '```ts',
+      'a();',
+      '```',
+      '```sh',
+      'npm test',
+      '```',
+      '```ts',
+      'b();',
+      '```',
+    ].join('\n');
     expect(extractTsSnippets(markdown)).toEqual([
       { index: 0, line: 2, marker: 'run', code: 'a();' },
       { index: 1, line: 8, marker: null, code: 'b();' },
@@ -61,18 +81,31 @@ describe('extractTsSnippets', () => {
 
 describe('doc snippets', () => {
   it('marks every ts snippet of every doc as run or not run', () => {
-    expect(snippets.filter((snippet) => snippet.marker === null).map((snippet) => `${snippet.file}:${snippet.line}`)).toEqual([]);
+    expect(
+      snippets.filter((snippet) => snippet.marker === null).map((snippet) => `${snippet.file}:${snippet.line}`),
+    ).toEqual([]);
   });
 
   it('runs snippets from the README and from the docs pages', () => {
     expect(runnable.filter((snippet) => snippet.file === 'README.md').length).toBeGreaterThanOrEqual(1);
-    expect(new Set(runnable.filter((snippet) => snippet.file.startsWith('docs/')).map((snippet) => snippet.file)).size).toBeGreaterThanOrEqual(10);
+    expect(
+      new Set(runnable.filter((snippet) => snippet.file.startsWith('docs/')).map((snippet) => snippet.file)).size,
+    ).toBeGreaterThanOrEqual(10);
   });
 
   it('names a type error by its Markdown file and line', () => {
-    const broken: DocSnippet = { index: 0, line: 40, marker: 'run', code: "const n: number = 'not a number';", file: 'docs/example.md', path: join(snippetDir, 'broken_40.ts') };
+    const broken: DocSnippet = {
+      index: 0,
+      line: 40,
+      marker: 'run',
+      code: "const n: number = 'not a number';",
+      file: 'docs/example.md',
+      path: join(snippetDir, 'broken_40.ts'),
+    };
     write(broken);
-    expect(typeCheck([broken])).toEqual([expect.stringMatching(/^docs\/example\.md:41:7 Type 'string' is not assignable to type 'number'/)]);
+    expect(typeCheck([broken])).toEqual([
+      expect.stringMatching(/^docs\/example\.md:41:7 Type 'string' is not assignable to type 'number'/),
+    ]);
   });
 
   it('type-checks every runnable snippet against the sources', () => {
@@ -80,8 +113,11 @@ describe('doc snippets', () => {
     expect(typeCheck(runnable)).toEqual([]);
   }, 120_000);
 
-  it.each(runnable.map((snippet) => [`${snippet.file}:${snippet.line}`, snippet] as const))('runs the snippet at %s', async (_where, snippet) => {
-    write(snippet);
-    await expect(import(pathToFileURL(snippet.path).href)).resolves.toBeDefined();
-  });
+  it.each(runnable.map((snippet) => [`${snippet.file}:${snippet.line}`, snippet] as const))(
+    'runs the snippet at %s',
+    async (_where, snippet) => {
+      write(snippet);
+      await expect(import(pathToFileURL(snippet.path).href)).resolves.toBeDefined();
+    },
+  );
 });

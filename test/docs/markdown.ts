@@ -12,7 +12,11 @@ export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..'
 export function docFiles(): string[] {
   const walk = (folder: string): string[] =>
     readdirSync(join(repoRoot, folder), { withFileTypes: true }).flatMap((entry) =>
-      entry.isDirectory() ? walk(join(folder, entry.name)) : entry.name.endsWith('.md') ? [join(folder, entry.name)] : [],
+      entry.isDirectory()
+        ? walk(join(folder, entry.name))
+        : entry.name.endsWith('.md')
+          ? [join(folder, entry.name)]
+          : [],
     );
   return ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', ...walk('docs').sort()];
 }
@@ -37,7 +41,12 @@ export function extractTsSnippets(markdown: string): Snippet[] {
     const body: string[] = [];
     let end = index + 1;
     for (; end < lines.length && lines[end]?.trim() !== '```'; end++) body.push(lines[end] ?? '');
-    snippets.push({ index: snippets.length, line: index + 1, marker: (markerMatch?.[1] as Snippet['marker'] | undefined) ?? null, code: body.join('\n') });
+    snippets.push({
+      index: snippets.length,
+      line: index + 1,
+      marker: (markerMatch?.[1] as Snippet['marker'] | undefined) ?? null,
+      code: body.join('\n'),
+    });
     index = end;
   }
   return snippets;
@@ -54,7 +63,12 @@ export interface TableRow {
 }
 
 const splitRow = (line: string): string[] =>
-  line.trim().replace(/^\|/, '').replace(/\|$/, '').split(/(?<!\\)\|/).map((cell) => cell.trim().replaceAll('\\|', '|'));
+  line
+    .trim()
+    .replace(/^\|/, '')
+    .replace(/\|$/, '')
+    .split(/(?<!\\)\|/)
+    .map((cell) => cell.trim().replaceAll('\\|', '|'));
 
 /** Every row of every pipe table outside code fences. */
 export function extractTables(markdown: string): TableRow[] {
@@ -71,7 +85,12 @@ export function extractTables(markdown: string): TableRow[] {
     const header = splitRow(line);
     for (index += 2; index < lines.length && lines[index]?.startsWith('|'); index++) {
       const values = splitRow(lines[index] ?? '');
-      rows.push({ cells: Object.fromEntries(header.map((name, column) => [name, values[column] ?? ''])), line: index + 1, section, subsection });
+      rows.push({
+        cells: Object.fromEntries(header.map((name, column) => [name, values[column] ?? ''])),
+        line: index + 1,
+        section,
+        subsection,
+      });
     }
     index--;
   }
@@ -95,14 +114,19 @@ export function extractLinks(markdown: string): Link[] {
   markdown.split('\n').forEach((line, index) => {
     if (line.startsWith('```')) inFence = !inFence;
     if (inFence) return;
-    for (const match of line.replace(/`[^`]*`/g, '').matchAll(/!?\[[^\]]*\]\(([^)\s]+)\)/g)) links.push({ target: match[1] ?? '', line: index + 1 });
+    for (const match of line.replace(/`[^`]*`/g, '').matchAll(/!?\[[^\]]*\]\(([^)\s]+)\)/g))
+      links.push({ target: match[1] ?? '', line: index + 1 });
   });
   return links;
 }
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
 export function headingAnchor(heading: string): string {
-  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 }
 
 /** The anchors a Markdown file offers, one per heading. */

@@ -23,5 +23,7 @@ describe.each(['README.md', 'docs/reference/stop-reasons.md'])('the stop-reason 
 
 it('gives each stop reason the status the run reports', () => {
   const rows = tableOf('docs/reference/stop-reasons.md');
-  expect(rows.map((row) => [codeSpan(row.cells['stop reason'] ?? ''), codeSpan(row.cells.status ?? '')])).toEqual(STOP_REASONS.map((reason) => [reason, statusOf(reason)]));
+  expect(rows.map((row) => [codeSpan(row.cells['stop reason'] ?? ''), codeSpan(row.cells.status ?? '')])).toEqual(
+    STOP_REASONS.map((reason) => [reason, statusOf(reason)]),
+  );
 });

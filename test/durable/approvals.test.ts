@@ -1,12 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ApprovalError, createLoop, defineTool, memoryStore, RunAccessError, traceEventSchema, type Store } from 'loopstate';
+import {
+  ApprovalError,
+  createLoop,
+  defineTool,
+  memoryStore,
+  RunAccessError,
+  traceEventSchema,
+  type Store,
+} from 'loopstate';
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 
-function refundLoop(store: Store, script = [toolCall('refund', { order_id: 'O-7', amount: 40 }), reply('Refunded O-7.')], options: { approvalExpiresAfterMs?: number } = {}) {
+function refundLoop(
+  store: Store,
+  script = [toolCall('refund', { order_id: 'O-7', amount: 40 }), reply('Refunded O-7.')],
+  options: { approvalExpiresAfterMs?: number } = {},
+) {
   const refunds: string[] = [];
   const refund = defineTool({
-    name: 'refund', description: 'Refund an order.', input: z.object({ order_id: z.string(), amount: z.number() }), access: 'destructive',
+    name: 'refund',
+    description: 'Refund an order.',
+    input: z.object({ order_id: z.string(), amount: z.number() }),
+    access: 'destructive',
     execute: ({ order_id, amount }) => {
       refunds.push(`${order_id}:${amount}`);
       return { refunded: order_id };
@@ -30,13 +45,17 @@ describe('approvals across a stop', () => {
     expect(pending?.argumentsHash).toMatch(/^[0-9a-f]{16}$/);
     // Resuming without decisions returns the recorded stop.
     expect((await loop.resume('r1')).status).toBe('needs_human');
-    const done = await loop.resume('r1', { approvals: { [pending!.callId]: { approve: true, argumentsHash: pending!.argumentsHash } } });
+    const done = await loop.resume('r1', {
+      approvals: { [pending!.callId]: { approve: true, argumentsHash: pending!.argumentsHash } },
+    });
     expect(done.stopReason).toBe('completed');
     expect(refunds).toEqual(['O-7:40']);
     expect(done.usage.modelCalls).toBe(2);
     expect(done.usage.toolCalls).toBe(1);
     model.assertComplete();
-    expect(done.trace.filter((event) => event.type === 'approval-decided')).toEqual([expect.objectContaining({ callId: pending!.callId, tool: 'refund', approved: true, reason: null })]);
+    expect(done.trace.filter((event) => event.type === 'approval-decided')).toEqual([
+      expect.objectContaining({ callId: pending!.callId, tool: 'refund', approved: true, reason: null }),
+    ]);
     expect(done.pendingApprovals).toEqual([]);
     // A resumed run's trace, its own events included, is the documented format.
     for (const event of done.trace) expect(traceEventSchema.safeParse(event).error?.issues ?? []).toEqual([]);
@@ -47,10 +66,15 @@ describe('approvals across a stop', () => {
   });
 
   it('tells the model a rejection and its reason; the call never runs', async () => {
-    const { loop, refunds, model } = refundLoop(memoryStore(), [toolCall('refund', { order_id: 'O-7', amount: 40 }), reply('I could not refund O-7.')]);
+    const { loop, refunds, model } = refundLoop(memoryStore(), [
+      toolCall('refund', { order_id: 'O-7', amount: 40 }),
+      reply('I could not refund O-7.'),
+    ]);
     const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r2' });
     const callId = stopped.pendingApprovals[0]!.callId;
-    const done = await loop.resume('r2', { approvals: { [callId]: { approve: false, reason: 'over the refund limit' } } });
+    const done = await loop.resume('r2', {
+      approvals: { [callId]: { approve: false, reason: 'over the refund limit' } },
+    });
     expect(done.stopReason).toBe('completed');
     expect(refunds).toEqual([]);
     const lastRequest = model.calls.at(-1)!;
@@ -62,17 +86,28 @@ describe('approvals across a stop', () => {
     const { loop, clock } = refundLoop(memoryStore(), undefined, { approvalExpiresAfterMs: 60_000 });
     const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r3' });
     const { callId, argumentsHash } = stopped.pendingApprovals[0]!;
-    const codeOf = async (promise: Promise<unknown>) => promise.then(() => 'resolved', (error: unknown) => (error instanceof ApprovalError || error instanceof RunAccessError ? error.code : String(error)));
+    const codeOf = async (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'resolved',
+        (error: unknown) =>
+          error instanceof ApprovalError || error instanceof RunAccessError ? error.code : String(error),
+      );
     expect(await codeOf(loop.resume('r3', { approvals: { nope: { approve: true } } }))).toBe('approval_unknown_call');
     expect(await codeOf(loop.resume('r3', { approvals: {} }))).toBe('approvals_incomplete');
-    expect(await codeOf(loop.resume('r3', { approvals: { [callId]: { approve: true, argumentsHash: '0'.repeat(64) } } }))).toBe('approval_arguments_changed');
+    expect(
+      await codeOf(loop.resume('r3', { approvals: { [callId]: { approve: true, argumentsHash: '0'.repeat(64) } } })),
+    ).toBe('approval_arguments_changed');
     expect(await codeOf(loop.resume('missing'))).toBe('run_not_found');
-    await expect(loop.resume('r3', { approvals: { [callId]: { approve: false } as never } })).rejects.toThrow(/Invalid run input:\n {2}- approvals\./);
+    await expect(loop.resume('r3', { approvals: { [callId]: { approve: false } as never } })).rejects.toThrow(
+      /Invalid run input:\n {2}- approvals\./,
+    );
     clock.advance(60_001);
-    expect(await codeOf(loop.resume('r3', { approvals: { [callId]: { approve: true, argumentsHash } } }))).toBe('approval_expired');
+    expect(await codeOf(loop.resume('r3', { approvals: { [callId]: { approve: true, argumentsHash } } }))).toBe(
+      'approval_expired',
+    );
   });
 
-  it('answers the same decision sent again with the run\'s result, and refuses another decision on a decided call', async () => {
+  it("answers the same decision sent again with the run's result, and refuses another decision on a decided call", async () => {
     const { loop, refunds } = refundLoop(memoryStore());
     const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r4' });
     const { callId, argumentsHash } = stopped.pendingApprovals[0]!;
@@ -82,14 +117,22 @@ describe('approvals across a stop', () => {
     expect(retried).toEqual(done);
     expect((await loop.resume('r4', { approvals: { [callId]: { approve: true } } })).stopReason).toBe('completed');
     expect(refunds).toEqual(['O-7:40']);
-    await expect(loop.resume('r4', { approvals: { [callId]: { approve: false, reason: 'changed my mind' } } })).rejects.toMatchObject({ name: 'ApprovalError', code: 'approval_already_decided', callId });
+    await expect(
+      loop.resume('r4', { approvals: { [callId]: { approve: false, reason: 'changed my mind' } } }),
+    ).rejects.toMatchObject({ name: 'ApprovalError', code: 'approval_already_decided', callId });
     const other = refundLoop(memoryStore(), [reply('nothing to do')]);
     await other.loop.run({ goal: 'x', runId: 'r5' });
-    await expect(other.loop.resume('r5', { approvals: { c: { approve: true } } })).rejects.toMatchObject({ code: 'run_not_waiting' });
+    await expect(other.loop.resume('r5', { approvals: { c: { approve: true } } })).rejects.toMatchObject({
+      code: 'run_not_waiting',
+    });
   });
 
   it('answers a decision sent again after the run stopped for the next approval with that stop', async () => {
-    const script = [toolCall('refund', { order_id: 'O-7', amount: 40 }, { id: 'first' }), toolCall('refund', { order_id: 'O-8', amount: 10 }, { id: 'second' }), reply('Refunded both.')];
+    const script = [
+      toolCall('refund', { order_id: 'O-7', amount: 40 }, { id: 'first' }),
+      toolCall('refund', { order_id: 'O-8', amount: 10 }, { id: 'second' }),
+      reply('Refunded both.'),
+    ];
     const { loop, refunds } = refundLoop(memoryStore(), script);
     await loop.run({ goal: 'Refund O-7 and O-8', runId: 'r7' });
     const next = await loop.resume('r7', { approvals: { first: { approve: true } } });
@@ -98,7 +141,9 @@ describe('approvals across a stop', () => {
     expect(retried.stopReason).toBe('needs_human');
     expect(retried.pendingApprovals).toEqual(next.pendingApprovals);
     // A repeat mixed with a new decision is not a retry: refused whole.
-    await expect(loop.resume('r7', { approvals: { first: { approve: true }, second: { approve: true } } })).rejects.toMatchObject({ code: 'approval_already_decided', callId: 'first' });
+    await expect(
+      loop.resume('r7', { approvals: { first: { approve: true }, second: { approve: true } } }),
+    ).rejects.toMatchObject({ code: 'approval_already_decided', callId: 'first' });
     expect(refunds).toEqual(['O-7:40']);
     expect((await loop.resume('r7', { approvals: { second: { approve: true } } })).stopReason).toBe('completed');
     expect(refunds).toEqual(['O-7:40', 'O-8:10']);
@@ -109,7 +154,10 @@ describe('approvals across a stop', () => {
     const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r6' });
     const approvals = { [stopped.pendingApprovals[0]!.callId]: { approve: true as const } };
     const outcomes = await Promise.allSettled([loop.resume('r6', { approvals }), loop.resume('r6', { approvals })]);
-    const won = outcomes.filter((outcome): outcome is PromiseFulfilledResult<Awaited<ReturnType<typeof loop.resume>>> => outcome.status === 'fulfilled');
+    const won = outcomes.filter(
+      (outcome): outcome is PromiseFulfilledResult<Awaited<ReturnType<typeof loop.resume>>> =>
+        outcome.status === 'fulfilled',
+    );
     const lost = outcomes.filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
     expect(won.length).toBeGreaterThanOrEqual(1);
     for (const outcome of won) expect(outcome.value.stopReason).toBe('completed');

@@ -7,10 +7,35 @@ import { freeLease } from './dead-owner.js';
 
 function loopOn(store: Store, script: ScriptStep[] = [toolCall('note', { text: 'a' }), reply('done')]) {
   const notes: string[] = [];
-  const note = defineTool({ name: 'note', description: 'Write a note', input: z.object({ text: z.string() }), access: 'write', execute: ({ text }) => { notes.push(text); return 'ok'; } });
-  const wipe = defineTool({ name: 'wipe', description: 'Wipe', input: z.object({}), access: 'destructive', execute: () => 'wiped' });
+  const note = defineTool({
+    name: 'note',
+    description: 'Write a note',
+    input: z.object({ text: z.string() }),
+    access: 'write',
+    execute: ({ text }) => {
+      notes.push(text);
+      return 'ok';
+    },
+  });
+  const wipe = defineTool({
+    name: 'wipe',
+    description: 'Wipe',
+    input: z.object({}),
+    access: 'destructive',
+    execute: () => 'wiped',
+  });
   const model = scriptedModel(script);
-  return { loop: createLoop({ model, tools: [note, wipe], policy: { allow: ['read', 'write'] }, clock: virtualClock(), store, }), notes, model };
+  return {
+    loop: createLoop({
+      model,
+      tools: [note, wipe],
+      policy: { allow: ['read', 'write'] },
+      clock: virtualClock(),
+      store,
+    }),
+    notes,
+    model,
+  };
 }
 
 const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -52,7 +77,9 @@ describe('cancel', () => {
     const cancelled = await loop.cancel('c1');
     expect(cancelled).toMatchObject({ status: 'failed', stopReason: 'cancelled' });
     expect((await loop.resume('c1')).stopReason).toBe('cancelled');
-    await expect(loop.resume('c1', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } })).rejects.toMatchObject({ code: 'approval_already_decided' });
+    await expect(
+      loop.resume('c1', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }),
+    ).rejects.toMatchObject({ code: 'approval_already_decided' });
   });
 
   it('cancels a run no process holds (crashed) without running anything', async () => {
@@ -104,7 +131,9 @@ describe('cancel', () => {
     const { loop } = loopOn(store, [toolCall('wipe', {})]);
     const stopped = await loop.run({ goal: 'wipe', runId: 'd1' });
     const other = createLoop({ model: scriptedModel([]), tools: [], store });
-    await expect(other.resume('d1', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } })).rejects.toMatchObject({ code: 'definition_changed' });
+    await expect(
+      other.resume('d1', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }),
+    ).rejects.toMatchObject({ code: 'definition_changed' });
   });
 
   it('a cancel refused as definition_changed changes nothing: the run still waits, and its own loop approves it', async () => {

@@ -125,7 +125,9 @@ describe.concurrent('SIGKILL at each effect boundary, resumed in a new process',
     // The stop for approval is in the store, not in a process's memory: any process reads it back.
     expect(parsed(await runChild(script, [db, logFile, 'resume'])).status).toBe('needs_human');
     // Approved, the refund runs, and the process dies before the next model call.
-    const approving = await runChild(script, [db, logFile, 'approve', stopped.pendingApprovals[0]!.callId], { KILL_AT: 'before-model-2' });
+    const approving = await runChild(script, [db, logFile, 'approve', stopped.pendingApprovals[0]!.callId], {
+      KILL_AT: 'before-model-2',
+    });
     expect(approving.signal, approving.stderr).toBe('SIGKILL');
     const done = parsed(await runChild(script, [db, logFile, 'resume']));
     expect(done.stopReason).toBe('completed');
@@ -138,7 +140,10 @@ describe.concurrent('SIGKILL at each effect boundary, resumed in a new process',
     const logFile = join(dir, 'effects.log');
     const stopped = parsed(await runChild(script, [db, logFile, 'run']));
     const callId = stopped.pendingApprovals[0]!.callId;
-    const outcomes = await Promise.all([runChild(script, [db, logFile, 'approve', callId]), runChild(script, [db, logFile, 'approve', callId])]);
+    const outcomes = await Promise.all([
+      runChild(script, [db, logFile, 'approve', callId]),
+      runChild(script, [db, logFile, 'approve', callId]),
+    ]);
     const winners = outcomes.filter((outcome) => outcome.code === 0);
     const losers = outcomes.filter((outcome) => outcome.code === 3);
     expect(winners.length + losers.length).toBe(2);

@@ -10,10 +10,22 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ApprovalError, argumentsHash, createLoop, defineTool, evaluators, memoryStore, type LoopConfig, type Store, type StoreRow } from 'loopstate';
+import {
+  ApprovalError,
+  argumentsHash,
+  createLoop,
+  defineTool,
+  evaluators,
+  memoryStore,
+  type LoopConfig,
+  type Store,
+  type StoreRow,
+} from 'loopstate';
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 
-const fixture = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-sha-digests.json'), 'utf8')) as { run: string; snapshot: StoreRow | null; journal: StoreRow[] };
+const fixture = JSON.parse(
+  readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-sha-digests.json'), 'utf8'),
+) as { run: string; snapshot: StoreRow | null; journal: StoreRow[] };
 const runId = 'fixture-digests';
 /** The sha256 of the refund's canonical arguments, as the run record holds it. */
 const recordedHash = '2be36b0fbcb375a1833bfe319eba4b2775ac62e4ffc335929761976eb79fb346';
@@ -28,9 +40,29 @@ async function loadFixture(): Promise<Store> {
   return store;
 }
 
-function fixtureLoop(store: Store, script: Parameters<typeof scriptedModel>[0], noProgress: LoopConfig['noProgress'], refunds: string[] = []) {
-  const lookup = defineTool({ name: 'lookup', description: 'Read an order.', input: z.object({ order_id: z.string() }), access: 'read', execute: ({ order_id }) => ({ order_id, total: 40 }) });
-  const refund = defineTool({ name: 'refund', description: 'Refund an order.', input: z.object({ order_id: z.string() }), access: 'destructive', execute: ({ order_id }) => { refunds.push(order_id); return { refunded: order_id }; } });
+function fixtureLoop(
+  store: Store,
+  script: Parameters<typeof scriptedModel>[0],
+  noProgress: LoopConfig['noProgress'],
+  refunds: string[] = [],
+) {
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'Read an order.',
+    input: z.object({ order_id: z.string() }),
+    access: 'read',
+    execute: ({ order_id }) => ({ order_id, total: 40 }),
+  });
+  const refund = defineTool({
+    name: 'refund',
+    description: 'Refund an order.',
+    input: z.object({ order_id: z.string() }),
+    access: 'destructive',
+    execute: ({ order_id }) => {
+      refunds.push(order_id);
+      return { refunded: order_id };
+    },
+  });
   return createLoop({
     model: scriptedModel(script),
     tools: [lookup, refund],
@@ -45,34 +77,50 @@ function fixtureLoop(store: Store, script: Parameters<typeof scriptedModel>[0], 
 describe('a run journalled with sha digests', () => {
   it('is waiting for the refund, bound to its recorded argument hash', async () => {
     const waiting = await fixtureLoop(await loadFixture(), [], undefined).resume(runId);
-    expect(waiting.pendingApprovals).toEqual([{ callId: 'call_2_0', tool: 'refund', args: { order_id: 'O-7' }, argumentsHash: recordedHash, expiresAt: null }]);
+    expect(waiting.pendingApprovals).toEqual([
+      { callId: 'call_2_0', tool: 'refund', args: { order_id: 'O-7' }, argumentsHash: recordedHash, expiresAt: null },
+    ]);
   });
 
   it('takes an approval that names the recorded hash, and refuses one that names another', async () => {
     const refunds: string[] = [];
-    const refused = fixtureLoop(await loadFixture(), [], undefined, refunds).resume(runId, { approvals: { call_2_0: { approve: true, argumentsHash: '0'.repeat(64) } } });
+    const refused = fixtureLoop(await loadFixture(), [], undefined, refunds).resume(runId, {
+      approvals: { call_2_0: { approve: true, argumentsHash: '0'.repeat(64) } },
+    });
     await expect(refused).rejects.toThrow(ApprovalError);
-    const done = await fixtureLoop(await loadFixture(), [reply('Refunded O-7.')], undefined, refunds).resume(runId, { approvals: { call_2_0: { approve: true, argumentsHash: recordedHash } } });
+    const done = await fixtureLoop(await loadFixture(), [reply('Refunded O-7.')], undefined, refunds).resume(runId, {
+      approvals: { call_2_0: { approve: true, argumentsHash: recordedHash } },
+    });
     expect(done.stopReason, done.detail).toBe('completed');
     expect(refunds).toEqual(['O-7']);
   });
 
   it("takes an approval that names today's hash of the recorded arguments", async () => {
     expect(argumentsHash({ order_id: 'O-7' })).not.toBe(recordedHash);
-    const done = await fixtureLoop(await loadFixture(), [reply('Refunded O-7.')], undefined).resume(runId, { approvals: { call_2_0: { approve: true, argumentsHash: argumentsHash({ order_id: 'O-7' }) } } });
+    const done = await fixtureLoop(await loadFixture(), [reply('Refunded O-7.')], undefined).resume(runId, {
+      approvals: { call_2_0: { approve: true, argumentsHash: argumentsHash({ order_id: 'O-7' }) } },
+    });
     expect(done.stopReason, done.detail).toBe('completed');
   });
 
   it('counts the lookup repeated after the resume as a repeat of the journalled one', async () => {
-    const loop = fixtureLoop(await loadFixture(), [toolCall('lookup', { order_id: 'O-7' }), toolCall('lookup', { order_id: 'O-7' }), reply('Refunded O-7.')], { repeatedToolCall: 2 });
+    const loop = fixtureLoop(
+      await loadFixture(),
+      [toolCall('lookup', { order_id: 'O-7' }), toolCall('lookup', { order_id: 'O-7' }), reply('Refunded O-7.')],
+      { repeatedToolCall: 2 },
+    );
     const done = await loop.resume(runId, { approvals: { call_2_0: { approve: true } } });
     expect(done.stopReason, done.detail).toBe('no_progress');
     // The journalled lookup, then two after the resume: the first of them is the nudge, the second the stop.
-    expect(done.detail).toMatch(/lookup was called with the same arguments and brought the same result 3 times in this task.*repeatedToolCall/);
+    expect(done.detail).toMatch(
+      /lookup was called with the same arguments and brought the same result 3 times in this task.*repeatedToolCall/,
+    );
   });
 
   it('counts the same rejected draft after the resume as the same evaluator reason', async () => {
-    const loop = fixtureLoop(await loadFixture(), [reply('Draft: O-7 totals 40.'), reply('Refunded O-7.')], { sameEvaluatorReason: 2 });
+    const loop = fixtureLoop(await loadFixture(), [reply('Draft: O-7 totals 40.'), reply('Refunded O-7.')], {
+      sameEvaluatorReason: 2,
+    });
     const done = await loop.resume(runId, { approvals: { call_2_0: { approve: true } } });
     expect(done.stopReason, done.detail).toBe('no_progress');
     expect(done.detail).toMatch(/the same output was rejected 2 times for the same reason.*sameEvaluatorReason/);

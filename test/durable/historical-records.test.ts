@@ -10,7 +10,9 @@ import { z } from 'zod';
 import { createLoop, defineTool, memoryStore, type LoopLimits, type Store, type StoreRow } from 'loopstate';
 import { reply, scriptedModel, virtualClock } from 'loopstate/testing';
 
-const fixture = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-v1.json'), 'utf8')) as { run: string; snapshot: StoreRow; journal: StoreRow[] };
+const fixture = JSON.parse(
+  readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-v1.json'), 'utf8'),
+) as { run: string; snapshot: StoreRow; journal: StoreRow[] };
 
 async function loadFixture(): Promise<Store> {
   const store = memoryStore();
@@ -23,9 +25,32 @@ async function loadFixture(): Promise<Store> {
 }
 
 function fixtureLoop(store: Store, refunds: string[], limits?: Partial<LoopLimits>) {
-  const refund = defineTool({ name: 'refund', description: 'Refund an order.', input: z.object({ order_id: z.string() }), access: 'destructive', execute: ({ order_id }) => { refunds.push(order_id); return { refunded: order_id }; } });
-  const lookup = defineTool({ name: 'lookup', description: 'Read an order.', input: z.object({ order_id: z.string() }), access: 'read', execute: () => { throw new Error('a completed lookup must not run again'); } });
-  return createLoop({ model: scriptedModel([reply('Refunded O-7.')]), tools: [lookup, refund], clock: virtualClock(), store, ...(limits === undefined ? {} : { limits }) });
+  const refund = defineTool({
+    name: 'refund',
+    description: 'Refund an order.',
+    input: z.object({ order_id: z.string() }),
+    access: 'destructive',
+    execute: ({ order_id }) => {
+      refunds.push(order_id);
+      return { refunded: order_id };
+    },
+  });
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'Read an order.',
+    input: z.object({ order_id: z.string() }),
+    access: 'read',
+    execute: () => {
+      throw new Error('a completed lookup must not run again');
+    },
+  });
+  return createLoop({
+    model: scriptedModel([reply('Refunded O-7.')]),
+    tools: [lookup, refund],
+    clock: virtualClock(),
+    store,
+    ...(limits === undefined ? {} : { limits }),
+  });
 }
 
 describe('schema version 1 records', () => {
@@ -34,24 +59,34 @@ describe('schema version 1 records', () => {
     const refunds: string[] = [];
     const loop = fixtureLoop(store, refunds);
     const waiting = await loop.resume('fixture-v1');
-    expect(waiting.pendingApprovals.map(({ callId, tool }) => ({ callId, tool }))).toEqual([{ callId: 'call_1_0', tool: 'refund' }]);
+    expect(waiting.pendingApprovals.map(({ callId, tool }) => ({ callId, tool }))).toEqual([
+      { callId: 'call_1_0', tool: 'refund' },
+    ]);
     const done = await loop.resume('fixture-v1', { approvals: { call_1_0: { approve: true } } });
     expect(done.stopReason).toBe('completed');
     expect(refunds).toEqual(['O-7']);
     expect(done.usage.modelCalls).toBe(3);
-    expect(done.messages.filter((message) => message.role === 'tool').map((message) => message.content)).toEqual(['{"order_id":"O-7","total":40}', '{"refunded":"O-7"}']);
+    expect(done.messages.filter((message) => message.role === 'tool').map((message) => message.content)).toEqual([
+      '{"order_id":"O-7","total":40}',
+      '{"refunded":"O-7"}',
+    ]);
   });
 
-  it('have no limits on record: the resuming loop\'s apply to the whole run (not its snapshot\'s), recorded from then on', async () => {
+  it("have no limits on record: the resuming loop's apply to the whole run (not its snapshot's), recorded from then on", async () => {
     const store = await loadFixture();
     const refunds: string[] = [];
     // The snapshot was taken with maxSteps 10. The decision that stopped the run was its second: at
     // maxSteps 2 it is the last, so its approved call is not run either.
-    const done = await fixtureLoop(store, refunds, { maxSteps: 2 }).resume('fixture-v1', { approvals: { call_1_0: { approve: true } } });
+    const done = await fixtureLoop(store, refunds, { maxSteps: 2 }).resume('fixture-v1', {
+      approvals: { call_1_0: { approve: true } },
+    });
     expect(done.stopReason, done.detail).toBe('max_steps');
     expect(done.steps).toBe(2);
     expect(refunds).toEqual([]);
-    const record = JSON.parse((await store.readRun('fixture-v1'))!.body) as { schemaVersion: number; limits?: Record<string, number | null> };
+    const record = JSON.parse((await store.readRun('fixture-v1'))!.body) as {
+      schemaVersion: number;
+      limits?: Record<string, number | null>;
+    };
     expect(record.schemaVersion).toBe(2);
     expect(record.limits).toMatchObject({ maxSteps: 2 });
   });

@@ -19,18 +19,46 @@ function endlessModel(hangAt: number | null = null): Model & { made: number } {
       const call = model.made;
       const usage = { inputTokens: 20, outputTokens: 5 };
       if (call === hangAt) return new Promise<never>(() => undefined);
-      if (call === 3) return Promise.resolve({ text: null, toolCalls: [{ id: 'refund_1', name: 'refund', arguments: '{"order_id":"O-7"}' }], usage });
-      return Promise.resolve({ text: null, toolCalls: [{ id: `lookup_${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }], usage });
+      if (call === 3)
+        return Promise.resolve({
+          text: null,
+          toolCalls: [{ id: 'refund_1', name: 'refund', arguments: '{"order_id":"O-7"}' }],
+          usage,
+        });
+      return Promise.resolve({
+        text: null,
+        toolCalls: [{ id: `lookup_${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
+        usage,
+      });
     },
   };
   return model;
 }
 
-const lookup = defineTool({ name: 'lookup', description: 'Look a key up.', input: z.object({ key: z.string() }), access: 'read', execute: ({ key }) => `value of ${key}` });
-const refund = defineTool({ name: 'refund', description: 'Refund an order.', input: z.object({ order_id: z.string() }), access: 'destructive', execute: ({ order_id }) => ({ refunded: order_id }) });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Look a key up.',
+  input: z.object({ key: z.string() }),
+  access: 'read',
+  execute: ({ key }) => `value of ${key}`,
+});
+const refund = defineTool({
+  name: 'refund',
+  description: 'Refund an order.',
+  input: z.object({ order_id: z.string() }),
+  access: 'destructive',
+  execute: ({ order_id }) => ({ refunded: order_id }),
+});
 
 function loopOn(store: Store, model: Model, maxSteps: number, snapshotEvery: number) {
-  return createLoop({ model, tools: [lookup, refund], store, clock: virtualClock(), limits: { maxSteps, maxToolCalls: 100 }, durable: { snapshotEvery } });
+  return createLoop({
+    model,
+    tools: [lookup, refund],
+    store,
+    clock: virtualClock(),
+    limits: { maxSteps, maxToolCalls: 100 },
+    durable: { snapshotEvery },
+  });
 }
 
 const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -41,18 +69,25 @@ describe('a run resumed by a loop with higher limits', () => {
     ['after snapshots', 1],
   ] as const)('stopped for approval %s: it keeps maxSteps 4 and says so', async (_when, snapshotEvery) => {
     const store = memoryStore();
-    const stopped = await loopOn(store, endlessModel(), 4, snapshotEvery).run({ goal: 'Look up and refund', runId: 'r' });
+    const stopped = await loopOn(store, endlessModel(), 4, snapshotEvery).run({
+      goal: 'Look up and refund',
+      runId: 'r',
+    });
     expect(stopped.stopReason).toBe('needs_human');
     expect((await store.latestSnapshot('r')) !== null).toBe(snapshotEvery === 1);
 
     const model = endlessModel();
     model.made = 3;
-    const done = await loopOn(store, model, 14, snapshotEvery).resume('r', { approvals: { refund_1: { approve: true } } });
+    const done = await loopOn(store, model, 14, snapshotEvery).resume('r', {
+      approvals: { refund_1: { approve: true } },
+    });
     expect(done.stopReason, done.detail).toBe('max_steps');
     expect(done.steps).toBe(4);
     expect(model.made).toBe(4);
     // maxStepsPerTask follows maxSteps when not given, so it differs too.
-    expect(done.warnings).toContain('resumed by a loop with other limits; the run keeps the limits it started with: maxSteps 4 (this loop: 14), maxStepsPerTask 4 (this loop: 14)');
+    expect(done.warnings).toContain(
+      'resumed by a loop with other limits; the run keeps the limits it started with: maxSteps 4 (this loop: 14), maxStepsPerTask 4 (this loop: 14)',
+    );
   });
 
   it.each([
@@ -69,7 +104,9 @@ describe('a run resumed by a loop with higher limits', () => {
     model.made = 2;
     const resumed = await loopOn(store, model, 14, snapshotEvery).resume('r');
     expect(resumed.stopReason).toBe('needs_human');
-    const done = await loopOn(store, model, 14, snapshotEvery).resume('r', { approvals: { refund_1: { approve: true } } });
+    const done = await loopOn(store, model, 14, snapshotEvery).resume('r', {
+      approvals: { refund_1: { approve: true } },
+    });
     expect(done.stopReason, done.detail).toBe('max_steps');
     expect(done.steps).toBe(4);
     expect(model.made).toBe(4);
@@ -78,12 +115,17 @@ describe('a run resumed by a loop with higher limits', () => {
   it('names every limit that differs, and warns of nothing when none does', async () => {
     const store = memoryStore();
     await loopOn(store, endlessModel(), 4, 1_000).run({ goal: 'Look up and refund', runId: 'same' });
-    const same = await loopOn(store, Object.assign(endlessModel(), { made: 3 }), 4, 1_000).resume('same', { approvals: { refund_1: { approve: true } } });
+    const same = await loopOn(store, Object.assign(endlessModel(), { made: 3 }), 4, 1_000).resume('same', {
+      approvals: { refund_1: { approve: true } },
+    });
     expect(same.warnings.filter((warning) => warning.includes('other limits'))).toEqual([]);
 
     await loopOn(store, endlessModel(), 4, 1_000).run({ goal: 'Look up and refund', runId: 'other' });
     const other = createLoop({
-      model: Object.assign(endlessModel(), { made: 3 }), tools: [lookup, refund], store, clock: virtualClock(),
+      model: Object.assign(endlessModel(), { made: 3 }),
+      tools: [lookup, refund],
+      store,
+      clock: virtualClock(),
       limits: { maxSteps: 4, maxToolCalls: 100, deadlineMs: Infinity, maxCostUsd: 2 },
     });
     const done = await other.resume('other', { approvals: { refund_1: { approve: true } } });

@@ -17,15 +17,30 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 /** A run stopped for approval (its journal and metadata on disk), and a way to damage one record. */
 async function stoppedRun(name: string) {
   const path = join(scratch, `${name}.db`);
-  const tool = defineTool({ name: 'wipe', description: 'Wipe', input: z.object({ id: z.string() }), access: 'destructive', execute: () => 'wiped' });
-  const make = () => createLoop({ model: scriptedModel([toolCall('wipe', { id: 'X' })]), tools: [tool], clock: virtualClock(), store: sqliteStore({ path }) });
+  const tool = defineTool({
+    name: 'wipe',
+    description: 'Wipe',
+    input: z.object({ id: z.string() }),
+    access: 'destructive',
+    execute: () => 'wiped',
+  });
+  const make = () =>
+    createLoop({
+      model: scriptedModel([toolCall('wipe', { id: 'X' })]),
+      tools: [tool],
+      clock: virtualClock(),
+      store: sqliteStore({ path }),
+    });
   const stopped = await make().run({ goal: 'wipe X', runId: 'r' });
   const db = new Database(path);
   return { make, stopped, db };
 }
 
 async function refusal(promise: Promise<unknown>): Promise<StoreRecordError> {
-  const error = await promise.then(() => null, (thrown: unknown) => thrown);
+  const error = await promise.then(
+    () => null,
+    (thrown: unknown) => thrown,
+  );
   if (!(error instanceof StoreRecordError)) throw new Error(`expected a StoreRecordError, got ${String(error)}`);
   return error;
 }
@@ -34,7 +49,9 @@ describe('record envelopes', () => {
   it('refuses a truncated journal record, naming the run and seq', async () => {
     const { make, stopped, db } = await stoppedRun('truncated');
     db.prepare("UPDATE journal SET body = substr(body, 1, length(body) / 2) WHERE run_id = 'r' AND seq = 2").run();
-    const error = await refusal(make().resume('r', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }));
+    const error = await refusal(
+      make().resume('r', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }),
+    );
     expect(error).toMatchObject({ code: 'corrupt_record', runId: 'r', seq: 2 });
     expect(error.message).toMatch(/journal record at seq 2 of run r: not valid JSON/);
   });
@@ -42,7 +59,9 @@ describe('record envelopes', () => {
   it('refuses a record of the wrong shape, naming the field', async () => {
     const { make, stopped, db } = await stoppedRun('corrupt');
     db.prepare("UPDATE journal SET body = json_set(body, '$.event.at', 'soon') WHERE run_id = 'r' AND seq = 1").run();
-    const error = await refusal(make().resume('r', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }));
+    const error = await refusal(
+      make().resume('r', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }),
+    );
     expect(error).toMatchObject({ code: 'corrupt_record', seq: 1 });
     expect(error.problem).toMatch(/event\.at/);
   });
@@ -50,7 +69,9 @@ describe('record envelopes', () => {
   it('refuses a record moved to another seq', async () => {
     const { make, stopped, db } = await stoppedRun('moved');
     db.prepare("UPDATE journal SET body = json_set(body, '$.seq', 7) WHERE run_id = 'r' AND seq = 1").run();
-    const error = await refusal(make().resume('r', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }));
+    const error = await refusal(
+      make().resume('r', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }),
+    );
     expect(error.problem).toMatch(/not where it is stored/);
   });
 
@@ -64,10 +85,22 @@ describe('record envelopes', () => {
 
   it('refuses a damaged snapshot', async () => {
     const path = join(scratch, 'snapshot.db');
-    const tool = defineTool({ name: 'look', description: 'Look', input: z.object({ n: z.number() }), access: 'read', execute: ({ n }) => n });
+    const tool = defineTool({
+      name: 'look',
+      description: 'Look',
+      input: z.object({ n: z.number() }),
+      access: 'read',
+      execute: ({ n }) => n,
+    });
     const steps = [1, 2, 3].map((n) => toolCall('look', { n }));
     const hang = () => new Promise<never>(() => undefined);
-    const loop = createLoop({ model: scriptedModel([...steps, hang]), tools: [tool], clock: virtualClock(), store: sqliteStore({ path }), durable: { snapshotEvery: 2 } });
+    const loop = createLoop({
+      model: scriptedModel([...steps, hang]),
+      tools: [tool],
+      clock: virtualClock(),
+      store: sqliteStore({ path }),
+      durable: { snapshotEvery: 2 },
+    });
     void loop.run({ goal: 'look', runId: 'r' });
     await new Promise((resolve) => setTimeout(resolve, 100));
     const db = new Database(path);
@@ -75,7 +108,12 @@ describe('record envelopes', () => {
     db.prepare("UPDATE snapshots SET body = json_remove(body, '$.session.fields') WHERE run_id = 'r'").run();
     // The hung run stands for a dead process: its lease is freed.
     db.prepare("UPDATE runs SET lease_owner = NULL WHERE run_id = 'r'").run();
-    const resumer = createLoop({ model: scriptedModel([]), tools: [tool], clock: virtualClock(), store: sqliteStore({ path }) });
+    const resumer = createLoop({
+      model: scriptedModel([]),
+      tools: [tool],
+      clock: virtualClock(),
+      store: sqliteStore({ path }),
+    });
     const error = await refusal(resumer.resume('r'));
     expect(error.problem).toMatch(/session\.fields/);
   });
@@ -96,6 +134,8 @@ describe('sqliteStore', () => {
 
   it('refuses bad options before opening anything', () => {
     expect(() => sqliteStore({ path: '' })).toThrow(/path: expected a file path/);
-    expect(() => sqliteStore({ path: 'x.db', durability: 'extra' as 'full' })).toThrow(/durability: expected "normal" or "full"/);
+    expect(() => sqliteStore({ path: 'x.db', durability: 'extra' as 'full' })).toThrow(
+      /durability: expected "normal" or "full"/,
+    );
   });
 });

@@ -6,12 +6,24 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, memoryStore, traceEventSchema, type Model, type RunResult, type Store } from 'loopstate';
+import {
+  createLoop,
+  defineTool,
+  evaluators,
+  memoryStore,
+  traceEventSchema,
+  type Model,
+  type RunResult,
+  type Store,
+} from 'loopstate';
 import { modelError, reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
 
 const SCRIPT: ScriptStep[] = [
-  toolCall([{ name: 'lookup', args: { id: 'A' } }, { name: 'lookup', args: { id: 'B' } }]),
+  toolCall([
+    { name: 'lookup', args: { id: 'A' } },
+    { name: 'lookup', args: { id: 'B' } },
+  ]),
   modelError({ status: 503 }),
   toolCall('write_note', { text: 'A and B found' }),
   reply('not json at all'),
@@ -24,28 +36,47 @@ interface Hang {
 }
 
 /** One "process": its own loop and clock over a shared store and world (the side-effect log). */
-function process(store: Store, log: string[], hang: Hang, world: { modelCalls: number; toolCalls: number; notes: Set<string> }, onHang: () => void, lookups = true) {
+function process(
+  store: Store,
+  log: string[],
+  hang: Hang,
+  world: { modelCalls: number; toolCalls: number; notes: Set<string> },
+  onHang: () => void,
+  lookups = true,
+) {
   const never = () => new Promise<never>(() => onHang());
   const steps = SCRIPT.map((step, index): ScriptStep => async (request) => {
     if (hang.modelCall === index) return never();
     log.push(`model:${index}`);
     return typeof step === 'function' ? step(request) : step;
   });
-  const tool = (name: string, idempotent: boolean) => defineTool({
-    name, description: name, input: z.object({ id: z.string().optional(), text: z.string().optional() }), access: 'write', idempotent,
-    execute: async (args, { idempotencyKey }) => {
-      const index = world.toolCalls++;
-      if (hang.toolCall === index) {
-        log.push(`started:${name}:${idempotencyKey}`);
+  const tool = (name: string, idempotent: boolean) =>
+    defineTool({
+      name,
+      description: name,
+      input: z.object({ id: z.string().optional(), text: z.string().optional() }),
+      access: 'write',
+      idempotent,
+      execute: async (args, { idempotencyKey }) => {
+        const index = world.toolCalls++;
+        if (hang.toolCall === index) {
+          log.push(`started:${name}:${idempotencyKey}`);
+          if (name === 'write_note') world.notes.add(idempotencyKey);
+          return never();
+        }
+        log.push(`tool:${name}:${idempotencyKey}`);
         if (name === 'write_note') world.notes.add(idempotencyKey);
-        return never();
-      }
-      log.push(`tool:${name}:${idempotencyKey}`);
-      if (name === 'write_note') world.notes.add(idempotencyKey);
-      return { ok: true, ...args };
-    },
-    ...(lookups ? { checkOutcome: async (_args: unknown, { idempotencyKey }: { idempotencyKey: string }) => (world.notes.has(idempotencyKey) ? { status: 'done' as const, result: { ok: true, recovered: true } } : { status: 'not_done' as const }) } : {}),
-  });
+        return { ok: true, ...args };
+      },
+      ...(lookups
+        ? {
+            checkOutcome: async (_args: unknown, { idempotencyKey }: { idempotencyKey: string }) =>
+              world.notes.has(idempotencyKey)
+                ? { status: 'done' as const, result: { ok: true, recovered: true } }
+                : { status: 'not_done' as const },
+          }
+        : {}),
+    });
   return createLoop({
     model: scriptedModelFrom(steps, world),
     tools: [tool('lookup', true), tool('write_note', false)],
@@ -92,7 +123,10 @@ async function interrupted(hang: Hang, lookups = true): Promise<{ result: RunRes
 }
 
 /** The result without the resume's own trace event: everything else must be exactly the uninterrupted run's. */
-const comparable = (result: RunResult) => ({ ...result, trace: result.trace.filter((event) => event.type !== 'run-resume') });
+const comparable = (result: RunResult) => ({
+  ...result,
+  trace: result.trace.filter((event) => event.type !== 'run-resume'),
+});
 
 describe('resume after an interruption at each effect boundary', () => {
   it('the uninterrupted run completes (the scenario is sound)', async () => {
@@ -117,20 +151,28 @@ describe('resume after an interruption at each effect boundary', () => {
     const { result, log } = await interrupted({ toolCall: 1 });
     expect(comparable(result)).toEqual(comparable(expected.result));
     // lookup B started, never finished, and ran again under the same key; lookup A ran once.
-    expect(log.filter((entry) => entry.includes('lookup'))).toEqual(['tool:lookup:run:1:call_0_0', 'started:lookup:run:1:call_0_1', 'tool:lookup:run:1:call_0_1']);
+    expect(log.filter((entry) => entry.includes('lookup'))).toEqual([
+      'tool:lookup:run:1:call_0_0',
+      'started:lookup:run:1:call_0_1',
+      'tool:lookup:run:1:call_0_1',
+    ]);
   });
 
   it('hung inside a non-idempotent tool call: settled by checkOutcome, never run again', async () => {
     const { result, log } = await interrupted({ toolCall: 2 });
     expect(result.stopReason).toBe('completed');
     expect(log.filter((entry) => entry.includes('write_note'))).toEqual(['started:write_note:run:2:call_0_0']);
-    expect(result.trace.some((event) => event.type === 'tool-end' && event.name === 'write_note' && event.status === 'ok')).toBe(true);
+    expect(
+      result.trace.some((event) => event.type === 'tool-end' && event.name === 'write_note' && event.status === 'ok'),
+    ).toBe(true);
   });
 
   it('hung inside a non-idempotent tool call with no checkOutcome: stops with needs_human, never re-run blindly', async () => {
     const { result, log } = await interrupted({ toolCall: 2 }, false);
     expect(result.stopReason).toBe('needs_human');
-    expect(result.warnings.join('\n')).toMatch(/write_note \(call_0_0\): outcome unknown; check it by idempotency key run:2:call_0_0/);
+    expect(result.warnings.join('\n')).toMatch(
+      /write_note \(call_0_0\): outcome unknown; check it by idempotency key run:2:call_0_0/,
+    );
     expect(log.filter((entry) => entry.includes('write_note'))).toEqual(['started:write_note:run:2:call_0_0']);
   });
 });

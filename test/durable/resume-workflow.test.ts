@@ -21,7 +21,12 @@ const SCRIPT: ScriptStep[] = [
   reply('{"report":"A, B and C"}'),
 ];
 
-function loopOver(store: Store, world: { modelCalls: number; lookups: string[] }, hangAt: number | null, onHang: () => void) {
+function loopOver(
+  store: Store,
+  world: { modelCalls: number; lookups: string[] },
+  hangAt: number | null,
+  onHang: () => void,
+) {
   const model: Model = {
     id: 'scripted',
     generate: async (request) => {
@@ -31,37 +36,60 @@ function loopOver(store: Store, world: { modelCalls: number; lookups: string[] }
     },
   };
   const lookup = defineTool({
-    name: 'lookup', description: 'Look a record up', input: z.object({ id: z.string() }), access: 'read', idempotent: true,
+    name: 'lookup',
+    description: 'Look a record up',
+    input: z.object({ id: z.string() }),
+    access: 'read',
+    idempotent: true,
     execute: ({ id }) => {
       world.lookups.push(id);
       return { id, notes: `record ${id}: ${'details '.repeat(60)}` };
     },
   });
   return createLoop({
-    model, tools: [lookup], plan: true, clock: virtualClock(), store, durable: { snapshotEvery: 4 },
+    model,
+    tools: [lookup],
+    plan: true,
+    clock: virtualClock(),
+    store,
+    durable: { snapshotEvery: 4 },
     context: { maxInputTokensPerCall: 600, keepTurns: 1 },
     tasks: [
       { id: 'collect', prompt: 'Collect A', evaluate: evaluators.schema(z.object({ found: z.string() })) },
-      { id: 'report', prompt: ({ outputs }) => `Report on ${JSON.stringify(outputs)}`, evaluate: evaluators.schema(z.object({ report: z.string() })) },
+      {
+        id: 'report',
+        prompt: ({ outputs }) => `Report on ${JSON.stringify(outputs)}`,
+        evaluate: evaluators.schema(z.object({ report: z.string() })),
+      },
     ],
   });
 }
 
-async function runOnce(hangAt: number | null): Promise<{ result: RunResult; world: { modelCalls: number; lookups: string[] } }> {
+async function runOnce(
+  hangAt: number | null,
+): Promise<{ result: RunResult; world: { modelCalls: number; lookups: string[] } }> {
   const store = memoryStore();
   const world = { modelCalls: 0, lookups: [] as string[] };
-  if (hangAt === null) return { result: await loopOver(store, world, null, () => undefined).run({ goal: 'Report on A, B, C', runId: 'w' }), world };
+  if (hangAt === null)
+    return {
+      result: await loopOver(store, world, null, () => undefined).run({ goal: 'Report on A, B, C', runId: 'w' }),
+      world,
+    };
   let hung!: () => void;
   const reached = new Promise<void>((resolve) => (hung = resolve));
   const first = loopOver(store, world, hangAt, hung).run({ goal: 'Report on A, B, C', runId: 'w' });
   const ended = await Promise.race([reached.then(() => null), first]);
-  if (ended !== null) throw new Error(`the run ended (${ended.stopReason}: ${ended.detail}) before model call ${hangAt}`);
+  if (ended !== null)
+    throw new Error(`the run ended (${ended.stopReason}: ${ended.detail}) before model call ${hangAt}`);
   world.modelCalls -= 1;
   await freeLease(store, 'w');
   return { result: await loopOver(store, world, null, () => undefined).resume('w'), world };
 }
 
-const comparable = (result: RunResult) => ({ ...result, trace: result.trace.filter((event) => event.type !== 'run-resume') });
+const comparable = (result: RunResult) => ({
+  ...result,
+  trace: result.trace.filter((event) => event.type !== 'run-resume'),
+});
 
 describe('exact rebuild of a workflow with the plan tool, a nudge and context trimming', () => {
   it('the uninterrupted run goes through everything the test is about', async () => {

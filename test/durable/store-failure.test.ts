@@ -21,7 +21,8 @@ function flaky(store: Store, kind: string, nth: number): Store {
   return {
     ...store,
     append: (...args) => {
-      if (args[1].some((row) => row.kind === kind) && ++seen === nth) return Promise.reject(new Error('SQLITE_IOERR: disk I/O error'));
+      if (args[1].some((row) => row.kind === kind) && ++seen === nth)
+        return Promise.reject(new Error('SQLITE_IOERR: disk I/O error'));
       return store.append(...args);
     },
   };
@@ -35,7 +36,10 @@ function fillingDisk(store: Store, kind: string, nth: number): { store: Store; r
   let seen = 0;
   let full = false;
   const diskFull = () => Promise.reject(new Error('SQLITE_FULL: database or disk is full'));
-  const write = <Args extends unknown[], Result>(method: (...args: Args) => Promise<Result>) => (...args: Args): Promise<Result> => (full ? diskFull() : method(...args));
+  const write =
+    <Args extends unknown[], Result>(method: (...args: Args) => Promise<Result>) =>
+    (...args: Args): Promise<Result> =>
+      full ? diskFull() : method(...args);
   return {
     store: {
       ...store,
@@ -59,7 +63,11 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 function refundLoop(store: Store, calls: string[]) {
   const lookup = defineTool({
-    name: 'lookup', description: 'Read an order', input: z.object({ id: z.string() }), access: 'read', idempotent: true,
+    name: 'lookup',
+    description: 'Read an order',
+    input: z.object({ id: z.string() }),
+    access: 'read',
+    idempotent: true,
     execute: async ({ id }) => {
       calls.push(`lookup:${id}`);
       return { id, total: 40 };
@@ -73,7 +81,13 @@ function refundLoop(store: Store, calls: string[]) {
       const usage = { inputTokens: 10, outputTokens: 5 };
       const given = messages.filter((message) => message.role === 'assistant').length;
       if (given >= 2) return { text: 'both read', toolCalls: [], usage };
-      return { text: null, toolCalls: [{ id: `c${given}`, name: 'lookup', arguments: JSON.stringify({ id: given === 0 ? 'O-7' : 'O-8' }) }], usage };
+      return {
+        text: null,
+        toolCalls: [
+          { id: `c${given}`, name: 'lookup', arguments: JSON.stringify({ id: given === 0 ? 'O-7' : 'O-8' }) },
+        ],
+        usage,
+      };
     },
   };
   return createLoop({ model, tools: [lookup], store, clock: virtualClock() });
@@ -81,30 +95,50 @@ function refundLoop(store: Store, calls: string[]) {
 
 describe('a journal write that fails inside an effect', () => {
   it.each([
-    ['the first tool intent (the lookup never ran)', 'intent', 1, { lookups: ['lookup:O-7', 'lookup:O-8'], modelCalls: 3 }],
-    ['the second model response (the model was called; it is asked again)', 'model', 2, { lookups: ['lookup:O-7', 'lookup:O-8'], modelCalls: 4 }],
-    ['the first tool result (the lookup ran; an idempotent tool runs again under its key)', 'tool-result', 1, { lookups: ['lookup:O-7', 'lookup:O-7', 'lookup:O-8'], modelCalls: 3 }],
-  ] as const)('%s: run() rejects with the store error, and resume gives the uninterrupted result', async (_name, kind, nth, expected) => {
-    const plain: string[] = [];
-    const uninterrupted = await refundLoop(memoryStore(), plain).run({ goal: 'Read O-7 and O-8', runId: 'r' });
+    [
+      'the first tool intent (the lookup never ran)',
+      'intent',
+      1,
+      { lookups: ['lookup:O-7', 'lookup:O-8'], modelCalls: 3 },
+    ],
+    [
+      'the second model response (the model was called; it is asked again)',
+      'model',
+      2,
+      { lookups: ['lookup:O-7', 'lookup:O-8'], modelCalls: 4 },
+    ],
+    [
+      'the first tool result (the lookup ran; an idempotent tool runs again under its key)',
+      'tool-result',
+      1,
+      { lookups: ['lookup:O-7', 'lookup:O-7', 'lookup:O-8'], modelCalls: 3 },
+    ],
+  ] as const)(
+    '%s: run() rejects with the store error, and resume gives the uninterrupted result',
+    async (_name, kind, nth, expected) => {
+      const plain: string[] = [];
+      const uninterrupted = await refundLoop(memoryStore(), plain).run({ goal: 'Read O-7 and O-8', runId: 'r' });
 
-    const shared = memoryStore();
-    const calls: string[] = [];
-    await expect(refundLoop(flaky(shared, kind, nth), calls).run({ goal: 'Read O-7 and O-8', runId: 'r' })).rejects.toThrow('SQLITE_IOERR: disk I/O error');
-    // Nothing in the journal calls the lookup failed.
-    const journal = (await shared.readJournal('r', 0)).map((row) => row.body).join('\n');
-    expect(journal).not.toContain('disk I/O error');
-    expect(journal).not.toMatch(/Tool lookup failed/);
+      const shared = memoryStore();
+      const calls: string[] = [];
+      await expect(
+        refundLoop(flaky(shared, kind, nth), calls).run({ goal: 'Read O-7 and O-8', runId: 'r' }),
+      ).rejects.toThrow('SQLITE_IOERR: disk I/O error');
+      // Nothing in the journal calls the lookup failed.
+      const journal = (await shared.readJournal('r', 0)).map((row) => row.body).join('\n');
+      expect(journal).not.toContain('disk I/O error');
+      expect(journal).not.toMatch(/Tool lookup failed/);
 
-    await freeLease(shared, 'r');
-    const resumed = await refundLoop(shared, calls).resume('r');
-    expect(resumed.stopReason).toBe('completed');
-    expect(resumed.output).toEqual(uninterrupted.output);
-    expect(resumed.messages).toEqual(uninterrupted.messages);
-    expect(resumed.usage.toolCalls).toBe(uninterrupted.usage.toolCalls);
-    expect(calls.filter((call) => call.startsWith('lookup:'))).toEqual(expected.lookups);
-    expect(calls.filter((call) => call === 'model').length).toBe(expected.modelCalls);
-  });
+      await freeLease(shared, 'r');
+      const resumed = await refundLoop(shared, calls).resume('r');
+      expect(resumed.stopReason).toBe('completed');
+      expect(resumed.output).toEqual(uninterrupted.output);
+      expect(resumed.messages).toEqual(uninterrupted.messages);
+      expect(resumed.usage.toolCalls).toBe(uninterrupted.usage.toolCalls);
+      expect(calls.filter((call) => call.startsWith('lookup:'))).toEqual(expected.lookups);
+      expect(calls.filter((call) => call === 'model').length).toBe(expected.modelCalls);
+    },
+  );
 });
 
 describe('a disk that fills up mid-run and is freed again', () => {
@@ -112,12 +146,16 @@ describe('a disk that fills up mid-run and is freed again', () => {
     const file = sqliteStore({ path: join(scratch, 'full.db') });
     const disk = fillingDisk(file, 'tool-result', 1);
     const calls: string[] = [];
-    await expect(refundLoop(disk.store, calls).run({ goal: 'Read O-7 and O-8', runId: 'r' })).rejects.toThrow('SQLITE_FULL');
+    await expect(refundLoop(disk.store, calls).run({ goal: 'Read O-7 and O-8', runId: 'r' })).rejects.toThrow(
+      'SQLITE_FULL',
+    );
     // The lease could not be freed while the disk was full: it is still written down as held.
     expect((await file.readRun('r'))?.leaseOwner).not.toBeNull();
     disk.recover();
     // Right away: no clock advance, the lease is nowhere near its expiry.
-    const resumed = await refundLoop(disk.store, calls).resume('r').catch((error: unknown) => (error instanceof RunAccessError ? error.code : error));
+    const resumed = await refundLoop(disk.store, calls)
+      .resume('r')
+      .catch((error: unknown) => (error instanceof RunAccessError ? error.code : error));
     expect(resumed).toMatchObject({ stopReason: 'completed' });
     expect((await file.readRun('r'))?.leaseOwner).toBeNull();
     await file.close();
@@ -127,8 +165,26 @@ describe('a disk that fills up mid-run and is freed again', () => {
     const store = memoryStore();
     let release: () => void = () => undefined;
     const hanging = new Promise<void>((resolve) => (release = resolve));
-    const slow = defineTool({ name: 'lookup', description: 'Read an order', input: z.object({ id: z.string() }), access: 'read', execute: async () => { await hanging; return 'ok'; } });
-    const model: Model = { id: 'script', generate: async ({ messages }) => ({ text: messages.some((message) => message.role === 'tool') ? 'done' : null, toolCalls: messages.some((message) => message.role === 'tool') ? [] : [{ id: 'c0', name: 'lookup', arguments: '{"id":"O-7"}' }], usage: { inputTokens: 1, outputTokens: 1 } }) };
+    const slow = defineTool({
+      name: 'lookup',
+      description: 'Read an order',
+      input: z.object({ id: z.string() }),
+      access: 'read',
+      execute: async () => {
+        await hanging;
+        return 'ok';
+      },
+    });
+    const model: Model = {
+      id: 'script',
+      generate: async ({ messages }) => ({
+        text: messages.some((message) => message.role === 'tool') ? 'done' : null,
+        toolCalls: messages.some((message) => message.role === 'tool')
+          ? []
+          : [{ id: 'c0', name: 'lookup', arguments: '{"id":"O-7"}' }],
+        usage: { inputTokens: 1, outputTokens: 1 },
+      }),
+    };
     const make = () => createLoop({ model, tools: [slow], store, clock: virtualClock() });
     const running = make().run({ goal: 'Read O-7', runId: 'busy' });
     await new Promise((resolve) => setTimeout(resolve, 20));

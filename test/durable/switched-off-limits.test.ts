@@ -21,13 +21,24 @@ function model(hangAt: number | null, onHang: () => void, calls: { made: number 
         onHang();
         return new Promise(() => undefined);
       }
-      if (call < STEPS) return Promise.resolve({ text: null, toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }], usage });
+      if (call < STEPS)
+        return Promise.resolve({
+          text: null,
+          toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
+          usage,
+        });
       return Promise.resolve({ text: 'done', toolCalls: [], usage });
     },
   };
 }
 
-const lookup = defineTool({ name: 'lookup', description: 'Look a key up.', input: z.object({ key: z.string() }), access: 'read', execute: ({ key }) => `value of ${key}` });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Look a key up.',
+  input: z.object({ key: z.string() }),
+  access: 'read',
+  execute: ({ key }) => `value of ${key}`,
+});
 
 function loopOn(store: Store, generate: Model) {
   return createLoop({
@@ -35,7 +46,14 @@ function loopOn(store: Store, generate: Model) {
     tools: [lookup],
     store,
     durable: { snapshotEvery: 2 },
-    limits: { maxSteps: STEPS + 1, deadlineMs: Infinity, maxInputTokens: Infinity, maxOutputTokens: Infinity, maxCostUsd: Infinity, maxToolCalls: Infinity },
+    limits: {
+      maxSteps: STEPS + 1,
+      deadlineMs: Infinity,
+      maxInputTokens: Infinity,
+      maxOutputTokens: Infinity,
+      maxCostUsd: Infinity,
+      maxToolCalls: Infinity,
+    },
   });
 }
 
@@ -50,19 +68,27 @@ describe('a resumed run whose limits are switched off', () => {
     await freeLease(store, 'long');
     // The journal serves the first STEPS − 1 calls; only the last one is made again.
     calls.made = STEPS - 1;
-    const result = await loopOn(store, model(null, () => undefined, calls)).resume('long');
+    const result = await loopOn(
+      store,
+      model(null, () => undefined, calls),
+    ).resume('long');
     expect(result.stopReason).toBe('completed');
     expect(result.steps).toBe(STEPS);
     expect(calls.made).toBe(STEPS);
     const runStart = result.trace.find((event) => event.type === 'run-start');
-    expect(runStart?.type === 'run-start' ? runStart.limits : null).toMatchObject({ deadlineMs: null, maxCostUsd: null });
+    expect(runStart?.type === 'run-start' ? runStart.limits : null).toMatchObject({
+      deadlineMs: null,
+      maxCostUsd: null,
+    });
   });
 });
 
 describe('snapshots of a long run', () => {
   it('never cost more than the journal they save re-applying, so a step costs the same late in a run', async () => {
     const store = memoryStore();
-    let snapshotBytes = 0, snapshots = 0, journalBytes = 0;
+    let snapshotBytes = 0,
+      snapshots = 0,
+      journalBytes = 0;
     const counted: Store = Object.create(store) as Store;
     counted.writeSnapshot = (runId, row, lease) => {
       snapshots += 1;
@@ -75,12 +101,29 @@ describe('snapshots of a long run', () => {
     };
     const steps = 150;
     const calls = { made: 0 };
-    const long: Model = { ...model(null, () => undefined, calls), generate: () => {
-      calls.made += 1;
-      const usage = { inputTokens: 50, outputTokens: 10 };
-      return Promise.resolve(calls.made < steps ? { text: null, toolCalls: [{ id: `c${calls.made}`, name: 'lookup', arguments: `{"key":"k${calls.made}"}` }], usage } : { text: 'done', toolCalls: [], usage });
-    } };
-    const result = await createLoop({ model: long, tools: [lookup], store: counted, durable: { snapshotEvery: 2 }, limits: { maxSteps: steps, maxToolCalls: steps } }).run({ goal: 'go', runId: 'long' });
+    const long: Model = {
+      ...model(null, () => undefined, calls),
+      generate: () => {
+        calls.made += 1;
+        const usage = { inputTokens: 50, outputTokens: 10 };
+        return Promise.resolve(
+          calls.made < steps
+            ? {
+                text: null,
+                toolCalls: [{ id: `c${calls.made}`, name: 'lookup', arguments: `{"key":"k${calls.made}"}` }],
+                usage,
+              }
+            : { text: 'done', toolCalls: [], usage },
+        );
+      },
+    };
+    const result = await createLoop({
+      model: long,
+      tools: [lookup],
+      store: counted,
+      durable: { snapshotEvery: 2 },
+      limits: { maxSteps: steps, maxToolCalls: steps },
+    }).run({ goal: 'go', runId: 'long' });
     expect(result.stopReason).toBe('completed');
     // Every 2 events (one step) would be ~150 snapshots of the growing history; spaced by size, far fewer.
     expect(snapshots).toBeGreaterThan(1);

@@ -4,7 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, LoopConfigError, memoryStore, readTenantLedger, type Model, type RunResult, type Store } from 'loopstate';
+import {
+  createLoop,
+  defineTool,
+  LoopConfigError,
+  memoryStore,
+  readTenantLedger,
+  type Model,
+  type RunResult,
+  type Store,
+} from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { virtualClock } from 'loopstate/testing';
 
@@ -20,15 +29,28 @@ function endlessModel(): Model {
     generate: async () => {
       call++;
       await new Promise((resolve) => setImmediate(resolve));
-      return { text: null, toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: JSON.stringify({ n: call }) }], usage: { inputTokens: 1_000, outputTokens: 0 } };
+      return {
+        text: null,
+        toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: JSON.stringify({ n: call }) }],
+        usage: { inputTokens: 1_000, outputTokens: 0 },
+      };
     },
   };
 }
 
 function tenantLoop(store: Store, runLimit: number, tenantBudget: number) {
-  const lookup = defineTool({ name: 'lookup', description: 'Look up', input: z.object({ n: z.number() }), access: 'read', execute: async ({ n }) => ({ n }) });
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'Look up',
+    input: z.object({ n: z.number() }),
+    access: 'read',
+    execute: async ({ n }) => ({ n }),
+  });
   return createLoop({
-    model: endlessModel(), tools: [lookup], store, clock: virtualClock(),
+    model: endlessModel(),
+    tools: [lookup],
+    store,
+    clock: virtualClock(),
     prices: { priced: { inputPerMillion: 1, outputPerMillion: 1 } },
     limits: { maxCostUsd: runLimit, maxSteps: 50 },
     noProgress: { unchangedState: 100 },
@@ -42,7 +64,9 @@ describe('tenant budgets', () => {
   it('concurrent runs share the budget: holds never add up past it, and the ledger charges what was spent', async () => {
     const store = memoryStore();
     const loop = tenantLoop(store, 0.004, 0.01);
-    const results = await Promise.all(Array.from({ length: 5 }, (_, index) => loop.run({ goal: 'look', runId: `t${index}` })));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, index) => loop.run({ goal: 'look', runId: `t${index}` })),
+    );
     expect(results.every((result) => result.stopReason === 'budget_exhausted')).toBe(true);
     // Each run may let one call overrun its share (its gate checks before the next spend): the calls in flight.
     expect(spent(results)).toBeLessThanOrEqual(0.01 + results.length * CALL_COST + 1e-9);
@@ -51,14 +75,18 @@ describe('tenant budgets', () => {
     expect(ledger?.spent.costUsd).toBeCloseTo(spent(results), 9);
     const starved = results.filter((result) => result.usage.modelCalls === 0);
     expect(starved.length).toBeGreaterThan(0);
-    expect(starved[0]?.detail).toMatch(/tenant acme's budget was what the tenant had left when it started \(maxCostUsd \$0 left\); raise tenant\.maxCostUsd/);
+    expect(starved[0]?.detail).toMatch(
+      /tenant acme's budget was what the tenant had left when it started \(maxCostUsd \$0 left\); raise tenant\.maxCostUsd/,
+    );
   });
 
   it('the same across two SQLite connections to one file', async () => {
     const path = join(scratch, 'tenant.db');
     const stores = [sqliteStore({ path }), sqliteStore({ path })];
     const loops = stores.map((store) => tenantLoop(store, 0.003, 0.01));
-    const results = await Promise.all(Array.from({ length: 6 }, (_, index) => loops[index % 2]!.run({ goal: 'look', runId: `s${index}` })));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, index) => loops[index % 2]!.run({ goal: 'look', runId: `s${index}` })),
+    );
     expect(spent(results)).toBeLessThanOrEqual(0.01 + results.length * CALL_COST + 1e-9);
     const ledger = await readTenantLedger(stores[0]!, 'acme');
     expect(ledger?.holds).toEqual({});
@@ -74,19 +102,40 @@ describe('tenant budgets', () => {
     expect(second.usage.costUsd).toBeCloseTo(0.002, 9);
     expect(second.detail).toMatch(/maxCostUsd \$0\.002 left/);
 
-    const wipe = defineTool({ name: 'wipe', description: 'Wipe', input: z.object({}), access: 'destructive', execute: () => 'wiped' });
+    const wipe = defineTool({
+      name: 'wipe',
+      description: 'Wipe',
+      input: z.object({}),
+      access: 'destructive',
+      execute: () => 'wiped',
+    });
     const betaStore = memoryStore();
     let calls = 0;
     const model: Model = {
       id: 'priced',
-      generate: async () => (calls++ === 0
-        ? { text: null, toolCalls: [{ id: 'w', name: 'wipe', arguments: '{}' }], usage: { inputTokens: 1_000, outputTokens: 0 } }
-        : { text: 'wiped', toolCalls: [], usage: { inputTokens: 1_000, outputTokens: 0 } }),
+      generate: async () =>
+        calls++ === 0
+          ? {
+              text: null,
+              toolCalls: [{ id: 'w', name: 'wipe', arguments: '{}' }],
+              usage: { inputTokens: 1_000, outputTokens: 0 },
+            }
+          : { text: 'wiped', toolCalls: [], usage: { inputTokens: 1_000, outputTokens: 0 } },
     };
-    const waiting = createLoop({ model, tools: [wipe], store: betaStore, clock: virtualClock(), prices: { priced: { inputPerMillion: 1, outputPerMillion: 1 } }, tenant: { id: 'beta', maxCostUsd: 1 }, limits: { maxCostUsd: 0.5 } });
+    const waiting = createLoop({
+      model,
+      tools: [wipe],
+      store: betaStore,
+      clock: virtualClock(),
+      prices: { priced: { inputPerMillion: 1, outputPerMillion: 1 } },
+      tenant: { id: 'beta', maxCostUsd: 1 },
+      limits: { maxCostUsd: 0.5 },
+    });
     const stopped = await waiting.run({ goal: 'wipe', runId: 'w1' });
     expect(stopped.status).toBe('needs_human');
-    expect((await readTenantLedger(betaStore, 'beta'))?.holds).toEqual({ w1: { costUsd: 0.5, inputTokens: null, outputTokens: null } });
+    expect((await readTenantLedger(betaStore, 'beta'))?.holds).toEqual({
+      w1: { costUsd: 0.5, inputTokens: null, outputTokens: null },
+    });
     const done = await waiting.resume('w1', { approvals: { w: { approve: true } } });
     expect(done.stopReason).toBe('completed');
     const ledger = await readTenantLedger(betaStore, 'beta');

@@ -23,7 +23,11 @@ let directory: string;
 
 beforeAll(async () => {
   // The bin is the compiled one; build it as a clean clone would (`npm ci` runs the same via `prepare`).
-  await run(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.build.json')], { cwd: repoRoot });
+  await run(
+    process.execPath,
+    [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repoRoot, 'tsconfig.build.json')],
+    { cwd: repoRoot },
+  );
   directory = mkdtempSync(join(tmpdir(), 'loopstate-e2e-'));
   // A user's project: loopstate and zod installed, so loop files import them by name.
   mkdirSync(join(directory, 'node_modules'));
@@ -46,7 +50,11 @@ async function loopstate(args: string[], env: Record<string, string | undefined>
   const childEnv: Record<string, string | undefined> = { ...process.env, OPENAI_API_KEY: undefined, ...env };
   for (const key of Object.keys(childEnv)) if (childEnv[key] === undefined) delete childEnv[key];
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd: directory, env: childEnv as NodeJS.ProcessEnv, timeout: 30_000 });
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], {
+      cwd: directory,
+      env: childEnv as NodeJS.ProcessEnv,
+      timeout: 30_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code?: number; stdout?: string; stderr?: string };
@@ -60,14 +68,20 @@ const write = (name: string, text: string) => {
   return name;
 };
 
-const readTrace = (file: string) => readFileSync(join(directory, file), 'utf8').trim().split('\n').map((line) => traceEventSchema.parse(JSON.parse(line)));
+const readTrace = (file: string) =>
+  readFileSync(join(directory, file), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => traceEventSchema.parse(JSON.parse(line)));
 
 describe('loopstate run on the bundled examples', () => {
   it('runs the flagship offline: progress on stderr, the report on stdout, the trace in .loopstate/runs', async () => {
     const { code, stdout, stderr } = await loopstate(['run', 'order-status']);
     expect(code).toBe(0);
     expect(stderr).toContain('step 1/4 [main] tool call get_order_status {"order_id":"101"}');
-    expect(stderr).toContain('  retry 1 · get_order_status: argument repair (order_id: expected an order id like O-100), sent back to the model\n');
+    expect(stderr).toContain(
+      '  retry 1 · get_order_status: argument repair (order_id: expected an order id like O-100), sent back to the model\n',
+    );
     expect(stderr).toContain('  tool get_order_status → ok');
     expect(stdout).toContain('stop reason: completed: every task finished with an answer');
     expect(stdout).toContain('steps:       3 of 4; retries: 1 argument repair');
@@ -76,17 +90,41 @@ describe('loopstate run on the bundled examples', () => {
     expect(stdout).toContain(`open it with: loopstate inspect ${traceFile}`);
     const events = readTrace(traceFile ?? '');
     expect(events[0]?.type).toBe('run-start');
-    expect(events.find((event) => event.type === 'retry')).toMatchObject({ layer: 'argument_repair', argumentErrors: [{ name: 'get_order_status', error: 'order_id: expected an order id like O-100' }] });
+    expect(events.find((event) => event.type === 'retry')).toMatchObject({
+      layer: 'argument_repair',
+      argumentErrors: [{ name: 'get_order_status', error: 'order_id: expected an order id like O-100' }],
+    });
     expect(events.at(-1)).toMatchObject({ type: 'run-end', stopReason: 'completed', steps: 3 });
   });
 
   it('keeps `loopstate example` as an alias, and --json prints only JSON on stdout', async () => {
-    const { code, stdout, stderr } = await loopstate(['example', 'tool-feedback', '--json', '--trace', 'feedback.jsonl']);
+    const { code, stdout, stderr } = await loopstate([
+      'example',
+      'tool-feedback',
+      '--json',
+      '--trace',
+      'feedback.jsonl',
+    ]);
     expect(code).toBe(0);
     expect(stderr).toContain('circuit knowledge_base: open after 2 failures in a row');
-    const printed = JSON.parse(stdout) as { target: string; model: string; traceFile: string; toolHealth: { tools: { name: string; successRate: number; weight: number; circuit: string }[] }; result: RunResult };
-    expect(printed).toMatchObject({ target: 'tool-feedback', model: 'offline, scripted model', traceFile: 'feedback.jsonl', result: { status: 'succeeded', stopReason: 'completed', steps: 14 } });
-    expect(printed.toolHealth.tools.find((tool) => tool.name === 'knowledge_base')).toMatchObject({ successRate: 1 / 3, weight: 0.5, circuit: 'half_open' });
+    const printed = JSON.parse(stdout) as {
+      target: string;
+      model: string;
+      traceFile: string;
+      toolHealth: { tools: { name: string; successRate: number; weight: number; circuit: string }[] };
+      result: RunResult;
+    };
+    expect(printed).toMatchObject({
+      target: 'tool-feedback',
+      model: 'offline, scripted model',
+      traceFile: 'feedback.jsonl',
+      result: { status: 'succeeded', stopReason: 'completed', steps: 14 },
+    });
+    expect(printed.toolHealth.tools.find((tool) => tool.name === 'knowledge_base')).toMatchObject({
+      successRate: 1 / 3,
+      weight: 0.5,
+      circuit: 'half_open',
+    });
     expect(readTrace('feedback.jsonl')).toHaveLength(printed.result.trace.length);
   });
 
@@ -95,7 +133,9 @@ describe('loopstate run on the bundled examples', () => {
     expect(code).toBe(0);
     expect(stderr).toBe('');
     expect(stdout).toMatch(/knowledge_base {4}\s+3 {6}33% {8}240 ms {4}0\.50 {2}half-open/);
-    expect(stdout).toContain('offered next, in this order: calculator, time_service, knowledge_archive, knowledge_base');
+    expect(stdout).toContain(
+      'offered next, in this order: calculator, time_service, knowledge_archive, knowledge_base',
+    );
   });
 
   it('records a run to a cassette and replays it offline to the same result', async () => {
@@ -104,10 +144,21 @@ describe('loopstate run on the bundled examples', () => {
     expect(existsSync(join(directory, 'weekly.cassette.json'))).toBe(true);
     const replayed = await loopstate(['run', 'weekly-report', '--replay', 'weekly.cassette.json', '--json', '--quiet']);
     expect(replayed.code).toBe(0);
-    const [first, second] = [recorded, replayed].map((outcome) => (JSON.parse(outcome.stdout) as { model: string; result: RunResult }));
+    const [first, second] = [recorded, replayed].map(
+      (outcome) => JSON.parse(outcome.stdout) as { model: string; result: RunResult },
+    );
     expect(first?.model).toBe('offline, scripted model, recording to weekly.cassette.json');
     expect(second?.model).toBe('replaying weekly.cassette.json');
-    const same = (result: RunResult | undefined) => result && { status: result.status, stopReason: result.stopReason, detail: result.detail, output: result.output, usage: result.usage, steps: result.steps, warnings: result.warnings };
+    const same = (result: RunResult | undefined) =>
+      result && {
+        status: result.status,
+        stopReason: result.stopReason,
+        detail: result.detail,
+        output: result.output,
+        usage: result.usage,
+        steps: result.steps,
+        warnings: result.warnings,
+      };
     expect(same(second?.result)).toEqual(same(first?.result));
     expect(second?.result.steps).toBe(5);
   });
@@ -121,7 +172,10 @@ describe('loopstate run on the bundled examples', () => {
 
 describe('loopstate run on loop files', () => {
   it('runs a TypeScript loop file without a build step (types stripped, sibling .ts imported as .js)', async () => {
-    write('helpers.ts', `export interface Greeting { text: string }\nexport const greeting: Greeting = { text: 'Hello from TypeScript' };\n`);
+    write(
+      'helpers.ts',
+      `export interface Greeting { text: string }\nexport const greeting: Greeting = { text: 'Hello from TypeScript' };\n`,
+    );
     write(
       'my-loop.ts',
       `import { z } from 'zod';
@@ -143,17 +197,29 @@ export default createLoop(config);
   });
 
   it("runs the repo's own example as a TypeScript loop file, its sources transpiled on import", async () => {
-    const { code, stdout } = await loopstate(['run', join(repoRoot, 'examples', 'order-status.ts'), '--quiet', '--trace', 'repo-example.jsonl']);
+    const { code, stdout } = await loopstate([
+      'run',
+      join(repoRoot, 'examples', 'order-status.ts'),
+      '--quiet',
+      '--trace',
+      'repo-example.jsonl',
+    ]);
     expect(code).toBe(0);
     expect(stdout).toContain('steps:       3 of 4; retries: 1 argument repair');
   });
 
   it('runs a JavaScript loop file that exports a config, with --goal overriding its goal', async () => {
-    write('config-loop.mjs', `import { reply, scriptedModel } from 'loopstate/testing';\nexport default { model: scriptedModel([reply('done')]) };\n`);
+    write(
+      'config-loop.mjs',
+      `import { reply, scriptedModel } from 'loopstate/testing';\nexport default { model: scriptedModel([reply('done')]) };\n`,
+    );
     const { code, stdout } = await loopstate(['run', 'config-loop.mjs', '--goal', 'Do it', '--json', '--quiet']);
     expect(code).toBe(0);
     const printed = JSON.parse(stdout) as { result: RunResult };
-    expect(printed.result.trace[0]).toMatchObject({ type: 'run-start', goalSummary: expect.stringContaining('Do it') as unknown });
+    expect(printed.result.trace[0]).toMatchObject({
+      type: 'run-start',
+      goalSummary: expect.stringContaining('Do it') as unknown,
+    });
   });
 
   const files: Record<string, string> = {
@@ -164,11 +230,21 @@ export default createLoop(config);
   };
   it.each([
     ['a missing file', ['run', 'missing-loop.ts'], 3, 'loopstate run: no such loop file: '],
-    ['a module without a loop', ['run', 'no-loop.mjs'], 3, 'no-loop.mjs has no loop: its default export must be a createLoop(...) result or a loop config (the default export is a number (42))'],
+    [
+      'a module without a loop',
+      ['run', 'no-loop.mjs'],
+      3,
+      'no-loop.mjs has no loop: its default export must be a createLoop(...) result or a loop config (the default export is a number (42))',
+    ],
     ['a loop without a goal', ['run', 'no-goal.mjs'], 3, 'exports no goal; add `export const goal'],
     ['a file that cannot be imported', ['run', 'broken.ts'], 3, 'broken.ts could not be imported: boom at import'],
     ['an invalid config', ['run', 'bad-config.mjs'], 3, 'limits.maxStep: unknown option; did you mean "maxSteps"?'],
-    ['a missing API key', ['run', 'order-status', '--model', 'openai:gpt-4.1-mini'], 4, 'the API key variable OPENAI_API_KEY is not set'],
+    [
+      'a missing API key',
+      ['run', 'order-status', '--model', 'openai:gpt-4.1-mini'],
+      4,
+      'the API key variable OPENAI_API_KEY is not set',
+    ],
     ['an unknown example', ['run', 'billing'], 2, 'unknown example "billing"'],
   ])('explains %s and exits with its code', async (_case, args, exitCode, message) => {
     const file = args[1] ?? '';
@@ -181,12 +257,22 @@ export default createLoop(config);
   it('prints errors as JSON on stdout too with --json', async () => {
     const { code, stdout } = await loopstate(['run', 'missing-loop.ts', '--json']);
     expect(code).toBe(3);
-    expect(JSON.parse(stdout)).toEqual({ error: { code: 'cli_loop_file', message: 'no such loop file: missing-loop.ts', exitCode: 3 } });
+    expect(JSON.parse(stdout)).toEqual({
+      error: { code: 'cli_loop_file', message: 'no such loop file: missing-loop.ts', exitCode: 3 },
+    });
   });
 
   it('says when the model server cannot be reached', async () => {
     const port = await closedPort();
-    const { code, stdout } = await loopstate(['run', 'order-status', '--model', 'openai:gpt-4.1-mini', '--base-url', `http://127.0.0.1:${port}/v1`, '--quiet']);
+    const { code, stdout } = await loopstate([
+      'run',
+      'order-status',
+      '--model',
+      'openai:gpt-4.1-mini',
+      '--base-url',
+      `http://127.0.0.1:${port}/v1`,
+      '--quiet',
+    ]);
     expect(code).toBe(1);
     expect(stdout).toMatch(/stop reason: (retries_exhausted|fatal_error)/);
     expect(stdout).toContain(`hint:        could not connect to the model server at http://127.0.0.1:${port}/v1`);
@@ -214,17 +300,28 @@ export default createLoop({ model: scriptedModel([reply('the answer')]), evaluat
     write('hanging-evaluator.mjs', hanging('{ deadlineMs: Infinity, evaluatorTimeoutMs: Infinity }'));
     const text = await loopstate(['run', 'hanging-evaluator.mjs', '--quiet']);
     expect(text.code).toBe(1);
-    expect(text.stderr).toContain('loopstate: the command cannot finish: it waits on a promise that nothing can settle any more');
+    expect(text.stderr).toContain(
+      'loopstate: the command cannot finish: it waits on a promise that nothing can settle any more',
+    );
     const json = await loopstate(['run', 'hanging-evaluator.mjs', '--quiet', '--json']);
     expect(json.code).toBe(1);
-    expect(JSON.parse(json.stdout)).toEqual({ error: { code: 'never_settled', message: expect.stringContaining('limits.evaluatorTimeoutMs') as unknown, exitCode: 1 } });
+    expect(JSON.parse(json.stdout)).toEqual({
+      error: {
+        code: 'never_settled',
+        message: expect.stringContaining('limits.evaluatorTimeoutMs') as unknown,
+        exitCode: 1,
+      },
+    });
   });
 });
 
 describe('loopstate run on a real OpenAI-compatible server (local, over HTTP)', () => {
   const answer = { order_id: 'O-101', status: 'shipped', answer: 'Order O-101 has shipped.' };
   const script = (stream: boolean) => [
-    replyStep('chat', stream, { toolCalls: [{ id: 'call_1', name: 'get_order_status', args: { order_id: 'O-101' } }], usage: { input: 150, output: 20 } }),
+    replyStep('chat', stream, {
+      toolCalls: [{ id: 'call_1', name: 'get_order_status', args: { order_id: 'O-101' } }],
+      usage: { input: 150, output: 20 },
+    }),
     replyStep('chat', stream, { text: JSON.stringify(answer), usage: { input: 210, output: 30 } }),
   ];
 
@@ -232,7 +329,22 @@ describe('loopstate run on a real OpenAI-compatible server (local, over HTTP)', 
     const server = await startOpenAIServer();
     try {
       server.enqueue(...script(false));
-      const live = await loopstate(['run', 'order-status', '--model', 'openai:gpt-4.1-mini', '--base-url', server.baseURL, '--api-key-env', 'MY_KEY', '--record', 'live.cassette.json', '--json'], { MY_KEY: 'sk-test-123' });
+      const live = await loopstate(
+        [
+          'run',
+          'order-status',
+          '--model',
+          'openai:gpt-4.1-mini',
+          '--base-url',
+          server.baseURL,
+          '--api-key-env',
+          'MY_KEY',
+          '--record',
+          'live.cassette.json',
+          '--json',
+        ],
+        { MY_KEY: 'sk-test-123' },
+      );
       expect(live.code).toBe(0);
       expect(server.requests).toHaveLength(2);
       expect(server.requests[0]?.headers.authorization).toBe('Bearer sk-test-123');
@@ -240,14 +352,25 @@ describe('loopstate run on a real OpenAI-compatible server (local, over HTTP)', 
       expect(live.stderr).toContain('model gpt-4.1-mini');
       const recorded = JSON.parse(live.stdout) as { model: string; result: RunResult };
       expect(recorded.model).toBe(`openai:gpt-4.1-mini at ${server.baseURL}, recording to live.cassette.json`);
-      expect(recorded.result).toMatchObject({ status: 'succeeded', stopReason: 'completed', steps: 2, output: answer, usage: { inputTokens: 360, outputTokens: 50, modelCalls: 2, toolCalls: 1 } });
+      expect(recorded.result).toMatchObject({
+        status: 'succeeded',
+        stopReason: 'completed',
+        steps: 2,
+        output: answer,
+        usage: { inputTokens: 360, outputTokens: 50, modelCalls: 2, toolCalls: 1 },
+      });
       expect(live.stdout).not.toContain('sk-test-123');
 
       const replayed = await loopstate(['run', 'order-status', '--replay', 'live.cassette.json', '--json', '--quiet']);
       expect(replayed.code).toBe(0);
       expect(server.requests).toHaveLength(2);
       const again = (JSON.parse(replayed.stdout) as { result: RunResult }).result;
-      expect({ ...again, runId: '', trace: [], messages: [] }).toEqual({ ...recorded.result, runId: '', trace: [], messages: [] });
+      expect({ ...again, runId: '', trace: [], messages: [] }).toEqual({
+        ...recorded.result,
+        runId: '',
+        trace: [],
+        messages: [],
+      });
     } finally {
       await server.close();
     }
@@ -257,7 +380,17 @@ describe('loopstate run on a real OpenAI-compatible server (local, over HTTP)', 
     const server = await startOpenAIServer();
     try {
       server.enqueue(...script(true));
-      const { code, stdout } = await loopstate(['run', 'order-status', '--model', 'openai:gpt-4.1-mini', '--base-url', server.baseURL, '--stream', '--json', '--quiet']);
+      const { code, stdout } = await loopstate([
+        'run',
+        'order-status',
+        '--model',
+        'openai:gpt-4.1-mini',
+        '--base-url',
+        server.baseURL,
+        '--stream',
+        '--json',
+        '--quiet',
+      ]);
       expect(code).toBe(0);
       expect(server.requests[0]?.body).toMatchObject({ stream: true });
       expect((JSON.parse(stdout) as { result: RunResult }).result.output).toEqual(answer);
@@ -275,16 +408,26 @@ describe('the package entries', () => {
       'console.log(JSON.stringify({ main: typeof main.createLoop, testing: typeof testing.scriptedModel, dbos: Object.keys(dbos).sort(), postgres: Object.keys(postgres), inMain: "dbosWorker" in main || "postgresStore" in main, loaded }));',
     ].join('\n');
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot });
-    expect(JSON.parse(stdout)).toEqual({ main: 'function', testing: 'function', dbos: ['DEFAULT_DBOS_WORKER', 'dbosClient', 'dbosWorker', 'machineVersion'], postgres: ['postgresStore'], inMain: false, loaded: false });
+    expect(JSON.parse(stdout)).toEqual({
+      main: 'function',
+      testing: 'function',
+      dbos: ['DEFAULT_DBOS_WORKER', 'dbosClient', 'dbosWorker', 'machineVersion'],
+      postgres: ['postgresStore'],
+      inMain: false,
+      loaded: false,
+    });
   });
 });
 
 describe('loopstate --help', () => {
-  it.each([[['--help']], [['run', '--help']], [['example', '--help']]])('prints help for %j and exits 0', async (args) => {
-    const { code, stdout } = await loopstate(args);
-    expect(code).toBe(0);
-    expect(stdout).toMatch(/^Usage: loopstate/);
-  });
+  it.each([[['--help']], [['run', '--help']], [['example', '--help']]])(
+    'prints help for %j and exits 0',
+    async (args) => {
+      const { code, stdout } = await loopstate(args);
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/^Usage: loopstate/);
+    },
+  );
 });
 
 /** A port nothing listens on: bound, then released. */
@@ -294,7 +437,9 @@ function closedPort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolvePort(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address !== null ? resolvePort(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }

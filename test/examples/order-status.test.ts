@@ -14,15 +14,31 @@ describe('order-status example (seed 000)', () => {
     expect(rebuildRun(result.trace).retries).toEqual({ transport: 0, reflection: 0, argument_repair: 1 });
     // The repair names the field the model got wrong, as the schema's message puts it.
     expect(result.trace.filter((event) => event.type === 'retry')).toEqual([
-      expect.objectContaining({ layer: 'argument_repair', step: 1, argumentErrors: [{ callId: expect.any(String) as unknown, name: 'get_order_status', error: 'order_id: expected an order id like O-100' }] }),
+      expect.objectContaining({
+        layer: 'argument_repair',
+        step: 1,
+        argumentErrors: [
+          {
+            callId: expect.any(String) as unknown,
+            name: 'get_order_status',
+            error: 'order_id: expected an order id like O-100',
+          },
+        ],
+      }),
     ]);
-    expect(result.trace.filter((event) => event.type === 'tool-end')).toEqual([expect.objectContaining({ name: 'get_order_status', status: 'ok', step: 2 })]);
+    expect(result.trace.filter((event) => event.type === 'tool-end')).toEqual([
+      expect.objectContaining({ name: 'get_order_status', status: 'ok', step: 2 }),
+    ]);
     const health = result.trace.findLast((event) => event.type === 'tool-health');
-    expect(health).toMatchObject({ tools: [{ name: 'get_order_status', calls: 1, successRate: 1, circuit: 'closed' }] });
+    expect(health).toMatchObject({
+      tools: [{ name: 'get_order_status', calls: 1, successRate: 1, circuit: 'closed' }],
+    });
   });
 
   it('answers not_found for an unknown order without guessing', async () => {
-    const result = await createOrderLoop(offlineOrderModel('O-999')).run({ goal: 'What is the status of order O-999?' });
+    const result = await createOrderLoop(offlineOrderModel('O-999')).run({
+      goal: 'What is the status of order O-999?',
+    });
     expect(result).toMatchObject({ status: 'succeeded', stopReason: 'completed', steps: 3 });
     expect(result.output).toMatchObject({ order_id: 'O-999', status: 'not_found' });
   });
@@ -35,12 +51,16 @@ describe('order-status example (seed 000)', () => {
     ]);
     const result = await createLoop(orderLoopConfig(model)).run({ goal: 'What is the status of order O-100?' });
     expect(result).toMatchObject({ stopReason: 'completed', steps: 3, output: { status: 'paid' } });
-    expect(result.trace.find((event) => event.type === 'evaluation-end' && !event.passed)).toMatchObject({ reason: expect.stringContaining('never guess') });
+    expect(result.trace.find((event) => event.type === 'evaluation-end' && !event.passed)).toMatchObject({
+      reason: expect.stringContaining('never guess'),
+    });
     expect(rebuildRun(result.trace).retries.reflection).toBe(1);
   });
 
   it('stops at its step bound when the model keeps calling', async () => {
-    const model = scriptedModel(['O-1', 'O-2', 'O-3', 'O-4'].map((id) => toolCall('get_order_status', { order_id: id })));
+    const model = scriptedModel(
+      ['O-1', 'O-2', 'O-3', 'O-4'].map((id) => toolCall('get_order_status', { order_id: id })),
+    );
     const result = await createLoop(orderLoopConfig(model)).run({ goal: 'Find my order' });
     expect(result).toMatchObject({ stopReason: 'max_steps', steps: 4 });
   });

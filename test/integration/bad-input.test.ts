@@ -42,7 +42,9 @@ describe('bad config throws LoopConfigError before anything runs', () => {
   it('lists the allowed options when an unknown key is not a near typo', () => {
     const [issue] = configIssues({ model: model(), verbose: true });
     expect(issue?.path).toBe('verbose');
-    expect(issue?.message).toMatch(/^unknown option; expected one of: model, instructions, tools, evaluate, tasks, limits,/);
+    expect(issue?.message).toMatch(
+      /^unknown option; expected one of: model, instructions, tools, evaluate, tasks, limits,/,
+    );
   });
 
   it('names an unknown key inside limits', () => {
@@ -70,7 +72,9 @@ describe('bad config throws LoopConfigError before anything runs', () => {
       { id: 'draft', prompt: 'Write a draft' },
       { id: 'draft', prompt: 'Write it again' },
     ];
-    expect(configIssues({ model: model(), tasks })).toEqual([{ path: 'tasks[1].id', message: 'duplicate task id "draft"' }]);
+    expect(configIssues({ model: model(), tasks })).toEqual([
+      { path: 'tasks[1].id', message: 'duplicate task id "draft"' },
+    ]);
   });
 
   it('rejects a task that requires an unknown tool, listing the known ones', () => {
@@ -97,8 +101,16 @@ describe('bad config throws LoopConfigError before anything runs', () => {
   });
 
   it('lists every bad field at once', () => {
-    const issues = configIssues({ model: model(), limits: { maxSteps: -1, maxRetries: 1.5 }, noProgress: { repeatedToolCall: 1 } });
-    expect(issues.map((issue) => issue.path).sort()).toEqual(['limits.maxRetries', 'limits.maxSteps', 'noProgress.repeatedToolCall']);
+    const issues = configIssues({
+      model: model(),
+      limits: { maxSteps: -1, maxRetries: 1.5 },
+      noProgress: { repeatedToolCall: 1 },
+    });
+    expect(issues.map((issue) => issue.path).sort()).toEqual([
+      'limits.maxRetries',
+      'limits.maxSteps',
+      'noProgress.repeatedToolCall',
+    ]);
   });
 });
 
@@ -124,7 +136,9 @@ describe('bad run input is refused before the model is called', () => {
     const failure = await attempt(() => loop.run({ goal: 42 as unknown as string })).catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(LoopConfigError);
-    expect((failure as LoopConfigError).issues).toEqual([{ path: 'goal', message: expect.stringMatching(/expected string/i) }]);
+    expect((failure as LoopConfigError).issues).toEqual([
+      { path: 'goal', message: expect.stringMatching(/expected string/i) },
+    ]);
     expect(model.calls).toHaveLength(0);
   });
 });
@@ -132,12 +146,18 @@ describe('bad run input is refused before the model is called', () => {
 describe('bad model output takes a documented edge and ends in a named stop', () => {
   it('answers malformed JSON arguments with repair feedback; the repaired call runs', async () => {
     const { tool, executions } = recordingTool({});
-    const model = scriptedModel([toolCall('lookup', '{"id": "R-1"'), toolCall('lookup', { id: 'R-1' }), reply('R-1 is shipped.')]);
+    const model = scriptedModel([
+      toolCall('lookup', '{"id": "R-1"'),
+      toolCall('lookup', { id: 'R-1' }),
+      reply('R-1 is shipped.'),
+    ]);
     const { loop } = createTestLoop({ model, tools: [tool] });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(requestAt(model, 1).at(-1)?.content).toMatch(/^Tool lookup was called with arguments that are not valid JSON \(.+\)\. Send the arguments as one JSON object/);
+    expect(requestAt(model, 1).at(-1)?.content).toMatch(
+      /^Tool lookup was called with arguments that are not valid JSON \(.+\)\. Send the arguments as one JSON object/,
+    );
     expect(result).toMatchObject({ stopReason: 'completed', output: 'R-1 is shipped.' });
     expect(executions).toEqual([{ id: 'R-1' }]);
     model.assertComplete();
@@ -150,19 +170,31 @@ describe('bad model output takes a documented edge and ends in a named stop', ()
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', detail: 'task main: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs' });
+    expect(result).toMatchObject({
+      stopReason: 'retries_exhausted',
+      status: 'failed',
+      detail: 'task main: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs',
+    });
     expect(executions).toEqual([]);
     model.assertComplete();
   });
 
   it('answers an unknown tool name with the list of available tools', async () => {
     const { tool } = recordingTool({});
-    const model = scriptedModel([toolCall('fetch_record', { id: 'R-1' }), toolCall('lookup', { id: 'R-1' }), reply('R-1 is shipped.')]);
+    const model = scriptedModel([
+      toolCall('fetch_record', { id: 'R-1' }),
+      toolCall('lookup', { id: 'R-1' }),
+      reply('R-1 is shipped.'),
+    ]);
     const { loop } = createTestLoop({ model, tools: [tool] });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(requestAt(model, 1).at(-1)).toEqual({ role: 'tool', toolCallId: 'call_0_0', content: 'Unknown tool "fetch_record". Available tools: lookup.' });
+    expect(requestAt(model, 1).at(-1)).toEqual({
+      role: 'tool',
+      toolCallId: 'call_0_0',
+      content: 'Unknown tool "fetch_record". Available tools: lookup.',
+    });
     expect(result).toMatchObject({ stopReason: 'completed', output: 'R-1 is shipped.' });
     model.assertComplete();
   });
@@ -183,7 +215,11 @@ describe('bad model output takes a documented edge and ends in a named stop', ()
 
     const answers = requestAt(model, 1).filter((message) => message.role === 'tool');
     expect(answers).toEqual([
-      { role: 'tool', toolCallId: 'call_0_0', content: 'Not executed: another call in the same reply was invalid. Fix that call and call this one again.' },
+      {
+        role: 'tool',
+        toolCallId: 'call_0_0',
+        content: 'Not executed: another call in the same reply was invalid. Fix that call and call this one again.',
+      },
       { role: 'tool', toolCallId: 'call_0_1', content: expect.stringContaining('- id: ') },
     ]);
     expect(executions).toEqual([{ id: 'R-2' }]);
@@ -198,7 +234,8 @@ describe('bad model output takes a documented edge and ends in a named stop', ()
 
     expect(requestAt(model, 1).at(-1)).toEqual({
       role: 'user',
-      content: 'Your previous reply could not be used (empty_reply). Reply with your final answer as text, or call one of the offered tools.',
+      content:
+        'Your previous reply could not be used (empty_reply). Reply with your final answer as text, or call one of the offered tools.',
     });
     expect(result).toMatchObject({ stopReason: 'completed', output: 'R-1 is shipped.', steps: 2 });
     model.assertComplete();
@@ -222,13 +259,20 @@ describe('misbehaving tools', () => {
         throw new Error('record store unreachable');
       },
     });
-    const model = scriptedModel([toolCall('lookup', { id: 'R-1' }), reply('The record store is down; try again later.')]);
+    const model = scriptedModel([
+      toolCall('lookup', { id: 'R-1' }),
+      reply('The record store is down; try again later.'),
+    ]);
     const toolHealth = new ToolHealth();
     const { loop } = createTestLoop({ model, tools: [tool], toolHealth });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(requestAt(model, 1).at(-1)).toEqual({ role: 'tool', toolCallId: 'call_0_0', content: 'Tool lookup failed: record store unreachable' });
+    expect(requestAt(model, 1).at(-1)).toEqual({
+      role: 'tool',
+      toolCallId: 'call_0_0',
+      content: 'Tool lookup failed: record store unreachable',
+    });
     expect(result).toMatchObject({ stopReason: 'completed', status: 'succeeded', usage: { toolCalls: 1 } });
     expect(result.trace).toContainEqual(expect.objectContaining({ type: 'tool-end', status: 'error' }));
     expect(toolHealth.snapshot().lookup).toMatchObject({ failures: 1, circuitOpen: false });
@@ -258,7 +302,9 @@ describe('misbehaving tools', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(requestAt(model, 1).at(-1)?.content).toMatch(/^Tool lookup completed, but its result could not be serialised as JSON/);
+    expect(requestAt(model, 1).at(-1)?.content).toMatch(
+      /^Tool lookup completed, but its result could not be serialised as JSON/,
+    );
     expect(result.stopReason).toBe('completed');
   });
 });
@@ -299,7 +345,11 @@ describe('faults in user hooks end the run with fatal_error, never a rejection',
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'fatal_error', status: 'failed', detail: 'run faulted: Error: policy service down' });
+    expect(result).toMatchObject({
+      stopReason: 'fatal_error',
+      status: 'failed',
+      detail: 'run faulted: Error: policy service down',
+    });
     expect(result.error).toMatchObject({ name: 'Error', message: 'policy service down' });
     expect(executions).toEqual([]);
   });
@@ -320,7 +370,11 @@ describe('faults in user hooks end the run with fatal_error, never a rejection',
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'fatal_error', detail: 'run faulted: TypeError: outputs.draft is undefined', steps: 0 });
+    expect(result).toMatchObject({
+      stopReason: 'fatal_error',
+      detail: 'run faulted: TypeError: outputs.draft is undefined',
+      steps: 0,
+    });
     expect(model.calls).toHaveLength(0);
   });
 

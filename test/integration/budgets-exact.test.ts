@@ -17,7 +17,8 @@ function estimatedTokens(messages: readonly Message[], toolSpecChars: number): n
   for (const message of messages) {
     chars += (message.content ?? '').length;
     if (message.role === 'tool') chars += message.toolCallId.length;
-    if (message.role === 'assistant') for (const call of message.toolCalls ?? []) chars += call.name.length + call.arguments.length + call.id.length;
+    if (message.role === 'assistant')
+      for (const call of message.toolCalls ?? []) chars += call.name.length + call.arguments.length + call.id.length;
   }
   return Math.ceil(chars / 4) + messages.length * 4;
 }
@@ -26,7 +27,13 @@ describe('the pre-call input estimate covers what the next request will carry', 
   it('no request goes out that would take input tokens past maxInputTokens, even with answers to unrun calls and nudges', async () => {
     const { tool } = recordingTool({});
     // Ten calls per reply, all held back or refused, with long invalid arguments and empty replies between them.
-    const wide = () => toolCall(Array.from({ length: 10 }, (_, index) => ({ name: 'lookup', args: { id: `R-${index}`, note: 'x'.repeat(200) } })));
+    const wide = () =>
+      toolCall(
+        Array.from({ length: 10 }, (_, index) => ({
+          name: 'lookup',
+          args: { id: `R-${index}`, note: 'x'.repeat(200) },
+        })),
+      );
     const model = scriptedModel([wide(), emptyReply(), emptyReply(), wide(), reply('done')], { id: 'scripted' });
     const maxInputTokens = 4_000;
     const { loop } = createTestLoop({ model, tools: [tool], limits: { maxInputTokens, maxToolCallsPerReply: 2 } });
@@ -49,7 +56,10 @@ describe('the estimate is never below the request that goes out', () => {
     toolCall('lookup', { id: 'A' }),
     toolCall('lookup', { id: 'A' }),
     emptyReply(),
-    toolCall([{ name: 'lookup', args: { id: 'B' } }, { name: 'lookup', args: { id: 'B' } }]),
+    toolCall([
+      { name: 'lookup', args: { id: 'B' } },
+      { name: 'lookup', args: { id: 'B' } },
+    ]),
     toolCall('lookup', '{"id": 5}'),
     reply('{"x":1}'),
     reply('{"y":1}'),
@@ -58,7 +68,10 @@ describe('the estimate is never below the request that goes out', () => {
     const { tool } = recordingTool({});
     const model = scriptedModel(script());
     const { loop } = createTestLoop({
-      model, tools: [tool], limits: { maxInputTokens, maxRetries: 3 }, noProgress: { sameParseError: 5, unchangedState: 5 },
+      model,
+      tools: [tool],
+      limits: { maxInputTokens, maxRetries: 3 },
+      noProgress: { sameParseError: 5, unchangedState: 5 },
       evaluate: [evaluators.schema(z.object({ y: z.number() }))],
     });
     return { result: await loop.run({ goal: GOAL }), model, toolSpecChars: JSON.stringify(tool.spec).length };
@@ -115,7 +128,10 @@ describe('limits.modelCallTimeoutMs', () => {
     expect(result).toMatchObject({ stopReason: 'completed', output: 'answered on the retry' });
     expect(result.usage.modelCalls).toBe(2);
     const error = result.trace.find((event) => event.type === 'model-error');
-    expect(error).toMatchObject({ errorKind: 'timeout', message: 'the model call took longer than modelCallTimeoutMs (5000 ms)' });
+    expect(error).toMatchObject({
+      errorKind: 'timeout',
+      message: 'the model call took longer than modelCallTimeoutMs (5000 ms)',
+    });
   });
 
   it('the request signal the model gets is aborted when the call times out', async () => {
@@ -141,33 +157,56 @@ describe('limits.modelCallTimeoutMs', () => {
 describe('tool-call caps', () => {
   it('takes at most maxToolCallsPerReply calls from one reply; the rest are answered as refused, not run', async () => {
     const { tool, executions } = recordingTool({ name: 'write_row', access: 'write' });
-    const model = scriptedModel([toolCall(Array.from({ length: 5_000 }, (_, index) => ({ name: 'write_row', args: { id: `row-${index}` } }))), reply('done')]);
-    const { loop } = createTestLoop({ model, tools: [tool], limits: { maxToolCallsPerReply: 3, maxInputTokens: 10_000_000 } });
+    const model = scriptedModel([
+      toolCall(Array.from({ length: 5_000 }, (_, index) => ({ name: 'write_row', args: { id: `row-${index}` } }))),
+      reply('done'),
+    ]);
+    const { loop } = createTestLoop({
+      model,
+      tools: [tool],
+      limits: { maxToolCallsPerReply: 3, maxInputTokens: 10_000_000 },
+    });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(executions).toHaveLength(3);
     const answers = contentsWithRole(requestAt(model, 1), 'tool');
     expect(answers).toHaveLength(5_000);
-    expect(answers[3]).toBe('Not executed: write_row — at most 3 tool calls are run from one reply. Call it again in your next reply if you still need it.');
+    expect(answers[3]).toBe(
+      'Not executed: write_row — at most 3 tool calls are run from one reply. Call it again in your next reply if you still need it.',
+    );
     expect(result).toMatchObject({ stopReason: 'completed', usage: { toolCalls: 3 } });
-    expect(result.warnings).toContainEqual(expect.stringMatching(/^step 1: 4997 tool call\(s\) answered, not run: write_row \(over maxToolCallsPerReply\), /));
+    expect(result.warnings).toContainEqual(
+      expect.stringMatching(
+        /^step 1: 4997 tool call\(s\) answered, not run: write_row \(over maxToolCallsPerReply\), /,
+      ),
+    );
   });
 
   it('stops with budget_exhausted when the model asks for tools after maxToolCalls ran, naming the option', async () => {
     const { tool, executions } = recordingTool({});
-    const model = scriptedModel([toolCall('lookup', { id: 'A' }), toolCall('lookup', { id: 'B' }), toolCall('lookup', { id: 'C' })]);
+    const model = scriptedModel([
+      toolCall('lookup', { id: 'A' }),
+      toolCall('lookup', { id: 'B' }),
+      toolCall('lookup', { id: 'C' }),
+    ]);
     const { loop } = createTestLoop({ model, tools: [tool], limits: { maxToolCalls: 2 } });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(executions).toHaveLength(2);
-    expect(result).toMatchObject({ stopReason: 'budget_exhausted', detail: "the model asked for more tool calls after 2 ran, the run's maxToolCalls (2); raise limits.maxToolCalls" });
+    expect(result).toMatchObject({
+      stopReason: 'budget_exhausted',
+      detail: "the model asked for more tool calls after 2 ran, the run's maxToolCalls (2); raise limits.maxToolCalls",
+    });
   });
 
   it('by default the tool-call budget and the per-task bound scale with maxSteps: a 300-step loop of one call a step completes', async () => {
     const { tool, executions } = recordingTool({});
-    const model = scriptedModel([...Array.from({ length: 300 }, (_, index) => toolCall('lookup', { id: `R-${index}` })), reply('done')]);
+    const model = scriptedModel([
+      ...Array.from({ length: 300 }, (_, index) => toolCall('lookup', { id: `R-${index}` })),
+      reply('done'),
+    ]);
     const { loop } = createTestLoop({ model, tools: [tool], limits: { maxSteps: 320, maxInputTokens: Infinity } });
 
     const result = await loop.run({ goal: GOAL });
@@ -178,13 +217,22 @@ describe('tool-call caps', () => {
 
   it('runs only what is left of maxToolCalls from a wide reply, refusing the rest', async () => {
     const { tool, executions } = recordingTool({});
-    const model = scriptedModel([toolCall('lookup', { id: 'A' }), toolCall([{ name: 'lookup', args: { id: 'B' } }, { name: 'lookup', args: { id: 'C' } }]), reply('done')]);
+    const model = scriptedModel([
+      toolCall('lookup', { id: 'A' }),
+      toolCall([
+        { name: 'lookup', args: { id: 'B' } },
+        { name: 'lookup', args: { id: 'C' } },
+      ]),
+      reply('done'),
+    ]);
     const { loop } = createTestLoop({ model, tools: [tool], limits: { maxToolCalls: 2 } });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(executions.map((args) => args.id)).toEqual(['A', 'B']);
-    expect(contentsWithRole(requestAt(model, 2), 'tool').at(-1)).toContain("the run's tool-call budget (maxToolCalls 2) is spent");
+    expect(contentsWithRole(requestAt(model, 2), 'tool').at(-1)).toContain(
+      "the run's tool-call budget (maxToolCalls 2) is spent",
+    );
     expect(result.stopReason).toBe('completed');
   });
 });
@@ -194,17 +242,29 @@ describe('policy.onDeny and the decide hook', () => {
     const { tool: refund, executions } = recordingTool({ name: 'refund', access: 'write' });
     const { tool: escalate } = recordingTool({ name: 'escalate' });
     const seen: { runId: string; callId: string; tool: string }[] = [];
-    const model = scriptedModel([toolCall('refund', { id: 'O-1' }, { id: 'c-refund' }), toolCall('escalate', { id: 'O-1' }), reply('Escalated to a person.')]);
+    const model = scriptedModel([
+      toolCall('refund', { id: 'O-1' }, { id: 'c-refund' }),
+      toolCall('escalate', { id: 'O-1' }),
+      reply('Escalated to a person.'),
+    ]);
     const { loop } = createTestLoop({
       model,
       tools: [refund, escalate],
-      policy: { onDeny: 'tell_model', decide: ({ tool, runId, callId }) => (seen.push({ runId, callId, tool: tool.name }), tool.name === 'refund' ? 'deny' : undefined) },
+      policy: {
+        onDeny: 'tell_model',
+        decide: ({ tool, runId, callId }) => (
+          seen.push({ runId, callId, tool: tool.name }),
+          tool.name === 'refund' ? 'deny' : undefined
+        ),
+      },
     });
 
     const result = await loop.run({ goal: GOAL, runId: 'run-42' });
 
     expect(executions).toEqual([]);
-    expect(contentsWithRole(requestAt(model, 1), 'tool')[0]).toMatch(/^Not executed: tool refund is not permitted by the tool policy/);
+    expect(contentsWithRole(requestAt(model, 1), 'tool')[0]).toMatch(
+      /^Not executed: tool refund is not permitted by the tool policy/,
+    );
     expect(result.stopReason).toBe('completed');
     expect(seen[0]).toEqual({ runId: 'run-42', callId: 'c-refund', tool: 'refund' });
   });
@@ -228,7 +288,11 @@ describe('several judges', () => {
     const model = scriptedModel([reply('{"owner":"ops"}')]);
     const { loop } = createTestLoop({
       model,
-      evaluate: [evaluators.json(), evaluators.judge({ model: judgeA, criteria: 'a', name: 'a' }), evaluators.judge({ model: judgeB, criteria: 'b', name: 'b' })],
+      evaluate: [
+        evaluators.json(),
+        evaluators.judge({ model: judgeA, criteria: 'a', name: 'a' }),
+        evaluators.judge({ model: judgeB, criteria: 'b', name: 'b' }),
+      ],
     });
 
     const result = await loop.run({ goal: GOAL });
@@ -237,13 +301,22 @@ describe('several judges', () => {
   });
 });
 
-describe('LLM judges: every call counted, every failure the run\'s', () => {
-  const judged = (...models: ReturnType<typeof scriptedModel>[]) => [evaluators.json(), ...models.map((model, index) => evaluators.judge({ model, criteria: 'names an owner', name: `judge-${index}` }))];
+describe("LLM judges: every call counted, every failure the run's", () => {
+  const judged = (...models: ReturnType<typeof scriptedModel>[]) => [
+    evaluators.json(),
+    ...models.map((model, index) => evaluators.judge({ model, criteria: 'names an owner', name: `judge-${index}` })),
+  ];
 
-  it('a cancel while the second judge is thinking keeps the first judge\'s tokens and counts both calls', async () => {
+  it("a cancel while the second judge is thinking keeps the first judge's tokens and counts both calls", async () => {
     const controller = new AbortController();
-    const first = scriptedModel([reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 70, outputTokens: 7 } })], { id: 'scripted' });
-    const second = scriptedModel([() => new Promise<ScriptStepResult>(() => controller.abort(new Error('user pressed stop')))], { id: 'scripted' });
+    const first = scriptedModel(
+      [reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 70, outputTokens: 7 } })],
+      { id: 'scripted' },
+    );
+    const second = scriptedModel(
+      [() => new Promise<ScriptStepResult>(() => controller.abort(new Error('user pressed stop')))],
+      { id: 'scripted' },
+    );
     const model = scriptedModel([reply('{"owner":"ops"}')]);
     const { loop } = createTestLoop({ model, evaluate: judged(first, second) });
 
@@ -270,7 +343,10 @@ describe('LLM judges: every call counted, every failure the run\'s', () => {
     const { loop, clock } = createTestLoop({
       model: scriptedModel([reply('{"owner":"ops"}')]),
       evaluate: judged(
-        scriptedModel([() => new Promise<ScriptStepResult>(() => clock.advance(2_000)), reply('{"passed": true, "reason": "ok"}')], { id: 'scripted' }),
+        scriptedModel(
+          [() => new Promise<ScriptStepResult>(() => clock.advance(2_000)), reply('{"passed": true, "reason": "ok"}')],
+          { id: 'scripted' },
+        ),
       ),
       limits: { modelCallTimeoutMs: 2_000 },
     });
@@ -278,13 +354,18 @@ describe('LLM judges: every call counted, every failure the run\'s', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'completed', usage: { modelCalls: 3 } });
-    expect(result.warnings.some((warning) => warning.includes('took longer than modelCallTimeoutMs (2000 ms)'))).toBe(true);
+    expect(result.warnings.some((warning) => warning.includes('took longer than modelCallTimeoutMs (2000 ms)'))).toBe(
+      true,
+    );
   });
 
   it('a judge adapter that throws a plain Error (a 401 from your own client) is fatal, never a reflection', async () => {
     const adapter = { id: 'scripted', generate: () => Promise.reject(new Error('401 Unauthorized')) };
     const model = scriptedModel([reply('{"owner":"ops"}'), reply('never asked')]);
-    const { loop } = createTestLoop({ model, evaluate: [evaluators.json(), evaluators.judge({ model: adapter, criteria: 'c' })] });
+    const { loop } = createTestLoop({
+      model,
+      evaluate: [evaluators.json(), evaluators.judge({ model: adapter, criteria: 'c' })],
+    });
 
     const result = await loop.run({ goal: GOAL });
 
@@ -296,11 +377,19 @@ describe('LLM judges: every call counted, every failure the run\'s', () => {
 
 describe('a run that completes with a budget passed by its last call', () => {
   it('says so in a warning: three judges under maxCostUsd 0.5 where the third crosses it', async () => {
-    const judge = () => scriptedModel([reply('{"passed":true,"reason":"ok"}', { usage: { inputTokens: 100_000, outputTokens: 10 } })], { id: 'gpt-4.1' });
+    const judge = () =>
+      scriptedModel([reply('{"passed":true,"reason":"ok"}', { usage: { inputTokens: 100_000, outputTokens: 10 } })], {
+        id: 'gpt-4.1',
+      });
     const model = scriptedModel([reply('{"owner":"ops"}')]);
     const { loop } = createTestLoop({
       model,
-      evaluate: [evaluators.json(), ...[judge(), judge(), judge()].map((judgeModel, index) => evaluators.judge({ model: judgeModel, criteria: 'c', name: `j${index}` }))],
+      evaluate: [
+        evaluators.json(),
+        ...[judge(), judge(), judge()].map((judgeModel, index) =>
+          evaluators.judge({ model: judgeModel, criteria: 'c', name: `j${index}` }),
+        ),
+      ],
       limits: { maxCostUsd: 0.5, maxInputTokens: Infinity },
     });
 
@@ -309,6 +398,10 @@ describe('a run that completes with a budget passed by its last call', () => {
     expect(result.stopReason).toBe('completed');
     expect(result.usage.costUsd).toBeGreaterThan(0.5);
     // Each judge call was made while the budget stood; the one that crossed it is named.
-    expect(result.warnings).toContainEqual(expect.stringMatching(/^completed, but its last model call went over a budget: cost \$0\.6\d+ passed maxCostUsd \(\$0\.5\)$/));
+    expect(result.warnings).toContainEqual(
+      expect.stringMatching(
+        /^completed, but its last model call went over a budget: cost \$0\.6\d+ passed maxCostUsd \(\$0\.5\)$/,
+      ),
+    );
   });
 });

@@ -22,22 +22,43 @@ beforeEach(() => {
   path = join(folder, 'run.json');
 });
 afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   rmSync(folder, { recursive: true, force: true });
 });
 
-const ask = (content: string): ModelRequest => ({ messages: [{ role: 'user', content }], tools: [], signal: new AbortController().signal });
+const ask = (content: string): ModelRequest => ({
+  messages: [{ role: 'user', content }],
+  tools: [],
+  signal: new AbortController().signal,
+});
 
 /** Starts the child recorder and resolves once it has recorded its first call. */
-async function startRecorder(mode: 'hold' | 'spin'): Promise<{ child: ChildProcess; exited: Promise<NodeJS.Signals | number | null> }> {
-  const child = spawn(process.execPath, ['--import', './test/support/typescript-register.mjs', join('test', 'fixtures', 'cassette-recorder-child.ts'), mode, path], { stdio: ['pipe', 'pipe', 'pipe'] });
+async function startRecorder(
+  mode: 'hold' | 'spin',
+): Promise<{ child: ChildProcess; exited: Promise<NodeJS.Signals | number | null> }> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      './test/support/typescript-register.mjs',
+      join('test', 'fixtures', 'cassette-recorder-child.ts'),
+      mode,
+      path,
+    ],
+    { stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   children.push(child);
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));
+  const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
+    child.on('exit', (code, signal) => resolve(signal ?? code)),
+  );
   await new Promise<void>((resolve, reject) => {
     child.stdout?.on('data', (chunk: Buffer) => chunk.toString().includes('recorded') && resolve());
-    void exited.then((outcome) => reject(new Error(`the child exited (${String(outcome)}) before recording: ${stderr}`)));
+    void exited.then((outcome) =>
+      reject(new Error(`the child exited (${String(outcome)}) before recording: ${stderr}`)),
+    );
   });
   return { child, exited };
 }
@@ -47,8 +68,12 @@ describe('the cassette lock across processes', () => {
     const { child, exited } = await startRecorder('hold');
     const inner = scriptedModel([reply('ours')]);
     await expect(recordModel(inner, path).generate(ask('first'))).rejects.toMatchObject({
-      name: 'CassetteFileError', code: 'cassette_locked', path,
-      message: expect.stringContaining(`cassette ${path}: is being recorded already: pid ${child.pid} on host ${hostname()} has held it since`),
+      name: 'CassetteFileError',
+      code: 'cassette_locked',
+      path,
+      message: expect.stringContaining(
+        `cassette ${path}: is being recorded already: pid ${child.pid} on host ${hostname()} has held it since`,
+      ),
     });
     expect(inner.calls).toHaveLength(0);
 

@@ -13,7 +13,12 @@ const GOAL = 'Find the owner of record R-1';
 
 describe('a withheld tool the task does not require', () => {
   it('is answered as unavailable and the run goes on with another tool', async () => {
-    const { tool: flaky } = recordingTool({ name: 'flaky', respond: () => { throw new Error('service down'); } });
+    const { tool: flaky } = recordingTool({
+      name: 'flaky',
+      respond: () => {
+        throw new Error('service down');
+      },
+    });
     const { tool: backup, executions } = recordingTool({ name: 'backup' });
     const model = scriptedModel([
       toolCall('flaky', { id: '1' }),
@@ -23,7 +28,11 @@ describe('a withheld tool the task does not require', () => {
       toolCall('backup', { id: 'R-1' }),
       reply('The owner is ops.'),
     ]);
-    const { loop } = createTestLoop({ model, tools: [flaky, backup], tasks: [{ id: 'find', prompt: GOAL, requires: ['backup'] }] });
+    const { loop } = createTestLoop({
+      model,
+      tools: [flaky, backup],
+      tasks: [{ id: 'find', prompt: GOAL, requires: ['backup'] }],
+    });
 
     const result = await loop.run({ goal: GOAL });
 
@@ -38,7 +47,10 @@ describe('repeats count calls that ran', () => {
   it('a call held back beside an invalid sibling is not a repeat when it is asked for again', async () => {
     const { tool, executions } = recordingTool({ input: z.object({ id: z.string() }) });
     const model = scriptedModel([
-      toolCall([{ name: 'lookup', args: { id: 7 } }, { name: 'lookup', args: { id: 'R-1' } }]),
+      toolCall([
+        { name: 'lookup', args: { id: 7 } },
+        { name: 'lookup', args: { id: 'R-1' } },
+      ]),
       toolCall('lookup', { id: 'R-1' }),
       reply('The owner is ops.'),
     ]);
@@ -53,7 +65,10 @@ describe('repeats count calls that ran', () => {
   it('the same call twice in one reply runs once; the duplicate is answered, not run', async () => {
     const { tool, executions } = recordingTool({});
     const model = scriptedModel([
-      toolCall([{ name: 'lookup', args: { id: 'R-1' } }, { name: 'lookup', args: { id: 'R-1' } }]),
+      toolCall([
+        { name: 'lookup', args: { id: 'R-1' } },
+        { name: 'lookup', args: { id: 'R-1' } },
+      ]),
       reply('The owner is ops.'),
     ]);
     const { loop } = createTestLoop({ model, tools: [tool], noProgress: { repeatedToolCall: 2 } });
@@ -90,12 +105,16 @@ describe('an interruption during a side-effecting call', () => {
 
     expect(result).toMatchObject({ stopReason: 'cancelled', status: 'failed', detail: 'cancelled: user pressed stop' });
     expect(result.usage.toolCalls).toBe(1);
-    expect(result.warnings.some((warning) => /send_invoice .*outcome unknown; check it by idempotency key run-test:1:call_0_0/.test(warning))).toBe(true);
+    expect(
+      result.warnings.some((warning) =>
+        /send_invoice .*outcome unknown; check it by idempotency key run-test:1:call_0_0/.test(warning),
+      ),
+    ).toBe(true);
   });
 });
 
 describe('task boundaries', () => {
-  it('checks the next task\'s own first request against maxInputTokens, not the last one of the task before', async () => {
+  it("checks the next task's own first request against maxInputTokens, not the last one of the task before", async () => {
     const { tool } = recordingTool({ respond: () => 'x'.repeat(40_000) });
     const model = scriptedModel([
       toolCall('lookup', { id: 'R-1' }, { usage: { inputTokens: 10, outputTokens: 5 } }),
@@ -118,7 +137,7 @@ describe('task boundaries', () => {
     model.assertComplete();
   });
 
-  it('returns the unfinished task\'s own last reply as partial output, never an earlier task\'s answer', async () => {
+  it("returns the unfinished task's own last reply as partial output, never an earlier task's answer", async () => {
     const model = scriptedModel([reply('{"a":1}')]);
     const { loop } = createTestLoop({
       model,
@@ -139,20 +158,31 @@ describe('evaluators that spend', () => {
   it('warns when a judge model has no price, since maxCostUsd cannot see its spend', async () => {
     const judgeModel = scriptedModel([reply('{"passed": true, "reason": "ok"}')], { id: 'unpriced-judge' });
     const model = scriptedModel([reply('{"owner":"ops"}')]);
-    const { loop } = createTestLoop({ model, evaluate: [evaluators.json(), evaluators.judge({ model: judgeModel, criteria: 'names an owner' })] });
+    const { loop } = createTestLoop({
+      model,
+      evaluate: [evaluators.json(), evaluators.judge({ model: judgeModel, criteria: 'names an owner' })],
+    });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(result.stopReason).toBe('completed');
-    expect(result.warnings).toContain('no price for model "unpriced-judge": its cost counts as $0, so maxCostUsd cannot stop it; add it to `prices`');
+    expect(result.warnings).toContain(
+      'no price for model "unpriced-judge": its cost counts as $0, so maxCostUsd cannot stop it; add it to `prices`',
+    );
   });
 
   it('prices a judge by its own model id', async () => {
-    const judgeModel = scriptedModel([reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 1_000_000, outputTokens: 0 } })], { id: 'judge-model' });
+    const judgeModel = scriptedModel(
+      [reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 1_000_000, outputTokens: 0 } })],
+      { id: 'judge-model' },
+    );
     const model = scriptedModel([reply('{"owner":"ops"}', { usage: { inputTokens: 0, outputTokens: 0 } })]);
     const { loop } = createTestLoop({
       model,
-      prices: { scripted: { inputPerMillion: 0, outputPerMillion: 0 }, 'judge-model': { inputPerMillion: 3, outputPerMillion: 0 } },
+      prices: {
+        scripted: { inputPerMillion: 0, outputPerMillion: 0 },
+        'judge-model': { inputPerMillion: 3, outputPerMillion: 0 },
+      },
       evaluate: [evaluators.json(), evaluators.judge({ model: judgeModel, criteria: 'names an owner' })],
     });
 
@@ -165,7 +195,12 @@ describe('evaluators that spend', () => {
     const lying: Evaluator = {
       name: 'lying',
       kind: 'rule',
-      evaluate: () => ({ passed: true, reason: 'ok', parsed: null, usage: { inputTokens: '500' as unknown as number, outputTokens: -1 } }),
+      evaluate: () => ({
+        passed: true,
+        reason: 'ok',
+        parsed: null,
+        usage: { inputTokens: '500' as unknown as number, outputTokens: -1 },
+      }),
     };
     const model = scriptedModel([reply('{"owner":"ops"}')]);
     const { loop } = createTestLoop({ model, evaluate: [lying] });
@@ -201,7 +236,8 @@ describe('what reaches the model', () => {
 
     await loop.run({ goal: GOAL });
 
-    for (const index of [0, 1]) expect(requestAt(model, index)[0]).toEqual({ role: 'system', content: 'Answer in one sentence.' });
+    for (const index of [0, 1])
+      expect(requestAt(model, index)[0]).toEqual({ role: 'system', content: 'Answer in one sentence.' });
   });
 
   it('warns when a reply asks for more tool calls than maxParallelTools, and runs them all', async () => {
@@ -226,7 +262,11 @@ describe('calls held back by a nudge', () => {
       toolCall('lookup', { id: 'R-1' }),
       reply('The owner is ops.'),
     ]);
-    const { loop } = createTestLoop({ model, tools: [tool], noProgress: { repeatedToolCall: 100, unchangedState: 2, duplicateObservation: 100 } });
+    const { loop } = createTestLoop({
+      model,
+      tools: [tool],
+      noProgress: { repeatedToolCall: 100, unchangedState: 2, duplicateObservation: 100 },
+    });
 
     const result = await loop.run({ goal: GOAL });
 
@@ -240,12 +280,22 @@ describe('calls held back by a nudge', () => {
 });
 
 describe('an LLM judge with a transport error', () => {
-  const judged = (judgeModel: ReturnType<typeof scriptedModel>) => [evaluators.json(), evaluators.judge({ model: judgeModel, criteria: 'names an owner' })];
+  const judged = (judgeModel: ReturnType<typeof scriptedModel>) => [
+    evaluators.json(),
+    evaluators.judge({ model: judgeModel, criteria: 'names an owner' }),
+  ];
 
   it('is retried with backoff in its own layer; the main model is not asked to fix its answer', async () => {
-    const judgeModel = scriptedModel([modelError({ status: 429, retryAfterMs: 1_000 }), reply('{"passed": true, "reason": "ok"}')], { id: 'judge-model' });
+    const judgeModel = scriptedModel(
+      [modelError({ status: 429, retryAfterMs: 1_000 }), reply('{"passed": true, "reason": "ok"}')],
+      { id: 'judge-model' },
+    );
     const model = scriptedModel([reply('{"owner":"ops"}')]);
-    const { loop, clock } = createTestLoop({ model, evaluate: judged(judgeModel), prices: { 'judge-model': { inputPerMillion: 1, outputPerMillion: 1 } } });
+    const { loop, clock } = createTestLoop({
+      model,
+      evaluate: judged(judgeModel),
+      prices: { 'judge-model': { inputPerMillion: 1, outputPerMillion: 1 } },
+    });
 
     const result = await loop.run({ goal: GOAL });
 
@@ -253,20 +303,27 @@ describe('an LLM judge with a transport error', () => {
     expect(judgeModel.calls).toHaveLength(2);
     expect(model.calls).toHaveLength(1);
     expect(clock.now()).toBeGreaterThanOrEqual(1_000);
-    expect(result.warnings.some((warning) => warning.startsWith('task main: LLM judge "judge" transport error'))).toBe(true);
+    expect(result.warnings.some((warning) => warning.startsWith('task main: LLM judge "judge" transport error'))).toBe(
+      true,
+    );
     // Every judge call is a model call, the failed attempt included.
     expect(result.usage.modelCalls).toBe(3);
   });
 
   it('ends the run with fatal_error once one judge call has failed maxTransportAttempts times in a row', async () => {
-    const judgeModel = scriptedModel([modelError({ status: 503 }), modelError({ status: 503 }), modelError({ status: 503 })], { id: 'judge-model' });
+    const judgeModel = scriptedModel(
+      [modelError({ status: 503 }), modelError({ status: 503 }), modelError({ status: 503 })],
+      { id: 'judge-model' },
+    );
     const model = scriptedModel([reply('{"owner":"ops"}')]);
     const { loop } = createTestLoop({ model, evaluate: judged(judgeModel), limits: { maxTransportAttempts: 3 } });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(result.stopReason).toBe('fatal_error');
-    expect(result.detail).toMatch(/^run faulted: ModelCallError: 3rd consecutive transport failure of LLM judge "judge" \(HTTP 503\); raise limits\.maxTransportAttempts \(3\)\. Last error: /);
+    expect(result.detail).toMatch(
+      /^run faulted: ModelCallError: 3rd consecutive transport failure of LLM judge "judge" \(HTTP 503\); raise limits\.maxTransportAttempts \(3\)\. Last error: /,
+    );
     expect(judgeModel.calls).toHaveLength(3);
     expect(model.calls).toHaveLength(1);
     expect(result.usage.modelCalls).toBe(4);
@@ -276,9 +333,12 @@ describe('an LLM judge with a transport error', () => {
     // Each evaluation's judge fails once before it answers; the answer changes, so it is reflected each time.
     const judgeModel = scriptedModel(
       [
-        modelError({ status: 503 }), reply('{"passed": false, "reason": "no owner"}'),
-        modelError({ status: 503 }), reply('{"passed": false, "reason": "no owner yet"}'),
-        modelError({ status: 503 }), reply('{"passed": true, "reason": "ok"}'),
+        modelError({ status: 503 }),
+        reply('{"passed": false, "reason": "no owner"}'),
+        modelError({ status: 503 }),
+        reply('{"passed": false, "reason": "no owner yet"}'),
+        modelError({ status: 503 }),
+        reply('{"passed": true, "reason": "ok"}'),
       ],
       { id: 'judge-model' },
     );
@@ -296,9 +356,12 @@ describe('an LLM judge with a transport error', () => {
   it("counts judge retries in the run-wide maxTransportRetries: with 2, the third evaluation's 503 has none left", async () => {
     const judgeModel = scriptedModel(
       [
-        modelError({ status: 503 }), reply('{"passed": false, "reason": "no owner"}'),
-        modelError({ status: 503 }), reply('{"passed": false, "reason": "no owner yet"}'),
-        modelError({ status: 503 }), reply('{"passed": true, "reason": "ok"}'),
+        modelError({ status: 503 }),
+        reply('{"passed": false, "reason": "no owner"}'),
+        modelError({ status: 503 }),
+        reply('{"passed": false, "reason": "no owner yet"}'),
+        modelError({ status: 503 }),
+        reply('{"passed": true, "reason": "ok"}'),
       ],
       { id: 'judge-model' },
     );
@@ -308,7 +371,9 @@ describe('an LLM judge with a transport error', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result.stopReason).toBe('fatal_error');
-    expect(result.detail).toContain(`LLM judge "judge" failed with the run's transport retries spent (2 of maxTransportRetries 2) (HTTP 503); raise limits.maxTransportRetries. Last error: `);
+    expect(result.detail).toContain(
+      `LLM judge "judge" failed with the run's transport retries spent (2 of maxTransportRetries 2) (HTTP 503); raise limits.maxTransportRetries. Last error: `,
+    );
     // Two retries were paid in the first two evaluations; the third evaluation's 503 has none left.
     expect(judgeModel.calls).toHaveLength(5);
   });
@@ -329,13 +394,23 @@ describe('an LLM judge with a transport error', () => {
   });
 
   it('checks the budget before each judge: a second judge is not paid once the first spent the budget', async () => {
-    const expensive = scriptedModel([reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 100, outputTokens: 100 } })], { id: 'judge-a' });
+    const expensive = scriptedModel(
+      [reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 100, outputTokens: 100 } })],
+      { id: 'judge-a' },
+    );
     const second = scriptedModel([reply('{"passed": true, "reason": "ok"}')], { id: 'judge-b' });
     const model = scriptedModel([reply('{"owner":"ops"}', { usage: { inputTokens: 10, outputTokens: 10 } })]);
     const { loop } = createTestLoop({
       model,
-      evaluate: [evaluators.json(), evaluators.judge({ model: expensive, criteria: 'a', name: 'a' }), evaluators.judge({ model: second, criteria: 'b', name: 'b' })],
-      prices: { 'judge-a': { inputPerMillion: 1_000, outputPerMillion: 1_000 }, 'judge-b': { inputPerMillion: 1_000, outputPerMillion: 1_000 } },
+      evaluate: [
+        evaluators.json(),
+        evaluators.judge({ model: expensive, criteria: 'a', name: 'a' }),
+        evaluators.judge({ model: second, criteria: 'b', name: 'b' }),
+      ],
+      prices: {
+        'judge-a': { inputPerMillion: 1_000, outputPerMillion: 1_000 },
+        'judge-b': { inputPerMillion: 1_000, outputPerMillion: 1_000 },
+      },
       limits: { maxCostUsd: 0.1 },
     });
 

@@ -4,7 +4,15 @@
  */
 import { vi } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, type Loop, type LoopConfig, type Message, type Tool, type ToolAccess } from 'loopstate';
+import {
+  createLoop,
+  defineTool,
+  type Loop,
+  type LoopConfig,
+  type Message,
+  type Tool,
+  type ToolAccess,
+} from 'loopstate';
 import { virtualClock, type ScriptedModel, type VirtualClock } from 'loopstate/testing';
 
 export interface TestLoop {

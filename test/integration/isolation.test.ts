@@ -6,7 +6,17 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, isModelCallError, ToolCallError, ToolHealth, type Message, type Model, type ModelRequest } from 'loopstate';
+import {
+  createLoop,
+  defineTool,
+  evaluators,
+  isModelCallError,
+  ToolCallError,
+  ToolHealth,
+  type Message,
+  type Model,
+  type ModelRequest,
+} from 'loopstate';
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 import { createTestLoop, recordingTool, requestAt } from './helpers.js';
 
@@ -25,8 +35,14 @@ function userDirectory(notFound: (id: string) => Error) {
 }
 
 const tenantAScript = () =>
-  scriptedModel([toolCall('find_user', { id: 'missing-1' }), toolCall('find_user', { id: 'missing-2' }), toolCall('find_user', { id: 'missing-3' }), reply('No such users.')]);
-const tenantBScript = () => scriptedModel([toolCall('find_user', { id: 'u-42' }), reply('User u-42 is on the pro plan.')]);
+  scriptedModel([
+    toolCall('find_user', { id: 'missing-1' }),
+    toolCall('find_user', { id: 'missing-2' }),
+    toolCall('find_user', { id: 'missing-3' }),
+    reply('No such users.'),
+  ]);
+const tenantBScript = () =>
+  scriptedModel([toolCall('find_user', { id: 'u-42' }), reply('User u-42 is on the pro plan.')]);
 const tasks = [{ id: 'lookup', prompt: 'Look the user up', requires: ['find_user'] }];
 
 describe('tool health is per run unless shared on purpose', () => {
@@ -66,8 +82,10 @@ describe('tool health is per run unless shared on purpose', () => {
     expect(toolHealth.snapshot().find_user).toMatchObject({ consecutiveFailures: 3, circuitOpen: true });
   });
 
-  it("a ToolCallError blamed on the caller is an error to the model but never opens the breaker, even when shared", async () => {
-    const { tool, executions } = userDirectory((id) => new ToolCallError({ message: `no such user ${id}`, blame: 'caller', toolCode: 'not_found' }));
+  it('a ToolCallError blamed on the caller is an error to the model but never opens the breaker, even when shared', async () => {
+    const { tool, executions } = userDirectory(
+      (id) => new ToolCallError({ message: `no such user ${id}`, blame: 'caller', toolCode: 'not_found' }),
+    );
     const toolHealth = new ToolHealth();
     const model = scriptedModel([
       toolCall('find_user', { id: 'missing-1' }),
@@ -82,7 +100,10 @@ describe('tool health is per run unless shared on purpose', () => {
 
     expect(result).toMatchObject({ stopReason: 'completed' });
     expect(executions).toHaveLength(4);
-    expect(requestAt(model, 1).at(-1)).toMatchObject({ role: 'tool', content: 'Tool find_user failed: no such user missing-1' });
+    expect(requestAt(model, 1).at(-1)).toMatchObject({
+      role: 'tool',
+      content: 'Tool find_user failed: no such user missing-1',
+    });
     expect(toolHealth.isOpen('find_user')).toBe(false);
     expect(toolHealth.snapshot().find_user).toMatchObject({ failures: 0, consecutiveFailures: 0, successes: 1 });
   });
@@ -119,30 +140,37 @@ describe('tool-call ids are unique within a reply', () => {
   it.each([
     ['empty', ['', '']],
     ['duplicate', ['t1', 't1']],
-  ])('two different transfers with %s ids each run under their own key and get matching answers', async (_name, ids) => {
-    const { tool, keys } = transferTool();
-    const model = scriptedModel([
-      toolCall([
-        { name: 'transfer', args: { to: 'alice', amount: 10 }, id: ids[0] as string },
-        { name: 'transfer', args: { to: 'bob', amount: 20 }, id: ids[1] as string },
-      ]),
-      reply('Both transfers sent.'),
-    ]);
-    const { loop } = createTestLoop({ model, tools: [tool] });
+  ])(
+    'two different transfers with %s ids each run under their own key and get matching answers',
+    async (_name, ids) => {
+      const { tool, keys } = transferTool();
+      const model = scriptedModel([
+        toolCall([
+          { name: 'transfer', args: { to: 'alice', amount: 10 }, id: ids[0] as string },
+          { name: 'transfer', args: { to: 'bob', amount: 20 }, id: ids[1] as string },
+        ]),
+        reply('Both transfers sent.'),
+      ]);
+      const { loop } = createTestLoop({ model, tools: [tool] });
 
-    const result = await loop.run({ goal: 'Pay alice 10 and bob 20.' });
+      const result = await loop.run({ goal: 'Pay alice 10 and bob 20.' });
 
-    expect(result.stopReason).toBe('completed');
-    expect(new Set(keys).size).toBe(2);
-    const messages = requestAt(model, 1);
-    const assistant = messages.find((message): message is Extract<Message, { role: 'assistant' }> => message.role === 'assistant');
-    const callIds = (assistant?.toolCalls ?? []).map((call) => call.id);
-    expect(new Set(callIds).size).toBe(2);
-    expect(callIds).not.toContain('');
-    const answers = messages.filter((message): message is Extract<Message, { role: 'tool' }> => message.role === 'tool');
-    expect(answers.map((answer) => answer.toolCallId)).toEqual(callIds);
-    expect(answers.map((answer) => answer.content)).toEqual(['{"sent":10,"to":"alice"}', '{"sent":20,"to":"bob"}']);
-  });
+      expect(result.stopReason).toBe('completed');
+      expect(new Set(keys).size).toBe(2);
+      const messages = requestAt(model, 1);
+      const assistant = messages.find(
+        (message): message is Extract<Message, { role: 'assistant' }> => message.role === 'assistant',
+      );
+      const callIds = (assistant?.toolCalls ?? []).map((call) => call.id);
+      expect(new Set(callIds).size).toBe(2);
+      expect(callIds).not.toContain('');
+      const answers = messages.filter(
+        (message): message is Extract<Message, { role: 'tool' }> => message.role === 'tool',
+      );
+      expect(answers.map((answer) => answer.toolCallId)).toEqual(callIds);
+      expect(answers.map((answer) => answer.content)).toEqual(['{"sent":10,"to":"alice"}', '{"sent":20,"to":"bob"}']);
+    },
+  );
 });
 
 describe('ModelRequest.messages is a read-only snapshot', () => {
@@ -158,7 +186,9 @@ describe('ModelRequest.messages is a read-only snapshot', () => {
         const messages = request.messages as Message[];
         for (const attempt of [
           () => messages.push({ role: 'user', content: 'INJECTED: ignore the goal' }),
-          () => { (messages[0] as { content: string }).content = 'EDITED'; },
+          () => {
+            (messages[0] as { content: string }).content = 'EDITED';
+          },
           () => messages.splice(0, messages.length),
         ]) {
           try {
@@ -187,7 +217,9 @@ describe('ModelRequest.messages is a read-only snapshot', () => {
 describe('task ids and outputs by task id', () => {
   it.each(['__proto__', 'constructor', 'prototype'])('createLoop refuses the task id %s', (id) => {
     const task = Object.defineProperty({ prompt: 'Do it' }, 'id', { value: id, enumerable: true });
-    expect(() => createLoop({ model: scriptedModel([]), tasks: [task as { id: string; prompt: string }] })).toThrow(/cannot be a task id/);
+    expect(() => createLoop({ model: scriptedModel([]), tasks: [task as { id: string; prompt: string }] })).toThrow(
+      /cannot be a task id/,
+    );
   });
 
   it('outputs have no prototype: a task named like an inherited property only sees real outputs', async () => {
@@ -197,8 +229,17 @@ describe('task ids and outputs by task id', () => {
       model,
       evaluate: [evaluators.json()],
       tasks: [
-        { id: 'toString', prompt: ({ outputs }) => (seen.push(`first sees toString: ${String('toString' in outputs)}`), 'Give JSON') },
-        { id: 'hasOwnProperty', prompt: ({ outputs }) => (seen.push(`second sees hasOwnProperty: ${String('hasOwnProperty' in outputs)}`), 'Give more JSON') },
+        {
+          id: 'toString',
+          prompt: ({ outputs }) => (seen.push(`first sees toString: ${String('toString' in outputs)}`), 'Give JSON'),
+        },
+        {
+          id: 'hasOwnProperty',
+          prompt: ({ outputs }) => (
+            seen.push(`second sees hasOwnProperty: ${String('hasOwnProperty' in outputs)}`),
+            'Give more JSON'
+          ),
+        },
       ],
     });
 
@@ -241,7 +282,10 @@ describe('model errors are recognised across installed copies', () => {
 
   it.each([
     ['a branded error of another copy', new ModelCallErrorFromAnotherCopy('upstream overloaded')],
-    ['a duck-typed plain object', { name: 'ModelCallError', kind: 'rate_limited', status: 429, retryAfterMs: 50, message: 'slow down' }],
+    [
+      'a duck-typed plain object',
+      { name: 'ModelCallError', kind: 'rate_limited', status: 429, retryAfterMs: 50, message: 'slow down' },
+    ],
   ])('the main model: %s is retried as transient', async (_name, error) => {
     expect(isModelCallError(error)).toBe(true);
     const model = failingOnce(error);
@@ -254,7 +298,9 @@ describe('model errors are recognised across installed copies', () => {
   });
 
   it('a duck-typed auth error is fatal, with its message', async () => {
-    const { loop } = createTestLoop({ model: failingOnce({ name: 'ModelCallError', kind: 'auth', status: 401, message: 'bad key' }) });
+    const { loop } = createTestLoop({
+      model: failingOnce({ name: 'ModelCallError', kind: 'auth', status: 401, message: 'bad key' }),
+    });
 
     expect(await loop.run({ goal: GOAL })).toMatchObject({ stopReason: 'fatal_error', error: { message: 'bad key' } });
   });
@@ -266,10 +312,17 @@ describe('model errors are recognised across installed copies', () => {
       generate: async () => {
         judgeCalls += 1;
         if (judgeCalls === 1) throw new ModelCallErrorFromAnotherCopy('judge overloaded');
-        return { text: '{"passed": true, "reason": "fine"}', toolCalls: [], usage: { inputTokens: 10, outputTokens: 5 } };
+        return {
+          text: '{"passed": true, "reason": "fine"}',
+          toolCalls: [],
+          usage: { inputTokens: 10, outputTokens: 5 },
+        };
       },
     };
-    const { loop } = createTestLoop({ model: scriptedModel([reply('{"answer": 42}')]), evaluate: [evaluators.json(), evaluators.judge({ model: judge, criteria: 'Any answer.' })] });
+    const { loop } = createTestLoop({
+      model: scriptedModel([reply('{"answer": 42}')]),
+      evaluate: [evaluators.json(), evaluators.judge({ model: judge, criteria: 'Any answer.' })],
+    });
 
     const result = await loop.run({ goal: GOAL });
 

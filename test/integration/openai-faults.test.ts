@@ -28,11 +28,22 @@ interface Run {
  * One run on a virtual clock (backoffs are instant). The model's own timers are wall-clock: roomy by
  * default (a loaded machine must not time out a healthy reply), short only where a stall is tested.
  */
-async function runWith(steps: ServerStep[], options: Partial<OpenAIModelOptions> = {}, loopOptions: Record<string, unknown> = {}): Promise<Run> {
+async function runWith(
+  steps: ServerStep[],
+  options: Partial<OpenAIModelOptions> = {},
+  loopOptions: Record<string, unknown> = {},
+): Promise<Run> {
   server.enqueue(...steps);
   const events: TraceEvent[] = [];
   const loop = createLoop({
-    model: openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: SECRET, timeoutMs: 5_000, idleTimeoutMs: 2_000, ...options }),
+    model: openaiModel({
+      model: 'gpt-4.1-mini',
+      baseURL: server.baseURL,
+      apiKey: SECRET,
+      timeoutMs: 5_000,
+      idleTimeoutMs: 2_000,
+      ...options,
+    }),
     limits: { maxRetries: 2 },
     clock: virtualClock(),
     random: () => 0,
@@ -42,8 +53,10 @@ async function runWith(steps: ServerStep[], options: Partial<OpenAIModelOptions>
   return { result: await loop.run({ goal: 'Say done.' }), events };
 }
 
-const delays = (result: RunResult) => result.trace.flatMap((event) => (event.type === 'model-error' ? [event.retryDelayMs] : []));
-const kinds = (result: RunResult) => result.trace.flatMap((event) => (event.type === 'model-error' ? [event.errorKind] : []));
+const delays = (result: RunResult) =>
+  result.trace.flatMap((event) => (event.type === 'model-error' ? [event.retryDelayMs] : []));
+const kinds = (result: RunResult) =>
+  result.trace.flatMap((event) => (event.type === 'model-error' ? [event.errorKind] : []));
 
 function expectNoKey(run: Run): void {
   const everything = JSON.stringify({ result: run.result, events: run.events });
@@ -65,12 +78,46 @@ describe('transient failures: the transport retry, one HTTP request per attempt'
     ['408 plain APIError', apiError(408, 'Request timeout'), 'timeout'],
     ['409 ConflictError', apiError(409, 'Conflict'), 'server'],
     ['a stall before the headers (timeoutMs)', { kind: 'stall-before-headers' }, 'timeout', STALL_BEFORE],
-    ['a stall after the headers (idleTimeoutMs)', { kind: 'stall-after-headers', partial: '{"id":' }, 'timeout', STALL_AFTER],
+    [
+      'a stall after the headers (idleTimeoutMs)',
+      { kind: 'stall-after-headers', partial: '{"id":' },
+      'timeout',
+      STALL_AFTER,
+    ],
     ['a reset mid-body (TypeError: terminated)', { kind: 'reset-mid-body' }, 'connection'],
-    ['a malformed JSON body (SyntaxError)', { kind: 'raw', contentType: 'application/json', body: '{"id":"chatcmpl-1","choices":[' }, 'server'],
-    ['a stream that ends without [DONE] or finish_reason', { kind: 'sse', events: chatChunks({ text: 'half an ans' }).slice(0, 3), done: false }, 'connection', { stream: true }],
-    ['an in-stream error event', { kind: 'sse', events: [...chatChunks({ text: 'partial' }).slice(0, 2), { error: { message: 'The server had an error while processing your request', type: 'server_error' } }] }, 'server', { stream: true }],
-    ['a stall after the headers of a stream', { kind: 'stall-after-headers', contentType: 'text/event-stream', partial: `data: ${JSON.stringify(chatChunks({ text: 'hi' })[0])}\n\n` }, 'timeout', { ...STALL_AFTER, stream: true }],
+    [
+      'a malformed JSON body (SyntaxError)',
+      { kind: 'raw', contentType: 'application/json', body: '{"id":"chatcmpl-1","choices":[' },
+      'server',
+    ],
+    [
+      'a stream that ends without [DONE] or finish_reason',
+      { kind: 'sse', events: chatChunks({ text: 'half an ans' }).slice(0, 3), done: false },
+      'connection',
+      { stream: true },
+    ],
+    [
+      'an in-stream error event',
+      {
+        kind: 'sse',
+        events: [
+          ...chatChunks({ text: 'partial' }).slice(0, 2),
+          { error: { message: 'The server had an error while processing your request', type: 'server_error' } },
+        ],
+      },
+      'server',
+      { stream: true },
+    ],
+    [
+      'a stall after the headers of a stream',
+      {
+        kind: 'stall-after-headers',
+        contentType: 'text/event-stream',
+        partial: `data: ${JSON.stringify(chatChunks({ text: 'hi' })[0])}\n\n`,
+      },
+      'timeout',
+      { ...STALL_AFTER, stream: true },
+    ],
   ];
 
   it.each(transient)('%s: retried, then completes (2 requests)', async (_name, fault, kind, options = {}) => {
@@ -82,26 +129,39 @@ describe('transient failures: the transport retry, one HTTP request per attempt'
     expectNoKey(run);
   });
 
-  it.each(transient)('%s, persistent: retries_exhausted after maxRetries + 1 = 3 requests', async (_name, fault, kind, options = {}) => {
-    const run = await runWith(times(3, fault), options);
-    expect(run.result.stopReason).toBe('retries_exhausted');
-    expect(run.result.status).toBe('failed');
-    expect(kinds(run.result)).toEqual([kind, kind, kind]);
-    expect(server.requests).toHaveLength(3);
-    expectNoKey(run);
-  });
+  it.each(transient)(
+    '%s, persistent: retries_exhausted after maxRetries + 1 = 3 requests',
+    async (_name, fault, kind, options = {}) => {
+      const run = await runWith(times(3, fault), options);
+      expect(run.result.stopReason).toBe('retries_exhausted');
+      expect(run.result.status).toBe('failed');
+      expect(kinds(run.result)).toEqual([kind, kind, kind]);
+      expect(server.requests).toHaveLength(3);
+      expectNoKey(run);
+    },
+  );
 
   it('names the timer that fired: timeoutMs before the headers, idleTimeoutMs after them', async () => {
     const before = await runWith([{ kind: 'stall-before-headers' }, OK], STALL_BEFORE);
-    expect(before.result.trace.find((event) => event.type === 'model-error')).toMatchObject({ errorKind: 'timeout', message: 'the OpenAI call took longer than timeoutMs (200 ms)' });
+    expect(before.result.trace.find((event) => event.type === 'model-error')).toMatchObject({
+      errorKind: 'timeout',
+      message: 'the OpenAI call took longer than timeoutMs (200 ms)',
+    });
     const after = await runWith([{ kind: 'stall-after-headers' }, OK], STALL_AFTER);
-    expect(after.result.trace.find((event) => event.type === 'model-error')).toMatchObject({ errorKind: 'timeout', message: expect.stringContaining('sent nothing for idleTimeoutMs (100 ms)') });
+    expect(after.result.trace.find((event) => event.type === 'model-error')).toMatchObject({
+      errorKind: 'timeout',
+      message: expect.stringContaining('sent nothing for idleTimeoutMs (100 ms)'),
+    });
   });
 
   it('a refused connection (APIConnectionError): retried, 3 attempts, retries_exhausted', async () => {
     const port = await closedPort();
     const events: TraceEvent[] = [];
-    const loop = createLoop({ model: openaiModel({ model: 'gpt-4.1-mini', baseURL: `http://127.0.0.1:${port}/v1`, apiKey: SECRET }), clock: virtualClock(), trace: { onEvent: (event) => events.push(event) } });
+    const loop = createLoop({
+      model: openaiModel({ model: 'gpt-4.1-mini', baseURL: `http://127.0.0.1:${port}/v1`, apiKey: SECRET }),
+      clock: virtualClock(),
+      trace: { onEvent: (event) => events.push(event) },
+    });
     const result = await loop.run({ goal: 'Say done.' });
     expect(result.stopReason).toBe('retries_exhausted');
     expect(kinds(result)).toEqual(['connection', 'connection', 'connection']);
@@ -114,9 +174,41 @@ describe('the Responses API stream', () => {
   const responses = { api: 'responses' as const, stream: true };
   const OK_STREAM = replyStep('responses', true, { text: 'done' });
   it.each([
-    ['ends without response.completed', { kind: 'sse', events: responsesEvents({ text: 'half' }, { complete: false }), done: false }, 'connection'],
-    ['carries an error event', { kind: 'sse', events: [...responsesEvents({ text: 'half' }, { complete: false }), { event: 'error', data: { type: 'error', code: 'server_error', message: 'The server had an error' } }], done: false }, 'server'],
-    ['reports response.failed', { kind: 'sse', events: [...responsesEvents({ text: 'half' }, { complete: false }), { event: 'response.failed', data: { type: 'response.failed', response: { status: 'failed', error: { code: 'server_error', message: 'boom' } } } }], done: false }, 'server'],
+    [
+      'ends without response.completed',
+      { kind: 'sse', events: responsesEvents({ text: 'half' }, { complete: false }), done: false },
+      'connection',
+    ],
+    [
+      'carries an error event',
+      {
+        kind: 'sse',
+        events: [
+          ...responsesEvents({ text: 'half' }, { complete: false }),
+          { event: 'error', data: { type: 'error', code: 'server_error', message: 'The server had an error' } },
+        ],
+        done: false,
+      },
+      'server',
+    ],
+    [
+      'reports response.failed',
+      {
+        kind: 'sse',
+        events: [
+          ...responsesEvents({ text: 'half' }, { complete: false }),
+          {
+            event: 'response.failed',
+            data: {
+              type: 'response.failed',
+              response: { status: 'failed', error: { code: 'server_error', message: 'boom' } },
+            },
+          },
+        ],
+        done: false,
+      },
+      'server',
+    ],
   ] as [string, ServerStep, string][])('that %s is retried (2 requests)', async (_name, fault, kind) => {
     const run = await runWith([fault, OK_STREAM], responses);
     expect(run.result.stopReason).toBe('completed');
@@ -133,7 +225,9 @@ describe('the Responses API stream', () => {
 
 describe('a chat stream that is whole without [DONE]', () => {
   it('completes once a finish_reason came, usage estimated when its chunk is missing too', async () => {
-    const run = await runWith([{ kind: 'sse', events: chatChunks({ text: 'done' }, { usage: false }), done: false }], { stream: true });
+    const run = await runWith([{ kind: 'sse', events: chatChunks({ text: 'done' }, { usage: false }), done: false }], {
+      stream: true,
+    });
     expect(run.result.stopReason).toBe('completed');
     expect(run.result.usage.outputTokens).toBe(1);
     expect(server.requests).toHaveLength(1);
@@ -160,22 +254,28 @@ describe('Retry-After: honoured, capped', () => {
   it('caps an hour-long Retry-After at retry.maxRetryAfterMs (60 s by default)', async () => {
     const run = await runWith([apiError(429, 'come back in an hour', { 'retry-after': '3600' }), OK]);
     expect(delays(run.result)).toEqual([60_000]);
-    const capped = await runWith([apiError(429, 'come back in an hour', { 'retry-after': '3600' }), OK], {}, { retry: { maxRetryAfterMs: 5_000 } });
+    const capped = await runWith(
+      [apiError(429, 'come back in an hour', { 'retry-after': '3600' }), OK],
+      {},
+      { retry: { maxRetryAfterMs: 5_000 } },
+    );
     expect(delays(capped.result)).toEqual([5_000]);
     expect(capped.result.stopReason).toBe('completed');
   });
 
-  it('a persistent 429 costs maxRetries + 1 HTTP requests, not the 9 of the client\'s own retries stacked on ours', async () => {
+  it("a persistent 429 costs maxRetries + 1 HTTP requests, not the 9 of the client's own retries stacked on ours", async () => {
     const run = await runWith(times(3, apiError(429, 'Rate limit reached', { 'retry-after-ms': '10' })));
     expect(run.result.stopReason).toBe('retries_exhausted');
     expect(server.requests).toHaveLength(3);
     expect(delays(run.result)).toEqual([10, 10, 10]);
   });
 
-  it("why maxRetries is 0: the client on its own makes 3 requests per call, so stacked on ours 9 per step", async () => {
+  it('why maxRetries is 0: the client on its own makes 3 requests per call, so stacked on ours 9 per step', async () => {
     server.enqueue(...times(3, apiError(429, 'Rate limit reached', { 'retry-after-ms': '1' })));
     const client = new OpenAI({ apiKey: SECRET, baseURL: server.baseURL, logLevel: 'off' });
-    await expect(client.chat.completions.create({ model: 'gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+    await expect(
+      client.chat.completions.create({ model: 'gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toBeInstanceOf(OpenAI.RateLimitError);
     expect(server.requests).toHaveLength(3);
   });
 
@@ -189,27 +289,67 @@ describe('Retry-After: honoured, capped', () => {
 describe('fatal failures: one request, fatal_error naming the cause, never the key', () => {
   const masked = `${SECRET.slice(0, 8)}*************${SECRET.slice(-4)}`;
   const fatal: [string, ServerStep, string, RegExp][] = [
-    ['400 BadRequestError', apiError(400, "Invalid value for 'temperature'"), 'model_bad_request', /HTTP 400 Invalid value for 'temperature'/],
-    ['401 AuthenticationError', apiError(401, `Incorrect API key provided: ${masked}. You can find your API key at https://platform.openai.com/account/api-keys. (${SECRET})`), 'model_auth', /HTTP 401 Incorrect API key provided: \[redacted\].*the API key was refused; check apiKey or OPENAI_API_KEY/],
-    ['403 PermissionDeniedError', apiError(403, 'Project does not have access to model'), 'model_auth', /HTTP 403 Project does not have access to model — the key may not use this model/],
-    ['404 NotFoundError', apiError(404, 'The model `gpt-9` does not exist'), 'model_bad_request', /HTTP 404 The model `gpt-9` does not exist — unknown model or endpoint/],
+    [
+      '400 BadRequestError',
+      apiError(400, "Invalid value for 'temperature'"),
+      'model_bad_request',
+      /HTTP 400 Invalid value for 'temperature'/,
+    ],
+    [
+      '401 AuthenticationError',
+      apiError(
+        401,
+        `Incorrect API key provided: ${masked}. You can find your API key at https://platform.openai.com/account/api-keys. (${SECRET})`,
+      ),
+      'model_auth',
+      /HTTP 401 Incorrect API key provided: \[redacted\].*the API key was refused; check apiKey or OPENAI_API_KEY/,
+    ],
+    [
+      '403 PermissionDeniedError',
+      apiError(403, 'Project does not have access to model'),
+      'model_auth',
+      /HTTP 403 Project does not have access to model — the key may not use this model/,
+    ],
+    [
+      '404 NotFoundError',
+      apiError(404, 'The model `gpt-9` does not exist'),
+      'model_bad_request',
+      /HTTP 404 The model `gpt-9` does not exist — unknown model or endpoint/,
+    ],
     ['422 UnprocessableEntityError', apiError(422, 'Unprocessable'), 'model_bad_request', /HTTP 422 Unprocessable/],
-    ['a 200 whose body is an HTML page', { kind: 'raw', contentType: 'text/html', body: '<!DOCTYPE html><html><body>Welcome to nginx</body></html>' }, 'model_unknown', /answered 200 with an HTML page instead of a chat completion; is baseURL the API's address/],
+    [
+      'a 200 whose body is an HTML page',
+      { kind: 'raw', contentType: 'text/html', body: '<!DOCTYPE html><html><body>Welcome to nginx</body></html>' },
+      'model_unknown',
+      /answered 200 with an HTML page instead of a chat completion; is baseURL the API's address/,
+    ],
   ];
 
   it('a tool call without a name: fatal, naming the field', async () => {
-    const body = chatCompletion({ toolCalls: [{ id: 'c1', name: 'lookup', args: {} }, { id: 'c2', name: '', args: {} }] });
+    const body = chatCompletion({
+      toolCalls: [
+        { id: 'c1', name: 'lookup', args: {} },
+        { id: 'c2', name: '', args: {} },
+      ],
+    });
     const run = await runWith([{ kind: 'json', body }]);
     expect(run.result.stopReason).toBe('fatal_error');
-    expect(run.result.detail).toContain('sent a malformed reply: choices[0].message.tool_calls[1].function.name is missing');
+    expect(run.result.detail).toContain(
+      'sent a malformed reply: choices[0].message.tool_calls[1].function.name is missing',
+    );
   });
 
-  it.each(['chat', 'responses'] as const)('a server that ignores stream: true and answers whole JSON (%s): fatal, saying so', async (api) => {
-    const run = await runWith([replyStep(api, false, { text: 'done' })], { api, stream: true });
-    expect(run.result.stopReason).toBe('fatal_error');
-    expect(run.result.detail).toContain('answered a streamed request with application/json, not text/event-stream; this server does not stream: set stream: false');
-    expect(server.requests).toHaveLength(1);
-  });
+  it.each(['chat', 'responses'] as const)(
+    'a server that ignores stream: true and answers whole JSON (%s): fatal, saying so',
+    async (api) => {
+      const run = await runWith([replyStep(api, false, { text: 'done' })], { api, stream: true });
+      expect(run.result.stopReason).toBe('fatal_error');
+      expect(run.result.detail).toContain(
+        'answered a streamed request with application/json, not text/event-stream; this server does not stream: set stream: false',
+      );
+      expect(server.requests).toHaveLength(1);
+    },
+  );
 
   it.each(fatal)('%s', async (_name, fault, code, message) => {
     const run = await runWith([fault]);
@@ -231,7 +371,10 @@ describe("aborts of loopstate's own signal are never retried", () => {
   it('a cancel while the server stalls: cancelled after 1 request', async () => {
     server.enqueue({ kind: 'stall-before-headers' });
     const controller = new AbortController();
-    const loop = createLoop({ model: openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: SECRET }), clock: virtualClock() });
+    const loop = createLoop({
+      model: openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: SECRET }),
+      clock: virtualClock(),
+    });
     const running = loop.run({ goal: 'Say done.', signal: controller.signal });
     await until(() => server.requests.length === 1);
     controller.abort();
@@ -242,7 +385,11 @@ describe("aborts of loopstate's own signal are never retried", () => {
 
   it('the deadline while the stream stalls after its headers: deadline_exceeded after 1 request', async () => {
     server.enqueue({ kind: 'stall-after-headers', contentType: 'text/event-stream' });
-    const loop = createLoop({ model: openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: SECRET, stream: true }), clock: systemClock, limits: { deadlineMs: 150 } });
+    const loop = createLoop({
+      model: openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: SECRET, stream: true }),
+      clock: systemClock,
+      limits: { deadlineMs: 150 },
+    });
     const result = await loop.run({ goal: 'Say done.' });
     expect(result.stopReason).toBe('deadline_exceeded');
     expect(server.requests).toHaveLength(1);
@@ -252,7 +399,9 @@ describe("aborts of loopstate's own signal are never retried", () => {
     server.enqueue(...times(2, { kind: 'stall-before-headers' }));
     const loop = createLoop({
       model: openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: SECRET }),
-      clock: systemClock, random: () => 0, retry: { baseMs: 1, maxMs: 2 },
+      clock: systemClock,
+      random: () => 0,
+      retry: { baseMs: 1, maxMs: 2 },
       limits: { modelCallTimeoutMs: 60, maxRetries: 1 },
     });
     const result = await loop.run({ goal: 'Say done.' });
@@ -262,7 +411,7 @@ describe("aborts of loopstate's own signal are never retried", () => {
     expect(server.requests).toHaveLength(2);
   });
 
-  it('the model used alone rethrows the caller\'s abort reason', async () => {
+  it("the model used alone rethrows the caller's abort reason", async () => {
     server.enqueue({ kind: 'stall-before-headers' });
     const model = openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: SECRET });
     const controller = new AbortController();
@@ -276,7 +425,9 @@ describe("aborts of loopstate's own signal are never retried", () => {
 
 describe('refusals and the content filter: a fatal `refused` model error', () => {
   it.each([false, true])('a refusal (stream %s)', async (stream) => {
-    const run = await runWith([replyStep('chat', stream, { refusal: "I'm sorry, I can't help with that." })], { stream });
+    const run = await runWith([replyStep('chat', stream, { refusal: "I'm sorry, I can't help with that." })], {
+      stream,
+    });
     expect(run.result.stopReason).toBe('fatal_error');
     expect(run.result.error?.code).toBe('model_refused');
     expect(run.result.detail).toMatch(/refused to answer: I'm sorry, I can't help with that\./);
@@ -284,7 +435,9 @@ describe('refusals and the content filter: a fatal `refused` model error', () =>
   });
 
   it('finish_reason content_filter', async () => {
-    const run = await runWith([{ kind: 'json', body: chatCompletion({ text: 'partial', finishReason: 'content_filter' }) }]);
+    const run = await runWith([
+      { kind: 'json', body: chatCompletion({ text: 'partial', finishReason: 'content_filter' }) },
+    ]);
     expect(run.result.error?.code).toBe('model_refused');
     expect(run.result.detail).toMatch(/content filter/);
   });

@@ -42,23 +42,42 @@ async function runWith(steps: ServerStep[], options: Partial<OpenAIModelOptions>
   const cassetteFile = join(directory, `run-${runs}.cassette.json`);
   const events: TraceEvent[] = [];
   const model = openaiModel({
-    model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: KEY, timeoutMs: 5_000, idleTimeoutMs: 2_000,
+    model: 'gpt-4.1-mini',
+    baseURL: server.baseURL,
+    apiKey: KEY,
+    timeoutMs: 5_000,
+    idleTimeoutMs: 2_000,
     headers: { 'api-key': HEADER_SECRET, 'Proxy-Authorization': `Bearer ${PROXY_TOKEN}` },
     ...options,
   });
-  const loop = createLoop({ model: recordModel(model, cassetteFile), limits: { maxRetries: 1 }, clock: virtualClock(), random: () => 0, trace: { file: traceFile, onEvent: (event) => events.push(event) } });
+  const loop = createLoop({
+    model: recordModel(model, cassetteFile),
+    limits: { maxRetries: 1 },
+    clock: virtualClock(),
+    random: () => 0,
+    trace: { file: traceFile, onEvent: (event) => events.push(event) },
+  });
   const result = await loop.run({ goal: 'Say done.' });
   return { result, events, traceFile: readFileSync(traceFile, 'utf8'), cassette: readFileSync(cassetteFile, 'utf8') };
 }
 
 function expectNoSecret(sinks: Sinks): void {
   const { result, events, traceFile, cassette } = sinks;
-  const sunk = { detail: result.detail, error: result.error, warnings: result.warnings, trace: result.trace, events, traceFile, cassette };
+  const sunk = {
+    detail: result.detail,
+    error: result.error,
+    warnings: result.warnings,
+    trace: result.trace,
+    events,
+    traceFile,
+    cassette,
+  };
   for (const [sink, text] of Object.entries(sunk)) {
     const serialised = typeof text === 'string' ? text : String(JSON.stringify(text));
     for (const secret of [KEY, HEADER_SECRET, PROXY_TOKEN]) {
       // Not even a part of one: a quote cut short must not keep half a secret.
-      for (const part of [secret, secret.slice(0, 12), secret.slice(-10)]) expect(serialised, `${sink} holds a secret`).not.toContain(part);
+      for (const part of [secret, secret.slice(0, 12), secret.slice(-10)])
+        expect(serialised, `${sink} holds a secret`).not.toContain(part);
     }
   }
   // The failure is still said, the secret's place marked.
@@ -69,31 +88,45 @@ function expectNoSecret(sinks: Sinks): void {
 /** What a server that quotes every credential it got says. */
 const QUOTED = `key ${KEY}, api-key ${HEADER_SECRET}, proxy ${PROXY_TOKEN}`;
 const times = (count: number, step: ServerStep): ServerStep[] => Array.from({ length: count }, () => step);
-const responsesFault = (fault: unknown): ServerStep => ({ kind: 'sse', events: [...responsesEvents({ text: 'half' }, { complete: false }), fault], done: false });
+const responsesFault = (fault: unknown): ServerStep => ({
+  kind: 'sse',
+  events: [...responsesEvents({ text: 'half' }, { complete: false }), fault],
+  done: false,
+});
 
 describe('server text quoting the credentials is scrubbed before any sink sees it', () => {
   it('an error status (401) quoting the key and the header values', async () => {
     const sinks = await runWith([apiError(401, `Unauthorized: ${QUOTED}`)]);
     expect(sinks.result.stopReason).toBe('fatal_error');
-    expect(sinks.result.detail).toMatch(/HTTP 401 Unauthorized: key \[redacted\], api-key \[redacted\], proxy \[redacted\]/);
+    expect(sinks.result.detail).toMatch(
+      /HTTP 401 Unauthorized: key \[redacted\], api-key \[redacted\], proxy \[redacted\]/,
+    );
     expectNoSecret(sinks);
   });
 
   it('a 200 whose body is not JSON (chat)', async () => {
-    const sinks = await runWith([{ kind: 'raw', contentType: 'text/plain', body: `${KEY} ${HEADER_SECRET} ${PROXY_TOKEN}` }]);
+    const sinks = await runWith([
+      { kind: 'raw', contentType: 'text/plain', body: `${KEY} ${HEADER_SECRET} ${PROXY_TOKEN}` },
+    ]);
     expect(sinks.result.stopReason).toBe('fatal_error');
     expect(sinks.result.detail).toMatch(/answered 200 with text starting "\[redacted\] \[redacted\] \[redacted\]"/);
     expectNoSecret(sinks);
   });
 
   it('a 200 whose body is not JSON (responses)', async () => {
-    const sinks = await runWith([{ kind: 'raw', contentType: 'text/plain', body: `${KEY} ${HEADER_SECRET} ${PROXY_TOKEN}` }], { api: 'responses' });
+    const sinks = await runWith(
+      [{ kind: 'raw', contentType: 'text/plain', body: `${KEY} ${HEADER_SECRET} ${PROXY_TOKEN}` }],
+      { api: 'responses' },
+    );
     expect(sinks.result.stopReason).toBe('fatal_error');
     expectNoSecret(sinks);
   });
 
   it("the Responses API stream's error event", async () => {
-    const fault = responsesFault({ event: 'error', data: { type: 'error', code: 'server_error', message: `upstream refused ${QUOTED}` } });
+    const fault = responsesFault({
+      event: 'error',
+      data: { type: 'error', code: 'server_error', message: `upstream refused ${QUOTED}` },
+    });
     const sinks = await runWith(times(2, fault), { api: 'responses', stream: true });
     expect(sinks.result.stopReason).toBe('retries_exhausted');
     expect(sinks.result.detail).toMatch(/error in the middle of its streamed reply: upstream refused key \[redacted\]/);
@@ -101,7 +134,13 @@ describe('server text quoting the credentials is scrubbed before any sink sees i
   });
 
   it("the Responses API stream's response.failed event", async () => {
-    const fault = responsesFault({ event: 'response.failed', data: { type: 'response.failed', response: { status: 'failed', error: { code: 'server_error', message: `failed for ${QUOTED}` } } } });
+    const fault = responsesFault({
+      event: 'response.failed',
+      data: {
+        type: 'response.failed',
+        response: { status: 'failed', error: { code: 'server_error', message: `failed for ${QUOTED}` } },
+      },
+    });
     const sinks = await runWith(times(2, fault), { api: 'responses', stream: true });
     expect(sinks.result.stopReason).toBe('retries_exhausted');
     expect(sinks.result.detail).toMatch(/failed the response mid-stream: failed for key \[redacted\]/);
@@ -109,7 +148,10 @@ describe('server text quoting the credentials is scrubbed before any sink sees i
   });
 
   it('a chat stream error chunk', async () => {
-    const fault: ServerStep = { kind: 'sse', events: [{ error: { message: `overloaded; ${QUOTED}`, type: 'server_error' } }] };
+    const fault: ServerStep = {
+      kind: 'sse',
+      events: [{ error: { message: `overloaded; ${QUOTED}`, type: 'server_error' } }],
+    };
     const sinks = await runWith(times(2, fault), { stream: true });
     expect(sinks.result.stopReason).toBe('retries_exhausted');
     expectNoSecret(sinks);
@@ -118,6 +160,10 @@ describe('server text quoting the credentials is scrubbed before any sink sees i
   it('still sends the header values, and the key, to the server', async () => {
     const sinks = await runWith([apiError(400, 'nothing quoted')]);
     expect(sinks.result.stopReason).toBe('fatal_error');
-    expect(server.requests[0]?.headers).toMatchObject({ 'api-key': HEADER_SECRET, 'proxy-authorization': `Bearer ${PROXY_TOKEN}`, authorization: `Bearer ${KEY}` });
+    expect(server.requests[0]?.headers).toMatchObject({
+      'api-key': HEADER_SECRET,
+      'proxy-authorization': `Bearer ${PROXY_TOKEN}`,
+      authorization: `Bearer ${KEY}`,
+    });
   });
 });

@@ -6,7 +6,15 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { evaluators, type Tool, type TraceEvent } from 'loopstate';
 import { modelError, reply, scriptedModel, toolCall, virtualClock, type VirtualClock } from 'loopstate/testing';
-import { contentsWithRole, createTestLoop, hangPastTimeout, recordingTool, requestAt, transcriptText, useFakeHostTimers } from './helpers.js';
+import {
+  contentsWithRole,
+  createTestLoop,
+  hangPastTimeout,
+  recordingTool,
+  requestAt,
+  transcriptText,
+  useFakeHostTimers,
+} from './helpers.js';
 
 const GOAL = 'What is the status of order O-101?';
 
@@ -31,8 +39,17 @@ describe('transport layer: network, timeout, 429, 5xx', () => {
   });
 
   it('backs off with full jitter on connection and timeout errors, then succeeds', async () => {
-    const model = scriptedModel([modelError({ kind: 'connection' }), modelError({ kind: 'timeout' }), modelError({ status: 503 }), reply('Shipped.')]);
-    const { loop, clock } = createTestLoop({ model, limits: { maxTransportAttempts: 4 }, retry: { baseMs: 100, maxMs: 10_000 } });
+    const model = scriptedModel([
+      modelError({ kind: 'connection' }),
+      modelError({ kind: 'timeout' }),
+      modelError({ status: 503 }),
+      reply('Shipped.'),
+    ]);
+    const { loop, clock } = createTestLoop({
+      model,
+      limits: { maxTransportAttempts: 4 },
+      retry: { baseMs: 100, maxMs: 10_000 },
+    });
 
     const result = await loop.run({ goal: GOAL });
 
@@ -45,13 +62,19 @@ describe('transport layer: network, timeout, 429, 5xx', () => {
   });
 
   it('stops with retries_exhausted once one call has failed maxTransportAttempts times in a row', async () => {
-    const model = scriptedModel([modelError({ status: 503 }), modelError({ status: 502 }), modelError({ status: 500, message: 'still down' })]);
+    const model = scriptedModel([
+      modelError({ status: 503 }),
+      modelError({ status: 502 }),
+      modelError({ status: 500, message: 'still down' }),
+    ]);
     const { loop } = createTestLoop({ model, limits: { maxTransportAttempts: 3 } });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 0, output: null });
-    expect(result.detail).toBe('task main: 3rd consecutive transport failure of model call 1 (HTTP 500); raise limits.maxTransportAttempts (3). Last error: still down');
+    expect(result.detail).toBe(
+      'task main: 3rd consecutive transport failure of model call 1 (HTTP 500); raise limits.maxTransportAttempts (3). Last error: still down',
+    );
     expect(result.usage.modelCalls).toBe(3);
     model.assertComplete();
   });
@@ -76,7 +99,12 @@ describe('argument layer: invalid tool arguments', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'completed', status: 'succeeded', output: 'Order O-101 has shipped.', steps: 3 });
+    expect(result).toMatchObject({
+      stopReason: 'completed',
+      status: 'succeeded',
+      output: 'Order O-101 has shipped.',
+      steps: 3,
+    });
     const fieldError = requestAt(model, 1).at(-1);
     expect(fieldError).toMatchObject({ role: 'tool', toolCallId: 'call_0_0' });
     expect(fieldError?.content).toContain('Tool get_order_status was called with invalid arguments:');
@@ -88,7 +116,11 @@ describe('argument layer: invalid tool arguments', () => {
 
   it('names the failed refinement too (a wrong format, not only a wrong type)', async () => {
     const { tool } = orderTool();
-    const model = scriptedModel([toolCall('get_order_status', { order_id: '101' }), toolCall('get_order_status', { order_id: 'O-101' }), reply('Shipped.')]);
+    const model = scriptedModel([
+      toolCall('get_order_status', { order_id: '101' }),
+      toolCall('get_order_status', { order_id: 'O-101' }),
+      reply('Shipped.'),
+    ]);
     const { loop } = createTestLoop({ model, tools: [tool] });
 
     await loop.run({ goal: GOAL });
@@ -108,7 +140,9 @@ describe('argument layer: invalid tool arguments', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 2 });
-    expect(result.detail).toBe('task main: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs');
+    expect(result.detail).toBe(
+      'task main: tool arguments still invalid after 1 repair(s); raise limits.maxArgumentRepairs',
+    );
     expect(executions).toEqual([]);
     expect(model.remaining).toBe(1);
   });
@@ -136,14 +170,24 @@ describe('reflection layer: the output fails the evaluator', () => {
   const answer = z.object({ order_id: z.string(), status: z.enum(['paid', 'shipped']) });
 
   it('feeds the failure reason into the next request, then succeeds', async () => {
-    const model = scriptedModel([reply('{"order_id":"O-101","status":"lost"}'), reply('{"order_id":"O-101","status":"shipped"}')]);
+    const model = scriptedModel([
+      reply('{"order_id":"O-101","status":"lost"}'),
+      reply('{"order_id":"O-101","status":"shipped"}'),
+    ]);
     const { loop } = createTestLoop({ model, evaluate: [evaluators.schema(answer)] });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'completed', status: 'succeeded', output: { order_id: 'O-101', status: 'shipped' }, steps: 2 });
+    expect(result).toMatchObject({
+      stopReason: 'completed',
+      status: 'succeeded',
+      output: { order_id: 'O-101', status: 'shipped' },
+      steps: 2,
+    });
     const reflection = contentsWithRole(requestAt(model, 1), 'user').at(-1);
-    expect(reflection).toMatch(/^Your previous answer did not pass evaluation: output does not match the schema: status: /);
+    expect(reflection).toMatch(
+      /^Your previous answer did not pass evaluation: output does not match the schema: status: /,
+    );
     expect(reflection).toContain('Fix exactly that and answer again.');
     // The failed answer stays in the conversation, so the model sees what it is fixing.
     expect(requestAt(model, 1)).toContainEqual({ role: 'assistant', content: '{"order_id":"O-101","status":"lost"}' });
@@ -156,8 +200,16 @@ describe('reflection layer: the output fails the evaluator', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 3, output: null, rawOutput: '{"status":"shipped"}' });
-    expect(result.detail).toMatch(/^task main: evaluation still failing after 2 reflection retries: output does not match the schema: order_id/);
+    expect(result).toMatchObject({
+      stopReason: 'retries_exhausted',
+      status: 'failed',
+      steps: 3,
+      output: null,
+      rawOutput: '{"status":"shipped"}',
+    });
+    expect(result.detail).toMatch(
+      /^task main: evaluation still failing after 2 reflection retries: output does not match the schema: order_id/,
+    );
     expect(contentsWithRole(requestAt(model, 1), 'user').at(-1)).toContain('output is not valid JSON');
     expect(contentsWithRole(requestAt(model, 2), 'user').at(-1)).toContain('status:');
     model.assertComplete();
@@ -167,7 +219,11 @@ describe('reflection layer: the output fails the evaluator', () => {
 describe('permission layer: never retried', () => {
   it('calls the model exactly once when a call is denied', async () => {
     const { tool, executions } = recordingTool({ name: 'cancel_order', access: 'write' });
-    const model = scriptedModel([toolCall('cancel_order', { id: 'O-101' }), toolCall('cancel_order', { id: 'O-101' }), reply('never requested')]);
+    const model = scriptedModel([
+      toolCall('cancel_order', { id: 'O-101' }),
+      toolCall('cancel_order', { id: 'O-101' }),
+      reply('never requested'),
+    ]);
     const { loop } = createTestLoop({ model, tools: [tool], policy: { allow: ['read'] }, limits: { maxRetries: 5 } });
 
     const result = await loop.run({ goal: 'Cancel O-101' });
@@ -180,7 +236,10 @@ describe('permission layer: never retried', () => {
 });
 
 /** A non-idempotent write that hangs past its 500 ms timeout; `executions` records each run. */
-function timedOutCharge(clock: VirtualClock, checkOutcome?: Tool['checkOutcome']): { tool: Tool; executions: unknown[] } {
+function timedOutCharge(
+  clock: VirtualClock,
+  checkOutcome?: Tool['checkOutcome'],
+): { tool: Tool; executions: unknown[] } {
   const { tool, executions } = recordingTool({
     name: 'charge_card',
     access: 'write',
@@ -227,7 +286,11 @@ describe('side-effect layer: unknown outcome is never re-executed', () => {
     expect(executions).toHaveLength(1);
     // Idempotency key: runId:stepId:callId.
     expect(lookups).toEqual(['run-42:1:call_0_0']);
-    expect(requestAt(model, 1).at(-1)).toEqual({ role: 'tool', toolCallId: 'call_0_0', content: '{"charged":true,"receipt":"rcpt-1"}' });
+    expect(requestAt(model, 1).at(-1)).toEqual({
+      role: 'tool',
+      toolCallId: 'call_0_0',
+      content: '{"charged":true,"receipt":"rcpt-1"}',
+    });
     model.assertComplete();
   });
 
@@ -242,7 +305,9 @@ describe('side-effect layer: unknown outcome is never re-executed', () => {
 
     expect(result).toMatchObject({ stopReason: 'completed', output: 'The charge did not go through.' });
     expect(executions).toHaveLength(1);
-    expect(requestAt(model, 1).at(-1)?.content).toBe('Tool charge_card timed out after 500 ms and did not take effect.');
+    expect(requestAt(model, 1).at(-1)?.content).toBe(
+      'Tool charge_card timed out after 500 ms and did not take effect.',
+    );
   });
 });
 
@@ -257,7 +322,12 @@ describe('layers do not multiply', () => {
     ]);
     const { loop } = createTestLoop({
       model,
-      evaluate: [evaluators.rule((text: string) => text.startsWith('FINAL:') || `must start with FINAL:, got "${text}"`, 'must start with FINAL:')],
+      evaluate: [
+        evaluators.rule(
+          (text: string) => text.startsWith('FINAL:') || `must start with FINAL:, got "${text}"`,
+          'must start with FINAL:',
+        ),
+      ],
       limits: { maxRetries: 2 },
     });
 

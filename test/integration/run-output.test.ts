@@ -15,7 +15,10 @@ const positiveTotal = evaluators.rule((value: { total: number }) => value.total 
 describe('result.output and result.rawOutput', () => {
   it('completed: output is the evaluated value, rawOutput the text it came from (prose and fence included)', async () => {
     const text = 'Here is the result:\n```json\n{"total": 3}\n```\nLet me know';
-    const { loop } = createTestLoop({ model: scriptedModel([reply(text)]), evaluate: [evaluators.schema(order), positiveTotal] });
+    const { loop } = createTestLoop({
+      model: scriptedModel([reply(text)]),
+      evaluate: [evaluators.schema(order), positiveTotal],
+    });
 
     const result = await loop.run({ goal: GOAL });
 
@@ -24,25 +27,45 @@ describe('result.output and result.rawOutput', () => {
 
   it('a rule that keeps failing leaves the parsed last reply as output, not its text', async () => {
     const model = scriptedModel([reply('{"total": 0}'), reply('```json\n{"total": -1}\n```')]);
-    const { loop } = createTestLoop({ model, evaluate: [evaluators.schema(order), positiveTotal], limits: { maxRetries: 1 } });
+    const { loop } = createTestLoop({
+      model,
+      evaluate: [evaluators.schema(order), positiveTotal],
+      limits: { maxRetries: 1 },
+    });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'retries_exhausted', output: { total: -1 }, rawOutput: '```json\n{"total": -1}\n```' });
+    expect(result).toMatchObject({
+      stopReason: 'retries_exhausted',
+      output: { total: -1 },
+      rawOutput: '```json\n{"total": -1}\n```',
+    });
   });
 
   it('a last reply that does not parse gives output null, even after an earlier reply parsed', async () => {
     const model = scriptedModel([reply('{"total": 0}'), reply('I could not compute it.')]);
-    const { loop } = createTestLoop({ model, evaluate: [evaluators.schema(order), positiveTotal], limits: { maxRetries: 1 } });
+    const { loop } = createTestLoop({
+      model,
+      evaluate: [evaluators.schema(order), positiveTotal],
+      limits: { maxRetries: 1 },
+    });
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'retries_exhausted', output: null, rawOutput: 'I could not compute it.' });
+    expect(result).toMatchObject({
+      stopReason: 'retries_exhausted',
+      output: null,
+      rawOutput: 'I could not compute it.',
+    });
   });
 
   it('a reply that was never evaluated (text beside a tool call) is rawOutput only', async () => {
     const model = scriptedModel([reply('{"total": 0}'), toolCall('missing_tool', {}, { text: '{"total": 5}' })]);
-    const { loop } = createTestLoop({ model, evaluate: [evaluators.schema(order), positiveTotal], limits: { maxSteps: 2 } });
+    const { loop } = createTestLoop({
+      model,
+      evaluate: [evaluators.schema(order), positiveTotal],
+      limits: { maxSteps: 2 },
+    });
 
     const result = await loop.run({ goal: GOAL });
 

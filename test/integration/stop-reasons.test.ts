@@ -29,14 +29,23 @@ describe('completed', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'completed', status: 'succeeded', detail: '1 of 1 task(s) passed evaluation', steps: 2 });
+    expect(result).toMatchObject({
+      stopReason: 'completed',
+      status: 'succeeded',
+      detail: '1 of 1 task(s) passed evaluation',
+      steps: 2,
+    });
     expect(result.output).toEqual({ id: 'R-1', status: 'shipped' });
     expect(result.warnings).toEqual([]);
     expect(result.usage).toMatchObject({ inputTokens: 500, outputTokens: 25, modelCalls: 2, toolCalls: 1 });
     // The scripted model is priced at $0.4 / $1.6 per million tokens.
     expect(result.usage.costUsd).toBeCloseTo((500 * 0.4 + 25 * 1.6) / 1e6, 12);
     expect(executions).toEqual([{ id: 'R-1' }]);
-    expect(requestAt(model, 1).at(-1)).toEqual({ role: 'tool', toolCallId: 'call_0_0', content: '{"id":"R-1","status":"shipped"}' });
+    expect(requestAt(model, 1).at(-1)).toEqual({
+      role: 'tool',
+      toolCallId: 'call_0_0',
+      content: '{"id":"R-1","status":"shipped"}',
+    });
     model.assertComplete();
   });
 
@@ -45,7 +54,11 @@ describe('completed', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'completed', detail: 'completed; no evaluator configured', output: 'whatever the model says' });
+    expect(result).toMatchObject({
+      stopReason: 'completed',
+      detail: 'completed; no evaluator configured',
+      output: 'whatever the model says',
+    });
     expect(result.trace.at(-1)).toMatchObject({ type: 'run-end', detail: 'completed; no evaluator configured' });
   });
 
@@ -55,13 +68,32 @@ describe('completed', () => {
       { id: 'draft', prompt: 'Draft.' },
       { id: 'polish', prompt: 'Polish.', evaluate: [] },
     ];
-    const mixed = await createTestLoop({ model: scriptedModel([reply('{"kind":"bug"}'), reply('a draft'), reply('polished')]), tasks }).loop.run({ goal: GOAL });
-    expect(mixed).toMatchObject({ stopReason: 'completed', detail: '3 of 3 task(s) completed; no evaluator configured for draft, polish' });
+    const mixed = await createTestLoop({
+      model: scriptedModel([reply('{"kind":"bug"}'), reply('a draft'), reply('polished')]),
+      tasks,
+    }).loop.run({ goal: GOAL });
+    expect(mixed).toMatchObject({
+      stopReason: 'completed',
+      detail: '3 of 3 task(s) completed; no evaluator configured for draft, polish',
+    });
 
-    const unchecked = await createTestLoop({ model: scriptedModel([reply('a'), reply('b')]), tasks: [{ id: 'a', prompt: 'A.' }, { id: 'b', prompt: 'B.' }] }).loop.run({ goal: GOAL });
+    const unchecked = await createTestLoop({
+      model: scriptedModel([reply('a'), reply('b')]),
+      tasks: [
+        { id: 'a', prompt: 'A.' },
+        { id: 'b', prompt: 'B.' },
+      ],
+    }).loop.run({ goal: GOAL });
     expect(unchecked.detail).toBe('2 of 2 task(s) completed; no evaluator configured');
 
-    const checked = await createTestLoop({ model: scriptedModel([reply('a'), reply('b')]), tasks: [{ id: 'a', prompt: 'A.' }, { id: 'b', prompt: 'B.' }], evaluate: evaluators.rule(() => true, 'never fails') }).loop.run({ goal: GOAL });
+    const checked = await createTestLoop({
+      model: scriptedModel([reply('a'), reply('b')]),
+      tasks: [
+        { id: 'a', prompt: 'A.' },
+        { id: 'b', prompt: 'B.' },
+      ],
+      evaluate: evaluators.rule(() => true, 'never fails'),
+    }).loop.run({ goal: GOAL });
     expect(checked.detail).toBe('2 of 2 task(s) passed evaluation');
   });
 });
@@ -90,7 +122,10 @@ describe('max_steps', () => {
 
 describe('deadline_exceeded', () => {
   it('stops when a slow tool runs past the deadline, without another model call', async () => {
-    const model = scriptedModel([toolCall('slow_lookup', { id: 'R-1' }, { text: 'Checking.' }), reply('never requested')]);
+    const model = scriptedModel([
+      toolCall('slow_lookup', { id: 'R-1' }, { text: 'Checking.' }),
+      reply('never requested'),
+    ]);
     const { loop, clock } = createTestLoop({
       model,
       tools: [
@@ -107,7 +142,11 @@ describe('deadline_exceeded', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'deadline_exceeded', status: 'failed', detail: 'the run passed its deadline (5000 ms); raise limits.deadlineMs' });
+    expect(result).toMatchObject({
+      stopReason: 'deadline_exceeded',
+      status: 'failed',
+      detail: 'the run passed its deadline (5000 ms); raise limits.deadlineMs',
+    });
     expect(model.calls).toHaveLength(1);
     expect(model.remaining).toBe(1);
     expect(result).toMatchObject({ output: null, rawOutput: 'Checking.' });
@@ -122,8 +161,11 @@ describe('deadline_exceeded', () => {
 
     // The run had not passed its deadline: the 429's wait would have.
     expect(result).toMatchObject({
-      stopReason: 'deadline_exceeded', status: 'failed', steps: 0,
-      detail: 'model call 1 failed (HTTP 429) and the server asked to wait 10000 ms (Retry-After): the retry would start 5000 ms after the deadline (5000 ms; 5000 ms were left), so the run stopped without waiting; raise limits.deadlineMs (or lower retry.maxRetryAfterMs)',
+      stopReason: 'deadline_exceeded',
+      status: 'failed',
+      steps: 0,
+      detail:
+        'model call 1 failed (HTTP 429) and the server asked to wait 10000 ms (Retry-After): the retry would start 5000 ms after the deadline (5000 ms; 5000 ms were left), so the run stopped without waiting; raise limits.deadlineMs (or lower retry.maxRetryAfterMs)',
     });
     expect(model.calls).toHaveLength(1);
     expect(result.usage.modelCalls).toBe(1);
@@ -137,24 +179,43 @@ describe('budget_exhausted', () => {
   it('does not pay an LLM judge once the final reply has spent the budget', async () => {
     const judgeModel = scriptedModel([reply('{"passed": true, "reason": "fine"}')], { id: 'judge-model' });
     const model = scriptedModel([reply('{"id":"R-1","status":"shipped"}', { usage: { outputTokens: 60 } })]);
-    const evaluate = [evaluators.schema(answer), evaluators.judge({ model: judgeModel, criteria: 'The status is plausible.' })];
+    const evaluate = [
+      evaluators.schema(answer),
+      evaluators.judge({ model: judgeModel, criteria: 'The status is plausible.' }),
+    ];
     const { loop } = createTestLoop({ model, evaluate, limits: { maxOutputTokens: 50 } });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(judgeModel.calls).toHaveLength(0);
-    expect(result).toMatchObject({ stopReason: 'budget_exhausted', status: 'failed', detail: 'output tokens 60 reached maxOutputTokens (50); raise limits.maxOutputTokens' });
+    expect(result).toMatchObject({
+      stopReason: 'budget_exhausted',
+      status: 'failed',
+      detail: 'output tokens 60 reached maxOutputTokens (50); raise limits.maxOutputTokens',
+    });
     expect(result.usage.modelCalls).toBe(1);
     // The schema parsed the reply before the unpaid judge "failed" it: output keeps the parsed value.
-    expect(result).toMatchObject({ output: { id: 'R-1', status: 'shipped' }, rawOutput: '{"id":"R-1","status":"shipped"}' });
+    expect(result).toMatchObject({
+      output: { id: 'R-1', status: 'shipped' },
+      rawOutput: '{"id":"R-1","status":"shipped"}',
+    });
     const verdict = result.trace.find((event) => event.type === 'evaluation-end');
-    expect(verdict).toMatchObject({ passed: false, reason: expect.stringContaining('was not run: the token or cost budget is spent') });
+    expect(verdict).toMatchObject({
+      passed: false,
+      reason: expect.stringContaining('was not run: the token or cost budget is spent'),
+    });
   });
 
   it('pays the LLM judge while the budget stands, and counts its call', async () => {
-    const judgeModel = scriptedModel([reply('{"passed": true, "reason": "fine"}', { usage: { inputTokens: 30, outputTokens: 5 } })], { id: 'judge-model' });
+    const judgeModel = scriptedModel(
+      [reply('{"passed": true, "reason": "fine"}', { usage: { inputTokens: 30, outputTokens: 5 } })],
+      { id: 'judge-model' },
+    );
     const model = scriptedModel([reply('{"id":"R-1","status":"shipped"}', { usage: { outputTokens: 10 } })]);
-    const evaluate = [evaluators.schema(answer), evaluators.judge({ model: judgeModel, criteria: 'The status is plausible.' })];
+    const evaluate = [
+      evaluators.schema(answer),
+      evaluators.judge({ model: judgeModel, criteria: 'The status is plausible.' }),
+    ];
     const { loop } = createTestLoop({ model, evaluate, limits: { maxOutputTokens: 50 } });
 
     const result = await loop.run({ goal: GOAL });
@@ -206,12 +267,18 @@ describe('budget_exhausted', () => {
   it('refuses the next call when a huge tool result pushes the input estimate past maxInputTokens', async () => {
     const { tool } = recordingTool({ respond: () => 'x'.repeat(40_000) });
     const model = scriptedModel([toolCall('lookup', { id: 'R-1' }), reply('never requested')]);
-    const { loop } = createTestLoop({ model, tools: [tool], limits: { maxInputTokens: 5_000, maxToolResultBytes: 100_000 } });
+    const { loop } = createTestLoop({
+      model,
+      tools: [tool],
+      limits: { maxInputTokens: 5_000, maxToolResultBytes: 100_000 },
+    });
 
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'budget_exhausted', status: 'failed', steps: 1 });
-    expect(result.detail).toMatch(/^the next request \(~\d+ input tokens\) would take input tokens past maxInputTokens \(5000; used 100\); raise limits\.maxInputTokens$/);
+    expect(result.detail).toMatch(
+      /^the next request \(~\d+ input tokens\) would take input tokens past maxInputTokens \(5000; used 100\); raise limits\.maxInputTokens$/,
+    );
     expect(model.calls).toHaveLength(1);
     expect(model.remaining).toBe(1);
     expect(result.usage).toMatchObject({ inputTokens: 100, modelCalls: 1, toolCalls: 1 });
@@ -240,8 +307,12 @@ describe('no_progress', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'no_progress', status: 'failed', steps: 3 });
-    expect(result.detail).toMatch(/^no progress after a nudge: repeated_tool_call: lookup was called with the same arguments and brought the same result 3 times/);
-    expect(transcriptText(requestAt(model, 2))).toContain('You called a tool again with the same arguments and got the same result');
+    expect(result.detail).toMatch(
+      /^no progress after a nudge: repeated_tool_call: lookup was called with the same arguments and brought the same result 3 times/,
+    );
+    expect(transcriptText(requestAt(model, 2))).toContain(
+      'You called a tool again with the same arguments and got the same result',
+    );
     // Each repeat ran: only a result that did not change makes it a repeat.
     expect(executions).toHaveLength(3);
     expect(result.warnings).toContain('no-progress nudge at step 2: repeated_tool_call');
@@ -257,15 +328,28 @@ describe('permission_denied', () => {
 
     const result = await loop.run({ goal: 'Mark R-1 as done' });
 
-    expect(result).toMatchObject({ stopReason: 'permission_denied', status: 'failed', detail: expect.stringMatching(/^the policy denied tool "\w+"/), steps: 1 });
+    expect(result).toMatchObject({
+      stopReason: 'permission_denied',
+      status: 'failed',
+      detail: expect.stringMatching(/^the policy denied tool "\w+"/),
+      steps: 1,
+    });
     expect(executions).toEqual([]);
     expect(model.calls).toHaveLength(1);
     expect(result.usage.toolCalls).toBe(0);
   });
 
   it('stops when the decide hook denies one call by its arguments, after allowing another', async () => {
-    const { tool, executions } = recordingTool({ name: 'refund', access: 'write', input: z.object({ amount: z.number() }) });
-    const model = scriptedModel([toolCall('refund', { amount: 20 }), toolCall('refund', { amount: 500 }), reply('never requested')]);
+    const { tool, executions } = recordingTool({
+      name: 'refund',
+      access: 'write',
+      input: z.object({ amount: z.number() }),
+    });
+    const model = scriptedModel([
+      toolCall('refund', { amount: 20 }),
+      toolCall('refund', { amount: 500 }),
+      reply('never requested'),
+    ]);
     const { loop } = createTestLoop({
       model,
       tools: [tool],
@@ -299,7 +383,10 @@ describe('tool_unavailable', () => {
     ]);
     const clock = virtualClock();
     const toolHealth = new ToolHealth({ now: () => clock.now() });
-    const { loop } = createTestLoop({ model, tools: [tool], tasks: [{ id: 'fetch', prompt: 'Fetch the records', requires: ['flaky'] }], toolHealth }, clock);
+    const { loop } = createTestLoop(
+      { model, tools: [tool], tasks: [{ id: 'fetch', prompt: 'Fetch the records', requires: ['flaky'] }], toolHealth },
+      clock,
+    );
 
     const result = await loop.run({ goal: GOAL });
 
@@ -308,7 +395,10 @@ describe('tool_unavailable', () => {
     expect(executions).toHaveLength(3);
     expect(toolHealth.snapshot().flaky).toMatchObject({ consecutiveFailures: 3, circuitOpen: true });
     // Each failure reached the model as an error observation.
-    expect(requestAt(model, 1).at(-1)).toMatchObject({ role: 'tool', content: 'Tool flaky failed: backend down while reading A' });
+    expect(requestAt(model, 1).at(-1)).toMatchObject({
+      role: 'tool',
+      content: 'Tool flaky failed: backend down while reading A',
+    });
     expect(model.remaining).toBe(1);
   });
 
@@ -346,7 +436,12 @@ describe('cancelled', () => {
 
     const result = await loop.run({ goal: GOAL, signal: controller.signal });
 
-    expect(result).toMatchObject({ stopReason: 'cancelled', status: 'failed', detail: 'cancelled: user pressed stop', steps: 1 });
+    expect(result).toMatchObject({
+      stopReason: 'cancelled',
+      status: 'failed',
+      detail: 'cancelled: user pressed stop',
+      steps: 1,
+    });
     expect(model.calls).toHaveLength(1);
     expect(model.remaining).toBe(1);
   });
@@ -357,7 +452,13 @@ describe('cancelled', () => {
 
     const result = await loop.run({ goal: GOAL, signal: AbortSignal.abort('shutting down') });
 
-    expect(result).toMatchObject({ stopReason: 'cancelled', status: 'failed', detail: 'cancelled: shutting down', steps: 0, output: null });
+    expect(result).toMatchObject({
+      stopReason: 'cancelled',
+      status: 'failed',
+      detail: 'cancelled: shutting down',
+      steps: 0,
+      output: null,
+    });
     expect(model.calls).toHaveLength(0);
     expect(result.usage.modelCalls).toBe(0);
   });
@@ -375,7 +476,12 @@ describe('needs_human', () => {
 
     const result = await loop.run({ goal: 'Delete R-1' });
 
-    expect(result).toMatchObject({ stopReason: 'needs_human', status: 'needs_human', detail: expect.stringMatching(/^tool "\w+" needs a person's approval/), steps: 1 });
+    expect(result).toMatchObject({
+      stopReason: 'needs_human',
+      status: 'needs_human',
+      detail: expect.stringMatching(/^tool "\w+" needs a person's approval/),
+      steps: 1,
+    });
     expect(result.pendingApprovals).toEqual([{ callId: 'call_0_0', tool: 'delete_record', args: { id: 'R-1' } }]);
     expect(executions).toEqual([]);
     expect(model.calls).toHaveLength(1);
@@ -400,11 +506,15 @@ describe('needs_human', () => {
     const result = await loop.run({ goal: 'Send the invoice' });
 
     expect(result).toMatchObject({ stopReason: 'needs_human', status: 'needs_human', steps: 1 });
-    expect(result.detail).toBe('a side-effecting tool call timed out and its outcome cannot be known; a person must check it');
+    expect(result.detail).toBe(
+      'a side-effecting tool call timed out and its outcome cannot be known; a person must check it',
+    );
     expect(result.pendingApprovals).toEqual([]);
     expect(executions).toBe(1);
     expect(model.calls).toHaveLength(1);
-    expect(result.trace).toContainEqual(expect.objectContaining({ type: 'tool-end', name: 'send_invoice', status: 'unknown_outcome' }));
+    expect(result.trace).toContainEqual(
+      expect.objectContaining({ type: 'tool-end', name: 'send_invoice', status: 'unknown_outcome' }),
+    );
   });
 });
 
@@ -416,7 +526,9 @@ describe('retries_exhausted', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 2 });
-    expect(result.detail).toMatch(/^task main: evaluation still failing after 1 reflection retries: output does not match the schema: id: /);
+    expect(result.detail).toMatch(
+      /^task main: evaluation still failing after 1 reflection retries: output does not match the schema: id: /,
+    );
     expect(result).toMatchObject({ output: null, rawOutput: '{"status":"shipped"}' });
     model.assertComplete();
   });
@@ -431,7 +543,11 @@ describe('fatal_error', () => {
 
     expect(result).toMatchObject({ stopReason: 'fatal_error', status: 'failed', steps: 0 });
     expect(result.detail).toBe('model call failed: scripted model error: HTTP 401 (auth)');
-    expect(result.error).toEqual({ name: 'ModelCallError', message: 'scripted model error: HTTP 401 (auth)', code: 'model_auth' });
+    expect(result.error).toEqual({
+      name: 'ModelCallError',
+      message: 'scripted model error: HTTP 401 (auth)',
+      code: 'model_auth',
+    });
     expect(model.calls).toHaveLength(1);
     expect(result.usage.modelCalls).toBe(1);
   });
@@ -445,7 +561,11 @@ describe('fatal_error', () => {
 
     const result = await loop.run({ goal: GOAL });
 
-    expect(result).toMatchObject({ stopReason: 'fatal_error', status: 'failed', detail: 'model call failed: adapter crashed' });
+    expect(result).toMatchObject({
+      stopReason: 'fatal_error',
+      status: 'failed',
+      detail: 'model call failed: adapter crashed',
+    });
     expect(result.error).toEqual({ name: 'Error', message: 'adapter crashed' });
     expect(result.warnings).toEqual([expect.stringContaining('no price for model "in-house"')]);
   });
@@ -459,7 +579,9 @@ describe('fatal_error', () => {
 
     expect(result).toMatchObject({ stopReason: 'fatal_error', status: 'failed', steps: 1 });
     expect(result.error).toMatchObject({ name: 'ScriptExhaustedError', code: 'script_exhausted' });
-    expect(result.error?.message).toMatch(/^scripted model called 2 times but the script has 1 steps; the last request ended with: tool result for call_0_0/);
+    expect(result.error?.message).toMatch(
+      /^scripted model called 2 times but the script has 1 steps; the last request ended with: tool result for call_0_0/,
+    );
     expect(result.detail).toBe(`model call failed: ${result.error?.message}`);
   });
 });
@@ -500,7 +622,9 @@ describe('stop reasons in edge cases', () => {
 
     const result = await loop.run({ goal: 'Send the invoice' });
 
-    expect(result.trace).toContainEqual(expect.objectContaining({ type: 'tool-end', name: 'send_invoice', status: 'unknown_outcome' }));
+    expect(result.trace).toContainEqual(
+      expect.objectContaining({ type: 'tool-end', name: 'send_invoice', status: 'unknown_outcome' }),
+    );
     expect(result.stopReason).toBe('needs_human');
   });
 
@@ -519,7 +643,10 @@ describe('stop reasons in edge cases', () => {
     ]);
     const clock = virtualClock();
     const toolHealth = new ToolHealth({ now: () => clock.now() });
-    const { loop } = createTestLoop({ model, tools: [tool], tasks: [{ id: 'fetch', prompt: 'Fetch it', requires: ['flaky'] }], toolHealth }, clock);
+    const { loop } = createTestLoop(
+      { model, tools: [tool], tasks: [{ id: 'fetch', prompt: 'Fetch it', requires: ['flaky'] }], toolHealth },
+      clock,
+    );
     const first = await loop.run({ goal: GOAL });
     expect(first.stopReason).toBe('tool_unavailable');
 
@@ -551,7 +678,9 @@ describe('stop reasons in edge cases', () => {
 
     expect(result.stopReason).toBe('deadline_exceeded');
     // The call ran: the trace must show it (DESIGN §11) and usage must count it.
-    expect(result.trace).toContainEqual(expect.objectContaining({ type: 'tool-end', name: 'send_invoice', status: 'unknown_outcome' }));
+    expect(result.trace).toContainEqual(
+      expect.objectContaining({ type: 'tool-end', name: 'send_invoice', status: 'unknown_outcome' }),
+    );
     expect(result.usage.toolCalls).toBe(1);
   });
 });

@@ -19,7 +19,12 @@ afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 beforeAll(async () => {
   // One self-contained file: it runs from a temp directory with no node_modules.
-  await bundleForNode({ entry: fileURLToPath(new URL('../fixtures/trace-kill-child.ts', import.meta.url)), outDir: directory, fileName: 'trace-kill-child.mjs', selfContained: true });
+  await bundleForNode({
+    entry: fileURLToPath(new URL('../fixtures/trace-kill-child.ts', import.meta.url)),
+    outDir: directory,
+    fileName: 'trace-kill-child.mjs',
+    selfContained: true,
+  });
 }, 120_000);
 
 function lineCount(file: string): number {
@@ -32,7 +37,9 @@ describe('a run killed mid-way', () => {
     const process_ = spawn(process.execPath, [child, file], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     process_.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<NodeJS.Signals | number | null>((resolve) => process_.on('exit', (code, signal) => resolve(signal ?? code)));
+    const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
+      process_.on('exit', (code, signal) => resolve(signal ?? code)),
+    );
     // Wait (on the real clock: this is another process) until it is well into the run.
     const started = Date.now();
     while (lineCount(file) < 60) {

@@ -8,7 +8,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT_CONTEXT, trace, type Span, type Tracer } from '@opentelemetry/api';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
 import { afterAll, describe, expect, it } from 'vitest';
 import { evaluators, GEN_AI_SEMCONV_VERSION, type TraceEvent } from 'loopstate';
 import { modelError, reply, scriptedModel, toolCall } from 'loopstate/testing';
@@ -32,11 +37,22 @@ describe('OpenTelemetry spans', () => {
     const outer = tracer.startSpan('request');
     const { tool } = recordingTool({});
     const model = scriptedModel([
-      toolCall([{ name: 'lookup', args: { id: 'A' } }, { name: 'lookup', args: { id: 'B' } }], { usage: { inputTokens: 120, outputTokens: 15 } }),
+      toolCall(
+        [
+          { name: 'lookup', args: { id: 'A' } },
+          { name: 'lookup', args: { id: 'B' } },
+        ],
+        { usage: { inputTokens: 120, outputTokens: 15 } },
+      ),
       modelError({ status: 503 }),
       reply('{"done":true}', { usage: { inputTokens: 200, outputTokens: 9 } }),
     ]);
-    const { loop } = createTestLoop({ model, tools: [tool], evaluate: [evaluators.json()], trace: { otel: { tracer, parent: trace.setSpan(ROOT_CONTEXT, outer) } } });
+    const { loop } = createTestLoop({
+      model,
+      tools: [tool],
+      evaluate: [evaluators.json()],
+      trace: { otel: { tracer, parent: trace.setSpan(ROOT_CONTEXT, outer) } },
+    });
     const result = await loop.run({ goal: 'Look A and B up' });
     outer.end();
     expect(result.stopReason).toBe('completed');
@@ -64,7 +80,14 @@ describe('OpenTelemetry spans', () => {
     const [first, second] = steps as [ReadableSpan, ReadableSpan];
 
     const chats = all.filter((span) => span.attributes['gen_ai.operation.name'] === 'chat');
-    expect(chats.map((span) => [span.name, parentOf(span), span.attributes['gen_ai.usage.input_tokens'] ?? null, span.attributes['error.type'] ?? null])).toEqual([
+    expect(
+      chats.map((span) => [
+        span.name,
+        parentOf(span),
+        span.attributes['gen_ai.usage.input_tokens'] ?? null,
+        span.attributes['error.type'] ?? null,
+      ]),
+    ).toEqual([
       [`chat ${model.id}`, idOf(first), 120, null],
       // The 503 and its retry are both calls of step 2.
       [`chat ${model.id}`, idOf(second), null, 'server'],
@@ -74,11 +97,18 @@ describe('OpenTelemetry spans', () => {
 
     const tools = byName('execute_tool lookup');
     const calls = result.trace.filter((event) => event.type === 'tool-end');
-    expect(tools.map((span) => [parentOf(span), span.attributes['gen_ai.tool.name'], span.attributes['gen_ai.tool.call.id'], span.attributes['gen_ai.operation.name']])).toEqual(
-      calls.map((call) => [idOf(first), 'lookup', call.callId, 'execute_tool']),
-    );
+    expect(
+      tools.map((span) => [
+        parentOf(span),
+        span.attributes['gen_ai.tool.name'],
+        span.attributes['gen_ai.tool.call.id'],
+        span.attributes['gen_ai.operation.name'],
+      ]),
+    ).toEqual(calls.map((call) => [idOf(first), 'lookup', call.callId, 'execute_tool']));
     // Retries and verdicts are events on their step.
-    expect(second.events.map((event) => event.name)).toEqual(expect.arrayContaining(['loopstate.retry', 'loopstate.evaluation']));
+    expect(second.events.map((event) => event.name)).toEqual(
+      expect.arrayContaining(['loopstate.retry', 'loopstate.evaluation']),
+    );
     // Every span ended, children inside their parents.
     for (const span of [...steps, ...chats, ...tools]) expect(span.ended).toBe(true);
   });
@@ -86,13 +116,26 @@ describe('OpenTelemetry spans', () => {
   it("an argument repair's retry event carries the field errors the model was sent", async () => {
     const { tracer, spans } = capture();
     const { tool } = recordingTool({});
-    const model = scriptedModel([toolCall('lookup', { id: 42 }), toolCall('lookup', { id: 'A' }), reply('{"done":true}')]);
-    const { loop } = createTestLoop({ model, tools: [tool], evaluate: [evaluators.json()], trace: { otel: { tracer } } });
+    const model = scriptedModel([
+      toolCall('lookup', { id: 42 }),
+      toolCall('lookup', { id: 'A' }),
+      reply('{"done":true}'),
+    ]);
+    const { loop } = createTestLoop({
+      model,
+      tools: [tool],
+      evaluate: [evaluators.json()],
+      trace: { otel: { tracer } },
+    });
     expect((await loop.run({ goal: 'Look A up' })).stopReason).toBe('completed');
-    const retries = spans().flatMap((span) => span.events).filter((event) => event.name === 'loopstate.retry');
+    const retries = spans()
+      .flatMap((span) => span.events)
+      .filter((event) => event.name === 'loopstate.retry');
     expect(retries).toHaveLength(1);
     expect(retries[0]?.attributes).toMatchObject({ 'loopstate.retry.layer': 'argument_repair' });
-    expect(retries[0]?.attributes?.['loopstate.retry.argument_errors']).toEqual([expect.stringMatching(/^lookup: id: .*string/)]);
+    expect(retries[0]?.attributes?.['loopstate.retry.argument_errors']).toEqual([
+      expect.stringMatching(/^lookup: id: .*string/),
+    ]);
   });
 
   it('costs one no-op span per run when the tracer records nothing', async () => {
@@ -105,7 +148,11 @@ describe('OpenTelemetry spans', () => {
       },
       startActiveSpan: noop.startActiveSpan.bind(noop) as Tracer['startActiveSpan'],
     };
-    const { loop } = createTestLoop({ model: scriptedModel([toolCall('lookup', { id: 'A' }), reply('ok')]), tools: [recordingTool({}).tool], trace: { otel: { tracer: counting } } });
+    const { loop } = createTestLoop({
+      model: scriptedModel([toolCall('lookup', { id: 'A' }), reply('ok')]),
+      tools: [recordingTool({}).tool],
+      trace: { otel: { tracer: counting } },
+    });
     expect((await loop.run({ goal: 'go' })).stopReason).toBe('completed');
     expect(started).toBe(1);
   });
@@ -117,7 +164,10 @@ describe('OpenTelemetry spans', () => {
       await createTestLoop({ model: scriptedModel([reply('ok')]) }).loop.run({ goal: 'go' });
       const names = exporter.getFinishedSpans().map((span) => span.name);
       expect(names).toEqual(['chat scripted', 'loopstate.step', 'invoke_agent loopstate']);
-      expect(exporter.getFinishedSpans()[0]?.instrumentationScope).toMatchObject({ name: 'loopstate', version: expect.stringMatching(/^\d+\.\d+\.\d+/) as unknown });
+      expect(exporter.getFinishedSpans()[0]?.instrumentationScope).toMatchObject({
+        name: 'loopstate',
+        version: expect.stringMatching(/^\d+\.\d+\.\d+/) as unknown,
+      });
       exporter.reset();
       for (const traceOption of [{ otel: false as const }, false as const]) {
         await createTestLoop({ model: scriptedModel([reply('ok')]), trace: traceOption }).loop.run({ goal: 'go' });
@@ -149,13 +199,17 @@ describe('redaction across every sink', () => {
     const { tracer, spans } = capture();
     const file = join(directory, 'secret.jsonl');
     const sunk: TraceEvent[] = [];
-    const { tool } = recordingTool({ respond: ({ id }) => ({ id, note: `use key ${SECRETS[0]} for ${SECRETS[1]}`, password: SECRETS[2] }) });
+    const { tool } = recordingTool({
+      respond: ({ id }) => ({ id, note: `use key ${SECRETS[0]} for ${SECRETS[1]}`, password: SECRETS[2] }),
+    });
     const model = scriptedModel([
       toolCall('lookup', { id: SECRETS[1], api_key: SECRETS[0] }, { text: `calling with ${SECRETS[0]}` }),
       reply(`Done: the key was ${SECRETS[0]} and the case ${SECRETS[1]}; password=${SECRETS[2]}`),
     ]);
     const { loop } = createTestLoop({
-      model, tools: [tool], instructions: `Never print ${SECRETS[1]}`,
+      model,
+      tools: [tool],
+      instructions: `Never print ${SECRETS[1]}`,
       redact: { patterns: [/\bACME-\d{8}\b/] },
       trace: { file, prompts: true, onEvent: (event) => sunk.push(event), otel: { tracer } },
       // The tool's input schema takes any extra key.
@@ -169,14 +223,23 @@ describe('redaction across every sink', () => {
       memory: JSON.stringify(result.trace),
       file: readFileSync(file, 'utf8'),
       callback: JSON.stringify(sunk),
-      spans: JSON.stringify(spans().map((span) => ({ name: span.name, attributes: span.attributes, events: span.events, status: span.status }))),
+      spans: JSON.stringify(
+        spans().map((span) => ({
+          name: span.name,
+          attributes: span.attributes,
+          events: span.events,
+          status: span.status,
+        })),
+      ),
       warnings: JSON.stringify(result.warnings),
     };
     for (const [sink, text] of Object.entries(everySink)) {
       for (const secret of SECRETS) expect(text, `${sink} holds ${secret}`).not.toContain(secret);
     }
     expect(everySink.file).toContain('[redacted]');
-    expect(result.trace.some((event) => event.type === 'prompt' && JSON.stringify(event.added).includes('[redacted]'))).toBe(true);
+    expect(
+      result.trace.some((event) => event.type === 'prompt' && JSON.stringify(event.added).includes('[redacted]')),
+    ).toBe(true);
     expect(spans().length).toBeGreaterThan(3);
   });
 });

@@ -17,7 +17,12 @@ const lookup = () => recordingTool({ respond: ({ id }) => ({ id, owner: `owner o
 export const TRACE_SCENARIOS: TraceScenario[] = [
   {
     name: 'tools, a 429 retried, an evaluation failure reflected',
-    script: [toolCall('lookup', { id: 'A' }), modelError({ status: 429, retryAfterMs: 50 }), reply('not json'), reply('{"ok":true}')],
+    script: [
+      toolCall('lookup', { id: 'A' }),
+      modelError({ status: 429, retryAfterMs: 50 }),
+      reply('not json'),
+      reply('{"ok":true}'),
+    ],
     config: { instructions: 'Answer as JSON.', tools: [lookup()], evaluate: [evaluators.json()] },
   },
   {
@@ -32,7 +37,9 @@ export const TRACE_SCENARIOS: TraceScenario[] = [
   },
   {
     name: 'output tokens run out',
-    script: Array.from({ length: 5 }, (_, index) => toolCall('lookup', { id: `C${index}` }, { usage: { inputTokens: 50, outputTokens: 30 } })),
+    script: Array.from({ length: 5 }, (_, index) =>
+      toolCall('lookup', { id: `C${index}` }, { usage: { inputTokens: 50, outputTokens: 30 } }),
+    ),
     config: { tools: [lookup()], limits: { maxOutputTokens: 70 } },
   },
   {

@@ -17,17 +17,25 @@ let server: OpenAITestServer;
 useOpenAIServer((started) => (server = started));
 
 const GOAL = 'Check the records one by one, then say done.';
-const lookupReply = (step: number): ServerStep => replyStep('chat', false, { toolCalls: [{ id: `call-${step}`, name: 'lookup', args: { id: `R-${step}` } }] });
+const lookupReply = (step: number): ServerStep =>
+  replyStep('chat', false, { toolCalls: [{ id: `call-${step}`, name: 'lookup', args: { id: `R-${step}` } }] });
 const UNAVAILABLE = apiError(503, 'Service unavailable');
 
-const retryDelays = (result: RunResult) => result.trace.flatMap((event) => (event.type === 'model-error' ? [event.retryDelayMs] : []));
-const transportRetries = (trace: readonly TraceEvent[]) => trace.flatMap((event) => (event.type === 'retry' && event.layer === 'transport' ? [event.counter] : []));
+const retryDelays = (result: RunResult) =>
+  result.trace.flatMap((event) => (event.type === 'model-error' ? [event.retryDelayMs] : []));
+const transportRetries = (trace: readonly TraceEvent[]) =>
+  trace.flatMap((event) => (event.type === 'retry' && event.layer === 'transport' ? [event.counter] : []));
 
 /** A loop on the real `openai` client against the local server, with the defaults for every limit not given. */
 function httpLoop(limits: Record<string, number> = {}) {
   const { tool, executions } = recordingTool({ respond: ({ id }) => ({ id, status: `record ${String(id)} checked` }) });
   const loop = createLoop({
-    model: openaiModel({ model: 'gpt-4.1-mini', baseURL: server.baseURL, apiKey: 'sk-test-transport', timeoutMs: 5_000 }),
+    model: openaiModel({
+      model: 'gpt-4.1-mini',
+      baseURL: server.baseURL,
+      apiKey: 'sk-test-transport',
+      timeoutMs: 5_000,
+    }),
     tools: [tool],
     limits,
     clock: virtualClock(),
@@ -67,7 +75,9 @@ describe('transport attempts per call, over real HTTP', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'retries_exhausted', status: 'failed', steps: 1 });
-    expect(result.detail).toMatch(/^task main: 3rd consecutive transport failure of model call 2 \(HTTP 503\); raise limits\.maxTransportAttempts \(3\)\. Last error: .*HTTP 503 Service unavailable/);
+    expect(result.detail).toMatch(
+      /^task main: 3rd consecutive transport failure of model call 2 \(HTTP 503\); raise limits\.maxTransportAttempts \(3\)\. Last error: .*HTTP 503 Service unavailable/,
+    );
     expect(server.requests).toHaveLength(4);
   });
 
@@ -88,7 +98,13 @@ describe('transport attempts per call, over real HTTP', () => {
 describe('transport attempts per call, with the scripted model', () => {
   it('restarts the backoff exponent with each call: a new call begins at the base delay again', async () => {
     const { tool } = recordingTool({});
-    const model = scriptedModel([modelError({ status: 503 }), modelError({ status: 503 }), toolCall('lookup', { id: 'A' }), modelError({ status: 503 }), reply('done')]);
+    const model = scriptedModel([
+      modelError({ status: 503 }),
+      modelError({ status: 503 }),
+      toolCall('lookup', { id: 'A' }),
+      modelError({ status: 503 }),
+      reply('done'),
+    ]);
     const { loop } = createTestLoop({ model, tools: [tool], retry: { baseMs: 100, maxMs: 10_000 } });
 
     const result = await loop.run({ goal: GOAL });
@@ -100,11 +116,13 @@ describe('transport attempts per call, with the scripted model', () => {
     model.assertComplete();
   });
 
-  it('limits.maxTransportRetries caps the run\'s total: the third isolated failure with two retries spent stops the task', async () => {
+  it("limits.maxTransportRetries caps the run's total: the third isolated failure with two retries spent stops the task", async () => {
     const { tool } = recordingTool({});
     const model = scriptedModel([
-      modelError({ status: 503 }), toolCall('lookup', { id: 'A' }),
-      modelError({ status: 503 }), toolCall('lookup', { id: 'B' }),
+      modelError({ status: 503 }),
+      toolCall('lookup', { id: 'A' }),
+      modelError({ status: 503 }),
+      toolCall('lookup', { id: 'B' }),
       modelError({ status: 503, message: 'still overloaded' }),
     ]);
     const { loop } = createTestLoop({ model, tools: [tool], limits: { maxTransportRetries: 2 } });
@@ -112,7 +130,9 @@ describe('transport attempts per call, with the scripted model', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result).toMatchObject({ stopReason: 'retries_exhausted', steps: 2 });
-    expect(result.detail).toBe("task main: model call 3 failed (HTTP 503) with the run's transport retries spent (2 of maxTransportRetries 2); raise limits.maxTransportRetries. Last error: still overloaded");
+    expect(result.detail).toBe(
+      "task main: model call 3 failed (HTTP 503) with the run's transport retries spent (2 of maxTransportRetries 2); raise limits.maxTransportRetries. Last error: still overloaded",
+    );
     model.assertComplete();
   });
 
@@ -123,7 +143,9 @@ describe('transport attempts per call, with the scripted model', () => {
     const result = await loop.run({ goal: GOAL });
 
     expect(result.stopReason).toBe('retries_exhausted');
-    expect(result.detail).toContain("model call 1 failed (timeout) with the run's transport retries spent (0 of maxTransportRetries 0)");
+    expect(result.detail).toContain(
+      "model call 1 failed (timeout) with the run's transport retries spent (0 of maxTransportRetries 0)",
+    );
     expect(result.usage.modelCalls).toBe(1);
   });
 
@@ -138,7 +160,11 @@ describe('transport attempts per call, with the scripted model', () => {
       return decisions <= 4 ? toolCall('lookup', { id: `R-${decisions}` }) : reply('done');
     };
     const model = scriptedModel(Array.from({ length: 20 }, () => step));
-    const { loop } = createTestLoop({ model, tools: [tool], context: { maxInputTokensPerCall: 1_500, strategy: 'summarize', keepTurns: 1 } });
+    const { loop } = createTestLoop({
+      model,
+      tools: [tool],
+      context: { maxInputTokensPerCall: 1_500, strategy: 'summarize', keepTurns: 1 },
+    });
 
     const result = await loop.run({ goal: GOAL });
 

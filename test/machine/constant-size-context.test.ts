@@ -10,7 +10,15 @@ import { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS } from '../../src/engine/constants.
 function contextSizeAfter(steps: number): { size: number; keys: string } {
   const actor = createActor(loopMachine, {
     input: {
-      limits: { ...DEFAULT_LIMITS, maxSteps: 10_000, maxStepsPerTask: 10_000, maxToolCalls: 10_000, maxInputTokens: 1e12, maxOutputTokens: 1e12, maxCostUsd: 1e9 },
+      limits: {
+        ...DEFAULT_LIMITS,
+        maxSteps: 10_000,
+        maxStepsPerTask: 10_000,
+        maxToolCalls: 10_000,
+        maxInputTokens: 1e12,
+        maxOutputTokens: 1e12,
+        maxCostUsd: 1e9,
+      },
       noProgress: { ...DEFAULT_NO_PROGRESS, planStall: 10_000 },
       tasks: [{ id: 'main', onFailure: 'stop' }],
     },
@@ -18,16 +26,37 @@ function contextSizeAfter(steps: number): { size: number; keys: string } {
   actor.send({ type: 'run.started', at: 0, nextRequestTokens: 10 });
   for (let step = 0; step < steps; step++) {
     actor.send({
-      type: 'model.responded', at: step, nextRequestTokens: 10 + step, stateDigest: `digest-${step}`,
+      type: 'model.responded',
+      at: step,
+      nextRequestTokens: 10 + step,
+      stateDigest: `digest-${step}`,
       usage: { inputTokens: 5, outputTokens: 1, costUsd: 0 },
-      decision: { kind: 'tool_calls', calls: 1, invalidCalls: 0, parseError: null, deniedCalls: 0, approvalCalls: 0, unavailableCalls: 0, refusedCalls: 0, blockedTool: null },
+      decision: {
+        kind: 'tool_calls',
+        calls: 1,
+        invalidCalls: 0,
+        parseError: null,
+        deniedCalls: 0,
+        approvalCalls: 0,
+        unavailableCalls: 0,
+        refusedCalls: 0,
+        blockedTool: null,
+      },
     });
     actor.send({
-      type: 'tools.completed', at: step, nextRequestTokens: 20 + step,
+      type: 'tools.completed',
+      at: step,
+      nextRequestTokens: 20 + step,
       // An active plan that moves now and then: its counters stay bounded however long the run.
       round: {
-        calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false,
-        maxRepeatCount: 1, repeatedTool: null, requiredToolUnavailable: false,
+        calls: 1,
+        failedCalls: 0,
+        timedOutCalls: 0,
+        unknownOutcomeCalls: 0,
+        allObservationsSeen: false,
+        maxRepeatCount: 1,
+        repeatedTool: null,
+        requiredToolUnavailable: false,
         plan: { openItems: 3, progressed: step % 5 === 0 },
       },
     });

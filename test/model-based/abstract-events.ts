@@ -58,12 +58,16 @@ export const ABSTRACT_PRICE = Object.freeze({ inputPerMillion: 1, outputPerMilli
 
 /** A call's usage with its cost, computed exactly as the driver prices it (same operations, same float). */
 export function pricedUsage(inputTokens: number, outputTokens: number): CallUsage {
-  const costUsd = (inputTokens * ABSTRACT_PRICE.inputPerMillion + outputTokens * ABSTRACT_PRICE.outputPerMillion) / 1_000_000;
+  const costUsd =
+    (inputTokens * ABSTRACT_PRICE.inputPerMillion + outputTokens * ABSTRACT_PRICE.outputPerMillion) / 1_000_000;
   return { inputTokens, outputTokens, costUsd };
 }
 
 export const EVALUATOR_REASONS = ['reason A', 'reason B'] as const;
-export const PARSE_ERRORS = Object.freeze({ emptyReply: 'empty_reply', invalidArguments: 'invalid_arguments:lookup:id' });
+export const PARSE_ERRORS = Object.freeze({
+  emptyReply: 'empty_reply',
+  invalidArguments: 'invalid_arguments:lookup:id',
+});
 
 /** Texts the driver puts in events, shared with the replay so that stop details agree too. */
 export const OUTCOME_TEXT = Object.freeze({
@@ -129,10 +133,30 @@ export function decisionClasses(_config: ModelConfiguration): readonly DecisionC
       family: 'invalid',
       canRepeatReply: false,
     },
-    { label: 'unparseable', decision: { kind: 'unparseable', parseError: PARSE_ERRORS.emptyReply }, family: 'empty', canRepeatReply: true },
-    { label: 'tools-denied', decision: toolCalls({ deniedCalls: 1, blockedTool: 'forbidden' }), family: 'calls', canRepeatReply: false },
-    { label: 'tools-approval', decision: toolCalls({ approvalCalls: 1, blockedTool: 'wipe' }), family: 'calls', canRepeatReply: false },
-    { label: 'tools-unavailable', decision: toolCalls({ unavailableCalls: 1, blockedTool: 'broken' }), family: 'calls', canRepeatReply: false },
+    {
+      label: 'unparseable',
+      decision: { kind: 'unparseable', parseError: PARSE_ERRORS.emptyReply },
+      family: 'empty',
+      canRepeatReply: true,
+    },
+    {
+      label: 'tools-denied',
+      decision: toolCalls({ deniedCalls: 1, blockedTool: 'forbidden' }),
+      family: 'calls',
+      canRepeatReply: false,
+    },
+    {
+      label: 'tools-approval',
+      decision: toolCalls({ approvalCalls: 1, blockedTool: 'wipe' }),
+      family: 'calls',
+      canRepeatReply: false,
+    },
+    {
+      label: 'tools-unavailable',
+      decision: toolCalls({ unavailableCalls: 1, blockedTool: 'broken' }),
+      family: 'calls',
+      canRepeatReply: false,
+    },
   ];
 }
 
@@ -154,28 +178,54 @@ function changedDigest(last: string | null, family: ReplyFamily): string {
  * "same" repeats the last digest: only for a reply that can repeat the last one (same family), in the same
  * task, with no new observation since. An empty reply in that position always repeats it.
  */
-function digestClasses(config: ModelConfiguration, context: LoopContext, decision: DecisionClass): ReadonlyArray<readonly [string, string]> {
+function digestClasses(
+  config: ModelConfiguration,
+  context: LoopContext,
+  decision: DecisionClass,
+): ReadonlyArray<readonly [string, string]> {
   const last = context.progress.lastStateDigest;
   const changed: readonly [string, string] = ['changed', changedDigest(last, decision.family)];
   const sameTask = context.task.steps > 0;
   const newObservation = context.nextRequestTokens === config.requestEstimate + NEW_OBSERVATION_TOKENS;
-  const canRepeat = last !== null && sameTask && !newObservation && decision.canRepeatReply && last.startsWith(`${decision.family}-`);
+  const canRepeat =
+    last !== null && sameTask && !newObservation && decision.canRepeatReply && last.startsWith(`${decision.family}-`);
   if (!canRepeat) return [changed];
   if (decision.family === 'empty') return [['same', last]];
   return [['same', last], changed];
 }
 
-const ROUND_BASE = { calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, maxRepeatCount: 0, repeatedTool: null, requiredToolUnavailable: false, plan: null } as const;
+const ROUND_BASE = {
+  calls: 1,
+  failedCalls: 0,
+  timedOutCalls: 0,
+  unknownOutcomeCalls: 0,
+  allObservationsSeen: false,
+  maxRepeatCount: 0,
+  repeatedTool: null,
+  requiredToolUnavailable: false,
+  plan: null,
+} as const;
 
 /**
  * Rounds of one call: a new result; the result the same call brought last time (possible only when the
  * task's last round succeeded, and counted one up from it); a timeout, an unknown outcome, the required
  * tool failing into an open circuit (failures are never observations).
  */
-function toolRounds(config: ModelConfiguration, context: LoopContext): ReadonlyArray<readonly [string, ToolRoundSummary]> {
+function toolRounds(
+  config: ModelConfiguration,
+  context: LoopContext,
+): ReadonlyArray<readonly [string, ToolRoundSummary]> {
   const rounds: Array<readonly [string, ToolRoundSummary]> = [['ok-new', { ...ROUND_BASE, maxRepeatCount: 1 }]];
   if (context.progress.repeatCount >= 1) {
-    rounds.push(['ok-seen', { ...ROUND_BASE, allObservationsSeen: true, maxRepeatCount: context.progress.repeatCount + 1, repeatedTool: 'lookup' }]);
+    rounds.push([
+      'ok-seen',
+      {
+        ...ROUND_BASE,
+        allObservationsSeen: true,
+        maxRepeatCount: context.progress.repeatCount + 1,
+        repeatedTool: 'lookup',
+      },
+    ]);
   }
   rounds.push(
     ['timeout', { ...ROUND_BASE, failedCalls: 0, timedOutCalls: 1 }],
@@ -186,7 +236,8 @@ function toolRounds(config: ModelConfiguration, context: LoopContext): ReadonlyA
   if (config.plan) {
     rounds.push(['plan-open', { ...ROUND_BASE, plan: { openItems: 1, progressed: false } }]);
     // Progress closes an item that was open: there must be a plan already.
-    if (context.progress.planActive) rounds.push(['plan-progressed', { ...ROUND_BASE, plan: { openItems: 1, progressed: true } }]);
+    if (context.progress.planActive)
+      rounds.push(['plan-progressed', { ...ROUND_BASE, plan: { openItems: 1, progressed: true } }]);
   }
   return rounds;
 }
@@ -227,7 +278,9 @@ function modelOutcomes(config: ModelConfiguration, context: LoopContext): Abstra
       at,
       // As the driver reports a scripted HTTP error: its status, and the Retry-After of a long wait.
       status: failure === 'fatal' ? 401 : 503,
-      ...(failure === 'transient' && retryDelayMs > ABSTRACT_TIME.shortRetryDelayMs ? { retryAfterMs: retryDelayMs } : {}),
+      ...(failure === 'transient' && retryDelayMs > ABSTRACT_TIME.shortRetryDelayMs
+        ? { retryAfterMs: retryDelayMs }
+        : {}),
     },
   });
   outcomes.push(
@@ -249,17 +302,24 @@ function toolOutcomes(config: ModelConfiguration, context: LoopContext): Abstrac
       type: 'tools.completed',
       round,
       // New results and failures change the digest; a round of seen results or a plan update does not.
-      nextRequestTokens: config.requestEstimate + (round.allObservationsSeen || round.plan !== null ? 0 : NEW_OBSERVATION_TOKENS),
+      nextRequestTokens:
+        config.requestEstimate + (round.allObservationsSeen || round.plan !== null ? 0 : NEW_OBSERVATION_TOKENS),
       at: timeAt(context, moment),
     },
   });
   const rounds = toolRounds(config, context);
   const [newObservation] = rounds;
   if (newObservation === undefined) return [];
-  const outcomes = [...rounds.map(([label, round]) => completed(label, round, 'within')), completed(newObservation[0], newObservation[1], 'past')];
+  const outcomes = [
+    ...rounds.map(([label, round]) => completed(label, round, 'within')),
+    completed(newObservation[0], newObservation[1], 'past'),
+  ];
   if (config.hugeResults === true) {
     const huge = completed('ok-huge', newObservation[1], 'within');
-    outcomes.push({ ...huge, event: { ...huge.event, nextRequestTokens: config.limits.maxInputTokens + 1 } as LoopEvent });
+    outcomes.push({
+      ...huge,
+      event: { ...huge.event, nextRequestTokens: config.limits.maxInputTokens + 1 } as LoopEvent,
+    });
   }
   return outcomes;
 }
@@ -273,7 +333,10 @@ function evaluationOutcomes(config: ModelConfiguration, context: LoopContext): A
       passed,
       reason,
       // The output is the last final reply: the one evaluated before exactly when the decision repeated the digest.
-      outputDigest: context.progress.unchangedStateStreak > 1 && context.progress.lastOutputDigest !== null ? context.progress.lastOutputDigest : `output-at-step-${context.steps}`,
+      outputDigest:
+        context.progress.unchangedStateStreak > 1 && context.progress.lastOutputDigest !== null
+          ? context.progress.lastOutputDigest
+          : `output-at-step-${context.steps}`,
       usage: null,
       modelCalls: 0,
       transportRetries: 0,
@@ -293,7 +356,10 @@ function evaluationOutcomes(config: ModelConfiguration, context: LoopContext): A
 function backoffOutcomes(context: LoopContext, until: number): AbstractOutcome[] {
   return [
     { label: 'backoff.elapsed:on-time', event: { type: 'backoff.elapsed', at: Math.max(until, context.lastEventAt) } },
-    { label: 'backoff.elapsed:overslept-past-deadline', event: { type: 'backoff.elapsed', at: timeAt(context, 'past') } },
+    {
+      label: 'backoff.elapsed:overslept-past-deadline',
+      event: { type: 'backoff.elapsed', at: timeAt(context, 'past') },
+    },
   ];
 }
 
@@ -315,9 +381,15 @@ function interruptionOutcomes(context: LoopContext, duringModelCall = false): Ab
   // A model call cut short by cancel or the deadline was still made, and is counted.
   const spent = duringModelCall ? { modelCalls: 1 } : {};
   return [
-    { label: 'run.cancelRequested', event: { type: 'run.cancelRequested', message: OUTCOME_TEXT.cancelled, at: timeAt(context, 'within'), ...spent } },
+    {
+      label: 'run.cancelRequested',
+      event: { type: 'run.cancelRequested', message: OUTCOME_TEXT.cancelled, at: timeAt(context, 'within'), ...spent },
+    },
     { label: 'run.deadlineReached', event: { type: 'run.deadlineReached', at: timeAt(context, 'past'), ...spent } },
-    { label: 'run.faulted', event: { type: 'run.faulted', message: OUTCOME_TEXT.fault, at: timeAt(context, 'within') } },
+    {
+      label: 'run.faulted',
+      event: { type: 'run.faulted', message: OUTCOME_TEXT.fault, at: timeAt(context, 'within') },
+    },
   ];
 }
 
@@ -402,7 +474,14 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
     // A per-task bound below the run's: the task fails with max_steps before the run's bound is reached.
     name: 'one task, maxSteps 3 (2 per task), maxRetries 1, 2 transport attempts per call',
     limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 2, maxRetries: 1, maxTransportAttempts: 2 },
-    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 3, sameParseError: 3 },
+    noProgress: {
+      repeatedToolCall: 2,
+      unchangedState: 2,
+      sameEvaluatorReason: 2,
+      duplicateObservation: 1,
+      planStall: 3,
+      sameParseError: 3,
+    },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
     plan: false,
@@ -413,7 +492,14 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
     // Two transport attempts per call (retries of several calls already add up to more than one per task).
     name: 'one task, maxSteps 3, maxRetries 2, 2 transport attempts per call',
     limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 2, maxTransportAttempts: 2 },
-    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 2, planStall: 2, sameParseError: 1 },
+    noProgress: {
+      repeatedToolCall: 2,
+      unchangedState: 2,
+      sameEvaluatorReason: 1,
+      duplicateObservation: 2,
+      planStall: 2,
+      sameParseError: 1,
+    },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
     plan: false,
@@ -422,8 +508,22 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
     // A workflow: the first task may fail and the run goes on with the second. The run may retry a failed
     // call twice in all (maxTransportRetries), fewer than its calls' attempts allow.
     name: 'two tasks (first continues on failure), maxSteps 2, maxRetries 1, 2 transport attempts per call, 2 in the run',
-    limits: { ...SHARED_LIMITS, maxSteps: 2, maxStepsPerTask: 2, maxRetries: 1, maxTransportAttempts: 2, maxTransportRetries: 2 },
-    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 1, planStall: 1, sameParseError: 2 },
+    limits: {
+      ...SHARED_LIMITS,
+      maxSteps: 2,
+      maxStepsPerTask: 2,
+      maxRetries: 1,
+      maxTransportAttempts: 2,
+      maxTransportRetries: 2,
+    },
+    noProgress: {
+      repeatedToolCall: 2,
+      unchangedState: 2,
+      sameEvaluatorReason: 1,
+      duplicateObservation: 1,
+      planStall: 1,
+      sameParseError: 2,
+    },
     tasks: [
       { id: 'classify', onFailure: 'continue' },
       { id: 'draft', onFailure: 'stop' },
@@ -438,7 +538,14 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
     // retries (the other configurations explore them), which keeps the four steps' graph small.
     name: 'one task, plan tool, plan stall after one step, maxSteps 4, maxRetries 0, one transport attempt per call',
     limits: { ...SHARED_LIMITS, maxSteps: 4, maxStepsPerTask: 4, maxRetries: 0, maxTransportAttempts: 1 },
-    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 1, sameParseError: 3 },
+    noProgress: {
+      repeatedToolCall: 2,
+      unchangedState: 2,
+      sameEvaluatorReason: 2,
+      duplicateObservation: 1,
+      planStall: 1,
+      sameParseError: 3,
+    },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
     plan: true,
@@ -447,9 +554,24 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
     // One tool call for the whole run: a second tool decision stops it with budget_exhausted.
     // Results up to 64 KB: one can push the next request's estimate past the input budget.
     name: 'one task, one tool call allowed, maxSteps 3, maxRetries 1, 2 transport attempts per call',
-    limits: { ...SHARED_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxRetries: 1, maxTransportAttempts: 2, maxToolCalls: 1, maxToolResultBytes: 65_536 },
+    limits: {
+      ...SHARED_LIMITS,
+      maxSteps: 3,
+      maxStepsPerTask: 3,
+      maxRetries: 1,
+      maxTransportAttempts: 2,
+      maxToolCalls: 1,
+      maxToolResultBytes: 65_536,
+    },
     hugeResults: true,
-    noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 2, duplicateObservation: 1, planStall: 1, sameParseError: 3 },
+    noProgress: {
+      repeatedToolCall: 2,
+      unchangedState: 2,
+      sameEvaluatorReason: 2,
+      duplicateObservation: 1,
+      planStall: 1,
+      sameParseError: 3,
+    },
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
     plan: false,

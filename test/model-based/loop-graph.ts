@@ -16,7 +16,11 @@ import {
   serializeLoopSnapshot,
   type ModelConfiguration,
 } from './abstract-events.js';
-import { createTransitionTracer, listTransitionDefinitions, type TransitionEntry } from '../../src/tooling/verify/transition-catalog.js';
+import {
+  createTransitionTracer,
+  listTransitionDefinitions,
+  type TransitionEntry,
+} from '../../src/tooling/verify/transition-catalog.js';
 
 /** Safety net: the traversal throws instead of running away if a configuration's space explodes. */
 export const TRAVERSAL_LIMIT = 200_000;
@@ -59,7 +63,11 @@ interface EdgeTrace {
  * The machine as actor logic whose `transition` also records what each macrostep fired, keyed by the
  * source snapshot and event objects, which `getAdjacencyMap` hands back unchanged in its result.
  */
-function tracedLoopLogic(machine: LoopMachine, initial: LoopSnapshot, idOf: ReadonlyMap<AnyTransitionDefinition, string>) {
+function tracedLoopLogic(
+  machine: LoopMachine,
+  initial: LoopSnapshot,
+  idOf: ReadonlyMap<AnyTransitionDefinition, string>,
+) {
   const tracer = createTransitionTracer(machine);
   const traces = new Map<LoopSnapshot, Map<LoopEvent, EdgeTrace>>();
   const logic: ActorLogic<LoopSnapshot, LoopEvent, LoopInput> = {
@@ -84,7 +92,9 @@ function tracedLoopLogic(machine: LoopMachine, initial: LoopSnapshot, idOf: Read
 }
 
 function labelsOf(config: ModelConfiguration, snapshot: LoopSnapshot): Map<string, string> {
-  return new Map(abstractOutcomes(config, snapshot).map((outcome) => [serializeLoopEvent(outcome.event), outcome.label]));
+  return new Map(
+    abstractOutcomes(config, snapshot).map((outcome) => [serializeLoopEvent(outcome.event), outcome.label]),
+  );
 }
 
 /**
@@ -95,7 +105,11 @@ function labelsOf(config: ModelConfiguration, snapshot: LoopSnapshot): Map<strin
 export function exploreLoopGraph(config: ModelConfiguration, machine: LoopMachine = loopMachine): LoopGraph {
   const transitions = listTransitionDefinitions(machine.root);
   const [initialSnapshot] = initialTransition(machine, modelInput(config));
-  const { logic, traces } = tracedLoopLogic(machine, initialSnapshot, new Map(transitions.map((entry) => [entry.definition, entry.id])));
+  const { logic, traces } = tracedLoopLogic(
+    machine,
+    initialSnapshot,
+    new Map(transitions.map((entry) => [entry.definition, entry.id])),
+  );
   const adjacency = getAdjacencyMap(logic, { ...traversalOptions(config), fromState: initialSnapshot });
   const states = new Map<string, LoopSnapshot>();
   const edges: LoopGraphEdge[] = [];
@@ -105,7 +119,13 @@ export function exploreLoopGraph(config: ModelConfiguration, machine: LoopMachin
     for (const eventKey of Object.keys(outgoing) as SerializedEvent[]) {
       const { event, state: next } = outgoing[eventKey] as { event: LoopEvent; state: LoopSnapshot };
       const trace = traces.get(state)?.get(event) ?? { fired: [], stopAssignments: 0 };
-      edges.push({ source, target: serializeLoopSnapshot(next), label: labels.get(eventKey) ?? eventKey, event, ...trace });
+      edges.push({
+        source,
+        target: serializeLoopSnapshot(next),
+        label: labels.get(eventKey) ?? eventKey,
+        event,
+        ...trace,
+      });
     }
   }
   return { config, initial: serializeLoopSnapshot(initialSnapshot), states, edges, transitions };

@@ -9,7 +9,8 @@ import type { MachineOutput, ToolRoundSummary } from '../../machines/types.js';
 import type { RunResult, TraceEvent } from 'loopstate';
 import type { LabelledPath, LabelledStep } from './loop-graph.js';
 
-export type RoundClass = 'ok-new' | 'ok-seen' | 'timeout' | 'unknown-outcome' | 'required-unavailable' | 'plan-open' | 'plan-progressed';
+export type RoundClass =
+  'ok-new' | 'ok-seen' | 'timeout' | 'unknown-outcome' | 'required-unavailable' | 'plan-open' | 'plan-progressed';
 
 /** The abstract class of a tool round, read off its summary. */
 export function roundClassOf(round: ToolRoundSummary): RoundClass {
@@ -33,7 +34,12 @@ export function stateName(snapshot: LoopSnapshot): string {
  * are the driver's own (the abstraction uses a class: a time "within" the deadline).
  */
 function normalizeDetail(detail: string): string {
-  return detail.replace(/~\d+ input tokens/, '~N input tokens').replace(/start \d+ ms after the deadline \((\d+) ms; \d+ ms were left\)/, 'start N ms after the deadline ($1 ms; N ms were left)');
+  return detail
+    .replace(/~\d+ input tokens/, '~N input tokens')
+    .replace(
+      /start \d+ ms after the deadline \((\d+) ms; \d+ ms were left\)/,
+      'start N ms after the deadline ($1 ms; N ms were left)',
+    );
 }
 
 const SKIPPED_TASK_WARNING = /^task .+ failed \(.+\) and was skipped/;
@@ -42,12 +48,21 @@ const SKIPPED_TASK_WARNING = /^task .+ failed \(.+\) and was skipped/;
 function taskCountsOf(result: RunResult): { completedTasks: number; failedTasks: number } {
   const skipped = result.warnings.filter((warning) => SKIPPED_TASK_WARNING.test(warning)).length;
   // A task failing for good under `stop` is the run's stop: retries_exhausted is reached only through FAILED.
-  const failedForGood = result.stopReason === 'retries_exhausted' || (result.stopReason === 'max_steps' && result.detail.includes('maxStepsPerTask'));
+  const failedForGood =
+    result.stopReason === 'retries_exhausted' ||
+    (result.stopReason === 'max_steps' && result.detail.includes('maxStepsPerTask'));
   return { completedTasks: Object.keys(result.taskOutputs).length, failedTasks: skipped + (failedForGood ? 1 : 0) };
 }
 
 function checkOutput(expected: MachineOutput, result: RunResult): string[] {
-  const actual = { ...taskCountsOf(result), stopReason: result.stopReason, status: result.status, detail: normalizeDetail(result.detail), steps: result.steps, ...result.usage };
+  const actual = {
+    ...taskCountsOf(result),
+    stopReason: result.stopReason,
+    status: result.status,
+    detail: normalizeDetail(result.detail),
+    steps: result.steps,
+    ...result.usage,
+  };
   const wanted = {
     completedTasks: expected.completedTasks,
     failedTasks: expected.failedTasks,
@@ -64,20 +79,37 @@ function checkOutput(expected: MachineOutput, result: RunResult): string[] {
 
 function checkRoute(path: LabelledPath, result: RunResult): string[] {
   const targets = [...path.steps.slice(1).map((step) => step.state), path.state];
-  const expected = path.steps.map((step, index) => `${step.event.type} -> ${stateName(targets[index] as LoopSnapshot)}`);
-  const actual = result.trace.flatMap((event) => (event.type === 'transition' ? [`${event.event} -> ${event.to}`] : []));
+  const expected = path.steps.map(
+    (step, index) => `${step.event.type} -> ${stateName(targets[index] as LoopSnapshot)}`,
+  );
+  const actual = result.trace.flatMap((event) =>
+    event.type === 'transition' ? [`${event.event} -> ${event.to}`] : [],
+  );
   const differs = expected.findIndex((entry, index) => actual[index] !== entry);
   if (differs === -1 && actual.length === expected.length) return [];
   const at = differs === -1 ? expected.length : differs;
-  return [`route differs at step ${at} (${path.steps[at]?.label ?? 'after the end'}): runtime ${actual[at] ?? 'nothing'}, machine ${expected[at] ?? 'nothing'}`];
+  return [
+    `route differs at step ${at} (${path.steps[at]?.label ?? 'after the end'}): runtime ${actual[at] ?? 'nothing'}, machine ${expected[at] ?? 'nothing'}`,
+  ];
 }
 
 const TOOL_STATUS = {
-  'ok-new': 'ok', 'ok-seen': 'ok', timeout: 'timeout', 'unknown-outcome': 'unknown_outcome', 'required-unavailable': 'error', 'plan-open': 'ok', 'plan-progressed': 'ok',
+  'ok-new': 'ok',
+  'ok-seen': 'ok',
+  timeout: 'timeout',
+  'unknown-outcome': 'unknown_outcome',
+  'required-unavailable': 'error',
+  'plan-open': 'ok',
+  'plan-progressed': 'ok',
 } as const;
 
 /** Payload facts of one step, from the trace records the driver wrote while producing it. */
-function checkStep(step: LabelledStep, index: number, records: readonly TraceEvent[], seenObservations: Set<string>): string[] {
+function checkStep(
+  step: LabelledStep,
+  index: number,
+  records: readonly TraceEvent[],
+  seenObservations: Set<string>,
+): string[] {
   const { event } = step;
   const problems: string[] = [];
   const fail = (what: string) => problems.push(`step ${index} (${step.label}): ${what}`);
@@ -85,14 +117,20 @@ function checkStep(step: LabelledStep, index: number, records: readonly TraceEve
     case 'model.responded': {
       const end = records.find((record) => record.type === 'step-end');
       if (end === undefined) fail('no step-end record');
-      else if (end.decision !== event.decision.kind || end.inputTokens !== event.usage.inputTokens || end.outputTokens !== event.usage.outputTokens || end.costUsd !== event.usage.costUsd) {
+      else if (
+        end.decision !== event.decision.kind ||
+        end.inputTokens !== event.usage.inputTokens ||
+        end.outputTokens !== event.usage.outputTokens ||
+        end.costUsd !== event.usage.costUsd
+      ) {
         fail(`runtime decided ${end.decision} with ${end.inputTokens}/${end.outputTokens} tokens, $${end.costUsd}`);
       }
       break;
     }
     case 'model.failed': {
       const error = records.find((record) => record.type === 'model-error');
-      if (error?.retryDelayMs !== event.retryDelayMs || error.message !== event.message) fail(`runtime failure ${JSON.stringify(error)}`);
+      if (error?.retryDelayMs !== event.retryDelayMs || error.message !== event.message)
+        fail(`runtime failure ${JSON.stringify(error)}`);
       break;
     }
     case 'tools.completed': {
@@ -101,20 +139,28 @@ function checkStep(step: LabelledStep, index: number, records: readonly TraceEve
       // Only a successful call is an observation; a failed one has no observation id.
       const observed = ends.filter((end) => end.status === 'ok');
       const allSeen = observed.length > 0 && observed.every((end) => seenObservations.has(end.observationId));
-      if (ends.length !== event.round.calls || ends.some((end) => end.status !== wantedStatus) || allSeen !== event.round.allObservationsSeen) {
-        fail(`runtime round ${JSON.stringify(ends.map((end) => ({ status: end.status, seen: seenObservations.has(end.observationId) })))}`);
+      if (
+        ends.length !== event.round.calls ||
+        ends.some((end) => end.status !== wantedStatus) ||
+        allSeen !== event.round.allObservationsSeen
+      ) {
+        fail(
+          `runtime round ${JSON.stringify(ends.map((end) => ({ status: end.status, seen: seenObservations.has(end.observationId) })))}`,
+        );
       }
       break;
     }
     case 'evaluation.completed': {
       const end = records.find((record) => record.type === 'evaluation-end');
-      if (end?.passed !== event.passed || (!event.passed && end.reason !== event.reason)) fail(`runtime verdict ${JSON.stringify(end)}`);
+      if (end?.passed !== event.passed || (!event.passed && end.reason !== event.reason))
+        fail(`runtime verdict ${JSON.stringify(end)}`);
       break;
     }
     default:
       break;
   }
-  for (const record of records) if (record.type === 'tool-end' && record.observationId !== '') seenObservations.add(record.observationId);
+  for (const record of records)
+    if (record.type === 'tool-end' && record.observationId !== '') seenObservations.add(record.observationId);
   return problems;
 }
 

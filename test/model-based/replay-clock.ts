@@ -52,7 +52,8 @@ export class ReplayClock implements Clock {
 
   #nextDue(until: number): [number, { dueAt: number; callback: () => void }] | undefined {
     let next: [number, { dueAt: number; callback: () => void }] | undefined;
-    for (const entry of this.#timers) if (entry[1].dueAt <= until && (next === undefined || entry[1].dueAt < next[1].dueAt)) next = entry;
+    for (const entry of this.#timers)
+      if (entry[1].dueAt <= until && (next === undefined || entry[1].dueAt < next[1].dueAt)) next = entry;
     return next;
   }
 

@@ -48,7 +48,8 @@ export const SKIP_REASONS = Object.freeze({
     'a reply repeated verbatim cannot bring the round the path asks for (its call never succeeded in the task, or cannot time out or fail as asked)',
 });
 
-export type ReplayVerdict = { status: 'agreed' } | { status: 'disagreed'; problems: string[] } | { status: 'skipped'; reason: string };
+export type ReplayVerdict =
+  { status: 'agreed' } | { status: 'disagreed'; problems: string[] } | { status: 'skipped'; reason: string };
 
 export interface ReplayHarness {
   replay(path: LabelledPath): Promise<ReplayVerdict>;
@@ -60,7 +61,8 @@ export function effectOf(step: LabelledStep): EffectKind {
   return getPendingEffect(step.state).kind;
 }
 
-type DecisionClass = 'final' | 'unparseable' | 'tools' | 'tools-invalid' | 'tools-denied' | 'tools-approval' | 'tools-unavailable';
+type DecisionClass =
+  'final' | 'unparseable' | 'tools' | 'tools-invalid' | 'tools-denied' | 'tools-approval' | 'tools-unavailable';
 
 function decisionClassOf(decision: ModelDecision): DecisionClass {
   if (decision.kind !== 'tool_calls') return decision.kind;
@@ -153,7 +155,8 @@ class PathReplay {
       case 'model.failed': {
         if (this.isPast(step)) this.clock.observeLateAt(this.deadlineAt);
         if (event.failure === 'fatal') return modelError({ status: 401, message: OUTCOME_TEXT.fatalFailure });
-        const retryAfter = event.retryDelayMs > ABSTRACT_TIME.shortRetryDelayMs ? { retryAfterMs: event.retryDelayMs } : {};
+        const retryAfter =
+          event.retryDelayMs > ABSTRACT_TIME.shortRetryDelayMs ? { retryAfterMs: event.retryDelayMs } : {};
         return modelError({ status: 503, message: OUTCOME_TEXT.transientFailure, ...retryAfter });
       }
       case 'run.cancelRequested':
@@ -168,7 +171,11 @@ class PathReplay {
     }
   }
 
-  responseFor(decision: DecisionClass, sameDigest: boolean, usage: { inputTokens: number; outputTokens: number }): ScriptedResponse {
+  responseFor(
+    decision: DecisionClass,
+    sameDigest: boolean,
+    usage: { inputTokens: number; outputTokens: number },
+  ): ScriptedResponse {
     const options = { usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens } };
     const step = this.cursor;
     const last = this.lastResponse;
@@ -235,11 +242,24 @@ class PathReplay {
       case 'required-unavailable':
         return toolCall(OUTCOME_TEXT.requiredTool, { id: `n${step}` }, options);
       case 'plan-open':
-        return toolCall('update_plan', { items: [{ id: `item-${this.planItem}`, title: `step ${step}`, status: 'in_progress' }] }, options);
+        return toolCall(
+          'update_plan',
+          { items: [{ id: `item-${this.planItem}`, title: `step ${step}`, status: 'in_progress' }] },
+          options,
+        );
       case 'plan-progressed':
         // The open item is done and the next one is open: progress, one item open.
         this.planItem += 1;
-        return toolCall('update_plan', { items: [{ id: `item-${this.planItem - 1}`, title: `step ${step}`, status: 'done' }, { id: `item-${this.planItem}`, title: `step ${step}`, status: 'in_progress' }] }, options);
+        return toolCall(
+          'update_plan',
+          {
+            items: [
+              { id: `item-${this.planItem - 1}`, title: `step ${step}`, status: 'done' },
+              { id: `item-${this.planItem}`, title: `step ${step}`, status: 'in_progress' },
+            ],
+          },
+          options,
+        );
       case 'ok-seen':
         // The task's last successful call again, with new words around it so the reply (and the digest) changes.
         return toolCall('lookup', { id: this.lastLookupId ?? 'none yet' }, { ...options, text: `again ${step}` });
@@ -264,7 +284,9 @@ class PathReplay {
     if (roundClass === 'ok-seen' && (seen === undefined || id !== this.lastLookupId)) this.unactable = true;
     // A round whose next request is over the input budget brings a result that large (the replay allows 64 KB results there).
     const huge = step.event.nextRequestTokens > this.config.limits.maxInputTokens;
-    const fresh = huge ? `record ${this.cursor} ${'h'.repeat(CHARS_PER_TOKEN_ESTIMATE * this.config.limits.maxInputTokens)}` : `record ${this.cursor}`;
+    const fresh = huge
+      ? `record ${this.cursor} ${'h'.repeat(CHARS_PER_TOKEN_ESTIMATE * this.config.limits.maxInputTokens)}`
+      : `record ${this.cursor}`;
     const content = roundClass === 'ok-seen' && seen !== undefined ? seen : fresh;
     this.lookupResults.set(id, content);
     this.lastLookupId = id;
@@ -336,10 +358,25 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
   };
   const input = z.object({ id: z.string() });
   const tool = (name: string, access: Tool['access'], execute: () => unknown, timeoutMs?: number): Tool =>
-    defineTool({ name, description: `Replay double ${name}`, input, access, execute, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+    defineTool({
+      name,
+      description: `Replay double ${name}`,
+      input,
+      access,
+      execute,
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    });
   const tools: Tool[] = [
-    defineTool({ name: 'lookup', description: 'Replay double lookup', input, access: 'read', execute: ({ id }) => replaying().lookupResult(id) }),
-    ...Array.from({ length: SLOW_TOOL_COUNT }, (_, index) => tool(`slow_${index}`, 'read', () => replaying().hangPastTimeout(), REPLAY_TOOL_TIMEOUT_MS)),
+    defineTool({
+      name: 'lookup',
+      description: 'Replay double lookup',
+      input,
+      access: 'read',
+      execute: ({ id }) => replaying().lookupResult(id),
+    }),
+    ...Array.from({ length: SLOW_TOOL_COUNT }, (_, index) =>
+      tool(`slow_${index}`, 'read', () => replaying().hangPastTimeout(), REPLAY_TOOL_TIMEOUT_MS),
+    ),
     // A write is not idempotent by default, and without `checkOutcome` its timeout leaves the outcome unknown.
     tool('write_record', 'write', () => replaying().hangPastTimeout(), REPLAY_TOOL_TIMEOUT_MS),
     tool(OUTCOME_TEXT.requiredTool, 'read', () => {
@@ -360,10 +397,14 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
   return {
     async replay(path) {
       const [first] = path.steps;
-      if (first === undefined || first.event.type !== 'run.started') return { status: 'skipped', reason: SKIP_REASONS.beforeStart };
+      if (first === undefined || first.event.type !== 'run.started')
+        return { status: 'skipped', reason: SKIP_REASONS.beforeStart };
       // Withheld and faulted steps end before the model is called.
       const callsWithheldTool = path.steps.some((step) => step.label.includes(':tools-unavailable'));
-      const modelCalls = path.steps.filter((step) => effectOf(step) === 'callModel' && step.event.type !== 'tool.withheld' && step.event.type !== 'run.faulted').length;
+      const modelCalls = path.steps.filter(
+        (step) =>
+          effectOf(step) === 'callModel' && step.event.type !== 'tool.withheld' && step.event.type !== 'run.faulted',
+      ).length;
       const model = scriptedModel(Array.from({ length: modelCalls }, () => () => replaying().modelStep()));
       const clock = new ReplayClock(ABSTRACT_TIME.startAt);
       // Shared on purpose: the replay pre-opens circuits before the run.
@@ -402,7 +443,9 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
       prepareHealth(toolHealth, path.steps);
       const overBudget = first.event.nextRequestTokens > config.limits.maxInputTokens;
       // A goal this long makes the first request's estimate alone exceed the input budget.
-      const goal = overBudget ? 'x'.repeat(4 * (config.limits.maxInputTokens + 1)) : 'Replay one path of the loop statechart.';
+      const goal = overBudget
+        ? 'x'.repeat(4 * (config.limits.maxInputTokens + 1))
+        : 'Replay one path of the loop statechart.';
       active = replay;
       let result: RunResult;
       try {
@@ -421,6 +464,10 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
 /** `broken` is always withheld; the required tool is one failure from opening when the path needs it to open in a round. */
 function prepareHealth(health: ToolHealth, steps: readonly LabelledStep[]): void {
   for (let failures = 0; failures < health.threshold; failures += 1) health.recordFailure('broken', 0);
-  const opensInRound = steps.some((step) => step.event.type === 'tools.completed' && step.event.round.requiredToolUnavailable);
-  if (opensInRound) for (let failures = 1; failures < health.threshold; failures += 1) health.recordFailure(OUTCOME_TEXT.requiredTool, 0);
+  const opensInRound = steps.some(
+    (step) => step.event.type === 'tools.completed' && step.event.round.requiredToolUnavailable,
+  );
+  if (opensInRound)
+    for (let failures = 1; failures < health.threshold; failures += 1)
+      health.recordFailure(OUTCOME_TEXT.requiredTool, 0);
 }

@@ -29,10 +29,16 @@ function describeSkips(skipped: ReadonlyMap<string, number>): string {
 }
 
 describe.each(MODEL_CONFIGURATIONS)('replay against the runtime, $name', (config) => {
-  it('drives createLoop along every shortest path to a final state, with the machine\'s route and output', async () => {
+  it("drives createLoop along every shortest path to a final state, with the machine's route and output", async () => {
     const paths = shortestPathsOf(exploreLoopGraph(config)).filter((path) => path.state.status === 'done');
     const harness = createReplayHarness(config);
-    const tally: ReplayFigures = { name: config.name, finalPaths: paths.length, replayed: 0, agreed: 0, skipped: new Map() };
+    const tally: ReplayFigures = {
+      name: config.name,
+      finalPaths: paths.length,
+      replayed: 0,
+      agreed: 0,
+      skipped: new Map(),
+    };
     const disagreements: string[] = [];
     for (const path of paths) {
       const verdict = await harness.replay(path);
@@ -42,7 +48,10 @@ describe.each(MODEL_CONFIGURATIONS)('replay against the runtime, $name', (config
       }
       tally.replayed += 1;
       if (verdict.status === 'agreed') tally.agreed += 1;
-      else disagreements.push(`${path.steps.map((step) => step.label).join(' > ')}\n    ${verdict.problems.join('\n    ')}`);
+      else
+        disagreements.push(
+          `${path.steps.map((step) => step.label).join(' > ')}\n    ${verdict.problems.join('\n    ')}`,
+        );
     }
     figures.push(tally);
     console.log(
@@ -60,11 +69,16 @@ describe.each(MODEL_CONFIGURATIONS)('replay against the runtime, $name', (config
 
 afterAll(() => {
   const total = figures.reduce(
-    (sum, entry) => ({ finalPaths: sum.finalPaths + entry.finalPaths, replayed: sum.replayed + entry.replayed, agreed: sum.agreed + entry.agreed }),
+    (sum, entry) => ({
+      finalPaths: sum.finalPaths + entry.finalPaths,
+      replayed: sum.replayed + entry.replayed,
+      agreed: sum.agreed + entry.agreed,
+    }),
     { finalPaths: 0, replayed: 0, agreed: 0 },
   );
   const skipped = new Map<string, number>();
-  for (const entry of figures) for (const [reason, count] of entry.skipped) skipped.set(reason, (skipped.get(reason) ?? 0) + count);
+  for (const entry of figures)
+    for (const [reason, count] of entry.skipped) skipped.set(reason, (skipped.get(reason) ?? 0) + count);
   console.log(
     `[replay] all configurations: ${total.finalPaths} final-state paths, replayed ${total.replayed}, agreed ${total.agreed}, ` +
       `skipped ${total.finalPaths - total.replayed}: ${describeSkips(skipped)}`,
@@ -76,7 +90,13 @@ describe('known defects (reported, not fixed here: flip to `it` once fixed)', ()
   // no usage: the model call was made (and paid for) but neither its tokens, its cost nor the call are counted.
   it('counts the model call whose reply made the policy hook throw', async () => {
     const model = scriptedModel([toolCall('lookup', { id: 'a' }, { usage: { inputTokens: 500, outputTokens: 50 } })]);
-    const lookup = defineTool({ name: 'lookup', description: 'Looks a record up', input: z.object({ id: z.string() }), access: 'read', execute: () => 'found' });
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Looks a record up',
+      input: z.object({ id: z.string() }),
+      access: 'read',
+      execute: () => 'found',
+    });
     const policy = {
       decide: () => {
         throw new Error('policy store unreachable');

@@ -48,11 +48,22 @@ async function nodeInApp(source: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  const { stdout } = await run('npm', ['pack', '--silent', '--pack-destination', work], { cwd: repoRoot, timeout: 240_000, maxBuffer: 64 * 1024 * 1024 });
+  const { stdout } = await run('npm', ['pack', '--silent', '--pack-destination', work], {
+    cwd: repoRoot,
+    timeout: 240_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const tarball = join(work, stdout.trim().split('\n').pop()!);
   await run('mkdir', ['-p', app]);
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'fresh-app', version: '1.0.0', private: true, type: 'module' }));
-  const installed = await run('npm', ['install', tarball, 'zod@^4', '--no-audit', '--no-fund', '--strict-allow-scripts'], { cwd: app, timeout: 240_000 });
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({ name: 'fresh-app', version: '1.0.0', private: true, type: 'module' }),
+  );
+  const installed = await run(
+    'npm',
+    ['install', tarball, 'zod@^4', '--no-audit', '--no-fund', '--strict-allow-scripts'],
+    { cwd: app, timeout: 240_000 },
+  );
   installOutput = `${installed.stdout}\n${installed.stderr}`;
 }, 480_000);
 
@@ -71,9 +82,13 @@ describe('npm install <tarball> zod in a fresh app', () => {
   it('ships the license, no sources of tests, and source maps that carry their sources', () => {
     const root = join(app, 'node_modules', 'loopstate');
     expect(readFileSync(join(root, 'LICENSE'), 'utf8')).toMatch(/^MIT License/);
-    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      scripts?: Record<string, string>;
+    };
     expect(manifest.scripts?.prepare).toBeUndefined();
-    const map = JSON.parse(readFileSync(join(root, 'dist', 'src', 'engine', 'loop.js.map'), 'utf8')) as { sourcesContent?: string[] };
+    const map = JSON.parse(readFileSync(join(root, 'dist', 'src', 'engine', 'loop.js.map'), 'utf8')) as {
+      sourcesContent?: string[];
+    };
     expect(map.sourcesContent?.[0]).toMatch(/createLoop/);
     expect(existsSync(join(root, 'dist', 'test'))).toBe(false);
   });
@@ -101,13 +116,20 @@ describe('npm install <tarball> zod in a fresh app', () => {
       console.log(JSON.stringify(outcomes));
     `);
     const outcomes = JSON.parse(output) as Record<string, { code: string; message: string }>;
-    expect(outcomes.sqlite).toEqual({ code: 'missing_dependency', message: 'sqliteStore needs the package better-sqlite3, which is not installed: run `npm install better-sqlite3@~12.11`' });
+    expect(outcomes.sqlite).toEqual({
+      code: 'missing_dependency',
+      message:
+        'sqliteStore needs the package better-sqlite3, which is not installed: run `npm install better-sqlite3@~12.11`',
+    });
     expect(outcomes.openai).toMatchObject({ code: 'missing_dependency' });
     expect(outcomes.openai!.message).toMatch(/npm install openai/);
   });
 
   it('runs the CLI on the embedded example without any adapter installed', async () => {
-    const { stdout } = await run(join(app, 'node_modules', '.bin', 'loopstate'), ['run', 'order-status', '--json'], { cwd: app, timeout: 60_000 });
+    const { stdout } = await run(join(app, 'node_modules', '.bin', 'loopstate'), ['run', 'order-status', '--json'], {
+      cwd: app,
+      timeout: 60_000,
+    });
     expect(JSON.parse(stdout)).toMatchObject({ modelId: 'scripted', result: { stopReason: 'completed' } });
   });
 });

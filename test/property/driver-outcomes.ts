@@ -4,7 +4,13 @@
  * LLM judge's usage on an evaluation (`src/engine/runtime/evaluation-step.ts` reports it, priced).
  */
 import { getPendingEffect, type LoopSnapshot } from '../../machines/pending-effect.js';
-import { ABSTRACT_TIME, EVALUATOR_REASONS, OUTCOME_TEXT, type AbstractOutcome, type ModelConfiguration } from '../model-based/abstract-events.js';
+import {
+  ABSTRACT_TIME,
+  EVALUATOR_REASONS,
+  OUTCOME_TEXT,
+  type AbstractOutcome,
+  type ModelConfiguration,
+} from '../model-based/abstract-events.js';
 
 function withinDeadline(snapshot: LoopSnapshot): number {
   const { context } = snapshot;
@@ -16,8 +22,14 @@ export function faultsAfterModelCall(config: ModelConfiguration, snapshot: LoopS
   if (getPendingEffect(snapshot).kind !== 'callModel') return [];
   const at = withinDeadline(snapshot);
   return [
-    { label: 'run.faulted:after-model-call:light', event: { type: 'run.faulted', message: OUTCOME_TEXT.fault, usage: config.lightUsage, at } },
-    { label: 'run.faulted:after-model-call:heavy-output', event: { type: 'run.faulted', message: OUTCOME_TEXT.fault, usage: config.heavyUsage.output, at } },
+    {
+      label: 'run.faulted:after-model-call:light',
+      event: { type: 'run.faulted', message: OUTCOME_TEXT.fault, usage: config.lightUsage, at },
+    },
+    {
+      label: 'run.faulted:after-model-call:heavy-output',
+      event: { type: 'run.faulted', message: OUTCOME_TEXT.fault, usage: config.heavyUsage.output, at },
+    },
   ];
 }
 
@@ -35,16 +47,46 @@ export function judgedEvaluations(config: ModelConfiguration, snapshot: LoopSnap
   const judged = { outputDigest: `judged-at-step-${snapshot.context.steps}`, modelCalls: 1, transportRetries: 0 };
   if (!effect.mayCallModel) {
     const reason = 'the LLM judge "judge" was not run: the token or cost budget is spent';
-    return [{ label: 'evaluation.completed:judge-skipped', event: { type: 'evaluation.completed', passed: false, reason, usage: null, nextRequestTokens, at, ...judged, modelCalls: 0 } }];
+    return [
+      {
+        label: 'evaluation.completed:judge-skipped',
+        event: {
+          type: 'evaluation.completed',
+          passed: false,
+          reason,
+          usage: null,
+          nextRequestTokens,
+          at,
+          ...judged,
+          modelCalls: 0,
+        },
+      },
+    ];
   }
   return [
     {
       label: 'evaluation.completed:pass:within:judged',
-      event: { type: 'evaluation.completed', passed: true, reason: '', usage: config.lightUsage, nextRequestTokens, at, ...judged },
+      event: {
+        type: 'evaluation.completed',
+        passed: true,
+        reason: '',
+        usage: config.lightUsage,
+        nextRequestTokens,
+        at,
+        ...judged,
+      },
     },
     {
       label: 'evaluation.completed:fail-A:within:judged',
-      event: { type: 'evaluation.completed', passed: false, reason: EVALUATOR_REASONS[0], usage: config.lightUsage, nextRequestTokens, at, ...judged },
+      event: {
+        type: 'evaluation.completed',
+        passed: false,
+        reason: EVALUATOR_REASONS[0],
+        usage: config.lightUsage,
+        nextRequestTokens,
+        at,
+        ...judged,
+      },
     },
   ];
 }

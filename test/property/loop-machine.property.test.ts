@@ -44,7 +44,9 @@ describe('loop statechart under random limits (property-based)', () => {
       { numRuns: NUM_RUNS },
     );
     const seen = [...reasons].sort(([, a], [, b]) => b - a).map(([reason, count]) => `${reason} ${count}`);
-    console.log(`[property] ${runs} runs, longest ${longest.events} events (its bound ${longest.bound}), stop reasons: ${seen.join(', ')}`);
+    console.log(
+      `[property] ${runs} runs, longest ${longest.events} events (its bound ${longest.bound}), stop reasons: ${seen.join(', ')}`,
+    );
     // No state handles an event it does not wait for: the abstract outcomes name every event a state takes.
     expect(strayEventsHandled).toBe(0);
   });
@@ -89,7 +91,10 @@ describe('LLM judges and the spend budgets', () => {
     fc.assert(
       fc.property(configurationKnobs, choices, (knobs, picks) => {
         runToEnd(configurationFrom(knobs), picks, tracer, {
-          extraOutcomes: (config, snapshot) => [...faultsAfterModelCall(config, snapshot), ...judgedEvaluations(config, snapshot)],
+          extraOutcomes: (config, snapshot) => [
+            ...faultsAfterModelCall(config, snapshot),
+            ...judgedEvaluations(config, snapshot),
+          ],
         });
       }),
       { numRuns: NUM_RUNS, examples: [JUDGE_AFTER_CROSSING] },
@@ -109,18 +114,36 @@ const LEGITIMATE_WORK = [
 
 describe('the default no-progress thresholds and legitimate work (property-based)', () => {
   it('never stop a loop of distinct calls with new results, changing answers and transient failures with no_progress', () => {
-    const longRun = fc.record({ maxSteps: fc.integer({ min: 10, max: 60 }), tasks: fc.integer({ min: 1, max: 3 }), maxRetries: fc.integer({ min: 0, max: 4 }), maxTransportAttempts: fc.integer({ min: 1, max: 4 }) });
+    const longRun = fc.record({
+      maxSteps: fc.integer({ min: 10, max: 60 }),
+      tasks: fc.integer({ min: 1, max: 3 }),
+      maxRetries: fc.integer({ min: 0, max: 4 }),
+      maxTransportAttempts: fc.integer({ min: 1, max: 4 }),
+    });
     let runs = 0;
     const reasons = new Map<StopReason, number>();
     fc.assert(
       fc.property(longRun, choices, ({ maxSteps, tasks, maxRetries, maxTransportAttempts }, picks) => {
-        const base = configurationFrom({ ...JUDGE_AFTER_CROSSING[0], maxSteps, maxStepsPerTask: 100, maxToolCalls: 1_000, maxRetries, maxTransportAttempts, deadlineMs: 1e9, onFailure: Array.from({ length: tasks }, () => 'continue' as const), lightCallsToCross: { input: 1_000, output: 1_000, cost: 1_000 } });
+        const base = configurationFrom({
+          ...JUDGE_AFTER_CROSSING[0],
+          maxSteps,
+          maxStepsPerTask: 100,
+          maxToolCalls: 1_000,
+          maxRetries,
+          maxTransportAttempts,
+          deadlineMs: 1e9,
+          onFailure: Array.from({ length: tasks }, () => 'continue' as const),
+          lightCallsToCross: { input: 1_000, output: 1_000, cost: 1_000 },
+        });
         const config = { ...base, noProgress: { ...DEFAULT_NO_PROGRESS } };
         const actor = createActor(loopMachine, { input: modelInput(config) }).start();
         for (let index = 0; actor.getSnapshot().status !== 'done' && index < 10_000; index++) {
-          const outcomes = abstractOutcomes(config, actor.getSnapshot()).filter((outcome) => LEGITIMATE_WORK.some((pattern) => pattern.test(outcome.label)));
+          const outcomes = abstractOutcomes(config, actor.getSnapshot()).filter((outcome) =>
+            LEGITIMATE_WORK.some((pattern) => pattern.test(outcome.label)),
+          );
           const outcome = outcomes[(picks[index % picks.length] ?? 0) % outcomes.length];
-          if (outcome === undefined) throw new Error(`no legitimate outcome in ${JSON.stringify(actor.getSnapshot().value)}`);
+          if (outcome === undefined)
+            throw new Error(`no legitimate outcome in ${JSON.stringify(actor.getSnapshot().value)}`);
           actor.send(outcome.event);
         }
         const output = actor.getSnapshot().output;
@@ -130,6 +153,8 @@ describe('the default no-progress thresholds and legitimate work (property-based
       }),
       { numRuns: NUM_RUNS },
     );
-    console.log(`[property] legitimate work: ${runs} runs, stop reasons: ${[...reasons].map(([reason, count]) => `${reason} ${count}`).join(', ')}`);
+    console.log(
+      `[property] legitimate work: ${runs} runs, stop reasons: ${[...reasons].map(([reason, count]) => `${reason} ${count}`).join(', ')}`,
+    );
   });
 });

@@ -46,17 +46,29 @@ const threshold = fc.integer({ min: 2, max: 6 });
 const NEVER_CROSSED = 100;
 
 /** Most budgets are never reached by light calls, so most runs are long; one in five is crossed by the k-th. */
-const lightCallsToCross = fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 1, max: 30 }) }, { weight: 4, arbitrary: fc.constant(NEVER_CROSSED) });
+const lightCallsToCross = fc.oneof(
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 30 }) },
+  { weight: 4, arbitrary: fc.constant(NEVER_CROSSED) },
+);
 
 export const configurationKnobs: fc.Arbitrary<ConfigurationKnobs> = fc.record({
   maxSteps: fc.integer({ min: 1, max: 25 }),
   // Mostly out of reach, so most runs are bounded by maxSteps; sometimes a per-task or tool-call budget binds first.
-  maxStepsPerTask: fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 1, max: 10 }) }, { weight: 3, arbitrary: fc.constant(NEVER_CROSSED) }),
-  maxToolCalls: fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 1, max: 10 }) }, { weight: 3, arbitrary: fc.constant(NEVER_CROSSED) }),
+  maxStepsPerTask: fc.oneof(
+    { weight: 1, arbitrary: fc.integer({ min: 1, max: 10 }) },
+    { weight: 3, arbitrary: fc.constant(NEVER_CROSSED) },
+  ),
+  maxToolCalls: fc.oneof(
+    { weight: 1, arbitrary: fc.integer({ min: 1, max: 10 }) },
+    { weight: 3, arbitrary: fc.constant(NEVER_CROSSED) },
+  ),
   plan: fc.boolean(),
   maxRetries: fc.integer({ min: 0, max: 4 }),
   maxTransportAttempts: fc.integer({ min: 1, max: 4 }),
-  maxTransportRetries: fc.oneof({ weight: 1, arbitrary: fc.integer({ min: 0, max: 6 }) }, { weight: 2, arbitrary: fc.constant(Infinity) }),
+  maxTransportRetries: fc.oneof(
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: 6 }) },
+    { weight: 2, arbitrary: fc.constant(Infinity) },
+  ),
   maxArgumentRepairs: fc.integer({ min: 0, max: 2 }),
   repeatedToolCall: threshold,
   unchangedState: threshold,
@@ -88,7 +100,8 @@ export const configurationKnobs: fc.Arbitrary<ConfigurationKnobs> = fc.record({
 export function configurationFrom(knobs: ConfigurationKnobs): ModelConfiguration {
   const light = pricedUsage(knobs.lightInputTokens, knobs.lightOutputTokens);
   const { input, output, cost } = knobs.lightCallsToCross;
-  const maxInputTokens = (input - 1) * light.inputTokens + knobs.requestEstimate + 1 + Math.floor(light.inputTokens / 2);
+  const maxInputTokens =
+    (input - 1) * light.inputTokens + knobs.requestEstimate + 1 + Math.floor(light.inputTokens / 2);
   const maxOutputTokens = output * light.outputTokens;
   const maxCostUsd = light.costUsd * (cost - 0.5);
   const dearCall: CallUsage = { inputTokens: light.inputTokens, outputTokens: light.outputTokens, costUsd: maxCostUsd };

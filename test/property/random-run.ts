@@ -7,8 +7,21 @@
 import { createActor, initialTransition } from 'xstate';
 import { loopMachine } from '../../machines/loop-machine.js';
 import { getPendingEffect, type LoopSnapshot, type PendingEffect } from '../../machines/pending-effect.js';
-import { STOP_REASONS, type CallUsage, type LoopContext, type LoopEvent, type MachineOutput, type StopReason } from '../../machines/types.js';
-import { abstractOutcomes, modelInput, serializeLoopSnapshot, type AbstractOutcome, type ModelConfiguration } from '../model-based/abstract-events.js';
+import {
+  STOP_REASONS,
+  type CallUsage,
+  type LoopContext,
+  type LoopEvent,
+  type MachineOutput,
+  type StopReason,
+} from '../../machines/types.js';
+import {
+  abstractOutcomes,
+  modelInput,
+  serializeLoopSnapshot,
+  type AbstractOutcome,
+  type ModelConfiguration,
+} from '../model-based/abstract-events.js';
 import type { TransitionTracer } from '../../src/tooling/verify/transition-catalog.js';
 import { eventBound } from './random-configuration.js';
 import { EXPECTED_STATUS } from '../support/statechart-fixtures.js';
@@ -37,8 +50,23 @@ export interface RunReport {
 const KIND_CHANCES = { progressing: 55, setback: 39, ending: 3, interrupting: 3 } as const;
 type OutcomeKind = keyof typeof KIND_CHANCES;
 
-const INTERRUPTING_LABELS = [/^run\.(cancelRequested|deadlineReached|faulted)/, /^tool\.withheld/, /:past/, /past-deadline/, /overslept/, /over-input-budget/, /:heavy-/];
-const ENDING_LABELS = [/tools-denied/, /tools-approval/, /tools-unavailable/, /model\.failed:fatal/, /unknown-outcome/, /required-unavailable/];
+const INTERRUPTING_LABELS = [
+  /^run\.(cancelRequested|deadlineReached|faulted)/,
+  /^tool\.withheld/,
+  /:past/,
+  /past-deadline/,
+  /overslept/,
+  /over-input-budget/,
+  /:heavy-/,
+];
+const ENDING_LABELS = [
+  /tools-denied/,
+  /tools-approval/,
+  /tools-unavailable/,
+  /model\.failed:fatal/,
+  /unknown-outcome/,
+  /required-unavailable/,
+];
 const PROGRESSING_LABELS = [
   /^run\.started:fits/,
   /^model\.responded:(tools|final):changed:light:within/,
@@ -77,18 +105,44 @@ export function pickOutcome(outcomes: readonly AbstractOutcome[], choice: number
   return picked;
 }
 
-
 /** One event of every type, stamped at the last observed time, for probing what a state ignores. */
 function oneOfEachEvent(context: LoopContext): LoopEvent[] {
   const at = context.lastEventAt;
   const nextRequestTokens = context.nextRequestTokens;
-  const round = { calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, maxRepeatCount: 1, repeatedTool: null, requiredToolUnavailable: false, plan: null };
+  const round = {
+    calls: 1,
+    failedCalls: 0,
+    timedOutCalls: 0,
+    unknownOutcomeCalls: 0,
+    allObservationsSeen: false,
+    maxRepeatCount: 1,
+    repeatedTool: null,
+    requiredToolUnavailable: false,
+    plan: null,
+  };
   return [
     { type: 'run.started', nextRequestTokens, at },
-    { type: 'model.responded', usage: { inputTokens: 1, outputTokens: 1, costUsd: 0 }, decision: { kind: 'final' }, stateDigest: 'stray', nextRequestTokens, at },
+    {
+      type: 'model.responded',
+      usage: { inputTokens: 1, outputTokens: 1, costUsd: 0 },
+      decision: { kind: 'final' },
+      stateDigest: 'stray',
+      nextRequestTokens,
+      at,
+    },
     { type: 'model.failed', failure: 'transient', message: 'stray', retryDelayMs: 1, at },
     { type: 'tools.completed', round, nextRequestTokens, at },
-    { type: 'evaluation.completed', passed: true, reason: '', outputDigest: 'stray', usage: null, modelCalls: 0, transportRetries: 0, nextRequestTokens, at },
+    {
+      type: 'evaluation.completed',
+      passed: true,
+      reason: '',
+      outputDigest: 'stray',
+      usage: null,
+      modelCalls: 0,
+      transportRetries: 0,
+      nextRequestTokens,
+      at,
+    },
     { type: 'backoff.elapsed', at },
     { type: 'run.deadlineReached', at },
     { type: 'tool.withheld', tool: 'stray', at },
@@ -106,7 +160,11 @@ function spendOf(event: LoopEvent): CallUsage | null {
 /** Every spend budget stands: the next request's estimate fits, output and cost are under their limits. */
 function budgetsStand(context: LoopContext): boolean {
   const { usage, limits } = context;
-  return usage.inputTokens + context.nextRequestTokens <= limits.maxInputTokens && usage.outputTokens < limits.maxOutputTokens && usage.costUsd < limits.maxCostUsd;
+  return (
+    usage.inputTokens + context.nextRequestTokens <= limits.maxInputTokens &&
+    usage.outputTokens < limits.maxOutputTokens &&
+    usage.costUsd < limits.maxCostUsd
+  );
 }
 
 export interface RunOptions {
@@ -118,7 +176,12 @@ export interface RunOptions {
  * Sends outcomes picked by `choices` (cycled when they run out) until the run is final, checking the
  * invariants at every resting state, on every outcome and on the final state.
  */
-export function runToEnd(config: ModelConfiguration, choices: readonly number[], tracer: TransitionTracer, options: RunOptions = {}): RunReport {
+export function runToEnd(
+  config: ModelConfiguration,
+  choices: readonly number[],
+  tracer: TransitionTracer,
+  options: RunOptions = {},
+): RunReport {
   const { limits } = config;
   const bound = eventBound(config);
   const trail: string[] = [];
@@ -130,15 +193,23 @@ export function runToEnd(config: ModelConfiguration, choices: readonly number[],
     const { task, transport, usage } = context;
     if (context.steps > limits.maxSteps) fail(`steps ${context.steps} > maxSteps ${limits.maxSteps}`);
     if (task.reflectionRetries > limits.maxRetries) fail(`reflection retries over maxRetries: ${JSON.stringify(task)}`);
-    if (transport.consecutiveFailures > limits.maxTransportAttempts) fail(`a call failed more often than maxTransportAttempts: ${JSON.stringify(transport)}`);
-    if (transport.retries > limits.maxTransportRetries) fail(`transport retries over maxTransportRetries: ${JSON.stringify(transport)}`);
-    if (task.argumentRepairs > limits.maxArgumentRepairs) fail(`argument repairs ${task.argumentRepairs} > maxArgumentRepairs ${limits.maxArgumentRepairs}`);
+    if (transport.consecutiveFailures > limits.maxTransportAttempts)
+      fail(`a call failed more often than maxTransportAttempts: ${JSON.stringify(transport)}`);
+    if (transport.retries > limits.maxTransportRetries)
+      fail(`transport retries over maxTransportRetries: ${JSON.stringify(transport)}`);
+    if (task.argumentRepairs > limits.maxArgumentRepairs)
+      fail(`argument repairs ${task.argumentRepairs} > maxArgumentRepairs ${limits.maxArgumentRepairs}`);
     // Retries add across layers, never multiply: each call of the loop (a decision, or the call of a task failed for
     // good) makes at most maxTransportAttempts attempts, and all retries together at most maxTransportRetries; an LLM
     // judge's call is counted too, one per judged evaluation.
-    const judgedEvaluations = sent.filter((event) => event.type === 'evaluation.completed' && event.usage !== null).length;
+    const judgedEvaluations = sent.filter(
+      (event) => event.type === 'evaluation.completed' && event.usage !== null,
+    ).length;
     // A model call cut short by an interruption is counted without being a step.
-    const interruptedCalls = sent.reduce((sum, event) => sum + (event.type.startsWith('run.') && 'modelCalls' in event ? (event.modelCalls ?? 0) : 0), 0);
+    const interruptedCalls = sent.reduce(
+      (sum, event) => sum + (event.type.startsWith('run.') && 'modelCalls' in event ? (event.modelCalls ?? 0) : 0),
+      0,
+    );
     const loopCalls = limits.maxSteps + context.failedTasks;
     const loopAttempts = Math.min(limits.maxTransportAttempts * loopCalls, loopCalls + limits.maxTransportRetries);
     const callBound = loopAttempts + judgedEvaluations + interruptedCalls;
@@ -160,9 +231,11 @@ export function runToEnd(config: ModelConfiguration, choices: readonly number[],
     if (effect.kind === 'done') fail(`effect done while the status is ${snapshot.status}`);
     if (snapshot.context.stop !== null) fail(`stop recorded before the end: ${JSON.stringify(snapshot.context.stop)}`);
     checkCounters(snapshot);
-    if (effect.kind === 'callModel' && !budgetsStand(snapshot.context)) fail(`callModel requested with a budget gone: ${JSON.stringify(snapshot.context.usage)}`);
+    if (effect.kind === 'callModel' && !budgetsStand(snapshot.context))
+      fail(`callModel requested with a budget gone: ${JSON.stringify(snapshot.context.usage)}`);
     // Tool results only a further model call can read: tools run only while such a call is still allowed.
-    if (effect.kind === 'runTools' && (snapshot.context.steps >= limits.maxSteps || !budgetsStand(snapshot.context))) fail('runTools requested when no model call may read the results');
+    if (effect.kind === 'runTools' && (snapshot.context.steps >= limits.maxSteps || !budgetsStand(snapshot.context)))
+      fail('runTools requested when no model call may read the results');
     if (trail.length >= bound) fail(`not final after ${trail.length} events (bound ${bound})`);
 
     const outcomes = [...abstractOutcomes(config, snapshot), ...(options.extraOutcomes?.(config, snapshot) ?? [])];
@@ -195,13 +268,16 @@ export function runToEnd(config: ModelConfiguration, choices: readonly number[],
       if (microstep.context.stop !== previousStop) stopAssignments += 1;
       previousStop = microstep.context.stop;
     }
-    if (stopAssignments !== (next.status === 'done' ? 1 : 0)) fail(`stop assigned ${stopAssignments} time(s) in a macrostep ending in ${next.status}`);
+    if (stopAssignments !== (next.status === 'done' ? 1 : 0))
+      fail(`stop assigned ${stopAssignments} time(s) in a macrostep ending in ${next.status}`);
     const spend = spendOf(outcome.event);
     if (spend !== null) {
       if (!budgetsStand(snapshot.context)) fail(`spent with a budget gone: ${JSON.stringify(snapshot.context.usage)}`);
       const after = next.context.usage;
-      if (after.inputTokens - spend.inputTokens > limits.maxInputTokens) fail('input tokens over by more than one call');
-      if (after.outputTokens - spend.outputTokens > limits.maxOutputTokens) fail('output tokens over by more than one call');
+      if (after.inputTokens - spend.inputTokens > limits.maxInputTokens)
+        fail('input tokens over by more than one call');
+      if (after.outputTokens - spend.outputTokens > limits.maxOutputTokens)
+        fail('output tokens over by more than one call');
       if (after.costUsd - spend.costUsd > limits.maxCostUsd) fail('cost over by more than one call');
     }
     snapshot = next;
@@ -217,9 +293,12 @@ export function runToEnd(config: ModelConfiguration, choices: readonly number[],
   if (output.stopReason !== stop.reason || output.detail !== stop.detail) fail('output disagrees with the stop record');
   if (output.status !== EXPECTED_STATUS[stop.reason]) fail(`status ${output.status} for ${stop.reason}`);
   if (output.steps !== context.steps) fail('output steps disagree with the context');
-  if (stop.reason === 'max_steps' && context.steps !== limits.maxSteps && context.task.steps < limits.maxStepsPerTask) fail(`max_steps at ${context.steps} steps, ${context.task.steps} in the task`);
-  if (stop.reason === 'budget_exhausted' && budgetsStand(context) && context.usage.toolCalls < limits.maxToolCalls) fail('budget_exhausted with every budget standing');
-  if (stop.reason === 'completed' && context.completedTasks + context.failedTasks !== config.tasks.length) fail('completed with tasks left');
+  if (stop.reason === 'max_steps' && context.steps !== limits.maxSteps && context.task.steps < limits.maxStepsPerTask)
+    fail(`max_steps at ${context.steps} steps, ${context.task.steps} in the task`);
+  if (stop.reason === 'budget_exhausted' && budgetsStand(context) && context.usage.toolCalls < limits.maxToolCalls)
+    fail('budget_exhausted with every budget standing');
+  if (stop.reason === 'completed' && context.completedTasks + context.failedTasks !== config.tasks.length)
+    fail('completed with tasks left');
 
   const finalKey = serializeLoopSnapshot(snapshot);
   // The pure transitions above and a live actor must agree: replay the run's events through one.
@@ -229,7 +308,11 @@ export function runToEnd(config: ModelConfiguration, choices: readonly number[],
   actor.stop();
   for (const late of oneOfEachEvent(context)) {
     const probe = tracer.step(snapshot, late);
-    if (probe.fired.length > 0 || serializeLoopSnapshot(probe.next) !== finalKey || JSON.stringify(probe.next.output) !== JSON.stringify(output)) {
+    if (
+      probe.fired.length > 0 ||
+      serializeLoopSnapshot(probe.next) !== finalKey ||
+      JSON.stringify(probe.next.output) !== JSON.stringify(output)
+    ) {
       fail(`${late.type} rewrote the finished run`);
     }
   }

@@ -11,7 +11,15 @@ import { z } from 'zod';
 import { CONTEXT_SUMMARY_PROMPT } from '../../src/engine/prompts.js';
 import { createLoop, defineTool, evaluators, type LoopConfig, type ModelRequest } from 'loopstate';
 import { loopConfigOf } from '../../src/engine/loop.js';
-import { emptyReply, modelError, reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from 'loopstate/testing';
+import {
+  emptyReply,
+  modelError,
+  reply,
+  scriptedModel,
+  toolCall,
+  virtualClock,
+  type ScriptStep,
+} from 'loopstate/testing';
 import { verifyLoopConfig } from '../../src/tooling/verify/verify-loop.js';
 import { modelCallBound } from '../../src/tooling/verify/worst-case.js';
 import { verifyModelOf } from '../../src/tooling/verify/verify-model.js';
@@ -38,7 +46,13 @@ function chooser(choices: readonly number[]): () => number {
 
 function loopOf(loopShape: Shape, choices: readonly number[]): LoopConfig {
   const next = chooser(choices);
-  const lookup = defineTool({ name: 'lookup', description: 'Look a record up', input: z.object({ id: z.string() }), access: 'read', execute: ({ id }) => ({ id, body: `${id} `.repeat(200) }) });
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'Look a record up',
+    input: z.object({ id: z.string() }),
+    access: 'read',
+    execute: ({ id }) => ({ id, body: `${id} `.repeat(200) }),
+  });
   let lookups = 0;
   const step: ScriptStep = (request) => {
     if (isSummary(request)) return next() % 2 === 0 ? modelError({ status: 503 }) : reply('Looked some records up.');
@@ -53,17 +67,34 @@ function loopOf(loopShape: Shape, choices: readonly number[]): LoopConfig {
         return reply(next() % 2 === 0 ? 'done' : '');
     }
   };
-  const judgeStep: ScriptStep = () => (next() % 3 === 0 ? modelError({ status: 503 }) : reply(`{"passed": ${next() % 2 === 0}, "reason": "r${next() % 2}"}`));
+  const judgeStep: ScriptStep = () =>
+    next() % 3 === 0
+      ? modelError({ status: 503 })
+      : reply(`{"passed": ${next() % 2 === 0}, "reason": "r${next() % 2}"}`);
   const model = scriptedModel(Array.from({ length: 400 }, () => step));
-  const judge = scriptedModel(Array.from({ length: 400 }, () => judgeStep), { id: 'scripted' });
-  const evaluate = [evaluators.rule((text: string) => text.length > 0, 'say something'), ...(loopShape.judge ? [evaluators.judge({ model: judge, criteria: 'fine' })] : [])];
+  const judge = scriptedModel(
+    Array.from({ length: 400 }, () => judgeStep),
+    { id: 'scripted' },
+  );
+  const evaluate = [
+    evaluators.rule((text: string) => text.length > 0, 'say something'),
+    ...(loopShape.judge ? [evaluators.judge({ model: judge, criteria: 'fine' })] : []),
+  ];
   return {
     model,
     tools: [lookup],
     evaluate,
     tasks: loopShape.tasks.map((onFailure, index) => ({ id: `t${index}`, prompt: `task ${index}`, onFailure })),
-    limits: { maxSteps: loopShape.maxSteps, maxTransportAttempts: loopShape.maxTransportAttempts, maxTransportRetries: loopShape.maxTransportRetries, maxRetries: loopShape.maxRetries, maxCostUsd: Infinity },
-    ...(loopShape.summarize ? { context: { strategy: 'summarize' as const, maxInputTokensPerCall: 300, keepTurns: 1 } } : {}),
+    limits: {
+      maxSteps: loopShape.maxSteps,
+      maxTransportAttempts: loopShape.maxTransportAttempts,
+      maxTransportRetries: loopShape.maxTransportRetries,
+      maxRetries: loopShape.maxRetries,
+      maxCostUsd: Infinity,
+    },
+    ...(loopShape.summarize
+      ? { context: { strategy: 'summarize' as const, maxInputTokensPerCall: 300, keepTurns: 1 } }
+      : {}),
     clock: virtualClock(),
     random: () => 0,
   };
@@ -74,21 +105,27 @@ describe('verify bounds real runs (property-based)', () => {
     let runs = 0;
     let reachedReported = 0;
     await fc.assert(
-      fc.asyncProperty(shape, fc.array(fc.array(fc.nat(), { minLength: 1, maxLength: 40 }), { minLength: 4, maxLength: 4 }), async (loopShape, runChoices) => {
-        const config = loopConfigOf(createLoop(loopOf(loopShape, [0])));
-        if (config === undefined) throw new Error('no resolved config');
-        const report = verifyLoopConfig(config);
-        const reported = report.worstCase.modelCalls.value;
-        expect(reported).not.toBeNull();
-        const bound = modelCallBound(verifyModelOf(config)).value;
-        expect(reported).toBeLessThanOrEqual(bound);
-        for (const choices of runChoices) {
-          const result = await createLoop(loopOf(loopShape, choices)).run({ goal: 'Look records up, then answer.' });
-          runs += 1;
-          if (result.usage.modelCalls === reported) reachedReported += 1;
-          expect(result.usage.modelCalls, `${result.stopReason}: ${result.detail}`).toBeLessThanOrEqual(reported ?? 0);
-        }
-      }),
+      fc.asyncProperty(
+        shape,
+        fc.array(fc.array(fc.nat(), { minLength: 1, maxLength: 40 }), { minLength: 4, maxLength: 4 }),
+        async (loopShape, runChoices) => {
+          const config = loopConfigOf(createLoop(loopOf(loopShape, [0])));
+          if (config === undefined) throw new Error('no resolved config');
+          const report = verifyLoopConfig(config);
+          const reported = report.worstCase.modelCalls.value;
+          expect(reported).not.toBeNull();
+          const bound = modelCallBound(verifyModelOf(config)).value;
+          expect(reported).toBeLessThanOrEqual(bound);
+          for (const choices of runChoices) {
+            const result = await createLoop(loopOf(loopShape, choices)).run({ goal: 'Look records up, then answer.' });
+            runs += 1;
+            if (result.usage.modelCalls === reported) reachedReported += 1;
+            expect(result.usage.modelCalls, `${result.stopReason}: ${result.detail}`).toBeLessThanOrEqual(
+              reported ?? 0,
+            );
+          }
+        },
+      ),
       { numRuns: 60 },
     );
     console.log(`[property] verify bound: ${runs} real runs, ${reachedReported} of them at the reported worst case`);

@@ -9,7 +9,11 @@ import { expect, it } from 'vitest';
 import { runCli } from '../../src/tooling/cli/run-cli.js';
 
 // Timings vary, and so does the padding before them in the tools table (a 12 ms latency is one column wider).
-const normalize = (text: string) => text.replace(/run_[a-z0-9]+_[a-z0-9]+/g, 'run_ID').replace(/ +\d+ ms\b/g, ' N ms').trimEnd();
+const normalize = (text: string) =>
+  text
+    .replace(/run_[a-z0-9]+_[a-z0-9]+/g, 'run_ID')
+    .replace(/ +\d+ ms\b/g, ' N ms')
+    .trimEnd();
 
 it("the README's quick start shows what npm start prints", async () => {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
@@ -19,7 +23,11 @@ it("the README's quick start shows what npm start prints", async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'loopstate-quick-start-'));
   try {
     const lines: string[] = [];
-    const code = await runCli(['run', 'order-status'], { out: (text) => lines.push(text), err: (text) => lines.push(text), cwd });
+    const code = await runCli(['run', 'order-status'], {
+      out: (text) => lines.push(text),
+      err: (text) => lines.push(text),
+      cwd,
+    });
     expect(code).toBe(0);
     expect(normalize(lines.join('\n'))).toBe(normalize(shown ?? ''));
   } finally {

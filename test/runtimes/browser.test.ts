@@ -28,10 +28,12 @@ afterAll(async () => {
 
 /** Serves the page and the bundle; anything else is a 404 the test would see as a failed request. */
 async function serve(bundle: string): Promise<string> {
-  const page = '<!doctype html><html><head><meta charset="utf-8"><title>loopstate</title><script type="module" src="/portable-loop.mjs"></script></head><body></body></html>';
+  const page =
+    '<!doctype html><html><head><meta charset="utf-8"><title>loopstate</title><script type="module" src="/portable-loop.mjs"></script></head><body></body></html>';
   server = createServer((request, response) => {
     if (request.url === '/') response.writeHead(200, { 'content-type': 'text/html' }).end(page);
-    else if (request.url === '/portable-loop.mjs') response.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(bundle));
+    else if (request.url === '/portable-loop.mjs')
+      response.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(bundle));
     else response.writeHead(404).end();
   });
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
@@ -51,7 +53,11 @@ describe('the core in chromium', () => {
     page.on('pageerror', (error) => errors.push(String(error)));
     page.on('requestfailed', (request) => errors.push(`request failed: ${request.url()}`));
     await page.goto(url);
-    await expect.poll(() => lines.some((line) => line.startsWith('loopstate-result ') || line.startsWith('loopstate-error ')), { timeout: 30_000 }).toBe(true);
+    await expect
+      .poll(() => lines.some((line) => line.startsWith('loopstate-result ') || line.startsWith('loopstate-error ')), {
+        timeout: 30_000,
+      })
+      .toBe(true);
     expect(errors).toEqual([]);
     expect(portableResult(lines.join('\n'))).toEqual(EXPECTED_RESULT);
     // The page has no `process`: the run above went through the runtime probe's fallbacks (no pid, no host name).
@@ -61,6 +67,8 @@ describe('the core in chromium', () => {
   it('refuses to bundle for the browser anything that imports a Node built-in (the check above is not vacuous)', async () => {
     const entry = join(directory, 'node-only.ts');
     writeFileSync(entry, "import { readTraceFile } from 'loopstate/node';\nconsole.log(readTraceFile('run.jsonl'));\n");
-    await expect(bundlePortableLoop(join(directory, 'refused'), entry)).rejects.toThrow(/read-trace-file\.ts imports the Node built-in node:fs/);
+    await expect(bundlePortableLoop(join(directory, 'refused'), entry)).rejects.toThrow(
+      /read-trace-file\.ts imports the Node built-in node:fs/,
+    );
   }, 120_000);
 });

@@ -16,9 +16,12 @@ let directory: string;
 let bundle: string;
 let binaries: RuntimeBinaries;
 
-
 function run(command: string, args: string[]): string {
-  const ran = spawnSync(command, args, { encoding: 'utf8', timeout: 60_000, env: { PATH: process.env.PATH ?? '', HOME: directory, NO_COLOR: '1' } });
+  const ran = spawnSync(command, args, {
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { PATH: process.env.PATH ?? '', HOME: directory, NO_COLOR: '1' },
+  });
   expect(ran.status, `${command} ${args.join(' ')}:\n${ran.stdout}\n${ran.stderr}`).toBe(0);
   return ran.stdout;
 }

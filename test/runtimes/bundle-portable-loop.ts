@@ -16,14 +16,18 @@ function refuseNodeBuiltins(): Plugin {
     name: 'refuse-node-builtins',
     enforce: 'pre',
     resolveId(source, importer) {
-      if (source.startsWith('node:') || nodeBuiltins.has(source)) this.error(`${importer ?? 'the entry'} imports the Node built-in ${source}`);
+      if (source.startsWith('node:') || nodeBuiltins.has(source))
+        this.error(`${importer ?? 'the entry'} imports the Node built-in ${source}`);
       return null;
     },
   };
 }
 
 /** Builds `entry` (the portable loop by default) into `outDir/portable-loop.mjs` and returns that path. */
-export async function bundlePortableLoop(outDir: string, entry = new URL('portable-loop.ts', import.meta.url).pathname): Promise<string> {
+export async function bundlePortableLoop(
+  outDir: string,
+  entry = new URL('portable-loop.ts', import.meta.url).pathname,
+): Promise<string> {
   await build({
     configFile: false,
     logLevel: 'silent',
@@ -50,7 +54,16 @@ export function portableResult(output: string): unknown {
 /** The result every runtime must print: the same stop reasons, outputs and argument hash as Node. */
 export const EXPECTED_RESULT = {
   answered: { stopReason: 'completed', output: { order_id: 'O-1', status: 'shipped' } },
-  looping: { stopReason: 'no_progress', detail: expect.stringContaining('brought the same result 3 times in this task (threshold 2)') as unknown },
+  looping: {
+    stopReason: 'no_progress',
+    detail: expect.stringContaining('brought the same result 3 times in this task (threshold 2)') as unknown,
+  },
   // digest64 of the canonical arguments: the same in every runtime, so an approval taken in one binds in another.
-  durable: { waiting: 'needs_human', argumentsHash: 'c8c68c451f92d3f1', runId: expect.stringMatching(/^run_[0-9a-z]+_[0-9a-f]{8}$/) as unknown, approved: 'completed', output: 'Refunded O-3.' },
+  durable: {
+    waiting: 'needs_human',
+    argumentsHash: 'c8c68c451f92d3f1',
+    runId: expect.stringMatching(/^run_[0-9a-z]+_[0-9a-f]{8}$/) as unknown,
+    approved: 'completed',
+    output: 'Refunded O-3.',
+  },
 };

@@ -9,8 +9,20 @@ import { z } from 'zod';
 import { createLoop, defineTool, evaluators, memoryStore } from 'loopstate';
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 
-const lookup = defineTool({ name: 'lookup', description: 'Read an order.', input: z.object({ order_id: z.string() }), access: 'read', execute: ({ order_id }) => ({ order_id, status: 'shipped' }) });
-const refund = defineTool({ name: 'refund', description: 'Refund an order.', input: z.object({ order_id: z.string() }), access: 'destructive', execute: ({ order_id }) => ({ refunded: order_id }) });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Read an order.',
+  input: z.object({ order_id: z.string() }),
+  access: 'read',
+  execute: ({ order_id }) => ({ order_id, status: 'shipped' }),
+});
+const refund = defineTool({
+  name: 'refund',
+  description: 'Refund an order.',
+  input: z.object({ order_id: z.string() }),
+  access: 'destructive',
+  execute: ({ order_id }) => ({ refunded: order_id }),
+});
 
 async function main() {
   const answered = await createLoop({
@@ -28,19 +40,35 @@ async function main() {
   }).run({ goal: 'Where is O-2?' });
 
   const store = memoryStore();
-  const refunds = createLoop({ model: scriptedModel([toolCall('refund', { order_id: 'O-3' }), reply('Refunded O-3.')]), tools: [refund], store, clock: virtualClock() });
+  const refunds = createLoop({
+    model: scriptedModel([toolCall('refund', { order_id: 'O-3' }), reply('Refunded O-3.')]),
+    tools: [refund],
+    store,
+    clock: virtualClock(),
+  });
   const waiting = await refunds.run({ goal: 'Refund O-3' });
   const [pending] = waiting.pendingApprovals;
-  const approved = await refunds.resume(waiting.runId, { approvals: { [pending!.callId]: { approve: true, argumentsHash: pending!.argumentsHash } } });
+  const approved = await refunds.resume(waiting.runId, {
+    approvals: { [pending!.callId]: { approve: true, argumentsHash: pending!.argumentsHash } },
+  });
 
   return {
     answered: { stopReason: answered.stopReason, output: answered.output },
     looping: { stopReason: looping.stopReason, detail: looping.detail },
-    durable: { waiting: waiting.stopReason, argumentsHash: pending!.argumentsHash, runId: waiting.runId, approved: approved.stopReason, output: approved.output },
+    durable: {
+      waiting: waiting.stopReason,
+      argumentsHash: pending!.argumentsHash,
+      runId: waiting.runId,
+      approved: approved.stopReason,
+      output: approved.output,
+    },
   };
 }
 
 main().then(
   (result) => console.log(`loopstate-result ${JSON.stringify(result)}`),
-  (error: unknown) => console.log(`loopstate-error ${error instanceof Error ? `${error.name}: ${error.message}\n${error.stack ?? ''}` : String(error)}`),
+  (error: unknown) =>
+    console.log(
+      `loopstate-error ${error instanceof Error ? `${error.name}: ${error.message}\n${error.stack ?? ''}` : String(error)}`,
+    ),
 );

@@ -23,10 +23,27 @@ export interface RuntimeBinaries {
 /** Installs (or finds, installed before) both packages and returns their executables. */
 export function installRuntimeBinaries(): RuntimeBinaries {
   const prefix = join(tmpdir(), 'loopstate-runtimes', `${BUN_PACKAGE}_${DENO_PACKAGE}`.replace(/[@/]/g, '-'));
-  const binaries = { bun: join(prefix, 'node_modules/@oven/bun-linux-x64/bin/bun'), deno: join(prefix, 'node_modules/@deno/linux-x64-glibc/deno') };
+  const binaries = {
+    bun: join(prefix, 'node_modules/@oven/bun-linux-x64/bin/bun'),
+    deno: join(prefix, 'node_modules/@deno/linux-x64-glibc/deno'),
+  };
   if (existsSync(binaries.bun) && existsSync(binaries.deno)) return binaries;
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const installed = spawnSync(npm, ['install', '--prefix', prefix, '--no-save', '--no-audit', '--no-fund', '--no-package-lock', BUN_PACKAGE, DENO_PACKAGE], { encoding: 'utf8', timeout: 300_000 });
+  const installed = spawnSync(
+    npm,
+    [
+      'install',
+      '--prefix',
+      prefix,
+      '--no-save',
+      '--no-audit',
+      '--no-fund',
+      '--no-package-lock',
+      BUN_PACKAGE,
+      DENO_PACKAGE,
+    ],
+    { encoding: 'utf8', timeout: 300_000 },
+  );
   if (installed.status !== 0 || !existsSync(binaries.bun) || !existsSync(binaries.deno)) {
     throw new Error(
       `could not install ${BUN_PACKAGE} and ${DENO_PACKAGE} from the npm registry into ${prefix} (exit ${String(installed.status)}${installed.error ? `, ${installed.error.message}` : ''}):\n${installed.stderr}\n` +

@@ -36,7 +36,10 @@ const checks = storeContract(
     cleanup: async (store) => {
       const schema = schemas.get(store)!;
       // The check wrote to the schema it was given before it is dropped.
-      const { rows } = await admin.query('SELECT count(*)::int AS runs FROM information_schema.tables WHERE table_schema = $1', [schema]);
+      const { rows } = await admin.query(
+        'SELECT count(*)::int AS runs FROM information_schema.tables WHERE table_schema = $1',
+        [schema],
+      );
       expect((rows[0] as { runs: number }).runs).toBeGreaterThan(0);
       await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
     },
@@ -48,7 +51,9 @@ describe('postgresStore keeps the store contract (a schema per check)', () => {
 
   it('left no schema behind (cleanup ran after every check)', async () => {
     expect(made).toBe(checks.length);
-    const { rows } = await admin.query("SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'contract\\_%'");
+    const { rows } = await admin.query(
+      "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'contract\\_%'",
+    );
     expect(rows).toEqual([]);
   });
 });

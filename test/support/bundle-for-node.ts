@@ -17,7 +17,13 @@ export interface BundleOptions {
   selfContained?: boolean;
 }
 
-export async function bundleForNode({ entry, outDir, fileName, emptyOutDir = false, selfContained = false }: BundleOptions): Promise<string> {
+export async function bundleForNode({
+  entry,
+  outDir,
+  fileName,
+  emptyOutDir = false,
+  selfContained = false,
+}: BundleOptions): Promise<string> {
   await build({
     configFile: false,
     logLevel: 'silent',

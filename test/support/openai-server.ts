@@ -14,7 +14,13 @@ export type ServerStep =
    * Server-sent events: each entry is `data: <JSON>` (or `event:` + `data:` for `{ event, data }`), then `[DONE]` unless `done: false`;
    * then the response ends, or (`after`) the connection stays open with nothing more sent, or is reset.
    */
-  | { kind: 'sse'; events: readonly unknown[]; done?: boolean; headers?: Record<string, string>; after?: 'end' | 'keep-open' | 'reset' }
+  | {
+      kind: 'sse';
+      events: readonly unknown[];
+      done?: boolean;
+      headers?: Record<string, string>;
+      after?: 'end' | 'keep-open' | 'reset';
+    }
   /** Any body with any content type: a malformed JSON body, an HTML page. */
   | { kind: 'raw'; status?: number; contentType: string; body: string; headers?: Record<string, string> }
   /** Accepts the request and never answers, not even the headers. */
@@ -51,7 +57,11 @@ export interface OpenAITestServer {
 }
 
 /** What an exhausted script answers: a 400, which the loop never retries, so a test fails fast and says why. */
-const EXHAUSTED: ServerStep = { kind: 'json', status: 400, body: { error: { message: 'test server: no scripted reply left', type: 'invalid_request_error' } } };
+const EXHAUSTED: ServerStep = {
+  kind: 'json',
+  status: 400,
+  body: { error: { message: 'test server: no scripted reply left', type: 'invalid_request_error' } },
+};
 
 function readBody(request: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -75,9 +85,10 @@ function play(step: ServerStep, response: ServerResponse): void {
     case 'sse': {
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...step.headers });
       for (const entry of step.events) {
-        const framed = typeof entry === 'object' && entry !== null && 'event' in entry && 'data' in entry
-          ? `event: ${String((entry as { event: unknown }).event)}\ndata: ${JSON.stringify((entry as { data: unknown }).data)}\n\n`
-          : `data: ${JSON.stringify(entry)}\n\n`;
+        const framed =
+          typeof entry === 'object' && entry !== null && 'event' in entry && 'data' in entry
+            ? `event: ${String((entry as { event: unknown }).event)}\ndata: ${JSON.stringify((entry as { data: unknown }).data)}\n\n`
+            : `data: ${JSON.stringify(entry)}\n\n`;
         response.write(framed);
       }
       if (step.done !== false) response.write('data: [DONE]\n\n');
@@ -98,7 +109,10 @@ function play(step: ServerStep, response: ServerResponse): void {
       return;
     case 'reset-mid-body': {
       const partial = step.partial ?? '{"id":"chatcmpl-1","choices":[';
-      response.writeHead(200, { 'content-type': step.contentType ?? 'application/json', 'content-length': String(partial.length + 1000) });
+      response.writeHead(200, {
+        'content-type': step.contentType ?? 'application/json',
+        'content-length': String(partial.length + 1000),
+      });
       response.write(partial, () => setTimeout(() => response.socket?.destroy(), 5));
       return;
     }
@@ -110,13 +124,19 @@ const FILLER = Buffer.alloc(64 * 1024, 'a');
 /** Writes as fast as the socket drains, never faster: what was sent is what the client took. */
 function writeHuge(step: Extract<ServerStep, { kind: 'huge' }>, response: ServerResponse): void {
   const prefix = Buffer.from(step.prefix ?? '', 'utf8');
-  response.writeHead(200, { 'content-type': step.contentType, ...(step.contentLength === undefined ? {} : { 'content-length': String(step.contentLength) }) });
+  response.writeHead(200, {
+    'content-type': step.contentType,
+    ...(step.contentLength === undefined ? {} : { 'content-length': String(step.contentLength) }),
+  });
   const limit = step.contentLength ?? Number.POSITIVE_INFINITY;
   let closed = false;
   response.on('close', () => (closed = true));
   const pump = () => {
     while (!closed && step.sent.bytes < limit) {
-      const piece = step.sent.bytes === 0 && prefix.length > 0 ? prefix : FILLER.subarray(0, Math.min(FILLER.length, limit - step.sent.bytes));
+      const piece =
+        step.sent.bytes === 0 && prefix.length > 0
+          ? prefix
+          : FILLER.subarray(0, Math.min(FILLER.length, limit - step.sent.bytes));
       step.sent.bytes += piece.length;
       if (!response.write(piece)) return void response.once('drain', pump);
     }

@@ -8,7 +8,14 @@ import type { ModelResponse, ModelUsage } from 'loopstate';
 export function refundReply(step: number, usage: ModelUsage): ModelResponse {
   switch (step) {
     case 0:
-      return { text: null, toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{"order_id":"O-7"}' }, { id: 'c2', name: 'charge_fee', arguments: '{"order_id":"O-7","cents":50}' }], usage };
+      return {
+        text: null,
+        toolCalls: [
+          { id: 'c1', name: 'lookup', arguments: '{"order_id":"O-7"}' },
+          { id: 'c2', name: 'charge_fee', arguments: '{"order_id":"O-7","cents":50}' },
+        ],
+        usage,
+      };
     case 1:
       return { text: null, toolCalls: [{ id: 'c3', name: 'refund', arguments: '{"order_id":"O-7"}' }], usage };
     default:

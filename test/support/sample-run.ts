@@ -5,7 +5,15 @@
  */
 import { appendFileSync } from 'node:fs';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, type LoopConfig, type Model, type RunResult, type TraceEvent } from 'loopstate';
+import {
+  createLoop,
+  defineTool,
+  evaluators,
+  type LoopConfig,
+  type Model,
+  type RunResult,
+  type TraceEvent,
+} from 'loopstate';
 import { modelError, reply, scriptedModel, toolCall, virtualClock, type VirtualClock } from 'loopstate/testing';
 
 const MODEL_LATENCY_MS = 350;
@@ -60,5 +68,7 @@ export function sampleLoopConfig(clock: VirtualClock, extra: Partial<LoopConfig>
 export async function writeSampleTrace(jsonlPath: string): Promise<RunResult> {
   const clock = virtualClock(1_767_225_600_000);
   const onEvent = (event: TraceEvent) => appendFileSync(jsonlPath, `${JSON.stringify(event)}\n`);
-  return createLoop(sampleLoopConfig(clock, { trace: { onEvent } })).run({ goal: 'What is the status of order O-101?' });
+  return createLoop(sampleLoopConfig(clock, { trace: { onEvent } })).run({
+    goal: 'What is the status of order O-101?',
+  });
 }

@@ -13,8 +13,13 @@ export interface SourceAlias {
 
 /** Vite/vitest aliases, longest specifier first (`loopstate/testing` before `loopstate`). */
 export function sourceEntryAliases(): SourceAlias[] {
-  const tsconfig = JSON.parse(readFileSync(tsconfigUrl, 'utf8')) as { compilerOptions: { paths: Record<string, [string]> } };
+  const tsconfig = JSON.parse(readFileSync(tsconfigUrl, 'utf8')) as {
+    compilerOptions: { paths: Record<string, [string]> };
+  };
   return Object.entries(tsconfig.compilerOptions.paths)
     .sort(([a], [b]) => b.length - a.length)
-    .map(([specifier, [path]]) => ({ find: new RegExp(`^${specifier.replace('/', '\\/')}$`), replacement: new URL(path, tsconfigUrl).pathname }));
+    .map(([specifier, [path]]) => ({
+      find: new RegExp(`^${specifier.replace('/', '\\/')}$`),
+      replacement: new URL(path, tsconfigUrl).pathname,
+    }));
 }

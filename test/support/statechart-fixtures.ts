@@ -81,7 +81,9 @@ export function loopInput({ limits, noProgress, tasks }: LoopInputOverrides = {}
   };
 }
 
-export interface ContextOverrides extends Partial<Omit<LoopContext, 'limits' | 'noProgress' | 'usage' | 'task' | 'transport' | 'progress'>> {
+export interface ContextOverrides extends Partial<
+  Omit<LoopContext, 'limits' | 'noProgress' | 'usage' | 'task' | 'transport' | 'progress'>
+> {
   limits?: Partial<LoopLimits>;
   noProgress?: Partial<NoProgressThresholds>;
   usage?: Partial<Usage>;
@@ -91,7 +93,15 @@ export interface ContextOverrides extends Partial<Omit<LoopContext, 'limits' | '
 }
 
 /** A context fresh from `createInitialContext` (the run not started), with any field or nested field replaced. */
-export function contextWith({ limits, noProgress, usage, task, transport, progress, ...rest }: ContextOverrides = {}): LoopContext {
+export function contextWith({
+  limits,
+  noProgress,
+  usage,
+  task,
+  transport,
+  progress,
+  ...rest
+}: ContextOverrides = {}): LoopContext {
   const base = createInitialContext({ input: loopInput({ limits, noProgress, tasks: rest.tasks }) });
   return {
     ...base,
@@ -205,8 +215,10 @@ export const unparseableReply = (parseError: string, options?: ResponseOptions):
   modelResponded({ kind: 'unparseable', parseError }, options);
 
 /** A `model.responded` event with tool calls, as `toolCallsDecision` builds them. */
-export const toolCallsReply = (decision: Partial<Omit<ToolCallsDecision, 'kind'>> = {}, options?: ResponseOptions): LoopEvent =>
-  modelResponded(toolCallsDecision(decision), options);
+export const toolCallsReply = (
+  decision: Partial<Omit<ToolCallsDecision, 'kind'>> = {},
+  options?: ResponseOptions,
+): LoopEvent => modelResponded(toolCallsDecision(decision), options);
 
 /** A `tools.completed` event: one call that succeeded with something new, unless overridden. */
 export function toolsCompleted(
@@ -265,12 +277,21 @@ export function evaluationCompleted(passed: boolean, reason = '', options: Evalu
 export const evaluationPassed = (options?: EvaluationOptions): LoopEvent => evaluationCompleted(true, '', options);
 
 /** An `evaluation.completed` event that failed for `reason`. */
-export const evaluationRejected = (reason: string, options?: EvaluationOptions): LoopEvent => evaluationCompleted(false, reason, options);
+export const evaluationRejected = (reason: string, options?: EvaluationOptions): LoopEvent =>
+  evaluationCompleted(false, reason, options);
 
 /** A `model.failed` event: a transient 503 unless `failure` is fatal (then a 401). */
 export function modelFailed(
   failure: ModelFailureKind = 'transient',
-  options: { at?: number; retryDelayMs?: number; message?: string; status?: number; retryAfterMs?: number; transportRetries?: number; modelCalls?: number } = {},
+  options: {
+    at?: number;
+    retryDelayMs?: number;
+    message?: string;
+    status?: number;
+    retryAfterMs?: number;
+    transportRetries?: number;
+    modelCalls?: number;
+  } = {},
 ): LoopEvent {
   const { at, retryDelayMs, message, status, ...rest } = options;
   return {
@@ -307,7 +328,11 @@ export function startedRun(overrides: LoopInputOverrides = {}, nextRequestTokens
 }
 
 /** The `callModel` effect a run waits for, with the feedback the request must carry. */
-export const callModelEffect = (feedback: Feedback | null = null, taskIndex = 0): PendingEffect => ({ kind: 'callModel', feedback, taskIndex });
+export const callModelEffect = (feedback: Feedback | null = null, taskIndex = 0): PendingEffect => ({
+  kind: 'callModel',
+  feedback,
+  taskIndex,
+});
 
 /** The output of a finished run; throws when the run still waits for an effect. */
 export function outputOf(snapshot: LoopSnapshot): MachineOutput {

@@ -7,7 +7,10 @@ import ts from 'typescript';
 // `loopstate` and its subpaths resolve to this repo's sources, as tsconfig's `paths` say.
 const tsconfigUrl = new URL('../../tsconfig.json', import.meta.url);
 const sourceEntries = new Map(
-  Object.entries(JSON.parse(readFileSync(tsconfigUrl, 'utf8')).compilerOptions.paths).map(([specifier, [path]]) => [specifier, new URL(path, tsconfigUrl).href]),
+  Object.entries(JSON.parse(readFileSync(tsconfigUrl, 'utf8')).compilerOptions.paths).map(([specifier, [path]]) => [
+    specifier,
+    new URL(path, tsconfigUrl).href,
+  ]),
 );
 
 export async function resolve(specifier, context, nextResolve) {
@@ -25,7 +28,12 @@ export async function load(url, context, nextLoad) {
   const fileName = fileURLToPath(url);
   const { outputText } = ts.transpileModule(readFileSync(fileName, 'utf8'), {
     fileName,
-    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true, sourceMap: false },
+    compilerOptions: {
+      module: ts.ModuleKind.ESNext,
+      target: ts.ScriptTarget.ES2022,
+      verbatimModuleSyntax: true,
+      sourceMap: false,
+    },
   });
   return { format: 'module', source: outputText, shortCircuit: true };
 }

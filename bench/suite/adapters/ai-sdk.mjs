@@ -11,7 +11,8 @@ function lastMessageText(prompt) {
   const last = prompt[prompt.length - 1];
   if (typeof last.content === 'string') return last.content;
   const part = last.content[last.content.length - 1];
-  if (part.type === 'tool-result') return typeof part.output.value === 'string' ? part.output.value : JSON.stringify(part.output.value);
+  if (part.type === 'tool-result')
+    return typeof part.output.value === 'string' ? part.output.value : JSON.stringify(part.output.value);
   return part.text ?? '';
 }
 
@@ -29,7 +30,13 @@ export function createRunner({ steps, latencyMs }) {
     async doGenerate(options) {
       if (latencyMs > 0) await sleep(latencyMs);
       const call = decide(lastMessageText(options.prompt), steps);
-      if (call === null) return { content: [{ type: 'text', text: '{"done":true}' }], finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(), warnings: [] };
+      if (call === null)
+        return {
+          content: [{ type: 'text', text: '{"done":true}' }],
+          finishReason: { unified: 'stop', raw: 'stop' },
+          usage: usage(),
+          warnings: [],
+        };
       return {
         content: [{ type: 'tool-call', toolCallId: call.callId, toolName: TOOL_NAME, input: call.arguments }],
         finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
@@ -42,7 +49,11 @@ export function createRunner({ steps, latencyMs }) {
     },
   };
   const tools = {
-    [TOOL_NAME]: tool({ description: TOOL_DESCRIPTION, inputSchema: z.object({ key: z.string() }), execute: ({ key }) => lookupValue(key) }),
+    [TOOL_NAME]: tool({
+      description: TOOL_DESCRIPTION,
+      inputSchema: z.object({ key: z.string() }),
+      execute: ({ key }) => lookupValue(key),
+    }),
   };
   return {
     async run() {

@@ -27,11 +27,19 @@ class InstantChatModel extends BaseChatModel {
     if (this.latencyMs > 0) await sleep(this.latencyMs);
     const last = messages[messages.length - 1];
     const call = decide(typeof last.content === 'string' ? last.content : JSON.stringify(last.content), this.steps);
-    const usage_metadata = { input_tokens: USAGE.inputTokens, output_tokens: USAGE.outputTokens, total_tokens: USAGE.inputTokens + USAGE.outputTokens };
+    const usage_metadata = {
+      input_tokens: USAGE.inputTokens,
+      output_tokens: USAGE.outputTokens,
+      total_tokens: USAGE.inputTokens + USAGE.outputTokens,
+    };
     const message =
       call === null
         ? new AIMessage({ content: '{"done":true}', usage_metadata })
-        : new AIMessage({ content: '', tool_calls: [{ id: call.callId, name: TOOL_NAME, args: JSON.parse(call.arguments), type: 'tool_call' }], usage_metadata });
+        : new AIMessage({
+            content: '',
+            tool_calls: [{ id: call.callId, name: TOOL_NAME, args: JSON.parse(call.arguments), type: 'tool_call' }],
+            usage_metadata,
+          });
     return { generations: [{ text: typeof message.content === 'string' ? message.content : '', message }] };
   }
 }
@@ -41,7 +49,11 @@ class InstantChatModel extends BaseChatModel {
  * or without one.
  */
 export function createGraph({ steps, latencyMs, checkpointer }) {
-  const lookup = tool(({ key }) => lookupValue(key), { name: TOOL_NAME, description: TOOL_DESCRIPTION, schema: z.object({ key: z.string() }) });
+  const lookup = tool(({ key }) => lookupValue(key), {
+    name: TOOL_NAME,
+    description: TOOL_DESCRIPTION,
+    schema: z.object({ key: z.string() }),
+  });
   const model = new InstantChatModel(steps, latencyMs);
   const graph = new StateGraph(MessagesAnnotation)
     .addNode('agent', async (state) => ({ messages: [await model.invoke(state.messages)] }))
@@ -54,7 +66,10 @@ export function createGraph({ steps, latencyMs, checkpointer }) {
 
 /** One run of the graph (on thread `threadId` when it has a checkpointer); resolves to its final state. */
 export function invokeGraph(app, steps, threadId) {
-  const config = { recursionLimit: 2 * steps + 10, ...(threadId === undefined ? {} : { configurable: { thread_id: threadId } }) };
+  const config = {
+    recursionLimit: 2 * steps + 10,
+    ...(threadId === undefined ? {} : { configurable: { thread_id: threadId } }),
+  };
   return app.invoke({ messages: [{ role: 'user', content: USER_GOAL }] }, config);
 }
 

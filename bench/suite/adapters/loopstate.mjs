@@ -49,9 +49,11 @@ export async function createBenchLoop({ steps, latencyMs, store }) {
 
 /** Fails unless the run completed in exactly `steps` steps and kept its trace. */
 export function checkLoopResult(result, steps) {
-  if (result.stopReason !== 'completed') throw new Error(`loopstate run stopped with ${result.stopReason}: ${result.detail}`);
+  if (result.stopReason !== 'completed')
+    throw new Error(`loopstate run stopped with ${result.stopReason}: ${result.detail}`);
   if (result.steps !== steps) throw new Error(`loopstate run took ${result.steps} steps, expected ${steps}`);
-  if (!Array.isArray(result.trace) || result.trace.length === 0) throw new Error('loopstate run kept no in-memory trace');
+  if (!Array.isArray(result.trace) || result.trace.length === 0)
+    throw new Error('loopstate run kept no in-memory trace');
 }
 
 export async function createRunner({ steps, latencyMs }) {

@@ -8,7 +8,8 @@ setTracingDisabled(true);
 function lastItemText(input) {
   if (typeof input === 'string') return input;
   const last = input[input.length - 1];
-  if (last.type === 'function_call_result') return typeof last.output === 'string' ? last.output : (last.output.text ?? JSON.stringify(last.output));
+  if (last.type === 'function_call_result')
+    return typeof last.output === 'string' ? last.output : (last.output.text ?? JSON.stringify(last.output));
   return typeof last.content === 'string' ? last.content : JSON.stringify(last.content);
 }
 
@@ -21,14 +22,31 @@ class InstantModel {
   async getResponse(request) {
     if (this.latencyMs > 0) await sleep(this.latencyMs);
     const call = decide(lastItemText(request.input), this.steps);
-    const usage = new Usage({ requests: 1, inputTokens: USAGE.inputTokens, outputTokens: USAGE.outputTokens, totalTokens: USAGE.inputTokens + USAGE.outputTokens });
+    const usage = new Usage({
+      requests: 1,
+      inputTokens: USAGE.inputTokens,
+      outputTokens: USAGE.outputTokens,
+      totalTokens: USAGE.inputTokens + USAGE.outputTokens,
+    });
     if (call === null) {
       return {
         usage,
-        output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: '{"done":true}' }] }],
+        output: [
+          {
+            type: 'message',
+            role: 'assistant',
+            status: 'completed',
+            content: [{ type: 'output_text', text: '{"done":true}' }],
+          },
+        ],
       };
     }
-    return { usage, output: [{ type: 'function_call', callId: call.callId, name: TOOL_NAME, arguments: call.arguments, status: 'completed' }] };
+    return {
+      usage,
+      output: [
+        { type: 'function_call', callId: call.callId, name: TOOL_NAME, arguments: call.arguments, status: 'completed' },
+      ],
+    };
   }
 
   // eslint-disable-next-line require-yield
@@ -44,7 +62,12 @@ export function createRunner({ steps, latencyMs }) {
     parameters: z.object({ key: z.string() }),
     execute: ({ key }) => lookupValue(key),
   });
-  const agent = new Agent({ name: 'bench', instructions: 'Use the lookup tool.', model: new InstantModel(steps, latencyMs), tools: [lookup] });
+  const agent = new Agent({
+    name: 'bench',
+    instructions: 'Use the lookup tool.',
+    model: new InstantModel(steps, latencyMs),
+    tools: [lookup],
+  });
   const runner = new Runner({ tracingDisabled: true });
   return {
     async run() {

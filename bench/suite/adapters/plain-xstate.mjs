@@ -12,7 +12,11 @@ export function createRunner({ steps, latencyMs }) {
         if (latencyMs > 0) await sleep(latencyMs);
         const call = decide(input.messages[input.messages.length - 1].content, steps);
         if (call === null) return { text: '{"done":true}', toolCalls: [], usage: USAGE };
-        return { text: null, toolCalls: [{ id: call.callId, name: TOOL_NAME, arguments: call.arguments }], usage: USAGE };
+        return {
+          text: null,
+          toolCalls: [{ id: call.callId, name: TOOL_NAME, arguments: call.arguments }],
+          usage: USAGE,
+        };
       }),
       callTool: fromPromise(async ({ input }) => {
         const args = lookupInput.parse(JSON.parse(input.call.arguments));
@@ -36,7 +40,10 @@ export function createRunner({ steps, latencyMs }) {
               guard: 'hasToolCalls',
               target: 'callingTool',
               actions: assign(({ context, event }) => ({
-                messages: [...context.messages, { role: 'assistant', content: null, toolCalls: event.output.toolCalls }],
+                messages: [
+                  ...context.messages,
+                  { role: 'assistant', content: null, toolCalls: event.output.toolCalls },
+                ],
                 pending: event.output.toolCalls[0],
               })),
             },

@@ -51,8 +51,17 @@ export class CassetteMismatchError extends LoopstateError {
   readonly nearestCall: number | null;
   /** Path of the first differing field (`messages[3].content`), or null when the request was recorded but is used up. */
   readonly field: string | null;
-  constructor(options: { path: string; call: number; nearestCall: number | null; field: string | null; message: string }) {
-    super({ code: 'cassette_mismatch', message: `cassette ${options.path}: model call ${options.call} ${options.message}` });
+  constructor(options: {
+    path: string;
+    call: number;
+    nearestCall: number | null;
+    field: string | null;
+    message: string;
+  }) {
+    super({
+      code: 'cassette_mismatch',
+      message: `cassette ${options.path}: model call ${options.call} ${options.message}`,
+    });
     this.path = options.path;
     this.call = options.call;
     this.nearestCall = options.nearestCall;

@@ -3,7 +3,16 @@
  * recorder might use or at the cassette path itself: the link's target (a "victim" file) stays as it
  * was. And the file on disk is only ever a whole cassette.
  */
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -25,7 +34,11 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(folder, { recursive: true, force: true }));
 
-const ask = (content: string): ModelRequest => ({ messages: [{ role: 'user', content }], tools: [], signal: new AbortController().signal });
+const ask = (content: string): ModelRequest => ({
+  messages: [{ role: 'user', content }],
+  tools: [],
+  signal: new AbortController().signal,
+});
 
 describe('writing a cassette', () => {
   it('never writes through a link planted at the temporary name earlier versions used (<path>.<pid>.tmp)', async () => {
@@ -46,7 +59,8 @@ describe('writing a cassette', () => {
     const result = await createLoop({ model: recordModel(inner, path), clock: virtualClock() }).run({ goal: 'Go.' });
     expect(result.stopReason).toBe('fatal_error');
     expect(result.error).toMatchObject({
-      name: 'CassetteFileError', code: 'cassette_write_failed',
+      name: 'CassetteFileError',
+      code: 'cassette_write_failed',
       message: `cassette ${path}: is a symbolic link; recordModel never writes through a link (remove it, or record to the file it points to)`,
     });
     expect(readFileSync(victim, 'utf8')).toBe(VICTIM_TEXT);

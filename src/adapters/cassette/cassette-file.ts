@@ -5,7 +5,20 @@
  * exclusively under a random name beside the cassette, is flushed, then renamed over the cassette.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { thrownMessage } from '../../engine/redaction/describe-thrown.js';
 import { CassetteFileError } from './cassette-errors.js';
@@ -33,18 +46,37 @@ export function readCassetteText(path: string): string {
     descriptor = openSync(path, READ_FLAGS);
   } catch (error) {
     const missing = errorCode(error) === 'ENOENT';
-    throw new CassetteFileError({ code: missing ? 'cassette_not_found' : 'cassette_unreadable', path, problem: missing ? 'no such file; record it first with recordModel' : `cannot be read (${String(error)})`, cause: error });
+    throw new CassetteFileError({
+      code: missing ? 'cassette_not_found' : 'cassette_unreadable',
+      path,
+      problem: missing ? 'no such file; record it first with recordModel' : `cannot be read (${String(error)})`,
+      cause: error,
+    });
   }
   try {
     const stats = fstatSync(descriptor);
-    if (!stats.isFile()) throw new CassetteFileError({ code: 'cassette_unreadable', path, problem: `is ${stats.isDirectory() ? 'a directory' : 'not a regular file'}; a cassette is a JSON file` });
+    if (!stats.isFile())
+      throw new CassetteFileError({
+        code: 'cassette_unreadable',
+        path,
+        problem: `is ${stats.isDirectory() ? 'a directory' : 'not a regular file'}; a cassette is a JSON file`,
+      });
     if (stats.size > MAX_CASSETTE_BYTES) {
-      throw new CassetteFileError({ code: 'cassette_unreadable', path, problem: `is ${stats.size} bytes, over the ${MAX_CASSETTE_BYTES} bytes a cassette may have; it is not one recordModel wrote` });
+      throw new CassetteFileError({
+        code: 'cassette_unreadable',
+        path,
+        problem: `is ${stats.size} bytes, over the ${MAX_CASSETTE_BYTES} bytes a cassette may have; it is not one recordModel wrote`,
+      });
     }
     return readFileSync(descriptor, 'utf8');
   } catch (error) {
     if (error instanceof CassetteFileError) throw error;
-    throw new CassetteFileError({ code: 'cassette_unreadable', path, problem: `cannot be read (${String(error)})`, cause: error });
+    throw new CassetteFileError({
+      code: 'cassette_unreadable',
+      path,
+      problem: `cannot be read (${String(error)})`,
+      cause: error,
+    });
   } finally {
     closeSync(descriptor);
   }
@@ -72,8 +104,10 @@ export function refuseSymbolicLink(path: string): void {
   }
   if (isLink) {
     throw new CassetteFileError({
-      code: 'cassette_write_failed', path,
-      problem: 'is a symbolic link; recordModel never writes through a link (remove it, or record to the file it points to)',
+      code: 'cassette_write_failed',
+      path,
+      problem:
+        'is a symbolic link; recordModel never writes through a link (remove it, or record to the file it points to)',
     });
   }
 }
@@ -96,7 +130,8 @@ export function writeCassetteText(path: string, text: string): void {
     temporary = candidate;
     try {
       const bytes = Buffer.from(text, 'utf8');
-      for (let offset = 0; offset < bytes.length; ) offset += writeSync(descriptor, bytes, offset, bytes.length - offset);
+      for (let offset = 0; offset < bytes.length;)
+        offset += writeSync(descriptor, bytes, offset, bytes.length - offset);
       fsyncSync(descriptor);
     } finally {
       closeSync(descriptor);
@@ -108,7 +143,12 @@ export function writeCassetteText(path: string, text: string): void {
   } catch (error) {
     if (temporary !== null) rmSync(temporary, { force: true });
     if (error instanceof CassetteFileError) throw error;
-    throw new CassetteFileError({ code: 'cassette_write_failed', path, problem: `could not be written (${thrownMessage(error)})`, cause: error });
+    throw new CassetteFileError({
+      code: 'cassette_write_failed',
+      path,
+      problem: `could not be written (${thrownMessage(error)})`,
+      cause: error,
+    });
   }
 }
 

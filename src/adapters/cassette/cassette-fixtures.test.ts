@@ -17,11 +17,19 @@ describe('schemaVersion 1 fixture', () => {
     const path = fixture('v1-order-status.json');
     expect(readCassette(path).calls.map((call) => call.occurrence)).toEqual([0, 0, 1]);
     const getOrder = defineTool({
-      name: 'get_order', description: 'Look up one order by id.', input: z.object({ order_id: z.string() }), access: 'read',
+      name: 'get_order',
+      description: 'Look up one order by id.',
+      input: z.object({ order_id: z.string() }),
+      access: 'read',
       execute: async ({ order_id }) => ({ order_id, status: 'shipped' }),
     });
     const model = replayModel(path);
-    const result = await createLoop({ model, instructions: 'Answer order questions.', tools: [getOrder], clock: virtualClock() }).run({ goal: 'Where is O-101?' });
+    const result = await createLoop({
+      model,
+      instructions: 'Answer order questions.',
+      tools: [getOrder],
+      clock: virtualClock(),
+    }).run({ goal: 'Where is O-101?' });
     model.assertComplete();
     expect([result.stopReason, result.output, result.usage.modelCalls]).toEqual(['completed', 'Shipped.', 3]);
     expect(result.trace.find((event) => event.type === 'run-start')).toMatchObject({ modelId: 'gpt-4.1-mini' });

@@ -18,11 +18,23 @@ beforeEach(async () => {
   const model = recordModel(scriptedModel([reply('one'), reply('two')]), path);
   const signal = new AbortController().signal;
   await model.generate({ messages: [{ role: 'user', content: 'first' }], tools: [], signal });
-  await model.generate({ messages: [{ role: 'user', content: 'first' }, { role: 'assistant', content: 'one' }, { role: 'user', content: 'second' }], tools: [], signal });
+  await model.generate({
+    messages: [
+      { role: 'user', content: 'first' },
+      { role: 'assistant', content: 'one' },
+      { role: 'user', content: 'second' },
+    ],
+    tools: [],
+    signal,
+  });
 });
 afterEach(() => rmSync(folder, { recursive: true, force: true }));
 
-function edit(change: (cassette: Record<string, unknown> & { calls: Record<string, unknown>[]; messages: Record<string, unknown>[] }) => void): void {
+function edit(
+  change: (
+    cassette: Record<string, unknown> & { calls: Record<string, unknown>[]; messages: Record<string, unknown>[] },
+  ) => void,
+): void {
   const cassette = JSON.parse(readFileSync(path, 'utf8')) as Parameters<typeof change>[0];
   change(cassette);
   writeFileSync(path, JSON.stringify(cassette));
@@ -61,7 +73,10 @@ describe('readCassette', () => {
 
   it('refuses a JSON file that is not a cassette', () => {
     writeFileSync(path, '[1, 2, 3]');
-    expect(failure(() => replayModel(path))).toMatchObject({ code: 'cassette_corrupt', message: expect.stringContaining('not a loopstate cassette') });
+    expect(failure(() => replayModel(path))).toMatchObject({
+      code: 'cassette_corrupt',
+      message: expect.stringContaining('not a loopstate cassette'),
+    });
   });
 
   it('refuses a cassette from a newer version by its version, not as a wrong shape', () => {
@@ -80,21 +95,28 @@ describe('readCassette', () => {
     edit((cassette) => {
       (cassette.calls[1] as { latencyMs: unknown }).latencyMs = -3;
     });
-    expect(failure(() => replayModel(path))).toMatchObject({ code: 'cassette_corrupt', message: expect.stringContaining('calls[1].latencyMs') });
+    expect(failure(() => replayModel(path))).toMatchObject({
+      code: 'cassette_corrupt',
+      message: expect.stringContaining('calls[1].latencyMs'),
+    });
   });
 
   it('refuses a call with both a response and an error, or neither', () => {
     edit((cassette) => {
       delete cassette.calls[0]?.response;
     });
-    expect(failure(() => replayModel(path)).message).toContain('calls[0]: expected exactly one of response, error or interrupted');
+    expect(failure(() => replayModel(path)).message).toContain(
+      'calls[0]: expected exactly one of response, error or interrupted',
+    );
   });
 
   it('refuses a reference outside the pools', () => {
     edit((cassette) => {
       (cassette.calls[1] as { request: { messages: number[] } }).request.messages = [0, 1, 7];
     });
-    expect(failure(() => replayModel(path)).message).toContain('calls[1].request.messages refers to messages[7], but there are 3');
+    expect(failure(() => replayModel(path)).message).toContain(
+      'calls[1].request.messages refers to messages[7], but there are 3',
+    );
   });
 
   it('refuses a request edited away from its key, and a wrong occurrence', () => {
@@ -107,7 +129,9 @@ describe('readCassette', () => {
       (cassette.messages[2] as { content: string }).content = 'second';
       (cassette.calls[1] as { occurrence: number }).occurrence = 1;
     });
-    expect(failure(() => replayModel(path)).message).toContain('calls[1].occurrence is 1, but 0 earlier calls have its key');
+    expect(failure(() => replayModel(path)).message).toContain(
+      'calls[1].occurrence is 1, but 0 earlier calls have its key',
+    );
   });
 });
 
@@ -122,24 +146,67 @@ describe('readCassette on a malformed cassette', () => {
   }
 
   const cases: { name: string; make: () => string; code: string; problem: RegExp; skip?: boolean }[] = [
-    { name: 'nested 100,000 levels deep', make: () => (nestDeeply(), path), code: 'cassette_corrupt', problem: new RegExp(`^messages\\[0\\]\\.nested\\[0\\]\\[0\\]\\[0\\]… nests more than ${MAX_CASSETTE_DEPTH} levels deep`) },
-    { name: 'empty', make: () => (writeFileSync(path, ''), path), code: 'cassette_corrupt', problem: /^is not valid JSON, perhaps cut short/ },
-    { name: 'JSON null', make: () => (writeFileSync(path, 'null'), path), code: 'cassette_corrupt', problem: /^not a loopstate cassette/ },
-    { name: 'prefixed with a byte-order mark', make: () => (writeFileSync(path, `\uFEFF${readFileSync(path, 'utf8')}`), path), code: 'cassette_corrupt', problem: /^is not valid JSON/ },
     {
-      name: 'a field of the wrong type', code: 'cassette_corrupt', problem: /calls\[0\]\.request\.messages/,
-      make: () => (edit((cassette) => void ((cassette.calls[0] as { request: { messages: unknown } }).request.messages = '0')), path),
+      name: 'nested 100,000 levels deep',
+      make: () => (nestDeeply(), path),
+      code: 'cassette_corrupt',
+      problem: new RegExp(
+        `^messages\\[0\\]\\.nested\\[0\\]\\[0\\]\\[0\\]… nests more than ${MAX_CASSETTE_DEPTH} levels deep`,
+      ),
     },
-    { name: 'a directory', make: () => (mkdirSync(join(folder, 'folder.json')), join(folder, 'folder.json')), code: 'cassette_unreadable', problem: /^is a directory; a cassette is a JSON file$/ },
+    {
+      name: 'empty',
+      make: () => (writeFileSync(path, ''), path),
+      code: 'cassette_corrupt',
+      problem: /^is not valid JSON, perhaps cut short/,
+    },
+    {
+      name: 'JSON null',
+      make: () => (writeFileSync(path, 'null'), path),
+      code: 'cassette_corrupt',
+      problem: /^not a loopstate cassette/,
+    },
+    {
+      name: 'prefixed with a byte-order mark',
+      make: () => (writeFileSync(path, `\uFEFF${readFileSync(path, 'utf8')}`), path),
+      code: 'cassette_corrupt',
+      problem: /^is not valid JSON/,
+    },
+    {
+      name: 'a field of the wrong type',
+      code: 'cassette_corrupt',
+      problem: /calls\[0\]\.request\.messages/,
+      make: () => (
+        edit((cassette) => void ((cassette.calls[0] as { request: { messages: unknown } }).request.messages = '0')),
+        path
+      ),
+    },
+    {
+      name: 'a directory',
+      make: () => (mkdirSync(join(folder, 'folder.json')), join(folder, 'folder.json')),
+      code: 'cassette_unreadable',
+      problem: /^is a directory; a cassette is a JSON file$/,
+    },
     {
       // Without the check, reading a FIFO blocks until something writes to it: forever.
-      name: 'a FIFO', code: 'cassette_unreadable', problem: /^is not a regular file; a cassette is a JSON file$/, skip: process.platform === 'win32',
+      name: 'a FIFO',
+      code: 'cassette_unreadable',
+      problem: /^is not a regular file; a cassette is a JSON file$/,
+      skip: process.platform === 'win32',
       make: () => (execFileSync('mkfifo', [join(folder, 'fifo.json')]), join(folder, 'fifo.json')),
     },
     {
       // Sparse: the size is checked before anything is read, so the test costs no memory.
-      name: 'huge', code: 'cassette_unreadable', problem: new RegExp(`^is ${MAX_CASSETTE_BYTES + 1} bytes, over the ${MAX_CASSETTE_BYTES} bytes a cassette may have`),
-      make: () => (writeFileSync(join(folder, 'huge.json'), ''), truncateSync(join(folder, 'huge.json'), MAX_CASSETTE_BYTES + 1), join(folder, 'huge.json')),
+      name: 'huge',
+      code: 'cassette_unreadable',
+      problem: new RegExp(
+        `^is ${MAX_CASSETTE_BYTES + 1} bytes, over the ${MAX_CASSETTE_BYTES} bytes a cassette may have`,
+      ),
+      make: () => (
+        writeFileSync(join(folder, 'huge.json'), ''),
+        truncateSync(join(folder, 'huge.json'), MAX_CASSETTE_BYTES + 1),
+        join(folder, 'huge.json')
+      ),
     },
   ];
 

@@ -36,7 +36,14 @@ export const MAX_CASSETTE_DEPTH = 256;
 const plainRecord = z.record(z.string(), z.json());
 /** Every kind, checked by the compiler: a kind added to `ModelErrorKind` must be added here to compile. */
 const MODEL_ERROR_KINDS: Record<ModelErrorKind, true> = {
-  rate_limited: true, server: true, timeout: true, connection: true, bad_request: true, auth: true, refused: true, unknown: true,
+  rate_limited: true,
+  server: true,
+  timeout: true,
+  connection: true,
+  bad_request: true,
+  auth: true,
+  refused: true,
+  unknown: true,
 };
 const modelErrorKind = z.enum(Object.keys(MODEL_ERROR_KINDS) as [ModelErrorKind, ...ModelErrorKind[]]);
 
@@ -69,9 +76,12 @@ const recordedCallSchema = z
     /** The call was cut short by a cancel or the run's deadline after `latencyMs`: it has no answer. */
     interrupted: z.enum(['cancelled', 'deadline']).optional(),
   })
-  .refine((call) => [call.response, call.error, call.interrupted].filter((outcome) => outcome !== undefined).length === 1, {
-    message: 'expected exactly one of response, error or interrupted',
-  });
+  .refine(
+    (call) => [call.response, call.error, call.interrupted].filter((outcome) => outcome !== undefined).length === 1,
+    {
+      message: 'expected exactly one of response, error or interrupted',
+    },
+  );
 
 const cassetteSchema = z.strictObject({
   schemaVersion: z.literal(CASSETTE_SCHEMA_VERSION),
@@ -97,7 +107,10 @@ export type RecordedError = z.output<typeof recordedErrorSchema>;
  * @example
  * requestOf(cassette, cassette.calls[0]) // { messages: [...], tools: [...] }
  */
-export function requestOf(cassette: Pick<Cassette, 'messages' | 'tools'>, call: Pick<RecordedCall, 'request'>): { [key: string]: PlainData } {
+export function requestOf(
+  cassette: Pick<Cassette, 'messages' | 'tools'>,
+  call: Pick<RecordedCall, 'request'>,
+): { [key: string]: PlainData } {
   const { messages, tools, fields } = call.request;
   return {
     ...(fields as { [key: string]: PlainData } | undefined),
@@ -117,7 +130,8 @@ export function prettyJson(value: unknown, indent = ''): string {
   const inner = `${indent}  `;
   if (Array.isArray(value)) {
     if (value.length === 0) return '[]';
-    if (value.every((item) => item === null || typeof item !== 'object')) return `[${value.map((item) => JSON.stringify(item) ?? 'null').join(', ')}]`;
+    if (value.every((item) => item === null || typeof item !== 'object'))
+      return `[${value.map((item) => JSON.stringify(item) ?? 'null').join(', ')}]`;
     return `[\n${value.map((item) => `${inner}${prettyJson(item, inner)}`).join(',\n')}\n${indent}]`;
   }
   const entries = Object.entries(value).filter(([, item]) => item !== undefined);
@@ -132,7 +146,15 @@ export function prettyJson(value: unknown, indent = ''): string {
  */
 export function serializeCassette(cassette: Cassette): string {
   const { schemaVersion, format, modelId, contextWindowTokens, messages, tools, calls } = cassette;
-  const orderedCalls = calls.map(({ key, occurrence, request, latencyMs, response, error, interrupted }) => ({ key, occurrence, request, latencyMs, response, error, interrupted }));
+  const orderedCalls = calls.map(({ key, occurrence, request, latencyMs, response, error, interrupted }) => ({
+    key,
+    occurrence,
+    request,
+    latencyMs,
+    response,
+    error,
+    interrupted,
+  }));
   return `${prettyJson({ schemaVersion, format, modelId, contextWindowTokens, messages, tools, calls: orderedCalls })}\n`;
 }
 
@@ -142,7 +164,12 @@ function corrupt(path: string, problem: string, cause?: unknown): CassetteFileEr
 
 /** The envelope first, so a future version is named as such rather than as a wrong shape. */
 function checkEnvelope(path: string, data: unknown): void {
-  if (typeof data !== 'object' || data === null || Array.isArray(data) || (data as { format?: unknown }).format !== CASSETTE_FORMAT) {
+  if (
+    typeof data !== 'object' ||
+    data === null ||
+    Array.isArray(data) ||
+    (data as { format?: unknown }).format !== CASSETTE_FORMAT
+  ) {
     throw corrupt(path, `not a loopstate cassette (expected a JSON object with "format": "${CASSETTE_FORMAT}")`);
   }
   const version = (data as { schemaVersion?: unknown }).schemaVersion;
@@ -161,12 +188,24 @@ function checkCalls(path: string, cassette: Cassette): void {
   cassette.calls.forEach((call, index) => {
     for (const pool of ['messages', 'tools'] as const) {
       const bad = call.request[pool]?.find((reference) => reference >= cassette[pool].length);
-      if (bad !== undefined) throw corrupt(path, `calls[${index}].request.${pool} refers to ${pool}[${bad}], but there are ${cassette[pool].length}`);
+      if (bad !== undefined)
+        throw corrupt(
+          path,
+          `calls[${index}].request.${pool} refers to ${pool}[${bad}], but there are ${cassette[pool].length}`,
+        );
     }
     const key = requestKey(requestOf(cassette, call));
-    if (key !== call.key) throw corrupt(path, `calls[${index}].key does not match its request (the request was edited, or the key was); record the cassette again`);
+    if (key !== call.key)
+      throw corrupt(
+        path,
+        `calls[${index}].key does not match its request (the request was edited, or the key was); record the cassette again`,
+      );
     const occurrence = seen.get(key) ?? 0;
-    if (call.occurrence !== occurrence) throw corrupt(path, `calls[${index}].occurrence is ${call.occurrence}, but ${occurrence} earlier calls have its key`);
+    if (call.occurrence !== occurrence)
+      throw corrupt(
+        path,
+        `calls[${index}].occurrence is ${call.occurrence}, but ${occurrence} earlier calls have its key`,
+      );
     seen.set(key, occurrence + 1);
   });
 }
@@ -190,7 +229,11 @@ export function readCassette(path: string): Cassette {
   checkEnvelope(path, data);
   // Before the schema: validating, hashing and diffing all recurse, and would overflow the stack first.
   const tooDeep = tooDeepAt(data, MAX_CASSETTE_DEPTH);
-  if (tooDeep !== null) throw corrupt(path, `${tooDeep} nests more than ${MAX_CASSETTE_DEPTH} levels deep; recordModel never writes such a cassette`);
+  if (tooDeep !== null)
+    throw corrupt(
+      path,
+      `${tooDeep} nests more than ${MAX_CASSETTE_DEPTH} levels deep; recordModel never writes such a cassette`,
+    );
   const checked = cassetteSchema.safeParse(data);
   if (!checked.success) throw corrupt(path, describeZodIssues(checked.error.issues).join('; '));
   checkCalls(path, checked.data);
@@ -208,7 +251,9 @@ export function emptyCassette(modelId: string, contextWindowTokens: number | und
     format: CASSETTE_FORMAT,
     modelId,
     // createLoop refuses any other window anyway; a bad one is left out so the file stays readable.
-    ...(typeof contextWindowTokens === 'number' && Number.isSafeInteger(contextWindowTokens) && contextWindowTokens > 0 ? { contextWindowTokens } : {}),
+    ...(typeof contextWindowTokens === 'number' && Number.isSafeInteger(contextWindowTokens) && contextWindowTokens > 0
+      ? { contextWindowTokens }
+      : {}),
     messages: [],
     tools: [],
     calls: [],

@@ -22,8 +22,13 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(folder, { recursive: true, force: true }));
 
-const ask = (content: string): ModelRequest => ({ messages: [{ role: 'user', content }], tools: [], signal: new AbortController().signal });
-const lockFile = () => JSON.parse(readFileSync(`${path}.lock`, 'utf8')) as { pid: number; host: string; token: string; since: string };
+const ask = (content: string): ModelRequest => ({
+  messages: [{ role: 'user', content }],
+  tools: [],
+  signal: new AbortController().signal,
+});
+const lockFile = () =>
+  JSON.parse(readFileSync(`${path}.lock`, 'utf8')) as { pid: number; host: string; token: string; since: string };
 
 /** The pid of a process that ran and is gone. */
 function deadPid(): number {
@@ -42,7 +47,11 @@ describe('the cassette lock', () => {
     const result = await second.run({ goal: 'Go.' });
     expect(result.stopReason).toBe('fatal_error');
     expect(result.error).toMatchObject({ name: 'CassetteFileError', code: 'cassette_locked' });
-    expect(result.error?.message).toMatch(new RegExp(`^cassette ${path}: is being recorded already: another recordModel in this process \\(pid ${process.pid}\\) has held it since \\d{4}-\\d\\d-\\d\\dT[^;]+; close\\(\\) that recorder first$`));
+    expect(result.error?.message).toMatch(
+      new RegExp(
+        `^cassette ${path}: is being recorded already: another recordModel in this process \\(pid ${process.pid}\\) has held it since \\d{4}-\\d\\d-\\d\\dT[^;]+; close\\(\\) that recorder first$`,
+      ),
+    );
     expect(secondInner.calls).toHaveLength(0);
 
     // The first recorder's cassette is intact and it records on.
@@ -58,19 +67,23 @@ describe('the cassette lock', () => {
     third.close();
   });
 
-  it('fails a closed recorder\'s later calls, naming the path', async () => {
+  it("fails a closed recorder's later calls, naming the path", async () => {
     const recording = recordModel(scriptedModel([reply('one'), reply('two')]), path);
     await recording.generate(ask('first'));
     recording.close();
     await expect(recording.generate(ask('second'))).rejects.toMatchObject({
-      code: 'cassette_write_failed', message: `cassette ${path}: its recorder was closed; create a new recordModel to record again`,
+      code: 'cassette_write_failed',
+      message: `cassette ${path}: its recorder was closed; create a new recordModel to record again`,
     });
     expect(readCassette(path).calls).toHaveLength(1);
   });
 
   it('takes over a lock whose holder on this host is gone', async () => {
     const gone = deadPid();
-    writeFileSync(`${path}.lock`, JSON.stringify({ pid: gone, host: hostname(), token: 'f'.repeat(32), since: '2026-01-01T00:00:00.000Z' }));
+    writeFileSync(
+      `${path}.lock`,
+      JSON.stringify({ pid: gone, host: hostname(), token: 'f'.repeat(32), since: '2026-01-01T00:00:00.000Z' }),
+    );
     const recording = recordModel(scriptedModel([reply('one')]), path);
     await recording.generate(ask('first'));
     expect(lockFile()).toMatchObject({ pid: process.pid, host: hostname() });
@@ -78,8 +91,11 @@ describe('the cassette lock', () => {
     recording.close();
   });
 
-  it('takes over a lock with this process\'s pid that this process does not hold (a container restarted with the same pid)', async () => {
-    writeFileSync(`${path}.lock`, JSON.stringify({ pid: process.pid, host: hostname(), token: 'e'.repeat(32), since: '2026-01-01T00:00:00.000Z' }));
+  it("takes over a lock with this process's pid that this process does not hold (a container restarted with the same pid)", async () => {
+    writeFileSync(
+      `${path}.lock`,
+      JSON.stringify({ pid: process.pid, host: hostname(), token: 'e'.repeat(32), since: '2026-01-01T00:00:00.000Z' }),
+    );
     const recording = recordModel(scriptedModel([reply('one')]), path);
     await recording.generate(ask('first'));
     expect(lockFile().token).not.toBe('e'.repeat(32));
@@ -87,11 +103,21 @@ describe('the cassette lock', () => {
   });
 
   it('never takes over a lock held on another host, and names that host', async () => {
-    writeFileSync(`${path}.lock`, JSON.stringify({ pid: deadPid(), host: 'build-agent-7', token: 'd'.repeat(32), since: '2026-01-01T00:00:00.000Z' }));
+    writeFileSync(
+      `${path}.lock`,
+      JSON.stringify({
+        pid: deadPid(),
+        host: 'build-agent-7',
+        token: 'd'.repeat(32),
+        since: '2026-01-01T00:00:00.000Z',
+      }),
+    );
     const inner = scriptedModel([reply('one')]);
     await expect(recordModel(inner, path).generate(ask('first'))).rejects.toMatchObject({
       code: 'cassette_locked',
-      message: expect.stringMatching(/^cassette .*run\.json: is being recorded already: pid \d+ on host build-agent-7 has held it since 2026-01-01T00:00:00\.000Z \(.*run\.json\.lock\); stop that recorder, or delete the lock file if that process is gone$/),
+      message: expect.stringMatching(
+        /^cassette .*run\.json: is being recorded already: pid \d+ on host build-agent-7 has held it since 2026-01-01T00:00:00\.000Z \(.*run\.json\.lock\); stop that recorder, or delete the lock file if that process is gone$/,
+      ),
     });
     expect(inner.calls).toHaveLength(0);
   });
@@ -101,20 +127,27 @@ describe('the cassette lock', () => {
     writeFileSync(victim, JSON.stringify({ pid: deadPid(), host: hostname(), token: 'c'.repeat(32), since: 'then' }));
     symlinkSync(victim, `${path}.lock`);
     await expect(recordModel(scriptedModel([reply('one')]), path).generate(ask('first'))).rejects.toMatchObject({
-      code: 'cassette_locked', message: expect.stringContaining(`another recorder holds ${path}.lock (it names no holder); delete that file if no recorder is running`),
+      code: 'cassette_locked',
+      message: expect.stringContaining(
+        `another recorder holds ${path}.lock (it names no holder); delete that file if no recorder is running`,
+      ),
     });
     expect(JSON.parse(readFileSync(victim, 'utf8'))).toMatchObject({ token: 'c'.repeat(32) });
   });
 
-  it('stops writing, naming the new holder, when its lock was taken from it: the other recorder\'s cassette survives', async () => {
+  it("stops writing, naming the new holder, when its lock was taken from it: the other recorder's cassette survives", async () => {
     const recording = recordModel(scriptedModel([reply('one'), reply('two')]), path);
     await recording.generate(ask('first'));
     // Someone deleted the lock by hand and another recorder (pid 4242 on another host) wrote its own cassette.
-    writeFileSync(`${path}.lock`, JSON.stringify({ pid: 4242, host: 'other-host', token: 'b'.repeat(32), since: '2026-01-01T00:00:00.000Z' }));
+    writeFileSync(
+      `${path}.lock`,
+      JSON.stringify({ pid: 4242, host: 'other-host', token: 'b'.repeat(32), since: '2026-01-01T00:00:00.000Z' }),
+    );
     const theirs = readFileSync(path, 'utf8').replace('"first"', '"theirs"');
     writeFileSync(path, theirs);
     await expect(recording.generate(ask('second'))).rejects.toMatchObject({
-      code: 'cassette_locked', message: expect.stringContaining('lost its lock while recording (pid 4242 on host other-host has held it since'),
+      code: 'cassette_locked',
+      message: expect.stringContaining('lost its lock while recording (pid 4242 on host other-host has held it since'),
     });
     expect(readFileSync(path, 'utf8')).toBe(theirs);
     recording.close();

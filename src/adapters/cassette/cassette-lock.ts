@@ -47,7 +47,13 @@ function readHolder(lockPath: string): LockHolder | null {
     try {
       const data: unknown = JSON.parse(readFileSync(descriptor, 'utf8'));
       const { pid, host, token, since } = (data ?? {}) as Partial<Record<keyof LockHolder, unknown>>;
-      if (!Number.isSafeInteger(pid) || typeof host !== 'string' || typeof token !== 'string' || typeof since !== 'string') return null;
+      if (
+        !Number.isSafeInteger(pid) ||
+        typeof host !== 'string' ||
+        typeof token !== 'string' ||
+        typeof since !== 'string'
+      )
+        return null;
       return { pid: pid as number, host, token, since };
     } finally {
       closeSync(descriptor);
@@ -77,8 +83,10 @@ function isStale(holder: LockHolder): boolean {
 }
 
 function describeHolder(holder: LockHolder | null, lockPath: string): string {
-  if (holder === null) return `another recorder holds ${lockPath} (it names no holder); delete that file if no recorder is running`;
-  if (holder.pid === process.pid && holder.host === hostname()) return `another recordModel in this process (pid ${holder.pid}) has held it since ${holder.since}; close() that recorder first`;
+  if (holder === null)
+    return `another recorder holds ${lockPath} (it names no holder); delete that file if no recorder is running`;
+  if (holder.pid === process.pid && holder.host === hostname())
+    return `another recordModel in this process (pid ${holder.pid}) has held it since ${holder.since}; close() that recorder first`;
   return `pid ${holder.pid} on host ${holder.host} has held it since ${holder.since} (${lockPath}); stop that recorder, or delete the lock file if that process is gone`;
 }
 
@@ -122,19 +130,30 @@ function tryCreate(lockPath: string, holder: LockHolder): boolean {
  */
 export function lockCassette(path: string): CassetteLock {
   const lockPath = `${path}.lock`;
-  const holder: LockHolder = { pid: process.pid, host: hostname(), token: randomBytes(16).toString('hex'), since: new Date().toISOString() };
+  const holder: LockHolder = {
+    pid: process.pid,
+    host: hostname(),
+    token: randomBytes(16).toString('hex'),
+    since: new Date().toISOString(),
+  };
   try {
     mkdirSync(dirname(path), { recursive: true });
     // A second pass after taking over a stale lock; a third means someone else keeps winning the race.
     for (let attempt = 0; ; attempt++) {
       if (tryCreate(lockPath, holder)) break;
       const current = readHolder(lockPath);
-      if (current === null || !isStale(current) || attempt >= 2) throw locked(path, `is being recorded already: ${describeHolder(current, lockPath)}`);
+      if (current === null || !isStale(current) || attempt >= 2)
+        throw locked(path, `is being recorded already: ${describeHolder(current, lockPath)}`);
       rmSync(lockPath, { force: true });
     }
   } catch (error) {
     if (error instanceof CassetteFileError) throw error;
-    throw new CassetteFileError({ code: 'cassette_write_failed', path, problem: `could not be written: its lock file ${lockPath} could not be created (${thrownMessage(error)})`, cause: error });
+    throw new CassetteFileError({
+      code: 'cassette_write_failed',
+      path,
+      problem: `could not be written: its lock file ${lockPath} could not be created (${thrownMessage(error)})`,
+      cause: error,
+    });
   }
   held.set(lockPath, holder.token);
   if (!releasesOnExit) {
@@ -147,7 +166,10 @@ export function lockCassette(path: string): CassetteLock {
       if (held.get(lockPath) !== holder.token) throw locked(path, 'no longer holds its lock: the recorder was closed');
       const current = readHolder(lockPath);
       if (current?.token === holder.token) return;
-      throw locked(path, `lost its lock while recording (${current === null ? `${lockPath} was deleted` : describeHolder(current, lockPath)}); this call was not written`);
+      throw locked(
+        path,
+        `lost its lock while recording (${current === null ? `${lockPath} was deleted` : describeHolder(current, lockPath)}); this call was not written`,
+      );
     },
     release() {
       if (held.get(lockPath) !== holder.token) return;

@@ -13,7 +13,13 @@ import { isWellFormedResponse, modelResponseSchema, shapeProblems } from '../../
 import type { ModelResponse } from '../../contracts/model.js';
 import { CassetteFileError } from './cassette-errors.js';
 import { refuseSymbolicLink, removeLeftoverTemporaries, writeCassetteText } from './cassette-file.js';
-import { MAX_CASSETTE_DEPTH, serializeCassette, type Cassette, type RecordedCall, type RecordedError } from './cassette-format.js';
+import {
+  MAX_CASSETTE_DEPTH,
+  serializeCassette,
+  type Cassette,
+  type RecordedCall,
+  type RecordedError,
+} from './cassette-format.js';
 import { lockCassette, type CassetteLock } from './cassette-lock.js';
 import { tooDeepAt } from './nesting-depth.js';
 import { redactPlainData, requestKey, toPlainData, type PlainData } from './request-key.js';
@@ -48,7 +54,12 @@ export class CassetteWriter {
   /** Before a call reaches the wrapped model: takes the lock on the first call, so a refused recorder spends nothing. */
   begin(): void {
     this.throwIfFailed();
-    if (this.#closed) throw new CassetteFileError({ code: 'cassette_write_failed', path: this.path, problem: 'its recorder was closed; create a new recordModel to record again' });
+    if (this.#closed)
+      throw new CassetteFileError({
+        code: 'cassette_write_failed',
+        path: this.path,
+        problem: 'its recorder was closed; create a new recordModel to record again',
+      });
     if (this.#lock !== null) return;
     try {
       this.#lock = lockCassette(this.path);
@@ -61,7 +72,15 @@ export class CassetteWriter {
 
   /** Kept for every later call; the lock is let go, since this recorder will never write again. */
   #fail(error: unknown): CassetteFileError {
-    this.#failure ??= error instanceof CassetteFileError ? error : new CassetteFileError({ code: 'cassette_write_failed', path: this.path, problem: `could not be written (${thrownMessage(error)})`, cause: error });
+    this.#failure ??=
+      error instanceof CassetteFileError
+        ? error
+        : new CassetteFileError({
+            code: 'cassette_write_failed',
+            path: this.path,
+            problem: `could not be written (${thrownMessage(error)})`,
+            cause: error,
+          });
     this.#lock?.release();
     return this.#failure;
   }
@@ -84,8 +103,12 @@ export class CassetteWriter {
       key,
       occurrence,
       request: {
-        ...(Array.isArray(messages) ? { messages: messages.map((message) => this.#pooled(this.cassette.messages, this.#messageIndex, message)) } : {}),
-        ...(Array.isArray(tools) ? { tools: tools.map((tool) => this.#pooled(this.cassette.tools, this.#toolIndex, tool)) } : {}),
+        ...(Array.isArray(messages)
+          ? { messages: messages.map((message) => this.#pooled(this.cassette.messages, this.#messageIndex, message)) }
+          : {}),
+        ...(Array.isArray(tools)
+          ? { tools: tools.map((tool) => this.#pooled(this.cassette.tools, this.#toolIndex, tool)) }
+          : {}),
         ...(Object.keys(fields).length > 0 ? { fields } : {}),
       },
       latencyMs,
@@ -110,7 +133,14 @@ export class CassetteWriter {
     // A malformed reply fails the run; record the failure the loop reports for it, so replay fails the same way.
     if (!isWellFormedResponse(outcome.response)) {
       const problems = shapeProblems(modelResponseSchema, outcome.response) ?? 'unknown shape';
-      return { error: { name: 'ModelCallError', message: `the model returned a malformed response: ${problems}`, code: 'model_unknown', kind: 'unknown' } };
+      return {
+        error: {
+          name: 'ModelCallError',
+          message: `the model returned a malformed response: ${problems}`,
+          code: 'model_unknown',
+          kind: 'unknown',
+        },
+      };
     }
     return { response: redactPlainData(toPlainData(outcome.response), this.redactor) as RecordedCall['response'] };
   }
@@ -118,11 +148,21 @@ export class CassetteWriter {
   #write(): void {
     if (this.#failure !== null) return;
     try {
-      if (this.#lock === null || this.#closed) throw new CassetteFileError({ code: 'cassette_write_failed', path: this.path, problem: `its recorder was closed before call ${this.cassette.calls.length} ended; that call was not written` });
+      if (this.#lock === null || this.#closed)
+        throw new CassetteFileError({
+          code: 'cassette_write_failed',
+          path: this.path,
+          problem: `its recorder was closed before call ${this.cassette.calls.length} ended; that call was not written`,
+        });
       this.#lock.assertHeld();
       // A cassette replayModel would refuse is never written: it names the field here, while the run can still be fixed.
       const tooDeep = tooDeepAt(this.cassette, MAX_CASSETTE_DEPTH);
-      if (tooDeep !== null) throw new CassetteFileError({ code: 'cassette_write_failed', path: this.path, problem: `call ${this.cassette.calls.length} was not written: ${tooDeep} nests more than ${MAX_CASSETTE_DEPTH} levels deep` });
+      if (tooDeep !== null)
+        throw new CassetteFileError({
+          code: 'cassette_write_failed',
+          path: this.path,
+          problem: `call ${this.cassette.calls.length} was not written: ${tooDeep} nests more than ${MAX_CASSETTE_DEPTH} levels deep`,
+        });
       writeCassetteText(this.path, serializeCassette(this.cassette));
     } catch (error) {
       this.#fail(error);
@@ -139,9 +179,15 @@ function recordedError(thrown: unknown, redactor: Redactor): RecordedError {
       code: `model_${kind}`,
       kind,
       ...(typeof status === 'number' && Number.isInteger(status) ? { status } : {}),
-      ...(typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs >= 0 ? { retryAfterMs } : {}),
+      ...(typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs >= 0
+        ? { retryAfterMs }
+        : {}),
     };
   }
   const { name, message, code } = errorFields(toError(thrown));
-  return { name: redactor.text(name), message: redactor.text(message), ...(code === undefined ? {} : { code: redactor.text(code) }) };
+  return {
+    name: redactor.text(name),
+    message: redactor.text(message),
+    ...(code === undefined ? {} : { code: redactor.text(code) }),
+  };
 }

@@ -5,14 +5,20 @@ const user = (content: string) => ({ role: 'user', content });
 
 describe('firstDifference', () => {
   it('names the first differing field by path, both values shown', () => {
-    expect(firstDifference({ messages: [user('a'), user('b')], tools: [] }, { messages: [user('a'), user('c')], tools: [] })).toEqual({
-      path: 'messages[1].content', recorded: '"b"', received: '"c"',
+    expect(
+      firstDifference({ messages: [user('a'), user('b')], tools: [] }, { messages: [user('a'), user('c')], tools: [] }),
+    ).toEqual({
+      path: 'messages[1].content',
+      recorded: '"b"',
+      received: '"c"',
     });
   });
 
   it('names a field one side lacks as absent, and quotes keys that are not identifiers', () => {
     expect(firstDifference({ messages: [user('a')] }, { messages: [user('a'), user('b')] })).toEqual({
-      path: 'messages[1]', recorded: '(absent)', received: '{"role":"user","content":"b"}',
+      path: 'messages[1]',
+      recorded: '(absent)',
+      received: '{"role":"user","content":"b"}',
     });
     expect(firstDifference({ fields: { 'x-mode': 1 } }, { fields: { 'x-mode': 2 } })?.path).toBe('fields["x-mode"]');
     expect(firstDifference({ a: 1 }, { a: 1 })).toBeNull();
@@ -31,7 +37,9 @@ describe('shorten', () => {
   it('cuts values to about 80 characters and says how long they were', () => {
     expect(shorten('short')).toBe('"short"');
     expect(shorten('a'.repeat(200))).toBe(`"${'a'.repeat(80)}…" (200 chars)`);
-    expect(shorten({ list: Array.from({ length: 40 }, (_, index) => index) })).toMatch(/^\{"list":\[0,1,2,.*…\s\(\d+ chars\)$/);
+    expect(shorten({ list: Array.from({ length: 40 }, (_, index) => index) })).toMatch(
+      /^\{"list":\[0,1,2,.*…\s\(\d+ chars\)$/,
+    );
     expect(shorten(undefined)).toBe('(absent)');
   });
 });
@@ -47,7 +55,8 @@ describe('nearestRecorded', () => {
     expect(countDifferences(first, received)).toBe(2); // the whole tool message is missing
     expect(countDifferences(third, received)).toBe(3);
     expect(nearestRecorded([first, second, third], received, 1)).toEqual({
-      index: 1, difference: { path: 'messages[1].content', recorded: '"shipped"', received: '"lost"' },
+      index: 1,
+      difference: { path: 'messages[1].content', recorded: '"shipped"', received: '"lost"' },
     });
   });
 

@@ -40,7 +40,8 @@ function childKeys(recorded: Comparable, received: Comparable): (string | number
   if (Array.isArray(recorded) && Array.isArray(received)) {
     return Array.from({ length: Math.max(recorded.length, received.length) }, (_, index) => index);
   }
-  if (isRecord(recorded) && isRecord(received)) return [...new Set([...Object.keys(recorded), ...Object.keys(received)])].sort();
+  if (isRecord(recorded) && isRecord(received))
+    return [...new Set([...Object.keys(recorded), ...Object.keys(received)])].sort();
   return null;
 }
 
@@ -55,8 +56,16 @@ function sameLeaf(recorded: Comparable, received: Comparable): boolean {
 
 /** Plain values in a value (at least one), so a missing message weighs more than one changed field of it. */
 function leafCount(value: Comparable): number {
-  if (Array.isArray(value)) return Math.max(1, value.reduce((sum: number, item) => sum + leafCount(item), 0));
-  if (isRecord(value)) return Math.max(1, Object.values(value).reduce((sum: number, item) => sum + leafCount(item), 0));
+  if (Array.isArray(value))
+    return Math.max(
+      1,
+      value.reduce((sum: number, item) => sum + leafCount(item), 0),
+    );
+  if (isRecord(value))
+    return Math.max(
+      1,
+      Object.values(value).reduce((sum: number, item) => sum + leafCount(item), 0),
+    );
   return 1;
 }
 
@@ -98,9 +107,18 @@ export function firstDifference(recorded: Comparable, received: Comparable, path
 
 /** Both values shortened; two strings too long to show whole are shown from just before where they part. */
 function shownPair(recorded: Comparable, received: Comparable): [string, string] {
-  if (typeof recorded === 'string' && typeof received === 'string' && Math.max(recorded.length, received.length) > SHOWN_CHARS) {
+  if (
+    typeof recorded === 'string' &&
+    typeof received === 'string' &&
+    Math.max(recorded.length, received.length) > SHOWN_CHARS
+  ) {
     let index = 0;
-    while (index < recorded.length && index < received.length && recorded.charCodeAt(index) === received.charCodeAt(index)) index++;
+    while (
+      index < recorded.length &&
+      index < received.length &&
+      recorded.charCodeAt(index) === received.charCodeAt(index)
+    )
+      index++;
     const from = index > LEAD_CHARS ? index - LEAD_CHARS : 0;
     return [shorten(recorded, from), shorten(received, from)];
   }
@@ -140,7 +158,8 @@ export function nearestRecorded(
   recorded.forEach((request, index) => {
     const count = countDifferences(request, received);
     const distance = Math.abs(index + 1 - ordinal);
-    if (best === null || count < best.count || (count === best.count && distance < best.distance)) best = { index, count, distance };
+    if (best === null || count < best.count || (count === best.count && distance < best.distance))
+      best = { index, count, distance };
   });
   if (best === null) return null;
   const { index } = best;

@@ -32,7 +32,9 @@ export function tooDeepAt(value: unknown, maxDepth: number): string | null {
   for (let frame = stack.pop(); frame !== undefined; frame = stack.pop()) {
     if (frame.value === null || typeof frame.value !== 'object') continue;
     if (frame.depth > maxDepth) return frame.path.replace(/^\./, '') || '(top level)';
-    const entries: [string | number, unknown][] = Array.isArray(frame.value) ? frame.value.map((item, index) => [index, item]) : Object.entries(frame.value);
+    const entries: [string | number, unknown][] = Array.isArray(frame.value)
+      ? frame.value.map((item, index) => [index, item])
+      : Object.entries(frame.value);
     // Pushed in reverse, so the first child is walked first and the path named is the first one in the file.
     for (let index = entries.length - 1; index >= 0; index--) {
       const [key, child] = entries[index] as [string | number, unknown];

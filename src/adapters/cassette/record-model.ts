@@ -61,8 +61,10 @@ export interface RecordingModel extends Model {
  * await loop.run({ goal: 'Refund order O-101' }); // later, offline: createLoop({ model: replayModel('test/cassettes/refund.json'), tools })
  */
 export function recordModel(model: Model, path: string, options: RecordModelOptions = {}): RecordingModel {
-  if (typeof model?.generate !== 'function') throw new TypeError('recordModel: expected a Model ({ id, generate(request) }) to wrap');
-  if (typeof path !== 'string' || path === '') throw new TypeError('recordModel: expected the path of the cassette file to write');
+  if (typeof model?.generate !== 'function')
+    throw new TypeError('recordModel: expected a Model ({ id, generate(request) }) to wrap');
+  if (typeof path !== 'string' || path === '')
+    throw new TypeError('recordModel: expected the path of the cassette file to write');
   const redactor = createRedactor(options.redact);
   const clock = options.clock ?? systemClock;
   const cassette: Cassette = emptyCassette(model.id, model.contextWindowTokens);
@@ -87,7 +89,10 @@ export function recordModel(model: Model, path: string, options: RecordModelOpti
     };
     request.signal.addEventListener('abort', onAbort, { once: true });
     try {
-      const response = await untilAborted(Promise.resolve().then(() => model.generate(request)), request.signal);
+      const response = await untilAborted(
+        Promise.resolve().then(() => model.generate(request)),
+        request.signal,
+      );
       record({ response });
       writer.throwIfFailed();
       return response;

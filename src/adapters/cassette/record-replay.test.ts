@@ -91,8 +91,14 @@ describe('record → replay', () => {
     const path = join(folder, 'order.json');
     await record(path, 'Where are orders O-101 and O-102?');
     const text = readFileSync(path, 'utf8');
-    const cassette = JSON.parse(text) as { schemaVersion: number; messages: unknown[]; calls: { occurrence: number; request: { messages: number[] } }[] };
-    expect(text.startsWith('{\n  "schemaVersion": 1,\n  "format": "loopstate-cassette",\n  "modelId": "gpt-4.1-mini",')).toBe(true);
+    const cassette = JSON.parse(text) as {
+      schemaVersion: number;
+      messages: unknown[];
+      calls: { occurrence: number; request: { messages: number[] } }[];
+    };
+    expect(
+      text.startsWith('{\n  "schemaVersion": 1,\n  "format": "loopstate-cassette",\n  "modelId": "gpt-4.1-mini",'),
+    ).toBe(true);
     expect(cassette.calls).toHaveLength(5);
     // The 429 and its retry were the same request: occurrences 0 and 1 of one key.
     expect(cassette.calls.map((call) => call.occurrence)).toEqual([0, 0, 1, 0, 0]);
@@ -105,25 +111,44 @@ describe('record → replay', () => {
     const path = join(folder, 'slow.json');
     const recordClock = virtualClock();
     const slow = scriptedModel([() => (recordClock.advance(250), reply('done'))]);
-    const recorded = await createLoop({ model: recordModel(slow, path, { clock: recordClock }), clock: recordClock, generateRunId: () => 'run-1' }).run({ goal: 'Go.' });
-    const latency = (result: RunResult) => result.trace.flatMap((event) => (event.type === 'step-end' ? [event.latencyMs] : []));
+    const recorded = await createLoop({
+      model: recordModel(slow, path, { clock: recordClock }),
+      clock: recordClock,
+      generateRunId: () => 'run-1',
+    }).run({ goal: 'Go.' });
+    const latency = (result: RunResult) =>
+      result.trace.flatMap((event) => (event.type === 'step-end' ? [event.latencyMs] : []));
     expect(latency(recorded)).toEqual([250]);
 
     const replayClock = virtualClock();
-    const timed = await createLoop({ model: replayModel(path, { latency: 'recorded', clock: replayClock }), clock: replayClock, generateRunId: () => 'run-1' }).run({ goal: 'Go.' });
+    const timed = await createLoop({
+      model: replayModel(path, { latency: 'recorded', clock: replayClock }),
+      clock: replayClock,
+      generateRunId: () => 'run-1',
+    }).run({ goal: 'Go.' });
     expect(timed).toEqual(recorded);
-    const instant = await createLoop({ model: replayModel(path), clock: virtualClock(), generateRunId: () => 'run-1' }).run({ goal: 'Go.' });
+    const instant = await createLoop({
+      model: replayModel(path),
+      clock: virtualClock(),
+      generateRunId: () => 'run-1',
+    }).run({ goal: 'Go.' });
     expect(latency(instant)).toEqual([0]);
   });
 
   it('retries a replayed 429 at once on the wall clock, whatever its recorded Retry-After, and ends as the recording did', async () => {
     const path = join(folder, 'rate-limited.json');
     const recordClock = virtualClock();
-    const inner = scriptedModel([modelError({ status: 429, retryAfterMs: 30_000, message: 'slow down' }), reply('Done after the wait.')]);
+    const inner = scriptedModel([
+      modelError({ status: 429, retryAfterMs: 30_000, message: 'slow down' }),
+      reply('Done after the wait.'),
+    ]);
     const recording = recordModel(inner, path, { clock: recordClock });
-    const recorded = await createLoop({ model: recording, clock: recordClock, generateRunId: () => 'run-1' }).run({ goal: 'Go.' });
+    const recorded = await createLoop({ model: recording, clock: recordClock, generateRunId: () => 'run-1' }).run({
+      goal: 'Go.',
+    });
     recording.close();
-    const retryDelays = (result: RunResult) => result.trace.flatMap((event) => (event.type === 'model-error' ? [event.retryDelayMs] : []));
+    const retryDelays = (result: RunResult) =>
+      result.trace.flatMap((event) => (event.type === 'model-error' ? [event.retryDelayMs] : []));
     expect(retryDelays(recorded)).toEqual([30_000]);
 
     // No clock passed: the loop runs on the wall clock, with no fake timers, as a CLI replay does.
@@ -132,14 +157,22 @@ describe('record → replay', () => {
     const replayed = await createLoop({ model: replaying, generateRunId: () => 'run-1' }).run({ goal: 'Go.' });
     expect(performance.now() - startedAt).toBeLessThan(3_000);
     replaying.assertComplete();
-    expect([replayed.stopReason, replayed.output, replayed.messages]).toEqual([recorded.stopReason, recorded.output, recorded.messages]);
+    expect([replayed.stopReason, replayed.output, replayed.messages]).toEqual([
+      recorded.stopReason,
+      recorded.output,
+      recorded.messages,
+    ]);
     expect([replayed.usage.modelCalls, retryDelays(replayed)]).toEqual([2, [30_000]]);
   });
 
   it('names a replay option it does not know', () => {
     const path = join(folder, 'any.json');
-    expect(() => replayModel(path, { backoff: 'never' as 'skip' })).toThrow("replayModel: backoff expected 'skip' or 'wait' or no value, got \"never\"");
-    expect(() => replayModel(path, { latency: 5 as unknown as 'instant' })).toThrow("replayModel: latency expected 'instant' or 'recorded' or no value, got 5");
+    expect(() => replayModel(path, { backoff: 'never' as 'skip' })).toThrow(
+      "replayModel: backoff expected 'skip' or 'wait' or no value, got \"never\"",
+    );
+    expect(() => replayModel(path, { latency: 5 as unknown as 'instant' })).toThrow(
+      "replayModel: latency expected 'instant' or 'recorded' or no value, got 5",
+    );
   });
 
   it('fails a run that left the recording closed, naming the call and the first differing field', async () => {
@@ -150,8 +183,12 @@ describe('record → replay', () => {
     const result = await loopWith(replaying, virtualClock(), 'lost').run({ goal: 'Where are orders O-101 and O-102?' });
     expect(result.stopReason).toBe('fatal_error');
     expect(result.error?.code).toBe('cassette_mismatch');
-    expect(result.detail).toContain('model call 2 matches no recorded request; nearest is recorded call 2, first difference at messages[3].content');
-    expect(result.error?.message).toMatch(/recorded "\{\\"order_id\\":\\"O-101\\",\\"status\\":\\"shipped\\"\}", got "\{\\"order_id\\":\\"O-101\\",\\"status\\":\\"lost\\"\}"/);
+    expect(result.detail).toContain(
+      'model call 2 matches no recorded request; nearest is recorded call 2, first difference at messages[3].content',
+    );
+    expect(result.error?.message).toMatch(
+      /recorded "\{\\"order_id\\":\\"O-101\\",\\"status\\":\\"shipped\\"\}", got "\{\\"order_id\\":\\"O-101\\",\\"status\\":\\"lost\\"\}"/,
+    );
     // Failed closed: not retried as a transient error.
     expect(result.usage.modelCalls).toBe(2);
     expect(result.trace.filter((event) => event.type === 'model-error')).toHaveLength(1);
@@ -160,13 +197,24 @@ describe('record → replay', () => {
 
   it('names a request replayed more often than it was recorded', async () => {
     const path = join(folder, 'once.json');
-    await createLoop({ model: recordModel(scriptedModel([reply('done')]), path), clock: virtualClock() }).run({ goal: 'Go.' });
+    await createLoop({ model: recordModel(scriptedModel([reply('done')]), path), clock: virtualClock() }).run({
+      goal: 'Go.',
+    });
     const replaying = replayModel(path);
-    const request = { messages: [{ role: 'user' as const, content: 'Go.' }], tools: [], signal: new AbortController().signal };
+    const request = {
+      messages: [{ role: 'user' as const, content: 'Go.' }],
+      tools: [],
+      signal: new AbortController().signal,
+    };
     await replaying.generate(request);
     await expect(replaying.generate(request)).rejects.toMatchObject({
-      code: 'cassette_mismatch', call: 2, nearestCall: 1, field: null,
-      message: expect.stringContaining('model call 2 repeats the request of recorded call 1, which was replayed already: the recording made this request only 1 time(s)'),
+      code: 'cassette_mismatch',
+      call: 2,
+      nearestCall: 1,
+      field: null,
+      message: expect.stringContaining(
+        'model call 2 repeats the request of recorded call 1, which was replayed already: the recording made this request only 1 time(s)',
+      ),
     });
   });
 
@@ -174,11 +222,17 @@ describe('record → replay', () => {
     const path = join(folder, 'secret.json');
     const goal = `Check the key ${SECRET} against order O-1.`;
     const vault = defineTool({
-      name: 'read_config', description: 'Reads the config.', input: z.object({}), access: 'read',
+      name: 'read_config',
+      description: 'Reads the config.',
+      input: z.object({}),
+      access: 'read',
       execute: async () => ({ database: 'postgres://ada:hunter2@db.example.com/orders', password: 'hunter2' }),
     });
-    const run = (model: Model) => createLoop({ model, tools: [vault], clock: virtualClock(), generateRunId: () => 'run-1' }).run({ goal });
-    const recorded = await run(recordModel(scriptedModel([toolCall('read_config', {}), reply('The key is valid.')]), path));
+    const run = (model: Model) =>
+      createLoop({ model, tools: [vault], clock: virtualClock(), generateRunId: () => 'run-1' }).run({ goal });
+    const recorded = await run(
+      recordModel(scriptedModel([toolCall('read_config', {}), reply('The key is valid.')]), path),
+    );
     const text = readFileSync(path, 'utf8');
     expect(text).not.toContain(SECRET);
     expect(text).not.toContain('hunter2');

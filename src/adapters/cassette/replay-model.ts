@@ -39,7 +39,9 @@ function checkOptions(options: ReplayModelOptions): void {
   for (const [name, values] of Object.entries(allowed)) {
     const value: unknown = options[name as keyof typeof allowed];
     if (value !== undefined && !(values as readonly unknown[]).includes(value)) {
-      throw new TypeError(`replayModel: ${name} expected ${values.map((item) => `'${item}'`).join(' or ')} or no value, got ${JSON.stringify(value) ?? String(value)}`);
+      throw new TypeError(
+        `replayModel: ${name} expected ${values.map((item) => `'${item}'`).join(' or ')} or no value, got ${JSON.stringify(value) ?? String(value)}`,
+      );
     }
   }
 }
@@ -100,12 +102,16 @@ export function replayModel(path: string, options: ReplayModelOptions = {}): Rep
     if (match === undefined) throw mismatch(path, ordinal, data, candidates, recordedRequests);
     served.set(key, count + 1);
     replayed++;
-    if (options.latency === 'recorded' && match.call.latencyMs > 0) await clock.sleep(match.call.latencyMs, request.signal);
+    if (options.latency === 'recorded' && match.call.latencyMs > 0)
+      await clock.sleep(match.call.latencyMs, request.signal);
     if (match.call.interrupted !== undefined) {
       // Reproduced when the replayed run was cut short the same way while it waited; otherwise the runs part here.
       request.signal.throwIfAborted();
       throw new CassetteMismatchError({
-        path, call: ordinal, nearestCall: match.ordinal, field: null,
+        path,
+        call: ordinal,
+        nearestCall: match.ordinal,
+        field: null,
         message: `was cut short (${match.call.interrupted}) after ${match.call.latencyMs} ms when recorded, but not in this replay; replay with latency: 'recorded' and the loop's clock to reproduce it`,
       });
     }
@@ -144,18 +150,32 @@ function mismatch(
   if (candidates !== undefined && candidates.length > 0) {
     const ordinals = candidates.map((candidate) => candidate.ordinal).join(', ');
     return new CassetteMismatchError({
-      path, call: ordinal, nearestCall: candidates.at(-1)?.ordinal ?? null, field: null,
+      path,
+      call: ordinal,
+      nearestCall: candidates.at(-1)?.ordinal ?? null,
+      field: null,
       message: `repeats the request of recorded call ${ordinals}, ${candidates.length === 1 ? 'which was' : 'all of which were'} replayed already: the recording made this request only ${candidates.length} time(s)`,
     });
   }
   const nearest = nearestRecorded(recordedRequests, received, ordinal);
-  if (nearest === null) return new CassetteMismatchError({ path, call: ordinal, nearestCall: null, field: null, message: 'matches no recorded request: the cassette holds no calls' });
+  if (nearest === null)
+    return new CassetteMismatchError({
+      path,
+      call: ordinal,
+      nearestCall: null,
+      field: null,
+      message: 'matches no recorded request: the cassette holds no calls',
+    });
   const { index, difference } = nearest;
-  const where = difference === null
-    ? 'they differ only in how the request is keyed (record the cassette again)'
-    : `first difference at ${difference.path}: recorded ${difference.recorded}, got ${difference.received}`;
+  const where =
+    difference === null
+      ? 'they differ only in how the request is keyed (record the cassette again)'
+      : `first difference at ${difference.path}: recorded ${difference.recorded}, got ${difference.received}`;
   return new CassetteMismatchError({
-    path, call: ordinal, nearestCall: index + 1, field: difference?.path ?? null,
+    path,
+    call: ordinal,
+    nearestCall: index + 1,
+    field: difference?.path ?? null,
     message: `matches no recorded request; nearest is recorded call ${index + 1}, ${where}`,
   });
 }

@@ -33,7 +33,8 @@ export function toPlainData(value: unknown): PlainData {
  * redactPlainData({ apiKey: 'abc', note: 'Bearer sk-live-123456' }, DEFAULT_REDACTOR) // { apiKey: '[redacted]', note: 'Bearer [redacted]' }
  */
 export function redactPlainData(value: PlainData, redactor: Redactor, key?: string): PlainData {
-  if (key !== undefined && (typeof value === 'string' || typeof value === 'number') && redactor.isSecretKey(key)) return REDACTED;
+  if (key !== undefined && (typeof value === 'string' || typeof value === 'number') && redactor.isSecretKey(key))
+    return REDACTED;
   if (typeof value === 'string') return redactor.text(value);
   if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map((item) => redactPlainData(item, redactor));

@@ -38,14 +38,21 @@ export interface DbosClientOptions {
  */
 export interface LoopDbosClient<Output = unknown> {
   enqueue(input: RunInput & { runId: string }): Promise<{ runId: string; workflowId: string }>;
-  enqueueResume(runId: string, options?: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
+  enqueueResume(
+    runId: string,
+    options?: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string },
+  ): Promise<{ runId: string; workflowId: string }>;
   /**
    * Hands a person's decisions to the run's waiter (`DBOS.send`), or to a new leg on the queue, as
    * `worker.approve` does. The client has no store to check them against first: the leg checks them
    * before anything changes, and `approve` throws its verdict as the typed `ApprovalError` (the run
    * still waits). A leg that has not judged them within 30 s (a busy queue) is returned unjudged.
    */
-  approve(runId: string, approvals: Readonly<Record<string, ApprovalInput>>, options?: { idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
+  approve(
+    runId: string,
+    approvals: Readonly<Record<string, ApprovalInput>>,
+    options?: { idempotencyKey?: string },
+  ): Promise<{ runId: string; workflowId: string }>;
   /**
    * Waits for the run's latest stop from any workflow of it (a run id, or a `workflowId` from
    * `enqueueResume` or `approve`), following a leg of the run queued or running now. A run continued
@@ -67,7 +74,10 @@ export async function dbosClient<Output = unknown>(options: DbosClientOptions): 
     throw new LoopConfigError({ issues: [{ path: 'systemDatabaseUrl', message: 'expected a postgresql:// URL' }] });
   }
   const { DBOSClient: Client } = loadDbos() as { DBOSClient: typeof DBOSClient };
-  const client = await Client.create({ systemDatabaseUrl: options.systemDatabaseUrl, applicationName: options.applicationName ?? DEFAULT_DBOS_WORKER.applicationName });
+  const client = await Client.create({
+    systemDatabaseUrl: options.systemDatabaseUrl,
+    applicationName: options.applicationName ?? DEFAULT_DBOS_WORKER.applicationName,
+  });
   const appVersion = machineVersion(options.version);
   const queueName = options.queueName ?? DEFAULT_DBOS_WORKER.queueName;
   const pollingIntervalMs = options.pollingIntervalMs ?? 200;
@@ -88,7 +98,13 @@ export async function dbosClient<Output = unknown>(options: DbosClientOptions): 
   return {
     enqueue: async (input) => start(runRequest(input)),
     enqueueResume: async (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),
-    approve: (runId, approvals, approveOptions = {}) => handOverDecisions(port, runId, { ...approvals }, { ...approveOptions, takeTimeoutMs: 30_000, pollMs: pollingIntervalMs }),
+    approve: (runId, approvals, approveOptions = {}) =>
+      handOverDecisions(
+        port,
+        runId,
+        { ...approvals },
+        { ...approveOptions, takeTimeoutMs: 30_000, pollMs: pollingIntervalMs },
+      ),
     result: async (workflowId) => (await followRun(port, workflowId)) as RunResult<Output>,
     close: () => client.destroy(),
   };

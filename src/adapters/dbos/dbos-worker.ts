@@ -25,8 +25,18 @@ import { loadDbos } from './load-dbos.js';
 import { machineVersion } from './machine-version.js';
 import { LegHandoff, StepLog, type LegOutcome } from './step-log.js';
 import {
-  APPROVALS_TOPIC, approvedLegId, chainPort, followRun, handOverDecisions, isApprovalMessage, RUN_WORKFLOW_NAME, successorId, WAIT_WORKFLOW_NAME, waiterId,
-  type LegOutput, type WaitOutput,
+  APPROVALS_TOPIC,
+  approvedLegId,
+  chainPort,
+  followRun,
+  handOverDecisions,
+  isApprovalMessage,
+  RUN_WORKFLOW_NAME,
+  successorId,
+  WAIT_WORKFLOW_NAME,
+  waiterId,
+  type LegOutput,
+  type WaitOutput,
 } from './workflow-chain.js';
 
 /**
@@ -79,14 +89,21 @@ export interface DbosWorker<Output = unknown> {
    * Puts the continuation of a stopped run on the queue (with the person's `approvals`, or after a
    * crash); `idempotencyKey` makes a retried request continue it once.
    */
-  enqueueResume(runId: string, options?: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
+  enqueueResume(
+    runId: string,
+    options?: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string },
+  ): Promise<{ runId: string; workflowId: string }>;
   /**
    * Hands a person's decisions on a run stopped for approval to it, in whichever process waits for them
    * (`DBOS.send` to its waiter), or to a new leg on the queue. Checked first as `loop.resume` checks
    * them: a decision that does not fit throws the same typed `ApprovalError`, and nothing is sent.
    * `idempotencyKey` (default: the decisions' hash) makes a retried request continue the run once.
    */
-  approve(runId: string, approvals: Readonly<Record<string, ApprovalInput>>, options?: { idempotencyKey?: string }): Promise<{ runId: string; workflowId: string }>;
+  approve(
+    runId: string,
+    approvals: Readonly<Record<string, ApprovalInput>>,
+    options?: { idempotencyKey?: string },
+  ): Promise<{ runId: string; workflowId: string }>;
   /** Waits for the run's latest leg to stop (following successors and decided approvals) and returns its result. */
   result(runId: string, workflowId?: string): Promise<RunResult<Output>>;
   /** One reaper pass now (it also runs every `heartbeatMs`): the ids of the workflows put back on the queue. */
@@ -99,18 +116,38 @@ let launched = false;
 
 function checkOptions(options: DbosWorkerOptions): void {
   const issues: { path: string; message: string }[] = [];
-  if (typeof options?.loop?.run !== 'function') issues.push({ path: 'loop', message: 'expected a loop from createLoop({ ..., store })' });
-  if (typeof options?.store?.claimSilentExecutors !== 'function') issues.push({ path: 'store', message: 'expected a postgresStore({ connectionString })' });
-  if (typeof options?.systemDatabaseUrl !== 'string' || !/^postgres(ql)?:\/\//.test(options.systemDatabaseUrl)) issues.push({ path: 'systemDatabaseUrl', message: 'expected a postgresql:// URL' });
-  if (typeof options?.executorId !== 'string' || !/^[A-Za-z0-9._:-]{1,100}$/.test(options.executorId)) issues.push({ path: 'executorId', message: 'expected a stable id of letters, digits, . _ : -' });
-  for (const key of ['workerConcurrency', 'globalConcurrency', 'heartbeatMs', 'deadAfterMs', 'stepsPerWorkflow'] as const) {
+  if (typeof options?.loop?.run !== 'function')
+    issues.push({ path: 'loop', message: 'expected a loop from createLoop({ ..., store })' });
+  if (typeof options?.store?.claimSilentExecutors !== 'function')
+    issues.push({ path: 'store', message: 'expected a postgresStore({ connectionString })' });
+  if (typeof options?.systemDatabaseUrl !== 'string' || !/^postgres(ql)?:\/\//.test(options.systemDatabaseUrl))
+    issues.push({ path: 'systemDatabaseUrl', message: 'expected a postgresql:// URL' });
+  if (typeof options?.executorId !== 'string' || !/^[A-Za-z0-9._:-]{1,100}$/.test(options.executorId))
+    issues.push({ path: 'executorId', message: 'expected a stable id of letters, digits, . _ : -' });
+  for (const key of [
+    'workerConcurrency',
+    'globalConcurrency',
+    'heartbeatMs',
+    'deadAfterMs',
+    'stepsPerWorkflow',
+  ] as const) {
     const value = options?.[key];
-    if (value !== undefined && !(Number.isInteger(value) && value > 0)) issues.push({ path: key, message: 'expected a positive integer' });
+    if (value !== undefined && !(Number.isInteger(value) && value > 0))
+      issues.push({ path: key, message: 'expected a positive integer' });
   }
   const wait = options?.approvalWaitMs;
-  if (wait !== undefined && !(Number.isInteger(wait) && wait >= 0)) issues.push({ path: 'approvalWaitMs', message: 'expected a whole number of ms, 0 or more (0: no waiter)' });
-  if (typeof options?.loop?.run === 'function' && durableRunsOf(options.loop) === undefined) issues.push({ path: 'loop', message: 'expected a loop with a store: createLoop({ ..., store })' });
-  if ((options?.deadAfterMs ?? DEFAULT_DBOS_WORKER.deadAfterMs) <= (options?.heartbeatMs ?? DEFAULT_DBOS_WORKER.heartbeatMs) * 2) issues.push({ path: 'deadAfterMs', message: 'expected more than two heartbeats, so a live worker is never reaped' });
+  if (wait !== undefined && !(Number.isInteger(wait) && wait >= 0))
+    issues.push({ path: 'approvalWaitMs', message: 'expected a whole number of ms, 0 or more (0: no waiter)' });
+  if (typeof options?.loop?.run === 'function' && durableRunsOf(options.loop) === undefined)
+    issues.push({ path: 'loop', message: 'expected a loop with a store: createLoop({ ..., store })' });
+  if (
+    (options?.deadAfterMs ?? DEFAULT_DBOS_WORKER.deadAfterMs) <=
+    (options?.heartbeatMs ?? DEFAULT_DBOS_WORKER.heartbeatMs) * 2
+  )
+    issues.push({
+      path: 'deadAfterMs',
+      message: 'expected more than two heartbeats, so a live worker is never reaped',
+    });
   if (issues.length > 0) throw new LoopConfigError({ issues });
 }
 
@@ -133,7 +170,12 @@ const MIGRATION_LOCK = 7_271_002;
  */
 export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Promise<DbosWorker<Output>> {
   checkOptions(options as DbosWorkerOptions);
-  if (launched) throw new LoopConfigError({ issues: [{ path: 'dbosWorker', message: 'one DBOS worker per process: DBOS is process-wide; shut the other down first' }] });
+  if (launched)
+    throw new LoopConfigError({
+      issues: [
+        { path: 'dbosWorker', message: 'one DBOS worker per process: DBOS is process-wide; shut the other down first' },
+      ],
+    });
   const { DBOS } = loadDbos() as { DBOS: typeof DBOSType };
   const { loop, store, executorId } = options;
   const queueName = options.queueName ?? DEFAULT_DBOS_WORKER.queueName;
@@ -146,34 +188,55 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   const approvalWaitMs = options.approvalWaitMs ?? DEFAULT_DBOS_WORKER.approvalWaitMs;
 
   // A leg: drive the run to its next stop (or `stepsPerWorkflow` effects), each effect one DBOS step.
-  const legWorkflow = DBOS.registerWorkflow(async (request: LegRequest): Promise<LegOutput> => {
-    const self = DBOS.workflowID as string;
-    const log = new StepLog(DBOS, stepsPerWorkflow);
-    let outcome: LegOutcome | null = await log.enter();
-    if (outcome === null) outcome = await log.end(await driveRecorded(log, request));
-    if (outcome.kind === 'handoff') {
-      const part = (request.part ?? 1) + 1;
-      const next = successorId(self, part);
-      const failures = outcome.failure === undefined ? 0 : (request.failures ?? 0) + 1;
-      if (failures > 0) {
-        DBOS.logger.warn(`loopstate: run ${request.runId}'s leg ${self} failed (${outcome.failure}); ${next} takes it up from the journal`);
-        // A store that is down for a moment: the next leg waits, longer each time (durably).
-        await DBOS.sleep(LEG_RETRY_BASE_MS * 2 ** (failures - 1));
+  const legWorkflow = DBOS.registerWorkflow(
+    async (request: LegRequest): Promise<LegOutput> => {
+      const self = DBOS.workflowID as string;
+      const log = new StepLog(DBOS, stepsPerWorkflow);
+      let outcome: LegOutcome | null = await log.enter();
+      if (outcome === null) outcome = await log.end(await driveRecorded(log, request));
+      if (outcome.kind === 'handoff') {
+        const part = (request.part ?? 1) + 1;
+        const next = successorId(self, part);
+        const failures = outcome.failure === undefined ? 0 : (request.failures ?? 0) + 1;
+        if (failures > 0) {
+          DBOS.logger.warn(
+            `loopstate: run ${request.runId}'s leg ${self} failed (${outcome.failure}); ${next} takes it up from the journal`,
+          );
+          // A store that is down for a moment: the next leg waits, longer each time (durably).
+          await DBOS.sleep(LEG_RETRY_BASE_MS * 2 ** (failures - 1));
+        }
+        // After a failure the successor is asked what this leg was (a new run's input, a person's decisions
+        // that may not have been applied): it finds out from the journal how far this leg got.
+        const successor: LegRequest =
+          failures > 0 ? { ...request, part, failures } : { kind: 'resume', runId: request.runId, part };
+        await DBOS.startWorkflow(legWorkflow, { workflowID: next, queueName })(successor);
+        return { kind: 'continued', workflowId: next };
       }
-      // After a failure the successor is asked what this leg was (a new run's input, a person's decisions
-      // that may not have been applied): it finds out from the journal how far this leg got.
-      const successor: LegRequest = failures > 0 ? { ...request, part, failures } : { kind: 'resume', runId: request.runId, part };
-      await DBOS.startWorkflow(legWorkflow, { workflowID: next, queueName })(successor);
-      return { kind: 'continued', workflowId: next };
-    }
-    const { result } = outcome;
-    const waits = approvalWaitMs > 0 && result !== null && result.stopReason === 'needs_human' && result.pendingApprovals.length > 0;
-    // Off the queue: a run waiting days for a person holds none of the queue's concurrency.
-    const waiter = waiterId(self);
-    if (waits) await DBOS.startWorkflow(waitWorkflow, { workflowID: waiter })({ runId: request.runId, waitMs: approvalWaitMs });
-    if (outcome.kind === 'refused') return { kind: 'refused', code: outcome.code, message: outcome.message, result, ...(waits ? { waitingIn: waiter } : {}) };
-    return { kind: 'stopped', result: outcome.result, ...(waits ? { waitingIn: waiter } : {}) };
-  }, { name: RUN_WORKFLOW_NAME });
+      const { result } = outcome;
+      const waits =
+        approvalWaitMs > 0 &&
+        result !== null &&
+        result.stopReason === 'needs_human' &&
+        result.pendingApprovals.length > 0;
+      // Off the queue: a run waiting days for a person holds none of the queue's concurrency.
+      const waiter = waiterId(self);
+      if (waits)
+        await DBOS.startWorkflow(waitWorkflow, { workflowID: waiter })({
+          runId: request.runId,
+          waitMs: approvalWaitMs,
+        });
+      if (outcome.kind === 'refused')
+        return {
+          kind: 'refused',
+          code: outcome.code,
+          message: outcome.message,
+          result,
+          ...(waits ? { waitingIn: waiter } : {}),
+        };
+      return { kind: 'stopped', result: outcome.result, ...(waits ? { waitingIn: waiter } : {}) };
+    },
+    { name: RUN_WORKFLOW_NAME },
+  );
 
   /**
    * The leg's work, from its first fresh step: decisions checked (and the verdict recorded) before
@@ -184,7 +247,12 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
       const verdict = await log.verdict(() => runs.checkDecisions(request.runId, request.approvals));
       // The same decisions taken already (a retried request) are accepted and the leg goes on as the run does.
       if (!verdict.accepted) {
-        return { kind: 'refused', code: verdict.code, message: verdict.message, result: await runs.latestResult(request.runId) };
+        return {
+          kind: 'refused',
+          code: verdict.code,
+          message: verdict.message,
+          result: await runs.latestResult(request.runId),
+        };
       }
     }
     try {
@@ -194,31 +262,49 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
       // A store error (a lost connection, a lease another process took, a run still busy): everything
       // done so far is in the journal, so a successor takes the run up again, a few times at most.
       // A corrupt record or another loop's run is not something a retry mends.
-      const mendable = !(error instanceof StoreRecordError) && !(error instanceof RunAccessError && error.code !== 'run_busy') && !(error instanceof LoopConfigError) && !(error instanceof ApprovalError);
+      const mendable =
+        !(error instanceof StoreRecordError) &&
+        !(error instanceof RunAccessError && error.code !== 'run_busy') &&
+        !(error instanceof LoopConfigError) &&
+        !(error instanceof ApprovalError);
       if (!mendable || (request.failures ?? 0) >= LEG_RETRIES) throw error;
-      return { kind: 'handoff', effects: 0, failure: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+      return {
+        kind: 'handoff',
+        effects: 0,
+        failure: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      };
     }
   }
 
   // A waiter: receives the decisions (DBOS.recv), continues the run in a new leg, ends. It looks at the
   // run now and then, and ends early once the run was continued or cancelled elsewhere.
-  const waitWorkflow = DBOS.registerWorkflow(async ({ runId, waitMs }: { runId: string; waitMs: number }): Promise<WaitOutput> => {
-    const self = DBOS.workflowID as string;
-    const until = await DBOS.runStep(async () => Date.now() + waitMs, { name: 'loopstate.wait-until' });
-    for (;;) {
-      const now = await DBOS.runStep(async () => Date.now(), { name: 'loopstate.now' });
-      if (now >= until) return { kind: 'ended', reason: 'expired' };
-      const message = await DBOS.recv<unknown>(APPROVALS_TOPIC, { timeoutSeconds: Math.max(1, Math.ceil(Math.min(until - now, WAIT_LOOK_EVERY_MS) / 1_000)) });
-      if (isApprovalMessage(message)) {
-        const next = approvedLegId(self, message.key);
-        await DBOS.startWorkflow(legWorkflow, { workflowID: next, queueName })({ kind: 'resume', runId, approvals: message.approvals });
-        return { kind: 'continued', workflowId: next };
+  const waitWorkflow = DBOS.registerWorkflow(
+    async ({ runId, waitMs }: { runId: string; waitMs: number }): Promise<WaitOutput> => {
+      const self = DBOS.workflowID as string;
+      const until = await DBOS.runStep(async () => Date.now() + waitMs, { name: 'loopstate.wait-until' });
+      for (;;) {
+        const now = await DBOS.runStep(async () => Date.now(), { name: 'loopstate.now' });
+        if (now >= until) return { kind: 'ended', reason: 'expired' };
+        const message = await DBOS.recv<unknown>(APPROVALS_TOPIC, {
+          timeoutSeconds: Math.max(1, Math.ceil(Math.min(until - now, WAIT_LOOK_EVERY_MS) / 1_000)),
+        });
+        if (isApprovalMessage(message)) {
+          const next = approvedLegId(self, message.key);
+          await DBOS.startWorkflow(legWorkflow, { workflowID: next, queueName })({
+            kind: 'resume',
+            runId,
+            approvals: message.approvals,
+          });
+          return { kind: 'continued', workflowId: next };
+        }
+        if (message !== null)
+          DBOS.logger.warn(`loopstate: run ${runId}'s waiter ignored a message that is not { approvals, key }`);
+        const state = await DBOS.runStep(() => runs.state(runId), { name: 'loopstate.run-state' });
+        if (state !== 'waiting') return { kind: 'ended', reason: 'not_waiting' };
       }
-      if (message !== null) DBOS.logger.warn(`loopstate: run ${runId}'s waiter ignored a message that is not { approvals, key }`);
-      const state = await DBOS.runStep(() => runs.state(runId), { name: 'loopstate.run-state' });
-      if (state !== 'waiting') return { kind: 'ended', reason: 'not_waiting' };
-    }
-  }, { name: WAIT_WORKFLOW_NAME });
+    },
+    { name: WAIT_WORKFLOW_NAME },
+  );
 
   DBOS.setConfig({
     name: options.applicationName ?? DEFAULT_DBOS_WORKER.applicationName,
@@ -249,11 +335,22 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     await store.heartbeat(executorId, now);
     const dead = await store.claimSilentExecutors(now - deadAfterMs, executorId, now);
     if (dead.length === 0) return [];
-    const pending = await DBOS.listWorkflows({ status: 'PENDING', executorId: dead, workflowName: [RUN_WORKFLOW_NAME, WAIT_WORKFLOW_NAME] });
+    const pending = await DBOS.listWorkflows({
+      status: 'PENDING',
+      executorId: dead,
+      workflowName: [RUN_WORKFLOW_NAME, WAIT_WORKFLOW_NAME],
+    });
     // Legs go back on the runs' queue; waiters on DBOS's internal one, which has no concurrency limit.
     // Only this deployment's: legs of its queue, waiters of its version (another one may share the database).
-    const legs = pending.filter((workflow) => workflow.workflowName === RUN_WORKFLOW_NAME && workflow.queueName === queueName).map((workflow) => workflow.workflowID);
-    const waiters = pending.filter((workflow) => workflow.workflowName === WAIT_WORKFLOW_NAME && workflow.applicationVersion === applicationVersion).map((workflow) => workflow.workflowID);
+    const legs = pending
+      .filter((workflow) => workflow.workflowName === RUN_WORKFLOW_NAME && workflow.queueName === queueName)
+      .map((workflow) => workflow.workflowID);
+    const waiters = pending
+      .filter(
+        (workflow) =>
+          workflow.workflowName === WAIT_WORKFLOW_NAME && workflow.applicationVersion === applicationVersion,
+      )
+      .map((workflow) => workflow.workflowID);
     if (legs.length > 0) await DBOS.resumeWorkflows(legs, { queueName });
     if (waiters.length > 0) await DBOS.resumeWorkflows(waiters);
     // Only now: a reaper that dies before this line leaves its claim to expire and another reaper to redo it.
@@ -287,9 +384,15 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     enqueueResume: async (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),
     approve: async (runId, approvals, approveOptions = {}) => {
       await runs.checkDecisions(runId, approvals);
-      return handOverDecisions(port, runId, { ...approvals }, { ...approveOptions, takeTimeoutMs: deadAfterMs * 3, pollMs: 50 });
+      return handOverDecisions(
+        port,
+        runId,
+        { ...approvals },
+        { ...approveOptions, takeTimeoutMs: deadAfterMs * 3, pollMs: 50 },
+      );
     },
-    result: async (runId, workflowId) => (await followRun(port, workflowId ?? runId, (id) => runs.latestResult(id))) as RunResult<Output>,
+    result: async (runId, workflowId) =>
+      (await followRun(port, workflowId ?? runId, (id) => runs.latestResult(id))) as RunResult<Output>,
     reap: () => (reaping = reaping.then(reap)) as Promise<string[]>,
     shutdown: async () => {
       clearInterval(timer);

@@ -6,5 +6,9 @@ import { loadPeer } from '../../engine/peer-dependency.js';
 import { createRequire } from 'node:module';
 
 export function loadDbos(): unknown {
-  return loadPeer(() => createRequire(import.meta.url)('@dbos-inc/dbos-sdk') as unknown, { packageName: '@dbos-inc/dbos-sdk', installCommand: 'npm install @dbos-inc/dbos-sdk@~5.3 pg', feature: 'loopstate/dbos' });
+  return loadPeer(() => createRequire(import.meta.url)('@dbos-inc/dbos-sdk') as unknown, {
+    packageName: '@dbos-inc/dbos-sdk',
+    installCommand: 'npm install @dbos-inc/dbos-sdk@~5.3 pg',
+    feature: 'loopstate/dbos',
+  });
 }

@@ -22,7 +22,12 @@ export type LegRequest =
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function driveLeg(runs: DurableRuns, request: LegRequest, driving: DrivingOptions = {}, busyWaitMs = 60_000): Promise<RunResult> {
+export async function driveLeg(
+  runs: DurableRuns,
+  request: LegRequest,
+  driving: DrivingOptions = {},
+  busyWaitMs = 60_000,
+): Promise<RunResult> {
   const deadline = Date.now() + busyWaitMs;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -44,7 +49,8 @@ async function once(runs: DurableRuns, request: LegRequest, driving: DrivingOpti
       return await runs.run(validateRunInput({ ...request.input, runId: request.runId }), driving);
     } catch (error) {
       // Re-entered after a crash: the run was created by this leg's first attempt.
-      if (error instanceof RunAccessError && error.code === 'run_exists') return runs.resume(request.runId, {}, driving);
+      if (error instanceof RunAccessError && error.code === 'run_exists')
+        return runs.resume(request.runId, {}, driving);
       throw error;
     }
   }
@@ -57,20 +63,41 @@ async function once(runs: DurableRuns, request: LegRequest, driving: DrivingOpti
 /** Workflow ids are paths of the run's id (`<run>/part/2`, `<run>/wait`): a `/` in an id would make two runs' chains meet. */
 function checkIdPart(value: unknown, path: string): void {
   if (typeof value !== 'string' || value === '' || value.includes('/')) {
-    throw new LoopConfigError({ scope: 'run_input', issues: [{ path, message: 'expected a non-empty string without "/" (it names DBOS workflows: <runId>/part/2, <runId>/wait, …)' }] });
+    throw new LoopConfigError({
+      scope: 'run_input',
+      issues: [
+        {
+          path,
+          message: 'expected a non-empty string without "/" (it names DBOS workflows: <runId>/part/2, <runId>/wait, …)',
+        },
+      ],
+    });
   }
 }
 
 export function runRequest(input: RunInput & { runId: string }): { workflowId: string; request: LegRequest } {
   checkIdPart(input?.runId, 'runId');
   const { signal: _signal, ...rest } = input;
-  return { workflowId: input.runId, request: { kind: 'run', runId: input.runId, input: JSON.parse(JSON.stringify(rest)) as Omit<RunInput, 'signal'> } };
+  return {
+    workflowId: input.runId,
+    request: { kind: 'run', runId: input.runId, input: JSON.parse(JSON.stringify(rest)) as Omit<RunInput, 'signal'> },
+  };
 }
 
 /** A continuation's workflow: one per (run, idempotency key), the key defaulting to the decisions' hash. */
-export function resumeRequest(runId: string, options: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string } = {}): { workflowId: string; request: LegRequest } {
+export function resumeRequest(
+  runId: string,
+  options: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string } = {},
+): { workflowId: string; request: LegRequest } {
   checkIdPart(runId, 'runId');
   if (options.idempotencyKey !== undefined) checkIdPart(options.idempotencyKey, 'idempotencyKey');
   const key = options.idempotencyKey ?? hash('sha256', canonicalJson(options.approvals ?? null), 'hex').slice(0, 16);
-  return { workflowId: `${runId}/resume/${key}`, request: { kind: 'resume', runId, ...(options.approvals === undefined ? {} : { approvals: { ...options.approvals } }) } };
+  return {
+    workflowId: `${runId}/resume/${key}`,
+    request: {
+      kind: 'resume',
+      runId,
+      ...(options.approvals === undefined ? {} : { approvals: { ...options.approvals } }),
+    },
+  };
 }

@@ -28,7 +28,8 @@ export type LegOutcome =
   | { kind: 'refused'; code: string; message: string; result: RunResult | null };
 
 /** What a leg given decisions recorded of them before driving: `approve` reads it to answer the person. */
-export type DecisionsVerdict = { kind: 'decisions'; accepted: true } | { kind: 'decisions'; accepted: false; code: string; message: string };
+export type DecisionsVerdict =
+  { kind: 'decisions'; accepted: true } | { kind: 'decisions'; accepted: false; code: string; message: string };
 
 type StepOutput =
   | { kind: 'entered' }
@@ -57,10 +58,13 @@ export class StepLog {
   async enter(): Promise<LegOutcome | null> {
     for (;;) {
       let fresh = false;
-      const output = await this.dbos.runStep(async (): Promise<StepOutput> => {
-        fresh = true;
-        return { kind: 'entered' };
-      }, { name: RUN_STEP_NAME });
+      const output = await this.dbos.runStep(
+        async (): Promise<StepOutput> => {
+          fresh = true;
+          return { kind: 'entered' };
+        },
+        { name: RUN_STEP_NAME },
+      );
       if (fresh) return null;
       if (output.kind === 'leg-end') return output.outcome;
       // An earlier `entered` or effect: its outcome is in the journal the leg is rebuilt from.
@@ -73,39 +77,63 @@ export class StepLog {
     this.effects += 1;
     let event: LoopEvent | undefined;
     let failure: unknown;
-    await this.dbos.runStep(async (): Promise<StepOutput> => {
-      // A failure (a store conflict, a lost lease) is not recorded as the step's outcome: a recorded
-      // error would be thrown again on every recovery of this workflow.
-      try {
-        event = await perform();
-        return { kind: 'effect', effect: kind, event: event.type };
-      } catch (error) {
-        failure = error;
-        return { kind: 'effect-failed', effect: kind, message: error instanceof Error ? error.message : String(error) };
-      }
-    }, { name: RUN_STEP_NAME });
+    await this.dbos.runStep(
+      async (): Promise<StepOutput> => {
+        // A failure (a store conflict, a lost lease) is not recorded as the step's outcome: a recorded
+        // error would be thrown again on every recovery of this workflow.
+        try {
+          event = await perform();
+          return { kind: 'effect', effect: kind, event: event.type };
+        } catch (error) {
+          failure = error;
+          return {
+            kind: 'effect-failed',
+            effect: kind,
+            message: error instanceof Error ? error.message : String(error),
+          };
+        }
+      },
+      { name: RUN_STEP_NAME },
+    );
     if (failure !== undefined) throw failure;
-    if (event === undefined) throw new Error('loopstate: a DBOS step of this leg was recorded before the leg was entered; the workflow is not the one that recorded it');
+    if (event === undefined)
+      throw new Error(
+        'loopstate: a DBOS step of this leg was recorded before the leg was entered; the workflow is not the one that recorded it',
+      );
     return event;
   };
 
   /** Records whether the decisions the leg was given fit the run (once: a re-entered leg finds it among the drained steps). */
   async verdict(check: () => Promise<unknown>): Promise<DecisionsVerdict> {
-    const output = await this.dbos.runStep(async (): Promise<StepOutput> => {
-      try {
-        await check();
-        return { kind: 'decisions', accepted: true };
-      } catch (error) {
-        const { code, message } = error as { code?: unknown; message?: unknown };
-        return { kind: 'decisions', accepted: false, code: typeof code === 'string' ? code : 'approval_refused', message: typeof message === 'string' ? message : String(error) };
-      }
-    }, { name: RUN_STEP_NAME });
+    const output = await this.dbos.runStep(
+      async (): Promise<StepOutput> => {
+        try {
+          await check();
+          return { kind: 'decisions', accepted: true };
+        } catch (error) {
+          const { code, message } = error as { code?: unknown; message?: unknown };
+          return {
+            kind: 'decisions',
+            accepted: false,
+            code: typeof code === 'string' ? code : 'approval_refused',
+            message: typeof message === 'string' ? message : String(error),
+          };
+        }
+      },
+      { name: RUN_STEP_NAME },
+    );
     return output.kind === 'decisions' ? output : { kind: 'decisions', accepted: true };
   }
 
   /** Records how the leg stopped (once; a re-entered workflow finds it in `enter`). */
   async end(outcome: LegOutcome): Promise<LegOutcome> {
-    const output = await this.dbos.runStep(async (): Promise<StepOutput> => ({ kind: 'leg-end', outcome: JSON.parse(JSON.stringify(outcome)) as LegOutcome }), { name: RUN_STEP_NAME });
+    const output = await this.dbos.runStep(
+      async (): Promise<StepOutput> => ({
+        kind: 'leg-end',
+        outcome: JSON.parse(JSON.stringify(outcome)) as LegOutcome,
+      }),
+      { name: RUN_STEP_NAME },
+    );
     return output.kind === 'leg-end' ? output.outcome : outcome;
   }
 }

@@ -32,7 +32,8 @@ export type LegOutput =
   | { kind: 'continued'; workflowId: string };
 
 /** What a waiter returns: the leg it continued the run in, or why it stopped waiting. */
-export type WaitOutput = { kind: 'continued'; workflowId: string } | { kind: 'ended'; reason: 'expired' | 'not_waiting' };
+export type WaitOutput =
+  { kind: 'continued'; workflowId: string } | { kind: 'ended'; reason: 'expired' | 'not_waiting' };
 
 /** The message a waiter receives. */
 export interface ApprovalMessage {
@@ -40,7 +41,8 @@ export interface ApprovalMessage {
   key: string;
 }
 
-export const successorId = (workflowId: string, part: number): string => `${workflowId.replace(/\/part\/\d+$/, '')}/part/${part}`;
+export const successorId = (workflowId: string, part: number): string =>
+  `${workflowId.replace(/\/part\/\d+$/, '')}/part/${part}`;
 export const waiterId = (legId: string): string => `${legId}/wait`;
 export const approvedLegId = (waiter: string, key: string): string => `${waiter}/approved/${key}`;
 
@@ -51,7 +53,13 @@ export function decisionsKey(approvals: unknown, idempotencyKey: string | undefi
 
 export function isApprovalMessage(value: unknown): value is ApprovalMessage {
   const message = value as Partial<ApprovalMessage> | null;
-  return typeof message === 'object' && message !== null && typeof message.key === 'string' && typeof message.approvals === 'object' && message.approvals !== null;
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    typeof message.key === 'string' &&
+    typeof message.approvals === 'object' &&
+    message.approvals !== null
+  );
 }
 
 /** How the chain is read: a workflow's output (waiting for it), and its status now. */
@@ -79,7 +87,10 @@ export async function latestStop(reader: ChainReader, workflowId: string): Promi
         continue;
       }
     }
-    if (last === null) throw new Error(`workflow ${id} refused its decisions (${output.kind === 'refused' ? output.message : ''}) and no stop of the run is known to it`);
+    if (last === null)
+      throw new Error(
+        `workflow ${id} refused its decisions (${output.kind === 'refused' ? output.message : ''}) and no stop of the run is known to it`,
+      );
     return last;
   }
 }
@@ -89,7 +100,11 @@ export async function latestStop(reader: ChainReader, workflowId: string): Promi
  * whatever leg of the run is queued or running now (a continuation enqueued outside the chain) is
  * waited for; with no such leg, the store's latest stop when there is a store.
  */
-export async function followRun(reader: ChainReader & { activeLegs(runId: string): Promise<string[]> }, workflowId: string, stored?: (runId: string) => Promise<RunResult | null>): Promise<RunResult> {
+export async function followRun(
+  reader: ChainReader & { activeLegs(runId: string): Promise<string[]> },
+  workflowId: string,
+  stored?: (runId: string) => Promise<RunResult | null>,
+): Promise<RunResult> {
   let stop: RunResult;
   try {
     stop = await latestStop(reader, workflowId);
@@ -119,7 +134,11 @@ export interface ApprovalPort extends ChainReader {
   /** The verdict a leg given decisions recorded on them, once it has (see `StepLog.verdict`). */
   verdict(workflowId: string): Promise<{ accepted: boolean; code?: string; message?: string } | undefined>;
   send(workflowId: string, message: ApprovalMessage, idempotencyKey: string): Promise<void>;
-  enqueueResume(runId: string, approvals: Record<string, ApprovalInput>, idempotencyKey: string): Promise<{ runId: string; workflowId: string }>;
+  enqueueResume(
+    runId: string,
+    approvals: Record<string, ApprovalInput>,
+    idempotencyKey: string,
+  ): Promise<{ runId: string; workflowId: string }>;
 }
 
 /**
@@ -129,15 +148,30 @@ export interface ApprovalPort extends ChainReader {
  * dead worker takes them once a reaper recovers it; past the timeout the leg's id is returned
  * unjudged). Either way the decisions are applied once: the journal refuses a second application.
  */
-export async function handOverDecisions(port: ApprovalPort, runId: string, approvals: Record<string, ApprovalInput>, options: { idempotencyKey?: string; takeTimeoutMs: number; pollMs: number }): Promise<{ runId: string; workflowId: string }> {
-  if (runId.includes('/') || options.idempotencyKey?.includes('/')) throw new LoopConfigError({ scope: 'run_input', issues: [{ path: runId.includes('/') ? 'runId' : 'idempotencyKey', message: 'expected a string without "/" (it names DBOS workflows)' }] });
+export async function handOverDecisions(
+  port: ApprovalPort,
+  runId: string,
+  approvals: Record<string, ApprovalInput>,
+  options: { idempotencyKey?: string; takeTimeoutMs: number; pollMs: number },
+): Promise<{ runId: string; workflowId: string }> {
+  if (runId.includes('/') || options.idempotencyKey?.includes('/'))
+    throw new LoopConfigError({
+      scope: 'run_input',
+      issues: [
+        {
+          path: runId.includes('/') ? 'runId' : 'idempotencyKey',
+          message: 'expected a string without "/" (it names DBOS workflows)',
+        },
+      ],
+    });
   const key = decisionsKey(approvals, options.idempotencyKey);
   const until = Date.now() + options.takeTimeoutMs;
   const pause = () => new Promise((resolve) => setTimeout(resolve, options.pollMs));
   const judged = async (handed: { runId: string; workflowId: string }) => {
     for (;;) {
       const verdict = await port.verdict(handed.workflowId);
-      if (verdict?.accepted === false) throw refusal(runId, verdict.code, verdict.message ?? `run ${runId} refused the decisions`);
+      if (verdict?.accepted === false)
+        throw refusal(runId, verdict.code, verdict.message ?? `run ${runId} refused the decisions`);
       if (verdict !== undefined || Date.now() >= until) return handed;
       const status = await port.status(handed.workflowId);
       if (status !== undefined && status !== 'PENDING' && status !== 'ENQUEUED') return handed;
@@ -153,8 +187,16 @@ export async function handOverDecisions(port: ApprovalPort, runId: string, appro
       const waited = (await port.output(waiter)) as WaitOutput;
       if (waited.kind === 'continued') {
         // Ours, or the very same decisions sent with another key: the leg that took them answers.
-        if (waited.workflowId === approvedLegId(waiter, key) || (await sameDecisions(port, waited.workflowId, approvals))) return judged({ runId, workflowId: waited.workflowId });
-        throw new ApprovalError({ code: 'approval_already_decided', runId, message: `run ${runId} was continued with other decisions first (${waited.workflowId}); these were not taken` });
+        if (
+          waited.workflowId === approvedLegId(waiter, key) ||
+          (await sameDecisions(port, waited.workflowId, approvals))
+        )
+          return judged({ runId, workflowId: waited.workflowId });
+        throw new ApprovalError({
+          code: 'approval_already_decided',
+          runId,
+          message: `run ${runId} was continued with other decisions first (${waited.workflowId}); these were not taken`,
+        });
       }
       // The wait ended as the decisions arrived (it expired): a new leg takes them.
       return judged(await port.enqueueResume(runId, approvals, key));
@@ -166,23 +208,40 @@ export async function handOverDecisions(port: ApprovalPort, runId: string, appro
 }
 
 /** Whether the leg a waiter started was given these very decisions (another key, the same request). */
-async function sameDecisions(port: ApprovalPort, legId: string, approvals: Record<string, ApprovalInput>): Promise<boolean> {
+async function sameDecisions(
+  port: ApprovalPort,
+  legId: string,
+  approvals: Record<string, ApprovalInput>,
+): Promise<boolean> {
   const input = await port.input?.(legId);
   const given = (input as { approvals?: unknown } | undefined)?.approvals;
   return given !== undefined && canonicalJson(given) === canonicalJson(approvals);
 }
 
-const APPROVAL_CODES: ReadonlySet<string> = new Set<ApprovalErrorCode>(['approval_unknown_call', 'approval_already_decided', 'approval_expired', 'approval_arguments_changed', 'approvals_incomplete', 'run_not_waiting']);
+const APPROVAL_CODES: ReadonlySet<string> = new Set<ApprovalErrorCode>([
+  'approval_unknown_call',
+  'approval_already_decided',
+  'approval_expired',
+  'approval_arguments_changed',
+  'approvals_incomplete',
+  'run_not_waiting',
+]);
 
 /** A leg's refusal as the error `loop.resume` would have thrown: an `ApprovalError`, else (a bad decision's shape, an unknown run) a `LoopstateError` with its code. */
 function refusal(runId: string, code: string | undefined, message: string): Error {
-  if (code !== undefined && APPROVAL_CODES.has(code)) return new ApprovalError({ code: code as ApprovalErrorCode, runId, message });
+  if (code !== undefined && APPROVAL_CODES.has(code))
+    return new ApprovalError({ code: code as ApprovalErrorCode, runId, message });
   return new LoopstateError({ code: isLoopstateErrorCode(code) ? code : 'invalid_config', message });
 }
 
 /** The verdict among a leg's recorded steps (`listWorkflowSteps`), if it has recorded one. */
-export function verdictAmong(steps: readonly { name: string; output: unknown }[] | undefined): { accepted: boolean; code?: string; message?: string } | undefined {
-  const step = steps?.find((recorded) => recorded.name === RUN_STEP_NAME && (recorded.output as { kind?: unknown } | null)?.kind === 'decisions');
+export function verdictAmong(
+  steps: readonly { name: string; output: unknown }[] | undefined,
+): { accepted: boolean; code?: string; message?: string } | undefined {
+  const step = steps?.find(
+    (recorded) =>
+      recorded.name === RUN_STEP_NAME && (recorded.output as { kind?: unknown } | null)?.kind === 'decisions',
+  );
   return step === undefined ? undefined : (step.output as { accepted: boolean; code?: string; message?: string });
 }
 
@@ -196,9 +255,14 @@ export interface DbosReads {
 }
 
 /** The chain's port over DBOS; `enqueueResume` starts a new leg as the worker or client does. */
-export function chainPort(dbos: DbosReads, enqueueResume: ApprovalPort['enqueueResume']): ApprovalPort & { activeLegs(runId: string): Promise<string[]> } {
+export function chainPort(
+  dbos: DbosReads,
+  enqueueResume: ApprovalPort['enqueueResume'],
+): ApprovalPort & { activeLegs(runId: string): Promise<string[]> } {
   const ids = async (runId: string, workflowName: string, status: GetWorkflowsInput['status']) =>
-    ofRun(runId, await dbos.listWorkflows({ workflow_id_prefix: runId, workflowName, status })).map((workflow) => workflow.workflowID);
+    ofRun(runId, await dbos.listWorkflows({ workflow_id_prefix: runId, workflowName, status })).map(
+      (workflow) => workflow.workflowID,
+    );
   return {
     output: (workflowId) => dbos.output(workflowId),
     status: async (workflowId) => (await dbos.status(workflowId))?.status,

@@ -10,10 +10,17 @@ afterEach(() => {
 });
 
 /** A response whose body the test feeds chunk by chunk; `cancelled` once the reader gave it up. */
-function controlledResponse(headers: Record<string, string> = { 'content-type': 'application/json' }): { fetch: FetchFunction; push: (text: string) => void; readonly cancelled: boolean } {
+function controlledResponse(headers: Record<string, string> = { 'content-type': 'application/json' }): {
+  fetch: FetchFunction;
+  push: (text: string) => void;
+  readonly cancelled: boolean;
+} {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let cancelled = false;
-  const body = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c), cancel: () => void (cancelled = true) });
+  const body = new ReadableStream<Uint8Array>({
+    start: (c) => void (controller = c),
+    cancel: () => void (cancelled = true),
+  });
   return {
     fetch: async () => new Response(body, { status: 200, headers }),
     push: (text) => controller.enqueue(new TextEncoder().encode(text)),
@@ -26,12 +33,18 @@ function controlledResponse(headers: Record<string, string> = { 'content-type': 
 const reasonOf = (signal: AbortSignal) => signal.reason as ModelCallError;
 
 /** A watchdog with a roomy size limit unless the test sets one. */
-const watch = (options: Omit<WatchOptions, 'maxResponseBytes' | 'where'> & Partial<WatchOptions>) => watchCall({ maxResponseBytes: 1_000_000, where: 'test-model at http://x/v1', ...options });
+const watch = (options: Omit<WatchOptions, 'maxResponseBytes' | 'where'> & Partial<WatchOptions>) =>
+  watchCall({ maxResponseBytes: 1_000_000, where: 'test-model at http://x/v1', ...options });
 
 describe('watchCall', () => {
   it('aborts after idleTimeoutMs of silence once the headers came, re-armed by every chunk', async () => {
     const server = controlledResponse();
-    const watchdog = watch({ signal: new AbortController().signal, timeoutMs: 10_000, idleTimeoutMs: 100, fetch: server.fetch });
+    const watchdog = watch({
+      signal: new AbortController().signal,
+      timeoutMs: 10_000,
+      idleTimeoutMs: 100,
+      fetch: server.fetch,
+    });
     const response = await watchdog.fetch('http://x');
     const reader = response.body!.getReader();
     for (let index = 0; index < 5; index++) {
@@ -42,24 +55,40 @@ describe('watchCall', () => {
     expect(watchdog.signal.aborted).toBe(false);
     await vi.advanceTimersByTimeAsync(100);
     expect(watchdog.signal.aborted).toBe(true);
-    expect(reasonOf(watchdog.signal)).toMatchObject({ kind: 'timeout', message: expect.stringContaining('idleTimeoutMs (100 ms)') });
+    expect(reasonOf(watchdog.signal)).toMatchObject({
+      kind: 'timeout',
+      message: expect.stringContaining('idleTimeoutMs (100 ms)'),
+    });
     watchdog.dispose();
   });
 
   it('aborts the whole call after timeoutMs, even while chunks keep coming', async () => {
     const server = controlledResponse();
-    const watchdog = watch({ signal: new AbortController().signal, timeoutMs: 300, idleTimeoutMs: 100, fetch: server.fetch });
+    const watchdog = watch({
+      signal: new AbortController().signal,
+      timeoutMs: 300,
+      idleTimeoutMs: 100,
+      fetch: server.fetch,
+    });
     await watchdog.fetch('http://x');
     for (let index = 0; index < 4; index++) {
       await vi.advanceTimersByTimeAsync(90);
       watchdog.touch();
     }
-    expect(reasonOf(watchdog.signal)).toMatchObject({ kind: 'timeout', message: 'the OpenAI call took longer than timeoutMs (300 ms)' });
+    expect(reasonOf(watchdog.signal)).toMatchObject({
+      kind: 'timeout',
+      message: 'the OpenAI call took longer than timeoutMs (300 ms)',
+    });
     watchdog.dispose();
   });
 
   it('never arms the idle timer before the headers: a model may think before it answers', async () => {
-    const watchdog = watch({ signal: new AbortController().signal, timeoutMs: 1_000, idleTimeoutMs: 10, fetch: () => new Promise(() => undefined) });
+    const watchdog = watch({
+      signal: new AbortController().signal,
+      timeoutMs: 1_000,
+      idleTimeoutMs: 10,
+      fetch: () => new Promise(() => undefined),
+    });
     void watchdog.fetch('http://x');
     await vi.advanceTimersByTimeAsync(999);
     expect(watchdog.signal.aborted).toBe(false);
@@ -68,13 +97,23 @@ describe('watchCall', () => {
 
   it("passes the caller's abort reason on, and stops every timer on dispose", async () => {
     const caller = new AbortController();
-    const watchdog = watch({ signal: caller.signal, timeoutMs: 50, idleTimeoutMs: 10, fetch: controlledResponse().fetch });
+    const watchdog = watch({
+      signal: caller.signal,
+      timeoutMs: 50,
+      idleTimeoutMs: 10,
+      fetch: controlledResponse().fetch,
+    });
     await watchdog.fetch('http://x');
     const reason = new Error('cancelled by the user');
     caller.abort(reason);
     expect(watchdog.signal.reason).toBe(reason);
     watchdog.dispose();
-    const quiet = watch({ signal: new AbortController().signal, timeoutMs: 50, idleTimeoutMs: 10, fetch: controlledResponse().fetch });
+    const quiet = watch({
+      signal: new AbortController().signal,
+      timeoutMs: 50,
+      idleTimeoutMs: 10,
+      fetch: controlledResponse().fetch,
+    });
     await quiet.fetch('http://x');
     quiet.dispose();
     await vi.advanceTimersByTimeAsync(1_000);
@@ -84,21 +123,42 @@ describe('watchCall', () => {
 
   it('fails the call once the body passes maxResponseBytes, and reads no further', async () => {
     const server = controlledResponse();
-    const watchdog = watch({ signal: new AbortController().signal, timeoutMs: 10_000, idleTimeoutMs: 1_000, maxResponseBytes: 10, fetch: server.fetch });
+    const watchdog = watch({
+      signal: new AbortController().signal,
+      timeoutMs: 10_000,
+      idleTimeoutMs: 1_000,
+      maxResponseBytes: 10,
+      fetch: server.fetch,
+    });
     const reader = (await watchdog.fetch('http://x')).body!.getReader();
     server.push('0123456789');
     expect(new TextDecoder().decode((await reader.read()).value)).toBe('0123456789');
     server.push('!');
     await expect(reader.read()).rejects.toMatchObject({ kind: 'unknown' });
-    expect(reasonOf(watchdog.signal)).toMatchObject({ kind: 'unknown', message: expect.stringContaining('test-model at http://x/v1 sent a reply that is larger than maxResponseBytes (10 bytes)') });
+    expect(reasonOf(watchdog.signal)).toMatchObject({
+      kind: 'unknown',
+      message: expect.stringContaining(
+        'test-model at http://x/v1 sent a reply that is larger than maxResponseBytes (10 bytes)',
+      ),
+    });
     expect(server.cancelled).toBe(true);
     watchdog.dispose();
   });
 
   it('refuses a body whose declared length is over maxResponseBytes before reading it', async () => {
     const server = controlledResponse({ 'content-type': 'application/json', 'content-length': '11' });
-    const watchdog = watch({ signal: new AbortController().signal, timeoutMs: 10_000, idleTimeoutMs: 1_000, maxResponseBytes: 10, fetch: server.fetch });
-    await expect(watchdog.fetch('http://x')).rejects.toMatchObject({ message: expect.stringContaining('answered with a body of 11 bytes, which is larger than maxResponseBytes (10 bytes)') });
+    const watchdog = watch({
+      signal: new AbortController().signal,
+      timeoutMs: 10_000,
+      idleTimeoutMs: 1_000,
+      maxResponseBytes: 10,
+      fetch: server.fetch,
+    });
+    await expect(watchdog.fetch('http://x')).rejects.toMatchObject({
+      message: expect.stringContaining(
+        'answered with a body of 11 bytes, which is larger than maxResponseBytes (10 bytes)',
+      ),
+    });
     expect(watchdog.signal.aborted).toBe(true);
     expect(server.cancelled).toBe(true);
     watchdog.dispose();
@@ -106,7 +166,12 @@ describe('watchCall', () => {
 
   it('ends an event stream at its [DONE] line, split across chunks, even if the server sends on', async () => {
     const server = controlledResponse({ 'content-type': 'text/event-stream' });
-    const watchdog = watch({ signal: new AbortController().signal, timeoutMs: 10_000, idleTimeoutMs: 1_000, fetch: server.fetch });
+    const watchdog = watch({
+      signal: new AbortController().signal,
+      timeoutMs: 10_000,
+      idleTimeoutMs: 1_000,
+      fetch: server.fetch,
+    });
     const reader = (await watchdog.fetch('http://x')).body!.getReader();
     const read: string[] = [];
     for (const piece of ['data: {"a":"data: [DONE]"}\n\n', 'data: [DO', 'NE]\n\n']) {

@@ -43,7 +43,10 @@ function tooLarge(where: string, maxResponseBytes: number, declared?: number): M
   const limit = `is larger than maxResponseBytes (${maxResponseBytes} bytes); raise openaiModel({ maxResponseBytes }) if replies this big are expected`;
   return new ModelCallError({
     kind: 'unknown',
-    message: declared === undefined ? `${where} sent a reply that ${limit}; it was cut off there` : `${where} answered with a body of ${declared} bytes, which ${limit}`,
+    message:
+      declared === undefined
+        ? `${where} sent a reply that ${limit}; it was cut off there`
+        : `${where} answered with a body of ${declared} bytes, which ${limit}`,
   });
 }
 
@@ -63,7 +66,16 @@ export function watchCall(options: WatchOptions): CallWatchdog {
   const onCallerAbort = () => controller.abort(callerSignal.reason);
   if (callerSignal.aborted) onCallerAbort();
   else callerSignal.addEventListener('abort', onCallerAbort, { once: true });
-  const callTimer = setTimeout(() => controller.abort(new ModelCallError({ kind: 'timeout', message: `the OpenAI call took longer than timeoutMs (${timeoutMs} ms)` })), timeoutMs);
+  const callTimer = setTimeout(
+    () =>
+      controller.abort(
+        new ModelCallError({
+          kind: 'timeout',
+          message: `the OpenAI call took longer than timeoutMs (${timeoutMs} ms)`,
+        }),
+      ),
+    timeoutMs,
+  );
   let idleTimer: ReturnType<typeof setTimeout> | undefined;
   let disposed = false;
   let contentType: string | null = null;
@@ -72,7 +84,13 @@ export function watchCall(options: WatchOptions): CallWatchdog {
     if (disposed || controller.signal.aborted) return;
     if (idleTimer !== undefined) clearTimeout(idleTimer);
     idleTimer = setTimeout(
-      () => controller.abort(new ModelCallError({ kind: 'timeout', message: `the OpenAI server sent nothing for idleTimeoutMs (${idleTimeoutMs} ms) in the middle of its reply` })),
+      () =>
+        controller.abort(
+          new ModelCallError({
+            kind: 'timeout',
+            message: `the OpenAI server sent nothing for idleTimeoutMs (${idleTimeoutMs} ms) in the middle of its reply`,
+          }),
+        ),
       idleTimeoutMs,
     );
   };

@@ -20,22 +20,33 @@ export interface ApiOutcome {
   usage: ModelUsage | null;
 }
 
-const count = (value: unknown): number | undefined => (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined);
+const count = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 
 /** Usage with its optional parts only when reported; null when the counts are missing or garbled. */
 export function toModelUsage(input: unknown, output: unknown, cached: unknown, reasoning: unknown): ModelUsage | null {
-  const inputTokens = count(input), outputTokens = count(output);
+  const inputTokens = count(input),
+    outputTokens = count(output);
   if (inputTokens === undefined || outputTokens === undefined) return null;
-  const cachedInputTokens = count(cached), reasoningTokens = count(reasoning);
+  const cachedInputTokens = count(cached),
+    reasoningTokens = count(reasoning);
   return {
-    inputTokens, outputTokens,
+    inputTokens,
+    outputTokens,
     ...(cachedInputTokens === undefined ? {} : { cachedInputTokens }),
     ...(reasoningTokens === undefined ? {} : { reasoningTokens }),
   };
 }
 
 const chatUsage = (usage: ChatUsage | null): ModelUsage | null =>
-  usage === null ? null : toModelUsage(usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens_details?.cached_tokens, usage.completion_tokens_details?.reasoning_tokens);
+  usage === null
+    ? null
+    : toModelUsage(
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.prompt_tokens_details?.cached_tokens,
+        usage.completion_tokens_details?.reasoning_tokens,
+      );
 
 const fromChat = (outcome: ChatOutcome, where: string): ApiOutcome => {
   checkToolCalls(outcome.toolCalls, where, 'choices[0].message.tool_calls', 'function.name');
@@ -48,7 +59,11 @@ const fromChat = (outcome: ChatOutcome, where: string): ApiOutcome => {
  */
 export function checkToolCalls(calls: ApiOutcome['toolCalls'], where: string, path: string, nameField: string): void {
   const index = calls.findIndex((call) => call.name === '');
-  if (index >= 0) throw new ModelCallError({ kind: 'unknown', message: `${where} sent a malformed reply: ${path}[${index}].${nameField} is missing` });
+  if (index >= 0)
+    throw new ModelCallError({
+      kind: 'unknown',
+      message: `${where} sent a malformed reply: ${path}[${index}].${nameField} is missing`,
+    });
 }
 
 export interface ApiCall {
@@ -82,9 +97,15 @@ export interface ApiCall {
 export function incompleteStream(call: ApiCall, missing: string): ModelCallError {
   const type = call.contentType();
   if (type !== null && !type.includes('text/event-stream')) {
-    return new ModelCallError({ kind: 'unknown', message: `${call.where} answered a streamed request with ${type || 'no content type'}, not text/event-stream; this server does not stream: set stream: false` });
+    return new ModelCallError({
+      kind: 'unknown',
+      message: `${call.where} answered a streamed request with ${type || 'no content type'}, not text/event-stream; this server does not stream: set stream: false`,
+    });
   }
-  return new ModelCallError({ kind: 'connection', message: `${call.where} ended its streamed reply before it was complete (${missing})` });
+  return new ModelCallError({
+    kind: 'connection',
+    message: `${call.where} ended its streamed reply before it was complete (${missing})`,
+  });
 }
 
 function chatMessage(message: Message): ChatCompletionMessageParam {
@@ -99,7 +120,13 @@ function chatMessage(message: Message): ChatCompletionMessageParam {
         role: 'assistant',
         content: message.content,
         ...(message.toolCalls && message.toolCalls.length > 0
-          ? { tool_calls: message.toolCalls.map((call) => ({ id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } })) }
+          ? {
+              tool_calls: message.toolCalls.map((call) => ({
+                id: call.id,
+                type: 'function' as const,
+                function: { name: call.name, arguments: call.arguments },
+              })),
+            }
           : {}),
       };
   }
@@ -127,9 +154,21 @@ export function chatBody(call: ApiCall): ChatCompletionCreateParamsBase {
     model: call.model,
     messages: call.messages.map(chatMessage),
     ...(call.tools.length > 0
-      ? { tools: call.tools.map((tool) => ({ type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: tool.parameters } })) }
+      ? {
+          tools: call.tools.map((tool) => ({
+            type: 'function' as const,
+            function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+          })),
+        }
       : {}),
-    ...(call.format === null ? {} : { response_format: { type: 'json_schema' as const, json_schema: { name: call.format.name, schema: call.format.schema, strict: call.format.strict } } }),
+    ...(call.format === null
+      ? {}
+      : {
+          response_format: {
+            type: 'json_schema' as const,
+            json_schema: { name: call.format.name, schema: call.format.schema, strict: call.format.strict },
+          },
+        }),
     ...chatSettings(call.settings, call.hostedByOpenAI),
   };
 }
@@ -140,7 +179,12 @@ const QUOTE_SCAN_CHARS = 4096;
 /** A reply that is not a chat completion (an HTML page, a bare string) names what came instead. */
 export function notAReply(call: Pick<ApiCall, 'where' | 'scrub'>, value: unknown, expected: string): ModelCallError {
   const where = call.where;
-  const shown = typeof value === 'string' ? `text starting ${JSON.stringify(call.scrub(value.slice(0, QUOTE_SCAN_CHARS)).slice(0, 60))}` : value === null ? 'null' : typeof value;
+  const shown =
+    typeof value === 'string'
+      ? `text starting ${JSON.stringify(call.scrub(value.slice(0, QUOTE_SCAN_CHARS)).slice(0, 60))}`
+      : value === null
+        ? 'null'
+        : typeof value;
   const html = typeof value === 'string' && /^\s*<(!doctype|html)/i.test(value);
   return new ModelCallError({
     kind: 'unknown',
@@ -151,10 +195,16 @@ export function notAReply(call: Pick<ApiCall, 'where' | 'scrub'>, value: unknown
 export async function callChat(call: ApiCall): Promise<ApiOutcome> {
   const body = chatBody(call);
   if (!call.stream) {
-    const completion: unknown = await call.client.chat.completions.create({ ...body, stream: false }, { signal: call.signal });
+    const completion: unknown = await call.client.chat.completions.create(
+      { ...body, stream: false },
+      { signal: call.signal },
+    );
     return fromChat(completionOutcome(completion, call), call.where);
   }
-  const stream = await call.client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: call.signal });
+  const stream = await call.client.chat.completions.create(
+    { ...body, stream: true, stream_options: { include_usage: true } },
+    { signal: call.signal },
+  );
   const accumulator = new ChatStreamAccumulator(call.progress);
   try {
     for await (const chunk of stream as AsyncIterable<ChatChunk>) {
@@ -177,18 +227,27 @@ export const textOf = (value: unknown): string => (typeof value === 'string' ? v
 function completionOutcome(completion: unknown, call: ApiCall): ChatOutcome {
   const where = call.where;
   const choices = (completion as { choices?: unknown } | null)?.choices;
-  if (typeof completion !== 'object' || completion === null || !Array.isArray(choices)) throw notAReply(call, completion, 'a chat completion');
-  const choice = choices[0] as { message?: { content?: unknown; refusal?: unknown; tool_calls?: unknown }; finish_reason?: unknown } | undefined;
-  if (choice === undefined) throw new ModelCallError({ kind: 'unknown', message: `${where} answered a chat completion without choices` });
+  if (typeof completion !== 'object' || completion === null || !Array.isArray(choices))
+    throw notAReply(call, completion, 'a chat completion');
+  const choice = choices[0] as
+    { message?: { content?: unknown; refusal?: unknown; tool_calls?: unknown }; finish_reason?: unknown } | undefined;
+  if (choice === undefined)
+    throw new ModelCallError({ kind: 'unknown', message: `${where} answered a chat completion without choices` });
   const message = choice.message ?? {};
-  const toolCalls = Array.isArray(message.tool_calls) ? (message.tool_calls as { id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown } }[]) : [];
+  const toolCalls = Array.isArray(message.tool_calls)
+    ? (message.tool_calls as { id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown } }[])
+    : [];
   return {
     text: typeof message.content === 'string' ? message.content : null,
     refusal: typeof message.refusal === 'string' ? message.refusal : null,
     toolCalls: toolCalls
       .filter((toolCall) => toolCall.type === undefined || toolCall.type === 'function')
-      .map((toolCall) => ({ id: textOf(toolCall.id), name: textOf(toolCall.function?.name), arguments: textOf(toolCall.function?.arguments) })),
+      .map((toolCall) => ({
+        id: textOf(toolCall.id),
+        name: textOf(toolCall.function?.name),
+        arguments: textOf(toolCall.function?.arguments),
+      })),
     finishReason: typeof choice.finish_reason === 'string' ? choice.finish_reason : null,
-    usage: ((completion as { usage?: ChatOutcome['usage'] }).usage ?? null),
+    usage: (completion as { usage?: ChatOutcome['usage'] }).usage ?? null,
   };
 }

@@ -7,9 +7,15 @@ import { loadOpenAI } from './load-openai.js';
 const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = loadOpenAI();
 
 const KEY = 'sk-proj-0123456789abcdefSECRET';
-const facts = { secrets: [KEY], baseURL: 'https://api.openai.com/v1', model: 'gpt-4.1-mini', redirects: 'refuse' as const };
+const facts = {
+  secrets: [KEY],
+  baseURL: 'https://api.openai.com/v1',
+  model: 'gpt-4.1-mini',
+  redirects: 'refuse' as const,
+};
 const idle = new AbortController().signal;
-const classify = (error: unknown, callSignal: AbortSignal = idle) => classifyOpenAIError(error, { callSignal, facts, now: 0 }) as ModelCallError;
+const classify = (error: unknown, callSignal: AbortSignal = idle) =>
+  classifyOpenAIError(error, { callSignal, facts, now: 0 }) as ModelCallError;
 const statusError = (status: number, message = 'boom', headers: Record<string, string> = {}) =>
   APIError.generate(status, { error: { message, type: 'x' } }, undefined, new Headers(headers));
 
@@ -37,34 +43,64 @@ describe('classifyOpenAIError: the classes openai 6.49 raises', () => {
 
   it('maps connection failures and timeouts of the client', () => {
     expect(classify(new APIConnectionTimeoutError())).toMatchObject({ kind: 'timeout' });
-    expect(classify(new APIConnectionError({ message: 'Connection error.', cause: new TypeError('fetch failed') }))).toMatchObject({ kind: 'connection', message: 'could not reach gpt-4.1-mini at https://api.openai.com/v1 (Connection error: fetch failed)' });
+    expect(
+      classify(new APIConnectionError({ message: 'Connection error.', cause: new TypeError('fetch failed') })),
+    ).toMatchObject({
+      kind: 'connection',
+      message: 'could not reach gpt-4.1-mini at https://api.openai.com/v1 (Connection error: fetch failed)',
+    });
   });
 
   it('maps what the client leaks: a reset mid-body, a garbled body, a stray abort', () => {
-    expect(classify(new TypeError('terminated'))).toMatchObject({ kind: 'connection', message: expect.stringContaining('terminated') });
+    expect(classify(new TypeError('terminated'))).toMatchObject({
+      kind: 'connection',
+      message: expect.stringContaining('terminated'),
+    });
     expect(classify(new TypeError('fetch failed'))).toMatchObject({ kind: 'connection' });
     expect(classify(new SyntaxError('Unexpected end of JSON input'))).toMatchObject({ kind: 'server' });
-    expect(classify(new DOMException('This operation was aborted', 'AbortError'))).toMatchObject({ kind: 'connection' });
+    expect(classify(new DOMException('This operation was aborted', 'AbortError'))).toMatchObject({
+      kind: 'connection',
+    });
     expect(classify(new APIUserAbortError())).toMatchObject({ kind: 'connection' });
     expect(classify(new RangeError('odd'))).toMatchObject({ kind: 'unknown' });
   });
 
   it('a plain Error("fetch failed") or a socket error code is a connection failure, retried', () => {
-    expect(classify(new Error('fetch failed'))).toMatchObject({ kind: 'connection', message: expect.stringContaining('fetch failed') });
-    expect(classify(new Error('read failed', { cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) }))).toMatchObject({ kind: 'connection', message: expect.stringContaining('read ECONNRESET') });
-    expect(classify(Object.assign(new Error('socket closed'), { code: 'UND_ERR_SOCKET' }))).toMatchObject({ kind: 'connection' });
+    expect(classify(new Error('fetch failed'))).toMatchObject({
+      kind: 'connection',
+      message: expect.stringContaining('fetch failed'),
+    });
+    expect(
+      classify(
+        new Error('read failed', { cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) }),
+      ),
+    ).toMatchObject({ kind: 'connection', message: expect.stringContaining('read ECONNRESET') });
+    expect(classify(Object.assign(new Error('socket closed'), { code: 'UND_ERR_SOCKET' }))).toMatchObject({
+      kind: 'connection',
+    });
     expect(classify(new Error('fetch failed for good reasons?'))).toMatchObject({ kind: 'unknown' });
   });
 
   it('an in-stream error (an APIError without a status) is transient', () => {
-    expect(classify(new APIError(undefined, { message: 'overloaded' }, undefined, undefined))).toMatchObject({ kind: 'server', message: expect.stringContaining('in the middle of its streamed reply: overloaded') });
+    expect(classify(new APIError(undefined, { message: 'overloaded' }, undefined, undefined))).toMatchObject({
+      kind: 'server',
+      message: expect.stringContaining('in the middle of its streamed reply: overloaded'),
+    });
   });
 
   it('an abort of the call signal is returned as its reason, never reclassified', () => {
     const controller = new AbortController();
-    const reason = new ModelCallError({ kind: 'timeout', message: 'the model call took longer than modelCallTimeoutMs (10 ms)' });
+    const reason = new ModelCallError({
+      kind: 'timeout',
+      message: 'the model call took longer than modelCallTimeoutMs (10 ms)',
+    });
     controller.abort(reason);
-    for (const error of [new APIUserAbortError(), new DOMException('aborted', 'AbortError'), new TypeError('terminated'), statusError(500)]) {
+    for (const error of [
+      new APIUserAbortError(),
+      new DOMException('aborted', 'AbortError'),
+      new TypeError('terminated'),
+      statusError(500),
+    ]) {
       expect(classify(error, controller.signal)).toBe(reason);
     }
   });
@@ -110,7 +146,9 @@ describe('retryAfterMs', () => {
 describe('clause', () => {
   it('drops a closing full stop, so a joined cause or hint never doubles the punctuation', () => {
     expect(clause(' Connection error. ')).toBe('Connection error');
-    expect(clause('Try again in 6ms. Visit https://platform.openai.com to learn more.')).toBe('Try again in 6ms. Visit https://platform.openai.com to learn more');
+    expect(clause('Try again in 6ms. Visit https://platform.openai.com to learn more.')).toBe(
+      'Try again in 6ms. Visit https://platform.openai.com to learn more',
+    );
     expect(clause('wait...')).toBe('wait...');
     expect(clause('is it /v1?')).toBe('is it /v1?');
   });
@@ -118,11 +156,17 @@ describe('clause', () => {
 
 describe('a redirect left unfollowed', () => {
   it('is fatal, naming the Location and the option', () => {
-    const error = APIError.generate(307, undefined, 'moved', new Headers({ location: 'https://elsewhere.example/v1/chat/completions' }));
+    const error = APIError.generate(
+      307,
+      undefined,
+      'moved',
+      new Headers({ location: 'https://elsewhere.example/v1/chat/completions' }),
+    );
     expect(classify(error)).toMatchObject({
       kind: 'unknown',
       status: 307,
-      message: "gpt-4.1-mini at https://api.openai.com/v1 answered HTTP 307, a redirect to https://elsewhere.example/v1/chat/completions, which was not followed (redirects: 'refuse', the default); point baseURL at the address it redirects to, or set redirects: 'same-origin' if it stays within https://api.openai.com",
+      message:
+        "gpt-4.1-mini at https://api.openai.com/v1 answered HTTP 307, a redirect to https://elsewhere.example/v1/chat/completions, which was not followed (redirects: 'refuse', the default); point baseURL at the address it redirects to, or set redirects: 'same-origin' if it stays within https://api.openai.com",
     });
   });
 });

@@ -62,20 +62,40 @@ export function clause(text: string): string {
 }
 
 /** Socket-level error codes of Node and undici: the network failed, not the request. */
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED']);
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CLOSED',
+]);
 
 /** A plain `Error('fetch failed')` or an error whose code (or its cause's) is a socket error. */
 function isNetworkFailure(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  const codeOf = (value: unknown) => (typeof value === 'object' && value !== null ? (value as { code?: unknown }).code : undefined);
+  const codeOf = (value: unknown) =>
+    typeof value === 'object' && value !== null ? (value as { code?: unknown }).code : undefined;
   const code = codeOf(error) ?? codeOf((error as { cause?: unknown }).cause);
-  return (typeof code === 'string' && NETWORK_CODES.has(code)) || /^(fetch failed|terminated|socket hang up|other side closed)$/i.test(error.message);
+  return (
+    (typeof code === 'string' && NETWORK_CODES.has(code)) ||
+    /^(fetch failed|terminated|socket hang up|other side closed)$/i.test(error.message)
+  );
 }
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 const isAbortLike = (error: unknown): boolean =>
-  error instanceof loadOpenAI().APIUserAbortError || (typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'AbortError');
+  error instanceof loadOpenAI().APIUserAbortError ||
+  (typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'AbortError');
 
 /**
  * What a failed call becomes. An abort of `callSignal` (the caller's cancel, deadline or per-call
@@ -83,18 +103,27 @@ const isAbortLike = (error: unknown): boolean =>
  * @example
  * throw classifyOpenAIError(error, { callSignal: watchdog.signal, facts, now: Date.now() });
  */
-export function classifyOpenAIError(error: unknown, { callSignal, facts, now }: { callSignal: AbortSignal; facts: CallFacts; now: number }): unknown {
+export function classifyOpenAIError(
+  error: unknown,
+  { callSignal, facts, now }: { callSignal: AbortSignal; facts: CallFacts; now: number },
+): unknown {
   if (callSignal.aborted) return callSignal.reason;
   const { APIConnectionError, APIConnectionTimeoutError, APIError } = loadOpenAI();
   if (ModelCallError.is(error)) return error;
   const where = `${facts.model} at ${facts.baseURL}`;
   const scrub = (text: string) => clause(scrubSecrets(text, facts.secrets));
   if (error instanceof APIConnectionTimeoutError) {
-    return new ModelCallError({ kind: 'timeout', message: `the OpenAI call to ${where} timed out before the response headers arrived` });
+    return new ModelCallError({
+      kind: 'timeout',
+      message: `the OpenAI call to ${where} timed out before the response headers arrived`,
+    });
   }
   if (error instanceof APIConnectionError) {
     const cause = error.cause === undefined ? '' : `: ${scrub(messageOf(error.cause))}`;
-    return new ModelCallError({ kind: 'connection', message: `could not reach ${where} (${scrub(error.message)}${cause})` });
+    return new ModelCallError({
+      kind: 'connection',
+      message: `could not reach ${where} (${scrub(error.message)}${cause})`,
+    });
   }
   if (isAbortLike(error)) {
     // Not our abort (checked above): something under the client gave up on the socket.
@@ -103,28 +132,39 @@ export function classifyOpenAIError(error: unknown, { callSignal, facts, now }: 
   if (error instanceof APIError) return statusError(error, facts, scrub, now);
   if (error instanceof SyntaxError) {
     // A body cut short or garbled by a proxy: the next attempt usually reads fine.
-    return new ModelCallError({ kind: 'server', message: `${where} sent a reply that is not valid JSON (${scrub(error.message)})` });
+    return new ModelCallError({
+      kind: 'server',
+      message: `${where} sent a reply that is not valid JSON (${scrub(error.message)})`,
+    });
   }
   if (error instanceof TypeError || isNetworkFailure(error)) {
     // undici's `terminated` (a reset mid-body) and `fetch failed`, leaked past the client, or a socket error.
     const cause = (error as { cause?: unknown }).cause;
     const detail = cause === undefined ? '' : `: ${scrub(messageOf(cause))}`;
-    return new ModelCallError({ kind: 'connection', message: `the connection to ${where} failed mid-call (${scrub(messageOf(error))}${detail})` });
+    return new ModelCallError({
+      kind: 'connection',
+      message: `the connection to ${where} failed mid-call (${scrub(messageOf(error))}${detail})`,
+    });
   }
-  return new ModelCallError({ kind: 'unknown', message: `the OpenAI call to ${where} failed: ${scrub(messageOf(error))}` });
+  return new ModelCallError({
+    kind: 'unknown',
+    message: `the OpenAI call to ${where} failed: ${scrub(messageOf(error))}`,
+  });
 }
 
 /** A redirect the redirect guard did not follow: where it pointed, and why it stays unfollowed. */
 function redirectError(status: number, location: string, facts: CallFacts): ModelCallError {
   const origin = new URL(facts.baseURL).origin;
-  const policy = facts.redirects === 'refuse'
-    ? "redirects: 'refuse', the default"
-    : `redirects: 'same-origin' follows 301, 302, 307 and 308 within ${origin}, at most ${MAX_REDIRECT_HOPS} in a row`;
+  const policy =
+    facts.redirects === 'refuse'
+      ? "redirects: 'refuse', the default"
+      : `redirects: 'same-origin' follows 301, 302, 307 and 308 within ${origin}, at most ${MAX_REDIRECT_HOPS} in a row`;
   return new ModelCallError({
     kind: 'unknown',
     status,
-    message: `${facts.model} at ${facts.baseURL} answered HTTP ${status}, a redirect to ${location}, which was not followed (${policy}); point baseURL at the address it redirects to`
-      + (facts.redirects === 'refuse' ? `, or set redirects: 'same-origin' if it stays within ${origin}` : ''),
+    message:
+      `${facts.model} at ${facts.baseURL} answered HTTP ${status}, a redirect to ${location}, which was not followed (${policy}); point baseURL at the address it redirects to` +
+      (facts.redirects === 'refuse' ? `, or set redirects: 'same-origin' if it stays within ${origin}` : ''),
   });
 }
 
@@ -133,17 +173,22 @@ function statusError(error: APIError, facts: CallFacts, scrub: (text: string) =>
   const status = error.status;
   // An in-stream `error` event has no status: the server gave up mid-reply, which is transient.
   if (status === undefined) {
-    return new ModelCallError({ kind: 'server', message: `${where} reported an error in the middle of its streamed reply: ${scrub(error.message)}` });
+    return new ModelCallError({
+      kind: 'server',
+      message: `${where} reported an error in the middle of its streamed reply: ${scrub(error.message)}`,
+    });
   }
   const location = error.headers?.get('location');
   if (status >= 300 && status < 400 && location) return redirectError(status, scrub(location), facts);
   // OpenAI's own say on retrying wins over our reading of the status.
   const shouldRetry = error.headers?.get('x-should-retry');
   let kind = kindOfStatus(status);
-  if (shouldRetry === 'false' && (kind === 'server' || kind === 'rate_limited' || kind === 'timeout')) kind = 'bad_request';
+  if (shouldRetry === 'false' && (kind === 'server' || kind === 'rate_limited' || kind === 'timeout'))
+    kind = 'bad_request';
   const hint = HINTS[status];
   const requestId = error.requestID ? ` (request ${error.requestID})` : '';
-  const retryAfter = kind === 'rate_limited' || kind === 'server' || kind === 'timeout' ? retryAfterMs(error.headers, now) : undefined;
+  const retryAfter =
+    kind === 'rate_limited' || kind === 'server' || kind === 'timeout' ? retryAfterMs(error.headers, now) : undefined;
   return new ModelCallError({
     kind,
     status,

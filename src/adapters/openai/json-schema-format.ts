@@ -8,7 +8,23 @@
 type JsonSchema = Record<string, unknown>;
 
 /** Keywords strict mode refuses; a schema using one is sent non-strict (a hint, not a guarantee). */
-const NOT_STRICT = new Set(['allOf', 'oneOf', 'not', 'if', 'then', 'else', 'patternProperties', 'propertyNames', 'dependentRequired', 'dependentSchemas', 'unevaluatedProperties', 'minProperties', 'maxProperties', 'contains', 'prefixItems']);
+const NOT_STRICT = new Set([
+  'allOf',
+  'oneOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'patternProperties',
+  'propertyNames',
+  'dependentRequired',
+  'dependentSchemas',
+  'unevaluatedProperties',
+  'minProperties',
+  'maxProperties',
+  'contains',
+  'prefixItems',
+]);
 
 export interface OpenAIResponseFormat {
   name: string;
@@ -16,7 +32,8 @@ export interface OpenAIResponseFormat {
   strict: boolean;
 }
 
-const isObject = (value: unknown): value is JsonSchema => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is JsonSchema =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The format to send for `schema`, or null when OpenAI cannot take it at all (its root must be an object).
@@ -86,7 +103,8 @@ function allowsNull(schema: JsonSchema): boolean {
 
 function nullable(schema: JsonSchema): JsonSchema {
   if (allowsNull(schema)) return schema;
-  if (typeof schema.type === 'string' && schema.enum === undefined && schema.const === undefined) return { ...schema, type: [schema.type, 'null'] };
+  if (typeof schema.type === 'string' && schema.enum === undefined && schema.const === undefined)
+    return { ...schema, type: [schema.type, 'null'] };
   return { anyOf: [schema, { type: 'null' }] };
 }
 

@@ -12,6 +12,10 @@ export type OpenAIModule = typeof OpenAIPackage;
 let loaded: OpenAIModule | undefined;
 
 export function loadOpenAI(): OpenAIModule {
-  loaded ??= loadPeer(() => createRequire(import.meta.url)('openai') as OpenAIModule, { packageName: 'openai', installCommand: 'npm install openai', feature: 'openaiModel' });
+  loaded ??= loadPeer(() => createRequire(import.meta.url)('openai') as OpenAIModule, {
+    packageName: 'openai',
+    installCommand: 'npm install openai',
+    feature: 'openaiModel',
+  });
   return loaded;
 }

@@ -27,7 +27,12 @@ function issuesOf(options: unknown): { path: string; message: string }[] {
 
 describe('openaiModel options', () => {
   it('without a key for OpenAI: a LoopConfigError that names OPENAI_API_KEY', () => {
-    expect(issuesOf({ model: 'gpt-4.1-mini' })).toEqual([{ path: 'openaiModel.apiKey', message: 'no API key for https://api.openai.com/v1: pass apiKey or set the OPENAI_API_KEY environment variable' }]);
+    expect(issuesOf({ model: 'gpt-4.1-mini' })).toEqual([
+      {
+        path: 'openaiModel.apiKey',
+        message: 'no API key for https://api.openai.com/v1: pass apiKey or set the OPENAI_API_KEY environment variable',
+      },
+    ]);
   });
 
   it('takes the key from OPENAI_API_KEY, and needs none for a local server', () => {
@@ -39,21 +44,32 @@ describe('openaiModel options', () => {
     expect(openaiModel({ model: 'qwen' }).id).toBe('qwen');
   });
 
-  it('never sends OPENAI_API_KEY to a baseURL given in code that is not OpenAI\'s', async () => {
+  it("never sends OPENAI_API_KEY to a baseURL given in code that is not OpenAI's", async () => {
     process.env.OPENAI_API_KEY = 'sk-real-openai-key';
     const seen: (string | null)[] = [];
     const { createServer } = await import('node:http');
     const server = createServer((request, response) => {
       seen.push(request.headers.authorization ?? null);
       response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'ok' } }], usage: { prompt_tokens: 1, completion_tokens: 1 } }));
+      response.end(
+        JSON.stringify({
+          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'ok' } }],
+          usage: { prompt_tokens: 1, completion_tokens: 1 },
+        }),
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = server.address() as { port: number };
-      const request = { messages: [{ role: 'user' as const, content: 'hi' }], tools: [], signal: new AbortController().signal };
+      const request = {
+        messages: [{ role: 'user' as const, content: 'hi' }],
+        tools: [],
+        signal: new AbortController().signal,
+      };
       await openaiModel({ model: 'local', baseURL: `http://127.0.0.1:${port}/v1` }).generate(request);
-      await openaiModel({ model: 'local', baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'local-key' }).generate(request);
+      await openaiModel({ model: 'local', baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'local-key' }).generate(
+        request,
+      );
       process.env.OPENAI_BASE_URL = `http://127.0.0.1:${port}/v1`;
       await openaiModel({ model: 'local' }).generate(request);
       expect(seen).toEqual(['Bearer no-key', 'Bearer local-key', 'Bearer sk-real-openai-key']);
@@ -65,35 +81,82 @@ describe('openaiModel options', () => {
 
   it('refuses a baseURL with user:password@, which fetch would refuse on every call', () => {
     expect(issuesOf({ model: 'x', baseURL: 'http://me:secret@127.0.0.1:8000/v1' })).toEqual([
-      { path: 'openaiModel.baseURL', message: 'must not carry user:password@ (fetch refuses it); send credentials with `headers` or `apiKey`' },
+      {
+        path: 'openaiModel.baseURL',
+        message: 'must not carry user:password@ (fetch refuses it); send credentials with `headers` or `apiKey`',
+      },
     ]);
   });
 
   it('names OPENAI_BASE_URL when it is not a URL', () => {
     process.env.OPENAI_BASE_URL = 'localhost:11434';
-    expect(issuesOf({ model: 'x' })).toEqual([{ path: 'openaiModel.baseURL', message: 'from the OPENAI_BASE_URL environment variable: expected an http(s) URL, e.g. "http://127.0.0.1:11434/v1"; fix it or pass baseURL' }]);
+    expect(issuesOf({ model: 'x' })).toEqual([
+      {
+        path: 'openaiModel.baseURL',
+        message:
+          'from the OPENAI_BASE_URL environment variable: expected an http(s) URL, e.g. "http://127.0.0.1:11434/v1"; fix it or pass baseURL',
+      },
+    ]);
   });
 
   it('names each bad field', () => {
-    const issues = issuesOf({ model: '', api: 'completions', timeoutMs: 0, idleTimeoutMs: 1.5, stream: 'yes', baseURL: 'ftp://x', settings: { temperature: 9, maxTokens: 3 } });
+    const issues = issuesOf({
+      model: '',
+      api: 'completions',
+      timeoutMs: 0,
+      idleTimeoutMs: 1.5,
+      stream: 'yes',
+      baseURL: 'ftp://x',
+      settings: { temperature: 9, maxTokens: 3 },
+    });
     expect(issues.map((issue) => issue.path).sort()).toEqual([
-      'openaiModel.api', 'openaiModel.baseURL', 'openaiModel.idleTimeoutMs', 'openaiModel.model', 'openaiModel.settings.maxTokens', 'openaiModel.settings.temperature', 'openaiModel.stream', 'openaiModel.timeoutMs',
+      'openaiModel.api',
+      'openaiModel.baseURL',
+      'openaiModel.idleTimeoutMs',
+      'openaiModel.model',
+      'openaiModel.settings.maxTokens',
+      'openaiModel.settings.temperature',
+      'openaiModel.stream',
+      'openaiModel.timeoutMs',
     ]);
-    expect(issuesOf({ model: 'x', apiKey: 'k', timeout: 5 })).toEqual([{ path: 'openaiModel.timeout', message: 'unknown option' }]);
+    expect(issuesOf({ model: 'x', apiKey: 'k', timeout: 5 })).toEqual([
+      { path: 'openaiModel.timeout', message: 'unknown option' },
+    ]);
   });
 
   it('names a bad maxResponseBytes or redirects', () => {
     for (const maxResponseBytes of [0, -1, 1.5, '16MB', Number.POSITIVE_INFINITY]) {
-      expect(issuesOf({ model: 'x', apiKey: 'k', maxResponseBytes }).map((issue) => issue.path)).toEqual(['openaiModel.maxResponseBytes']);
+      expect(issuesOf({ model: 'x', apiKey: 'k', maxResponseBytes }).map((issue) => issue.path)).toEqual([
+        'openaiModel.maxResponseBytes',
+      ]);
     }
-    expect(issuesOf({ model: 'x', apiKey: 'k', redirects: 'follow' })).toEqual([{ path: 'openaiModel.redirects', message: "expected 'refuse' or 'same-origin'" }]);
+    expect(issuesOf({ model: 'x', apiKey: 'k', redirects: 'follow' })).toEqual([
+      { path: 'openaiModel.redirects', message: "expected 'refuse' or 'same-origin'" },
+    ]);
   });
 
   it('takes undefined as the default for every option', () => {
-    const model = openaiModel({ model: 'gpt-4.1-mini', apiKey: 'sk-x', baseURL: undefined, api: undefined, timeoutMs: undefined, idleTimeoutMs: undefined, stream: undefined, settings: { temperature: undefined }, headers: undefined, structuredOutput: undefined, organization: undefined, contextWindowTokens: undefined, maxResponseBytes: undefined, redirects: undefined });
+    const model = openaiModel({
+      model: 'gpt-4.1-mini',
+      apiKey: 'sk-x',
+      baseURL: undefined,
+      api: undefined,
+      timeoutMs: undefined,
+      idleTimeoutMs: undefined,
+      stream: undefined,
+      settings: { temperature: undefined },
+      headers: undefined,
+      structuredOutput: undefined,
+      organization: undefined,
+      contextWindowTokens: undefined,
+      maxResponseBytes: undefined,
+      redirects: undefined,
+    });
     expect(model.id).toBe('gpt-4.1-mini');
     expect(model.contextWindowTokens).toBeUndefined();
-    expect(openaiModel({ model: 'gpt-4.1-mini', apiKey: 'sk-x', contextWindowTokens: 128_000 }).contextWindowTokens).toBe(128_000);
+    expect(
+      openaiModel({ model: 'gpt-4.1-mini', apiKey: 'sk-x', contextWindowTokens: 128_000 }).contextWindowTokens,
+    ).toBe(128_000);
   });
 
   it('keeps the key out of the model object and its messages', () => {

@@ -8,7 +8,16 @@ import { z } from 'zod';
 import { CHARS_PER_TOKEN_ESTIMATE, OPENAI_DEFAULTS } from '../../engine/constants.js';
 import { LoopConfigError, ModelCallError } from '../../contracts/errors.js';
 import { MAX_TIMER_MS } from '../../engine/config/config-schema.js';
-import type { Message, Model, ModelProgress, ModelRequest, ModelResponse, ModelSettings, ModelUsage, ToolSpec } from '../../contracts/model.js';
+import type {
+  Message,
+  Model,
+  ModelProgress,
+  ModelRequest,
+  ModelResponse,
+  ModelSettings,
+  ModelUsage,
+  ToolSpec,
+} from '../../contracts/model.js';
 import { watchCall, type FetchFunction } from './call-watchdog.js';
 import { callChat, type ApiCall, type ApiOutcome } from './chat-api.js';
 import { classifyOpenAIError, type CallFacts } from './classify-error.js';
@@ -68,7 +77,11 @@ export interface OpenAIModelOptions {
   contextWindowTokens?: number;
 }
 
-const positiveMs = z.number().int().positive().max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms, the longest timer Node supports`);
+const positiveMs = z
+  .number()
+  .int()
+  .positive()
+  .max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms, the longest timer Node supports`);
 const settingsSchema = z
   .object({
     temperature: z.number().min(0).max(2),
@@ -85,7 +98,10 @@ const settingsSchema = z
 const baseURLSchema = z
   .url({ protocol: /^https?$/, error: 'expected an http(s) URL, e.g. "http://127.0.0.1:11434/v1"' })
   // fetch refuses such a URL on every call; better said once, here.
-  .refine((url) => { const parsed = new URL(url); return parsed.username === '' && parsed.password === ''; }, 'must not carry user:password@ (fetch refuses it); send credentials with `headers` or `apiKey`');
+  .refine((url) => {
+    const parsed = new URL(url);
+    return parsed.username === '' && parsed.password === '';
+  }, 'must not carry user:password@ (fetch refuses it); send credentials with `headers` or `apiKey`');
 const optionsSchema = z
   .object({
     model: z.string().trim().min(1, 'expected the model id, e.g. "gpt-4.1-mini"'),
@@ -108,7 +124,11 @@ const optionsSchema = z
 /** A field set to `undefined` means its default, so it is dropped before validation. */
 function withoutUndefined(value: unknown): unknown {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
-  return Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined).map(([key, field]) => [key, key === 'headers' ? field : withoutUndefined(field)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, field]) => field !== undefined)
+      .map(([key, field]) => [key, key === 'headers' ? field : withoutUndefined(field)]),
+  );
 }
 
 function parseOptions(options: unknown): z.output<typeof optionsSchema> {
@@ -116,7 +136,11 @@ function parseOptions(options: unknown): z.output<typeof optionsSchema> {
   if (parsed.success) return parsed.data;
   throw new LoopConfigError({
     issues: parsed.error.issues.map((issue) => ({
-      path: ['openaiModel', ...issue.path.map(String), ...(issue.code === 'unrecognized_keys' ? [issue.keys.join(', ')] : [])].join('.'),
+      path: [
+        'openaiModel',
+        ...issue.path.map(String),
+        ...(issue.code === 'unrecognized_keys' ? [issue.keys.join(', ')] : []),
+      ].join('.'),
       // zod's messages name types, never values: a bad key is not echoed back.
       message: issue.code === 'unrecognized_keys' ? 'unknown option' : issue.message,
     })),
@@ -134,7 +158,14 @@ function environmentBaseURL(): string {
   if (!fromEnvironment) return 'https://api.openai.com/v1';
   const checked = baseURLSchema.safeParse(fromEnvironment);
   if (!checked.success) {
-    throw new LoopConfigError({ issues: [{ path: 'openaiModel.baseURL', message: `from the OPENAI_BASE_URL environment variable: ${checked.error.issues[0]?.message ?? 'invalid'}; fix it or pass baseURL` }] });
+    throw new LoopConfigError({
+      issues: [
+        {
+          path: 'openaiModel.baseURL',
+          message: `from the OPENAI_BASE_URL environment variable: ${checked.error.issues[0]?.message ?? 'invalid'}; fix it or pass baseURL`,
+        },
+      ],
+    });
   }
   return fromEnvironment;
 }
@@ -145,8 +176,13 @@ const NO_KEY = 'no-key';
 /** Token counts from characters when a server reports no usage, so budgets still see the spend. */
 function estimatedUsage(messages: readonly Message[], tools: readonly ToolSpec[], outcome: ApiOutcome): ModelUsage {
   const inputChars = JSON.stringify(messages).length + JSON.stringify(tools).length;
-  const outputChars = (outcome.text ?? '').length + outcome.toolCalls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0);
-  return { inputTokens: Math.ceil(inputChars / CHARS_PER_TOKEN_ESTIMATE), outputTokens: Math.ceil(outputChars / CHARS_PER_TOKEN_ESTIMATE) };
+  const outputChars =
+    (outcome.text ?? '').length +
+    outcome.toolCalls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0);
+  return {
+    inputTokens: Math.ceil(inputChars / CHARS_PER_TOKEN_ESTIMATE),
+    outputTokens: Math.ceil(outputChars / CHARS_PER_TOKEN_ESTIMATE),
+  };
 }
 
 /** A user's progress callback must never break the call it watches. */
@@ -184,9 +220,19 @@ export function openaiModel(options: OpenAIModelOptions): Model {
   // OPENAI_API_KEY goes to OpenAI, or to the server OPENAI_BASE_URL names; never to another baseURL
   // given in code, which gets only a key given in code.
   const envKeyApplies = hostedByOpenAI || parsed.baseURL === undefined;
-  const apiKey = parsed.apiKey ?? (envKeyApplies ? process.env.OPENAI_API_KEY || undefined : undefined) ?? (hostedByOpenAI ? undefined : NO_KEY);
+  const apiKey =
+    parsed.apiKey ??
+    (envKeyApplies ? process.env.OPENAI_API_KEY || undefined : undefined) ??
+    (hostedByOpenAI ? undefined : NO_KEY);
   if (apiKey === undefined) {
-    throw new LoopConfigError({ issues: [{ path: 'openaiModel.apiKey', message: `no API key for ${baseURL}: pass apiKey or set the OPENAI_API_KEY environment variable` }] });
+    throw new LoopConfigError({
+      issues: [
+        {
+          path: 'openaiModel.apiKey',
+          message: `no API key for ${baseURL}: pass apiKey or set the OPENAI_API_KEY environment variable`,
+        },
+      ],
+    });
   }
   const api = parsed.api ?? OPENAI_DEFAULTS.api;
   const timeoutMs = parsed.timeoutMs ?? OPENAI_DEFAULTS.timeoutMs;
@@ -216,14 +262,26 @@ export function openaiModel(options: OpenAIModelOptions): Model {
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
     request.signal.throwIfAborted();
-    const watchdog = watchCall({ signal: request.signal, timeoutMs, idleTimeoutMs, maxResponseBytes, fetch: baseFetch, where });
+    const watchdog = watchCall({
+      signal: request.signal,
+      timeoutMs,
+      idleTimeoutMs,
+      maxResponseBytes,
+      fetch: baseFetch,
+      where,
+    });
     let reportedUsage: ModelUsage | null = null;
     // Every failure leaves scrubbed of the credentials, carrying the usage the server reported (it billed it).
     const failure = (error: unknown): unknown => {
       const scrubbed = scrubModelError(error, secrets);
-      return reportedUsage !== null && ModelCallError.is(scrubbed) && scrubbed.usage === undefined ? copyModelError(scrubbed, { usage: reportedUsage }) : scrubbed;
+      return reportedUsage !== null && ModelCallError.is(scrubbed) && scrubbed.usage === undefined
+        ? copyModelError(scrubbed, { usage: reportedUsage })
+        : scrubbed;
     };
-    const format = structuredOutput && request.responseFormat !== undefined ? toOpenAIFormat(request.responseFormat.name, request.responseFormat.schema) : null;
+    const format =
+      structuredOutput && request.responseFormat !== undefined
+        ? toOpenAIFormat(request.responseFormat.name, request.responseFormat.schema)
+        : null;
     const call: ApiCall = {
       // A client per call carries this call's watchdog into its fetch; the options are shared.
       client: client.withOptions({ fetch: watchdog.fetch }),
@@ -251,7 +309,12 @@ export function openaiModel(options: OpenAIModelOptions): Model {
       watchdog.dispose();
     }
     try {
-      return toModelResponse(outcome, request, format === null || !format.strict ? null : request.responseFormat?.schema ?? null, where);
+      return toModelResponse(
+        outcome,
+        request,
+        format === null || !format.strict ? null : (request.responseFormat?.schema ?? null),
+        where,
+      );
     } catch (error) {
       throw failure(error);
     }
@@ -264,14 +327,28 @@ export function openaiModel(options: OpenAIModelOptions): Model {
   };
 }
 
-function toModelResponse(outcome: ApiOutcome, request: ModelRequest, strictSchema: Record<string, unknown> | null, where: string): ModelResponse {
+function toModelResponse(
+  outcome: ApiOutcome,
+  request: ModelRequest,
+  strictSchema: Record<string, unknown> | null,
+  where: string,
+): ModelResponse {
   if (outcome.refusal !== null && outcome.toolCalls.length === 0) {
-    throw new ModelCallError({ kind: 'refused', message: `${where} refused to answer: ${outcome.refusal}`, ...(outcome.usage === null ? {} : { usage: outcome.usage }) });
+    throw new ModelCallError({
+      kind: 'refused',
+      message: `${where} refused to answer: ${outcome.refusal}`,
+      ...(outcome.usage === null ? {} : { usage: outcome.usage }),
+    });
   }
   if (outcome.finishReason === 'content_filter') {
-    throw new ModelCallError({ kind: 'refused', message: `${where} withheld the reply: its content filter stopped it (finish reason content_filter)`, ...(outcome.usage === null ? {} : { usage: outcome.usage }) });
+    throw new ModelCallError({
+      kind: 'refused',
+      message: `${where} withheld the reply: its content filter stopped it (finish reason content_filter)`,
+      ...(outcome.usage === null ? {} : { usage: outcome.usage }),
+    });
   }
-  const text = outcome.text !== null && strictSchema !== null ? withoutAddedNulls(outcome.text, strictSchema) : outcome.text;
+  const text =
+    outcome.text !== null && strictSchema !== null ? withoutAddedNulls(outcome.text, strictSchema) : outcome.text;
   return {
     text,
     toolCalls: outcome.toolCalls,

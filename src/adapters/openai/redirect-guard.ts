@@ -22,7 +22,8 @@ const FOLLOWABLE = new Set([301, 302, 307, 308]);
 /** Hops followed before the last redirect is reported as it is: a loop must end. */
 export const MAX_REDIRECT_HOPS = 5;
 
-const urlOf = (input: string | URL | Request): string => (typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+const urlOf = (input: string | URL | Request): string =>
+  typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
 
 function resolved(location: string | null, base: string): URL | null {
   if (location === null) return null;

@@ -8,7 +8,15 @@ import type { ResponseCreateParamsBase, ResponseInputItem } from 'openai/resourc
 import { ModelCallError } from '../../contracts/errors.js';
 import type { Message, ModelSettings, ModelUsage } from '../../contracts/model.js';
 import { clause } from './classify-error.js';
-import { checkToolCalls, incompleteStream, notAReply, textOf, toModelUsage, type ApiCall, type ApiOutcome } from './chat-api.js';
+import {
+  checkToolCalls,
+  incompleteStream,
+  notAReply,
+  textOf,
+  toModelUsage,
+  type ApiCall,
+  type ApiOutcome,
+} from './chat-api.js';
 
 function inputItems(messages: readonly Message[]): ResponseInputItem[] {
   const items: ResponseInputItem[] = [];
@@ -19,8 +27,10 @@ function inputItems(messages: readonly Message[]): ResponseInputItem[] {
         items.push({ type: 'message', role: message.role, content: message.content });
         break;
       case 'assistant':
-        if (message.content !== null && message.content !== '') items.push({ type: 'message', role: 'assistant', content: message.content });
-        for (const call of message.toolCalls ?? []) items.push({ type: 'function_call', call_id: call.id, name: call.name, arguments: call.arguments });
+        if (message.content !== null && message.content !== '')
+          items.push({ type: 'message', role: 'assistant', content: message.content });
+        for (const call of message.toolCalls ?? [])
+          items.push({ type: 'function_call', call_id: call.id, name: call.name, arguments: call.arguments });
         break;
       case 'tool':
         items.push({ type: 'function_call_output', call_id: message.toolCallId, output: message.content });
@@ -46,9 +56,28 @@ export function responsesBody(call: ApiCall): ResponseCreateParamsBase {
     input: inputItems(call.messages),
     store: false,
     ...(call.tools.length > 0
-      ? { tools: call.tools.map((tool) => ({ type: 'function' as const, name: tool.name, description: tool.description, parameters: tool.parameters, strict: false })) }
+      ? {
+          tools: call.tools.map((tool) => ({
+            type: 'function' as const,
+            name: tool.name,
+            description: tool.description,
+            parameters: tool.parameters,
+            strict: false,
+          })),
+        }
       : {}),
-    ...(call.format === null ? {} : { text: { format: { type: 'json_schema' as const, name: call.format.name, schema: call.format.schema, strict: call.format.strict } } }),
+    ...(call.format === null
+      ? {}
+      : {
+          text: {
+            format: {
+              type: 'json_schema' as const,
+              name: call.format.name,
+              schema: call.format.schema,
+              strict: call.format.strict,
+            },
+          },
+        }),
     ...responsesSettings(call.settings),
   };
 }
@@ -67,7 +96,10 @@ export async function callResponses(call: ApiCall): Promise<ApiOutcome> {
   if (!call.stream) {
     // The plain POST, not `responses.create`: its post-processing throws a TypeError on a reply that is
     // text (an HTML page), which would pass for a dropped connection and be retried.
-    const response: unknown = await call.client.post('/responses', { body: { ...body, stream: false }, signal: call.signal });
+    const response: unknown = await call.client.post('/responses', {
+      body: { ...body, stream: false },
+      signal: call.signal,
+    });
     return responseOutcome(response, call);
   }
   const stream = await call.client.responses.create({ ...body, stream: true }, { signal: call.signal });
@@ -86,9 +118,15 @@ export async function callResponses(call: ApiCall): Promise<ApiOutcome> {
       const failed = event.response as { error?: { code?: unknown; message?: unknown }; usage?: unknown } | undefined;
       const usage = responseUsage(failed?.usage);
       if (usage !== null) call.reportUsage(usage);
-      throw new ModelCallError({ kind: 'server', message: `${call.where} failed the response mid-stream: ${reasonOf(failed?.error?.message, failed?.error?.code)}` });
+      throw new ModelCallError({
+        kind: 'server',
+        message: `${call.where} failed the response mid-stream: ${reasonOf(failed?.error?.message, failed?.error?.code)}`,
+      });
     } else if (event.type === 'error') {
-      throw new ModelCallError({ kind: 'server', message: `${call.where} reported an error in the middle of its streamed reply: ${reasonOf(event.message, event.code)}` });
+      throw new ModelCallError({
+        kind: 'server',
+        message: `${call.where} reported an error in the middle of its streamed reply: ${reasonOf(event.message, event.code)}`,
+      });
     }
   }
   // The client ends the iteration quietly when it is aborted: our abort is the caller's to report.
@@ -100,11 +138,21 @@ export async function callResponses(call: ApiCall): Promise<ApiOutcome> {
 /** The server's words for a failure, or a note that it gave none. */
 const reasonOf = (message: unknown, code: unknown): string => clause(String(message ?? code ?? 'no reason given'));
 
-type ResponsesUsage = { input_tokens?: unknown; output_tokens?: unknown; input_tokens_details?: { cached_tokens?: unknown }; output_tokens_details?: { reasoning_tokens?: unknown } };
+type ResponsesUsage = {
+  input_tokens?: unknown;
+  output_tokens?: unknown;
+  input_tokens_details?: { cached_tokens?: unknown };
+  output_tokens_details?: { reasoning_tokens?: unknown };
+};
 
 function responseUsage(usage: unknown): ModelUsage | null {
   if (typeof usage !== 'object' || usage === null) return null;
-  const { input_tokens: input, output_tokens: output, input_tokens_details: cached, output_tokens_details: reasoning } = usage as ResponsesUsage;
+  const {
+    input_tokens: input,
+    output_tokens: output,
+    input_tokens_details: cached,
+    output_tokens_details: reasoning,
+  } = usage as ResponsesUsage;
   return toModelUsage(input, output, cached?.cached_tokens, reasoning?.reasoning_tokens);
 }
 
@@ -119,8 +167,13 @@ interface OutputItem {
 function responseOutcome(response: unknown, call: ApiCall): ApiOutcome {
   const where = call.where;
   const output = (response as { output?: unknown } | null)?.output;
-  if (typeof response !== 'object' || response === null || !Array.isArray(output)) throw notAReply(call, response, 'a response object');
-  const { status, incomplete_details: incomplete, usage } = response as { status?: unknown; incomplete_details?: { reason?: unknown } | null; usage?: unknown };
+  if (typeof response !== 'object' || response === null || !Array.isArray(output))
+    throw notAReply(call, response, 'a response object');
+  const {
+    status,
+    incomplete_details: incomplete,
+    usage,
+  } = response as { status?: unknown; incomplete_details?: { reason?: unknown } | null; usage?: unknown };
   let text: string | null = null;
   let refusal: string | null = null;
   const toolCalls: ApiOutcome['toolCalls'] = [];
@@ -139,11 +192,20 @@ function responseOutcome(response: unknown, call: ApiCall): ApiOutcome {
   checkToolCalls(toolCalls, where, 'output(function_call)', 'name');
   const reason = incomplete?.reason;
   const finishReason =
-    status === 'incomplete' ? (reason === 'content_filter' ? 'content_filter' : reason === 'max_output_tokens' ? 'length' : String(reason ?? 'incomplete'))
-    : toolCalls.length > 0 ? 'tool_calls'
-    : 'stop';
+    status === 'incomplete'
+      ? reason === 'content_filter'
+        ? 'content_filter'
+        : reason === 'max_output_tokens'
+          ? 'length'
+          : String(reason ?? 'incomplete')
+      : toolCalls.length > 0
+        ? 'tool_calls'
+        : 'stop';
   return {
-    text, refusal, toolCalls, finishReason,
+    text,
+    refusal,
+    toolCalls,
+    finishReason,
     usage: responseUsage(usage),
   };
 }

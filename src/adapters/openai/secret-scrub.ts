@@ -59,7 +59,10 @@ export function scrubModelError(error: unknown, secrets: readonly string[]): unk
 }
 
 /** A copy of a model call error with some fields changed. */
-export function copyModelError(error: ModelCallErrorLike, changes: Partial<Pick<ModelCallErrorLike, 'message' | 'usage'>>): ModelCallError {
+export function copyModelError(
+  error: ModelCallErrorLike,
+  changes: Partial<Pick<ModelCallErrorLike, 'message' | 'usage'>>,
+): ModelCallError {
   const usage = changes.usage ?? error.usage;
   return new ModelCallError({
     kind: error.kind,

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { ModelProgress } from '../../contracts/model.js';
 import { ChatStreamAccumulator } from './stream-accumulator.js';
 
-const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ choices: [{ index: 0, delta, finish_reason: finish }] });
+const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+  choices: [{ index: 0, delta, finish_reason: finish }],
+});
 
 describe('ChatStreamAccumulator', () => {
   it('folds text and parallel tool calls by index, and takes the usage of the last chunk (choices: [])', () => {
@@ -17,16 +19,26 @@ describe('ChatStreamAccumulator', () => {
     accumulator.add(chunk({ tool_calls: [{ index: 1, function: { arguments: ':2}' } }] }));
     expect(accumulator.finished).toBe(false);
     accumulator.add(chunk({}, 'tool_calls'));
-    accumulator.add({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } } });
+    accumulator.add({
+      choices: [],
+      usage: { prompt_tokens: 9, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } },
+    });
     expect(accumulator.finished).toBe(true);
     expect(accumulator.outcome()).toEqual({
-      text: 'Looking.', refusal: null, finishReason: 'tool_calls',
-      toolCalls: [{ id: 'a', name: 'get', arguments: '{"id":1}' }, { id: 'b', name: 'put', arguments: '{"x":2}' }],
+      text: 'Looking.',
+      refusal: null,
+      finishReason: 'tool_calls',
+      toolCalls: [
+        { id: 'a', name: 'get', arguments: '{"id":1}' },
+        { id: 'b', name: 'put', arguments: '{"x":2}' },
+      ],
       usage: { prompt_tokens: 9, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } },
     });
     expect(progress).toEqual([
-      { type: 'text_delta', text: 'Look' }, { type: 'text_delta', text: 'ing.' },
-      { type: 'tool_call_started', callId: 'a', name: 'get' }, { type: 'tool_call_started', callId: 'b', name: 'put' },
+      { type: 'text_delta', text: 'Look' },
+      { type: 'text_delta', text: 'ing.' },
+      { type: 'tool_call_started', callId: 'a', name: 'get' },
+      { type: 'tool_call_started', callId: 'b', name: 'put' },
     ]);
   });
 
@@ -37,7 +49,10 @@ describe('ChatStreamAccumulator', () => {
     accumulator.add(chunk({ tool_calls: [{ id: 'b', function: { name: 'get', arguments: '{}' } }] }));
     accumulator.add(chunk({ tool_calls: [{ id: 'b', function: { arguments: '' } }] }));
     accumulator.add(chunk({}, 'tool_calls'));
-    expect(accumulator.outcome().toolCalls).toEqual([{ id: 'a', name: 'get', arguments: '{"id":1}' }, { id: 'b', name: 'get', arguments: '{}' }]);
+    expect(accumulator.outcome().toolCalls).toEqual([
+      { id: 'a', name: 'get', arguments: '{"id":1}' },
+      { id: 'b', name: 'get', arguments: '{}' },
+    ]);
   });
 
   it('a reply with no text is null, not an empty string, and a refusal is kept', () => {

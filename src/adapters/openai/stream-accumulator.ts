@@ -13,7 +13,11 @@ interface ToolCallDelta {
 
 /** The parts of a chunk we read; everything else is ignored. */
 export interface ChatChunk {
-  choices?: { index?: number; delta?: { content?: string | null; refusal?: string | null; tool_calls?: ToolCallDelta[] | null } | null; finish_reason?: string | null }[];
+  choices?: {
+    index?: number;
+    delta?: { content?: string | null; refusal?: string | null; tool_calls?: ToolCallDelta[] | null } | null;
+    finish_reason?: string | null;
+  }[];
   usage?: ChatUsage | null;
 }
 
@@ -75,7 +79,11 @@ export class ChatStreamAccumulator {
     let position: number | undefined;
     if (typeof delta.index === 'number') {
       position = this.byIndex.get(delta.index);
-      if (position === undefined) this.byIndex.set(delta.index, (position = this.calls.push({ id: '', name: '', arguments: '', announced: false }) - 1));
+      if (position === undefined)
+        this.byIndex.set(
+          delta.index,
+          (position = this.calls.push({ id: '', name: '', arguments: '', announced: false }) - 1),
+        );
     } else if (last >= 0 && (!delta.id || delta.id === this.calls[last]?.id)) {
       position = last;
     } else {

@@ -47,17 +47,22 @@ export interface PostgresStore extends Store {
 
 function checkOptions(options: PostgresStoreOptions): void {
   const issues: { path: string; message: string }[] = [];
-  if (typeof options?.connectionString !== 'string' || !/^postgres(ql)?:\/\//.test(options.connectionString)) issues.push({ path: 'connectionString', message: 'expected a postgresql:// URL' });
-  if (options?.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(options.schema)) issues.push({ path: 'schema', message: 'expected a lower-case identifier' });
+  if (typeof options?.connectionString !== 'string' || !/^postgres(ql)?:\/\//.test(options.connectionString))
+    issues.push({ path: 'connectionString', message: 'expected a postgresql:// URL' });
+  if (options?.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(options.schema))
+    issues.push({ path: 'schema', message: 'expected a lower-case identifier' });
   for (const key of ['maxConnections', 'pausePollMs'] as const) {
     const value = options?.[key];
-    if (value !== undefined && !(Number.isInteger(value) && value > 0)) issues.push({ path: key, message: 'expected a positive integer' });
+    if (value !== undefined && !(Number.isInteger(value) && value > 0))
+      issues.push({ path: key, message: 'expected a positive integer' });
   }
   if (issues.length > 0) throw new LoopConfigError({ issues });
 }
 
-const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) => new StoreConflictError({ runId, seq, message, cause });
-const lostLease = (runId: string, seq: number | null) => conflict(runId, seq, `run ${runId} is held by another owner; this writer lost its lease`);
+const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) =>
+  new StoreConflictError({ runId, seq, message, cause });
+const lostLease = (runId: string, seq: number | null) =>
+  conflict(runId, seq, `run ${runId} is held by another owner; this writer lost its lease`);
 
 /**
  * A store in one PostgreSQL database, shared by every process that can reach it.
@@ -73,7 +78,11 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   const use = (): Promise<Pool> => {
     ready ??= (async () => {
       const require = createRequire(import.meta.url);
-      const pg = loadPeer(() => require('pg') as typeof Pg, { packageName: 'pg', installCommand: 'npm install pg', feature: 'postgresStore' });
+      const pg = loadPeer(() => require('pg') as typeof Pg, {
+        packageName: 'pg',
+        installCommand: 'npm install pg',
+        feature: 'postgresStore',
+      });
       pool = new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 4 });
       const client = await pool.connect();
       try {
@@ -104,17 +113,35 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     }
   };
   const renew = (client: PoolClient, runId: string, lease: Lease, runBody: string | null) =>
-    client.query(`UPDATE ${schema}.runs SET lease_until = $1, body = coalesce($2, body) WHERE run_id = $3 AND lease_owner = $4`, [lease.until, runBody, runId, lease.owner]);
+    client.query(
+      `UPDATE ${schema}.runs SET lease_until = $1, body = coalesce($2, body) WHERE run_id = $3 AND lease_owner = $4`,
+      [lease.until, runBody, runId, lease.owner],
+    );
   return {
     pausePollMs: options.pausePollMs ?? 500,
     async createRun(runId, body, lease) {
-      const result = await query(`INSERT INTO ${schema}.runs (run_id, body, lease_owner, lease_until) VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO NOTHING`, [runId, body, lease.owner, lease.until]);
+      const result = await query(
+        `INSERT INTO ${schema}.runs (run_id, body, lease_owner, lease_until) VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO NOTHING`,
+        [runId, body, lease.owner, lease.until],
+      );
       return result.rowCount === 1;
     },
     async readRun(runId): Promise<RunRow | null> {
-      const { rows } = await query(`SELECT body, lease_owner, lease_until, cancel_requested FROM ${schema}.runs WHERE run_id = $1`, [runId]);
-      const row = rows[0] as { body: string; lease_owner: string | null; lease_until: string; cancel_requested: boolean } | undefined;
-      return row ? { runId, body: row.body, leaseOwner: row.lease_owner, leaseUntil: Number(row.lease_until), cancelRequested: row.cancel_requested } : null;
+      const { rows } = await query(
+        `SELECT body, lease_owner, lease_until, cancel_requested FROM ${schema}.runs WHERE run_id = $1`,
+        [runId],
+      );
+      const row = rows[0] as
+        { body: string; lease_owner: string | null; lease_until: string; cancel_requested: boolean } | undefined;
+      return row
+        ? {
+            runId,
+            body: row.body,
+            leaseOwner: row.lease_owner,
+            leaseUntil: Number(row.lease_until),
+            cancelRequested: row.cancel_requested,
+          }
+        : null;
     },
     async acquireLease(runId, lease, now, takeOverFrom) {
       const result = await query(
@@ -124,14 +151,21 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       return result.rowCount === 1;
     },
     async releaseLease(runId, owner) {
-      await query(`UPDATE ${schema}.runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = $1 AND lease_owner = $2`, [runId, owner]);
+      await query(
+        `UPDATE ${schema}.runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = $1 AND lease_owner = $2`,
+        [runId, owner],
+      );
     },
     async append(runId, rows, lease, runBody) {
       await transaction(async (client) => {
         // A row lock on the run: a journal append and a lease take-over of the same run never interleave.
-        const held = rows.length === 0 || runBody !== undefined
-          ? (await renew(client, runId, lease, runBody ?? null)).rowCount === 1
-          : ((await client.query(`SELECT lease_owner FROM ${schema}.runs WHERE run_id = $1 FOR SHARE`, [runId])).rows[0] as { lease_owner: string | null } | undefined)?.lease_owner === lease.owner;
+        const held =
+          rows.length === 0 || runBody !== undefined
+            ? (await renew(client, runId, lease, runBody ?? null)).rowCount === 1
+            : (
+                (await client.query(`SELECT lease_owner FROM ${schema}.runs WHERE run_id = $1 FOR SHARE`, [runId]))
+                  .rows[0] as { lease_owner: string | null } | undefined
+              )?.lease_owner === lease.owner;
         if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
         if (rows.length === 0) return;
         try {
@@ -140,13 +174,22 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
             [runId, rows.map((row) => row.seq), rows.map((row) => row.kind), rows.map((row) => row.body)],
           );
         } catch (error) {
-          if ((error as { code?: string }).code === '23505') throw conflict(runId, rows[0]?.seq ?? null, `run ${runId} already has a journal record at one of seqs ${rows.map((row) => row.seq).join(', ')}`, error);
+          if ((error as { code?: string }).code === '23505')
+            throw conflict(
+              runId,
+              rows[0]?.seq ?? null,
+              `run ${runId} already has a journal record at one of seqs ${rows.map((row) => row.seq).join(', ')}`,
+              error,
+            );
           throw error;
         }
       });
     },
     async readJournal(runId, afterSeq) {
-      const { rows } = await query(`SELECT seq, kind, body FROM ${schema}.journal WHERE run_id = $1 AND seq > $2 ORDER BY seq`, [runId, afterSeq]);
+      const { rows } = await query(
+        `SELECT seq, kind, body FROM ${schema}.journal WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
+        [runId, afterSeq],
+      );
       return rows as StoreRow[];
     },
     async writeSnapshot(runId, row, lease) {
@@ -163,13 +206,21 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       return (rows[0] as StoreRow | undefined) ?? null;
     },
     async requestCancel(runId) {
-      return (await query(`UPDATE ${schema}.runs SET cancel_requested = TRUE WHERE run_id = $1`, [runId])).rowCount === 1;
+      return (
+        (await query(`UPDATE ${schema}.runs SET cancel_requested = TRUE WHERE run_id = $1`, [runId])).rowCount === 1
+      );
     },
     async setPaused(reason) {
-      await query(`INSERT INTO ${schema}.control (key, value) VALUES ('paused', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [reason]);
+      await query(
+        `INSERT INTO ${schema}.control (key, value) VALUES ('paused', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+        [reason],
+      );
     },
     async readControl(runId): Promise<RunControl> {
-      const { rows } = await query(`SELECT (SELECT value FROM ${schema}.control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM ${schema}.runs WHERE run_id = $1) AS cancel_requested`, [runId]);
+      const { rows } = await query(
+        `SELECT (SELECT value FROM ${schema}.control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM ${schema}.runs WHERE run_id = $1) AS cancel_requested`,
+        [runId],
+      );
       const row = rows[0] as { paused: string | null; cancel_requested: boolean | null } | undefined;
       return { paused: row?.paused ?? null, cancelRequested: row?.cancel_requested === true };
     },
@@ -178,8 +229,23 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       return (rows[0] as { body: string; version: number } | undefined) ?? null;
     },
     async writeLedger(tenantId, body, expectedVersion) {
-      if (expectedVersion === null) return (await query(`INSERT INTO ${schema}.ledgers (tenant_id, body, version) VALUES ($1, $2, 1) ON CONFLICT (tenant_id) DO NOTHING`, [tenantId, body])).rowCount === 1;
-      return (await query(`UPDATE ${schema}.ledgers SET body = $1, version = version + 1 WHERE tenant_id = $2 AND version = $3`, [body, tenantId, expectedVersion])).rowCount === 1;
+      if (expectedVersion === null)
+        return (
+          (
+            await query(
+              `INSERT INTO ${schema}.ledgers (tenant_id, body, version) VALUES ($1, $2, 1) ON CONFLICT (tenant_id) DO NOTHING`,
+              [tenantId, body],
+            )
+          ).rowCount === 1
+        );
+      return (
+        (
+          await query(
+            `UPDATE ${schema}.ledgers SET body = $1, version = version + 1 WHERE tenant_id = $2 AND version = $3`,
+            [body, tenantId, expectedVersion],
+          )
+        ).rowCount === 1
+      );
     },
     async heartbeat(executorId, now) {
       await query(
@@ -197,14 +263,20 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     },
     async releaseExecutors(executorIds, self) {
       if (executorIds.length === 0) return;
-      await query(`DELETE FROM ${schema}.workers WHERE executor_id = ANY($1) AND claimed_by = $2`, [[...executorIds], self]);
+      await query(`DELETE FROM ${schema}.workers WHERE executor_id = ANY($1) AND claimed_by = $2`, [
+        [...executorIds],
+        self,
+      ]);
     },
     async exclusive(key, work) {
       const client = await (await use()).connect();
       try {
         // Polled, not waited for: a session blocked in pg_advisory_lock holds a snapshot that DBOS's
         // CREATE INDEX CONCURRENTLY (run by `work` in the lock holder) would wait for, a deadlock.
-        while (!((await client.query('SELECT pg_try_advisory_lock($1) AS locked', [key])).rows[0] as { locked: boolean }).locked) {
+        while (
+          !((await client.query('SELECT pg_try_advisory_lock($1) AS locked', [key])).rows[0] as { locked: boolean })
+            .locked
+        ) {
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
         return await work();

@@ -37,7 +37,11 @@ type Database = BetterSqlite3.Database;
 /** better-sqlite3, loaded when a store is made (so a missing package is said at once, not at the first write). */
 function loadDriver(): typeof BetterSqlite3 {
   const require = createRequire(import.meta.url);
-  return loadPeer(() => require('better-sqlite3') as typeof BetterSqlite3, { packageName: 'better-sqlite3', installCommand: 'npm install better-sqlite3@~12.11', feature: 'sqliteStore' });
+  return loadPeer(() => require('better-sqlite3') as typeof BetterSqlite3, {
+    packageName: 'better-sqlite3',
+    installCommand: 'npm install better-sqlite3@~12.11',
+    feature: 'sqliteStore',
+  });
 }
 
 function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions): Database {
@@ -52,11 +56,14 @@ function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions)
 
 function checkOptions(options: SqliteStoreOptions): void {
   const issues: { path: string; message: string }[] = [];
-  if (typeof options?.path !== 'string' || options.path === '') issues.push({ path: 'path', message: 'expected a file path (or ":memory:")' });
-  if (options?.durability !== undefined && options.durability !== 'normal' && options.durability !== 'full') issues.push({ path: 'durability', message: 'expected "normal" or "full"' });
+  if (typeof options?.path !== 'string' || options.path === '')
+    issues.push({ path: 'path', message: 'expected a file path (or ":memory:")' });
+  if (options?.durability !== undefined && options.durability !== 'normal' && options.durability !== 'full')
+    issues.push({ path: 'durability', message: 'expected "normal" or "full"' });
   for (const key of ['busyTimeoutMs', 'checkpointEvery', 'journalSizeLimitBytes', 'pausePollMs'] as const) {
     const value = options?.[key];
-    if (value !== undefined && !(Number.isInteger(value) && value > 0)) issues.push({ path: key, message: 'expected a positive integer' });
+    if (value !== undefined && !(Number.isInteger(value) && value > 0))
+      issues.push({ path: key, message: 'expected a positive integer' });
   }
   if (issues.length > 0) throw new LoopConfigError({ issues });
 }
@@ -87,11 +94,23 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       return use().statements.insertRun.run(runId, body, lease.owner, lease.until).changes === 1;
     },
     async readRun(runId): Promise<RunRow | null> {
-      const row = use().statements.readRun.get(runId) as { body: string; lease_owner: string | null; lease_until: number; cancel_requested: number } | undefined;
-      return row ? { runId, body: row.body, leaseOwner: row.lease_owner, leaseUntil: row.lease_until, cancelRequested: row.cancel_requested === 1 } : null;
+      const row = use().statements.readRun.get(runId) as
+        { body: string; lease_owner: string | null; lease_until: number; cancel_requested: number } | undefined;
+      return row
+        ? {
+            runId,
+            body: row.body,
+            leaseOwner: row.lease_owner,
+            leaseUntil: row.lease_until,
+            cancelRequested: row.cancel_requested === 1,
+          }
+        : null;
     },
     async acquireLease(runId, lease: Lease, now, takeOverFrom) {
-      return use().statements.acquireLease.run(lease.owner, lease.until, runId, now, lease.owner, takeOverFrom ?? null).changes === 1;
+      return (
+        use().statements.acquireLease.run(lease.owner, lease.until, runId, now, lease.owner, takeOverFrom ?? null)
+          .changes === 1
+      );
     },
     async releaseLease(runId, owner) {
       use().statements.releaseLease.run(runId, owner);
@@ -121,7 +140,8 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       use().statements.setPaused.run(reason);
     },
     async readControl(runId): Promise<RunControl> {
-      const row = use().statements.readControl.get(runId) as { paused: string | null; cancel_requested: number | null } | undefined;
+      const row = use().statements.readControl.get(runId) as
+        { paused: string | null; cancel_requested: number | null } | undefined;
       return { paused: row?.paused ?? null, cancelRequested: row?.cancel_requested === 1 };
     },
     async readLedger(tenantId) {
@@ -141,8 +161,10 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   };
 }
 
-const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) => new StoreConflictError({ runId, seq, message, cause });
-const lostLease = (runId: string, seq: number | null) => conflict(runId, seq, `run ${runId} is held by another owner; this writer lost its lease`);
+const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) =>
+  new StoreConflictError({ runId, seq, message, cause });
+const lostLease = (runId: string, seq: number | null) =>
+  conflict(runId, seq, `run ${runId} is held by another owner; this writer lost its lease`);
 
 /** The write transactions, made once: better-sqlite3 builds a wrapper per `transaction()` call. */
 function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
@@ -150,9 +172,11 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
     append: db.transaction((runId: string, rows: readonly StoreRow[], lease: Lease, runBody: string | undefined) => {
       // A journal append only checks the lease (a read: no page of the runs table rewritten per step);
       // a heartbeat (no rows) or a new run body renews it.
-      const held = rows.length === 0 || runBody !== undefined
-        ? statements.renewLease.run(lease.until, runBody ?? null, runId, lease.owner).changes === 1
-        : (statements.leaseOwner.get(runId) as { lease_owner: string | null } | undefined)?.lease_owner === lease.owner;
+      const held =
+        rows.length === 0 || runBody !== undefined
+          ? statements.renewLease.run(lease.until, runBody ?? null, runId, lease.owner).changes === 1
+          : (statements.leaseOwner.get(runId) as { lease_owner: string | null } | undefined)?.lease_owner ===
+            lease.owner;
       if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
       for (const row of rows) {
         try {
@@ -163,7 +187,8 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
       }
     }),
     snapshot: db.transaction((runId: string, row: StoreRow, lease: Lease) => {
-      if (statements.renewLease.run(lease.until, null, runId, lease.owner).changes !== 1) throw lostLease(runId, row.seq);
+      if (statements.renewLease.run(lease.until, null, runId, lease.owner).changes !== 1)
+        throw lostLease(runId, row.seq);
       statements.upsertSnapshot.run(runId, row.seq, row.kind, row.body);
     }),
   };
@@ -177,17 +202,27 @@ function prepare(db: Database) {
       'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE run_id = ? AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ? OR lease_owner = ?)',
     ),
     leaseOwner: db.prepare('SELECT lease_owner FROM runs WHERE run_id = ?'),
-    releaseLease: db.prepare('UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?'),
-    renewLease: db.prepare('UPDATE runs SET lease_until = ?, body = coalesce(?, body) WHERE run_id = ? AND lease_owner = ?'),
+    releaseLease: db.prepare(
+      'UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?',
+    ),
+    renewLease: db.prepare(
+      'UPDATE runs SET lease_until = ?, body = coalesce(?, body) WHERE run_id = ? AND lease_owner = ?',
+    ),
     insertRecord: db.prepare('INSERT INTO journal (run_id, seq, kind, body) VALUES (?, ?, ?, ?)'),
     readJournal: db.prepare('SELECT seq, kind, body FROM journal WHERE run_id = ? AND seq > ? ORDER BY seq'),
-    upsertSnapshot: db.prepare('INSERT INTO snapshots (run_id, seq, kind, body) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body WHERE excluded.seq >= snapshots.seq'),
+    upsertSnapshot: db.prepare(
+      'INSERT INTO snapshots (run_id, seq, kind, body) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body WHERE excluded.seq >= snapshots.seq',
+    ),
     latestSnapshot: db.prepare('SELECT seq, kind, body FROM snapshots WHERE run_id = ?'),
     readLedger: db.prepare('SELECT body, version FROM ledgers WHERE tenant_id = ?'),
     insertLedger: db.prepare('INSERT OR IGNORE INTO ledgers (tenant_id, body, version) VALUES (?, ?, 1)'),
     updateLedger: db.prepare('UPDATE ledgers SET body = ?, version = version + 1 WHERE tenant_id = ? AND version = ?'),
     requestCancel: db.prepare('UPDATE runs SET cancel_requested = 1 WHERE run_id = ?'),
-    setPaused: db.prepare("INSERT INTO control (key, value) VALUES ('paused', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
-    readControl: db.prepare("SELECT (SELECT value FROM control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM runs WHERE run_id = ?) AS cancel_requested"),
+    setPaused: db.prepare(
+      "INSERT INTO control (key, value) VALUES ('paused', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    ),
+    readControl: db.prepare(
+      "SELECT (SELECT value FROM control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM runs WHERE run_id = ?) AS cancel_requested",
+    ),
   };
 }

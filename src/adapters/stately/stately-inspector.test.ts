@@ -22,7 +22,9 @@ async function listeningServer(): Promise<{ url: string; received: Record<string
   servers.push(server);
   await new Promise((done) => server.once('listening', done));
   const received: Record<string, unknown>[] = [];
-  server.on('connection', (socket) => socket.on('message', (data) => received.push(JSON.parse(String(data)) as Record<string, unknown>)));
+  server.on('connection', (socket) =>
+    socket.on('message', (data) => received.push(JSON.parse(String(data)) as Record<string, unknown>)),
+  );
   return { url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`, received };
 }
 
@@ -39,7 +41,9 @@ describe('statelyInspector', () => {
   it('streams the actor, its events and its snapshots to a listening server', async () => {
     const { url, received } = await listeningServer();
     const inspector = statelyInspector({ url });
-    const result = await createLoop(sampleLoopConfig(virtualClock(), { inspect: inspector })).run({ goal: 'Status of O-101?' });
+    const result = await createLoop(sampleLoopConfig(virtualClock(), { inspect: inspector })).run({
+      goal: 'Status of O-101?',
+    });
     await inspector.close();
     expect(result.stopReason).toBe('completed');
     await expect.poll(() => received.length).toBe(inspector.sentEvents);
@@ -48,8 +52,19 @@ describe('statelyInspector', () => {
     const actor = received.find((event) => event.type === '@xstate.actor');
     expect(actor).toMatchObject({ name: 'loop' });
     expect(JSON.parse(String(actor?.definition))).toMatchObject({ id: 'loop', initial: 'READY' });
-    const eventTypes = received.filter((event) => event.type === '@xstate.event').map((event) => (event.event as { type: string }).type);
-    expect(eventTypes).toEqual(expect.arrayContaining(['run.started', 'model.failed', 'backoff.elapsed', 'model.responded', 'tools.completed', 'evaluation.completed']));
+    const eventTypes = received
+      .filter((event) => event.type === '@xstate.event')
+      .map((event) => (event.event as { type: string }).type);
+    expect(eventTypes).toEqual(
+      expect.arrayContaining([
+        'run.started',
+        'model.failed',
+        'backoff.elapsed',
+        'model.responded',
+        'tools.completed',
+        'evaluation.completed',
+      ]),
+    );
     const last = received.filter((event) => event.type === '@xstate.snapshot').at(-1);
     expect(last?.snapshot).toMatchObject({ value: 'TERMINATED', status: 'done' });
     expect(inspector.droppedEvents).toBe(0);
@@ -60,7 +75,14 @@ describe('statelyInspector', () => {
     const port = await closedPort();
     const relay = createInspectorServer({ port, autoOpen: false });
     try {
-      await expect.poll(async () => fetch(`http://localhost:${port}/`).then((response) => response.status, () => 0)).toBe(200);
+      await expect
+        .poll(async () =>
+          fetch(`http://localhost:${port}/`).then(
+            (response) => response.status,
+            () => 0,
+          ),
+        )
+        .toBe(200);
       // The relay's page connects like this, then hands events to the hosted UI in an iframe.
       const browser = new WebSocket(`ws://localhost:${port}`);
       const relayed: { type: string }[] = [];
@@ -70,7 +92,9 @@ describe('statelyInspector', () => {
       await createLoop(sampleLoopConfig(virtualClock(), { inspect: inspector })).run({ goal: 'Status of O-101?' });
       await inspector.close();
       await expect.poll(() => relayed.length).toBe(inspector.sentEvents);
-      expect(new Set(relayed.map((event) => event.type))).toEqual(new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot']));
+      expect(new Set(relayed.map((event) => event.type))).toEqual(
+        new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot']),
+      );
       browser.close();
     } finally {
       relay.stop();
@@ -107,8 +131,13 @@ describe('statelyInspector', () => {
 
   it('with no server, reports the failure once, drops the events and never retries', async () => {
     const errors: string[] = [];
-    const inspector = statelyInspector({ url: `ws://127.0.0.1:${await closedPort()}`, onError: (error) => errors.push(error.message) });
-    const result = await createLoop(sampleLoopConfig(virtualClock(), { inspect: inspector })).run({ goal: 'Status of O-101?' });
+    const inspector = statelyInspector({
+      url: `ws://127.0.0.1:${await closedPort()}`,
+      onError: (error) => errors.push(error.message),
+    });
+    const result = await createLoop(sampleLoopConfig(virtualClock(), { inspect: inspector })).run({
+      goal: 'Status of O-101?',
+    });
     await inspector.close();
     expect(result.stopReason).toBe('completed');
     expect(result.warnings).toEqual([]);
@@ -121,10 +150,19 @@ describe('statelyInspector', () => {
 
   it('lets a process that ran a loop with it exit by itself when no server listens', async () => {
     const port = await closedPort();
-    const child = spawn(process.execPath, ['--import', './test/support/typescript-register.mjs', join('test', 'fixtures', 'stately-inspector-run.ts'), `ws://127.0.0.1:${port}`], {
-      cwd: repoRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        './test/support/typescript-register.mjs',
+        join('test', 'fixtures', 'stately-inspector-run.ts'),
+        `ws://127.0.0.1:${port}`,
+      ],
+      {
+        cwd: repoRoot,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stdout.on('data', (chunk) => (output += String(chunk)));
     child.stderr.on('data', (chunk) => (output += String(chunk)));

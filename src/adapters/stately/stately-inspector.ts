@@ -83,7 +83,10 @@ class SingleConnectionAdapter {
   private markClosed: () => void = () => undefined;
 
   constructor(
-    private readonly options: Required<Pick<StatelyInspectorOptions, 'url' | 'maxBufferedEvents' | 'connectTimeoutMs'>> & Pick<StatelyInspectorOptions, 'onError'>,
+    private readonly options: Required<
+      Pick<StatelyInspectorOptions, 'url' | 'maxBufferedEvents' | 'connectTimeoutMs'>
+    > &
+      Pick<StatelyInspectorOptions, 'onError'>,
     private readonly WebSocketClass: typeof WebSocket,
     private readonly redactor: Redactor,
   ) {
@@ -94,9 +97,16 @@ class SingleConnectionAdapter {
   start(): void {
     if (this.socket !== null) return;
     try {
-      this.socket = new this.WebSocketClass(this.options.url, { handshakeTimeout: this.options.connectTimeoutMs, createConnection: unrefConnector(this.options.url.startsWith('wss:')) });
+      this.socket = new this.WebSocketClass(this.options.url, {
+        handshakeTimeout: this.options.connectTimeoutMs,
+        createConnection: unrefConnector(this.options.url.startsWith('wss:')),
+      });
     } catch (error) {
-      this.fail(new Error(`could not connect to the Stately inspector at ${this.options.url}: ${thrownMessage(error)}`, { cause: error }));
+      this.fail(
+        new Error(`could not connect to the Stately inspector at ${this.options.url}: ${thrownMessage(error)}`, {
+          cause: error,
+        }),
+      );
       return;
     }
     this.socket.on('open', () => {
@@ -106,9 +116,14 @@ class SingleConnectionAdapter {
       this.buffered = [];
       for (const text of pending) this.write(text);
     });
-    this.socket.on('error', (error) => this.fail(new Error(`the Stately inspector at ${this.options.url} is unreachable: ${error.message}`, { cause: error })));
+    this.socket.on('error', (error) =>
+      this.fail(
+        new Error(`the Stately inspector at ${this.options.url} is unreachable: ${error.message}`, { cause: error }),
+      ),
+    );
     this.socket.on('close', () => {
-      if (this.status !== 'closed') this.fail(new Error(`the Stately inspector at ${this.options.url} closed the connection`));
+      if (this.status !== 'closed')
+        this.fail(new Error(`the Stately inspector at ${this.options.url} closed the connection`));
       this.markClosed();
     });
   }
@@ -192,7 +207,11 @@ class SingleConnectionAdapter {
 function unrefConnector(secure: boolean): typeof createConnection {
   const connect = (options: NetConnectOpts & ConnectionOptions & { socketPath?: string; host?: string }): Socket => {
     const socket = secure
-      ? tlsConnect({ ...options, path: undefined, servername: options.servername ?? (isIP(options.host ?? '') ? '' : options.host) })
+      ? tlsConnect({
+          ...options,
+          path: undefined,
+          servername: options.servername ?? (isIP(options.host ?? '') ? '' : options.host),
+        })
       : netConnect({ ...options, path: options.socketPath } as NetConnectOpts);
     socket.unref();
     return socket;
@@ -216,7 +235,9 @@ function unrefConnector(secure: boolean): typeof createConnection {
  */
 export function statelyInspector(options: StatelyInspectorOptions): StatelyInspector {
   if (typeof options?.url !== 'string' || !/^wss?:\/\//.test(options.url)) {
-    throw new TypeError(`statelyInspector: expected url to be a ws:// or wss:// address, got ${JSON.stringify(options?.url)}`);
+    throw new TypeError(
+      `statelyInspector: expected url to be a ws:// or wss:// address, got ${JSON.stringify(options?.url)}`,
+    );
   }
   const redactor = createRedactor(options.redact);
   const resolved = {
@@ -234,7 +255,11 @@ export function statelyInspector(options: StatelyInspectorOptions): StatelyInspe
   // Loaded on first use, so a loop that never inspects never loads them.
   const install = 'npm install @statelyai/inspect ws';
   const loaded = Promise.all([
-    loadPeerAsync(() => import('@statelyai/inspect'), { packageName: '@statelyai/inspect', installCommand: install, feature: 'statelyInspector' }),
+    loadPeerAsync(() => import('@statelyai/inspect'), {
+      packageName: '@statelyai/inspect',
+      installCommand: install,
+      feature: 'statelyInspector',
+    }),
     loadPeerAsync(() => import('ws'), { packageName: 'ws', installCommand: install, feature: 'statelyInspector' }),
   ]).then(
     ([{ createInspector }, { default: WebSocketClass }]) => {
@@ -251,7 +276,9 @@ export function statelyInspector(options: StatelyInspectorOptions): StatelyInspe
       earlyDropped += early.length;
       early = [];
       try {
-        resolved.onError?.(new Error(`the Stately inspector could not be loaded: ${thrownMessage(error)}`, { cause: error }));
+        resolved.onError?.(
+          new Error(`the Stately inspector could not be loaded: ${thrownMessage(error)}`, { cause: error }),
+        );
       } catch {
         // As for a failed connection: the caller's hook throwing changes nothing.
       }

@@ -23,7 +23,11 @@ function editDistance(a: string, b: string): number {
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      current[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (current[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
     }
     previous = current;
   }
@@ -47,12 +51,18 @@ function unionBranchIssues(issue: z.core.$ZodIssueInvalidUnion): z.core.$ZodIssu
 }
 
 /** zod issues as config issues; unknown keys get a "did you mean" hint from the schema that was checked. */
-export function toConfigIssues(error: z.ZodError | { issues: readonly z.core.$ZodIssue[] }, root: z.core.$ZodType): ConfigIssue[] {
+export function toConfigIssues(
+  error: z.ZodError | { issues: readonly z.core.$ZodIssue[] },
+  root: z.core.$ZodType,
+): ConfigIssue[] {
   return error.issues.flatMap((issue): ConfigIssue[] => {
     const branch = issue.code === 'invalid_union' ? unionBranchIssues(issue) : null;
     if (branch !== null) return toConfigIssues({ issues: branch }, root);
     return issue.code === 'unrecognized_keys'
-      ? issue.keys.map((key) => ({ path: z.core.toDotPath([...issue.path, key]), message: unknownKeyMessage(key, knownKeysAt(root, issue.path)) }))
+      ? issue.keys.map((key) => ({
+          path: z.core.toDotPath([...issue.path, key]),
+          message: unknownKeyMessage(key, knownKeysAt(root, issue.path)),
+        }))
       : [{ path: z.core.toDotPath(issue.path), message: issue.message }];
   });
 }

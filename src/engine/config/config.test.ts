@@ -14,8 +14,20 @@ import { virtualClock } from '../../testing/virtual-clock.js';
 import { defineTool, ToolHealth } from '../tools/index.js';
 
 const model = scriptedModel([reply('unused')]);
-const lookup = defineTool({ name: 'lookup', description: 'Look a record up.', input: z.object({ id: z.string() }), access: 'read', execute: ({ id }) => id });
-const search = defineTool({ name: 'search', description: 'Search records.', input: z.object({ query: z.string() }), access: 'read', execute: () => [] });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Look a record up.',
+  input: z.object({ id: z.string() }),
+  access: 'read',
+  execute: ({ id }) => id,
+});
+const search = defineTool({
+  name: 'search',
+  description: 'Search records.',
+  input: z.object({ query: z.string() }),
+  access: 'read',
+  execute: () => [],
+});
 const badKind = { name: 'mine', kind: 'bogus', evaluate: () => ({ passed: true, reason: '', parsed: null }) };
 
 /** The LoopConfigError `run` throws, or a test failure when it throws nothing or something else. */
@@ -40,7 +52,11 @@ describe('resolveConfig defaults', () => {
     expect(resolved.tools.size).toBe(0);
     expect(resolved.evaluate).toEqual([]);
     expect(resolved.tasks).toBeNull();
-    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply });
+    expect(resolved.limits).toEqual({
+      ...DEFAULT_LIMITS,
+      maxStepsPerTask: DEFAULT_LIMITS.maxSteps,
+      maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply,
+    });
     expect(resolved.noProgress).toEqual(DEFAULT_NO_PROGRESS);
     expect(resolved.policy).toBeUndefined();
     expect(resolved.prices).toEqual(DEFAULT_PRICES);
@@ -80,7 +96,13 @@ describe('resolveConfig defaults', () => {
 describe('resolveConfig merging', () => {
   it('merges partial limits over the defaults, keeping the rest', () => {
     const { limits } = resolveConfig({ model, limits: { maxSteps: 3, maxCostUsd: 0.05 } });
-    expect(limits).toEqual({ ...DEFAULT_LIMITS, maxSteps: 3, maxStepsPerTask: 3, maxToolCalls: 3 * DEFAULT_LIMITS.maxToolCallsPerReply, maxCostUsd: 0.05 });
+    expect(limits).toEqual({
+      ...DEFAULT_LIMITS,
+      maxSteps: 3,
+      maxStepsPerTask: 3,
+      maxToolCalls: 3 * DEFAULT_LIMITS.maxToolCallsPerReply,
+      maxCostUsd: 0.05,
+    });
     expect(limits.maxSteps).not.toBe(DEFAULT_LIMITS.maxSteps);
   });
 
@@ -92,14 +114,20 @@ describe('resolveConfig merging', () => {
   it('merges a partial retry over the default backoff', () => {
     expect(resolveConfig({ model, retry: { baseMs: 10 } }).backoff).toEqual({ ...DEFAULT_BACKOFF, baseMs: 10 });
     expect(resolveConfig({ model, retry: { maxMs: 99 } }).backoff).toEqual({ ...DEFAULT_BACKOFF, maxMs: 99 });
-    expect(resolveConfig({ model, retry: { maxRetryAfterMs: 5_000 } }).backoff).toEqual({ ...DEFAULT_BACKOFF, maxRetryAfterMs: 5_000 });
+    expect(resolveConfig({ model, retry: { maxRetryAfterMs: 5_000 } }).backoff).toEqual({
+      ...DEFAULT_BACKOFF,
+      maxRetryAfterMs: 5_000,
+    });
   });
 
   it('adds and overrides prices over DEFAULT_PRICES without changing the defaults', () => {
     const before = structuredClone(DEFAULT_PRICES);
     const { prices } = resolveConfig({
       model,
-      prices: { 'my-model': { inputPerMillion: 1, outputPerMillion: 3 }, 'gpt-4.1': { inputPerMillion: 0, outputPerMillion: 0 } },
+      prices: {
+        'my-model': { inputPerMillion: 1, outputPerMillion: 3 },
+        'gpt-4.1': { inputPerMillion: 0, outputPerMillion: 0 },
+      },
     });
     expect(prices['my-model']).toEqual({ inputPerMillion: 1, outputPerMillion: 3 });
     expect(prices['gpt-4.1']).toEqual({ inputPerMillion: 0, outputPerMillion: 0 });
@@ -109,13 +137,23 @@ describe('resolveConfig merging', () => {
   });
 
   it('turns trace: false into no in-memory trace and no sink', () => {
-    expect(resolveConfig({ model, trace: false }).trace).toEqual({ inMemory: false, onEvent: undefined, file: undefined, prompts: false, otel: false });
+    expect(resolveConfig({ model, trace: false }).trace).toEqual({
+      inMemory: false,
+      onEvent: undefined,
+      file: undefined,
+      prompts: false,
+      otel: false,
+    });
   });
 
   it('keeps the in-memory trace on unless told otherwise, and passes the sink through', () => {
     const onEvent = () => undefined;
     expect(resolveConfig({ model, trace: { onEvent } }).trace).toEqual({ ...TRACE_DEFAULTS, onEvent });
-    expect(resolveConfig({ model, trace: { inMemory: false, onEvent } }).trace).toEqual({ ...TRACE_DEFAULTS, inMemory: false, onEvent });
+    expect(resolveConfig({ model, trace: { inMemory: false, onEvent } }).trace).toEqual({
+      ...TRACE_DEFAULTS,
+      inMemory: false,
+      onEvent,
+    });
     expect(resolveConfig({ model, trace: {} }).trace).toEqual(TRACE_DEFAULTS);
   });
 
@@ -179,7 +217,11 @@ describe('resolveConfig evaluator issues', () => {
       { id: 'b', prompt: 'B', evaluate: [evaluators.json(), badKind] },
     ];
     const error = configError(() => resolveConfig({ model, evaluate: [badKind], tasks }));
-    expect(error.issues.map((issue) => issue.path)).toEqual(['evaluate[0].kind', 'tasks[0].evaluate[0].kind', 'tasks[1].evaluate[1].kind']);
+    expect(error.issues.map((issue) => issue.path)).toEqual([
+      'evaluate[0].kind',
+      'tasks[0].evaluate[0].kind',
+      'tasks[1].evaluate[1].kind',
+    ]);
   });
 
   it('carries no zod cause for evaluator issues, which are not schema errors', () => {
@@ -192,7 +234,10 @@ describe('LoopConfigError from resolveConfig', () => {
     const error = configError(() => resolveConfig({ model, limits: { maxSteps: 0, maxRetries: -1 } }));
     expect(error).toMatchObject({ code: 'invalid_config', name: 'LoopConfigError' });
     expect(error.issues.map((issue) => issue.path).sort()).toEqual(['limits.maxRetries', 'limits.maxSteps']);
-    expect(error.message.split('\n')).toEqual(['Invalid loop config:', ...error.issues.map((issue) => `  - ${issue.path}: ${issue.message}`)]);
+    expect(error.message.split('\n')).toEqual([
+      'Invalid loop config:',
+      ...error.issues.map((issue) => `  - ${issue.path}: ${issue.message}`),
+    ]);
     expect(error.cause).toBeInstanceOf(z.ZodError);
   });
 
@@ -205,13 +250,19 @@ describe('LoopConfigError from resolveConfig', () => {
   });
 
   it('quotes record keys that are not identifiers in the path', () => {
-    const error = configError(() => resolveConfig({ model, prices: { 'gpt-4.1': { inputPerMillion: -1, outputPerMillion: 1 } } }));
-    expect(error.issues).toEqual([{ path: 'prices["gpt-4.1"].inputPerMillion', message: expect.stringMatching(/too small/i) }]);
+    const error = configError(() =>
+      resolveConfig({ model, prices: { 'gpt-4.1': { inputPerMillion: -1, outputPerMillion: 1 } } }),
+    );
+    expect(error.issues).toEqual([
+      { path: 'prices["gpt-4.1"].inputPerMillion', message: expect.stringMatching(/too small/i) },
+    ]);
   });
 
   it('suggests the closest key for a typo inside a task, the trace options and retry', () => {
     const inTask = configError(() => resolveConfig({ model, tasks: [{ id: 'a', prompt: 'A', onFailur: 'stop' }] }));
-    expect(inTask.issues).toEqual([{ path: 'tasks[0].onFailur', message: 'unknown option; did you mean "onFailure"?' }]);
+    expect(inTask.issues).toEqual([
+      { path: 'tasks[0].onFailur', message: 'unknown option; did you mean "onFailure"?' },
+    ]);
     const inTrace = configError(() => resolveConfig({ model, trace: { inMemroy: true } }));
     expect(inTrace.issues).toEqual([{ path: 'trace.inMemroy', message: 'unknown option; did you mean "inMemory"?' }]);
     const inRetry = configError(() => resolveConfig({ model, retry: { base: 10 } }));
@@ -238,19 +289,32 @@ describe('an explicit cost budget needs a price for the model', () => {
     })();
     expect(error).toBeInstanceOf(LoopConfigError);
     expect((error as LoopConfigError).issues).toEqual([
-      { path: 'limits.maxCostUsd', message: 'the model "my-local-model" has no price, so its spend would count as $0 against this budget; add it to `prices` (USD per million tokens) or set maxCostUsd: Infinity' },
+      {
+        path: 'limits.maxCostUsd',
+        message:
+          'the model "my-local-model" has no price, so its spend would count as $0 against this budget; add it to `prices` (USD per million tokens) or set maxCostUsd: Infinity',
+      },
     ]);
   });
 
   it('accepts it once `prices` names the model, and without an explicit budget (the run only warns)', () => {
-    expect(() => resolveConfig({ model: unpriced, limits: { maxCostUsd: 0.5 }, prices: { 'my-local-model': { inputPerMillion: 0, outputPerMillion: 0 } } })).not.toThrow();
+    expect(() =>
+      resolveConfig({
+        model: unpriced,
+        limits: { maxCostUsd: 0.5 },
+        prices: { 'my-local-model': { inputPerMillion: 0, outputPerMillion: 0 } },
+      }),
+    ).not.toThrow();
     expect(() => resolveConfig({ model: unpriced })).not.toThrow();
     expect(() => resolveConfig({ model: unpriced, limits: { maxCostUsd: undefined } })).not.toThrow();
     expect(() => resolveConfig({ model: unpriced, limits: { maxCostUsd: Infinity } })).not.toThrow();
   });
 
   it('accepts a cached-input rate in `prices`', () => {
-    const { prices } = resolveConfig({ model: unpriced, prices: { 'my-local-model': { inputPerMillion: 1, cachedInputPerMillion: 0.1, outputPerMillion: 2 } } });
+    const { prices } = resolveConfig({
+      model: unpriced,
+      prices: { 'my-local-model': { inputPerMillion: 1, cachedInputPerMillion: 0.1, outputPerMillion: 2 } },
+    });
     expect(prices['my-local-model']).toEqual({ inputPerMillion: 1, cachedInputPerMillion: 0.1, outputPerMillion: 2 });
   });
 });
@@ -273,8 +337,18 @@ describe('validateRunInput', () => {
     ['a missing goal', {}, 'goal', /^expected a non-empty goal, or a prior conversation in `messages`$/],
     ['a run id over 200 characters', { goal: 'g', runId: 'r'.repeat(201) }, 'runId', /<=200/],
     ['an empty run id', { goal: 'g', runId: '' }, 'runId', />=1/],
-    ['a signal that is not an AbortSignal', { goal: 'g', signal: { aborted: false } }, 'signal', /^expected an AbortSignal$/],
-    ['an AbortController instead of its signal', { goal: 'g', signal: new AbortController() }, 'signal', /^expected an AbortSignal$/],
+    [
+      'a signal that is not an AbortSignal',
+      { goal: 'g', signal: { aborted: false } },
+      'signal',
+      /^expected an AbortSignal$/,
+    ],
+    [
+      'an AbortController instead of its signal',
+      { goal: 'g', signal: new AbortController() },
+      'signal',
+      /^expected an AbortSignal$/,
+    ],
     ['an unknown key', { goal: 'g', timeoutMs: 5 }, 'timeoutMs', /^unknown option/],
   ])('refuses %s, naming its path', (_name, input, path, message) => {
     const error = configError(() => validateRunInput(input));
@@ -299,16 +373,24 @@ describe('unknown-key hints', () => {
       validateRunInput({ goal: 'g', goals: 'x' });
       throw new Error('accepted');
     } catch (error) {
-      expect((error as LoopConfigError).issues).toEqual([{ path: 'goals', message: 'unknown option; did you mean "goal"?' }]);
+      expect((error as LoopConfigError).issues).toEqual([
+        { path: 'goals', message: 'unknown option; did you mean "goal"?' },
+      ]);
     }
   });
 
   it('suggests price field names inside a prices entry', () => {
     try {
-      resolveConfig({ model: scriptedModel([reply('x')]), prices: { mine: { inputPerMilion: 1, outputPerMillion: 2 } } });
+      resolveConfig({
+        model: scriptedModel([reply('x')]),
+        prices: { mine: { inputPerMilion: 1, outputPerMillion: 2 } },
+      });
       throw new Error('accepted');
     } catch (error) {
-      expect((error as LoopConfigError).issues).toContainEqual({ path: 'prices.mine.inputPerMilion', message: 'unknown option; did you mean "inputPerMillion"?' });
+      expect((error as LoopConfigError).issues).toContainEqual({
+        path: 'prices.mine.inputPerMilion',
+        message: 'unknown option; did you mean "inputPerMillion"?',
+      });
     }
   });
 });
@@ -320,19 +402,34 @@ describe('deadlineMs beyond what a timer can hold', () => {
       throw new Error('accepted');
     } catch (error) {
       expect((error as LoopConfigError).issues).toEqual([
-        { path: 'limits.deadlineMs', message: 'must be at most 2147483647 ms (about 24.8 days), the longest timer Node supports (or Infinity for no limit)' },
+        {
+          path: 'limits.deadlineMs',
+          message:
+            'must be at most 2147483647 ms (about 24.8 days), the longest timer Node supports (or Infinity for no limit)',
+        },
       ]);
     }
-    expect(resolveConfig({ model: scriptedModel([reply('x')]), limits: { deadlineMs: 2_147_483_647 } }).limits.deadlineMs).toBe(2_147_483_647);
+    expect(
+      resolveConfig({ model: scriptedModel([reply('x')]), limits: { deadlineMs: 2_147_483_647 } }).limits.deadlineMs,
+    ).toBe(2_147_483_647);
   });
 });
 
 describe('an explicit undefined means the default, everywhere', () => {
-  const everyKeyUndefined = (defaults: object) => Object.fromEntries(Object.keys(defaults).map((key) => [key, undefined]));
+  const everyKeyUndefined = (defaults: object) =>
+    Object.fromEntries(Object.keys(defaults).map((key) => [key, undefined]));
 
   it('keeps every default limit and no-progress threshold when each is passed as undefined', () => {
-    const resolved = resolveConfig({ model, limits: everyKeyUndefined(DEFAULT_LIMITS), noProgress: everyKeyUndefined(DEFAULT_NO_PROGRESS) });
-    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply });
+    const resolved = resolveConfig({
+      model,
+      limits: everyKeyUndefined(DEFAULT_LIMITS),
+      noProgress: everyKeyUndefined(DEFAULT_NO_PROGRESS),
+    });
+    expect(resolved.limits).toEqual({
+      ...DEFAULT_LIMITS,
+      maxStepsPerTask: DEFAULT_LIMITS.maxSteps,
+      maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply,
+    });
     expect(resolved.noProgress).toEqual(DEFAULT_NO_PROGRESS);
     expect(Object.values(resolved.limits)).not.toContain(undefined);
   });
@@ -340,7 +437,12 @@ describe('an explicit undefined means the default, everywhere', () => {
   it('keeps a set limit beside undefined ones (the `limits: { maxSteps: opts.maxSteps }` pattern)', () => {
     const options: { maxSteps?: number } = {};
     const resolved = resolveConfig({ model, limits: { maxSteps: options.maxSteps, deadlineMs: 5_000 } });
-    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply, deadlineMs: 5_000 });
+    expect(resolved.limits).toEqual({
+      ...DEFAULT_LIMITS,
+      maxStepsPerTask: DEFAULT_LIMITS.maxSteps,
+      maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply,
+      deadlineMs: 5_000,
+    });
   });
 
   it('keeps the retry backoff, trace, policy and price defaults', () => {
@@ -359,15 +461,43 @@ describe('an explicit undefined means the default, everywhere', () => {
 
   it('keeps the top-level defaults', () => {
     const resolved = resolveConfig({
-      model, instructions: undefined, tools: undefined, evaluate: undefined, tasks: undefined, limits: undefined, noProgress: undefined,
-      policy: undefined, prices: undefined, trace: undefined, retry: undefined, clock: undefined, random: undefined, generateRunId: undefined, toolHealth: undefined,
+      model,
+      instructions: undefined,
+      tools: undefined,
+      evaluate: undefined,
+      tasks: undefined,
+      limits: undefined,
+      noProgress: undefined,
+      policy: undefined,
+      prices: undefined,
+      trace: undefined,
+      retry: undefined,
+      clock: undefined,
+      random: undefined,
+      generateRunId: undefined,
+      toolHealth: undefined,
     });
-    expect(resolved).toMatchObject({ instructions: '', evaluate: [], tasks: null, limits: { ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply }, clock: systemClock, random: Math.random, toolHealth: undefined });
+    expect(resolved).toMatchObject({
+      instructions: '',
+      evaluate: [],
+      tasks: null,
+      limits: {
+        ...DEFAULT_LIMITS,
+        maxStepsPerTask: DEFAULT_LIMITS.maxSteps,
+        maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply,
+      },
+      clock: systemClock,
+      random: Math.random,
+      toolHealth: undefined,
+    });
     expect(resolved.generateRunId()).toMatch(/^run_/);
   });
 
   it('keeps task defaults when a task field is undefined', () => {
-    const resolved = resolveConfig({ model, tasks: [{ id: 'draft', prompt: 'Write it', evaluate: undefined, requires: undefined, onFailure: undefined }] });
+    const resolved = resolveConfig({
+      model,
+      tasks: [{ id: 'draft', prompt: 'Write it', evaluate: undefined, requires: undefined, onFailure: undefined }],
+    });
     expect(resolved.tasks).toEqual([{ id: 'draft', prompt: 'Write it' }]);
   });
 
@@ -387,11 +517,14 @@ describe('Infinity switches a budget off; NaN is refused', () => {
     expect(resolveConfig({ model, limits: { [key]: Infinity } }).limits[key]).toBe(Infinity);
   });
 
-  it.each(['maxSteps', 'maxRetries', 'maxParallelTools', 'maxToolResultBytes', 'maxArgumentRepairs'] as const)('refuses %s: Infinity (a count stays finite)', (key) => {
-    expect(configError(() => resolveConfig({ model, limits: { [key]: Infinity } })).issues).toEqual([
-      { path: `limits.${key}`, message: 'expected a finite number, got Infinity' },
-    ]);
-  });
+  it.each(['maxSteps', 'maxRetries', 'maxParallelTools', 'maxToolResultBytes', 'maxArgumentRepairs'] as const)(
+    'refuses %s: Infinity (a count stays finite)',
+    (key) => {
+      expect(configError(() => resolveConfig({ model, limits: { [key]: Infinity } })).issues).toEqual([
+        { path: `limits.${key}`, message: 'expected a finite number, got Infinity' },
+      ]);
+    },
+  );
 
   it.each([
     ['limits.maxSteps', { limits: { maxSteps: NaN } }, 'expected a number, got NaN'],
@@ -399,7 +532,11 @@ describe('Infinity switches a budget off; NaN is refused', () => {
     ['noProgress.repeatedToolCall', { noProgress: { repeatedToolCall: NaN } }, 'expected a number, got NaN'],
     ['retry.baseMs', { retry: { baseMs: NaN } }, 'expected a number, got NaN'],
     ['limits.maxCostUsd', { limits: { maxCostUsd: NaN } }, 'expected a number, got NaN (or Infinity for no limit)'],
-    ['limits.deadlineMs', { limits: { deadlineMs: -Infinity } }, 'expected a finite number, got -Infinity (or Infinity for no limit)'],
+    [
+      'limits.deadlineMs',
+      { limits: { deadlineMs: -Infinity } },
+      'expected a finite number, got -Infinity (or Infinity for no limit)',
+    ],
   ])('refuses %s with a clear message', (path, config, message) => {
     expect(configError(() => resolveConfig({ model, ...config })).issues).toEqual([{ path, message }]);
   });
@@ -411,7 +548,12 @@ describe('unreadable config and run input become LoopConfigError', () => {
   };
 
   it('names a limit whose getter throws', () => {
-    const limits = { deadlineMs: 5_000, get maxSteps(): number { return throwing('getter exploded'); } };
+    const limits = {
+      deadlineMs: 5_000,
+      get maxSteps(): number {
+        return throwing('getter exploded');
+      },
+    };
     const error = configError(() => resolveConfig({ model, limits }));
     expect(error.issues).toEqual([{ path: 'limits.maxSteps', message: 'could not be read: getter exploded' }]);
     expect(error.message).toMatch(/^Invalid loop config:/);
@@ -420,16 +562,25 @@ describe('unreadable config and run input become LoopConfigError', () => {
   it('names a nested object that is a Proxy throwing on every read', () => {
     const trap = () => throwing('proxy trap');
     const limits = new Proxy({}, { ownKeys: trap, get: trap, getPrototypeOf: trap });
-    expect(configError(() => resolveConfig({ model, limits })).issues).toEqual([{ path: 'limits', message: 'could not be read: proxy trap' }]);
+    expect(configError(() => resolveConfig({ model, limits })).issues).toEqual([
+      { path: 'limits', message: 'could not be read: proxy trap' },
+    ]);
   });
 
   it('reports a whole config that is a throwing Proxy at the root', () => {
     const config = new Proxy({ model }, { ownKeys: () => throwing('no keys for you') });
-    expect(configError(() => resolveConfig(config)).issues).toEqual([{ path: '', message: 'could not be read: no keys for you' }]);
+    expect(configError(() => resolveConfig(config)).issues).toEqual([
+      { path: '', message: 'could not be read: no keys for you' },
+    ]);
   });
 
   it('turns a model whose `id` getter throws during validation into a LoopConfigError', () => {
-    const sneaky = { generate: () => Promise.reject(new Error('unused')), get id(): string { return throwing('id unavailable'); } };
+    const sneaky = {
+      generate: () => Promise.reject(new Error('unused')),
+      get id(): string {
+        return throwing('id unavailable');
+      },
+    };
     const error = configError(() => resolveConfig({ model: sneaky }));
     expect(error.message).toMatch(/could not be validated: id unavailable/);
   });
@@ -437,7 +588,9 @@ describe('unreadable config and run input become LoopConfigError', () => {
   it('refuses a circular plain object instead of recursing forever', () => {
     const prices: Record<string, unknown> = {};
     prices.self = prices;
-    expect(configError(() => resolveConfig({ model, prices })).issues).toEqual([{ path: 'prices.self', message: 'refers to itself (a circular structure)' }]);
+    expect(configError(() => resolveConfig({ model, prices })).issues).toEqual([
+      { path: 'prices.self', message: 'refers to itself (a circular structure)' },
+    ]);
   });
 
   it('says "Invalid run input" (scope run_input, code invalid_config) for a bad run input', () => {
@@ -448,7 +601,11 @@ describe('unreadable config and run input become LoopConfigError', () => {
   });
 
   it('names a run-input field whose getter throws', () => {
-    const input = { get goal(): string { return throwing('goal getter'); } };
+    const input = {
+      get goal(): string {
+        return throwing('goal getter');
+      },
+    };
     const error = configError(() => validateRunInput(input));
     expect(error.issues).toEqual([{ path: 'goal', message: 'could not be read: goal getter' }]);
     expect(error.message).toMatch(/^Invalid run input/);
@@ -492,37 +649,66 @@ describe('what the input snapshot keeps by reference', () => {
   it('keeps the model, tools, evaluators and clock themselves, and names an unreadable tools entry', () => {
     const clock = virtualClock();
     const json = evaluators.json();
-    const resolved = resolveConfig({ model, tools: [lookup], evaluate: [json], clock, tasks: [{ id: 't', prompt: 'p', evaluate: [json] }] });
+    const resolved = resolveConfig({
+      model,
+      tools: [lookup],
+      evaluate: [json],
+      clock,
+      tasks: [{ id: 't', prompt: 'p', evaluate: [json] }],
+    });
     expect(resolved.model).toBe(model);
     expect(resolved.tools.get('lookup')).toBe(lookup);
     expect(resolved.evaluate[0]).toBe(json);
     expect((resolved.tasks?.[0]?.evaluate as readonly unknown[] | undefined)?.[0]).toBe(json);
     expect(resolved.clock).toBe(clock);
-    const tools = Object.defineProperty([lookup], 1, { get: () => { throw new Error('lazy tool failed'); }, enumerable: true });
-    expect(configError(() => resolveConfig({ model, tools })).issues).toEqual([{ path: 'tools[1]', message: 'could not be read: lazy tool failed' }]);
+    const tools = Object.defineProperty([lookup], 1, {
+      get: () => {
+        throw new Error('lazy tool failed');
+      },
+      enumerable: true,
+    });
+    expect(configError(() => resolveConfig({ model, tools })).issues).toEqual([
+      { path: 'tools[1]', message: 'could not be read: lazy tool failed' },
+    ]);
   });
 });
 
 describe('tools the model could never reach, or that clash with the plan tool', () => {
   it('refuses a tool renamed after defineTool (the model calls it by the name it was defined with), and an empty name', () => {
     expect(configError(() => resolveConfig({ model, tools: [{ ...lookup, name: 'search' }] })).issues).toEqual([
-      { path: 'tools[0].name', message: 'expected the name the tool was defined with ("lookup"), got "search"; define the tool again with defineTool' },
+      {
+        path: 'tools[0].name',
+        message:
+          'expected the name the tool was defined with ("lookup"), got "search"; define the tool again with defineTool',
+      },
     ]);
-    expect(configError(() => resolveConfig({ model, tools: [{ ...lookup, name: '' }] })).issues[0]?.path).toBe('tools[0].name');
+    expect(configError(() => resolveConfig({ model, tools: [{ ...lookup, name: '' }] })).issues[0]?.path).toBe(
+      'tools[0].name',
+    );
   });
 
-  it("refuses a tool named update_plan while plan: true, and accepts it when the plan tool is off", () => {
-    const own = defineTool({ name: 'update_plan', description: 'My own plan store', input: z.object({ x: z.number() }), access: 'write', execute: () => 'ok' });
+  it('refuses a tool named update_plan while plan: true, and accepts it when the plan tool is off', () => {
+    const own = defineTool({
+      name: 'update_plan',
+      description: 'My own plan store',
+      input: z.object({ x: z.number() }),
+      access: 'write',
+      execute: () => 'ok',
+    });
     expect(configError(() => resolveConfig({ model, tools: [own], plan: true })).issues[0]).toEqual({
       path: 'tools[0].name',
-      message: '"update_plan" is the built-in plan tool\'s name while `plan: true`; rename your tool or turn the plan tool off',
+      message:
+        '"update_plan" is the built-in plan tool\'s name while `plan: true`; rename your tool or turn the plan tool off',
     });
     expect(resolveConfig({ model, tools: [own] }).tools.get('update_plan')).toBe(own);
   });
 
   it('names a NaN context ceiling with what was expected', () => {
     expect(configError(() => resolveConfig({ model, context: { maxInputTokensPerCall: Number.NaN } })).issues).toEqual([
-      { path: 'context.maxInputTokensPerCall', message: 'expected a positive whole number of tokens, or Infinity for no ceiling' },
+      {
+        path: 'context.maxInputTokensPerCall',
+        message: 'expected a positive whole number of tokens, or Infinity for no ceiling',
+      },
     ]);
   });
 });

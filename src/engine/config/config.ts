@@ -3,7 +3,14 @@
  * `LoopConfigError` naming each bad field's path and what was expected.
  */
 import type { z } from 'zod';
-import { DEFAULT_BACKOFF, DEFAULT_CONTEXT, DEFAULT_DURABLE, DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, DEFAULT_PRICES } from '../constants.js';
+import {
+  DEFAULT_BACKOFF,
+  DEFAULT_CONTEXT,
+  DEFAULT_DURABLE,
+  DEFAULT_LIMITS,
+  DEFAULT_NO_PROGRESS,
+  DEFAULT_PRICES,
+} from '../constants.js';
 import type { ModelPrice } from '../../contracts/model.js';
 import type { ContextOptions, ResolvedContextOptions } from '../../contracts/context-options.js';
 import { LoopConfigError, type ConfigIssue } from '../../contracts/errors.js';
@@ -60,7 +67,10 @@ export interface TaskConfig<Evaluate extends EvaluateOption = EvaluateOption> {
  * @example
  * const config: LoopConfig = { model, tools: [getOrderStatus], limits: { maxSteps: 4, maxCostUsd: 0.05 } };
  */
-export interface LoopConfig<Evaluate extends EvaluateOption = EvaluateOption, Tasks extends readonly TaskConfig[] = readonly TaskConfig[]> {
+export interface LoopConfig<
+  Evaluate extends EvaluateOption = EvaluateOption,
+  Tasks extends readonly TaskConfig[] = readonly TaskConfig[],
+> {
   model: Model;
   instructions?: string;
   tools?: readonly Tool[];
@@ -202,11 +212,15 @@ export interface ResolvedConfig {
 function evaluatorIssues(config: z.infer<typeof configSchema>): ConfigIssue[] {
   const lists: [string, readonly Evaluator[] | undefined][] = [
     ['evaluate', config.evaluate],
-    ...(config.tasks ?? []).map((task, index): [string, readonly Evaluator[] | undefined] => [`tasks[${index}].evaluate`, task.evaluate]),
+    ...(config.tasks ?? []).map((task, index): [string, readonly Evaluator[] | undefined] => [
+      `tasks[${index}].evaluate`,
+      task.evaluate,
+    ]),
   ];
-  return lists.flatMap(([prefix, list]) => validateEvaluators(list ?? []).map((issue) => ({ path: `${prefix}${issue.path}`, message: issue.message })));
+  return lists.flatMap(([prefix, list]) =>
+    validateEvaluators(list ?? []).map((issue) => ({ path: `${prefix}${issue.path}`, message: issue.message })),
+  );
 }
-
 
 /**
  * Bounds that scale with the run's: without a per-task bound a task may use every step the run has, and
@@ -238,9 +252,14 @@ function resolveTrace(trace: z.infer<typeof configSchema>['trace']): ResolvedTra
 /** Objects the loop calls into (model, clock, shared health, tools, evaluators) are kept as they are; the rest is copied as plain data. */
 const keepConfigValue: KeepByReference = (path) => {
   const [last, parent] = [path.at(-1), path.at(-2)];
-  if (path.length === 1 && (last === 'model' || last === 'clock' || last === 'toolHealth' || last === 'store' || last === 'inspect')) return true;
+  if (
+    path.length === 1 &&
+    (last === 'model' || last === 'clock' || last === 'toolHealth' || last === 'store' || last === 'inspect')
+  )
+    return true;
   // An OpenTelemetry tracer and context are the caller's objects, used as they are.
-  if (path.length === 3 && path[0] === 'trace' && parent === 'otel' && (last === 'tracer' || last === 'parent')) return true;
+  if (path.length === 3 && path[0] === 'trace' && parent === 'otel' && (last === 'tracer' || last === 'parent'))
+    return true;
   // An evaluator may also be given alone, not in a list.
   return last === 'evaluate' || (typeof last === 'number' && (parent === 'tools' || parent === 'evaluate'));
 };
@@ -249,7 +268,12 @@ const keepConfigValue: KeepByReference = (path) => {
  * Snapshots `input` safely, then validates it: an unreadable field, a schema failure or a check that
  * throws all become one `LoopConfigError` of the given scope.
  */
-function parseInput<Schema extends z.ZodType>(schema: Schema, input: unknown, keep: KeepByReference, scope: 'config' | 'run_input'): z.output<Schema> {
+function parseInput<Schema extends z.ZodType>(
+  schema: Schema,
+  input: unknown,
+  keep: KeepByReference,
+  scope: 'config' | 'run_input',
+): z.output<Schema> {
   const snapshot = snapshotInput(input, keep);
   if (snapshot.issues.length > 0) throw new LoopConfigError({ issues: snapshot.issues, scope });
   let parsed: z.ZodSafeParseResult<z.output<Schema>>;
@@ -257,9 +281,14 @@ function parseInput<Schema extends z.ZodType>(schema: Schema, input: unknown, ke
     parsed = schema.safeParse(snapshot.value);
   } catch (error) {
     // A value whose own getters throw while a check reads them (e.g. a model's `id`).
-    throw new LoopConfigError({ issues: [{ path: '', message: `could not be validated: ${thrownMessage(error)}` }], scope, cause: error });
+    throw new LoopConfigError({
+      issues: [{ path: '', message: `could not be validated: ${thrownMessage(error)}` }],
+      scope,
+      cause: error,
+    });
   }
-  if (!parsed.success) throw new LoopConfigError({ issues: toConfigIssues(parsed.error, schema), scope, cause: parsed.error });
+  if (!parsed.success)
+    throw new LoopConfigError({ issues: toConfigIssues(parsed.error, schema), scope, cause: parsed.error });
   return parsed.data;
 }
 
@@ -267,13 +296,18 @@ function parseInput<Schema extends z.ZodType>(schema: Schema, input: unknown, ke
  * A cost budget set on purpose must be able to see the spend: a model without a price would count as
  * $0 against it. Left at its default, the budget only warns (local models have no price).
  */
-function unpricedBudgetIssues(config: z.infer<typeof configSchema>, prices: Readonly<Record<string, ModelPrice>>): ConfigIssue[] {
+function unpricedBudgetIssues(
+  config: z.infer<typeof configSchema>,
+  prices: Readonly<Record<string, ModelPrice>>,
+): ConfigIssue[] {
   const budget = config.limits?.maxCostUsd;
   if (budget === undefined || !Number.isFinite(budget) || priceOf(prices, config.model.id) !== undefined) return [];
-  return [{
-    path: 'limits.maxCostUsd',
-    message: `the model "${config.model.id}" has no price, so its spend would count as $0 against this budget; add it to \`prices\` (USD per million tokens) or set maxCostUsd: Infinity`,
-  }];
+  return [
+    {
+      path: 'limits.maxCostUsd',
+      message: `the model "${config.model.id}" has no price, so its spend would count as $0 against this budget; add it to \`prices\` (USD per million tokens) or set maxCostUsd: Infinity`,
+    },
+  ];
 }
 
 export function resolveConfig(input: unknown): ResolvedConfig {
@@ -290,7 +324,10 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     limits: resolveLimits(config.limits),
     noProgress: { ...DEFAULT_NO_PROGRESS, ...config.noProgress },
     context: {
-      maxInputTokensPerCall: config.context?.maxInputTokensPerCall ?? config.model.contextWindowTokens ?? DEFAULT_CONTEXT.maxInputTokensPerCall,
+      maxInputTokensPerCall:
+        config.context?.maxInputTokensPerCall ??
+        config.model.contextWindowTokens ??
+        DEFAULT_CONTEXT.maxInputTokensPerCall,
       strategy: config.context?.strategy ?? DEFAULT_CONTEXT.strategy,
       keepTurns: config.context?.keepTurns ?? DEFAULT_CONTEXT.keepTurns,
     },
@@ -316,7 +353,6 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     deprecations: [transportAttemptsWarning(config.limits)].filter((warning) => warning !== null),
   };
 }
-
 
 /**
  * One run's input: a `goal`, a prior conversation (`messages`), or both.
@@ -347,12 +383,19 @@ export function validateRunInput(input: unknown): RunInput {
   const { messages: given, ...rest } = parseInput(runInputSchema, input, keepRunInputValue, 'run_input');
   const runInputError = (issues: ConfigIssue[]) => new LoopConfigError({ issues, scope: 'run_input' });
   if (given === undefined) {
-    if (rest.goal === undefined) throw runInputError([{ path: 'goal', message: 'expected a non-empty goal, or a prior conversation in `messages`' }]);
+    if (rest.goal === undefined)
+      throw runInputError([
+        { path: 'goal', message: 'expected a non-empty goal, or a prior conversation in `messages`' },
+      ]);
     return rest;
   }
   const { messages, issues } = checkMessages(given);
   if (issues.length === 0 && rest.goal === undefined && messages.at(-1)?.role !== 'user') {
-    issues.push({ path: 'messages', message: 'without a goal the conversation must end with a user message (the task); pass a goal or append the next user message' });
+    issues.push({
+      path: 'messages',
+      message:
+        'without a goal the conversation must end with a user message (the task); pass a goal or append the next user message',
+    });
   }
   if (issues.length > 0) throw runInputError(issues);
   return { ...rest, messages };

@@ -5,7 +5,11 @@ const copyAll = () => false;
 
 describe('snapshotInput', () => {
   it('drops undefined-valued keys at any depth, for any key name', () => {
-    const input = { a: undefined, b: { c: undefined, d: 1, e: { someFutureLimit: undefined } }, list: [{ x: undefined, y: 2 }] };
+    const input = {
+      a: undefined,
+      b: { c: undefined, d: 1, e: { someFutureLimit: undefined } },
+      list: [{ x: undefined, y: 2 }],
+    };
     expect(snapshotInput(input, copyAll)).toEqual({ value: { b: { d: 1, e: {} }, list: [{ y: 2 }] }, issues: [] });
   });
 
@@ -30,8 +34,19 @@ describe('snapshotInput', () => {
   it('reads each getter once and reports one that throws by its path', () => {
     let reads = 0;
     const input = {
-      limits: { get maxSteps() { reads++; return 3; } },
-      list: [{ get bad(): number { throw new Error('nope'); } }],
+      limits: {
+        get maxSteps() {
+          reads++;
+          return 3;
+        },
+      },
+      list: [
+        {
+          get bad(): number {
+            throw new Error('nope');
+          },
+        },
+      ],
     };
     const { value, issues } = snapshotInput(input, copyAll);
     expect(reads).toBe(1);
@@ -42,7 +57,14 @@ describe('snapshotInput', () => {
   it('reports a revoked Proxy and a non-Error throw without throwing itself', () => {
     const { proxy, revoke } = Proxy.revocable({}, {});
     revoke();
-    const weird = new Proxy({}, { ownKeys: () => { throw 42; } });
+    const weird = new Proxy(
+      {},
+      {
+        ownKeys: () => {
+          throw 42;
+        },
+      },
+    );
     expect(snapshotInput({ proxy, weird }, copyAll).issues).toEqual([
       { path: 'proxy', message: expect.stringMatching(/^could not be read: /) },
       { path: 'weird', message: 'could not be read: 42 was thrown' },
@@ -53,6 +75,8 @@ describe('snapshotInput', () => {
     let deep: Record<string, unknown> = {};
     const root = deep;
     for (let level = 0; level < 100; level++) deep = (deep.next = {}) as Record<string, unknown>;
-    expect(snapshotInput(root, copyAll).issues).toEqual([{ path: expect.stringMatching(/^next\.next/), message: 'nested more than 64 levels deep' }]);
+    expect(snapshotInput(root, copyAll).issues).toEqual([
+      { path: expect.stringMatching(/^next\.next/), message: 'nested more than 64 levels deep' },
+    ]);
   });
 });

@@ -98,7 +98,12 @@ export function snapshotInput(input: unknown, keepByReference: KeepByReference):
       }
       if (item === undefined) continue;
       // defineProperty, so an own `__proto__` key stays a key (and is reported as unknown) instead of a prototype.
-      Object.defineProperty(result, key, { value: copy(item, [...path, key]), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(result, key, {
+        value: copy(item, [...path, key]),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return result;
   };

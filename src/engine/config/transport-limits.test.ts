@@ -17,18 +17,28 @@ function issuesOf(limits: Record<string, unknown>): { path: string; message: str
   throw new Error('createLoop accepted the limits');
 }
 
-const resolvedLimits = (limits: Record<string, unknown>) => loopConfigOf(createLoop({ model: model(), limits }))?.limits;
+const resolvedLimits = (limits: Record<string, unknown>) =>
+  loopConfigOf(createLoop({ model: model(), limits }))?.limits;
 
 describe('transport limits in the config', () => {
   it('default to 3 attempts per call and no run-wide cap; undefined is the default, never off', () => {
     expect(DEFAULT_LIMITS).toMatchObject({ maxTransportAttempts: 3, maxTransportRetries: Infinity });
     expect(resolvedLimits({})).toMatchObject({ maxTransportAttempts: 3, maxTransportRetries: Infinity });
-    expect(resolvedLimits({ maxTransportAttempts: undefined, maxTransportRetries: undefined })).toMatchObject({ maxTransportAttempts: 3, maxTransportRetries: Infinity });
+    expect(resolvedLimits({ maxTransportAttempts: undefined, maxTransportRetries: undefined })).toMatchObject({
+      maxTransportAttempts: 3,
+      maxTransportRetries: Infinity,
+    });
   });
 
   it('accept a whole number of attempts from 1, and a run-wide cap from 0 or Infinity', () => {
-    expect(resolvedLimits({ maxTransportAttempts: 1, maxTransportRetries: 0 })).toMatchObject({ maxTransportAttempts: 1, maxTransportRetries: 0 });
-    expect(resolvedLimits({ maxTransportAttempts: 7, maxTransportRetries: Infinity })).toMatchObject({ maxTransportAttempts: 7, maxTransportRetries: Infinity });
+    expect(resolvedLimits({ maxTransportAttempts: 1, maxTransportRetries: 0 })).toMatchObject({
+      maxTransportAttempts: 1,
+      maxTransportRetries: 0,
+    });
+    expect(resolvedLimits({ maxTransportAttempts: 7, maxTransportRetries: Infinity })).toMatchObject({
+      maxTransportAttempts: 7,
+      maxTransportRetries: Infinity,
+    });
   });
 
   it.each([
@@ -38,7 +48,11 @@ describe('transport limits in the config', () => {
     [{ maxTransportAttempts: Infinity }, 'limits.maxTransportAttempts', /expected a finite number, got Infinity/],
     [{ maxTransportAttempts: Number.NaN }, 'limits.maxTransportAttempts', /expected a number, got NaN/],
     [{ maxTransportRetries: -1 }, 'limits.maxTransportRetries', /too small.*\(or Infinity for no limit\)/i],
-    [{ maxTransportRetries: 1.5 }, 'limits.maxTransportRetries', /^expected a whole number, got 1.5 \(or Infinity for no limit\)$/],
+    [
+      { maxTransportRetries: 1.5 },
+      'limits.maxTransportRetries',
+      /^expected a whole number, got 1.5 \(or Infinity for no limit\)$/,
+    ],
     [{ maxTransportRetries: '3' }, 'limits.maxTransportRetries', /number/i],
   ])('refuse %o before anything runs, naming the field', (limits, path, message) => {
     expect(issuesOf(limits)).toEqual([{ path, message: expect.stringMatching(message) }]);
@@ -55,7 +69,9 @@ describe('the deprecated fallback on limits.maxRetries', () => {
   });
 
   it('warns exactly when dropping the fallback would change the attempts', () => {
-    expect(transportAttemptsWarning({ maxRetries: 0 })).toContain('limits.maxRetries (0) now bounds reflection retries only');
+    expect(transportAttemptsWarning({ maxRetries: 0 })).toContain(
+      'limits.maxRetries (0) now bounds reflection retries only',
+    );
     expect(transportAttemptsWarning({ maxRetries: 0 })).toContain('each call gets maxRetries + 1 = 1 attempts');
     expect(transportAttemptsWarning({ maxRetries: DEFAULT_LIMITS.maxTransportAttempts - 1 })).toBeNull();
     expect(transportAttemptsWarning({ maxRetries: 5, maxTransportAttempts: 6 })).toBeNull();

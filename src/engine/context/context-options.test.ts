@@ -19,15 +19,26 @@ function issuesOf(config: unknown): LoopConfigError['issues'] {
 
 describe('context option', () => {
   it('defaults to trim, 4 kept turns and no ceiling; undefined fields mean the default', () => {
-    expect(resolveConfig({ model }).context).toEqual({ maxInputTokensPerCall: Infinity, strategy: 'trim', keepTurns: 4 });
-    expect(resolveConfig({ model, context: { maxInputTokensPerCall: undefined, strategy: undefined, keepTurns: undefined } }).context).toEqual(DEFAULT_CONTEXT);
+    expect(resolveConfig({ model }).context).toEqual({
+      maxInputTokensPerCall: Infinity,
+      strategy: 'trim',
+      keepTurns: 4,
+    });
+    expect(
+      resolveConfig({ model, context: { maxInputTokensPerCall: undefined, strategy: undefined, keepTurns: undefined } })
+        .context,
+    ).toEqual(DEFAULT_CONTEXT);
   });
 
   it("takes the model's contextWindowTokens as the ceiling unless maxInputTokensPerCall is given", () => {
     const windowed = Object.assign(scriptedModel([]), { contextWindowTokens: 8_000 });
     expect(resolveConfig({ model: windowed }).context.maxInputTokensPerCall).toBe(8_000);
-    expect(resolveConfig({ model: windowed, context: { maxInputTokensPerCall: 3_000 } }).context.maxInputTokensPerCall).toBe(3_000);
-    expect(resolveConfig({ model: windowed, context: { maxInputTokensPerCall: Infinity } }).context.maxInputTokensPerCall).toBe(Infinity);
+    expect(
+      resolveConfig({ model: windowed, context: { maxInputTokensPerCall: 3_000 } }).context.maxInputTokensPerCall,
+    ).toBe(3_000);
+    expect(
+      resolveConfig({ model: windowed, context: { maxInputTokensPerCall: Infinity } }).context.maxInputTokensPerCall,
+    ).toBe(Infinity);
   });
 
   it.each([
@@ -42,7 +53,10 @@ describe('context option', () => {
 
   it('refuses a model whose contextWindowTokens is not a positive integer', () => {
     expect(issuesOf({ model: Object.assign(scriptedModel([]), { contextWindowTokens: -1 }) })).toEqual([
-      { path: 'model.contextWindowTokens', message: 'expected a positive integer (tokens one request may carry) or no value' },
+      {
+        path: 'model.contextWindowTokens',
+        message: 'expected a positive integer (tokens one request may carry) or no value',
+      },
     ]);
   });
 });

@@ -19,9 +19,6 @@ import type { RunSession } from '../runtime/run-session.js';
 import { splitOlderTurns, summaryRefusal, summaryRequest } from './summarize-transcript.js';
 import { requestTokens, trimMessages } from './trim-transcript.js';
 
-
-
-
 /**
  * What making room cost, and whether the request may go out.
  * @example
@@ -57,23 +54,52 @@ async function summarizeOlderTurns(session: RunSession, context: LoopContext): P
   const { config, transcript } = session;
   const { keepTurns, maxInputTokensPerCall } = config.context;
   const split = splitOlderTurns(transcript.messages, { keepTurns, taskMessage: transcript.taskMessage });
-  if (split.older.length === 0) return { usage: null, modelCalls: 0, transportRetries: 0, summarized: 0, skipped: 'nothing older than the last keepTurns turns to condense' };
+  if (split.older.length === 0)
+    return {
+      usage: null,
+      modelCalls: 0,
+      transportRetries: 0,
+      summarized: 0,
+      skipped: 'nothing older than the last keepTurns turns to condense',
+    };
   const request = summaryRequest(split.older, maxInputTokensPerCall);
   const reserve = 'x'.repeat(CONTEXT_SUMMARY_OUTPUT_TOKENS * CHARS_PER_TOKEN_ESTIMATE);
   const price = priceOf(config.prices, config.model.id);
   const refusal = summaryRefusal({
-    usage: context.usage, limits: context.limits, price,
-    summaryTokens: requestTokens(request), nextRequestTokens: requestTokens(split.rebuild(reserve), transcript.fixedChars),
+    usage: context.usage,
+    limits: context.limits,
+    price,
+    summaryTokens: requestTokens(request),
+    nextRequestTokens: requestTokens(split.rebuild(reserve), transcript.fixedChars),
   });
-  if (refusal !== null) return { usage: null, modelCalls: 0, transportRetries: 0, summarized: 0, skipped: `refused: ${refusal}` };
+  if (refusal !== null)
+    return { usage: null, modelCalls: 0, transportRetries: 0, summarized: 0, skipped: `refused: ${refusal}` };
   const called = await callSummaryModel(session, context, request);
   if (!('response' in called)) return { usage: null, summarized: 0, ...called };
   const { response, modelCalls, transportRetries } = called;
   const problems = shapeProblems(modelResponseSchema, response);
-  if (problems !== null) return { usage: null, modelCalls, transportRetries, summarized: 0, skipped: `the summary call returned a malformed response: ${problems}` };
-  const usage = { inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd: costOf(price, response.usage) };
+  if (problems !== null)
+    return {
+      usage: null,
+      modelCalls,
+      transportRetries,
+      summarized: 0,
+      skipped: `the summary call returned a malformed response: ${problems}`,
+    };
+  const usage = {
+    inputTokens: response.usage.inputTokens,
+    outputTokens: response.usage.outputTokens,
+    costUsd: costOf(price, response.usage),
+  };
   const summary = response.text?.trim() ?? '';
-  if (summary === '' || response.toolCalls.length > 0) return { usage, modelCalls, transportRetries, summarized: 0, skipped: 'the summary call returned no plain-text summary' };
+  if (summary === '' || response.toolCalls.length > 0)
+    return {
+      usage,
+      modelCalls,
+      transportRetries,
+      summarized: 0,
+      skipped: 'the summary call returned no plain-text summary',
+    };
   transcript.replaceMessages(split.rebuild(summary));
   return { usage, modelCalls, transportRetries, summarized: split.older.length, skipped: null };
 }
@@ -90,14 +116,18 @@ async function callSummaryModel(session: RunSession, context: LoopContext, reque
     const spent = { modelCalls: failures + 1, transportRetries: failures };
     try {
       // The summary is a model call like any other: it has its own timeout.
-      const response = await callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the context summary call', (scope) =>
-        config.model.generate({
-          messages: request,
-          tools: [],
-          get signal() {
-            return scope.signal;
-          },
-        }),
+      const response = await callWithTimeout(
+        session,
+        context.limits.modelCallTimeoutMs,
+        'the context summary call',
+        (scope) =>
+          config.model.generate({
+            messages: request,
+            tools: [],
+            get signal() {
+              return scope.signal;
+            },
+          }),
       );
       return { response, ...spent };
     } catch (error) {
@@ -105,9 +135,21 @@ async function callSummaryModel(session: RunSession, context: LoopContext, reque
       const transient = retryableModelError(error);
       if (transient === null) return { ...spent, skipped: `the summary call failed: ${thrownMessage(error)}` };
       failures++;
-      const next = nextTransportAttempt({ call: 'the summary call', context, failures, retriesSoFar: spent.transportRetries, retryAfterMs: transient.retryAfterMs, backoff: config.backoff, random: config.random });
+      const next = nextTransportAttempt({
+        call: 'the summary call',
+        context,
+        failures,
+        retriesSoFar: spent.transportRetries,
+        retryAfterMs: transient.retryAfterMs,
+        backoff: config.backoff,
+        random: config.random,
+      });
       const label = failureLabel(transient.status, transient.kind);
-      if (!('delayMs' in next)) return { ...spent, skipped: `the summary call failed: ${describeRefusal(next.refusal, label, thrownMessage(error))}` };
+      if (!('delayMs' in next))
+        return {
+          ...spent,
+          skipped: `the summary call failed: ${describeRefusal(next.refusal, label, thrownMessage(error))}`,
+        };
       try {
         await session.aborts.race(config.clock.sleep(next.delayMs, session.signal));
       } catch (sleepError) {
@@ -139,24 +181,54 @@ export async function fitContextWindow(session: RunSession, context: LoopContext
   if (config.context.strategy === 'summarize') {
     summary = await summarizeOlderTurns(session, context);
     // The summary call was made, even if the run stopped while it was in flight: it is counted.
-    if (summary.interrupted === true) return { usage: null, modelCalls: summary.modelCalls, transportRetries: summary.transportRetries, stop: interruptionEvent(session.signal, safeNow(config.clock), summary.modelCalls) };
+    if (summary.interrupted === true)
+      return {
+        usage: null,
+        modelCalls: summary.modelCalls,
+        transportRetries: summary.transportRetries,
+        stop: interruptionEvent(session.signal, safeNow(config.clock), summary.modelCalls),
+      };
     if (summary.skipped !== null && !(summary.skipped.startsWith('refused') && warnedRefusal.has(session))) {
       // A refusal repeats at every step while the budgets stay tight: said once, then only in the trace.
       if (summary.skipped.startsWith('refused')) warnedRefusal.add(session);
-      session.warn(`context: summarize ${summary.skipped.startsWith('refused') ? 'was refused' : 'did not run'} (${summary.skipped}); trimmed instead`, config.clock.now());
+      session.warn(
+        `context: summarize ${summary.skipped.startsWith('refused') ? 'was refused' : 'did not run'} (${summary.skipped}); trimmed instead`,
+        config.clock.now(),
+      );
     }
   }
-  const trimmed = trimMessages(transcript.messages, { ceilingTokens: ceiling, keepTurns, fixedChars: transcript.fixedChars, taskMessage: transcript.taskMessage, observationIdOf: (content) => session.progress.observationIdOf(content) });
+  const trimmed = trimMessages(transcript.messages, {
+    ceilingTokens: ceiling,
+    keepTurns,
+    fixedChars: transcript.fixedChars,
+    taskMessage: transcript.taskMessage,
+    observationIdOf: (content) => session.progress.observationIdOf(content),
+  });
   if (trimmed.resultsDropped.length > 0 || trimmed.messagesDropped > 0) transcript.replaceMessages(trimmed.messages);
   const at = config.clock.now();
   const tokensAfter = transcript.estimateTokens();
   session.record({
-    type: 'context-trimmed', runId: session.runId, at, taskId: session.task.id,
-    strategy: summary.summarized > 0 ? 'summarize' : 'trim', ceilingTokens: ceiling, tokensBefore, tokensAfter,
-    messagesSummarized: summary.summarized, resultsDropped: trimmed.resultsDropped.length, messagesDropped: trimmed.messagesDropped,
-    dropped: trimmed.resultsDropped, summaryUsage: summary.usage, summarySkipped: summary.skipped,
+    type: 'context-trimmed',
+    runId: session.runId,
+    at,
+    taskId: session.task.id,
+    strategy: summary.summarized > 0 ? 'summarize' : 'trim',
+    ceilingTokens: ceiling,
+    tokensBefore,
+    tokensAfter,
+    messagesSummarized: summary.summarized,
+    resultsDropped: trimmed.resultsDropped.length,
+    messagesDropped: trimmed.messagesDropped,
+    dropped: trimmed.resultsDropped,
+    summaryUsage: summary.usage,
+    summarySkipped: summary.skipped,
   });
-  const fit: ContextFit = { usage: summary.usage, modelCalls: summary.modelCalls, transportRetries: summary.transportRetries, stop: null };
+  const fit: ContextFit = {
+    usage: summary.usage,
+    modelCalls: summary.modelCalls,
+    transportRetries: summary.transportRetries,
+    stop: null,
+  };
   if (tokensAfter <= ceiling) return fit;
   const fault = new LoopstateError({
     code: 'context_overflow',
@@ -166,7 +238,16 @@ export async function fitContextWindow(session: RunSession, context: LoopContext
       `(or the model's contextWindowTokens) or lower limits.maxToolResultBytes`,
   });
   session.recordFatalError(fault);
-  return { ...fit, stop: { type: 'run.faulted', at, message: `${fault.name}: ${fault.message}`, modelCalls: summary.modelCalls, ...(summary.usage === null ? {} : { usage: summary.usage }) } };
+  return {
+    ...fit,
+    stop: {
+      type: 'run.faulted',
+      at,
+      message: `${fault.name}: ${fault.message}`,
+      modelCalls: summary.modelCalls,
+      ...(summary.usage === null ? {} : { usage: summary.usage }),
+    },
+  };
 }
 
 /**
@@ -176,5 +257,9 @@ export async function fitContextWindow(session: RunSession, context: LoopContext
  */
 export function withContextUsage(usage: CallUsage, fit: ContextFit): CallUsage {
   if (fit.usage === null) return usage;
-  return { inputTokens: usage.inputTokens + fit.usage.inputTokens, outputTokens: usage.outputTokens + fit.usage.outputTokens, costUsd: usage.costUsd + fit.usage.costUsd };
+  return {
+    inputTokens: usage.inputTokens + fit.usage.inputTokens,
+    outputTokens: usage.outputTokens + fit.usage.outputTokens,
+    costUsd: usage.costUsd + fit.usage.costUsd,
+  };
 }

@@ -7,9 +7,16 @@ import { splitOlderTurns, summaryRefusal, summaryRequest } from './summarize-tra
 import { requestTokens } from './trim-transcript.js';
 
 function conversation(turns: number): Message[] {
-  const messages: Message[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Investigate.' }];
+  const messages: Message[] = [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'Investigate.' },
+  ];
   for (let n = 1; n <= turns; n++) {
-    messages.push({ role: 'assistant', content: null, toolCalls: [{ id: `c${n}`, name: 'lookup', arguments: `{"id":"R-${n}"}` }] });
+    messages.push({
+      role: 'assistant',
+      content: null,
+      toolCalls: [{ id: `c${n}`, name: 'lookup', arguments: `{"id":"R-${n}"}` }],
+    });
     messages.push({ role: 'tool', toolCallId: `c${n}`, content: `result ${n}: ${'r'.repeat(800)}` });
   }
   return messages;
@@ -23,7 +30,12 @@ describe('splitOlderTurns', () => {
     const { older, rebuild } = splitOlderTurns(messages, { keepTurns: 2, taskMessage: null });
     expect(older).toEqual(messages.slice(2, 8));
     const rebuilt = rebuild('R-1..R-3 looked up.');
-    expect(rebuilt).toEqual([messages[0], messages[1], { role: 'user', content: `${MEMORY_PREFIX}\nR-1..R-3 looked up.` }, ...messages.slice(8)]);
+    expect(rebuilt).toEqual([
+      messages[0],
+      messages[1],
+      { role: 'user', content: `${MEMORY_PREFIX}\nR-1..R-3 looked up.` },
+      ...messages.slice(8),
+    ]);
     expect(checkMessages(rebuilt).issues).toEqual([]);
   });
 
@@ -49,7 +61,11 @@ describe('summaryRequest', () => {
 });
 
 describe('summaryRefusal', () => {
-  const LIMITS = { ...DEFAULT_LIMITS, maxStepsPerTask: DEFAULT_LIMITS.maxSteps, maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply };
+  const LIMITS = {
+    ...DEFAULT_LIMITS,
+    maxStepsPerTask: DEFAULT_LIMITS.maxSteps,
+    maxToolCalls: DEFAULT_LIMITS.maxSteps * DEFAULT_LIMITS.maxToolCallsPerReply,
+  };
   const price = { inputPerMillion: 1, outputPerMillion: 1 };
   it('lets a summary the budgets can pay for through', () => {
     expect(summaryRefusal({ usage, limits: LIMITS, price, summaryTokens: 2_000, nextRequestTokens: 1_000 })).toBeNull();

@@ -30,9 +30,13 @@ export interface OlderTurns {
  * @example
  * const { older } = splitOlderTurns(transcript.messages, { keepTurns: 4, taskMessage: transcript.taskMessage });
  */
-export function splitOlderTurns(messages: readonly Message[], options: { keepTurns: number; taskMessage: Message | null }): OlderTurns {
+export function splitOlderTurns(
+  messages: readonly Message[],
+  options: { keepTurns: number; taskMessage: Message | null },
+): OlderTurns {
   const units = unitsOf(messages, options);
-  const isMemory = (message: Message | undefined) => message?.role === 'user' && message.content.startsWith(MEMORY_PREFIX);
+  const isMemory = (message: Message | undefined) =>
+    message?.role === 'user' && message.content.startsWith(MEMORY_PREFIX);
   const condensed = units.map((unit) => !unit.recent && (!unit.pinned || isMemory(unit.messages[0])));
   const older = units.flatMap((unit, index) => (condensed[index] ? unit.messages : []));
   const last = condensed.lastIndexOf(true);
@@ -49,7 +53,9 @@ export function splitOlderTurns(messages: readonly Message[], options: { keepTur
 function render(message: Message, toolNames: ReadonlyMap<string, string>): string {
   switch (message.role) {
     case 'assistant': {
-      const calls = (message.toolCalls ?? []).map((call) => `\n  called ${call.name}(${call.arguments}) [call ${call.id}]`).join('');
+      const calls = (message.toolCalls ?? [])
+        .map((call) => `\n  called ${call.name}(${call.arguments}) [call ${call.id}]`)
+        .join('');
       return `assistant: ${message.content ?? ''}${calls}`;
     }
     case 'tool':
@@ -67,10 +73,13 @@ function render(message: Message, toolNames: ReadonlyMap<string, string>): strin
  */
 export function summaryRequest(older: readonly Message[], ceilingTokens: number): Message[] {
   const toolNames = new Map<string, string>();
-  for (const message of older) if (message.role === 'assistant') for (const call of message.toolCalls ?? []) toolNames.set(call.id, call.name);
+  for (const message of older)
+    if (message.role === 'assistant') for (const call of message.toolCalls ?? []) toolNames.set(call.id, call.name);
   let parts = older.map((message) => render(message, toolNames));
   const framing = estimateRequestTokens(CONTEXT_SUMMARY_PROMPT.length, 2);
-  const available = Number.isFinite(ceilingTokens) ? Math.max(0, (ceilingTokens - framing) * CHARS_PER_TOKEN_ESTIMATE - parts.length) : Infinity;
+  const available = Number.isFinite(ceilingTokens)
+    ? Math.max(0, (ceilingTokens - framing) * CHARS_PER_TOKEN_ESTIMATE - parts.length)
+    : Infinity;
   const total = parts.reduce((sum, part) => sum + part.length + 1, 0);
   if (total > available) {
     // An equal share for every message; a short one keeps all of its text.
@@ -100,12 +109,19 @@ export function summaryRefusal(input: {
 }): string | null {
   const { usage, limits, price, summaryTokens, nextRequestTokens } = input;
   const inputTokens = usage.inputTokens + summaryTokens + nextRequestTokens;
-  if (inputTokens > limits.maxInputTokens) return `limits.maxInputTokens (${limits.maxInputTokens}) cannot pay for it: ~${inputTokens} input tokens with the next request`;
+  if (inputTokens > limits.maxInputTokens)
+    return `limits.maxInputTokens (${limits.maxInputTokens}) cannot pay for it: ~${inputTokens} input tokens with the next request`;
   const outputTokens = usage.outputTokens + CONTEXT_SUMMARY_OUTPUT_TOKENS;
-  if (outputTokens > limits.maxOutputTokens) return `limits.maxOutputTokens (${limits.maxOutputTokens}) cannot pay for it: ${usage.outputTokens} used + ${CONTEXT_SUMMARY_OUTPUT_TOKENS} reserved for the summary`;
+  if (outputTokens > limits.maxOutputTokens)
+    return `limits.maxOutputTokens (${limits.maxOutputTokens}) cannot pay for it: ${usage.outputTokens} used + ${CONTEXT_SUMMARY_OUTPUT_TOKENS} reserved for the summary`;
   if (price !== undefined) {
-    const costUsd = usage.costUsd + ((summaryTokens + nextRequestTokens) * price.inputPerMillion + CONTEXT_SUMMARY_OUTPUT_TOKENS * price.outputPerMillion) / 1_000_000;
-    if (costUsd > limits.maxCostUsd) return `limits.maxCostUsd (${limits.maxCostUsd}) cannot pay for it: ~$${costUsd.toFixed(6)} with the next request`;
+    const costUsd =
+      usage.costUsd +
+      ((summaryTokens + nextRequestTokens) * price.inputPerMillion +
+        CONTEXT_SUMMARY_OUTPUT_TOKENS * price.outputPerMillion) /
+        1_000_000;
+    if (costUsd > limits.maxCostUsd)
+      return `limits.maxCostUsd (${limits.maxCostUsd}) cannot pay for it: ~$${costUsd.toFixed(6)} with the next request`;
   }
   return null;
 }

@@ -9,15 +9,28 @@ const result = (n: number) => `result ${n}: ${'r'.repeat(400)}`;
 
 /** system, goal, then `turns` tool turns (one call each, a ~400-char result), optionally a final reply. */
 function conversation(turns: number): Message[] {
-  const messages: Message[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Investigate.' }];
+  const messages: Message[] = [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'Investigate.' },
+  ];
   for (let n = 1; n <= turns; n++) {
-    messages.push({ role: 'assistant', content: null, toolCalls: [{ id: `c${n}`, name: 'lookup', arguments: `{"id":"R-${n}"}` }] });
+    messages.push({
+      role: 'assistant',
+      content: null,
+      toolCalls: [{ id: `c${n}`, name: 'lookup', arguments: `{"id":"R-${n}"}` }],
+    });
     messages.push({ role: 'tool', toolCallId: `c${n}`, content: result(n) });
   }
   return messages;
 }
 
-const options = (ceilingTokens: number, overrides: Partial<TrimOptions> = {}): TrimOptions => ({ ceilingTokens, keepTurns: 2, fixedChars: 0, taskMessage: null, ...overrides });
+const options = (ceilingTokens: number, overrides: Partial<TrimOptions> = {}): TrimOptions => ({
+  ceilingTokens,
+  keepTurns: 2,
+  fixedChars: 0,
+  taskMessage: null,
+  ...overrides,
+});
 
 describe('trimMessages', () => {
   it('leaves a request under the ceiling alone', () => {
@@ -40,7 +53,8 @@ describe('trimMessages', () => {
       { callId: 'c2', tool: 'lookup', observationId: observationIdOf(result(2)) },
     ]);
     expect(trimmed.messages[3]).toEqual({
-      role: 'tool', toolCallId: 'c1',
+      role: 'tool',
+      toolCallId: 'c1',
       content: `[loopstate: tool result of lookup (call c1) dropped to fit the context; observation ${observationIdOf(result(1))}]`,
     });
     expect(trimmed.messages.slice(-8)).toEqual(messages.slice(-8));
@@ -53,7 +67,11 @@ describe('trimMessages', () => {
     expect(trimmed.fits).toBe(true);
     expect(trimmed.messagesDropped).toBeGreaterThan(0);
     expect(trimmed.messagesDropped % 2).toBe(0);
-    expect(trimmed.messages.slice(0, 3)).toEqual([messages[0], messages[1], { role: 'user', content: DROPPED_TURNS_NOTE }]);
+    expect(trimmed.messages.slice(0, 3)).toEqual([
+      messages[0],
+      messages[1],
+      { role: 'user', content: DROPPED_TURNS_NOTE },
+    ]);
     expect(trimmed.messages.filter((message) => message.content === DROPPED_TURNS_NOTE)).toHaveLength(1);
     expect(checkMessages(trimmed.messages).issues).toEqual([]);
     expect(trimmed.tokensAfter).toBe(requestTokens(trimmed.messages));
@@ -65,7 +83,12 @@ describe('trimMessages', () => {
     const trimmed = trimMessages(messages, options(1));
     expect(trimmed.fits).toBe(false);
     // Instructions, goal, a note, and the latest call with its unanswered result, untouched.
-    expect(trimmed.messages).toEqual([messages[0], messages[1], { role: 'user', content: DROPPED_TURNS_NOTE }, ...messages.slice(-2)]);
+    expect(trimmed.messages).toEqual([
+      messages[0],
+      messages[1],
+      { role: 'user', content: DROPPED_TURNS_NOTE },
+      ...messages.slice(-2),
+    ]);
     expect(trimmed.messagesDropped).toBe(6);
   });
 
@@ -82,7 +105,11 @@ describe('trimMessages', () => {
   it('never splits an assistant message from the calls it still waits on', () => {
     const messages = conversation(3);
     // c1 is answered by neither a result nor a note: it must stay with the rest of its turn.
-    messages.splice(2, 2, { role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{}' }] });
+    messages.splice(2, 2, {
+      role: 'assistant',
+      content: null,
+      toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{}' }],
+    });
     const trimmed = trimMessages(messages, options(1, { keepTurns: 1 }));
     expect(trimmed.messages).toContain(messages[2]);
   });

@@ -92,7 +92,11 @@ function isAnswered(group: readonly Message[]): boolean {
   return (head.toolCalls ?? []).every((call) => answered.has(call.id));
 }
 
-function isPinnedMessage(message: Message | undefined, taskMessage: Message | null, firstUser: Message | undefined): boolean {
+function isPinnedMessage(
+  message: Message | undefined,
+  taskMessage: Message | null,
+  firstUser: Message | undefined,
+): boolean {
   if (message === undefined) return false;
   if (message.role === 'system' || message === firstUser || message === taskMessage) return true;
   return message.role === 'user' && message.content.startsWith(MEMORY_PREFIX);
@@ -160,7 +164,10 @@ function assemble(units: readonly Unit[]): Message[] {
  * requestTokens([{ role: 'user', content: 'hi' }]) // 5
  */
 export function requestTokens(messages: readonly Message[], fixedChars = 0): number {
-  return estimateRequestTokens(messages.reduce((sum, message) => sum + messageChars(message), fixedChars), messages.length);
+  return estimateRequestTokens(
+    messages.reduce((sum, message) => sum + messageChars(message), fixedChars),
+    messages.length,
+  );
 }
 
 /**
@@ -185,7 +192,8 @@ export function trimMessages(messages: readonly Message[], options: TrimOptions)
     unit.dropped = true;
     messagesDropped += unit.messages.length;
   };
-  const mark = (unit: Unit) => () => resultsDropped.push(...markResults(unit, options.observationIdOf ?? observationIdOf));
+  const mark = (unit: Unit) => () =>
+    resultsDropped.push(...markResults(unit, options.observationIdOf ?? observationIdOf));
   const isExchange = (unit: Unit) => unit.messages[0]?.role === 'assistant';
   const older = units.filter((unit) => !unit.pinned && !unit.recent);
   const recent = units.filter((unit) => !unit.pinned && unit.recent);
@@ -202,5 +210,12 @@ export function trimMessages(messages: readonly Message[], options: TrimOptions)
     current = assemble(units);
     tokens = requestTokens(current, options.fixedChars);
   }
-  return { messages: current, tokensBefore, tokensAfter: tokens, resultsDropped, messagesDropped, fits: tokens <= options.ceilingTokens };
+  return {
+    messages: current,
+    tokensBefore,
+    tokensAfter: tokens,
+    resultsDropped,
+    messagesDropped,
+    fits: tokens <= options.ceilingTokens,
+  };
 }

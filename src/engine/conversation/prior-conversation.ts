@@ -9,14 +9,30 @@ import type { Message } from '../../contracts/model.js';
 import { notRunBeforeStopAnswer } from '../prompts.js';
 
 const toolCallSchema = z
-  .object({ id: z.string().min(1, 'expected a non-empty tool call id'), name: z.string().min(1, 'expected a tool name'), arguments: z.string() })
+  .object({
+    id: z.string().min(1, 'expected a non-empty tool call id'),
+    name: z.string().min(1, 'expected a tool name'),
+    arguments: z.string(),
+  })
   .strict();
 
 const messageSchemas = {
   system: z.object({ role: z.literal('system'), content: z.string() }).strict(),
   user: z.object({ role: z.literal('user'), content: z.string() }).strict(),
-  assistant: z.object({ role: z.literal('assistant'), content: z.string().nullable(), toolCalls: z.array(toolCallSchema).optional() }).strict(),
-  tool: z.object({ role: z.literal('tool'), toolCallId: z.string().min(1, 'expected the id of the tool call it answers'), content: z.string() }).strict(),
+  assistant: z
+    .object({
+      role: z.literal('assistant'),
+      content: z.string().nullable(),
+      toolCalls: z.array(toolCallSchema).optional(),
+    })
+    .strict(),
+  tool: z
+    .object({
+      role: z.literal('tool'),
+      toolCallId: z.string().min(1, 'expected the id of the tool call it answers'),
+      content: z.string(),
+    })
+    .strict(),
 } as const;
 
 type Role = keyof typeof messageSchemas;
@@ -30,27 +46,46 @@ function issuePath(index: number, path: readonly PropertyKey[]): string {
 
 function shapeIssues(value: unknown, index: number): { message: Message | null; issues: ConfigIssue[] } {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return { message: null, issues: [{ path: issuePath(index, []), message: 'expected a message object such as { role: "user", content: "..." }' }] };
+    return {
+      message: null,
+      issues: [
+        { path: issuePath(index, []), message: 'expected a message object such as { role: "user", content: "..." }' },
+      ],
+    };
   }
   const role: unknown = (value as { role?: unknown }).role;
   if (!isRole(role)) {
-    return { message: null, issues: [{ path: issuePath(index, ['role']), message: `expected one of ${ROLES.map((name) => `"${name}"`).join(', ')}` }] };
+    return {
+      message: null,
+      issues: [
+        { path: issuePath(index, ['role']), message: `expected one of ${ROLES.map((name) => `"${name}"`).join(', ')}` },
+      ],
+    };
   }
   const parsed = messageSchemas[role].safeParse(value);
   if (!parsed.success) {
     const issues = parsed.error.issues.flatMap((issue) =>
       issue.code === 'unrecognized_keys'
-        ? issue.keys.map((key) => ({ path: issuePath(index, [...issue.path, key]), message: `unknown field of a ${role} message; expected: ${Object.keys(messageSchemas[role].shape).join(', ')}` }))
+        ? issue.keys.map((key) => ({
+            path: issuePath(index, [...issue.path, key]),
+            message: `unknown field of a ${role} message; expected: ${Object.keys(messageSchemas[role].shape).join(', ')}`,
+          }))
         : [{ path: issuePath(index, issue.path), message: issue.message }],
     );
     return { message: null, issues };
   }
   const message = parsed.data as Message;
   if (message.role === 'assistant' && message.content === null && (message.toolCalls ?? []).length === 0) {
-    return { message: null, issues: [{ path: issuePath(index, ['content']), message: 'an assistant message needs text or at least one tool call' }] };
+    return {
+      message: null,
+      issues: [
+        { path: issuePath(index, ['content']), message: 'an assistant message needs text or at least one tool call' },
+      ],
+    };
   }
   // A plain copy: the caller's objects are never aliased into the run.
-  if (message.role === 'assistant' && message.toolCalls !== undefined) return { message: { ...message, toolCalls: message.toolCalls.map((call) => ({ ...call })) }, issues: [] };
+  if (message.role === 'assistant' && message.toolCalls !== undefined)
+    return { message: { ...message, toolCalls: message.toolCalls.map((call) => ({ ...call })) }, issues: [] };
   return { message: { ...message }, issues: [] };
 }
 
@@ -64,13 +99,18 @@ function shapeIssues(value: unknown, index: number): { message: Message | null; 
  * // [{ path: 'messages[0].toolCallId', message: 'answers no tool call: ...' }]
  */
 export function checkMessages(value: unknown): { messages: Message[]; issues: ConfigIssue[] } {
-  if (!Array.isArray(value)) return { messages: [], issues: [{ path: 'messages', message: 'expected an array of messages' }] };
+  if (!Array.isArray(value))
+    return { messages: [], issues: [{ path: 'messages', message: 'expected an array of messages' }] };
   const messages: Message[] = [];
   const issues: ConfigIssue[] = [];
   // Calls of the last assistant message not answered yet: id → where the call is.
   let open = new Map<string, string>();
   const closeOpenCalls = () => {
-    for (const [id, path] of open) issues.push({ path, message: `tool call "${id}" is never answered: a tool message with toolCallId "${id}" must follow its assistant message` });
+    for (const [id, path] of open)
+      issues.push({
+        path,
+        message: `tool call "${id}" is never answered: a tool message with toolCallId "${id}" must follow its assistant message`,
+      });
     open = new Map();
   };
   const entries: unknown[] = [...(value as unknown[])];
@@ -81,20 +121,27 @@ export function checkMessages(value: unknown): { messages: Message[]; issues: Co
     if (message === null) return;
     // Instructions come first or not at all: a system message later on (say, from stored user input) would rewrite them mid-way.
     if (message.role === 'system' && messages.some((earlier) => earlier.role !== 'system')) {
-      issues.push({ path: issuePath(index, ['role']), message: 'a system message may only start the conversation; send later instructions as a user message' });
+      issues.push({
+        path: issuePath(index, ['role']),
+        message: 'a system message may only start the conversation; send later instructions as a user message',
+      });
       return;
     }
     messages.push(message);
     if (message.role === 'tool') {
       if (open.delete(message.toolCallId)) return;
-      issues.push({ path: issuePath(index, ['toolCallId']), message: `answers no tool call: "${message.toolCallId}" is not an unanswered call of the assistant message before it` });
+      issues.push({
+        path: issuePath(index, ['toolCallId']),
+        message: `answers no tool call: "${message.toolCallId}" is not an unanswered call of the assistant message before it`,
+      });
       return;
     }
     closeOpenCalls();
     if (message.role !== 'assistant') return;
     message.toolCalls?.forEach((call, callIndex) => {
       const path = issuePath(index, ['toolCalls', callIndex, 'id']);
-      if (open.has(call.id)) issues.push({ path, message: `duplicate tool call id "${call.id}" in one assistant message` });
+      if (open.has(call.id))
+        issues.push({ path, message: `duplicate tool call id "${call.id}" in one assistant message` });
       else open.set(call.id, path);
     });
   });
@@ -125,14 +172,19 @@ export interface PriorConversation {
  * @example
  * priorConversation({ goal: 'And O-102?', messages: previous.messages }, 'Answer order questions.')
  */
-export function priorConversation(input: { goal?: string; messages?: readonly Message[] }, instructions: string): PriorConversation {
+export function priorConversation(
+  input: { goal?: string; messages?: readonly Message[] },
+  instructions: string,
+): PriorConversation {
   const given = input.messages ?? [];
   let start = 0;
   const warnings: string[] = [];
   if (instructions !== '') {
     while (given[start]?.role === 'system') {
       if (given[start]?.content !== instructions) {
-        warnings.push(`messages[${start}] (system) differs from the loop's instructions; the instructions were used instead`);
+        warnings.push(
+          `messages[${start}] (system) differs from the loop's instructions; the instructions were used instead`,
+        );
       }
       start++;
     }

@@ -24,7 +24,8 @@ export function taskTranscript(source: TaskTranscriptSource, index: number): Tra
   if (config.instructions) transcript.append({ role: 'system', content: config.instructions });
   if (index === 0) for (const message of conversation.messages) transcript.append(message);
   // Continuing a conversation without a new goal: its last user message is the task.
-  if (index > 0 || conversation.goalGiven || config.tasks !== null) transcript.append({ role: 'user', content: taskPrompt(source, index) });
+  if (index > 0 || conversation.goalGiven || config.tasks !== null)
+    transcript.append({ role: 'user', content: taskPrompt(source, index) });
   transcript.taskMessage = transcript.messages.findLast((message) => message.role === 'user') ?? null;
   return transcript;
 }

@@ -12,7 +12,6 @@ import { ApprovalError } from './durable-errors.js';
 import { decodeJournalRecord, type ApprovalDecision, type Decisions, type RunRecord } from './records.js';
 import type { ResumePlan } from './resume-plan.js';
 
-
 /**
  * Canonical JSON of the arguments, hashed (16 hex characters): what an approval is bound to. A waiting call's
  * `pendingApprovals` entry carries the hash it was recorded with; a decision may name that one or this one.
@@ -35,7 +34,13 @@ function namesRecordedArguments(decided: string, pending: { args: unknown; argum
 // Discriminated on `approve`, so a rejection without a reason is told as `approvals.<callId>.reason`.
 const decisionSchema = z.discriminatedUnion('approve', [
   z.object({ approve: z.literal(true), argumentsHash: z.string().optional() }).strict(),
-  z.object({ approve: z.literal(false), reason: z.string().min(1, 'say why, so the model can be told'), argumentsHash: z.string().optional() }).strict(),
+  z
+    .object({
+      approve: z.literal(false),
+      reason: z.string().min(1, 'say why, so the model can be told'),
+      argumentsHash: z.string().optional(),
+    })
+    .strict(),
 ]);
 
 /**
@@ -46,13 +51,16 @@ const decisionSchema = z.discriminatedUnion('approve', [
 export function checkedApprovals(approvals: unknown): Map<string, ApprovalDecision> | undefined {
   if (approvals === undefined) return undefined;
   const refuse = (issues: { path: string; message: string }[]) => new LoopConfigError({ scope: 'run_input', issues });
-  if (typeof approvals !== 'object' || approvals === null || Array.isArray(approvals)) throw refuse([{ path: 'approvals', message: 'expected an object of decisions keyed by call id' }]);
+  if (typeof approvals !== 'object' || approvals === null || Array.isArray(approvals))
+    throw refuse([{ path: 'approvals', message: 'expected an object of decisions keyed by call id' }]);
   const decisions = new Map<string, ApprovalDecision>();
   const issues: { path: string; message: string }[] = [];
   for (const callId of Object.keys(approvals)) {
     const parsed = decisionSchema.safeParse((approvals as Record<string, unknown>)[callId]);
     if (parsed.success) decisions.set(callId, parsed.data);
-    else for (const issue of parsed.error.issues) issues.push({ path: ['approvals', callId, ...issue.path.map(String)].join('.'), message: issue.message });
+    else
+      for (const issue of parsed.error.issues)
+        issues.push({ path: ['approvals', callId, ...issue.path.map(String)].join('.'), message: issue.message });
   }
   if (issues.length > 0) throw refuse(issues);
   return decisions;
@@ -61,23 +69,56 @@ export function checkedApprovals(approvals: unknown): Map<string, ApprovalDecisi
 /** Fails closed: every decision must name a waiting, undecided, unexpired call, and every waiting call needs one. */
 export function checkApprovals(record: RunRecord, decisions: Decisions, now: number): void {
   const { runId } = record;
-  const alreadyDecided = (callId: string) => new ApprovalError({ code: 'approval_already_decided', runId, callId, message: `call ${callId} of run ${runId} was decided already; a decision is taken once (the same decision sent again returns the run's result)` });
+  const alreadyDecided = (callId: string) =>
+    new ApprovalError({
+      code: 'approval_already_decided',
+      runId,
+      callId,
+      message: `call ${callId} of run ${runId} was decided already; a decision is taken once (the same decision sent again returns the run's result)`,
+    });
   if (record.state !== 'waiting') {
     const decided = [...decisions.keys()].find((callId) => record.decidedCalls.includes(callId));
     if (decided !== undefined) throw alreadyDecided(decided);
-    throw new ApprovalError({ code: 'run_not_waiting', runId, message: `run ${runId} is not waiting for approval (it is ${record.state}); resume it without approvals` });
+    throw new ApprovalError({
+      code: 'run_not_waiting',
+      runId,
+      message: `run ${runId} is not waiting for approval (it is ${record.state}); resume it without approvals`,
+    });
   }
   for (const [callId, decision] of decisions) {
     if (record.decidedCalls.includes(callId)) throw alreadyDecided(callId);
     const pending = record.pendingApprovals.find((approval) => approval.callId === callId);
-    if (pending === undefined) throw new ApprovalError({ code: 'approval_unknown_call', runId, callId, message: `run ${runId} has no call ${callId} waiting for approval; waiting: ${record.pendingApprovals.map((approval) => approval.callId).join(', ')}` });
-    if (pending.expiresAt !== null && now > pending.expiresAt) throw new ApprovalError({ code: 'approval_expired', runId, callId, message: `the approval of call ${callId} (${pending.tool}) of run ${runId} expired at ${new Date(pending.expiresAt).toISOString()}` });
+    if (pending === undefined)
+      throw new ApprovalError({
+        code: 'approval_unknown_call',
+        runId,
+        callId,
+        message: `run ${runId} has no call ${callId} waiting for approval; waiting: ${record.pendingApprovals.map((approval) => approval.callId).join(', ')}`,
+      });
+    if (pending.expiresAt !== null && now > pending.expiresAt)
+      throw new ApprovalError({
+        code: 'approval_expired',
+        runId,
+        callId,
+        message: `the approval of call ${callId} (${pending.tool}) of run ${runId} expired at ${new Date(pending.expiresAt).toISOString()}`,
+      });
     if (decision.argumentsHash !== undefined && !namesRecordedArguments(decision.argumentsHash, pending)) {
-      throw new ApprovalError({ code: 'approval_arguments_changed', runId, callId, message: `call ${callId} (${pending.tool}) of run ${runId} has other arguments than the ones approved (hash ${pending.argumentsHash}, not ${decision.argumentsHash})` });
+      throw new ApprovalError({
+        code: 'approval_arguments_changed',
+        runId,
+        callId,
+        message: `call ${callId} (${pending.tool}) of run ${runId} has other arguments than the ones approved (hash ${pending.argumentsHash}, not ${decision.argumentsHash})`,
+      });
     }
   }
   const undecided = record.pendingApprovals.filter((approval) => !decisions.has(approval.callId));
-  if (undecided.length > 0) throw new ApprovalError({ code: 'approvals_incomplete', runId, callId: undecided[0]?.callId ?? null, message: `run ${runId} waits for a decision on every call; missing: ${undecided.map((approval) => approval.callId).join(', ')}` });
+  if (undecided.length > 0)
+    throw new ApprovalError({
+      code: 'approvals_incomplete',
+      runId,
+      callId: undecided[0]?.callId ?? null,
+      message: `run ${runId} waits for a decision on every call; missing: ${undecided.map((approval) => approval.callId).join(', ')}`,
+    });
 }
 
 /** Whether the journal holds exactly these decisions on these calls, as taken (approve, reason): a request sent again. */
@@ -87,10 +128,16 @@ export async function wereTaken(store: Store, runId: string, decisions: Decision
   for (const row of await store.readJournal(runId, 0)) {
     if (row.kind !== 'event') continue;
     const record = decodeJournalRecord(row.body, runId, row.seq);
-    if (record.kind === 'event' && record.approvals !== undefined) for (const [callId, decision] of Object.entries(record.approvals)) taken.set(callId, decision);
+    if (record.kind === 'event' && record.approvals !== undefined)
+      for (const [callId, decision] of Object.entries(record.approvals)) taken.set(callId, decision);
   }
-  const essence = (decision: ApprovalDecision | undefined) => (decision === undefined ? null : canonicalJson(decision.approve ? { approve: true } : { approve: false, reason: decision.reason }));
-  return [...decisions].every(([callId, decision]) => taken.has(callId) && essence(taken.get(callId)) === essence(decision));
+  const essence = (decision: ApprovalDecision | undefined) =>
+    decision === undefined
+      ? null
+      : canonicalJson(decision.approve ? { approve: true } : { approve: false, reason: decision.reason });
+  return [...decisions].every(
+    ([callId, decision]) => taken.has(callId) && essence(taken.get(callId)) === essence(decision),
+  );
 }
 
 /**
@@ -100,13 +147,27 @@ export async function wereTaken(store: Store, runId: string, decisions: Decision
 export function checkArgumentsUnchanged(record: RunRecord, plan: ResumePlan, decisions: Decisions): void {
   const stop = plan.events.at(-1);
   if (stop === undefined || stop.seq !== record.waitingSeq) {
-    throw new ApprovalError({ code: 'run_not_waiting', runId: record.runId, message: `run ${record.runId}'s journal does not end at the stop it waits at (seq ${String(record.waitingSeq)})` });
+    throw new ApprovalError({
+      code: 'run_not_waiting',
+      runId: record.runId,
+      message: `run ${record.runId}'s journal does not end at the stop it waits at (seq ${String(record.waitingSeq)})`,
+    });
   }
   for (const callId of decisions.keys()) {
     const pending = record.pendingApprovals.find((approval) => approval.callId === callId);
     const call = stop.delta.fields.pendingCalls.find(({ request }) => request.id === callId);
-    if (pending === undefined || call === undefined || call.request.name !== pending.tool || canonicalJson(call.args ?? null) !== canonicalJson(pending.args ?? null)) {
-      throw new ApprovalError({ code: 'approval_arguments_changed', runId: record.runId, callId, message: `call ${callId} of run ${record.runId} is not the call that was put up for approval (tool or arguments differ)` });
+    if (
+      pending === undefined ||
+      call === undefined ||
+      call.request.name !== pending.tool ||
+      canonicalJson(call.args ?? null) !== canonicalJson(pending.args ?? null)
+    ) {
+      throw new ApprovalError({
+        code: 'approval_arguments_changed',
+        runId: record.runId,
+        callId,
+        message: `call ${callId} of run ${record.runId} is not the call that was put up for approval (tool or arguments differ)`,
+      });
     }
   }
 }

@@ -12,8 +12,21 @@ export class StoreRecordError extends LoopstateError {
   /** The record's seq; null for the run's own metadata record. */
   readonly seq: number | null;
   readonly problem: string;
-  constructor({ code, runId, seq, problem }: { code: 'corrupt_record' | 'unsupported_record_version'; runId: string; seq: number | null; problem: string }) {
-    super({ code, message: `Refused the ${seq === null ? 'metadata record' : `journal record at seq ${seq}`} of run ${runId}: ${problem}` });
+  constructor({
+    code,
+    runId,
+    seq,
+    problem,
+  }: {
+    code: 'corrupt_record' | 'unsupported_record_version';
+    runId: string;
+    seq: number | null;
+    problem: string;
+  }) {
+    super({
+      code,
+      message: `Refused the ${seq === null ? 'metadata record' : `journal record at seq ${seq}`} of run ${runId}: ${problem}`,
+    });
     this.runId = runId;
     this.seq = seq;
     this.problem = problem;
@@ -43,7 +56,17 @@ export class ApprovalError extends LoopstateError {
   declare readonly code: ApprovalErrorCode;
   readonly runId: string;
   readonly callId: string | null;
-  constructor({ code, runId, callId = null, message }: { code: ApprovalErrorCode; runId: string; callId?: string | null; message: string }) {
+  constructor({
+    code,
+    runId,
+    callId = null,
+    message,
+  }: {
+    code: ApprovalErrorCode;
+    runId: string;
+    callId?: string | null;
+    message: string;
+  }) {
     super({ code, message });
     this.runId = runId;
     this.callId = callId;

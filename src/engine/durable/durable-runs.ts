@@ -10,11 +10,25 @@ import type { PendingApproval, RunResult } from '../runtime/run-result.js';
 import type { EffectStep } from '../runtime/driver-hooks.js';
 import type { Lease, Store } from '../../contracts/store.js';
 import type { ToolHealth } from '../tools/index.js';
-import { argumentsHash, checkApprovals, checkArgumentsUnchanged, checkedApprovals, wereTaken } from './approval-checks.js';
+import {
+  argumentsHash,
+  checkApprovals,
+  checkArgumentsUnchanged,
+  checkedApprovals,
+  wereTaken,
+} from './approval-checks.js';
 import { ApprovalError, RunAccessError } from './durable-errors.js';
 import { continuingClock, journalledModel, journalledTools } from './journalled-effects.js';
 import { deadOwner, describeLeaseHolder, newLeaseOwner, noteLeaseLeft } from './lease-owner.js';
-import { decodeRunRecord, encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type Decisions, type PendingApprovalRecord, type RunRecord } from './records.js';
+import {
+  decodeRunRecord,
+  encodeRecord,
+  RECORD_SCHEMA_VERSION,
+  type ApprovalDecision,
+  type Decisions,
+  type PendingApprovalRecord,
+  type RunRecord,
+} from './records.js';
 import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
 import { readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
 import { RunJournal } from './run-journal.js';
@@ -68,12 +82,28 @@ export class DurableRuns {
     if (fault !== null) return driveRun(this.resolved, this.resolved.toolHealth, input);
     const owner = newLeaseOwner();
     const record: RunRecord = {
-      schemaVersion: RECORD_SCHEMA_VERSION, kind: 'run', runId, state: 'running', waitingSeq: null, pendingApprovals: [], decidedCalls: [], result: null,
-      definition: this.definition(), limits: recordLimits(this.resolved.limits), tenantHold: null,
-      input: { ...(input.goal === undefined ? {} : { goal: input.goal }), ...(input.messages === undefined ? {} : { messages: [...input.messages] }) },
+      schemaVersion: RECORD_SCHEMA_VERSION,
+      kind: 'run',
+      runId,
+      state: 'running',
+      waitingSeq: null,
+      pendingApprovals: [],
+      decidedCalls: [],
+      result: null,
+      definition: this.definition(),
+      limits: recordLimits(this.resolved.limits),
+      tenantHold: null,
+      input: {
+        ...(input.goal === undefined ? {} : { goal: input.goal }),
+        ...(input.messages === undefined ? {} : { messages: [...input.messages] }),
+      },
     };
     if (!(await this.store.createRun(runId, encodeRecord(record), this.lease(owner)()))) {
-      throw new RunAccessError({ code: 'run_exists', runId, message: `run ${runId} exists in the store already; resume it with loop.resume(${JSON.stringify(runId)}) or pick another runId` });
+      throw new RunAccessError({
+        code: 'run_exists',
+        runId,
+        message: `run ${runId} exists in the store already; resume it with loop.resume(${JSON.stringify(runId)}) or pick another runId`,
+      });
     }
     try {
       return await this.drive(record, owner, null, input.signal, true, driving);
@@ -87,14 +117,19 @@ export class DurableRuns {
     const before = await this.readRecord(runId);
     const approvals = await this.decisionsToTake(before, asked);
     if (before.state === 'finished') await this.settle(before);
-    if (before.state === 'finished' || (before.state === 'waiting' && approvals === undefined)) return before.result as unknown as RunResult;
+    if (before.state === 'finished' || (before.state === 'waiting' && approvals === undefined))
+      return before.result as unknown as RunResult;
     const owner = await this.takeLease(runId);
     try {
       // Read again under the lease: a resume that won a race may have decided these calls meanwhile.
       const record = await this.readRecord(runId);
       const decisions = await this.decisionsToTake(record, approvals);
-      if (record.state === 'finished' || (record.state === 'waiting' && decisions === undefined)) return record.result as unknown as RunResult;
-      const continueWith: ContinueWith | null = record.state === 'waiting' && decisions !== undefined ? { kind: 'approvals', waitingSeq: record.waitingSeq ?? 0, decisions } : null;
+      if (record.state === 'finished' || (record.state === 'waiting' && decisions === undefined))
+        return record.result as unknown as RunResult;
+      const continueWith: ContinueWith | null =
+        record.state === 'waiting' && decisions !== undefined
+          ? { kind: 'approvals', waitingSeq: record.waitingSeq ?? 0, decisions }
+          : null;
       return await this.drive(record, owner, continueWith, options.signal, false, driving);
     } finally {
       await this.release(runId, owner);
@@ -122,7 +157,12 @@ export class DurableRuns {
     try {
       checkApprovals(record, decisions, this.resolved.clock.now());
     } catch (error) {
-      if (error instanceof ApprovalError && error.code === 'approval_already_decided' && (await wereTaken(this.store, record.runId, decisions))) return undefined;
+      if (
+        error instanceof ApprovalError &&
+        error.code === 'approval_already_decided' &&
+        (await wereTaken(this.store, record.runId, decisions))
+      )
+        return undefined;
       throw error;
     }
     return decisions;
@@ -155,14 +195,25 @@ export class DurableRuns {
       await this.settle(before);
       return before.result as unknown as RunResult;
     }
-    if (!(await this.store.requestCancel(runId))) throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
+    if (!(await this.store.requestCancel(runId)))
+      throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
     const owner = newLeaseOwner();
     const current = await this.store.readRun(runId);
-    if (!(await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(current?.leaseOwner ?? null)))) return null;
+    if (
+      !(await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(current?.leaseOwner ?? null)))
+    )
+      return null;
     try {
       const record = await this.readRecord(runId);
       if (record.state === 'finished') return record.result as unknown as RunResult;
-      const continueWith: ContinueWith | null = record.state === 'waiting' ? { kind: 'cancel', waitingSeq: record.waitingSeq ?? 0, message: 'cancelled through loop.cancel while waiting for approval' } : null;
+      const continueWith: ContinueWith | null =
+        record.state === 'waiting'
+          ? {
+              kind: 'cancel',
+              waitingSeq: record.waitingSeq ?? 0,
+              message: 'cancelled through loop.cancel while waiting for approval',
+            }
+          : null;
       return await this.drive(record, owner, continueWith, undefined, false);
     } finally {
       await this.release(runId, owner);
@@ -184,17 +235,26 @@ export class DurableRuns {
   }
 
   private definition(): RunRecord['definition'] {
-    return { tools: [...this.resolved.tools.keys()].sort(), tasks: this.resolved.tasks?.map((task) => task.id) ?? null, plan: this.resolved.plan };
+    return {
+      tools: [...this.resolved.tools.keys()].sort(),
+      tasks: this.resolved.tasks?.map((task) => task.id) ?? null,
+      plan: this.resolved.plan,
+    };
   }
 
   private async readRecord(runId: string): Promise<RunRecord> {
     const row = await this.store.readRun(runId);
-    if (row === null) throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
+    if (row === null)
+      throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
     const record = decodeRunRecord(row.body, runId);
     const ours = JSON.stringify(this.definition());
     // A finished run's result is readable by any loop; driving one on needs the loop it was started with.
     if (record.state !== 'finished' && JSON.stringify(record.definition) !== ours) {
-      throw new RunAccessError({ code: 'definition_changed', runId, message: `run ${runId} was started by a loop with ${JSON.stringify(record.definition)}; this loop has ${ours}. Resume it with the loop it was started with` });
+      throw new RunAccessError({
+        code: 'definition_changed',
+        runId,
+        message: `run ${runId} was started by a loop with ${JSON.stringify(record.definition)}; this loop has ${ours}. Resume it with the loop it was started with`,
+      });
     }
     return record;
   }
@@ -202,20 +262,38 @@ export class DurableRuns {
   private async takeLease(runId: string): Promise<string> {
     const owner = newLeaseOwner();
     const row = await this.store.readRun(runId);
-    if (await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(row?.leaseOwner ?? null))) return owner;
+    if (await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(row?.leaseOwner ?? null)))
+      return owner;
     // Read again: the row read before may predate the holder that just won the lease.
     const holder = (await this.store.readRun(runId)) ?? row;
     const held = describeLeaseHolder(holder?.leaseOwner ?? null, holder?.leaseUntil ?? 0, Date.now());
-    throw new RunAccessError({ code: 'run_busy', runId, message: `run ${runId} is being driven by another resume or process: ${held}; try again when it stops or its lease expires` });
+    throw new RunAccessError({
+      code: 'run_busy',
+      runId,
+      message: `run ${runId} is being driven by another resume or process: ${held}; try again when it stops or its lease expires`,
+    });
   }
 
   /** A finished run's tenant hold, settled (again: settling twice changes nothing, so a crash between finishing and settling is repaired). */
   private async settle(record: RunRecord): Promise<void> {
-    if (record.tenantHold !== null && record.result !== null) await settleShare(this.store, record.tenantHold.tenantId, record.runId, (record.result as unknown as RunResult).usage);
+    if (record.tenantHold !== null && record.result !== null)
+      await settleShare(
+        this.store,
+        record.tenantHold.tenantId,
+        record.runId,
+        (record.result as unknown as RunResult).usage,
+      );
   }
 
   /** Drives the run (new, or rebuilt from the journal) to its next stop and records how it stopped. */
-  private async drive(started: RunRecord, owner: string, continueWith: ContinueWith | null, signal: AbortSignal | undefined, isNew: boolean, driving: DrivingOptions = {}): Promise<RunResult> {
+  private async drive(
+    started: RunRecord,
+    owner: string,
+    continueWith: ContinueWith | null,
+    signal: AbortSignal | undefined,
+    isNew: boolean,
+    driving: DrivingOptions = {},
+  ): Promise<RunResult> {
     const { runId } = started;
     const tenant = this.resolved.tenant;
     // The run's own limits, whatever this loop's are; a run recorded before limits were takes this loop's, from now on.
@@ -232,14 +310,32 @@ export class DurableRuns {
       if (continueWith?.kind === 'approvals') checkArgumentsUnchanged(record, plan, continueWith.decisions);
     }
     const lease = this.lease(owner);
-    const decidedCalls = continueWith === null ? record.decidedCalls : [...record.decidedCalls, ...(continueWith.kind === 'approvals' ? continueWith.decisions.keys() : record.pendingApprovals.map(({ callId }) => callId))];
+    const decidedCalls =
+      continueWith === null
+        ? record.decidedCalls
+        : [
+            ...record.decidedCalls,
+            ...(continueWith.kind === 'approvals'
+              ? continueWith.decisions.keys()
+              : record.pendingApprovals.map(({ callId }) => callId)),
+          ];
     const continued: RunRecord = { ...record, decidedCalls };
-    const continuedRunBody = continueWith === null ? undefined : encodeRecord({ ...continued, state: 'running', waitingSeq: null, pendingApprovals: [], result: null });
+    const continuedRunBody =
+      continueWith === null
+        ? undefined
+        : encodeRecord({ ...continued, state: 'running', waitingSeq: null, pendingApprovals: [], result: null });
     const sharedHealth: ToolHealth | undefined = this.resolved.toolHealth;
     const held = heldLimits(limits, record.tenantHold);
     const journal = new RunJournal({
-      store: this.store, runId, lease, snapshotEvery: this.resolved.durable.snapshotEvery, plan, ownsHealth: sharedHealth === undefined, continuedRunBody,
-      limits: held, limitsWarning: isNew ? null : limitsKeptWarning(limits, this.resolved.limits),
+      store: this.store,
+      runId,
+      lease,
+      snapshotEvery: this.resolved.durable.snapshotEvery,
+      plan,
+      ownsHealth: sharedHealth === undefined,
+      continuedRunBody,
+      limits: held,
+      limitsWarning: isNew ? null : limitsKeptWarning(limits, this.resolved.limits),
       ...(driving.effectStep === undefined ? {} : { effectStep: driving.effectStep }),
     });
     const config: ResolvedConfig = {
@@ -279,9 +375,12 @@ export class DurableRuns {
    * journal write fails with `StoreConflictError`.
    */
   private heartbeat(runId: string, lease: () => Lease): () => void {
-    const timer = setInterval(() => {
-      this.store.append(runId, [], lease()).catch(() => clearInterval(timer));
-    }, Math.max(10, Math.floor(this.resolved.durable.leaseMs / 3)));
+    const timer = setInterval(
+      () => {
+        this.store.append(runId, [], lease()).catch(() => clearInterval(timer));
+      },
+      Math.max(10, Math.floor(this.resolved.durable.leaseMs / 3)),
+    );
     // Never holds a Node, Bun or Deno process open; a browser's timers have no unref.
     (timer as { unref?: () => unknown }).unref?.();
     return () => clearInterval(timer);
@@ -292,12 +391,25 @@ export class DurableRuns {
     const expiresAfter = this.resolved.durable.approvalExpiresAfterMs;
     const now = this.resolved.clock.now();
     const pendingApprovals: PendingApprovalRecord[] = waiting
-      ? result.pendingApprovals.map(({ callId, tool, args }) => ({ callId, tool, args: args ?? null, argumentsHash: argumentsHash(args), expiresAt: expiresAfter === null ? null : now + expiresAfter }))
+      ? result.pendingApprovals.map(({ callId, tool, args }) => ({
+          callId,
+          tool,
+          args: args ?? null,
+          argumentsHash: argumentsHash(args),
+          expiresAt: expiresAfter === null ? null : now + expiresAfter,
+        }))
       : [];
-    const withHashes: PendingApproval[] = result.pendingApprovals.map((approval, index) => ({ ...approval, argumentsHash: pendingApprovals[index]?.argumentsHash ?? argumentsHash(approval.args), expiresAt: pendingApprovals[index]?.expiresAt ?? null }));
+    const withHashes: PendingApproval[] = result.pendingApprovals.map((approval, index) => ({
+      ...approval,
+      argumentsHash: pendingApprovals[index]?.argumentsHash ?? argumentsHash(approval.args),
+      expiresAt: pendingApprovals[index]?.expiresAt ?? null,
+    }));
     result.pendingApprovals = withHashes;
     return {
-      ...record, state: waiting ? 'waiting' : 'finished', waitingSeq: waiting ? lastEventSeq : null, pendingApprovals,
+      ...record,
+      state: waiting ? 'waiting' : 'finished',
+      waitingSeq: waiting ? lastEventSeq : null,
+      pendingApprovals,
       result: JSON.parse(JSON.stringify(result)) as RunRecord['result'],
     };
   }

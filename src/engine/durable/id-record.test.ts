@@ -22,16 +22,29 @@ describe('idRecordSchema', () => {
   });
 
   it('names the id of a bad value, and refuses what is not an object', () => {
-    expect(schema.safeParse({ constructor: 'x' }).error?.issues).toEqual([expect.objectContaining({ path: ['constructor'] })]);
-    expect(schema.safeParse([1]).error?.issues).toEqual([expect.objectContaining({ message: 'expected an object keyed by run id' })]);
+    expect(schema.safeParse({ constructor: 'x' }).error?.issues).toEqual([
+      expect.objectContaining({ path: ['constructor'] }),
+    ]);
+    expect(schema.safeParse([1]).error?.issues).toEqual([
+      expect.objectContaining({ message: 'expected an object keyed by run id' }),
+    ]);
   });
 });
 
 describe('records keyed by id', () => {
   it('read back a tenant hold of a run named __proto__', () => {
     const hold = { costUsd: 0.5, inputTokens: null, outputTokens: null };
-    const holds = Object.fromEntries([['__proto__', hold], ['constructor', hold]]) as LedgerRecord['holds'];
-    const ledger: LedgerRecord = { schemaVersion: RECORD_SCHEMA_VERSION, kind: 'ledger', tenantId: 'acme', spent: { costUsd: 0, inputTokens: 0, outputTokens: 0 }, holds };
+    const holds = Object.fromEntries([
+      ['__proto__', hold],
+      ['constructor', hold],
+    ]) as LedgerRecord['holds'];
+    const ledger: LedgerRecord = {
+      schemaVersion: RECORD_SCHEMA_VERSION,
+      kind: 'ledger',
+      tenantId: 'acme',
+      spent: { costUsd: 0, inputTokens: 0, outputTokens: 0 },
+      holds,
+    };
     const decoded = decodeLedgerRecord(encodeRecord(ledger), 'acme');
     expect(Object.keys(decoded.holds)).toEqual(['__proto__', 'constructor']);
     expect(decoded.holds['__proto__']).toEqual(hold);

@@ -17,7 +17,10 @@ export function hasId(record: object, id: string): boolean {
  * @example
  * const holds = idRecordSchema(z.number()).parse(JSON.parse('{"__proto__": 1}')); // holds['__proto__'] === 1
  */
-export function idRecordSchema<Value extends z.ZodType>(value: Value, expected = 'an object keyed by id'): z.ZodType<Record<string, z.output<Value>>, Record<string, z.input<Value>>> {
+export function idRecordSchema<Value extends z.ZodType>(
+  value: Value,
+  expected = 'an object keyed by id',
+): z.ZodType<Record<string, z.output<Value>>, Record<string, z.input<Value>>> {
   return z.unknown().transform((input, context) => {
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
       context.issues.push({ code: 'custom', message: `expected ${expected}`, input });
@@ -27,7 +30,8 @@ export function idRecordSchema<Value extends z.ZodType>(value: Value, expected =
     for (const id of Object.keys(input)) {
       const parsed = value.safeParse((input as Record<string, unknown>)[id]);
       if (parsed.success) output[id] = parsed.data;
-      else for (const issue of parsed.error.issues) context.issues.push({ ...issue, path: [id, ...issue.path] } as never);
+      else
+        for (const issue of parsed.error.issues) context.issues.push({ ...issue, path: [id, ...issue.path] } as never);
     }
     return output;
   }) as unknown as z.ZodType<Record<string, z.output<Value>>, Record<string, z.input<Value>>>;

@@ -23,7 +23,12 @@ export function journalledModel(model: Model, journal: RunJournal): Model {
 
 /** The user's tools through the journal; the built-in plan tool is the run's own state and is not wrapped. */
 export function journalledTools(tools: ReadonlyMap<string, Tool>, journal: RunJournal): Map<string, Tool> {
-  return new Map([...tools].map(([name, tool]): [string, Tool] => [name, { ...tool, execute: (args, context) => journal.execute(tool, args, context) }]));
+  return new Map(
+    [...tools].map(([name, tool]): [string, Tool] => [
+      name,
+      { ...tool, execute: (args, context) => journal.execute(tool, args, context) },
+    ]),
+  );
 }
 
 export function continuingClock(clock: Clock, lastAt: number | null): Clock {

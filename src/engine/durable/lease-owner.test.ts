@@ -20,8 +20,12 @@ afterAll(() => rmSync(folder, { recursive: true, force: true }));
 describe('describeLeaseHolder', () => {
   it('names the process, the host, the owner id and until when the lease holds', () => {
     const now = Date.parse('2026-01-01T00:00:00Z');
-    expect(describeLeaseHolder('web-1:4242:1a2b3c4d', now + 30_000, now)).toBe('held by process 4242 on web-1 (lease owner "web-1:4242:1a2b3c4d") until 2026-01-01T00:00:30.000Z, 30 s from now');
-    expect(describeLeaseHolder('worker-7', now - 5_000, now)).toBe('held by lease owner "worker-7" until 2025-12-31T23:59:55.000Z, 5 s ago');
+    expect(describeLeaseHolder('web-1:4242:1a2b3c4d', now + 30_000, now)).toBe(
+      'held by process 4242 on web-1 (lease owner "web-1:4242:1a2b3c4d") until 2026-01-01T00:00:30.000Z, 30 s from now',
+    );
+    expect(describeLeaseHolder('worker-7', now - 5_000, now)).toBe(
+      'held by lease owner "worker-7" until 2025-12-31T23:59:55.000Z, 5 s ago',
+    );
     expect(describeLeaseHolder(null, 0, now)).toBe('its holder released the lease while this call tried to take it');
   });
 });
@@ -39,24 +43,49 @@ describe('deadOwner, from the runtime probe', () => {
 
 /** A loop that stops for approval of a destructive refund. */
 function refundLoop(store: Store) {
-  const refund = defineTool({ name: 'refund', description: 'Refund an order.', input: z.object({ order_id: z.string() }), access: 'destructive', execute: ({ order_id }) => ({ refunded: order_id }) });
-  return createLoop({ model: scriptedModel([toolCall('refund', { order_id: 'O-7' }), reply('Refunded O-7.')]), tools: [refund], clock: virtualClock(), store });
+  const refund = defineTool({
+    name: 'refund',
+    description: 'Refund an order.',
+    input: z.object({ order_id: z.string() }),
+    access: 'destructive',
+    execute: ({ order_id }) => ({ refunded: order_id }),
+  });
+  return createLoop({
+    model: scriptedModel([toolCall('refund', { order_id: 'O-7' }), reply('Refunded O-7.')]),
+    tools: [refund],
+    clock: virtualClock(),
+    store,
+  });
 }
 
 describe('run_busy names who holds the run', () => {
   it.each([
     ['memory', () => memoryStore()],
     ['SQLite file', () => sqliteStore({ path: join(folder, 'runs.db') })],
-  ])('the loser of two racing resumes (%s store) learns the holder and its lease expiry, never "(unknown)"', async (_name, makeStore) => {
-    const store = makeStore();
-    const loop = refundLoop(store);
-    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'race' });
-    const approvals = { [stopped.pendingApprovals[0]!.callId]: { approve: true as const } };
-    const outcomes = await Promise.allSettled([loop.resume('race', { approvals }), loop.resume('race', { approvals })]);
-    const busy = outcomes.flatMap((outcome) => (outcome.status === 'rejected' && outcome.reason instanceof RunAccessError && outcome.reason.code === 'run_busy' ? [outcome.reason] : []));
-    expect(busy).toHaveLength(1);
-    expect(busy[0]?.message).toMatch(new RegExp(`^run race is being driven by another resume or process: held by process ${process.pid} on ${hostname().replace(/[.]/g, '\\.')} \\(lease owner "[^"]+"\\) until \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z, \\d+ s from now; try again when it stops or its lease expires$`));
-    expect(busy[0]?.message).not.toContain('unknown');
-    await (store as { close?: () => Promise<void> }).close?.();
-  });
+  ])(
+    'the loser of two racing resumes (%s store) learns the holder and its lease expiry, never "(unknown)"',
+    async (_name, makeStore) => {
+      const store = makeStore();
+      const loop = refundLoop(store);
+      const stopped = await loop.run({ goal: 'Refund O-7', runId: 'race' });
+      const approvals = { [stopped.pendingApprovals[0]!.callId]: { approve: true as const } };
+      const outcomes = await Promise.allSettled([
+        loop.resume('race', { approvals }),
+        loop.resume('race', { approvals }),
+      ]);
+      const busy = outcomes.flatMap((outcome) =>
+        outcome.status === 'rejected' && outcome.reason instanceof RunAccessError && outcome.reason.code === 'run_busy'
+          ? [outcome.reason]
+          : [],
+      );
+      expect(busy).toHaveLength(1);
+      expect(busy[0]?.message).toMatch(
+        new RegExp(
+          `^run race is being driven by another resume or process: held by process ${process.pid} on ${hostname().replace(/[.]/g, '\\.')} \\(lease owner "[^"]+"\\) until \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z, \\d+ s from now; try again when it stops or its lease expires$`,
+        ),
+      );
+      expect(busy[0]?.message).not.toContain('unknown');
+      await (store as { close?: () => Promise<void> }).close?.();
+    },
+  );
 });

@@ -64,7 +64,15 @@ export function deadOwner(owner: string | null): string | undefined {
   const [host, pidText] = owner.split(':');
   const pid = Number(pidText);
   const runtime = hostProcess();
-  if (thisHost === null || host !== thisHost || !Number.isInteger(pid) || pid <= 0 || pid === thisPid || typeof runtime?.kill !== 'function') return undefined;
+  if (
+    thisHost === null ||
+    host !== thisHost ||
+    !Number.isInteger(pid) ||
+    pid <= 0 ||
+    pid === thisPid ||
+    typeof runtime?.kill !== 'function'
+  )
+    return undefined;
   try {
     runtime.kill(pid, 0);
     return undefined;

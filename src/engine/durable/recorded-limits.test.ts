@@ -14,7 +14,10 @@ describe('recorded limits', () => {
   it("take the resuming loop's value for a limit the record does not name, and all of them without a record", () => {
     const loop = resolveLimits({ maxSteps: 14 });
     const { maxToolCalls: _left, ...olderRecord } = recordLimits(resolveLimits({ maxSteps: 4 }));
-    expect(runLimits(olderRecord, loop)).toEqual({ ...resolveLimits({ maxSteps: 4 }), maxToolCalls: loop.maxToolCalls });
+    expect(runLimits(olderRecord, loop)).toEqual({
+      ...resolveLimits({ maxSteps: 4 }),
+      maxToolCalls: loop.maxToolCalls,
+    });
     expect(runLimits(undefined, loop)).toBe(loop);
   });
 
@@ -28,7 +31,11 @@ describe('recorded limits', () => {
 
   it("replace a machine snapshot's limits whole", () => {
     const limits = resolveLimits({ maxSteps: 4 });
-    const machine = { status: 'active', value: 'RUNNING', context: { steps: 2, limits: { ...resolveLimits({ maxSteps: 14 }), deadlineMs: null } } };
+    const machine = {
+      status: 'active',
+      value: 'RUNNING',
+      context: { steps: 2, limits: { ...resolveLimits({ maxSteps: 14 }), deadlineMs: null } },
+    };
     expect(withRunLimits(machine, limits)).toEqual({ ...machine, context: { steps: 2, limits } });
   });
 });

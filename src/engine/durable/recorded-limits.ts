@@ -17,7 +17,12 @@ const byName = (limits: LoopLimits): Record<string, unknown> => limits as unknow
 
 /** The limits as they are recorded with the run. */
 export function recordLimits(limits: LoopLimits): RecordedLimits {
-  return Object.fromEntries(Object.entries(byName(limits)).map(([name, value]) => [name, typeof value === 'number' && Number.isFinite(value) ? value : null]));
+  return Object.fromEntries(
+    Object.entries(byName(limits)).map(([name, value]) => [
+      name,
+      typeof value === 'number' && Number.isFinite(value) ? value : null,
+    ]),
+  );
 }
 
 /**
@@ -40,7 +45,9 @@ export function runLimits(recorded: RecordedLimits | undefined, loop: LoopLimits
 export function limitsKeptWarning(run: LoopLimits, loop: LoopLimits): string | null {
   const kept = byName(run);
   const offered = byName(loop);
-  const differing = Object.keys(offered).filter((name) => kept[name] !== offered[name]).map((name) => `${name} ${String(kept[name])} (this loop: ${String(offered[name])})`);
+  const differing = Object.keys(offered)
+    .filter((name) => kept[name] !== offered[name])
+    .map((name) => `${name} ${String(kept[name])} (this loop: ${String(offered[name])})`);
   if (differing.length === 0) return null;
   return `resumed by a loop with other limits; the run keeps the limits it started with: ${differing.join(', ')}`;
 }

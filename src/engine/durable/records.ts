@@ -27,7 +27,13 @@ const schemaVersionSchema = z.union([z.literal(1), z.literal(RECORD_SCHEMA_VERSI
 const toolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: z.string() }).strict();
 const messageSchema = z.union([
   z.object({ role: z.enum(['system', 'user']), content: z.string() }).strict(),
-  z.object({ role: z.literal('assistant'), content: z.string().nullable(), toolCalls: z.array(toolCallSchema).optional() }).strict(),
+  z
+    .object({
+      role: z.literal('assistant'),
+      content: z.string().nullable(),
+      toolCalls: z.array(toolCallSchema).optional(),
+    })
+    .strict(),
   z.object({ role: z.literal('tool'), toolCallId: z.string(), content: z.string() }).strict(),
 ]);
 const traceEventSchema = z.looseObject({ type: z.string(), runId: z.string(), at: z.number() });
@@ -36,60 +42,99 @@ const messagesSchema = z.array(messageSchema) as unknown as z.ZodType<Message[]>
 const traceSchema = z.array(traceEventSchema) as unknown as z.ZodType<TraceEvent[]>;
 const errorSchema = z.object({ name: z.string(), message: z.string(), code: z.string().optional() }).strict();
 
-const pendingCallSchema = z.object({
-  request: toolCallSchema,
-  status: z.enum(['ready', 'invalid', 'denied', 'needs_approval', 'unavailable']),
-  args: z.unknown(),
-  error: z.object({ key: z.string(), message: z.string() }).strict().nullable(),
-  fingerprint: z.string(),
-  refusal: z.object({ reason: z.enum(['duplicate in the reply', 'maxToolCalls spent', 'over maxToolCallsPerReply', 'rejected by a person']), message: z.string() }).strict().nullable(),
-}).strict();
+const pendingCallSchema = z
+  .object({
+    request: toolCallSchema,
+    status: z.enum(['ready', 'invalid', 'denied', 'needs_approval', 'unavailable']),
+    args: z.unknown(),
+    error: z.object({ key: z.string(), message: z.string() }).strict().nullable(),
+    fingerprint: z.string(),
+    refusal: z
+      .object({
+        reason: z.enum([
+          'duplicate in the reply',
+          'maxToolCalls spent',
+          'over maxToolCallsPerReply',
+          'rejected by a person',
+        ]),
+        message: z.string(),
+      })
+      .strict()
+      .nullable(),
+  })
+  .strict();
 
-const countersSchema = z.object({
-  calls: z.number(), successes: z.number(), failures: z.number(), consecutiveFailures: z.number(), totalLatencyMs: z.number(), lastFailureAt: z.number(),
-}).strict();
+const countersSchema = z
+  .object({
+    calls: z.number(),
+    successes: z.number(),
+    failures: z.number(),
+    consecutiveFailures: z.number(),
+    totalLatencyMs: z.number(),
+    lastFailureAt: z.number(),
+  })
+  .strict();
 
 /** The session fields that are small and replaced whole on every step. */
-export const sessionFieldsSchema = z.object({
-  taskIndex: z.number().int(),
-  pendingCalls: z.array(pendingCallSchema),
-  lastReply: z.string().nullable(),
-  lastEvaluation: z.object({ taskIndex: z.number().int(), reply: z.string(), formatted: z.object({ value: z.unknown() }).nullable() }).strict().nullable(),
-  fatalError: errorSchema.nullable(),
-  restingState: z.string().nullable(),
-  /** Null when no task output was added since the last record. */
-  taskOutputs: idRecordSchema(z.unknown(), 'an object keyed by task id').nullable(),
-  /** The tracker whole (a snapshot, or a run's first record), or what changed in it. */
-  progress: z.union([
-    z.object({ kind: z.literal('whole'), snapshot: z.unknown() }).strict(),
-    z.object({
-      kind: z.literal('changes'), restarted: z.boolean(), triples: z.record(z.string(), z.number().int().min(0)),
-      distinctObservationsHash: z.string(), failures: z.number().int().min(0), stateDigest: z.string(),
-    }).strict(),
-  ]),
-  plan: z.array(z.looseObject({ id: z.string(), status: z.string() })).nullable(),
-  /** Null when the run shares a health object the caller owns. */
-  health: idRecordSchema(countersSchema, 'an object keyed by tool name').nullable(),
-  unpricedModels: z.array(z.string()),
-}).strict();
+export const sessionFieldsSchema = z
+  .object({
+    taskIndex: z.number().int(),
+    pendingCalls: z.array(pendingCallSchema),
+    lastReply: z.string().nullable(),
+    lastEvaluation: z
+      .object({
+        taskIndex: z.number().int(),
+        reply: z.string(),
+        formatted: z.object({ value: z.unknown() }).nullable(),
+      })
+      .strict()
+      .nullable(),
+    fatalError: errorSchema.nullable(),
+    restingState: z.string().nullable(),
+    /** Null when no task output was added since the last record. */
+    taskOutputs: idRecordSchema(z.unknown(), 'an object keyed by task id').nullable(),
+    /** The tracker whole (a snapshot, or a run's first record), or what changed in it. */
+    progress: z.union([
+      z.object({ kind: z.literal('whole'), snapshot: z.unknown() }).strict(),
+      z
+        .object({
+          kind: z.literal('changes'),
+          restarted: z.boolean(),
+          triples: z.record(z.string(), z.number().int().min(0)),
+          distinctObservationsHash: z.string(),
+          failures: z.number().int().min(0),
+          stateDigest: z.string(),
+        })
+        .strict(),
+    ]),
+    plan: z.array(z.looseObject({ id: z.string(), status: z.string() })).nullable(),
+    /** Null when the run shares a health object the caller owns. */
+    health: idRecordSchema(countersSchema, 'an object keyed by tool name').nullable(),
+    unpricedModels: z.array(z.string()),
+  })
+  .strict();
 
-const transcriptChangeSchema = z.object({
-  /** True: `messages` is the whole transcript (a new task, or trimmed); false: messages appended after `from`. */
-  replace: z.boolean(),
-  from: z.number().int().min(0),
-  messages: messagesSchema,
-  taskMessageIndex: z.number().int().nullable(),
-}).strict();
+const transcriptChangeSchema = z
+  .object({
+    /** True: `messages` is the whole transcript (a new task, or trimmed); false: messages appended after `from`. */
+    replace: z.boolean(),
+    from: z.number().int().min(0),
+    messages: messagesSchema,
+    taskMessageIndex: z.number().int().nullable(),
+  })
+  .strict();
 
 /** What one step changed in the session outside the machine, against the state after the previous event. */
-export const sessionDeltaSchema = z.object({
-  transcript: transcriptChangeSchema,
-  traceFrom: z.number().int().min(0),
-  trace: traceSchema,
-  warningsFrom: z.number().int().min(0),
-  warnings: z.array(z.string()),
-  fields: sessionFieldsSchema,
-}).strict();
+export const sessionDeltaSchema = z
+  .object({
+    transcript: transcriptChangeSchema,
+    traceFrom: z.number().int().min(0),
+    trace: traceSchema,
+    warningsFrom: z.number().int().min(0),
+    warnings: z.array(z.string()),
+    fields: sessionFieldsSchema,
+  })
+  .strict();
 
 const eventSchema = z.looseObject({ type: z.string().min(1), at: z.number() });
 
@@ -100,87 +145,132 @@ const approvalDecisionSchema = z.union([
   z.object({ approve: z.literal(false), reason: z.string(), argumentsHash: z.string().optional() }).strict(),
 ]);
 
-export const eventRecordSchema = z.object({
-  ...base,
-  kind: z.literal('event'),
-  event: eventSchema,
-  delta: sessionDeltaSchema,
-  /** This event replaces the one at that seq (a run stopped for approval continued, or was cancelled there). */
-  supersedes: z.number().int().positive().optional(),
-  approvals: idRecordSchema(approvalDecisionSchema, 'an object keyed by call id').optional(),
-}).strict();
+export const eventRecordSchema = z
+  .object({
+    ...base,
+    kind: z.literal('event'),
+    event: eventSchema,
+    delta: sessionDeltaSchema,
+    /** This event replaces the one at that seq (a run stopped for approval continued, or was cancelled there). */
+    supersedes: z.number().int().positive().optional(),
+    approvals: idRecordSchema(approvalDecisionSchema, 'an object keyed by call id').optional(),
+  })
+  .strict();
 
-export const modelRecordSchema = z.object({ ...base, kind: z.literal('model'), afterEvent: z.number().int().min(0), index: z.number().int().min(0), response: modelResponseSchema }).strict();
+export const modelRecordSchema = z
+  .object({
+    ...base,
+    kind: z.literal('model'),
+    afterEvent: z.number().int().min(0),
+    index: z.number().int().min(0),
+    response: modelResponseSchema,
+  })
+  .strict();
 
-export const intentRecordSchema = z.object({ ...base, kind: z.literal('intent'), key: z.string(), tool: z.string(), args: z.unknown() }).strict();
+export const intentRecordSchema = z
+  .object({ ...base, kind: z.literal('intent'), key: z.string(), tool: z.string(), args: z.unknown() })
+  .strict();
 
-export const toolResultRecordSchema = z.object({
-  ...base,
-  kind: z.literal('tool-result'),
-  key: z.string(),
-  tool: z.string(),
-  outcome: z.union([
-    z.object({ kind: z.literal('returned'), text: z.string() }).strict(),
-    z.object({ kind: z.literal('threw'), name: z.string(), message: z.string(), callerFault: z.boolean() }).strict(),
-  ]),
-}).strict();
+export const toolResultRecordSchema = z
+  .object({
+    ...base,
+    kind: z.literal('tool-result'),
+    key: z.string(),
+    tool: z.string(),
+    outcome: z.union([
+      z.object({ kind: z.literal('returned'), text: z.string() }).strict(),
+      z.object({ kind: z.literal('threw'), name: z.string(), message: z.string(), callerFault: z.boolean() }).strict(),
+    ]),
+  })
+  .strict();
 
-const journalRecordSchema = z.discriminatedUnion('kind', [eventRecordSchema, modelRecordSchema, intentRecordSchema, toolResultRecordSchema]);
+const journalRecordSchema = z.discriminatedUnion('kind', [
+  eventRecordSchema,
+  modelRecordSchema,
+  intentRecordSchema,
+  toolResultRecordSchema,
+]);
 
-export const snapshotRecordSchema = z.object({
-  ...base,
-  kind: z.literal('snapshot'),
-  /** The actor's persisted snapshot after the event at `seq`. */
-  machine: z.looseObject({ status: z.literal('active'), value: z.unknown(), context: z.record(z.string(), z.unknown()) }),
-  session: z.object({
-    transcript: transcriptChangeSchema,
-    trace: traceSchema,
-    warnings: z.array(z.string()),
-    fields: sessionFieldsSchema,
-  }).strict(),
-}).strict();
+export const snapshotRecordSchema = z
+  .object({
+    ...base,
+    kind: z.literal('snapshot'),
+    /** The actor's persisted snapshot after the event at `seq`. */
+    machine: z.looseObject({
+      status: z.literal('active'),
+      value: z.unknown(),
+      context: z.record(z.string(), z.unknown()),
+    }),
+    session: z
+      .object({
+        transcript: transcriptChangeSchema,
+        trace: traceSchema,
+        warnings: z.array(z.string()),
+        fields: sessionFieldsSchema,
+      })
+      .strict(),
+  })
+  .strict();
 
-export const pendingApprovalRecordSchema = z.object({
-  callId: z.string(),
-  tool: z.string(),
-  args: z.unknown(),
-  argumentsHash: z.string(),
-  /** Epoch ms after which the approval is refused as expired; null: it does not expire. */
-  expiresAt: z.number().nullable(),
-}).strict();
+export const pendingApprovalRecordSchema = z
+  .object({
+    callId: z.string(),
+    tool: z.string(),
+    args: z.unknown(),
+    argumentsHash: z.string(),
+    /** Epoch ms after which the approval is refused as expired; null: it does not expire. */
+    expiresAt: z.number().nullable(),
+  })
+  .strict();
 
-const amountsSchema = z.object({ costUsd: z.number().min(0), inputTokens: z.number().min(0), outputTokens: z.number().min(0) }).strict();
+const amountsSchema = z
+  .object({ costUsd: z.number().min(0), inputTokens: z.number().min(0), outputTokens: z.number().min(0) })
+  .strict();
 /** Per dimension, what a run holds of its tenant's budget; null where the tenant sets no cap. */
-const holdSchema = z.object({ costUsd: z.number().min(0).nullable(), inputTokens: z.number().min(0).nullable(), outputTokens: z.number().min(0).nullable() }).strict();
+const holdSchema = z
+  .object({
+    costUsd: z.number().min(0).nullable(),
+    inputTokens: z.number().min(0).nullable(),
+    outputTokens: z.number().min(0).nullable(),
+  })
+  .strict();
 
 /** A tenant's ledger: what its finished runs spent, and what its unfinished runs hold. */
-export const ledgerRecordSchema = z.object({
-  schemaVersion: schemaVersionSchema,
-  kind: z.literal('ledger'),
-  tenantId: z.string(),
-  spent: amountsSchema,
-  holds: idRecordSchema(holdSchema, 'an object keyed by run id'),
-}).strict();
+export const ledgerRecordSchema = z
+  .object({
+    schemaVersion: schemaVersionSchema,
+    kind: z.literal('ledger'),
+    tenantId: z.string(),
+    spent: amountsSchema,
+    holds: idRecordSchema(holdSchema, 'an object keyed by run id'),
+  })
+  .strict();
 
-export const runRecordSchema = z.object({
-  schemaVersion: schemaVersionSchema,
-  kind: z.literal('run'),
-  runId: z.string(),
-  input: z.object({ goal: z.string().optional(), messages: messagesSchema.optional() }).strict(),
-  /** What the run was started with: a resume by a loop with other tools, tasks or plan setting is refused. */
-  definition: z.object({ tools: z.array(z.string()), tasks: z.array(z.string()).nullable(), plan: z.boolean() }).strict(),
-  /** The run's own limits as it started (before a tenant's share): the ones that apply on every resume. Absent in version 1. */
-  limits: recordedLimitsSchema.optional(),
-  /** running: in progress or crashed; waiting: stopped for approval; finished: a final result. */
-  state: z.enum(['running', 'waiting', 'finished']),
-  /** The seq of the event that stopped the run for approval. */
-  waitingSeq: z.number().int().nullable(),
-  pendingApprovals: z.array(pendingApprovalRecordSchema),
-  decidedCalls: z.array(z.string()),
-  /** The run's share of its tenant's budget, held until it finishes; null without a tenant. */
-  tenantHold: z.object({ tenantId: z.string(), hold: holdSchema, tenantLeft: holdSchema }).strict().nullable(),
-  result: z.looseObject({ runId: z.string(), status: z.string(), stopReason: z.string(), detail: z.string() }).nullable(),
-}).strict();
+export const runRecordSchema = z
+  .object({
+    schemaVersion: schemaVersionSchema,
+    kind: z.literal('run'),
+    runId: z.string(),
+    input: z.object({ goal: z.string().optional(), messages: messagesSchema.optional() }).strict(),
+    /** What the run was started with: a resume by a loop with other tools, tasks or plan setting is refused. */
+    definition: z
+      .object({ tools: z.array(z.string()), tasks: z.array(z.string()).nullable(), plan: z.boolean() })
+      .strict(),
+    /** The run's own limits as it started (before a tenant's share): the ones that apply on every resume. Absent in version 1. */
+    limits: recordedLimitsSchema.optional(),
+    /** running: in progress or crashed; waiting: stopped for approval; finished: a final result. */
+    state: z.enum(['running', 'waiting', 'finished']),
+    /** The seq of the event that stopped the run for approval. */
+    waitingSeq: z.number().int().nullable(),
+    pendingApprovals: z.array(pendingApprovalRecordSchema),
+    decidedCalls: z.array(z.string()),
+    /** The run's share of its tenant's budget, held until it finishes; null without a tenant. */
+    tenantHold: z.object({ tenantId: z.string(), hold: holdSchema, tenantLeft: holdSchema }).strict().nullable(),
+    result: z
+      .looseObject({ runId: z.string(), status: z.string(), stopReason: z.string(), detail: z.string() })
+      .nullable(),
+  })
+  .strict();
 
 export type EventRecord = z.output<typeof eventRecordSchema>;
 export type ModelRecord = z.output<typeof modelRecordSchema>;
@@ -202,32 +292,61 @@ export type LedgerRecord = z.output<typeof ledgerRecordSchema>;
 export type TenantHold = z.output<typeof holdSchema>;
 
 /** Parses and validates one record; `seq` null is the run's metadata record (or a tenant's ledger, `runId` then naming it). */
-function decode<Schema extends z.ZodType>(schema: Schema, body: string, runId: string, seq: number | null, owner: 'runId' | 'tenantId' = 'runId'): z.output<Schema> {
+function decode<Schema extends z.ZodType>(
+  schema: Schema,
+  body: string,
+  runId: string,
+  seq: number | null,
+  owner: 'runId' | 'tenantId' = 'runId',
+): z.output<Schema> {
   let value: unknown;
   try {
     value = JSON.parse(body);
   } catch (error) {
-    throw new StoreRecordError({ code: 'corrupt_record', runId, seq, problem: `not valid JSON (truncated or overwritten): ${(error as Error).message}` });
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId,
+      seq,
+      problem: `not valid JSON (truncated or overwritten): ${(error as Error).message}`,
+    });
   }
   const version = (value as { schemaVersion?: unknown } | null)?.schemaVersion;
   if (typeof version === 'number' && version > RECORD_SCHEMA_VERSION) {
-    throw new StoreRecordError({ code: 'unsupported_record_version', runId, seq, problem: `schemaVersion ${version} is newer than this loopstate reads (${RECORD_SCHEMA_VERSION}); upgrade loopstate to resume it` });
+    throw new StoreRecordError({
+      code: 'unsupported_record_version',
+      runId,
+      seq,
+      problem: `schemaVersion ${version} is newer than this loopstate reads (${RECORD_SCHEMA_VERSION}); upgrade loopstate to resume it`,
+    });
   }
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    throw new StoreRecordError({ code: 'corrupt_record', runId, seq, problem: `not a valid record: ${describeZodIssues(parsed.error.issues).join('; ')}` });
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId,
+      seq,
+      problem: `not a valid record: ${describeZodIssues(parsed.error.issues).join('; ')}`,
+    });
   }
   const decoded = parsed.data as { runId?: unknown; tenantId?: unknown; seq?: unknown };
   if (decoded[owner] !== runId || (seq !== null && decoded.seq !== seq)) {
-    throw new StoreRecordError({ code: 'corrupt_record', runId, seq, problem: `it names ${String(decoded[owner])}${seq === null ? '' : ` seq ${String(decoded.seq)}`}, not where it is stored` });
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId,
+      seq,
+      problem: `it names ${String(decoded[owner])}${seq === null ? '' : ` seq ${String(decoded.seq)}`}, not where it is stored`,
+    });
   }
   return parsed.data;
 }
 
-export const decodeJournalRecord = (body: string, runId: string, seq: number): JournalRecord => decode(journalRecordSchema, body, runId, seq);
-export const decodeSnapshotRecord = (body: string, runId: string, seq: number): SnapshotRecord => decode(snapshotRecordSchema, body, runId, seq);
+export const decodeJournalRecord = (body: string, runId: string, seq: number): JournalRecord =>
+  decode(journalRecordSchema, body, runId, seq);
+export const decodeSnapshotRecord = (body: string, runId: string, seq: number): SnapshotRecord =>
+  decode(snapshotRecordSchema, body, runId, seq);
 export const decodeRunRecord = (body: string, runId: string): RunRecord => decode(runRecordSchema, body, runId, null);
-export const decodeLedgerRecord = (body: string, tenantId: string): LedgerRecord => decode(ledgerRecordSchema, body, tenantId, null, 'tenantId');
+export const decodeLedgerRecord = (body: string, tenantId: string): LedgerRecord =>
+  decode(ledgerRecordSchema, body, tenantId, null, 'tenantId');
 
 /** Serialises a record; bigints (database ids) are written as their decimal text, as tool results are. */
 export function encodeRecord(record: JournalRecord | SnapshotRecord | RunRecord | LedgerRecord): string {

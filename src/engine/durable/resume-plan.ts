@@ -37,7 +37,8 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
   const after = snapshot?.seq ?? 0;
   const records = (await store.readJournal(runId, after)).map((row) => decodeJournalRecord(row.body, runId, row.seq));
   const superseded = new Set<number>();
-  for (const record of records) if (record.kind === 'event' && record.supersedes !== undefined) superseded.add(record.supersedes);
+  for (const record of records)
+    if (record.kind === 'event' && record.supersedes !== undefined) superseded.add(record.supersedes);
   const events: EventRecord[] = [];
   for (const record of records) if (record.kind === 'event' && !superseded.has(record.seq)) events.push(record);
   const lastEventSeq = events.at(-1)?.seq ?? after;
@@ -48,9 +49,13 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
     else if (record.kind === 'intent') tail.intents.set(record.key, record);
     else if (record.kind === 'tool-result') tail.results.set(record.key, record);
   }
-  const lastAt = events.at(-1)?.event.at ?? (snapshot === null ? null : Number((snapshot.machine.context as { lastEventAt?: unknown }).lastEventAt ?? NaN));
+  const lastAt =
+    events.at(-1)?.event.at ??
+    (snapshot === null ? null : Number((snapshot.machine.context as { lastEventAt?: unknown }).lastEventAt ?? NaN));
   return {
-    snapshot, events, tail,
+    snapshot,
+    events,
+    tail,
     nextSeq: Math.max(after, ...records.map((record) => record.seq)) + 1,
     lastEventSeq,
     lastAt: lastAt === null || Number.isNaN(lastAt) ? null : lastAt,

@@ -28,11 +28,33 @@ import type { DriverHooks, EffectStep, RestoreTarget } from '../runtime/driver-h
 import { RunInterruption } from '../runtime/interruption.js';
 import type { RunSession } from '../runtime/run-session.js';
 import type { Lease, Store, StoreRow } from '../../contracts/store.js';
-import { isCallerFault, ToolCallError, type OutcomeLookup, type Tool, type ToolContext, type ToolHealth } from '../tools/index.js';
+import {
+  isCallerFault,
+  ToolCallError,
+  type OutcomeLookup,
+  type Tool,
+  type ToolContext,
+  type ToolHealth,
+} from '../tools/index.js';
 import { UnknownOutcomeError } from '../tools/unknown-outcome-error.js';
-import { encodeRecord, RECORD_SCHEMA_VERSION, type ApprovalDecision, type EventRecord, type JournalRecord, type SnapshotRecord, type ToolResultRecord } from './records.js';
+import {
+  encodeRecord,
+  RECORD_SCHEMA_VERSION,
+  type ApprovalDecision,
+  type EventRecord,
+  type JournalRecord,
+  type SnapshotRecord,
+  type ToolResultRecord,
+} from './records.js';
 import type { ResumePlan } from './resume-plan.js';
-import { applyDelta, cursorOf, restoreSessionState, sessionDelta, sessionState, type SessionCursor } from './session-state.js';
+import {
+  applyDelta,
+  cursorOf,
+  restoreSessionState,
+  sessionDelta,
+  sessionState,
+  type SessionCursor,
+} from './session-state.js';
 import { applyApprovals } from './approval-decision.js';
 import { withRunLimits } from './recorded-limits.js';
 import { migrateTransportCounters } from './transport-counters-migration.js';
@@ -81,7 +103,9 @@ export class RunJournal implements DriverHooks {
   private limitsWarning: string | null;
   constructor(private readonly options: RunJournalOptions) {
     const machine = options.plan?.snapshot?.machine;
-    this.machineSnapshot = (machine === undefined ? undefined : withRunLimits(migrateTransportCounters(machine), options.limits)) as DriverHooks['machineSnapshot'];
+    this.machineSnapshot = (
+      machine === undefined ? undefined : withRunLimits(migrateTransportCounters(machine), options.limits)
+    ) as DriverHooks['machineSnapshot'];
     this.limitsWarning = options.limitsWarning;
     this.nextSeq = options.plan?.nextSeq ?? 1;
     this.lastEventSeq = options.plan?.lastEventSeq ?? 0;
@@ -122,7 +146,8 @@ export class RunJournal implements DriverHooks {
       return false;
     }
     session.whileReplaying(() => {
-      if (plan.snapshot !== null) restoreSessionState(session, this.health, plan.snapshot.session, { runId: this.runId, seq: plan.snapshot.seq });
+      if (plan.snapshot !== null)
+        restoreSessionState(session, this.health, plan.snapshot.session, { runId: this.runId, seq: plan.snapshot.seq });
       // Cursors of a rebuilt run carry the progress tracker whole in the next record: it was restored, not tracked.
       this.cursor = cursorOf(session, false);
       const stoppedAt = plan.continueWith?.waitingSeq ?? null;
@@ -134,7 +159,13 @@ export class RunJournal implements DriverHooks {
         this.cursor = cursorOf(session, false);
       }
     });
-    session.record({ type: 'run-resume', runId: this.runId, at: plan.lastAt ?? 0, fromSeq: plan.snapshot?.seq ?? 0, replayedEvents: plan.events.length });
+    session.record({
+      type: 'run-resume',
+      runId: this.runId,
+      at: plan.lastAt ?? 0,
+      fromSeq: plan.snapshot?.seq ?? 0,
+      replayedEvents: plan.events.length,
+    });
     this.warnOfLimits(session, plan.lastAt ?? 0);
     const stop = plan.events.at(-1);
     if (plan.continueWith !== null && stop !== undefined) {
@@ -142,7 +173,9 @@ export class RunJournal implements DriverHooks {
       if (plan.continueWith.kind === 'approvals') {
         // Own entries (fromEntries defines them): a call id may be `__proto__`.
         this.superseding.approvals = Object.fromEntries(plan.continueWith.decisions);
-        await deliver(applyApprovals(session, stop.event as LoopEvent, plan.continueWith.decisions, actor.getSnapshot().context));
+        await deliver(
+          applyApprovals(session, stop.event as LoopEvent, plan.continueWith.decisions, actor.getSnapshot().context),
+        );
       } else {
         await deliver({ type: 'run.cancelRequested', at: stop.event.at, message: plan.continueWith.message });
       }
@@ -160,9 +193,18 @@ export class RunJournal implements DriverHooks {
     this.warnOfLimits(session, event.at);
     const cursor = this.cursor ?? cursorOf(session);
     const record: EventRecord = {
-      schemaVersion: RECORD_SCHEMA_VERSION, kind: 'event', runId: this.runId, seq: this.takeSeq(),
-      event: event as EventRecord['event'], delta: sessionDelta(session, cursor, this.health),
-      ...(this.superseding === null ? {} : { supersedes: this.superseding.seq, ...(this.superseding.approvals ? { approvals: this.superseding.approvals } : {}) }),
+      schemaVersion: RECORD_SCHEMA_VERSION,
+      kind: 'event',
+      runId: this.runId,
+      seq: this.takeSeq(),
+      event: event as EventRecord['event'],
+      delta: sessionDelta(session, cursor, this.health),
+      ...(this.superseding === null
+        ? {}
+        : {
+            supersedes: this.superseding.seq,
+            ...(this.superseding.approvals ? { approvals: this.superseding.approvals } : {}),
+          }),
     };
     const runBody = this.superseding === null ? undefined : this.options.continuedRunBody;
     this.superseding = null;
@@ -181,17 +223,29 @@ export class RunJournal implements DriverHooks {
     this.cursor = cursorOf(session);
     this.eventsSinceSnapshot += 1;
     const snapshot = actor.getSnapshot();
-    if (this.eventsSinceSnapshot < this.options.snapshotEvery || this.bytesSinceSnapshot < this.lastSnapshotBytes || snapshot.status !== 'active') return;
+    if (
+      this.eventsSinceSnapshot < this.options.snapshotEvery ||
+      this.bytesSinceSnapshot < this.lastSnapshotBytes ||
+      snapshot.status !== 'active'
+    )
+      return;
     this.eventsSinceSnapshot = 0;
     this.bytesSinceSnapshot = 0;
     const record: SnapshotRecord = {
-      schemaVersion: RECORD_SCHEMA_VERSION, kind: 'snapshot', runId: this.runId, seq: this.lastEventSeq,
+      schemaVersion: RECORD_SCHEMA_VERSION,
+      kind: 'snapshot',
+      runId: this.runId,
+      seq: this.lastEventSeq,
       machine: actor.getPersistedSnapshot() as unknown as SnapshotRecord['machine'],
       session: sessionState(session, this.health),
     };
     const body = encodeRecord(record);
     this.lastSnapshotBytes = body.length;
-    await this.options.store.writeSnapshot(this.runId, { seq: record.seq, kind: 'snapshot', body }, this.options.lease());
+    await this.options.store.writeSnapshot(
+      this.runId,
+      { seq: record.seq, kind: 'snapshot', body },
+      this.options.lease(),
+    );
   }
 
   async beforeEffect(session: RunSession, controller: AbortController): Promise<void> {
@@ -226,7 +280,15 @@ export class RunJournal implements DriverHooks {
     // A malformed response is the driver's to refuse (fatal_error); it is not worth serving again.
     if (isWellFormedResponse(response)) {
       const { text, toolCalls, usage } = response;
-      await this.append({ schemaVersion: RECORD_SCHEMA_VERSION, kind: 'model', runId: this.runId, seq: this.takeSeq(), afterEvent, index, response: { text, toolCalls: [...toolCalls], usage } });
+      await this.append({
+        schemaVersion: RECORD_SCHEMA_VERSION,
+        kind: 'model',
+        runId: this.runId,
+        seq: this.takeSeq(),
+        afterEvent,
+        index,
+        response: { text, toolCalls: [...toolCalls], usage },
+      });
     }
     return response;
   }
@@ -246,12 +308,26 @@ export class RunJournal implements DriverHooks {
       // not_done: the lookup proved it never took effect, so it runs now, under the same key.
       if (lookup.status !== 'not_done') throw new UnknownOutcomeError({ tool: tool.name, idempotencyKey: key });
     }
-    if (!started) await this.append({ schemaVersion: RECORD_SCHEMA_VERSION, kind: 'intent', runId: this.runId, seq: this.takeSeq(), key, tool: tool.name, args: args ?? null });
+    if (!started)
+      await this.append({
+        schemaVersion: RECORD_SCHEMA_VERSION,
+        kind: 'intent',
+        runId: this.runId,
+        seq: this.takeSeq(),
+        key,
+        tool: tool.name,
+        args: args ?? null,
+      });
     let value: unknown;
     try {
       value = await tool.execute(args, context);
     } catch (error) {
-      await this.recordOutcome(key, tool, { kind: 'threw', name: error instanceof Error ? error.name : 'Error', message: thrownMessage(error), callerFault: isCallerFault(error) });
+      await this.recordOutcome(key, tool, {
+        kind: 'threw',
+        name: error instanceof Error ? error.name : 'Error',
+        message: thrownMessage(error),
+        callerFault: isCallerFault(error),
+      });
       throw error;
     }
     await this.recordOutcome(key, tool, { kind: 'returned', text: serialised(value) });
@@ -259,7 +335,15 @@ export class RunJournal implements DriverHooks {
   }
 
   private async recordOutcome(key: string, tool: Tool, outcome: ToolOutcome): Promise<void> {
-    await this.append({ schemaVersion: RECORD_SCHEMA_VERSION, kind: 'tool-result', runId: this.runId, seq: this.takeSeq(), key, tool: tool.name, outcome });
+    await this.append({
+      schemaVersion: RECORD_SCHEMA_VERSION,
+      kind: 'tool-result',
+      runId: this.runId,
+      seq: this.takeSeq(),
+      key,
+      tool: tool.name,
+      outcome,
+    });
   }
 }
 
@@ -278,7 +362,9 @@ async function lookUp(tool: Tool, args: unknown, context: ToolContext): Promise<
 function serialised(value: unknown): string {
   if (typeof value === 'string') return value;
   try {
-    return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item)) ?? 'null';
+    return (
+      JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item)) ?? 'null'
+    );
   } catch (error) {
     return `[unserialisable result: ${thrownMessage(error)}]`;
   }

@@ -44,11 +44,23 @@ export function cursorOf(session: RunSession, progressTracked = true): SessionCu
   };
 }
 
-function fieldsOf(session: RunSession, health: ToolHealth | null, withTaskOutputs: boolean, progress: SessionFields['progress']): SessionFields {
+function fieldsOf(
+  session: RunSession,
+  health: ToolHealth | null,
+  withTaskOutputs: boolean,
+  progress: SessionFields['progress'],
+): SessionFields {
   return {
     taskIndex: session.taskIndex,
     // The error's `detail` is left out: only the trace event recorded with the decision reads it, and the record schema is strict.
-    pendingCalls: session.pendingCalls.map(({ call, fingerprint, refusal }) => ({ request: call.request, status: call.status, args: call.args, error: call.error && { key: call.error.key, message: call.error.message }, fingerprint, refusal })),
+    pendingCalls: session.pendingCalls.map(({ call, fingerprint, refusal }) => ({
+      request: call.request,
+      status: call.status,
+      args: call.args,
+      error: call.error && { key: call.error.key, message: call.error.message },
+      fingerprint,
+      refusal,
+    })),
     lastReply: session.lastReply,
     lastEvaluation: session.lastEvaluation,
     fatalError: session.fatalError === null ? null : errorFields(session.fatalError),
@@ -69,15 +81,28 @@ const taskMessageIndex = (transcript: Transcript): number | null => {
 /** What changed since `cursor`. `health` is null when the run's health is shared (the caller's, not the run's). */
 export function sessionDelta(session: RunSession, cursor: SessionCursor, health: ToolHealth | null): SessionDelta {
   const { transcript } = session;
-  const replace = transcript !== cursor.transcript || transcript.revision !== cursor.revision || transcript.messages.length < cursor.messages;
+  const replace =
+    transcript !== cursor.transcript ||
+    transcript.revision !== cursor.revision ||
+    transcript.messages.length < cursor.messages;
   const from = replace ? 0 : cursor.messages;
   return {
-    transcript: { replace, from, messages: transcript.messages.slice(from), taskMessageIndex: taskMessageIndex(transcript) },
+    transcript: {
+      replace,
+      from,
+      messages: transcript.messages.slice(from),
+      taskMessageIndex: taskMessageIndex(transcript),
+    },
     traceFrom: cursor.trace,
     trace: session.trace.slice(cursor.trace),
     warningsFrom: cursor.warnings,
     warnings: session.warnings.slice(cursor.warnings),
-    fields: fieldsOf(session, health, Object.keys(session.taskOutputs).length !== cursor.taskOutputKeys, cursor.progressTracked ? { kind: 'changes', ...session.progress.takeChanges() } : wholeProgress(session)),
+    fields: fieldsOf(
+      session,
+      health,
+      Object.keys(session.taskOutputs).length !== cursor.taskOutputKeys,
+      cursor.progressTracked ? { kind: 'changes', ...session.progress.takeChanges() } : wholeProgress(session),
+    ),
   };
 }
 
@@ -85,7 +110,12 @@ export function sessionDelta(session: RunSession, cursor: SessionCursor, health:
 export function sessionState(session: RunSession, health: ToolHealth | null): SnapshotRecord['session'] {
   const { transcript } = session;
   return {
-    transcript: { replace: true, from: 0, messages: [...transcript.messages], taskMessageIndex: taskMessageIndex(transcript) },
+    transcript: {
+      replace: true,
+      from: 0,
+      messages: [...transcript.messages],
+      taskMessageIndex: taskMessageIndex(transcript),
+    },
     trace: [...session.trace],
     warnings: [...session.warnings],
     fields: fieldsOf(session, health, true, { kind: 'whole', snapshot: session.progress.snapshot() }),
@@ -98,7 +128,12 @@ interface Where {
 }
 
 function mismatch(where: Where, what: string): StoreRecordError {
-  return new StoreRecordError({ code: 'corrupt_record', runId: where.runId, seq: where.seq, problem: `${what} does not continue the journal before it` });
+  return new StoreRecordError({
+    code: 'corrupt_record',
+    runId: where.runId,
+    seq: where.seq,
+    problem: `${what} does not continue the journal before it`,
+  });
 }
 
 /** The tracker a record carries whole, or null when it carries changes to the one the session has. */
@@ -107,7 +142,12 @@ function restoredProgress(fields: SessionFields, where: Where): ProgressTracker 
   try {
     return ProgressTracker.restore(fields.progress.snapshot);
   } catch (error) {
-    throw new StoreRecordError({ code: 'corrupt_record', runId: where.runId, seq: where.seq, problem: (error as Error).message });
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId: where.runId,
+      seq: where.seq,
+      problem: (error as Error).message,
+    });
   }
 }
 
@@ -116,11 +156,14 @@ function restoreFields(session: RunSession, health: ToolHealth | null, fields: S
   session.restoreFields({
     taskIndex: fields.taskIndex,
     pendingCalls: fields.pendingCalls.map(({ request, status, args, error, fingerprint, refusal }): PendingCall => ({
-      call: { request, tool: session.tools.get(request.name), status, args, error }, fingerprint, refusal,
+      call: { request, tool: session.tools.get(request.name), status, args, error },
+      fingerprint,
+      refusal,
     })),
     lastReply: fields.lastReply,
     lastEvaluation: fields.lastEvaluation,
-    fatalError: fields.fatalError === null ? null : Object.assign(new Error(fields.fatalError.message), fields.fatalError),
+    fatalError:
+      fields.fatalError === null ? null : Object.assign(new Error(fields.fatalError.message), fields.fatalError),
     restingState: fields.restingState,
     taskOutputs: fields.taskOutputs,
     progress,
@@ -140,20 +183,28 @@ function restoreTranscript(session: RunSession, change: SessionDelta['transcript
     throw mismatch(where, `its transcript (from message ${change.from}, not ${transcript.messages.length})`);
   }
   for (const message of change.messages) transcript.append({ ...message });
-  transcript.taskMessage = change.taskMessageIndex === null ? null : (transcript.messages[change.taskMessageIndex] ?? null);
+  transcript.taskMessage =
+    change.taskMessageIndex === null ? null : (transcript.messages[change.taskMessageIndex] ?? null);
 }
 
 /** Applies one event record's delta to a session standing where the record's previous event left it. */
 export function applyDelta(session: RunSession, health: ToolHealth | null, delta: SessionDelta, where: Where): void {
-  if (delta.traceFrom !== session.trace.length && session.config.trace.inMemory) throw mismatch(where, `its trace (from event ${delta.traceFrom}, not ${session.trace.length})`);
-  if (delta.warningsFrom !== session.warnings.length) throw mismatch(where, `its warnings (from ${delta.warningsFrom}, not ${session.warnings.length})`);
+  if (delta.traceFrom !== session.trace.length && session.config.trace.inMemory)
+    throw mismatch(where, `its trace (from event ${delta.traceFrom}, not ${session.trace.length})`);
+  if (delta.warningsFrom !== session.warnings.length)
+    throw mismatch(where, `its warnings (from ${delta.warningsFrom}, not ${session.warnings.length})`);
   restoreTranscript(session, delta.transcript, where);
   session.restoreRecorded(delta.trace, delta.warnings, false);
   restoreFields(session, health, delta.fields, where);
 }
 
 /** Replaces the whole session with a snapshot's. */
-export function restoreSessionState(session: RunSession, health: ToolHealth | null, state: SnapshotRecord['session'], where: Where): void {
+export function restoreSessionState(
+  session: RunSession,
+  health: ToolHealth | null,
+  state: SnapshotRecord['session'],
+  where: Where,
+): void {
   restoreTranscript(session, state.transcript, where);
   session.restoreRecorded(state.trace, state.warnings, true);
   restoreFields(session, health, state.fields, where);

@@ -11,7 +11,14 @@ import type { TenantBudget } from '../config/config.js';
 import type { Store } from '../../contracts/store.js';
 import { StoreConflictError } from '../store/store-conflict-error.js';
 import { hasId } from './id-record.js';
-import { decodeLedgerRecord, encodeRecord, RECORD_SCHEMA_VERSION, type LedgerRecord, type RunRecord, type TenantHold } from './records.js';
+import {
+  decodeLedgerRecord,
+  encodeRecord,
+  RECORD_SCHEMA_VERSION,
+  type LedgerRecord,
+  type RunRecord,
+  type TenantHold,
+} from './records.js';
 
 type Dimension = 'costUsd' | 'inputTokens' | 'outputTokens';
 const DIMENSIONS: readonly { dimension: Dimension; cap: keyof Omit<TenantBudget, 'id'>; limit: keyof LoopLimits }[] = [
@@ -24,16 +31,31 @@ const DIMENSIONS: readonly { dimension: Dimension; cap: keyof Omit<TenantBudget,
 const MAX_ATTEMPTS = 100;
 
 /** Read-modify-write of a tenant's ledger, retried while other runs of the tenant write it. */
-async function updateLedger<Result>(store: Store, tenantId: string, change: (ledger: LedgerRecord) => { ledger: LedgerRecord | null; result: Result }): Promise<Result> {
+async function updateLedger<Result>(
+  store: Store,
+  tenantId: string,
+  change: (ledger: LedgerRecord) => { ledger: LedgerRecord | null; result: Result },
+): Promise<Result> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const row = await store.readLedger(tenantId);
-    const ledger = row === null
-      ? { schemaVersion: RECORD_SCHEMA_VERSION, kind: 'ledger' as const, tenantId, spent: { costUsd: 0, inputTokens: 0, outputTokens: 0 }, holds: Object.create(null) as LedgerRecord['holds'] }
-      : decodeLedgerRecord(row.body, tenantId);
+    const ledger =
+      row === null
+        ? {
+            schemaVersion: RECORD_SCHEMA_VERSION,
+            kind: 'ledger' as const,
+            tenantId,
+            spent: { costUsd: 0, inputTokens: 0, outputTokens: 0 },
+            holds: Object.create(null) as LedgerRecord['holds'],
+          }
+        : decodeLedgerRecord(row.body, tenantId);
     const { ledger: next, result } = change(ledger);
     if (next === null || (await store.writeLedger(tenantId, encodeRecord(next), row?.version ?? null))) return result;
   }
-  throw new StoreConflictError({ runId: `tenant:${tenantId}`, seq: null, message: `the ledger of tenant ${tenantId} kept changing under ${MAX_ATTEMPTS} attempts to update it` });
+  throw new StoreConflictError({
+    runId: `tenant:${tenantId}`,
+    seq: null,
+    message: `the ledger of tenant ${tenantId} kept changing under ${MAX_ATTEMPTS} attempts to update it`,
+  });
 }
 
 function left(tenant: TenantBudget, ledger: LedgerRecord, exceptRunId: string): TenantHold {
@@ -49,7 +71,12 @@ function left(tenant: TenantBudget, ledger: LedgerRecord, exceptRunId: string): 
 }
 
 /** The run's hold: taken once, the same one on every later call (a resume after a crash reuses it). */
-export async function holdShare(store: Store, tenant: TenantBudget, runId: string, limits: LoopLimits): Promise<NonNullable<RunRecord['tenantHold']>> {
+export async function holdShare(
+  store: Store,
+  tenant: TenantBudget,
+  runId: string,
+  limits: LoopLimits,
+): Promise<NonNullable<RunRecord['tenantHold']>> {
   return updateLedger(store, tenant.id, (ledger) => {
     const tenantLeft = left(tenant, ledger, runId);
     const existing = hasId(ledger.holds, runId) ? ledger.holds[runId] : undefined;
@@ -60,7 +87,10 @@ export async function holdShare(store: Store, tenant: TenantBudget, runId: strin
       if (available !== null) hold[dimension] = Math.min(limits[limit] as number, available);
     }
     // Own entries, not assignments: a run id may be `__proto__`.
-    return { ledger: { ...ledger, holds: { ...ledger.holds, [runId]: hold } }, result: { tenantId: tenant.id, hold, tenantLeft } };
+    return {
+      ledger: { ...ledger, holds: { ...ledger.holds, [runId]: hold } },
+      result: { tenantId: tenant.id, hold, tenantLeft },
+    };
   });
 }
 
@@ -70,7 +100,11 @@ export async function settleShare(store: Store, tenantId: string, runId: string,
     if (!hasId(ledger.holds, runId)) return { ledger: null, result: undefined };
     const holds = { ...ledger.holds };
     delete holds[runId];
-    const spent = { costUsd: ledger.spent.costUsd + usage.costUsd, inputTokens: ledger.spent.inputTokens + usage.inputTokens, outputTokens: ledger.spent.outputTokens + usage.outputTokens };
+    const spent = {
+      costUsd: ledger.spent.costUsd + usage.costUsd,
+      inputTokens: ledger.spent.inputTokens + usage.inputTokens,
+      outputTokens: ledger.spent.outputTokens + usage.outputTokens,
+    };
     return { ledger: { ...ledger, spent, holds }, result: undefined };
   });
 }
@@ -89,9 +123,15 @@ export function heldLimits(limits: LoopLimits, share: RunRecord['tenantHold']): 
 /** When the tenant's share, not the run's own limit, stopped the run: say so, and what to raise. */
 export function tenantStopNote(limits: LoopLimits, share: RunRecord['tenantHold']): string | null {
   if (share === null) return null;
-  const bounded = DIMENSIONS.filter(({ dimension, limit }) => share.hold[dimension] !== null && (share.hold[dimension] as number) < (limits[limit] as number));
+  const bounded = DIMENSIONS.filter(
+    ({ dimension, limit }) =>
+      share.hold[dimension] !== null && (share.hold[dimension] as number) < (limits[limit] as number),
+  );
   if (bounded.length === 0) return null;
-  const parts = bounded.map(({ dimension, cap }) => `${cap} ${dimension === 'costUsd' ? `$${share.hold[dimension]}` : share.hold[dimension]} left`);
+  const parts = bounded.map(
+    ({ dimension, cap }) =>
+      `${cap} ${dimension === 'costUsd' ? `$${share.hold[dimension]}` : share.hold[dimension]} left`,
+  );
   return `this run's share of tenant ${share.tenantId}'s budget was what the tenant had left when it started (${parts.join(', ')}); raise tenant.${bounded[0]?.cap} or let the tenant's other runs finish`;
 }
 

@@ -11,7 +11,8 @@ import { DEFAULT_LIMITS } from '../constants.js';
 
 type Loose = Record<string, unknown>;
 
-const isRecord = (value: unknown): value is Loose => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Loose =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** True when the snapshot rests mid-retry: in the backoff, or deciding with a transport retry's resend pending. */
 function isRetryingCall(machine: Loose, context: Loose): boolean {

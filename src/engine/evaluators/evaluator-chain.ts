@@ -16,7 +16,10 @@ import type { Evaluator } from './types.js';
  * const { output } = await loop.run({ goal }); // output: { total: number } | null
  */
 export function chainEvaluators<A>(first: Evaluator<string, A>): readonly [Evaluator<string, A>];
-export function chainEvaluators<A, B>(first: Evaluator<string, A>, second: Evaluator<A, B>): readonly [Evaluator<string, A>, Evaluator<A, B>];
+export function chainEvaluators<A, B>(
+  first: Evaluator<string, A>,
+  second: Evaluator<A, B>,
+): readonly [Evaluator<string, A>, Evaluator<A, B>];
 export function chainEvaluators<A, B, C>(
   first: Evaluator<string, A>,
   second: Evaluator<A, B>,

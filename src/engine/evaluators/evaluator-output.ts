@@ -18,8 +18,9 @@ export type EvaluateOption = Evaluator<any, any> | readonly Evaluator<any, any>[
  * type Order = EvaluatorOutput<typeof orderSchemaEvaluator>; // z.output of its schema
  */
 // `any` (an evaluator typed loosely, or no evaluate option at all) reads as unknown, never as any.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type EvaluatorOutput<E> = E extends Evaluator<any, infer Output> ? (0 extends 1 & Output ? unknown : Output) : unknown;
+export type EvaluatorOutput<E> =
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  E extends Evaluator<any, infer Output> ? (0 extends 1 & Output ? unknown : Output) : unknown;
 
 // Pass-through evaluators typed `unknown` (json, an unannotated rule or judge) keep the type before them.
 type LastTypedOutput<List extends readonly unknown[]> = List extends readonly [...infer Rest, infer Last]

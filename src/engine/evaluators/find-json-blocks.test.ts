@@ -24,12 +24,16 @@ describe('withoutFences', () => {
 
 describe('findJsonBlocks', () => {
   it('finds one object in prose, with its position', () => {
-    expect(findJsonBlocks('Total: {"total": 3}. Thanks')).toEqual([{ start: 7, text: '{"total": 3}', value: { total: 3 } }]);
+    expect(findJsonBlocks('Total: {"total": 3}. Thanks')).toEqual([
+      { start: 7, text: '{"total": 3}', value: { total: 3 } },
+    ]);
   });
 
   it('skips braces and brackets inside JSON strings', () => {
     const text = 'Result: {"note": "use } and ] and {", "n": [1, {"x": "]"}]} done';
-    expect(findJsonBlocks(text).map((block) => block.value)).toEqual([{ note: 'use } and ] and {', n: [1, { x: ']' }] }]);
+    expect(findJsonBlocks(text).map((block) => block.value)).toEqual([
+      { note: 'use } and ] and {', n: [1, { x: ']' }] },
+    ]);
   });
 
   it('honours escaped quotes inside strings', () => {

@@ -12,7 +12,9 @@ describe('evaluators.json', () => {
   });
 
   it('tolerates a ```json fence around the output', async () => {
-    const result = await jsonEvaluator({ requiredFields: ['status'] }).evaluate(rawInput('```json\n{"status":"shipped"}\n```'));
+    const result = await jsonEvaluator({ requiredFields: ['status'] }).evaluate(
+      rawInput('```json\n{"status":"shipped"}\n```'),
+    );
     expect(result).toMatchObject({ passed: true, parsed: { status: 'shipped' } });
   });
 
@@ -24,27 +26,41 @@ describe('evaluators.json', () => {
       parseMessage = (error as Error).message;
     }
     const result = await jsonEvaluator().evaluate(rawInput('{"status": "shipped",}'));
-    expect(result).toEqual({ passed: false, reason: `output is not valid JSON: ${parseMessage}`, parsed: '{"status": "shipped",}' });
+    expect(result).toEqual({
+      passed: false,
+      reason: `output is not valid JSON: ${parseMessage}`,
+      parsed: '{"status": "shipped",}',
+    });
   });
 
   it('fails an empty output, and passes prose around one fenced block', async () => {
-    expect(await jsonEvaluator().evaluate(rawInput(''))).toMatchObject({ passed: false, reason: 'output is not valid JSON: Unexpected end of JSON input' });
+    expect(await jsonEvaluator().evaluate(rawInput(''))).toMatchObject({
+      passed: false,
+      reason: 'output is not valid JSON: Unexpected end of JSON input',
+    });
     const prose = await jsonEvaluator().evaluate(rawInput('Sure! Here it is:\n```json\n{"a":1}\n```\nAnything else?'));
     expect(prose).toMatchObject({ passed: true, parsed: { a: 1 } });
   });
 
   it('fails two different JSON values with a reason the model can act on', async () => {
     const result = await jsonEvaluator().evaluate(rawInput('Either {"a":1} or {"a":2}'));
-    expect(result).toMatchObject({ passed: false, reason: expect.stringMatching(/^output is not valid JSON: found 2 JSON values .*expected exactly one$/) });
+    expect(result).toMatchObject({
+      passed: false,
+      reason: expect.stringMatching(/^output is not valid JSON: found 2 JSON values .*expected exactly one$/),
+    });
   });
 
   it('lists every missing required field by name, in the order given', async () => {
-    const result = await jsonEvaluator({ requiredFields: ['status', 'eta', 'carrier'] }).evaluate(rawInput('{"eta": 3}'));
+    const result = await jsonEvaluator({ requiredFields: ['status', 'eta', 'carrier'] }).evaluate(
+      rawInput('{"eta": 3}'),
+    );
     expect(result).toEqual({ passed: false, reason: 'missing required fields: status, carrier', parsed: { eta: 3 } });
   });
 
   it('counts a field present with null as present, and passes when all are there', async () => {
-    const result = await jsonEvaluator({ requiredFields: ['status', 'eta'] }).evaluate(rawInput('{"status":"x","eta":null}'));
+    const result = await jsonEvaluator({ requiredFields: ['status', 'eta'] }).evaluate(
+      rawInput('{"status":"x","eta":null}'),
+    );
     expect(result).toMatchObject({ passed: true, reason: 'valid JSON with all required fields' });
   });
 
@@ -68,7 +84,12 @@ describe('evaluators.json', () => {
   });
 
   it('checks an already-parsed value without parsing it again', async () => {
-    const result = await jsonEvaluator({ requiredFields: ['a'] }).evaluate({ output: 'ignored', parsed: { b: 1 }, signal, taskId: 't' });
+    const result = await jsonEvaluator({ requiredFields: ['a'] }).evaluate({
+      output: 'ignored',
+      parsed: { b: 1 },
+      signal,
+      taskId: 't',
+    });
     expect(result).toEqual({ passed: false, reason: 'missing required fields: a', parsed: { b: 1 } });
   });
 

@@ -36,7 +36,8 @@ export function jsonEvaluator(options: JsonEvaluatorOptions = {}): Evaluator {
       let value = input.parsed;
       if (typeof value === 'string') {
         const outcome = parseJsonOutput(value);
-        if (!outcome.ok) return { passed: false, reason: `output is not valid JSON: ${outcome.error}`, parsed: input.parsed };
+        if (!outcome.ok)
+          return { passed: false, reason: `output is not valid JSON: ${outcome.error}`, parsed: input.parsed };
         value = outcome.value;
       }
       if (requiredFields.length === 0) return { passed: true, reason: 'valid JSON', parsed: value };
@@ -48,7 +49,8 @@ export function jsonEvaluator(options: JsonEvaluatorOptions = {}): Evaluator {
         };
       }
       const missing = requiredFields.filter((field) => !Object.hasOwn(value as object, field));
-      if (missing.length > 0) return { passed: false, reason: `missing required fields: ${missing.join(', ')}`, parsed: value };
+      if (missing.length > 0)
+        return { passed: false, reason: `missing required fields: ${missing.join(', ')}`, parsed: value };
       return { passed: true, reason: 'valid JSON with all required fields', parsed: value };
     },
   };

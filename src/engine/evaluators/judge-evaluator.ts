@@ -54,9 +54,16 @@ export function judgeEvaluator<Parsed = unknown>(options: JudgeEvaluatorOptions)
       const spent = { usage: response.usage, modelId: model.id };
       const verdict = readVerdict(response.text);
       // Not a verdict on the output: feeding it back would ask the main model to fix what nobody judged.
-      if (!verdict.ok) throw new JudgeVerdictError({ judge: name, message: `the judge reply was unparseable: ${verdict.error}`, ...spent });
+      if (!verdict.ok)
+        throw new JudgeVerdictError({
+          judge: name,
+          message: `the judge reply was unparseable: ${verdict.error}`,
+          ...spent,
+        });
       const { passed, reason } = verdict.value;
-      const fallbackReason = passed ? 'the judge accepted the output' : 'the judge rejected the output without giving a reason';
+      const fallbackReason = passed
+        ? 'the judge accepted the output'
+        : 'the judge rejected the output without giving a reason';
       return { passed, reason: reason.trim() || fallbackReason, parsed: input.parsed, ...spent };
     },
   };
@@ -70,7 +77,10 @@ function readVerdict(text: string | null): VerdictOutcome {
   if (!parsed.ok) return { ok: false, error: parsed.error };
   const checked = judgeVerdictSchema.safeParse(parsed.value);
   if (!checked.success) {
-    return { ok: false, error: `expected {"passed": boolean, "reason": string}: ${formatZodIssues(checked.error.issues)}` };
+    return {
+      ok: false,
+      error: `expected {"passed": boolean, "reason": string}: ${formatZodIssues(checked.error.issues)}`,
+    };
   }
   return { ok: true, value: checked.data };
 }

@@ -11,8 +11,16 @@ export class JudgeVerdictError extends LoopstateError {
   readonly judge: string;
   readonly usage: { inputTokens: number; outputTokens: number } | undefined;
   readonly modelId: string | undefined;
-  constructor(options: { judge: string; message: string; usage?: { inputTokens: number; outputTokens: number }; modelId?: string }) {
-    super({ code: 'judge_invalid_verdict', message: `LLM judge "${options.judge}" gave no usable verdict: ${options.message}` });
+  constructor(options: {
+    judge: string;
+    message: string;
+    usage?: { inputTokens: number; outputTokens: number };
+    modelId?: string;
+  }) {
+    super({
+      code: 'judge_invalid_verdict',
+      message: `LLM judge "${options.judge}" gave no usable verdict: ${options.message}`,
+    });
     this.judge = options.judge;
     this.usage = options.usage;
     this.modelId = options.modelId;

@@ -30,12 +30,15 @@ describe('parseJsonOutput', () => {
   });
 
   it('parses a fenced block with prose around it', () => {
-    expect(parseJsonOutput('Here is the result:\n```json\n{"total": 3}\n```\nLet me know')).toEqual({ ok: true, value: { total: 3 } });
+    expect(parseJsonOutput('Here is the result:\n```json\n{"total": 3}\n```\nLet me know')).toEqual({
+      ok: true,
+      value: { total: 3 },
+    });
     expect(parseJsonOutput('Sure!\n```\n[1, 2]\n```\nAnything else?')).toEqual({ ok: true, value: [1, 2] });
     expect(parseJsonOutput('Sure! ```json\n{"a":1}\n```')).toEqual({ ok: true, value: { a: 1 } });
   });
 
-  it('reports the fenced body\'s own parse error, not a guess from the prose', () => {
+  it("reports the fenced body's own parse error, not a guess from the prose", () => {
     const outcome = parseJsonOutput('Here:\n```json\n{"a":}\n```\nand {"b": 2}');
     expect(outcome).toMatchObject({ ok: false, error: expect.stringContaining('Unexpected token') });
   });
@@ -48,11 +51,17 @@ describe('parseJsonOutput', () => {
   });
 
   it('ignores a fence in another language', () => {
-    expect(parseJsonOutput('Code:\n```python\nprint({})\n```\nAnswer: {"a": 1}')).toEqual({ ok: true, value: { a: 1 } });
+    expect(parseJsonOutput('Code:\n```python\nprint({})\n```\nAnswer: {"a": 1}')).toEqual({
+      ok: true,
+      value: { a: 1 },
+    });
   });
 
   it('parses a single object or array with prose around it and no fence', () => {
-    expect(parseJsonOutput('The answer is {"status": "shipped", "note": "box {2}"} as requested.')).toEqual({ ok: true, value: { status: 'shipped', note: 'box {2}' } });
+    expect(parseJsonOutput('The answer is {"status": "shipped", "note": "box {2}"} as requested.')).toEqual({
+      ok: true,
+      value: { status: 'shipped', note: 'box {2}' },
+    });
     expect(parseJsonOutput('Items: [1, 2, 3].')).toEqual({ ok: true, value: [1, 2, 3] });
   });
 
@@ -73,6 +82,13 @@ describe('parseJsonOutput', () => {
 
 describe('describeJsonType', () => {
   it('names null and arrays apart from objects', () => {
-    expect([null, [], {}, 'x', 1, true].map(describeJsonType)).toEqual(['null', 'array', 'object', 'string', 'number', 'boolean']);
+    expect([null, [], {}, 'x', 1, true].map(describeJsonType)).toEqual([
+      'null',
+      'array',
+      'object',
+      'string',
+      'number',
+      'boolean',
+    ]);
   });
 });

@@ -41,7 +41,8 @@ function parse(text: string): JsonParseOutcome {
 }
 
 const PREVIEW_CHARS = 40;
-const preview = (text: string) => JSON.stringify(text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text);
+const preview = (text: string) =>
+  JSON.stringify(text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text);
 
 /**
  * Parses a model's text as JSON. The first rule that applies decides, so a reply never yields a
@@ -65,7 +66,10 @@ export function parseJsonOutput(text: string): JsonParseOutcome {
   if (fence !== undefined) return parse(fence);
   const blocks = findJsonBlocks(withoutFences(text));
   if (blocks.length > 1) {
-    return { ok: false, error: `found ${blocks.length} JSON values in the text (${blocks.map((block) => preview(block.text)).join(', ')}); expected exactly one` };
+    return {
+      ok: false,
+      error: `found ${blocks.length} JSON values in the text (${blocks.map((block) => preview(block.text)).join(', ')}); expected exactly one`,
+    };
   }
   const [block] = blocks;
   return block !== undefined ? { ok: true, value: block.value } : whole;

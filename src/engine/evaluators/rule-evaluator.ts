@@ -48,7 +48,8 @@ export function ruleEvaluator<Parsed = unknown>(
         return { passed: false, reason: `${reason} (the rule threw: ${message})`, parsed: input.parsed };
       }
       if (verdict === true) return { passed: true, reason: `rule passed: ${reason}`, parsed: input.parsed };
-      if (typeof verdict === 'string' && verdict !== '') return { passed: false, reason: verdict, parsed: input.parsed };
+      if (typeof verdict === 'string' && verdict !== '')
+        return { passed: false, reason: verdict, parsed: input.parsed };
       if (verdict === false || verdict === '') return { passed: false, reason, parsed: input.parsed };
       // Strictly `true` passes, so a predicate that forgot to return fails loudly instead of passing.
       return {

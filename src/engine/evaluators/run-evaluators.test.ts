@@ -15,7 +15,11 @@ function probe(name: string, passed: boolean, parsed?: unknown): Evaluator & { s
     seen,
     evaluate(input) {
       seen.push(input);
-      return { passed, reason: `${name} ${passed ? 'ok' : 'failed'}`, parsed: parsed === undefined ? input.parsed : parsed };
+      return {
+        passed,
+        reason: `${name} ${passed ? 'ok' : 'failed'}`,
+        parsed: parsed === undefined ? input.parsed : parsed,
+      };
     },
   };
 }
@@ -39,12 +43,29 @@ describe('runEvaluators', () => {
       evaluators.schema(z.object({ total: z.number() }).transform(({ total }) => ({ total, cents: total * 100 }))),
       evaluators.rule((order: { total: number }) => order.total > 0, 'total must be positive'),
     ];
-    expect(await runEvaluators(list, options('{"total": 0}'))).toMatchObject({ passed: false, formatted: { value: { total: 0, cents: 0 } } });
-    expect(await runEvaluators(list, options('{"total": "0"}'))).toMatchObject({ passed: false, failedEvaluator: 'schema', formatted: null });
-    expect(await runEvaluators(list, options('not json'))).toMatchObject({ passed: false, failedEvaluator: 'json', formatted: null });
+    expect(await runEvaluators(list, options('{"total": 0}'))).toMatchObject({
+      passed: false,
+      formatted: { value: { total: 0, cents: 0 } },
+    });
+    expect(await runEvaluators(list, options('{"total": "0"}'))).toMatchObject({
+      passed: false,
+      failedEvaluator: 'schema',
+      formatted: null,
+    });
+    expect(await runEvaluators(list, options('not json'))).toMatchObject({
+      passed: false,
+      failedEvaluator: 'json',
+      formatted: null,
+    });
     const ruleFirst = [probe('early', false), evaluators.json()];
-    expect(await runEvaluators(ruleFirst, options('{"a": 1}'))).toMatchObject({ failedEvaluator: 'early', formatted: null });
-    expect(await runEvaluators([probe('only-rule', false)], options('text'))).toMatchObject({ passed: false, formatted: { value: 'text' } });
+    expect(await runEvaluators(ruleFirst, options('{"a": 1}'))).toMatchObject({
+      failedEvaluator: 'early',
+      formatted: null,
+    });
+    expect(await runEvaluators([probe('only-rule', false)], options('text'))).toMatchObject({
+      passed: false,
+      formatted: { value: 'text' },
+    });
   });
 
   it('hands each evaluator what the previous one parsed, plus the output, signal and task id', async () => {
@@ -59,8 +80,16 @@ describe('runEvaluators', () => {
 
   it('stops at the first failure: its reason and name win and later evaluators do not run', async () => {
     const later = probe('later', true);
-    const summary = await runEvaluators([probe('first', true), probe('breaks', false, { partial: true }), later], options('x'));
-    expect(summary).toMatchObject({ passed: false, reason: 'breaks failed', parsed: { partial: true }, failedEvaluator: 'breaks' });
+    const summary = await runEvaluators(
+      [probe('first', true), probe('breaks', false, { partial: true }), later],
+      options('x'),
+    );
+    expect(summary).toMatchObject({
+      passed: false,
+      reason: 'breaks failed',
+      parsed: { partial: true },
+      failedEvaluator: 'breaks',
+    });
     expect(later.seen).toHaveLength(0);
   });
 
@@ -70,9 +99,19 @@ describe('runEvaluators', () => {
       evaluators.schema(z.object({ total: z.number() })),
       evaluators.rule((order: { total: number }) => order.total > 0, 'total must be positive'),
     ];
-    expect(await runEvaluators(list, options('```json\n{"total": 5}\n```'))).toMatchObject({ passed: true, parsed: { total: 5 } });
-    expect(await runEvaluators(list, options('{"total": 0}'))).toMatchObject({ passed: false, failedEvaluator: 'rule: total must be positive', reason: 'total must be positive' });
-    expect(await runEvaluators(list, options('{"sum": 0}'))).toMatchObject({ failedEvaluator: 'json', reason: 'missing required fields: total' });
+    expect(await runEvaluators(list, options('```json\n{"total": 5}\n```'))).toMatchObject({
+      passed: true,
+      parsed: { total: 5 },
+    });
+    expect(await runEvaluators(list, options('{"total": 0}'))).toMatchObject({
+      passed: false,
+      failedEvaluator: 'rule: total must be positive',
+      reason: 'total must be positive',
+    });
+    expect(await runEvaluators(list, options('{"sum": 0}'))).toMatchObject({
+      failedEvaluator: 'json',
+      reason: 'missing required fields: total',
+    });
   });
 
   it('reports a throwing evaluator as a failure with its message', async () => {
@@ -85,7 +124,12 @@ describe('runEvaluators', () => {
     };
     const after = probe('after', true);
     const summary = await runEvaluators([throwing, after], options('x'));
-    expect(summary).toMatchObject({ passed: false, reason: 'evaluator "custom" threw: lookup table missing', failedEvaluator: 'custom', parsed: 'x' });
+    expect(summary).toMatchObject({
+      passed: false,
+      reason: 'evaluator "custom" threw: lookup table missing',
+      failedEvaluator: 'custom',
+      parsed: 'x',
+    });
     expect(after.seen).toHaveLength(0);
   });
 
@@ -99,12 +143,18 @@ describe('runEvaluators', () => {
   });
 
   it('sums judge usage across judges and splits it by model', async () => {
-    const cheap = scriptedModel([reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 100, outputTokens: 10 } })], { id: 'gpt-4.1-nano' });
+    const cheap = scriptedModel(
+      [reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 100, outputTokens: 10 } })],
+      { id: 'gpt-4.1-nano' },
+    );
     const strong = scriptedModel(
       [reply('{"passed": true, "reason": "ok"}', { usage: { inputTokens: 200, outputTokens: 20 } })],
       { id: 'gpt-4.1' },
     );
-    const again = scriptedModel([reply('{"passed": false, "reason": "too long"}', { usage: { inputTokens: 1, outputTokens: 2 } })], { id: 'gpt-4.1-nano' });
+    const again = scriptedModel(
+      [reply('{"passed": false, "reason": "too long"}', { usage: { inputTokens: 1, outputTokens: 2 } })],
+      { id: 'gpt-4.1-nano' },
+    );
     const list = [
       evaluators.rule(() => true, 'always'),
       evaluators.judge({ model: cheap, criteria: 'a' }),
@@ -122,8 +172,15 @@ describe('runEvaluators', () => {
 
   it('does not run (or pay) a judge after a cheaper check failed', async () => {
     const judgeModel = scriptedModel([reply('{"passed": true, "reason": "ok"}')]);
-    const summary = await runEvaluators([evaluators.json(), evaluators.judge({ model: judgeModel, criteria: 'x' })], options('not json'));
-    expect(summary).toMatchObject({ passed: false, failedEvaluator: 'json', usage: { inputTokens: 0, outputTokens: 0 } });
+    const summary = await runEvaluators(
+      [evaluators.json(), evaluators.judge({ model: judgeModel, criteria: 'x' })],
+      options('not json'),
+    );
+    expect(summary).toMatchObject({
+      passed: false,
+      failedEvaluator: 'json',
+      usage: { inputTokens: 0, outputTokens: 0 },
+    });
     expect(judgeModel.calls).toHaveLength(0);
   });
 
@@ -146,7 +203,9 @@ describe('runEvaluators', () => {
         return { passed: true, reason: 'unreachable', parsed: null };
       },
     };
-    await expect(runEvaluators([evaluators.rule(() => true, 'r'), cancelling], options('x', controller.signal))).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(
+      runEvaluators([evaluators.rule(() => true, 'r'), cancelling], options('x', controller.signal)),
+    ).rejects.toMatchObject({ name: 'AbortError' });
   });
 });
 
@@ -161,9 +220,18 @@ describe('runEvaluators rethrow option', () => {
 
   it('propagates the errors it selects, and still turns the others into failed verdicts', async () => {
     const transient = new Error('429');
-    const options = { output: '{}', signal: new AbortController().signal, taskId: 'main', rethrow: (error: unknown) => error === transient };
+    const options = {
+      output: '{}',
+      signal: new AbortController().signal,
+      taskId: 'main',
+      rethrow: (error: unknown) => error === transient,
+    };
     await expect(runEvaluators([throwing(transient)], options)).rejects.toBe(transient);
     const other = await runEvaluators([throwing(new Error('bug'))], options);
-    expect(other).toMatchObject({ passed: false, reason: 'evaluator "flaky-judge" threw: bug', failedEvaluator: 'flaky-judge' });
+    expect(other).toMatchObject({
+      passed: false,
+      reason: 'evaluator "flaky-judge" threw: bug',
+      failedEvaluator: 'flaky-judge',
+    });
   });
 });

@@ -64,13 +64,21 @@ const UNKNOWN_MODEL_ID = 'unknown';
  * const summary = await runEvaluators([evaluators.json({ requiredFields: ['status'] })], { output, signal, taskId: 'main' });
  * if (!summary.passed) console.log(summary.failedEvaluator, summary.reason);
  */
-export async function runEvaluators(list: readonly Evaluator[], options: RunEvaluatorsOptions): Promise<EvaluationSummary> {
+export async function runEvaluators(
+  list: readonly Evaluator[],
+  options: RunEvaluatorsOptions,
+): Promise<EvaluationSummary> {
   const { output, signal, taskId, rethrow, mayRunJudge } = options;
   const usageByModel = new Map<string, ModelUsage>();
   const total: ModelUsage = { inputTokens: 0, outputTokens: 0 };
   let formatsToPass = list.filter((evaluator) => evaluator.kind === 'format').length;
   let formatted: EvaluationSummary['formatted'] = formatsToPass === 0 ? { value: output } : null;
-  const summarize = (passed: boolean, reason: string, parsed: unknown, failedEvaluator: string | null): EvaluationSummary => ({
+  const summarize = (
+    passed: boolean,
+    reason: string,
+    parsed: unknown,
+    failedEvaluator: string | null,
+  ): EvaluationSummary => ({
     passed,
     reason,
     parsed,
@@ -83,7 +91,8 @@ export async function runEvaluators(list: readonly Evaluator[], options: RunEval
   let parsed: unknown = output;
   for (const evaluator of list) {
     signal.throwIfAborted();
-    const refusal = evaluator.kind === 'judge' ? (mayRunJudge?.(evaluator, Object.fromEntries(usageByModel)) ?? null) : null;
+    const refusal =
+      evaluator.kind === 'judge' ? (mayRunJudge?.(evaluator, Object.fromEntries(usageByModel)) ?? null) : null;
     if (refusal !== null) return summarize(false, refusal, parsed, evaluator.name);
     let result: EvaluationResult;
     try {
@@ -94,7 +103,12 @@ export async function runEvaluators(list: readonly Evaluator[], options: RunEval
       return summarize(false, `evaluator "${evaluator.name}" threw: ${message}`, parsed, evaluator.name);
     }
     if (!isEvaluationResult(result)) {
-      return summarize(false, `evaluator "${evaluator.name}" returned an invalid result (expected { passed, reason, parsed })`, parsed, evaluator.name);
+      return summarize(
+        false,
+        `evaluator "${evaluator.name}" returned an invalid result (expected { passed, reason, parsed })`,
+        parsed,
+        evaluator.name,
+      );
     }
     if (result.usage) {
       total.inputTokens += result.usage.inputTokens;

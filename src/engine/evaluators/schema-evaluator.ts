@@ -42,7 +42,10 @@ function answerJsonSchema(schema: z.core.$ZodType): Record<string, unknown> | un
  * @example
  * evaluators.schema(z.object({ status: z.enum(['shipped', 'pending']), eta: z.number().int() }))
  */
-export function schemaEvaluator<Schema extends z.core.$ZodType>(schema: Schema, options: SchemaEvaluatorOptions = {}): Evaluator<unknown, z.output<Schema>> {
+export function schemaEvaluator<Schema extends z.core.$ZodType>(
+  schema: Schema,
+  options: SchemaEvaluatorOptions = {},
+): Evaluator<unknown, z.output<Schema>> {
   let jsonSchema: Record<string, unknown> | undefined | null = null;
   return {
     name: options.name ?? 'schema',
@@ -59,13 +62,22 @@ export function schemaEvaluator<Schema extends z.core.$ZodType>(schema: Schema, 
       if (typeof value === 'string' && value === input.output) {
         const outcome = parseJsonOutput(value);
         // A failed verdict's parsed value is never handed on as the schema's output, so it need not match the type.
-        if (!outcome.ok) return { passed: false, reason: `output is not valid JSON: ${outcome.error}`, parsed: input.parsed as z.output<Schema> };
+        if (!outcome.ok)
+          return {
+            passed: false,
+            reason: `output is not valid JSON: ${outcome.error}`,
+            parsed: input.parsed as z.output<Schema>,
+          };
         value = outcome.value;
       }
       // Async so that schemas with async refinements work too.
       const result = await z.safeParseAsync(schema, value);
       if (!result.success) {
-        return { passed: false, reason: `output does not match the schema: ${formatZodIssues(result.error.issues)}`, parsed: value as z.output<Schema> };
+        return {
+          passed: false,
+          reason: `output does not match the schema: ${formatZodIssues(result.error.issues)}`,
+          parsed: value as z.output<Schema>,
+        };
       }
       return { passed: true, reason: 'matches the schema', parsed: result.data };
     },

@@ -3,7 +3,14 @@
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, evaluators, LoopConfigError, type Evaluator, type LoopConfig, type RunResult } from '../../index.js';
+import {
+  createLoop,
+  evaluators,
+  LoopConfigError,
+  type Evaluator,
+  type LoopConfig,
+  type RunResult,
+} from '../../index.js';
 import { reply, scriptedModel } from '../../testing/index.js';
 
 const Order = z.object({ total: z.number(), currency: z.string().default('EUR') });
@@ -20,7 +27,10 @@ describe('typed output', () => {
   });
 
   it('types result.output from the last typed evaluator of a list; json and judges keep it', async () => {
-    const judge = evaluators.judge({ model: scriptedModel([reply('{"passed": true, "reason": "ok"}')]), criteria: 'plausible' });
+    const judge = evaluators.judge({
+      model: scriptedModel([reply('{"passed": true, "reason": "ok"}')]),
+      criteria: 'plausible',
+    });
     const loop = createLoop({ model: model(), evaluate: [evaluators.json(), evaluators.schema(Order), judge] });
     const result = await loop.run({ goal: 'Total?' });
     expectTypeOf(result.output).toEqualTypeOf<Order | null>();
@@ -36,10 +46,16 @@ describe('typed output', () => {
       }, 'total must be positive'),
       evaluators.rule((order) => order.currency.length === 3, 'currency must be a code'),
     );
-    // @ts-expect-error the rule's parameter must match what the schema produces
-    evaluators.chain(evaluators.schema(Order), evaluators.rule((order: { name: string }) => order.name !== '', 'named'));
-    // @ts-expect-error a property the schema does not produce
-    evaluators.chain(evaluators.schema(Order), evaluators.rule((order) => order.missing, 'missing'));
+    evaluators.chain(
+      evaluators.schema(Order),
+      // @ts-expect-error the rule's parameter must match what the schema produces
+      evaluators.rule((order: { name: string }) => order.name !== '', 'named'),
+    );
+    evaluators.chain(
+      evaluators.schema(Order),
+      // @ts-expect-error a property the schema does not produce
+      evaluators.rule((order) => order.missing, 'missing'),
+    );
     const loop = createLoop({ model: model(), evaluate });
     const result = await loop.run({ goal: 'Total?' });
     expectTypeOf(result.output).toEqualTypeOf<Order | null>();
@@ -48,10 +64,12 @@ describe('typed output', () => {
   });
 
   it('types a first rule of a chain as the raw text', () => {
-    evaluators.chain(evaluators.rule((text) => {
-      expectTypeOf(text).toEqualTypeOf<string>();
-      return text !== '';
-    }, 'non-empty'));
+    evaluators.chain(
+      evaluators.rule((text) => {
+        expectTypeOf(text).toEqualTypeOf<string>();
+        return text !== '';
+      }, 'non-empty'),
+    );
   });
 
   it('types a workflow by its last task, including a task whose prompt is a function', async () => {
@@ -60,7 +78,11 @@ describe('typed output', () => {
       model: scriptedModel([reply('{"total": 3}'), reply('{"body": "3 orders"}')]),
       tasks: [
         { id: 'count', prompt: 'Count', evaluate: evaluators.schema(Order) },
-        { id: 'draft', prompt: ({ outputs }) => `Write about ${JSON.stringify(outputs.count)}`, evaluate: [evaluators.schema(Draft)] },
+        {
+          id: 'draft',
+          prompt: ({ outputs }) => `Write about ${JSON.stringify(outputs.count)}`,
+          evaluate: [evaluators.schema(Draft)],
+        },
       ],
     });
     const result = await loop.run({ goal: 'Report' });
@@ -73,7 +95,9 @@ describe('typed output', () => {
     expectTypeOf(untyped.run).returns.resolves.toEqualTypeOf<RunResult>();
     const config: LoopConfig = { model: model(), evaluate: [evaluators.schema(Order)] };
     expectTypeOf(createLoop(config).run).returns.resolves.toEqualTypeOf<RunResult>();
-    expectTypeOf(createLoop({ model: model(), evaluate: [evaluators.json()] }).run).returns.resolves.toEqualTypeOf<RunResult>();
+    expectTypeOf(
+      createLoop({ model: model(), evaluate: [evaluators.json()] }).run,
+    ).returns.resolves.toEqualTypeOf<RunResult>();
     expectTypeOf<RunResult['output']>().toBeUnknown();
     expect((await untyped.run({ goal: 'x' })).output).toBe('Here you go:\n```json\n{"total": 3}\n```');
   });
@@ -85,7 +109,9 @@ describe('typed output', () => {
 
   it('accepts a single evaluator in a task and a list in the loop; refuses anything else by name', () => {
     const schemaEvaluator: Evaluator<unknown, Order> = evaluators.schema(Order);
-    expect(() => createLoop({ model: model(), tasks: [{ id: 'a', prompt: 'x', evaluate: schemaEvaluator }] })).not.toThrow();
+    expect(() =>
+      createLoop({ model: model(), tasks: [{ id: 'a', prompt: 'x', evaluate: schemaEvaluator }] }),
+    ).not.toThrow();
     const bad = () => createLoop({ model: model(), evaluate: { name: 'x' } as unknown as Evaluator });
     expect(bad).toThrow(LoopConfigError);
     expect(bad).toThrow(/evaluate: expected an evaluator or an array of evaluators/);

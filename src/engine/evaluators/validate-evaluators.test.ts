@@ -2,8 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { reply, scriptedModel } from '../../testing/index.js';
 import { evaluators, validateEvaluators } from './index.js';
 
-const judge = () => evaluators.judge({ model: scriptedModel([reply('{"passed":true,"reason":"ok"}')]), criteria: 'polite' });
-const JUDGE_ONLY = { path: '', message: 'an LLM judge must not be the only check: add a format (json, schema) or rule evaluator' };
+const judge = () =>
+  evaluators.judge({ model: scriptedModel([reply('{"passed":true,"reason":"ok"}')]), criteria: 'polite' });
+const JUDGE_ONLY = {
+  path: '',
+  message: 'an LLM judge must not be the only check: add a format (json, schema) or rule evaluator',
+};
 
 describe('validateEvaluators', () => {
   it('accepts an empty list and lists with a format or rule check', () => {

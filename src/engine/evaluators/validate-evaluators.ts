@@ -36,7 +36,10 @@ export function validateEvaluators(list: readonly unknown[]): ConfigIssue[] {
     }
   });
   if (kinds.includes('judge') && kinds.every((kind) => kind === 'judge')) {
-    issues.push({ path: '', message: 'an LLM judge must not be the only check: add a format (json, schema) or rule evaluator' });
+    issues.push({
+      path: '',
+      message: 'an LLM judge must not be the only check: add a format (json, schema) or rule evaluator',
+    });
   }
   return issues;
 }

@@ -29,7 +29,10 @@ export function guardClock(clock: Clock): GuardedClock {
   const now = (): number => {
     const time: unknown = clock.now();
     if (typeof time !== 'number' || !Number.isFinite(time)) {
-      throw new LoopstateError({ code: 'clock_failed', message: `clock.now() returned ${typeof time === 'number' ? String(time) : typeof time}, not a finite number` });
+      throw new LoopstateError({
+        code: 'clock_failed',
+        message: `clock.now() returned ${typeof time === 'number' ? String(time) : typeof time}, not a finite number`,
+      });
     }
     return (lastTime = time);
   };

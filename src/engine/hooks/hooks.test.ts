@@ -16,12 +16,19 @@ describe('guardClock', () => {
     const times: unknown[] = [7, NaN, 'soon'];
     const guarded = guardClock({ ...virtualClock(), now: () => times.shift() as number });
     expect(guarded.now()).toBe(7);
-    expect(() => guarded.now()).toThrow(expect.objectContaining({ code: 'clock_failed', message: 'clock.now() returned NaN, not a finite number' }));
+    expect(() => guarded.now()).toThrow(
+      expect.objectContaining({ code: 'clock_failed', message: 'clock.now() returned NaN, not a finite number' }),
+    );
     expect(guarded.safeNow()).toBe(7);
   });
 
   it('safeNow() never throws, for a guarded clock or a bare one', () => {
-    const broken = { ...virtualClock(), now: (): number => { throw new Error('tick'); } };
+    const broken = {
+      ...virtualClock(),
+      now: (): number => {
+        throw new Error('tick');
+      },
+    };
     expect(guardClock(broken).safeNow()).toBe(0);
     expect(safeNow(broken)).toBe(0);
     expect(safeNow(virtualClock(3))).toBe(3);
@@ -37,7 +44,13 @@ describe('resolveRunId', () => {
   });
 
   it.each([
-    ['throws', () => { throw new Error('id service down'); }, 'generateRunId threw: id service down'],
+    [
+      'throws',
+      () => {
+        throw new Error('id service down');
+      },
+      'generateRunId threw: id service down',
+    ],
     ['returns a number', () => 42 as unknown as string, 'generateRunId returned number; expected a non-empty string'],
     ['returns an empty string', () => '  ', 'generateRunId returned an empty string; expected a non-empty string'],
     ['returns null', () => null as unknown as string, 'generateRunId returned null; expected a non-empty string'],
@@ -57,9 +70,18 @@ describe('describeAbortReason', () => {
 
   it('never throws for a reason with throwing getters', () => {
     class Hostile extends Error {
-      override get message(): string { throw new Error('no message'); }
+      override get message(): string {
+        throw new Error('no message');
+      }
     }
-    const proxy = new Proxy({}, { getPrototypeOf: () => { throw new Error('no prototype'); } });
+    const proxy = new Proxy(
+      {},
+      {
+        getPrototypeOf: () => {
+          throw new Error('no prototype');
+        },
+      },
+    );
     expect(describeAbortReason(new Hostile())).toBe('cancelled (the abort reason could not be read)');
     expect(describeAbortReason(proxy)).toBe('cancelled (the abort reason could not be read)');
   });

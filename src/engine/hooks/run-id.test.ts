@@ -21,7 +21,9 @@ describe('defaultRunId', () => {
   });
 
   it('is the time prefix and eight hex digits of a UUID', async () => {
-    const randomUUID = vi.spyOn(globalThis.crypto, 'randomUUID').mockReturnValue('9f86d081-884c-4d63-a65a-aaaaaaaaaaaa');
+    const randomUUID = vi
+      .spyOn(globalThis.crypto, 'randomUUID')
+      .mockReturnValue('9f86d081-884c-4d63-a65a-aaaaaaaaaaaa');
     vi.spyOn(Date, 'now').mockReturnValue(36 ** 3);
     const generate = await freshGenerator();
     expect(generate()).toBe('run_1000_9f86d081');

@@ -45,6 +45,12 @@ export function finalOutput(facts: FinalOutputFacts): { output: unknown; rawOutp
   // A completed run's last evaluation passed the last task: its reply is what the output came from.
   if (facts.completed) return { output: facts.evaluated ?? null, rawOutput: evaluation?.reply ?? facts.lastReply };
   const rawOutput = facts.lastReplyIsCurrent ? facts.lastReply : null;
-  const parsedReply = rawOutput !== null && evaluation !== null && evaluation.taskIndex === facts.taskIndex && evaluation.reply === rawOutput ? evaluation.formatted : null;
+  const parsedReply =
+    rawOutput !== null &&
+    evaluation !== null &&
+    evaluation.taskIndex === facts.taskIndex &&
+    evaluation.reply === rawOutput
+      ? evaluation.formatted
+      : null;
   return { output: parsedReply?.value ?? null, rawOutput };
 }

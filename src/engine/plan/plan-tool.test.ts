@@ -19,9 +19,18 @@ describe('RunPlan', () => {
 
   it('counts an item that was open and is now done or removed as progress, and reports the open items', async () => {
     const plan = new RunPlan();
-    expect((await update(plan, [item('a', 'in_progress'), item('b', 'pending')])).facts).toEqual({ openItems: 2, progressed: false });
-    expect((await update(plan, [item('a', 'done'), item('b', 'in_progress')])).facts).toEqual({ openItems: 1, progressed: true });
-    expect((await update(plan, [item('a', 'done'), item('b', 'removed')])).facts).toEqual({ openItems: 0, progressed: true });
+    expect((await update(plan, [item('a', 'in_progress'), item('b', 'pending')])).facts).toEqual({
+      openItems: 2,
+      progressed: false,
+    });
+    expect((await update(plan, [item('a', 'done'), item('b', 'in_progress')])).facts).toEqual({
+      openItems: 1,
+      progressed: true,
+    });
+    expect((await update(plan, [item('a', 'done'), item('b', 'removed')])).facts).toEqual({
+      openItems: 0,
+      progressed: true,
+    });
   });
 
   it('counts an open item dropped from the list as progress, like "removed"', async () => {
@@ -33,8 +42,14 @@ describe('RunPlan', () => {
   it('does not count an item that arrives already done: adding and closing throwaway items is not progress', async () => {
     const plan = new RunPlan();
     await update(plan, [item('a', 'in_progress')]);
-    expect((await update(plan, [item('a', 'in_progress'), item('junk-1', 'done')])).facts).toEqual({ openItems: 1, progressed: false });
-    expect((await update(plan, [item('a', 'in_progress'), item('junk-2', 'removed')])).facts).toEqual({ openItems: 1, progressed: false });
+    expect((await update(plan, [item('a', 'in_progress'), item('junk-1', 'done')])).facts).toEqual({
+      openItems: 1,
+      progressed: false,
+    });
+    expect((await update(plan, [item('a', 'in_progress'), item('junk-2', 'removed')])).facts).toEqual({
+      openItems: 1,
+      progressed: false,
+    });
     // A closed item that stays closed is not progress again either.
     expect((await update(plan, [item('a', 'in_progress'), item('junk-1', 'done')])).facts?.progressed).toBe(false);
   });
@@ -60,7 +75,10 @@ describe('RunPlan', () => {
     expect(plan.tool.input.safeParse({ items: [] }).success).toBe(false);
     const duplicate = plan.tool.input.safeParse({ items: [item('a', 'pending'), item('a', 'done')] });
     expect(duplicate.success).toBe(false);
-    expect(duplicate.error?.issues[0]).toMatchObject({ path: ['items', 1, 'id'], message: 'duplicate item id "a"; each item needs its own id' });
+    expect(duplicate.error?.issues[0]).toMatchObject({
+      path: ['items', 1, 'id'],
+      message: 'duplicate item id "a"; each item needs its own id',
+    });
   });
 
   it('starts over for a new task: nothing from the last task counts as open or done', async () => {

@@ -29,7 +29,12 @@ const planInputSchema = z.object({
     .superRefine((items, context) => {
       const seen = new Set<string>();
       items.forEach((item, index) => {
-        if (seen.has(item.id)) context.addIssue({ code: 'custom', path: [index, 'id'], message: `duplicate item id "${item.id}"; each item needs its own id` });
+        if (seen.has(item.id))
+          context.addIssue({
+            code: 'custom',
+            path: [index, 'id'],
+            message: `duplicate item id "${item.id}"; each item needs its own id`,
+          });
         seen.add(item.id);
       });
     }),

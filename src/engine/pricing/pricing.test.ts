@@ -19,7 +19,10 @@ describe('costOf', () => {
 
   it('prices small calls in fractions of a dollar', () => {
     expect(costOf(price, { inputTokens: 180, outputTokens: 22 })).toBeCloseTo((180 * 2 + 22 * 8) / 1_000_000, 15);
-    expect(costOf({ inputPerMillion: 0.4, outputPerMillion: 1.6 }, { inputTokens: 1, outputTokens: 1 })).toBeCloseTo(0.000002, 15);
+    expect(costOf({ inputPerMillion: 0.4, outputPerMillion: 1.6 }, { inputTokens: 1, outputTokens: 1 })).toBeCloseTo(
+      0.000002,
+      15,
+    );
   });
 
   it('is 0 for no tokens and for a free model', () => {
@@ -32,7 +35,10 @@ describe('costOf with cached input', () => {
   const cachedPrice: ModelPrice = { inputPerMillion: 2, cachedInputPerMillion: 0.5, outputPerMillion: 8 };
 
   it('charges the cached part of the input at the cached rate', () => {
-    expect(costOf(cachedPrice, { inputTokens: 1_000_000, outputTokens: 0, cachedInputTokens: 400_000 })).toBeCloseTo(600_000 * 2e-6 + 400_000 * 0.5e-6, 12);
+    expect(costOf(cachedPrice, { inputTokens: 1_000_000, outputTokens: 0, cachedInputTokens: 400_000 })).toBeCloseTo(
+      600_000 * 2e-6 + 400_000 * 0.5e-6,
+      12,
+    );
   });
 
   it('charges cached input at the input rate when the price has no cached rate', () => {
@@ -40,7 +46,10 @@ describe('costOf with cached input', () => {
   });
 
   it('never counts more cached tokens than input tokens, nor prices reasoning tokens twice', () => {
-    expect(costOf(cachedPrice, { inputTokens: 100, outputTokens: 0, cachedInputTokens: 5_000 })).toBeCloseTo(100 * 0.5e-6, 15);
+    expect(costOf(cachedPrice, { inputTokens: 100, outputTokens: 0, cachedInputTokens: 5_000 })).toBeCloseTo(
+      100 * 0.5e-6,
+      15,
+    );
     expect(costOf(cachedPrice, { inputTokens: 0, outputTokens: 1_000_000, reasoningTokens: 900_000 })).toBe(8);
   });
 
@@ -54,7 +63,11 @@ describe('costOf with cached input', () => {
 
 describe('priceOf', () => {
   it('finds a model by its exact id', () => {
-    expect(priceOf(DEFAULT_PRICES, 'gpt-4.1-mini')).toEqual({ inputPerMillion: 0.4, cachedInputPerMillion: 0.1, outputPerMillion: 1.6 });
+    expect(priceOf(DEFAULT_PRICES, 'gpt-4.1-mini')).toEqual({
+      inputPerMillion: 0.4,
+      cachedInputPerMillion: 0.1,
+      outputPerMillion: 1.6,
+    });
     expect(priceOf({ custom: price }, 'custom')).toBe(price);
   });
 

@@ -14,12 +14,22 @@ export function costOf(price: ModelPrice | undefined, usage: ModelUsage): number
   if (price === undefined) return 0;
   const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens);
   const cachedRate = price.cachedInputPerMillion ?? price.inputPerMillion;
-  return ((usage.inputTokens - cached) * price.inputPerMillion + cached * cachedRate + usage.outputTokens * price.outputPerMillion) / 1_000_000;
+  return (
+    ((usage.inputTokens - cached) * price.inputPerMillion +
+      cached * cachedRate +
+      usage.outputTokens * price.outputPerMillion) /
+    1_000_000
+  );
 }
 
 /** Usage of several models summed, each priced by its own model id. */
-export function pricedTotal(prices: Readonly<Record<string, ModelPrice>>, byModel: Iterable<readonly [string, ModelUsage]>): CallUsage {
-  let inputTokens = 0, outputTokens = 0, costUsd = 0;
+export function pricedTotal(
+  prices: Readonly<Record<string, ModelPrice>>,
+  byModel: Iterable<readonly [string, ModelUsage]>,
+): CallUsage {
+  let inputTokens = 0,
+    outputTokens = 0,
+    costUsd = 0;
   for (const [modelId, usage] of byModel) {
     inputTokens += usage.inputTokens;
     outputTokens += usage.outputTokens;

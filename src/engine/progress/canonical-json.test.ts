@@ -6,14 +6,20 @@ import { canonicalJson } from './canonical-json.js';
 function reverseKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reverseKeys);
   if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).reverse().map(([key, item]) => [key, reverseKeys(item)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .reverse()
+        .map(([key, item]) => [key, reverseKeys(item)]),
+    );
   }
   return value;
 }
 
 describe('canonicalJson', () => {
   it('sorts object keys recursively, including inside arrays', () => {
-    expect(canonicalJson({ b: 1, a: { d: [{ z: 1, y: 2 }], c: null } })).toBe('{"a":{"c":null,"d":[{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [{ z: 1, y: 2 }], c: null } })).toBe(
+      '{"a":{"c":null,"d":[{"y":2,"z":1}]},"b":1}',
+    );
   });
 
   it('keeps array order, which is meaningful', () => {
@@ -29,7 +35,7 @@ describe('canonicalJson', () => {
   it('escapes strings exactly like JSON.stringify, unicode included', () => {
     const text = 'é 日本 😀 "quoted" \n\t \u0000 \ud800';
     expect(canonicalJson({ text })).toBe(`{"text":${JSON.stringify(text)}}`);
-    expect(canonicalJson({ 'ключ': 1, 'a"b': 2 })).toBe('{"a\\"b":2,"ключ":1}');
+    expect(canonicalJson({ ключ: 1, 'a"b': 2 })).toBe('{"a\\"b":2,"ключ":1}');
   });
 
   it('writes non-finite numbers as null and -0 as 0', () => {

@@ -11,7 +11,12 @@ describe('digest64', () => {
 
   it('is pinned: a run journalled today resumes with the same digests tomorrow', () => {
     // Changing these values breaks the no-progress counts of every run journalled before the change.
-    expect(['', 'a', 'lookup:{"order_id":"O-7"}', 'é🙂'].map(digest64)).toEqual(['488bdcb81aee8d83', '501c2ba782c97901', '2b89a5da2e03a81a', '82177f58f5d2a4bc']);
+    expect(['', 'a', 'lookup:{"order_id":"O-7"}', 'é🙂'].map(digest64)).toEqual([
+      '488bdcb81aee8d83',
+      '501c2ba782c97901',
+      '2b89a5da2e03a81a',
+      '82177f58f5d2a4bc',
+    ]);
   });
 
   it('tells apart texts that differ in one character, its place or a trailing NUL', () => {
@@ -28,7 +33,14 @@ describe('digest64', () => {
 
 describe('legacySha1', () => {
   it("is node:crypto's sha1 of the UTF-8 bytes, for any text (astral, lone surrogates and block edges included)", () => {
-    for (const length of [0, 1, 55, 56, 63, 64, 65, 119, 120, 1000]) expect(legacySha1('x'.repeat(length))).toBe(hash('sha1', 'x'.repeat(length), 'hex'));
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 300 }), (text) => legacySha1(text) === hash('sha1', text, 'hex')), { numRuns: 300 });
+    for (const length of [0, 1, 55, 56, 63, 64, 65, 119, 120, 1000])
+      expect(legacySha1('x'.repeat(length))).toBe(hash('sha1', 'x'.repeat(length), 'hex'));
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'binary', maxLength: 300 }),
+        (text) => legacySha1(text) === hash('sha1', text, 'hex'),
+      ),
+      { numRuns: 300 },
+    );
   });
 });

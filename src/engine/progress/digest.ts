@@ -9,7 +9,11 @@
 
 // By table: Number#toString(16) of a 32-bit value costs more than hashing a short text.
 const HEX_BYTES = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'));
-const hex8 = (value: number) => HEX_BYTES[value >>> 24]! + HEX_BYTES[(value >>> 16) & 255]! + HEX_BYTES[(value >>> 8) & 255]! + HEX_BYTES[value & 255]!;
+const hex8 = (value: number) =>
+  HEX_BYTES[value >>> 24]! +
+  HEX_BYTES[(value >>> 16) & 255]! +
+  HEX_BYTES[(value >>> 8) & 255]! +
+  HEX_BYTES[value & 255]!;
 
 /**
  * A 64-bit digest of `text` as 16 hex characters; the same text always gives the same digest, in any runtime.
@@ -57,7 +61,14 @@ export function legacySha1(text: string): string {
     }
     let [a, b, c, d, e] = state as [number, number, number, number, number];
     for (let index = 0; index < 80; index++) {
-      const round = index < 20 ? ((b & c) | (~b & d)) + 0x5a827999 : index < 40 ? (b ^ c ^ d) + 0x6ed9eba1 : index < 60 ? ((b & c) | (b & d) | (c & d)) + 0x8f1bbcdc : (b ^ c ^ d) + 0xca62c1d6;
+      const round =
+        index < 20
+          ? ((b & c) | (~b & d)) + 0x5a827999
+          : index < 40
+            ? (b ^ c ^ d) + 0x6ed9eba1
+            : index < 60
+              ? ((b & c) | (b & d) | (c & d)) + 0x8f1bbcdc
+              : (b ^ c ^ d) + 0xca62c1d6;
       const next = (((a << 5) | (a >>> 27)) + round + e + words[index]!) | 0;
       e = d;
       d = c;

@@ -94,12 +94,15 @@ describe('ProgressTracker.beginTask', () => {
     reused.noteFailure();
     reused.advanceState({ taskIndex: 0, reply: 'done' });
     reused.beginTask();
-    expect(reused.advanceState({ taskIndex: 1, reply: 'start' })).toBe(fresh.advanceState({ taskIndex: 1, reply: 'start' }));
+    expect(reused.advanceState({ taskIndex: 1, reply: 'start' })).toBe(
+      fresh.advanceState({ taskIndex: 1, reply: 'start' }),
+    );
   });
 });
 
 describe('ProgressTracker.advanceState', () => {
-  const advance = (tracker: ProgressTracker, reply: string | null, taskIndex = 0) => tracker.advanceState({ taskIndex, reply });
+  const advance = (tracker: ProgressTracker, reply: string | null, taskIndex = 0) =>
+    tracker.advanceState({ taskIndex, reply });
 
   it('starts empty and returns the new digest, also readable as stateDigest', () => {
     const tracker = new ProgressTracker();
@@ -199,7 +202,9 @@ describe('ProgressTracker snapshot and restore', () => {
     expect(original.observeCall(lookup(1), 'a').timesSeen).toBe(3);
     restored.noteFailure();
     original.noteFailure();
-    expect(restored.advanceState({ taskIndex: 0, reply: 'x' })).toBe(original.advanceState({ taskIndex: 0, reply: 'x' }));
+    expect(restored.advanceState({ taskIndex: 0, reply: 'x' })).toBe(
+      original.advanceState({ taskIndex: 0, reply: 'x' }),
+    );
   });
 
   it('is versioned plain data (version 3: digest64)', () => {
@@ -217,13 +222,21 @@ describe('ProgressTracker snapshot and restore', () => {
     const fingerprint = lookup(1);
     // What a version-2 tracker wrote after seeing the call once: its key is sha1(fingerprint, sha1(result)).
     const key = sha1(`${fingerprint}\n${sha1('a')}`);
-    const legacy = ProgressTracker.restore({ schemaVersion: 2, triples: { [key]: 1 }, distinctObservationsHash: sha1(key), failures: 0, stateDigest: '' });
+    const legacy = ProgressTracker.restore({
+      schemaVersion: 2,
+      triples: { [key]: 1 },
+      distinctObservationsHash: sha1(key),
+      failures: 0,
+      stateDigest: '',
+    });
     expect(legacy.observeCall(fingerprint, 'a')).toEqual({ timesSeen: 2, observationId: sha1('a').slice(0, 12) });
     expect(legacy.digest('output')).toBe(sha1('output'));
     expect(legacy.snapshot().schemaVersion).toBe(2);
     expect(ProgressTracker.restore(legacy.snapshot()).observeCall(fingerprint, 'a').timesSeen).toBe(3);
     // The same snapshot read as version 3 would lose the count: the digest is what the version names.
-    expect(ProgressTracker.restore({ ...legacy.snapshot(), schemaVersion: 3 }).observeCall(fingerprint, 'a').timesSeen).toBe(1);
+    expect(
+      ProgressTracker.restore({ ...legacy.snapshot(), schemaVersion: 3 }).observeCall(fingerprint, 'a').timesSeen,
+    ).toBe(1);
   });
 
   it('refuses a version-1 snapshot: its run-wide counts cannot become per-task triples', () => {

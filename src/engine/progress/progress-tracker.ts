@@ -152,7 +152,9 @@ export class ProgressTracker {
   advanceState(parts: StateDigestParts): string {
     // One hash over fixed-size fields and the reply last; null (tool calls only) and '' (an empty text) differ.
     const reply = parts.reply === null ? 'none' : `text:${parts.reply}`;
-    this.#stateDigest = this.#digest(`${parts.taskIndex}\n${this.#distinctObservationsHash}\n${this.#failures}\n${reply}`);
+    this.#stateDigest = this.#digest(
+      `${parts.taskIndex}\n${this.#distinctObservationsHash}\n${this.#failures}\n${reply}`,
+    );
     return this.#stateDigest;
   }
 
@@ -165,7 +167,13 @@ export class ProgressTracker {
   takeChanges(): ProgressTrackerChanges {
     const triples: Record<string, number> = {};
     for (const key of this.#changed ?? []) triples[key] = this.#triples.get(key) ?? 0;
-    const changes = { restarted: this.#restarted, triples, distinctObservationsHash: this.#distinctObservationsHash, failures: this.#failures, stateDigest: this.#stateDigest };
+    const changes = {
+      restarted: this.#restarted,
+      triples,
+      distinctObservationsHash: this.#distinctObservationsHash,
+      failures: this.#failures,
+      stateDigest: this.#stateDigest,
+    };
     this.#changed?.clear();
     this.#restarted = false;
     return changes;

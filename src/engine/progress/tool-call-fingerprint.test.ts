@@ -3,7 +3,9 @@ import { toolCallFingerprint } from './tool-call-fingerprint.js';
 
 describe('toolCallFingerprint', () => {
   it('is name:canonical-json(args)', () => {
-    expect(toolCallFingerprint('get_order', { verbose: true, order_id: 'O-1' })).toBe('get_order:{"order_id":"O-1","verbose":true}');
+    expect(toolCallFingerprint('get_order', { verbose: true, order_id: 'O-1' })).toBe(
+      'get_order:{"order_id":"O-1","verbose":true}',
+    );
   });
 
   it('does not depend on key order or whitespace of the parsed arguments', () => {

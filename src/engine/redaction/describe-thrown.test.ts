@@ -53,9 +53,21 @@ describe('describeThrown', () => {
     ['an object with bigints', { id: 7n }, 'an object was thrown: {"id":"7n"}'],
     ['an array', [1, 'two'], 'an array was thrown: [1,"two"]'],
     ['a class instance', new Problem(7), 'a Problem was thrown: {"code":7}'],
-    ['an error-like object from another copy of a library', { name: 'AbortError', message: 'aborted' }, 'AbortError: aborted'],
+    [
+      'an error-like object from another copy of a library',
+      { name: 'AbortError', message: 'aborted' },
+      'AbortError: aborted',
+    ],
     ['an object with its own toString', { toString: () => 'custom failure' }, 'custom failure'],
-    ['an object whose toString throws', { toString: () => { throw new Error('no'); } }, 'an object was thrown: {}'],
+    [
+      'an object whose toString throws',
+      {
+        toString: () => {
+          throw new Error('no');
+        },
+      },
+      'an object was thrown: {}',
+    ],
     ['an object whose message getter throws', throwingGetters, 'an object was thrown: {}'],
     ['an Error whose message getter throws', errorWithThrowingMessage, 'Error (its message could not be read)'],
     ['a circular object', circular, 'an object was thrown (it could not be described)'],
@@ -110,11 +122,18 @@ describe('toError', () => {
 
 describe('errorFields', () => {
   it('reads name, message and a string code', () => {
-    expect(errorFields(new ModelCallError({ kind: 'auth', message: 'bad key' }))).toEqual({ name: 'ModelCallError', message: 'bad key', code: 'model_auth' });
+    expect(errorFields(new ModelCallError({ kind: 'auth', message: 'bad key' }))).toEqual({
+      name: 'ModelCallError',
+      message: 'bad key',
+      code: 'model_auth',
+    });
     expect(errorFields(new Error('plain'))).toEqual({ name: 'Error', message: 'plain' });
   });
 
   it('never throws on hostile getters', () => {
-    expect(errorFields(errorWithThrowingMessage)).toEqual({ name: 'Error', message: 'Error (its message could not be read)' });
+    expect(errorFields(errorWithThrowingMessage)).toEqual({
+      name: 'Error',
+      message: 'Error (its message could not be read)',
+    });
   });
 });

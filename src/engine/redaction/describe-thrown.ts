@@ -21,7 +21,9 @@ function isErrorLike(value: object): value is { name?: unknown; message: unknown
 }
 
 function capped(text: string): string {
-  return text.length <= MAX_OBJECT_DESCRIPTION_CHARS ? text : `${text.slice(0, MAX_OBJECT_DESCRIPTION_CHARS)}…(${text.length} chars)`;
+  return text.length <= MAX_OBJECT_DESCRIPTION_CHARS
+    ? text
+    : `${text.slice(0, MAX_OBJECT_DESCRIPTION_CHARS)}…(${text.length} chars)`;
 }
 
 /** `a Foo`, `an object`, `an array`: what kind of object it is, for the sentence. */
@@ -41,14 +43,22 @@ function kindOf(value: object): string {
 function ownToString(value: object): string | null {
   return attempt(() => {
     const toString: unknown = (value as { toString?: unknown }).toString;
-    if (typeof toString !== 'function' || toString === Object.prototype.toString || toString === Array.prototype.toString) return null;
+    if (
+      typeof toString !== 'function' ||
+      toString === Object.prototype.toString ||
+      toString === Array.prototype.toString
+    )
+      return null;
     const text: unknown = toString.call(value);
     return typeof text === 'string' ? text : null;
   }, null);
 }
 
 function json(value: object): string | null {
-  return attempt(() => JSON.stringify(value, (_key, inner: unknown) => (typeof inner === 'bigint' ? `${inner}n` : inner)) ?? null, null);
+  return attempt(
+    () => JSON.stringify(value, (_key, inner: unknown) => (typeof inner === 'bigint' ? `${inner}n` : inner)) ?? null,
+    null,
+  );
 }
 
 function describeError(error: { name?: unknown; message: unknown }): string {
@@ -64,7 +74,9 @@ function describeObject(value: object): string {
   const text = ownToString(value);
   if (text !== null) return capped(text);
   const serialised = json(value);
-  return serialised === null ? `${kindOf(value)} was thrown (it could not be described)` : `${kindOf(value)} was thrown: ${capped(serialised)}`;
+  return serialised === null
+    ? `${kindOf(value)} was thrown (it could not be described)`
+    : `${kindOf(value)} was thrown: ${capped(serialised)}`;
 }
 
 /**
@@ -118,7 +130,9 @@ export function thrownMessage(value: unknown): string {
  * session.fatalError = toError(thrown);
  */
 export function toError(value: unknown): Error {
-  return attempt(() => value instanceof Error, false) ? (value as Error) : new Error(describeThrown(value), { cause: value });
+  return attempt(() => value instanceof Error, false)
+    ? (value as Error)
+    : new Error(describeThrown(value), { cause: value });
 }
 
 /**

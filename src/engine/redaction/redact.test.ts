@@ -5,26 +5,132 @@ const redactor = DEFAULT_REDACTOR;
 
 describe('secret key names', () => {
   it.each([
-    'secret', 'client_secret', 'clientSecret', 'secrets', 'aws_secret_access_key', 'secretAccessKey', 'AWS_SECRET_ACCESS_KEY',
-    'api_key', 'apiKey', 'APIKey', 'x-api-key', 'X-Goog-Api-Key', 'apikey', 'private_key', 'privateKey', 'private_key_id',
-    'access_key', 'aws_access_key_id', 'signingKey', 'encryption_key', 'ocp-apim-subscription-key', 'sessionKey',
-    'token', 'access_token', 'accessToken', 'refreshToken', 'id_token', 'x-auth-token', 'X-Amz-Security-Token', 'csrfToken', 'authTokens', 'tokens',
-    'password', 'Password', 'dbPassword', 'DB_PASSWORD', 'passwd', 'db_pass', 'pwd', 'passphrase', 'ssh_passphrase',
-    'jwt', 'jwtToken', 'id_jwt', 'credential', 'credentials', 'googleCredentials', 'X-Amz-Credential',
-    'connectionString', 'connection_string', 'ConnectionString', 'connStr',
-    'authorization', 'Authorization', 'Proxy-Authorization', 'cookie', 'Set-Cookie', 'cookies',
-    'sessionId', 'session_id', 'JSESSIONID', 'PHPSESSID', 'bearer', 'X-Amz-Signature', 'sig', 'sentry_dsn', 'otp', 'basicAuth', 'authHeader',
-    'pw', 'user_pw', 'pin', 'card_pin', 'cvv', 'cvc',
+    'secret',
+    'client_secret',
+    'clientSecret',
+    'secrets',
+    'aws_secret_access_key',
+    'secretAccessKey',
+    'AWS_SECRET_ACCESS_KEY',
+    'api_key',
+    'apiKey',
+    'APIKey',
+    'x-api-key',
+    'X-Goog-Api-Key',
+    'apikey',
+    'private_key',
+    'privateKey',
+    'private_key_id',
+    'access_key',
+    'aws_access_key_id',
+    'signingKey',
+    'encryption_key',
+    'ocp-apim-subscription-key',
+    'sessionKey',
+    'token',
+    'access_token',
+    'accessToken',
+    'refreshToken',
+    'id_token',
+    'x-auth-token',
+    'X-Amz-Security-Token',
+    'csrfToken',
+    'authTokens',
+    'tokens',
+    'password',
+    'Password',
+    'dbPassword',
+    'DB_PASSWORD',
+    'passwd',
+    'db_pass',
+    'pwd',
+    'passphrase',
+    'ssh_passphrase',
+    'jwt',
+    'jwtToken',
+    'id_jwt',
+    'credential',
+    'credentials',
+    'googleCredentials',
+    'X-Amz-Credential',
+    'connectionString',
+    'connection_string',
+    'ConnectionString',
+    'connStr',
+    'authorization',
+    'Authorization',
+    'Proxy-Authorization',
+    'cookie',
+    'Set-Cookie',
+    'cookies',
+    'sessionId',
+    'session_id',
+    'JSESSIONID',
+    'PHPSESSID',
+    'bearer',
+    'X-Amz-Signature',
+    'sig',
+    'sentry_dsn',
+    'otp',
+    'basicAuth',
+    'authHeader',
+    'pw',
+    'user_pw',
+    'pin',
+    'card_pin',
+    'cvv',
+    'cvc',
   ])('%s is a secret', (name) => {
     expect(redactor.isSecretKey(name)).toBe(true);
   });
 
   it.each([
-    'maxTokens', 'max_tokens', 'inputTokens', 'outputTokens', 'totalTokens', 'prompt_tokens', 'completion_tokens', 'cachedTokens',
-    'reasoningTokens', 'maxInputTokens', 'maxOutputTokens', 'maxInputTokensPerCall', 'tokenizer', 'tokenCount', 'token_type',
-    'pageToken', 'nextPageToken', 'eosToken', 'keyboard', 'monkey', 'turnkey', 'key', 'keys', 'keyId', 'idempotencyKey', 'cacheKey',
-    'sortKey', 'partition_key', 'publicKey', 'author', 'authority', 'auth', 'passage', 'bypass', 'secretary', 'order_id', 'id',
-    'query', 'status', 'costUsd', 'usage', 'message', 'detail', 'pinned', 'spinner', 'pinCodeLength',
+    'maxTokens',
+    'max_tokens',
+    'inputTokens',
+    'outputTokens',
+    'totalTokens',
+    'prompt_tokens',
+    'completion_tokens',
+    'cachedTokens',
+    'reasoningTokens',
+    'maxInputTokens',
+    'maxOutputTokens',
+    'maxInputTokensPerCall',
+    'tokenizer',
+    'tokenCount',
+    'token_type',
+    'pageToken',
+    'nextPageToken',
+    'eosToken',
+    'keyboard',
+    'monkey',
+    'turnkey',
+    'key',
+    'keys',
+    'keyId',
+    'idempotencyKey',
+    'cacheKey',
+    'sortKey',
+    'partition_key',
+    'publicKey',
+    'author',
+    'authority',
+    'auth',
+    'passage',
+    'bypass',
+    'secretary',
+    'order_id',
+    'id',
+    'query',
+    'status',
+    'costUsd',
+    'usage',
+    'message',
+    'detail',
+    'pinned',
+    'spinner',
+    'pinCodeLength',
   ])('%s is not a secret', (name) => {
     expect(redactor.isSecretKey(name)).toBe(false);
   });
@@ -32,7 +138,11 @@ describe('secret key names', () => {
 
 describe('secret-looking values in text', () => {
   it.each([
-    ['a bearer token', 'Incorrect API key provided: Bearer sk-live-abc123... (401)', 'Incorrect API key provided: Bearer [redacted]... (401)'],
+    [
+      'a bearer token',
+      'Incorrect API key provided: Bearer sk-live-abc123... (401)',
+      'Incorrect API key provided: Bearer [redacted]... (401)',
+    ],
     ['an OpenAI project key', 'key sk-proj-Ab12Cd34Ef56Gh78 rejected', 'key [redacted] rejected'],
     ['a Stripe live key', 'charge with sk_live_4eC39HqLyjWDarjtT1zdp7dc failed', 'charge with [redacted] failed'],
     ['an Anthropic key', 'x-api-key sk-ant-api03-abc123DEF456', 'x-api-key [redacted]'],
@@ -41,23 +151,71 @@ describe('secret-looking values in text', () => {
     ['a Slack token', 'slack says xoxb-1234567890-abcdefghij invalid_auth', 'slack says [redacted] invalid_auth'],
     ['an AWS access key id', 'AKIAIOSFODNN7EXAMPLE is not authorised', '[redacted] is not authorised'],
     ['a Google API key', 'key=AIzaSyA-1234567890abcdefghijklmnopqrstu', 'key=[redacted]'],
-    ['a JWT', 'token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U expired', 'token [redacted] expired'],
-    ['URL query credentials', 'GET https://api.example.com/v1/orders?api_key=abc123&token=xyz&page=2 failed', 'GET https://api.example.com/v1/orders?api_key=[redacted]&token=[redacted]&page=2 failed'],
-    ['a signed URL', 'https://bucket.s3.amazonaws.com/f?X-Amz-Credential=AKID%2F20240101&X-Amz-Signature=abcdef0123', 'https://bucket.s3.amazonaws.com/f?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]'],
-    ['a URL password', 'cannot reach postgres://admin:hunter2@db.example.com:5432/app', 'cannot reach postgres://admin:[redacted]@db.example.com:5432/app'],
+    [
+      'a JWT',
+      'token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U expired',
+      'token [redacted] expired',
+    ],
+    [
+      'URL query credentials',
+      'GET https://api.example.com/v1/orders?api_key=abc123&token=xyz&page=2 failed',
+      'GET https://api.example.com/v1/orders?api_key=[redacted]&token=[redacted]&page=2 failed',
+    ],
+    [
+      'a signed URL',
+      'https://bucket.s3.amazonaws.com/f?X-Amz-Credential=AKID%2F20240101&X-Amz-Signature=abcdef0123',
+      'https://bucket.s3.amazonaws.com/f?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]',
+    ],
+    [
+      'a URL password',
+      'cannot reach postgres://admin:hunter2@db.example.com:5432/app',
+      'cannot reach postgres://admin:[redacted]@db.example.com:5432/app',
+    ],
     ['a URL password without a user', 'redis://:s3cret@cache:6379', 'redis://:[redacted]@cache:6379'],
-    ['a connection string password', 'Server=db;User Id=sa;Password=hunter2;Database=app', 'Server=db;User Id=sa;Password=[redacted];Database=app'],
-    ['an authorization header', 'sent Authorization: Basic dXNlcjpwYXNz\nthen failed', 'sent Authorization: [redacted]\nthen failed'],
+    [
+      'a connection string password',
+      'Server=db;User Id=sa;Password=hunter2;Database=app',
+      'Server=db;User Id=sa;Password=[redacted];Database=app',
+    ],
+    [
+      'an authorization header',
+      'sent Authorization: Basic dXNlcjpwYXNz\nthen failed',
+      'sent Authorization: [redacted]\nthen failed',
+    ],
     ['a cookie header', 'Cookie: session=abc; theme=dark', 'Cookie: [redacted]'],
-    ['a JSON pair', '{"aws_secret_access_key":"wJalrXUtnFEMI/K7MDENG","region":"eu-west-1"}', '{"aws_secret_access_key":"[redacted]","region":"eu-west-1"}'],
+    [
+      'a JSON pair',
+      '{"aws_secret_access_key":"wJalrXUtnFEMI/K7MDENG","region":"eu-west-1"}',
+      '{"aws_secret_access_key":"[redacted]","region":"eu-west-1"}',
+    ],
     ['a JSON pair cut before its closing quote', '{"passphrase":"correct horse', '{"passphrase":"[redacted]"'],
     ['a number under a secret key', '{"pwd": 1234, "ok": true}', '{"pwd": [redacted], "ok": true}'],
     ['a YAML-ish pair', 'jwt: abc.def.ghi\nuser: ada', 'jwt: [redacted]\nuser: ada'],
-    ['a pair inside a harmless value', '{"note":"retry with password=hunter2 later"}', '{"note":"retry with password=[redacted] later"}'],
-    ['a Slack webhook', 'posting to https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXX', 'posting to https://hooks.slack.com/services/[redacted]'],
-    ['a private key block', 'key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabc==\n-----END RSA PRIVATE KEY-----\ndone', 'key:\n[redacted]\ndone'],
-    ['an encrypted private key block with headers', '-----BEGIN ENCRYPTED PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,AB12\n\nMIIE\n-----END ENCRYPTED PRIVATE KEY-----', '[redacted]'],
-    ['a private key block cut short', 'got -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC', 'got [redacted]'],
+    [
+      'a pair inside a harmless value',
+      '{"note":"retry with password=hunter2 later"}',
+      '{"note":"retry with password=[redacted] later"}',
+    ],
+    [
+      'a Slack webhook',
+      'posting to https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXX',
+      'posting to https://hooks.slack.com/services/[redacted]',
+    ],
+    [
+      'a private key block',
+      'key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabc==\n-----END RSA PRIVATE KEY-----\ndone',
+      'key:\n[redacted]\ndone',
+    ],
+    [
+      'an encrypted private key block with headers',
+      '-----BEGIN ENCRYPTED PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,AB12\n\nMIIE\n-----END ENCRYPTED PRIVATE KEY-----',
+      '[redacted]',
+    ],
+    [
+      'a private key block cut short',
+      'got -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC',
+      'got [redacted]',
+    ],
   ])('redacts %s and keeps the text around it', (_label, text, expected) => {
     expect(redactor.text(text)).toBe(expected);
   });
@@ -84,8 +242,14 @@ describe('secret-looking values in text', () => {
 
 describe('render', () => {
   it('masks values under secret keys at any depth, whatever their type, and keeps usage counters', () => {
-    const value = { usage: { inputTokens: 5, outputTokens: 2 }, auth: { passphrase: 'p', jwt: { header: 'h' } }, list: [{ secretAccessKey: 9 }] };
-    expect(redactor.render(value)).toBe('{"usage":{"inputTokens":5,"outputTokens":2},"auth":{"passphrase":"[redacted]","jwt":"[redacted]"},"list":[{"secretAccessKey":"[redacted]"}]}');
+    const value = {
+      usage: { inputTokens: 5, outputTokens: 2 },
+      auth: { passphrase: 'p', jwt: { header: 'h' } },
+      list: [{ secretAccessKey: 9 }],
+    };
+    expect(redactor.render(value)).toBe(
+      '{"usage":{"inputTokens":5,"outputTokens":2},"auth":{"passphrase":"[redacted]","jwt":"[redacted]"},"list":[{"secretAccessKey":"[redacted]"}]}',
+    );
   });
 
   it('leaves a key that holds undefined out, as JSON does', () => {
@@ -125,9 +289,12 @@ describe('user-supplied keys and patterns', () => {
   const custom = createRedactor({ keys: ['customer_ssn', /^x-internal-/i], patterns: [/\bACME-\d{6}\b/, /INTERNAL/g] });
 
   it('matches a key name string in any case and style', () => {
-    for (const name of ['customer_ssn', 'customerSsn', 'Customer-SSN', 'CUSTOMER_SSN']) expect(custom.isSecretKey(name)).toBe(true);
+    for (const name of ['customer_ssn', 'customerSsn', 'Customer-SSN', 'CUSTOMER_SSN'])
+      expect(custom.isSecretKey(name)).toBe(true);
     expect(custom.isSecretKey('customer_ssn_hint')).toBe(false);
-    expect(custom.render({ customer_ssn: '078-05-1120', plan: 'pro' })).toBe('{"customer_ssn":"[redacted]","plan":"pro"}');
+    expect(custom.render({ customer_ssn: '078-05-1120', plan: 'pro' })).toBe(
+      '{"customer_ssn":"[redacted]","plan":"pro"}',
+    );
     expect(custom.text('customer_ssn=078-05-1120 plan=pro')).toBe('customer_ssn=[redacted] plan=pro');
   });
 
@@ -136,11 +303,16 @@ describe('user-supplied keys and patterns', () => {
     expect(custom.isSecretKey('x-internal-id')).toBe(true);
     expect(custom.isSecretKey('x-external-id')).toBe(false);
     const stateful = createRedactor({ keys: [/^code$/g] });
-    expect([stateful.isSecretKey('code'), stateful.render({ code: 1, other: { code: 2 } })]).toEqual([true, '{"code":"[redacted]","other":{"code":"[redacted]"}}']);
+    expect([stateful.isSecretKey('code'), stateful.render({ code: 1, other: { code: 2 } })]).toEqual([
+      true,
+      '{"code":"[redacted]","other":{"code":"[redacted]"}}',
+    ]);
   });
 
   it('replaces every match of a pattern, with or without a global flag', () => {
-    expect(custom.text('tickets ACME-123456 and ACME-654321; INTERNAL and INTERNAL')).toBe('tickets [redacted] and [redacted]; [redacted] and [redacted]');
+    expect(custom.text('tickets ACME-123456 and ACME-654321; INTERNAL and INTERNAL')).toBe(
+      'tickets [redacted] and [redacted]; [redacted] and [redacted]',
+    );
   });
 
   it('adds to the built-in rules, never replaces them', () => {

@@ -122,7 +122,9 @@ export function createRedactor(options: RedactOptions = {}): Redactor {
     const cached = cache.get(name);
     if (cached !== undefined) return cached;
     const secret =
-      isBuiltInSecretKey(name) || userNames.has(compactKeyName(name)) || userNamePatterns.some((pattern) => pattern.test(name));
+      isBuiltInSecretKey(name) ||
+      userNames.has(compactKeyName(name)) ||
+      userNamePatterns.some((pattern) => pattern.test(name));
     if (cache.size >= MAX_CACHED_KEY_NAMES) cache.clear();
     cache.set(name, secret);
     return secret;

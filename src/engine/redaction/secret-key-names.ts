@@ -10,24 +10,118 @@ const SECRET_FRAGMENTS =
 
 /** `…Token` is a secret unless it is one of these (`maxToken`, `pageToken`, a tokenizer's `eosToken`). */
 const HARMLESS_TOKEN_QUALIFIERS: ReadonlySet<string> = new Set([
-  'max', 'min', 'input', 'output', 'total', 'prompt', 'completion', 'reasoning', 'cached', 'cache', 'num', 'count',
-  'page', 'next', 'prev', 'previous', 'continuation', 'pagination', 'cancellation', 'sync', 'stop', 'start', 'end',
-  'eos', 'bos', 'pad', 'unk', 'sep', 'cls', 'mask', 'special',
+  'max',
+  'min',
+  'input',
+  'output',
+  'total',
+  'prompt',
+  'completion',
+  'reasoning',
+  'cached',
+  'cache',
+  'num',
+  'count',
+  'page',
+  'next',
+  'prev',
+  'previous',
+  'continuation',
+  'pagination',
+  'cancellation',
+  'sync',
+  'stop',
+  'start',
+  'end',
+  'eos',
+  'bos',
+  'pad',
+  'unk',
+  'sep',
+  'cls',
+  'mask',
+  'special',
 ]);
 
 /** `…Tokens` (a list) is a secret only after one of these; `inputTokens` and `maxTokens` are usage counters. */
-const SECRET_TOKENS_QUALIFIERS: ReadonlySet<string> = new Set(['auth', 'access', 'refresh', 'bearer', 'session', 'api', 'id', 'oauth', 'csrf']);
+const SECRET_TOKENS_QUALIFIERS: ReadonlySet<string> = new Set([
+  'auth',
+  'access',
+  'refresh',
+  'bearer',
+  'session',
+  'api',
+  'id',
+  'oauth',
+  'csrf',
+]);
 
 /** `…Key` is a secret unless it names a lookup key of data (`idempotencyKey`, `sortKey`, `publicKey`). */
 const HARMLESS_KEY_QUALIFIERS: ReadonlySet<string> = new Set([
-  'idempotency', 'cache', 'sort', 'partition', 'primary', 'foreign', 'object', 'row', 'lookup', 'dedupe', 'dedup',
-  'group', 'public', 'map', 'hash', 'range', 'index', 'translation', 'i18n', 'message', 'shortcut', 'hot', 'composite',
-  'unique', 's3', 'routing', 'shard', 'dictionary', 'field', 'property', 'query', 'search', 'correlation', 'trace',
-  'request', 'event', 'job', 'task', 'file', 'path', 'cursor', 'next', 'page', 'continuation', 'react', 'list', 'item',
+  'idempotency',
+  'cache',
+  'sort',
+  'partition',
+  'primary',
+  'foreign',
+  'object',
+  'row',
+  'lookup',
+  'dedupe',
+  'dedup',
+  'group',
+  'public',
+  'map',
+  'hash',
+  'range',
+  'index',
+  'translation',
+  'i18n',
+  'message',
+  'shortcut',
+  'hot',
+  'composite',
+  'unique',
+  's3',
+  'routing',
+  'shard',
+  'dictionary',
+  'field',
+  'property',
+  'query',
+  'search',
+  'correlation',
+  'trace',
+  'request',
+  'event',
+  'job',
+  'task',
+  'file',
+  'path',
+  'cursor',
+  'next',
+  'page',
+  'continuation',
+  'react',
+  'list',
+  'item',
 ]);
 
 /** The last word alone marks a secret (`db_pass`, `user_pw`, `X-Amz-Signature`, `sentry_dsn`, `otp`, `card_pin`, `cvv`). */
-const SECRET_LAST_WORDS: ReadonlySet<string> = new Set(['pass', 'pwd', 'pw', 'signature', 'sig', 'dsn', 'otp', 'totp', 'pin', 'cvv', 'cvc', 'cvv2']);
+const SECRET_LAST_WORDS: ReadonlySet<string> = new Set([
+  'pass',
+  'pwd',
+  'pw',
+  'signature',
+  'sig',
+  'dsn',
+  'otp',
+  'totp',
+  'pin',
+  'cvv',
+  'cvc',
+  'cvv2',
+]);
 
 /** After `auth`, these words make a secret (`authHeader`, `auth_code`). */
 const SECRET_AFTER_AUTH: ReadonlySet<string> = new Set(['header', 'code', 'value', 'string', 'data']);
@@ -78,5 +172,7 @@ export function isBuiltInSecretKey(name: string): boolean {
   // A bare `key` or `keys` is usually a lookup key (a cache key, an S3 object key), not a credential.
   if (last === 'key' || last === 'keys') return before !== undefined && !HARMLESS_KEY_QUALIFIERS.has(before);
   if (last === 'auth') return before !== undefined;
-  return words.some((word, index) => word === 'pwd' || (word === 'auth' && SECRET_AFTER_AUTH.has(words[index + 1] ?? '')));
+  return words.some(
+    (word, index) => word === 'pwd' || (word === 'auth' && SECRET_AFTER_AUTH.has(words[index + 1] ?? '')),
+  );
 }

@@ -81,7 +81,8 @@ export const KEY_VALUE_NAME = /(?<![\w.-])(["']?)([A-Za-z_][\w.-]{0,63})\1[ \t]{
  * @example
  * if (MAY_HOLD_SECRET.test(text)) text = redactAll(text);
  */
-export const MAY_HOLD_SECRET = /[:=]|[Bb][Ee][Aa][Rr][Ee][Rr]|eyJ|[sr]k[-_]|gh[pousr]_|github_pat_|glpat-|xox|A[A-Z]{3}[A-Z0-9]{16}|AIza|npm_|hf_|whsec_|-----BEGIN/;
+export const MAY_HOLD_SECRET =
+  /[:=]|[Bb][Ee][Aa][Rr][Ee][Rr]|eyJ|[sr]k[-_]|gh[pousr]_|github_pat_|glpat-|xox|A[A-Z]{3}[A-Z0-9]{16}|AIza|npm_|hf_|whsec_|-----BEGIN/;
 
 /**
  * The built-in value rules, in the order they run. The key-name rule runs after them (see redact.ts).
@@ -90,7 +91,11 @@ export const MAY_HOLD_SECRET = /[:=]|[Bb][Ee][Aa][Rr][Ee][Rr]|eyJ|[sr]k[-_]|gh[p
  */
 export const BUILT_IN_VALUE_RULES: readonly ValueRule[] = [
   { name: 'private key block', pattern: PRIVATE_KEY_BLOCK, replace: whole },
-  { name: 'credential header', pattern: CREDENTIAL_HEADER, replace: (_match, name, separator) => `${name}${separator}${REDACTED}` },
+  {
+    name: 'credential header',
+    pattern: CREDENTIAL_HEADER,
+    replace: (_match, name, separator) => `${name}${separator}${REDACTED}`,
+  },
   { name: 'URL password', pattern: URL_USER_INFO, replace: (_match, scheme, user) => `${scheme}${user}:${REDACTED}@` },
   { name: 'bearer token', pattern: BEARER_TOKEN, replace: (_match, scheme, space) => `${scheme}${space}${REDACTED}` },
   { name: 'JSON web token', pattern: JSON_WEB_TOKEN, replace: whole },

@@ -27,7 +27,8 @@ export function callWithTimeout<Result>(
   timeoutMs: number,
   what: string,
   call: (scope: CallScope) => Promise<Result> | Result,
-  timeoutError: () => Error = () => new ModelCallError({ kind: 'timeout', message: `${what} took longer than modelCallTimeoutMs (${timeoutMs} ms)` }),
+  timeoutError: () => Error = () =>
+    new ModelCallError({ kind: 'timeout', message: `${what} took longer than modelCallTimeoutMs (${timeoutMs} ms)` }),
 ): Promise<Result> {
   const scope = new LazySignal();
   return new Promise<Result>((resolve, reject) => {
@@ -46,7 +47,8 @@ export function callWithTimeout<Result>(
     forgetRunAbort = session.aborts.subscribe(stop);
     try {
       // Infinity switches the bound off: a timer for it would fire at once (Node clamps what it cannot hold).
-      if (!scope.aborted && Number.isFinite(timeoutMs)) cancelTimer = session.config.clock.setTimer(timeoutMs, () => stop(timeoutError()));
+      if (!scope.aborted && Number.isFinite(timeoutMs))
+        cancelTimer = session.config.clock.setTimer(timeoutMs, () => stop(timeoutError()));
     } catch (error) {
       stop(error);
     }

@@ -3,7 +3,10 @@ import { systemClock } from './clock.js';
 
 /** Tracks whether a promise has settled, and how, without awaiting it. */
 function track(promise: Promise<unknown>) {
-  const state: { settled: 'pending' | 'resolved' | 'rejected'; reason: unknown } = { settled: 'pending', reason: undefined };
+  const state: { settled: 'pending' | 'resolved' | 'rejected'; reason: unknown } = {
+    settled: 'pending',
+    reason: undefined,
+  };
   promise.then(
     () => (state.settled = 'resolved'),
     (reason: unknown) => {
@@ -55,7 +58,7 @@ describe('systemClock with fake timers', () => {
     expect(sleep.settled).toBe('resolved');
   });
 
-  it("rejects at once with the reason of an already-aborted signal and schedules nothing", async () => {
+  it('rejects at once with the reason of an already-aborted signal and schedules nothing', async () => {
     const controller = new AbortController();
     const reason = new Error('cancelled');
     controller.abort(reason);

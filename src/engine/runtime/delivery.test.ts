@@ -18,7 +18,9 @@ const started: LoopEvent = { type: 'run.started', at: 0, nextRequestTokens: 10 }
 function fixture(effectStep?: EffectStep) {
   const config = resolveConfig({ model: scriptedModel([]) });
   const session = new RunSession(config, 'run_1', 'goal', new AbortController().signal);
-  const actor = createActor(loopMachine, { input: { limits: config.limits, noProgress: config.noProgress, tasks: [] } });
+  const actor = createActor(loopMachine, {
+    input: { limits: config.limits, noProgress: config.noProgress, tasks: [] },
+  });
   const log: string[] = [];
   const hooks: DriverHooks = {
     machineSnapshot: undefined,
@@ -51,12 +53,25 @@ describe('Delivery', () => {
     const delivery = journalledDelivery(hooks, actor, session, toActor);
     await delivery.deliver(started);
     await delivery.performAndDeliver('sleep', perform);
-    expect(log).toEqual(['journal run.started', 'actor run.started', 'after send', 'perform', 'journal backoff.elapsed', 'actor backoff.elapsed', 'after send']);
+    expect(log).toEqual([
+      'journal run.started',
+      'actor run.started',
+      'after send',
+      'perform',
+      'journal backoff.elapsed',
+      'actor backoff.elapsed',
+      'after send',
+    ]);
   });
 
   it('journalled: an event the journal could not write never reaches the machine', async () => {
     const { session, actor, log, hooks, toActor, perform } = fixture();
-    const delivery = journalledDelivery({ ...hooks, beforeSend: () => Promise.reject(new Error('disk full')) }, actor, session, toActor);
+    const delivery = journalledDelivery(
+      { ...hooks, beforeSend: () => Promise.reject(new Error('disk full')) },
+      actor,
+      session,
+      toActor,
+    );
     await expect(delivery.performAndDeliver('sleep', perform)).rejects.toThrow('disk full');
     expect(log).toEqual(['perform']);
   });
@@ -80,10 +95,16 @@ describe('Delivery', () => {
     const recorded: LoopEvent = { type: 'backoff.elapsed', at: 99 };
     const { session, actor, log, hooks, toActor, perform } = fixture();
     const seen: LoopEvent[] = [];
-    const delivery = workflowStepDelivery(hooks, async () => recorded, actor, session, (event) => {
-      seen.push(event);
-      toActor(event);
-    });
+    const delivery = workflowStepDelivery(
+      hooks,
+      async () => recorded,
+      actor,
+      session,
+      (event) => {
+        seen.push(event);
+        toActor(event);
+      },
+    );
     await delivery.performAndDeliver('sleep', perform);
     expect(seen).toEqual([recorded]);
     expect(log).toEqual(['actor backoff.elapsed', 'after send']);
@@ -100,14 +121,20 @@ describe('Delivery', () => {
     const direct = fixture();
     expect(deliveryFor(undefined, direct.actor, direct.session, direct.toActor).deliver(started)).toBeUndefined();
     const journalled = fixture();
-    await deliveryFor(journalled.hooks, journalled.actor, journalled.session, journalled.toActor).performAndDeliver('sleep', journalled.perform);
+    await deliveryFor(journalled.hooks, journalled.actor, journalled.session, journalled.toActor).performAndDeliver(
+      'sleep',
+      journalled.perform,
+    );
     expect(journalled.log).toEqual(['perform', 'journal backoff.elapsed', 'actor backoff.elapsed', 'after send']);
     const kinds: string[] = [];
     const stepped = fixture(async (kind, run) => {
       kinds.push(kind);
       return run();
     });
-    await deliveryFor(stepped.hooks, stepped.actor, stepped.session, stepped.toActor).performAndDeliver('callModel', stepped.perform);
+    await deliveryFor(stepped.hooks, stepped.actor, stepped.session, stepped.toActor).performAndDeliver(
+      'callModel',
+      stepped.perform,
+    );
     expect(kinds).toEqual(['callModel']);
   });
 });

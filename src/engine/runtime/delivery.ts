@@ -41,7 +41,12 @@ export function directDelivery(toActor: ToActor): Delivery {
 }
 
 /** A durable run: each event is journalled before the machine sees it; the journal may snapshot after. */
-export function journalledDelivery(hooks: DriverHooks, actor: Actor<LoopMachine>, session: RunSession, toActor: ToActor): Delivery {
+export function journalledDelivery(
+  hooks: DriverHooks,
+  actor: Actor<LoopMachine>,
+  session: RunSession,
+  toActor: ToActor,
+): Delivery {
   const deliver = async (event: LoopEvent): Promise<void> => {
     await hooks.beforeSend(event, session);
     toActor(event);
@@ -60,7 +65,13 @@ export function journalledDelivery(hooks: DriverHooks, actor: Actor<LoopMachine>
  * step, so a recovered workflow returns the recorded outcome instead of performing the effect again;
  * the machine takes the outcome after the step. Other events are journalled as in a durable run.
  */
-export function workflowStepDelivery(hooks: DriverHooks, effectStep: EffectStep, actor: Actor<LoopMachine>, session: RunSession, toActor: ToActor): Delivery {
+export function workflowStepDelivery(
+  hooks: DriverHooks,
+  effectStep: EffectStep,
+  actor: Actor<LoopMachine>,
+  session: RunSession,
+  toActor: ToActor,
+): Delivery {
   const journalled = journalledDelivery(hooks, actor, session, toActor);
   return {
     async performAndDeliver(kind, perform) {
@@ -77,7 +88,12 @@ export function workflowStepDelivery(hooks: DriverHooks, effectStep: EffectStep,
 }
 
 /** The delivery a run's hooks call for: none, a journal, or a journal inside workflow steps. */
-export function deliveryFor(hooks: DriverHooks | undefined, actor: Actor<LoopMachine>, session: RunSession, toActor: ToActor): Delivery {
+export function deliveryFor(
+  hooks: DriverHooks | undefined,
+  actor: Actor<LoopMachine>,
+  session: RunSession,
+  toActor: ToActor,
+): Delivery {
   if (hooks === undefined) return directDelivery(toActor);
   if (hooks.effectStep !== undefined) return workflowStepDelivery(hooks, hooks.effectStep, actor, session, toActor);
   return journalledDelivery(hooks, actor, session, toActor);

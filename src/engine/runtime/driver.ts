@@ -4,7 +4,13 @@
  * randomness live here; the machine stays a pure function of its events.
  */
 import { createActor, type Actor } from 'xstate';
-import { getPendingEffect, loopMachine, type LoopMachine, type LoopSnapshot, type PendingEffect } from '../../../machines/index.js';
+import {
+  getPendingEffect,
+  loopMachine,
+  type LoopMachine,
+  type LoopSnapshot,
+  type PendingEffect,
+} from '../../../machines/index.js';
 import type { LoopEvent, TaskPlan } from '../../../machines/types.js';
 import type { ResolvedConfig, RunInput } from '../config/config.js';
 import { describeAbortReason } from '../hooks/abort-reason.js';
@@ -49,7 +55,12 @@ function stateName(snapshot: LoopSnapshot): string {
 }
 
 /** Runs one goal; `sharedHealth` is the loop's shared tool health, else this run gets its own. `hooks` make it durable. */
-export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealth | undefined, input: RunInput, hooks?: DriverHooks): Promise<RunResult> {
+export async function driveRun(
+  resolved: ResolvedConfig,
+  sharedHealth: ToolHealth | undefined,
+  input: RunInput,
+  hooks?: DriverHooks,
+): Promise<RunResult> {
   // User hooks (clock, run id, abort reason) end the run as fatal_error or cancelled, never reject it.
   const clock = guardClock(resolved.clock);
   const config: ResolvedConfig = { ...resolved, clock };
@@ -58,9 +69,16 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
   const controller = new AbortController();
   const conversation = priorConversation(input, config.instructions);
   const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation);
-  const tasks: TaskPlan[] = session.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop', evaluated: (task.evaluate === undefined ? config.evaluate : evaluatorList(task.evaluate)).length > 0 }));
+  const tasks: TaskPlan[] = session.tasks.map((task) => ({
+    id: task.id,
+    onFailure: task.onFailure ?? 'stop',
+    evaluated: (task.evaluate === undefined ? config.evaluate : evaluatorList(task.evaluate)).length > 0,
+  }));
   const machineInput = { limits: config.limits, noProgress: config.noProgress, tasks };
-  const inspect = config.inspect === undefined ? undefined : guardedInspector(config.inspect, (message) => session.warn(message, safeNow(clock)));
+  const inspect =
+    config.inspect === undefined
+      ? undefined
+      : guardedInspector(config.inspect, (message) => session.warn(message, safeNow(clock)));
   const actor = createActor(loopMachine, {
     input: machineInput,
     ...(hooks?.machineSnapshot === undefined ? {} : { snapshot: hooks.machineSnapshot }),
@@ -78,14 +96,26 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
   try {
     try {
       actor.start();
-      const restored = hooks ? await hooks.restore({ actor, session, health, send: toActor, deliver: async (event) => delivery.deliver(event) }) : false;
+      const restored = hooks
+        ? await hooks.restore({
+            actor,
+            session,
+            health,
+            send: toActor,
+            deliver: async (event) => delivery.deliver(event),
+          })
+        : false;
       // A resumed run's deadline counts from its start, on a clock that continues where the journal left off.
       const armed = armDeadline(config, controller, restored ? actor.getSnapshot().context.startedAt : null);
       cancelDeadline = armed.cancelDeadline;
       if (!restored) await startRun(delivery, session, input, runIdFault ?? armed.fault);
       else if (armed.fault !== null && actor.getSnapshot().status !== 'done') {
         session.recordFatalError(armed.fault);
-        await delivery.deliver({ type: 'run.faulted', at: safeNow(clock), message: config.redact.text(describeThrown(armed.fault)) });
+        await delivery.deliver({
+          type: 'run.faulted',
+          at: safeNow(clock),
+          message: config.redact.text(describeThrown(armed.fault)),
+        });
       }
       // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
       if (input.signal?.aborted) onUserAbort();
@@ -113,12 +143,18 @@ export async function driveRun(resolved: ResolvedConfig, sharedHealth: ToolHealt
 }
 
 /** Arms the deadline timer; `deadlineMs: Infinity` arms none, and a clock whose `setTimer` throws faults the run. */
-function armDeadline(config: ResolvedConfig, controller: AbortController, startedAt: number | null): { cancelDeadline: () => void; fault: Error | null } {
+function armDeadline(
+  config: ResolvedConfig,
+  controller: AbortController,
+  startedAt: number | null,
+): { cancelDeadline: () => void; fault: Error | null } {
   const { deadlineMs } = config.limits;
   if (!Number.isFinite(deadlineMs)) return { cancelDeadline: () => undefined, fault: null };
   try {
     const remainingMs = startedAt === null ? deadlineMs : Math.max(0, startedAt + deadlineMs - config.clock.now());
-    const cancel = config.clock.setTimer(remainingMs, () => controller.abort(new RunInterruption('deadline', `deadline of ${deadlineMs} ms reached`)));
+    const cancel = config.clock.setTimer(remainingMs, () =>
+      controller.abort(new RunInterruption('deadline', `deadline of ${deadlineMs} ms reached`)),
+    );
     return { cancelDeadline: typeof cancel === 'function' ? cancel : () => undefined, fault: null };
   } catch (error) {
     return { cancelDeadline: () => undefined, fault: toError(error) };
@@ -126,9 +162,15 @@ function armDeadline(config: ResolvedConfig, controller: AbortController, starte
 }
 
 /** Starts the machine and the first task; a task prompt, run id hook or clock that throws faults the run instead of rejecting. */
-async function startRun(delivery: Delivery, session: RunSession, input: RunInput, hookFault: Error | null): Promise<void> {
+async function startRun(
+  delivery: Delivery,
+  session: RunSession,
+  input: RunInput,
+  hookFault: Error | null,
+): Promise<void> {
   const { config, runId } = session;
-  let startFault: { error: Error; message: string } | null = hookFault === null ? null : { error: hookFault, message: describeThrown(hookFault) };
+  let startFault: { error: Error; message: string } | null =
+    hookFault === null ? null : { error: hookFault, message: describeThrown(hookFault) };
   let startedAt: number;
   try {
     startedAt = config.clock.now();
@@ -137,9 +179,18 @@ async function startRun(delivery: Delivery, session: RunSession, input: RunInput
     startedAt = safeNow(config.clock);
   }
   session.record({
-    type: 'run-start', runId, at: startedAt, schemaVersion: TRACE_SCHEMA_VERSION, goalSummary: summarize(input.goal ?? session.goal, config.redact),
-    tasks: session.tasks.map((task) => task.id), modelId: config.model.id,
-    promptVersion: promptVersion(config.instructions, [...session.tools.values()].map((tool) => tool.spec)), limits: tracedLimits(config.limits),
+    type: 'run-start',
+    runId,
+    at: startedAt,
+    schemaVersion: TRACE_SCHEMA_VERSION,
+    goalSummary: summarize(input.goal ?? session.goal, config.redact),
+    tasks: session.tasks.map((task) => task.id),
+    modelId: config.model.id,
+    promptVersion: promptVersion(
+      config.instructions,
+      [...session.tools.values()].map((tool) => tool.spec),
+    ),
+    limits: tracedLimits(config.limits),
   });
   // run-start comes first, so a reader of the trace meets the run before anything said about it.
   session.warnIfUnpriced(config.model.id, startedAt);
@@ -158,7 +209,12 @@ async function startRun(delivery: Delivery, session: RunSession, input: RunInput
   }
 }
 
-async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapshot: LoopSnapshot, session: RunSession, health: ToolHealth): Promise<LoopEvent> {
+async function perform(
+  effect: Exclude<PendingEffect, { kind: 'done' }>,
+  snapshot: LoopSnapshot,
+  session: RunSession,
+  health: ToolHealth,
+): Promise<LoopEvent> {
   const { clock } = session.config;
   if (session.signal.aborted) return interruptionEvent(session);
   try {
@@ -177,7 +233,8 @@ async function perform(effect: Exclude<PendingEffect, { kind: 'done' }>, snapsho
         return await performEvaluation(session, snapshot.context, effect.mayCallModel);
       case 'sleep':
         // A replayed model's waits were waited out when it was recorded; no provider is there to wait for now.
-        if (session.config.model.skipsBackoffWait !== true) await session.aborts.race(clock.sleep(Math.max(0, effect.until - clock.now()), session.signal));
+        if (session.config.model.skipsBackoffWait !== true)
+          await session.aborts.race(clock.sleep(Math.max(0, effect.until - clock.now()), session.signal));
         return { type: 'backoff.elapsed', at: clock.now() };
     }
   } catch (error) {
@@ -199,20 +256,42 @@ function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent):
   actor.send(event);
   const after = actor.getSnapshot();
   const to = stateName(after);
-  session.record({ type: 'transition', runId: session.runId, at: event.at, event: event.type, from: session.restingState ?? stateName(before), to });
+  session.record({
+    type: 'transition',
+    runId: session.runId,
+    at: event.at,
+    event: event.type,
+    from: session.restingState ?? stateName(before),
+    to,
+  });
   session.noteRestingState(to);
-  recordContextChanges(session, session.runId, session.tasks[after.context.taskIndex]?.id ?? '', before.context, after.context, event);
+  recordContextChanges(
+    session,
+    session.runId,
+    session.tasks[after.context.taskIndex]?.id ?? '',
+    before.context,
+    after.context,
+    event,
+  );
   noteWarnings(session, before.context, after.context, event.at);
 }
 
 /** Nudges and skipped tasks are decisions of the machine the caller should hear about. */
-function noteWarnings(session: RunSession, before: LoopSnapshot['context'], after: LoopSnapshot['context'], at: number): void {
+function noteWarnings(
+  session: RunSession,
+  before: LoopSnapshot['context'],
+  after: LoopSnapshot['context'],
+  at: number,
+): void {
   if (after.progress.nudgedAtStep !== null && before.progress.nudgedAtStep !== after.progress.nudgedAtStep) {
     session.warn(`no-progress nudge at step ${after.steps}: ${after.progress.lastSignal}`, at);
   }
   if (after.failedTasks > before.failedTasks && after.taskIndex > before.taskIndex) {
     const task = session.tasks[before.taskIndex];
-    session.warn(`task ${task?.id ?? before.taskIndex} failed (${after.failure?.reason}: ${after.failure?.detail}) and was skipped (onFailure: continue)`, at);
+    session.warn(
+      `task ${task?.id ?? before.taskIndex} failed (${after.failure?.reason}: ${after.failure?.detail}) and was skipped (onFailure: continue)`,
+      at,
+    );
   }
 }
 
@@ -224,8 +303,12 @@ function warnIfCompletedOverBudget(session: RunSession, usage: LoopSnapshot['con
   const { maxCostUsd, maxInputTokens, maxOutputTokens } = session.config.limits;
   const over = [
     usage.costUsd > maxCostUsd ? `cost $${usage.costUsd.toFixed(6)} passed maxCostUsd ($${maxCostUsd})` : null,
-    usage.inputTokens > maxInputTokens ? `input tokens ${usage.inputTokens} passed maxInputTokens (${maxInputTokens})` : null,
-    usage.outputTokens > maxOutputTokens ? `output tokens ${usage.outputTokens} passed maxOutputTokens (${maxOutputTokens})` : null,
+    usage.inputTokens > maxInputTokens
+      ? `input tokens ${usage.inputTokens} passed maxInputTokens (${maxInputTokens})`
+      : null,
+    usage.outputTokens > maxOutputTokens
+      ? `output tokens ${usage.outputTokens} passed maxOutputTokens (${maxOutputTokens})`
+      : null,
   ].filter((text): text is string => text !== null);
   if (over.length > 0) session.warn(`completed, but its last model call went over a budget: ${over.join('; ')}`, at);
 }
@@ -235,16 +318,33 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
   if (output === undefined) throw new Error('the loop machine stopped without an output');
   const completed = output.stopReason === 'completed';
   const lastTask = session.tasks[session.tasks.length - 1];
-  const evaluated = lastTask !== undefined && lastTask.id in session.taskOutputs ? session.taskOutputs[lastTask.id] : undefined;
+  const evaluated =
+    lastTask !== undefined && lastTask.id in session.taskOutputs ? session.taskOutputs[lastTask.id] : undefined;
   // A task the machine moved on to but never started has no reply (an earlier task's answer is in taskOutputs, not passed off as this one's).
   const lastReplyIsCurrent = snapshot.context.taskIndex === session.taskIndex;
-  const { output: result, rawOutput } = finalOutput({ completed, evaluated, lastReply: session.lastReply, lastReplyIsCurrent, taskIndex: session.taskIndex, lastEvaluation: session.lastEvaluation });
+  const { output: result, rawOutput } = finalOutput({
+    completed,
+    evaluated,
+    lastReply: session.lastReply,
+    lastReplyIsCurrent,
+    taskIndex: session.taskIndex,
+    lastEvaluation: session.lastEvaluation,
+  });
   const at = safeNow(session.config.clock);
   if (!completed && rawOutput !== null) {
     session.warn(`partial output: the run stopped (${output.stopReason}) before the last reply passed evaluation`, at);
   }
   if (completed) warnIfCompletedOverBudget(session, output.usage, at);
-  session.record({ type: 'run-end', runId: session.runId, at, status: output.status, stopReason: output.stopReason, detail: output.detail, usage: output.usage, steps: output.steps });
+  session.record({
+    type: 'run-end',
+    runId: session.runId,
+    at,
+    status: output.status,
+    stopReason: output.stopReason,
+    detail: output.detail,
+    usage: output.usage,
+    steps: output.steps,
+  });
   const fatal = output.stopReason === 'fatal_error' ? session.fatalError : null;
   const { redact } = session.config;
   const { trace, warnings } = session.recordsForResult();
@@ -261,9 +361,12 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
     steps: output.steps,
     trace,
     messages: closedConversation(session.transcript.messages, output.stopReason),
-    pendingApprovals: output.stopReason === 'needs_human'
-      ? session.pendingCalls.filter(({ call }) => call.status === 'needs_approval').map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
-      : [],
+    pendingApprovals:
+      output.stopReason === 'needs_human'
+        ? session.pendingCalls
+            .filter(({ call }) => call.status === 'needs_approval')
+            .map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
+        : [],
     ...(fatal ? { error: redact.strings(errorFields(fatal)) } : {}),
   };
 }

@@ -7,7 +7,13 @@ import { describeThrown, toError } from '../redaction/describe-thrown.js';
 import { callWithTimeout } from './call-timeout.js';
 import { reflectionNote } from '../prompts.js';
 import { MESSAGE_OVERHEAD_CHARS } from './transcript.js';
-import { evaluatorList, JudgeVerdictError, runEvaluators, type EvaluationResult, type Evaluator } from '../evaluators/index.js';
+import {
+  evaluatorList,
+  JudgeVerdictError,
+  runEvaluators,
+  type EvaluationResult,
+  type Evaluator,
+} from '../evaluators/index.js';
 import { modelUsageSchema, shapeProblems } from '../../contracts/model-response-schema.js';
 import type { ModelUsage } from '../../contracts/model.js';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../constants.js';
@@ -22,7 +28,6 @@ const JUDGE_REQUEST_OVERHEAD_TOKENS = 300;
 /** The error code of an evaluator that took longer than `limits.evaluatorTimeoutMs`. */
 const EVALUATOR_TIMEOUT = 'evaluator_timeout';
 
-
 /** What the judges of one evaluation spent, kept even when one of them ends the run. */
 class JudgeSpending {
   modelCalls = 0;
@@ -31,7 +36,10 @@ class JudgeSpending {
 
   add(modelId: string, usage: ModelUsage): void {
     const previous = this.byModel.get(modelId) ?? { inputTokens: 0, outputTokens: 0 };
-    this.byModel.set(modelId, { inputTokens: previous.inputTokens + usage.inputTokens, outputTokens: previous.outputTokens + usage.outputTokens });
+    this.byModel.set(modelId, {
+      inputTokens: previous.inputTokens + usage.inputTokens,
+      outputTokens: previous.outputTokens + usage.outputTokens,
+    });
   }
 }
 
@@ -47,19 +55,27 @@ class JudgeSpending {
  * so it ends the run with `fatal_error` (code `evaluator_timeout`) instead of making the model rewrite
  * an answer nobody judged.
  */
-export async function performEvaluation(session: RunSession, context: LoopContext, mayCallModel: boolean): Promise<LoopEvent> {
+export async function performEvaluation(
+  session: RunSession,
+  context: LoopContext,
+  mayCallModel: boolean,
+): Promise<LoopEvent> {
   const { config } = session;
   const task = session.task;
   const output = session.lastReply ?? '';
   const spending = new JudgeSpending();
-  const list = (task.evaluate === undefined ? config.evaluate : evaluatorList(task.evaluate)).map((evaluator) => counted(session, context, evaluator, spending));
+  const list = (task.evaluate === undefined ? config.evaluate : evaluatorList(task.evaluate)).map((evaluator) =>
+    counted(session, context, evaluator, spending),
+  );
   // A judge the budget cannot pay for is the next spend this evaluation needs: its estimate becomes the next request's.
   let unpaidJudgeTokens = 0;
   let summary;
   try {
     summary = await session.aborts.race(
       runEvaluators(list, {
-        output, signal: session.signal, taskId: task.id,
+        output,
+        signal: session.signal,
+        taskId: task.id,
         rethrow: isJudgeFailure,
         mayRunJudge: (judge, spent) => {
           const judgeTokens = judgeRequestTokens(output);
@@ -72,9 +88,15 @@ export async function performEvaluation(session: RunSession, context: LoopContex
   } catch (error) {
     const at = safeNow(config.clock);
     // Judges that answered, or were cut short, were called all the same: their spend is counted whatever ends the run.
-    if (session.signal.aborted) return { ...interruptionEvent(session.signal, at, spending.modelCalls), ...spentSoFar(session, spending) };
+    if (session.signal.aborted)
+      return { ...interruptionEvent(session.signal, at, spending.modelCalls), ...spentSoFar(session, spending) };
     session.recordFatalError(toError(error));
-    return { type: 'run.faulted', at, message: config.redact.text(describeThrown(error)), ...spentSoFar(session, spending) };
+    return {
+      type: 'run.faulted',
+      at,
+      message: config.redact.text(describeThrown(error)),
+      ...spentSoFar(session, spending),
+    };
   }
   const at = config.clock.now();
   for (const [modelId, usage] of Object.entries(summary.usageByModel)) {
@@ -87,16 +109,30 @@ export async function performEvaluation(session: RunSession, context: LoopContex
   const judged = judgeUsage.inputTokens + judgeUsage.outputTokens > 0;
   session.recordEvaluation(summary);
   session.record({
-    type: 'evaluation-end', runId: session.runId, at, taskId: task.id, step: context.steps, passed: summary.passed, reason: summary.reason, evaluator: summary.failedEvaluator,
-    usage: judged ? judgeUsage : null, modelCalls: spending.modelCalls,
+    type: 'evaluation-end',
+    runId: session.runId,
+    at,
+    taskId: task.id,
+    step: context.steps,
+    passed: summary.passed,
+    reason: summary.reason,
+    evaluator: summary.failedEvaluator,
+    usage: judged ? judgeUsage : null,
+    modelCalls: spending.modelCalls,
   });
   return {
-    type: 'evaluation.completed', at, passed: summary.passed, reason: summary.reason,
+    type: 'evaluation.completed',
+    at,
+    passed: summary.passed,
+    reason: summary.reason,
     outputDigest: session.progress.digest(output),
     usage: judged ? judgeUsage : null,
     modelCalls: spending.modelCalls,
     transportRetries: spending.transportRetries,
-    nextRequestTokens: Math.max(nextRequestEstimate(session, summary.passed, summary.reason), summary.passed ? 0 : unpaidJudgeTokens),
+    nextRequestTokens: Math.max(
+      nextRequestEstimate(session, summary.passed, summary.reason),
+      summary.passed ? 0 : unpaidJudgeTokens,
+    ),
   };
 }
 
@@ -114,33 +150,58 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
         let result: EvaluationResult;
         try {
           // A judge's call has its own timeout, like the main model's.
-          result = evaluator.kind === 'judge'
-            ? await callWithTimeout(session, context.limits.modelCallTimeoutMs, `LLM judge "${evaluator.name}"`, (scope) =>
-                evaluator.evaluate({
-                  ...input,
-                  get signal() {
-                    return scope.signal;
-                  },
-                }),
-              )
-            : await evaluateWithin(session, evaluator, input);
+          result =
+            evaluator.kind === 'judge'
+              ? await callWithTimeout(
+                  session,
+                  context.limits.modelCallTimeoutMs,
+                  `LLM judge "${evaluator.name}"`,
+                  (scope) =>
+                    evaluator.evaluate({
+                      ...input,
+                      get signal() {
+                        return scope.signal;
+                      },
+                    }),
+                )
+              : await evaluateWithin(session, evaluator, input);
         } catch (error) {
           if (error instanceof JudgeVerdictError && error.usage) spending.add(error.modelId ?? 'unknown', error.usage);
           // Whatever else a judge throws is not a verdict on the output: never reflected to the main model.
           if (evaluator.kind === 'judge' && !isJudgeFailure(error) && !session.signal.aborted) {
-            throw new LoopstateError({ code: 'judge_failed', message: `LLM judge "${evaluator.name}" failed: ${describeThrown(error)}`, cause: error });
+            throw new LoopstateError({
+              code: 'judge_failed',
+              message: `LLM judge "${evaluator.name}" failed: ${describeThrown(error)}`,
+              cause: error,
+            });
           }
           const transient = retryableModelError(error);
           if (transient === null || session.signal.aborted) throw error;
           failures++;
           const call = `LLM judge "${evaluator.name}"`;
-          const next = nextTransportAttempt({ call, context, failures, retriesSoFar: spending.transportRetries, retryAfterMs: transient.retryAfterMs, backoff: config.backoff, random: config.random });
+          const next = nextTransportAttempt({
+            call,
+            context,
+            failures,
+            retriesSoFar: spending.transportRetries,
+            retryAfterMs: transient.retryAfterMs,
+            backoff: config.backoff,
+            random: config.random,
+          });
           const label = failureLabel(transient.status, transient.kind);
           if (!('delayMs' in next)) {
-            throw new ModelCallError({ kind: transient.kind, message: describeRefusal(next.refusal, label, transient.message), cause: error, ...(transient.status === undefined ? {} : { status: transient.status }) });
+            throw new ModelCallError({
+              kind: transient.kind,
+              message: describeRefusal(next.refusal, label, transient.message),
+              cause: error,
+              ...(transient.status === undefined ? {} : { status: transient.status }),
+            });
           }
           spending.transportRetries++;
-          session.warn(`task ${session.task.id}: ${call} transport error (${label}: ${transient.message}); retry ${failures} of this call in ${next.delayMs} ms`, config.clock.now());
+          session.warn(
+            `task ${session.task.id}: ${call} transport error (${label}: ${transient.message}); retry ${failures} of this call in ${next.delayMs} ms`,
+            config.clock.now(),
+          );
           await session.aborts.race(config.clock.sleep(next.delayMs, session.signal));
           continue;
         }
@@ -158,7 +219,11 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
  * A format, rule or custom evaluator, bounded by `limits.evaluatorTimeoutMs` of the loop's own config (a
  * run resumed from a snapshot taken before the limit existed has it too); its signal aborts on the timeout.
  */
-function evaluateWithin(session: RunSession, evaluator: Evaluator, input: Parameters<Evaluator['evaluate']>[0]): Promise<EvaluationResult> {
+function evaluateWithin(
+  session: RunSession,
+  evaluator: Evaluator,
+  input: Parameters<Evaluator['evaluate']>[0],
+): Promise<EvaluationResult> {
   const timeoutMs = session.config.limits.evaluatorTimeoutMs;
   return callWithTimeout(
     session,
@@ -171,14 +236,20 @@ function evaluateWithin(session: RunSession, evaluator: Evaluator, input: Parame
           return scope.signal;
         },
       }),
-    () => new LoopstateError({ code: EVALUATOR_TIMEOUT, message: `evaluator "${evaluator.name}" did not settle within limits.evaluatorTimeoutMs (${timeoutMs} ms); make it settle sooner or raise limits.evaluatorTimeoutMs` }),
+    () =>
+      new LoopstateError({
+        code: EVALUATOR_TIMEOUT,
+        message: `evaluator "${evaluator.name}" did not settle within limits.evaluatorTimeoutMs (${timeoutMs} ms); make it settle sooner or raise limits.evaluatorTimeoutMs`,
+      }),
   );
 }
 
 /** The judges' spend so far, priced, for a fault event. */
 function spentSoFar(session: RunSession, spending: JudgeSpending): { usage?: CallUsage; modelCalls: number } {
   const usage = pricedTotal(session.config.prices, spending.byModel);
-  return usage.inputTokens + usage.outputTokens > 0 ? { usage, modelCalls: spending.modelCalls } : { modelCalls: spending.modelCalls };
+  return usage.inputTokens + usage.outputTokens > 0
+    ? { usage, modelCalls: spending.modelCalls }
+    : { modelCalls: spending.modelCalls };
 }
 
 /**
@@ -186,7 +257,11 @@ function spentSoFar(session: RunSession, spending: JudgeSpending): { usage?: Cal
  * to stop on, never a reason to reflect.
  */
 function isJudgeFailure(error: unknown): boolean {
-  return isModelCallError(error) || error instanceof JudgeVerdictError || (error instanceof LoopstateError && (error.code === 'judge_failed' || error.code === EVALUATOR_TIMEOUT));
+  return (
+    isModelCallError(error) ||
+    error instanceof JudgeVerdictError ||
+    (error instanceof LoopstateError && (error.code === 'judge_failed' || error.code === EVALUATOR_TIMEOUT))
+  );
 }
 
 /** A judge's request: the output it grades plus its instructions and criteria, roughly. */
@@ -198,7 +273,12 @@ function judgeRequestTokens(output: string): number {
  * The run's usage plus what judges spent in this evaluation leaves room for one more judge call, by the
  * very guard the machine stops on, so a judge refused here always ends the run with budget_exhausted.
  */
-function canPayForJudge(session: RunSession, context: LoopContext, spent: Readonly<Record<string, ModelUsage>>, judgeTokens: number): boolean {
+function canPayForJudge(
+  session: RunSession,
+  context: LoopContext,
+  spent: Readonly<Record<string, ModelUsage>>,
+  judgeTokens: number,
+): boolean {
   const judges = pricedTotal(session.config.prices, Object.entries(spent));
   const usage = {
     ...context.usage,

@@ -11,10 +11,20 @@ const goal = 'Status of O-101?';
 describe('the inspect option', () => {
   it('hands every inspection event of the run to a function observer', async () => {
     const seen: InspectionEvent[] = [];
-    const result = await createLoop(sampleLoopConfig(virtualClock(), { inspect: (event) => seen.push(event) })).run({ goal });
+    const result = await createLoop(sampleLoopConfig(virtualClock(), { inspect: (event) => seen.push(event) })).run({
+      goal,
+    });
     expect(result.stopReason).toBe('completed');
     const events = seen.filter((event) => event.type === '@xstate.event').map((event) => event.event.type);
-    expect(events).toEqual(expect.arrayContaining(['run.started', 'model.failed', 'backoff.elapsed', 'tools.completed', 'evaluation.completed']));
+    expect(events).toEqual(
+      expect.arrayContaining([
+        'run.started',
+        'model.failed',
+        'backoff.elapsed',
+        'tools.completed',
+        'evaluation.completed',
+      ]),
+    );
     expect(seen.some((event) => event.type === '@xstate.snapshot')).toBe(true);
   });
 
@@ -34,13 +44,21 @@ describe('the inspect option', () => {
     expect(throwing.stopReason).toBe('completed');
     expect(throwing.output).toEqual(plain.output);
     expect(throwing.usage).toEqual(plain.usage);
-    expect(throwing.warnings).toEqual(['the inspect observer threw, and the run went on without it: observer exploded']);
+    expect(throwing.warnings).toEqual([
+      'the inspect observer threw, and the run went on without it: observer exploded',
+    ]);
     // Still called after the first throw: one bad event does not switch it off.
     expect(calls).toBeGreaterThan(10);
   });
 
   it('a throwing function observer never breaks a run either', async () => {
-    const result = await createLoop(sampleLoopConfig(virtualClock(), { inspect: () => { throw new TypeError('nope'); } })).run({ goal });
+    const result = await createLoop(
+      sampleLoopConfig(virtualClock(), {
+        inspect: () => {
+          throw new TypeError('nope');
+        },
+      }),
+    ).run({ goal });
     expect(result.stopReason).toBe('completed');
     expect(result.warnings).toHaveLength(1);
   });
@@ -67,7 +85,15 @@ describe('guardedInspector', () => {
   it('swallows throws from error and complete too, reporting only the first', () => {
     const reports: string[] = [];
     const observer = guardedInspector(
-      { next: () => undefined, error: () => { throw new Error('a'); }, complete: () => { throw new Error('b'); } },
+      {
+        next: () => undefined,
+        error: () => {
+          throw new Error('a');
+        },
+        complete: () => {
+          throw new Error('b');
+        },
+      },
       (message) => reports.push(message),
     );
     expect(() => observer.error?.(new Error('x'))).not.toThrow();

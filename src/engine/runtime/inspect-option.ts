@@ -20,7 +20,10 @@ export function isInspectOption(value: unknown): value is InspectOption {
   if (typeof value !== 'object' || value === null) return false;
   const observer = value as Record<string, unknown>;
   const methods = ['next', 'error', 'complete'].map((name) => observer[name]);
-  return methods.some((method) => typeof method === 'function') && methods.every((method) => method === undefined || typeof method === 'function');
+  return (
+    methods.some((method) => typeof method === 'function') &&
+    methods.every((method) => method === undefined || typeof method === 'function')
+  );
 }
 
 /**
@@ -29,7 +32,10 @@ export function isInspectOption(value: unknown): value is InspectOption {
  * @example
  * createActor(loopMachine, { input, inspect: guardedInspector(inspect, (message) => warn(message)) });
  */
-export function guardedInspector(option: InspectOption, onFirstFailure: (message: string) => void): Observer<InspectionEvent> {
+export function guardedInspector(
+  option: InspectOption,
+  onFirstFailure: (message: string) => void,
+): Observer<InspectionEvent> {
   let failed = false;
   const guard = (call: () => void) => {
     try {

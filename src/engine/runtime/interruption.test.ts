@@ -137,7 +137,10 @@ describe('interruptionOf', () => {
     expect(interruptionOf(withError.signal)).toMatchObject({ kind: 'cancelled', message: 'TypeError: bad' });
     const bare = new AbortController();
     bare.abort();
-    expect(interruptionOf(bare.signal)).toMatchObject({ kind: 'cancelled', message: expect.stringContaining('AbortError') });
+    expect(interruptionOf(bare.signal)).toMatchObject({
+      kind: 'cancelled',
+      message: expect.stringContaining('AbortError'),
+    });
   });
 
   it("says 'aborted' when the reason is null", () => {

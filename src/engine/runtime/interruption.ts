@@ -12,7 +12,9 @@ export class RunInterruption extends Error {
 }
 
 export function interruptionOf(signal: AbortSignal): RunInterruption {
-  return signal.reason instanceof RunInterruption ? signal.reason : new RunInterruption('cancelled', String(signal.reason ?? 'aborted'));
+  return signal.reason instanceof RunInterruption
+    ? signal.reason
+    : new RunInterruption('cancelled', String(signal.reason ?? 'aborted'));
 }
 
 /**

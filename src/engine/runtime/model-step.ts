@@ -6,7 +6,12 @@
 import { fitContextWindow, withContextUsage, type ContextFit } from '../context/context-window.js';
 import { isModelCallError, ModelCallError, retryableModelError } from '../../contracts/errors.js';
 import type { CallUsage, LoopContext, LoopEvent, ModelDecision } from '../../../machines/types.js';
-import { isWellFormedResponse, modelResponseSchema, modelUsageSchema, shapeProblems } from '../../contracts/model-response-schema.js';
+import {
+  isWellFormedResponse,
+  modelResponseSchema,
+  modelUsageSchema,
+  shapeProblems,
+} from '../../contracts/model-response-schema.js';
 import type { ModelProgress, ModelResponse, ModelUsage, ResponseFormat } from '../../contracts/model.js';
 import { evaluatorList } from '../evaluators/index.js';
 import { toolCallFingerprint } from '../progress/index.js';
@@ -36,7 +41,9 @@ import {
 function checkModelResponse(response: unknown): Error | null {
   if (isWellFormedResponse(response)) return null;
   const problems = shapeProblems(modelResponseSchema, response);
-  return problems === null ? null : new ModelCallError({ kind: 'unknown', message: `the model returned a malformed response: ${problems}` });
+  return problems === null
+    ? null
+    : new ModelCallError({ kind: 'unknown', message: `the model returned a malformed response: ${problems}` });
 }
 
 /**
@@ -44,8 +51,16 @@ function checkModelResponse(response: unknown): Error | null {
  * a nudge (with the reason or parse error it names) or a parse-error note. The pre-call budget
  * check uses it, so a request is never sent bigger than its estimate.
  */
-export function feedbackAllowanceChars(context: LoopContext, extra: { reason?: string; parseError?: string | null } = {}): number {
-  const named = Math.max(extra.reason?.length ?? 0, context.progress.lastEvaluatorReason?.length ?? 0, extra.parseError?.length ?? 0, context.progress.lastParseError?.length ?? 0);
+export function feedbackAllowanceChars(
+  context: LoopContext,
+  extra: { reason?: string; parseError?: string | null } = {},
+): number {
+  const named = Math.max(
+    extra.reason?.length ?? 0,
+    context.progress.lastEvaluatorReason?.length ?? 0,
+    extra.parseError?.length ?? 0,
+    context.progress.lastParseError?.length ?? 0,
+  );
   const parseNote = extra.parseError ? parseErrorNote(extra.parseError).length : 0;
   // The framing of a nudge that names what repeats; the note is one more message.
   return Math.max(LONGEST_NUDGE_CHARS + named + NUDGE_FRAMING_CHARS, parseNote) + MESSAGE_OVERHEAD_CHARS;
@@ -53,14 +68,22 @@ export function feedbackAllowanceChars(context: LoopContext, extra: { reason?: s
 
 /** What a call of the last reply that did not run is answered with. */
 function unrunAnswer(pending: PendingCall, heldBack: boolean): string {
-  return pending.call.error?.message ?? pending.refusal?.message ?? (heldBack ? HELD_BACK_ANSWER : NOT_RUN_BESIDE_INVALID_ANSWER);
+  return (
+    pending.call.error?.message ??
+    pending.refusal?.message ??
+    (heldBack ? HELD_BACK_ANSWER : NOT_RUN_BESIDE_INVALID_ANSWER)
+  );
 }
 
 /** Tool calls of a reply that were not run still need an answer before the next request. */
 function answerUnrunCalls(session: RunSession, context: LoopContext): void {
   const heldBack = context.feedback?.kind === 'nudge';
   for (const pending of session.takePendingCalls()) {
-    session.transcript.append({ role: 'tool', toolCallId: pending.call.request.id, content: unrunAnswer(pending, heldBack) });
+    session.transcript.append({
+      role: 'tool',
+      toolCallId: pending.call.request.id,
+      content: unrunAnswer(pending, heldBack),
+    });
   }
 }
 
@@ -76,7 +99,13 @@ function applyFeedback(session: RunSession, context: LoopContext): void {
       session.transcript.append({ role: 'user', content: parseErrorNote(feedback.parseError) });
       break;
     case 'nudge':
-      session.transcript.append({ role: 'user', content: nudgeNote(feedback.signal, { evaluatorReason: context.progress.lastEvaluatorReason, parseError: context.progress.lastParseError }) });
+      session.transcript.append({
+        role: 'user',
+        content: nudgeNote(feedback.signal, {
+          evaluatorReason: context.progress.lastEvaluatorReason,
+          parseError: context.progress.lastParseError,
+        }),
+      });
       break;
     case 'argument_repair':
     case 'transport_retry':
@@ -104,13 +133,25 @@ interface Classified {
 }
 
 /** Room left under the run's and the reply's tool-call caps; calls past it are refused, not run. */
-export function toolCallRoom(context: LoopContext): { room: number; refusal: (name: string) => NonNullable<PendingCall['refusal']> } {
+export function toolCallRoom(context: LoopContext): {
+  room: number;
+  refusal: (name: string) => NonNullable<PendingCall['refusal']>;
+} {
   const { maxToolCalls, maxToolCallsPerReply } = context.limits;
   const runRoom = Math.max(0, maxToolCalls - context.usage.toolCalls);
   if (runRoom < maxToolCallsPerReply) {
-    return { room: runRoom, refusal: (name) => ({ reason: 'maxToolCalls spent', message: toolCallBudgetSpentAnswer(name, maxToolCalls) }) };
+    return {
+      room: runRoom,
+      refusal: (name) => ({ reason: 'maxToolCalls spent', message: toolCallBudgetSpentAnswer(name, maxToolCalls) }),
+    };
   }
-  return { room: maxToolCallsPerReply, refusal: (name) => ({ reason: 'over maxToolCallsPerReply', message: overPerReplyAnswer(name, maxToolCallsPerReply) }) };
+  return {
+    room: maxToolCallsPerReply,
+    refusal: (name) => ({
+      reason: 'over maxToolCallsPerReply',
+      message: overPerReplyAnswer(name, maxToolCallsPerReply),
+    }),
+  };
 }
 
 function classify(session: RunSession, health: ToolHealth, response: ModelResponse, context: LoopContext): Classified {
@@ -124,7 +165,12 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
   const prepared = prepareToolCalls(response.toolCalls, { tools: session.tools, policy, health, runId: session.runId });
   const tellModelOnDeny = policy?.onDeny === 'tell_model';
   const cap = toolCallRoom(context);
-  let invalidCalls = 0, deniedCalls = 0, approvalCalls = 0, unavailableCalls = 0, refusedCalls = 0, taken = 0;
+  let invalidCalls = 0,
+    deniedCalls = 0,
+    approvalCalls = 0,
+    unavailableCalls = 0,
+    refusedCalls = 0,
+    taken = 0;
   let parseError: string | null = null;
   let blockedTool: string | null = null;
   const required = session.task.requires;
@@ -166,7 +212,17 @@ function classify(session: RunSession, health: ToolHealth, response: ModelRespon
     calls.push({ call, fingerprint, refusal });
   }
   return {
-    decision: { kind: 'tool_calls', calls: prepared.length, invalidCalls, parseError, deniedCalls, approvalCalls, unavailableCalls, refusedCalls, blockedTool },
+    decision: {
+      kind: 'tool_calls',
+      calls: prepared.length,
+      invalidCalls,
+      parseError,
+      deniedCalls,
+      approvalCalls,
+      unavailableCalls,
+      refusedCalls,
+      blockedTool,
+    },
     calls,
     // The kind prefix keeps a text that happens to look like fingerprints from sharing their digest.
     reply: `tool_calls\n${text ?? ''}\n${calls.map((pending) => pending.fingerprint).join('\n')}`,
@@ -194,15 +250,21 @@ function progressReporter(session: RunSession, context: LoopContext): ((progress
   return (progress) => {
     const at = session.config.clock.now();
     if (progress.type === 'text_delta') session.recordLive({ type: 'model-delta', at, ...base, text: progress.text });
-    else session.recordLive({ type: 'model-tool-call-start', at, ...base, callId: progress.callId, name: progress.name });
+    else
+      session.recordLive({ type: 'model-tool-call-start', at, ...base, callId: progress.callId, name: progress.name });
   };
 }
 
 /** Cached and reasoning token counts, when the provider's usage carries them (never the reasoning text). */
-function detailedUsage(usage: ModelUsage & { cachedInputTokens?: unknown; reasoningTokens?: unknown }): { cachedInputTokens?: number; reasoningTokens?: number } {
+function detailedUsage(usage: ModelUsage & { cachedInputTokens?: unknown; reasoningTokens?: unknown }): {
+  cachedInputTokens?: number;
+  reasoningTokens?: number;
+} {
   const detail: { cachedInputTokens?: number; reasoningTokens?: number } = {};
-  if (typeof usage.cachedInputTokens === 'number' && usage.cachedInputTokens >= 0) detail.cachedInputTokens = usage.cachedInputTokens;
-  if (typeof usage.reasoningTokens === 'number' && usage.reasoningTokens >= 0) detail.reasoningTokens = usage.reasoningTokens;
+  if (typeof usage.cachedInputTokens === 'number' && usage.cachedInputTokens >= 0)
+    detail.cachedInputTokens = usage.cachedInputTokens;
+  if (typeof usage.reasoningTokens === 'number' && usage.reasoningTokens >= 0)
+    detail.reasoningTokens = usage.reasoningTokens;
   return detail;
 }
 
@@ -213,7 +275,15 @@ function generateWithin(session: RunSession, health: ToolHealth, context: LoopCo
   const tools = session.offeredTools(health);
   if (session.prompts !== null) {
     const snapshot = session.prompts.next(session.transcript);
-    session.record({ type: 'prompt', runId: session.runId, at: session.config.clock.now(), step: context.steps + 1, taskId: session.task.id, ...snapshot, tools: tools.map((tool) => tool.name) });
+    session.record({
+      type: 'prompt',
+      runId: session.runId,
+      at: session.config.clock.now(),
+      step: context.steps + 1,
+      taskId: session.task.id,
+      ...snapshot,
+      tools: tools.map((tool) => tool.name),
+    });
   }
   return callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the model call', (scope) =>
     // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
@@ -229,13 +299,23 @@ function generateWithin(session: RunSession, health: ToolHealth, context: LoopCo
   );
 }
 
-export async function performModelCall(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
+export async function performModelCall(
+  session: RunSession,
+  health: ToolHealth,
+  context: LoopContext,
+): Promise<LoopEvent> {
   const { config } = session;
   const stepStartedAt = config.clock.now();
   session.record({
-    type: 'step-start', runId: session.runId, at: stepStartedAt, step: context.steps + 1, taskId: session.task.id,
+    type: 'step-start',
+    runId: session.runId,
+    at: stepStartedAt,
+    step: context.steps + 1,
+    taskId: session.task.id,
     // A copy: the machine's own context object must not reach a sink that might change it.
-    estimatedInputTokens: context.nextRequestTokens, usage: { ...context.usage }, elapsedMs: stepStartedAt - (context.startedAt ?? stepStartedAt),
+    estimatedInputTokens: context.nextRequestTokens,
+    usage: { ...context.usage },
+    elapsedMs: stepStartedAt - (context.startedAt ?? stepStartedAt),
   });
   applyFeedback(session, context);
   const contextFit = await fitContextWindow(session, context);
@@ -246,7 +326,11 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
     response = await generateWithin(session, health, context);
   } catch (error) {
     // The call was made, even if nobody waits for its answer any more.
-    if (session.signal.aborted) return { ...interruptionEvent(session.signal, config.clock.now(), 1 + contextFit.modelCalls), ...spentOn(contextFit) };
+    if (session.signal.aborted)
+      return {
+        ...interruptionEvent(session.signal, config.clock.now(), 1 + contextFit.modelCalls),
+        ...spentOn(contextFit),
+      };
     return modelFailure(session, context, error, config.clock.now(), contextFit, startedAt);
   }
   const malformed = checkModelResponse(response);
@@ -255,32 +339,62 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
   response = { ...response, toolCalls: assignUniqueCallIds(response.toolCalls) };
   const at = config.clock.now();
   const costUsd = costOf(priceOf(config.prices, config.model.id), response.usage);
-  const usage = withContextUsage({ inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd }, contextFit);
+  const usage = withContextUsage(
+    { inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, costUsd },
+    contextFit,
+  );
   let classified: Classified;
   try {
     classified = classify(session, health, response, context);
   } catch (error) {
     // A policy hook threw on this reply: the run faults, but the call was made and is paid for.
     session.recordFatalError(toError(error));
-    return { type: 'run.faulted', at, message: config.redact.text(describeThrown(error)), usage, modelCalls: 1 + contextFit.modelCalls };
+    return {
+      type: 'run.faulted',
+      at,
+      message: config.redact.text(describeThrown(error)),
+      usage,
+      modelCalls: 1 + contextFit.modelCalls,
+    };
   }
   const { decision, calls, reply } = classified;
   session.holdCalls(calls);
   const text = decision.kind === 'unparseable' ? null : response.text;
   if (text !== null || response.toolCalls.length > 0) {
-    session.transcript.append({ role: 'assistant', content: text, toolCalls: response.toolCalls.length > 0 ? response.toolCalls : undefined });
+    session.transcript.append({
+      role: 'assistant',
+      content: text,
+      toolCalls: response.toolCalls.length > 0 ? response.toolCalls : undefined,
+    });
   }
   if (text !== null && text.trim() !== '') session.noteReply(text);
   const stateDigest = session.progress.advanceState({ taskIndex: session.taskIndex, reply });
   session.record({
-    type: 'step-end', runId: session.runId, at, step: context.steps + 1, taskId: session.task.id, modelId: config.model.id,
-    latencyMs: at - startedAt, inputTokens: response.usage.inputTokens, outputTokens: response.usage.outputTokens, ...detailedUsage(response.usage), costUsd,
+    type: 'step-end',
+    runId: session.runId,
+    at,
+    step: context.steps + 1,
+    taskId: session.task.id,
+    modelId: config.model.id,
+    latencyMs: at - startedAt,
+    inputTokens: response.usage.inputTokens,
+    outputTokens: response.usage.outputTokens,
+    ...detailedUsage(response.usage),
+    costUsd,
     decision: decision.kind,
-    toolCalls: calls.map(({ call }) => ({ callId: call.request.id, name: call.request.name, argumentsSummary: summarize(call.args ?? call.request.arguments, config.redact) })),
+    toolCalls: calls.map(({ call }) => ({
+      callId: call.request.id,
+      name: call.request.name,
+      argumentsSummary: summarize(call.args ?? call.request.arguments, config.redact),
+    })),
     replySummary: text === null ? null : summarize(text, config.redact),
   });
   return {
-    type: 'model.responded', at, decision, stateDigest, usage,
+    type: 'model.responded',
+    at,
+    decision,
+    stateDigest,
+    usage,
     ...(contextFit.modelCalls > 0 ? { modelCalls: 1 + contextFit.modelCalls } : {}),
     ...summaryRetries(contextFit),
     nextRequestTokens: session.estimateNextRequest(nextRequestExtraChars(session, context, decision)),
@@ -294,9 +408,13 @@ export async function performModelCall(session: RunSession, health: ToolHealth, 
 function nextRequestExtraChars(session: RunSession, context: LoopContext, decision: ModelDecision): number {
   let chars = 0;
   for (const pending of session.pendingCalls) {
-    chars += Math.max(unrunAnswer(pending, true).length, unrunAnswer(pending, false).length) + pending.call.request.id.length + MESSAGE_OVERHEAD_CHARS;
+    chars +=
+      Math.max(unrunAnswer(pending, true).length, unrunAnswer(pending, false).length) +
+      pending.call.request.id.length +
+      MESSAGE_OVERHEAD_CHARS;
   }
-  const parseError = decision.kind === 'unparseable' ? decision.parseError : decision.kind === 'tool_calls' ? decision.parseError : null;
+  const parseError =
+    decision.kind === 'unparseable' ? decision.parseError : decision.kind === 'tool_calls' ? decision.parseError : null;
   return chars + feedbackAllowanceChars(context, { parseError });
 }
 
@@ -310,34 +428,77 @@ function summaryRetries(fit: ContextFit): { transportRetries?: number } {
   return fit.transportRetries > 0 ? { transportRetries: fit.transportRetries } : {};
 }
 
-function modelFailure(session: RunSession, context: LoopContext, error: unknown, at: number, fit: ContextFit, startedAt: number): LoopEvent {
+function modelFailure(
+  session: RunSession,
+  context: LoopContext,
+  error: unknown,
+  at: number,
+  fit: ContextFit,
+  startedAt: number,
+): LoopEvent {
   const { config } = session;
   // Branded, not instanceof: an error from another installed copy of loopstate is classified the same.
   const retryable = retryableModelError(error);
   const transient = retryable !== null;
   // The exponent restarts with each call: its earlier failures in a row, never the task's or the run's.
   const retryDelayMs = transient
-    ? backoffDelay({ attempt: context.transport.consecutiveFailures, retryAfterMs: retryable.retryAfterMs, options: config.backoff, random: config.random })
+    ? backoffDelay({
+        attempt: context.transport.consecutiveFailures,
+        retryAfterMs: retryable.retryAfterMs,
+        options: config.backoff,
+        random: config.random,
+      })
     : 0;
   // Redacted before it reaches the machine: provider messages quote keys (`Incorrect API key provided: sk-…`).
   const message = config.redact.text(thrownMessage(error));
   // A model error from another installed copy may be a plain object: its own message is the one to show.
-  if (!transient) session.recordFatalError(!(error instanceof Error) && isModelCallError(error) ? new Error(message) : toError(error));
+  if (!transient)
+    session.recordFatalError(
+      !(error instanceof Error) && isModelCallError(error) ? new Error(message) : toError(error),
+    );
   // Tokens the provider reported before the call failed were billed: counted like a reply's.
   const reported = reportedUsage(error);
   const costUsd = reported === null ? 0 : costOf(priceOf(config.prices, config.model.id), reported);
   session.record({
-    type: 'model-error', runId: session.runId, at, taskId: session.task.id, step: context.steps + 1, latencyMs: at - startedAt,
-    errorKind: isModelCallError(error) ? error.kind : error instanceof Error ? errorFields(error).name : 'unknown', message, retryDelayMs,
+    type: 'model-error',
+    runId: session.runId,
+    at,
+    taskId: session.task.id,
+    step: context.steps + 1,
+    latencyMs: at - startedAt,
+    errorKind: isModelCallError(error) ? error.kind : error instanceof Error ? errorFields(error).name : 'unknown',
+    message,
+    retryDelayMs,
     ...(reported === null ? {} : { inputTokens: reported.inputTokens, outputTokens: reported.outputTokens, costUsd }),
   });
-  const usage = reported === null ? spentOn(fit) : { usage: withContextUsage({ inputTokens: reported.inputTokens, outputTokens: reported.outputTokens, costUsd }, fit) };
+  const usage =
+    reported === null
+      ? spentOn(fit)
+      : {
+          usage: withContextUsage(
+            { inputTokens: reported.inputTokens, outputTokens: reported.outputTokens, costUsd },
+            fit,
+          ),
+        };
   const spent = fit.modelCalls > 0 ? { ...usage, modelCalls: 1 + fit.modelCalls } : usage;
   // What the stop detail names: the status and the server's wait, when the error carried them.
   const facts = transient
-    ? { errorKind: retryable.kind, ...(retryable.status === undefined ? {} : { status: retryable.status }), ...(retryable.retryAfterMs === undefined ? {} : { retryAfterMs: retryable.retryAfterMs }) }
+    ? {
+        errorKind: retryable.kind,
+        ...(retryable.status === undefined ? {} : { status: retryable.status }),
+        ...(retryable.retryAfterMs === undefined ? {} : { retryAfterMs: retryable.retryAfterMs }),
+      }
     : {};
-  return { type: 'model.failed', at, failure: transient ? 'transient' : 'fatal', message, retryDelayMs, ...facts, ...spent, ...summaryRetries(fit) };
+  return {
+    type: 'model.failed',
+    at,
+    failure: transient ? 'transient' : 'fatal',
+    message,
+    retryDelayMs,
+    ...facts,
+    ...spent,
+    ...summaryRetries(fit),
+  };
 }
 
 /** The usage a failed call's error carries, when it is well formed (an error of another copy may carry anything). */

@@ -10,7 +10,14 @@ import { ProgressTracker } from '../progress/index.js';
 import { RunSession, type PendingCall, type RestoredSessionFields } from './run-session.js';
 
 function session(onEvent?: (event: TraceEvent) => void): RunSession {
-  const config = resolveConfig({ model: scriptedModel([]), tasks: [{ id: 'classify', prompt: 'Classify.' }, { id: 'draft', prompt: 'Draft.' }], ...(onEvent ? { trace: { onEvent } } : {}) });
+  const config = resolveConfig({
+    model: scriptedModel([]),
+    tasks: [
+      { id: 'classify', prompt: 'Classify.' },
+      { id: 'draft', prompt: 'Draft.' },
+    ],
+    ...(onEvent ? { trace: { onEvent } } : {}),
+  });
   return new RunSession(config, 'run_1', 'Weekly report', new AbortController().signal);
 }
 
@@ -23,7 +30,18 @@ const pendingCall = (id: string): PendingCall => ({
 const warning = (message: string): TraceEvent => ({ type: 'warning', runId: 'run_1', at: 0, message });
 
 function restored(overrides: Partial<RestoredSessionFields>): RestoredSessionFields {
-  return { taskIndex: 0, pendingCalls: [], lastReply: null, lastEvaluation: null, fatalError: null, restingState: null, taskOutputs: null, progress: null, unpricedModels: [], ...overrides };
+  return {
+    taskIndex: 0,
+    pendingCalls: [],
+    lastReply: null,
+    lastEvaluation: null,
+    fatalError: null,
+    restingState: null,
+    taskOutputs: null,
+    progress: null,
+    unpricedModels: [],
+    ...overrides,
+  };
 }
 
 describe('RunSession', () => {
@@ -59,10 +77,27 @@ describe('RunSession', () => {
     const outputs = run.taskOutputs;
     const progress = new ProgressTracker();
     const fault = new Error('judge down');
-    run.restoreFields(restored({ taskIndex: 1, pendingCalls: [pendingCall('c9')], lastReply: 'draft', fatalError: fault, restingState: 'RUNNING.deciding', taskOutputs: { classify: { bugs: 2 } }, progress, unpricedModels: ['local-llama'] }));
+    run.restoreFields(
+      restored({
+        taskIndex: 1,
+        pendingCalls: [pendingCall('c9')],
+        lastReply: 'draft',
+        fatalError: fault,
+        restingState: 'RUNNING.deciding',
+        taskOutputs: { classify: { bugs: 2 } },
+        progress,
+        unpricedModels: ['local-llama'],
+      }),
+    );
     expect(run.taskOutputs).toBe(outputs);
     expect(outputs).toEqual({ classify: { bugs: 2 } });
-    expect(run).toMatchObject({ taskIndex: 1, lastReply: 'draft', fatalError: fault, restingState: 'RUNNING.deciding', unpricedModelIds: ['local-llama'] });
+    expect(run).toMatchObject({
+      taskIndex: 1,
+      lastReply: 'draft',
+      fatalError: fault,
+      restingState: 'RUNNING.deciding',
+      unpricedModelIds: ['local-llama'],
+    });
     expect(run.progress).toBe(progress);
     expect(run.pendingCalls.map(({ call }) => call.request.id)).toEqual(['c9']);
     // A record without the tracker or the outputs leaves them as they are.
@@ -82,7 +117,10 @@ describe('RunSession', () => {
     ).toThrow('corrupt record');
     run.record(warning('new'));
     expect(delivered).toEqual(['new']);
-    expect(run.trace.map((event) => (event.type === 'warning' ? event.message : event.type))).toEqual(['replayed', 'new']);
+    expect(run.trace.map((event) => (event.type === 'warning' ? event.message : event.type))).toEqual([
+      'replayed',
+      'new',
+    ]);
   });
 
   it('appends journalled trace events and warnings, or replaces both with a snapshot', () => {

@@ -28,7 +28,8 @@ export interface PendingCall {
 }
 
 /** Why a call the policy allows is answered instead of run. */
-export type RefusalReason = 'duplicate in the reply' | 'maxToolCalls spent' | 'over maxToolCallsPerReply' | 'rejected by a person';
+export type RefusalReason =
+  'duplicate in the reply' | 'maxToolCalls spent' | 'over maxToolCallsPerReply' | 'rejected by a person';
 
 /**
  * What a durable run's journal puts back into a session: the small fields whole, and the progress
@@ -290,7 +291,15 @@ export class RunSession {
   /** After a tool round: every called tool's health and the order the next request offers the tools in. */
   recordToolHealth(health: ToolHealth, step: number, at: number): void {
     const offered = offeredToolNames(this.tools, this.config.toolOrder, health);
-    this.record({ type: 'tool-health', runId: this.runId, at, taskId: this.task.id, step, tools: toolHealthFigures(health), offered });
+    this.record({
+      type: 'tool-health',
+      runId: this.runId,
+      at,
+      taskId: this.task.id,
+      step,
+      tools: toolHealthFigures(health),
+      offered,
+    });
   }
 
   /** Every event is redacted here, the one door to `result.trace` and every sink. */
@@ -317,7 +326,10 @@ export class RunSession {
   warnIfUnpriced(modelId: string, at: number): void {
     if (priceOf(this.config.prices, modelId) !== undefined || this.#unpricedModels.has(modelId)) return;
     this.#unpricedModels.add(modelId);
-    this.warn(`no price for model "${modelId}": its cost counts as $0, so maxCostUsd cannot stop it; add it to \`prices\``, at);
+    this.warn(
+      `no price for model "${modelId}": its cost counts as $0, so maxCostUsd cannot stop it; add it to \`prices\``,
+      at,
+    );
   }
 
   warn(unredacted: string, at: number): void {

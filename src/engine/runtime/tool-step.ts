@@ -6,22 +6,42 @@ import { feedbackAllowanceChars } from './model-step.js';
 import type { RunSession } from './run-session.js';
 import { NOT_EXECUTED_ANSWER } from '../prompts.js';
 
-export async function performToolRound(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
+export async function performToolRound(
+  session: RunSession,
+  health: ToolHealth,
+  context: LoopContext,
+): Promise<LoopEvent> {
   const { config } = session;
   const pending = session.takePendingCalls();
   const ready = pending.filter(({ call, refusal }) => call.status === 'ready' && refusal === null);
   const { maxParallelTools, maxToolResultBytes } = context.limits;
   if (ready.length > maxParallelTools) {
-    session.warn(`step ${context.steps}: the model requested ${ready.length} tool calls; ran at most ${maxParallelTools} at a time`, config.clock.now());
+    session.warn(
+      `step ${context.steps}: the model requested ${ready.length} tool calls; ran at most ${maxParallelTools} at a time`,
+      config.clock.now(),
+    );
   }
   const refused = pending.filter(({ call, refusal }) => call.status !== 'ready' || refusal !== null);
   if (refused.length > 0) {
-    session.warn(`step ${context.steps}: ${refused.length} tool call(s) answered, not run: ${refused.map(({ call, refusal }) => `${call.request.name} (${refusal?.reason ?? (call.status === 'denied' ? 'denied by the policy' : call.status)})`).join(', ')}`, config.clock.now());
+    session.warn(
+      `step ${context.steps}: ${refused.length} tool call(s) answered, not run: ${refused.map(({ call, refusal }) => `${call.request.name} (${refusal?.reason ?? (call.status === 'denied' ? 'denied by the policy' : call.status)})`).join(', ')}`,
+      config.clock.now(),
+    );
   }
-  const outcomes = await runToolRound(ready.map(({ call }) => call), {
-    runId: session.runId, stepId: String(context.steps), maxParallel: maxParallelTools, maxResultBytes: maxToolResultBytes,
-    signal: session.signal, aborts: session.aborts, health, now: () => config.clock.now(), setTimer: (ms, callback) => config.clock.setTimer(ms, callback),
-  });
+  const outcomes = await runToolRound(
+    ready.map(({ call }) => call),
+    {
+      runId: session.runId,
+      stepId: String(context.steps),
+      maxParallel: maxParallelTools,
+      maxResultBytes: maxToolResultBytes,
+      signal: session.signal,
+      aborts: session.aborts,
+      health,
+      now: () => config.clock.now(),
+      setTimer: (ms, callback) => config.clock.setTimer(ms, callback),
+    },
+  );
   // Even when cancel or the deadline cut the round short, its outcomes are reported: calls that
   // ran are counted, and side effects of unknown outcome are named before the run stops.
   const interrupted = session.signal.aborted;
@@ -33,10 +53,14 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
     const content = outcome?.content ?? entry.refusal?.message ?? entry.call.error?.message ?? NOT_EXECUTED_ANSWER;
     session.transcript.append({ role: 'tool', toolCallId: entry.call.request.id, content });
   }
-  let successes = 0, seenBefore = 0, maxRepeatCount = 0;
+  let successes = 0,
+    seenBefore = 0,
+    maxRepeatCount = 0;
   // successes: calls whose answer is an observation (a result, a caller-fault error, a refusal).
   let repeatedTool: string | null = null;
-  let failedCalls = 0, timedOutCalls = 0, unknownOutcomeCalls = 0;
+  let failedCalls = 0,
+    timedOutCalls = 0,
+    unknownOutcomeCalls = 0;
   let planCalled = false;
   // A refusal is what the model learns from that call: refused again the same way, it is a repeat like any other.
   for (const { call, fingerprint, refusal } of refused) {
@@ -72,27 +96,50 @@ export async function performToolRound(session: RunSession, health: ToolHealth, 
         // A call abandoned by cancel or the deadline is named in a warning; the interruption decides the stop.
         if (!interrupted) unknownOutcomeCalls++;
         const key = idempotencyKey(session.runId, String(context.steps), outcome.callId);
-        session.warn(`tool ${outcome.name} (${outcome.callId}): outcome unknown; check it by idempotency key ${key} before calling it again`, at);
+        session.warn(
+          `tool ${outcome.name} (${outcome.callId}): outcome unknown; check it by idempotency key ${key} before calling it again`,
+          at,
+        );
       }
     }
-    if (outcome.truncated) session.warn(`tool ${outcome.name} (${outcome.callId}): result cut from ${outcome.bytes} to ${maxToolResultBytes} bytes`, at);
+    if (outcome.truncated)
+      session.warn(
+        `tool ${outcome.name} (${outcome.callId}): result cut from ${outcome.bytes} to ${maxToolResultBytes} bytes`,
+        at,
+      );
     session.record({
-      type: 'tool-end', runId: session.runId, at, taskId: session.task.id, step: context.steps, callId: outcome.callId, name: outcome.name, status: outcome.status,
+      type: 'tool-end',
+      runId: session.runId,
+      at,
+      taskId: session.task.id,
+      step: context.steps,
+      callId: outcome.callId,
+      name: outcome.name,
+      status: outcome.status,
       // A short content hash names the observation without copying it into the trace.
-      observationId, bytes: outcome.bytes, truncated: outcome.truncated, latencyMs: outcome.durationMs,
+      observationId,
+      bytes: outcome.bytes,
+      truncated: outcome.truncated,
+      latencyMs: outcome.durationMs,
     });
   }
   if (outcomes.length > 0) session.recordToolHealth(health, context.steps, at);
   const planFacts = session.plan?.takeRoundFacts() ?? null;
   const requiredToolUnavailable = (session.task.requires ?? []).some((name) => health.isOpen(name));
   return {
-    type: 'tools.completed', at, nextRequestTokens: session.estimateNextRequest(feedbackAllowanceChars(context)),
+    type: 'tools.completed',
+    at,
+    nextRequestTokens: session.estimateNextRequest(feedbackAllowanceChars(context)),
     round: {
-      calls: outcomes.length, failedCalls, timedOutCalls, unknownOutcomeCalls,
+      calls: outcomes.length,
+      failedCalls,
+      timedOutCalls,
+      unknownOutcomeCalls,
       allObservationsSeen: successes > 0 && seenBefore === successes,
-      maxRepeatCount, repeatedTool, requiredToolUnavailable,
+      maxRepeatCount,
+      repeatedTool,
+      requiredToolUnavailable,
       plan: planCalled ? planFacts : null,
     },
   };
 }
-

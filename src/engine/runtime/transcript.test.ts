@@ -60,7 +60,11 @@ describe('Transcript', () => {
 
   it('counts tool calls of an assistant message without text', () => {
     const transcript = new Transcript(0);
-    transcript.append({ role: 'assistant', content: null, toolCalls: [{ id: text(1), name: text(1), arguments: text(2) }] });
+    transcript.append({
+      role: 'assistant',
+      content: null,
+      toolCalls: [{ id: text(1), name: text(1), arguments: text(2) }],
+    });
     expect(transcript.estimateTokens()).toBe(4 + OVERHEAD);
   });
 
@@ -98,7 +102,11 @@ describe('Transcript', () => {
     const message: fc.Arbitrary<Message> = fc.oneof(
       fc.record({ role: fc.constant('system' as const), content: fc.string() }),
       fc.record({ role: fc.constant('user' as const), content: fc.string() }),
-      fc.record({ role: fc.constant('assistant' as const), content: fc.option(fc.string(), { nil: null }), toolCalls: fc.option(fc.array(call), { nil: undefined }) }),
+      fc.record({
+        role: fc.constant('assistant' as const),
+        content: fc.option(fc.string(), { nil: null }),
+        toolCalls: fc.option(fc.array(call), { nil: undefined }),
+      }),
       fc.record({ role: fc.constant('tool' as const), toolCallId: fc.string(), content: fc.string() }),
     );
     fc.assert(
@@ -130,8 +138,12 @@ describe('Transcript snapshot', () => {
     expect(Object.isFrozen(first)).toBe(true);
     expect(() => (first as unknown[]).push({ role: 'user', content: 'injected' })).toThrow(TypeError);
     const assistant = first[1] as unknown as { toolCalls: { id: string }[] };
-    expect(() => { (first[0] as { content: string }).content = 'edited'; }).toThrow(TypeError);
-    expect(() => { (assistant.toolCalls[0] as { id: string }).id = 'other'; }).toThrow(TypeError);
+    expect(() => {
+      (first[0] as { content: string }).content = 'edited';
+    }).toThrow(TypeError);
+    expect(() => {
+      (assistant.toolCalls[0] as { id: string }).id = 'other';
+    }).toThrow(TypeError);
     expect(transcript.messages[0]).toEqual({ role: 'user', content: 'goal' });
   });
 });

@@ -29,14 +29,32 @@ export interface TransportFailureFacts {
   random: () => number;
 }
 
-export function nextTransportAttempt({ call, context, failures, retriesSoFar, retryAfterMs, backoff, random }: TransportFailureFacts): NextTransportAttempt {
+export function nextTransportAttempt({
+  call,
+  context,
+  failures,
+  retriesSoFar,
+  retryAfterMs,
+  backoff,
+  random,
+}: TransportFailureFacts): NextTransportAttempt {
   const { maxTransportAttempts, maxTransportRetries } = context.limits;
   if (failures >= maxTransportAttempts) {
-    return { refusal: { what: `${ordinal(failures)} consecutive transport failure of ${call}`, raise: `raise limits.maxTransportAttempts (${maxTransportAttempts})` } };
+    return {
+      refusal: {
+        what: `${ordinal(failures)} consecutive transport failure of ${call}`,
+        raise: `raise limits.maxTransportAttempts (${maxTransportAttempts})`,
+      },
+    };
   }
   const runRetries = context.transport.retries + retriesSoFar;
   if (runRetries >= maxTransportRetries) {
-    return { refusal: { what: `${call} failed with the run's transport retries spent (${runRetries} of maxTransportRetries ${maxTransportRetries})`, raise: 'raise limits.maxTransportRetries' } };
+    return {
+      refusal: {
+        what: `${call} failed with the run's transport retries spent (${runRetries} of maxTransportRetries ${maxTransportRetries})`,
+        raise: 'raise limits.maxTransportRetries',
+      },
+    };
   }
   // The exponent restarts with each call: this call's failures so far, never the run's.
   return { delayMs: backoffDelay({ attempt: failures - 1, retryAfterMs, options: backoff, random }) };

@@ -29,17 +29,38 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
     pausePollMs: options.pausePollMs ?? 200,
     async createRun(runId, body, lease) {
       if (runs.has(runId)) return false;
-      runs.set(runId, { runId, body, leaseOwner: lease.owner, leaseUntil: lease.until, cancelRequested: false, journal: [], seqs: new Set(), snapshot: null });
+      runs.set(runId, {
+        runId,
+        body,
+        leaseOwner: lease.owner,
+        leaseUntil: lease.until,
+        cancelRequested: false,
+        journal: [],
+        seqs: new Set(),
+        snapshot: null,
+      });
       return true;
     },
     async readRun(runId) {
       const run = runs.get(runId);
-      return run ? { runId, body: run.body, leaseOwner: run.leaseOwner, leaseUntil: run.leaseUntil, cancelRequested: run.cancelRequested } : null;
+      return run
+        ? {
+            runId,
+            body: run.body,
+            leaseOwner: run.leaseOwner,
+            leaseUntil: run.leaseUntil,
+            cancelRequested: run.cancelRequested,
+          }
+        : null;
     },
     async acquireLease(runId, lease: Lease, now, takeOverFrom) {
       const run = runs.get(runId);
       if (!run) return false;
-      const free = run.leaseOwner === null || run.leaseUntil < now || run.leaseOwner === lease.owner || (takeOverFrom !== undefined && run.leaseOwner === takeOverFrom);
+      const free =
+        run.leaseOwner === null ||
+        run.leaseUntil < now ||
+        run.leaseOwner === lease.owner ||
+        (takeOverFrom !== undefined && run.leaseOwner === takeOverFrom);
       if (!free) return false;
       run.leaseOwner = lease.owner;
       run.leaseUntil = lease.until;
@@ -54,9 +75,19 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
     },
     async append(runId, rows, lease, runBody) {
       const run = runOf(runId);
-      if (!holds(run, lease.owner)) throw new StoreConflictError({ runId, seq: rows[0]?.seq ?? null, message: `run ${runId} is held by another owner; this writer lost its lease` });
+      if (!holds(run, lease.owner))
+        throw new StoreConflictError({
+          runId,
+          seq: rows[0]?.seq ?? null,
+          message: `run ${runId} is held by another owner; this writer lost its lease`,
+        });
       for (const row of rows) {
-        if (run.seqs.has(row.seq)) throw new StoreConflictError({ runId, seq: row.seq, message: `run ${runId} already has a journal record at seq ${row.seq}` });
+        if (run.seqs.has(row.seq))
+          throw new StoreConflictError({
+            runId,
+            seq: row.seq,
+            message: `run ${runId} already has a journal record at seq ${row.seq}`,
+          });
       }
       for (const row of rows) {
         run.seqs.add(row.seq);
@@ -67,11 +98,21 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
     },
     async readJournal(runId, afterSeq) {
       const run = runs.get(runId);
-      return run ? run.journal.filter((row) => row.seq > afterSeq).sort((a, b) => a.seq - b.seq).map((row) => ({ ...row })) : [];
+      return run
+        ? run.journal
+            .filter((row) => row.seq > afterSeq)
+            .sort((a, b) => a.seq - b.seq)
+            .map((row) => ({ ...row }))
+        : [];
     },
     async writeSnapshot(runId, row, lease) {
       const run = runOf(runId);
-      if (!holds(run, lease.owner)) throw new StoreConflictError({ runId, seq: row.seq, message: `run ${runId} is held by another owner; this writer lost its lease` });
+      if (!holds(run, lease.owner))
+        throw new StoreConflictError({
+          runId,
+          seq: row.seq,
+          message: `run ${runId} is held by another owner; this writer lost its lease`,
+        });
       if (run.snapshot === null || row.seq >= run.snapshot.seq) run.snapshot = { ...row };
     },
     async latestSnapshot(runId) {

@@ -5,7 +5,11 @@ import { capBytes, utf8Length } from './cap-bytes.js';
 
 describe('capBytes', () => {
   it('documents its own example', () => {
-    expect(capBytes('é'.repeat(50), 65)).toEqual({ content: `ééé${TRUNCATION_MARKER(6, 100)}`, truncated: true, bytes: 100 });
+    expect(capBytes('é'.repeat(50), 65)).toEqual({
+      content: `ééé${TRUNCATION_MARKER(6, 100)}`,
+      truncated: true,
+      bytes: 100,
+    });
   });
 
   it('never splits a multi-byte character', () => {
@@ -42,20 +46,25 @@ describe('capBytes', () => {
 
   it('always yields a prefix of the text plus the marker, within the limit when the marker fits (property)', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'grapheme', maxLength: 200 }), fc.integer({ min: 0, max: 400 }), (text, maxBytes) => {
-        const total = Buffer.byteLength(text);
-        const capped = capBytes(text, maxBytes);
-        expect(capped.bytes).toBe(total);
-        if (total <= maxBytes) {
-          expect(capped).toEqual({ content: text, truncated: false, bytes: total });
-          return;
-        }
-        const markerAt = capped.content.lastIndexOf('\n[loopstate: tool result truncated');
-        const kept = capped.content.slice(0, markerAt);
-        expect(text.startsWith(kept)).toBe(true);
-        expect(capped.content.slice(markerAt)).toBe(TRUNCATION_MARKER(Buffer.byteLength(kept), total));
-        if (maxBytes >= Buffer.byteLength(TRUNCATION_MARKER(total, total))) expect(Buffer.byteLength(capped.content)).toBeLessThanOrEqual(maxBytes);
-      }),
+      fc.property(
+        fc.string({ unit: 'grapheme', maxLength: 200 }),
+        fc.integer({ min: 0, max: 400 }),
+        (text, maxBytes) => {
+          const total = Buffer.byteLength(text);
+          const capped = capBytes(text, maxBytes);
+          expect(capped.bytes).toBe(total);
+          if (total <= maxBytes) {
+            expect(capped).toEqual({ content: text, truncated: false, bytes: total });
+            return;
+          }
+          const markerAt = capped.content.lastIndexOf('\n[loopstate: tool result truncated');
+          const kept = capped.content.slice(0, markerAt);
+          expect(text.startsWith(kept)).toBe(true);
+          expect(capped.content.slice(markerAt)).toBe(TRUNCATION_MARKER(Buffer.byteLength(kept), total));
+          if (maxBytes >= Buffer.byteLength(TRUNCATION_MARKER(total, total)))
+            expect(Buffer.byteLength(capped.content)).toBeLessThanOrEqual(maxBytes);
+        },
+      ),
     );
   });
 });
@@ -63,6 +72,12 @@ describe('capBytes', () => {
 describe('utf8Length', () => {
   it("is Buffer.byteLength's count for any text: astral characters, lone surrogates included", () => {
     expect(utf8Length('é🙂')).toBe(6);
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => utf8Length(text) === Buffer.byteLength(text, 'utf8')), { numRuns: 500 });
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'binary', maxLength: 200 }),
+        (text) => utf8Length(text) === Buffer.byteLength(text, 'utf8'),
+      ),
+      { numRuns: 500 },
+    );
   });
 });

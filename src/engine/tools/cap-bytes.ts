@@ -33,7 +33,11 @@ export function capBytes(text: string, maxBytes: number): CappedText {
   let kept = Math.min(room, encoded.length);
   // Back off while the first dropped byte continues a multi-byte character (10xxxxxx).
   while (kept > 0 && ((encoded[kept] ?? 0) & 0b1100_0000) === 0b1000_0000) kept -= 1;
-  return { content: new TextDecoder().decode(encoded.subarray(0, kept)) + TRUNCATION_MARKER(kept, bytes), truncated: true, bytes };
+  return {
+    content: new TextDecoder().decode(encoded.subarray(0, kept)) + TRUNCATION_MARKER(kept, bytes),
+    truncated: true,
+    bytes,
+  };
 }
 
 /**
@@ -48,7 +52,12 @@ export function utf8Length(text: string): number {
     const unit = text.charCodeAt(index);
     if (unit < 0x80) bytes += 1;
     else if (unit < 0x800) bytes += 2;
-    else if (unit >= 0xd800 && unit <= 0xdbff && index + 1 < text.length && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00) {
+    else if (
+      unit >= 0xd800 &&
+      unit <= 0xdbff &&
+      index + 1 < text.length &&
+      (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00
+    ) {
       bytes += 4;
       index += 1;
     } else bytes += 3;

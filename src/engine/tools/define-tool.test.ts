@@ -79,7 +79,10 @@ describe('defineTool', () => {
       execute(this: { prefix: string }, args: { order_id: string }, toolContext: ToolContext) {
         return `${this.prefix}:${args.order_id}:${toolContext.idempotencyKey}`;
       },
-      checkOutcome: (_args: unknown, toolContext: ToolContext) => ({ status: 'done' as const, result: toolContext.callId }),
+      checkOutcome: (_args: unknown, toolContext: ToolContext) => ({
+        status: 'done' as const,
+        result: toolContext.callId,
+      }),
     } as ToolDefinition<typeof orderInput>);
     expect(await tool.execute({ order_id: 'O-1' }, context)).toBe('order:O-1:r:1:c');
     expect(await tool.checkOutcome?.({ order_id: 'O-1' }, context)).toEqual({ status: 'done', result: 'c' });

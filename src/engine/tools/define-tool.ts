@@ -97,14 +97,17 @@ const MAX_TIMER_MS = 2_147_483_647;
 const isFunction = (value: unknown): boolean => typeof value === 'function';
 
 const toolDefinitionSchema = z.object({
-  name: z
-    .string()
-    .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 characters of letters, digits, "_" or "-"'),
+  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 characters of letters, digits, "_" or "-"'),
   description: z.string().trim().min(1, 'must not be empty'),
   input: z.custom<z.ZodType>((value) => value instanceof z.ZodType, 'must be a zod 4 schema, e.g. z.object({...})'),
   access: z.enum(TOOL_ACCESS_LEVELS as [ToolAccess, ...ToolAccess[]]),
   // Node fires longer timers at once (with a warning), which would time every call out.
-  timeoutMs: z.number().int().positive().max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} (the longest timer Node supports)`).optional(),
+  timeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} (the longest timer Node supports)`)
+    .optional(),
   idempotent: z.boolean().optional(),
   execute: z.custom<unknown>(isFunction, 'must be a function'),
   checkOutcome: z.custom<unknown>(isFunction, 'must be a function').optional(),
@@ -120,7 +123,12 @@ function toParameters(input: z.ZodType): { parameters: Record<string, unknown> }
   }
   // Providers send tool arguments as one JSON object, so the root must describe an object.
   if (jsonSchema.type !== 'object') {
-    return { issue: { path: 'input', message: 'must describe an object, e.g. z.object({...}), because tool arguments are a JSON object' } };
+    return {
+      issue: {
+        path: 'input',
+        message: 'must describe an object, e.g. z.object({...}), because tool arguments are a JSON object',
+      },
+    };
   }
   const { $schema: _dialect, ...parameters } = jsonSchema;
   return { parameters };

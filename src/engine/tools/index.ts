@@ -15,6 +15,11 @@ export { checkToolPolicy, DEFAULT_TOOL_POLICY, type PolicyVerdict, type ToolPoli
 export { ToolHealth, type ToolHealthStats, type CircuitState } from './tool-health.js';
 export { isCallerFault, ToolCallError, type ToolFailureBlame } from './tool-call-error.js';
 export { assignUniqueCallIds } from './unique-call-ids.js';
-export { prepareToolCalls, type PrepareToolCallsOptions, type PreparedCall, type PreparedCallStatus } from './prepare-calls.js';
+export {
+  prepareToolCalls,
+  type PrepareToolCallsOptions,
+  type PreparedCall,
+  type PreparedCallStatus,
+} from './prepare-calls.js';
 export { capBytes, type CappedText } from './cap-bytes.js';
 export { runToolRound, type RunToolRoundOptions, type ToolCallOutcome } from './run-tools.js';

@@ -5,7 +5,13 @@ import { defineTool, type ToolAccess } from './define-tool.js';
 import { checkToolPolicy, type PolicyVerdict, type ToolPolicy } from './policy.js';
 
 const toolWith = (access: ToolAccess, name = `${access}_tool`) =>
-  defineTool({ name, description: `A ${access} tool`, input: z.object({ amount: z.number() }), access, execute: () => 'ok' });
+  defineTool({
+    name,
+    description: `A ${access} tool`,
+    input: z.object({ amount: z.number() }),
+    access,
+    execute: () => 'ok',
+  });
 
 const read = toolWith('read');
 const write = toolWith('write');

@@ -81,7 +81,14 @@ export function checkToolPolicy(
   if (decided !== undefined) {
     // Fail closed on a hook from untyped code that returns something other than a verdict.
     if (!POLICY_VERDICTS.has(decided)) {
-      throw new LoopConfigError({ issues: [{ path: 'policy.decide', message: `returned ${JSON.stringify(decided)}; expected 'allow', 'deny', 'needs_approval' or undefined` }] });
+      throw new LoopConfigError({
+        issues: [
+          {
+            path: 'policy.decide',
+            message: `returned ${JSON.stringify(decided)}; expected 'allow', 'deny', 'needs_approval' or undefined`,
+          },
+        ],
+      });
     }
     return decided;
   }

@@ -36,18 +36,34 @@ const prepareOne = (request: ToolCallRequest, options: Partial<PrepareToolCallsO
 describe('prepareToolCalls', () => {
   it('marks a valid call ready with the schema output as its arguments', () => {
     const request = call('get_order', { order_id: 'O-1' });
-    expect(prepareOne(request)).toEqual({ request, tool: getOrder, status: 'ready', args: { order_id: 'O-1', quantity: 1 }, error: null });
+    expect(prepareOne(request)).toEqual({
+      request,
+      tool: getOrder,
+      status: 'ready',
+      args: { order_id: 'O-1', quantity: 1 },
+      error: null,
+    });
   });
 
   it('treats empty arguments as an empty object', () => {
-    const noArguments = defineTool({ name: 'ping', description: 'Ping', input: z.object({}), access: 'read', execute: () => 'pong' });
+    const noArguments = defineTool({
+      name: 'ping',
+      description: 'Ping',
+      input: z.object({}),
+      access: 'read',
+      execute: () => 'pong',
+    });
     const prepared = prepareOne(call('ping', '  '), { tools: new Map([['ping', noArguments]]) });
     expect(prepared).toMatchObject({ status: 'ready', args: {} });
   });
 
   it('classifies each call of a round on its own, keeping their order', () => {
     const prepared = prepareToolCalls(
-      [call('get_order', { order_id: 'O-1' }, 'a'), call('nope', {}, 'b'), call('delete_order', { order_id: 'O-2' }, 'c')],
+      [
+        call('get_order', { order_id: 'O-1' }, 'a'),
+        call('nope', {}, 'b'),
+        call('delete_order', { order_id: 'O-2' }, 'c'),
+      ],
       { tools, policy: undefined, health: new ToolHealth() },
     );
     expect(prepared.map((entry) => [entry.request.id, entry.status])).toEqual([
@@ -63,7 +79,9 @@ describe('prepareToolCalls', () => {
     expect(prepared.tool).toBeUndefined();
     expect(prepared.args).toEqual({ order_id: 'O-1' });
     expect(prepared.error?.key).toBe('unknown_tool:get_ordr');
-    expect(prepared.error?.message).toBe('Unknown tool "get_ordr". Available tools: get_order, update_order, delete_order.');
+    expect(prepared.error?.message).toBe(
+      'Unknown tool "get_ordr". Available tools: get_order, update_order, delete_order.',
+    );
   });
 
   it('says so when no tools exist at all', () => {
@@ -137,19 +155,31 @@ describe('prepareToolCalls', () => {
 
   it('holds a destructive call for approval only once its arguments are valid', () => {
     const valid = prepareOne(call('delete_order', { order_id: 'O-9' }));
-    expect(valid).toMatchObject({ status: 'needs_approval', args: { order_id: 'O-9', quantity: 1 }, error: { key: 'needs_approval:delete_order' } });
+    expect(valid).toMatchObject({
+      status: 'needs_approval',
+      args: { order_id: 'O-9', quantity: 1 },
+      error: { key: 'needs_approval:delete_order' },
+    });
     // A person is never asked to approve a call that could not run: the model repairs it first.
     const invalid = prepareOne(call('delete_order', { order_id: 'nine' }));
     expect(invalid).toMatchObject({ status: 'invalid', error: { key: 'invalid_arguments:delete_order:order_id' } });
   });
 
   it('gives the decide hook the parsed arguments, and lets it deny or require approval per call', () => {
-    const decide = vi.fn(({ args }: { args: unknown }) => ((args as { quantity: number }).quantity > 10 ? 'needs_approval' : undefined));
+    const decide = vi.fn(({ args }: { args: unknown }) =>
+      (args as { quantity: number }).quantity > 10 ? 'needs_approval' : undefined,
+    );
     const policy: ToolPolicy = { decide };
-    expect(prepareOne(call('update_order', { order_id: 'O-1', quantity: 50 }), { policy }).status).toBe('needs_approval');
+    expect(prepareOne(call('update_order', { order_id: 'O-1', quantity: 50 }), { policy }).status).toBe(
+      'needs_approval',
+    );
     expect(prepareOne(call('update_order', { order_id: 'O-1' }), { policy }).status).toBe('ready');
-    expect(decide).toHaveBeenLastCalledWith(expect.objectContaining({ tool: updateOrder, args: { order_id: 'O-1', quantity: 1 } }));
-    expect(prepareOne(call('get_order', { order_id: 'O-1' }), { policy: { decide: () => 'deny' } }).status).toBe('denied');
+    expect(decide).toHaveBeenLastCalledWith(
+      expect.objectContaining({ tool: updateOrder, args: { order_id: 'O-1', quantity: 1 } }),
+    );
+    expect(prepareOne(call('get_order', { order_id: 'O-1' }), { policy: { decide: () => 'deny' } }).status).toBe(
+      'denied',
+    );
   });
 
   it('does not call decide with invalid arguments, but still applies the access lists', () => {
@@ -178,11 +208,21 @@ describe('prepareToolCalls', () => {
       child?: Node;
     }
     const node: z.ZodType<Node> = z.lazy(() => z.object({ child: node.optional() }));
-    const treeTool = defineTool({ name: 'tree', description: 'Stores a tree', input: z.object({ root: node }), access: 'read', execute: () => 'ok' });
+    const treeTool = defineTool({
+      name: 'tree',
+      description: 'Stores a tree',
+      input: z.object({ root: node }),
+      access: 'read',
+      execute: () => 'ok',
+    });
     const depth = 20_000;
     const deep = `{"root":${'{"child":'.repeat(depth)}{}${'}'.repeat(depth)}}`;
     const prepared = prepareOne(call('tree', deep), { tools: new Map([['tree', treeTool]]) });
     expect(prepared.status).toBe('invalid');
-    expect(prepared.error).toEqual({ key: 'arguments_too_deep:tree', message: expect.stringContaining('arguments nested too deeply'), detail: 'nested too deeply to validate' });
+    expect(prepared.error).toEqual({
+      key: 'arguments_too_deep:tree',
+      message: expect.stringContaining('arguments nested too deeply'),
+      detail: 'nested too deeply to validate',
+    });
   });
 });

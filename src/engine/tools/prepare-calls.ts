@@ -11,7 +11,15 @@ import { describeZodIssues, zodIssuePath } from '../zod-issues.js';
 import type { Tool } from './define-tool.js';
 import { checkToolPolicy, type PolicyVerdict, type ToolPolicy } from './policy.js';
 import type { ToolHealth } from './tool-health.js';
-import { argumentsTooDeepNote, invalidArgumentsNote, malformedArgumentsNote, needsApprovalNote, policyDeniedNote, toolUnavailableNote, unknownToolNote } from '../prompts.js';
+import {
+  argumentsTooDeepNote,
+  invalidArgumentsNote,
+  malformedArgumentsNote,
+  needsApprovalNote,
+  policyDeniedNote,
+  toolUnavailableNote,
+  unknownToolNote,
+} from '../prompts.js';
 
 /**
  * How a call was classified; only `ready` calls are run.
@@ -54,7 +62,8 @@ export interface PrepareToolCallsOptions {
   runId?: string;
 }
 
-type ArgumentCheck = { valid: true; args: unknown } | { valid: false; args: unknown; key: string; message: string; detail: string };
+type ArgumentCheck =
+  { valid: true; args: unknown } | { valid: false; args: unknown; key: string; message: string; detail: string };
 
 /**
  * Classifies each call, in order of precedence:
@@ -76,31 +85,62 @@ export function prepareToolCalls(calls: readonly ToolCallRequest[], options: Pre
   return calls.map((request) => prepareToolCall(request, options));
 }
 
-function prepareToolCall(request: ToolCallRequest, { tools, policy, health, runId = '' }: PrepareToolCallsOptions): PreparedCall {
+function prepareToolCall(
+  request: ToolCallRequest,
+  { tools, policy, health, runId = '' }: PrepareToolCallsOptions,
+): PreparedCall {
   const tool = tools.get(request.name);
   if (!tool) {
     const parsed = parseJson(request.arguments);
-    const error = { key: `unknown_tool:${request.name}`, message: unknownToolNote(request.name, [...tools.keys()]), detail: 'no tool of that name' };
+    const error = {
+      key: `unknown_tool:${request.name}`,
+      message: unknownToolNote(request.name, [...tools.keys()]),
+      detail: 'no tool of that name',
+    };
     return { request, tool, status: 'invalid', args: parsed.ok ? parsed.value : undefined, error };
   }
   const checked = checkArguments(tool, request.arguments);
   if (health.isOpen(tool.name)) {
     const message = toolUnavailableNote(tool.name, health.threshold);
-    return { request, tool, status: 'unavailable', args: checked.args, error: { key: `tool_unavailable:${tool.name}`, message, detail: 'withheld: its circuit is open' } };
+    return {
+      request,
+      tool,
+      status: 'unavailable',
+      args: checked.args,
+      error: { key: `tool_unavailable:${tool.name}`, message, detail: 'withheld: its circuit is open' },
+    };
   }
   const verdict: PolicyVerdict = checked.valid
     ? checkToolPolicy(policy, tool, checked.args, { runId, callId: request.id })
     : checkToolPolicy(policy && { allow: policy.allow, requireApproval: policy.requireApproval }, tool, checked.args);
   if (verdict === 'deny') {
     const message = policyDeniedNote(tool.name, tool.access);
-    return { request, tool, status: 'denied', args: checked.args, error: { key: `permission_denied:${tool.name}`, message, detail: 'not permitted by the tool policy' } };
+    return {
+      request,
+      tool,
+      status: 'denied',
+      args: checked.args,
+      error: { key: `permission_denied:${tool.name}`, message, detail: 'not permitted by the tool policy' },
+    };
   }
   if (!checked.valid) {
-    return { request, tool, status: 'invalid', args: checked.args, error: { key: checked.key, message: checked.message, detail: checked.detail } };
+    return {
+      request,
+      tool,
+      status: 'invalid',
+      args: checked.args,
+      error: { key: checked.key, message: checked.message, detail: checked.detail },
+    };
   }
   if (verdict === 'needs_approval') {
     const message = needsApprovalNote(tool.name, tool.access);
-    return { request, tool, status: 'needs_approval', args: checked.args, error: { key: `needs_approval:${tool.name}`, message, detail: "waits for a person's approval" } };
+    return {
+      request,
+      tool,
+      status: 'needs_approval',
+      args: checked.args,
+      error: { key: `needs_approval:${tool.name}`, message, detail: "waits for a person's approval" },
+    };
   }
   return { request, tool, status: 'ready', args: checked.args, error: null };
 }
@@ -150,7 +190,12 @@ function checkArguments(tool: Tool, text: string): ArgumentCheck {
     }
     // An async refinement (or a throwing one) is a bug in the tool, which the model cannot repair.
     throw new LoopConfigError({
-      issues: [{ path: `tools.${tool.name}.input`, message: `could not validate arguments synchronously: ${(error as Error).message}` }],
+      issues: [
+        {
+          path: `tools.${tool.name}.input`,
+          message: `could not validate arguments synchronously: ${(error as Error).message}`,
+        },
+      ],
       cause: error,
     });
   }

@@ -72,7 +72,14 @@ describe('runToolRound: results', () => {
     ['a BigInt as its decimal digits', { id: 12345678901234567890n }, '{"id":"12345678901234567890"}'],
   ])('serialises %s', async (_label, value, expected) => {
     const [outcome] = await runToolRound([readyCall(makeTool(async () => value))], roundOptions());
-    expect(outcome).toMatchObject({ callId: 'call_1', name: 'tool', status: 'ok', content: expected, truncated: false, bytes: expected.length });
+    expect(outcome).toMatchObject({
+      callId: 'call_1',
+      name: 'tool',
+      status: 'ok',
+      content: expected,
+      truncated: false,
+      bytes: expected.length,
+    });
   });
 
   it('reports a result that cannot be serialised without calling the completed call an error', async () => {
@@ -80,7 +87,9 @@ describe('runToolRound: results', () => {
     circular.self = circular;
     const [outcome] = await runToolRound([readyCall(makeTool(() => circular))], roundOptions());
     expect(outcome?.status).toBe('ok');
-    expect(outcome?.content).toMatch(/^Tool tool completed, but its result could not be serialised as JSON: .*circular/i);
+    expect(outcome?.content).toMatch(
+      /^Tool tool completed, but its result could not be serialised as JSON: .*circular/i,
+    );
   });
 
   it('passes the parsed arguments and a context with the idempotency key runId:stepId:callId', async () => {
@@ -95,19 +104,39 @@ describe('runToolRound: results', () => {
 
   it('measures duration with the injected clock', async () => {
     const times = [100, 175];
-    const [outcome] = await runToolRound([readyCall(makeTool(() => 'ok'))], roundOptions({ now: () => times.shift() ?? 999 }));
+    const [outcome] = await runToolRound(
+      [readyCall(makeTool(() => 'ok'))],
+      roundOptions({ now: () => times.shift() ?? 999 }),
+    );
     expect(outcome?.durationMs).toBe(75);
   });
 
   it.each([
     ['an Error', () => Promise.reject(new Error('connection reset')), 'Tool tool failed: connection reset'],
-    ['a synchronous throw', () => {
-      throw new TypeError('bad input');
-    }, 'Tool tool failed: bad input'],
+    [
+      'a synchronous throw',
+      () => {
+        throw new TypeError('bad input');
+      },
+      'Tool tool failed: bad input',
+    ],
     ['a thrown string', () => Promise.reject('quota exceeded'), 'Tool tool failed: quota exceeded'],
-    ['a thrown object', () => Promise.reject({ code: 'E42' }), 'Tool tool failed: an object was thrown: {"code":"E42"}'],
+    [
+      'a thrown object',
+      () => Promise.reject({ code: 'E42' }),
+      'Tool tool failed: an object was thrown: {"code":"E42"}',
+    ],
     ['a thrown undefined', () => Promise.reject(undefined), 'Tool tool failed: undefined was thrown'],
-    ['an object whose toString throws', () => Promise.reject({ toString: () => { throw new Error('no'); } }), 'Tool tool failed: an object was thrown: {}'],
+    [
+      'an object whose toString throws',
+      () =>
+        Promise.reject({
+          toString: () => {
+            throw new Error('no');
+          },
+        }),
+      'Tool tool failed: an object was thrown: {}',
+    ],
   ])('captures %s as an error outcome and never throws', async (_label, execute, expected) => {
     const health = new ToolHealth();
     const [outcome] = await runToolRound([readyCall(makeTool(execute))], roundOptions({ health }));
@@ -197,10 +226,13 @@ describe('runToolRound: timeouts and unknown outcomes', () => {
   it('aborts the signal on timeout and stops waiting for a tool that ignores it', async () => {
     vi.useFakeTimers();
     let received: AbortSignal | undefined;
-    const tool = makeTool((_args, context) => {
-      received = context.signal;
-      return never();
-    }, { timeoutMs: 20 });
+    const tool = makeTool(
+      (_args, context) => {
+        received = context.signal;
+        return never();
+      },
+      { timeoutMs: 20 },
+    );
     const health = new ToolHealth();
     const round = runToolRound([readyCall(tool)], roundOptions({ health }));
     await vi.advanceTimersByTimeAsync(19);
@@ -216,7 +248,9 @@ describe('runToolRound: timeouts and unknown outcomes', () => {
   it('times out a tool that honours the signal as a timeout, not an error', async () => {
     const tool = makeTool(
       (_args, { signal }) =>
-        new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted by signal')))),
+        new Promise((_resolve, reject) =>
+          signal.addEventListener('abort', () => reject(new Error('aborted by signal'))),
+        ),
       { timeoutMs: 20 },
     );
     const [outcome] = await runToolRound([readyCall(tool)], roundOptions());
@@ -229,13 +263,19 @@ describe('runToolRound: timeouts and unknown outcomes', () => {
   };
 
   it('looks up a timed-out side effect by the same idempotency key and reports it done', async () => {
-    const checkOutcome = vi.fn(async (_args: unknown, _context: ToolContext): Promise<OutcomeLookup> => ({ status: 'done', result: { refund: 'R-1' } }));
+    const checkOutcome = vi.fn(async (_args: unknown, _context: ToolContext): Promise<OutcomeLookup> => ({
+      status: 'done',
+      result: { refund: 'R-1' },
+    }));
     const { execute, tool } = sideEffect(checkOutcome);
     const health = new ToolHealth();
     const [outcome] = await runToolRound([readyCall(tool, 'call_9', { amount: 5 })], roundOptions({ health }));
     expect(outcome).toMatchObject({ status: 'ok', content: '{"refund":"R-1"}' });
     expect(execute).toHaveBeenCalledTimes(1);
-    expect(checkOutcome).toHaveBeenCalledWith({ amount: 5 }, expect.objectContaining({ idempotencyKey: 'run_1:3:call_9' }));
+    expect(checkOutcome).toHaveBeenCalledWith(
+      { amount: 5 },
+      expect.objectContaining({ idempotencyKey: 'run_1:3:call_9' }),
+    );
     expect(execute.mock.calls[0]?.[1]).toMatchObject({ idempotencyKey: 'run_1:3:call_9' });
     expect(health.snapshot().tool).toMatchObject({ successes: 1, failures: 0 });
   });
@@ -243,7 +283,10 @@ describe('runToolRound: timeouts and unknown outcomes', () => {
   it('reports a timed-out side effect that did not take effect as an error', async () => {
     const { execute, tool } = sideEffect(() => ({ status: 'not_done' }));
     const [outcome] = await runToolRound([readyCall(tool)], roundOptions());
-    expect(outcome).toMatchObject({ status: 'error', content: 'Tool tool timed out after 20 ms and did not take effect.' });
+    expect(outcome).toMatchObject({
+      status: 'error',
+      content: 'Tool tool timed out after 20 ms and did not take effect.',
+    });
     expect(execute).toHaveBeenCalledTimes(1);
   });
 
@@ -278,7 +321,10 @@ describe('runToolRound: cancellation', () => {
     const health = new ToolHealth();
     const controller = new AbortController();
     controller.abort();
-    const outcomes = await runToolRound([readyCall(makeTool(execute), 'a'), readyCall(makeTool(execute), 'b')], roundOptions({ signal: controller.signal, health }));
+    const outcomes = await runToolRound(
+      [readyCall(makeTool(execute), 'a'), readyCall(makeTool(execute), 'b')],
+      roundOptions({ signal: controller.signal, health }),
+    );
     expect(execute).not.toHaveBeenCalled();
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['error', 'error']);
     expect(outcomes[0]?.content).toBe('Tool tool was not run: the run was cancelled.');
@@ -289,11 +335,18 @@ describe('runToolRound: cancellation', () => {
     const controller = new AbortController();
     const executed: string[] = [];
     const hanging = (name: string, access: ToolAccess) =>
-      makeTool(() => {
-        executed.push(name);
-        return never();
-      }, { name, access });
-    const calls = [readyCall(hanging('lookup', 'read'), 'a'), readyCall(hanging('charge', 'write'), 'b'), readyCall(hanging('later', 'read'), 'c')];
+      makeTool(
+        () => {
+          executed.push(name);
+          return never();
+        },
+        { name, access },
+      );
+    const calls = [
+      readyCall(hanging('lookup', 'read'), 'a'),
+      readyCall(hanging('charge', 'write'), 'b'),
+      readyCall(hanging('later', 'read'), 'c'),
+    ];
     const health = new ToolHealth();
     const round = runToolRound(calls, roundOptions({ maxParallel: 2, signal: controller.signal, health }));
     await flush();
@@ -314,7 +367,10 @@ describe('runToolRound: health', () => {
     const times = [0, 40, 0, 10];
     const ok = makeTool(() => 'ok', { name: 'ok_tool' });
     const failing = makeTool(() => Promise.reject(new Error('no')), { name: 'bad_tool' });
-    await runToolRound([readyCall(ok, 'a'), readyCall(failing, 'b')], roundOptions({ health, maxParallel: 1, now: () => times.shift() ?? 0 }));
+    await runToolRound(
+      [readyCall(ok, 'a'), readyCall(failing, 'b')],
+      roundOptions({ health, maxParallel: 1, now: () => times.shift() ?? 0 }),
+    );
     expect(health.snapshot()).toMatchObject({
       ok_tool: { successes: 1, failures: 0, meanLatencyMs: 40 },
       bad_tool: { successes: 0, failures: 1, meanLatencyMs: 10 },
@@ -323,13 +379,21 @@ describe('runToolRound: health', () => {
 
   it('does not record an error a ToolCallError blames on the caller, but records one blamed on the tool', async () => {
     const health = new ToolHealth({ threshold: 1 });
-    const notFound = makeTool(() => Promise.reject(new ToolCallError({ message: 'no such user u-9', blame: 'caller', toolCode: 'not_found' })), { name: 'users' });
+    const notFound = makeTool(
+      () => Promise.reject(new ToolCallError({ message: 'no such user u-9', blame: 'caller', toolCode: 'not_found' })),
+      { name: 'users' },
+    );
     const [outcome] = await runToolRound([readyCall(notFound)], roundOptions({ health }));
     expect(outcome).toMatchObject({ status: 'error', content: 'Tool users failed: no such user u-9' });
     expect(health.snapshot()).toEqual({});
     expect(health.isOpen('users')).toBe(false);
 
-    const broken = makeTool(() => { throw new ToolCallError({ message: 'database down' }); }, { name: 'users' });
+    const broken = makeTool(
+      () => {
+        throw new ToolCallError({ message: 'database down' });
+      },
+      { name: 'users' },
+    );
     await runToolRound([readyCall(broken)], roundOptions({ health }));
     expect(health.isOpen('users')).toBe(true);
   });
@@ -366,7 +430,10 @@ describe('runToolRound: result size cap', () => {
   });
 
   it('caps error messages too', async () => {
-    const [outcome] = await runToolRound([readyCall(makeTool(() => Promise.reject(new Error('e'.repeat(5_000)))))], roundOptions({ maxResultBytes: 200 }));
+    const [outcome] = await runToolRound(
+      [readyCall(makeTool(() => Promise.reject(new Error('e'.repeat(5_000)))))],
+      roundOptions({ maxResultBytes: 200 }),
+    );
     expect(outcome).toMatchObject({ status: 'error', truncated: true });
     expect(Buffer.byteLength(outcome?.content ?? '')).toBeLessThanOrEqual(200);
   });
@@ -401,12 +468,15 @@ describe('runToolRound: the signal is made only when a tool reads it', () => {
     vi.useFakeTimers();
     let late: AbortSignal | undefined;
     let readLater!: () => void;
-    const tool = makeTool((_args, context) => {
-      readLater = () => {
-        late = context.signal;
-      };
-      return never();
-    }, { timeoutMs: 20 });
+    const tool = makeTool(
+      (_args, context) => {
+        readLater = () => {
+          late = context.signal;
+        };
+        return never();
+      },
+      { timeoutMs: 20 },
+    );
     const round = runToolRound([readyCall(tool)], roundOptions());
     await vi.advanceTimersByTimeAsync(20);
     const [outcome] = await round;
@@ -416,7 +486,7 @@ describe('runToolRound: the signal is made only when a tool reads it', () => {
     expect((late?.reason as DOMException).name).toBe('TimeoutError');
   });
 
-  it('a tool that first reads its signal after the round was cancelled sees it aborted with the run\'s reason', async () => {
+  it("a tool that first reads its signal after the round was cancelled sees it aborted with the run's reason", async () => {
     const run = new AbortController();
     let readLater!: () => AbortSignal;
     const tool = makeTool((_args, context) => {

@@ -13,7 +13,14 @@ import type { PreparedCall } from './prepare-calls.js';
 import { isCallerFault } from './tool-call-error.js';
 import type { ToolHealth } from './tool-health.js';
 import { UnknownOutcomeError } from './unknown-outcome-error.js';
-import { toolCancelledAnswer, toolFailedAnswer, toolNotRunAnswer, toolNotRunCancelledAnswer, toolTimedOutAnswer, unserialisableResultAnswer } from '../prompts.js';
+import {
+  toolCancelledAnswer,
+  toolFailedAnswer,
+  toolNotRunAnswer,
+  toolNotRunCancelledAnswer,
+  toolTimedOutAnswer,
+  unserialisableResultAnswer,
+} from '../prompts.js';
 
 /**
  * How one call ended, and exactly what goes back to the model.
@@ -71,7 +78,10 @@ type Settled =
  * const ready = prepareToolCalls(response.toolCalls, { tools, policy, health }).filter((call) => call.status === 'ready');
  * const outcomes = await runToolRound(ready, { runId, stepId, maxParallel: 4, maxResultBytes: 16_384, signal, health });
  */
-export async function runToolRound(calls: readonly PreparedCall[], options: RunToolRoundOptions): Promise<ToolCallOutcome[]> {
+export async function runToolRound(
+  calls: readonly PreparedCall[],
+  options: RunToolRoundOptions,
+): Promise<ToolCallOutcome[]> {
   const now = options.now ?? (() => performance.now());
   // NaN or a value below one would otherwise run nothing, and the round would silently drop its calls.
   const workers = options.maxParallel >= 1 ? Math.floor(options.maxParallel) : 1;
@@ -86,7 +96,13 @@ export async function runToolRound(calls: readonly PreparedCall[], options: RunT
   }
 }
 
-function roundOf(calls: readonly PreparedCall[], workers: number, round: AbortFanout, now: () => number, options: RunToolRoundOptions): Promise<ToolCallOutcome[]> {
+function roundOf(
+  calls: readonly PreparedCall[],
+  workers: number,
+  round: AbortFanout,
+  now: () => number,
+  options: RunToolRoundOptions,
+): Promise<ToolCallOutcome[]> {
   return mapWithConcurrency(calls, workers, async (call) => {
     const startedAt = now();
     const finish = (status: ToolCallOutcome['status'], text: string): ToolCallOutcome => ({
@@ -123,7 +139,10 @@ async function runOneCall(
   finish: (status: ToolCallOutcome['status'], text: string) => ToolCallOutcome,
 ): Promise<{ outcome: ToolCallOutcome; health: 'success' | 'failure' | 'not_recorded' }> {
   const succeeded = (text: string) => ({ outcome: finish('ok', text), health: 'success' as const });
-  const failed = (status: 'error' | 'timeout' | 'unknown_outcome', text: string) => ({ outcome: finish(status, text), health: 'failure' as const });
+  const failed = (status: 'error' | 'timeout' | 'unknown_outcome', text: string) => ({
+    outcome: finish(status, text),
+    health: 'failure' as const,
+  });
   const key = idempotencyKey(options.runId, options.stepId, call.request.id);
   // The signal is made on first read: most tools never look at it, and an AbortController per call is most of a call's cost.
   const context = (signal: () => AbortSignal): ToolContext => ({
@@ -134,15 +153,22 @@ async function runOneCall(
     runId: options.runId,
     callId: call.request.id,
   });
-  const settled = await settleWithin(tool.timeoutMs, round, timerOf(options), (signal) => tool.execute(call.args, context(signal)));
+  const settled = await settleWithin(tool.timeoutMs, round, timerOf(options), (signal) =>
+    tool.execute(call.args, context(signal)),
+  );
   switch (settled.kind) {
     case 'returned':
       return succeeded(resultText(tool, settled.value));
     case 'threw':
       // A durable run's journal could not tell whether an interrupted earlier attempt took effect: nothing ran now.
-      if (settled.error instanceof UnknownOutcomeError) return { outcome: finish('unknown_outcome', settled.error.message), health: 'not_recorded' };
+      if (settled.error instanceof UnknownOutcomeError)
+        return { outcome: finish('unknown_outcome', settled.error.message), health: 'not_recorded' };
       // The caller's fault (a ToolCallError with blame 'caller') is still an error to the model, but not to the breaker.
-      if (isCallerFault(settled.error)) return { outcome: { ...finish('error', toolFailedAnswer(tool.name, thrownMessage(settled.error))), callerFault: true }, health: 'not_recorded' };
+      if (isCallerFault(settled.error))
+        return {
+          outcome: { ...finish('error', toolFailedAnswer(tool.name, thrownMessage(settled.error))), callerFault: true },
+          health: 'not_recorded',
+        };
       return failed('error', toolFailedAnswer(tool.name, thrownMessage(settled.error)));
     case 'cancelled': {
       // Abandoned mid-flight because the run is stopping: not the tool's fault, and no lookup now.
@@ -154,7 +180,8 @@ async function runOneCall(
       if (tool.idempotent) return failed('timeout', toolTimedOutAnswer(tool.name, tool.timeoutMs, 'idempotent'));
       const lookup = await lookUpOutcome(tool, call, round, timerOf(options), context);
       if (lookup.status === 'done') return succeeded(resultText(tool, lookup.result));
-      if (lookup.status === 'not_done') return failed('error', toolTimedOutAnswer(tool.name, tool.timeoutMs, 'not_done'));
+      if (lookup.status === 'not_done')
+        return failed('error', toolTimedOutAnswer(tool.name, tool.timeoutMs, 'not_done'));
       // Never re-execute blindly: the journal resolves it by idempotency key, or a person decides.
       return failed('unknown_outcome', toolTimedOutAnswer(tool.name, tool.timeoutMs, 'unknown'));
     }
@@ -171,7 +198,9 @@ async function lookUpOutcome(
 ): Promise<OutcomeLookup> {
   const checkOutcome = tool.checkOutcome;
   if (!checkOutcome) return { status: 'unknown' };
-  const settled = await settleWithin(tool.timeoutMs, round, setTimer, (signal) => checkOutcome(call.args, context(signal)));
+  const settled = await settleWithin(tool.timeoutMs, round, setTimer, (signal) =>
+    checkOutcome(call.args, context(signal)),
+  );
   if (settled.kind !== 'returned') return { status: 'unknown' };
   const lookup = settled.value as Partial<OutcomeLookup> | null | undefined;
   if (lookup?.status === 'done') return { status: 'done', result: lookup.result };
@@ -188,7 +217,12 @@ function timerOf(options: RunToolRoundOptions): TimerSource {
  * Runs `work` with a signal that aborts on the timeout or the round's signal, and stops waiting at
  * that moment even if `work` ignores the signal. The signal is only made if `work` reads it.
  */
-async function settleWithin(timeoutMs: number, round: AbortFanout, setTimer: TimerSource, work: (signal: () => AbortSignal) => unknown): Promise<Settled> {
+async function settleWithin(
+  timeoutMs: number,
+  round: AbortFanout,
+  setTimer: TimerSource,
+  work: (signal: () => AbortSignal) => unknown,
+): Promise<Settled> {
   // An aborted signal never fires 'abort' again, so waiting on it would hang.
   if (round.signal.aborted) return { kind: 'cancelled' };
   let timedOut = false;
@@ -238,7 +272,11 @@ async function settleWithin(timeoutMs: number, round: AbortFanout, setTimer: Tim
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
 }
 
 /** A call that returned has happened, so a result that cannot be shown is still a success, never an error to retry. */

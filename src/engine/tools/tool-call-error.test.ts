@@ -6,8 +6,17 @@ describe('ToolCallError', () => {
   it('is a LoopstateError with a code, a blame defaulting to the tool, and its name', () => {
     const error = new ToolCallError({ message: 'backend down' });
     expect(error).toBeInstanceOf(LoopstateError);
-    expect(error).toMatchObject({ name: 'ToolCallError', code: 'tool_call_failed', blame: 'tool', message: 'backend down' });
-    expect(new ToolCallError({ message: 'no such user', blame: 'caller', toolCode: 'not_found' })).toMatchObject({ code: 'tool_call_failed', toolCode: 'not_found', blame: 'caller' });
+    expect(error).toMatchObject({
+      name: 'ToolCallError',
+      code: 'tool_call_failed',
+      blame: 'tool',
+      message: 'backend down',
+    });
+    expect(new ToolCallError({ message: 'no such user', blame: 'caller', toolCode: 'not_found' })).toMatchObject({
+      code: 'tool_call_failed',
+      toolCode: 'not_found',
+      blame: 'caller',
+    });
   });
 });
 
@@ -20,9 +29,19 @@ describe('isCallerFault', () => {
   });
 
   it('recognises the brand of another installed copy and never throws on hostile errors', () => {
-    const foreign = Object.assign(new Error('no such user'), { [Symbol.for('loopstate.ToolCallError')]: true, blame: 'caller' });
+    const foreign = Object.assign(new Error('no such user'), {
+      [Symbol.for('loopstate.ToolCallError')]: true,
+      blame: 'caller',
+    });
     expect(isCallerFault(foreign)).toBe(true);
-    const hostile = new Proxy({}, { get: () => { throw new Error('trap'); } });
+    const hostile = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('trap');
+        },
+      },
+    );
     expect(isCallerFault(hostile)).toBe(false);
   });
 });

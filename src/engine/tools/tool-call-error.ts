@@ -31,7 +31,17 @@ export class ToolCallError extends LoopstateError {
   readonly blame: ToolFailureBlame;
   /** The tool's own code for the failure (`not_found`, `quota_exceeded`): free text, unlike the closed `code`. */
   readonly toolCode: string | undefined;
-  constructor({ message, blame = 'tool', toolCode, cause }: { message: string; blame?: ToolFailureBlame; toolCode?: string; cause?: unknown }) {
+  constructor({
+    message,
+    blame = 'tool',
+    toolCode,
+    cause,
+  }: {
+    message: string;
+    blame?: ToolFailureBlame;
+    toolCode?: string;
+    cause?: unknown;
+  }) {
     super({ code: 'tool_call_failed', message, cause });
     this.blame = blame;
     this.toolCode = toolCode;

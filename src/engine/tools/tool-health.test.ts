@@ -18,8 +18,28 @@ describe('ToolHealth', () => {
     health.recordSuccess('search', 200);
     health.recordSuccess('fetch', 10);
     expect(health.snapshot()).toEqual({
-      search: { calls: 3, successes: 2, failures: 1, consecutiveFailures: 0, successRate: 2 / 3, meanLatencyMs: 200, circuitOpen: false, circuit: 'closed', weight: 3 / 4 },
-      fetch: { calls: 1, successes: 1, failures: 0, consecutiveFailures: 0, successRate: 1, meanLatencyMs: 10, circuitOpen: false, circuit: 'closed', weight: 1 },
+      search: {
+        calls: 3,
+        successes: 2,
+        failures: 1,
+        consecutiveFailures: 0,
+        successRate: 2 / 3,
+        meanLatencyMs: 200,
+        circuitOpen: false,
+        circuit: 'closed',
+        weight: 3 / 4,
+      },
+      fetch: {
+        calls: 1,
+        successes: 1,
+        failures: 0,
+        consecutiveFailures: 0,
+        successRate: 1,
+        meanLatencyMs: 10,
+        circuitOpen: false,
+        circuit: 'closed',
+        weight: 1,
+      },
     });
   });
 
@@ -31,7 +51,10 @@ describe('ToolHealth', () => {
     }
     health.recordFailure('search', 1);
     expect(health.isOpen('search')).toBe(true);
-    expect(health.snapshot().search).toMatchObject({ consecutiveFailures: DEFAULT_CIRCUIT_BREAKER_THRESHOLD, circuitOpen: true });
+    expect(health.snapshot().search).toMatchObject({
+      consecutiveFailures: DEFAULT_CIRCUIT_BREAKER_THRESHOLD,
+      circuitOpen: true,
+    });
     expect(health.isOpen('fetch')).toBe(false);
   });
 

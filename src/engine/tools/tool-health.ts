@@ -72,12 +72,16 @@ export class ToolHealth {
   constructor(options: { threshold?: number; cooldownMs?: number; now?: () => number } = {}) {
     const threshold = options.threshold ?? DEFAULT_CIRCUIT_BREAKER_THRESHOLD;
     if (!Number.isInteger(threshold) || threshold < 1) {
-      throw new LoopConfigError({ issues: [{ path: 'threshold', message: `must be a positive integer, got ${String(threshold)}` }] });
+      throw new LoopConfigError({
+        issues: [{ path: 'threshold', message: `must be a positive integer, got ${String(threshold)}` }],
+      });
     }
     this.threshold = threshold;
     const cooldownMs = options.cooldownMs ?? DEFAULT_CIRCUIT_COOLDOWN_MS;
     if (!(cooldownMs >= 0)) {
-      throw new LoopConfigError({ issues: [{ path: 'cooldownMs', message: `must be a number >= 0, got ${String(cooldownMs)}` }] });
+      throw new LoopConfigError({
+        issues: [{ path: 'cooldownMs', message: `must be a number >= 0, got ${String(cooldownMs)}` }],
+      });
     }
     this.cooldownMs = cooldownMs;
     this.#now = options.now ?? (() => Date.now());

@@ -26,8 +26,14 @@ export function offeredToolSpecs(tools: ReadonlyMap<string, Tool>, order: ToolOr
 /** Every called tool's health as the `tool-health` trace event lists it. */
 export function toolHealthFigures(health: ToolHealth): Extract<TraceEvent, { type: 'tool-health' }>['tools'] {
   return Object.entries(health.snapshot()).map(([name, stats]) => ({
-    name, calls: stats.calls, successes: stats.successes, failures: stats.failures, consecutiveFailures: stats.consecutiveFailures,
-    successRate: stats.successRate, meanLatencyMs: stats.meanLatencyMs, weight: stats.weight ?? health.weight(name),
+    name,
+    calls: stats.calls,
+    successes: stats.successes,
+    failures: stats.failures,
+    consecutiveFailures: stats.consecutiveFailures,
+    successRate: stats.successRate,
+    meanLatencyMs: stats.meanLatencyMs,
+    weight: stats.weight ?? health.weight(name),
     circuit: stats.circuit ?? (stats.circuitOpen ? 'open' : 'closed'),
   }));
 }

@@ -16,7 +16,10 @@ export const MAX_TRACED_ARGUMENT_ERRORS = 5;
  * @example
  * tracedArgumentErrors(session.pendingCalls, config.redact) // [{ callId: 'c1', name: 'get_order_status', error: 'order_id: expected an order id like O-100' }]
  */
-export function tracedArgumentErrors(calls: readonly { call: PreparedCall }[], redactor: Redactor): TracedArgumentError[] {
+export function tracedArgumentErrors(
+  calls: readonly { call: PreparedCall }[],
+  redactor: Redactor,
+): TracedArgumentError[] {
   const errors: TracedArgumentError[] = [];
   for (const { call } of calls) {
     if (errors.length === MAX_TRACED_ARGUMENT_ERRORS) break;
@@ -24,7 +27,11 @@ export function tracedArgumentErrors(calls: readonly { call: PreparedCall }[], r
     // A call restored from a durable journal has no detail; its key still names the tool and the field.
     // Ids and names are the model's text too: bounded like the error (only an overlong one changes).
     const bounded = (text: string) => (text.length <= 200 ? text : summarize(text, redactor));
-    errors.push({ callId: bounded(call.request.id), name: bounded(call.request.name), error: summarize(call.error.detail ?? call.error.key, redactor) });
+    errors.push({
+      callId: bounded(call.request.id),
+      name: bounded(call.request.name),
+      error: summarize(call.error.detail ?? call.error.key, redactor),
+    });
   }
   return errors;
 }

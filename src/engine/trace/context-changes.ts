@@ -18,28 +18,81 @@ interface Recorder {
 }
 
 /** Records what changed between `before` and `after` that the trace names; `taskId` is the task of `after`. */
-export function recordContextChanges(trace: Recorder, runId: string, taskId: string, before: LoopContext, after: LoopContext, event: LoopEvent): void {
+export function recordContextChanges(
+  trace: Recorder,
+  runId: string,
+  taskId: string,
+  before: LoopContext,
+  after: LoopContext,
+  event: LoopEvent,
+): void {
   const at = event.at;
   const step = after.steps;
   if (after.taskIndex === before.taskIndex) {
     const delayMs = after.retryAt === null ? 0 : Math.max(0, after.retryAt - at);
     // A backoff was scheduled: the counter is the call's own retry number (transport attempts are per call).
     if (after.retryAt !== null && before.retryAt === null) {
-      trace.record({ type: 'retry', runId, at, taskId, step, layer: 'transport', counter: after.transport.consecutiveFailures, delayMs });
+      trace.record({
+        type: 'retry',
+        runId,
+        at,
+        taskId,
+        step,
+        layer: 'transport',
+        counter: after.transport.consecutiveFailures,
+        delayMs,
+      });
     }
     if (after.task.reflectionRetries > before.task.reflectionRetries) {
-      trace.record({ type: 'retry', runId, at, taskId, step, layer: 'reflection', counter: after.task.reflectionRetries, delayMs });
+      trace.record({
+        type: 'retry',
+        runId,
+        at,
+        taskId,
+        step,
+        layer: 'reflection',
+        counter: after.task.reflectionRetries,
+        delayMs,
+      });
     }
     if (after.task.argumentRepairs > before.task.argumentRepairs) {
       const argumentErrors = tracedArgumentErrors(trace.pendingCalls, trace.config.redact);
-      trace.record({ type: 'retry', runId, at, taskId, step, layer: 'argument_repair', counter: after.task.argumentRepairs, delayMs, ...(argumentErrors.length > 0 ? { argumentErrors } : {}) });
+      trace.record({
+        type: 'retry',
+        runId,
+        at,
+        taskId,
+        step,
+        layer: 'argument_repair',
+        counter: after.task.argumentRepairs,
+        delayMs,
+        ...(argumentErrors.length > 0 ? { argumentErrors } : {}),
+      });
     }
   }
   if (after.progress.nudgedAtStep !== null && after.progress.nudgedAtStep !== before.progress.nudgedAtStep) {
     const signal = after.progress.lastSignal;
-    trace.record({ type: 'no-progress', runId, at, taskId, step, signal, action: 'nudge', detail: `nudged at step ${after.progress.nudgedAtStep}: ${signal ?? 'unknown signal'}` });
+    trace.record({
+      type: 'no-progress',
+      runId,
+      at,
+      taskId,
+      step,
+      signal,
+      action: 'nudge',
+      detail: `nudged at step ${after.progress.nudgedAtStep}: ${signal ?? 'unknown signal'}`,
+    });
   }
   if (after.stop?.reason === 'no_progress' && before.stop === null) {
-    trace.record({ type: 'no-progress', runId, at, taskId, step, signal: after.progress.lastSignal, action: 'stop', detail: after.stop.detail });
+    trace.record({
+      type: 'no-progress',
+      runId,
+      at,
+      taskId,
+      step,
+      signal: after.progress.lastSignal,
+      action: 'stop',
+      detail: after.stop.detail,
+    });
   }
 }

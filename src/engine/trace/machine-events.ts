@@ -48,10 +48,21 @@ function tracedThresholds(noProgress: NoProgressThresholds): TracedMachineInput[
  */
 export function recordMachineEvent(recorder: Recorder, event: LoopEvent, before: LoopContext): void {
   if (recorder.replaying && !recordedMachineEvents(recorder.trace)) return;
-  const input: TracedMachineInput | undefined = event.type === 'run.started'
-    ? { limits: tracedLimits(before.limits), noProgress: tracedThresholds(before.noProgress), tasks: before.tasks.map((task) => ({ ...task })) }
-    : undefined;
+  const input: TracedMachineInput | undefined =
+    event.type === 'run.started'
+      ? {
+          limits: tracedLimits(before.limits),
+          noProgress: tracedThresholds(before.noProgress),
+          tasks: before.tasks.map((task) => ({ ...task })),
+        }
+      : undefined;
   // The schema reads any event loosely (a newer machine's too); this one is the machine's own union.
   const recorded = event as unknown as MachineEventRecord['event'];
-  recorder.record({ type: 'machine-event', runId: recorder.runId, at: event.at, event: recorded, ...(input === undefined ? {} : { input }) });
+  recorder.record({
+    type: 'machine-event',
+    runId: recorder.runId,
+    at: event.at,
+    event: recorded,
+    ...(input === undefined ? {} : { input }),
+  });
 }

@@ -42,7 +42,20 @@ describe('PromptRecorder', () => {
   });
 
   it('refuses a snapshot based on a call the trace does not have', () => {
-    const orphan: TraceEvent = { type: 'prompt', runId: 'r', at: 0, call: 2, step: 2, taskId: 'main', basedOn: 1, keep: 1, added: [], tools: [] };
-    expect(() => rebuildPrompts([orphan])).toThrow('prompt 2 of run r is based on call 1, which the trace does not have');
+    const orphan: TraceEvent = {
+      type: 'prompt',
+      runId: 'r',
+      at: 0,
+      call: 2,
+      step: 2,
+      taskId: 'main',
+      basedOn: 1,
+      keep: 1,
+      added: [],
+      tools: [],
+    };
+    expect(() => rebuildPrompts([orphan])).toThrow(
+      'prompt 2 of run r is based on call 1, which the trace does not have',
+    );
   });
 });

@@ -27,7 +27,12 @@ export class PromptRecorder {
     const continues = previous !== null && previous.conversation === conversation;
     const keep = continues ? Math.min(previous.sent, firstReplaced) : 0;
     this.previous = { conversation, sent: conversation.messages.length };
-    return { call, basedOn: continues ? call - 1 : null, keep, added: conversation.messages.slice(keep) as TracedMessage[] };
+    return {
+      call,
+      basedOn: continues ? call - 1 : null,
+      keep,
+      added: conversation.messages.slice(keep) as TracedMessage[],
+    };
   }
 }
 
@@ -63,13 +68,26 @@ export function rebuildPrompts(events: Iterable<TraceEvent>): RebuiltPrompt[] {
     let base: TracedMessage[] = [];
     if (event.basedOn !== null) {
       const previous = calls.get(event.basedOn);
-      if (previous === undefined) throw new Error(`prompt ${event.call} of run ${event.runId} is based on call ${event.basedOn}, which the trace does not have`);
-      if (event.keep > previous.length) throw new Error(`prompt ${event.call} of run ${event.runId} keeps ${event.keep} messages of call ${event.basedOn}, which had ${previous.length}`);
+      if (previous === undefined)
+        throw new Error(
+          `prompt ${event.call} of run ${event.runId} is based on call ${event.basedOn}, which the trace does not have`,
+        );
+      if (event.keep > previous.length)
+        throw new Error(
+          `prompt ${event.call} of run ${event.runId} keeps ${event.keep} messages of call ${event.basedOn}, which had ${previous.length}`,
+        );
       base = previous.slice(0, event.keep);
     }
     const messages = base.concat(event.added);
     calls.set(event.call, messages);
-    rebuilt.push({ runId: event.runId, call: event.call, step: event.step, taskId: event.taskId, messages, tools: event.tools });
+    rebuilt.push({
+      runId: event.runId,
+      call: event.call,
+      step: event.step,
+      taskId: event.taskId,
+      messages,
+      tools: event.tools,
+    });
   }
   return rebuilt;
 }

@@ -61,7 +61,12 @@ export function rebuildRun(events: Iterable<TraceEvent>, runId?: string): Rebuil
         break;
       case 'model-error':
         // A failed call counts; so do the tokens it reported before it failed.
-        if (event.inputTokens !== undefined && event.outputTokens !== undefined) addCall(usage, { inputTokens: event.inputTokens, outputTokens: event.outputTokens, costUsd: event.costUsd ?? 0 });
+        if (event.inputTokens !== undefined && event.outputTokens !== undefined)
+          addCall(usage, {
+            inputTokens: event.inputTokens,
+            outputTokens: event.outputTokens,
+            costUsd: event.costUsd ?? 0,
+          });
         else usage.modelCalls++;
         break;
       case 'context-trimmed':
@@ -94,12 +99,16 @@ export function rebuildRun(events: Iterable<TraceEvent>, runId?: string): Rebuil
         break;
     }
   }
-  if (run === null) throw new Error(runId === undefined ? 'the trace has no events' : `the trace has no events of run ${runId}`);
+  if (run === null)
+    throw new Error(runId === undefined ? 'the trace has no events' : `the trace has no events of run ${runId}`);
   return run;
 }
 
 /** Adds one model call's tokens and cost to running totals (the viewer's timeline sums the same way). */
-export function addCall(usage: Pick<Usage, 'inputTokens' | 'outputTokens' | 'costUsd' | 'modelCalls'>, call: { inputTokens: number; outputTokens: number; costUsd: number }): void {
+export function addCall(
+  usage: Pick<Usage, 'inputTokens' | 'outputTokens' | 'costUsd' | 'modelCalls'>,
+  call: { inputTokens: number; outputTokens: number; costUsd: number },
+): void {
   usage.inputTokens += call.inputTokens;
   usage.outputTokens += call.outputTokens;
   usage.costUsd += call.costUsd;
@@ -108,9 +117,16 @@ export function addCall(usage: Pick<Usage, 'inputTokens' | 'outputTokens' | 'cos
 
 function emptyRun(runId: string): RebuiltRun {
   return {
-    runId, modelId: null, promptVersion: null, steps: 0,
+    runId,
+    modelId: null,
+    promptVersion: null,
+    steps: 0,
     usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, modelCalls: 0, toolCalls: 0 },
-    stopReason: null, status: null, detail: null, reportedUsage: null,
-    retries: { transport: 0, reflection: 0, argument_repair: 0 }, warnings: [],
+    stopReason: null,
+    status: null,
+    detail: null,
+    reportedUsage: null,
+    retries: { transport: 0, reflection: 0, argument_repair: 0 },
+    warnings: [],
   };
 }

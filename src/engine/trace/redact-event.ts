@@ -25,15 +25,23 @@ export function redactedEvent(event: TraceEvent, redact: Redactor, runIdIsClean:
       const taskId = text(event.taskId);
       // Each error is already a summary; the call's id and tool name are the model's own words.
       const argumentErrors = event.argumentErrors?.map((entry) => {
-        const callId = text(entry.callId), name = text(entry.name);
+        const callId = text(entry.callId),
+          name = text(entry.name);
         return callId === entry.callId && name === entry.name ? entry : { ...entry, callId, name };
       });
-      const same = taskId === event.taskId && (argumentErrors === undefined || argumentErrors.every((entry, index) => entry === event.argumentErrors?.[index]));
+      const same =
+        taskId === event.taskId &&
+        (argumentErrors === undefined ||
+          argumentErrors.every((entry, index) => entry === event.argumentErrors?.[index]));
       return same ? event : { ...event, taskId, ...(argumentErrors === undefined ? {} : { argumentErrors }) };
     }
     case 'tool-end': {
-      const taskId = text(event.taskId), callId = text(event.callId), name = text(event.name);
-      return taskId === event.taskId && callId === event.callId && name === event.name ? event : { ...event, taskId, callId, name };
+      const taskId = text(event.taskId),
+        callId = text(event.callId),
+        name = text(event.name);
+      return taskId === event.taskId && callId === event.callId && name === event.name
+        ? event
+        : { ...event, taskId, callId, name };
     }
     case 'tool-health': {
       // Only names are free text here; the figures are numbers and the circuit one of three words.
@@ -43,19 +51,26 @@ export function redactedEvent(event: TraceEvent, redact: Redactor, runIdIsClean:
         return name === tool.name ? tool : { ...tool, name };
       });
       const offered = event.offered.map(text);
-      const same = taskId === event.taskId && tools.every((tool, index) => tool === event.tools[index]) && offered.every((name, index) => name === event.offered[index]);
+      const same =
+        taskId === event.taskId &&
+        tools.every((tool, index) => tool === event.tools[index]) &&
+        offered.every((name, index) => name === event.offered[index]);
       return same ? event : { ...event, taskId, tools, offered };
     }
     case 'step-end': {
-      const taskId = text(event.taskId), modelId = text(event.modelId);
+      const taskId = text(event.taskId),
+        modelId = text(event.modelId);
       let toolCalls = event.toolCalls;
       for (const [index, call] of event.toolCalls.entries()) {
-        const callId = text(call.callId), name = text(call.name);
+        const callId = text(call.callId),
+          name = text(call.name);
         if (callId === call.callId && name === call.name) continue;
         if (toolCalls === event.toolCalls) toolCalls = [...event.toolCalls];
         toolCalls[index] = { ...call, callId, name };
       }
-      return taskId === event.taskId && modelId === event.modelId && toolCalls === event.toolCalls ? event : { ...event, taskId, modelId, toolCalls };
+      return taskId === event.taskId && modelId === event.modelId && toolCalls === event.toolCalls
+        ? event
+        : { ...event, taskId, modelId, toolCalls };
     }
     default:
       return redact.strings(event);

@@ -82,7 +82,10 @@ export class RunTrace {
         // A broken trace sink must not stop the loop; it is dropped once, with a warning.
         sinks.splice(index--, 1);
         this.closeSink(sink);
-        this.listener.sinkDropped(`${sink.option} ${sink.option === LIVE_SINK ? 'threw' : 'failed'} and was disabled for this run: ${thrownMessage(error)}`, event.at);
+        this.listener.sinkDropped(
+          `${sink.option} ${sink.option === LIVE_SINK ? 'threw' : 'failed'} and was disabled for this run: ${thrownMessage(error)}`,
+          event.at,
+        );
       }
     }
   }

@@ -10,7 +10,9 @@ describe('summarize', () => {
   });
 
   it('renders other values as compact JSON', () => {
-    expect(summarize({ order_id: 'O-101', quantity: 2, nested: { ok: true } })).toBe('{"order_id":"O-101","quantity":2,"nested":{"ok":true}}');
+    expect(summarize({ order_id: 'O-101', quantity: 2, nested: { ok: true } })).toBe(
+      '{"order_id":"O-101","quantity":2,"nested":{"ok":true}}',
+    );
     expect(summarize([1, 'two', null])).toBe('[1,"two",null]');
     expect(summarize(42)).toBe('42');
     expect(summarize(false)).toBe('false');
@@ -45,12 +47,18 @@ describe('summarize', () => {
   });
 
   it('redacts secret-looking keys at any depth, inside arrays too', () => {
-    const summary = summarize({ request: { headers: { authorization: 'Bearer abc' }, retries: [{ auth: { password: 'hunter2' }, attempt: 1 }] } });
-    expect(summary).toBe('{"request":{"headers":{"authorization":"[redacted]"},"retries":[{"auth":{"password":"[redacted]"},"attempt":1}]}}');
+    const summary = summarize({
+      request: { headers: { authorization: 'Bearer abc' }, retries: [{ auth: { password: 'hunter2' }, attempt: 1 }] },
+    });
+    expect(summary).toBe(
+      '{"request":{"headers":{"authorization":"[redacted]"},"retries":[{"auth":{"password":"[redacted]"},"attempt":1}]}}',
+    );
   });
 
   it('redacts a whole object or array held under a secret-looking key', () => {
-    expect(summarize({ credentials: { user: 'ada', pin: 1234 }, tokens: ['a', 'b'] })).toBe('{"credentials":"[redacted]","tokens":"[redacted]"}');
+    expect(summarize({ credentials: { user: 'ada', pin: 1234 }, tokens: ['a', 'b'] })).toBe(
+      '{"credentials":"[redacted]","tokens":"[redacted]"}',
+    );
   });
 
   it('keeps keys that merely look alike but are not secrets', () => {
@@ -79,9 +87,9 @@ describe('summarize', () => {
 
 describe('summarize: what is and is not a secret', () => {
   it('keeps token counters and tokenizer names, redacts real credentials', () => {
-    expect(summarize({ maxTokens: 10, inputTokens: 5, tokenizer: 'cl100k', accessToken: 'abc', 'x-api-key': 'k' })).toBe(
-      '{"maxTokens":10,"inputTokens":5,"tokenizer":"cl100k","accessToken":"[redacted]","x-api-key":"[redacted]"}',
-    );
+    expect(
+      summarize({ maxTokens: 10, inputTokens: 5, tokenizer: 'cl100k', accessToken: 'abc', 'x-api-key': 'k' }),
+    ).toBe('{"maxTokens":10,"inputTokens":5,"tokenizer":"cl100k","accessToken":"[redacted]","x-api-key":"[redacted]"}');
   });
 
   it('redacts secrets inside raw text such as malformed tool arguments', () => {
@@ -106,16 +114,25 @@ describe('summarize: what is and is not a secret', () => {
 });
 
 describe('summarize: one redaction for keys and values', () => {
-  it.each(['aws_secret_access_key', 'secretAccessKey', 'passphrase', 'jwt', 'connectionString', 'private_key', 'sessionId'])(
-    'redacts the value under %s, which used to appear verbatim',
-    (key) => {
-      expect(summarize({ [key]: 'v4lue-0f-a-secret', region: 'eu' })).toBe(`{${JSON.stringify(key)}:"[redacted]","region":"eu"}`);
-    },
-  );
+  it.each([
+    'aws_secret_access_key',
+    'secretAccessKey',
+    'passphrase',
+    'jwt',
+    'connectionString',
+    'private_key',
+    'sessionId',
+  ])('redacts the value under %s, which used to appear verbatim', (key) => {
+    expect(summarize({ [key]: 'v4lue-0f-a-secret', region: 'eu' })).toBe(
+      `{${JSON.stringify(key)}:"[redacted]","region":"eu"}`,
+    );
+  });
 
   it('redacts secret-looking values under harmless keys and in plain text', () => {
     expect(summarize({ note: 'use Bearer sk-live-abc123def456' })).toBe('{"note":"use Bearer [redacted]"}');
-    expect(summarize('call https://api.example.com/v1?api_key=abc123&q=shoes')).toBe('call https://api.example.com/v1?api_key=[redacted]&q=shoes');
+    expect(summarize('call https://api.example.com/v1?api_key=abc123&q=shoes')).toBe(
+      'call https://api.example.com/v1?api_key=[redacted]&q=shoes',
+    );
   });
 
   it('recognises a secret that straddles the cut, so no part of it is shown', () => {
@@ -129,7 +146,9 @@ describe('summarize: one redaction for keys and values', () => {
 
   it("applies the loop's own rules when given its redactor", () => {
     const redactor = createRedactor({ keys: ['customer_ssn'], patterns: [/\bCARD-\d{4}\b/] });
-    expect(summarize({ customer_ssn: '078-05-1120', note: 'CARD-4111' }, redactor)).toBe('{"customer_ssn":"[redacted]","note":"[redacted]"}');
+    expect(summarize({ customer_ssn: '078-05-1120', note: 'CARD-4111' }, redactor)).toBe(
+      '{"customer_ssn":"[redacted]","note":"[redacted]"}',
+    );
     expect(summarize({ customer_ssn: '078-05-1120' })).toBe('{"customer_ssn":"078-05-1120"}');
   });
 });

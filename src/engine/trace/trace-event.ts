@@ -68,7 +68,8 @@ export function summarize(value: unknown, redactor: Redactor = DEFAULT_REDACTOR)
   const rendered = redactor.render(value);
   const shown = rendered.slice(0, SUMMARY_CHARS + SECRET_MARGIN_CHARS);
   const text = redactor.text(shown);
-  if (text.length <= SUMMARY_CHARS) return shown.length === rendered.length ? text : `${text}…(${rendered.length} chars)`;
+  if (text.length <= SUMMARY_CHARS)
+    return shown.length === rendered.length ? text : `${text}…(${rendered.length} chars)`;
   // Never cut between the two halves of a surrogate pair.
   const cut = /[\uD800-\uDBFF]/.test(text.charAt(SUMMARY_CHARS - 1)) ? SUMMARY_CHARS - 1 : SUMMARY_CHARS;
   return `${text.slice(0, cut)}…(${rendered.length} chars)`;

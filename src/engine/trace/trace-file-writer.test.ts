@@ -31,6 +31,8 @@ describe('the trace file sink, through the runtime probe', () => {
       thrown = error;
     }
     expect(thrown).toBeInstanceOf(LoopConfigError);
-    expect((thrown as LoopConfigError).issues).toEqual([expect.objectContaining({ path: 'trace.file', message: expect.stringMatching(/no file system/) as unknown })]);
+    expect((thrown as LoopConfigError).issues).toEqual([
+      expect.objectContaining({ path: 'trace.file', message: expect.stringMatching(/no file system/) as unknown }),
+    ]);
   });
 });

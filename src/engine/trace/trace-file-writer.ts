@@ -29,7 +29,8 @@ function fileSystem(): { fs: FileSystem; path: Paths } | null {
 }
 
 /** Why `trace.file` cannot work in this runtime. */
-const NO_FILE_SYSTEM = "this runtime offers no file system to the core (it needs Node's fs through process.getBuiltinModule: Node 20.16 or later, Bun or Deno); take the events with trace.onEvent instead";
+const NO_FILE_SYSTEM =
+  "this runtime offers no file system to the core (it needs Node's fs through process.getBuiltinModule: Node 20.16 or later, Bun or Deno); take the events with trace.onEvent instead";
 
 /**
  * Why `path` cannot take a trace, checked when the loop is created (no file is created then); null when it can.

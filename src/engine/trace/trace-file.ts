@@ -16,7 +16,11 @@ export class TraceFileError extends LoopstateError {
   /** Dotted path of the bad field, `''` when the line is not JSON or not an object. */
   readonly field: string;
   constructor({ line, field, message, cause }: { line: number; field: string; message: string; cause?: unknown }) {
-    super({ code: 'invalid_trace_line', message: `trace line ${line}${field === '' ? '' : `, field ${field}`}: ${message}`, cause });
+    super({
+      code: 'invalid_trace_line',
+      message: `trace line ${line}${field === '' ? '' : `, field ${field}`}: ${message}`,
+      cause,
+    });
     this.line = line;
     this.field = field;
   }
@@ -118,13 +122,20 @@ export function parseTraceText(text: string, options: TraceParseOptions = {}): T
 }
 
 /** One line in lenient mode: its event appended, or what kept it out counted in `skipped`. */
-function readLeniently(text: string, line: number, events: TraceEvent[], skipped: Omit<LenientTraceFile, keyof TraceFile>): void {
+function readLeniently(
+  text: string,
+  line: number,
+  events: TraceEvent[],
+  skipped: Omit<LenientTraceFile, keyof TraceFile>,
+): void {
   let event: TraceEvent;
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
-    skipped.invalidLines.push(new TraceFileError({ line, field: '', message: `not JSON (${(error as Error).message})`, cause: error }));
+    skipped.invalidLines.push(
+      new TraceFileError({ line, field: '', message: `not JSON (${(error as Error).message})`, cause: error }),
+    );
     return;
   }
   const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;

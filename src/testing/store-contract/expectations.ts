@@ -32,11 +32,17 @@ export function describe(value: unknown): string {
 
 /** JSON with object keys sorted, so rows compare equal whatever order a driver returns their columns in. */
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, inner: unknown) =>
-    inner !== null && typeof inner === 'object' && !Array.isArray(inner)
-      ? Object.fromEntries(Object.keys(inner).sort().map((key) => [key, (inner as Record<string, unknown>)[key]]))
-      : inner,
-  ) ?? String(value);
+  return (
+    JSON.stringify(value, (_key, inner: unknown) =>
+      inner !== null && typeof inner === 'object' && !Array.isArray(inner)
+        ? Object.fromEntries(
+            Object.keys(inner)
+              .sort()
+              .map((key) => [key, (inner as Record<string, unknown>)[key]]),
+          )
+        : inner,
+    ) ?? String(value)
+  );
 }
 
 /** Fails the check: `what` was done, `expected` was due, `actual` came. */
@@ -56,20 +62,41 @@ export function expectText(context: CheckContext, what: string, actual: unknown,
   let index = 0;
   while (index < Math.min(actual.length, expected.length) && actual[index] === expected[index]) index++;
   const around = (text: string) => JSON.stringify(text.slice(index, index + 24));
-  fail(context, what, `the ${expected.length} characters written`, `${actual.length} characters differing from index ${index} (${around(actual)} where ${around(expected)} was written)`);
+  fail(
+    context,
+    what,
+    `the ${expected.length} characters written`,
+    `${actual.length} characters differing from index ${index} (${around(actual)} where ${around(expected)} was written)`,
+  );
 }
 
 /** The write is refused with a `StoreConflictError` (code `store_conflict`) for `runId`. */
-export async function expectConflict(context: CheckContext, what: string, write: () => Promise<unknown>, runId: string): Promise<void> {
+export async function expectConflict(
+  context: CheckContext,
+  what: string,
+  write: () => Promise<unknown>,
+  runId: string,
+): Promise<void> {
   let outcome: unknown;
   try {
     outcome = await write();
   } catch (error) {
     const { code, runId: errorRunId } = (error ?? {}) as { code?: unknown; runId?: unknown };
     if (code === 'store_conflict' && errorRunId === runId) return;
-    fail(context, what, `a StoreConflictError (code store_conflict) for run ${JSON.stringify(runId)}`, `${describe(error)}${code === 'store_conflict' ? ` for run ${describe(errorRunId)}` : ''}`, error);
+    fail(
+      context,
+      what,
+      `a StoreConflictError (code store_conflict) for run ${JSON.stringify(runId)}`,
+      `${describe(error)}${code === 'store_conflict' ? ` for run ${describe(errorRunId)}` : ''}`,
+      error,
+    );
   }
-  fail(context, what, `a StoreConflictError (code store_conflict) for run ${JSON.stringify(runId)}`, `success (${describe(outcome)})`);
+  fail(
+    context,
+    what,
+    `a StoreConflictError (code store_conflict) for run ${JSON.stringify(runId)}`,
+    `success (${describe(outcome)})`,
+  );
 }
 
 /** Runs one store call; a call that throws where the contract expects an answer fails the check with the error as cause. */

@@ -8,7 +8,9 @@ import { createdRun, eventRow, readJournal, readRun, storeRowsOf, type ContractC
 
 const snapshotRow = (seq: number): StoreRow => ({ seq, kind: 'snapshot', body: `{"snapshotAt":${seq}}` });
 const latestSnapshot = async (context: CheckContext, runId: string) => {
-  const row = await call(context, `latestSnapshot(${JSON.stringify(runId)})`, () => context.store.latestSnapshot(runId));
+  const row = await call(context, `latestSnapshot(${JSON.stringify(runId)})`, () =>
+    context.store.latestSnapshot(runId),
+  );
   return row === null ? null : storeRowsOf([row])[0];
 };
 
@@ -23,14 +25,41 @@ export const recordChecks: ContractCheckBody[] = [
       const lease = await createdRun(context, 'run-s');
       expectEqual(context, 'latestSnapshot of a run without one', await latestSnapshot(context, 'run-s'), null);
       await call(context, 'writeSnapshot at seq 5', () => store.writeSnapshot('run-s', snapshotRow(5), lease));
-      expectEqual(context, 'latestSnapshot after a snapshot at seq 5', await latestSnapshot(context, 'run-s'), snapshotRow(5));
+      expectEqual(
+        context,
+        'latestSnapshot after a snapshot at seq 5',
+        await latestSnapshot(context, 'run-s'),
+        snapshotRow(5),
+      );
       await call(context, 'writeSnapshot at seq 9', () => store.writeSnapshot('run-s', snapshotRow(9), lease));
-      expectEqual(context, 'latestSnapshot after snapshots at seqs 5, 9', await latestSnapshot(context, 'run-s'), snapshotRow(9));
-      await call(context, 'writeSnapshot at seq 7 (older than the latest)', () => store.writeSnapshot('run-s', snapshotRow(7), lease));
-      expectEqual(context, 'latestSnapshot after snapshots at seqs 5, 9, then 7', await latestSnapshot(context, 'run-s'), snapshotRow(9));
+      expectEqual(
+        context,
+        'latestSnapshot after snapshots at seqs 5, 9',
+        await latestSnapshot(context, 'run-s'),
+        snapshotRow(9),
+      );
+      await call(context, 'writeSnapshot at seq 7 (older than the latest)', () =>
+        store.writeSnapshot('run-s', snapshotRow(7), lease),
+      );
+      expectEqual(
+        context,
+        'latestSnapshot after snapshots at seqs 5, 9, then 7',
+        await latestSnapshot(context, 'run-s'),
+        snapshotRow(9),
+      );
       await createdRun(context, 'run-s2', 'owner-b');
-      expectEqual(context, "latestSnapshot of another run (a run's snapshot is its own)", await latestSnapshot(context, 'run-s2'), null);
-      expectEqual(context, 'latestSnapshot of a run that does not exist', await latestSnapshot(context, 'run-missing'), null);
+      expectEqual(
+        context,
+        "latestSnapshot of another run (a run's snapshot is its own)",
+        await latestSnapshot(context, 'run-s2'),
+        null,
+      );
+      expectEqual(
+        context,
+        'latestSnapshot of a run that does not exist',
+        await latestSnapshot(context, 'run-missing'),
+        null,
+      );
     },
   },
   {
@@ -38,28 +67,67 @@ export const recordChecks: ContractCheckBody[] = [
     async body(context) {
       const { store, now } = context;
       const a = await createdRun(context, 'run-a');
-      await call(context, 'append of the steps before the stop', () => store.append('run-a', [eventRow(1), eventRow(2), eventRow(3)], a));
+      await call(context, 'append of the steps before the stop', () =>
+        store.append('run-a', [eventRow(1), eventRow(2), eventRow(3)], a),
+      );
       // A stop for approval: the run body names each waiting call with its tool and its arguments' hash.
-      const waiting = JSON.stringify({ state: 'waiting', waitingSeq: 3, pendingApprovals: [{ callId: '__proto__', tool: 'refund', argumentsHash: 'a3f1c2', expiresAt: null }] });
-      await call(context, 'append of the stop for approval (no rows, a run body)', () => store.append('run-a', [], a, waiting));
+      const waiting = JSON.stringify({
+        state: 'waiting',
+        waitingSeq: 3,
+        pendingApprovals: [{ callId: '__proto__', tool: 'refund', argumentsHash: 'a3f1c2', expiresAt: null }],
+      });
+      await call(context, 'append of the stop for approval (no rows, a run body)', () =>
+        store.append('run-a', [], a, waiting),
+      );
       await call(context, 'releaseLease by the process that stopped', () => store.releaseLease('run-a', 'owner-a'));
       expectEqual(context, 'the waiting run body as read back', (await readRun(context, 'run-a'))?.body, waiting);
       const resumes = [
-        { lease: { owner: 'resume-approve', until: now + 30_000 }, decision: { tool: 'refund', argumentsHash: 'a3f1c2', approve: true } },
-        { lease: { owner: 'resume-reject', until: now + 30_000 }, decision: { tool: 'refund', argumentsHash: 'a3f1c2', approve: false, reason: 'over the limit' } },
+        {
+          lease: { owner: 'resume-approve', until: now + 30_000 },
+          decision: { tool: 'refund', argumentsHash: 'a3f1c2', approve: true },
+        },
+        {
+          lease: { owner: 'resume-reject', until: now + 30_000 },
+          decision: { tool: 'refund', argumentsHash: 'a3f1c2', approve: false, reason: 'over the limit' },
+        },
       ];
       // Keyed by the call id as the model sent it: `__proto__` must stay an own key of the stored text.
-      const decisionRow = (decision: object) => eventRow(4, `{"kind":"event","approvals":{"__proto__":${JSON.stringify(decision)}}}`);
-      const took = await call(context, 'acquireLease by two resumes at once', () => Promise.all(resumes.map(({ lease }) => store.acquireLease('run-a', lease, now))));
-      expectEqual(context, 'acquireLease results of two resumes racing for the waiting run', took.filter(Boolean).length, 1);
+      const decisionRow = (decision: object) =>
+        eventRow(4, `{"kind":"event","approvals":{"__proto__":${JSON.stringify(decision)}}}`);
+      const took = await call(context, 'acquireLease by two resumes at once', () =>
+        Promise.all(resumes.map(({ lease }) => store.acquireLease('run-a', lease, now))),
+      );
+      expectEqual(
+        context,
+        'acquireLease results of two resumes racing for the waiting run',
+        took.filter(Boolean).length,
+        1,
+      );
       const winner = took.indexOf(true);
       const [recorded, lost] = [resumes[winner]!, resumes[1 - winner]!];
       const decided = (owner: string) => JSON.stringify({ state: 'running', decidedCalls: ['__proto__'], by: owner });
       // The loser writes first, as a process would that still thinks it holds the run: it must be refused.
-      await expectConflict(context, `append of the decision by ${lost.lease.owner}, which lost the race`, () => store.append('run-a', [decisionRow(lost.decision)], lost.lease, decided(lost.lease.owner)), 'run-a');
-      await call(context, `append of the decision by ${recorded.lease.owner}, which holds the lease`, () => store.append('run-a', [decisionRow(recorded.decision)], recorded.lease, decided(recorded.lease.owner)));
-      expectEqual(context, 'the journal after both decisions were written (only the holder\'s)', await readJournal(context, 'run-a', 3), [decisionRow(recorded.decision)]);
-      expectEqual(context, 'the run body after both decisions were written', (await readRun(context, 'run-a'))?.body, decided(recorded.lease.owner));
+      await expectConflict(
+        context,
+        `append of the decision by ${lost.lease.owner}, which lost the race`,
+        () => store.append('run-a', [decisionRow(lost.decision)], lost.lease, decided(lost.lease.owner)),
+        'run-a',
+      );
+      await call(context, `append of the decision by ${recorded.lease.owner}, which holds the lease`, () =>
+        store.append('run-a', [decisionRow(recorded.decision)], recorded.lease, decided(recorded.lease.owner)),
+      );
+      expectEqual(
+        context,
+        "the journal after both decisions were written (only the holder's)",
+        await readJournal(context, 'run-a', 3),
+        [decisionRow(recorded.decision)],
+      );
+      expectEqual(
+        context,
+        'the run body after both decisions were written',
+        (await readRun(context, 'run-a'))?.body,
+        decided(recorded.lease.owner),
+      );
     },
   },
   {
@@ -71,30 +139,88 @@ export const recordChecks: ContractCheckBody[] = [
         expectEqual(context, `readRun(${quoted}) on an empty store`, await readRun(context, id), null);
         expectEqual(context, `readJournal(${quoted}) on an empty store`, await readJournal(context, id, 0), []);
         expectEqual(context, `latestSnapshot(${quoted}) on an empty store`, await latestSnapshot(context, id), null);
-        expectEqual(context, `readLedger(${quoted}) on an empty store`, await call(context, `readLedger(${quoted})`, () => store.readLedger(id)), null);
-        expectEqual(context, `acquireLease(${quoted}) on an empty store`, await call(context, `acquireLease(${quoted})`, () => store.acquireLease(id, { owner: 'owner-x', until: now + 1 }, now)), false);
-        expectEqual(context, `requestCancel(${quoted}) on an empty store`, await call(context, `requestCancel(${quoted})`, () => store.requestCancel(id)), false);
-        expectEqual(context, `readControl(${quoted}).cancelRequested on an empty store`, (await call(context, `readControl(${quoted})`, () => store.readControl(id))).cancelRequested, false);
+        expectEqual(
+          context,
+          `readLedger(${quoted}) on an empty store`,
+          await call(context, `readLedger(${quoted})`, () => store.readLedger(id)),
+          null,
+        );
+        expectEqual(
+          context,
+          `acquireLease(${quoted}) on an empty store`,
+          await call(context, `acquireLease(${quoted})`, () =>
+            store.acquireLease(id, { owner: 'owner-x', until: now + 1 }, now),
+          ),
+          false,
+        );
+        expectEqual(
+          context,
+          `requestCancel(${quoted}) on an empty store`,
+          await call(context, `requestCancel(${quoted})`, () => store.requestCancel(id)),
+          false,
+        );
+        expectEqual(
+          context,
+          `readControl(${quoted}).cancelRequested on an empty store`,
+          (await call(context, `readControl(${quoted})`, () => store.readControl(id))).cancelRequested,
+          false,
+        );
       }
       // Four get records; the last two stay absent, and must still read as absent beside them.
       const written = PROTOTYPE_IDS.slice(0, 4);
       for (const id of written) {
         const lease = await createdRun(context, id, `owner-${id}`, JSON.stringify({ runId: id }));
         const decision = `{"approvals":{${JSON.stringify(id)}:{"approve":true}}}`;
-        await call(context, `append to run ${JSON.stringify(id)}`, () => store.append(id, [eventRow(1, decision)], lease));
-        await call(context, `writeSnapshot of run ${JSON.stringify(id)}`, () => store.writeSnapshot(id, { seq: 1, kind: 'snapshot', body: JSON.stringify({ of: id }) }, lease));
-        expectEqual(context, `writeLedger(${JSON.stringify(id)}) of a new tenant`, await call(context, 'writeLedger', () => store.writeLedger(id, JSON.stringify({ tenant: id }), null)), true);
+        await call(context, `append to run ${JSON.stringify(id)}`, () =>
+          store.append(id, [eventRow(1, decision)], lease),
+        );
+        await call(context, `writeSnapshot of run ${JSON.stringify(id)}`, () =>
+          store.writeSnapshot(id, { seq: 1, kind: 'snapshot', body: JSON.stringify({ of: id }) }, lease),
+        );
+        expectEqual(
+          context,
+          `writeLedger(${JSON.stringify(id)}) of a new tenant`,
+          await call(context, 'writeLedger', () => store.writeLedger(id, JSON.stringify({ tenant: id }), null)),
+          true,
+        );
       }
       for (const id of written) {
         const quoted = JSON.stringify(id);
-        expectEqual(context, `readRun(${quoted}) of its own record`, (await readRun(context, id))?.body, JSON.stringify({ runId: id }));
-        expectEqual(context, `readJournal(${quoted})`, await readJournal(context, id, 0), [eventRow(1, `{"approvals":{${quoted}:{"approve":true}}}`)]);
-        expectEqual(context, `latestSnapshot(${quoted})`, (await latestSnapshot(context, id))?.body, JSON.stringify({ of: id }));
-        expectEqual(context, `readLedger(${quoted})`, (await call(context, 'readLedger', () => store.readLedger(id)))?.body, JSON.stringify({ tenant: id }));
+        expectEqual(
+          context,
+          `readRun(${quoted}) of its own record`,
+          (await readRun(context, id))?.body,
+          JSON.stringify({ runId: id }),
+        );
+        expectEqual(context, `readJournal(${quoted})`, await readJournal(context, id, 0), [
+          eventRow(1, `{"approvals":{${quoted}:{"approve":true}}}`),
+        ]);
+        expectEqual(
+          context,
+          `latestSnapshot(${quoted})`,
+          (await latestSnapshot(context, id))?.body,
+          JSON.stringify({ of: id }),
+        );
+        expectEqual(
+          context,
+          `readLedger(${quoted})`,
+          (await call(context, 'readLedger', () => store.readLedger(id)))?.body,
+          JSON.stringify({ tenant: id }),
+        );
       }
       for (const id of PROTOTYPE_IDS.slice(4)) {
-        expectEqual(context, `readRun(${JSON.stringify(id)}) beside runs named after other prototype members`, await readRun(context, id), null);
-        expectEqual(context, `readLedger(${JSON.stringify(id)}) beside tenants named after other prototype members`, await call(context, 'readLedger', () => store.readLedger(id)), null);
+        expectEqual(
+          context,
+          `readRun(${JSON.stringify(id)}) beside runs named after other prototype members`,
+          await readRun(context, id),
+          null,
+        );
+        expectEqual(
+          context,
+          `readLedger(${JSON.stringify(id)}) beside tenants named after other prototype members`,
+          await call(context, 'readLedger', () => store.readLedger(id)),
+          null,
+        );
       }
     },
   },
@@ -102,15 +228,50 @@ export const recordChecks: ContractCheckBody[] = [
     name: 'cancel: requestCancel is seen by readRun and readControl of that run only',
     async body(context) {
       const { store } = context;
-      expectEqual(context, 'requestCancel of a run that does not exist', await call(context, 'requestCancel', () => store.requestCancel('run-missing')), false);
+      expectEqual(
+        context,
+        'requestCancel of a run that does not exist',
+        await call(context, 'requestCancel', () => store.requestCancel('run-missing')),
+        false,
+      );
       await createdRun(context, 'run-c');
       await createdRun(context, 'run-c2', 'owner-b');
-      expectEqual(context, 'readControl before a cancel', (await call(context, 'readControl', () => store.readControl('run-c'))).cancelRequested, false);
-      expectEqual(context, 'requestCancel of an existing run', await call(context, 'requestCancel', () => store.requestCancel('run-c')), true);
-      expectEqual(context, 'readRun(runId).cancelRequested after requestCancel', (await readRun(context, 'run-c'))?.cancelRequested, true);
-      expectEqual(context, 'readControl(runId).cancelRequested after requestCancel', (await call(context, 'readControl', () => store.readControl('run-c'))).cancelRequested, true);
-      expectEqual(context, 'readControl of another run after requestCancel', (await call(context, 'readControl', () => store.readControl('run-c2'))).cancelRequested, false);
-      expectEqual(context, 'the lease owner after requestCancel (a cancel does not free the lease)', (await readRun(context, 'run-c'))?.leaseOwner, 'owner-a');
+      expectEqual(
+        context,
+        'readControl before a cancel',
+        (await call(context, 'readControl', () => store.readControl('run-c'))).cancelRequested,
+        false,
+      );
+      expectEqual(
+        context,
+        'requestCancel of an existing run',
+        await call(context, 'requestCancel', () => store.requestCancel('run-c')),
+        true,
+      );
+      expectEqual(
+        context,
+        'readRun(runId).cancelRequested after requestCancel',
+        (await readRun(context, 'run-c'))?.cancelRequested,
+        true,
+      );
+      expectEqual(
+        context,
+        'readControl(runId).cancelRequested after requestCancel',
+        (await call(context, 'readControl', () => store.readControl('run-c'))).cancelRequested,
+        true,
+      );
+      expectEqual(
+        context,
+        'readControl of another run after requestCancel',
+        (await call(context, 'readControl', () => store.readControl('run-c2'))).cancelRequested,
+        false,
+      );
+      expectEqual(
+        context,
+        'the lease owner after requestCancel (a cancel does not free the lease)',
+        (await readRun(context, 'run-c'))?.leaseOwner,
+        'owner-a',
+      );
     },
   },
   {
@@ -118,17 +279,32 @@ export const recordChecks: ContractCheckBody[] = [
     async body(context) {
       const { store } = context;
       await createdRun(context, 'run-p');
-      const control = (runId: string) => call(context, `readControl(${JSON.stringify(runId)})`, () => store.readControl(runId));
+      const control = (runId: string) =>
+        call(context, `readControl(${JSON.stringify(runId)})`, () => store.readControl(runId));
       expectEqual(context, 'readControl(runId).paused of a new store', (await control('run-p')).paused, null);
       await call(context, "setPaused('incident 42')", () => store.setPaused('incident 42'));
-      expectEqual(context, "readControl of a run after setPaused('incident 42')", await control('run-p'), { paused: 'incident 42', cancelRequested: false });
-      expectEqual(context, "readControl of a run not created yet after setPaused('incident 42')", (await control('run-later')).paused, 'incident 42');
+      expectEqual(context, "readControl of a run after setPaused('incident 42')", await control('run-p'), {
+        paused: 'incident 42',
+        cancelRequested: false,
+      });
+      expectEqual(
+        context,
+        "readControl of a run not created yet after setPaused('incident 42')",
+        (await control('run-later')).paused,
+        'incident 42',
+      );
       await call(context, "setPaused('incident 43')", () => store.setPaused('incident 43'));
-      expectEqual(context, 'readControl after a second setPaused (the latest reason)', (await control('run-p')).paused, 'incident 43');
+      expectEqual(
+        context,
+        'readControl after a second setPaused (the latest reason)',
+        (await control('run-p')).paused,
+        'incident 43',
+      );
       await call(context, 'setPaused(null)', () => store.setPaused(null));
       expectEqual(context, 'readControl after setPaused(null)', (await control('run-p')).paused, null);
       const poll = store.pausePollMs;
-      if (!(typeof poll === 'number' && Number.isFinite(poll) && poll > 0)) fail(context, 'store.pausePollMs', 'a positive number of milliseconds', describe(poll));
+      if (!(typeof poll === 'number' && Number.isFinite(poll) && poll > 0))
+        fail(context, 'store.pausePollMs', 'a positive number of milliseconds', describe(poll));
     },
   },
 ];

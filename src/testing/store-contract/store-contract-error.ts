@@ -13,8 +13,24 @@ export class StoreContractError extends LoopstateError {
   readonly expected: string;
   /** What the store gave (a value, or the error it threw), in words or as JSON. */
   readonly actual: string;
-  constructor({ check, what, expected, actual, cause }: { check: string; what: string; expected: string; actual: string; cause?: unknown }) {
-    super({ code: 'store_contract_violated', message: `store contract check "${check}" failed: ${what}: expected ${expected}, got ${actual}`, cause });
+  constructor({
+    check,
+    what,
+    expected,
+    actual,
+    cause,
+  }: {
+    check: string;
+    what: string;
+    expected: string;
+    actual: string;
+    cause?: unknown;
+  }) {
+    super({
+      code: 'store_contract_violated',
+      message: `store contract check "${check}" failed: ${what}: expected ${expected}, got ${actual}`,
+      cause,
+    });
     this.check = check;
     this.expected = expected;
     this.actual = actual;

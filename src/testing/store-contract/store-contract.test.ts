@@ -17,7 +17,10 @@ const brokenStore = (patch: (inner: Store) => Partial<Store>) => (): Store => {
 const SMALL: StoreContractOptions = { largeRecordChars: 70_000, concurrency: 8 };
 
 /** Every check of the suite run on `makeStore`: the ones that failed, by name, with their errors. */
-async function failures(makeStore: () => Store | Promise<Store>, options: StoreContractOptions = SMALL): Promise<Map<string, unknown>> {
+async function failures(
+  makeStore: () => Store | Promise<Store>,
+  options: StoreContractOptions = SMALL,
+): Promise<Map<string, unknown>> {
   const failed = new Map<string, unknown>();
   for (const check of storeContract(makeStore, options)) {
     try {
@@ -75,7 +78,15 @@ const withoutAstral = (text: string) => text.replace(/[\u{10000}-\u{10FFFF}]/gu,
 const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; caughtBy: string[] }[] = [
   {
     breakage: 'drops the second row of a batch',
-    patch: (inner) => ({ append: (runId, rows, lease, body) => inner.append(runId, rows.filter((_row, index) => index !== 1), lease, body) }),
+    patch: (inner) => ({
+      append: (runId, rows, lease, body) =>
+        inner.append(
+          runId,
+          rows.filter((_row, index) => index !== 1),
+          lease,
+          body,
+        ),
+    }),
     caughtBy: [JOURNAL_ORDER, DUPLICATE_SEQ, HEARTBEAT, LARGE],
   },
   {
@@ -99,7 +110,12 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
     patch: (inner) => ({
       async append(runId, rows, lease, body) {
         const seqs = new Set((await inner.readJournal(runId, 0)).map((row) => row.seq));
-        await inner.append(runId, rows.filter((row) => !seqs.has(row.seq)), lease, body);
+        await inner.append(
+          runId,
+          rows.filter((row) => !seqs.has(row.seq)),
+          lease,
+          body,
+        );
       },
     }),
     caughtBy: [DUPLICATE_SEQ, HEARTBEAT],
@@ -133,7 +149,11 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
         async acquireLease(runId, lease, now, takeOverFrom) {
           const row = await inner.readRun(runId);
           if (row === null) return false;
-          const free = row.leaseOwner === null || row.leaseUntil < now || row.leaseOwner === lease.owner || row.leaseOwner === takeOverFrom;
+          const free =
+            row.leaseOwner === null ||
+            row.leaseUntil < now ||
+            row.leaseOwner === lease.owner ||
+            row.leaseOwner === takeOverFrom;
           if (!free) return false;
           await null; // the gap between the read and the write, where another caller reads the same free lease
           void inner.releaseLease(runId, holders.get(runId) ?? '');
@@ -157,7 +177,9 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
   },
   {
     breakage: 'judges expiry by its own clock, not the `now` it is given',
-    patch: (inner) => ({ acquireLease: (runId, lease, _now, takeOverFrom) => inner.acquireLease(runId, lease, Date.now(), takeOverFrom) }),
+    patch: (inner) => ({
+      acquireLease: (runId, lease, _now, takeOverFrom) => inner.acquireLease(runId, lease, Date.now(), takeOverFrom),
+    }),
     caughtBy: [LEASE_EXPIRY],
   },
   {
@@ -201,7 +223,13 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
     breakage: 'creates a run over an existing one',
     patch: (inner) => ({
       async createRun(runId, body, lease) {
-        if ((await inner.readRun(runId)) !== null) await inner.append(runId, [], { owner: (await inner.readRun(runId))!.leaseOwner ?? '', until: lease.until }, body);
+        if ((await inner.readRun(runId)) !== null)
+          await inner.append(
+            runId,
+            [],
+            { owner: (await inner.readRun(runId))!.leaseOwner ?? '', until: lease.until },
+            body,
+          );
         else await inner.createRun(runId, body, lease);
         return true;
       },
@@ -210,15 +238,25 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
   },
   {
     breakage: 'cuts journal bodies at 65,535 characters',
-    patch: (inner) => ({ append: (runId, rows, lease, body) => inner.append(runId, rows.map((row) => ({ ...row, body: row.body.slice(0, 65_535) })), lease, body) }),
+    patch: (inner) => ({
+      append: (runId, rows, lease, body) =>
+        inner.append(
+          runId,
+          rows.map((row) => ({ ...row, body: row.body.slice(0, 65_535) })),
+          lease,
+          body,
+        ),
+    }),
     caughtBy: [LARGE],
   },
   {
     breakage: 'stores run bodies without astral characters (a 3-byte UTF-8 column)',
-    patch: (inner) => ({ readRun: async (runId) => {
-      const row = await inner.readRun(runId);
-      return row === null ? null : { ...row, body: withoutAstral(row.body) };
-    } }),
+    patch: (inner) => ({
+      readRun: async (runId) => {
+        const row = await inner.readRun(runId);
+        return row === null ? null : { ...row, body: withoutAstral(row.body) };
+      },
+    }),
     caughtBy: [UNICODE],
   },
 ];
@@ -234,7 +272,11 @@ describe('storeContract', () => {
     for (const [name, error] of failed) {
       expect(error).toBeInstanceOf(StoreContractError);
       expect(error).toMatchObject({ code: 'store_contract_violated', check: name, name: 'StoreContractError' });
-      expect((error as Error).message).toMatch(new RegExp(`^store contract check "${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}" failed: .+: expected .+, got .+`));
+      expect((error as Error).message).toMatch(
+        new RegExp(
+          `^store contract check "${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}" failed: .+: expected .+, got .+`,
+        ),
+      );
     }
   });
 
@@ -255,7 +297,13 @@ describe('storeContract', () => {
 
   it('fails a check whose store throws, with the thrown error as cause', async () => {
     const boom = new Error('disk full');
-    const failed = await failures(brokenStore(() => ({ readJournal: async () => { throw boom; } })));
+    const failed = await failures(
+      brokenStore(() => ({
+        readJournal: async () => {
+          throw boom;
+        },
+      })),
+    );
     const error = failed.get(named(JOURNAL_ORDER)) as StoreContractError;
     expect(error.actual).toBe('it threw Error: disk full');
     expect(error.cause).toBe(boom);
@@ -270,7 +318,13 @@ describe('storeContract', () => {
 
   it('closes each store and calls cleanup after it, when the check passes and when it fails', async () => {
     const events: string[] = [];
-    const make = brokenStore((inner) => ({ setPaused: async () => undefined, close: async () => { events.push('close'); await inner.close(); } }));
+    const make = brokenStore((inner) => ({
+      setPaused: async () => undefined,
+      close: async () => {
+        events.push('close');
+        await inner.close();
+      },
+    }));
     const checks = storeContract(make, { ...SMALL, cleanup: () => void events.push('cleanup') });
     await checks.find((check) => check.name === named(CANCEL))!.run();
     await expect(checks.find((check) => check.name === named(PAUSE))!.run()).rejects.toBeInstanceOf(StoreContractError);
@@ -279,16 +333,36 @@ describe('storeContract', () => {
 
   it('fails a check whose store cannot close, and still calls cleanup', async () => {
     let cleaned = 0;
-    const [check] = storeContract(brokenStore(() => ({ close: async () => { throw new Error('pool stuck'); } })), { cleanup: () => void cleaned++ });
-    await expect(check!.run()).rejects.toMatchObject({ code: 'store_contract_violated', actual: 'it threw Error: pool stuck' });
+    const [check] = storeContract(
+      brokenStore(() => ({
+        close: async () => {
+          throw new Error('pool stuck');
+        },
+      })),
+      { cleanup: () => void cleaned++ },
+    );
+    await expect(check!.run()).rejects.toMatchObject({
+      code: 'store_contract_violated',
+      actual: 'it threw Error: pool stuck',
+    });
     expect(cleaned).toBe(1);
   });
 
   it('fails with StoreContractError when makeStore throws or gives something that is not a store', async () => {
-    const [throwing] = storeContract(() => { throw new Error('no database'); });
-    await expect(throwing!.run()).rejects.toMatchObject({ code: 'store_contract_violated', expected: 'a new store', actual: 'it threw Error: no database' });
+    const [throwing] = storeContract(() => {
+      throw new Error('no database');
+    });
+    await expect(throwing!.run()).rejects.toMatchObject({
+      code: 'store_contract_violated',
+      expected: 'a new store',
+      actual: 'it threw Error: no database',
+    });
     const [empty] = storeContract(async () => ({}) as Store);
-    await expect(empty!.run()).rejects.toMatchObject({ code: 'store_contract_violated', expected: 'an object with the Store methods', actual: '{}' });
+    await expect(empty!.run()).rejects.toMatchObject({
+      code: 'store_contract_violated',
+      expected: 'an object with the Store methods',
+      actual: '{}',
+    });
   });
 
   it('refuses bad arguments before any check runs, naming each field', () => {
@@ -302,7 +376,11 @@ describe('storeContract', () => {
       throw new Error('not refused');
     };
     expect(issues(() => storeContract(memoryStore() as never))).toEqual(['makeStore']);
-    expect(issues(() => storeContract(() => memoryStore(), { cleanup: 'rm -rf' as never, largeRecordChars: 10, concurrency: 1 }))).toEqual(['cleanup', 'largeRecordChars', 'concurrency']);
+    expect(
+      issues(() =>
+        storeContract(() => memoryStore(), { cleanup: 'rm -rf' as never, largeRecordChars: 10, concurrency: 1 }),
+      ),
+    ).toEqual(['cleanup', 'largeRecordChars', 'concurrency']);
   });
 
   it('names every check uniquely, so a runner shows each one', () => {

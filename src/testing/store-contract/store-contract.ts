@@ -42,21 +42,35 @@ const DEFAULT_CONCURRENCY = 16;
 
 function checkOptions(makeStore: unknown, options: StoreContractOptions | undefined): void {
   const issues: ConfigIssue[] = [];
-  if (typeof makeStore !== 'function') issues.push({ path: 'makeStore', message: 'expected a function that returns a new, empty store (or a promise of one)' });
-  if (options !== undefined && (typeof options !== 'object' || options === null)) issues.push({ path: 'options', message: 'expected an object' });
+  if (typeof makeStore !== 'function')
+    issues.push({
+      path: 'makeStore',
+      message: 'expected a function that returns a new, empty store (or a promise of one)',
+    });
+  if (options !== undefined && (typeof options !== 'object' || options === null))
+    issues.push({ path: 'options', message: 'expected an object' });
   else {
-    if (options?.cleanup !== undefined && typeof options.cleanup !== 'function') issues.push({ path: 'cleanup', message: 'expected a function of the store' });
+    if (options?.cleanup !== undefined && typeof options.cleanup !== 'function')
+      issues.push({ path: 'cleanup', message: 'expected a function of the store' });
     const size = options?.largeRecordChars;
-    if (size !== undefined && !(Number.isInteger(size) && size >= 64)) issues.push({ path: 'largeRecordChars', message: 'expected an integer of at least 64' });
+    if (size !== undefined && !(Number.isInteger(size) && size >= 64))
+      issues.push({ path: 'largeRecordChars', message: 'expected an integer of at least 64' });
     const concurrency = options?.concurrency;
-    if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 2)) issues.push({ path: 'concurrency', message: 'expected an integer of at least 2' });
+    if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 2))
+      issues.push({ path: 'concurrency', message: 'expected an integer of at least 2' });
   }
   if (issues.length > 0) throw new LoopConfigError({ issues });
 }
 
 /** Something to call a store method on: a contract check cannot run on less. */
 function isStoreLike(value: unknown): value is Store {
-  return typeof value === 'object' && value !== null && ['createRun', 'readRun', 'acquireLease', 'append', 'close'].every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    ['createRun', 'readRun', 'acquireLease', 'append', 'close'].every(
+      (method) => typeof (value as Record<string, unknown>)[method] === 'function',
+    )
+  );
 }
 
 /**
@@ -75,14 +89,23 @@ function isStoreLike(value: unknown): value is Store {
  *   for (const check of storeContract(() => myStore({ database: freshDatabase() }))) it(check.name, check.run);
  * });
  */
-export function storeContract(makeStore: () => Store | Promise<Store>, options?: StoreContractOptions): StoreContractCheck[] {
+export function storeContract(
+  makeStore: () => Store | Promise<Store>,
+  options?: StoreContractOptions,
+): StoreContractCheck[] {
   checkOptions(makeStore, options);
   const largeRecordChars = options?.largeRecordChars ?? DEFAULT_LARGE_RECORD_CHARS;
   const concurrency = options?.concurrency ?? DEFAULT_CONCURRENCY;
   return CHECKS.map(({ name, body }) => ({
     name,
     run: async () => {
-      const setup: CheckContext = { check: name, store: undefined as unknown as Store, now: Date.now(), largeRecordChars, concurrency };
+      const setup: CheckContext = {
+        check: name,
+        store: undefined as unknown as Store,
+        now: Date.now(),
+        largeRecordChars,
+        concurrency,
+      };
       let store: unknown;
       try {
         store = await makeStore();
@@ -96,12 +119,27 @@ export function storeContract(makeStore: () => Store | Promise<Store>, options?:
         await body(context);
       } catch (error) {
         // A store that answers with the wrong shape can make the check itself throw: still the store's fault.
-        failure = error instanceof StoreContractError ? error : new StoreContractError({ check: name, what: 'running the check', expected: 'answers of the shapes the Store interface declares', actual: `an error while reading them: ${describe(error)}`, cause: error });
+        failure =
+          error instanceof StoreContractError
+            ? error
+            : new StoreContractError({
+                check: name,
+                what: 'running the check',
+                expected: 'answers of the shapes the Store interface declares',
+                actual: `an error while reading them: ${describe(error)}`,
+                cause: error,
+              });
       }
       try {
         await store.close();
       } catch (error) {
-        failure ??= new StoreContractError({ check: name, what: 'store.close() after the check', expected: 'the store to close', actual: `it threw ${describe(error)}`, cause: error });
+        failure ??= new StoreContractError({
+          check: name,
+          what: 'store.close() after the check',
+          expected: 'the store to close',
+          actual: `it threw ${describe(error)}`,
+          cause: error,
+        });
       }
       try {
         await options?.cleanup?.(store);

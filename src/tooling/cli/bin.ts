@@ -13,7 +13,14 @@ let finished = false;
 process.once('beforeExit', () => {
   if (finished) return;
   console.error(`loopstate: ${NEVER_SETTLED_MESSAGE}`);
-  if (argv.includes('--json')) console.log(JSON.stringify({ error: { code: 'never_settled', message: NEVER_SETTLED_MESSAGE, exitCode: EXIT_CODES.failure } }, null, 2));
+  if (argv.includes('--json'))
+    console.log(
+      JSON.stringify(
+        { error: { code: 'never_settled', message: NEVER_SETTLED_MESSAGE, exitCode: EXIT_CODES.failure } },
+        null,
+        2,
+      ),
+    );
   process.exitCode = EXIT_CODES.failure;
 });
 

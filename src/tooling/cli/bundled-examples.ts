@@ -23,14 +23,16 @@ export const BUNDLED_EXAMPLES: Readonly<Record<string, BundledExample>> = Object
     },
   },
   'weekly-report': {
-    description: 'hybrid workflow classify → draft → format; the draft fails twice (non-JSON) and is retried with feedback',
+    description:
+      'hybrid workflow classify → draft → format; the draft fails twice (non-JSON) and is retried with feedback',
     load: async () => {
       const { offlineConfig, goal } = await import('../../../examples/weekly-report.js');
       return { config: offlineConfig(), goal };
     },
   },
   'tool-feedback': {
-    description: 'calculator, time service, flaky knowledge base: success rates, circuit breaker, tools ordered by weight',
+    description:
+      'calculator, time service, flaky knowledge base: success rates, circuit breaker, tools ordered by weight',
     load: async () => {
       const { offlineConfig, goal } = await import('../../../examples/tool-feedback.js');
       return { config: offlineConfig(), goal };
@@ -38,7 +40,8 @@ export const BUNDLED_EXAMPLES: Readonly<Record<string, BundledExample>> = Object
   },
   // Stops for approval of a restart, is approved, and resumes from its SQLite store: the result is the resumed run's.
   incident: {
-    description: '23 distinct diagnostics (one tool, 22 before the restart and one after), a restart stopped for approval, approved and resumed from SQLite',
+    description:
+      '23 distinct diagnostics (one tool, 22 before the restart and one after), a restart stopped for approval, approved and resumed from SQLite',
     play: async (log) => {
       const { runIncidentExample } = await import('../../../examples/incident.js');
       return (await runIncidentExample(log)).resumed;

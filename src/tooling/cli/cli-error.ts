@@ -32,7 +32,11 @@ export const NEVER_SETTLED_MESSAGE =
 
 export type CliErrorKind = 'usage' | 'loop_file' | 'model_setup';
 
-const EXIT_CODE_OF: Record<CliErrorKind, number> = { usage: EXIT_CODES.usage, loop_file: EXIT_CODES.loopFile, model_setup: EXIT_CODES.modelSetup };
+const EXIT_CODE_OF: Record<CliErrorKind, number> = {
+  usage: EXIT_CODES.usage,
+  loop_file: EXIT_CODES.loopFile,
+  model_setup: EXIT_CODES.modelSetup,
+};
 
 /**
  * A failure the user can fix, said in one message; `code` is `cli_<kind>`.

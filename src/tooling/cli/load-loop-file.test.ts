@@ -14,16 +14,26 @@ describe('loopOfModule', () => {
   it('takes a createLoop result with its config, or a config, and the goal', () => {
     const config = { model: scriptedModel([reply('x')]) };
     const loop = createLoop(config);
-    expect(loopOfModule({ default: loop, goal: 'Do it' }, 'a.ts')).toEqual({ config: loop.config, loop, goal: 'Do it' });
+    expect(loopOfModule({ default: loop, goal: 'Do it' }, 'a.ts')).toEqual({
+      config: loop.config,
+      loop,
+      goal: 'Do it',
+    });
     expect(loop.config.model).toBe(config.model);
     expect(loopOfModule({ default: config }, 'b.ts')).toEqual({ config, loop: undefined, goal: undefined });
   });
 
   it.each([
-    [{}, 'm.js has no loop: its default export must be a createLoop(...) result or a loop config (there is no default export)'],
+    [
+      {},
+      'm.js has no loop: its default export must be a createLoop(...) result or a loop config (there is no default export)',
+    ],
     [{ default: { tools: [] } }, '(the default export is an object with keys tools)'],
     [{ default: 'loop' }, 'the default export is a string (loop)'],
-    [{ default: { model: scriptedModel([]) }, goal: 42 }, 'the exported goal must be a non-empty string, got a number (42)'],
+    [
+      { default: { model: scriptedModel([]) }, goal: 42 },
+      'the exported goal must be a non-empty string, got a number (42)',
+    ],
     [{ default: { model: scriptedModel([]) }, goal: '  ' }, 'the exported goal must be a non-empty string'],
     [{ default: { run: () => undefined } }, 'the default export is a loop without its config'],
   ])('refuses %j', (exports, message) => {
@@ -42,11 +52,16 @@ describe('loadLoopFile', () => {
     await expect(loadLoopFile('nope.ts', directory)).rejects.toThrow('no such loop file: nope.ts');
     await expect(loadLoopFile('.', directory)).rejects.toThrow('no such loop file: .');
     writeFileSync(join(directory, 'loop.cjs'), 'module.exports = {};');
-    await expect(loadLoopFile('loop.cjs', directory)).rejects.toThrow('loop.cjs is not a JavaScript or TypeScript module (.js, .mjs, .ts, .mts), got ".cjs"');
+    await expect(loadLoopFile('loop.cjs', directory)).rejects.toThrow(
+      'loop.cjs is not a JavaScript or TypeScript module (.js, .mjs, .ts, .mts), got ".cjs"',
+    );
   });
 
   it('imports a .mjs file relative to the directory given', async () => {
-    writeFileSync(join(directory, 'loop.mjs'), "export const goal = 'Hi';\nexport default { model: { id: 'm', generate: async () => ({ text: 'hi', toolCalls: [] }) } };\n");
+    writeFileSync(
+      join(directory, 'loop.mjs'),
+      "export const goal = 'Hi';\nexport default { model: { id: 'm', generate: async () => ({ text: 'hi', toolCalls: [] }) } };\n",
+    );
     const loaded = await loadLoopFile('loop.mjs', directory);
     expect(loaded).toMatchObject({ goal: 'Hi', loop: undefined, path: join(directory, 'loop.mjs') });
   });

@@ -54,10 +54,16 @@ export async function loadLoopFile(file: string, cwd: string = process.cwd()): P
   const fail = (message: string, cause?: unknown) => new LoopFileError({ path, message, cause });
   if (!existsSync(path) || !statSync(path).isFile()) throw fail(`no such loop file: ${file}`);
   const extension = extname(path);
-  if (!SUPPORTED.has(extension)) throw fail(`${file} is not a JavaScript or TypeScript module (.js, .mjs, .ts, .mts), got "${extension || 'no extension'}"`);
+  if (!SUPPORTED.has(extension))
+    throw fail(
+      `${file} is not a JavaScript or TypeScript module (.js, .mjs, .ts, .mts), got "${extension || 'no extension'}"`,
+    );
   let exports: Record<string, unknown>;
   try {
-    exports = extension === '.ts' || extension === '.mts' ? await importTypeScript(path, cwd) : ((await import(pathToFileURL(path).href)) as Record<string, unknown>);
+    exports =
+      extension === '.ts' || extension === '.mts'
+        ? await importTypeScript(path, cwd)
+        : ((await import(pathToFileURL(path).href)) as Record<string, unknown>);
   } catch (error) {
     if (error instanceof LoopFileError) throw error;
     throw fail(`${file} could not be imported: ${thrownMessage(error)}`, error);
@@ -77,14 +83,20 @@ export async function loadLoopFile(file: string, cwd: string = process.cwd()): P
 export function loopOfModule(exports: Record<string, unknown>, name: string): Omit<LoadedLoop, 'path'> {
   const exported = exports.default;
   const goal = exports.goal;
-  if (goal !== undefined && (typeof goal !== 'string' || goal.trim() === '')) throw loopFileError(`${name}: the exported goal must be a non-empty string, got ${describe(goal)}`);
+  if (goal !== undefined && (typeof goal !== 'string' || goal.trim() === ''))
+    throw loopFileError(`${name}: the exported goal must be a non-empty string, got ${describe(goal)}`);
   if (isLoop(exported)) {
-    if (!isConfig(exported.config)) throw loopFileError(`${name}: the default export is a loop without its config; create it with createLoop from loopstate 0.1 or later`);
+    if (!isConfig(exported.config))
+      throw loopFileError(
+        `${name}: the default export is a loop without its config; create it with createLoop from loopstate 0.1 or later`,
+      );
     return { config: exported.config, loop: exported, goal };
   }
   if (isConfig(exported)) return { config: exported, loop: undefined, goal };
   const hint = exported === undefined ? 'there is no default export' : `the default export is ${describe(exported)}`;
-  throw loopFileError(`${name} has no loop: its default export must be a createLoop(...) result or a loop config (${hint}); e.g. \`export default createLoop({ model, ... })\` and \`export const goal = '...'\``);
+  throw loopFileError(
+    `${name} has no loop: its default export must be a createLoop(...) result or a loop config (${hint}); e.g. \`export default createLoop({ model, ... })\` and \`export const goal = '...'\``,
+  );
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
@@ -109,7 +121,10 @@ const loopFileError = (message: string, cause?: unknown, path = '') => new LoopF
 
 let typescriptEnabled = false;
 
-type ViteRunnerImport = (url: string, options: { configFile: false; logLevel: 'silent' }) => Promise<{ module: Record<string, unknown> }>;
+type ViteRunnerImport = (
+  url: string,
+  options: { configFile: false; logLevel: 'silent' },
+) => Promise<{ module: Record<string, unknown> }>;
 
 /**
  * Imports a TypeScript file, whichever way this process can: natively where Node strips types (22.6+),
@@ -134,10 +149,12 @@ async function importTypeScript(loopFile: string, cwd: string): Promise<Record<s
   } catch {
     runnerImport = undefined;
   }
-  if (runnerImport !== undefined) return (await runnerImport(loopFile, { configFile: false, logLevel: 'silent' })).module;
+  if (runnerImport !== undefined)
+    return (await runnerImport(loopFile, { configFile: false, logLevel: 'silent' })).module;
   throw new LoopFileError({
     path: loopFile,
-    message: `${loopFile} is TypeScript, which Node ${process.versions.node} cannot run without a build step; install the typescript package ` +
+    message:
+      `${loopFile} is TypeScript, which Node ${process.versions.node} cannot run without a build step; install the typescript package ` +
       '(npm install --save-dev typescript) so loopstate can strip its types, use Node 22.6+, or compile the file and run the .js',
   });
 }

@@ -17,7 +17,9 @@ describe('packageVersion', () => {
   });
 
   it("reads this repository's version by default", () => {
-    const manifest = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const manifest = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
     expect(packageVersion()).toBe(manifest.version);
   });
 

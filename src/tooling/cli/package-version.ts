@@ -7,11 +7,12 @@ import { readFileSync } from 'node:fs';
 const PACKAGE_NAME = 'loopstate';
 
 export function packageVersion(from: URL = new URL('.', import.meta.url)): string {
-  for (let directory = from; ; ) {
+  for (let directory = from; ;) {
     const manifest = readManifest(new URL('package.json', directory));
     if (manifest?.name === PACKAGE_NAME && typeof manifest.version === 'string') return manifest.version;
     const parent = new URL('..', directory);
-    if (parent.href === directory.href) throw new Error(`cannot find the package.json of ${PACKAGE_NAME} above ${from.pathname}`);
+    if (parent.href === directory.href)
+      throw new Error(`cannot find the package.json of ${PACKAGE_NAME} above ${from.pathname}`);
     directory = parent;
   }
 }

@@ -1,11 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { createOrderLoop, goal as orderGoal, offlineOrderModel } from '../../../examples/order-status.js';
 import { createToolFeedbackLoop, goal as toolFeedbackGoal } from '../../../examples/tool-feedback.js';
-import { createWeeklyReportLoop, goal as weeklyGoal, offlineWeeklyReportModel } from '../../../examples/weekly-report.js';
+import {
+  createWeeklyReportLoop,
+  goal as weeklyGoal,
+  offlineWeeklyReportModel,
+} from '../../../examples/weekly-report.js';
 import type { TraceEvent } from '../../index.js';
-import { createProgressView, initialProgress, progressStep, renderStatusLine, type ProgressState } from './progress-view.js';
+import {
+  createProgressView,
+  initialProgress,
+  progressStep,
+  renderStatusLine,
+  type ProgressState,
+} from './progress-view.js';
 
-const fold = (events: readonly TraceEvent[]): ProgressState => events.reduce((state, event) => progressStep(state, event).state, initialProgress());
+const fold = (events: readonly TraceEvent[]): ProgressState =>
+  events.reduce((state, event) => progressStep(state, event).state, initialProgress());
 const ESCAPE = '\u001B';
 /** A retry event as traces written before argumentErrors have it. */
 const withoutArgumentErrors = (event: TraceEvent): TraceEvent => {
@@ -25,15 +36,17 @@ describe('progress view: plain lines (not a TTY)', () => {
     expect(written).not.toContain(ESCAPE);
     expect(written).not.toContain('\r');
     const lines = written.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^run run_\w+: model scripted, tasks classify → draft → format; budgets 8 steps, 2 reflections per task, 3 attempts per model call, \$1, 90\.0 s deadline$/);
-    expect(lines).toContain('  retry 1 (reflection: the evaluator\'s reason is fed back to the model)');
+    expect(lines[0]).toMatch(
+      /^run run_\w+: model scripted, tasks classify → draft → format; budgets 8 steps, 2 reflections per task, 3 attempts per model call, \$1, 90\.0 s deadline$/,
+    );
+    expect(lines).toContain("  retry 1 (reflection: the evaluator's reason is fed back to the model)");
     expect(lines.filter((line) => line.startsWith('step '))).toHaveLength(5);
     expect(lines.find((line) => line.startsWith('  evaluation [draft]: failed (json)'))).toContain('not valid JSON');
     expect(lines.at(-1)).toBe('run ended: completed after 5 step(s)');
     expect(written.endsWith('step(s)\n\n')).toBe(true);
   });
 
-  it("names the field error of an argument repair, and only the layer for a trace without it", async () => {
+  it('names the field error of an argument repair, and only the layer for a trace without it', async () => {
     const { trace } = await createOrderLoop(offlineOrderModel()).run({ goal: orderGoal });
     const linesOf = (events: readonly TraceEvent[]) => {
       let written = '';
@@ -42,17 +55,33 @@ describe('progress view: plain lines (not a TTY)', () => {
       return written.split('\n');
     };
     const lines = linesOf(trace);
-    expect(lines[lines.findIndex((line) => line.startsWith('step 1/4')) + 1]).toBe(`  retry 1 · ${ORDER_REPAIR}, sent back to the model`);
-    expect(linesOf(trace.map(withoutArgumentErrors))).toContain('  retry 1 (argument repair: the field errors are sent back to the model)');
+    expect(lines[lines.findIndex((line) => line.startsWith('step 1/4')) + 1]).toBe(
+      `  retry 1 · ${ORDER_REPAIR}, sent back to the model`,
+    );
+    expect(linesOf(trace.map(withoutArgumentErrors))).toContain(
+      '  retry 1 (argument repair: the field errors are sent back to the model)',
+    );
   });
 
   it('lists each call of a repair, clipping a long field error', () => {
     const long = `note: ${'x'.repeat(300)}`;
     const { line, state } = progressStep(initialProgress(), {
-      type: 'retry', runId: 'r', at: 0, taskId: 'main', step: 3, layer: 'argument_repair', counter: 2, delayMs: 0,
-      argumentErrors: [{ callId: 'c1', name: 'lookup_order', error: 'orderId: expected string matching /^O-\\d+$/' }, { callId: 'c2', name: 'add_note', error: long }],
+      type: 'retry',
+      runId: 'r',
+      at: 0,
+      taskId: 'main',
+      step: 3,
+      layer: 'argument_repair',
+      counter: 2,
+      delayMs: 0,
+      argumentErrors: [
+        { callId: 'c1', name: 'lookup_order', error: 'orderId: expected string matching /^O-\\d+$/' },
+        { callId: 'c2', name: 'add_note', error: long },
+      ],
     });
-    expect(line).toMatch(/^ {2}retry 2 · lookup_order: argument repair \(orderId: expected string matching \/\^O-\\d\+\$\/\); add_note: argument repair \(note: x+…\), sent back to the model$/);
+    expect(line).toMatch(
+      /^ {2}retry 2 · lookup_order: argument repair \(orderId: expected string matching \/\^O-\\d\+\$\/\); add_note: argument repair \(note: x+…\), sent back to the model$/,
+    );
     expect(state.argumentRepair?.length).toBeLessThan(250);
   });
 
@@ -74,10 +103,25 @@ describe('progress view: plain lines (not a TTY)', () => {
 describe('progress view: status line (TTY)', () => {
   it('renders state, step of max, tokens and cost against budgets, time against the deadline and the tool running', () => {
     const state: ProgressState = {
-      ...initialProgress(), state: 'RUNNING.acting', taskId: 'draft', step: 2, maxSteps: 8, inputTokens: 1200, outputTokens: 80, costUsd: 0.0123,
-      maxInputTokens: 50_000, maxOutputTokens: null, maxCostUsd: 0.5, deadlineMs: 90_000, runStartedAt: 0, lastAt: 1_500, runningTools: ['search'],
+      ...initialProgress(),
+      state: 'RUNNING.acting',
+      taskId: 'draft',
+      step: 2,
+      maxSteps: 8,
+      inputTokens: 1200,
+      outputTokens: 80,
+      costUsd: 0.0123,
+      maxInputTokens: 50_000,
+      maxOutputTokens: null,
+      maxCostUsd: 0.5,
+      deadlineMs: 90_000,
+      runStartedAt: 0,
+      lastAt: 1_500,
+      runningTools: ['search'],
     };
-    expect(renderStatusLine(state, 200)).toBe('RUNNING.acting · step 2/8 [draft] · tokens 1200/50000 in, 80 out · $0.0123/$0.5 · 1.5 s/90.0 s · running search');
+    expect(renderStatusLine(state, 200)).toBe(
+      'RUNNING.acting · step 2/8 [draft] · tokens 1200/50000 in, 80 out · $0.0123/$0.5 · 1.5 s/90.0 s · running search',
+    );
     expect(renderStatusLine(state, 30)).toHaveLength(29);
     expect(renderStatusLine({ ...state, runningTools: [], streamedChars: 42 }, 200)).toMatch(/streaming 42 chars$/);
   });
@@ -88,7 +132,9 @@ describe('progress view: status line (TTY)', () => {
     const repairedReply = trace.findIndex((event, index) => index > repair && event.type === 'step-end');
     const during = fold(trace.slice(0, repairedReply));
     expect(during).toMatchObject({ step: 2, runningTools: [], argumentRepair: ORDER_REPAIR });
-    expect(renderStatusLine(during, 200)).toBe(`RUNNING.deciding · step 2/4 · tokens 180/200000 in, 22/20000 out · $0.0001/$0.05 · 0.0 s/30.0 s · ${ORDER_REPAIR}`);
+    expect(renderStatusLine(during, 200)).toBe(
+      `RUNNING.deciding · step 2/4 · tokens 180/200000 in, 22/20000 out · $0.0001/$0.05 · 0.0 s/30.0 s · ${ORDER_REPAIR}`,
+    );
     expect(fold(trace.slice(0, repairedReply + 1)).argumentRepair).toBeNull();
     // A trace without the field: no field error to show, and the repaired call is not shown as running either.
     const older = fold(trace.slice(0, repairedReply).map(withoutArgumentErrors));
@@ -103,7 +149,9 @@ describe('progress view: status line (TTY)', () => {
     const done = fold(trace);
     expect(done).toMatchObject({ state: 'TERMINATED', step: 14, maxSteps: 24, runningTools: [] });
     const end = trace.at(-1);
-    expect(end?.type === 'run-end' && done.costUsd === end.usage.costUsd && done.inputTokens === end.usage.inputTokens).toBe(true);
+    expect(
+      end?.type === 'run-end' && done.costUsd === end.usage.costUsd && done.inputTokens === end.usage.inputTokens,
+    ).toBe(true);
   });
 
   it('redraws the status line in place, prints lines above it, and clears it at the end', async () => {
@@ -117,7 +165,11 @@ describe('progress view: status line (TTY)', () => {
     expect(output).toContain('RUNNING.deciding · step 1/8 [classify]');
     expect(output).toContain('  retry 2 (reflection');
     // Every permanent line starts on a cleared line; the status line never ends with a newline.
-    expect(writes.filter((text) => text.startsWith('RUNNING') || text.startsWith('READY')).every((text) => !text.endsWith('\n'))).toBe(true);
+    expect(
+      writes
+        .filter((text) => text.startsWith('RUNNING') || text.startsWith('READY'))
+        .every((text) => !text.endsWith('\n')),
+    ).toBe(true);
     expect(writes.at(-1)).toBe('run ended: completed after 5 step(s)\n\n');
   });
 
@@ -128,14 +180,23 @@ describe('progress view: status line (TTY)', () => {
     for (const event of trace) view.onEvent(event);
     view.finish();
     expect(writes).toContain(`  retry 1 · ${ORDER_REPAIR}, sent back to the model\n`);
-    expect(writes).toContain(`RUNNING.deciding · step 2/4 · tokens 180/200000 in, 22/20000 out · $0.0001/$0.05 · 0.0 s/30.0 s · ${ORDER_REPAIR}`);
+    expect(writes).toContain(
+      `RUNNING.deciding · step 2/4 · tokens 180/200000 in, 22/20000 out · $0.0001/$0.05 · 0.0 s/30.0 s · ${ORDER_REPAIR}`,
+    );
   });
 
   it('throttles redraws for streamed text', () => {
     let now = 0;
     const writes: string[] = [];
     const view = createProgressView({ write: (text) => writes.push(text), tty: true, now: () => now });
-    const delta = (text: string): TraceEvent => ({ type: 'model-delta', runId: 'r', at: 0, taskId: 'main', step: 1, text });
+    const delta = (text: string): TraceEvent => ({
+      type: 'model-delta',
+      runId: 'r',
+      at: 0,
+      taskId: 'main',
+      step: 1,
+      text,
+    });
     view.onEvent(delta('a'));
     const afterFirst = writes.length;
     view.onEvent(delta('b'));

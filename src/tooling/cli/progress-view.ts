@@ -39,9 +39,24 @@ export interface ProgressState {
 
 export function initialProgress(): ProgressState {
   return {
-    runId: null, state: 'READY', taskId: null, step: 0, maxSteps: null, inputTokens: 0, outputTokens: 0, costUsd: 0,
-    maxInputTokens: null, maxOutputTokens: null, maxCostUsd: null, deadlineMs: null, runStartedAt: null, lastAt: null,
-    runningTools: [], streamedChars: 0, circuits: {}, argumentRepair: null,
+    runId: null,
+    state: 'READY',
+    taskId: null,
+    step: 0,
+    maxSteps: null,
+    inputTokens: 0,
+    outputTokens: 0,
+    costUsd: 0,
+    maxInputTokens: null,
+    maxOutputTokens: null,
+    maxCostUsd: null,
+    deadlineMs: null,
+    runStartedAt: null,
+    lastAt: null,
+    runningTools: [],
+    streamedChars: 0,
+    circuits: {},
+    argumentRepair: null,
   };
 }
 
@@ -53,7 +68,10 @@ export function initialProgress(): ProgressState {
  * let state = initialProgress();
  * for (const event of result.trace) { const step = progressStep(state, event); state = step.state; if (step.line) console.error(step.line); }
  */
-export function progressStep(previous: ProgressState, event: TraceEvent): { state: ProgressState; line: string | null } {
+export function progressStep(
+  previous: ProgressState,
+  event: TraceEvent,
+): { state: ProgressState; line: string | null } {
   const step = describeEvent(previous, event);
   return step.line === null ? step : { state: step.state, line: terminalSafe(step.line) };
 }
@@ -64,42 +82,78 @@ function describeEvent(previous: ProgressState, event: TraceEvent): { state: Pro
     case 'run-start': {
       const { limits } = event;
       Object.assign(state, {
-        runId: event.runId, runStartedAt: event.at, maxSteps: limits.maxSteps, maxInputTokens: limits.maxInputTokens, maxOutputTokens: limits.maxOutputTokens,
-        maxCostUsd: limits.maxCostUsd, deadlineMs: limits.deadlineMs,
+        runId: event.runId,
+        runStartedAt: event.at,
+        maxSteps: limits.maxSteps,
+        maxInputTokens: limits.maxInputTokens,
+        maxOutputTokens: limits.maxOutputTokens,
+        maxCostUsd: limits.maxCostUsd,
+        deadlineMs: limits.deadlineMs,
       });
       const tasks = event.tasks.length > 1 ? `, tasks ${event.tasks.join(' → ')}` : '';
-      const budgets = [`${limits.maxSteps ?? '∞'} steps`, limits.maxRetries === null ? null : `${limits.maxRetries} reflections per task`, limits.maxTransportAttempts == null ? null : `${limits.maxTransportAttempts} attempts per model call`, limits.maxCostUsd === null ? null : `$${limits.maxCostUsd}`, limits.deadlineMs === null ? null : `${seconds(limits.deadlineMs)} deadline`].filter(Boolean).join(', ');
+      const budgets = [
+        `${limits.maxSteps ?? '∞'} steps`,
+        limits.maxRetries === null ? null : `${limits.maxRetries} reflections per task`,
+        limits.maxTransportAttempts == null ? null : `${limits.maxTransportAttempts} attempts per model call`,
+        limits.maxCostUsd === null ? null : `$${limits.maxCostUsd}`,
+        limits.deadlineMs === null ? null : `${seconds(limits.deadlineMs)} deadline`,
+      ]
+        .filter(Boolean)
+        .join(', ');
       return { state, line: `run ${event.runId}: model ${event.modelId}${tasks}; budgets ${budgets}` };
     }
     case 'transition':
       state.state = event.to;
       return { state, line: null };
     case 'step-start':
-      Object.assign(state, { step: event.step, taskId: event.taskId, inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd, streamedChars: 0, runningTools: [] });
+      Object.assign(state, {
+        step: event.step,
+        taskId: event.taskId,
+        inputTokens: event.usage.inputTokens,
+        outputTokens: event.usage.outputTokens,
+        costUsd: event.usage.costUsd,
+        streamedChars: 0,
+        runningTools: [],
+      });
       return { state, line: null };
     case 'model-delta':
       state.streamedChars += event.text.length;
       return { state, line: null };
     case 'step-end': {
-      Object.assign(state, { inputTokens: state.inputTokens + event.inputTokens, outputTokens: state.outputTokens + event.outputTokens, costUsd: state.costUsd + event.costUsd });
+      Object.assign(state, {
+        inputTokens: state.inputTokens + event.inputTokens,
+        outputTokens: state.outputTokens + event.outputTokens,
+        costUsd: state.costUsd + event.costUsd,
+      });
       state.runningTools = event.toolCalls.map((call) => call.name);
       state.argumentRepair = null;
-      const what = event.toolCalls.length > 0
-        ? `tool call${event.toolCalls.length > 1 ? 's' : ''} ${event.toolCalls.map((call) => `${call.name} ${call.argumentsSummary}`).join(', ')}`
-        : event.decision === 'final' ? `reply ${clip(event.replySummary ?? '', 80)}` : `${event.decision.replaceAll('_', ' ')}${event.replySummary ? ` ${clip(event.replySummary, 60)}` : ''}`;
-      return { state, line: `step ${event.step}/${state.maxSteps ?? '∞'} [${event.taskId}] ${what}  (${event.inputTokens}+${event.outputTokens} tokens, $${event.costUsd.toFixed(6)}, ${event.latencyMs} ms)` };
+      const what =
+        event.toolCalls.length > 0
+          ? `tool call${event.toolCalls.length > 1 ? 's' : ''} ${event.toolCalls.map((call) => `${call.name} ${call.argumentsSummary}`).join(', ')}`
+          : event.decision === 'final'
+            ? `reply ${clip(event.replySummary ?? '', 80)}`
+            : `${event.decision.replaceAll('_', ' ')}${event.replySummary ? ` ${clip(event.replySummary, 60)}` : ''}`;
+      return {
+        state,
+        line: `step ${event.step}/${state.maxSteps ?? '∞'} [${event.taskId}] ${what}  (${event.inputTokens}+${event.outputTokens} tokens, $${event.costUsd.toFixed(6)}, ${event.latencyMs} ms)`,
+      };
     }
     case 'tool-end': {
       const index = state.runningTools.indexOf(event.name);
       if (index >= 0) state.runningTools = state.runningTools.filter((_, at) => at !== index);
-      return { state, line: `  tool ${event.name} → ${event.status}${event.truncated ? ' (cut to fit)' : ''}  (${event.bytes} bytes, ${event.latencyMs} ms)` };
+      return {
+        state,
+        line: `  tool ${event.name} → ${event.status}${event.truncated ? ' (cut to fit)' : ''}  (${event.bytes} bytes, ${event.latencyMs} ms)`,
+      };
     }
     case 'tool-health': {
       const changes: string[] = [];
       const circuits = { ...state.circuits };
       for (const tool of event.tools) {
         if ((circuits[tool.name] ?? 'closed') !== tool.circuit) {
-          changes.push(`  circuit ${tool.name}: ${tool.circuit.replace('_', '-')}${tool.circuit === 'open' ? ` after ${tool.consecutiveFailures} failures in a row; withheld while it cools down` : tool.circuit === 'half_open' ? '; offered again on probation' : ''}`);
+          changes.push(
+            `  circuit ${tool.name}: ${tool.circuit.replace('_', '-')}${tool.circuit === 'open' ? ` after ${tool.consecutiveFailures} failures in a row; withheld while it cools down` : tool.circuit === 'half_open' ? '; offered again on probation' : ''}`,
+          );
         }
         circuits[tool.name] = tool.circuit;
       }
@@ -107,28 +161,50 @@ function describeEvent(previous: ProgressState, event: TraceEvent): { state: Pro
       return { state, line: changes.length > 0 ? changes.join('\n') : null };
     }
     case 'evaluation-end':
-      return { state, line: `  evaluation [${event.taskId}]: ${event.passed ? 'passed' : `failed${event.evaluator ? ` (${event.evaluator})` : ''}: ${clip(event.reason, 120)}`}` };
+      return {
+        state,
+        line: `  evaluation [${event.taskId}]: ${event.passed ? 'passed' : `failed${event.evaluator ? ` (${event.evaluator})` : ''}: ${clip(event.reason, 120)}`}`,
+      };
     case 'retry': {
       const delay = event.delayMs > 0 ? `, after ${event.delayMs} ms` : '';
       // An argument repair runs none of the reply's calls: they are all answered and asked for again.
       if (event.layer === 'argument_repair') state.runningTools = [];
       // Traces written before the field errors were recorded say only which layer retried.
-      if (event.layer !== 'argument_repair' || event.argumentErrors === undefined || event.argumentErrors.length === 0) {
+      if (
+        event.layer !== 'argument_repair' ||
+        event.argumentErrors === undefined ||
+        event.argumentErrors.length === 0
+      ) {
         return { state, line: `  retry ${event.counter} (${retryLayer(event.layer)})${delay}` };
       }
-      state.argumentRepair = event.argumentErrors.map((entry) => `${entry.name}: argument repair (${clip(entry.error, 100)})`).join('; ');
+      state.argumentRepair = event.argumentErrors
+        .map((entry) => `${entry.name}: argument repair (${clip(entry.error, 100)})`)
+        .join('; ');
       return { state, line: `  retry ${event.counter} · ${state.argumentRepair}, sent back to the model${delay}` };
     }
     case 'no-progress':
-      return { state, line: `  no progress${event.signal ? ` (${event.signal})` : ''}: ${event.action === 'nudge' ? 'nudging the model' : 'stopping'} — ${clip(event.detail, 120)}` };
+      return {
+        state,
+        line: `  no progress${event.signal ? ` (${event.signal})` : ''}: ${event.action === 'nudge' ? 'nudging the model' : 'stopping'} — ${clip(event.detail, 120)}`,
+      };
     case 'model-error':
       return { state, line: `  model error (${event.errorKind}): ${clip(event.message, 120)}` };
     case 'context-trimmed':
-      return { state, line: `  context ${event.strategy === 'trim' ? 'trimmed' : 'summarized'}: ${event.tokensBefore} → ${event.tokensAfter} tokens` };
+      return {
+        state,
+        line: `  context ${event.strategy === 'trim' ? 'trimmed' : 'summarized'}: ${event.tokensBefore} → ${event.tokensAfter} tokens`,
+      };
     case 'warning':
       return { state, line: `  warning: ${clip(event.message, 160)}` };
     case 'run-end':
-      Object.assign(state, { state: 'TERMINATED', runningTools: [], argumentRepair: null, inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd });
+      Object.assign(state, {
+        state: 'TERMINATED',
+        runningTools: [],
+        argumentRepair: null,
+        inputTokens: event.usage.inputTokens,
+        outputTokens: event.usage.outputTokens,
+        costUsd: event.usage.costUsd,
+      });
       // The blank line sets the result printed after it apart from the progress.
       return { state, line: `run ended: ${event.stopReason} after ${event.steps} step(s)\n` };
     default:
@@ -155,7 +231,10 @@ export function renderStatusLine(state: ProgressState, columns = 120): string {
     `tokens ${state.inputTokens}${budget(state.maxInputTokens)} in, ${state.outputTokens}${budget(state.maxOutputTokens)} out`,
     `$${state.costUsd.toFixed(4)}${state.maxCostUsd === null ? '' : `/$${state.maxCostUsd}`}`,
   ];
-  if (state.runStartedAt !== null && state.lastAt !== null) parts.push(`${seconds(state.lastAt - state.runStartedAt)}${state.deadlineMs === null ? '' : `/${seconds(state.deadlineMs)}`}`);
+  if (state.runStartedAt !== null && state.lastAt !== null)
+    parts.push(
+      `${seconds(state.lastAt - state.runStartedAt)}${state.deadlineMs === null ? '' : `/${seconds(state.deadlineMs)}`}`,
+    );
   if (state.argumentRepair !== null) parts.push(state.argumentRepair);
   if (state.runningTools.length > 0) parts.push(`running ${state.runningTools.join(', ')}`);
   else if (state.streamedChars > 0) parts.push(`streaming ${state.streamedChars} chars`);
@@ -191,7 +270,11 @@ const STREAM_REDRAW_MS = 80;
  * await createLoop({ ...config, trace: { onEvent: view.onEvent } }).run({ goal });
  * view.finish();
  */
-export function createProgressView(options: ProgressViewOptions): { onEvent(event: TraceEvent): void; finish(): void; readonly state: ProgressState } {
+export function createProgressView(options: ProgressViewOptions): {
+  onEvent(event: TraceEvent): void;
+  finish(): void;
+  readonly state: ProgressState;
+} {
   let state = initialProgress();
   let statusShown = false;
   let lastDraw = -Infinity;

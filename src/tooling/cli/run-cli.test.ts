@@ -21,15 +21,23 @@ async function cli(argv: string[], examples?: Record<string, BundledExample>) {
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
-const manifest = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+const manifest = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 
 /** An example whose run fails its evaluation for good. */
 const failing: BundledExample = {
   description: 'fails',
-  load: () => Promise.resolve({
-    config: { model: scriptedModel([reply('not json')]), evaluate: [evaluators.json()], limits: { maxRetries: 0 }, clock: virtualClock() },
-    goal: 'Answer in JSON',
-  }),
+  load: () =>
+    Promise.resolve({
+      config: {
+        model: scriptedModel([reply('not json')]),
+        evaluate: [evaluators.json()],
+        limits: { maxRetries: 0 },
+        clock: virtualClock(),
+      },
+      goal: 'Answer in JSON',
+    }),
 };
 
 describe('runCli help and version', () => {
@@ -38,15 +46,31 @@ describe('runCli help and version', () => {
     expect(code).toBe(0);
     expect(out).toMatch(/^Usage: loopstate <command>/);
     expect(out).toContain('run <example | loop file>');
-    for (const name of ['order-status', 'weekly-report', 'tool-feedback', 'incident']) expect(out).toContain(`  ${name}`);
+    for (const name of ['order-status', 'weekly-report', 'tool-feedback', 'incident'])
+      expect(out).toContain(`  ${name}`);
     expect(err).toBe('');
   });
 
-  it.each([['run', '--help'], ['example', '-h'], ['help', 'run']])('prints the run options and exit codes for %s', async (...argv) => {
+  it.each([
+    ['run', '--help'],
+    ['example', '-h'],
+    ['help', 'run'],
+  ])('prints the run options and exit codes for %s', async (...argv) => {
     const { code, out } = await cli(argv);
     expect(code).toBe(0);
     expect(out).toMatch(/^Usage: loopstate run <example \| path\/to\/loop/);
-    for (const option of ['--model openai:<name>', '--base-url', '--api-key-env', '--record', '--replay', '--trace', '--json', '--quiet', 'Exit codes:']) expect(out).toContain(option);
+    for (const option of [
+      '--model openai:<name>',
+      '--base-url',
+      '--api-key-env',
+      '--record',
+      '--replay',
+      '--trace',
+      '--json',
+      '--quiet',
+      'Exit codes:',
+    ])
+      expect(out).toContain(option);
   });
 
   it('says in run and verify --help that the loop file is imported, its top level run, before the loop is looked for', async () => {
@@ -54,7 +78,9 @@ describe('runCli help and version', () => {
       const { code, out } = await cli([command, '--help']);
       expect(code).toBe(0);
       const text = out.replace(/\s+/g, ' ');
-      expect(text).toMatch(/file is imported to find (them|its loop): its top level runs \(with any side effects it has\) before (loopstate|verify) can tell whether it exports/);
+      expect(text).toMatch(
+        /file is imported to find (them|its loop): its top level runs \(with any side effects it has\) before (loopstate|verify) can tell whether it exports/,
+      );
     }
   });
 
@@ -92,7 +118,9 @@ describe('runCli usage errors exit 2', () => {
     const { code, out, err } = await cli(['example', 'billing'], { 'order-status': counted, 'weekly-report': counted });
     expect(code).toBe(2);
     expect(out).toBe('');
-    expect(err).toBe('loopstate run: unknown example "billing"; choose one of: order-status, weekly-report, or give the path of a loop file');
+    expect(err).toBe(
+      'loopstate run: unknown example "billing"; choose one of: order-status, weekly-report, or give the path of a loop file',
+    );
     expect(loads).toBe(0);
   });
 
@@ -114,8 +142,12 @@ describe('runCli usage errors exit 2', () => {
 
   it('refuses conflicting model options', async () => {
     expect((await cli(['run', 'order-status', '--replay', 'a.json', '--record', 'b.json'])).code).toBe(2);
-    expect((await cli(['run', 'order-status', '--base-url', 'http://127.0.0.1:1/v1'])).err).toContain('--base-url needs --model openai:<name>');
-    expect((await cli(['run', 'order-status', '--model', 'gpt-4.1'])).err).toContain('--model expects openai:<model name>');
+    expect((await cli(['run', 'order-status', '--base-url', 'http://127.0.0.1:1/v1'])).err).toContain(
+      '--base-url needs --model openai:<name>',
+    );
+    expect((await cli(['run', 'order-status', '--model', 'gpt-4.1'])).err).toContain(
+      '--model expects openai:<model name>',
+    );
   });
 });
 
@@ -124,13 +156,21 @@ describe('runCli run and example', () => {
     const { code, out, err } = await cli(['example']);
     expect(code).toBe(0);
     expect(err).toContain('step 1/4 [main] tool call get_order_status {"order_id":"101"}');
-    expect(err).toContain('  retry 1 · get_order_status: argument repair (order_id: expected an order id like O-100), sent back to the model\n');
+    expect(err).toContain(
+      '  retry 1 · get_order_status: argument repair (order_id: expected an order id like O-100), sent back to the model\n',
+    );
     expect(out.split('\n').slice(0, 5)).toEqual([
-      'loopstate run: order-status (offline, scripted model)', '', 'status:      succeeded', 'stop reason: completed: every task finished with an answer', '             1 of 1 task(s) passed evaluation',
+      'loopstate run: order-status (offline, scripted model)',
+      '',
+      'status:      succeeded',
+      'stop reason: completed: every task finished with an answer',
+      '             1 of 1 task(s) passed evaluation',
     ]);
     expect(out).toContain('"answer":"Order O-101 has shipped."');
     expect(out).toContain('steps:       3 of 4; retries: 1 argument repair');
-    expect(out).toMatch(/trace: {7}\.loopstate\/runs\/run_\w+\.jsonl \(\d+ events\)\n {13}open it with: loopstate inspect \.loopstate\/runs\/run_\w+\.jsonl/);
+    expect(out).toMatch(
+      /trace: {7}\.loopstate\/runs\/run_\w+\.jsonl \(\d+ events\)\n {13}open it with: loopstate inspect \.loopstate\/runs\/run_\w+\.jsonl/,
+    );
   });
 
   it('writes the trace where --trace says and prints the result as JSON with --json, without progress on stdout', async () => {
@@ -138,8 +178,15 @@ describe('runCli run and example', () => {
     expect(code).toBe(0);
     expect(err).toContain('retry 2 (reflection');
     const printed = JSON.parse(out) as { target: string; model: string; traceFile: string; result: RunResult };
-    expect(printed).toMatchObject({ target: 'weekly-report', model: 'offline, scripted model', traceFile: join('traces', 'weekly.jsonl'), result: { status: 'succeeded', stopReason: 'completed' } });
-    const lines = readFileSync(join(cwd, 'traces', 'weekly.jsonl'), 'utf8').trim().split('\n');
+    expect(printed).toMatchObject({
+      target: 'weekly-report',
+      model: 'offline, scripted model',
+      traceFile: join('traces', 'weekly.jsonl'),
+      result: { status: 'succeeded', stopReason: 'completed' },
+    });
+    const lines = readFileSync(join(cwd, 'traces', 'weekly.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
     expect(lines).toHaveLength(printed.result.trace.length);
   });
 
@@ -147,7 +194,14 @@ describe('runCli run and example', () => {
     const seen: string[] = [];
     const own: BundledExample = {
       description: 'own trace',
-      load: () => Promise.resolve({ config: { model: scriptedModel([reply('done')]), trace: { file: 'own.jsonl', onEvent: (event) => seen.push(event.type) } }, goal: 'Go' }),
+      load: () =>
+        Promise.resolve({
+          config: {
+            model: scriptedModel([reply('done')]),
+            trace: { file: 'own.jsonl', onEvent: (event) => seen.push(event.type) },
+          },
+          goal: 'Go',
+        }),
     };
     const { code, out } = await cli(['run', 'own', '--quiet'], { own });
     expect(code).toBe(0);
@@ -170,15 +224,33 @@ describe('runCli run and example', () => {
     expect(err).toMatch(/stopped after \d+ steps: needs_human; waiting for approval of restart_service/);
     const printed = JSON.parse(out) as { traceFile: string; result: RunResult };
     expect(printed.result).toMatchObject({ status: 'succeeded', stopReason: 'completed' });
-    expect(readFileSync(join(cwd, printed.traceFile), 'utf8').trim().split('\n')).toHaveLength(printed.result.trace.length);
+    expect(readFileSync(join(cwd, printed.traceFile), 'utf8').trim().split('\n')).toHaveLength(
+      printed.result.trace.length,
+    );
     expect((await cli(['run', 'incident', '--model', 'openai:gpt-4.1-mini'])).code).toBe(2);
   });
 
   it("adds the model's own id to --json beside how it ran, for a played example too", async () => {
-    const named: BundledExample = { description: 'named model', load: () => Promise.resolve({ config: { model: scriptedModel([reply('done')], { id: 'gpt-4.1-mini' }), prices: { 'gpt-4.1-mini': { inputPerMillion: 0.4, outputPerMillion: 1.6 } } }, goal: 'Go' }) };
-    const printed = JSON.parse((await cli(['run', 'named', '--json', '--quiet'], { named })).out) as { model: string; modelId: string };
+    const named: BundledExample = {
+      description: 'named model',
+      load: () =>
+        Promise.resolve({
+          config: {
+            model: scriptedModel([reply('done')], { id: 'gpt-4.1-mini' }),
+            prices: { 'gpt-4.1-mini': { inputPerMillion: 0.4, outputPerMillion: 1.6 } },
+          },
+          goal: 'Go',
+        }),
+    };
+    const printed = JSON.parse((await cli(['run', 'named', '--json', '--quiet'], { named })).out) as {
+      model: string;
+      modelId: string;
+    };
     expect(printed).toMatchObject({ model: 'offline, gpt-4.1-mini model', modelId: 'gpt-4.1-mini' });
-    const played = JSON.parse((await cli(['run', 'incident', '--json', '--quiet'])).out) as { model: string; modelId: string };
+    const played = JSON.parse((await cli(['run', 'incident', '--json', '--quiet'])).out) as {
+      model: string;
+      modelId: string;
+    };
     expect(played).toMatchObject({ model: 'offline, scripted model', modelId: 'scripted' });
   });
 
@@ -198,7 +270,14 @@ describe('runCli run and example', () => {
   });
 
   it('names the missing API key variable, exit 4', async () => {
-    const { code, err } = await cli(['run', 'order-status', '--model', 'openai:gpt-4.1-mini', '--api-key-env', 'MY_KEY']);
+    const { code, err } = await cli([
+      'run',
+      'order-status',
+      '--model',
+      'openai:gpt-4.1-mini',
+      '--api-key-env',
+      'MY_KEY',
+    ]);
     expect(code).toBe(4);
     expect(err).toBe('loopstate run: the API key variable MY_KEY is not set; export MY_KEY=<key>');
   });

@@ -14,7 +14,6 @@ import { runVerifyCommand } from './verify-command.js';
 import { terminalSafe } from './terminal-safe.js';
 import { parseArgs } from 'node:util';
 
-
 export interface RunCliOptions {
   /** Examples by name; defaults to the bundled ones (tests inject their own). */
   examples?: Readonly<Record<string, BundledExample>>;
@@ -69,7 +68,12 @@ export async function runCli(argv: readonly string[], io: CliIo, options: RunCli
   }
 }
 
-async function dispatch(argv: readonly string[], io: CliIo, examples: Readonly<Record<string, BundledExample>>, stop?: AbortSignal): Promise<number> {
+async function dispatch(
+  argv: readonly string[],
+  io: CliIo,
+  examples: Readonly<Record<string, BundledExample>>,
+  stop?: AbortSignal,
+): Promise<number> {
   const [command, ...rest] = argv;
   const commandIo = { ...io, examples };
   switch (command) {
@@ -85,7 +89,9 @@ async function dispatch(argv: readonly string[], io: CliIo, examples: Readonly<R
       io.out(usage(examples));
       return EXIT_SUCCESS;
     case 'help':
-      return rest[0] === undefined ? (io.out(usage(examples)), EXIT_SUCCESS) : dispatch([rest[0], '--help'], io, examples, stop);
+      return rest[0] === undefined
+        ? (io.out(usage(examples)), EXIT_SUCCESS)
+        : dispatch([rest[0], '--help'], io, examples, stop);
     case 'run':
       return runCommand(rest, commandIo);
     case 'example':
@@ -100,10 +106,19 @@ async function dispatch(argv: readonly string[], io: CliIo, examples: Readonly<R
   }
 }
 
-function inspect(argv: readonly string[], io: CliIo, examples: Readonly<Record<string, BundledExample>>, stop: AbortSignal | undefined): Promise<number> | number {
+function inspect(
+  argv: readonly string[],
+  io: CliIo,
+  examples: Readonly<Record<string, BundledExample>>,
+  stop: AbortSignal | undefined,
+): Promise<number> | number {
   let parsed;
   try {
-    parsed = parseArgs({ args: [...argv], allowPositionals: true, options: { port: { type: 'string' }, run: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      options: { port: { type: 'string' }, run: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    });
   } catch (error) {
     io.err(`loopstate inspect: ${thrownMessage(error)}\n\n${usage(examples)}`);
     return EXIT_USAGE;
@@ -112,7 +127,11 @@ function inspect(argv: readonly string[], io: CliIo, examples: Readonly<Record<s
     io.out(usage(examples));
     return EXIT_SUCCESS;
   }
-  const serve = (signal: AbortSignal) => inspectCommand({ tracePath: parsed.positionals[0], port: parsed.values.port, runId: parsed.values.run, stop: signal }, io);
+  const serve = (signal: AbortSignal) =>
+    inspectCommand(
+      { tracePath: parsed.positionals[0], port: parsed.values.port, runId: parsed.values.run, stop: signal },
+      io,
+    );
   return stop === undefined ? untilInterrupted(serve) : serve(stop);
 }
 

@@ -127,27 +127,53 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
     io.out(RUN_USAGE);
     return EXIT_CODES.success;
   }
-  if (positionals.length > 1) throw new CliError({ kind: 'usage', message: `expected one example or loop file, got ${positionals.length}: ${positionals.join(' ')}` });
+  if (positionals.length > 1)
+    throw new CliError({
+      kind: 'usage',
+      message: `expected one example or loop file, got ${positionals.length}: ${positionals.join(' ')}`,
+    });
   const target = positionals[0] ?? defaultTarget;
-  if (target === undefined) throw new CliError({ kind: 'usage', message: `name an example (${Object.keys(BUNDLED_EXAMPLES).join(', ')}) or a loop file\n\n${RUN_USAGE}` });
+  if (target === undefined)
+    throw new CliError({
+      kind: 'usage',
+      message: `name an example (${Object.keys(BUNDLED_EXAMPLES).join(', ')}) or a loop file\n\n${RUN_USAGE}`,
+    });
   const cwd = io.cwd ?? process.cwd();
   const examples = io.examples ?? BUNDLED_EXAMPLES;
   const example = Object.hasOwn(examples, target) ? examples[target] : undefined;
   const file = isAbsolute(target) ? target : join(cwd, target);
   if (example === undefined && !looksLikePath(target) && !existsSync(file)) {
-    throw new CliError({ kind: 'usage', message: `unknown example "${target}"; choose one of: ${Object.keys(examples).join(', ')}, or give the path of a loop file` });
+    throw new CliError({
+      kind: 'usage',
+      message: `unknown example "${target}"; choose one of: ${Object.keys(examples).join(', ')}, or give the path of a loop file`,
+    });
   }
   if (example !== undefined && 'play' in example) return playExample(target, example, flags, io, cwd);
   const loaded = example !== undefined ? await example.load() : await loadLoopFile(target, cwd);
   const goal = flags.goal ?? loaded.goal;
-  if (goal === undefined || goal.trim() === '') throw new CliError({ kind: 'loop_file', message: `${target} exports no goal; add \`export const goal = '...'\` or pass --goal <text>` });
-  const { model, label, baseUrl } = chooseModel(flags, loaded.config, io.env ?? process.env, cwd, example !== undefined);
+  if (goal === undefined || goal.trim() === '')
+    throw new CliError({
+      kind: 'loop_file',
+      message: `${target} exports no goal; add \`export const goal = '...'\` or pass --goal <text>`,
+    });
+  const { model, label, baseUrl } = chooseModel(
+    flags,
+    loaded.config,
+    io.env ?? process.env,
+    cwd,
+    example !== undefined,
+  );
 
   const runId = runIdFor(loaded.config);
   const userTrace = loaded.config.trace === false ? {} : (loaded.config.trace ?? {});
   // --trace, else the file the loop itself names, else one file per run.
   const chosen = flags.trace ?? userTrace.file;
-  const traceFile = chosen === undefined ? join(cwd, DEFAULT_TRACE_DIRECTORY, `${runId}.jsonl`) : isAbsolute(chosen) ? chosen : join(cwd, chosen);
+  const traceFile =
+    chosen === undefined
+      ? join(cwd, DEFAULT_TRACE_DIRECTORY, `${runId}.jsonl`)
+      : isAbsolute(chosen)
+        ? chosen
+        : join(cwd, chosen);
   try {
     mkdirSync(dirname(traceFile), { recursive: true });
   } catch {
@@ -161,29 +187,58 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
   };
   let result: RunResult;
   try {
-    const loop = createLoop({ ...loaded.config, model, trace: { ...userTrace, inMemory: true, file: traceFile, onEvent } } as LoopConfig);
+    const loop = createLoop({
+      ...loaded.config,
+      model,
+      trace: { ...userTrace, inMemory: true, file: traceFile, onEvent },
+    } as LoopConfig);
     result = await loop.run({ goal, runId });
   } catch (error) {
     // An invalid config or run input is the loop file's to fix; anything else is unexpected.
     if (error instanceof LoopConfigError) {
       const traceIssue = error.issues.find((issue) => issue.path === 'trace.file');
       // A trace path given on the command line is the command line's mistake, not the loop file's.
-      if (traceIssue !== undefined && flags.trace !== undefined) throw new CliError({ kind: 'usage', message: `--trace ${flags.trace}: ${traceIssue.message}`, cause: error });
+      if (traceIssue !== undefined && flags.trace !== undefined)
+        throw new CliError({ kind: 'usage', message: `--trace ${flags.trace}: ${traceIssue.message}`, cause: error });
       throw new CliError({ kind: 'loop_file', message: `${target}: ${thrownMessage(error)}`, cause: error });
     }
     throw error;
   } finally {
     view?.finish();
   }
-  const written = result.warnings.some((warning) => warning.startsWith('trace.file')) ? null : displayPath(traceFile, cwd);
+  const written = result.warnings.some((warning) => warning.startsWith('trace.file'))
+    ? null
+    : displayPath(traceFile, cwd);
   // The limits the run actually had (defaults applied), as its run-start recorded them.
   const start = result.trace.find((event) => event.type === 'run-start');
   const limits = start?.type === 'run-start' ? start.limits : { maxSteps: null, maxCostUsd: null };
   if (flags.json) {
     // `model` says how the model ran, for people; `modelId` is the model's own id, for programs.
-    io.out(JSON.stringify({ target, model: label, modelId: model.id, traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
+    io.out(
+      JSON.stringify(
+        {
+          target,
+          model: label,
+          modelId: model.id,
+          traceFile: written,
+          toolHealth: lastToolHealth(result.trace),
+          result,
+        },
+        null,
+        2,
+      ),
+    );
   } else {
-    io.out(formatRunReport(result, { target, modelLabel: label, traceFile: written, maxSteps: limits.maxSteps, maxCostUsd: limits.maxCostUsd, baseUrl }));
+    io.out(
+      formatRunReport(result, {
+        target,
+        modelLabel: label,
+        traceFile: written,
+        maxSteps: limits.maxSteps,
+        maxCostUsd: limits.maxCostUsd,
+        baseUrl,
+      }),
+    );
   }
   return result.status === 'succeeded' ? EXIT_CODES.success : EXIT_CODES.failure;
 }
@@ -207,42 +262,72 @@ function runIdFor(config: LoopConfig): string {
 
 function progressOptions(io: RunCommandIo) {
   const stream = io.progress;
-  if (stream === undefined) return { write: (text: string) => text.trimEnd() !== '' && io.err(text.replace(/\n$/, '')), tty: false };
+  if (stream === undefined)
+    return { write: (text: string) => text.trimEnd() !== '' && io.err(text.replace(/\n$/, '')), tty: false };
   // A terminal that reports no width (0 under some pseudo-terminals) gets the renderer's default.
   const columns = stream.columns !== undefined && stream.columns >= 20 ? { columns: stream.columns } : {};
   return { write: (text: string) => void stream.write(text), tty: stream.isTTY === true, ...columns };
 }
 
 /** The model to run on, and how to say it: the loop's own, a real one (`--model`), or a cassette. */
-function chooseModel(flags: RunFlags, config: LoopConfig, env: Readonly<Record<string, string | undefined>>, cwd: string, bundled: boolean): { model: Model; label: string; baseUrl: string | undefined } {
+function chooseModel(
+  flags: RunFlags,
+  config: LoopConfig,
+  env: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+  bundled: boolean,
+): { model: Model; label: string; baseUrl: string | undefined } {
   const at = (path: string) => (isAbsolute(path) ? path : join(cwd, path));
   if (flags.replay !== undefined) {
-    if (flags.model !== undefined || flags.record !== undefined) throw new CliError({ kind: 'usage', message: '--replay serves a recorded run; it cannot be combined with --model or --record' });
+    if (flags.model !== undefined || flags.record !== undefined)
+      throw new CliError({
+        kind: 'usage',
+        message: '--replay serves a recorded run; it cannot be combined with --model or --record',
+      });
     try {
-      return { model: replayModel(at(flags.replay), { ...(config.redact ? { redact: config.redact } : {}) }), label: `replaying ${flags.replay}`, baseUrl: undefined };
+      return {
+        model: replayModel(at(flags.replay), { ...(config.redact ? { redact: config.redact } : {}) }),
+        label: `replaying ${flags.replay}`,
+        baseUrl: undefined,
+      };
     } catch (error) {
-      if (error instanceof CassetteFileError) throw new CliError({ kind: 'model_setup', message: error.message, cause: error });
+      if (error instanceof CassetteFileError)
+        throw new CliError({ kind: 'model_setup', message: error.message, cause: error });
       throw error;
     }
   }
-  if (flags['base-url'] !== undefined && flags.model === undefined) throw new CliError({ kind: 'usage', message: '--base-url needs --model openai:<name>' });
+  if (flags['base-url'] !== undefined && flags.model === undefined)
+    throw new CliError({ kind: 'usage', message: '--base-url needs --model openai:<name>' });
   for (const option of ['api-key-env', 'stream'] as const) {
-    if (flags[option] !== undefined && flags.model === undefined) throw new CliError({ kind: 'usage', message: `--${option} needs --model openai:<name>` });
+    if (flags[option] !== undefined && flags.model === undefined)
+      throw new CliError({ kind: 'usage', message: `--${option} needs --model openai:<name>` });
   }
   let model = config.model;
   let label = bundled ? `offline, ${model.id} model` : `model ${model.id}`;
   let baseUrl: string | undefined;
   if (flags.model !== undefined) {
     const match = /^openai:(.+)$/.exec(flags.model);
-    if (match?.[1] === undefined) throw new CliError({ kind: 'usage', message: `--model expects openai:<model name> (e.g. openai:gpt-4.1-mini), got "${flags.model}"` });
+    if (match?.[1] === undefined)
+      throw new CliError({
+        kind: 'usage',
+        message: `--model expects openai:<model name> (e.g. openai:gpt-4.1-mini), got "${flags.model}"`,
+      });
     const keyVariable = flags['api-key-env'] ?? DEFAULT_API_KEY_ENV;
     baseUrl = flags['base-url'];
     const apiKey = env[keyVariable];
     if ((apiKey === undefined || apiKey === '') && (baseUrl === undefined || flags['api-key-env'] !== undefined)) {
-      throw new CliError({ kind: 'model_setup', message: `the API key variable ${keyVariable} is not set; export ${keyVariable}=<key>${flags['api-key-env'] === undefined ? ' or name another variable with --api-key-env' : ''}` });
+      throw new CliError({
+        kind: 'model_setup',
+        message: `the API key variable ${keyVariable} is not set; export ${keyVariable}=<key>${flags['api-key-env'] === undefined ? ' or name another variable with --api-key-env' : ''}`,
+      });
     }
     // A local server usually needs no key, but the client insists on one.
-    model = openaiModel({ model: match[1], apiKey: apiKey || 'no-key', ...(baseUrl === undefined ? {} : { baseURL: baseUrl }), ...(flags.stream ? { stream: true } : {}) });
+    model = openaiModel({
+      model: match[1],
+      apiKey: apiKey || 'no-key',
+      ...(baseUrl === undefined ? {} : { baseURL: baseUrl }),
+      ...(flags.stream ? { stream: true } : {}),
+    });
     label = `openai:${match[1]}${baseUrl === undefined ? '' : ` at ${baseUrl}`}`;
   }
   if (flags.record !== undefined) {
@@ -259,15 +344,34 @@ export const runExampleCommand = (argv: readonly string[], io: RunCommandIo) => 
  * An example that is a story of several runs (stop for approval, then resume from the store): played whole,
  * then reported like a run; its trace (the resumed run's) is written after it and replayed to the progress view.
  */
-async function playExample(target: string, example: Extract<BundledExample, { play: unknown }>, flags: RunFlags, io: RunCommandIo, cwd: string): Promise<number> {
-  if (flags.model !== undefined || flags.replay !== undefined || flags.record !== undefined || flags.goal !== undefined) {
-    throw new CliError({ kind: 'usage', message: `the ${target} example plays its own runs offline; --model, --replay, --record and --goal do not apply to it` });
+async function playExample(
+  target: string,
+  example: Extract<BundledExample, { play: unknown }>,
+  flags: RunFlags,
+  io: RunCommandIo,
+  cwd: string,
+): Promise<number> {
+  if (
+    flags.model !== undefined ||
+    flags.replay !== undefined ||
+    flags.record !== undefined ||
+    flags.goal !== undefined
+  ) {
+    throw new CliError({
+      kind: 'usage',
+      message: `the ${target} example plays its own runs offline; --model, --replay, --record and --goal do not apply to it`,
+    });
   }
   const view = flags.quiet ? null : createProgressView(progressOptions(io));
   const result = await example.play((line) => view !== null && io.err(line));
   for (const event of result.trace) view?.onEvent(event);
   view?.finish();
-  const traceFile = flags.trace === undefined ? join(cwd, DEFAULT_TRACE_DIRECTORY, `${result.runId}.jsonl`) : isAbsolute(flags.trace) ? flags.trace : join(cwd, flags.trace);
+  const traceFile =
+    flags.trace === undefined
+      ? join(cwd, DEFAULT_TRACE_DIRECTORY, `${result.runId}.jsonl`)
+      : isAbsolute(flags.trace)
+        ? flags.trace
+        : join(cwd, flags.trace);
   let written: string | null = displayPath(traceFile, cwd);
   try {
     mkdirSync(dirname(traceFile), { recursive: true });
@@ -278,7 +382,30 @@ async function playExample(target: string, example: Extract<BundledExample, { pl
   const start = result.trace.find((event) => event.type === 'run-start');
   const limits = start?.type === 'run-start' ? start.limits : { maxSteps: null, maxCostUsd: null };
   const modelId = start?.type === 'run-start' ? start.modelId : null;
-  if (flags.json) io.out(JSON.stringify({ target, model: 'offline, scripted model', modelId, traceFile: written, toolHealth: lastToolHealth(result.trace), result }, null, 2));
-  else io.out(formatRunReport(result, { target, modelLabel: 'offline, scripted model', traceFile: written, maxSteps: limits.maxSteps, maxCostUsd: limits.maxCostUsd }));
+  if (flags.json)
+    io.out(
+      JSON.stringify(
+        {
+          target,
+          model: 'offline, scripted model',
+          modelId,
+          traceFile: written,
+          toolHealth: lastToolHealth(result.trace),
+          result,
+        },
+        null,
+        2,
+      ),
+    );
+  else
+    io.out(
+      formatRunReport(result, {
+        target,
+        modelLabel: 'offline, scripted model',
+        traceFile: written,
+        maxSteps: limits.maxSteps,
+        maxCostUsd: limits.maxCostUsd,
+      }),
+    );
   return result.status === 'succeeded' ? EXIT_CODES.success : EXIT_CODES.failure;
 }

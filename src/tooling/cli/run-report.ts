@@ -20,7 +20,8 @@ export const STOP_REASON_WORDS: Readonly<Record<StopReason, string>> = Object.fr
   tool_unavailable: 'a tool the task needs is unavailable (its circuit breaker is open)',
   cancelled: 'the run was cancelled',
   needs_human: 'a person must decide: a call waits for approval',
-  retries_exhausted: 'a retry layer ran out (transport attempts of a call, reflections, argument repairs) without a passing answer',
+  retries_exhausted:
+    'a retry layer ran out (transport attempts of a call, reflections, argument repairs) without a passing answer',
   fatal_error: 'an error that retrying cannot fix',
 });
 
@@ -55,7 +56,9 @@ export function lastToolHealth(trace: readonly TraceEvent[]): Extract<TraceEvent
 export function formatRunReport(result: RunResult, context: RunReportContext): string {
   const { usage } = result;
   const rebuilt = rebuildRun(result.trace);
-  const retries = Object.entries(rebuilt.retries).filter(([, count]) => count > 0).map(([layer, count]) => `${count} ${layer.replace('_', ' ')}`);
+  const retries = Object.entries(rebuilt.retries)
+    .filter(([, count]) => count > 0)
+    .map(([layer, count]) => `${count} ${layer.replace('_', ' ')}`);
   const lines = [
     `loopstate run: ${context.target} (${context.modelLabel})`,
     '',
@@ -64,7 +67,9 @@ export function formatRunReport(result: RunResult, context: RunReportContext): s
     `             ${result.detail}`,
     `output:      ${JSON.stringify(result.output)}`,
     // A run that stopped early may have text that did not parse: show it rather than a bare null.
-    ...(result.output === null && result.rawOutput !== null ? [`raw output:  ${JSON.stringify(result.rawOutput)}`] : []),
+    ...(result.output === null && result.rawOutput !== null
+      ? [`raw output:  ${JSON.stringify(result.rawOutput)}`]
+      : []),
     `steps:       ${result.steps}${context.maxSteps === null ? '' : ` of ${context.maxSteps}`}; retries: ${retries.length === 0 ? 'none' : retries.join(', ')}`,
     `usage:       ${usage.inputTokens} input + ${usage.outputTokens} output tokens, ${usage.modelCalls} model call(s), ${usage.toolCalls} tool call(s)`,
     `cost:        $${usage.costUsd.toFixed(6)}${context.maxCostUsd === null ? '' : ` of a $${context.maxCostUsd} budget`}`,
@@ -73,7 +78,10 @@ export function formatRunReport(result: RunResult, context: RunReportContext): s
     ...connectionHint(result, context),
     ...(context.traceFile === null
       ? ['trace:       not written (see the warnings)']
-      : [`trace:       ${context.traceFile} (${result.trace.length} events)`, `             open it with: loopstate inspect ${context.traceFile}`]),
+      : [
+          `trace:       ${context.traceFile} (${result.trace.length} events)`,
+          `             open it with: loopstate inspect ${context.traceFile}`,
+        ]),
   ];
   return terminalSafe(lines.join('\n'));
 }
@@ -83,15 +91,24 @@ function toolHealthLines(trace: readonly TraceEvent[]): string[] {
   if (health === null) return [];
   const width = Math.max(4, ...health.tools.map((tool) => tool.name.length));
   const header = `${'tool'.padEnd(width)}  calls  success  mean latency  weight  circuit`;
-  const rows = health.tools.map((tool) =>
-    `${tool.name.padEnd(width)}  ${String(tool.calls).padStart(5)}  ${`${Math.round(tool.successRate * 100)}%`.padStart(7)}  ${`${Math.round(tool.meanLatencyMs)} ms`.padStart(12)}  ${tool.weight.toFixed(2).padStart(6)}  ${tool.circuit.replace('_', '-')}`,
+  const rows = health.tools.map(
+    (tool) =>
+      `${tool.name.padEnd(width)}  ${String(tool.calls).padStart(5)}  ${`${Math.round(tool.successRate * 100)}%`.padStart(7)}  ${`${Math.round(tool.meanLatencyMs)} ms`.padStart(12)}  ${tool.weight.toFixed(2).padStart(6)}  ${tool.circuit.replace('_', '-')}`,
   );
-  return [`tools:       ${header}`, ...rows.map((row) => `             ${row}`), `             offered next, in this order: ${health.offered.join(', ') || '(none)'}`];
+  return [
+    `tools:       ${header}`,
+    ...rows.map((row) => `             ${row}`),
+    `             offered next, in this order: ${health.offered.join(', ') || '(none)'}`,
+  ];
 }
 
 function connectionHint(result: RunResult, context: RunReportContext): string[] {
   if (result.status === 'succeeded') return [];
-  const failedToConnect = result.trace.some((event) => event.type === 'model-error' && event.errorKind === 'connection');
+  const failedToConnect = result.trace.some(
+    (event) => event.type === 'model-error' && event.errorKind === 'connection',
+  );
   if (!failedToConnect) return [];
-  return [`hint:        could not connect to the model server${context.baseUrl ? ` at ${context.baseUrl}` : ''}; is it running, and is the address right (--base-url)?`];
+  return [
+    `hint:        could not connect to the model server${context.baseUrl ? ` at ${context.baseUrl}` : ''}; is it running, and is the address right (--base-url)?`,
+  ];
 }

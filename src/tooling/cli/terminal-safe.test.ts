@@ -50,12 +50,24 @@ async function cli(argv: string[], examples?: Record<string, BundledExample>) {
   const out: string[] = [];
   const err: string[] = [];
   const progress: string[] = [];
-  const io = { out: (text: string) => out.push(text), err: (text: string) => err.push(text), progress: { write: (text: string) => progress.push(text), isTTY: true, columns: 200 }, cwd, env: {} };
+  const io = {
+    out: (text: string) => out.push(text),
+    err: (text: string) => err.push(text),
+    progress: { write: (text: string) => progress.push(text), isTTY: true, columns: 200 },
+    cwd,
+    env: {},
+  };
   const code = await runCli(argv, io, { ...(examples ? { examples } : {}), stop: AbortSignal.abort() });
   return { code, out: out.join('\n'), err: err.join('\n'), progress: progress.join('') };
 }
 
-const lookup = defineTool({ name: 'lookup', description: 'Looks a thing up', input: z.object({ id: z.string() }), access: 'read', execute: () => ({ note: HOSTILE }) });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Looks a thing up',
+  input: z.object({ id: z.string() }),
+  access: 'read',
+  execute: () => ({ note: HOSTILE }),
+});
 
 /** Evaluations so far: the first one fails. */
 let seen = 0;
@@ -63,15 +75,22 @@ let seen = 0;
 /** A loop whose model and tool answer with control sequences, and whose evaluator fails first with one in its reason. */
 const hostile: BundledExample = {
   description: 'hostile',
-  load: () => Promise.resolve({
-    config: {
-      model: scriptedModel([toolCall('lookup', { id: HOSTILE }), reply(HOSTILE), reply(HOSTILE)]),
-      tools: [lookup],
-      evaluate: [{ name: 'once', kind: 'rule', evaluate: ({ parsed }) => ({ passed: seen++ > 0, reason: `not yet ${TITLE}`, parsed }) }],
-      clock: virtualClock(),
-    },
-    goal: 'Go',
-  }),
+  load: () =>
+    Promise.resolve({
+      config: {
+        model: scriptedModel([toolCall('lookup', { id: HOSTILE }), reply(HOSTILE), reply(HOSTILE)]),
+        tools: [lookup],
+        evaluate: [
+          {
+            name: 'once',
+            kind: 'rule',
+            evaluate: ({ parsed }) => ({ passed: seen++ > 0, reason: `not yet ${TITLE}`, parsed }),
+          },
+        ],
+        clock: virtualClock(),
+      },
+      goal: 'Go',
+    }),
 };
 
 describe('loopstate run prints no control sequence from a model, a tool or an evaluator', () => {
@@ -80,7 +99,9 @@ describe('loopstate run prints no control sequence from a model, a tool or an ev
     const { code, out, progress } = await cli(['run', 'hostile'], { hostile });
     expect(code).toBe(0);
     expect(progress.replaceAll(OWN_CLEAR_LINE, '')).not.toMatch(CONTROL);
-    expect(progress).toContain('reply Done.\\u001b]52;c;ZWNobyBwd25lZA==\\u0007\\u001b]0;pwned\\u0007\\u001b[2J\\u009b2J');
+    expect(progress).toContain(
+      'reply Done.\\u001b]52;c;ZWNobyBwd25lZA==\\u0007\\u001b]0;pwned\\u0007\\u001b[2J\\u009b2J',
+    );
     expect(progress).toContain('failed (once): not yet \\u001b]0;pwned\\u0007');
     expect(out).not.toMatch(CONTROL);
     expect(out).toContain('\\u009b2J');
@@ -96,10 +117,14 @@ describe('loopstate run prints no control sequence from a model, a tool or an ev
 });
 
 describe('loopstate inspect prints no control sequence from a trace', () => {
-  it("escapes the run ids of a trace file written by real runs", async () => {
+  it('escapes the run ids of a trace file written by real runs', async () => {
     const file = join(cwd, 'hostile.jsonl');
     const runIds = [`older${TITLE}`, `latest${CLEAR_SCREEN}\nforged line`];
-    for (const runId of runIds) await createLoop({ model: scriptedModel([reply('ok')]), clock: virtualClock(), trace: { file } }).run({ goal: 'Go', runId });
+    for (const runId of runIds)
+      await createLoop({ model: scriptedModel([reply('ok')]), clock: virtualClock(), trace: { file } }).run({
+        goal: 'Go',
+        runId,
+      });
     const { code, out, err } = await cli(['inspect', file]);
     expect(code).toBe(0);
     expect(err).toBe('');

@@ -13,13 +13,22 @@ export interface TypeScriptHooksData {
 }
 
 interface TranspileApi {
-  transpileModule(source: string, options: { fileName: string; compilerOptions: Record<string, unknown>; reportDiagnostics?: boolean }): { outputText: string };
+  transpileModule(
+    source: string,
+    options: { fileName: string; compilerOptions: Record<string, unknown>; reportDiagnostics?: boolean },
+  ): { outputText: string };
   ModuleKind: { ESNext: number };
   ScriptTarget: { ES2022: number };
 }
 
-type NextResolve = (specifier: string, context: { parentURL?: string }) => Promise<{ url: string; format?: string | null }>;
-type NextLoad = (url: string, context: { format?: string | null }) => Promise<{ format: string; source?: string | ArrayBuffer | Uint8Array | null }>;
+type NextResolve = (
+  specifier: string,
+  context: { parentURL?: string },
+) => Promise<{ url: string; format?: string | null }>;
+type NextLoad = (
+  url: string,
+  context: { format?: string | null },
+) => Promise<{ format: string; source?: string | ArrayBuffer | Uint8Array | null }>;
 
 let typescript: TranspileApi | undefined;
 
@@ -39,7 +48,13 @@ export async function resolve(specifier: string, context: { parentURL?: string }
   } catch (error) {
     const parent = context.parentURL;
     const relative = specifier.startsWith('./') || specifier.startsWith('../');
-    if (!relative || parent === undefined || !isTypeScript(parent) || (error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    if (
+      !relative ||
+      parent === undefined ||
+      !isTypeScript(parent) ||
+      (error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND'
+    )
+      throw error;
     for (const candidate of [specifier.replace(/\.(m?)js$/, '.$1ts'), `${specifier}.ts`]) {
       if (candidate === specifier) continue;
       try {
@@ -57,7 +72,13 @@ export async function load(url: string, context: { format?: string | null }, nex
   const source = await readFile(new URL(url), 'utf8');
   const { outputText } = typescript.transpileModule(source, {
     fileName: new URL(url).pathname,
-    compilerOptions: { module: typescript.ModuleKind.ESNext, target: typescript.ScriptTarget.ES2022, sourceMap: false, inlineSourceMap: true, inlineSources: true },
+    compilerOptions: {
+      module: typescript.ModuleKind.ESNext,
+      target: typescript.ScriptTarget.ES2022,
+      sourceMap: false,
+      inlineSourceMap: true,
+      inlineSources: true,
+    },
   });
   return { format: 'module', source: outputText, shortCircuit: true };
 }

@@ -44,7 +44,9 @@ describe('loopstate verify, as a child process', () => {
     expect(err).toBe('');
     expect(code).toBe(0);
     expect(out).toMatch(/^loopstate verify: examples\/order-status\.ts\n/);
-    expect(out).toMatch(/explored [\d,]+ abstract states and [\d,]+ transitions in [\d.]+ s \([\d,]+ states\/s\), exactly/);
+    expect(out).toMatch(
+      /explored [\d,]+ abstract states and [\d,]+ transitions in [\d.]+ s \([\d,]+ states\/s\), exactly/,
+    );
     expect(out).toMatch(/model calls {3}12 /);
     expect(out).toMatch(/tool calls {4}60 /);
     expect(out).toMatch(/cost {10}≤ \$0\.05 \+ one call/);
@@ -55,7 +57,20 @@ describe('loopstate verify, as a child process', () => {
     const { code, out } = await loopstate('verify', 'examples/order-status.ts', '--json');
     expect(code).toBe(0);
     const report = JSON.parse(out) as Record<string, unknown>;
-    expect(Object.keys(report)).toEqual(['schemaVersion', 'file', 'bounded', 'model', 'limits', 'explored', 'coverage', 'stopReasons', 'worstCase', 'violations', 'unboundedWaits', 'notes']);
+    expect(Object.keys(report)).toEqual([
+      'schemaVersion',
+      'file',
+      'bounded',
+      'model',
+      'limits',
+      'explored',
+      'coverage',
+      'stopReasons',
+      'worstCase',
+      'violations',
+      'unboundedWaits',
+      'notes',
+    ]);
     expect(report).toMatchObject({
       schemaVersion: VERIFY_REPORT_VERSION,
       file: 'examples/order-status.ts',
@@ -79,7 +94,9 @@ describe('loopstate verify, as a child process', () => {
     expect(report.limits.maxSteps).toBe(24);
     expect(report.explored.scaledTo).toBeNull();
     expect(report.explored.statesPerSecond).toBeGreaterThan(0);
-    expect(report.explored.reductions.filter((reduction) => reduction.startsWith('symmetry: 4 interchangeable tools'))).toHaveLength(1);
+    expect(
+      report.explored.reductions.filter((reduction) => reduction.startsWith('symmetry: 4 interchangeable tools')),
+    ).toHaveLength(1);
     expect([report.worstCase.modelCalls.value, report.worstCase.toolCalls.value]).toEqual([72, 380]);
   }, 90_000);
 
@@ -95,8 +112,12 @@ describe('loopstate verify, as a child process', () => {
   it('rejects a destructive tool under an allow-all policy with a counterexample, and exits 1', async () => {
     const { code, out } = await loopstate('verify', 'test/fixtures/verify/destructive-loop.ts');
     expect(code).toBe(1);
-    expect(out).toContain('VIOLATION destructive_without_approval: the destructive tool "drop_table" runs without a person\'s approval');
-    expect(out).toMatch(/counterexample \(events from the start of a run\):\n +1\. READY +run\.started\n +2\. RUNNING\.deciding +model\.responded: tool call drop_table \(destructive, allowed without approval\)/);
+    expect(out).toContain(
+      'VIOLATION destructive_without_approval: the destructive tool "drop_table" runs without a person\'s approval',
+    );
+    expect(out).toMatch(
+      /counterexample \(events from the start of a run\):\n +1\. READY +run\.started\n +2\. RUNNING\.deciding +model\.responded: tool call drop_table \(destructive, allowed without approval\)/,
+    );
   });
 
   it('exits 2 for a space over the bound without --scale, and scales it down with --scale', async () => {
@@ -104,7 +125,13 @@ describe('loopstate verify, as a child process', () => {
     expect(exact.code).toBe(2);
     expect(exact.out).toBe('');
     expect(exact.err).toContain('more than 100 abstract states; run with --scale');
-    const scaled = await loopstate('verify', 'test/fixtures/verify/plain-config-loop.mjs', '--max-states', '100', '--scale');
+    const scaled = await loopstate(
+      'verify',
+      'test/fixtures/verify/plain-config-loop.mjs',
+      '--max-states',
+      '100',
+      '--scale',
+    );
     expect(scaled.code).toBe(0);
     expect(scaled.out).toContain('SCALED DOWN to maxSteps 2');
     expect(scaled.out).toContain('note: the exact space is over 100 states: explored with maxSteps 2 (not 5)');
@@ -113,7 +140,10 @@ describe('loopstate verify, as a child process', () => {
   it.each([
     [['verify'], 'a loop file is required'],
     [['verify', 'missing-loop.ts'], 'no such loop file: missing-loop.ts'],
-    [['verify', 'test/fixtures/verify/no-loop.mjs'], 'has no loop: its default export must be a createLoop(...) result or a loop config'],
+    [
+      ['verify', 'test/fixtures/verify/no-loop.mjs'],
+      'has no loop: its default export must be a createLoop(...) result or a loop config',
+    ],
     [['verify', 'README.md'], 'is not a JavaScript or TypeScript module'],
     [['verify', 'examples/order-status.ts', '--jsn'], "Unknown option '--jsn'"],
   ])('exits 2 with a message for %j', async (args, message) => {

@@ -54,7 +54,12 @@ export async function runVerifyCommand(argv: readonly string[], io: CliIo): Prom
     parsed = parseArgs({
       args: [...argv],
       allowPositionals: true,
-      options: { json: { type: 'boolean' }, scale: { type: 'boolean' }, 'max-states': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        json: { type: 'boolean' },
+        scale: { type: 'boolean' },
+        'max-states': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
     });
   } catch (error) {
     io.err(`loopstate verify: ${thrownMessage(error)}\n\n${VERIFY_USAGE}`);
@@ -67,8 +72,17 @@ export async function runVerifyCommand(argv: readonly string[], io: CliIo): Prom
   }
   const [file, ...extra] = positionals;
   const maxStates = values['max-states'] === undefined ? undefined : Number(values['max-states']);
-  if (file === undefined || extra.length > 0 || (maxStates !== undefined && !(Number.isInteger(maxStates) && maxStates > 0))) {
-    const problem = file === undefined ? 'a loop file is required' : extra.length > 0 ? `one loop file at a time (got ${positionals.length})` : '--max-states expects a positive whole number';
+  if (
+    file === undefined ||
+    extra.length > 0 ||
+    (maxStates !== undefined && !(Number.isInteger(maxStates) && maxStates > 0))
+  ) {
+    const problem =
+      file === undefined
+        ? 'a loop file is required'
+        : extra.length > 0
+          ? `one loop file at a time (got ${positionals.length})`
+          : '--max-states expects a positive whole number';
     io.err(`loopstate verify: ${problem}\n\n${VERIFY_USAGE}`);
     return VERIFY_EXIT.usage;
   }
@@ -84,7 +98,9 @@ export async function runVerifyCommand(argv: readonly string[], io: CliIo): Prom
       return VERIFY_EXIT.usage;
     }
     if (error instanceof LoopConfigError) {
-      io.err(`loopstate verify: ${file} exports an invalid loop config:\n${error.issues.map((issue) => `  ${issue.path}: ${issue.message}`).join('\n')}`);
+      io.err(
+        `loopstate verify: ${file} exports an invalid loop config:\n${error.issues.map((issue) => `  ${issue.path}: ${issue.message}`).join('\n')}`,
+      );
       return VERIFY_EXIT.usage;
     }
     throw error;

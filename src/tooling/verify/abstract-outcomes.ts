@@ -46,7 +46,16 @@ function past(context: LoopContext): number | null {
 }
 
 const decision = (overrides: Partial<Extract<ModelDecision, { kind: 'tool_calls' }>>): ModelDecision => ({
-  kind: 'tool_calls', calls: 1, invalidCalls: 0, parseError: null, deniedCalls: 0, approvalCalls: 0, unavailableCalls: 0, refusedCalls: 0, blockedTool: null, ...overrides,
+  kind: 'tool_calls',
+  calls: 1,
+  invalidCalls: 0,
+  parseError: null,
+  deniedCalls: 0,
+  approvalCalls: 0,
+  unavailableCalls: 0,
+  refusedCalls: 0,
+  blockedTool: null,
+  ...overrides,
 });
 
 interface DecisionClass {
@@ -63,32 +72,77 @@ interface DecisionClass {
 export function decisionClasses(model: VerifyModel): DecisionClass[] {
   const classes: DecisionClass[] = [
     { label: 'final reply', decision: { kind: 'final' }, family: 'text', canRepeat: true },
-    { label: 'empty reply', decision: { kind: 'unparseable', parseError: 'empty_reply' }, family: 'empty', canRepeat: true },
+    {
+      label: 'empty reply',
+      decision: { kind: 'unparseable', parseError: 'empty_reply' },
+      family: 'empty',
+      canRepeat: true,
+    },
     // Malformed arguments or an unknown tool: possible even for a loop without tools.
-    { label: 'invalid tool call', decision: decision({ invalidCalls: 1, parseError: 'invalid_arguments' }), family: 'invalid', canRepeat: false },
+    {
+      label: 'invalid tool call',
+      decision: decision({ invalidCalls: 1, parseError: 'invalid_arguments' }),
+      family: 'invalid',
+      canRepeat: false,
+    },
   ];
   const verdicts = (verdict: string) => model.tools.filter((tool) => tool.verdicts.includes(verdict as never));
   const allowed = verdicts('allow');
   const safe = allowed.filter((tool) => tool.access !== 'destructive');
-  if (safe.length > 0) classes.push({ label: `tool calls (${safe.map((tool) => tool.name).join(', ')})`, decision: decision({}), family: 'calls', canRepeat: true });
+  if (safe.length > 0)
+    classes.push({
+      label: `tool calls (${safe.map((tool) => tool.name).join(', ')})`,
+      decision: decision({}),
+      family: 'calls',
+      canRepeat: true,
+    });
   for (const tool of allowed.filter((candidate) => candidate.access === 'destructive')) {
-    classes.push({ label: `tool call ${tool.name} (destructive, allowed without approval)`, decision: decision({}), family: 'calls', canRepeat: true, destructiveTool: tool.name });
+    classes.push({
+      label: `tool call ${tool.name} (destructive, allowed without approval)`,
+      decision: decision({}),
+      family: 'calls',
+      canRepeat: true,
+      destructiveTool: tool.name,
+    });
   }
   const denied = verdicts('deny')[0];
   if (denied !== undefined) {
     classes.push(
       model.onDeny === 'stop'
-        ? { label: `tool call ${denied.name} (denied)`, decision: decision({ deniedCalls: 1, blockedTool: denied.name }), family: 'calls', canRepeat: false, stopsBeforeSpendCheck: true }
-        : { label: `tool call ${denied.name} (denied, told to the model)`, decision: decision({ calls: 0, refusedCalls: 1 }), family: 'calls', canRepeat: false },
+        ? {
+            label: `tool call ${denied.name} (denied)`,
+            decision: decision({ deniedCalls: 1, blockedTool: denied.name }),
+            family: 'calls',
+            canRepeat: false,
+            stopsBeforeSpendCheck: true,
+          }
+        : {
+            label: `tool call ${denied.name} (denied, told to the model)`,
+            decision: decision({ calls: 0, refusedCalls: 1 }),
+            family: 'calls',
+            canRepeat: false,
+          },
     );
   }
   const approval = verdicts('needs_approval')[0];
   if (approval !== undefined) {
-    classes.push({ label: `tool call ${approval.name} (needs approval)`, decision: decision({ approvalCalls: 1, blockedTool: approval.name }), family: 'calls', canRepeat: false, stopsBeforeSpendCheck: true });
+    classes.push({
+      label: `tool call ${approval.name} (needs approval)`,
+      decision: decision({ approvalCalls: 1, blockedTool: approval.name }),
+      family: 'calls',
+      canRepeat: false,
+      stopsBeforeSpendCheck: true,
+    });
   }
   const first = model.tools[0];
   if (first !== undefined) {
-    classes.push({ label: `tool call ${first.name} (circuit open)`, decision: decision({ unavailableCalls: 1, blockedTool: first.name }), family: 'calls', canRepeat: false, stopsBeforeSpendCheck: true });
+    classes.push({
+      label: `tool call ${first.name} (circuit open)`,
+      decision: decision({ unavailableCalls: 1, blockedTool: first.name }),
+      family: 'calls',
+      canRepeat: false,
+      stopsBeforeSpendCheck: true,
+    });
   }
   return classes;
 }
@@ -102,10 +156,19 @@ export function toolSymmetries(model: VerifyModel): string[] {
   const names = (tools: readonly { name: string }[]) => tools.map((tool) => tool.name).join(', ');
   const safe = verdicts('allow').filter((tool) => tool.access !== 'destructive');
   const symmetries: string[] = [];
-  if (safe.length > 1) symmetries.push(`symmetry: ${safe.length} interchangeable tools (${names(safe)}: allowed, not destructive) explored as one kind of tool call`);
-  for (const [verdict, words] of [['deny', 'denied'], ['needs_approval', 'waiting for approval']] as const) {
+  if (safe.length > 1)
+    symmetries.push(
+      `symmetry: ${safe.length} interchangeable tools (${names(safe)}: allowed, not destructive) explored as one kind of tool call`,
+    );
+  for (const [verdict, words] of [
+    ['deny', 'denied'],
+    ['needs_approval', 'waiting for approval'],
+  ] as const) {
     const alike = verdicts(verdict);
-    if (alike.length > 1) symmetries.push(`symmetry: ${alike.length} tools ${words} alike (${names(alike)}): ${alike[0]?.name} stands for them`);
+    if (alike.length > 1)
+      symmetries.push(
+        `symmetry: ${alike.length} tools ${words} alike (${names(alike)}): ${alike[0]?.name} stands for them`,
+      );
   }
   return symmetries;
 }
@@ -123,10 +186,13 @@ function flipped(last: string | null, family: string): string {
 function heavyUsages(context: LoopContext, model: VerifyModel, interchangeable: boolean): Array<[string, CallUsage]> {
   const { limits } = context;
   const heavy: Array<[string, CallUsage]> = [];
-  if (Number.isFinite(limits.maxInputTokens)) heavy.push(['input budget crossed', { ...NO_USAGE, inputTokens: limits.maxInputTokens }]);
-  if (Number.isFinite(limits.maxOutputTokens)) heavy.push(['output budget crossed', { ...NO_USAGE, outputTokens: limits.maxOutputTokens }]);
+  if (Number.isFinite(limits.maxInputTokens))
+    heavy.push(['input budget crossed', { ...NO_USAGE, inputTokens: limits.maxInputTokens }]);
+  if (Number.isFinite(limits.maxOutputTokens))
+    heavy.push(['output budget crossed', { ...NO_USAGE, outputTokens: limits.maxOutputTokens }]);
   // An unpriced model's spend counts as $0: its cost can never cross the budget.
-  if (Number.isFinite(limits.maxCostUsd) && model.price !== undefined) heavy.push(['cost budget crossed', { ...NO_USAGE, costUsd: limits.maxCostUsd }]);
+  if (Number.isFinite(limits.maxCostUsd) && model.price !== undefined)
+    heavy.push(['cost budget crossed', { ...NO_USAGE, costUsd: limits.maxCostUsd }]);
   return interchangeable ? heavy.slice(0, 1) : heavy;
 }
 
@@ -144,13 +210,33 @@ function modelOutcomes(context: LoopContext, model: VerifyModel, options: Outcom
   const collapse = options.collapseDuplicates;
   options.decisions.forEach((decisionClass, classIndex) => {
     const changed = flipped(last, decisionClass.family);
-    const canRepeat = last !== null && context.task.steps > 0 && !newObservation && decisionClass.canRepeat && last.startsWith(`${decisionClass.family}-`);
+    const canRepeat =
+      last !== null &&
+      context.task.steps > 0 &&
+      !newObservation &&
+      decisionClass.canRepeat &&
+      last.startsWith(`${decisionClass.family}-`);
     // An empty reply in a position to repeat the last one always does.
-    const digests: Array<[string, string]> = !canRepeat ? [['state changed', changed]] : decisionClass.family === 'empty' ? [['state unchanged', last]] : [['state unchanged', last], ['state changed', changed]];
+    const digests: Array<[string, string]> = !canRepeat
+      ? [['state changed', changed]]
+      : decisionClass.family === 'empty'
+        ? [['state unchanged', last]]
+        : [
+            ['state unchanged', last],
+            ['state changed', changed],
+          ];
     const [lastLabel, lastDigest] = digests[digests.length - 1] as [string, string];
     const responded = (label: string, stateDigest: string, usage: CallUsage, time: number): AbstractOutcome => ({
       label: `model.responded: ${decisionClass.label}, ${label}`,
-      event: { type: 'model.responded', usage, decision: decisionClass.decision, stateDigest, nextRequestTokens: REQUEST_ESTIMATE, at: time, modelCalls },
+      event: {
+        type: 'model.responded',
+        usage,
+        decision: decisionClass.decision,
+        stateDigest,
+        nextRequestTokens: REQUEST_ESTIMATE,
+        at: time,
+        modelCalls,
+      },
       toolCalls: 0,
       ...(decisionClass.destructiveTool === undefined ? {} : { destructiveTool: decisionClass.destructiveTool }),
     });
@@ -158,20 +244,45 @@ function modelOutcomes(context: LoopContext, model: VerifyModel, options: Outcom
     if (!(collapse && decisionClass.stopsBeforeSpendCheck === true)) {
       for (const [label, usage] of heavy) outcomes.push(responded(`${lastLabel}, ${label}`, lastDigest, usage, at));
     }
-    if (late !== null && !(collapse && classIndex > 0)) outcomes.push(responded(`${lastLabel}, after the deadline`, lastDigest, NO_USAGE, late));
+    if (late !== null && !(collapse && classIndex > 0))
+      outcomes.push(responded(`${lastLabel}, after the deadline`, lastDigest, NO_USAGE, late));
   });
-  const failed = (label: string, failure: 'transient' | 'fatal', retryDelayMs: number, time: number): AbstractOutcome => ({
+  const failed = (
+    label: string,
+    failure: 'transient' | 'fatal',
+    retryDelayMs: number,
+    time: number,
+  ): AbstractOutcome => ({
     label: `model.failed: ${label}`,
-    event: { type: 'model.failed', failure, message: failure === 'fatal' ? 'HTTP 401' : 'HTTP 503', status: failure === 'fatal' ? 401 : 503, retryDelayMs, at: time, modelCalls },
+    event: {
+      type: 'model.failed',
+      failure,
+      message: failure === 'fatal' ? 'HTTP 401' : 'HTTP 503',
+      status: failure === 'fatal' ? 401 : 503,
+      retryDelayMs,
+      at: time,
+      modelCalls,
+    },
     toolCalls: 0,
   });
-  outcomes.push(failed('transient (503)', 'transient', WITHIN_RETRY_DELAY_MS, at), failed('fatal (401)', 'fatal', 0, at));
+  outcomes.push(
+    failed('transient (503)', 'transient', WITHIN_RETRY_DELAY_MS, at),
+    failed('fatal (401)', 'fatal', 0, at),
+  );
   if (late !== null) {
-    outcomes.push(failed('transient, backoff past the deadline', 'transient', context.limits.deadlineMs, at), failed('transient, after the deadline', 'transient', WITHIN_RETRY_DELAY_MS, late));
+    outcomes.push(
+      failed('transient, backoff past the deadline', 'transient', context.limits.deadlineMs, at),
+      failed('transient, after the deadline', 'transient', WITHIN_RETRY_DELAY_MS, late),
+    );
   }
   const withSummaryRetries = summaryRetried(context, model, outcomes);
   const first = model.tools[0];
-  if (first !== undefined) withSummaryRetries.push({ label: `tool.withheld: ${first.name} (circuit open)`, event: { type: 'tool.withheld', tool: first.name, at }, toolCalls: 0 });
+  if (first !== undefined)
+    withSummaryRetries.push({
+      label: `tool.withheld: ${first.name} (circuit open)`,
+      event: { type: 'tool.withheld', tool: first.name, at },
+      toolCalls: 0,
+    });
   return withSummaryRetries;
 }
 
@@ -192,18 +303,33 @@ function summaryRetried(context: LoopContext, model: VerifyModel, outcomes: Abst
   const retried = outcomes.map((outcome): AbstractOutcome => {
     const { event } = outcome;
     if (event.type !== 'model.responded' && event.type !== 'model.failed') return outcome;
-    return { ...outcome, label: `${outcome.label}, after ${retries} summary transport retries`, event: { ...event, modelCalls: (event.modelCalls ?? 1) + retries, transportRetries: retries } };
+    return {
+      ...outcome,
+      label: `${outcome.label}, after ${retries} summary transport retries`,
+      event: { ...event, modelCalls: (event.modelCalls ?? 1) + retries, transportRetries: retries },
+    };
   });
   return Number.isFinite(context.limits.maxTransportRetries) ? [...outcomes, ...retried] : retried;
 }
 
 const ROUND: ToolRoundSummary = Object.freeze({
-  calls: 1, failedCalls: 0, timedOutCalls: 0, unknownOutcomeCalls: 0, allObservationsSeen: false, maxRepeatCount: 1, repeatedTool: null, requiredToolUnavailable: false, plan: null,
+  calls: 1,
+  failedCalls: 0,
+  timedOutCalls: 0,
+  unknownOutcomeCalls: 0,
+  allObservationsSeen: false,
+  maxRepeatCount: 1,
+  repeatedTool: null,
+  requiredToolUnavailable: false,
+  plan: null,
 });
 
 /** Tool calls one round runs at most: a full reply, or what the run's tool-call budget has left. */
 export function fullRound(context: LoopContext): number {
-  return Math.max(1, Math.min(context.limits.maxToolCallsPerReply, context.limits.maxToolCalls - context.usage.toolCalls));
+  return Math.max(
+    1,
+    Math.min(context.limits.maxToolCallsPerReply, context.limits.maxToolCalls - context.usage.toolCalls),
+  );
 }
 
 function toolOutcomes(context: LoopContext, model: VerifyModel, toolCallsBinding: boolean): AbstractOutcome[] {
@@ -215,21 +341,51 @@ function toolOutcomes(context: LoopContext, model: VerifyModel, toolCallsBinding
     const size = calls === 1 ? '1 call' : `${calls} calls`;
     rounds.push([`new results (${size})`, { ...ROUND, calls }, REQUEST_ESTIMATE + 1]);
     if (context.progress.repeatCount >= 1) {
-      rounds.push([`results seen before (${size})`, { ...ROUND, calls, allObservationsSeen: true, maxRepeatCount: context.progress.repeatCount + 1, repeatedTool: model.tools[0]?.name ?? 'tool' }, REQUEST_ESTIMATE]);
+      rounds.push([
+        `results seen before (${size})`,
+        {
+          ...ROUND,
+          calls,
+          allObservationsSeen: true,
+          maxRepeatCount: context.progress.repeatCount + 1,
+          repeatedTool: model.tools[0]?.name ?? 'tool',
+        },
+        REQUEST_ESTIMATE,
+      ]);
     }
   }
   rounds.push(['a call timed out', { ...ROUND, maxRepeatCount: 0, timedOutCalls: 1 }, REQUEST_ESTIMATE + 1]);
   // Only a side-effecting tool that may run can leave an outcome nobody knows.
   if (model.tools.some((tool) => !tool.idempotent && tool.verdicts.includes('allow'))) {
-    rounds.push(['a side effect of unknown outcome', { ...ROUND, maxRepeatCount: 0, unknownOutcomeCalls: 1 }, REQUEST_ESTIMATE + 1]);
+    rounds.push([
+      'a side effect of unknown outcome',
+      { ...ROUND, maxRepeatCount: 0, unknownOutcomeCalls: 1 },
+      REQUEST_ESTIMATE + 1,
+    ]);
   }
-  rounds.push(
-    ['a required tool failed into an open circuit', { ...ROUND, maxRepeatCount: 0, failedCalls: 1, requiredToolUnavailable: true }, REQUEST_ESTIMATE + 1],
-  );
-  if (Number.isFinite(context.limits.maxInputTokens)) rounds.push(['results too large for the input budget', { ...ROUND, calls: full }, context.limits.maxInputTokens + 1]);
+  rounds.push([
+    'a required tool failed into an open circuit',
+    { ...ROUND, maxRepeatCount: 0, failedCalls: 1, requiredToolUnavailable: true },
+    REQUEST_ESTIMATE + 1,
+  ]);
+  if (Number.isFinite(context.limits.maxInputTokens))
+    rounds.push([
+      'results too large for the input budget',
+      { ...ROUND, calls: full },
+      context.limits.maxInputTokens + 1,
+    ]);
   if (model.plan) {
-    rounds.push(['plan updated, no item done', { ...ROUND, maxRepeatCount: 0, plan: { openItems: 1, progressed: false } }, REQUEST_ESTIMATE]);
-    if (context.progress.planActive) rounds.push(['plan item done', { ...ROUND, maxRepeatCount: 0, plan: { openItems: 1, progressed: true } }, REQUEST_ESTIMATE]);
+    rounds.push([
+      'plan updated, no item done',
+      { ...ROUND, maxRepeatCount: 0, plan: { openItems: 1, progressed: false } },
+      REQUEST_ESTIMATE,
+    ]);
+    if (context.progress.planActive)
+      rounds.push([
+        'plan item done',
+        { ...ROUND, maxRepeatCount: 0, plan: { openItems: 1, progressed: true } },
+        REQUEST_ESTIMATE,
+      ]);
   }
   const at = within(context);
   const outcomes = rounds.map(([label, round, nextRequestTokens]): AbstractOutcome => ({
@@ -239,52 +395,104 @@ function toolOutcomes(context: LoopContext, model: VerifyModel, toolCallsBinding
   }));
   const late = past(context);
   if (late !== null) {
-    outcomes.push({ label: 'tools.completed: new results, after the deadline', event: { type: 'tools.completed', round: { ...ROUND, calls: full }, nextRequestTokens: REQUEST_ESTIMATE + 1, at: late }, toolCalls: full });
+    outcomes.push({
+      label: 'tools.completed: new results, after the deadline',
+      event: {
+        type: 'tools.completed',
+        round: { ...ROUND, calls: full },
+        nextRequestTokens: REQUEST_ESTIMATE + 1,
+        at: late,
+      },
+      toolCalls: full,
+    });
   }
   return outcomes;
 }
 
-function evaluationOutcomes(context: LoopContext, model: VerifyModel, mayCallModel: boolean, options: OutcomeOptions): AbstractOutcome[] {
+function evaluationOutcomes(
+  context: LoopContext,
+  model: VerifyModel,
+  mayCallModel: boolean,
+  options: OutcomeOptions,
+): AbstractOutcome[] {
   const { progress } = context;
   const judges = mayCallModel ? (model.judgesPerTask[context.taskIndex] ?? 0) : 0;
   // The output evaluated is the last one exactly when the decision repeated the state.
-  const outputDigest = progress.unchangedStateStreak > 1 && progress.lastOutputDigest !== null ? progress.lastOutputDigest : flipped(progress.lastOutputDigest, 'output');
+  const outputDigest =
+    progress.unchangedStateStreak > 1 && progress.lastOutputDigest !== null
+      ? progress.lastOutputDigest
+      : flipped(progress.lastOutputDigest, 'output');
   const sameReason = progress.lastEvaluatorReason ?? REASONS[0];
   const otherReason = sameReason === REASONS[0] ? REASONS[1] : REASONS[0];
-  const evaluated = (label: string, passed: boolean, reason: string, time: number, extra: { usage?: CallUsage; retries?: number } = {}): AbstractOutcome => ({
+  const evaluated = (
+    label: string,
+    passed: boolean,
+    reason: string,
+    time: number,
+    extra: { usage?: CallUsage; retries?: number } = {},
+  ): AbstractOutcome => ({
     label: `evaluation.completed: ${label}`,
     event: {
-      type: 'evaluation.completed', passed, reason, outputDigest,
+      type: 'evaluation.completed',
+      passed,
+      reason,
+      outputDigest,
       usage: judges > 0 ? (extra.usage ?? NO_USAGE) : null,
       modelCalls: judges + (extra.retries ?? 0),
       transportRetries: extra.retries ?? 0,
-      nextRequestTokens: REQUEST_ESTIMATE, at: time,
+      nextRequestTokens: REQUEST_ESTIMATE,
+      at: time,
     },
     toolCalls: 0,
   });
   const at = within(context);
-  const outcomes = [evaluated('passed', true, '', at), evaluated('failed for the same reason', false, sameReason, at), evaluated('failed for another reason', false, otherReason, at)];
+  const outcomes = [
+    evaluated('passed', true, '', at),
+    evaluated('failed for the same reason', false, sameReason, at),
+    evaluated('failed for another reason', false, otherReason, at),
+  ];
   if (judges > 0) {
     // Each judge call has its own attempts; with a cap on the run's, the judges draw on what is left of it.
     const retries = inPlaceRetries(context, judges);
     if (retries > 0) {
-      outcomes.push(evaluated(`passed after ${retries} judge transport retries`, true, '', at, { retries }), evaluated(`failed after ${retries} judge transport retries`, false, otherReason, at, { retries }));
+      outcomes.push(
+        evaluated(`passed after ${retries} judge transport retries`, true, '', at, { retries }),
+        evaluated(`failed after ${retries} judge transport retries`, false, otherReason, at, { retries }),
+      );
     }
-    for (const [label, usage] of heavyUsages(context, model, options.collapseDuplicates)) outcomes.push(evaluated(`failed, the judge's ${label}`, false, otherReason, at, { usage }));
+    for (const [label, usage] of heavyUsages(context, model, options.collapseDuplicates))
+      outcomes.push(evaluated(`failed, the judge's ${label}`, false, otherReason, at, { usage }));
   }
   const late = past(context);
-  if (late !== null) outcomes.push(evaluated('passed, after the deadline', true, '', late), evaluated('failed, after the deadline', false, otherReason, late));
+  if (late !== null)
+    outcomes.push(
+      evaluated('passed, after the deadline', true, '', late),
+      evaluated('failed, after the deadline', false, otherReason, late),
+    );
   return outcomes;
 }
 
 function interruptionOutcomes(context: LoopContext, duringModelCall: boolean): AbstractOutcome[] {
   const spent = duringModelCall ? { modelCalls: 1 } : {};
   const outcomes: AbstractOutcome[] = [
-    { label: 'run.cancelRequested', event: { type: 'run.cancelRequested', message: 'cancelled', at: within(context), ...spent }, toolCalls: 0 },
-    { label: 'run.faulted', event: { type: 'run.faulted', message: 'a hook threw', at: within(context) }, toolCalls: 0 },
+    {
+      label: 'run.cancelRequested',
+      event: { type: 'run.cancelRequested', message: 'cancelled', at: within(context), ...spent },
+      toolCalls: 0,
+    },
+    {
+      label: 'run.faulted',
+      event: { type: 'run.faulted', message: 'a hook threw', at: within(context) },
+      toolCalls: 0,
+    },
   ];
   const late = past(context);
-  if (late !== null) outcomes.push({ label: 'run.deadlineReached', event: { type: 'run.deadlineReached', at: late, ...spent }, toolCalls: 0 });
+  if (late !== null)
+    outcomes.push({
+      label: 'run.deadlineReached',
+      event: { type: 'run.deadlineReached', at: late, ...spent },
+      toolCalls: 0,
+    });
   return outcomes;
 }
 
@@ -300,7 +508,11 @@ export interface OutcomeOptions {
 }
 
 /** Every abstract outcome of the effect the snapshot waits for, plus the interruptions; none once done. */
-export function abstractOutcomes(snapshot: LoopSnapshot, model: VerifyModel, options: OutcomeOptions): AbstractOutcome[] {
+export function abstractOutcomes(
+  snapshot: LoopSnapshot,
+  model: VerifyModel,
+  options: OutcomeOptions,
+): AbstractOutcome[] {
   const effect = getPendingEffect(snapshot);
   const { context } = snapshot;
   switch (effect.kind) {
@@ -308,9 +520,14 @@ export function abstractOutcomes(snapshot: LoopSnapshot, model: VerifyModel, opt
       return [];
     case 'start': {
       if (context.startedAt !== null) return [];
-      const started = (label: string, nextRequestTokens: number): AbstractOutcome => ({ label, event: { type: 'run.started', nextRequestTokens, at: ABSTRACT_START_AT }, toolCalls: 0 });
+      const started = (label: string, nextRequestTokens: number): AbstractOutcome => ({
+        label,
+        event: { type: 'run.started', nextRequestTokens, at: ABSTRACT_START_AT },
+        toolCalls: 0,
+      });
       const outcomes = [started('run.started', REQUEST_ESTIMATE)];
-      if (Number.isFinite(context.limits.maxInputTokens)) outcomes.push(started('run.started: first request over the input budget', context.limits.maxInputTokens + 1));
+      if (Number.isFinite(context.limits.maxInputTokens))
+        outcomes.push(started('run.started: first request over the input budget', context.limits.maxInputTokens + 1));
       return [...outcomes, ...interruptionOutcomes(context, false)];
     }
     case 'callModel':
@@ -318,11 +535,26 @@ export function abstractOutcomes(snapshot: LoopSnapshot, model: VerifyModel, opt
     case 'runTools':
       return [...toolOutcomes(context, model, options.toolCallsBinding), ...interruptionOutcomes(context, false)];
     case 'evaluate':
-      return [...evaluationOutcomes(context, model, effect.mayCallModel, options), ...interruptionOutcomes(context, false)];
+      return [
+        ...evaluationOutcomes(context, model, effect.mayCallModel, options),
+        ...interruptionOutcomes(context, false),
+      ];
     case 'sleep':
       return [
-        { label: 'backoff.elapsed', event: { type: 'backoff.elapsed', at: Math.max(effect.until, context.lastEventAt) }, toolCalls: 0 },
-        ...(past(context) === null ? [] : [{ label: 'backoff.elapsed: overslept past the deadline', event: { type: 'backoff.elapsed', at: past(context) as number } as LoopEvent, toolCalls: 0 }]),
+        {
+          label: 'backoff.elapsed',
+          event: { type: 'backoff.elapsed', at: Math.max(effect.until, context.lastEventAt) },
+          toolCalls: 0,
+        },
+        ...(past(context) === null
+          ? []
+          : [
+              {
+                label: 'backoff.elapsed: overslept past the deadline',
+                event: { type: 'backoff.elapsed', at: past(context) as number } as LoopEvent,
+                toolCalls: 0,
+              },
+            ]),
         ...interruptionOutcomes(context, false),
       ];
   }

@@ -20,7 +20,11 @@ describe('memoised successors', () => {
     for (let edge = 0; edge < graph.edgeCount; edge += 1) {
       const source = graph.snapshots[graph.edgeSource[edge] as number] as LoopSnapshot;
       const outcome = outcomesOf(graph, source)[graph.edgeOutcome[edge] as number];
-      if (outcome === undefined || !['run.cancelRequested', 'run.faulted', 'run.deadlineReached'].includes(outcome.event.type)) continue;
+      if (
+        outcome === undefined ||
+        !['run.cancelRequested', 'run.faulted', 'run.deadlineReached'].includes(outcome.event.type)
+      )
+        continue;
       const { next } = tracer.step(source, outcome.event);
       expect(stateKey(next, options)).toBe(graph.keys[graph.edgeTarget[edge] as number]);
       expect(next.context.usage.modelCalls - source.context.usage.modelCalls).toBe(graph.edgeModelCalls[edge]);

@@ -9,7 +9,13 @@ import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import type { LoopContext } from '../../../machines/types.js';
 import { isCostBudgetExhausted, isInputBudgetExhausted, isOutputBudgetExhausted } from '../../../guards/budget.js';
-import { abstractOutcomes, decisionClasses, toolSymmetries, type AbstractOutcome, type OutcomeOptions } from './abstract-outcomes.js';
+import {
+  abstractOutcomes,
+  decisionClasses,
+  toolSymmetries,
+  type AbstractOutcome,
+  type OutcomeOptions,
+} from './abstract-outcomes.js';
 import { keyOptionsFor, keyReductions, REDUCTION, stateKey, toolCallsCanBind } from './state-key.js';
 import { createTransitionTracer, listTransitionDefinitions, type TransitionEntry } from './transition-catalog.js';
 import type { VerifyModel } from './verify-model.js';
@@ -20,7 +26,9 @@ export const DEFAULT_STATE_BOUND = 150_000;
 export class StateSpaceTooLargeError extends Error {
   override name = 'StateSpaceTooLargeError';
   constructor(readonly bound: number) {
-    super(`the exact state space has more than ${bound.toLocaleString('en-US')} abstract states; run with --scale to explore it with limits scaled down`);
+    super(
+      `the exact state space has more than ${bound.toLocaleString('en-US')} abstract states; run with --scale to explore it with limits scaled down`,
+    );
   }
 }
 
@@ -87,7 +95,10 @@ function spends(outcome: AbstractOutcome): boolean {
 }
 
 /** Outcomes of a state, regenerated on demand (they depend on the snapshot alone). */
-export function outcomesOf(graph: Pick<ExploredGraph, 'model' | 'outcomeOptions'>, snapshot: LoopSnapshot): AbstractOutcome[] {
+export function outcomesOf(
+  graph: Pick<ExploredGraph, 'model' | 'outcomeOptions'>,
+  snapshot: LoopSnapshot,
+): AbstractOutcome[] {
   return abstractOutcomes(snapshot, graph.model, graph.outcomeOptions);
 }
 
@@ -97,33 +108,67 @@ function describeReductions(model: VerifyModel, tally: readonly number[], memois
   const states = (reduction: keyof typeof REDUCTION) => tally[Math.log2(REDUCTION[reduction])] as number;
   const { limits } = model.input;
   const lines = toolSymmetries(model);
-  const budgets = [Number.isFinite(limits.maxInputTokens) && 'input tokens', Number.isFinite(limits.maxOutputTokens) && 'output tokens', Number.isFinite(limits.maxCostUsd) && model.price !== undefined && 'cost'].filter((name) => name !== false);
-  if (budgets.length > 1) lines.push(`symmetry: ${budgets.length} interchangeable spend budgets (${budgets.join(', ')}): a call crossing the first stands for the others`);
+  const budgets = [
+    Number.isFinite(limits.maxInputTokens) && 'input tokens',
+    Number.isFinite(limits.maxOutputTokens) && 'output tokens',
+    Number.isFinite(limits.maxCostUsd) && model.price !== undefined && 'cost',
+  ].filter((name) => name !== false);
+  if (budgets.length > 1)
+    lines.push(
+      `symmetry: ${budgets.length} interchangeable spend budgets (${budgets.join(', ')}): a call crossing the first stands for the others`,
+    );
   const decisions = decisionClasses(model);
   const duplicates: string[] = [];
-  if (Number.isFinite(limits.deadlineMs) && decisions.length > 1) duplicates.push(`one reply after the deadline stands for all ${decisions.length} kinds of reply (the deadline is checked first)`);
-  if (budgets.length > 0 && decisions.some((decision) => decision.stopsBeforeSpendCheck === true)) duplicates.push('a blocked tool call is not explored again with a budget crossed (it stops the run before the spend check)');
+  if (Number.isFinite(limits.deadlineMs) && decisions.length > 1)
+    duplicates.push(
+      `one reply after the deadline stands for all ${decisions.length} kinds of reply (the deadline is checked first)`,
+    );
+  if (budgets.length > 0 && decisions.some((decision) => decision.stopsBeforeSpendCheck === true))
+    duplicates.push(
+      'a blocked tool call is not explored again with a budget crossed (it stops the run before the spend check)',
+    );
   if (duplicates.length > 0) lines.push(`interchangeable outcomes: ${duplicates.join('; ')}`);
   const keyed: Array<[keyof typeof REDUCTION, string]> = [
-    ['stepLimitOutOfReach', 'abstract counters: {n} states with the step limit out of reach of every decision left, keyed without their step count'],
+    [
+      'stepLimitOutOfReach',
+      'abstract counters: {n} states with the step limit out of reach of every decision left, keyed without their step count',
+    ],
     ['spentEvaluation', 'unread details: {n} states evaluating with a budget spent, keyed by what ends the run alone'],
-    ['lastDecisionEvaluated', "unread details: {n} states evaluating a task's last decision, keyed without what only later decisions read"],
+    [
+      'lastDecisionEvaluated',
+      "unread details: {n} states evaluating a task's last decision, keyed without what only later decisions read",
+    ],
     ['feedbackKind', 'unread details: {n} states with feedback pending, keyed without its kind'],
-    ['earlierTaskDigest', "unread details: {n} states before a task's first decision, keyed without the last task's digest"],
+    [
+      'earlierTaskDigest',
+      "unread details: {n} states before a task's first decision, keyed without the last task's digest",
+    ],
   ];
-  for (const [reduction, words] of keyed) if (states(reduction) > 0) lines.push(words.replace('{n}', count(states(reduction))));
-  if (memoised > 0) lines.push(`memoised successors: ${count(memoised)} interruptions (cancel, fault, deadline) answered from the first of their state node`);
+  for (const [reduction, words] of keyed)
+    if (states(reduction) > 0) lines.push(words.replace('{n}', count(states(reduction))));
+  if (memoised > 0)
+    lines.push(
+      `memoised successors: ${count(memoised)} interruptions (cancel, fault, deadline) answered from the first of their state node`,
+    );
   return lines;
 }
 
 /** `machine` is the loop machine unless a test gives it other guards (`loopMachine.provide(...)`) to check the checks. */
-export function exploreLoop(model: VerifyModel, bound = DEFAULT_STATE_BOUND, machine: LoopMachine = loopMachine): ExploredGraph {
+export function exploreLoop(
+  model: VerifyModel,
+  bound = DEFAULT_STATE_BOUND,
+  machine: LoopMachine = loopMachine,
+): ExploredGraph {
   const now = () => performance.now();
   const started = now();
   // The reductions rest on what the shipped guards and reducers read; a statechart given other ones is explored without them.
   const reduce = machine === loopMachine;
   const keyOptions = keyOptionsFor(model.input.limits, reduce);
-  const outcomeOptions: OutcomeOptions = { toolCallsBinding: toolCallsCanBind(model.input.limits), decisions: decisionClasses(model), collapseDuplicates: reduce };
+  const outcomeOptions: OutcomeOptions = {
+    toolCallsBinding: toolCallsCanBind(model.input.limits),
+    decisions: decisionClasses(model),
+    collapseDuplicates: reduce,
+  };
   const transitions = listTransitionDefinitions(machine.root);
   const idOf = new Map(transitions.map((entry) => [entry.definition, entry.id]));
   const fired = new Set<string>();
@@ -133,7 +178,13 @@ export function exploreLoop(model: VerifyModel, bound = DEFAULT_STATE_BOUND, mac
   const keys: string[] = [];
   const snapshots: LoopSnapshot[] = [];
   const parents = new GrowableInt32();
-  const [source, target, outcomeOf, modelCalls, toolCalls] = [new GrowableInt32(), new GrowableInt32(), new GrowableInt32(), new GrowableInt32(), new GrowableInt32()];
+  const [source, target, outcomeOf, modelCalls, toolCalls] = [
+    new GrowableInt32(),
+    new GrowableInt32(),
+    new GrowableInt32(),
+    new GrowableInt32(),
+    new GrowableInt32(),
+  ];
   const budgetFindings: EdgeFinding[] = [];
   const destructiveFindings: EdgeFinding[] = [];
   const tally = new Array<number>(Object.keys(REDUCTION).length).fill(0);
@@ -144,7 +195,8 @@ export function exploreLoop(model: VerifyModel, bound = DEFAULT_STATE_BOUND, mac
     if (known !== undefined) return known;
     if (keys.length >= bound) throw new StateSpaceTooLargeError(bound);
     const reduced = keyReductions(snapshot, keyOptions);
-    for (let bit = 0; bit < tally.length; bit += 1) if ((reduced & (1 << bit)) !== 0) tally[bit] = (tally[bit] as number) + 1;
+    for (let bit = 0; bit < tally.length; bit += 1)
+      if ((reduced & (1 << bit)) !== 0) tally[bit] = (tally[bit] as number) + 1;
     index.set(key, keys.length);
     keys.push(key);
     snapshots.push(snapshot);
@@ -183,9 +235,13 @@ export function exploreLoop(model: VerifyModel, bound = DEFAULT_STATE_BOUND, mac
       outcomeOf.push(position);
       modelCalls.push(successor.modelCalls);
       toolCalls.push(successor.toolCalls);
-      if (spent !== null && spends(outcome)) budgetFindings.push({ edge, detail: `${outcome.label} was paid after ${spent} was already spent` });
+      if (spent !== null && spends(outcome))
+        budgetFindings.push({ edge, detail: `${outcome.label} was paid after ${spent} was already spent` });
       if (outcome.destructiveTool !== undefined && snapshots[next]?.matches({ RUNNING: 'acting' }) === true) {
-        destructiveFindings.push({ edge, detail: `the destructive tool "${outcome.destructiveTool}" runs without a person's approval` });
+        destructiveFindings.push({
+          edge,
+          detail: `the destructive tool "${outcome.destructiveTool}" runs without a person's approval`,
+        });
       }
     }
   }

@@ -12,35 +12,75 @@ export const VERIFY_REPORT_VERSION = 1;
 
 export function reportJson(report: VerifyReport, file: string): string {
   const document = { schemaVersion: VERIFY_REPORT_VERSION, file, ...report };
-  return JSON.stringify(document, (_key, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? String(value) : value), 2);
+  return JSON.stringify(
+    document,
+    (_key, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? String(value) : value),
+    2,
+  );
 }
 
 const number = (value: number) => (Number.isFinite(value) ? value.toLocaleString('en-US') : 'Infinity');
 
 function limitsLine(limits: LoopLimits): string {
-  const names: Array<keyof LoopLimits> = ['maxSteps', 'maxStepsPerTask', 'maxRetries', 'maxTransportAttempts', 'maxTransportRetries', 'maxToolCalls', 'maxToolCallsPerReply', 'maxInputTokens', 'maxOutputTokens', 'maxCostUsd', 'deadlineMs'];
-  return names.map((name) => `${name} ${name === 'maxCostUsd' && Number.isFinite(limits[name]) ? `$${limits[name]}` : number(limits[name])}`).join(', ');
+  const names: Array<keyof LoopLimits> = [
+    'maxSteps',
+    'maxStepsPerTask',
+    'maxRetries',
+    'maxTransportAttempts',
+    'maxTransportRetries',
+    'maxToolCalls',
+    'maxToolCallsPerReply',
+    'maxInputTokens',
+    'maxOutputTokens',
+    'maxCostUsd',
+    'deadlineMs',
+  ];
+  return names
+    .map(
+      (name) =>
+        `${name} ${name === 'maxCostUsd' && Number.isFinite(limits[name]) ? `$${limits[name]}` : number(limits[name])}`,
+    )
+    .join(', ');
 }
 
 function figure(name: string, value: WorstCaseFigure, money = false): string {
-  const shown = value.value === null ? (value.formula.startsWith('unknown') ? 'unknown' : 'unbounded') : `${value.plusOneCall ? '≤ ' : ''}${money ? `$${Number(value.value.toFixed(6))}` : number(value.value)}${value.plusOneCall ? ' + one call' : ''}`;
+  const shown =
+    value.value === null
+      ? value.formula.startsWith('unknown')
+        ? 'unknown'
+        : 'unbounded'
+      : `${value.plusOneCall ? '≤ ' : ''}${money ? `$${Number(value.value.toFixed(6))}` : number(value.value)}${value.plusOneCall ? ' + one call' : ''}`;
   return `  ${name.padEnd(14)}${shown.padEnd(22)}${value.formula}`;
 }
 
-function steps(path: readonly PathStep[], from = 1, width = Math.max(0, ...path.map((step) => step.state.length))): string[] {
-  return path.map((step, index) => `    ${String(from + index).padStart(3)}. ${step.state.padEnd(width)}  ${step.outcome}`);
+function steps(
+  path: readonly PathStep[],
+  from = 1,
+  width = Math.max(0, ...path.map((step) => step.state.length)),
+): string[] {
+  return path.map(
+    (step, index) => `    ${String(from + index).padStart(3)}. ${step.state.padEnd(width)}  ${step.outcome}`,
+  );
 }
 
 export function formatReport(report: VerifyReport, file: string): string {
   const { explored, coverage, model } = report;
-  const price = model.price === null ? 'no price' : `$${model.price.inputPerMillion} / $${model.price.outputPerMillion} per million input / output tokens`;
+  const price =
+    model.price === null
+      ? 'no price'
+      : `$${model.price.inputPerMillion} / $${model.price.outputPerMillion} per million input / output tokens`;
   const lines = [
     `loopstate verify: ${file}`,
     `  model ${model.id} (${price})`,
     `  limits: ${limitsLine(report.limits)}`,
     '',
-    `explored ${number(explored.states)} abstract states and ${number(explored.transitions)} transitions in ${(explored.elapsedMs / 1000).toFixed(1)} s (${number(explored.statesPerSecond)} states/s), ${explored.scaledTo === null ? 'exactly, at the loop\'s own limits' : `SCALED DOWN to maxSteps ${explored.scaledTo.maxSteps} (see notes)`}`,
-    ...(explored.reductions.length === 0 ? [] : ['reductions (equivalent states merged, equivalent outcomes left out; no figure below changes):', ...explored.reductions.map((reduction) => `  ${reduction}`)]),
+    `explored ${number(explored.states)} abstract states and ${number(explored.transitions)} transitions in ${(explored.elapsedMs / 1000).toFixed(1)} s (${number(explored.statesPerSecond)} states/s), ${explored.scaledTo === null ? "exactly, at the loop's own limits" : `SCALED DOWN to maxSteps ${explored.scaledTo.maxSteps} (see notes)`}`,
+    ...(explored.reductions.length === 0
+      ? []
+      : [
+          'reductions (equivalent states merged, equivalent outcomes left out; no figure below changes):',
+          ...explored.reductions.map((reduction) => `  ${reduction}`),
+        ]),
     `transition coverage: ${coverage.fired} / ${coverage.total} transition definitions of the statechart (${coverage.percent}%)`,
     `reachable stop reasons: ${report.stopReasons.join(', ')}`,
     '',
@@ -53,10 +93,15 @@ export function formatReport(report: VerifyReport, file: string): string {
   ];
   for (const note of report.notes) lines.push(`note: ${note}`);
   lines.push('');
-  const checked = 'every reachable state reaches TERMINATED with a stop reason, no destructive tool runs without approval, no budget is crossed by more than one call';
+  const checked =
+    'every reachable state reaches TERMINATED with a stop reason, no destructive tool runs without approval, no budget is crossed by more than one call';
   const timed = Number.isFinite(report.limits.deadlineMs);
   if (report.violations.length === 0) {
-    lines.push(timed ? `bounded: no run goes on for ever (the state graph has no cycle), ${checked}` : `bounded in steps: every run takes finitely many steps (the state graph has no cycle), ${checked}`);
+    lines.push(
+      timed
+        ? `bounded: no run goes on for ever (the state graph has no cycle), ${checked}`
+        : `bounded in steps: every run takes finitely many steps (the state graph has no cycle), ${checked}`,
+    );
   }
   if (!timed) {
     lines.push(
@@ -67,9 +112,17 @@ export function formatReport(report: VerifyReport, file: string): string {
     );
   }
   for (const violation of report.violations) {
-    const width = Math.max(0, ...[...violation.counterexample, ...(violation.cycle ?? [])].map((step) => step.state.length));
-    lines.push(`VIOLATION ${violation.kind}: ${violation.message}`, '  counterexample (events from the start of a run):', ...steps(violation.counterexample, 1, width));
-    if (violation.cycle !== undefined) lines.push('  then, for ever:', ...steps(violation.cycle, violation.counterexample.length + 1, width));
+    const width = Math.max(
+      0,
+      ...[...violation.counterexample, ...(violation.cycle ?? [])].map((step) => step.state.length),
+    );
+    lines.push(
+      `VIOLATION ${violation.kind}: ${violation.message}`,
+      '  counterexample (events from the start of a run):',
+      ...steps(violation.counterexample, 1, width),
+    );
+    if (violation.cycle !== undefined)
+      lines.push('  then, for ever:', ...steps(violation.cycle, violation.counterexample.length + 1, width));
   }
   return lines.join('\n');
 }

@@ -41,7 +41,8 @@ export function stepsAlong(graph: ExploredGraph, edges: readonly number[]): Path
   return edges.map((edge) => {
     const label = edgeLabel(graph, edge);
     const outcome = outcomesOf(graph, snapshot).find((candidate) => candidate.label === label);
-    if (outcome === undefined) throw new Error(`a state reached along the path has no outcome "${label}": its key merged inequivalent states`);
+    if (outcome === undefined)
+      throw new Error(`a state reached along the path has no outcome "${label}": its key merged inequivalent states`);
     const step = { state: stateName(snapshot), outcome: label, event: outcome.event };
     snapshot = tracer.step(snapshot, outcome.event).next;
     return step;
@@ -50,7 +51,12 @@ export function stepsAlong(graph: ExploredGraph, edges: readonly number[]): Path
 
 function edgesTo(graph: ExploredGraph, state: number): number[] {
   const edges: number[] = [];
-  for (let edge = graph.parentEdge[state] as number; edge >= 0; edge = graph.parentEdge[graph.edgeSource[edge] as number] as number) edges.push(edge);
+  for (
+    let edge = graph.parentEdge[state] as number;
+    edge >= 0;
+    edge = graph.parentEdge[graph.edgeSource[edge] as number] as number
+  )
+    edges.push(edge);
   return edges.reverse();
 }
 
@@ -71,7 +77,8 @@ function outgoingIndex(graph: ExploredGraph): { start: Int32Array; edges: Int32A
     const slot = (graph.edgeSource[edge] as number) + 1;
     start[slot] = (start[slot] as number) + 1;
   }
-  for (let state = 0; state < count; state += 1) start[state + 1] = (start[state + 1] as number) + (start[state] as number);
+  for (let state = 0; state < count; state += 1)
+    start[state + 1] = (start[state + 1] as number) + (start[state] as number);
   const fill = start.slice(0, count);
   const edges = new Int32Array(graph.edgeCount);
   for (let edge = 0; edge < graph.edgeCount; edge += 1) {
@@ -146,7 +153,8 @@ function earliestOnCycles(graph: ExploredGraph, start: Int32Array, edges: Int32A
     }
   };
   peel(indegree, function* successors(state) {
-    for (let position = start[state] as number; position < (start[state + 1] as number); position += 1) yield graph.edgeTarget[edges[position] as number] as number;
+    for (let position = start[state] as number; position < (start[state + 1] as number); position += 1)
+      yield graph.edgeTarget[edges[position] as number] as number;
   });
   peel(outdegree, (state) => incoming[state] as number[]);
   const left: number[] = [];
@@ -155,7 +163,12 @@ function earliestOnCycles(graph: ExploredGraph, start: Int32Array, edges: Int32A
 }
 
 /** The shortest cycle back to one of `candidates`, with the shortest path to it: a counterexample easy to read. */
-function shortestCycleThrough(graph: ExploredGraph, candidates: readonly number[], start: Int32Array, edges: Int32Array): Cycle {
+function shortestCycleThrough(
+  graph: ExploredGraph,
+  candidates: readonly number[],
+  start: Int32Array,
+  edges: Int32Array,
+): Cycle {
   let best: number[] | null = null;
   let bestState = candidates[0] as number;
   for (const origin of candidates) {
@@ -178,7 +191,12 @@ function shortestCycleThrough(graph: ExploredGraph, candidates: readonly number[
     }
     if (closing < 0) continue;
     const cycle = [closing];
-    for (let at = graph.edgeSource[closing] as number; at !== origin; at = graph.edgeSource[via.get(at) as number] as number) cycle.push(via.get(at) as number);
+    for (
+      let at = graph.edgeSource[closing] as number;
+      at !== origin;
+      at = graph.edgeSource[via.get(at) as number] as number
+    )
+      cycle.push(via.get(at) as number);
     // Candidates come earliest first: the first that closes a cycle has the shortest way into it.
     best = cycle.reverse();
     bestState = origin;
@@ -257,6 +275,7 @@ export function heaviestRun(graph: ExploredGraph, weight: Int32Array): { total: 
   let argmax = 0;
   for (let state = 1; state < count; state += 1) if ((best[state] as number) > (best[argmax] as number)) argmax = state;
   const path: number[] = [];
-  for (let state = argmax; bestEdge[state] !== -1; state = graph.edgeSource[bestEdge[state] as number] as number) path.push(bestEdge[state] as number);
+  for (let state = argmax; bestEdge[state] !== -1; state = graph.edgeSource[bestEdge[state] as number] as number)
+    path.push(bestEdge[state] as number);
   return { total: best[argmax] as number, path: stepsAlong(graph, path.reverse()) };
 }

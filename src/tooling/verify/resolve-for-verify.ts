@@ -41,7 +41,10 @@ function resolveGiven(exported: unknown): ConfigForVerify {
     const tolerated = error.issues.every((issue) => {
       const [scope, name] = issue.path.split('.');
       if (scope !== 'limits' || name === undefined) return false;
-      return (COUNT_LIMITS.has(name) && limits[name] === Infinity) || (name === 'maxCostUsd' && issue.message.includes('has no price'));
+      return (
+        (COUNT_LIMITS.has(name) && limits[name] === Infinity) ||
+        (name === 'maxCostUsd' && issue.message.includes('has no price'))
+      );
     });
     if (!tolerated) throw error;
     const patched: Record<string, unknown> = { ...limits };
@@ -51,7 +54,9 @@ function resolveGiven(exported: unknown): ConfigForVerify {
     return {
       config,
       limits: resolveLimits(limits as Partial<LoopLimits>),
-      notes: error.issues.map((issue) => `createLoop refuses this config (${issue.path}: ${issue.message}); verify explored it as written`),
+      notes: error.issues.map(
+        (issue) => `createLoop refuses this config (${issue.path}: ${issue.message}); verify explored it as written`,
+      ),
     };
   }
 }

@@ -63,7 +63,10 @@ const clamp = (value: number, threshold: number) => Math.min(value, threshold);
  */
 export function decisionsLeft(context: LoopContext): number {
   const { limits, tasks, taskIndex, task } = context;
-  return Math.max(0, limits.maxStepsPerTask - task.steps) + limits.maxStepsPerTask * Math.max(0, tasks.length - taskIndex - 1);
+  return (
+    Math.max(0, limits.maxStepsPerTask - task.steps) +
+    limits.maxStepsPerTask * Math.max(0, tasks.length - taskIndex - 1)
+  );
 }
 
 /**
@@ -79,7 +82,13 @@ export function isStepLimitOutOfReach(context: LoopContext): boolean {
 }
 
 /** The reductions of `reduce` a key applied, as bits (see `REDUCTIONS`), to say in the report how often each did. */
-export const REDUCTION = Object.freeze({ stepLimitOutOfReach: 1, feedbackKind: 2, earlierTaskDigest: 4, spentEvaluation: 8, lastDecisionEvaluated: 16 });
+export const REDUCTION = Object.freeze({
+  stepLimitOutOfReach: 1,
+  feedbackKind: 2,
+  earlierTaskDigest: 4,
+  spentEvaluation: 8,
+  lastDecisionEvaluated: 16,
+});
 
 /**
  * An evaluation with no decision left in the task (its own bound, or the run's): what only later decisions read is
@@ -111,19 +120,32 @@ export function stateKey(snapshot: LoopSnapshot, options: KeyOptions): string {
   if (reduced === REDUCTION.spentEvaluation) {
     // The evaluation's every outcome ends the run: a failure meets the spend check, a pass the next gate's (after
     // its step check) or completes the run; no judge may run. Only these and the clock are read.
-    return ['evaluating, budget spent', context.taskIndex + 1 < context.tasks.length ? 1 : 0, context.steps >= limits.maxSteps ? 1 : 0, context.startedAt === null ? 0 : 1, context.lastEventAt].join('|');
+    return [
+      'evaluating, budget spent',
+      context.taskIndex + 1 < context.tasks.length ? 1 : 0,
+      context.steps >= limits.maxSteps ? 1 : 0,
+      context.startedAt === null ? 0 : 1,
+      context.lastEventAt,
+    ].join('|');
   }
   // No decision left in the task: its evaluation passes to the next task (which starts these afresh) or fails it.
   const lastDecision = (reduced & REDUCTION.lastDecisionEvaluated) !== 0;
   const live = <T>(value: T): T | '' => (lastDecision ? '' : value);
-  const digestFamily = progress.lastStateDigest === null ? '' : progress.lastStateDigest.slice(0, progress.lastStateDigest.lastIndexOf('-'));
+  const digestFamily =
+    progress.lastStateDigest === null
+      ? ''
+      : progress.lastStateDigest.slice(0, progress.lastStateDigest.lastIndexOf('-'));
   const nudge = progress.nudgedAtStep === null ? 'n' : progress.nudgedAtStep < context.steps ? 'e' : 'c';
   const parts = [
     JSON.stringify(snapshot.value),
     context.taskIndex,
     // Clamped at their limits (a no-op for the loop machine, whose counters never pass them): a machine whose
     // step guard is broken shows up as a cycle, not as a space that never ends.
-    !options.keepSteps ? '' : (reduced & REDUCTION.stepLimitOutOfReach) !== 0 ? 'far' : clamp(context.steps, limits.maxSteps),
+    !options.keepSteps
+      ? ''
+      : (reduced & REDUCTION.stepLimitOutOfReach) !== 0
+        ? 'far'
+        : clamp(context.steps, limits.maxSteps),
     options.keepTaskSteps ? clamp(task.steps, limits.maxStepsPerTask) : '',
     // A task's first decision cannot repeat a digest: "has the task decided yet" is kept either way.
     task.steps > 0 ? 1 : 0,
@@ -133,7 +155,9 @@ export function stateKey(snapshot: LoopSnapshot, options: KeyOptions): string {
     options.keepRetries ? clamp(task.reflectionRetries, limits.maxRetries) : '',
     live(task.argumentRepairs),
     // Once spent, which budget it was is never read: the machine asks only whether any is (and it stays so).
-    options.reduce && isSpendBudgetExhausted({ context }) ? 'spent' : `${usage.inputTokens}|${usage.outputTokens}|${usage.costUsd}`,
+    options.reduce && isSpendBudgetExhausted({ context })
+      ? 'spent'
+      : `${usage.inputTokens}|${usage.outputTokens}|${usage.costUsd}`,
     options.keepToolCalls ? clamp(usage.toolCalls, limits.maxToolCalls) : '',
     live(context.nextRequestTokens),
     context.startedAt === null ? 0 : 1,

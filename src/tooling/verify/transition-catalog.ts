@@ -30,7 +30,12 @@ function guardName(definition: AnyTransitionDefinition): string | null {
   return 'inline';
 }
 
-function describe(node: AnyStateNode, eventType: string, index: number, definition: AnyTransitionDefinition): TransitionEntry {
+function describe(
+  node: AnyStateNode,
+  eventType: string,
+  index: number,
+  definition: AnyTransitionDefinition,
+): TransitionEntry {
   return {
     id: `${node.id}|${eventType}|${index}`,
     source: node.id,

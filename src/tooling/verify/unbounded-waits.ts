@@ -10,8 +10,11 @@ import type { Evaluator } from '../../index.js';
 
 /** The evaluators each task runs: its own, else the loop's. */
 function evaluatorsOf(config: ResolvedConfig): Evaluator[] {
-  const lists = config.tasks === null ? [config.evaluate] : config.tasks.map((task) => task.evaluate ?? config.evaluate);
-  return lists.flatMap((list) => (Array.isArray(list) ? list : [list])).filter((evaluator): evaluator is Evaluator => evaluator !== undefined);
+  const lists =
+    config.tasks === null ? [config.evaluate] : config.tasks.map((task) => task.evaluate ?? config.evaluate);
+  return lists
+    .flatMap((list) => (Array.isArray(list) ? list : [list]))
+    .filter((evaluator): evaluator is Evaluator => evaluator !== undefined);
 }
 
 /**
@@ -21,20 +24,37 @@ function evaluatorsOf(config: ResolvedConfig): Evaluator[] {
  * unboundedWaits(config, { ...config.limits, deadlineMs: Infinity, evaluatorTimeoutMs: Infinity }, ['completed'])
  * // ['evaluator "ticket-service" may take as long as it likes: limits.evaluatorTimeoutMs is Infinity', ...]
  */
-export function unboundedWaits(config: ResolvedConfig, limits: LoopLimits, stopReasons: readonly StopReason[]): string[] {
+export function unboundedWaits(
+  config: ResolvedConfig,
+  limits: LoopLimits,
+  stopReasons: readonly StopReason[],
+): string[] {
   if (Number.isFinite(limits.deadlineMs)) return [];
   const waits: string[] = [];
   if (!Number.isFinite(limits.evaluatorTimeoutMs)) {
     // Judges are bounded per call by modelCallTimeoutMs, whatever evaluatorTimeoutMs says.
-    const names = [...new Set(evaluatorsOf(config).filter((evaluator) => evaluator.kind !== 'judge').map((evaluator) => `"${evaluator.name}"`))];
-    if (names.length > 0) waits.push(`evaluator${names.length > 1 ? 's' : ''} ${names.join(', ')} may take as long as ${names.length > 1 ? 'they like' : 'it likes'}: limits.evaluatorTimeoutMs is Infinity`);
+    const names = [
+      ...new Set(
+        evaluatorsOf(config)
+          .filter((evaluator) => evaluator.kind !== 'judge')
+          .map((evaluator) => `"${evaluator.name}"`),
+      ),
+    ];
+    if (names.length > 0)
+      waits.push(
+        `evaluator${names.length > 1 ? 's' : ''} ${names.join(', ')} may take as long as ${names.length > 1 ? 'they like' : 'it likes'}: limits.evaluatorTimeoutMs is Infinity`,
+      );
   }
   if (config.store !== undefined) {
-    waits.push('a store-wide pause holds the run before its next step until it is lifted, and each store call is awaited as long as the store takes');
+    waits.push(
+      'a store-wide pause holds the run before its next step until it is lifted, and each store call is awaited as long as the store takes',
+    );
   }
   if (stopReasons.includes('needs_human')) {
     const expiry = config.durable.approvalExpiresAfterMs;
-    waits.push(`a run that stops with needs_human waits for a person's decision before loop.resume continues it${expiry === null ? ' (durable.approvalExpiresAfterMs, unset, would make a late approval fail)' : ` (an approval given more than durable.approvalExpiresAfterMs, ${expiry} ms, later fails)`}`);
+    waits.push(
+      `a run that stops with needs_human waits for a person's decision before loop.resume continues it${expiry === null ? ' (durable.approvalExpiresAfterMs, unset, would make a late approval fail)' : ` (an approval given more than durable.approvalExpiresAfterMs, ${expiry} ms, later fails)`}`,
+    );
   }
   return waits;
 }

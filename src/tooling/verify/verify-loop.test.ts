@@ -22,10 +22,25 @@ function verify(exported: unknown, options: VerifyOptions = {}): VerifyReport {
   return verifyLoopConfig(config, { ...options, limits, notes });
 }
 
-const lookup = defineTool({ name: 'lookup', description: 'Look a record up', input: z.object({ id: z.string() }), access: 'read', execute: ({ id }) => ({ id }) });
-const wipe = defineTool({ name: 'wipe_database', description: 'Delete everything', input: z.object({}), access: 'destructive', execute: () => 'wiped' });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Look a record up',
+  input: z.object({ id: z.string() }),
+  access: 'read',
+  execute: ({ id }) => ({ id }),
+});
+const wipe = defineTool({
+  name: 'wipe_database',
+  description: 'Delete everything',
+  input: z.object({}),
+  access: 'destructive',
+  execute: () => 'wiped',
+});
 /** A model the price table does not know. */
-const localModel: Model = { id: 'local-llama', generate: () => Promise.resolve({ text: 'ok', toolCalls: [], usage: { inputTokens: 1, outputTokens: 1 } }) };
+const localModel: Model = {
+  id: 'local-llama',
+  generate: () => Promise.resolve({ text: 'ok', toolCalls: [], usage: { inputTokens: 1, outputTokens: 1 } }),
+};
 
 describe('verify on the examples, at their real limits', () => {
   it('order-status (maxSteps 4, maxRetries 2, maxCostUsd 0.05, one read tool) is bounded', () => {
@@ -47,7 +62,17 @@ describe('verify on the examples, at their real limits', () => {
     expect(report.worstCase.costUsd).toMatchObject({ value: 0.05, plusOneCall: true });
     expect(report.worstCase.costUsd.formula).toContain('$0.112');
     // A read-only tool under the default policy: never denied, never waiting for approval, never of unknown outcome.
-    expect(report.stopReasons).toEqual(['completed', 'max_steps', 'deadline_exceeded', 'budget_exhausted', 'no_progress', 'tool_unavailable', 'cancelled', 'retries_exhausted', 'fatal_error']);
+    expect(report.stopReasons).toEqual([
+      'completed',
+      'max_steps',
+      'deadline_exceeded',
+      'budget_exhausted',
+      'no_progress',
+      'tool_unavailable',
+      'cancelled',
+      'retries_exhausted',
+      'fatal_error',
+    ]);
     expect(report.coverage.fired).toBeGreaterThan(40);
     expect(report.coverage.fired + report.coverage.unfired.length).toBe(report.coverage.total);
   });
@@ -74,7 +99,13 @@ describe('verify on tool-feedback, exactly at its real limits', () => {
     const { config } = resolveForVerify(toolFeedbackConfig);
     const report = verifyLoopConfig(config);
     expect(report.explored.scaledTo).toBeNull();
-    expect(report.limits).toMatchObject({ maxSteps: 24, maxStepsPerTask: 5, maxRetries: 2, maxCostUsd: 0.05, deadlineMs: 60_000 });
+    expect(report.limits).toMatchObject({
+      maxSteps: 24,
+      maxStepsPerTask: 5,
+      maxRetries: 2,
+      maxCostUsd: 0.05,
+      deadlineMs: 60_000,
+    });
     expect(report.explored.states).toBeLessThan(DEFAULT_STATE_BOUND / 3);
     expect(report.explored.statesPerSecond).toBeGreaterThan(0);
     expect(report.violations).toEqual([]);
@@ -86,11 +117,28 @@ describe('verify on tool-feedback, exactly at its real limits', () => {
     expect(report.worstCase.toolCalls.value).toBe((4 * 4 + 3) * 20);
     expect(report.worstCase.toolCalls.formula).toContain('bound 460');
     expect(report.worstCase.costUsd).toMatchObject({ value: 0.05, plusOneCall: true });
-    expect(report.stopReasons).toEqual(['completed', 'max_steps', 'deadline_exceeded', 'budget_exhausted', 'no_progress', 'tool_unavailable', 'cancelled', 'retries_exhausted', 'fatal_error']);
-    expect(report.explored.reductions).toContain('symmetry: 4 interchangeable tools (calculator, time_service, knowledge_base, knowledge_archive: allowed, not destructive) explored as one kind of tool call');
-    expect(report.explored.reductions.join('\n')).toMatch(/abstract counters: [\d,]+ states with the step limit out of reach/);
+    expect(report.stopReasons).toEqual([
+      'completed',
+      'max_steps',
+      'deadline_exceeded',
+      'budget_exhausted',
+      'no_progress',
+      'tool_unavailable',
+      'cancelled',
+      'retries_exhausted',
+      'fatal_error',
+    ]);
+    expect(report.explored.reductions).toContain(
+      'symmetry: 4 interchangeable tools (calculator, time_service, knowledge_base, knowledge_archive: allowed, not destructive) explored as one kind of tool call',
+    );
+    expect(report.explored.reductions.join('\n')).toMatch(
+      /abstract counters: [\d,]+ states with the step limit out of reach/,
+    );
     // Both worst runs replay through a fresh actor to the figure they claim.
-    for (const [figure, counter] of [['modelCalls', 'modelCalls'], ['toolCalls', 'toolCalls']] as const) {
+    for (const [figure, counter] of [
+      ['modelCalls', 'modelCalls'],
+      ['toolCalls', 'toolCalls'],
+    ] as const) {
       const actor = createActor(loopMachine, { input: verifyModelOf(config).input }).start();
       for (const step of report.worstCase[figure].run ?? []) actor.send(step.event);
       expect(actor.getSnapshot().context.usage[counter]).toBe(report.worstCase[figure].value);
@@ -114,28 +162,44 @@ describe('verify rejects broken loops with a counterexample', () => {
   });
 
   it('maxTransportAttempts switched off with Infinity: a call may fail and back off for ever', () => {
-    const report = verify({ model: scriptedModel([reply('x')]), limits: { maxTransportAttempts: Infinity, deadlineMs: Infinity } });
+    const report = verify({
+      model: scriptedModel([reply('x')]),
+      limits: { maxTransportAttempts: Infinity, deadlineMs: Infinity },
+    });
     expect(report.bounded).toBe(false);
     const cycle = report.violations.find((violation) => violation.kind === 'unbounded_cycle');
     expect(cycle?.message).toContain('maxTransportAttempts switched off with Infinity');
-    expect(cycle?.cycle?.map((step) => step.outcome)).toEqual(expect.arrayContaining(['model.failed: transient (503)', 'backoff.elapsed']));
+    expect(cycle?.cycle?.map((step) => step.outcome)).toEqual(
+      expect.arrayContaining(['model.failed: transient (503)', 'backoff.elapsed']),
+    );
     expect(report.notes.join()).toContain('createLoop refuses this config (limits.maxTransportAttempts');
   });
 
   it('every spend budget switched off with Infinity: spend nothing bounds', () => {
-    const loop = createLoop({ model: scriptedModel([reply('x')]), limits: { maxCostUsd: Infinity, maxInputTokens: Infinity, maxOutputTokens: Infinity } });
+    const loop = createLoop({
+      model: scriptedModel([reply('x')]),
+      limits: { maxCostUsd: Infinity, maxInputTokens: Infinity, maxOutputTokens: Infinity },
+    });
     const report = verify(loop);
     expect(report.bounded).toBe(false);
     const [violation] = report.violations;
     expect(violation?.kind).toBe('unbounded_spend');
     expect(violation?.message).toMatch(/inputTokens: unbounded.*outputTokens: unbounded.*costUsd: unbounded/);
-    expect(violation?.counterexample.map((step) => step.outcome)).toEqual(['run.started', 'model.responded: final reply, state changed']);
+    expect(violation?.counterexample.map((step) => step.outcome)).toEqual([
+      'run.started',
+      'model.responded: final reply, state changed',
+    ]);
     // Steps stay bounded: 10 decisions × 3 transport attempts each.
     expect(report.worstCase.modelCalls.value).toBe(10 * 3);
   });
 
   it('a destructive tool under an allow-all policy runs without approval', () => {
-    const loop = createLoop({ model: scriptedModel([reply('x')]), tools: [lookup, wipe], policy: { allow: ['read', 'write', 'destructive'], requireApproval: [] }, limits: { maxSteps: 3 } });
+    const loop = createLoop({
+      model: scriptedModel([reply('x')]),
+      tools: [lookup, wipe],
+      policy: { allow: ['read', 'write', 'destructive'], requireApproval: [] },
+      limits: { maxSteps: 3 },
+    });
     const report = verify(loop);
     expect(report.bounded).toBe(false);
     const violation = report.violations.find((candidate) => candidate.kind === 'destructive_without_approval');
@@ -162,7 +226,13 @@ describe('verify rejects broken loops with a counterexample', () => {
     expect(byDefault.violations.map((violation) => violation.kind)).toEqual(['unpriced_cost_budget']);
     expect(byDefault.worstCase.costUsd.value).toBeNull();
     // Priced through `prices`, it passes.
-    const priced = verify(createLoop({ model: localModel, prices: { 'local-llama': { inputPerMillion: 0, outputPerMillion: 0.1 } }, limits: { maxSteps: 3 } }));
+    const priced = verify(
+      createLoop({
+        model: localModel,
+        prices: { 'local-llama': { inputPerMillion: 0, outputPerMillion: 0.1 } },
+        limits: { maxSteps: 3 },
+      }),
+    );
     expect(priced.violations).toEqual([]);
   });
 });
@@ -179,7 +249,9 @@ describe('tenant budgets', () => {
     expect(report.violations).toEqual([]);
     // The tenant's caps are the run's: 1,000,000 × $0.4/M + 100,000 × $1.6/M = $0.56, below the tenant's $2.
     expect(report.worstCase.costUsd.value).toBeCloseTo(1_000_000 * 0.4e-6 + 100_000 * 1.6e-6, 12);
-    expect(report.notes.join()).toContain('tenant "acme" caps what one run may hold: maxCostUsd 2, maxInputTokens 1000000, maxOutputTokens 100000');
+    expect(report.notes.join()).toContain(
+      'tenant "acme" caps what one run may hold: maxCostUsd 2, maxInputTokens 1000000, maxOutputTokens 100000',
+    );
   });
 });
 
@@ -203,7 +275,9 @@ describe('the checks find what a broken statechart does (guards replaced on purp
   const toolLoop = () => createLoop({ model: scriptedModel([reply('x')]), tools: [lookup], limits: { maxSteps: 3 } });
 
   it('a machine whose step guards never fire has a cycle no budget guard stops', () => {
-    const machine = loopMachine.provide({ guards: { isStepLimitReached: () => false, isTaskStepLimitReached: () => false } });
+    const machine = loopMachine.provide({
+      guards: { isStepLimitReached: () => false, isTaskStepLimitReached: () => false },
+    });
     const report = verify(toolLoop(), { machine });
     expect(report.violations.map((violation) => violation.kind)).toContain('unbounded_cycle');
     expect(report.worstCase.modelCalls.value).toBeNull();
@@ -215,15 +289,31 @@ describe('the checks find what a broken statechart does (guards replaced on purp
     const crossed = report.violations.find((violation) => violation.kind === 'budget_crossed_twice');
     expect(crossed?.message).toContain('was paid after maxInputTokens was already spent');
     // The shortest: a first request whose estimate is already over the input budget is sent all the same.
-    expect(crossed?.counterexample.map((step) => step.outcome)).toEqual(['run.started: first request over the input budget', 'model.responded: final reply, state changed']);
+    expect(crossed?.counterexample.map((step) => step.outcome)).toEqual([
+      'run.started: first request over the input budget',
+      'model.responded: final reply, state changed',
+    ]);
   });
 });
 
 describe('the abstraction reaches the whole statechart', () => {
   it('loops using every feature, between them, fire every transition definition of the machine', () => {
-    const save = defineTool({ name: 'save', description: 'Save a record', input: z.object({}), access: 'write', execute: () => 'saved' });
+    const save = defineTool({
+      name: 'save',
+      description: 'Save a record',
+      input: z.object({}),
+      access: 'write',
+      execute: () => 'saved',
+    });
     // Runs under the policy below, and may time out with its outcome unknown.
-    const fetchOnce = defineTool({ name: 'fetch_once', description: 'Read a queue', input: z.object({}), access: 'read', idempotent: false, execute: () => 'item' });
+    const fetchOnce = defineTool({
+      name: 'fetch_once',
+      description: 'Read a queue',
+      input: z.object({}),
+      access: 'read',
+      idempotent: false,
+      execute: () => 'item',
+    });
     const tasks = [
       { id: 'first', prompt: 'first', onFailure: 'continue' as const },
       { id: 'second', prompt: 'second' },
@@ -232,10 +322,35 @@ describe('the abstraction reaches the whole statechart', () => {
     const model = scriptedModel([reply('x')]);
     const reports = [
       // Signals on the first occurrence; reads run, writes are denied, destructive calls wait for a person.
-      verify(createLoop({ model, tools: [fetchOnce, save, wipe], policy: { allow: ['read'], requireApproval: ['destructive'] }, plan: true, tasks, limits,
-        noProgress: { repeatedToolCall: 2, unchangedState: 2, sameEvaluatorReason: 1, duplicateObservation: 1, planStall: 1, sameParseError: 1 } })),
+      verify(
+        createLoop({
+          model,
+          tools: [fetchOnce, save, wipe],
+          policy: { allow: ['read'], requireApproval: ['destructive'] },
+          plan: true,
+          tasks,
+          limits,
+          noProgress: {
+            repeatedToolCall: 2,
+            unchangedState: 2,
+            sameEvaluatorReason: 1,
+            duplicateObservation: 1,
+            planStall: 1,
+            sameParseError: 1,
+          },
+        }),
+      ),
       // Room for a nudge and the stop after it, and for reflections.
-      verify(createLoop({ model, tools: [lookup], plan: true, tasks, limits: { maxSteps: 5, maxStepsPerTask: 4, maxRetries: 1 }, noProgress: { planStall: 1 } })),
+      verify(
+        createLoop({
+          model,
+          tools: [lookup],
+          plan: true,
+          tasks,
+          limits: { maxSteps: 5, maxStepsPerTask: 4, maxRetries: 1 },
+          noProgress: { planStall: 1 },
+        }),
+      ),
     ];
     const unfired = reports.map((report) => new Set(report.coverage.unfired));
     const neverFired = [...(unfired[0] ?? [])].filter((id) => unfired.every((set) => set.has(id)));
@@ -249,7 +364,10 @@ describe('worst-case model calls with more retry layers', () => {
   it('a task that may fail and continue adds its one failed call', () => {
     const loop = createLoop({
       model: scriptedModel([reply('x')]),
-      tasks: [{ id: 'optional', prompt: 'try', onFailure: 'continue' }, { id: 'main', prompt: 'do' }],
+      tasks: [
+        { id: 'optional', prompt: 'try', onFailure: 'continue' },
+        { id: 'main', prompt: 'do' },
+      ],
       limits: { maxSteps: 4, maxRetries: 1 },
     });
     const report = verify(loop);
@@ -263,7 +381,14 @@ describe('worst-case model calls with more retry layers', () => {
 
   it('an LLM judge adds its calls per evaluation, each judge call with transport attempts of its own', () => {
     const judge = scriptedModel([reply('{"passed": true, "reason": "ok"}')]);
-    const loop = createLoop({ model: scriptedModel([reply('x')]), evaluate: [evaluators.rule((text: string) => text.length > 0, 'say something'), evaluators.judge({ model: judge, criteria: 'polite' })], limits: { maxSteps: 3, maxRetries: 1 } });
+    const loop = createLoop({
+      model: scriptedModel([reply('x')]),
+      evaluate: [
+        evaluators.rule((text: string) => text.length > 0, 'say something'),
+        evaluators.judge({ model: judge, criteria: 'polite' }),
+      ],
+      limits: { maxSteps: 3, maxRetries: 1 },
+    });
     const report = verify(loop);
     expect(report.violations).toEqual([]);
     // maxRetries 1: 2 transport attempts per call. The bound: 2 × maxSteps 3 + 2 × maxSteps 3 × 1 judge = 12. The
@@ -280,13 +405,19 @@ describe('worst-case model calls with more retry layers', () => {
 });
 
 describe('worst-case model calls with transport attempts per call', () => {
-  it("a run-wide maxTransportRetries caps the retries of every call together: each call once, plus the cap", () => {
-    const loop = createLoop({ model: scriptedModel([reply('x')]), tools: [lookup], limits: { maxSteps: 4, maxTransportAttempts: 3, maxTransportRetries: 2 } });
+  it('a run-wide maxTransportRetries caps the retries of every call together: each call once, plus the cap', () => {
+    const loop = createLoop({
+      model: scriptedModel([reply('x')]),
+      tools: [lookup],
+      limits: { maxSteps: 4, maxTransportAttempts: 3, maxTransportRetries: 2 },
+    });
     const report = verify(loop);
     expect(report.violations).toEqual([]);
     // Per call it would be 3 × 4 = 12; the run may retry only twice in all: 4 decisions + 2 retries = 6.
     expect(report.worstCase.modelCalls.value).toBe(4 + 2);
-    expect(report.worstCase.modelCalls.formula).toContain('bound 6 = each call once (maxSteps 4) + maxTransportRetries 2 retries in all (per call: 12)');
+    expect(report.worstCase.modelCalls.formula).toContain(
+      'bound 6 = each call once (maxSteps 4) + maxTransportRetries 2 retries in all (per call: 12)',
+    );
     const actor = createActor(loopMachine, { input: verifyModelOf(resolveForVerify(loop).config).input }).start();
     for (const step of report.worstCase.modelCalls.run ?? []) actor.send(step.event);
     expect(actor.getSnapshot().context.usage.modelCalls).toBe(6);
@@ -294,7 +425,11 @@ describe('worst-case model calls with transport attempts per call', () => {
   });
 
   it('a context summary before each attempt has attempts of its own', () => {
-    const loop = createLoop({ model: scriptedModel([reply('x')]), limits: { maxSteps: 2, maxTransportAttempts: 2 }, context: { strategy: 'summarize', maxInputTokensPerCall: 1_000 } });
+    const loop = createLoop({
+      model: scriptedModel([reply('x')]),
+      limits: { maxSteps: 2, maxTransportAttempts: 2 },
+      context: { strategy: 'summarize', maxInputTokensPerCall: 1_000 },
+    });
     const report = verify(loop);
     expect(report.violations).toEqual([]);
     // 2 decisions × 2 attempts, each attempt after a summary that took its 2 attempts: 2 × 2 × (1 + 2) = 12.
@@ -302,8 +437,12 @@ describe('worst-case model calls with transport attempts per call', () => {
     expect(report.worstCase.modelCalls.formula).toContain('bound 12');
   });
 
-  it('a context summary with a run-wide cap: its retries and the main call\'s draw on the same total', () => {
-    const loop = createLoop({ model: scriptedModel([reply('x')]), limits: { maxSteps: 2, maxTransportAttempts: 2, maxTransportRetries: 1 }, context: { strategy: 'summarize', maxInputTokensPerCall: 1_000 } });
+  it("a context summary with a run-wide cap: its retries and the main call's draw on the same total", () => {
+    const loop = createLoop({
+      model: scriptedModel([reply('x')]),
+      limits: { maxSteps: 2, maxTransportAttempts: 2, maxTransportRetries: 1 },
+      context: { strategy: 'summarize', maxInputTokensPerCall: 1_000 },
+    });
     const report = verify(loop);
     expect(report.violations).toEqual([]);
     // Each decision once with its summary (2 × 2), plus the one retry, which brings one more summary with it: 6;
@@ -315,7 +454,12 @@ describe('worst-case model calls with transport attempts per call', () => {
 
 describe('counterexamples replay through the statechart', () => {
   it('the events of a counterexample, sent to a fresh actor, reach the violation', () => {
-    const loop = createLoop({ model: scriptedModel([reply('x')]), tools: [wipe], policy: { allow: ['destructive'], requireApproval: [] }, limits: { maxSteps: 3 } });
+    const loop = createLoop({
+      model: scriptedModel([reply('x')]),
+      tools: [wipe],
+      policy: { allow: ['destructive'], requireApproval: [] },
+      limits: { maxSteps: 3 },
+    });
     const { config } = resolveForVerify(loop);
     const report = verifyLoopConfig(config);
     const [violation] = report.violations;
@@ -327,7 +471,11 @@ describe('counterexamples replay through the statechart', () => {
   });
 
   it('a cycle, sent again and again, comes back to the same state and never ends the run', () => {
-    const { config, limits } = resolveForVerify({ model: scriptedModel([reply('x')]), tools: [lookup], limits: { maxSteps: Infinity } });
+    const { config, limits } = resolveForVerify({
+      model: scriptedModel([reply('x')]),
+      tools: [lookup],
+      limits: { maxSteps: Infinity },
+    });
     const report = verifyLoopConfig(config, { limits });
     const violation = report.violations.find((candidate) => candidate.kind === 'unbounded_cycle');
     const actor = createActor(loopMachine, { input: verifyModelOf(config, limits).input }).start();

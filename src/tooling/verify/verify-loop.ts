@@ -9,7 +9,15 @@ import { STOP_REASONS } from '../../../machines/types.js';
 import type { ResolvedConfig } from '../../internal.js';
 import type { ModelPrice } from '../../index.js';
 import { DEFAULT_STATE_BOUND, exploreLoop, StateSpaceTooLargeError, type ExploredGraph } from './explore.js';
-import { findCycle, heaviestRun, pathThrough, pathTo, stateName, statesThatCannotFinish, type PathStep } from './graph-analysis.js';
+import {
+  findCycle,
+  heaviestRun,
+  pathThrough,
+  pathTo,
+  stateName,
+  statesThatCannotFinish,
+  type PathStep,
+} from './graph-analysis.js';
 import { verifyModelOf, type VerifyModel } from './verify-model.js';
 import { unboundedWaits } from './unbounded-waits.js';
 import { modelCallBound, spendFigures, toolCallBound, type WorstCase } from './worst-case.js';
@@ -81,22 +89,39 @@ function scaledLimits(limits: LoopLimits, maxSteps: number): LoopLimits {
     ...limits,
     maxSteps,
     maxStepsPerTask: Math.max(1, Math.min(maxSteps, Math.round(limits.maxStepsPerTask * ratio))),
-    maxToolCalls: Number.isFinite(limits.maxToolCalls) ? Math.max(1, Math.ceil(limits.maxToolCalls * ratio)) : limits.maxToolCalls,
+    maxToolCalls: Number.isFinite(limits.maxToolCalls)
+      ? Math.max(1, Math.ceil(limits.maxToolCalls * ratio))
+      : limits.maxToolCalls,
   };
 }
 
-function explore(model: VerifyModel, limits: LoopLimits, options: VerifyOptions): { graph: ExploredGraph; scaledTo: ScaledLimits | null } {
+function explore(
+  model: VerifyModel,
+  limits: LoopLimits,
+  options: VerifyOptions,
+): { graph: ExploredGraph; scaledTo: ScaledLimits | null } {
   const bound = options.maxStates ?? DEFAULT_STATE_BOUND;
   try {
-    return { graph: exploreLoop({ ...model, input: { ...model.input, limits } }, bound, options.machine), scaledTo: null };
+    return {
+      graph: exploreLoop({ ...model, input: { ...model.input, limits } }, bound, options.machine),
+      scaledTo: null,
+    };
   } catch (error) {
-    if (!(error instanceof StateSpaceTooLargeError) || options.scale !== true || !Number.isFinite(limits.maxSteps)) throw error;
+    if (!(error instanceof StateSpaceTooLargeError) || options.scale !== true || !Number.isFinite(limits.maxSteps))
+      throw error;
   }
   for (let maxSteps = Math.floor(limits.maxSteps / 2); maxSteps >= 2; maxSteps = Math.floor(maxSteps / 2)) {
     const scaled = scaledLimits(limits, maxSteps);
     try {
       const graph = exploreLoop({ ...model, input: { ...model.input, limits: scaled } }, bound, options.machine);
-      return { graph, scaledTo: { maxSteps: scaled.maxSteps, maxStepsPerTask: scaled.maxStepsPerTask, maxToolCalls: scaled.maxToolCalls } };
+      return {
+        graph,
+        scaledTo: {
+          maxSteps: scaled.maxSteps,
+          maxStepsPerTask: scaled.maxStepsPerTask,
+          maxToolCalls: scaled.maxToolCalls,
+        },
+      };
     } catch (error) {
       if (!(error instanceof StateSpaceTooLargeError)) throw error;
     }
@@ -108,7 +133,11 @@ function explore(model: VerifyModel, limits: LoopLimits, options: VerifyOptions)
 function firstPaidDecision(graph: ExploredGraph): number {
   for (let edge = 0; edge < graph.edgeCount; edge += 1) {
     const source = graph.snapshots[graph.edgeSource[edge] as number];
-    if (source?.matches({ RUNNING: 'deciding' }) === true && graph.snapshots[graph.edgeTarget[edge] as number]?.status !== 'done') return edge;
+    if (
+      source?.matches({ RUNNING: 'deciding' }) === true &&
+      graph.snapshots[graph.edgeTarget[edge] as number]?.status !== 'done'
+    )
+      return edge;
   }
   return 0;
 }
@@ -117,7 +146,9 @@ function violationsOf(graph: ExploredGraph, model: VerifyModel, limits: LoopLimi
   const violations: Violation[] = [];
   const cycle = findCycle(graph);
   if (cycle !== null) {
-    const switchedOff = (['maxSteps', 'maxStepsPerTask', 'maxToolCalls', 'maxTransportAttempts'] as const).filter((name) => !Number.isFinite(limits[name]));
+    const switchedOff = (['maxSteps', 'maxStepsPerTask', 'maxToolCalls', 'maxTransportAttempts'] as const).filter(
+      (name) => !Number.isFinite(limits[name]),
+    );
     violations.push({
       kind: 'unbounded_cycle',
       message: `a run can go on for ever: the cycle below passes no budget guard that can stop it${switchedOff.length > 0 ? ` (${switchedOff.join(', ')} switched off with Infinity)` : ''}`,
@@ -128,15 +159,27 @@ function violationsOf(graph: ExploredGraph, model: VerifyModel, limits: LoopLimi
   const stuck = statesThatCannotFinish(graph);
   const firstStuck = stuck[0];
   if (firstStuck !== undefined) {
-    violations.push({ kind: 'cannot_terminate', message: `${stuck.length} reachable state(s) cannot reach TERMINATED, e.g. ${stateName(graph.snapshots[firstStuck] as never)}`, counterexample: pathTo(graph, firstStuck) });
+    violations.push({
+      kind: 'cannot_terminate',
+      message: `${stuck.length} reachable state(s) cannot reach TERMINATED, e.g. ${stateName(graph.snapshots[firstStuck] as never)}`,
+      counterexample: pathTo(graph, firstStuck),
+    });
   }
   const destructive = graph.destructiveFindings[0];
   if (destructive !== undefined) {
-    violations.push({ kind: 'destructive_without_approval', message: `${destructive.detail}: the policy allows its access level; put 'destructive' in policy.requireApproval`, counterexample: pathThrough(graph, destructive.edge) });
+    violations.push({
+      kind: 'destructive_without_approval',
+      message: `${destructive.detail}: the policy allows its access level; put 'destructive' in policy.requireApproval`,
+      counterexample: pathThrough(graph, destructive.edge),
+    });
   }
   const crossed = graph.budgetFindings[0];
   if (crossed !== undefined) {
-    violations.push({ kind: 'budget_crossed_twice', message: `a budget can be crossed by more than one call: ${crossed.detail}`, counterexample: pathThrough(graph, crossed.edge) });
+    violations.push({
+      kind: 'budget_crossed_twice',
+      message: `a budget can be crossed by more than one call: ${crossed.detail}`,
+      counterexample: pathThrough(graph, crossed.edge),
+    });
   }
   const spending = () => pathThrough(graph, firstPaidDecision(graph));
   if (model.price === undefined && Number.isFinite(limits.maxCostUsd)) {
@@ -146,7 +189,9 @@ function violationsOf(graph: ExploredGraph, model: VerifyModel, limits: LoopLimi
       counterexample: spending(),
     });
   }
-  const unbounded = (['inputTokens', 'outputTokens', 'costUsd'] as const).filter((name) => worstCase[name].value === null && worstCase[name].formula.startsWith('unbounded'));
+  const unbounded = (['inputTokens', 'outputTokens', 'costUsd'] as const).filter(
+    (name) => worstCase[name].value === null && worstCase[name].formula.startsWith('unbounded'),
+  );
   if (unbounded.length > 0) {
     violations.push({
       kind: 'unbounded_spend',
@@ -168,9 +213,17 @@ function withTenant(limits: LoopLimits, config: ResolvedConfig): { limits: LoopL
   const tenant = config.tenant;
   if (tenant === undefined) return { limits, note: null };
   const capped = { ...limits };
-  const names = (['maxCostUsd', 'maxInputTokens', 'maxOutputTokens'] as const).filter((name) => tenant[name] !== undefined && (tenant[name] as number) < limits[name]);
+  const names = (['maxCostUsd', 'maxInputTokens', 'maxOutputTokens'] as const).filter(
+    (name) => tenant[name] !== undefined && (tenant[name] as number) < limits[name],
+  );
   for (const name of names) capped[name] = tenant[name] as number;
-  return { limits: capped, note: names.length === 0 ? null : `tenant "${tenant.id}" caps what one run may hold: ${names.map((name) => `${name} ${capped[name]}`).join(', ')}` };
+  return {
+    limits: capped,
+    note:
+      names.length === 0
+        ? null
+        : `tenant "${tenant.id}" caps what one run may hold: ${names.map((name) => `${name} ${capped[name]}`).join(', ')}`,
+  };
 }
 
 export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions = {}): VerifyReport {
@@ -178,16 +231,39 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
   const limits = tenant.limits;
   const model = verifyModelOf(config, limits);
   const { graph, scaledTo } = explore(model, limits, options);
-  const worstExplored = { modelCalls: heaviestRun(graph, graph.edgeModelCalls), toolCalls: heaviestRun(graph, graph.edgeToolCalls) };
+  const worstExplored = {
+    modelCalls: heaviestRun(graph, graph.edgeModelCalls),
+    toolCalls: heaviestRun(graph, graph.edgeToolCalls),
+  };
   const cyclic = findCycle(graph) !== null;
   const modelBound = modelCallBound(model, limits);
   const toolBound = toolCallBound(limits);
-  const explored = (figure: { total: number; path: PathStep[] }, bound: { value: number; formula: string }, name: string) => {
-    if (cyclic) return { value: null, formula: `unbounded: a ${name} cycle passes no budget guard`, plusOneCall: false };
+  const explored = (
+    figure: { total: number; path: PathStep[] },
+    bound: { value: number; formula: string },
+    name: string,
+  ) => {
+    if (cyclic)
+      return { value: null, formula: `unbounded: a ${name} cycle passes no budget guard`, plusOneCall: false };
     // Scaled: the exploration's figure is for the smaller limits; the formula gives the real one.
-    if (!Number.isFinite(bound.value)) return { value: figure.total, formula: `${figure.total} on the worst explored run (no formula: a limit is Infinity, other limits bound it)`, plusOneCall: false };
-    if (scaledTo !== null) return { value: Number.isFinite(bound.value) ? bound.value : null, formula: `${bound.formula} (from the formula; explored at the scaled limits: ${figure.total})`, plusOneCall: false };
-    return { value: figure.total, formula: `${figure.total} on the worst explored run; bound ${bound.value} = ${bound.formula}`, plusOneCall: false, run: figure.path };
+    if (!Number.isFinite(bound.value))
+      return {
+        value: figure.total,
+        formula: `${figure.total} on the worst explored run (no formula: a limit is Infinity, other limits bound it)`,
+        plusOneCall: false,
+      };
+    if (scaledTo !== null)
+      return {
+        value: Number.isFinite(bound.value) ? bound.value : null,
+        formula: `${bound.formula} (from the formula; explored at the scaled limits: ${figure.total})`,
+        plusOneCall: false,
+      };
+    return {
+      value: figure.total,
+      formula: `${figure.total} on the worst explored run; bound ${bound.value} = ${bound.formula}`,
+      plusOneCall: false,
+      run: figure.path,
+    };
   };
   const worstCase: WorstCase = {
     modelCalls: explored(worstExplored.modelCalls, modelBound, 'model-call'),
@@ -195,13 +271,26 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
     ...spendFigures(model, limits),
   };
   const violations = violationsOf(graph, model, limits, worstCase);
-  const reasons = new Set(graph.snapshots.filter((snapshot) => snapshot.status === 'done').map((snapshot) => snapshot.context.stop?.reason));
+  const reasons = new Set(
+    graph.snapshots.filter((snapshot) => snapshot.status === 'done').map((snapshot) => snapshot.context.stop?.reason),
+  );
   const stopReasons = STOP_REASONS.filter((reason) => reasons.has(reason));
-  const unfired = graph.transitions.filter((entry) => !graph.fired.has(entry.id)).map((entry) => `${entry.id}${entry.guard === null ? '' : ` [${entry.guard}]`}`);
+  const unfired = graph.transitions
+    .filter((entry) => !graph.fired.has(entry.id))
+    .map((entry) => `${entry.id}${entry.guard === null ? '' : ` [${entry.guard}]`}`);
   const notes = [...(options.notes ?? []), ...(tenant.note === null ? [] : [tenant.note])];
-  if (scaledTo !== null) notes.push(`the exact space is over ${(options.maxStates ?? DEFAULT_STATE_BOUND).toLocaleString('en-US')} states: explored with maxSteps ${scaledTo.maxSteps} (not ${limits.maxSteps}), maxStepsPerTask ${scaledTo.maxStepsPerTask}, maxToolCalls ${scaledTo.maxToolCalls}; model and tool calls at the real limits come from the formulas`);
-  if (model.judgesPerTask.some((judges) => judges > 0)) notes.push("LLM judges are priced by their own model, which verify cannot see; their calls are counted and their spend is checked by the same budgets");
-  if (model.hasPolicyHook) notes.push('policy.decide decides per call: every verdict (allow, deny, needs_approval) was explored for every tool');
+  if (scaledTo !== null)
+    notes.push(
+      `the exact space is over ${(options.maxStates ?? DEFAULT_STATE_BOUND).toLocaleString('en-US')} states: explored with maxSteps ${scaledTo.maxSteps} (not ${limits.maxSteps}), maxStepsPerTask ${scaledTo.maxStepsPerTask}, maxToolCalls ${scaledTo.maxToolCalls}; model and tool calls at the real limits come from the formulas`,
+    );
+  if (model.judgesPerTask.some((judges) => judges > 0))
+    notes.push(
+      'LLM judges are priced by their own model, which verify cannot see; their calls are counted and their spend is checked by the same budgets',
+    );
+  if (model.hasPolicyHook)
+    notes.push(
+      'policy.decide decides per call: every verdict (allow, deny, needs_approval) was explored for every tool',
+    );
   const elapsedMs = Math.round(graph.elapsedMs);
   return {
     bounded: violations.length === 0,
@@ -213,10 +302,15 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
       transitions: graph.edgeCount,
       finalStates: reasons.size,
       elapsedMs,
-      statesPerSecond: Math.round(graph.keys.length / Math.max(graph.elapsedMs, 1) * 1000),
+      statesPerSecond: Math.round((graph.keys.length / Math.max(graph.elapsedMs, 1)) * 1000),
       reductions: graph.reductions,
     },
-    coverage: { fired: graph.transitions.length - unfired.length, total: graph.transitions.length, percent: Math.round((1000 * (graph.transitions.length - unfired.length)) / graph.transitions.length) / 10, unfired },
+    coverage: {
+      fired: graph.transitions.length - unfired.length,
+      total: graph.transitions.length,
+      percent: Math.round((1000 * (graph.transitions.length - unfired.length)) / graph.transitions.length) / 10,
+      unfired,
+    },
     stopReasons,
     worstCase,
     violations,

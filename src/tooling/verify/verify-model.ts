@@ -69,7 +69,8 @@ export function verifyModelOf(config: ResolvedConfig, limits: LoopLimits = confi
       return list.filter((evaluator) => (evaluator as { kind?: string } | undefined)?.kind === 'judge').length;
     }),
     plan: config.plan,
-    callsPerDecision: config.context.strategy === 'summarize' && Number.isFinite(config.context.maxInputTokensPerCall) ? 2 : 1,
+    callsPerDecision:
+      config.context.strategy === 'summarize' && Number.isFinite(config.context.maxInputTokensPerCall) ? 2 : 1,
     hasPolicyHook: config.policy?.decide !== undefined,
     onDeny: config.policy?.onDeny ?? 'stop',
   };

@@ -14,7 +14,8 @@ function crossingPoint(a1: Point, a2: Point, b1: Point, b2: Point): Point | null
   return inside(t) && inside(u) ? { x: a1.x + t * (a2.x - a1.x), y: a1.y + t * (a2.y - a1.y) } : null;
 }
 
-const segments = (edge: PlacedEdge) => edge.points.slice(1).map((point, index) => [edge.points[index]!, point] as const);
+const segments = (edge: PlacedEdge) =>
+  edge.points.slice(1).map((point, index) => [edge.points[index]!, point] as const);
 
 /**
  * Counts the crossings between every two drawn edges (each edge a polyline).
@@ -26,7 +27,8 @@ export function edgeCrossings(edges: readonly PlacedEdge[]): number {
   let crossings = 0;
   for (let left = 0; left < drawn.length; left++) {
     for (let right = left + 1; right < drawn.length; right++) {
-      for (const [a1, a2] of drawn[left]!) for (const [b1, b2] of drawn[right]!) if (crossingPoint(a1, a2, b1, b2) !== null) crossings++;
+      for (const [a1, a2] of drawn[left]!)
+        for (const [b1, b2] of drawn[right]!) if (crossingPoint(a1, a2, b1, b2) !== null) crossings++;
     }
   }
   return crossings;

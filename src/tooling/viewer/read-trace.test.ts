@@ -32,15 +32,26 @@ describe('readRunTrace', () => {
   it('reads a real run: every event, in order, for its one run id', async () => {
     const run = await readRunTrace(samplePath);
     expect(run.runId).toBe('run-sample');
-    expect(run.events.map((event) => event.type)).toEqual(sampleLines.map((line) => (JSON.parse(line) as { type: string }).type));
+    expect(run.events.map((event) => event.type)).toEqual(
+      sampleLines.map((line) => (JSON.parse(line) as { type: string }).type),
+    );
     expect(run.notices).toEqual([]);
     expect(run.skipped).toEqual([]);
   });
 
   it('opens a newer trace: unknown event types skipped and counted, unknown fields left out and counted, the version named', () => {
     const lines = [...sampleLines];
-    lines[0] = JSON.stringify({ ...(JSON.parse(lines[0]!) as object), schemaVersion: TRACE_SCHEMA_VERSION + 1, sandbox: 'vm' });
-    lines.splice(2, 0, JSON.stringify({ type: 'memory-recalled', runId: 'run-sample', at: 1 }), JSON.stringify({ type: 'memory-recalled', runId: 'run-sample', at: 2 }));
+    lines[0] = JSON.stringify({
+      ...(JSON.parse(lines[0]!) as object),
+      schemaVersion: TRACE_SCHEMA_VERSION + 1,
+      sandbox: 'vm',
+    });
+    lines.splice(
+      2,
+      0,
+      JSON.stringify({ type: 'memory-recalled', runId: 'run-sample', at: 1 }),
+      JSON.stringify({ type: 'memory-recalled', runId: 'run-sample', at: 2 }),
+    );
     const run = pickRun(lines.join('\n'), 'run.jsonl');
     expect(run.events).toHaveLength(sampleLines.length);
     expect(run.events[0]).not.toHaveProperty('sandbox');
@@ -65,7 +76,11 @@ describe('readRunTrace', () => {
     expect(run.skipped).toEqual([
       `run.jsonl: trace line ${index + 1}, field inputTokens: Invalid input: expected number, received string (the line was skipped)`,
       expect.stringMatching(new RegExp(`^run\\.jsonl: trace line ${index + 2}: not JSON \\(Unexpected token`)),
-      expect.stringMatching(new RegExp(`^run\\.jsonl: trace line ${index + 3}, field type: Invalid discriminator value\\. Expected 'run-start' \\| .* \\(the line was skipped\\)$`)),
+      expect.stringMatching(
+        new RegExp(
+          `^run\\.jsonl: trace line ${index + 3}, field type: Invalid discriminator value\\. Expected 'run-start' \\| .* \\(the line was skipped\\)$`,
+        ),
+      ),
     ]);
   });
 
@@ -81,19 +96,32 @@ describe('readRunTrace', () => {
     const other = sampleLines.map((line) => line.replaceAll('"run-sample"', '"run-other"'));
     const content = [...sampleLines, ...other].join('\n');
     const latest = pickRun(content, 'run.jsonl');
-    expect(latest).toMatchObject({ runId: 'run-other', otherRuns: [{ runId: 'run-sample', events: sampleLines.length, stopReason: 'completed' }] });
+    expect(latest).toMatchObject({
+      runId: 'run-other',
+      otherRuns: [{ runId: 'run-sample', events: sampleLines.length, stopReason: 'completed' }],
+    });
     expect(latest.events).toHaveLength(other.length);
-    expect(latest.notices).toEqual(['the file holds 2 runs; this is the latest (the last to begin in the file); open another with --run <id>']);
+    expect(latest.notices).toEqual([
+      'the file holds 2 runs; this is the latest (the last to begin in the file); open another with --run <id>',
+    ]);
     const named = pickRun(content, 'run.jsonl', 'run-sample');
     expect(named).toMatchObject({ runId: 'run-sample', otherRuns: [{ runId: 'run-other' }], notices: [] });
-    expect(thrown(() => pickRun(content, 'run.jsonl', 'nope'))).toMatchObject({ code: 'invalid_trace', message: 'run.jsonl: no run "nope"; it holds "run-sample", "run-other"' });
+    expect(thrown(() => pickRun(content, 'run.jsonl', 'nope'))).toMatchObject({
+      code: 'invalid_trace',
+      message: 'run.jsonl: no run "nope"; it holds "run-sample", "run-other"',
+    });
   });
 
   it('refuses a missing file, an empty one, and one with no line it can read', async () => {
-    await expect(readRunTrace(join(directory, 'missing.jsonl'))).rejects.toMatchObject({ code: 'invalid_trace', message: `${join(directory, 'missing.jsonl')}: no such file` });
+    await expect(readRunTrace(join(directory, 'missing.jsonl'))).rejects.toMatchObject({
+      code: 'invalid_trace',
+      message: `${join(directory, 'missing.jsonl')}: no such file`,
+    });
     const empty = join(directory, 'empty.jsonl');
     writeFileSync(empty, '\n');
     await expect(readRunTrace(empty)).rejects.toThrow('no trace events (the file is empty)');
-    expect(thrown(() => pickRun('{"type":"step-end"}\n', 'bad.jsonl')).message).toBe('bad.jsonl: no trace events it can read (trace line 1, field runId: Invalid input: expected string, received undefined)');
+    expect(thrown(() => pickRun('{"type":"step-end"}\n', 'bad.jsonl')).message).toBe(
+      'bad.jsonl: no trace events it can read (trace line 1, field runId: Invalid input: expected string, received undefined)',
+    );
   });
 });

@@ -5,7 +5,13 @@
  * the run to show, when the file holds several.
  */
 import { readFile } from 'node:fs/promises';
-import { LoopstateError, parseTraceText, TRACE_SCHEMA_VERSION, type LenientTraceFile, type TraceEvent } from '../../index.js';
+import {
+  LoopstateError,
+  parseTraceText,
+  TRACE_SCHEMA_VERSION,
+  type LenientTraceFile,
+  type TraceEvent,
+} from '../../index.js';
 
 /** The `code` of the error the viewer throws for a trace it cannot show at all (missing, empty, no such run). */
 export const UNREADABLE_TRACE = 'invalid_trace';
@@ -34,14 +40,24 @@ export interface RunTrace {
 
 const unreadable = (message: string) => new LoopstateError({ code: UNREADABLE_TRACE, message });
 
-const tally = (counts: Record<string, number>) => Object.entries(counts).map(([name, count]) => `${name} ×${count}`).join(', ');
+const tally = (counts: Record<string, number>) =>
+  Object.entries(counts)
+    .map(([name, count]) => `${name} ×${count}`)
+    .join(', ');
 
 /** What the lenient parse left out, in words. */
 function readNotices(read: LenientTraceFile, source: string): string[] {
   const notices = read.invalidLines.map((error) => `${source}: ${error.message} (the line was skipped)`);
-  if (read.truncatedLine !== null) notices.push(`line ${read.truncatedLine.line} is incomplete (${read.truncatedLine.text.length} characters without a newline, likely cut off mid-write) and was skipped`);
-  if (Object.keys(read.unknownTypes).length > 0) notices.push(`events of types this viewer does not know were skipped (a newer trace?): ${tally(read.unknownTypes)}`);
-  if (Object.keys(read.unknownFields).length > 0) notices.push(`fields this viewer does not know were left out (a newer trace?): ${tally(read.unknownFields)}`);
+  if (read.truncatedLine !== null)
+    notices.push(
+      `line ${read.truncatedLine.line} is incomplete (${read.truncatedLine.text.length} characters without a newline, likely cut off mid-write) and was skipped`,
+    );
+  if (Object.keys(read.unknownTypes).length > 0)
+    notices.push(
+      `events of types this viewer does not know were skipped (a newer trace?): ${tally(read.unknownTypes)}`,
+    );
+  if (Object.keys(read.unknownFields).length > 0)
+    notices.push(`fields this viewer does not know were left out (a newer trace?): ${tally(read.unknownFields)}`);
   return notices;
 }
 
@@ -59,18 +75,31 @@ export function pickRun(content: string, source: string, runId?: string): RunTra
   const { events } = read;
   if (events.length === 0) {
     const first = read.invalidLines[0];
-    throw unreadable(`${source}: no trace events${first === undefined ? ' (the file is empty)' : ` it can read (${first.message})`}`);
+    throw unreadable(
+      `${source}: no trace events${first === undefined ? ' (the file is empty)' : ` it can read (${first.message})`}`,
+    );
   }
   const runs = tracedRuns(events);
   const chosen = runId ?? (runs.at(-1) as TracedRun).runId;
-  if (!runs.some((run) => run.runId === chosen)) throw unreadable(`${source}: no run ${JSON.stringify(chosen)}; it holds ${runs.map((run) => JSON.stringify(run.runId)).join(', ')}`);
+  if (!runs.some((run) => run.runId === chosen))
+    throw unreadable(
+      `${source}: no run ${JSON.stringify(chosen)}; it holds ${runs.map((run) => JSON.stringify(run.runId)).join(', ')}`,
+    );
   const own = events.filter((event) => event.runId === chosen);
   const otherRuns = runs.filter((run) => run.runId !== chosen);
-  if (runId === undefined && otherRuns.length > 0) notices.push(`the file holds ${runs.length} runs; this is the latest (the last to begin in the file); open another with --run <id>`);
+  if (runId === undefined && otherRuns.length > 0)
+    notices.push(
+      `the file holds ${runs.length} runs; this is the latest (the last to begin in the file); open another with --run <id>`,
+    );
   const start = own[0];
-  if (start?.type !== 'run-start') notices.push("the trace does not begin with this run's run-start event: what came before it is missing");
-  else if (start.schemaVersion > TRACE_SCHEMA_VERSION) notices.push(`written by a newer loopstate (trace schema ${start.schemaVersion}; this viewer reads up to ${TRACE_SCHEMA_VERSION}): what it added is left out`);
-  if (!own.some((event) => event.type === 'run-end')) notices.push('the trace has no run-end event: the run was still going, or its process died');
+  if (start?.type !== 'run-start')
+    notices.push("the trace does not begin with this run's run-start event: what came before it is missing");
+  else if (start.schemaVersion > TRACE_SCHEMA_VERSION)
+    notices.push(
+      `written by a newer loopstate (trace schema ${start.schemaVersion}; this viewer reads up to ${TRACE_SCHEMA_VERSION}): what it added is left out`,
+    );
+  if (!own.some((event) => event.type === 'run-end'))
+    notices.push('the trace has no run-end event: the run was still going, or its process died');
   return { source, runId: chosen, events: own, otherRuns, skipped, notices };
 }
 
@@ -97,7 +126,12 @@ export async function readRunTrace(path: string, runId?: string): Promise<RunTra
     content = await readFile(path, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new LoopstateError({ code: UNREADABLE_TRACE, message: code === 'ENOENT' ? `${path}: no such file` : `${path}: cannot be read (${code ?? (error as Error).message})`, cause: error });
+    throw new LoopstateError({
+      code: UNREADABLE_TRACE,
+      message:
+        code === 'ENOENT' ? `${path}: no such file` : `${path}: cannot be read (${code ?? (error as Error).message})`,
+      cause: error,
+    });
   }
   return pickRun(content, path, runId);
 }

@@ -44,12 +44,15 @@ function shown(snapshot: LoopSnapshot) {
   const { limits: _limits, noProgress: _noProgress, tasks: _tasks, ...context } = snapshot.context;
   return { state: stateNameOf(snapshot), context };
 }
-const framesShown = (timeline: RunTimeline) => timeline.frames.map((frame) => ({ state: frame.state, context: frame.context }));
+const framesShown = (timeline: RunTimeline) =>
+  timeline.frames.map((frame) => ({ state: frame.state, context: frame.context }));
 
 /** Runs `config` once, watched; returns the timeline of its trace and what the actor went through. */
 async function replayed(config: LoopConfig, goal: string) {
   const watched = watch();
-  const result = await createLoop({ ...config, inspect: watched.inspect, trace: { onEvent: watched.onEvent } }).run({ goal });
+  const result = await createLoop({ ...config, inspect: watched.inspect, trace: { onEvent: watched.onEvent } }).run({
+    goal,
+  });
   const timeline = timelineOf(watched.events);
   expect(timeline.replayed).toBe(true);
   expect(timeline.notices).toEqual([]);
@@ -57,14 +60,32 @@ async function replayed(config: LoopConfig, goal: string) {
   return { result, timeline };
 }
 
-const lookup = defineTool({ name: 'lookup', description: 'Looks up', input: z.object({ id: z.string() }), access: 'read', execute: async () => ({ same: true }) });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Looks up',
+  input: z.object({ id: z.string() }),
+  access: 'read',
+  execute: async () => ({ same: true }),
+});
 
 describe('replayRun, frame by frame against the actor', () => {
   it('a transport retry with backoff, a tool round, a rejected answer and its reflection', async () => {
-    const { result, timeline } = await replayed(sampleLoopConfig(virtualClock(1_767_225_600_000)), 'What is the status of order O-101?');
+    const { result, timeline } = await replayed(
+      sampleLoopConfig(virtualClock(1_767_225_600_000)),
+      'What is the status of order O-101?',
+    );
     expect(result.stopReason).toBe('completed');
     // [state, failed attempts of this call, transport retries of the run, reflections, input tokens, steps]
-    expect(timeline.frames.map(({ state, context }) => [state, context?.transport.consecutiveFailures, context?.transport.retries, context?.task.reflectionRetries, context?.usage.inputTokens, context?.steps])).toEqual([
+    expect(
+      timeline.frames.map(({ state, context }) => [
+        state,
+        context?.transport.consecutiveFailures,
+        context?.transport.retries,
+        context?.task.reflectionRetries,
+        context?.usage.inputTokens,
+        context?.steps,
+      ]),
+    ).toEqual([
       ['READY', 0, 0, 0, 0, 0],
       ['RUNNING.deciding', 0, 0, 0, 0, 0],
       ['RETRY.backingOff', 1, 1, 0, 0, 0],
@@ -77,17 +98,39 @@ describe('replayRun, frame by frame against the actor', () => {
       // A task that completes starts its counters over (the next task's, had there been one).
       ['TERMINATED', 0, 1, 0, 770, 3],
     ]);
-    expect(timeline.frames[2]?.route).toEqual(['RUNNING.deciding->RUNNING.routingFailure', 'RUNNING.routingFailure->RUNNING.backoffChecked', 'RUNNING.backoffChecked->RETRY.backingOff']);
-    expect(timeline.frames[7]?.route).toEqual(['RUNNING.evaluating->RUNNING.routingEvaluation', 'RUNNING.routingEvaluation->RETRY.reflecting', 'RETRY.reflecting->RUNNING.gate', 'RUNNING.gate->RUNNING.deciding']);
-    expect(timeline.frames.at(-1)?.route).toEqual(['RUNNING.evaluating->RUNNING.routingEvaluation', 'RUNNING.routingEvaluation->SUCCESS', 'SUCCESS->TERMINATED']);
+    expect(timeline.frames[2]?.route).toEqual([
+      'RUNNING.deciding->RUNNING.routingFailure',
+      'RUNNING.routingFailure->RUNNING.backoffChecked',
+      'RUNNING.backoffChecked->RETRY.backingOff',
+    ]);
+    expect(timeline.frames[7]?.route).toEqual([
+      'RUNNING.evaluating->RUNNING.routingEvaluation',
+      'RUNNING.routingEvaluation->RETRY.reflecting',
+      'RETRY.reflecting->RUNNING.gate',
+      'RUNNING.gate->RUNNING.deciding',
+    ]);
+    expect(timeline.frames.at(-1)?.route).toEqual([
+      'RUNNING.evaluating->RUNNING.routingEvaluation',
+      'RUNNING.routingEvaluation->SUCCESS',
+      'SUCCESS->TERMINATED',
+    ]);
     expect(timeline.frames.at(-1)?.context?.usage).toEqual(result.usage);
   });
 
   it('the same call and result again: a nudge, then no_progress', async () => {
-    const { result, timeline } = await replayed({ model: scriptedModel(Array.from({ length: 5 }, () => toolCall('lookup', { id: 'A' }))), tools: [lookup], clock: virtualClock() }, 'loop');
+    const { result, timeline } = await replayed(
+      {
+        model: scriptedModel(Array.from({ length: 5 }, () => toolCall('lookup', { id: 'A' }))),
+        tools: [lookup],
+        clock: virtualClock(),
+      },
+      'loop',
+    );
     expect(result.stopReason).toBe('no_progress');
     const rounds = timeline.frames.filter((frame) => frame.event === 'tools.completed');
-    expect(rounds.map((frame) => [frame.context?.progress.repeatCount, frame.context?.progress.nudgedAtStep, frame.state])).toEqual([
+    expect(
+      rounds.map((frame) => [frame.context?.progress.repeatCount, frame.context?.progress.nudgedAtStep, frame.state]),
+    ).toEqual([
       [1, null, 'RUNNING.deciding'],
       [2, 2, 'RUNNING.deciding'],
       [3, 2, 'TERMINATED'],
@@ -98,41 +141,77 @@ describe('replayRun, frame by frame against the actor', () => {
   });
 
   it('two tasks: the counters start over in the second', async () => {
-    const { timeline } = await replayed({
-      model: scriptedModel([reply('first'), reply('second'), reply('second, fixed')]),
-      clock: virtualClock(),
-      tasks: [{ id: 'draft', prompt: 'Draft it' }, { id: 'format', prompt: 'Format it', evaluate: evaluators.rule((text: string) => text.endsWith('fixed'), 'must be fixed') }],
-    }, 'g');
-    expect(timeline.frames.map((frame) => [frame.taskId, frame.context?.task.steps, frame.context?.task.reflectionRetries])).toEqual([
-      ['draft', 0, 0], ['draft', 0, 0], ['draft', 1, 0], ['format', 0, 0], ['format', 1, 0], ['format', 1, 1], ['format', 2, 1],
+    const { timeline } = await replayed(
+      {
+        model: scriptedModel([reply('first'), reply('second'), reply('second, fixed')]),
+        clock: virtualClock(),
+        tasks: [
+          { id: 'draft', prompt: 'Draft it' },
+          {
+            id: 'format',
+            prompt: 'Format it',
+            evaluate: evaluators.rule((text: string) => text.endsWith('fixed'), 'must be fixed'),
+          },
+        ],
+      },
+      'g',
+    );
+    expect(
+      timeline.frames.map((frame) => [frame.taskId, frame.context?.task.steps, frame.context?.task.reflectionRetries]),
+    ).toEqual([
+      ['draft', 0, 0],
+      ['draft', 0, 0],
+      ['draft', 1, 0],
+      ['format', 0, 0],
+      ['format', 1, 0],
+      ['format', 1, 1],
+      ['format', 2, 1],
       // Past the last task: no current task, nothing counted for it.
       [null, 0, 0],
     ]);
   });
 
-  it('a stop for approval, then the approval continues the run: both the resumed result and the two processes\' files', async () => {
+  it("a stop for approval, then the approval continues the run: both the resumed result and the two processes' files", async () => {
     const store = memoryStore();
-    const refund = defineTool({ name: 'refund', description: 'Refunds', input: z.object({ order_id: z.string() }), access: 'destructive', execute: async ({ order_id }) => ({ refunded: order_id }) });
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refunds',
+      input: z.object({ order_id: z.string() }),
+      access: 'destructive',
+      execute: async ({ order_id }) => ({ refunded: order_id }),
+    });
     const first = watch();
     const second = watch();
     // One loop, as a service keeps it; what it runs is watched by the first watcher, then the second.
     let watching = first;
     const loop = createLoop({
-      model: scriptedModel([toolCall('refund', { order_id: 'O-7' }), reply('Refunded O-7.')]), tools: [refund], clock: virtualClock(), store,
-      inspect: (event) => watching.inspect(event), trace: { onEvent: (event) => watching.onEvent(event) },
+      model: scriptedModel([toolCall('refund', { order_id: 'O-7' }), reply('Refunded O-7.')]),
+      tools: [refund],
+      clock: virtualClock(),
+      store,
+      inspect: (event) => watching.inspect(event),
+      trace: { onEvent: (event) => watching.onEvent(event) },
     });
     const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r1' });
     expect(stopped.stopReason).toBe('needs_human');
     const firstTimeline = timelineOf(first.events);
     expect(framesShown(firstTimeline)).toEqual(first.snapshots.map(shown));
-    expect(firstTimeline.frames.at(-1)).toMatchObject({ state: 'TERMINATED', context: { stop: { reason: 'needs_human' } } });
+    expect(firstTimeline.frames.at(-1)).toMatchObject({
+      state: 'TERMINATED',
+      context: { stop: { reason: 'needs_human' } },
+    });
 
     watching = second;
     const done = await loop.resume('r1', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } });
     expect(done.stopReason).toBe('completed');
     // The resumed actor replays the journal first; the frames after the stop are the events it then took.
     const continued = second.snapshots.slice(-4).map(shown);
-    expect(continued.map((frame) => frame.state)).toEqual(['RUNNING.acting', 'RUNNING.deciding', 'RUNNING.evaluating', 'TERMINATED']);
+    expect(continued.map((frame) => frame.state)).toEqual([
+      'RUNNING.acting',
+      'RUNNING.deciding',
+      'RUNNING.evaluating',
+      'TERMINATED',
+    ]);
     // The resumed run's own trace: the journal's events (without the one it stopped at), then the continuation.
     const resumed = timelineOf(done.trace);
     expect(framesShown(resumed).slice(-4)).toEqual(continued);

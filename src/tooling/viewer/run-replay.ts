@@ -50,7 +50,10 @@ export function stateNameOf(snapshot: LoopSnapshot): string {
 
 /** Recorded values with JSON's null back to `Infinity` (switched off); one the trace lacks (added since) is its default. */
 const restored = <Values extends object>(traced: object, defaults: Readonly<Partial<Values>>): Values =>
-  ({ ...defaults, ...Object.fromEntries(Object.entries(traced).map(([key, value]) => [key, value === null ? Infinity : value])) }) as Values;
+  ({
+    ...defaults,
+    ...Object.fromEntries(Object.entries(traced).map(([key, value]) => [key, value === null ? Infinity : value])),
+  }) as Values;
 
 /** The machine's input as recorded, with JSON's null back to `Infinity`. */
 function machineInput(traced: TracedInput): LoopInput {
@@ -71,7 +74,12 @@ function routeOfMicrosteps(graph: StatechartGraph, before: LoopSnapshot, event: 
   const byId = new Map(graph.states.map((state) => [state.id, state]));
   const lineage = (id: string): string[] => {
     const chain: string[] = [];
-    for (let state = byId.get(id); state !== undefined; state = state.parent === null ? undefined : byId.get(state.parent)) chain.push(state.id);
+    for (
+      let state = byId.get(id);
+      state !== undefined;
+      state = state.parent === null ? undefined : byId.get(state.parent)
+    )
+      chain.push(state.id);
     return chain;
   };
   const route: string[] = [];
@@ -82,7 +90,11 @@ function routeOfMicrosteps(graph: StatechartGraph, before: LoopSnapshot, event: 
     // Deepest source first, as XState selects: a child's transition wins over its parent's.
     const edge = lineage(from)
       .flatMap((source) => graph.edges.filter((candidate) => candidate.source === source))
-      .find((candidate) => candidate.transitions.some((item) => item.event === wanted) && (candidate.target === to || lineage(to).includes(candidate.target)));
+      .find(
+        (candidate) =>
+          candidate.transitions.some((item) => item.event === wanted) &&
+          (candidate.target === to || lineage(to).includes(candidate.target)),
+      );
     if (edge !== undefined) route.push(edge.id);
     from = to;
   }
@@ -97,12 +109,24 @@ function routeOfMicrosteps(graph: StatechartGraph, before: LoopSnapshot, event: 
  * replay?.frames.at(-1)?.context.usage.inputTokens // what the machine counted
  */
 export function replayRun(events: readonly TraceEvent[], graph: StatechartGraph): Replay | null {
-  const start = events.find((event): event is MachineEventRecord => event.type === 'machine-event' && event.input !== undefined);
+  const start = events.find(
+    (event): event is MachineEventRecord => event.type === 'machine-event' && event.input !== undefined,
+  );
   if (start?.input === undefined) return null;
   const input = machineInput(start.input);
   const notices: string[] = [];
   let [snapshot] = initialTransition(loopMachine, input);
-  const frames: ReplayedFrame[] = [{ position: -1, at: start.at, event: null, from: null, state: stateNameOf(snapshot), route: [], context: frameContext(snapshot.context) }];
+  const frames: ReplayedFrame[] = [
+    {
+      position: -1,
+      at: start.at,
+      event: null,
+      from: null,
+      state: stateNameOf(snapshot),
+      route: [],
+      context: frameContext(snapshot.context),
+    },
+  ];
   // The snapshot before the last event: a run that stopped to wait for a person continues from there.
   let beforeLast = snapshot;
   let resumed = false;
@@ -112,7 +136,9 @@ export function replayRun(events: readonly TraceEvent[], graph: StatechartGraph)
     if (traced.type === 'transition') {
       const replayed = frames.at(-1);
       if (replayed !== undefined && replayed.position >= 0 && replayed.state !== traced.to && notices.length === 0) {
-        notices.push(`the replay left ${traced.from} for ${replayed.state} on ${traced.event}, the run for ${traced.to}: a trace from another version of the machine? Frames from here on may differ from the run`);
+        notices.push(
+          `the replay left ${traced.from} for ${replayed.state} on ${traced.event}, the run for ${traced.to}: a trace from another version of the machine? Frames from here on may differ from the run`,
+        );
       }
       return;
     }
@@ -126,7 +152,15 @@ export function replayRun(events: readonly TraceEvent[], graph: StatechartGraph)
     const from = stateNameOf(snapshot);
     beforeLast = snapshot;
     [snapshot] = transition(loopMachine, snapshot, event);
-    frames.push({ position, at: traced.at, event: event.type, from, state: stateNameOf(snapshot), route, context: frameContext(snapshot.context) });
+    frames.push({
+      position,
+      at: traced.at,
+      event: event.type,
+      from,
+      state: stateNameOf(snapshot),
+      route,
+      context: frameContext(snapshot.context),
+    });
   });
   return { input, frames, notices };
 }

@@ -64,24 +64,65 @@ export interface RunTimeline {
   steps: StepRow[];
   /** Times each edge was taken over the whole run. */
   edgeCounts: Record<string, number>;
-  stop: { reason: string; status: string; detail: string; explanation: string; usage: SpentUsage; steps: number } | null;
+  stop: {
+    reason: string;
+    status: string;
+    detail: string;
+    explanation: string;
+    usage: SpentUsage;
+    steps: number;
+  } | null;
   warnings: string[];
   notices: string[];
 }
 
 /** JSON's form of a limit: `Infinity` (switched off) as null. */
 const traced = (values: object): Record<string, number | null> =>
-  Object.fromEntries(Object.entries(values).map(([key, value]) => [key, typeof value === 'number' && Number.isFinite(value) ? value : null]));
+  Object.fromEntries(
+    Object.entries(values).map(([key, value]) => [
+      key,
+      typeof value === 'number' && Number.isFinite(value) ? value : null,
+    ]),
+  );
 
 /** A version 1 trace's frames: the recorded resting states, the shortest route between each two. */
-function recordedFrames(events: readonly TraceEvent[], graph: StatechartGraph, startedAt: number, firstTask: string | null): Omit<TimelineFrame, 'index' | 'elapsedMs' | 'stepRow'>[] {
+function recordedFrames(
+  events: readonly TraceEvent[],
+  graph: StatechartGraph,
+  startedAt: number,
+  firstTask: string | null,
+): Omit<TimelineFrame, 'index' | 'elapsedMs' | 'stepRow'>[] {
   let taskId = firstTask;
-  const frames: Omit<TimelineFrame, 'index' | 'elapsedMs' | 'stepRow'>[] = [{ position: -1, at: startedAt, event: null, from: null, state: 'READY', route: [], routeExact: false, routeFound: true, taskId, context: null }];
+  const frames: Omit<TimelineFrame, 'index' | 'elapsedMs' | 'stepRow'>[] = [
+    {
+      position: -1,
+      at: startedAt,
+      event: null,
+      from: null,
+      state: 'READY',
+      route: [],
+      routeExact: false,
+      routeFound: true,
+      taskId,
+      context: null,
+    },
+  ];
   events.forEach((event, position) => {
     if ('taskId' in event) taskId = event.taskId;
     if (event.type !== 'transition') return;
     const route = routeOf(graph, event.from, event.event, event.to);
-    frames.push({ position, at: event.at, event: event.event, from: event.from, state: event.to, route: route ?? [], routeExact: false, routeFound: route !== null, taskId, context: null });
+    frames.push({
+      position,
+      at: event.at,
+      event: event.event,
+      from: event.from,
+      state: event.to,
+      route: route ?? [],
+      routeExact: false,
+      routeFound: route !== null,
+      taskId,
+      context: null,
+    });
   });
   return frames;
 }
@@ -100,11 +141,20 @@ export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimel
   const notices = [...trace.skipped, ...trace.notices];
   const replay = replayRun(events, graph);
   const hasMachineEvents = events.some((event) => event.type === 'machine-event');
-  if (replay === null && hasMachineEvents) notices.push("the trace holds machine events but not the run's first, which carries the machine's input (a run an older loopstate started, or a trace that begins mid-run): frames show the recorded states, without the machine's counters");
+  if (replay === null && hasMachineEvents)
+    notices.push(
+      "the trace holds machine events but not the run's first, which carries the machine's input (a run an older loopstate started, or a trace that begins mid-run): frames show the recorded states, without the machine's counters",
+    );
   if (replay !== null) notices.push(...replay.notices);
-  const places = replay === null
-    ? recordedFrames(events, graph, startedAt, start?.tasks[0] ?? null)
-    : replay.frames.map((frame) => ({ ...frame, routeExact: true, routeFound: true, taskId: replay.input.tasks[frame.context.taskIndex]?.id ?? null }));
+  const places =
+    replay === null
+      ? recordedFrames(events, graph, startedAt, start?.tasks[0] ?? null)
+      : replay.frames.map((frame) => ({
+          ...frame,
+          routeExact: true,
+          routeFound: true,
+          taskId: replay.input.tasks[frame.context.taskIndex]?.id ?? null,
+        }));
   const { rows, unansweredErrors } = stepTable(events, places);
   const stepPositions = events.flatMap((event, position) => (event.type === 'step-end' ? [position] : []));
   const frames: TimelineFrame[] = places.map((place, index) => ({
@@ -113,8 +163,15 @@ export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimel
     elapsedMs: place.at - startedAt,
     stepRow: place.position < 0 ? -1 : stepPositions.filter((position) => position < place.position).length - 1,
   }));
-  for (const frame of frames) if (!frame.routeFound) notices.push(`no route in this statechart takes ${frame.event ?? '?'} from ${frame.from ?? '?'} to ${frame.state} (a trace from another version of the machine?)`);
-  if (unansweredErrors.length > 0) notices.push(`${unansweredErrors.length} failed model call(s) after the last step: ${unansweredErrors.map((error) => error.errorKind).join(', ')}`);
+  for (const frame of frames)
+    if (!frame.routeFound)
+      notices.push(
+        `no route in this statechart takes ${frame.event ?? '?'} from ${frame.from ?? '?'} to ${frame.state} (a trace from another version of the machine?)`,
+      );
+  if (unansweredErrors.length > 0)
+    notices.push(
+      `${unansweredErrors.length} failed model call(s) after the last step: ${unansweredErrors.map((error) => error.errorKind).join(', ')}`,
+    );
   const edgeCounts: Record<string, number> = {};
   for (const frame of frames) for (const edge of frame.route) edgeCounts[edge] = (edgeCounts[edge] ?? 0) + 1;
 
@@ -131,10 +188,20 @@ export function buildTimeline(trace: RunTrace, graph: StatechartGraph): RunTimel
     frames,
     steps: rows,
     edgeCounts,
-    stop: end === undefined
-      ? null
-      : { reason: end.stopReason, status: end.status, detail: end.detail, explanation: explainStopReason(end.stopReason), usage: end.usage, steps: end.steps },
-    warnings: events.filter((event): event is EventOf<'warning'> => event.type === 'warning').map((event) => event.message),
+    stop:
+      end === undefined
+        ? null
+        : {
+            reason: end.stopReason,
+            status: end.status,
+            detail: end.detail,
+            explanation: explainStopReason(end.stopReason),
+            usage: end.usage,
+            steps: end.steps,
+          },
+    warnings: events
+      .filter((event): event is EventOf<'warning'> => event.type === 'warning')
+      .map((event) => event.message),
     notices,
   };
 }

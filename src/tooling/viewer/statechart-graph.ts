@@ -61,7 +61,8 @@ interface TransitionLike {
 function guardName(guard: unknown): string | null {
   if (guard === undefined || guard === null) return null;
   if (typeof guard === 'string') return guard;
-  if (typeof guard === 'object' && typeof (guard as { type?: unknown }).type === 'string') return (guard as { type: string }).type;
+  if (typeof guard === 'object' && typeof (guard as { type?: unknown }).type === 'string')
+    return (guard as { type: string }).type;
   if (typeof guard === 'function') {
     const parts = (guard as { guards?: unknown }).guards;
     if (Array.isArray(parts)) return parts.map((part) => guardName(part) ?? '?').join(' and ');
@@ -86,9 +87,17 @@ export function statechartGraph(machine: AnyStateMachine): StatechartGraph {
     const children = Object.values(node.states);
     const kind = node.type === 'final' ? 'final' : children.length > 0 ? 'compound' : 'atomic';
     const initial = kind === 'compound' ? node.initial?.target[0] : undefined;
-    states.push({ id, key: node.key, parent, kind, initial: initial === undefined ? null : pathOf(initial), children: children.map(pathOf) });
+    states.push({
+      id,
+      key: node.key,
+      parent,
+      kind,
+      initial: initial === undefined ? null : pathOf(initial),
+      children: children.map(pathOf),
+    });
     const add = (event: string | null, transition: TransitionLike) => {
-      for (const target of transition.target ?? []) transitions.push({ source: id, target: pathOf(target), event, guard: guardName(transition.guard) });
+      for (const target of transition.target ?? [])
+        transitions.push({ source: id, target: pathOf(target), event, guard: guardName(transition.guard) });
     };
     for (const [event, list] of node.transitions) for (const transition of list) add(event, transition);
     for (const transition of node.always ?? []) add(null, transition);
@@ -99,7 +108,18 @@ export function statechartGraph(machine: AnyStateMachine): StatechartGraph {
   for (const transition of transitions) {
     const id = `${transition.source}->${transition.target}`;
     let edge = edges.get(id);
-    if (edge === undefined) edges.set(id, (edge = { id, source: transition.source, target: transition.target, events: [], eventless: false, transitions: [] }));
+    if (edge === undefined)
+      edges.set(
+        id,
+        (edge = {
+          id,
+          source: transition.source,
+          target: transition.target,
+          events: [],
+          eventless: false,
+          transitions: [],
+        }),
+      );
     edge.transitions.push(transition);
     if (transition.event === null) edge.eventless = true;
     else if (!edge.events.includes(transition.event)) edge.events.push(transition.event);
@@ -118,13 +138,26 @@ const MAX_HOPS = 16;
  * @example
  * routeOf(graph, 'READY', 'run.started', 'RUNNING.deciding') // ['READY->RUNNING', 'RUNNING.gate->RUNNING.deciding']
  */
-export function routeOf(graph: StatechartGraph, from: string, event: string, to: string, through?: string): string[] | null {
+export function routeOf(
+  graph: StatechartGraph,
+  from: string,
+  event: string,
+  to: string,
+  through?: string,
+): string[] | null {
   const byId = new Map(graph.states.map((state) => [state.id, state]));
   const outgoing = new Map<string, StatechartTransition[]>();
-  for (const edge of graph.edges) for (const transition of edge.transitions) outgoing.set(transition.source, [...(outgoing.get(transition.source) ?? []), transition]);
+  for (const edge of graph.edges)
+    for (const transition of edge.transitions)
+      outgoing.set(transition.source, [...(outgoing.get(transition.source) ?? []), transition]);
   const lineage = (id: string): string[] => {
     const chain: string[] = [];
-    for (let state = byId.get(id); state !== undefined; state = state.parent === null ? undefined : byId.get(state.parent)) chain.push(state.id);
+    for (
+      let state = byId.get(id);
+      state !== undefined;
+      state = state.parent === null ? undefined : byId.get(state.parent)
+    )
+      chain.push(state.id);
     return chain;
   };
   // Entering a compound state enters its initial child, down to an atomic one.
@@ -133,7 +166,8 @@ export function routeOf(graph: StatechartGraph, from: string, event: string, to:
     while (state?.kind === 'compound' && state.initial !== null) state = byId.get(state.initial);
     return state?.id ?? id;
   };
-  const candidates = (id: string, wanted: string | null) => lineage(id).flatMap((source) => (outgoing.get(source) ?? []).filter((transition) => transition.event === wanted));
+  const candidates = (id: string, wanted: string | null) =>
+    lineage(id).flatMap((source) => (outgoing.get(source) ?? []).filter((transition) => transition.event === wanted));
   interface Step {
     state: string;
     passed: boolean;
@@ -141,7 +175,8 @@ export function routeOf(graph: StatechartGraph, from: string, event: string, to:
   }
   const advance = (step: Step | null, transition: StatechartTransition): Step => {
     const state = settle(transition.target);
-    const passed = (step?.passed ?? false) || through === undefined || transition.target === through || state === through;
+    const passed =
+      (step?.passed ?? false) || through === undefined || transition.target === through || state === through;
     return { state, passed, edges: [...(step?.edges ?? []), `${transition.source}->${transition.target}`] };
   };
   let frontier: Step[] = candidates(from, event).map((transition) => advance(null, transition));

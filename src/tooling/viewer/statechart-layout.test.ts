@@ -26,7 +26,10 @@ function machineStateIds(): string[] {
 describe('statechartGraph', () => {
   it('has every state node of the machine, with compound states holding their children', () => {
     expect(graph.states.map((state) => state.id).sort()).toEqual(machineStateIds().sort());
-    expect(graph.states.find((state) => state.id === 'RUNNING')).toMatchObject({ kind: 'compound', initial: 'RUNNING.gate' });
+    expect(graph.states.find((state) => state.id === 'RUNNING')).toMatchObject({
+      kind: 'compound',
+      initial: 'RUNNING.gate',
+    });
     expect(graph.states.find((state) => state.id === 'TERMINATED')).toMatchObject({ kind: 'final', parent: null });
   });
 
@@ -35,14 +38,24 @@ describe('statechartGraph', () => {
     expect(responded).toMatchObject({ events: ['model.responded'], eventless: false });
     const gate = graph.edges.find((edge) => edge.id === 'RUNNING.gate->TERMINATED');
     expect(gate?.eventless).toBe(true);
-    expect(gate?.transitions.map((transition) => transition.guard)).toEqual(['isDeadlineExceeded', 'isStepLimitReached', 'isSpendBudgetExhausted']);
-    expect(graph.edges.find((edge) => edge.id === 'RUNNING.repairingArguments->RUNNING.decisionSignalled')?.transitions[0]?.guard).toBe('canRepairArguments and hasDecisionSignal');
+    expect(gate?.transitions.map((transition) => transition.guard)).toEqual([
+      'isDeadlineExceeded',
+      'isStepLimitReached',
+      'isSpendBudgetExhausted',
+    ]);
+    expect(
+      graph.edges.find((edge) => edge.id === 'RUNNING.repairingArguments->RUNNING.decisionSignalled')?.transitions[0]
+        ?.guard,
+    ).toBe('canRepairArguments and hasDecisionSignal');
   });
 });
 
 describe('routeOf', () => {
   it('finds the eventless hops between two recorded resting states', () => {
-    expect(routeOf(graph, 'READY', 'run.started', 'RUNNING.deciding')).toEqual(['READY->RUNNING', 'RUNNING.gate->RUNNING.deciding']);
+    expect(routeOf(graph, 'READY', 'run.started', 'RUNNING.deciding')).toEqual([
+      'READY->RUNNING',
+      'RUNNING.gate->RUNNING.deciding',
+    ]);
     expect(routeOf(graph, 'RUNNING.deciding', 'model.failed', 'RETRY.backingOff')).toEqual([
       'RUNNING.deciding->RUNNING.routingFailure',
       'RUNNING.routingFailure->RUNNING.backoffChecked',
@@ -53,13 +66,18 @@ describe('routeOf', () => {
   });
 
   it('takes the route through a hinted state, and the shortest without one', () => {
-    expect(routeOf(graph, 'RUNNING.evaluating', 'evaluation.completed', 'TERMINATED')).toEqual(['RUNNING.evaluating->RUNNING.routingEvaluation', 'RUNNING.routingEvaluation->TERMINATED']);
+    expect(routeOf(graph, 'RUNNING.evaluating', 'evaluation.completed', 'TERMINATED')).toEqual([
+      'RUNNING.evaluating->RUNNING.routingEvaluation',
+      'RUNNING.routingEvaluation->TERMINATED',
+    ]);
     expect(routeOf(graph, 'RUNNING.evaluating', 'evaluation.completed', 'TERMINATED', 'SUCCESS')).toEqual([
       'RUNNING.evaluating->RUNNING.routingEvaluation',
       'RUNNING.routingEvaluation->SUCCESS',
       'SUCCESS->TERMINATED',
     ]);
-    expect(routeOf(graph, 'RUNNING.deciding', 'model.responded', 'RUNNING.deciding', 'RUNNING.repairingArguments')).toEqual([
+    expect(
+      routeOf(graph, 'RUNNING.deciding', 'model.responded', 'RUNNING.deciding', 'RUNNING.repairingArguments'),
+    ).toEqual([
       'RUNNING.deciding->RUNNING.repairingArguments',
       'RUNNING.repairingArguments->RUNNING.gate',
       'RUNNING.gate->RUNNING.deciding',
@@ -94,7 +112,13 @@ describe('layoutStatechart', () => {
     }
     // Compound states do not overlap their siblings.
     const top = layout.states.filter((state) => state.parent === null);
-    for (const a of top) for (const b of top) if (a !== b) expect(a.x + a.width <= b.x || b.x + b.width <= a.x || a.y + a.height <= b.y || b.y + b.height <= a.y, `${a.id} overlaps ${b.id}`).toBe(true);
+    for (const a of top)
+      for (const b of top)
+        if (a !== b)
+          expect(
+            a.x + a.width <= b.x || b.x + b.width <= a.x || a.y + a.height <= b.y || b.y + b.height <= a.y,
+            `${a.id} overlaps ${b.id}`,
+          ).toBe(true);
     const svg = statechartSvg(layout, { 'READY->RUNNING': 1 });
     for (const state of layout.states) expect(svg).toContain(`data-state="${state.id}"`);
     expect(svg).toContain('class="edge route taken" data-edge="READY-&gt;RUNNING" data-count="1"');
@@ -107,7 +131,11 @@ describe('the shipped layout', () => {
   });
 
   it('places every state of the machine', () => {
-    expect(shippedStatechartLayout().states.map((state) => state.id).sort()).toEqual(machineStateIds().sort());
+    expect(
+      shippedStatechartLayout()
+        .states.map((state) => state.id)
+        .sort(),
+    ).toEqual(machineStateIds().sort());
   });
 });
 
@@ -142,28 +170,49 @@ describe('the drawing', () => {
 
   it("draws a stop from inside RUNNING as a mark in its state's box, not an arrow across the chart", () => {
     const stops = layout.edges.filter((edge) => edge.drawing === 'stop');
-    expect(stops.map((edge) => edge.source).sort()).toEqual(['RUNNING.acting', 'RUNNING.backoffChecked', 'RUNNING.deciding', 'RUNNING.decisionSignalled', 'RUNNING.gate', 'RUNNING.gateStalled', 'RUNNING.roundSignalled', 'RUNNING.routingEvaluation', 'RUNNING.routingFailure']);
+    expect(stops.map((edge) => edge.source).sort()).toEqual([
+      'RUNNING.acting',
+      'RUNNING.backoffChecked',
+      'RUNNING.deciding',
+      'RUNNING.decisionSignalled',
+      'RUNNING.gate',
+      'RUNNING.gateStalled',
+      'RUNNING.roundSignalled',
+      'RUNNING.routingEvaluation',
+      'RUNNING.routingFailure',
+    ]);
     const svg = statechartSvg(layout);
     for (const edge of stops) {
       const mark = edgeElement(svg, edge.id) ?? '';
       const [x, y] = (/<rect x="([\d.]+)" y="([\d.]+)"/.exec(mark) ?? []).slice(1).map(Number);
       const box = layout.states.find((state) => state.id === edge.source)!;
       expect(mark).not.toContain('<path');
-      expect(x! > box.x && x! + 10 < box.x + box.width && y! > box.y && y! + 10 < box.y + box.height, edge.id).toBe(true);
+      expect(x! > box.x && x! + 10 < box.x + box.width && y! > box.y && y! + 10 < box.y + box.height, edge.id).toBe(
+        true,
+      );
       // The tooltip names the guards that stop the run there.
       expect(mark).toContain(edge.transitions[0]!.guard ?? edge.transitions[0]!.event ?? '');
     }
     // What still reaches TERMINATED as an arrow: a finished or failed task.
-    expect(layout.edges.filter((edge) => edge.drawing === 'route' && edge.target === 'TERMINATED').map((edge) => edge.source)).toEqual(['SUCCESS', 'FAILED']);
+    expect(
+      layout.edges
+        .filter((edge) => edge.drawing === 'route' && edge.target === 'TERMINATED')
+        .map((edge) => edge.source),
+    ).toEqual(['SUCCESS', 'FAILED']);
   });
 
   it('emphasises the path taken and leaves the rest plain', () => {
     const taken = { 'READY->RUNNING': 1, 'RUNNING.gate->RUNNING.deciding': 3, 'RUNNING.deciding->TERMINATED': 1 };
     const svg = statechartSvg(layout, taken);
-    expect(edgeElement(svg, 'READY->RUNNING')).toMatch(/^<g class="edge route taken" data-edge="READY-&gt;RUNNING" data-count="1">/);
+    expect(edgeElement(svg, 'READY->RUNNING')).toMatch(
+      /^<g class="edge route taken" data-edge="READY-&gt;RUNNING" data-count="1">/,
+    );
     expect(edgeElement(svg, 'RUNNING.gate->RUNNING.deciding')).toContain('>3×</text>');
     expect(edgeElement(svg, 'RUNNING.deciding->TERMINATED')).toContain('class="edge stop taken"');
-    const plain = layout.edges.filter((edge) => !(edge.id in taken)).map((edge) => edgeElement(svg, edge.id)).filter((element) => element !== undefined);
+    const plain = layout.edges
+      .filter((edge) => !(edge.id in taken))
+      .map((edge) => edgeElement(svg, edge.id))
+      .filter((element) => element !== undefined);
     expect(plain.length).toBeGreaterThan(30);
     for (const element of plain) expect(element).not.toContain('taken');
   });
@@ -175,11 +224,67 @@ describe('the drawing', () => {
 });
 
 describe('edgeCrossings', () => {
-  const edge = (id: string, points: [number, number][]) => ({ id, source: 'a', target: 'b', events: [], eventless: true, transitions: [], drawing: 'route' as const, label: null, points: points.map(([x, y]) => ({ x, y })) });
+  const edge = (id: string, points: [number, number][]) => ({
+    id,
+    source: 'a',
+    target: 'b',
+    events: [],
+    eventless: true,
+    transitions: [],
+    drawing: 'route' as const,
+    label: null,
+    points: points.map(([x, y]) => ({ x, y })),
+  });
   it('counts a crossing, not a shared end or two routes side by side', () => {
-    expect(edgeCrossings([edge('h', [[0, 5], [10, 5]]), edge('v', [[5, 0], [5, 10]])])).toBe(1);
-    expect(edgeCrossings([edge('h', [[0, 5], [10, 5]]), edge('t', [[10, 5], [10, 10]])])).toBe(0);
-    expect(edgeCrossings([edge('h', [[0, 5], [10, 5]]), edge('p', [[0, 6], [10, 6]])])).toBe(0);
-    expect(edgeCrossings([edge('z', [[0, 0], [0, 10], [10, 10]]), edge('x', [[-5, 5], [5, 5], [5, 15]])])).toBe(2);
+    expect(
+      edgeCrossings([
+        edge('h', [
+          [0, 5],
+          [10, 5],
+        ]),
+        edge('v', [
+          [5, 0],
+          [5, 10],
+        ]),
+      ]),
+    ).toBe(1);
+    expect(
+      edgeCrossings([
+        edge('h', [
+          [0, 5],
+          [10, 5],
+        ]),
+        edge('t', [
+          [10, 5],
+          [10, 10],
+        ]),
+      ]),
+    ).toBe(0);
+    expect(
+      edgeCrossings([
+        edge('h', [
+          [0, 5],
+          [10, 5],
+        ]),
+        edge('p', [
+          [0, 6],
+          [10, 6],
+        ]),
+      ]),
+    ).toBe(0);
+    expect(
+      edgeCrossings([
+        edge('z', [
+          [0, 0],
+          [0, 10],
+          [10, 10],
+        ]),
+        edge('x', [
+          [-5, 5],
+          [5, 5],
+          [5, 15],
+        ]),
+      ]),
+    ).toBe(2);
   });
 });

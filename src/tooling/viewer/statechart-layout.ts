@@ -62,11 +62,13 @@ export function edgeLabelText(edge: StatechartEdge): string {
  */
 export function edgeDrawings(graph: StatechartGraph): Map<string, EdgeDrawing> {
   const byId = new Map(graph.states.map((state) => [state.id, state]));
-  return new Map(graph.edges.map((edge) => {
-    const source = byId.get(edge.source);
-    if (byId.get(edge.target)?.kind !== 'final' || source === undefined) return [edge.id, 'route'];
-    if (source.parent !== null) return [edge.id, 'stop'];
-    // A top-level state's own events reach every state inside it; its eventless exits (a task done or failed) stay arrows.
-    return [edge.id, edge.eventless ? 'route' : 'interruption'];
-  }));
+  return new Map(
+    graph.edges.map((edge) => {
+      const source = byId.get(edge.source);
+      if (byId.get(edge.target)?.kind !== 'final' || source === undefined) return [edge.id, 'route'];
+      if (source.parent !== null) return [edge.id, 'stop'];
+      // A top-level state's own events reach every state inside it; its eventless exits (a task done or failed) stay arrows.
+      return [edge.id, edge.eventless ? 'route' : 'interruption'];
+    }),
+  );
 }

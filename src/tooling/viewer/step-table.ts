@@ -48,7 +48,10 @@ export interface FramePlace {
  * @example
  * const rows = stepTable(trace.events, timeline.frames);
  */
-export function stepTable(events: readonly TraceEvent[], frames: readonly FramePlace[]): { rows: StepRow[]; unansweredErrors: StepRow['retriesBefore'] } {
+export function stepTable(
+  events: readonly TraceEvent[],
+  frames: readonly FramePlace[],
+): { rows: StepRow[]; unansweredErrors: StepRow['retriesBefore'] } {
   const rows: StepRow[] = [];
   const positions: number[] = [];
   let pendingErrors: StepRow['retriesBefore'] = [];
@@ -63,7 +66,15 @@ export function stepTable(events: readonly TraceEvent[], frames: readonly FrameP
           stateAfter: null,
           decision: event.decision,
           replySummary: event.replySummary,
-          toolCalls: event.toolCalls.map((call) => ({ callId: call.callId, name: call.name, argumentsSummary: call.argumentsSummary, status: null, latencyMs: null, bytes: null, argumentError: null })),
+          toolCalls: event.toolCalls.map((call) => ({
+            callId: call.callId,
+            name: call.name,
+            argumentsSummary: call.argumentsSummary,
+            status: null,
+            latencyMs: null,
+            bytes: null,
+            argumentError: null,
+          })),
           inputTokens: event.inputTokens,
           outputTokens: event.outputTokens,
           costUsd: event.costUsd,
@@ -84,7 +95,8 @@ export function stepTable(events: readonly TraceEvent[], frames: readonly FrameP
       }
       case 'evaluation-end': {
         const row = rows.at(-1);
-        if (row && row.verdict === null) row.verdict = { passed: event.passed, reason: event.reason, evaluator: event.evaluator };
+        if (row && row.verdict === null)
+          row.verdict = { passed: event.passed, reason: event.reason, evaluator: event.evaluator };
         break;
       }
       case 'retry': {

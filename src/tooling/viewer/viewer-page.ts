@@ -78,12 +78,31 @@ const usd = (value: number) => `$${value.toFixed(value < 0.01 ? 6 : 4)}`;
 const ms = (value: number) => (value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${Math.round(value)} ms`);
 
 function stepRowHtml(row: StepRow, index: number): string {
-  const effect = row.decision === 'tool_calls' ? 'model → tool calls' : row.decision === 'final' ? 'model → final reply' : `model → ${row.decision}`;
-  const tools = row.toolCalls.length === 0
-    ? '<span class="muted">—</span>'
-    : row.toolCalls.map((call) => `<div><code>${escapeHtml(call.name)}</code> ${escapeHtml(call.argumentsSummary)} → ${call.status === null ? `<span class="muted">not run</span>${call.argumentError === null ? '' : ` <span class="summary">(arguments sent back: ${escapeHtml(call.argumentError)})</span>`}` : `${call.status === 'ok' ? '<span class="ok">ok</span>' : `<span class="bad">${escapeHtml(call.status)}</span>`}${call.latencyMs === null ? '' : ` · ${ms(call.latencyMs)}`}${call.bytes === null ? '' : ` · ${call.bytes} B`}`}</div>`).join('');
-  const verdict = row.verdict === null ? '<span class="muted">—</span>' : row.verdict.passed ? '<span class="ok">passed</span>' : `<span class="bad">rejected</span> <span class="summary">${escapeHtml(row.verdict.evaluator ? `${row.verdict.evaluator}: ` : '')}${escapeHtml(row.verdict.reason)}</span>`;
-  const retries = row.retriesBefore.length === 0 ? '<span class="muted">0</span>' : `${row.retriesBefore.length} <span class="summary">(${row.retriesBefore.map((error) => `${escapeHtml(error.errorKind)}${error.retryDelayMs === null ? '' : `, waited ${ms(error.retryDelayMs)}`}`).join('; ')})</span>`;
+  const effect =
+    row.decision === 'tool_calls'
+      ? 'model → tool calls'
+      : row.decision === 'final'
+        ? 'model → final reply'
+        : `model → ${row.decision}`;
+  const tools =
+    row.toolCalls.length === 0
+      ? '<span class="muted">—</span>'
+      : row.toolCalls
+          .map(
+            (call) =>
+              `<div><code>${escapeHtml(call.name)}</code> ${escapeHtml(call.argumentsSummary)} → ${call.status === null ? `<span class="muted">not run</span>${call.argumentError === null ? '' : ` <span class="summary">(arguments sent back: ${escapeHtml(call.argumentError)})</span>`}` : `${call.status === 'ok' ? '<span class="ok">ok</span>' : `<span class="bad">${escapeHtml(call.status)}</span>`}${call.latencyMs === null ? '' : ` · ${ms(call.latencyMs)}`}${call.bytes === null ? '' : ` · ${call.bytes} B`}`}</div>`,
+          )
+          .join('');
+  const verdict =
+    row.verdict === null
+      ? '<span class="muted">—</span>'
+      : row.verdict.passed
+        ? '<span class="ok">passed</span>'
+        : `<span class="bad">rejected</span> <span class="summary">${escapeHtml(row.verdict.evaluator ? `${row.verdict.evaluator}: ` : '')}${escapeHtml(row.verdict.reason)}</span>`;
+  const retries =
+    row.retriesBefore.length === 0
+      ? '<span class="muted">0</span>'
+      : `${row.retriesBefore.length} <span class="summary">(${row.retriesBefore.map((error) => `${escapeHtml(error.errorKind)}${error.retryDelayMs === null ? '' : `, waited ${ms(error.retryDelayMs)}`}`).join('; ')})</span>`;
   const reply = row.replySummary === null ? '' : `<div class="summary">“${escapeHtml(row.replySummary)}”</div>`;
   return `<tr data-row="${index}"${row.frame >= 0 ? ` data-frame="${row.frame}"` : ''}><td>${row.step}</td><td>${escapeHtml(row.taskId)}</td><td><code>${escapeHtml(row.stateAfter ?? '—')}</code></td><td>${effect}${reply}</td><td>${tools}</td><td>${row.inputTokens} / ${row.outputTokens}</td><td>${usd(row.costUsd)}</td><td>${ms(row.latencyMs)}</td><td>${verdict}</td><td>${retries}</td></tr>`;
 }
@@ -98,9 +117,10 @@ const scriptJson = (value: unknown) => JSON.stringify(value).replaceAll('<', '\\
  */
 export function viewerPage(layout: StatechartLayout, timeline: RunTimeline): string {
   const stop = timeline.stop;
-  const stopHtml = stop === null
-    ? '<div id="stop"><span class="badge">no run-end</span> <span id="stop-reason">The trace ends before the run did, so there is no stop reason.</span></div>'
-    : `<div id="stop"><span class="badge ${escapeHtml(stop.status)}">${escapeHtml(stop.status)}</span> <span id="stop-reason"><code>${escapeHtml(stop.reason)}</code> — ${escapeHtml(stop.explanation)}</span><div class="meta" id="stop-detail">${escapeHtml(stop.detail)} · run-end totals: ${stop.steps} steps, ${stop.usage.inputTokens} in / ${stop.usage.outputTokens} out tokens, ${usd(stop.usage.costUsd)}, ${stop.usage.modelCalls} model calls, ${stop.usage.toolCalls} tool calls</div></div>`;
+  const stopHtml =
+    stop === null
+      ? '<div id="stop"><span class="badge">no run-end</span> <span id="stop-reason">The trace ends before the run did, so there is no stop reason.</span></div>'
+      : `<div id="stop"><span class="badge ${escapeHtml(stop.status)}">${escapeHtml(stop.status)}</span> <span id="stop-reason"><code>${escapeHtml(stop.reason)}</code> — ${escapeHtml(stop.explanation)}</span><div class="meta" id="stop-detail">${escapeHtml(stop.detail)} · run-end totals: ${stop.steps} steps, ${stop.usage.inputTokens} in / ${stop.usage.outputTokens} out tokens, ${usd(stop.usage.costUsd)}, ${stop.usage.modelCalls} model calls, ${stop.usage.toolCalls} tool calls</div></div>`;
   const limitsNote = timeline.replayed
     ? 'Limits and thresholds are the ones the machine was started with, as its first event recorded them; "no limit" and "off" are values set to Infinity.'
     : 'Limits come from the run-start event; "no limit" is a limit set to Infinity.';
@@ -135,9 +155,11 @@ export function viewerPage(layout: StatechartLayout, timeline: RunTimeline): str
 <tbody>${timeline.steps.map(stepRowHtml).join('')}</tbody></table></section>
 <section id="notes"><h2>How this view is derived</h2><ul>
 <li>The statechart is drawn from the loop machine's own definition, laid out with elkjs.</li>
-${timeline.replayed
-  ? '<li>The slider moves over the machine events the trace recorded. They are replayed through the loop machine itself, from the input its first event recorded: every state, route, budget, counter and streak shown is the machine\'s own at that event.</li>'
-  : '<li>This trace does not record the machine\'s events (it was written before they were, trace schema 1): the slider moves over the recorded state changes, each drawn as the shortest route the statechart allows between them, and the machine\'s budgets, counters and streaks are not shown. The run-end totals above are the run\'s own.</li>'}
+${
+  timeline.replayed
+    ? "<li>The slider moves over the machine events the trace recorded. They are replayed through the loop machine itself, from the input its first event recorded: every state, route, budget, counter and streak shown is the machine's own at that event.</li>"
+    : "<li>This trace does not record the machine's events (it was written before they were, trace schema 1): the slider moves over the recorded state changes, each drawn as the shortest route the statechart allows between them, and the machine's budgets, counters and streaks are not shown. The run-end totals above are the run's own.</li>"
+}
 <li>${escapeHtml(limitsNote)}</li>
 ${[...timeline.notices, ...timeline.warnings.map((warning) => `run warning: ${warning}`)].map((notice) => `<li class="warn">${escapeHtml(notice)}</li>`).join('')}
 </ul></section>

@@ -52,9 +52,12 @@ describe('the viewer server refuses requests that name another host (DNS rebindi
     expect((await getWithHost('/timeline.json', 'localhost')).status).toBe(421);
   });
 
-  it.each(['127.0.0.1', 'localhost', 'LOCALHOST', '[::1]'])('serves the trace when the Host is %s:<port>', async (name) => {
-    const page = await getWithHost('/timeline.json', `${name}:${port}`);
-    expect(page.status).toBe(200);
-    expect(JSON.parse(page.body)).toMatchObject({ runId: 'run-sample' });
-  });
+  it.each(['127.0.0.1', 'localhost', 'LOCALHOST', '[::1]'])(
+    'serves the trace when the Host is %s:<port>',
+    async (name) => {
+      const page = await getWithHost('/timeline.json', `${name}:${port}`);
+      expect(page.status).toBe(200);
+      expect(JSON.parse(page.body)).toMatchObject({ runId: 'run-sample' });
+    },
+  );
 });

@@ -57,12 +57,23 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     const headers = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
     const port = (server.address() as AddressInfo).port;
     if (!namesThisServer(request, port)) {
-      response.writeHead(421, { ...headers, 'content-type': 'text/plain; charset=utf-8' }).end(`loopstate inspect answers only to http://127.0.0.1:${port}/ (or localhost:${port}, [::1]:${port}); this request named another host\n`);
+      response
+        .writeHead(421, { ...headers, 'content-type': 'text/plain; charset=utf-8' })
+        .end(
+          `loopstate inspect answers only to http://127.0.0.1:${port}/ (or localhost:${port}, [::1]:${port}); this request named another host\n`,
+        );
     } else if (request.method !== 'GET' && request.method !== 'HEAD') {
       response.writeHead(405, { ...headers, allow: 'GET, HEAD' }).end();
     } else if (path === '/' || path === '/index.html') {
       // The page needs nothing from anywhere: say so to the browser too.
-      response.writeHead(200, { ...headers, 'content-type': 'text/html; charset=utf-8', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:" }).end(page);
+      response
+        .writeHead(200, {
+          ...headers,
+          'content-type': 'text/html; charset=utf-8',
+          'content-security-policy':
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:",
+        })
+        .end(page);
     } else if (path === '/timeline.json') {
       response.writeHead(200, { ...headers, 'content-type': 'application/json; charset=utf-8' }).end(json);
     } else {

@@ -4,7 +4,16 @@
  * are passed explicitly through contexts, so no context manager is needed. When the tracer does not
  * record (no SDK registered), the sink stops at the run span: one no-op span per run.
  */
-import { context as otelContext, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  context as otelContext,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { LOOPSTATE_VERSION } from '../../../contracts/version.js';
 import type { OtelTraceOptions } from '../trace-event.js';
 import type { TraceEvent } from '../../../contracts/trace-schema.js';
@@ -49,20 +58,54 @@ export class OtelSink {
       case 'tool-end':
         return this.tool(event);
       case 'evaluation-end':
-        this.current()?.addEvent('loopstate.evaluation', { 'loopstate.evaluation.passed': event.passed, 'loopstate.evaluation.reason': event.reason, 'loopstate.evaluation.evaluator': event.evaluator ?? '' }, event.at);
+        this.current()?.addEvent(
+          'loopstate.evaluation',
+          {
+            'loopstate.evaluation.passed': event.passed,
+            'loopstate.evaluation.reason': event.reason,
+            'loopstate.evaluation.evaluator': event.evaluator ?? '',
+          },
+          event.at,
+        );
         return;
       case 'retry':
-        this.current()?.addEvent('loopstate.retry', {
-          'loopstate.retry.layer': event.layer, 'loopstate.retry.counter': event.counter, 'loopstate.retry.delay_ms': event.delayMs,
-          // An argument repair's field errors (already redacted and bounded), one `tool: error` string a call.
-          ...(event.argumentErrors === undefined ? {} : { 'loopstate.retry.argument_errors': event.argumentErrors.map(({ name, error }) => `${name}: ${error}`) }),
-        }, event.at);
+        this.current()?.addEvent(
+          'loopstate.retry',
+          {
+            'loopstate.retry.layer': event.layer,
+            'loopstate.retry.counter': event.counter,
+            'loopstate.retry.delay_ms': event.delayMs,
+            // An argument repair's field errors (already redacted and bounded), one `tool: error` string a call.
+            ...(event.argumentErrors === undefined
+              ? {}
+              : {
+                  'loopstate.retry.argument_errors': event.argumentErrors.map(({ name, error }) => `${name}: ${error}`),
+                }),
+          },
+          event.at,
+        );
         return;
       case 'no-progress':
-        this.current()?.addEvent('loopstate.no_progress', { 'loopstate.no_progress.signal': event.signal ?? '', 'loopstate.no_progress.action': event.action, 'loopstate.no_progress.detail': event.detail }, event.at);
+        this.current()?.addEvent(
+          'loopstate.no_progress',
+          {
+            'loopstate.no_progress.signal': event.signal ?? '',
+            'loopstate.no_progress.action': event.action,
+            'loopstate.no_progress.detail': event.detail,
+          },
+          event.at,
+        );
         return;
       case 'context-trimmed':
-        this.current()?.addEvent('loopstate.context_trimmed', { 'loopstate.context.strategy': event.strategy, 'loopstate.context.tokens_before': event.tokensBefore, 'loopstate.context.tokens_after': event.tokensAfter }, event.at);
+        this.current()?.addEvent(
+          'loopstate.context_trimmed',
+          {
+            'loopstate.context.strategy': event.strategy,
+            'loopstate.context.tokens_before': event.tokensBefore,
+            'loopstate.context.tokens_after': event.tokensAfter,
+          },
+          event.at,
+        );
         return;
       case 'warning':
         this.run?.span.addEvent('loopstate.warning', { 'loopstate.warning.message': event.message }, event.at);
@@ -88,19 +131,23 @@ export class OtelSink {
   }
 
   private startRun(event: Event<'run-start'>): void {
-    const span = this.tracer.startSpan(spanNames.run, {
-      kind: SpanKind.INTERNAL,
-      startTime: event.at,
-      attributes: {
-        [ATTRIBUTES.operationName]: OPERATIONS.agent,
-        [ATTRIBUTES.agentName]: AGENT_NAME,
-        [ATTRIBUTES.requestModel]: event.modelId,
-        [ATTRIBUTES.conversationId]: event.runId,
-        [ATTRIBUTES.runId]: event.runId,
-        [ATTRIBUTES.promptVersion]: event.promptVersion,
-        [ATTRIBUTES.semconvVersion]: GEN_AI_SEMCONV_VERSION,
+    const span = this.tracer.startSpan(
+      spanNames.run,
+      {
+        kind: SpanKind.INTERNAL,
+        startTime: event.at,
+        attributes: {
+          [ATTRIBUTES.operationName]: OPERATIONS.agent,
+          [ATTRIBUTES.agentName]: AGENT_NAME,
+          [ATTRIBUTES.requestModel]: event.modelId,
+          [ATTRIBUTES.conversationId]: event.runId,
+          [ATTRIBUTES.runId]: event.runId,
+          [ATTRIBUTES.promptVersion]: event.promptVersion,
+          [ATTRIBUTES.semconvVersion]: GEN_AI_SEMCONV_VERSION,
+        },
       },
-    }, this.parent);
+      this.parent,
+    );
     if (!span.isRecording()) {
       // A no-op tracer: nothing else this run does is worth a call into OpenTelemetry.
       span.end();
@@ -115,7 +162,18 @@ export class OtelSink {
     // A retried model call belongs to the step it retries.
     if (this.step?.number === event.step || this.run === null) return;
     this.endStep(event.at);
-    const span = this.tracer.startSpan(spanNames.step, { startTime: event.at, attributes: { [ATTRIBUTES.step]: event.step, [ATTRIBUTES.taskId]: event.taskId, [ATTRIBUTES.runId]: event.runId } }, this.run.context);
+    const span = this.tracer.startSpan(
+      spanNames.step,
+      {
+        startTime: event.at,
+        attributes: {
+          [ATTRIBUTES.step]: event.step,
+          [ATTRIBUTES.taskId]: event.taskId,
+          [ATTRIBUTES.runId]: event.runId,
+        },
+      },
+      this.run.context,
+    );
     this.step = { number: event.step, span, context: trace.setSpan(this.run.context, span) };
   }
 
@@ -142,7 +200,11 @@ export class OtelSink {
     };
     if (event.cachedInputTokens !== undefined) attributes[ATTRIBUTES.cachedInputTokens] = event.cachedInputTokens;
     if (event.reasoningTokens !== undefined) attributes[ATTRIBUTES.reasoningTokens] = event.reasoningTokens;
-    const span = this.tracer.startSpan(spanNames.chat(event.modelId), { kind: SpanKind.CLIENT, startTime: event.at - event.latencyMs, attributes }, parent);
+    const span = this.tracer.startSpan(
+      spanNames.chat(event.modelId),
+      { kind: SpanKind.CLIENT, startTime: event.at - event.latencyMs, attributes },
+      parent,
+    );
     span.end(event.at);
   }
 
@@ -150,11 +212,19 @@ export class OtelSink {
     const parent = this.parentContext();
     if (parent === null || this.run === null) return;
     const model = this.modelId;
-    const span = this.tracer.startSpan(spanNames.chat(model), {
-      kind: SpanKind.CLIENT,
-      startTime: event.at - (event.latencyMs ?? 0),
-      attributes: { [ATTRIBUTES.operationName]: OPERATIONS.chat, [ATTRIBUTES.requestModel]: model, [ATTRIBUTES.errorType]: event.errorKind },
-    }, parent);
+    const span = this.tracer.startSpan(
+      spanNames.chat(model),
+      {
+        kind: SpanKind.CLIENT,
+        startTime: event.at - (event.latencyMs ?? 0),
+        attributes: {
+          [ATTRIBUTES.operationName]: OPERATIONS.chat,
+          [ATTRIBUTES.requestModel]: model,
+          [ATTRIBUTES.errorType]: event.errorKind,
+        },
+      },
+      parent,
+    );
     span.setStatus({ code: SpanStatusCode.ERROR, message: event.message });
     span.end(event.at);
   }
@@ -162,20 +232,24 @@ export class OtelSink {
   private tool(event: Event<'tool-end'>): void {
     const parent = this.parentContext();
     if (parent === null) return;
-    const span = this.tracer.startSpan(spanNames.tool(event.name), {
-      kind: SpanKind.INTERNAL,
-      startTime: event.at - event.latencyMs,
-      attributes: {
-        [ATTRIBUTES.operationName]: OPERATIONS.tool,
-        [ATTRIBUTES.toolName]: event.name,
-        [ATTRIBUTES.toolCallId]: event.callId,
-        [ATTRIBUTES.toolType]: 'function',
-        [ATTRIBUTES.toolStatus]: event.status,
-        [ATTRIBUTES.toolBytes]: event.bytes,
-        [ATTRIBUTES.toolTruncated]: event.truncated,
-        [ATTRIBUTES.observationId]: event.observationId,
+    const span = this.tracer.startSpan(
+      spanNames.tool(event.name),
+      {
+        kind: SpanKind.INTERNAL,
+        startTime: event.at - event.latencyMs,
+        attributes: {
+          [ATTRIBUTES.operationName]: OPERATIONS.tool,
+          [ATTRIBUTES.toolName]: event.name,
+          [ATTRIBUTES.toolCallId]: event.callId,
+          [ATTRIBUTES.toolType]: 'function',
+          [ATTRIBUTES.toolStatus]: event.status,
+          [ATTRIBUTES.toolBytes]: event.bytes,
+          [ATTRIBUTES.toolTruncated]: event.truncated,
+          [ATTRIBUTES.observationId]: event.observationId,
+        },
       },
-    }, parent);
+      parent,
+    );
     if (event.status !== 'ok') {
       span.setAttribute(ATTRIBUTES.errorType, event.status);
       span.setStatus({ code: SpanStatusCode.ERROR, message: `tool ${event.name}: ${event.status}` });
@@ -198,7 +272,8 @@ export class OtelSink {
       [ATTRIBUTES.modelCalls]: event.usage.modelCalls,
       [ATTRIBUTES.toolCalls]: event.usage.toolCalls,
     });
-    if (event.status === 'failed') run.span.setStatus({ code: SpanStatusCode.ERROR, message: `${event.stopReason}: ${event.detail}` });
+    if (event.status === 'failed')
+      run.span.setStatus({ code: SpanStatusCode.ERROR, message: `${event.stopReason}: ${event.detail}` });
     else if (event.status === 'succeeded') run.span.setStatus({ code: SpanStatusCode.OK });
     run.span.end(event.at);
     this.run = null;

@@ -52,14 +52,18 @@ describe('loopstate inspect', () => {
     writeFileSync(bad, readFileSync(tracePath, 'utf8').replace('"from":"READY"', '"from":null'));
     const { out, err, io: cliIo } = io();
     expect(await runCli(['inspect', bad], cliIo, { stop: AbortSignal.abort() })).toBe(0);
-    expect(err).toEqual([`loopstate inspect: ${bad}: trace line 3, field from: Invalid input: expected string, received null (the line was skipped)`]);
+    expect(err).toEqual([
+      `loopstate inspect: ${bad}: trace line 3, field from: Invalid input: expected string, received null (the line was skipped)`,
+    ]);
     // The skipped line was the run's first transition; the machine events it follows still replay every frame.
     expect(out[0]).toBe('loopstate inspect: run run-sample (3 steps, 9 events, completed)');
     const empty = join(directory, 'unreadable.jsonl');
     writeFileSync(empty, '{"type":"run-start"}\n');
     const refused = io();
     expect(await runCli(['inspect', empty], refused.io, { stop: AbortSignal.abort() })).toBe(1);
-    expect(refused.err).toEqual([`loopstate inspect: ${empty}: no trace events it can read (trace line 1, field runId: Invalid input: expected string, received undefined)`]);
+    expect(refused.err).toEqual([
+      `loopstate inspect: ${empty}: no trace events it can read (trace line 1, field runId: Invalid input: expected string, received undefined)`,
+    ]);
     expect(refused.out).toEqual([]);
   });
 
@@ -67,18 +71,28 @@ describe('loopstate inspect', () => {
     const appended = join(directory, 'appended.jsonl');
     // Two runs of one loop whose trace.file is the same: the second appends to the first.
     for (const runId of ['morning', 'evening']) {
-      await createLoop(sampleLoopConfig(virtualClock(), { trace: { file: appended }, generateRunId: () => runId })).run({ goal: 'What is the status of order O-101?' });
+      await createLoop(sampleLoopConfig(virtualClock(), { trace: { file: appended }, generateRunId: () => runId })).run(
+        { goal: 'What is the status of order O-101?' },
+      );
     }
-    const morningEvents = readFileSync(appended, 'utf8').split('\n').filter((line) => line.includes('"runId":"morning"')).length;
+    const morningEvents = readFileSync(appended, 'utf8')
+      .split('\n')
+      .filter((line) => line.includes('"runId":"morning"')).length;
     const latest = io();
     const controller = new AbortController();
     const exit = runCli(['inspect', appended], latest.io, { stop: controller.signal });
     await expect.poll(() => latest.out.length, { timeout: 15_000 }).toBe(3);
     expect(latest.out[0]).toBe('loopstate inspect: run evening (3 steps, 9 events, completed)');
-    expect(latest.out[1]).toBe(`the latest of 2 runs in this file; the others, in the order they began:\n  morning  (completed, ${morningEvents} events)\nopen one with: loopstate inspect ${appended} --run <id>`);
-    const timeline = (await (await fetch(new URL('timeline.json', /Viewer: (\S+)/.exec(latest.out[2] ?? '')?.[1]))).json()) as { runId: string; notices: string[] };
+    expect(latest.out[1]).toBe(
+      `the latest of 2 runs in this file; the others, in the order they began:\n  morning  (completed, ${morningEvents} events)\nopen one with: loopstate inspect ${appended} --run <id>`,
+    );
+    const timeline = (await (
+      await fetch(new URL('timeline.json', /Viewer: (\S+)/.exec(latest.out[2] ?? '')?.[1]))
+    ).json()) as { runId: string; notices: string[] };
     expect(timeline.runId).toBe('evening');
-    expect(timeline.notices).toContain('the file holds 2 runs; this is the latest (the last to begin in the file); open another with --run <id>');
+    expect(timeline.notices).toContain(
+      'the file holds 2 runs; this is the latest (the last to begin in the file); open another with --run <id>',
+    );
     controller.abort();
     expect(await exit).toBe(0);
 
@@ -106,7 +120,11 @@ describe('loopstate inspect', () => {
   });
 
   it('the bin serves until Ctrl-C, then exits 0', async () => {
-    const child = spawn(process.execPath, ['--import', './test/support/typescript-register.mjs', 'src/tooling/cli/bin.ts', 'inspect', tracePath], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', './test/support/typescript-register.mjs', 'src/tooling/cli/bin.ts', 'inspect', tracePath],
+      { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let output = '';
     child.stdout.on('data', (chunk) => (output += String(chunk)));
     child.stderr.on('data', (chunk) => (output += String(chunk)));

@@ -20,7 +20,9 @@ export const INSPECT_EXIT = { success: 0, failure: 1, usage: 2 } as const;
 function parsePort(text: string | undefined): number | string {
   if (text === undefined) return 0;
   const port = Number(text);
-  return Number.isInteger(port) && port >= 0 && port <= 65_535 ? port : `--port: expected a port number from 0 to 65535 (0 picks a free one), got "${text}"`;
+  return Number.isInteger(port) && port >= 0 && port <= 65_535
+    ? port
+    : `--port: expected a port number from 0 to 65535 (0 picks a free one), got "${text}"`;
 }
 
 /**
@@ -44,7 +46,11 @@ export async function inspectCommand(options: InspectCommandOptions, io: CliIo):
   const { UNREADABLE_TRACE } = await import('../../viewer/read-trace.js');
   let viewer;
   try {
-    viewer = await startViewer({ tracePath: options.tracePath, port, ...(options.runId === undefined ? {} : { runId: options.runId }) });
+    viewer = await startViewer({
+      tracePath: options.tracePath,
+      port,
+      ...(options.runId === undefined ? {} : { runId: options.runId }),
+    });
   } catch (error) {
     if (error instanceof LoopstateError && error.code === UNREADABLE_TRACE) {
       io.err(`loopstate inspect: ${error.message}`);
@@ -52,7 +58,9 @@ export async function inspectCommand(options: InspectCommandOptions, io: CliIo):
     }
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE' || code === 'EACCES') {
-      io.err(`loopstate inspect: cannot listen on 127.0.0.1:${port} (${code}); choose another --port, or 0 for a free one`);
+      io.err(
+        `loopstate inspect: cannot listen on 127.0.0.1:${port} (${code}); choose another --port, or 0 for a free one`,
+      );
       return INSPECT_EXIT.failure;
     }
     throw error;
@@ -60,17 +68,23 @@ export async function inspectCommand(options: InspectCommandOptions, io: CliIo):
   const { timeline, otherRuns, skipped } = viewer;
   // The page shows the rest of the run; the terminal says what it could not read.
   for (const problem of skipped) io.err(`loopstate inspect: ${terminalLine(problem)}`);
-  io.out(`loopstate inspect: run ${terminalLine(timeline.runId)} (${timeline.steps.length} steps, ${timeline.frames.length - 1} events${timeline.stop ? `, ${terminalLine(timeline.stop.reason)}` : ''})`);
+  io.out(
+    `loopstate inspect: run ${terminalLine(timeline.runId)} (${timeline.steps.length} steps, ${timeline.frames.length - 1} events${timeline.stop ? `, ${terminalLine(timeline.stop.reason)}` : ''})`,
+  );
   if (otherRuns.length > 0) io.out(otherRunsText(options.tracePath, otherRuns, options.runId === undefined));
   io.out(`Viewer: ${viewer.url}  (Ctrl-C to stop)`);
-  if (!options.stop.aborted) await new Promise<void>((resolve) => options.stop.addEventListener('abort', () => resolve(), { once: true }));
+  if (!options.stop.aborted)
+    await new Promise<void>((resolve) => options.stop.addEventListener('abort', () => resolve(), { once: true }));
   await viewer.close();
   return INSPECT_EXIT.success;
 }
 
 /** The file's other runs, one a line, and how to open one; `latest` when the run shown was picked as the file's latest. */
 function otherRunsText(tracePath: string, runs: readonly TracedRun[], latest: boolean): string {
-  const lines = runs.map((run) => `  ${terminalLine(run.runId)}  (${run.stopReason === null ? 'no run-end' : terminalLine(run.stopReason)}, ${run.events} events)`);
+  const lines = runs.map(
+    (run) =>
+      `  ${terminalLine(run.runId)}  (${run.stopReason === null ? 'no run-end' : terminalLine(run.stopReason)}, ${run.events} events)`,
+  );
   return [
     `${latest ? `the latest of ${runs.length + 1} runs in this file; the others` : `the other runs in this file`}, in the order they began:`,
     ...lines,
