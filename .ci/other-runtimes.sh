@@ -67,7 +67,8 @@ use_better_sqlite3_for() {
     # npm's own node-gyp, offline: the headers come with the registry's Node package (--nodedir).
     (cd "$build" && PATH="$node_root/bin:$PATH" node "$(npm_node_gyp)" rebuild --release --nodedir="$node_root" -j 2 >"$build.log" 2>&1) ||
       { tail -n 40 "$build.log" >&2; exit 1; }
-    cp "$build/build/Release/better_sqlite3.node" "$binary.partial" && mv "$binary.partial" "$binary"
+    # Copied under a name of its own, then renamed: another run never sees half a binary.
+    cp "$build/build/Release/better_sqlite3.node" "$binary.$$" && mv "$binary.$$" "$binary"
   fi
   rm "$package"
   mkdir -p "$package/build/Release"
