@@ -55,10 +55,10 @@ describe('findJsonBlocks', () => {
     expect(findJsonBlocks('{"a": [1}]')).toEqual([]);
   });
 
-  it('stays fast on prose full of unclosed brackets', () => {
+  // No timed assertion (timings flake on shared machines): a scan quadratic in the brackets would take
+  // minutes on this input and hit the test's own timeout.
+  it('stays linear on prose full of unclosed brackets', () => {
     const text = `${'{'.repeat(100_000)}{"a":1}`;
-    const started = performance.now();
     expect(findJsonBlocks(text)).toEqual([]);
-    expect(performance.now() - started).toBeLessThan(5_000);
   });
 });
