@@ -6,10 +6,10 @@
  * Changelog — 1: run metadata (`run`), journal records (`event`, `model`, `intent`, `tool-result`) and
  * the run snapshot (`snapshot`). 2: the run record carries the run's `limits`, recorded when it starts
  * (a version 1 run has none: it takes the limits of the loop that resumes it, recorded from then on).
- * Every version up to this one is read; records are written with this one.
- * the run snapshot (`snapshot`). Since (version unchanged, the machine context is loose): a snapshot's context
+ * Also (version unchanged, the machine context is loose): a snapshot's context
  * holds `transport` (per-call transport counters) instead of `task.transportRetries`, and its limits
  * `maxTransportAttempts` / `maxTransportRetries`; older snapshots are migrated when read (transport-counters-migration.ts).
+ * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
 import { modelResponseSchema } from '../../contracts/model-response-schema.js';

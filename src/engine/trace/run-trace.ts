@@ -90,12 +90,12 @@ export class RunTrace {
     }
   }
 
-  /** Runs `rebuild` with the sinks muted: the events it records reached them the first time. */
   /** True while a durable run is rebuilt from its journal (its events already reached the sinks). */
   get replaying(): boolean {
     return this.#replaying;
   }
 
+  /** Runs `rebuild` with the sinks muted: the events it records reached them the first time. */
   whileReplaying(rebuild: () => void): void {
     this.#replaying = true;
     try {
