@@ -8,7 +8,7 @@ import { getMicrosteps, initialTransition, transition } from 'xstate';
 import { loopMachine, type LoopSnapshot } from '../../../machines/index.js';
 import type { LoopContext, LoopEvent, LoopInput, LoopLimits, NoProgressThresholds } from '../../../machines/types.js';
 import { DEFAULT_LIMITS, DEFAULT_NO_PROGRESS, type TraceEvent } from '../../index.js';
-import type { StatechartGraph } from './statechart-graph.js';
+import { lineageOf, type StatechartGraph } from './statechart-graph.js';
 
 type MachineEventRecord = Extract<TraceEvent, { type: 'machine-event' }>;
 type TracedInput = NonNullable<MachineEventRecord['input']>;
@@ -71,17 +71,7 @@ function frameContext(context: LoopContext): FrameContext {
 
 /** The edges of one event: for each microstep, the transition from a state containing the last one into the next. */
 function routeOfMicrosteps(graph: StatechartGraph, before: LoopSnapshot, event: LoopEvent): string[] {
-  const byId = new Map(graph.states.map((state) => [state.id, state]));
-  const lineage = (id: string): string[] => {
-    const chain: string[] = [];
-    for (
-      let state = byId.get(id);
-      state !== undefined;
-      state = state.parent === null ? undefined : byId.get(state.parent)
-    )
-      chain.push(state.id);
-    return chain;
-  };
+  const lineage = lineageOf(graph);
   const route: string[] = [];
   let from = stateNameOf(before);
   for (const [index, [micro]] of getMicrosteps(loopMachine, before, event).entries()) {

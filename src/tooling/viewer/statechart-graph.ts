@@ -131,6 +131,25 @@ export function statechartGraph(machine: AnyStateMachine): StatechartGraph {
 const MAX_HOPS = 16;
 
 /**
+ * A state's id and its ancestors' ids, innermost first (`RUNNING.deciding`, `RUNNING`).
+ * @example
+ * lineageOf(graph)('RUNNING.deciding') // ['RUNNING.deciding', 'RUNNING']
+ */
+export function lineageOf(graph: StatechartGraph): (id: string) => string[] {
+  const byId = new Map(graph.states.map((state) => [state.id, state]));
+  return (id) => {
+    const chain: string[] = [];
+    for (
+      let state = byId.get(id);
+      state !== undefined;
+      state = state.parent === null ? undefined : byId.get(state.parent)
+    )
+      chain.push(state.id);
+    return chain;
+  };
+}
+
+/**
  * The edges one recorded transition went through: `event` taken from `from` (or a state containing
  * it), then eventless transitions, until `to`. The shortest such route, or the shortest through the
  * state `through` when one is given and exists (what else the trace recorded can tell two routes
@@ -150,16 +169,7 @@ export function routeOf(
   for (const edge of graph.edges)
     for (const transition of edge.transitions)
       outgoing.set(transition.source, [...(outgoing.get(transition.source) ?? []), transition]);
-  const lineage = (id: string): string[] => {
-    const chain: string[] = [];
-    for (
-      let state = byId.get(id);
-      state !== undefined;
-      state = state.parent === null ? undefined : byId.get(state.parent)
-    )
-      chain.push(state.id);
-    return chain;
-  };
+  const lineage = lineageOf(graph);
   // Entering a compound state enters its initial child, down to an atomic one.
   const settle = (id: string): string => {
     let state = byId.get(id);
