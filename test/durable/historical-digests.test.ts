@@ -22,6 +22,7 @@ import {
   type StoreRow,
 } from 'loopstate';
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
+import { refundTool } from '../support/refund-tool.js';
 
 const fixture = JSON.parse(
   readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-sha-digests.json'), 'utf8'),
@@ -53,16 +54,7 @@ function fixtureLoop(
     access: 'read',
     execute: ({ order_id }) => ({ order_id, total: 40 }),
   });
-  const refund = defineTool({
-    name: 'refund',
-    description: 'Refund an order.',
-    input: z.object({ order_id: z.string() }),
-    access: 'destructive',
-    execute: ({ order_id }) => {
-      refunds.push(order_id);
-      return { refunded: order_id };
-    },
-  });
+  const refund = refundTool(refunds);
   return createLoop({
     model: scriptedModel(script),
     tools: [lookup, refund],

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLoop, defineTool, memoryStore, type LoopLimits, type Store, type StoreRow } from 'loopstate';
 import { reply, scriptedModel, virtualClock } from 'loopstate/testing';
+import { refundTool } from '../support/refund-tool.js';
 
 const fixture = JSON.parse(
   readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-v1.json'), 'utf8'),
@@ -25,16 +26,7 @@ async function loadFixture(): Promise<Store> {
 }
 
 function fixtureLoop(store: Store, refunds: string[], limits?: Partial<LoopLimits>) {
-  const refund = defineTool({
-    name: 'refund',
-    description: 'Refund an order.',
-    input: z.object({ order_id: z.string() }),
-    access: 'destructive',
-    execute: ({ order_id }) => {
-      refunds.push(order_id);
-      return { refunded: order_id };
-    },
-  });
+  const refund = refundTool(refunds);
   const lookup = defineTool({
     name: 'lookup',
     description: 'Read an order.',

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { ApprovalError, createLoop, defineTool, memoryStore, readTenantLedger, type Store } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
+import { refundTool } from '../support/refund-tool.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-prototype-ids-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -29,16 +30,7 @@ function refundLoop(
   script = [toolCall('refund', { order_id: 'O-7' }, { id: callId }), reply('Done.')],
 ) {
   const refunds: string[] = [];
-  const refund = defineTool({
-    name: 'refund',
-    description: 'Refund an order.',
-    input: z.object({ order_id: z.string() }),
-    access: 'destructive',
-    execute: ({ order_id }) => {
-      refunds.push(order_id);
-      return { refunded: order_id };
-    },
-  });
+  const refund = refundTool(refunds);
   const model = scriptedModel(script);
   return {
     loop: createLoop({
