@@ -11,6 +11,13 @@ const SHAPES: [string, unknown][] = [
     'extra fields (kept out of the check)',
     { text: 'x', toolCalls: [], usage: { ...usage, cachedInputTokens: 3 }, raw: {} },
   ],
+  [
+    'response metadata',
+    { text: 'x', toolCalls: [], usage, metadata: { id: 'r1', model: 'm-2025', finishReason: 'length' } },
+  ],
+  ['metadata that is null', { text: 'x', toolCalls: [], usage, metadata: null }],
+  ['an unknown finish reason', { text: 'x', toolCalls: [], usage, metadata: { finishReason: 'tool-calls' } }],
+  ['a numeric response id', { text: 'x', toolCalls: [], usage, metadata: { id: 7 } }],
   ['no text field', { toolCalls: [], usage }],
   ['a number for text', { text: 1, toolCalls: [], usage }],
   ['tool calls not an array', { text: null, toolCalls: {}, usage }],
@@ -37,6 +44,7 @@ describe('isWellFormedResponse', () => {
       'a text reply',
       'tool calls and no text',
       'extra fields (kept out of the check)',
+      'response metadata',
     ]);
   });
 });

@@ -120,6 +120,42 @@ export interface ModelResponse {
   text: string | null;
   toolCalls: readonly ToolCallRequest[];
   usage: ModelUsage;
+  /** What the provider said about the reply, when the adapter knows it: for traces and warnings, never for control flow. */
+  metadata?: ModelResponseMetadata;
+}
+
+/**
+ * Why the provider stopped generating, in one vocabulary for every adapter: `stop` (a natural end),
+ * `tool_calls`, `length` (the output limit cut the reply: the run gets a warning), `content_filter`,
+ * `error`, `other`.
+ * @example
+ * const reason: ModelFinishReason = 'length';
+ */
+export type ModelFinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter' | 'error' | 'other';
+
+/**
+ * Response metadata an adapter reports (OpenTelemetry's `gen_ai.response.*`). Every field is optional.
+ * @example
+ * const metadata: ModelResponseMetadata = { id: 'chatcmpl-123', model: 'gpt-4.1-mini-2025-04-14', finishReason: 'stop' };
+ */
+export interface ModelResponseMetadata {
+  /** The provider's id of this response. */
+  id?: string;
+  /** The model that actually answered (it may differ from the requested `Model.id`, e.g. a dated snapshot). */
+  model?: string;
+  finishReason?: ModelFinishReason;
+  /** The provider's own finish reason, when it was not one of ours (or to keep its spelling). */
+  rawFinishReason?: string;
+}
+
+/**
+ * Where a model adapter sends its requests (OpenTelemetry's `server.address` and `server.port`).
+ * @example
+ * const server: ModelServer = { address: 'api.openai.com', port: 443 };
+ */
+export interface ModelServer {
+  address: string;
+  port?: number;
 }
 
 /**
@@ -131,6 +167,13 @@ export interface ModelResponse {
 export interface Model {
   /** Model id used for pricing and traces, e.g. `gpt-4.1-mini`. */
   readonly id: string;
+  /**
+   * The provider, as OpenTelemetry's `gen_ai.provider.name` names it: `openai`, `anthropic`,
+   * `gcp.gemini`, `aws.bedrock`, ... An adapter sets it; a custom model may.
+   */
+  readonly provider?: string;
+  /** The server the adapter talks to, when it knows it. */
+  readonly server?: ModelServer;
   /**
    * Input tokens one request may carry, when the adapter knows it (its context window less what
    * it keeps for the reply). Used as the default of `context.maxInputTokensPerCall`.
