@@ -83,7 +83,17 @@ export default tseslint.config(
 function layerRules() {
   const upward = (layers, message) => ({ regex: `(^|/)(${layers.join('|')})/`, message });
   const peers = (except) =>
-    ['openai', 'better-sqlite3', 'pg', '@dbos-inc/dbos-sdk', '@statelyai/inspect', 'ws', 'elkjs']
+    [
+      'openai',
+      '@ai-sdk/provider',
+      'ai-sdk-provider-v2',
+      'better-sqlite3',
+      'pg',
+      '@dbos-inc/dbos-sdk',
+      '@statelyai/inspect',
+      'ws',
+      'elkjs',
+    ]
       .filter((name) => !except.includes(name))
       .map((name) => ({
         regex: `^${name.replace('/', '\\/')}(/|$)`,
@@ -95,9 +105,10 @@ function layerRules() {
     ignores: ['**/*.test.ts', ...ignores],
     rules: { 'no-restricted-imports': ['error', { patterns }] },
   });
-  const adapters = ['openai', 'cassette', 'sqlite', 'postgres', 'dbos', 'stately', 'node'];
+  const adapters = ['openai', 'ai-sdk', 'cassette', 'sqlite', 'postgres', 'dbos', 'stately', 'node'];
   const adapterPackages = {
     openai: ['openai'],
+    'ai-sdk': ['@ai-sdk/provider', 'ai-sdk-provider-v2'],
     sqlite: ['better-sqlite3'],
     postgres: ['pg'],
     dbos: ['@dbos-inc/dbos-sdk'],

@@ -101,6 +101,17 @@ export const OPENAI_DEFAULTS = Object.freeze({
   redirects: 'refuse' as 'refuse' | 'same-origin',
 });
 
+/**
+ * Defaults of `aiSdkModel` options left out or `undefined`: unstreamed calls (`doGenerate`), and the task's
+ * answer schema asked for as structured output.
+ * @example
+ * aiSdkModel(anthropic('claude-sonnet-4-5'), { stream: !AI_SDK_DEFAULTS.stream });
+ */
+export const AI_SDK_DEFAULTS = Object.freeze({
+  stream: false,
+  structuredOutput: true,
+});
+
 /** Rough characters per token for pre-call estimates; errs high for English text. */
 export const CHARS_PER_TOKEN_ESTIMATE = 4;
 

@@ -54,6 +54,13 @@ const PACKAGE_HOMES: Record<string, (layer: Layer) => boolean> = {
   zod: () => true,
   '@opentelemetry/api': (layer) => layer === 'engine' || layer === 'contracts',
   openai: (layer) => layer === 'adapter:openai',
+  // Type-only: the adapter recognises the AI SDK's errors by their marker symbols, so nothing of it loads at run time.
+  '@ai-sdk/provider': (layer) => layer === 'adapter:ai-sdk',
+  'ai-sdk-provider-v2': (layer) => layer === 'adapter:ai-sdk',
+  // Test-only: providers and the mock model the ai-sdk adapter's tests run against.
+  '@ai-sdk/anthropic': () => false,
+  '@ai-sdk/openai-compatible': () => false,
+  ai: () => false,
   'better-sqlite3': (layer) => layer === 'adapter:sqlite',
   pg: (layer) => layer === 'adapter:postgres',
   '@dbos-inc/dbos-sdk': (layer) => layer === 'adapter:dbos',
