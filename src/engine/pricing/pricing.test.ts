@@ -85,6 +85,25 @@ describe('priceOf', () => {
   });
 });
 
+describe('priceOf with a provider:model id (aiSdkModel)', () => {
+  it('falls back to the model id after the first colon', () => {
+    expect(priceOf(DEFAULT_PRICES, 'openai.chat:gpt-4.1-mini')).toBe(DEFAULT_PRICES['gpt-4.1-mini']);
+    expect(priceOf({ 'claude-sonnet-4-5': price }, 'anthropic.messages:claude-sonnet-4-5')).toBe(price);
+  });
+
+  it('lets an entry under the whole id win over the bare one', () => {
+    const whole: ModelPrice = { inputPerMillion: 9, outputPerMillion: 9 };
+    expect(priceOf({ 'gpt-4.1': price, 'azure.chat:gpt-4.1': whole }, 'azure.chat:gpt-4.1')).toBe(whole);
+  });
+
+  it('still matches nothing by prefix, case or an empty provider', () => {
+    expect(priceOf(DEFAULT_PRICES, 'openai.chat:gpt-4.1-2025-04-14')).toBeUndefined();
+    expect(priceOf(DEFAULT_PRICES, ':gpt-4.1')).toBeUndefined();
+    expect(priceOf({ custom: price }, 'llama3.1:8b')).toBeUndefined();
+    expect(priceOf({ ...DEFAULT_PRICES }, 'openai.chat:toString')).toBeUndefined();
+  });
+});
+
 describe('priceOf with model ids that are Object.prototype names', () => {
   it('finds only own prices, so the cost stays a number', () => {
     const prices = { ...DEFAULT_PRICES };

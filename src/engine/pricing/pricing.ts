@@ -3,10 +3,21 @@ import type { CallUsage } from '../../../machines/types.js';
 import type { ModelPrice } from '../../contracts/model.js';
 import type { ModelUsage } from '../../contracts/model.js';
 
+/**
+ * The price of a model id: its exact entry; else, for an id `provider:model` (what `aiSdkModel` names its
+ * models, `openai.chat:gpt-4.1-mini`), the entry of the model id after the first colon, so the built-in
+ * table and prices keyed by bare model ids apply. An entry under the whole id wins.
+ * @example
+ * priceOf(DEFAULT_PRICES, 'openai.responses:gpt-4.1-mini') // DEFAULT_PRICES['gpt-4.1-mini']
+ */
 export function priceOf(prices: Readonly<Record<string, ModelPrice>>, modelId: string): ModelPrice | undefined {
   // Own properties only: a model id like `toString` must not find Object.prototype's.
   // Exact ids only: a dated snapshot may be priced unlike its alias (gpt-4o-2024-05-13 is).
-  return Object.hasOwn(prices, modelId) ? prices[modelId] : undefined;
+  if (Object.hasOwn(prices, modelId)) return prices[modelId];
+  const colon = modelId.indexOf(':');
+  if (colon <= 0) return undefined;
+  const bare = modelId.slice(colon + 1);
+  return Object.hasOwn(prices, bare) ? prices[bare] : undefined;
 }
 
 /** Cached input tokens are part of `inputTokens`, priced at the cached rate when the table has one. */
