@@ -20,6 +20,7 @@ import {
 } from 'loopstate';
 import { resolveConfig, resolveLimits } from 'loopstate/internal';
 import { OPENAI_DEFAULTS } from 'loopstate/openai';
+import { AI_SDK_DEFAULTS } from 'loopstate/ai-sdk';
 import { DEFAULT_DBOS_WORKER } from 'loopstate/dbos';
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 import { configSchema, runInputSchema } from '../../src/engine/config/config-schema.js';
@@ -173,6 +174,7 @@ describe('docs/reference/config.md', () => {
 
   it.each([
     ['openaiModel', OPENAI_DEFAULTS],
+    ['aiSdkModel', AI_SDK_DEFAULTS],
     ['dbosWorker', DEFAULT_DBOS_WORKER],
     ['defineTool', { timeoutMs: DEFAULT_TOOL_TIMEOUT_MS }],
     ['ToolHealth', { threshold: new ToolHealth().threshold, cooldownMs: new ToolHealth().cooldownMs }],
