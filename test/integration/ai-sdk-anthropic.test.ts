@@ -8,7 +8,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, evaluators, type RunResult, type TraceEvent } from 'loopstate';
+import { createLoop, defineTool, evaluators, systemClock, type RunResult, type TraceEvent } from 'loopstate';
 import { aiSdkModel, type AiSdkLanguageModel } from 'loopstate/ai-sdk';
 import { virtualClock } from 'loopstate/testing';
 import { anthropicError, anthropicEvents, anthropicStep } from '../support/anthropic-fixtures.js';
@@ -157,6 +157,61 @@ describe('anthropic: fatal failures stop at once', () => {
     expect(server.requests).toHaveLength(1);
     // The refused call was billed: its tokens count.
     expect(result.usage.inputTokens).toBe(100);
+  });
+});
+
+describe('anthropic: an abort', () => {
+  it.each([
+    ['before the headers', { kind: 'stall-before-headers' } as const, false],
+    ['mid-stream', { kind: 'stall-after-headers', contentType: 'text/event-stream' } as const, true],
+  ])(
+    'limits.modelCallTimeoutMs ends a call stalled %s: a timeout the loop retries, one request per attempt',
+    async (_, stall, stream) => {
+      server.enqueue(stall, stall);
+      const loop = createLoop({
+        model: aiSdkModel(claude(), { stream }),
+        clock: systemClock,
+        random: () => 0,
+        retry: { baseMs: 1, maxMs: 2 },
+        limits: { modelCallTimeoutMs: 60, maxRetries: 1 },
+      });
+      const result = await loop.run({ goal: 'Say done.' });
+      expect(result.stopReason).toBe('retries_exhausted');
+      expect(kinds(result)).toEqual(['timeout', 'timeout']);
+      expect(result.detail).toMatch(/modelCallTimeoutMs \(60 ms\)/);
+      expect(server.requests).toHaveLength(2);
+    },
+  );
+
+  it("a cancel of the run's signal mid-call stops the run as cancelled", async () => {
+    server.enqueue({ kind: 'stall-before-headers' });
+    const controller = new AbortController();
+    const loop = createLoop({ model: aiSdkModel(claude()), clock: systemClock });
+    const run = loop.run({ goal: 'Say done.', signal: controller.signal });
+    while (server.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    controller.abort();
+    const result = await run;
+    expect(result.stopReason).toBe('cancelled');
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('of the signal mid-stream is reported as its reason, as openaiModel reports it', async () => {
+    server.enqueue({
+      kind: 'sse',
+      done: false,
+      after: 'keep-open',
+      events: anthropicEvents({ text: 'a long reply' }, { complete: false }),
+    });
+    const controller = new AbortController();
+    const reason = new Error('cancelled by the caller');
+    const pending = aiSdkModel(claude(), { stream: true }).generate({
+      messages: [{ role: 'user', content: 'Tell me.' }],
+      tools: [],
+      signal: controller.signal,
+      onProgress: () => controller.abort(reason),
+    });
+    await expect(pending).rejects.toBe(reason);
+    expect(server.requests).toHaveLength(1);
   });
 });
 

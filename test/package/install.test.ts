@@ -125,6 +125,23 @@ describe('npm install <tarball> zod in a fresh app', () => {
     expect(outcomes.openai!.message).toMatch(/npm install openai/);
   });
 
+  it('runs loopstate/ai-sdk with no AI SDK package installed: nothing of @ai-sdk/provider loads at run time', async () => {
+    const output = await nodeInApp(`
+      import { createLoop } from 'loopstate';
+      import { aiSdkModel } from 'loopstate/ai-sdk';
+      const usage = { inputTokens: { total: 12, noCache: 12, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 3, text: 3, reasoning: 0 } };
+      const languageModel = {
+        specificationVersion: 'v3', provider: 'hand.chat', modelId: 'hand-1', supportedUrls: {},
+        doGenerate: async () => ({ content: [{ type: 'text', text: 'hello' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }),
+        doStream: async () => { throw new Error('not streamed'); },
+      };
+      const result = await createLoop({ model: aiSdkModel(languageModel) }).run({ goal: 'greet' });
+      console.log(JSON.stringify({ stopReason: result.stopReason, output: result.output }));
+    `);
+    expect(installedPackages(app)).not.toContain('@ai-sdk/provider');
+    expect(JSON.parse(output)).toEqual({ stopReason: 'completed', output: 'hello' });
+  });
+
   it('runs the CLI on the embedded example without any adapter installed', async () => {
     const { stdout } = await run(join(app, 'node_modules', '.bin', 'loopstate'), ['run', 'order-status', '--json'], {
       cwd: app,

@@ -350,6 +350,12 @@ describe('aiSdkModel errors', () => {
     await expect(failing(new TypeError('fetch failed')).generate(request())).rejects.toMatchObject({
       kind: 'connection',
     });
+    // Providers wrap fetch failures in APICallError: a bare TypeError is a bug in the provider, never retried.
+    await expect(
+      failing(new TypeError("Cannot read properties of undefined (reading 'x')")).generate(request()),
+    ).rejects.toMatchObject({
+      kind: 'unknown',
+    });
     await expect(failing(new Error('something odd')).generate(request())).rejects.toMatchObject({ kind: 'unknown' });
   });
 });
@@ -536,6 +542,23 @@ describe('aiSdkModel on a LanguageModelV2', () => {
     const streamed = await aiSdkModel(v2Model('openai.chat', usage), { stream: true }).generate(request());
     const unstreamed = await aiSdkModel(v2Model('openai.chat', usage)).generate(request());
     expect(streamed).toEqual(unstreamed);
+  });
+});
+
+describe('aiSdkModel on a model that breaks its specification', () => {
+  it('fails, never retried, on a result without content or a stream result without a stream', async () => {
+    const empty = new MockLanguageModelV3({
+      doGenerate: () => Promise.resolve(null as never),
+      doStream: () => Promise.resolve({} as never),
+    });
+    await expect(aiSdkModel(empty).generate(request())).rejects.toMatchObject({
+      kind: 'unknown',
+      message: 'mock-provider:mock-model-id returned from doGenerate without its content',
+    });
+    await expect(aiSdkModel(empty, { stream: true }).generate(request())).rejects.toMatchObject({
+      kind: 'unknown',
+      message: 'mock-provider:mock-model-id returned from doStream without a stream',
+    });
   });
 });
 

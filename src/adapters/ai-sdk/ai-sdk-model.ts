@@ -4,9 +4,15 @@
  * The model is called through its own `doGenerate` / `doStream`; `ai` itself is not needed, and nothing of
  * `@ai-sdk/provider` is loaded at run time (its errors are recognised by their marker symbols).
  */
-import type { LanguageModelV2, LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
+import type {
+  LanguageModelV2,
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3GenerateResult,
+  LanguageModelV3StreamResult,
+} from '@ai-sdk/provider';
 import { z } from 'zod';
-import { LoopConfigError } from '../../contracts/errors.js';
+import { LoopConfigError, ModelCallError } from '../../contracts/errors.js';
 import type {
   Model,
   ModelProgress,
@@ -148,6 +154,10 @@ function checkLanguageModel(languageModel: unknown): LanguageModelV2 | LanguageM
   return languageModel as LanguageModelV2 | LanguageModelV3;
 }
 
+/** A model whose result lacks what its specification promises: fatal, asking again brings the same. */
+const notAReply = (id: string, method: string, missing: string) =>
+  new ModelCallError({ kind: 'unknown', message: `${id} returned from ${method} without ${missing}` });
+
 /** A user's progress callback must never break the call it watches. */
 function safeProgress(onProgress: ModelRequest['onProgress']): (progress: ModelProgress) => void {
   if (onProgress === undefined) return () => undefined;
@@ -200,14 +210,17 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options?: AiSdkMod
     let parts: ReplyParts;
     try {
       if (stream) {
-        const result = await callModel.doStream(callOptions);
+        const result: Partial<LanguageModelV3StreamResult> | null | undefined = await callModel.doStream(callOptions);
+        if (typeof result?.stream?.getReader !== 'function') throw notAReply(id, 'doStream', 'a stream');
         parts = await readStream(result.stream, {
           progress: safeProgress(request.onProgress),
           facts,
           provider: checked.provider,
         });
       } else {
-        const result = await callModel.doGenerate(callOptions);
+        const result: Partial<LanguageModelV3GenerateResult> | null | undefined =
+          await callModel.doGenerate(callOptions);
+        if (!Array.isArray(result?.content)) throw notAReply(id, 'doGenerate', 'its content');
         parts = {
           ...partsOfContent(result.content),
           finishReason: result.finishReason,

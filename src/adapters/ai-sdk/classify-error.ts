@@ -191,7 +191,8 @@ function classify(error: unknown, { where, now }: ClassifyFacts): unknown {
     // Not our abort (checked first): something under the provider gave up on the socket.
     return new ModelCallError({ kind: 'connection', message: `the connection to ${where} was aborted mid-call` });
   }
-  if (error instanceof TypeError || isNetworkFailure(error)) {
+  // Providers wrap fetch failures in APICallError; a bare TypeError is a bug, unless it is a socket failure.
+  if (isNetworkFailure(error)) {
     const cause = error instanceof Error && error.cause !== undefined ? `: ${clause(messageOf(error.cause))}` : '';
     return new ModelCallError({
       kind: 'connection',
