@@ -11,19 +11,18 @@ import {
   type LoopSnapshot,
   type PendingEffect,
 } from '../../../machines/index.js';
-import type { LoopEvent, TaskPlan } from '../../../machines/types.js';
+import type { LoopEvent } from '../../../machines/types.js';
 import type { ResolvedConfig, RunInput } from '../config/config.js';
 import { describeAbortReason } from '../hooks/abort-reason.js';
 import { guardClock, safeNow } from '../hooks/guarded-clock.js';
 import { defaultRunId, resolveRunId } from '../hooks/run-id.js';
 import { ToolHealth } from '../tools/index.js';
-import { evaluatorList } from '../evaluators/index.js';
 import { describeThrown, errorFields, toError } from '../redaction/describe-thrown.js';
 import { closedConversation, priorConversation } from '../conversation/prior-conversation.js';
 import { summarize } from '../trace/trace-event.js';
 import { recordContextChanges } from '../trace/context-changes.js';
 import { recordMachineEvent } from '../trace/machine-events.js';
-import { promptVersion, tracedLimits } from '../trace/run-facts.js';
+import { loopSetupOf, type LoopSetup } from './loop-setup.js';
 import { TRACE_SCHEMA_VERSION } from '../../contracts/trace-schema.js';
 import { finalOutput } from '../output/final-output.js';
 import { guardedInspector } from './inspect-option.js';
@@ -64,23 +63,18 @@ export async function driveRun(
   // User hooks (clock, run id, abort reason) end the run as fatal_error or cancelled, never reject it.
   const clock = guardClock(resolved.clock);
   const config: ResolvedConfig = { ...resolved, clock };
+  const setup = loopSetupOf(resolved);
   const health = sharedHealth ?? new ToolHealth({ now: () => clock.now() });
   const { runId, fault: runIdFault } = resolveRunId(input.runId, config.generateRunId, defaultRunId);
   const controller = new AbortController();
   const conversation = priorConversation(input, config.instructions);
-  const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation);
-  const tasks: TaskPlan[] = session.tasks.map((task) => ({
-    id: task.id,
-    onFailure: task.onFailure ?? 'stop',
-    evaluated: (task.evaluate === undefined ? config.evaluate : evaluatorList(task.evaluate)).length > 0,
-  }));
-  const machineInput = { limits: config.limits, noProgress: config.noProgress, tasks };
+  const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation, setup);
   const inspect =
     config.inspect === undefined
       ? undefined
       : guardedInspector(config.inspect, (message) => session.warn(message, safeNow(clock)));
   const actor = createActor(loopMachine, {
-    input: machineInput,
+    input: setup.machineInput,
     ...(hooks?.machineSnapshot === undefined ? {} : { snapshot: hooks.machineSnapshot }),
     ...(inspect === undefined ? {} : { inspect }),
   });
@@ -108,7 +102,7 @@ export async function driveRun(
       // A resumed run's deadline counts from its start, on a clock that continues where the journal left off.
       const armed = armDeadline(config, controller, restored ? actor.getSnapshot().context.startedAt : null);
       cancelDeadline = armed.cancelDeadline;
-      if (!restored) await startRun(delivery, session, input, runIdFault ?? armed.fault);
+      if (!restored) await startRun(delivery, session, setup, input, runIdFault ?? armed.fault);
       else if (armed.fault !== null && actor.getSnapshot().status !== 'done') {
         session.recordFatalError(armed.fault);
         await delivery.deliver({
@@ -165,6 +159,7 @@ function armDeadline(
 async function startRun(
   delivery: Delivery,
   session: RunSession,
+  setup: LoopSetup,
   input: RunInput,
   hookFault: Error | null,
 ): Promise<void> {
@@ -186,14 +181,12 @@ async function startRun(
     goalSummary: summarize(input.goal ?? session.goal, config.redact),
     tasks: session.tasks.map((task) => task.id),
     modelId: config.model.id,
-    promptVersion: promptVersion(
-      config.instructions,
-      [...session.tools.values()].map((tool) => tool.spec),
-    ),
-    limits: tracedLimits(config.limits),
+    promptVersion: setup.toolFacts(session.tools).promptVersion,
+    // A copy: the event is the caller's (result.trace), the setup every run's.
+    limits: { ...setup.tracedLimits },
   });
   // run-start comes first, so a reader of the trace meets the run before anything said about it.
-  session.warnIfUnpriced(config.model.id, startedAt);
+  if (!setup.modelPriced) session.warnIfUnpriced(config.model.id, startedAt);
   for (const problem of session.traceProblems) session.warn(problem, startedAt);
   for (const deprecation of config.deprecations) session.warn(deprecation, startedAt);
   for (const warning of session.conversation.warnings) session.warn(warning, startedAt);

@@ -18,6 +18,7 @@ import { AbortFanout } from './abort-fanout.js';
 import { priceOf } from '../pricing/pricing.js';
 import { Transcript } from './transcript.js';
 import { taskTranscript } from '../conversation/task-transcript.js';
+import { toolSpecChars, type LoopSetup } from './loop-setup.js';
 
 /** A call of the last model decision, waiting to be run or answered. */
 export interface PendingCall {
@@ -86,12 +87,14 @@ export class RunSession {
     readonly signal: AbortSignal,
     /** A prior conversation from `run({ messages })`: the start of the first task's conversation. */
     readonly conversation: PriorConversation = { goal, messages: [], goalGiven: true, warnings: [] },
+    /** The loop's run-independent facts, worked out once for all its runs; without it, this run works them out. */
+    setup?: LoopSetup,
   ) {
     this.aborts = new AbortFanout(signal);
     this.tasks = config.tasks ?? [{ id: 'main', prompt: goal }];
     this.plan = config.plan ? new RunPlan() : null;
     this.tools = this.plan === null ? config.tools : new Map([...config.tools, [this.plan.tool.name, this.plan.tool]]);
-    this.toolSpecChars = [...this.tools.values()].reduce((sum, tool) => sum + JSON.stringify(tool.spec).length, 0);
+    this.toolSpecChars = setup === undefined ? toolSpecChars(this.tools) : setup.toolFacts(this.tools).specChars;
     this.#transcript = new Transcript(this.toolSpecChars);
     this.#trace = new RunTrace(config.trace, config.redact, config.redact.text(runId) === runId, {
       sinkDropped: (message, at) => this.warn(message, at),

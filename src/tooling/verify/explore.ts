@@ -16,8 +16,9 @@ import {
   type AbstractOutcome,
   type OutcomeOptions,
 } from './abstract-outcomes.js';
-import { keyOptionsFor, keyReductions, REDUCTION, stateKey, toolCallsCanBind } from './state-key.js';
+import { keyOptionsFor, keyReductions, REDUCTION, stateKey, toolCallsCanBind, type KeyedState } from './state-key.js';
 import { createTransitionTracer, listTransitionDefinitions, type TransitionEntry } from './transition-catalog.js';
+import { compileMachine } from './compiled-step.js';
 import type { VerifyModel } from './verify-model.js';
 
 /** A space larger than this is not explored exactly; `--scale` explores it with smaller limits. */
@@ -153,11 +154,16 @@ function describeReductions(model: VerifyModel, tally: readonly number[], memois
   return lines;
 }
 
-/** `machine` is the loop machine unless a test gives it other guards (`loopMachine.provide(...)`) to check the checks. */
+/**
+ * `machine` is the loop machine unless a test gives it other guards (`loopMachine.provide(...)`) to check the checks.
+ * `stepper`: each transition through the compiled macrostep (the default; XState's own for a machine it does not
+ * cover) or through XState's `machine.transition`, which the tests compare it with.
+ */
 export function exploreLoop(
   model: VerifyModel,
   bound = DEFAULT_STATE_BOUND,
   machine: LoopMachine = loopMachine,
+  stepper: 'compiled' | 'xstate' = 'compiled',
 ): ExploredGraph {
   const now = () => performance.now();
   const started = now();
@@ -173,6 +179,7 @@ export function exploreLoop(
   const idOf = new Map(transitions.map((entry) => [entry.definition, entry.id]));
   const fired = new Set<string>();
   const tracer = createTransitionTracer(machine);
+  const compiled = stepper === 'compiled' ? compileMachine(machine) : null;
   const [initial] = initialTransition(machine, model.input);
   const index = new Map<string, number>();
   const keys: string[] = [];
@@ -189,12 +196,17 @@ export function exploreLoop(
   const destructiveFindings: EdgeFinding[] = [];
   const tally = new Array<number>(Object.keys(REDUCTION).length).fill(0);
   let memoised = 0;
-  const add = (snapshot: LoopSnapshot, parent: number): number => {
-    const key = stateKey(snapshot, keyOptions);
+  /** The compiled step's leaf of each state, beside its snapshot. */
+  const leaves: number[] = [];
+  // A state is keyed before it is made a snapshot: most successors are states seen already.
+  const add = (state: KeyedState, parent: number, snapshotOf: () => LoopSnapshot, leaf: number): number => {
+    const key = stateKey(state, keyOptions);
     const known = index.get(key);
     if (known !== undefined) return known;
     if (keys.length >= bound) throw new StateSpaceTooLargeError(bound);
-    const reduced = keyReductions(snapshot, keyOptions);
+    const snapshot = snapshotOf();
+    leaves.push(leaf);
+    const reduced = keyReductions(state, keyOptions);
     for (let bit = 0; bit < tally.length; bit += 1)
       if ((reduced & (1 << bit)) !== 0) tally[bit] = (tally[bit] as number) + 1;
     index.set(key, keys.length);
@@ -207,12 +219,12 @@ export function exploreLoop(
   // node into TERMINATED with a fixed stop reason (the final state's whole key), and the model calls it records come
   // from the event alone, so from one node the same outcome always has the same successor, transitions and spend.
   const interruptionSuccessors = new Map<string, { next: number; modelCalls: number; toolCalls: number }>();
-  add(initial, -1);
+  add(initial, -1, () => initial, compiled === null ? -1 : compiled.leafOf(initial));
   for (let head = 0; head < snapshots.length; head += 1) {
     const snapshot = snapshots[head] as LoopSnapshot;
     const outcomes = abstractOutcomes(snapshot, model, outcomeOptions);
     const spent = spentBudget(snapshot.context);
-    const node = reduce ? JSON.stringify(snapshot.value) : '';
+    const node = !reduce ? '' : compiled === null ? JSON.stringify(snapshot.value) : String(leaves[head]);
     for (let position = 0; position < outcomes.length; position += 1) {
       const outcome = outcomes[position] as AbstractOutcome;
       const edge = source.length;
@@ -220,12 +232,23 @@ export function exploreLoop(
       let successor = memoKey === null ? undefined : interruptionSuccessors.get(memoKey);
       if (successor !== undefined) memoised += 1;
       else {
-        const step = tracer.step(snapshot, outcome.event);
-        for (const definition of step.fired) fired.add(idOf.get(definition) ?? 'unknown');
+        let next: number;
+        let nextContext: LoopContext;
+        if (compiled === null) {
+          const step = tracer.step(snapshot, outcome.event);
+          for (const definition of step.fired) fired.add(idOf.get(definition) ?? 'unknown');
+          next = add(step.next, edge, () => step.next, -1);
+          nextContext = step.next.context;
+        } else {
+          const step = compiled.step(leaves[head] as number, snapshot.context, outcome.event);
+          for (const definition of step.fired) fired.add(idOf.get(definition) ?? 'unknown');
+          next = add(step.next, edge, () => compiled.snapshotOf(step.next), step.next.leaf);
+          nextContext = step.next.context;
+        }
         successor = {
-          next: add(step.next, edge),
-          modelCalls: step.next.context.usage.modelCalls - snapshot.context.usage.modelCalls,
-          toolCalls: step.next.context.usage.toolCalls - snapshot.context.usage.toolCalls,
+          next,
+          modelCalls: nextContext.usage.modelCalls - snapshot.context.usage.modelCalls,
+          toolCalls: nextContext.usage.toolCalls - snapshot.context.usage.toolCalls,
         };
         if (memoKey !== null) interruptionSuccessors.set(memoKey, successor);
       }

@@ -23,6 +23,11 @@ import { isSpendBudgetExhausted } from '../../../guards/budget.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import type { LoopContext, LoopLimits } from '../../../machines/types.js';
 
+/** What a key reads of a state: an XState snapshot, or a state the compiled step reached (see compiled-step.ts). */
+export type KeyedState = Pick<LoopSnapshot, 'status' | 'context' | 'value'> & {
+  matches(value: { RUNNING: 'evaluating' }): boolean;
+};
+
 export interface KeyOptions {
   keepSteps: boolean;
   keepTaskSteps: boolean;
@@ -94,12 +99,12 @@ export const REDUCTION = Object.freeze({
  * An evaluation with no decision left in the task (its own bound, or the run's): what only later decisions read is
  * dead. (A judge that may run reads the run's transport retries, which the key keeps whatever the reduction.)
  */
-function isLastDecisionEvaluated(snapshot: LoopSnapshot): boolean {
+function isLastDecisionEvaluated(snapshot: KeyedState): boolean {
   const { limits, task, steps } = snapshot.context;
   return task.steps >= limits.maxStepsPerTask || steps >= limits.maxSteps;
 }
 
-export function keyReductions(snapshot: LoopSnapshot, options: KeyOptions): number {
+export function keyReductions(snapshot: KeyedState, options: KeyOptions): number {
   const { context } = snapshot;
   if (!options.reduce || snapshot.status === 'done') return 0;
   const evaluating = snapshot.matches({ RUNNING: 'evaluating' });
@@ -112,7 +117,7 @@ export function keyReductions(snapshot: LoopSnapshot, options: KeyOptions): numb
   return bits;
 }
 
-export function stateKey(snapshot: LoopSnapshot, options: KeyOptions): string {
+export function stateKey(snapshot: KeyedState, options: KeyOptions): string {
   const { context } = snapshot;
   if (snapshot.status === 'done') return `done:${context.stop?.reason ?? 'none'}`;
   const reduced = keyReductions(snapshot, options);

@@ -1,0 +1,196 @@
+/**
+ * The embedded engine's fixed cost per run, side by side in one process: µs per step at S = 10 and
+ * S = 100 (their ratio is what a run costs beyond its steps), and 1,000 concurrent runs of S = 10 with
+ * 1 ms model latency against the hand-written loop (wall time and peak heap per in-flight run). The
+ * workload is the suite's (`bench/suite/workload.mjs`): a stateless instant model that reads the key
+ * number from the last tool result, `S − 1` `lookup` calls, then a final JSON answer; every guard,
+ * no-progress detection and the in-memory trace on. Rounds are interleaved and the order rotates;
+ * figures are medians.
+ *
+ *   npm run build && node dist/bench/run-fixed-cost.js            # 7 rounds
+ *   node dist/bench/run-fixed-cost.js 3                           # rounds
+ */
+import { performance } from 'node:perf_hooks';
+import v8 from 'node:v8';
+import { z } from 'zod';
+import { createLoop, defineTool, evaluators, type Loop, type Message, type Model } from 'loopstate';
+
+const rounds = Number(process.argv[2] ?? 7);
+const USAGE = Object.freeze({ inputTokens: 50, outputTokens: 10 });
+const KEY_PATTERN = /value of k(\d+)/;
+let modelCalls = 0;
+let onModelCall: (() => void) | null = null;
+
+/** The model's decision from its request's last message: the next tool call, or null for the final answer. */
+function decide(lastMessageText: unknown, steps: number): { id: string; arguments: string } | null {
+  modelCalls++;
+  onModelCall?.();
+  const match = typeof lastMessageText === 'string' ? KEY_PATTERN.exec(lastMessageText) : null;
+  const step = (match ? Number(match[1]) : 0) + 1;
+  return step < steps ? { id: `call_${step}`, arguments: `{"key":"k${step}"}` } : null;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const lookupInput = z.object({ key: z.string() });
+const lookupValue = (key: string) => `value of ${key}`;
+
+interface Runner {
+  run(): Promise<void>;
+}
+
+function handWritten(steps: number, latencyMs: number): Runner {
+  async function generate(messages: { content: unknown }[]) {
+    if (latencyMs > 0) await sleep(latencyMs);
+    const call = decide(messages[messages.length - 1]?.content, steps);
+    if (call === null) return { text: '{"done":true}', toolCalls: [], usage: USAGE };
+    return { text: null, toolCalls: [{ id: call.id, name: 'lookup', arguments: call.arguments }], usage: USAGE };
+  }
+  return {
+    async run() {
+      const messages: { role: string; content: unknown; toolCalls?: unknown; toolCallId?: string }[] = [
+        { role: 'user', content: 'go' },
+      ];
+      for (;;) {
+        const response = await generate(messages);
+        messages.push({ role: 'assistant', content: response.text, toolCalls: response.toolCalls });
+        if (response.toolCalls.length === 0) {
+          JSON.parse(response.text ?? '');
+          return;
+        }
+        for (const call of response.toolCalls) {
+          const args = lookupInput.parse(JSON.parse(call.arguments));
+          messages.push({ role: 'tool', toolCallId: call.id, content: lookupValue(args.key) });
+        }
+      }
+    },
+  };
+}
+
+function engine(steps: number, latencyMs: number): Runner {
+  const model: Model = {
+    id: 'bench-instant',
+    async generate(request) {
+      if (latencyMs > 0) await sleep(latencyMs);
+      const last: Message | undefined = request.messages[request.messages.length - 1];
+      const call = decide(last?.content, steps);
+      if (call === null) return { text: '{"done":true}', toolCalls: [], usage: USAGE };
+      return { text: null, toolCalls: [{ id: call.id, name: 'lookup', arguments: call.arguments }], usage: USAGE };
+    },
+  };
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'Look a key up.',
+    input: lookupInput,
+    access: 'read',
+    execute: ({ key }) => lookupValue(key),
+  });
+  const loop: Loop = createLoop({
+    model,
+    tools: [lookup],
+    evaluate: [evaluators.json()],
+    limits: {
+      maxSteps: steps,
+      maxStepsPerTask: steps,
+      maxToolCalls: steps,
+      maxInputTokens: Infinity,
+      maxOutputTokens: Infinity,
+      maxCostUsd: Infinity,
+      deadlineMs: 3_600_000,
+    },
+    noProgress: { planStall: steps + 1 },
+    trace: { inMemory: true },
+  });
+  return {
+    async run() {
+      const result = await loop.run({ goal: 'go' });
+      if (result.stopReason !== 'completed' || result.steps !== steps)
+        throw new Error(`run stopped with ${result.stopReason} after ${result.steps} steps: ${result.detail}`);
+    },
+  };
+}
+
+/** µs per step over sequential runs totalling about `stepsPerBatch` steps. */
+async function perStep(runner: Runner, steps: number, stepsPerBatch: number): Promise<number> {
+  const runs = Math.max(3, Math.round(stepsPerBatch / steps));
+  const started = performance.now();
+  for (let index = 0; index < runs; index++) await runner.run();
+  return ((performance.now() - started) * 1000) / (runs * steps);
+}
+
+/** 1,000 runs started at once; wall time and the peak heap per run, sampled on every 50th model call. */
+async function concurrent(runner: Runner, runs: number): Promise<{ wallMs: number; heapPerRunKiB: number }> {
+  let peak = 0;
+  const before = v8.getHeapStatistics().used_heap_size;
+  onModelCall = () => {
+    if (modelCalls % 50 === 0) peak = Math.max(peak, v8.getHeapStatistics().used_heap_size);
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: runs }, () => runner.run()));
+  const wallMs = performance.now() - started;
+  onModelCall = null;
+  return { wallMs, heapPerRunKiB: (peak - before) / runs / 1024 };
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+};
+
+const sequential = {
+  'hand-written S=10': { runner: handWritten(10, 0), steps: 10 },
+  'loopstate S=10': { runner: engine(10, 0), steps: 10 },
+  'loopstate S=100': { runner: engine(100, 0), steps: 100 },
+};
+const wide = { 'hand-written': handWritten(10, 1), loopstate: engine(10, 1) };
+const timings: Record<string, number[]> = {};
+const walls: Record<string, number[]> = {};
+const heaps: Record<string, number[]> = {};
+// Warm-up: every variant until the JIT has settled.
+const warmUntil = performance.now() + 2_000;
+while (performance.now() < warmUntil)
+  for (const { runner, steps } of Object.values(sequential)) await perStep(runner, steps, 300);
+for (const runner of Object.values(wide)) for (let batch = 0; batch < 2; batch++) await concurrent(runner, 100);
+for (let round = 0; round < rounds; round++) {
+  const names = Object.keys(sequential) as (keyof typeof sequential)[];
+  for (let offset = 0; offset < names.length; offset++) {
+    const name = names[(round + offset) % names.length] as keyof typeof sequential;
+    const { runner, steps } = sequential[name];
+    (timings[name] ??= []).push(await perStep(runner, steps, 4_000));
+  }
+  const wideNames = Object.keys(wide) as (keyof typeof wide)[];
+  for (let offset = 0; offset < wideNames.length; offset++) {
+    const name = wideNames[(round + offset) % wideNames.length] as keyof typeof wide;
+    const { wallMs, heapPerRunKiB } = await concurrent(wide[name], 1_000);
+    (walls[name] ??= []).push(wallMs);
+    (heaps[name] ??= []).push(heapPerRunKiB);
+  }
+}
+const figure = (values: number[] | undefined) => median(values ?? [NaN]);
+const tenSteps = figure(timings['loopstate S=10']);
+const hundredSteps = figure(timings['loopstate S=100']);
+console.log(
+  `run fixed cost (Node ${process.version}), ${rounds} interleaved rounds, medians; load average ${(await import('node:os')).loadavg()[0]?.toFixed(2)}`,
+);
+for (const [name, values] of Object.entries(timings))
+  console.log(`${name.padEnd(20)} ${figure(values).toFixed(2).padStart(8)} µs/step`);
+console.log(`S = 10 ÷ S = 100 per step: ${(tenSteps / hundredSteps).toFixed(2)}×`);
+for (const name of Object.keys(wide))
+  console.log(
+    `1,000 concurrent, ${name.padEnd(12)} ${figure(walls[name]).toFixed(0).padStart(6)} ms  peak heap ${figure(heaps[name]).toFixed(1)} KiB/run`,
+  );
+console.log(
+  `1,000 concurrent: loopstate ÷ hand-written wall time ${(figure(walls.loopstate) / figure(walls['hand-written'])).toFixed(1)}×`,
+);
+console.log(
+  JSON.stringify({
+    perStepMicroseconds: Object.fromEntries(Object.entries(timings).map(([name, values]) => [name, figure(values)])),
+    ratioTenToHundred: tenSteps / hundredSteps,
+    concurrentWallMs: Object.fromEntries(Object.entries(walls).map(([name, values]) => [name, figure(values)])),
+    concurrentPeakHeapKiBPerRun: Object.fromEntries(
+      Object.entries(heaps).map(([name, values]) => [name, figure(values)]),
+    ),
+  }),
+);

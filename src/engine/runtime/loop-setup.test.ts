@@ -1,0 +1,129 @@
+/**
+ * A loop's run-independent facts are worked out once and shared by its runs; what is a run's own (goal,
+ * messages, run id, signal) never leaks into another run, sequential or concurrent.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createLoop, defineTool, evaluators, type Model, type ModelRequest } from 'loopstate';
+import { resolveConfig } from '../config/config.js';
+import { scriptedModel } from '../../testing/index.js';
+import { loopSetupOf, toolSpecChars } from './loop-setup.js';
+
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Look a key up.',
+  input: z.object({ key: z.string() }),
+  access: 'read',
+  execute: ({ key }) => `value of ${key}`,
+});
+
+/** Answers from the request alone: one lookup of the goal's first word, then the goal back as JSON. */
+function echoModel(requests: ModelRequest[], delay: () => Promise<void> = async () => undefined): Model {
+  return {
+    id: 'gpt-4.1-mini',
+    async generate(request) {
+      requests.push(request);
+      await delay();
+      const goal = request.messages.find((message) => message.role === 'user')?.content ?? '';
+      const last = request.messages[request.messages.length - 1];
+      if (last?.role !== 'tool')
+        return {
+          text: null,
+          toolCalls: [{ id: 'c1', name: 'lookup', arguments: JSON.stringify({ key: goal.split(' ')[0] }) }],
+          usage: { inputTokens: 10, outputTokens: 5 },
+        };
+      return {
+        text: JSON.stringify({ goal, seen: last.content }),
+        toolCalls: [],
+        usage: { inputTokens: 10, outputTokens: 5 },
+      };
+    },
+  };
+}
+
+describe('loopSetupOf', () => {
+  it('is worked out once per resolved config, and again for another one', () => {
+    const config = resolveConfig({ model: scriptedModel([]), tools: [lookup], limits: { maxSteps: 7 } });
+    const setup = loopSetupOf(config);
+    expect(loopSetupOf(config)).toBe(setup);
+    expect(loopSetupOf({ ...config })).not.toBe(setup);
+    expect(setup.machineInput.limits.maxSteps).toBe(7);
+    expect(setup.machineInput.tasks).toEqual([{ id: 'main', onFailure: 'stop', evaluated: false }]);
+    expect(setup.tracedLimits.maxSteps).toBe(7);
+    expect(setup.toolFacts(config.tools).specChars).toBe(toolSpecChars(config.tools));
+  });
+
+  it('plans the tasks of a workflow with their own evaluators', () => {
+    const config = resolveConfig({
+      model: scriptedModel([]),
+      evaluate: evaluators.json(),
+      tasks: [
+        { id: 'classify', prompt: 'Classify.', evaluate: [] },
+        { id: 'draft', prompt: 'Draft.', onFailure: 'continue' },
+      ],
+    });
+    expect(loopSetupOf(config).machineInput.tasks).toEqual([
+      { id: 'classify', onFailure: 'stop', evaluated: false },
+      { id: 'draft', onFailure: 'continue', evaluated: true },
+    ]);
+  });
+});
+
+describe('runs of one loop', () => {
+  it('share the prompt version and limits, never their goal, run id, messages or trace', async () => {
+    const requests: ModelRequest[] = [];
+    const loop = createLoop({ model: echoModel(requests), tools: [lookup], evaluate: evaluators.json() });
+    const first = await loop.run({ goal: 'alpha one', runId: 'run_a' });
+    const second = await loop.run({
+      goal: 'beta two',
+      runId: 'run_b',
+      messages: [
+        { role: 'user', content: 'earlier question' },
+        { role: 'assistant', content: 'earlier answer' },
+      ],
+    });
+    expect(first.output).toEqual({ goal: 'alpha one', seen: 'value of alpha' });
+    expect(second.output).toEqual({ goal: 'earlier question', seen: 'value of earlier' });
+    expect(second.messages.some((message) => message.content === 'alpha one')).toBe(false);
+    expect(first.messages.some((message) => message.content === 'earlier answer')).toBe(false);
+    const starts = [first, second].map((result) => result.trace.find((event) => event.type === 'run-start'));
+    expect(starts.map((start) => start?.runId)).toEqual(['run_a', 'run_b']);
+    expect(starts[0]?.type === 'run-start' && starts[0].goalSummary).toContain('alpha');
+    expect(starts[1]?.type === 'run-start' && starts[1].goalSummary).toContain('beta');
+    const [a, b] = starts.map((start) => (start?.type === 'run-start' ? start : undefined));
+    expect(a?.promptVersion).toBe(b?.promptVersion);
+    expect(a?.limits).toEqual(b?.limits);
+    // Each run's event is its own: changing one run's trace changes nothing in the next.
+    expect(a?.limits).not.toBe(b?.limits);
+    expect(first.trace.every((event) => event.runId === 'run_a')).toBe(true);
+    expect(second.trace.every((event) => event.runId === 'run_b')).toBe(true);
+  });
+
+  it('run concurrently on one loop, each with its own inputs and signal', async () => {
+    const requests: ModelRequest[] = [];
+    const loop = createLoop({
+      model: echoModel(requests, () => new Promise((resolve) => setTimeout(resolve, 1))),
+      tools: [lookup],
+      evaluate: evaluators.json(),
+    });
+    const cancelled = new AbortController();
+    const goals = Array.from({ length: 20 }, (_, index) => `goal${index} task`);
+    const runs = goals.map((goal, index) =>
+      loop.run({ goal, runId: `run_${index}`, ...(index === 7 ? { signal: cancelled.signal } : {}) }),
+    );
+    cancelled.abort();
+    const results = await Promise.all(runs);
+    results.forEach((result, index) => {
+      expect(result.runId).toBe(`run_${index}`);
+      expect(result.trace.every((event) => event.runId === `run_${index}`)).toBe(true);
+      if (index === 7) return expect(result.stopReason).toBe('cancelled');
+      expect(result.stopReason).toBe('completed');
+      expect(result.output).toEqual({ goal: goals[index], seen: `value of goal${index}` });
+    });
+    // Every request carried its own run's goal only.
+    for (const request of requests) {
+      const users = request.messages.filter((message) => message.role === 'user');
+      expect(users).toHaveLength(1);
+    }
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * What every run of one loop starts from and no run changes: the machine's input, the limits as the
+ * trace records them, the prompt version and the size of the tool specs every request carries. A loop's
+ * config is fixed at `createLoop`, so these are worked out at its first run and kept beside its resolved
+ * config; a run then pays only for what is its own (goal, messages, run id, signal, tenant).
+ */
+import type { LoopInput, TaskPlan } from '../../../machines/types.js';
+import type { TracedLimits } from '../../contracts/trace-schema.js';
+import type { ResolvedConfig } from '../config/config.js';
+import { evaluatorList } from '../evaluators/index.js';
+import { priceOf } from '../pricing/pricing.js';
+import type { Tool } from '../tools/index.js';
+import { promptVersion, tracedLimits } from '../trace/run-facts.js';
+
+/** One loop's run-independent facts; see the module comment. */
+export interface LoopSetup {
+  /** The machine's input: limits, no-progress thresholds and the task plan (the same for every goal). */
+  readonly machineInput: LoopInput;
+  readonly tracedLimits: TracedLimits;
+  /** The loop model has a price (else every run warns that maxCostUsd cannot see its spend). */
+  readonly modelPriced: boolean;
+  /** The prompt version and spec size of the tools a run offers (the loop's, plus the plan tool when on). */
+  toolFacts(tools: ReadonlyMap<string, Tool>): { promptVersion: string; specChars: number };
+}
+
+const setups = new WeakMap<ResolvedConfig, LoopSetup>();
+
+/** The task plan the machine follows: a single task `main` without `tasks`, whatever the goal. */
+function taskPlans(config: ResolvedConfig): TaskPlan[] {
+  const tasks = config.tasks ?? [{ id: 'main', prompt: '' }];
+  return tasks.map((task) => ({
+    id: task.id,
+    onFailure: task.onFailure ?? 'stop',
+    evaluated: (task.evaluate === undefined ? config.evaluate : evaluatorList(task.evaluate)).length > 0,
+  }));
+}
+
+/** Characters of the tool specs, as the token estimate counts them. */
+export function toolSpecChars(tools: ReadonlyMap<string, Tool>): number {
+  let chars = 0;
+  for (const tool of tools.values()) chars += JSON.stringify(tool.spec).length;
+  return chars;
+}
+
+function createSetup(config: ResolvedConfig): LoopSetup {
+  let facts: { promptVersion: string; specChars: number } | null = null;
+  return {
+    machineInput: Object.freeze({
+      limits: config.limits,
+      noProgress: config.noProgress,
+      tasks: Object.freeze(taskPlans(config)) as TaskPlan[],
+    }),
+    tracedLimits: Object.freeze(tracedLimits(config.limits)),
+    modelPriced: priceOf(config.prices, config.model.id) !== undefined,
+    // Every run of a loop offers the same tools (the plan tool's spec is fixed), so the first run's answer holds.
+    toolFacts(tools) {
+      facts ??= {
+        promptVersion: promptVersion(
+          config.instructions,
+          [...tools.values()].map((tool) => tool.spec),
+        ),
+        specChars: toolSpecChars(tools),
+      };
+      return facts;
+    },
+  };
+}
+
+/** The setup of the loop whose resolved config is `config`, worked out once. */
+export function loopSetupOf(config: ResolvedConfig): LoopSetup {
+  let setup = setups.get(config);
+  if (setup === undefined) setups.set(config, (setup = createSetup(config)));
+  return setup;
+}
