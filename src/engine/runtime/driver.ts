@@ -3,6 +3,7 @@
  * requests, and sends the outcome back as an event. All I/O, time and
  * randomness live here; the machine stays a pure function of its events.
  */
+import { modelFacts } from '../trace/model-facts.js';
 import { createActor, type Actor } from 'xstate';
 import {
   getPendingEffect,
@@ -185,7 +186,9 @@ async function startRun(
     schemaVersion: TRACE_SCHEMA_VERSION,
     goalSummary: summarize(input.goal ?? session.goal, config.redact),
     tasks: session.tasks.map((task) => task.id),
+    name: config.name,
     modelId: config.model.id,
+    ...modelFacts(config.model),
     promptVersion: promptVersion(
       config.instructions,
       [...session.tools.values()].map((tool) => tool.spec),
