@@ -53,7 +53,7 @@ function serverOf(value: unknown): ModelServer | undefined {
  * @example
  * modelFacts(openaiModel({ model: 'gpt-4.1-mini' })); // { provider: 'openai', server: { address: 'api.openai.com', port: 443 } }
  */
-export function modelFacts(model: Model): ModelFacts {
+export function modelFacts(model: Pick<Model, 'provider' | 'server' | 'settings'>): ModelFacts {
   let provider: unknown, server: unknown, settings: unknown;
   try {
     ({ provider, server, settings } = model as { provider?: unknown; server?: unknown; settings?: unknown });
