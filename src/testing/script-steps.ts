@@ -223,6 +223,9 @@ function resolveUsage(usage: Partial<ModelUsage> | undefined): ModelUsage {
   const resolved: ModelUsage = {
     inputTokens: usage?.inputTokens ?? DEFAULT_SCRIPTED_USAGE.inputTokens,
     outputTokens: usage?.outputTokens ?? DEFAULT_SCRIPTED_USAGE.outputTokens,
+    // The detail counts only when the step sets them, as a provider reports them only when it knows.
+    ...(usage?.cachedInputTokens === undefined ? {} : { cachedInputTokens: usage.cachedInputTokens }),
+    ...(usage?.reasoningTokens === undefined ? {} : { reasoningTokens: usage.reasoningTokens }),
   };
   for (const [field, count] of Object.entries(resolved)) {
     if (!(Number.isInteger(count) && count >= 0))
