@@ -4,7 +4,10 @@
  * in the contract's vocabulary (the server's own word kept when it differs).
  */
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createLoop, defineTool } from 'loopstate';
 import { openaiModel } from 'loopstate/openai';
+import { virtualClock } from 'loopstate/testing';
 import { replyStep } from '../support/openai-fixtures.js';
 import { useOpenAIServer, type OpenAITestServer } from '../support/openai-server.js';
 
@@ -95,5 +98,69 @@ describe('openaiModel response metadata', () => {
       },
     });
     expect((await model.generate(request())).metadata).toEqual({ finishReason: 'stop' });
+  });
+});
+
+describe('a streamed reply cut at the output limit mid tool call', () => {
+  it('warns once, sends the truncated call back for argument repair, and the run completes', async () => {
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+      id: 'chatcmpl-cut',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'gpt-4.1-mini-2025-04-14',
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    });
+    server.enqueue(
+      {
+        kind: 'sse',
+        events: [
+          chunk({ role: 'assistant', content: '' }),
+          chunk({
+            tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_order', arguments: '' } }],
+          }),
+          chunk({ tool_calls: [{ index: 0, function: { arguments: '{"order_id": "O-' } }] }),
+          // The output limit ends the reply inside the arguments' string.
+          chunk({}, 'length'),
+        ],
+      },
+      replyStep('chat', true, { toolCalls: [{ id: 'call_2', name: 'get_order', args: { order_id: 'O-1' } }] }),
+      replyStep('chat', true, { text: 'O-1 has shipped.' }),
+    );
+    const looked: string[] = [];
+    const loop = createLoop({
+      model: openaiModel({
+        model: 'gpt-4.1-mini',
+        baseURL: server.baseURL,
+        stream: true,
+        settings: { maxOutputTokens: 16 },
+      }),
+      tools: [
+        defineTool({
+          name: 'get_order',
+          description: 'Look one order up.',
+          input: z.object({ order_id: z.string() }),
+          access: 'read',
+          execute: ({ order_id }) => {
+            looked.push(order_id);
+            return { order_id, status: 'shipped' };
+          },
+        }),
+      ],
+      clock: virtualClock(),
+    });
+    const result = await loop.run({ goal: 'Where is O-1?' });
+    expect(result.stopReason).toBe('completed');
+    expect(result.warnings).toEqual([
+      'model call 1 (task main) was cut at the output limit (finish reason length; maxOutputTokens 16): the reply may be incomplete',
+    ]);
+    expect(
+      result.trace.filter((event) => event.type === 'retry').map((event) => event.type === 'retry' && event.layer),
+    ).toEqual(['argument_repair']);
+    // The cut call never ran; the repaired one ran once; the model was told what was wrong with the cut one.
+    expect(looked).toEqual(['O-1']);
+    const repairRequest = server.requests[1]?.body as { messages: { role: string; tool_call_id?: string }[] };
+    expect(repairRequest.messages.some((message) => message.role === 'tool' && message.tool_call_id === 'call_1')).toBe(
+      true,
+    );
   });
 });
