@@ -175,6 +175,11 @@ export interface Model {
   /** The server the adapter talks to, when it knows it. */
   readonly server?: ModelServer;
   /**
+   * The sampling and length settings the adapter sends with every call, when it has its own
+   * (`openaiModel({ settings })`): traces and spans report them (`gen_ai.request.temperature`, ...).
+   */
+  readonly settings?: Readonly<ModelSettings>;
+  /**
    * Input tokens one request may carry, when the adapter knows it (its context window less what
    * it keeps for the reply). Used as the default of `context.maxInputTokensPerCall`.
    */

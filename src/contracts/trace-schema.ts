@@ -9,6 +9,9 @@
  *   and the live model-delta and model-tool-call-start (onEvent only); a durable run's run-resume and approval-decided.
  *   Added since (version unchanged): tool-health; retry's optional argumentErrors (the field errors of an argument repair);
  *   model-error's optional inputTokens, outputTokens and costUsd (usage reported by a call that then failed).
+ *   Added in 0.2.0 (version unchanged, every field optional, so older files still read): run-start's optional
+ *   name (the loop's), provider, server and settings (the model's); step-end's optional metadata (the
+ *   response's id, model and finish reason).
  * - 2: machine-event, every outcome event the machine was sent (the driver's summary: digests, counts, redacted
  *   messages), the first one (`run.started`) with the machine's input, so a reader replays the run through the
  *   machine itself instead of re-deriving its counters. What a `transition` means is unchanged; a version 1 trace
@@ -68,13 +71,44 @@ const limits = z.object({
   evaluatorTimeoutMs: limit.optional(),
 });
 
+/** The finish reasons of `ModelResponseMetadata`, in the one vocabulary every adapter maps to. */
+const finishReason = z.enum(['stop', 'tool_calls', 'length', 'content_filter', 'error', 'other']);
+
+/** What the provider said about one reply; absent from traces written before it was recorded. */
+const responseMetadata = z.object({
+  id: z.string().optional(),
+  model: z.string().optional(),
+  finishReason: finishReason.optional(),
+  rawFinishReason: z.string().optional(),
+});
+
+/** The model's own sampling and length settings, as it reported them (`Model.settings`). */
+const modelSettings = z.object({
+  temperature: z.number().optional(),
+  topP: z.number().optional(),
+  maxOutputTokens: z.number().optional(),
+  seed: z.number().optional(),
+  stopSequences: z.array(z.string()).optional(),
+  presencePenalty: z.number().optional(),
+  frequencyPenalty: z.number().optional(),
+  reasoningEffort: z.string().optional(),
+});
+
 const runStart = z.object({
   type: z.literal('run-start'),
   ...base,
   schemaVersion: z.number().int().positive(),
   goalSummary: z.string(),
   tasks: z.array(z.string()),
+  /** The loop's name (`name` in the config); absent from traces written before it was recorded. */
+  name: z.string().optional(),
   modelId: z.string(),
+  /** The model's provider (`Model.provider`, e.g. `openai`), when the model says. */
+  provider: z.string().optional(),
+  /** Where the model's requests go (`Model.server`), when the model says. */
+  server: z.object({ address: z.string(), port: z.number().int().optional() }).optional(),
+  /** The model's own settings (`Model.settings`), when the model reports them. */
+  settings: modelSettings.optional(),
   /** A short hash of the instructions and the tool specs: two runs with the same value saw the same prompt setup. */
   promptVersion: z.string(),
   limits,
@@ -111,6 +145,8 @@ const stepEnd = z.object({
   decision: z.string(),
   toolCalls: z.array(z.object({ callId: z.string(), name: z.string(), argumentsSummary: z.string() })),
   replySummary: z.string().nullable(),
+  /** The response's id, the model that answered and why it stopped, as far as the adapter reported them. */
+  metadata: responseMetadata.optional(),
 });
 
 const prompt = z.object({

@@ -67,6 +67,16 @@ export const DEFAULT_CONTEXT: Readonly<ResolvedContextOptions> = Object.freeze({
 /** Output tokens reserved for a `summarize` call when checking that the budgets can pay for it. */
 export const CONTEXT_SUMMARY_OUTPUT_TOKENS = 512;
 
+/**
+ * The loop's name when the config gives none: OpenTelemetry's `gen_ai.agent.name` and `loop.name`.
+ * @example
+ * createLoop({ model }).name; // 'loopstate'
+ */
+export const DEFAULT_LOOP_NAME = 'loopstate';
+
+/** A loop name's longest length: it is a span attribute and a key, not prose. */
+export const MAX_LOOP_NAME_CHARS = 128;
+
 /** Default per-call tool timeout when a tool does not set its own. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
 

@@ -51,6 +51,8 @@ export function durableRunsOf(value: unknown): DurableRuns | undefined {
  * const { stopReason } = await loop.run({ goal: 'Summarise the incident' });
  */
 export interface Loop<Output = unknown> {
+  /** The loop's name (`name` in the config, default `loopstate`): OpenTelemetry's `gen_ai.agent.name`. */
+  readonly name: string;
   /**
    * Runs one goal to a named stop. Budget hits, denials and failures are stop reasons on the
    * result; it throws only for invalid input (`LoopConfigError`).
@@ -106,6 +108,7 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
     });
   type Result = RunResult<LoopOutput<Evaluate, Tasks>>;
   const loop: Loop<LoopOutput<Evaluate, Tasks>> = {
+    name: resolved.name,
     toolHealth: resolved.toolHealth,
     config: Object.freeze({ ...config }) as Readonly<LoopConfig>,
     // async, so invalid input rejects the returned promise instead of throwing synchronously.

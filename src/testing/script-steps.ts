@@ -3,7 +3,7 @@
  * plain data so a test can read its script; tool call ids are filled in when a step is played.
  */
 import { LoopstateError, type ModelErrorKind } from '../contracts/errors.js';
-import type { ModelRequest, ModelUsage } from '../contracts/model.js';
+import type { ModelRequest, ModelResponseMetadata, ModelUsage } from '../contracts/model.js';
 
 /**
  * Usage every scripted step reports unless it sets its own: small, fixed, so cost budgets are exercised offline.
@@ -34,6 +34,8 @@ export interface ScriptedResponse {
   text: string | null;
   toolCalls: readonly ScriptedToolCallData[];
   usage: ModelUsage;
+  /** What the reply says about itself (id, model, finish reason), when the step sets it. */
+  metadata?: ModelResponseMetadata;
 }
 
 /**
@@ -65,13 +67,19 @@ export type ScriptStepResult = ScriptedResponse | ScriptedFailure;
 export type ScriptStep = ScriptStepResult | ((request: ModelRequest) => ScriptStepResult | Promise<ScriptStepResult>);
 
 /**
- * Usage override of a step; missing counts come from `DEFAULT_SCRIPTED_USAGE`.
+ * Usage override of a step (missing counts come from `DEFAULT_SCRIPTED_USAGE`) and the reply's
+ * metadata, e.g. a finish reason of `length` for a reply the output limit cut.
  * @example
- * const options: StepUsageOptions = { usage: { outputTokens: 5_000 } };
+ * const options: StepUsageOptions = { usage: { outputTokens: 5_000 }, metadata: { finishReason: 'length' } };
  */
 export interface StepUsageOptions {
   usage?: Partial<ModelUsage>;
+  metadata?: ModelResponseMetadata;
 }
+
+/** The step's metadata, copied, when it has any. */
+const metadataOf = (options: StepUsageOptions): { metadata?: ModelResponseMetadata } =>
+  options.metadata === undefined ? {} : { metadata: { ...options.metadata } };
 
 /**
  * One call of a parallel `toolCall([...])` step; `args` is an object (sent as JSON) or raw text.
@@ -92,7 +100,7 @@ export interface ScriptedToolCall {
 export function reply(text: string, options: StepUsageOptions = {}): ScriptedResponse {
   if (typeof text !== 'string')
     throw invalidScript('reply(text) needs a string; use emptyReply() for a reply without text');
-  return { type: 'response', text, toolCalls: [], usage: resolveUsage(options.usage) };
+  return { type: 'response', text, toolCalls: [], usage: resolveUsage(options.usage), ...metadataOf(options) };
 }
 
 /**
@@ -101,7 +109,7 @@ export function reply(text: string, options: StepUsageOptions = {}): ScriptedRes
  * scriptedModel([emptyReply(), reply('now with text')])
  */
 export function emptyReply(options: StepUsageOptions = {}): ScriptedResponse {
-  return { type: 'response', text: null, toolCalls: [], usage: resolveUsage(options.usage) };
+  return { type: 'response', text: null, toolCalls: [], usage: resolveUsage(options.usage), ...metadataOf(options) };
 }
 
 /**
@@ -111,6 +119,7 @@ export function emptyReply(options: StepUsageOptions = {}): ScriptedResponse {
  * toolCall('get_order_status', { order_id: 'O-101' })
  * toolCall('get_order_status', '{"order_id": ')              // malformed arguments
  * toolCall([{ name: 'a', args: {} }, { name: 'b', args: {} }]) // parallel calls
+ * toolCall('search', '{"q": "ref', { metadata: { finishReason: 'length' } }) // cut at the output limit
  */
 export function toolCall(
   name: string,
@@ -149,7 +158,13 @@ export function toolCall(
       arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args),
     };
   });
-  return { type: 'response', text: options.text ?? null, toolCalls, usage: resolveUsage(options.usage) };
+  return {
+    type: 'response',
+    text: options.text ?? null,
+    toolCalls,
+    usage: resolveUsage(options.usage),
+    ...metadataOf(options),
+  };
 }
 
 /**
@@ -208,6 +223,9 @@ function resolveUsage(usage: Partial<ModelUsage> | undefined): ModelUsage {
   const resolved: ModelUsage = {
     inputTokens: usage?.inputTokens ?? DEFAULT_SCRIPTED_USAGE.inputTokens,
     outputTokens: usage?.outputTokens ?? DEFAULT_SCRIPTED_USAGE.outputTokens,
+    // The detail counts only when the step sets them, as a provider reports them only when it knows.
+    ...(usage?.cachedInputTokens === undefined ? {} : { cachedInputTokens: usage.cachedInputTokens }),
+    ...(usage?.reasoningTokens === undefined ? {} : { reasoningTokens: usage.reasoningTokens }),
   };
   for (const [field, count] of Object.entries(resolved)) {
     if (!(Number.isInteger(count) && count >= 0))

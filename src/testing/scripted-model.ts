@@ -5,7 +5,7 @@
  */
 import { ModelCallError } from '../contracts/errors.js';
 import { ScriptExhaustedError } from './script-exhausted-error.js';
-import type { Message, Model, ModelRequest, ModelResponse } from '../contracts/model.js';
+import type { Message, Model, ModelRequest, ModelResponse, ModelServer, ModelSettings } from '../contracts/model.js';
 import { invalidScript, type ScriptStep, type ScriptStepResult } from './script-steps.js';
 import { untilAborted } from '../engine/runtime/interruption.js';
 
@@ -31,6 +31,12 @@ export interface ScriptedModel extends Model {
 export interface ScriptedModelOptions {
   /** Model id for pricing and traces; defaults to `scripted`. */
   id?: string;
+  /** The provider to report (`gen_ai.provider.name`), e.g. to test spans as a real adapter would make them; none by default. */
+  provider?: string;
+  /** The server to report (`server.address`, `server.port`); none by default. */
+  server?: ModelServer;
+  /** Settings to report as the model's own (`gen_ai.request.*`); the script ignores them. */
+  settings?: ModelSettings;
 }
 
 const PREVIEW_CHARS = 120;
@@ -75,6 +81,9 @@ export function scriptedModel(steps: readonly ScriptStep[], options: ScriptedMod
 
   return {
     id: options.id ?? 'scripted',
+    ...(options.provider === undefined ? {} : { provider: options.provider }),
+    ...(options.server === undefined ? {} : { server: { ...options.server } }),
+    ...(options.settings === undefined ? {} : { settings: { ...options.settings } }),
     generate,
     calls,
     get remaining() {
@@ -115,6 +124,7 @@ function play(result: ScriptStepResult, stepIndex: number): ModelResponse {
       arguments: call.arguments,
     })),
     usage: { ...result.usage },
+    ...(result.metadata === undefined ? {} : { metadata: { ...result.metadata } }),
   };
 }
 

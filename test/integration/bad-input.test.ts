@@ -43,7 +43,7 @@ describe('bad config throws LoopConfigError before anything runs', () => {
     const [issue] = configIssues({ model: model(), verbose: true });
     expect(issue?.path).toBe('verbose');
     expect(issue?.message).toMatch(
-      /^unknown option; expected one of: model, instructions, tools, evaluate, tasks, limits,/,
+      /^unknown option; expected one of: model, name, instructions, tools, evaluate, tasks, limits,/,
     );
   });
 

@@ -10,6 +10,9 @@ export interface FixtureReply {
   usage?: { input: number; output: number; cached?: number; reasoning?: number };
   finishReason?: string;
   refusal?: string;
+  /** The response id (default `chatcmpl-test` / `resp_test`) and the model that answered (default `gpt-4.1-mini`). */
+  id?: string;
+  model?: string;
 }
 
 const DEFAULT_USAGE = { input: 100, output: 20 };
@@ -28,10 +31,10 @@ const finishOf = (reply: FixtureReply) =>
 /** A Chat Completions reply. */
 export function chatCompletion(reply: FixtureReply): Record<string, unknown> {
   return {
-    id: 'chatcmpl-test',
+    id: reply.id ?? 'chatcmpl-test',
     object: 'chat.completion',
     created: 1,
-    model: 'gpt-4.1-mini',
+    model: reply.model ?? 'gpt-4.1-mini',
     choices: [
       {
         index: 0,
@@ -63,10 +66,10 @@ const pieces = (text: string, size: number): string[] =>
 /** The same reply as Chat Completions chunks; `withoutIndex` leaves `index` out of tool-call deltas, as some servers do. */
 export function chatChunks(reply: FixtureReply, { withoutIndex = false, usage = true } = {}): unknown[] {
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
-    id: 'chatcmpl-test',
+    id: reply.id ?? 'chatcmpl-test',
     object: 'chat.completion.chunk',
     created: 1,
-    model: 'gpt-4.1-mini',
+    model: reply.model ?? 'gpt-4.1-mini',
     choices: [{ index: 0, delta, finish_reason: finish }],
   });
   const chunks: unknown[] = [chunk({ role: 'assistant', content: '' })];
@@ -85,10 +88,10 @@ export function chatChunks(reply: FixtureReply, { withoutIndex = false, usage = 
   chunks.push(chunk({}, finishOf(reply)));
   if (usage)
     chunks.push({
-      id: 'chatcmpl-test',
+      id: reply.id ?? 'chatcmpl-test',
       object: 'chat.completion.chunk',
       created: 1,
-      model: 'gpt-4.1-mini',
+      model: reply.model ?? 'gpt-4.1-mini',
       choices: [],
       usage: chatUsage(reply.usage),
     });
@@ -122,10 +125,10 @@ export function responsesResponse(reply: FixtureReply): Record<string, unknown> 
     });
   const incomplete = reply.finishReason === 'content_filter' || reply.finishReason === 'length';
   return {
-    id: 'resp_test',
+    id: reply.id ?? 'resp_test',
     object: 'response',
     created_at: 1,
-    model: 'gpt-4.1-mini',
+    model: reply.model ?? 'gpt-4.1-mini',
     status: incomplete ? 'incomplete' : 'completed',
     incomplete_details: incomplete
       ? { reason: reply.finishReason === 'length' ? 'max_output_tokens' : 'content_filter' }

@@ -33,5 +33,8 @@ describe('schemaVersion 1 fixture', () => {
     model.assertComplete();
     expect([result.stopReason, result.output, result.usage.modelCalls]).toEqual(['completed', 'Shipped.', 3]);
     expect(result.trace.find((event) => event.type === 'run-start')).toMatchObject({ modelId: 'gpt-4.1-mini' });
+    // Written before models reported provider, server, settings and response metadata: none is made up.
+    expect([model.provider, model.server, model.settings]).toEqual([undefined, undefined, undefined]);
+    expect(result.trace.filter((event) => event.type === 'step-end' && event.metadata !== undefined)).toEqual([]);
   });
 });

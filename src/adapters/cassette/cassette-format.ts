@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { ModelErrorKind } from '../../contracts/errors.js';
 import { describeZodIssues } from '../../engine/zod-issues.js';
 import { modelResponseSchema } from '../../contracts/model-response-schema.js';
+import type { ModelFacts } from '../../engine/trace/model-facts.js';
 import { CassetteFileError } from './cassette-errors.js';
 import { readCassetteText } from './cassette-file.js';
 import { tooDeepAt } from './nesting-depth.js';
@@ -18,6 +19,8 @@ import { requestKey, type PlainData } from './request-key.js';
 const CASSETTE_FORMAT = 'loopstate-cassette';
 
 // Changelog — 1: message and tool pools, calls keyed by SHA-256 of the redacted request, an occurrence per key, a response, error or interruption, latency.
+// Added since (version unchanged, all optional, so older cassettes still read): the model's provider, server and
+// settings; a response's metadata (id, model, finish reason) was always kept with the response.
 /**
  * The cassette version this loopstate writes and reads; a cassette from a newer version is refused, never half-read.
  * @example
@@ -88,6 +91,10 @@ const cassetteSchema = z.strictObject({
   format: z.literal(CASSETTE_FORMAT),
   modelId: z.string(),
   contextWindowTokens: z.number().int().positive().optional(),
+  /** What the recorded model said about itself, replayed as its own (traces and spans report them). */
+  provider: z.string().optional(),
+  server: z.strictObject({ address: z.string(), port: z.number().int().optional() }).optional(),
+  settings: plainRecord.optional(),
   messages: z.array(plainRecord),
   tools: z.array(plainRecord),
   calls: z.array(recordedCallSchema),
@@ -145,7 +152,8 @@ export function prettyJson(value: unknown, indent = ''): string {
  * writeFileSync('run.json', serializeCassette(cassette));
  */
 export function serializeCassette(cassette: Cassette): string {
-  const { schemaVersion, format, modelId, contextWindowTokens, messages, tools, calls } = cassette;
+  const { schemaVersion, format, modelId, contextWindowTokens, provider, server, settings, messages, tools, calls } =
+    cassette;
   const orderedCalls = calls.map(({ key, occurrence, request, latencyMs, response, error, interrupted }) => ({
     key,
     occurrence,
@@ -155,7 +163,8 @@ export function serializeCassette(cassette: Cassette): string {
     error,
     interrupted,
   }));
-  return `${prettyJson({ schemaVersion, format, modelId, contextWindowTokens, messages, tools, calls: orderedCalls })}\n`;
+  const envelope = { schemaVersion, format, modelId, contextWindowTokens, provider, server, settings };
+  return `${prettyJson({ ...envelope, messages, tools, calls: orderedCalls })}\n`;
 }
 
 function corrupt(path: string, problem: string, cause?: unknown): CassetteFileError {
@@ -245,7 +254,11 @@ export function readCassette(path: string): Cassette {
  * @example
  * const cassette = emptyCassette('gpt-4.1-mini', 128_000);
  */
-export function emptyCassette(modelId: string, contextWindowTokens: number | undefined): Cassette {
+export function emptyCassette(
+  modelId: string,
+  contextWindowTokens: number | undefined,
+  facts: ModelFacts = {},
+): Cassette {
   return {
     schemaVersion: CASSETTE_SCHEMA_VERSION,
     format: CASSETTE_FORMAT,
@@ -254,6 +267,7 @@ export function emptyCassette(modelId: string, contextWindowTokens: number | und
     ...(typeof contextWindowTokens === 'number' && Number.isSafeInteger(contextWindowTokens) && contextWindowTokens > 0
       ? { contextWindowTokens }
       : {}),
+    ...facts,
     messages: [],
     tools: [],
     calls: [],

@@ -10,6 +10,7 @@ import { createRedactor, type RedactOptions } from '../../engine/redaction/redac
 import { systemClock, type Clock } from '../../engine/runtime/clock.js';
 import { interruptionOf, untilAborted } from '../../engine/runtime/interruption.js';
 import type { Model, ModelRequest, ModelResponse } from '../../contracts/model.js';
+import { modelFacts } from '../../engine/trace/model-facts.js';
 import { emptyCassette, type Cassette } from './cassette-format.js';
 import { CassetteWriter, type Outcome } from './cassette-writer.js';
 import { cassetteRequest } from './request-key.js';
@@ -67,7 +68,9 @@ export function recordModel(model: Model, path: string, options: RecordModelOpti
     throw new TypeError('recordModel: expected the path of the cassette file to write');
   const redactor = createRedactor(options.redact);
   const clock = options.clock ?? systemClock;
-  const cassette: Cassette = emptyCassette(model.id, model.contextWindowTokens);
+  const facts = modelFacts(model);
+  // Redacted like everything else in the file: a server address or a setting may name what should not be kept.
+  const cassette: Cassette = emptyCassette(model.id, model.contextWindowTokens, redactor.strings(facts));
   const writer = new CassetteWriter(path, cassette, redactor);
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
@@ -107,6 +110,7 @@ export function recordModel(model: Model, path: string, options: RecordModelOpti
 
   return {
     id: model.id,
+    ...facts,
     ...(model.contextWindowTokens === undefined ? {} : { contextWindowTokens: model.contextWindowTokens }),
     generate,
     path,

@@ -7,6 +7,7 @@ import { LoopstateError, ModelCallError } from '../../contracts/errors.js';
 import { createRedactor, type RedactOptions } from '../../engine/redaction/redact.js';
 import { systemClock, type Clock } from '../../engine/runtime/clock.js';
 import type { Model, ModelRequest, ModelResponse } from '../../contracts/model.js';
+import { modelFacts } from '../../engine/trace/model-facts.js';
 import { CassetteMismatchError } from './cassette-errors.js';
 import { readCassette, requestOf, type RecordedCall, type RecordedError } from './cassette-format.js';
 import { nearestRecorded } from './nearest-request.js';
@@ -122,6 +123,8 @@ export function replayModel(path: string, options: ReplayModelOptions = {}): Rep
 
   return {
     id: cassette.modelId,
+    // The recorded model's provider, server and settings (each only when well formed): the replay is traced as the run was.
+    ...modelFacts({ provider: cassette.provider, server: cassette.server, settings: cassette.settings }),
     ...(cassette.contextWindowTokens === undefined ? {} : { contextWindowTokens: cassette.contextWindowTokens }),
     ...(backoff === 'skip' ? { skipsBackoffWait: true } : {}),
     generate,

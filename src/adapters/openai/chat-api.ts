@@ -18,6 +18,9 @@ export interface ApiOutcome {
   finishReason: string | null;
   /** Null when the server reported none (some local servers). */
   usage: ModelUsage | null;
+  /** The response's id and the model that answered, when the server said (null otherwise). */
+  id: string | null;
+  model: string | null;
 }
 
 const count = (value: unknown): number | undefined =>
@@ -224,6 +227,10 @@ export async function callChat(call: ApiCall): Promise<ApiOutcome> {
 /** A field that should be a string; anything else counts as missing. */
 export const textOf = (value: unknown): string => (typeof value === 'string' ? value : '');
 
+/** A field that should be a non-empty string, or null. */
+export const nonEmptyText = (value: unknown): string | null =>
+  typeof value === 'string' && value !== '' ? value : null;
+
 function completionOutcome(completion: unknown, call: ApiCall): ChatOutcome {
   const where = call.where;
   const choices = (completion as { choices?: unknown } | null)?.choices;
@@ -249,5 +256,7 @@ function completionOutcome(completion: unknown, call: ApiCall): ChatOutcome {
       })),
     finishReason: typeof choice.finish_reason === 'string' ? choice.finish_reason : null,
     usage: (completion as { usage?: ChatOutcome['usage'] }).usage ?? null,
+    id: nonEmptyText((completion as { id?: unknown }).id),
+    model: nonEmptyText((completion as { model?: unknown }).model),
   };
 }

@@ -12,8 +12,11 @@ import type {
   Message,
   Model,
   ModelProgress,
+  ModelFinishReason,
   ModelRequest,
   ModelResponse,
+  ModelResponseMetadata,
+  ModelServer,
   ModelSettings,
   ModelUsage,
   ToolSpec,
@@ -75,6 +78,12 @@ export interface OpenAIModelOptions {
   structuredOutput?: boolean;
   /** Input tokens one request may carry, when you know the model's window (sets the default context ceiling). */
   contextWindowTokens?: number;
+  /**
+   * The provider traces and spans report (`gen_ai.provider.name`). Defaults to `openai`, the API this client
+   * speaks, whatever server answers (`azure.ai.openai` for an `*.openai.azure.com` host); name the vendor
+   * behind an OpenAI-compatible endpoint here (`groq`, `deepseek`, `x_ai`, ...) if you want it reported.
+   */
+  provider?: string;
 }
 
 const positiveMs = z
@@ -118,6 +127,7 @@ const optionsSchema = z
     settings: settingsSchema.optional(),
     structuredOutput: z.boolean().optional(),
     contextWindowTokens: z.number().int().positive().optional(),
+    provider: z.string().trim().min(1, 'expected a provider name, e.g. "openai"').optional(),
   })
   .strict();
 
@@ -148,6 +158,31 @@ function parseOptions(options: unknown): z.output<typeof optionsSchema> {
 }
 
 const OPENAI_HOSTS = /(^|\.)openai\.com$/i;
+const AZURE_OPENAI_HOSTS = /\.openai\.azure\.com$/i;
+
+/** Where requests go, for traces: the host and the port (the scheme's when the URL names none). */
+function serverOf(baseURL: string): ModelServer {
+  const url = new URL(baseURL);
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  // The URL parser keeps an IPv6 host in brackets; server.address is the bare address.
+  return { address: url.hostname.replace(/^\[(.*)\]$/, '$1'), port };
+}
+
+/** The provider traces report: the API this client speaks, unless the host says Azure's or the options say otherwise. */
+const providerOf = (baseURL: string, given: string | undefined): string =>
+  given ?? (AZURE_OPENAI_HOSTS.test(new URL(baseURL).hostname) ? 'azure.ai.openai' : 'openai');
+
+/** The server's finish reason in the contract's vocabulary; the server's own word kept when it differs. */
+function finishReasonOf(raw: string | null): Pick<ModelResponseMetadata, 'finishReason' | 'rawFinishReason'> {
+  if (raw === null) return {};
+  const mapped: ModelFinishReason =
+    raw === 'stop' || raw === 'length' || raw === 'tool_calls' || raw === 'content_filter'
+      ? raw
+      : raw === 'function_call'
+        ? 'tool_calls'
+        : 'other';
+  return mapped === raw ? { finishReason: mapped } : { finishReason: mapped, rawFinishReason: raw };
+}
 
 /** The host OpenAI runs, or anything else (a local or third-party OpenAI-compatible server). */
 const isHostedByOpenAI = (baseURL: string): boolean => OPENAI_HOSTS.test(new URL(baseURL).hostname);
@@ -322,6 +357,9 @@ export function openaiModel(options: OpenAIModelOptions): Model {
 
   return {
     id: parsed.model,
+    provider: providerOf(baseURL, parsed.provider),
+    server: serverOf(baseURL),
+    ...(parsed.settings === undefined ? {} : { settings: Object.freeze({ ...parsed.settings }) }),
     ...(parsed.contextWindowTokens === undefined ? {} : { contextWindowTokens: parsed.contextWindowTokens }),
     generate,
   };
@@ -349,9 +387,15 @@ function toModelResponse(
   }
   const text =
     outcome.text !== null && strictSchema !== null ? withoutAddedNulls(outcome.text, strictSchema) : outcome.text;
+  const metadata: ModelResponseMetadata = {
+    ...(outcome.id === null ? {} : { id: outcome.id }),
+    ...(outcome.model === null ? {} : { model: outcome.model }),
+    ...finishReasonOf(outcome.finishReason),
+  };
   return {
     text,
     toolCalls: outcome.toolCalls,
     usage: outcome.usage ?? estimatedUsage(request.messages, request.tools, outcome),
+    ...(Object.keys(metadata).length === 0 ? {} : { metadata }),
   };
 }

@@ -11,6 +11,7 @@ import { clause } from './classify-error.js';
 import {
   checkToolCalls,
   incompleteStream,
+  nonEmptyText,
   notAReply,
   textOf,
   toModelUsage,
@@ -201,11 +202,14 @@ function responseOutcome(response: unknown, call: ApiCall): ApiOutcome {
       : toolCalls.length > 0
         ? 'tool_calls'
         : 'stop';
+  const { id, model } = response as { id?: unknown; model?: unknown };
   return {
     text,
     refusal,
     toolCalls,
     finishReason,
     usage: responseUsage(usage),
+    id: nonEmptyText(id),
+    model: nonEmptyText(model),
   };
 }

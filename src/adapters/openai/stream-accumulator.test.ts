@@ -33,6 +33,8 @@ describe('ChatStreamAccumulator', () => {
         { id: 'b', name: 'put', arguments: '{"x":2}' },
       ],
       usage: { prompt_tokens: 9, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } },
+      id: null,
+      model: null,
     });
     expect(progress).toEqual([
       { type: 'text_delta', text: 'Look' },
@@ -61,5 +63,19 @@ describe('ChatStreamAccumulator', () => {
     accumulator.add(chunk({ refusal: "I can't" }));
     accumulator.add(chunk({ refusal: ' do that.' }, 'stop'));
     expect(accumulator.outcome()).toMatchObject({ text: null, refusal: "I can't do that.", usage: null });
+  });
+});
+
+describe('ChatStreamAccumulator response id and model', () => {
+  it('takes them from the first chunk that names them, ignoring empty ones', () => {
+    const accumulator = new ChatStreamAccumulator();
+    accumulator.add({ id: '', model: '', ...chunk({ role: 'assistant', content: '' }) });
+    accumulator.add({ id: 'chatcmpl-1', model: 'gpt-4.1-mini-2025-04-14', ...chunk({ content: 'Hi' }) });
+    accumulator.add({ id: 'chatcmpl-other', model: 'other', ...chunk({}, 'length') });
+    expect(accumulator.outcome()).toMatchObject({
+      id: 'chatcmpl-1',
+      model: 'gpt-4.1-mini-2025-04-14',
+      finishReason: 'length',
+    });
   });
 });

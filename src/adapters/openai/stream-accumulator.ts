@@ -13,6 +13,8 @@ interface ToolCallDelta {
 
 /** The parts of a chunk we read; everything else is ignored. */
 export interface ChatChunk {
+  id?: string | null;
+  model?: string | null;
   choices?: {
     index?: number;
     delta?: { content?: string | null; refusal?: string | null; tool_calls?: ToolCallDelta[] | null } | null;
@@ -35,6 +37,9 @@ export interface ChatOutcome {
   toolCalls: { id: string; name: string; arguments: string }[];
   finishReason: string | null;
   usage: ChatUsage | null;
+  /** The completion's id and the model that answered, as the server named them. */
+  id: string | null;
+  model: string | null;
 }
 
 /**
@@ -50,6 +55,8 @@ export class ChatStreamAccumulator {
   private readonly byIndex = new Map<number, number>();
   private finishReason: string | null = null;
   private usage: ChatUsage | null = null;
+  private id: string | null = null;
+  private model: string | null = null;
 
   constructor(private readonly progress: (progress: ModelProgress) => void = () => undefined) {}
 
@@ -60,6 +67,9 @@ export class ChatStreamAccumulator {
 
   add(chunk: ChatChunk): void {
     if (chunk.usage) this.usage = chunk.usage;
+    // Every chunk repeats them; the first that has them names the completion.
+    if (this.id === null && typeof chunk.id === 'string' && chunk.id !== '') this.id = chunk.id;
+    if (this.model === null && typeof chunk.model === 'string' && chunk.model !== '') this.model = chunk.model;
     // `n` is always 1 here: only the first choice is a reply of ours.
     const choice = chunk.choices?.find((candidate) => (candidate.index ?? 0) === 0);
     if (choice === undefined) return;
@@ -107,6 +117,8 @@ export class ChatStreamAccumulator {
       toolCalls: this.calls.map(({ id, name, arguments: args }) => ({ id, name, arguments: args })),
       finishReason: this.finishReason,
       usage: this.usage,
+      id: this.id,
+      model: this.model,
     };
   }
 }

@@ -9,7 +9,8 @@ import type { Model } from '../../contracts/model.js';
 import { PLAN_TOOL_NAME } from '../plan/plan-tool.js';
 import type { Store } from '../../contracts/store.js';
 import type { Tool, ToolHealth } from '../tools/index.js';
-import type { Context, Tracer } from '@opentelemetry/api';
+import type { Context, MeterProvider, Tracer } from '@opentelemetry/api';
+import { MAX_LOOP_NAME_CHARS } from '../constants.js';
 import { traceFileProblem } from '../trace/trace-file-writer.js';
 import { isInspectOption, type InspectOption } from '../runtime/inspect-option.js';
 
@@ -204,6 +205,12 @@ const otelSchema = z
         { message: 'expected an OpenTelemetry Context (e.g. trace.setSpan(context.active(), span))' },
       )
       .optional(),
+    meterProvider: z
+      .custom<MeterProvider>(
+        (value) => typeof value === 'object' && value !== null && isFunction((value as MeterProvider).getMeter),
+        { message: 'expected an OpenTelemetry MeterProvider (e.g. new MeterProvider({ readers }))' },
+      )
+      .optional(),
   })
   .strict();
 
@@ -229,9 +236,19 @@ const traceSchema = z
   })
   .strict();
 
+/** The loop's name: a span attribute and a key runs are grouped by, so it is short, printable and has no edge spaces. */
+const loopNameSchema = z
+  .string({ error: (issue) => (issue.code === 'invalid_type' ? 'expected the loop name as a string' : undefined) })
+  .trim()
+  .min(1, { message: 'expected a non-empty name (spaces alone do not count)' })
+  .max(MAX_LOOP_NAME_CHARS, { message: `expected at most ${MAX_LOOP_NAME_CHARS} characters` })
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+  .regex(/^[^\u0000-\u001f\u007f]*$/, { message: 'expected no control characters (newlines, tabs, ...)' });
+
 export const configSchema = z
   .object({
     model: modelSchema,
+    name: loopNameSchema.optional(),
     instructions: z.string().optional(),
     tools: z.array(toolSchema).optional(),
     evaluate: evaluateSchema.optional(),

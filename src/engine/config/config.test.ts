@@ -712,3 +712,30 @@ describe('tools the model could never reach, or that clash with the plan tool', 
     ]);
   });
 });
+
+describe('resolveConfig name', () => {
+  it('defaults to loopstate and keeps a given name, trimmed', () => {
+    expect(resolveConfig({ model }).name).toBe('loopstate');
+    expect(resolveConfig({ model, name: undefined }).name).toBe('loopstate');
+    expect(resolveConfig({ model, name: '  refund-agent ' }).name).toBe('refund-agent');
+  });
+
+  it.each([
+    ['', 'name: expected a non-empty name (spaces alone do not count)'],
+    ['   ', 'name: expected a non-empty name (spaces alone do not count)'],
+    ['x'.repeat(129), 'name: expected at most 128 characters'],
+    ['two\nlines', 'name: expected no control characters (newlines, tabs, ...)'],
+    [42, 'name: expected the loop name as a string'],
+  ])('refuses %j, naming the field', (name, expected) => {
+    const error = configError(() => resolveConfig({ model, name }));
+    expect(error.issues.map((issue) => `${issue.path}: ${issue.message}`)).toEqual([expected]);
+  });
+
+  it('takes a MeterProvider for the GenAI metrics and refuses anything else', () => {
+    const meterProvider = { getMeter: () => ({}) };
+    const resolved = resolveConfig({ model, trace: { otel: { meterProvider } } });
+    expect(resolved.trace.otel === false ? null : resolved.trace.otel.meterProvider).toBe(meterProvider);
+    const error = configError(() => resolveConfig({ model, trace: { otel: { meterProvider: {} } } }));
+    expect(error.issues.map((issue) => issue.path)).toEqual(['trace.otel.meterProvider']);
+  });
+});

@@ -8,6 +8,7 @@ import {
   DEFAULT_CONTEXT,
   DEFAULT_DURABLE,
   DEFAULT_LIMITS,
+  DEFAULT_LOOP_NAME,
   DEFAULT_NO_PROGRESS,
   DEFAULT_PRICES,
 } from '../constants.js';
@@ -72,6 +73,11 @@ export interface LoopConfig<
   Tasks extends readonly TaskConfig[] = readonly TaskConfig[],
 > {
   model: Model;
+  /**
+   * The loop's name (default `loopstate`): OpenTelemetry's `gen_ai.agent.name` on the run span, and
+   * `loop.name`. Trimmed; 1 to 128 characters, no control characters.
+   */
+  name?: string;
   instructions?: string;
   tools?: readonly Tool[];
   /** One evaluator or a list, run in order on the final reply (`evaluators.chain` types each step). */
@@ -180,6 +186,7 @@ export type ToolOrder = 'declared' | 'success_rate';
 
 export interface ResolvedConfig {
   model: Model;
+  name: string;
   instructions: string;
   tools: ReadonlyMap<string, Tool>;
   evaluate: readonly Evaluator[];
@@ -258,7 +265,12 @@ const keepConfigValue: KeepByReference = (path) => {
   )
     return true;
   // An OpenTelemetry tracer and context are the caller's objects, used as they are.
-  if (path.length === 3 && path[0] === 'trace' && parent === 'otel' && (last === 'tracer' || last === 'parent'))
+  if (
+    path.length === 3 &&
+    path[0] === 'trace' &&
+    parent === 'otel' &&
+    (last === 'tracer' || last === 'parent' || last === 'meterProvider')
+  )
     return true;
   // An evaluator may also be given alone, not in a list.
   return last === 'evaluate' || (typeof last === 'number' && (parent === 'tools' || parent === 'evaluate'));
@@ -317,6 +329,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
   if (issues.length > 0) throw new LoopConfigError({ issues });
   return {
     model: config.model,
+    name: config.name ?? DEFAULT_LOOP_NAME,
     instructions: config.instructions ?? '',
     tools: new Map((config.tools ?? []).map((tool) => [tool.name, tool])),
     evaluate: config.evaluate ?? [],

@@ -9,6 +9,9 @@
  * Also (version unchanged, the machine context is loose): a snapshot's context
  * holds `transport` (per-call transport counters) instead of `task.transportRetries`, and its limits
  * `maxTransportAttempts` / `maxTransportRetries`; older snapshots are migrated when read (transport-counters-migration.ts).
+ * Also (version unchanged, the field optional): a `model` record's response keeps its `metadata` (id, model,
+ * finish reason), so a reply served on resume is traced and warned about as the live one was; older
+ * records have none.
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';

@@ -24,6 +24,7 @@ import type { LoopEvent, LoopLimits } from '../../../machines/types.js';
 import { isWellFormedResponse } from '../../contracts/model-response-schema.js';
 import type { Model, ModelRequest, ModelResponse } from '../../contracts/model.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
+import { knownMetadata } from '../trace/model-facts.js';
 import type { DriverHooks, EffectStep, RestoreTarget } from '../runtime/driver-hooks.js';
 import { RunInterruption } from '../runtime/interruption.js';
 import type { RunSession } from '../runtime/run-session.js';
@@ -279,7 +280,7 @@ export class RunJournal implements DriverHooks {
     const response = await model.generate(request);
     // A malformed response is the driver's to refuse (fatal_error); it is not worth serving again.
     if (isWellFormedResponse(response)) {
-      const { text, toolCalls, usage } = response;
+      const { text, toolCalls, usage, metadata } = response;
       await this.append({
         schemaVersion: RECORD_SCHEMA_VERSION,
         kind: 'model',
@@ -287,7 +288,8 @@ export class RunJournal implements DriverHooks {
         seq: this.takeSeq(),
         afterEvent,
         index,
-        response: { text, toolCalls: [...toolCalls], usage },
+        // The metadata too, so a resumed run traces and warns about a served reply as it would the live one.
+        response: { text, toolCalls: [...toolCalls], usage, ...knownMetadata(metadata) },
       });
     }
     return response;

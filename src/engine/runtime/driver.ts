@@ -3,6 +3,7 @@
  * requests, and sends the outcome back as an event. All I/O, time and
  * randomness live here; the machine stays a pure function of its events.
  */
+import { modelFacts } from '../trace/model-facts.js';
 import { createActor, type Actor } from 'xstate';
 import {
   getPendingEffect,
@@ -180,7 +181,9 @@ async function startRun(
     schemaVersion: TRACE_SCHEMA_VERSION,
     goalSummary: summarize(input.goal ?? session.goal, config.redact),
     tasks: session.tasks.map((task) => task.id),
+    name: config.name,
     modelId: config.model.id,
+    ...modelFacts(config.model),
     promptVersion: setup.toolFacts(session.tools).promptVersion,
     // A copy: the event is the caller's (result.trace), the setup every run's.
     limits: { ...setup.tracedLimits },

@@ -13,6 +13,7 @@ import {
   shapeProblems,
 } from '../../contracts/model-response-schema.js';
 import type { ModelProgress, ModelResponse, ModelUsage, ResponseFormat } from '../../contracts/model.js';
+import { knownMetadata, modelFacts } from '../trace/model-facts.js';
 import { evaluatorList } from '../evaluators/index.js';
 import { toolCallFingerprint } from '../progress/index.js';
 import { assignUniqueCallIds, prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
@@ -388,7 +389,10 @@ export async function performModelCall(
       argumentsSummary: summarize(call.args ?? call.request.arguments, config.redact),
     })),
     replySummary: text === null ? null : summarize(text, config.redact),
+    ...knownMetadata(response.metadata),
   });
+  if (response.metadata?.finishReason === 'length')
+    session.warn(cutAtOutputLimit(session, context.usage.modelCalls + contextFit.modelCalls + 1), at);
   return {
     type: 'model.responded',
     at,
@@ -399,6 +403,13 @@ export async function performModelCall(
     ...summaryRetries(contextFit),
     nextRequestTokens: session.estimateNextRequest(nextRequestExtraChars(session, context, decision)),
   };
+}
+
+/** The warning for a reply the output limit cut short: its text or a tool call's arguments may end mid-way. */
+function cutAtOutputLimit(session: RunSession, call: number): string {
+  const limit = modelFacts(session.config.model).settings?.maxOutputTokens;
+  const why = limit === undefined ? 'finish reason length' : `finish reason length; maxOutputTokens ${limit}`;
+  return `model call ${call} (task ${session.task.id}) was cut at the output limit (${why}): the reply may be incomplete`;
 }
 
 /**

@@ -3,6 +3,7 @@
  * The machine holds only constant-size counters; everything that grows lives here, appended
  * to in place so a step costs the same at step 3 and at step 300.
  */
+import { modelFacts } from '../trace/model-facts.js';
 import type { ResolvedConfig, TaskConfig } from '../config/config.js';
 import type { LastEvaluation } from '../output/final-output.js';
 import type { PriorConversation } from '../conversation/prior-conversation.js';
@@ -96,10 +97,17 @@ export class RunSession {
     this.tools = this.plan === null ? config.tools : new Map([...config.tools, [this.plan.tool.name, this.plan.tool]]);
     this.toolSpecChars = setup === undefined ? toolSpecChars(this.tools) : setup.toolFacts(this.tools).specChars;
     this.#transcript = new Transcript(this.toolSpecChars);
-    this.#trace = new RunTrace(config.trace, config.redact, config.redact.text(runId) === runId, {
-      sinkDropped: (message, at) => this.warn(message, at),
-      closeFailed: (message) => this.#warnings.push(config.redact.text(message)),
-    });
+    this.#trace = new RunTrace(
+      config.trace,
+      config.redact,
+      config.redact.text(runId) === runId,
+      {
+        sinkDropped: (message, at) => this.warn(message, at),
+        closeFailed: (message) => this.#warnings.push(config.redact.text(message)),
+      },
+      // Redacted like every event: spans and metrics carry these strings too.
+      config.redact.strings({ agentName: config.name, modelId: config.model.id, ...modelFacts(config.model) }),
+    );
     this.prompts = config.trace.prompts ? new PromptRecorder() : null;
   }
 

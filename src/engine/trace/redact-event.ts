@@ -68,9 +68,26 @@ export function redactedEvent(event: TraceEvent, redact: Redactor, runIdIsClean:
         if (toolCalls === event.toolCalls) toolCalls = [...event.toolCalls];
         toolCalls[index] = { ...call, callId, name };
       }
-      return taskId === event.taskId && modelId === event.modelId && toolCalls === event.toolCalls
+      // The provider's response id and model name are its own words: redacted like the model id.
+      let metadata = event.metadata;
+      if (metadata !== undefined) {
+        const id = metadata.id === undefined ? undefined : text(metadata.id),
+          model = metadata.model === undefined ? undefined : text(metadata.model),
+          raw = metadata.rawFinishReason === undefined ? undefined : text(metadata.rawFinishReason);
+        if (id !== metadata.id || model !== metadata.model || raw !== metadata.rawFinishReason)
+          metadata = {
+            ...metadata,
+            ...(id === undefined ? {} : { id }),
+            ...(model === undefined ? {} : { model }),
+            ...(raw === undefined ? {} : { rawFinishReason: raw }),
+          };
+      }
+      return taskId === event.taskId &&
+        modelId === event.modelId &&
+        toolCalls === event.toolCalls &&
+        metadata === event.metadata
         ? event
-        : { ...event, taskId, modelId, toolCalls };
+        : { ...event, taskId, modelId, toolCalls, ...(metadata === undefined ? {} : { metadata }) };
     }
     default:
       return redact.strings(event);

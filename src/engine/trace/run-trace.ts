@@ -7,6 +7,7 @@ import { thrownMessage } from '../redaction/describe-thrown.js';
 import type { Redactor } from '../redaction/redact.js';
 import { redactedEvent } from './redact-event.js';
 import type { TraceEvent } from './trace-event.js';
+import type { GenAiSubject } from './otel/genai-conventions.js';
 import { openTraceSinks, type ResolvedTraceOptions, type TraceSink } from './trace-sinks.js';
 
 /** The sink live events go to: the caller's `onEvent`. */
@@ -33,8 +34,9 @@ export class RunTrace {
     /** The run id holds nothing the redaction rules would change. */
     private readonly runIdIsClean: boolean,
     private readonly listener: RunTraceListener,
+    subject: GenAiSubject,
   ) {
-    const { sinks, problems } = openTraceSinks(options);
+    const { sinks, problems } = openTraceSinks(options, subject);
     this.#sinks = sinks;
     this.problems = problems;
   }

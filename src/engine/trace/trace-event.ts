@@ -3,7 +3,7 @@
  * choices with argument summaries, observation ids, state changes, tokens, cost, latency,
  * retries, verdicts and the stop reason. No private reasoning text; secrets redacted.
  */
-import type { Context, Tracer } from '@opentelemetry/api';
+import type { Context, MeterProvider, Tracer } from '@opentelemetry/api';
 import { DEFAULT_REDACTOR, type Redactor } from '../redaction/redact.js';
 import type { TraceEvent } from '../../contracts/trace-schema.js';
 
@@ -21,6 +21,12 @@ export interface OtelTraceOptions {
   tracer?: Tracer;
   /** The context the run span is a child of; defaults to the active context (the root one when no context manager is set). */
   parent?: Context;
+  /**
+   * Where the GenAI client metrics go (`gen_ai.client.token.usage`, `gen_ai.client.operation.duration`).
+   * Defaults to the global provider (`metrics.setGlobalMeterProvider`); with none registered, no
+   * metric is recorded.
+   */
+  meterProvider?: MeterProvider;
 }
 
 /**

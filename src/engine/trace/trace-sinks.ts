@@ -4,6 +4,7 @@
  * with a warning, and the run goes on.
  */
 import { thrownMessage } from '../redaction/describe-thrown.js';
+import type { GenAiSubject } from './otel/genai-conventions.js';
 import { OtelSink } from './otel/otel-sink.js';
 import type { OtelTraceOptions } from './trace-event.js';
 import { TraceFileWriter } from './trace-file-writer.js';
@@ -25,8 +26,11 @@ export interface TraceSink {
   close?(): void;
 }
 
-/** Opens the run's sinks; a file that cannot be opened is a problem to warn about, not a failure. */
-export function openTraceSinks(options: ResolvedTraceOptions): { sinks: TraceSink[]; problems: string[] } {
+/** Opens the run's sinks (`subject`: the loop and model facts spans and metrics carry); a file that cannot be opened is a problem to warn about, not a failure. */
+export function openTraceSinks(
+  options: ResolvedTraceOptions,
+  subject: GenAiSubject,
+): { sinks: TraceSink[]; problems: string[] } {
   const sinks: TraceSink[] = [];
   const problems: string[] = [];
   if (options.file !== undefined) {
@@ -40,7 +44,7 @@ export function openTraceSinks(options: ResolvedTraceOptions): { sinks: TraceSin
   const onEvent = options.onEvent;
   if (onEvent !== undefined) sinks.push({ option: 'trace.onEvent', write: onEvent });
   if (options.otel !== false) {
-    const otel = new OtelSink(options.otel);
+    const otel = new OtelSink(options.otel, subject);
     sinks.push({ option: 'trace.otel', write: (event) => otel.write(event), close: () => otel.close() });
   }
   return { sinks, problems };

@@ -1,8 +1,9 @@
 /**
  * OpenTelemetry as a trace sink: the run's redacted trace events become spans with the events' own
- * start and end times — a run span, a span per step, and `chat` and `execute_tool` children. Parents
- * are passed explicitly through contexts, so no context manager is needed. When the tracer does not
- * record (no SDK registered), the sink stops at the run span: one no-op span per run.
+ * start and end times — a run span, a span per step, and `chat` and `execute_tool` children — and
+ * each model call's GenAI client metrics. Parents are passed explicitly through contexts, so no
+ * context manager is needed. When the tracer does not record (no SDK registered), the sink stops at
+ * the run span: one no-op span per run; without a MeterProvider no metric is recorded.
  */
 import {
   context as otelContext,
@@ -17,7 +18,18 @@ import {
 import { LOOPSTATE_VERSION } from '../../../contracts/version.js';
 import type { OtelTraceOptions } from '../trace-event.js';
 import type { TraceEvent } from '../../../contracts/trace-schema.js';
-import { AGENT_NAME, ATTRIBUTES, GEN_AI_SEMCONV_VERSION, OPERATIONS, spanNames } from './genai-conventions.js';
+import {
+  ATTRIBUTES,
+  GEN_AI_SEMCONV_VERSION,
+  metricAttributes,
+  OPERATIONS,
+  providerAttributes,
+  requestAttributes,
+  responseAttributes,
+  spanNames,
+  type GenAiSubject,
+} from './genai-conventions.js';
+import { genAiInstruments, recordCall, recordFailure, type GenAiInstruments } from './otel-metrics.js';
 
 const TRACER_NAME = 'loopstate';
 
@@ -34,18 +46,24 @@ export class OtelSink {
   private readonly parent: Context;
   private run: { span: Span; context: Context } | null = null;
   private step: { number: number; span: Span; context: Context } | null = null;
-  /** The run's model, for the spans of calls that failed before naming it. */
-  private modelId = '';
-  /** The tracer records nothing: every later event is ignored. */
-  private idle = false;
+  /** The tracer records nothing: no span is made after the run span. */
+  private spansIdle = false;
+  /** Null when no MeterProvider takes metrics. */
+  private readonly instruments: GenAiInstruments | null;
 
-  constructor(options: OtelTraceOptions) {
+  constructor(
+    options: OtelTraceOptions,
+    /** The loop's name and its model's id, provider, server and settings: on every span and metric. */
+    private readonly subject: GenAiSubject,
+  ) {
     this.tracer = options.tracer ?? defaultTracer();
     this.parent = options.parent ?? otelContext.active();
+    this.instruments = genAiInstruments(options.meterProvider);
   }
 
   write(event: TraceEvent): void {
-    if (this.idle) return;
+    if (this.instruments !== null) this.measure(event);
+    if (this.spansIdle) return;
     switch (event.type) {
       case 'run-start':
         return this.startRun(event);
@@ -130,15 +148,32 @@ export class OtelSink {
     return this.step?.span ?? this.run?.span;
   }
 
+  /** The GenAI client metrics of a model call, answered or failed. */
+  private measure(event: TraceEvent): void {
+    const instruments = this.instruments;
+    if (instruments === null) return;
+    if (event.type === 'step-end') {
+      const attributes = metricAttributes(this.subject, event.metadata?.model);
+      recordCall(
+        instruments,
+        { seconds: event.latencyMs / 1000, inputTokens: event.inputTokens, outputTokens: event.outputTokens },
+        attributes,
+      );
+    } else if (event.type === 'model-error' && event.latencyMs !== undefined) {
+      recordFailure(instruments, event.latencyMs / 1000, event.errorKind, metricAttributes(this.subject, undefined));
+    }
+  }
+
   private startRun(event: Event<'run-start'>): void {
     const span = this.tracer.startSpan(
-      spanNames.run,
+      spanNames.run(this.subject.agentName),
       {
         kind: SpanKind.INTERNAL,
         startTime: event.at,
         attributes: {
           [ATTRIBUTES.operationName]: OPERATIONS.agent,
-          [ATTRIBUTES.agentName]: AGENT_NAME,
+          ...providerAttributes(this.subject),
+          [ATTRIBUTES.agentName]: this.subject.agentName,
           [ATTRIBUTES.requestModel]: event.modelId,
           [ATTRIBUTES.conversationId]: event.runId,
           [ATTRIBUTES.runId]: event.runId,
@@ -149,12 +184,11 @@ export class OtelSink {
       this.parent,
     );
     if (!span.isRecording()) {
-      // A no-op tracer: nothing else this run does is worth a call into OpenTelemetry.
+      // A no-op tracer: no other span of this run is worth a call into OpenTelemetry.
       span.end();
-      this.idle = true;
+      this.spansIdle = true;
       return;
     }
-    this.modelId = event.modelId;
     this.run = { span, context: trace.setSpan(this.parent, span) };
   }
 
@@ -191,15 +225,15 @@ export class OtelSink {
     if (parent === null) return;
     const attributes: Attributes = {
       [ATTRIBUTES.operationName]: OPERATIONS.chat,
+      ...providerAttributes(this.subject),
+      ...requestAttributes(this.subject),
       [ATTRIBUTES.requestModel]: event.modelId,
-      [ATTRIBUTES.inputTokens]: event.inputTokens,
-      [ATTRIBUTES.outputTokens]: event.outputTokens,
+      [ATTRIBUTES.conversationId]: event.runId,
+      ...responseAttributes(event),
       [ATTRIBUTES.costUsd]: event.costUsd,
       [ATTRIBUTES.decision]: event.decision,
       [ATTRIBUTES.step]: event.step,
     };
-    if (event.cachedInputTokens !== undefined) attributes[ATTRIBUTES.cachedInputTokens] = event.cachedInputTokens;
-    if (event.reasoningTokens !== undefined) attributes[ATTRIBUTES.reasoningTokens] = event.reasoningTokens;
     const span = this.tracer.startSpan(
       spanNames.chat(event.modelId),
       { kind: SpanKind.CLIENT, startTime: event.at - event.latencyMs, attributes },
@@ -211,7 +245,7 @@ export class OtelSink {
   private modelError(event: Event<'model-error'>): void {
     const parent = this.parentContext();
     if (parent === null || this.run === null) return;
-    const model = this.modelId;
+    const model = this.subject.modelId;
     const span = this.tracer.startSpan(
       spanNames.chat(model),
       {
@@ -219,8 +253,13 @@ export class OtelSink {
         startTime: event.at - (event.latencyMs ?? 0),
         attributes: {
           [ATTRIBUTES.operationName]: OPERATIONS.chat,
-          [ATTRIBUTES.requestModel]: model,
+          ...providerAttributes(this.subject),
+          ...requestAttributes(this.subject),
+          [ATTRIBUTES.conversationId]: event.runId,
           [ATTRIBUTES.errorType]: event.errorKind,
+          // Tokens the provider billed before the call failed.
+          ...(event.inputTokens === undefined ? {} : { [ATTRIBUTES.inputTokens]: event.inputTokens }),
+          ...(event.outputTokens === undefined ? {} : { [ATTRIBUTES.outputTokens]: event.outputTokens }),
         },
       },
       parent,

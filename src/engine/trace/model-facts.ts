@@ -1,0 +1,89 @@
+/**
+ * What a model says about itself (provider, server, settings), read for the trace. A custom model may
+ * set anything there: only well-formed values are kept, so a stray field can never break a trace.
+ */
+import type { Model, ModelResponseMetadata, ModelServer, ModelSettings } from '../../contracts/model.js';
+
+/** The model's facts as `run-start` records them; a field is absent when the model does not say (or says nonsense). */
+export interface ModelFacts {
+  provider?: string;
+  server?: ModelServer;
+  settings?: TracedSettings;
+}
+
+/** Settings as a trace holds them (a plain array of stop sequences). */
+type TracedSettings = Omit<ModelSettings, 'stopSequences'> & { stopSequences?: string[] };
+
+const NUMERIC_SETTINGS = [
+  'temperature',
+  'topP',
+  'maxOutputTokens',
+  'seed',
+  'presencePenalty',
+  'frequencyPenalty',
+] as const satisfies readonly (keyof ModelSettings)[];
+const REASONING_EFFORTS: ReadonlySet<unknown> = new Set(['minimal', 'low', 'medium', 'high']);
+
+function settingsOf(value: unknown): TracedSettings | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const given = value as Record<string, unknown>;
+  const settings: TracedSettings = {};
+  for (const key of NUMERIC_SETTINGS) {
+    const setting = given[key];
+    if (typeof setting === 'number' && Number.isFinite(setting)) settings[key] = setting;
+  }
+  const stops = given.stopSequences;
+  if (Array.isArray(stops) && stops.every((stop) => typeof stop === 'string')) settings.stopSequences = [...stops];
+  if (REASONING_EFFORTS.has(given.reasoningEffort))
+    settings.reasoningEffort = given.reasoningEffort as ModelSettings['reasoningEffort'];
+  return Object.keys(settings).length === 0 ? undefined : settings;
+}
+
+function serverOf(value: unknown): ModelServer | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { address, port } = value as { address?: unknown; port?: unknown };
+  if (typeof address !== 'string' || address === '') return undefined;
+  return Number.isInteger(port) && (port as number) > 0 && (port as number) < 65_536
+    ? { address, port: port as number }
+    : { address };
+}
+
+/**
+ * The provider, server and settings of a model, each only when well formed.
+ * @example
+ * modelFacts(openaiModel({ model: 'gpt-4.1-mini' })); // { provider: 'openai', server: { address: 'api.openai.com', port: 443 } }
+ */
+export function modelFacts(model: Pick<Model, 'provider' | 'server' | 'settings'>): ModelFacts {
+  let provider: unknown, server: unknown, settings: unknown;
+  try {
+    ({ provider, server, settings } = model as { provider?: unknown; server?: unknown; settings?: unknown });
+  } catch {
+    // A getter that throws says nothing about the model; the run does not depend on it.
+    return {};
+  }
+  const facts: ModelFacts = {};
+  if (typeof provider === 'string' && provider.trim() !== '') facts.provider = provider;
+  const checkedServer = serverOf(server);
+  if (checkedServer !== undefined) facts.server = checkedServer;
+  const checkedSettings = settingsOf(settings);
+  if (checkedSettings !== undefined) facts.settings = checkedSettings;
+  return facts;
+}
+
+/**
+ * A response's metadata with only the fields the contract knows (an adapter may add its own), as
+ * `{ metadata }` to spread into a record; `{}` when there is none.
+ * @example
+ * const event = { ...stepEnd, ...knownMetadata(response.metadata) };
+ */
+export function knownMetadata(metadata: ModelResponseMetadata | undefined): { metadata?: ModelResponseMetadata } {
+  if (metadata === undefined) return {};
+  const { id, model, finishReason, rawFinishReason } = metadata;
+  const known: ModelResponseMetadata = {
+    ...(id === undefined ? {} : { id }),
+    ...(model === undefined ? {} : { model }),
+    ...(finishReason === undefined ? {} : { finishReason }),
+    ...(rawFinishReason === undefined ? {} : { rawFinishReason }),
+  };
+  return Object.keys(known).length === 0 ? {} : { metadata: known };
+}
