@@ -597,4 +597,13 @@ describe('aiSdkModel bad input', () => {
     expect(() => aiSdkModel(mock, { server: { address: '', port: 0 } })).toThrow('aiSdkModel.server');
     expect(() => aiSdkModel(mock, { stream: undefined, settings: { temperature: undefined } })).not.toThrow();
   });
+
+  it('reports its own settings on the model, for the spans (gen_ai.request.*), and none when it has none', () => {
+    const mock = new MockLanguageModelV3();
+    expect(aiSdkModel(mock, { settings: { temperature: 0, maxOutputTokens: 800 } }).settings).toEqual({
+      temperature: 0,
+      maxOutputTokens: 800,
+    });
+    expect(aiSdkModel(mock).settings).toBeUndefined();
+  });
 });

@@ -244,6 +244,8 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options?: AiSdkMod
     provider,
     ...(server === null ? {} : { server }),
     ...(parsed.contextWindowTokens === undefined ? {} : { contextWindowTokens: parsed.contextWindowTokens }),
+    // Reported on spans as gen_ai.request.* (the request's own settings win over these per call).
+    ...(parsed.settings === undefined ? {} : { settings: parsed.settings }),
     generate,
   };
 }
