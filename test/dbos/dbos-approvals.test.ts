@@ -152,7 +152,10 @@ describe('a DBOS worker in this process', () => {
     // A retried request (same key, no waiter any more): the same continuation, no new leg.
     const retried = await client.approve('approve-client', decisions, { idempotencyKey: 'ticket-81' });
     expect(retried.workflowId).toBe('approve-client/part/2/wait/approved/ticket-81');
-    expect(await steps.getWorkflow('approve-client/resume/ticket-81'), 'no leg was started for the retry').toBeUndefined();
+    expect(
+      await steps.getWorkflow('approve-client/resume/ticket-81'),
+      'no leg was started for the retry',
+    ).toBeUndefined();
     expect(comparable(await client.result(retried.workflowId))).toEqual(comparable(done));
     expect(lines().filter((line) => line.startsWith('effect:refund:') && line.includes('approve-client')).length).toBe(
       1,

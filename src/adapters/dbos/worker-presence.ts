@@ -21,7 +21,8 @@ export function workerPresence(
 ): (what: string, needLive: boolean) => Promise<void> {
   let trustedUntil = 0;
   return async (what, needLive) => {
-    if (Date.now() < trustedUntil) return;
+    // Only an enqueue trusts a recent answer: an approval asks now, its worker may have just gone.
+    if (!needLive && Date.now() < trustedUntil) return;
     const now = Date.now();
     const rows = await store.liveWorkers(0);
     if (rows.length === 0) return;
