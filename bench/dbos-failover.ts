@@ -12,7 +12,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,9 @@ import pg from 'pg';
 import { dbosClient, DEFAULT_DBOS_WORKER } from 'loopstate/dbos';
 
 const latencyRuns = Number(process.argv[2] ?? 40);
+/** `--only latency|throughput|failover`: one part. */
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
+const part = (name: string) => only === undefined || only === name;
 const load = () =>
   loadavg()
     .map((value) => value.toFixed(2))
@@ -65,6 +68,17 @@ function startWorker(url: string, log: string, id: string, env: Record<string, s
     );
   });
 }
+/** CPU time a worker process used so far, in ms (user + system, from /proc). */
+function cpuMs(child: ChildProcess): number {
+  try {
+    const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (100/s)
+  } catch {
+    return Number.NaN;
+  }
+}
+/** DBOS dispatches a queue registered after launch from its next reconcile (each second): wait for it. */
+const listening = () => new Promise((resolve) => setTimeout(resolve, 1_200));
 async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.on('exit', resolve));
@@ -80,10 +94,12 @@ const calls = (log: string) =>
 const percentile = (values: number[], p: number) =>
   [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
 const ms = (value: number) => `${value.toFixed(0)} ms`;
+const median = (values: number[]) => percentile(values, 0.5);
+const cores = availableParallelism();
 const goal = (runId: string, steps: number) => `Look everything up (steps=${steps} run=${runId})`;
 
 // 1. Latency, one run at a time on an idle worker.
-{
+if (part('latency')) {
   const url = await freshDatabase('latency');
   const log = join(scratch, 'latency.log');
   const worker = await startWorker(url, log, 'latency', {});
@@ -91,6 +107,8 @@ const goal = (runId: string, steps: number) => `Look everything up (steps=${step
   const steps = await DBOSClient.create({ systemDatabaseUrl: url });
   const toFirst: number[] = [];
   const toResult: number[] = [];
+  const inside: number[] = [];
+  await listening();
   for (let index = -5; index < latencyRuns; index++) {
     const runId = `latency-${index + 5}`;
     await new Promise((resolve) => setTimeout(resolve, 50)); // idle between runs, as one at a time is
@@ -101,13 +119,17 @@ const goal = (runId: string, steps: number) => `Look everything up (steps=${step
     const elapsed = performance.now() - started;
     if (result.stopReason !== 'completed' || result.steps !== 5)
       throw new Error(`run ${runId}: ${result.stopReason} after ${result.steps} steps (${result.detail})`);
-    const first = ((await steps.listWorkflowSteps(runId)) ?? [])[0];
+    const recorded = (await steps.listWorkflowSteps(runId)) ?? [];
     if (index < 0) continue; // warm-up
-    toFirst.push(Number(first?.startedAtEpochMs ?? Number.NaN) - epoch);
+    toFirst.push(Number(recorded[0]?.startedAtEpochMs ?? Number.NaN) - epoch);
+    inside.push(Number(recorded.at(-1)?.completedAtEpochMs ?? Number.NaN) - Number(recorded[0]?.startedAtEpochMs));
     toResult.push(elapsed);
   }
   console.log(
     `one 5-step run at a time (instant model), ${latencyRuns} runs: enqueue → first step p50 ${ms(percentile(toFirst, 0.5))}, p95 ${ms(percentile(toFirst, 0.95))}; enqueue → result p50 ${ms(percentile(toResult, 0.5))}, p95 ${ms(percentile(toResult, 0.95))} (queue polled every ${DEFAULT_DBOS_WORKER.queuePollingIntervalMs} ms, results every ${DEFAULT_DBOS_WORKER.pollingIntervalMs} ms)`,
+  );
+  console.log(
+    `  of which inside the workflow (first step's start to last step's end, 10 effects): p50 ${ms(percentile(inside, 0.5))}; worker CPU ${(cpuMs(worker) / (latencyRuns + 5)).toFixed(1)} ms a run (idle polling included)`,
   );
   await client.close();
   await steps.destroy();
@@ -115,9 +137,10 @@ const goal = (runId: string, steps: number) => `Look everything up (steps=${step
 }
 
 // 2. Throughput of 1 and 2 workers, I/O-bound: every model call takes 200 ms.
-{
+if (part('throughput')) {
   const runsPerRound = 24;
   const seconds: Record<1 | 2, number[]> = { 1: [], 2: [] };
+  const cpuPerRun: number[] = [];
   for (let round = 0; round < 2; round++) {
     for (const count of round % 2 === 0 ? ([1, 2] as const) : ([2, 1] as const)) {
       const url = await freshDatabase(`throughput_${count}_${round}`);
@@ -128,10 +151,13 @@ const goal = (runId: string, steps: number) => `Look everything up (steps=${step
       );
       const client = await dbosClient({ systemDatabaseUrl: url, version: 'bench' });
       const ids = Array.from({ length: runsPerRound }, (_, index) => `tp-${index}`);
+      await listening();
+      const cpuBefore = workers.reduce((sum, worker) => sum + cpuMs(worker), 0);
       const started = performance.now();
       await Promise.all(ids.map((runId) => client.enqueue({ goal: goal(runId, 3), runId })));
       const results = await Promise.all(ids.map((runId) => client.result(runId)));
       seconds[count].push((performance.now() - started) / 1000);
+      cpuPerRun.push((workers.reduce((sum, worker) => sum + cpuMs(worker), 0) - cpuBefore) / runsPerRound);
       for (const result of results)
         if (result.stopReason !== 'completed') throw new Error(`${result.runId}: ${result.stopReason}`);
       await client.close();
@@ -140,12 +166,12 @@ const goal = (runId: string, steps: number) => `Look everything up (steps=${step
   }
   const best = (count: 1 | 2) => Math.min(...seconds[count]);
   console.log(
-    `throughput, ${runsPerRound} runs of 3 model calls of 200 ms, workerConcurrency 4: 1 worker ${(runsPerRound / best(1)).toFixed(2)} runs/s, 2 workers ${(runsPerRound / best(2)).toFixed(2)} runs/s: ${(best(1) / best(2)).toFixed(2)}× (best of 2 rounds each, alternating)`,
+    `throughput, ${runsPerRound} runs of 3 model calls of 200 ms, workerConcurrency 4: 1 worker ${(runsPerRound / best(1)).toFixed(2)} runs/s, 2 workers ${(runsPerRound / best(2)).toFixed(2)} runs/s: ${(best(1) / best(2)).toFixed(2)}× (best of 2 rounds each, alternating); the workers' CPU: ${median(cpuPerRun).toFixed(0)} ms a run, so ${cores} cores at most ${((cores * 1000) / median(cpuPerRun)).toFixed(1)} runs/s`,
   );
 }
 
 // 3. Failover: the victim SIGKILLed while it drives runs; when do they call the model again elsewhere?
-for (const where of ['same host', 'another host'] as const) {
+for (const where of part('failover') ? (['same host', 'another host'] as const) : []) {
   const samples: number[] = [];
   for (let round = 0; round < 3; round++) {
     const url = await freshDatabase(`failover_${where === 'same host' ? 'here' : 'there'}_${round}`);
@@ -161,6 +187,7 @@ for (const where of ['same host', 'another host'] as const) {
     );
     const client = await dbosClient({ systemDatabaseUrl: url, version: 'bench' });
     const ids = Array.from({ length: 4 }, (_, index) => `fo-${index}`);
+    await listening();
     await Promise.all(ids.map((runId) => client.enqueue({ goal: goal(runId, 12), runId })));
     while (!calls(log).some((call) => call.executor === 'victim' && call.step >= 1))
       await new Promise((resolve) => setTimeout(resolve, 10));
@@ -191,5 +218,6 @@ for (const where of ['same host', 'another host'] as const) {
 }
 
 await Promise.all(children.map(stop));
-rmSync(scratch, { recursive: true, force: true });
+if (process.env.BENCH_KEEP === undefined) rmSync(scratch, { recursive: true, force: true });
+else console.log(`logs kept in ${scratch}`);
 console.log(`load average at end: ${load()}`);
