@@ -370,6 +370,28 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   // `deadAfterMs` themselves.
   let heardSince = Date.now();
   let lastHeard = heardSince;
+  let passes = 0;
+  const warnedVersions = new Set<string>();
+  // Runs queued for a version no live worker runs would wait for ever in silence: say so (once a version).
+  const warnStranded = async (now: number) => {
+    const queued = await DBOS.listWorkflows({
+      status: 'ENQUEUED',
+      queueName,
+      workflowName: RUN_WORKFLOW_NAME,
+      endTime: new Date(now - deadAfterMs).toISOString(),
+      limit: 100,
+      loadInput: false,
+    });
+    const live = new Set((await store.liveWorkers(now - deadAfterMs)).map((row) => row.applicationVersion));
+    for (const workflow of queued) {
+      const version = workflow.applicationVersion;
+      if (version === undefined || live.has(version) || warnedVersions.has(version)) continue;
+      warnedVersions.add(version);
+      DBOS.logger.warn(
+        `loopstate: ${workflow.workflowID} (and maybe more runs) waits on queue ${queueName} for version ${version}, which no live worker runs (this one runs ${applicationVersion}); start a worker of that version, or enqueue with this one`,
+      );
+    }
+  };
   const reap = async (): Promise<string[]> => {
     const now = Date.now();
     try {
@@ -381,6 +403,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
     if (now - lastHeard > heartbeatMs * 2 || heardSince === Number.POSITIVE_INFINITY) heardSince = now;
     lastHeard = now;
     if (now - heardSince < deadAfterMs) return [];
+    if (++passes % 10 === 0) await warnStranded(now);
     const dead = await store.claimSilentExecutors(now - deadAfterMs, executorId, now);
     if (dead.length === 0) return [];
     // Their leases first: the legs resumed below take their runs at once, on this host or any other.
