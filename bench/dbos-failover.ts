@@ -77,8 +77,6 @@ function cpuMs(child: ChildProcess): number {
     return Number.NaN;
   }
 }
-/** DBOS dispatches a queue registered after launch from its next reconcile (each second): wait for it. */
-const listening = () => new Promise((resolve) => setTimeout(resolve, 1_200));
 async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.on('exit', resolve));
@@ -108,7 +106,6 @@ if (part('latency')) {
   const toFirst: number[] = [];
   const toResult: number[] = [];
   const inside: number[] = [];
-  await listening();
   for (let index = -5; index < latencyRuns; index++) {
     const runId = `latency-${index + 5}`;
     await new Promise((resolve) => setTimeout(resolve, 50)); // idle between runs, as one at a time is
@@ -151,8 +148,7 @@ if (part('throughput')) {
       );
       const client = await dbosClient({ systemDatabaseUrl: url, version: 'bench' });
       const ids = Array.from({ length: runsPerRound }, (_, index) => `tp-${index}`);
-      await listening();
-      const cpuBefore = workers.reduce((sum, worker) => sum + cpuMs(worker), 0);
+          const cpuBefore = workers.reduce((sum, worker) => sum + cpuMs(worker), 0);
       const started = performance.now();
       await Promise.all(ids.map((runId) => client.enqueue({ goal: goal(runId, 3), runId })));
       const results = await Promise.all(ids.map((runId) => client.result(runId)));
@@ -187,8 +183,7 @@ for (const where of part('failover') ? (['same host', 'another host'] as const) 
     );
     const client = await dbosClient({ systemDatabaseUrl: url, version: 'bench' });
     const ids = Array.from({ length: 4 }, (_, index) => `fo-${index}`);
-    await listening();
-    await Promise.all(ids.map((runId) => client.enqueue({ goal: goal(runId, 12), runId })));
+      await Promise.all(ids.map((runId) => client.enqueue({ goal: goal(runId, 12), runId })));
     while (!calls(log).some((call) => call.executor === 'victim' && call.step >= 1))
       await new Promise((resolve) => setTimeout(resolve, 10));
     victim.kill('SIGKILL');

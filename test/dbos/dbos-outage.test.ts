@@ -88,9 +88,6 @@ function startWorker(
   });
 }
 
-/** DBOS dispatches a queue first registered after its launch from its next reconcile, a second later. */
-const dispatching = () => new Promise((resolve) => setTimeout(resolve, 1_200));
-
 async function stopWorker(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.on('exit', resolve));
@@ -173,7 +170,6 @@ describe('DBOS workers and their database', () => {
     const env = { MODEL_DELAY_MS: '1000', WORKER_CONCURRENCY: '2', ...LONG_LEASE };
     await startWorker(log, 'here', env);
     const there = await startWorker(log, 'there', env, 'loopstate-other-host');
-    await dispatching();
     const ids = ['failover-1', 'failover-2', 'failover-3', 'failover-4'];
     await Promise.all(ids.map((runId) => client.enqueue({ goal: 'Refund order O-7 after the fee', runId })));
     await until(() => count(log, 'driver:there:calling:') > 0, 'the other host to call the model');
@@ -201,7 +197,6 @@ describe('DBOS workers and their database', () => {
     const env = { MODEL_DELAY_MS: '800', WORKER_CONCURRENCY: '1', ...LONG_LEASE };
     await startWorker(log, 'stays', env);
     const leaving = await startWorker(log, 'leaves', env, 'loopstate-leaving-host');
-    await dispatching();
     const ids = ['drain-1', 'drain-2', 'drain-3', 'drain-4'];
     await Promise.all(ids.map((runId) => client.enqueue({ goal: 'Refund order O-7 after the fee', runId })));
     await until(() => count(log, 'driver:leaves:calling:') > 0, 'the leaving worker to call the model');

@@ -178,6 +178,9 @@ const LEG_RETRY_BASE_MS = 1_000;
 /** A waiter looks at its run this often (a DBOS durable wait each time, so a few rows an hour). */
 const WAIT_LOOK_EVERY_MS = 5 * 60_000;
 
+/** A little more than DBOS's queue reconcile interval (`WFQueueRunner.reconcileIntervalMs`, 1 s). */
+const QUEUE_RECONCILE_MS = 1_100;
+
 /** Serialises DBOS's first migration across processes that launch at once. */
 const MIGRATION_LOCK = 7_271_002;
 
@@ -350,6 +353,12 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   // A heartbeat before launch: a worker that dies while launching is already known to the reapers.
   const about = { applicationVersion, leasePrefix: leaseOwnerPrefix() };
   await store.heartbeat(executorId, Date.now(), about);
+  // And while it launches (migrations, recovery, the queue's first reading take seconds): a launching
+  // worker is alive, neither reaped nor reported as no live worker.
+  const launching = setInterval(
+    () => void store.heartbeat(executorId, Date.now(), about).catch(() => undefined),
+    heartbeatMs,
+  );
   let queue: WorkflowQueue;
   try {
     await DBOS.launch();
@@ -358,11 +367,18 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
       minPollingIntervalMs: options.queuePollingIntervalMs ?? DEFAULT_DBOS_WORKER.queuePollingIntervalMs,
       ...(options.globalConcurrency === undefined ? {} : { globalConcurrency: options.globalConcurrency }),
     });
+    // DBOS 5.3's dispatcher reads the queues' rows at launch and then once a second: a queue registered
+    // (or re-configured) by this launch is dispatched, with these limits, only from its next reading.
+    // Ready before that, a worker would take a burst of runs with the old limits, or none for a second.
+    await new Promise((resolve) => setTimeout(resolve, QUEUE_RECONCILE_MS));
   } catch (error) {
     // A failed launch leaves DBOS's background work running (the process never exits) unless shut down.
     await DBOS.shutdown().catch(() => undefined);
     throw error;
+  } finally {
+    clearInterval(launching);
   }
+  await store.heartbeat(executorId, Date.now(), about);
   launched = true;
 
   // Since when this worker's own heartbeats have gone through: after an outage (the database restarted)
