@@ -148,7 +148,7 @@ if (part('throughput')) {
       );
       const client = await dbosClient({ systemDatabaseUrl: url, version: 'bench' });
       const ids = Array.from({ length: runsPerRound }, (_, index) => `tp-${index}`);
-          const cpuBefore = workers.reduce((sum, worker) => sum + cpuMs(worker), 0);
+      const cpuBefore = workers.reduce((sum, worker) => sum + cpuMs(worker), 0);
       const started = performance.now();
       await Promise.all(ids.map((runId) => client.enqueue({ goal: goal(runId, 3), runId })));
       const results = await Promise.all(ids.map((runId) => client.result(runId)));
@@ -183,7 +183,7 @@ for (const where of part('failover') ? (['same host', 'another host'] as const) 
     );
     const client = await dbosClient({ systemDatabaseUrl: url, version: 'bench' });
     const ids = Array.from({ length: 4 }, (_, index) => `fo-${index}`);
-      await Promise.all(ids.map((runId) => client.enqueue({ goal: goal(runId, 12), runId })));
+    await Promise.all(ids.map((runId) => client.enqueue({ goal: goal(runId, 12), runId })));
     while (!calls(log).some((call) => call.executor === 'victim' && call.step >= 1))
       await new Promise((resolve) => setTimeout(resolve, 10));
     victim.kill('SIGKILL');
