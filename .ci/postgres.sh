@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL for the distributed-mode tests, on 127.0.0.1 and a free port.
 #   .ci/postgres.sh start <dir>   initdb + pg_ctl start (as the postgres user: both refuse root); prints the URL
+#   .ci/postgres.sh restart <dir> restarts it on the same port (the outage tests: a Postgres restart)
 #   .ci/postgres.sh stop <dir>    stops it and removes <dir>
 # fsync is off: the database lives for one test run.
 set -euo pipefail
@@ -33,6 +34,10 @@ case "$action" in
     as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -t 60 \
       -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" start >&2
     echo "postgresql://postgres@127.0.0.1:$port/postgres"
+    ;;
+  restart)
+    bin=$(bin_dir)
+    as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -m fast -w -t 60 restart >&2
     ;;
   stop)
     bin=$(bin_dir)

@@ -151,14 +151,17 @@ export const DEFAULT_DURABLE = Object.freeze({
 /**
  * Defaults of `dbosWorker`.
  * @example
- * DEFAULT_DBOS_WORKER.deadAfterMs; // 10 000
+ * DEFAULT_DBOS_WORKER.deadAfterMs; // 5 000
  */
 export const DEFAULT_DBOS_WORKER = Object.freeze({
   applicationName: 'loopstate',
   queueName: 'loopstate-runs',
   workerConcurrency: 4,
   heartbeatMs: 1_000,
-  deadAfterMs: 10_000,
+  deadAfterMs: 5_000,
+  queuePollingIntervalMs: 20,
+  pollingIntervalMs: 20,
+  drainTimeoutMs: 30_000,
   stepsPerWorkflow: 200,
   approvalWaitMs: 24 * 60 * 60_000,
 });

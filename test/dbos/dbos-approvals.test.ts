@@ -149,9 +149,13 @@ describe('a DBOS worker in this process', () => {
     expect(done.output).toEqual({ refunded: 'O-7' });
     // The waiter took the decisions from its queue of messages and ended.
     expect((await steps.getWorkflow('approve-client/part/2/wait'))?.status).toBe('SUCCESS');
-    // A retried request (same key, no waiter any more): a new leg finds the decision taken, and returns the recorded result.
+    // A retried request (same key, no waiter any more): the same continuation, no new leg.
     const retried = await client.approve('approve-client', decisions, { idempotencyKey: 'ticket-81' });
-    expect(retried.workflowId).toBe('approve-client/resume/ticket-81');
+    expect(retried.workflowId).toBe('approve-client/part/2/wait/approved/ticket-81');
+    expect(
+      await steps.getWorkflow('approve-client/resume/ticket-81'),
+      'no leg was started for the retry',
+    ).toBeUndefined();
     expect(comparable(await client.result(retried.workflowId))).toEqual(comparable(done));
     expect(lines().filter((line) => line.startsWith('effect:refund:') && line.includes('approve-client')).length).toBe(
       1,

@@ -2,6 +2,7 @@
  * The Postgres store keeps the Store contract: lease compare-and-set, refused duplicate seqs, ledger
  * compare-and-set; and the embedded-mode journal and resume run on it unchanged.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLoop, defineTool, evaluators, readTenantLedger, StoreConflictError } from 'loopstate';
@@ -140,4 +141,81 @@ describe('postgresStore', () => {
       expect(Object.keys((await readTenantLedger(store, `tenant-${id}`))?.holds ?? {})).toEqual([]);
     },
   );
+
+  it('outlives its connections being terminated, idle or busy: no unhandled error, the calls go on', async () => {
+    const errors: Error[] = [];
+    const own = postgresStore({
+      connectionString: server.url,
+      maxConnections: 3,
+      onConnectionError: (error) => errors.push(error),
+    });
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const others = () =>
+      admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name <> 'keep'",
+      );
+    try {
+      await own.setPaused(null);
+      await Promise.all([own.readControl('x'), own.readControl('y'), own.readControl('z')]);
+      // Idle: the pool's connections die between calls (what exited the process before).
+      await others();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(errors.length, 'the idle connections reported their end').toBeGreaterThan(0);
+      expect(await own.readControl('x')).toEqual({ paused: null, cancelRequested: false });
+      // Busy: a write blocked on a lock has its connection terminated under it, and is sent again.
+      const locker = new pg.Client({ connectionString: server.url, application_name: 'keep' });
+      await locker.connect();
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE loopstate.control IN ACCESS EXCLUSIVE MODE');
+      const write = own.setPaused('maintenance');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await others();
+      await locker.query('COMMIT');
+      await locker.end();
+      await write;
+      expect((await own.readControl('x')).paused).toBe('maintenance');
+      await own.setPaused(null);
+    } finally {
+      await admin.end();
+      await own.close();
+    }
+  });
+
+  it('sends again only what is safe: a compare-and-set whose connection broke reaches the caller', async () => {
+    const own = postgresStore({ connectionString: server.url, onConnectionError: () => undefined });
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const locker = new pg.Client({ connectionString: server.url });
+    await locker.connect();
+    try {
+      expect(await own.writeLedger('cas-tenant', '{}', null)).toBe(true);
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE loopstate.ledgers IN ACCESS EXCLUSIVE MODE');
+      const write = own.writeLedger('cas-tenant', '{"spent":1}', 1).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'UPDATE%ledgers%'",
+      );
+      const failure = await write;
+      expect((failure as { code?: string }).code, String(failure)).toBe('57P01');
+      await locker.query('COMMIT');
+      expect((await own.readLedger('cas-tenant'))?.version, 'not written, and not sent again').toBe(1);
+    } finally {
+      await locker.end().catch(() => undefined);
+      await admin.end();
+      await own.close();
+    }
+  });
+
+  it('waits for a database that is not there yet, up to reconnectForMs, then gives its error', async () => {
+    const url = new URL(server.url);
+    url.port = '1'; // nothing listens there
+    const away = postgresStore({ connectionString: url.toString(), reconnectForMs: 300 });
+    await expect(away.readRun('r')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    await away.close();
+  });
 });

@@ -54,3 +54,33 @@ export async function testPostgres(): Promise<TestPostgres> {
   url.pathname = `/${database}`;
   return { url: url.toString(), stop };
 }
+
+/** A server of one's own, to restart (the outage tests): always started here, never the shared one. */
+export interface OwnPostgres extends TestPostgres {
+  /** `pg_ctl restart -m fast`: every connection is dropped, the server is back on the same port. */
+  restart(): Promise<void>;
+}
+
+export async function ownPostgres(): Promise<OwnPostgres> {
+  const dir = mkdtempSync(join(tmpdir(), 'loopstate-pg-own-'));
+  const serverUrl = (await run('bash', [script, 'start', dir], { timeout: 120_000 })).stdout.trim();
+  const url = new URL(serverUrl);
+  const database = `loopstate_outage_${process.pid}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${database}`);
+  } finally {
+    await admin.end();
+  }
+  url.pathname = `/${database}`;
+  return {
+    url: url.toString(),
+    restart: async () => {
+      await run('bash', [script, 'restart', dir], { timeout: 120_000 });
+    },
+    stop: async () => {
+      await run('bash', [script, 'stop', dir]).catch(() => undefined);
+    },
+  };
+}

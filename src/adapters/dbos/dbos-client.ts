@@ -12,6 +12,8 @@ import { loadDbos } from './load-dbos.js';
 import { machineVersion } from './machine-version.js';
 import { resumeRequest, runRequest, type LegRequest } from './run-leg.js';
 import { chainPort, followRun, handOverDecisions, RUN_WORKFLOW_NAME } from './workflow-chain.js';
+import { postgresStore, type PostgresStore } from '../postgres/index.js';
+import { workerPresence } from './worker-presence.js';
 
 /**
  * Options of `dbosClient`: the workers' application, queue and version.
@@ -26,8 +28,17 @@ export interface DbosClientOptions {
   version?: string;
   /** As given to the workers (default `loopstate-runs`). */
   queueName?: string;
-  /** How often `result` polls, in ms (default 200). */
+  /** How often `result` and `approve` poll, in ms (default 20). */
   pollingIntervalMs?: number;
+  /**
+   * The workers' store, where their heartbeats say which workers live and which version each runs
+   * (default: a `postgresStore` on `systemDatabaseUrl`, the one database of the usual setup; `null`: no
+   * such check). With it, `approve` says when no worker is alive, and a request no live worker's
+   * version would take is an error rather than a run queued for ever.
+   */
+  store?: PostgresStore | null;
+  /** As given to the workers (default 5 000): a worker silent this long is not alive. */
+  deadAfterMs?: number;
 }
 
 /**
@@ -73,6 +84,15 @@ export async function dbosClient<Output = unknown>(options: DbosClientOptions): 
   if (typeof options?.systemDatabaseUrl !== 'string' || !/^postgres(ql)?:\/\//.test(options.systemDatabaseUrl)) {
     throw new LoopConfigError({ issues: [{ path: 'systemDatabaseUrl', message: 'expected a postgresql:// URL' }] });
   }
+  const issues: { path: string; message: string }[] = [];
+  for (const key of ['pollingIntervalMs', 'deadAfterMs'] as const) {
+    const value = options[key];
+    if (value !== undefined && !(Number.isInteger(value) && value > 0))
+      issues.push({ path: key, message: 'expected a positive integer' });
+  }
+  if (options.store != null && typeof options.store.liveWorkers !== 'function')
+    issues.push({ path: 'store', message: 'expected a postgresStore({ connectionString }), or null' });
+  if (issues.length > 0) throw new LoopConfigError({ issues });
   const { DBOSClient: Client } = loadDbos() as { DBOSClient: typeof DBOSClient };
   const client = await Client.create({
     systemDatabaseUrl: options.systemDatabaseUrl,
@@ -80,8 +100,15 @@ export async function dbosClient<Output = unknown>(options: DbosClientOptions): 
   });
   const appVersion = machineVersion(options.version);
   const queueName = options.queueName ?? DEFAULT_DBOS_WORKER.queueName;
-  const pollingIntervalMs = options.pollingIntervalMs ?? 200;
+  const pollingIntervalMs = options.pollingIntervalMs ?? DEFAULT_DBOS_WORKER.pollingIntervalMs;
+  const ownStore = options.store === undefined ? postgresStore({ connectionString: options.systemDatabaseUrl }) : null;
+  const store = options.store ?? ownStore;
+  const presence =
+    store === null
+      ? async () => undefined
+      : workerPresence(store, appVersion, options.deadAfterMs ?? DEFAULT_DBOS_WORKER.deadAfterMs);
   const start = async ({ workflowId, request }: { workflowId: string; request: LegRequest }) => {
+    await presence(`enqueue ${workflowId}`, false);
     await client.enqueue({ queueName, workflowName: RUN_WORKFLOW_NAME, workflowID: workflowId, appVersion }, request);
     return { runId: request.runId, workflowId };
   };
@@ -98,14 +125,23 @@ export async function dbosClient<Output = unknown>(options: DbosClientOptions): 
   return {
     enqueue: async (input) => start(runRequest(input)),
     enqueueResume: async (runId, resumeOptions) => start(resumeRequest(runId, resumeOptions)),
-    approve: (runId, approvals, approveOptions = {}) =>
-      handOverDecisions(
+    approve: async (runId, approvals, approveOptions = {}) => {
+      await presence(`approve ${runId}`, true);
+      return handOverDecisions(
         port,
         runId,
         { ...approvals },
         { ...approveOptions, takeTimeoutMs: 30_000, pollMs: pollingIntervalMs },
-      ),
-    result: async (workflowId) => (await followRun(port, workflowId)) as RunResult<Output>,
-    close: () => client.destroy(),
+      );
+    },
+    result: async (workflowId) => {
+      // Queued for a version no live worker runs, it would wait for ever: said now instead.
+      if ((await client.getWorkflow(workflowId))?.status === 'ENQUEUED') await presence(`result ${workflowId}`, false);
+      return (await followRun(port, workflowId)) as RunResult<Output>;
+    },
+    close: async () => {
+      await client.destroy();
+      await ownStore?.close();
+    },
   };
 }

@@ -9,7 +9,8 @@
  *
  * DBOS 5.3 without its hosted Conductor recovers only a restarted worker's own runs, so each worker
  * has a stable executor id, heartbeats into the store, and reaps: the PENDING workflows of an executor
- * silent for `deadAfterMs` are put back on a queue for a live worker.
+ * silent for `deadAfterMs` are put back on a queue for a live worker, and the leases its process held
+ * are freed then, so the runs go on at once on any host (not after `durable.leaseMs`).
  */
 import type { DBOS as DBOSType, WorkflowQueue } from '@dbos-inc/dbos-sdk';
 import { LoopConfigError } from '../../contracts/errors.js';
@@ -21,7 +22,8 @@ import type { RunResult } from '../../engine/runtime/run-result.js';
 import type { PostgresStore } from '../postgres/index.js';
 import { DEFAULT_DBOS_WORKER } from '../../engine/constants.js';
 import { driveLeg, resumeRequest, runRequest, type LegRequest } from './run-leg.js';
-import { loadDbos } from './load-dbos.js';
+import { loadDbos, loadQueueRunner } from './load-dbos.js';
+import { leaseOwnerPrefix } from '../../engine/durable/lease-owner.js';
 import { machineVersion } from './machine-version.js';
 import { LegHandoff, StepLog, type LegOutcome } from './step-log.js';
 import {
@@ -65,8 +67,17 @@ export interface DbosWorkerOptions<Output = unknown> {
   globalConcurrency?: number;
   /** How often the worker heartbeats and reaps, in ms (default 1 000). */
   heartbeatMs?: number;
-  /** A worker silent this long is dead: its runs go back on the queue (default 10 000). */
+  /** A worker silent this long is dead: its runs go back on the queue and its leases are freed (default 5 000). */
   deadAfterMs?: number;
+  /**
+   * How often the queue is polled for runs, in ms (default 20): the longest a queued run, or a slot freed
+   * by a finished run, waits. Stored with the queue, so the workers of its latest version set it for all.
+   */
+  queuePollingIntervalMs?: number;
+  /** How often `result` and `approve` look whether a workflow finished, in ms (default 20). */
+  pollingIntervalMs?: number;
+  /** How long `shutdown()` waits for the runs in flight to finish their current step and hand on, in ms (default 30 000). */
+  drainTimeoutMs?: number;
   /** Effects one workflow runs before a successor workflow continues the run (default 200): bounds what a recovery replays. */
   stepsPerWorkflow?: number;
   /** How long a run stopped for approval waits for `approve` in a waiter workflow, in ms (default 24 h); 0: no waiter, `approve` starts a new leg. */
@@ -108,7 +119,11 @@ export interface DbosWorker<Output = unknown> {
   result(runId: string, workflowId?: string): Promise<RunResult<Output>>;
   /** One reaper pass now (it also runs every `heartbeatMs`): the ids of the workflows put back on the queue. */
   reap(): Promise<string[]>;
-  /** Stops the heartbeat and DBOS (runs in flight are recovered by this executor id or a reaper). */
+  /**
+   * Drains: takes no new run, lets each run in flight finish its current step and hands it on to the
+   * queue (up to `drainTimeoutMs`), stops DBOS, then marks this worker gone, so a live worker's reaper
+   * takes what is left (a waiter, a step past the timeout) on its next pass, with this worker's leases freed.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -130,11 +145,16 @@ function checkOptions(options: DbosWorkerOptions): void {
     'heartbeatMs',
     'deadAfterMs',
     'stepsPerWorkflow',
+    'queuePollingIntervalMs',
+    'pollingIntervalMs',
   ] as const) {
     const value = options?.[key];
     if (value !== undefined && !(Number.isInteger(value) && value > 0))
       issues.push({ path: key, message: 'expected a positive integer' });
   }
+  const drain = options?.drainTimeoutMs;
+  if (drain !== undefined && !(Number.isInteger(drain) && drain >= 0))
+    issues.push({ path: 'drainTimeoutMs', message: 'expected a whole number of ms, 0 or more' });
   const wait = options?.approvalWaitMs;
   if (wait !== undefined && !(Number.isInteger(wait) && wait >= 0))
     issues.push({ path: 'approvalWaitMs', message: 'expected a whole number of ms, 0 or more (0: no waiter)' });
@@ -157,6 +177,9 @@ const LEG_RETRY_BASE_MS = 1_000;
 
 /** A waiter looks at its run this often (a DBOS durable wait each time, so a few rows an hour). */
 const WAIT_LOOK_EVERY_MS = 5 * 60_000;
+
+/** A little more than DBOS's queue reconcile interval (`WFQueueRunner.reconcileIntervalMs`, 1 s). */
+const QUEUE_RECONCILE_MS = 1_100;
 
 /** Serialises DBOS's first migration across processes that launch at once. */
 const MIGRATION_LOCK = 7_271_002;
@@ -182,6 +205,11 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_DBOS_WORKER.heartbeatMs;
   const deadAfterMs = options.deadAfterMs ?? DEFAULT_DBOS_WORKER.deadAfterMs;
   const applicationVersion = machineVersion(options.version);
+  const pollingIntervalMs = options.pollingIntervalMs ?? DEFAULT_DBOS_WORKER.pollingIntervalMs;
+  const drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DBOS_WORKER.drainTimeoutMs;
+  let draining = false;
+  /** The legs this process drives now: `shutdown` waits for them to hand on. */
+  const inFlight = new Set<Promise<unknown>>();
 
   const runs = durableRunsOf(loop)!;
   const stepsPerWorkflow = options.stepsPerWorkflow ?? DEFAULT_DBOS_WORKER.stepsPerWorkflow;
@@ -191,9 +219,17 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   const legWorkflow = DBOS.registerWorkflow(
     async (request: LegRequest): Promise<LegOutput> => {
       const self = DBOS.workflowID as string;
-      const log = new StepLog(DBOS, stepsPerWorkflow);
+      const log = new StepLog(DBOS, stepsPerWorkflow, () => draining);
       let outcome: LegOutcome | null = await log.enter();
-      if (outcome === null) outcome = await log.end(await driveRecorded(log, request));
+      if (outcome === null) {
+        const driven = driveRecorded(log, request);
+        inFlight.add(driven);
+        try {
+          outcome = await log.end(await driven);
+        } finally {
+          inFlight.delete(driven);
+        }
+      }
       if (outcome.kind === 'handoff') {
         const part = (request.part ?? 1) + 1;
         const next = successorId(self, part);
@@ -315,26 +351,79 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   });
   await store.exclusive(MIGRATION_LOCK, () => DBOS.migrate(options.systemDatabaseUrl));
   // A heartbeat before launch: a worker that dies while launching is already known to the reapers.
-  await store.heartbeat(executorId, Date.now());
+  const about = { applicationVersion, leasePrefix: leaseOwnerPrefix() };
+  await store.heartbeat(executorId, Date.now(), about);
+  // And while it launches (migrations, recovery, the queue's first reading take seconds): a launching
+  // worker is alive, neither reaped nor reported as no live worker.
+  const launching = setInterval(
+    () => void store.heartbeat(executorId, Date.now(), about).catch(() => undefined),
+    heartbeatMs,
+  );
   let queue: WorkflowQueue;
   try {
     await DBOS.launch();
     queue = await DBOS.registerQueue(queueName, {
       workerConcurrency: options.workerConcurrency ?? DEFAULT_DBOS_WORKER.workerConcurrency,
+      minPollingIntervalMs: options.queuePollingIntervalMs ?? DEFAULT_DBOS_WORKER.queuePollingIntervalMs,
       ...(options.globalConcurrency === undefined ? {} : { globalConcurrency: options.globalConcurrency }),
     });
+    // DBOS 5.3's dispatcher reads the queues' rows at launch and then once a second: a queue registered
+    // (or re-configured) by this launch is dispatched, with these limits, only from its next reading.
+    // Ready before that, a worker would take a burst of runs with the old limits, or none for a second.
+    await new Promise((resolve) => setTimeout(resolve, QUEUE_RECONCILE_MS));
   } catch (error) {
     // A failed launch leaves DBOS's background work running (the process never exits) unless shut down.
     await DBOS.shutdown().catch(() => undefined);
     throw error;
+  } finally {
+    clearInterval(launching);
   }
+  await store.heartbeat(executorId, Date.now(), about);
   launched = true;
 
+  // Since when this worker's own heartbeats have gone through: after an outage (the database restarted)
+  // every worker was silent, and none is judged dead until the survivors have been heard again for
+  // `deadAfterMs` themselves.
+  let heardSince = Date.now();
+  let lastHeard = heardSince;
+  let passes = 0;
+  const warnedVersions = new Set<string>();
+  // Runs queued for a version no live worker runs would wait for ever in silence: say so (once a version).
+  const warnStranded = async (now: number) => {
+    const queued = await DBOS.listWorkflows({
+      status: 'ENQUEUED',
+      queueName,
+      workflowName: RUN_WORKFLOW_NAME,
+      endTime: new Date(now - deadAfterMs).toISOString(),
+      limit: 100,
+      loadInput: false,
+    });
+    const live = new Set((await store.liveWorkers(now - deadAfterMs)).map((row) => row.applicationVersion));
+    for (const workflow of queued) {
+      const version = workflow.applicationVersion;
+      if (version === undefined || live.has(version) || warnedVersions.has(version)) continue;
+      warnedVersions.add(version);
+      DBOS.logger.warn(
+        `loopstate: ${workflow.workflowID} (and maybe more runs) waits on queue ${queueName} for version ${version}, which no live worker runs (this one runs ${applicationVersion}); start a worker of that version, or enqueue with this one`,
+      );
+    }
+  };
   const reap = async (): Promise<string[]> => {
     const now = Date.now();
-    await store.heartbeat(executorId, now);
+    try {
+      await store.heartbeat(executorId, now, about);
+    } catch (error) {
+      heardSince = Number.POSITIVE_INFINITY;
+      throw error;
+    }
+    if (now - lastHeard > heartbeatMs * 2 || heardSince === Number.POSITIVE_INFINITY) heardSince = now;
+    lastHeard = now;
+    if (now - heardSince < deadAfterMs) return [];
+    if (++passes % 10 === 0) await warnStranded(now);
     const dead = await store.claimSilentExecutors(now - deadAfterMs, executorId, now);
     if (dead.length === 0) return [];
+    // Their leases first: the legs resumed below take their runs at once, on this host or any other.
+    await store.releaseLeasesOf(dead, executorId);
     const pending = await DBOS.listWorkflows({
       status: 'PENDING',
       executorId: dead,
@@ -361,6 +450,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   const timer = setInterval(() => {
     reaping = reaping.then(reap).catch((error: unknown) => DBOS.logger.warn(`loopstate reaper: ${String(error)}`));
   }, heartbeatMs);
+  const queueRunner = loadQueueRunner();
   timer.unref();
 
   const start = async ({ workflowId, request }: { workflowId: string; request: LegRequest }) => {
@@ -369,7 +459,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   };
   const port = chainPort(
     {
-      output: (workflowId) => DBOS.retrieveWorkflow(workflowId).getResult(),
+      output: (workflowId) => DBOS.retrieveWorkflow(workflowId).getResult({ pollingIntervalMs }),
       status: (workflowId) => DBOS.getWorkflowStatus(workflowId),
       listWorkflows: (input) => DBOS.listWorkflows(input),
       listWorkflowSteps: (workflowId) => DBOS.listWorkflowSteps(workflowId),
@@ -388,17 +478,29 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
         port,
         runId,
         { ...approvals },
-        { ...approveOptions, takeTimeoutMs: deadAfterMs * 3, pollMs: 50 },
+        { ...approveOptions, takeTimeoutMs: deadAfterMs * 3, pollMs: pollingIntervalMs },
       );
     },
     result: async (runId, workflowId) =>
       (await followRun(port, workflowId ?? runId, (id) => runs.latestResult(id))) as RunResult<Output>,
     reap: () => (reaping = reaping.then(reap)) as Promise<string[]>,
     shutdown: async () => {
+      if (draining) return;
+      draining = true;
+      // No new leg from now on; the heartbeat goes on while the legs in flight hand on, so nobody reaps them.
+      queueRunner?.stop();
+      let timeout: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        Promise.allSettled([...inFlight]),
+        new Promise((resolve) => (timeout = setTimeout(resolve, drainTimeoutMs))),
+      ]);
+      clearTimeout(timeout);
       clearInterval(timer);
       await reaping.catch(() => undefined);
       await DBOS.shutdown();
       launched = false;
+      // What is left (waiters, a step past the timeout) is handed on by the next live reaper, at once.
+      await store.retire(executorId).catch((error: unknown) => DBOS.logger.warn(`loopstate: ${String(error)}`));
     },
   };
 }

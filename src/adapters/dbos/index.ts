@@ -6,3 +6,4 @@ export { dbosWorker, type DbosWorker, type DbosWorkerOptions } from './dbos-work
 export { dbosClient, type DbosClientOptions, type LoopDbosClient } from './dbos-client.js';
 export { machineVersion } from './machine-version.js';
 export { DEFAULT_DBOS_WORKER } from '../../engine/constants.js';
+export { DbosWorkerError, type DbosWorkerErrorCode } from './dbos-errors.js';

@@ -12,3 +12,18 @@ export function loadDbos(): unknown {
     feature: 'loopstate/dbos',
   });
 }
+
+/**
+ * DBOS's queue dispatcher, to stop taking new runs while a worker drains (DBOS 5.3 stops it only inside
+ * `DBOS.shutdown`, after which nothing in flight can finish). Null when this DBOS does not have it.
+ */
+export function loadQueueRunner(): { stop(): void } | null {
+  try {
+    const runner = (
+      createRequire(import.meta.url)('@dbos-inc/dbos-sdk/internal/wfqueue') as { wfQueueRunner?: unknown }
+    ).wfQueueRunner as { stop?: unknown } | undefined;
+    return typeof runner?.stop === 'function' ? (runner as { stop(): void }) : null;
+  } catch {
+    return null;
+  }
+}

@@ -11,6 +11,7 @@ import { canonicalJson } from '../../engine/progress/index.js';
 import type { ApprovalInput, DrivingOptions, DurableRuns } from '../../engine/durable/durable-runs.js';
 import { RunAccessError } from '../../engine/durable/durable-errors.js';
 import type { RunResult } from '../../engine/runtime/run-result.js';
+import { resumeLegId } from './workflow-chain.js';
 
 /**
  * What a run's workflow is asked to do (its serialised argument); `part` counts successor workflows (1
@@ -93,7 +94,7 @@ export function resumeRequest(
   if (options.idempotencyKey !== undefined) checkIdPart(options.idempotencyKey, 'idempotencyKey');
   const key = options.idempotencyKey ?? hash('sha256', canonicalJson(options.approvals ?? null), 'hex').slice(0, 16);
   return {
-    workflowId: `${runId}/resume/${key}`,
+    workflowId: resumeLegId(runId, key),
     request: {
       kind: 'resume',
       runId,

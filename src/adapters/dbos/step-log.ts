@@ -49,9 +49,11 @@ export class LegHandoff extends Error {
 export class StepLog {
   private effects = 0;
 
+  /** `stopping`: the worker drains; the leg hands the run on at its next effect instead of performing it. */
   constructor(
     private readonly dbos: typeof DBOSType,
     private readonly stepsPerWorkflow: number,
+    private readonly stopping: () => boolean = () => false,
   ) {}
 
   /** Drains what an earlier execution of this workflow recorded: its leg's outcome if it ended, else null (drive it now). */
@@ -73,7 +75,7 @@ export class StepLog {
 
   /** One effect as one step; past the workflow's share, the run goes on in a successor instead. */
   readonly effect = async (kind: string, perform: () => Promise<LoopEvent>): Promise<LoopEvent> => {
-    if (this.effects >= this.stepsPerWorkflow) throw new LegHandoff(this.effects);
+    if (this.effects >= this.stepsPerWorkflow || this.stopping()) throw new LegHandoff(this.effects);
     this.effects += 1;
     let event: LoopEvent | undefined;
     let failure: unknown;

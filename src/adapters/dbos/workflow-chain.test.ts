@@ -32,6 +32,8 @@ function fakePort(
     },
     status: async (id) => workflows[id]?.status as never,
     waiting: async () => waiting,
+    continuation: async (runId, key) =>
+      Object.keys(workflows).find((id) => id === `${runId}/resume/${key}` || id.endsWith(`/approved/${key}`)),
     verdict: async (id) => verdicts[id],
     send: async (workflowId, message, key) => {
       sent.push({ workflowId, message, key });
@@ -46,6 +48,21 @@ function fakePort(
 }
 
 describe('the workflow chain of a distributed run', () => {
+  it('answers decisions sent again with the leg they continued the run in, not a new one', async () => {
+    const approvals = { c1: { approve: true as const } };
+    const key = decisionsKey(approvals, undefined);
+    const { port, sent, enqueued } = fakePort({ [`r1/wait/approved/${key}`]: { status: 'SUCCESS' } }, [], {
+      [`r1/wait/approved/${key}`]: { accepted: true },
+    });
+    const options = { takeTimeoutMs: 1_000, pollMs: 1 };
+    expect(await handOverDecisions(port, 'r1', approvals, options)).toEqual({
+      runId: 'r1',
+      workflowId: `r1/wait/approved/${key}`,
+    });
+    expect(sent).toEqual([]);
+    expect(enqueued).toEqual([]);
+  });
+
   it('follows successors and decided approvals to the latest stop', async () => {
     const { port } = fakePort({
       r1: { status: 'SUCCESS', output: { kind: 'continued', workflowId: 'r1/part/2' } },

@@ -45,6 +45,8 @@ export const successorId = (workflowId: string, part: number): string =>
   `${workflowId.replace(/\/part\/\d+$/, '')}/part/${part}`;
 export const waiterId = (legId: string): string => `${legId}/wait`;
 export const approvedLegId = (waiter: string, key: string): string => `${waiter}/approved/${key}`;
+/** The leg `enqueueResume` (or `approve` with no waiter) starts for decisions of this key. */
+export const resumeLegId = (runId: string, key: string): string => `${runId}/resume/${key}`;
 
 /** The key that makes one person's decisions continue a run once: given, or the decisions' hash. */
 export function decisionsKey(approvals: unknown, idempotencyKey: string | undefined): string {
@@ -129,6 +131,8 @@ export async function followRun(
 export interface ApprovalPort extends ChainReader {
   /** The run's waiters that wait now. */
   waiting(runId: string): Promise<string[]>;
+  /** The leg that decisions of this key continued the run in already, if one was started. */
+  continuation(runId: string, key: string): Promise<string | undefined>;
   /** A workflow's input (its request), when the port can read it. */
   input?(workflowId: string): Promise<unknown>;
   /** The verdict a leg given decisions recorded on them, once it has (see `StepLog.verdict`). */
@@ -178,6 +182,9 @@ export async function handOverDecisions(
       await pause();
     }
   };
+  // Sent again (a retry, a double click): the leg they continued the run in answers, not a new one.
+  const earlier = await port.continuation(runId, key);
+  if (earlier !== undefined) return judged({ runId, workflowId: earlier });
   const [waiter] = await port.waiting(runId);
   if (waiter === undefined) return judged(await port.enqueueResume(runId, approvals, key));
   await port.send(waiter, { approvals, key }, key);
@@ -268,6 +275,17 @@ export function chainPort(
     status: async (workflowId) => (await dbos.status(workflowId))?.status,
     input: async (workflowId) => (await dbos.status(workflowId))?.input?.[0],
     waiting: (runId) => ids(runId, WAIT_WORKFLOW_NAME, 'PENDING'),
+    continuation: async (runId, key) => {
+      const enqueued = resumeLegId(runId, key);
+      if ((await dbos.status(enqueued)) != null) return enqueued;
+      // The latest waiter first: decisions of one key continue one stop of the run.
+      const waiters = await ids(runId, WAIT_WORKFLOW_NAME, undefined);
+      for (const waiter of waiters.reverse()) {
+        const leg = approvedLegId(waiter, key);
+        if ((await dbos.status(leg)) != null) return leg;
+      }
+      return undefined;
+    },
     activeLegs: (runId) => ids(runId, RUN_WORKFLOW_NAME, ['PENDING', 'ENQUEUED']),
     verdict: async (workflowId) => verdictAmong(await dbos.listWorkflowSteps(workflowId)),
     send: (workflowId, message, idempotencyKey) => dbos.send(workflowId, message, APPROVALS_TOPIC, idempotencyKey),

@@ -1,7 +1,9 @@
 /**
  * The Postgres store's tables, in their own schema so they sit beside DBOS's system tables in one
  * database. Changelog — 1: the SQLite store's tables (runs, journal, snapshots, ledgers, control) with
- * the same keys, plus `workers`: each distributed worker's heartbeat, read by the reaper.
+ * the same keys, plus `workers`: each distributed worker's heartbeat, read by the reaper. 2: workers say
+ * their `application_version` and the `lease_prefix` of their process (a reaper frees a dead worker's
+ * leases by it), and an index finds the runs a lease is held on.
  */
 export function postgresSchema(schema: string): string {
   const s = `"${schema}"`;
@@ -42,5 +44,8 @@ CREATE TABLE IF NOT EXISTS ${s}.workers (
 );
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_by TEXT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_at BIGINT;
+ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS application_version TEXT;
+ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS lease_prefix TEXT;
+CREATE INDEX IF NOT EXISTS runs_leased ON ${s}.runs (lease_owner) WHERE lease_owner IS NOT NULL;
 `;
 }

@@ -26,12 +26,44 @@ export interface PostgresStoreOptions {
   maxConnections?: number;
   /** How often a paused run looks whether the pause was lifted, in ms (default 500). */
   pausePollMs?: number;
+  /**
+   * How long a call keeps trying to reach the database while it is down (a restart, a dropped
+   * connection), in ms (default 15 000): reads and writes that are safe to send again are retried,
+   * a write whose fate is unknown is not. Then the error reaches the caller.
+   */
+  reconnectForMs?: number;
+  /** Called with each error of an idle connection or of the pool (default: one warning on stderr per outage). */
+  onConnectionError?: (error: Error) => void;
+}
+
+/** A worker of the distributed mode as its heartbeat left it. */
+export interface WorkerRow {
+  executorId: string;
+  heartbeatAt: number;
+  /** The `applicationVersion` of its DBOS workflows, when it said. */
+  applicationVersion: string | null;
 }
 
 /** A Postgres store, with the worker heartbeats the distributed mode's reaper reads. */
 export interface PostgresStore extends Store {
-  /** Records that `executorId` is alive now. */
-  heartbeat(executorId: string, now: number): Promise<void>;
+  /**
+   * Records that `executorId` is alive now; `about` says which version it runs and the prefix of the
+   * lease owners of its process (so a reaper that finds it dead frees its leases at once).
+   */
+  heartbeat(
+    executorId: string,
+    now: number,
+    about?: { applicationVersion?: string; leasePrefix?: string },
+  ): Promise<void>;
+  /** The workers whose last heartbeat is at `since` (epoch ms) or later. */
+  liveWorkers(since: number): Promise<WorkerRow[]>;
+  /**
+   * Frees the leases held by the processes of executors `self` claimed (their lease prefix), so their
+   * runs are taken over at once on any host: the runs that were freed.
+   */
+  releaseLeasesOf(executorIds: readonly string[], self: string): Promise<string[]>;
+  /** Marks `executorId` as gone (a worker that shut down): the next reaper hands its runs on at once. */
+  retire(executorId: string): Promise<void>;
   /**
    * Claims the executors (other than `self`) whose last heartbeat is older than `before` (epoch ms),
    * marking them claimed by `self` at `now`: of two reapers only one hands a dead executor's runs on.
@@ -51,12 +83,43 @@ function checkOptions(options: PostgresStoreOptions): void {
     issues.push({ path: 'connectionString', message: 'expected a postgresql:// URL' });
   if (options?.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(options.schema))
     issues.push({ path: 'schema', message: 'expected a lower-case identifier' });
+  if (options?.onConnectionError !== undefined && typeof options.onConnectionError !== 'function')
+    issues.push({ path: 'onConnectionError', message: 'expected a function (error) => void' });
+  const reconnect = options?.reconnectForMs;
+  if (reconnect !== undefined && !(Number.isInteger(reconnect) && reconnect >= 0))
+    issues.push({ path: 'reconnectForMs', message: 'expected a whole number of ms, 0 or more (0: no retry)' });
   for (const key of ['maxConnections', 'pausePollMs'] as const) {
     const value = options?.[key];
     if (value !== undefined && !(Number.isInteger(value) && value > 0))
       issues.push({ path: key, message: 'expected a positive integer' });
   }
   if (issues.length > 0) throw new LoopConfigError({ issues });
+}
+
+/**
+ * Whether an error says the connection, not the statement, failed: the server went away (admin
+ * shutdown, a crash, a restart), the socket broke, or no connection could be made.
+ */
+export function isConnectionError(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string') {
+    // 57P01 admin_shutdown (pg_terminate_backend, a restart), 57P02 crash_shutdown, 57P03 cannot_connect_now,
+    // class 08: connection exceptions.
+    if (code === '57P01' || code === '57P02' || code === '57P03' || code.startsWith('08')) return true;
+    if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTCONN', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code))
+      return true;
+  }
+  return (
+    typeof message === 'string' &&
+    /Connection terminated|connection is closed|Client has encountered a connection error|not queryable/i.test(message)
+  );
+}
+
+/** A statement that failed before it reached the server: safe to send again whatever it does. */
+class NotSent extends Error {
+  constructor(override readonly cause: unknown) {
+    super('not sent');
+  }
 }
 
 const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) =>
@@ -73,45 +136,120 @@ const lostLease = (runId: string, seq: number | null) =>
 export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   checkOptions(options);
   const schema = `"${options.schema ?? 'loopstate'}"`;
+  const reconnectForMs = options.reconnectForMs ?? 15_000;
+  let warnedAt = 0;
+  // Without a listener, an idle connection's error (a restart, pg_terminate_backend) is an unhandled
+  // 'error' event that exits the process; the pool drops the connection and opens another on demand.
+  const onConnectionError =
+    options.onConnectionError ??
+    ((error: Error) => {
+      if (Date.now() - warnedAt < 10_000) return;
+      warnedAt = Date.now();
+      process.emitWarning(`loopstate postgresStore: ${error.message}; reconnecting on the next call`, {
+        code: 'LOOPSTATE_POSTGRES_CONNECTION',
+      });
+    });
   let pool: Pool | null = null;
   let ready: Promise<Pool> | null = null;
+  const poolOf = (): Pool => {
+    if (pool !== null) return pool;
+    const require = createRequire(import.meta.url);
+    const pg = loadPeer(() => require('pg') as typeof Pg, {
+      packageName: 'pg',
+      installCommand: 'npm install pg',
+      feature: 'postgresStore',
+    });
+    const created = new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 4 });
+    // pg-pool emits 'error' only for an idle client, which also reaches the client's own listener below.
+    created.on('error', () => undefined);
+    created.on('connect', (client) => client.on('error', (error: Error) => onConnectionError(error)));
+    pool = created;
+    return created;
+  };
   const use = (): Promise<Pool> => {
     ready ??= (async () => {
-      const require = createRequire(import.meta.url);
-      const pg = loadPeer(() => require('pg') as typeof Pg, {
-        packageName: 'pg',
-        installCommand: 'npm install pg',
-        feature: 'postgresStore',
-      });
-      pool = new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 4 });
-      const client = await pool.connect();
+      const open = poolOf();
+      const client = await open.connect().catch((error: unknown) => Promise.reject(new NotSent(error)));
+      let broken: unknown;
       try {
         // Concurrent first launches race on CREATE ... IF NOT EXISTS: an advisory lock serialises them.
         await client.query('SELECT pg_advisory_lock(7271001)');
         await client.query(postgresSchema(options.schema ?? 'loopstate'));
+      } catch (error) {
+        broken = error;
+        // The DDL is idempotent: sent again after a dropped connection, it does what it did.
+        throw isConnectionError(error) ? new NotSent(error) : error;
       } finally {
         await client.query('SELECT pg_advisory_unlock(7271001)').catch(() => undefined);
-        client.release();
+        client.release(isConnectionError(broken) ? (broken as Error) : undefined);
       }
-      return pool;
-    })();
+      return open;
+    })().catch((error: unknown) => {
+      ready = null; // tried again by the next call, not remembered as a failure
+      throw error;
+    });
     return ready;
   };
-  const query = async (text: string, values: unknown[] = []) => (await use()).query(text, values);
-  const transaction = async <T>(work: (client: PoolClient) => Promise<T>): Promise<T> => {
-    const client = await (await use()).connect();
-    try {
-      await client.query('BEGIN');
-      const value = await work(client);
-      await client.query('COMMIT');
-      return value;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
+  /**
+   * Runs `work` on a connection, again on a new one while the database cannot be reached, for up to
+   * `reconnectForMs`: always when nothing was sent (no connection, or a transaction that never
+   * committed), and for `safe` work (a read, a write that does the same sent twice) whenever the
+   * connection broke. A write whose fate is unknown (its COMMIT was lost) reaches the caller.
+   */
+  const attempt = async <T>(safe: boolean, work: (client: PoolClient) => Promise<T>): Promise<T> => {
+    const deadline = Date.now() + reconnectForMs;
+    for (let tries = 0; ; tries++) {
+      let failure: unknown;
+      try {
+        const client = await (await use()).connect().catch((error: unknown) => Promise.reject(new NotSent(error)));
+        let broken: unknown;
+        try {
+          return await work(client);
+        } catch (error) {
+          broken = error instanceof NotSent ? error.cause : error;
+          throw error;
+        } finally {
+          // A broken connection is destroyed rather than handed to the next caller.
+          client.release(isConnectionError(broken) ? (broken as Error) : undefined);
+        }
+      } catch (error) {
+        failure = error;
+      }
+      const cause = failure instanceof NotSent ? failure.cause : failure;
+      const again = isConnectionError(cause) && (safe || failure instanceof NotSent) && Date.now() < deadline;
+      if (!again) throw cause;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 50 * 2 ** tries)));
     }
   };
+  /** A connection of one's own (held across calls), made again while the database cannot be reached. */
+  const connect = async (): Promise<PoolClient> => {
+    const deadline = Date.now() + reconnectForMs;
+    for (let tries = 0; ; tries++) {
+      try {
+        return await (await use()).connect();
+      } catch (error) {
+        const cause = error instanceof NotSent ? error.cause : error;
+        if (!isConnectionError(cause) || Date.now() >= deadline) throw cause;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 50 * 2 ** tries)));
+      }
+    }
+  };
+  const query = (text: string, values: unknown[] = [], safe = true) =>
+    attempt(safe, (client) => client.query(text, values));
+  const transaction = <T>(work: (client: PoolClient) => Promise<T>): Promise<T> =>
+    attempt(false, async (client) => {
+      let value: T;
+      try {
+        await client.query('BEGIN');
+        value = await work(client);
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        // The server rolls back a transaction whose connection broke before COMMIT: nothing was written.
+        throw isConnectionError(error) ? new NotSent(error) : error;
+      }
+      await client.query('COMMIT');
+      return value;
+    });
   const renew = (client: PoolClient, runId: string, lease: Lease, runBody: string | null) =>
     client.query(
       `UPDATE ${schema}.runs SET lease_until = $1, body = coalesce($2, body) WHERE run_id = $3 AND lease_owner = $4`,
@@ -123,6 +261,8 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       const result = await query(
         `INSERT INTO ${schema}.runs (run_id, body, lease_owner, lease_until) VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO NOTHING`,
         [runId, body, lease.owner, lease.until],
+        // Sent twice after a commit whose answer was lost, it would say the run exists: not retried.
+        false,
       );
       return result.rowCount === 1;
     },
@@ -235,6 +375,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
             await query(
               `INSERT INTO ${schema}.ledgers (tenant_id, body, version) VALUES ($1, $2, 1) ON CONFLICT (tenant_id) DO NOTHING`,
               [tenantId, body],
+              false,
             )
           ).rowCount === 1
         );
@@ -243,14 +384,44 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
           await query(
             `UPDATE ${schema}.ledgers SET body = $1, version = version + 1 WHERE tenant_id = $2 AND version = $3`,
             [body, tenantId, expectedVersion],
+            // A compare-and-set sent twice would fail the second time after the first committed.
+            false,
           )
         ).rowCount === 1
       );
     },
-    async heartbeat(executorId, now) {
+    async heartbeat(executorId, now, about = {}) {
       await query(
-        `INSERT INTO ${schema}.workers (executor_id, heartbeat_at) VALUES ($1, $2) ON CONFLICT (executor_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, claimed_by = NULL, claimed_at = NULL`,
-        [executorId, now],
+        `INSERT INTO ${schema}.workers (executor_id, heartbeat_at, application_version, lease_prefix) VALUES ($1, $2, $3, $4) ON CONFLICT (executor_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, claimed_by = NULL, claimed_at = NULL, application_version = coalesce(excluded.application_version, ${schema}.workers.application_version), lease_prefix = coalesce(excluded.lease_prefix, ${schema}.workers.lease_prefix)`,
+        [executorId, now, about.applicationVersion ?? null, about.leasePrefix ?? null],
+      );
+    },
+    async liveWorkers(since) {
+      const { rows } = await query(
+        `SELECT executor_id, heartbeat_at, application_version FROM ${schema}.workers WHERE heartbeat_at >= $1 ORDER BY executor_id`,
+        [since],
+      );
+      return (rows as { executor_id: string; heartbeat_at: string; application_version: string | null }[]).map(
+        (row) => ({
+          executorId: row.executor_id,
+          heartbeatAt: Number(row.heartbeat_at),
+          applicationVersion: row.application_version,
+        }),
+      );
+    },
+    async releaseLeasesOf(executorIds, self) {
+      if (executorIds.length === 0) return [];
+      // A prefix match, not LIKE: a host name may hold `_`.
+      const { rows } = await query(
+        `UPDATE ${schema}.runs SET lease_owner = NULL, lease_until = 0 WHERE lease_owner IS NOT NULL AND EXISTS (SELECT 1 FROM ${schema}.workers w WHERE w.executor_id = ANY($1) AND w.claimed_by = $2 AND w.lease_prefix IS NOT NULL AND left(${schema}.runs.lease_owner, length(w.lease_prefix)) = w.lease_prefix) RETURNING run_id`,
+        [[...executorIds], self],
+      );
+      return rows.map((row) => (row as { run_id: string }).run_id);
+    },
+    async retire(executorId) {
+      await query(
+        `UPDATE ${schema}.workers SET heartbeat_at = 0, claimed_by = NULL, claimed_at = NULL WHERE executor_id = $1`,
+        [executorId],
       );
     },
     async claimSilentExecutors(before, self, now = Date.now()) {
@@ -258,6 +429,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       const { rows } = await query(
         `UPDATE ${schema}.workers SET claimed_by = $2, claimed_at = $3 WHERE heartbeat_at < $1 AND executor_id <> $2 AND (claimed_by IS NULL OR claimed_at < $1) RETURNING executor_id`,
         [before, self, now],
+        false,
       );
       return rows.map((row) => (row as { executor_id: string }).executor_id);
     },
@@ -269,7 +441,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       ]);
     },
     async exclusive(key, work) {
-      const client = await (await use()).connect();
+      const client = await connect();
       try {
         // Polled, not waited for: a session blocked in pg_advisory_lock holds a snapshot that DBOS's
         // CREATE INDEX CONCURRENTLY (run by `work` in the lock holder) would wait for, a deadlock.

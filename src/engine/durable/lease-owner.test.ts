@@ -12,7 +12,7 @@ import { virtualClock } from '../../testing/virtual-clock.js';
 import { defineTool } from '../tools/define-tool.js';
 import { RunAccessError } from './durable-errors.js';
 import { spawnSync } from 'node:child_process';
-import { deadOwner, describeLeaseHolder, newLeaseOwner } from './lease-owner.js';
+import { deadOwner, describeLeaseHolder, leaseOwnerPrefix, newLeaseOwner } from './lease-owner.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'loopstate-lease-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -37,7 +37,12 @@ describe('deadOwner, from the runtime probe', () => {
     expect(deadOwner(`${hostname()}:${process.ppid}:0a1b2c3d`)).toBeUndefined();
     expect(deadOwner(`elsewhere-${hostname()}:${finished}:0a1b2c3d`)).toBeUndefined();
     expect(deadOwner(newLeaseOwner())).toBeUndefined();
-    expect(newLeaseOwner()).toMatch(new RegExp(`^${hostname().replace(/[.]/g, '\\.')}:${process.pid}:[0-9a-f]{8}$`));
+    expect(newLeaseOwner()).toMatch(
+      new RegExp(`^${hostname().replace(/[.]/g, '\\.')}:${process.pid}:[0-9a-f]{8}\\.[0-9a-f]{8}$`),
+    );
+    // Every owner of this process starts with its prefix (a reaper frees a dead worker's leases by it).
+    expect(newLeaseOwner().startsWith(leaseOwnerPrefix())).toBe(true);
+    expect(newLeaseOwner()).not.toBe(newLeaseOwner());
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * Who holds a run: `host:pid:nonce`. A lease expires after `leaseMs` without a write; a lease held by a
+ * Who holds a run: `host:pid:process.nonce`. A lease expires after `leaseMs` without a write; a lease held by a
  * process of this machine that no longer exists is taken over at once (a crashed worker's run can be
  * resumed immediately, not after the lease runs out), and so is one this process could not free when
  * its drive ended (the store was down): it must not lock its own process out once the store is back.
@@ -29,8 +29,21 @@ const thisPid: number = (() => {
  */
 const unreleased = new Map<string, string>();
 
+/** Tells this process apart from an earlier one of the same pid on the same host. */
+const thisProcessTag = globalThis.crypto.randomUUID().slice(0, 8);
+
 export function newLeaseOwner(): string {
-  return `${thisHost ?? 'unknown-host'}:${thisPid}:${globalThis.crypto.randomUUID().slice(0, 8)}`;
+  return `${leaseOwnerPrefix()}${globalThis.crypto.randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * What every lease owner of this process (this copy of the module) starts with: a worker hands it to
+ * the reapers, so the one that finds the worker dead frees its leases at once.
+ * @example
+ * leaseOwnerPrefix(); // 'web-1:4242:1a2b3c4d.'
+ */
+export function leaseOwnerPrefix(): string {
+  return `${thisHost ?? 'unknown-host'}:${thisPid}:${thisProcessTag}.`;
 }
 
 /** The drive of `owner` is over, and its lease could not be freed (or was freed: `owner` null). */

@@ -11,6 +11,7 @@ import type { TenantBudget } from '../config/config.js';
 import type { Store } from '../../contracts/store.js';
 import { StoreConflictError } from '../store/store-conflict-error.js';
 import { hasId } from './id-record.js';
+import { formatUsd } from '../pricing/pricing.js';
 import {
   decodeLedgerRecord,
   encodeRecord,
@@ -130,7 +131,7 @@ export function tenantStopNote(limits: LoopLimits, share: RunRecord['tenantHold'
   if (bounded.length === 0) return null;
   const parts = bounded.map(
     ({ dimension, cap }) =>
-      `${cap} ${dimension === 'costUsd' ? `$${share.hold[dimension]}` : share.hold[dimension]} left`,
+      `${cap} ${dimension === 'costUsd' ? formatUsd(share.hold[dimension] as number) : share.hold[dimension]} left`,
   );
   return `this run's share of tenant ${share.tenantId}'s budget was what the tenant had left when it started (${parts.join(', ')}); raise tenant.${bounded[0]?.cap} or let the tenant's other runs finish`;
 }

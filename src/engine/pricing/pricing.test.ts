@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_PRICES } from '../constants.js';
 import type { ModelPrice } from '../../contracts/model.js';
 import { OPENAI_PRICES } from './openai-prices.js';
-import { costOf, priceOf } from './pricing.js';
+import { costOf, formatUsd, priceOf } from './pricing.js';
 
 const price: ModelPrice = { inputPerMillion: 2, outputPerMillion: 8 };
 
@@ -111,5 +111,16 @@ describe('priceOf with model ids that are Object.prototype names', () => {
       expect(priceOf(prices, id)).toBeUndefined();
       expect(costOf(priceOf(prices, id), { inputTokens: 10, outputTokens: 10 })).toBe(0);
     }
+  });
+});
+
+describe('formatUsd', () => {
+  it('rounds float residue away and keeps a millionth of a dollar', () => {
+    expect(formatUsd(0.015 - 0.005 - 0.01)).toBe('$0');
+    expect(formatUsd(6.9e-18)).toBe('$0');
+    expect(formatUsd(-6.9e-18)).toBe('$0');
+    expect(formatUsd(0.0123456789)).toBe('$0.012346');
+    expect(formatUsd(0.1 + 0.2)).toBe('$0.3');
+    expect(formatUsd(12)).toBe('$12');
   });
 });

@@ -48,3 +48,16 @@ export function pricedTotal(
   }
   return { inputTokens, outputTokens, costUsd };
 }
+
+/**
+ * An amount of money for a message: rounded to a millionth of a dollar (a sum of prices leaves float
+ * residue such as 6.9e-18), without trailing zeros.
+ * @example
+ * formatUsd(0.015 - 0.005 - 0.01); // '$0'
+ * formatUsd(0.0123456789); // '$0.012346'
+ */
+export function formatUsd(amount: number): string {
+  if (!Number.isFinite(amount)) return `$${amount}`;
+  const rounded = Math.round(amount * 1e6) / 1e6;
+  return `$${(Object.is(rounded, -0) ? 0 : rounded).toFixed(6).replace(/\.?0+$/, '')}`;
+}
