@@ -83,7 +83,7 @@ export default tseslint.config(
 function layerRules() {
   const upward = (layers, message) => ({ regex: `(^|/)(${layers.join('|')})/`, message });
   const peers = (except) =>
-    ['openai', 'better-sqlite3', 'pg', '@dbos-inc/dbos-sdk', '@statelyai/inspect', 'ws', 'elkjs']
+    ['openai', '@modelcontextprotocol/sdk', 'better-sqlite3', 'pg', '@dbos-inc/dbos-sdk', '@statelyai/inspect', 'ws', 'elkjs']
       .filter((name) => !except.includes(name))
       .map((name) => ({
         regex: `^${name.replace('/', '\\/')}(/|$)`,
@@ -95,9 +95,10 @@ function layerRules() {
     ignores: ['**/*.test.ts', ...ignores],
     rules: { 'no-restricted-imports': ['error', { patterns }] },
   });
-  const adapters = ['openai', 'cassette', 'sqlite', 'postgres', 'dbos', 'stately', 'node'];
+  const adapters = ['openai', 'mcp', 'cassette', 'sqlite', 'postgres', 'dbos', 'stately', 'node'];
   const adapterPackages = {
     openai: ['openai'],
+    mcp: ['@modelcontextprotocol/sdk'],
     sqlite: ['better-sqlite3'],
     postgres: ['pg'],
     dbos: ['@dbos-inc/dbos-sdk'],

@@ -54,6 +54,7 @@ const PACKAGE_HOMES: Record<string, (layer: Layer) => boolean> = {
   zod: () => true,
   '@opentelemetry/api': (layer) => layer === 'engine' || layer === 'contracts',
   openai: (layer) => layer === 'adapter:openai',
+  '@modelcontextprotocol/sdk': (layer) => layer === 'adapter:mcp',
   'better-sqlite3': (layer) => layer === 'adapter:sqlite',
   pg: (layer) => layer === 'adapter:postgres',
   '@dbos-inc/dbos-sdk': (layer) => layer === 'adapter:dbos',
