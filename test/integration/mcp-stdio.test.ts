@@ -32,7 +32,8 @@ const toolNamed = (tools: readonly Tool[], name: string) => tools.find((tool) =>
 const toolMessages = (messages: readonly { role: string; content?: unknown }[]) =>
   messages.filter((message) => message.role === 'tool').map((message) => message.content);
 
-describe('connectMcp over stdio', () => {
+// Each test starts a server child that transpiles its TypeScript first: slow on a busy machine.
+describe('connectMcp over stdio', { timeout: 60_000 }, () => {
   it('offers the server tools with access from their annotations, fail-closed', async () => {
     const { connection } = await orderDesk();
     expect(connection.transport).toBe('stdio');
@@ -71,10 +72,7 @@ describe('connectMcp over stdio', () => {
     const { connection, eventsFile } = await orderDesk();
     const store = sqliteStore({ path: join(eventsFile, '..', 'runs.db') });
     const loop = createLoop({
-      model: scriptedModel([
-        toolCall('refund_order', { order_id: 'O-7', reason: 'damaged' }),
-        reply('Refunded O-7.'),
-      ]),
+      model: scriptedModel([toolCall('refund_order', { order_id: 'O-7', reason: 'damaged' }), reply('Refunded O-7.')]),
       tools: connection.tools,
       store,
     });
@@ -151,7 +149,8 @@ describe('connectMcp over stdio', () => {
   });
 
   it('fails the call in flight and every later one when the server is killed, then stops with tool_unavailable', async () => {
-    const { connection, eventsFile } = await orderDesk();
+    // A tool timeout far past the test's: the in-flight call must fail because the server is gone.
+    const { connection, eventsFile } = await orderDesk({ timeoutMs: 600_000 });
     const loop = createLoop({
       model: scriptedModel([toolCall('hang', {}), toolCall('hang', {}), toolCall('hang', {}), reply('unreachable')]),
       tools: connection.tools,
@@ -210,7 +209,9 @@ describe('connectMcp over stdio', () => {
       access: { refund: 'write' },
     });
     await expect(refused).rejects.toBeInstanceOf(LoopConfigError);
-    await expect(refused).rejects.toThrow(/options\.access\.refund: no tool "refund" on the server; it offers: get_order/);
+    await expect(refused).rejects.toThrow(
+      /options\.access\.refund: no tool "refund" on the server; it offers: get_order/,
+    );
     await expect(refused).rejects.toThrow(/options\.include\.0: no tool "get_ordr"/);
   });
 
@@ -250,8 +251,9 @@ describe('connectMcp over stdio', () => {
     await expect(connectMcp({} as never)).rejects.toThrow(/target: expected \{ command/);
     await expect(connectMcp({ url: 'ftp://example.com' })).rejects.toThrow(/target\.url: expected an http/);
     const secret = 'never-shown-0123456789';
-    await expect(
-      connectMcp({ command: 'loopstate-no-such-server', env: { TOKEN: secret } }),
-    ).rejects.toMatchObject({ code: 'mcp_connection_failed', message: expect.stringContaining('loopstate-no-such-server') });
+    await expect(connectMcp({ command: 'loopstate-no-such-server', env: { TOKEN: secret } })).rejects.toMatchObject({
+      code: 'mcp_connection_failed',
+      message: expect.stringContaining('loopstate-no-such-server'),
+    });
   });
 });

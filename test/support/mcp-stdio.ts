@@ -1,5 +1,5 @@
 /**
- * Starting the order-desk MCP server (test/support/mcp-server.ts) as a real stdio child for the
+ * Starting the order-desk MCP server (test/support/mcp-server.mjs) as a real stdio child for the
  * `loopstate/mcp` tests, and reading the events it wrote to its file.
  */
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -10,11 +10,11 @@ import type { McpStdioTarget } from 'loopstate/mcp';
 
 export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
-/** The server's command line, with the repo's TypeScript hooks so it runs from source. */
+/** The server's command line: plain JavaScript, so it starts without the TypeScript hooks. */
 export function orderDeskTarget(eventsFile: string, env: Record<string, string> = {}): McpStdioTarget {
   return {
     command: process.execPath,
-    args: ['--import', './test/support/typescript-register.mjs', 'test/fixtures/mcp-stdio-server.ts'],
+    args: ['test/fixtures/mcp-stdio-server.mjs'],
     cwd: repoRoot,
     env: { MCP_EVENTS: eventsFile, ...env },
   };

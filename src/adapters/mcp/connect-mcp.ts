@@ -12,6 +12,7 @@ import { thrownMessage } from '../../engine/redaction/describe-thrown.js';
 import { defineTool, type Tool } from '../../engine/tools/define-tool.js';
 import { ToolCallError } from '../../engine/tools/tool-call-error.js';
 import { toolResultValue, type McpCallResult } from './call-result.js';
+import { idleStreamFetch } from './idle-stream-fetch.js';
 import { toInputSchema } from './input-schema.js';
 import { accessFromAnnotations, isIdempotent } from './tool-access.js';
 import { loadMcpSdk, type McpSdk } from './load-mcp.js';
@@ -89,7 +90,7 @@ async function openStdio(
   });
   await client.connect(transport);
   const child = childOf(transport);
-  const release = child === undefined ? () => {} : holdServerProcess(child, onExit);
+  const release = child === undefined ? () => {} : holdServerProcess(child, () => client.close(), onExit);
   return {
     client,
     transport: 'stdio',
@@ -107,8 +108,9 @@ async function openHttp(
   makeClient: () => Client,
 ): Promise<Session> {
   const requestInit = { headers: target.headers };
+  const fetch = idleStreamFetch();
   const client = makeClient();
-  const streamable = new sdk.StreamableHTTPClientTransport(target.url, { requestInit });
+  const streamable = new sdk.StreamableHTTPClientTransport(target.url, { requestInit, fetch });
   try {
     await client.connect(streamable);
     return {
@@ -128,7 +130,7 @@ async function openHttp(
     await client.close().catch(() => {});
   }
   const sseClient = makeClient();
-  await sseClient.connect(new sdk.SSEClientTransport(target.url, { requestInit }));
+  await sseClient.connect(new sdk.SSEClientTransport(target.url, { requestInit, fetch, eventSourceInit: { fetch } }));
   return { client: sseClient, transport: 'sse', pid: null, close: () => sseClient.close() };
 }
 
@@ -185,11 +187,20 @@ export async function connectMcp(target: McpTarget, options: McpConnectOptions =
   const warn = (message: string) => warnings.push(scrubText(message, secrets));
   let gone: string | null = null;
   let closed = false;
+  /** Calls waiting for their reply, each with the way to fail it when its stream drops. */
+  const inFlight = new Set<(reason: string) => void>();
 
   const makeClient = () => {
     const client = new sdk.Client({ name: 'loopstate', version: LOOPSTATE_VERSION });
-    // A transport error (a broken pipe, a dropped stream) is also seen as the request's failure or the close.
-    client.onerror = () => {};
+    client.onerror = (error) => {
+      // Streamable HTTP: a reply stream cut off (the server died) is only reported here, and its request
+      // would wait for its timeout; the SDK names the failure so, and every call in flight is failed now.
+      // Other transport errors (a broken pipe) surface as the request's failure or the close.
+      if (/SSE stream disconnected/.test(error.message)) {
+        const reason = `the connection to the MCP server "${name}" dropped while the call was in flight`;
+        for (const drop of [...inFlight]) drop(reason);
+      }
+    };
     return client;
   };
   let session: Session;
@@ -206,6 +217,7 @@ export async function connectMcp(target: McpTarget, options: McpConnectOptions =
   const { client } = session;
   client.onclose = () => {
     gone ??= closed ? 'the MCP connection was closed' : `the MCP server "${name}" closed the connection`;
+    for (const drop of [...inFlight]) drop(gone);
   };
 
   const makeTool = (described: McpToolDescription): Tool => {
@@ -223,16 +235,30 @@ export async function connectMcp(target: McpTarget, options: McpConnectOptions =
       secrets,
       execute: async (args, { signal }) => {
         if (gone !== null) throw new ToolCallError({ message: gone, toolCode: 'mcp_connection_closed' });
+        // The call's own signal, also aborted when its stream drops (the SDK would wait for a reply that never comes).
+        const call = new AbortController();
+        const abortCall = () => call.abort(signal.reason);
+        signal.addEventListener('abort', abortCall, { once: true });
+        let dropped: string | null = null;
+        const drop = (reason: string) => {
+          dropped = reason;
+          call.abort(new Error(reason));
+        };
+        inFlight.add(drop);
         let result: McpCallResult;
         try {
-          result = (await client.callTool({ name: described.name, arguments: args as Record<string, unknown> }, undefined, {
-            signal,
-            timeout: timeoutMs + SDK_TIMEOUT_MARGIN_MS,
-          })) as McpCallResult;
+          result = (await client.callTool(
+            { name: described.name, arguments: args as Record<string, unknown> },
+            undefined,
+            { signal: call.signal, timeout: timeoutMs + SDK_TIMEOUT_MARGIN_MS },
+          )) as McpCallResult;
         } catch (error) {
           // The loop settled the call already (timeout, cancel); the SDK has told the server to stop.
           if (signal.aborted) throw error;
-          throw callError(error, gone, secrets);
+          throw callError(error, gone ?? dropped, secrets);
+        } finally {
+          inFlight.delete(drop);
+          signal.removeEventListener('abort', abortCall);
         }
         return toolResultValue(result, described.name, secrets);
       },
@@ -276,7 +302,11 @@ export async function connectMcp(target: McpTarget, options: McpConnectOptions =
   } catch (error) {
     await session.close().catch(() => {});
     if (error instanceof LoopConfigError) throw error;
-    throw connectionError(`could not list the tools of the MCP server "${name}": ${thrownMessage(error)}`, secrets, error);
+    throw connectionError(
+      `could not list the tools of the MCP server "${name}": ${thrownMessage(error)}`,
+      secrets,
+      error,
+    );
   }
   client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
     refresh().catch((error: unknown) => {

@@ -8,8 +8,7 @@
 import { z } from 'zod';
 
 export type InputSchema =
-  | { kind: 'converted'; input: z.ZodType }
-  | { kind: 'unchecked'; input: z.ZodType; reason: string };
+  { kind: 'converted'; input: z.ZodType } | { kind: 'unchecked'; input: z.ZodType; reason: string };
 
 /** Any JSON object: the server validates what it receives (and answers with `isError` when it refuses it). */
 const ANY_OBJECT = z.looseObject({});

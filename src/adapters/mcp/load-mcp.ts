@@ -61,9 +61,7 @@ async function importAll(importModule: (specifier: string) => Promise<unknown>):
  * @example
  * const { Client } = await loadMcpSdk();
  */
-export function loadMcpSdk(
-  importModule: (specifier: string) => Promise<unknown> = defaultImport,
-): Promise<McpSdk> {
+export function loadMcpSdk(importModule: (specifier: string) => Promise<unknown> = defaultImport): Promise<McpSdk> {
   if (importModule !== defaultImport) return loadPeerAsync(() => importAll(importModule), MCP_PEER);
   loaded ??= loadPeerAsync(() => importAll(importModule), MCP_PEER);
   // A failed load is not kept: the package may be installed before the next attempt.

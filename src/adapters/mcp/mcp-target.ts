@@ -157,8 +157,7 @@ export function unknownToolIssues(
   offered: readonly string[],
 ): { path: string; message: string }[] {
   const known = new Set(offered);
-  const message = (name: string) =>
-    `no tool "${name}" on the server; it offers: ${offered.join(', ') || '(none)'}`;
+  const message = (name: string) => `no tool "${name}" on the server; it offers: ${offered.join(', ') || '(none)'}`;
   return [
     ...Object.keys(options.access ?? {})
       .filter((name) => !known.has(name))

@@ -1,15 +1,32 @@
 /**
  * The child process of a stdio server, held so that it never keeps Node alive and never outlives it:
  * its handle and pipes are unref'd once the connection stands (a call in flight keeps Node alive through
- * its own timers), and a process that exits without `close()` takes every server it started with it.
+ * its own timers). When Node runs out of work with a server still open (`close()` forgotten), the server
+ * is closed as `close()` would (stdin ended, then SIGTERM, then SIGKILL) and waited for, so it is reaped
+ * here and never left a zombie; on a hard exit (`process.exit`) it is sent SIGTERM.
  */
 import type { ChildProcess } from 'node:child_process';
 
-const living = new Set<ChildProcess>();
-let exitHookInstalled = false;
+/** A held server: its process and how to close its connection. */
+interface Held {
+  child: ChildProcess;
+  close: () => Promise<void>;
+}
+
+const living = new Set<Held>();
+let hooksInstalled = false;
+
+function closeForgotten(): void {
+  for (const held of [...living]) {
+    living.delete(held);
+    // Held again until it has exited, so this process reaps it before it ends.
+    held.child.ref();
+    held.close().catch(() => {});
+  }
+}
 
 function killAll(): void {
-  for (const child of living) {
+  for (const { child } of living) {
     try {
       child.kill('SIGTERM');
     } catch {
@@ -27,7 +44,7 @@ export interface ServerExit {
 
 /**
  * The SDK's transport keeps its child in a private field; this reads it (undefined if a later SDK renames it,
- * and then the connection still works, only without the unref and the exit hook).
+ * and then the connection still works, only without the unref and the exit hooks).
  */
 export function childOf(transport: object): ChildProcess | undefined {
   const child = (transport as { _process?: unknown })._process;
@@ -35,18 +52,25 @@ export function childOf(transport: object): ChildProcess | undefined {
 }
 
 /**
- * Lets Node exit while the server idles, kills the server when Node exits, and reports the exit.
+ * Lets Node exit while the server idles, closes the server when Node is done, and reports its exit.
+ * Returns the release to call from `close()`.
  * @example
- * const release = holdServerProcess(child, (exit) => lost(exit));
+ * const release = holdServerProcess(child, () => client.close(), (exit) => lost(exit));
  */
-export function holdServerProcess(child: ChildProcess, onExit: (exit: ServerExit) => void): () => void {
-  if (!exitHookInstalled) {
+export function holdServerProcess(
+  child: ChildProcess,
+  close: () => Promise<void>,
+  onExit: (exit: ServerExit) => void,
+): () => void {
+  if (!hooksInstalled) {
+    process.on('beforeExit', closeForgotten);
     process.once('exit', killAll);
-    exitHookInstalled = true;
+    hooksInstalled = true;
   }
-  living.add(child);
+  const held: Held = { child, close };
+  living.add(held);
   const exited = (code: number | null, signal: NodeJS.Signals | null) => {
-    living.delete(child);
+    living.delete(held);
     onExit({ code, signal });
   };
   child.once('exit', exited);
@@ -55,7 +79,7 @@ export function holdServerProcess(child: ChildProcess, onExit: (exit: ServerExit
     (stream as { unref?: () => void } | null)?.unref?.();
   }
   return () => {
-    living.delete(child);
+    living.delete(held);
     child.off('exit', exited);
   };
 }

@@ -5,13 +5,18 @@
  * one that hangs (to be killed mid-call), rich content, a tool that echoes its secret environment
  * and one that adds a tool (so the server sends `tools/list_changed`).
  */
+import { Buffer } from 'node:buffer';
+import { clearTimeout, setTimeout } from 'node:timers';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 
-/** What the server saw, in order: `called:<tool>`, `cancelled:<tool>`, `started:<tool>`. */
-export type ServerEvents = { push(event: string): void };
-
-export function buildMcpServer(events: ServerEvents, options: { secret?: string } = {}): McpServer {
+/**
+ * The server, recording what it saw in order (`called:<tool>`, `cancelled:<tool>`, `started:<tool>`).
+ * Plain JavaScript so a stdio child starts without the TypeScript hooks (seconds on a busy machine).
+ * @param {{ push(event: string): void }} events
+ * @param {{ secret?: string }} [options]
+ */
+export function buildMcpServer(events, options = {}) {
   const server = new McpServer({ name: 'order-desk', version: '1.0.0' });
   const orderId = z.string().regex(/^O-\d+$/, 'an order id such as O-101');
 
