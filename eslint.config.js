@@ -83,7 +83,16 @@ export default tseslint.config(
 function layerRules() {
   const upward = (layers, message) => ({ regex: `(^|/)(${layers.join('|')})/`, message });
   const peers = (except) =>
-    ['openai', '@modelcontextprotocol/sdk', 'better-sqlite3', 'pg', '@dbos-inc/dbos-sdk', '@statelyai/inspect', 'ws', 'elkjs']
+    [
+      'openai',
+      '@modelcontextprotocol/sdk',
+      'better-sqlite3',
+      'pg',
+      '@dbos-inc/dbos-sdk',
+      '@statelyai/inspect',
+      'ws',
+      'elkjs',
+    ]
       .filter((name) => !except.includes(name))
       .map((name) => ({
         regex: `^${name.replace('/', '\\/')}(/|$)`,

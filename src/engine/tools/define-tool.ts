@@ -73,7 +73,8 @@ export interface ToolDefinition<Schema extends z.ZodType> {
   checkOutcome?(args: z.output<Schema>, context: ToolContext): OutcomeLookup | Promise<OutcomeLookup>;
   /**
    * Secret values the tool holds (a token it sends, a password in its connection string): a loop with the
-   * tool redacts each of them wherever it appears in the trace, its sinks, warnings, errors and the result.
+   * tool redacts each of them wherever it appears in the trace and its sinks, warnings, stop details and
+   * errors. The transcript (`result.messages`) keeps what the tool returned: scrub its results yourself.
    */
   secrets?: readonly string[];
 }
