@@ -1,6 +1,6 @@
 /**
- * A program that uses an MCP server's tools and never calls `close()` still exits by itself, and its
- * stdio server goes with it (no process left, no zombie); the same program over Streamable HTTP exits too.
+ * A program that uses an MCP server's tools exits by itself whether it calls `close()` or forgets to,
+ * and its stdio server goes with it (no process left, no zombie); over Streamable HTTP too.
  */
 import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -18,7 +18,7 @@ function runChild(
 ): Promise<{ code: number | null; report: { pid: number | null; stopReason: string } }> {
   const child = spawn(
     process.execPath,
-    ['--import', './test/support/typescript-register.mjs', 'test/fixtures/mcp-no-close-child.ts', ...args],
+    ['--import', './test/support/typescript-register.mjs', 'test/fixtures/mcp-exit-child.ts', ...args],
     { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stdout = '';
@@ -37,20 +37,25 @@ function runChild(
   });
 }
 
-// Each child transpiles the sources it runs (and starts a server that does too): slow on a busy machine.
-describe('a program that never calls close()', { timeout: 90_000 }, () => {
-  it('exits by itself over stdio, and its server process is gone', async () => {
-    const { code, report } = await runChild(['stdio', eventsFileIn()]);
+const endings = [
+  ['forgets close()', 'forget'],
+  ['calls close()', 'close'],
+] as const;
+
+// Each child transpiles the sources it runs: slow on a busy machine.
+describe('a program using an MCP server', { timeout: 90_000 }, () => {
+  it.each(endings)('exits by itself over stdio when it %s, and its server process is gone', async (_case, ending) => {
+    const { code, report } = await runChild([ending, 'stdio', eventsFileIn()]);
     expect(code).toBe(0);
     expect(report.stopReason).toBe('completed');
     expect(report.pid).toEqual(expect.any(Number));
     await vi.waitFor(() => expect(processState(report.pid!)).toBe('gone'));
   });
 
-  it('exits by itself over Streamable HTTP', async () => {
+  it.each(endings)('exits by itself over Streamable HTTP when it %s', async (_case, ending) => {
     const server = await startStreamableServer('tok_0123456789abcdef');
     servers.push(server);
-    const { code, report } = await runChild(['http', server.url, 'tok_0123456789abcdef']);
+    const { code, report } = await runChild([ending, 'http', server.url, 'tok_0123456789abcdef']);
     expect(code).toBe(0);
     expect(report.stopReason).toBe('completed');
   });

@@ -53,7 +53,8 @@ export function childOf(transport: object): ChildProcess | undefined {
 
 /**
  * Lets Node exit while the server idles, closes the server when Node is done, and reports its exit.
- * Returns the release to call from `close()`.
+ * Returns the release to call from `close()`: the process is held again, so Node waits for it to end
+ * (and reaps it) while the SDK closes it on unref'd timers.
  * @example
  * const release = holdServerProcess(child, () => client.close(), (exit) => lost(exit));
  */
@@ -81,6 +82,7 @@ export function holdServerProcess(
   return () => {
     living.delete(held);
     child.off('exit', exited);
+    if (child.exitCode === null && child.signalCode === null) child.ref();
   };
 }
 
