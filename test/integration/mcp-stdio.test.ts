@@ -45,6 +45,11 @@ describe('connectMcp over stdio', { timeout: 60_000 }, () => {
       // No annotations at all: presumed destructive, as the MCP specification says.
       archive_order: ['destructive', false],
     });
+    // A name no provider accepts is left out, and said so.
+    expect(connection.tools.map((tool) => tool.name)).not.toContain('orders.export');
+    expect(connection.warnings).toEqual([
+      'the MCP tool "orders.export" is left out: providers accept 1-64 of letters, digits, "_" or "-" as a tool name',
+    ]);
     expect(toolNamed(connection.tools, 'get_order').spec).toEqual({
       name: 'get_order',
       description: 'Look up the status of an order',

@@ -122,6 +122,11 @@ export function buildMcpServer(events, options = {}) {
     },
   );
   server.registerTool(
+    'orders.export',
+    { description: 'A name providers refuse', annotations: { readOnlyHint: true } },
+    () => ({ content: [{ type: 'text', text: 'exported' }] }),
+  );
+  server.registerTool(
     'unlock_returns',
     { description: 'Enable the returns desk', annotations: { readOnlyHint: true } },
     () => {

@@ -269,16 +269,12 @@ export async function connectMcp(target: McpTarget, options: McpConnectOptions =
   };
 
   const build = (described: readonly McpToolDescription[]): Tool[] => {
-    const badNames = described.filter((tool) => !TOOL_NAME.test(tool.name)).map((tool) => tool.name);
-    if (badNames.length > 0) {
-      throw new LoopConfigError({
-        issues: badNames.map((badName) => ({
-          path: 'tools',
-          message: `the MCP tool "${badName}" has a name the loop cannot offer (1-64 of letters, digits, "_" or "-"); leave it out with exclude: [${JSON.stringify(badName)}]`,
-        })),
-      });
-    }
-    return chosen(described, parsedOptions).map(makeTool);
+    const kept = chosen(described, parsedOptions);
+    for (const tool of kept.filter((candidate) => !TOOL_NAME.test(candidate.name)))
+      warn(
+        `the MCP tool ${JSON.stringify(tool.name)} is left out: providers accept 1-64 of letters, digits, "_" or "-" as a tool name`,
+      );
+    return kept.filter((tool) => TOOL_NAME.test(tool.name)).map(makeTool);
   };
 
   let refreshing: Promise<readonly Tool[]> = Promise.resolve(tools);
