@@ -68,7 +68,14 @@ export function isWellFormedResponse(value: unknown): boolean {
   return true;
 }
 
-const FINISH_REASONS: ReadonlySet<unknown> = new Set(['stop', 'tool_calls', 'length', 'content_filter', 'error', 'other']);
+const FINISH_REASONS: ReadonlySet<unknown> = new Set([
+  'stop',
+  'tool_calls',
+  'length',
+  'content_filter',
+  'error',
+  'other',
+]);
 const isOptionalString = (value: unknown): boolean => value === undefined || typeof value === 'string';
 
 function isWellFormedMetadata(value: unknown): boolean {
