@@ -171,6 +171,25 @@ describe('connectMcp over stdio', { timeout: 60_000 }, () => {
     for (const answer of answers) expect(answer).toMatch(/closed the connection|was killed by SIGKILL/);
   });
 
+  it('stops for a person when the server dies during a call that may have changed something (its outcome is unknown)', async () => {
+    const { connection, eventsFile } = await orderDesk({ timeoutMs: 600_000 });
+    expect(toolNamed(connection.tools, 'hang_write')).toMatchObject({ access: 'write', idempotent: false });
+    const running = createLoop({
+      model: scriptedModel([toolCall('hang_write', {}), reply('unreachable')]),
+      tools: connection.tools,
+    }).run({ goal: 'Change it' });
+    await vi.waitFor(() => expect(serverEvents(eventsFile)).toContain('started:hang_write'));
+    process.kill(connection.pid!, 'SIGKILL');
+    const result = await running;
+    expect(result.status).toBe('needs_human');
+    expect(result.trace.find((event) => event.type === 'tool-end')).toMatchObject({ status: 'unknown_outcome' });
+    expect(toolMessages(result.messages)).toEqual([
+      expect.stringMatching(
+        /^Tool hang_write was called, but the MCP server ".+" was killed by SIGKILL before it answered, so whether it took effect is unknown\./,
+      ),
+    ]);
+  });
+
   it('summarises images and resources instead of passing their bytes', async () => {
     const { connection } = await orderDesk();
     const result = await createLoop({

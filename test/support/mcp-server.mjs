@@ -97,6 +97,14 @@ export function buildMcpServer(events, options = {}) {
       }),
   );
   server.registerTool(
+    'hang_write',
+    { description: 'Starts a change and never answers', annotations: { destructiveHint: false } },
+    () =>
+      new Promise(() => {
+        events.push('started:hang_write');
+      }),
+  );
+  server.registerTool(
     'order_photo',
     { description: 'A photo of the parcel', annotations: { readOnlyHint: true } },
     () => {

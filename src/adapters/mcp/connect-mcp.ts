@@ -11,6 +11,8 @@ import { DEFAULT_TOOL_TIMEOUT_MS } from '../../engine/constants.js';
 import { thrownMessage } from '../../engine/redaction/describe-thrown.js';
 import { defineTool, type Tool } from '../../engine/tools/define-tool.js';
 import { ToolCallError } from '../../engine/tools/tool-call-error.js';
+import { UnknownOutcomeError } from '../../engine/tools/unknown-outcome-error.js';
+import { lostCallAnswer } from '../../engine/prompts.js';
 import { toolResultValue, type McpCallResult } from './call-result.js';
 import { idleStreamFetch } from './idle-stream-fetch.js';
 import { toInputSchema } from './input-schema.js';
@@ -197,7 +199,7 @@ export async function connectMcp(target: McpTarget, options: McpConnectOptions =
       // would wait for its timeout; the SDK names the failure so, and every call in flight is failed now.
       // Other transport errors (a broken pipe) surface as the request's failure or the close.
       if (/SSE stream disconnected/.test(error.message)) {
-        const reason = `the connection to the MCP server "${name}" dropped while the call was in flight`;
+        const reason = `the connection to the MCP server "${name}" dropped`;
         for (const drop of [...inFlight]) drop(reason);
       }
     };
@@ -225,15 +227,16 @@ export async function connectMcp(target: McpTarget, options: McpConnectOptions =
     const schema = toInputSchema(described.inputSchema as Record<string, unknown>);
     if (schema.kind === 'unchecked')
       warn(`the arguments of the MCP tool ${described.name} are checked by the server only: ${schema.reason}`);
+    const idempotent = isIdempotent(described.annotations, access);
     const tool = defineTool({
       name: described.name,
       description: described.description?.trim() || described.title?.trim() || `The MCP tool ${described.name}.`,
       input: schema.input,
       access,
       timeoutMs,
-      idempotent: isIdempotent(described.annotations, access),
+      idempotent,
       secrets,
-      execute: async (args, { signal }) => {
+      execute: async (args, { signal, idempotencyKey }) => {
         if (gone !== null) throw new ToolCallError({ message: gone, toolCode: 'mcp_connection_closed' });
         // The call's own signal, also aborted when its stream drops (the SDK would wait for a reply that never comes).
         const call = new AbortController();
@@ -255,6 +258,13 @@ export async function connectMcp(target: McpTarget, options: McpConnectOptions =
         } catch (error) {
           // The loop settled the call already (timeout, cancel); the SDK has told the server to stop.
           if (signal.aborted) throw error;
+          // Lost in flight: a side effect the server may have made before it went is never reported as not made.
+          if (dropped !== null && !idempotent)
+            throw new UnknownOutcomeError({
+              tool: described.name,
+              idempotencyKey,
+              message: lostCallAnswer(described.name, dropped),
+            });
           throw callError(error, gone ?? dropped, secrets);
         } finally {
           inFlight.delete(drop);
