@@ -9,15 +9,10 @@ import type { Tool as McpToolDescription } from '@modelcontextprotocol/sdk/types
 import { LoopConfigError, LoopstateError } from '../../contracts/errors.js';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../../engine/constants.js';
 import { thrownMessage } from '../../engine/redaction/describe-thrown.js';
-import { defineTool, type Tool } from '../../engine/tools/define-tool.js';
-import { ToolCallError } from '../../engine/tools/tool-call-error.js';
-import { UnknownOutcomeError } from '../../engine/tools/unknown-outcome-error.js';
-import { lostCallAnswer } from '../../engine/prompts.js';
-import { toolResultValue, type McpCallResult } from './call-result.js';
+import type { Tool } from '../../engine/tools/define-tool.js';
 import { idleStreamFetch } from './idle-stream-fetch.js';
-import { toInputSchema } from './input-schema.js';
-import { accessFromAnnotations, isIdempotent } from './tool-access.js';
 import { loadMcpSdk, type McpSdk } from './load-mcp.js';
+import { mcpTool, type McpToolContext } from './mcp-tool.js';
 import { scrubText, targetSecrets } from './mcp-secrets.js';
 import {
   parseOptions,
@@ -56,12 +51,8 @@ export interface McpConnection {
   close(): Promise<void>;
 }
 
-/** The SDK's own request timeout is left a little longer than the tool's, so the loop's timeout is the one that fires. */
-const SDK_TIMEOUT_MARGIN_MS = 5_000;
 /** Tool names the loop accepts (and most providers). */
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-/** JSON-RPC "invalid params": the server refused the arguments or does not know the tool, the caller's fault. */
-const INVALID_PARAMS = -32602;
 
 interface Session {
   client: Client;
@@ -222,60 +213,14 @@ export async function connectMcp(target: McpTarget, options: McpConnectOptions =
     for (const drop of [...inFlight]) drop(gone);
   };
 
-  const makeTool = (described: McpToolDescription): Tool => {
-    const access = parsedOptions.access?.[described.name] ?? accessFromAnnotations(described.annotations);
-    const schema = toInputSchema(described.inputSchema as Record<string, unknown>);
-    if (schema.kind === 'unchecked')
-      warn(`the arguments of the MCP tool ${described.name} are checked by the server only: ${schema.reason}`);
-    const idempotent = isIdempotent(described.annotations, access);
-    const tool = defineTool({
-      name: described.name,
-      description: described.description?.trim() || described.title?.trim() || `The MCP tool ${described.name}.`,
-      input: schema.input,
-      access,
-      timeoutMs,
-      idempotent,
-      secrets,
-      execute: async (args, { signal, idempotencyKey }) => {
-        if (gone !== null) throw new ToolCallError({ message: gone, toolCode: 'mcp_connection_closed' });
-        // The call's own signal, also aborted when its stream drops (the SDK would wait for a reply that never comes).
-        const call = new AbortController();
-        const abortCall = () => call.abort(signal.reason);
-        signal.addEventListener('abort', abortCall, { once: true });
-        let dropped: string | null = null;
-        const drop = (reason: string) => {
-          dropped = reason;
-          call.abort(new Error(reason));
-        };
-        inFlight.add(drop);
-        let result: McpCallResult;
-        try {
-          result = (await client.callTool(
-            { name: described.name, arguments: args as Record<string, unknown> },
-            undefined,
-            { signal: call.signal, timeout: timeoutMs + SDK_TIMEOUT_MARGIN_MS },
-          )) as McpCallResult;
-        } catch (error) {
-          // The loop settled the call already (timeout, cancel); the SDK has told the server to stop.
-          if (signal.aborted) throw error;
-          // Lost in flight: a side effect the server may have made before it went is never reported as not made.
-          if (dropped !== null && !idempotent)
-            throw new UnknownOutcomeError({
-              tool: described.name,
-              idempotencyKey,
-              message: lostCallAnswer(described.name, dropped),
-            });
-          throw callError(error, gone ?? dropped, secrets);
-        } finally {
-          inFlight.delete(drop);
-          signal.removeEventListener('abort', abortCall);
-        }
-        return toolResultValue(result, described.name, secrets);
-      },
-    });
-    // The model sees the server's own schema, not zod's rewrite of it (which adds patterns and bounds).
-    const { $schema: _dialect, ...parameters } = described.inputSchema as Record<string, unknown>;
-    return Object.freeze({ ...tool, spec: Object.freeze({ ...tool.spec, parameters }) });
+  const toolContext: McpToolContext = {
+    client,
+    timeoutMs,
+    secrets,
+    access: parsedOptions.access,
+    gone: () => gone,
+    inFlight,
+    warn,
   };
 
   const build = (described: readonly McpToolDescription[]): Tool[] => {
@@ -284,7 +229,7 @@ export async function connectMcp(target: McpTarget, options: McpConnectOptions =
       warn(
         `the MCP tool ${JSON.stringify(tool.name)} is left out: providers accept 1-64 of letters, digits, "_" or "-" as a tool name`,
       );
-    return kept.filter((tool) => TOOL_NAME.test(tool.name)).map(makeTool);
+    return kept.filter((tool) => TOOL_NAME.test(tool.name)).map((described) => mcpTool(described, toolContext));
   };
 
   let refreshing: Promise<readonly Tool[]> = Promise.resolve(tools);
@@ -333,16 +278,4 @@ export async function connectMcp(target: McpTarget, options: McpConnectOptions =
       await session.close();
     },
   };
-}
-
-/** A failed request as the model reads it: the server's message, its fault unless it refused the arguments. */
-function callError(error: unknown, gone: string | null, secrets: readonly string[]): ToolCallError {
-  if (gone !== null) return new ToolCallError({ message: gone, toolCode: 'mcp_connection_closed', cause: error });
-  const code = (error as { code?: unknown } | null)?.code;
-  return new ToolCallError({
-    message: scrubText(thrownMessage(error), secrets),
-    blame: code === INVALID_PARAMS ? 'caller' : 'tool',
-    toolCode: code === INVALID_PARAMS ? 'mcp_invalid_params' : 'mcp_request_failed',
-    cause: error,
-  });
 }
