@@ -7,7 +7,13 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLoop, memoryStore } from 'loopstate';
 import { connectMcp, type McpConnection } from 'loopstate/mcp';
 import { reply, scriptedModel, toolCall } from 'loopstate/testing';
-import { startSseOnlyServer, startStreamableServer, type TestMcpServer } from '../support/mcp-http-servers.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  startRawToolsServer,
+  startSseOnlyServer,
+  startStreamableServer,
+  type TestMcpServer,
+} from '../support/mcp-http-servers.js';
 
 const token = 'mcp_tok_8c1d2e3f4a5b6c7d';
 const servers: TestMcpServer[] = [];
@@ -100,6 +106,23 @@ describe('connectMcp over Streamable HTTP', () => {
     for (const answer of later) expect(answer).toMatch(/^Tool hang failed: /);
   });
 
+  it('hears tools/list_changed on the notification stream, and the next run offers the new tool', async () => {
+    const { server, connection } = await streamable();
+    const loop = createLoop({
+      model: scriptedModel([
+        toolCall('unlock_returns', {}),
+        reply('Enabled.'),
+        toolCall('start_return', { order_id: 'O-4' }),
+        reply('Started.'),
+      ]),
+      tools: connection.tools,
+    });
+    expect((await loop.run({ goal: 'Enable returns' })).stopReason).toBe('completed');
+    await vi.waitFor(() => expect(connection.tools.map((tool) => tool.name)).toContain('start_return'));
+    expect((await loop.run({ goal: 'Start a return for O-4' })).stopReason).toBe('completed');
+    expect(server.events).toContain('called:start_return:O-4');
+  });
+
   it('ends the session on close()', async () => {
     const { server, connection } = await streamable();
     await connection.close();
@@ -130,5 +153,92 @@ describe('connectMcp to an old HTTP+SSE server', () => {
     }).run({ goal: 'Where is O-2?' });
     expect(result.stopReason).toBe('completed');
     expect(server.events).toEqual(['sse-connected', 'called:get_order:O-2']);
+  });
+});
+
+describe('connectMcp to a server that lists raw JSON Schemas, page by page', () => {
+  const address = { type: 'object', properties: { zip: { type: 'string', minLength: 5 } }, required: ['zip'] };
+  const tools: Tool[] = [
+    {
+      name: 'ship',
+      description: 'Ship to an address',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          to: { $ref: '#/$defs/Address' },
+          speed: { enum: ['slow', 'fast'] },
+          note: { type: ['string', 'null'] },
+        },
+        required: ['to', 'speed'],
+        additionalProperties: false,
+        $defs: { Address: address },
+      },
+      annotations: { destructiveHint: false },
+    },
+    {
+      name: 'legacy',
+      description: 'An old-style schema',
+      inputSchema: {
+        $schema: 'http://json-schema.org/draft-07/schema#',
+        type: 'object',
+        properties: { to: { $ref: '#/definitions/Address' } },
+        definitions: { Address: address },
+      },
+      annotations: { readOnlyHint: true },
+    },
+    {
+      name: 'odd',
+      description: 'A schema zod cannot convert',
+      inputSchema: { type: 'object', properties: { x: { not: { type: 'string' } } } },
+      annotations: { readOnlyHint: true },
+    },
+  ];
+
+  it('follows nextCursor to the last page and checks arguments from each schema, or says it cannot', async () => {
+    const server = await startRawToolsServer(tools, 2);
+    servers.push(server);
+    const connection = await connectMcp({ url: server.url });
+    connections.push(connection);
+    expect(connection.tools.map((tool) => tool.name)).toEqual(['ship', 'legacy', 'odd']);
+    expect(server.events).toEqual(['listed:0', 'listed:2']);
+    expect(connection.warnings).toEqual([
+      expect.stringMatching(/^the arguments of the MCP tool odd are checked by the server only: /),
+    ]);
+    expect(connection.tools[0]!.spec.parameters).toEqual(tools[0]!.inputSchema);
+
+    const model = scriptedModel([
+      toolCall('ship', { to: { zip: '12' }, speed: 'warp', extra: true }),
+      toolCall([
+        { name: 'ship', args: { to: { zip: '12345' }, speed: 'fast', note: null } },
+        { name: 'legacy', args: { to: { zip: '54321' } } },
+        { name: 'odd', args: { x: 1 } },
+      ]),
+      reply('Shipped.'),
+    ]);
+    const result = await createLoop({ model, tools: connection.tools }).run({ goal: 'Ship it' });
+    expect(result.stopReason).toBe('completed');
+    const [repair, ...answers] = toolMessages(result.messages) as string[];
+    for (const field of ['to.zip', 'speed', 'extra']) expect(repair).toContain(field);
+    expect(answers).toEqual([
+      '{"received":{"to":{"zip":"12345"},"speed":"fast","note":null}}',
+      '{"received":{"to":{"zip":"54321"}}}',
+      '{"received":{"x":1}}',
+    ]);
+    expect(server.events.filter((event) => event.startsWith('called:'))).toEqual([
+      'called:ship',
+      'called:legacy',
+      'called:odd',
+    ]);
+  });
+
+  it('refresh() lists the tools again', async () => {
+    const server = await startRawToolsServer(tools, 10);
+    servers.push(server);
+    const connection = await connectMcp({ url: server.url }, { exclude: ['odd'] });
+    connections.push(connection);
+    const before = connection.tools;
+    expect(await connection.refresh()).toBe(before);
+    expect(before.map((tool) => tool.name)).toEqual(['ship', 'legacy']);
+    expect(server.events).toEqual(['listed:0', 'listed:0']);
   });
 });

@@ -6,8 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { Server as McpLowLevelServer } from '@modelcontextprotocol/sdk/server/index.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { buildMcpServer } from './mcp-server.mjs';
 
 export interface TestMcpServer {
@@ -109,6 +111,40 @@ export function startSseOnlyServer(): Promise<TestMcpServer> {
       response.writeHead(404).end('not found');
     },
     '/sse',
+    events,
+    [],
+  );
+}
+
+/**
+ * A low-level server (the SDK's `Server`, no zod) that lists the given tools with their raw JSON Schemas,
+ * `pageSize` to a page (with `nextCursor`), and answers every call with its arguments as structured content.
+ */
+export function startRawToolsServer(tools: readonly Tool[], pageSize: number): Promise<TestMcpServer> {
+  const events: string[] = [];
+  const build = () => {
+    const server = new McpLowLevelServer({ name: 'raw', version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, (request) => {
+      const start = Number(request.params?.cursor ?? 0);
+      events.push(`listed:${start}`);
+      const next = start + pageSize;
+      return { tools: tools.slice(start, next), ...(next < tools.length ? { nextCursor: String(next) } : {}) };
+    });
+    server.setRequestHandler(CallToolRequestSchema, (request) => {
+      events.push(`called:${request.params.name}`);
+      const args = request.params.arguments ?? {};
+      return { content: [{ type: 'text', text: JSON.stringify(args) }], structuredContent: { received: args } };
+    });
+    return server;
+  };
+  return listen(
+    async (request, response) => {
+      // Stateless: a server and transport per request.
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      await build().connect(transport);
+      await transport.handleRequest(request, response);
+    },
+    '/mcp',
     events,
     [],
   );
