@@ -418,15 +418,16 @@ describe('loopstate run with MCP servers', () => {
         "export default { model: scriptedModel([toolCall('get_order', { order_id: 'O-101' }), toolCall('whoami', {}), reply('Shipped.')]) };",
       ].join('\n'),
     );
-    const { code, stdout } = await loopstate(['run', 'mcp-loop.mjs', '--json', '--quiet']);
+    const { code, stdout, stderr } = await loopstate(['run', 'mcp-loop.mjs', '--json', '--quiet']);
     expect(code).toBe(0);
+    expect(stderr).toBe('');
     const printed = JSON.parse(stdout) as { result: RunResult };
     expect(printed.result.stopReason).toBe('completed');
     expect(
       printed.result.messages.filter((message) => message.role === 'tool').map((message) => message.content),
     ).toEqual(['O-101 has shipped', 'running with token [redacted]']);
     expect(stdout).not.toContain('odt_e2e_0123456789');
-    expect(events()).toEqual(['called:get_order:O-101', 'called:whoami']);
+    expect(events()).toEqual(['called:get_order:O-101', 'called:whoami', 'stdin-closed']);
   });
 
   it('adds the tools of a --mcp stdio command line; a destructive one stops the run for approval (exit 1)', async () => {
@@ -439,7 +440,7 @@ describe('loopstate run with MCP servers', () => {
         "export default { model: scriptedModel([toolCall('refund_order', { order_id: 'O-7', reason: 'late' }), reply('Refunded.')]) };",
       ].join('\n'),
     );
-    const { code, stdout } = await loopstate([
+    const { code, stdout, stderr } = await loopstate([
       'run',
       'mcp-refund.mjs',
       '--mcp',
@@ -448,6 +449,8 @@ describe('loopstate run with MCP servers', () => {
       '--quiet',
     ]);
     expect(code).toBe(1);
+    // The connection's warnings are said on stderr: this server has a tool no provider accepts by its name.
+    expect(stderr).toContain('loopstate run: warning: the MCP tool "orders.export" is left out');
     const printed = JSON.parse(stdout) as { result: RunResult };
     expect(printed.result.status).toBe('needs_human');
     expect(printed.result.pendingApprovals).toEqual([expect.objectContaining({ tool: 'refund_order' })]);

@@ -258,12 +258,14 @@ describe('connectMcp over stdio', { timeout: 60_000 }, () => {
   });
 
   it('ends the server process on close(), after which its tools fail at once', async () => {
-    const { connection } = await orderDesk();
+    const { connection, eventsFile } = await orderDesk();
     const pid = connection.pid!;
     expect(processState(pid)).toBe('running');
     await connection.close();
     await connection.close();
     await vi.waitFor(() => expect(processState(pid)).toBe('gone'));
+    // Closed as the MCP specification says: its stdin ended first.
+    expect(serverEvents(eventsFile)).toEqual(['stdin-closed']);
     const context = { signal: new AbortController().signal, idempotencyKey: 'k', runId: 'r', callId: 'c' };
     await expect(toolNamed(connection.tools, 'get_order').execute({ order_id: 'O-1' }, context)).rejects.toMatchObject({
       code: 'tool_call_failed',

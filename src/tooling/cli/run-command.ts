@@ -197,6 +197,8 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
   let result: RunResult;
   // Connected last, so a bad flag or model fails before any server starts; closed however the run ends.
   const connections = await connectServers(servers);
+  for (const warning of connections.flatMap((connection) => connection.warnings))
+    io.err(`loopstate run: warning: ${warning}`);
   try {
     const loop = createLoop({
       ...loaded.config,
