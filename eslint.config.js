@@ -87,6 +87,7 @@ function layerRules() {
       'openai',
       '@ai-sdk/provider',
       'ai-sdk-provider-v2',
+      '@modelcontextprotocol/sdk',
       'better-sqlite3',
       'pg',
       '@dbos-inc/dbos-sdk',
@@ -105,10 +106,11 @@ function layerRules() {
     ignores: ['**/*.test.ts', ...ignores],
     rules: { 'no-restricted-imports': ['error', { patterns }] },
   });
-  const adapters = ['openai', 'ai-sdk', 'cassette', 'sqlite', 'postgres', 'dbos', 'stately', 'node'];
+  const adapters = ['openai', 'ai-sdk', 'mcp', 'cassette', 'sqlite', 'postgres', 'dbos', 'stately', 'node'];
   const adapterPackages = {
     openai: ['openai'],
     'ai-sdk': ['@ai-sdk/provider', 'ai-sdk-provider-v2'],
+    mcp: ['@modelcontextprotocol/sdk'],
     sqlite: ['better-sqlite3'],
     postgres: ['pg'],
     dbos: ['@dbos-inc/dbos-sdk'],

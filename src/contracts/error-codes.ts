@@ -53,6 +53,8 @@ export const LOOPSTATE_ERROR_CODES = [
   // Traces.
   'invalid_trace_line',
   'invalid_trace',
+  // MCP servers (loopstate/mcp).
+  'mcp_connection_failed',
   // Cassettes (loopstate/cassette).
   'cassette_not_found',
   'cassette_unreadable',

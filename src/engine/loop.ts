@@ -1,5 +1,6 @@
 /** The public entry point: `createLoop(config)` validates once, `loop.run(input)` runs a goal. */
 import {
+  refreshTools,
   resolveConfig,
   validateRunInput,
   type LoopConfig,
@@ -114,6 +115,7 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
     // async, so invalid input rejects the returned promise instead of throwing synchronously.
     // The cast is the one place the output type meets run time: only a value that passed these evaluators is output.
     run: async (input) => {
+      refreshTools(resolved, config);
       const checked = validateRunInput(input);
       return (await (durable === null
         ? driveRun(resolved, resolved.toolHealth, checked)
@@ -121,6 +123,7 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
     },
     resume: async (runId, options) => {
       if (durable === null) throw needsStore('resume');
+      refreshTools(resolved, config);
       return (await durable.resume(runId, options)) as Result;
     },
     cancel: async (runId) => {

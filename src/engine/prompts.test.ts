@@ -46,6 +46,7 @@ const samples: Record<keyof typeof prompts, () => string> = {
       .map((outcome) => prompts.toolTimedOutAnswer('refund', 30_000, outcome))
       .join('\n---\n'),
   unknownOutcomeAnswer: () => prompts.unknownOutcomeAnswer('refund', 'run_1:3:call_0'),
+  lostCallAnswer: () => prompts.lostCallAnswer('refund_order', 'the MCP server "node server.js" was killed by SIGKILL'),
   unserialisableResultAnswer: () =>
     prompts.unserialisableResultAnswer('lookup', 'its result could not be serialised (a cycle)'),
   notRunBeforeStopAnswer: () => prompts.notRunBeforeStopAnswer('max_steps'),

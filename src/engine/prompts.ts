@@ -115,6 +115,9 @@ export const toolTimedOutAnswer = (
 };
 export const unknownOutcomeAnswer = (tool: string, idempotencyKey: string): string =>
   `Tool ${tool} was started before the run was interrupted and whether it took effect is unknown, so it was not run again (idempotency key ${idempotencyKey}). Do not call it again with the same arguments.`;
+/** A side-effecting call whose connection was lost before it answered (`lost` says how, e.g. "the server exited"). */
+export const lostCallAnswer = (tool: string, lost: string): string =>
+  `Tool ${tool} was called, but ${lost} before it answered, so whether it took effect is unknown. Do not call it again with the same arguments.`;
 /** A result that could not be turned into text (a cycle, a BigInt): `problem` says why. */
 export const unserialisableResultAnswer = (tool: string, problem: string): string =>
   `Tool ${tool} completed, but ${problem}`;

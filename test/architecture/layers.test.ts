@@ -61,6 +61,7 @@ const PACKAGE_HOMES: Record<string, (layer: Layer) => boolean> = {
   '@ai-sdk/anthropic': () => false,
   '@ai-sdk/openai-compatible': () => false,
   ai: () => false,
+  '@modelcontextprotocol/sdk': (layer) => layer === 'adapter:mcp',
   'better-sqlite3': (layer) => layer === 'adapter:sqlite',
   pg: (layer) => layer === 'adapter:postgres',
   '@dbos-inc/dbos-sdk': (layer) => layer === 'adapter:dbos',

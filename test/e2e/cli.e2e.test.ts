@@ -400,6 +400,78 @@ describe('loopstate run on a real OpenAI-compatible server (local, over HTTP)', 
   });
 });
 
+describe('loopstate run with MCP servers', () => {
+  const server = join(repoRoot, 'test', 'fixtures', 'mcp-stdio-server.mjs');
+  const events = () => {
+    const file = join(directory, 'mcp-events.log');
+    return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+  };
+
+  it("adds the tools of the loop file's `export const mcp` targets, and closes the servers at the end", async () => {
+    rmSync(join(directory, 'mcp-events.log'), { force: true });
+    write(
+      'mcp-loop.mjs',
+      [
+        "import { reply, scriptedModel, toolCall } from 'loopstate/testing';",
+        `export const mcp = [[{ command: process.execPath, args: [${JSON.stringify(server)}], env: { MCP_EVENTS: 'mcp-events.log', ORDER_DESK_TOKEN: 'odt_e2e_0123456789' } }, { include: ['get_order', 'whoami'] }]];`,
+        "export const goal = 'Where is O-101?';",
+        "export default { model: scriptedModel([toolCall('get_order', { order_id: 'O-101' }), toolCall('whoami', {}), reply('Shipped.')]) };",
+      ].join('\n'),
+    );
+    const { code, stdout, stderr } = await loopstate(['run', 'mcp-loop.mjs', '--json', '--quiet']);
+    expect(code).toBe(0);
+    expect(stderr).toBe('');
+    const printed = JSON.parse(stdout) as { result: RunResult };
+    expect(printed.result.stopReason).toBe('completed');
+    expect(
+      printed.result.messages.filter((message) => message.role === 'tool').map((message) => message.content),
+    ).toEqual(['O-101 has shipped', 'running with token [redacted]']);
+    expect(stdout).not.toContain('odt_e2e_0123456789');
+    expect(events()).toEqual(['called:get_order:O-101', 'called:whoami', 'stdin-closed']);
+  });
+
+  it('adds the tools of a --mcp stdio command line; a destructive one stops the run for approval (exit 1)', async () => {
+    rmSync(join(directory, 'mcp-events.log'), { force: true });
+    write(
+      'mcp-refund.mjs',
+      [
+        "import { reply, scriptedModel, toolCall } from 'loopstate/testing';",
+        "export const goal = 'Refund O-7';",
+        "export default { model: scriptedModel([toolCall('refund_order', { order_id: 'O-7', reason: 'late' }), reply('Refunded.')]) };",
+      ].join('\n'),
+    );
+    const { code, stdout, stderr } = await loopstate([
+      'run',
+      'mcp-refund.mjs',
+      '--mcp',
+      `"${process.execPath}" '${server}'`,
+      '--json',
+      '--quiet',
+    ]);
+    expect(code).toBe(1);
+    // The connection's warnings are said on stderr: this server has a tool no provider accepts by its name.
+    expect(stderr).toContain('loopstate run: warning: the MCP tool "orders.export" is left out');
+    const printed = JSON.parse(stdout) as { result: RunResult };
+    expect(printed.result.status).toBe('needs_human');
+    expect(printed.result.pendingApprovals).toEqual([expect.objectContaining({ tool: 'refund_order' })]);
+  });
+
+  it('exits 3 naming the server when an MCP server cannot start, and 2 for an unclosed quote', async () => {
+    write(
+      'mcp-none.mjs',
+      "import { reply, scriptedModel } from 'loopstate/testing';\nexport const goal = 'x';\nexport default { model: scriptedModel([reply('x')]) };\n",
+    );
+    const missing = await loopstate(['run', 'mcp-none.mjs', '--mcp', 'loopstate-no-such-mcp-server --stdio']);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain(
+      '--mcp "loopstate-no-such-mcp-server --stdio": could not connect to the MCP server',
+    );
+    const unclosed = await loopstate(['run', 'mcp-none.mjs', '--mcp', 'node "server.js']);
+    expect(unclosed.code).toBe(2);
+    expect(unclosed.stderr).toContain('unclosed " quote');
+  });
+});
+
 describe('the package entries', () => {
   it('resolves loopstate and its subpaths by name (as a user imports them), each name from one entry, without loading DBOS until a worker starts', async () => {
     const script = [

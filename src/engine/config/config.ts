@@ -322,6 +322,26 @@ function unpricedBudgetIssues(
   ];
 }
 
+/** Every secret value the tools carry (an MCP server's token), for the loop's redactor. */
+function secretsOfTools(tools: readonly Tool[] | undefined): string[] {
+  return (tools ?? []).flatMap((tool) => tool.secrets ?? []);
+}
+
+/**
+ * The loop reads its tools per run: when the `tools` array it was given has changed in place since (an
+ * MCP connection's `tools`, on the server's `tools/list_changed`), the config is validated again and the
+ * new tools (and their secrets) are taken by `resolved`, for runs that start from now on. A run in
+ * flight keeps the tools it started with. Throws `LoopConfigError` when the changed list is invalid.
+ */
+export function refreshTools(resolved: ResolvedConfig, input: { tools?: readonly Tool[] | undefined }): void {
+  const given = input.tools ?? [];
+  const current = [...resolved.tools.values()];
+  if (given.length === current.length && given.every((tool, index) => tool === current[index])) return;
+  const next = resolveConfig(input);
+  resolved.tools = next.tools;
+  resolved.redact = next.redact;
+}
+
 export function resolveConfig(input: unknown): ResolvedConfig {
   const config = parseInput(configSchema, input, keepConfigValue, 'config');
   const prices = { ...DEFAULT_PRICES, ...config.prices };
@@ -348,7 +368,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     plan: config.plan ?? false,
     prices,
     trace: resolveTrace(config.trace),
-    redact: createRedactor(config.redact),
+    redact: createRedactor(config.redact, secretsOfTools(config.tools)),
     backoff: { ...DEFAULT_BACKOFF, ...config.retry },
     clock: config.clock ?? systemClock,
     random: (config.random as (() => number) | undefined) ?? Math.random,

@@ -353,3 +353,14 @@ describe('cost on long and hostile input', () => {
     expect(result).toContain(`Bearer ${REDACTED}`);
   });
 });
+
+describe('known secret values (the secrets tools carry)', () => {
+  it('redacts each value wherever it appears, the longest first, before the built-in rules take part of one', () => {
+    const redactor = createRedactor({}, ['odt_4f9a8b7c', 'odt_4f9a8b7c6d5e', 'a.b*c+d?e', 'ab']);
+    expect(redactor.text('token odt_4f9a8b7c6d5e and odt_4f9a8b7c.')).toBe(`token ${REDACTED} and ${REDACTED}.`);
+    // Taken literally, not as a pattern; values under four characters are left (they are ordinary words).
+    expect(redactor.text('a.b*c+d?e axbxcxdxe ab')).toBe(`${REDACTED} axbxcxdxe ab`);
+    expect(redactor.strings({ nested: ['x odt_4f9a8b7c6d5e'] })).toEqual({ nested: [`x ${REDACTED}`] });
+    expect(createRedactor().text('odt_4f9a8b7c6d5e')).toBe('odt_4f9a8b7c6d5e');
+  });
+});

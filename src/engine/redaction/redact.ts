@@ -102,19 +102,34 @@ function isPlainObject(value: object): boolean {
   return prototype === Object.prototype || prototype === null;
 }
 
+/** Shorter values cannot be told apart from ordinary words (and are no secret worth the name). */
+const MIN_KNOWN_SECRET_CHARS = 4;
+
+/** A literal value as a pattern; the longest first, so a secret that contains another is not left half-redacted. */
+function knownSecretPatterns(values: readonly string[]): RegExp[] {
+  const distinct = [...new Set(values.map((value) => value.trim()))].filter(
+    (value) => value.length >= MIN_KNOWN_SECRET_CHARS,
+  );
+  return distinct
+    .sort((left, right) => right.length - left.length)
+    .map((value) => new RegExp(value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g'));
+}
+
 /**
- * Compiles the built-in rules plus the given ones. A loop compiles its rules once, from its `redact` option.
+ * Compiles the built-in rules plus the given ones. A loop compiles its rules once, from its `redact` option
+ * and the `secrets` its tools carry (`knownSecrets`: literal values, redacted wherever they appear).
  * @example
  * const redactor = createRedactor({ keys: ['customer_ssn'] });
  * redactor.render({ customer_ssn: '078-05-1120', plan: 'pro' }); // '{"customer_ssn":"[redacted]","plan":"pro"}'
  */
-export function createRedactor(options: RedactOptions = {}): Redactor {
+export function createRedactor(options: RedactOptions = {}, knownSecrets: readonly string[] = []): Redactor {
   const userNames = new Set<string>();
   const userNamePatterns: RegExp[] = [];
   for (const key of options.keys ?? []) {
     if (typeof key === 'string') userNames.add(compactKeyName(key));
     else userNamePatterns.push(withoutStatefulFlags(key));
   }
+  const knownValuePatterns = knownSecretPatterns(knownSecrets);
   const userValuePatterns = (options.patterns ?? []).map(globalPattern);
   const cache = new Map<string, boolean>();
 
@@ -133,7 +148,9 @@ export function createRedactor(options: RedactOptions = {}): Redactor {
   const text = (input: string): string => {
     if (input === '') return input;
     let output = input;
-    if (MAY_HOLD_SECRET.test(input)) {
+    // Known values first: a built-in rule that took part of one would leave the rest unmatched.
+    for (const pattern of knownValuePatterns) output = output.replace(pattern, REDACTED);
+    if (MAY_HOLD_SECRET.test(output)) {
       for (const rule of BUILT_IN_VALUE_RULES) output = output.replace(rule.pattern, rule.replace);
       output = redactPairs(output, isSecretKey);
     }

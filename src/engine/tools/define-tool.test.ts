@@ -138,6 +138,27 @@ describe('defineTool', () => {
   });
 });
 
+describe('defineTool secrets', () => {
+  const base = {
+    name: 'ping',
+    description: 'Ping',
+    input: z.object({}),
+    access: 'read' as const,
+    execute: () => 'pong',
+  };
+
+  it('keeps the secrets a tool carries, frozen, and leaves the field out when there are none', () => {
+    const tool = defineTool({ ...base, secrets: ['tok_0123456789'] });
+    expect(tool.secrets).toEqual(['tok_0123456789']);
+    expect(Object.isFrozen(tool.secrets)).toBe(true);
+    expect('secrets' in defineTool({ ...base, secrets: [] })).toBe(false);
+  });
+
+  it('refuses secrets that are not strings', () => {
+    expect(() => defineTool({ ...base, secrets: [42] as unknown as string[] })).toThrow(/secrets\[0\]/);
+  });
+});
+
 describe('idempotencyKey', () => {
   it('joins run, step and call ids in that order', () => {
     expect(idempotencyKey('run_1', '3', 'call_0')).toBe('run_1:3:call_0');

@@ -71,6 +71,12 @@ export interface ToolDefinition<Schema extends z.ZodType> {
   execute(args: z.output<Schema>, context: ToolContext): unknown | Promise<unknown>;
   /** Looks up by `context.idempotencyKey` whether a call whose outcome is unknown (it timed out) took effect. */
   checkOutcome?(args: z.output<Schema>, context: ToolContext): OutcomeLookup | Promise<OutcomeLookup>;
+  /**
+   * Secret values the tool holds (a token it sends, a password in its connection string): a loop with the
+   * tool redacts each of them wherever it appears in the trace and its sinks, warnings, stop details and
+   * errors. The transcript (`result.messages`) keeps what the tool returned: scrub its results yourself.
+   */
+  secrets?: readonly string[];
 }
 
 /**
@@ -88,6 +94,8 @@ export interface Tool {
   readonly idempotent: boolean;
   execute(args: unknown, context: ToolContext): unknown | Promise<unknown>;
   checkOutcome?(args: unknown, context: ToolContext): OutcomeLookup | Promise<OutcomeLookup>;
+  /** Secret values the loop redacts from everything it reports; empty for most tools. */
+  readonly secrets?: readonly string[];
   /** What the model is offered: name, description and the input's JSON Schema (without `$schema`). */
   readonly spec: ToolSpec;
 }
@@ -111,6 +119,7 @@ const toolDefinitionSchema = z.object({
   idempotent: z.boolean().optional(),
   execute: z.custom<unknown>(isFunction, 'must be a function'),
   checkOutcome: z.custom<unknown>(isFunction, 'must be a function').optional(),
+  secrets: z.array(z.string()).readonly().optional(),
 });
 
 /** The JSON Schema the model sees: of the schema's input side, since the model writes the input (defaults stay optional). */
@@ -158,7 +167,7 @@ export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<
   const schema = toParameters(definition.input);
   if ('issue' in schema) throw new LoopConfigError({ issues: [schema.issue] });
 
-  const { name, description, input, access, timeoutMs, idempotent, execute, checkOutcome } = definition;
+  const { name, description, input, access, timeoutMs, idempotent, execute, checkOutcome, secrets } = definition;
   // Typed arguments are guaranteed by the runtime, which only calls these with the schema's parsed output.
   type ErasedExecute = Tool['execute'];
   type ErasedCheckOutcome = NonNullable<Tool['checkOutcome']>;
@@ -171,6 +180,7 @@ export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<
     idempotent: idempotent ?? access === 'read',
     execute: execute.bind(definition) as ErasedExecute,
     ...(checkOutcome ? { checkOutcome: checkOutcome.bind(definition) as ErasedCheckOutcome } : {}),
+    ...(secrets && secrets.length > 0 ? { secrets: Object.freeze([...secrets]) } : {}),
     spec: Object.freeze({ name, description, parameters: schema.parameters }),
   });
 }

@@ -37,6 +37,8 @@ export interface LoadedLoop {
   loop: Loop | undefined;
   /** The exported `goal`; undefined when the file exports none (the CLI then needs `--goal`). */
   goal: string | undefined;
+  /** The exported `mcp` (MCP servers whose tools `run` adds), as it is; undefined when the file exports none. */
+  mcp?: unknown;
   /** The absolute path it was loaded from. */
   path: string;
 }
@@ -83,6 +85,7 @@ export async function loadLoopFile(file: string, cwd: string = process.cwd()): P
 export function loopOfModule(exports: Record<string, unknown>, name: string): Omit<LoadedLoop, 'path'> {
   const exported = exports.default;
   const goal = exports.goal;
+  const mcp = exports.mcp === undefined ? {} : { mcp: exports.mcp };
   if (goal !== undefined && (typeof goal !== 'string' || goal.trim() === ''))
     throw loopFileError(`${name}: the exported goal must be a non-empty string, got ${describe(goal)}`);
   if (isLoop(exported)) {
@@ -90,9 +93,9 @@ export function loopOfModule(exports: Record<string, unknown>, name: string): Om
       throw loopFileError(
         `${name}: the default export is a loop without its config; create it with createLoop from loopstate 0.1 or later`,
       );
-    return { config: exported.config, loop: exported, goal };
+    return { config: exported.config, loop: exported, goal, ...mcp };
   }
-  if (isConfig(exported)) return { config: exported, loop: undefined, goal };
+  if (isConfig(exported)) return { config: exported, loop: undefined, goal, ...mcp };
   const hint = exported === undefined ? 'there is no default export' : `the default export is ${describe(exported)}`;
   throw loopFileError(
     `${name} has no loop: its default export must be a createLoop(...) result or a loop config (${hint}); e.g. \`export default createLoop({ model, ... })\` and \`export const goal = '...'\``,

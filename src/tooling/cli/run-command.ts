@@ -21,6 +21,7 @@ import type { TraceEvent } from '../../index.js';
 import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type BundledExample } from './bundled-examples.js';
 import { CliError, EXIT_CODES } from './cli-error.js';
 import { loadLoopFile } from './load-loop-file.js';
+import { closeServers, connectServers, mcpExportEntries, mcpFlagEntries } from './mcp-servers.js';
 import { createProgressView } from './progress-view.js';
 import { formatRunReport, lastToolHealth } from './run-report.js';
 
@@ -61,6 +62,8 @@ Options:
   --stream                 with --model: stream the reply (the progress view shows it arriving)
   --api-key-env <VAR>      the environment variable holding the API key (default ${DEFAULT_API_KEY_ENV}; with
                            --base-url and the variable unset, no key is sent)
+  --mcp "<command line>"   add the tools of a stdio MCP server (repeatable), besides those of the file's
+                           \`export const mcp = [target, ...]\`; each server is closed when the run ends
   --record <cassette>      record every model call to a cassette file (JSON) while running
   --replay <cassette>      serve the model's answers from a cassette, offline
   --trace <path>           where to write the JSON lines trace (default: the loop's trace.file, else
@@ -75,7 +78,8 @@ Exit codes:
   1  the run finished without succeeding (failed or needs_human), or an unexpected error (also when the
      run waits on a promise nothing can settle any more, which is said on stderr)
   2  bad usage: unknown example or option, conflicting options
-  3  the loop could not be loaded: no such file, no loop exported, an invalid config, no goal
+  3  the loop could not be loaded: no such file, no loop exported, an invalid config, no goal, an MCP
+     server that cannot be reached
   4  the model could not be set up: a missing API key, an unreadable cassette`;
 
 const RUN_OPTIONS = {
@@ -85,6 +89,7 @@ const RUN_OPTIONS = {
   'api-key-env': { type: 'string' },
   stream: { type: 'boolean' },
   record: { type: 'string' },
+  mcp: { type: 'string', multiple: true },
   replay: { type: 'string' },
   trace: { type: 'string' },
   json: { type: 'boolean' },
@@ -185,11 +190,20 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
     view?.onEvent(event);
     userOnEvent?.(event);
   };
+  const servers = [
+    ...mcpExportEntries('mcp' in loaded ? loaded.mcp : undefined, target),
+    ...mcpFlagEntries(flags.mcp ?? []),
+  ];
   let result: RunResult;
+  // Connected last, so a bad flag or model fails before any server starts; closed however the run ends.
+  const connections = await connectServers(servers);
+  for (const warning of connections.flatMap((connection) => connection.warnings))
+    io.err(`loopstate run: warning: ${warning}`);
   try {
     const loop = createLoop({
       ...loaded.config,
       model,
+      tools: [...(loaded.config.tools ?? []), ...connections.flatMap((connection) => connection.tools)],
       trace: { ...userTrace, inMemory: true, file: traceFile, onEvent },
     } as LoopConfig);
     result = await loop.run({ goal, runId });
@@ -205,6 +219,7 @@ async function run(argv: readonly string[], io: RunCommandIo, defaultTarget: str
     throw error;
   } finally {
     view?.finish();
+    await closeServers(connections);
   }
   const written = result.warnings.some((warning) => warning.startsWith('trace.file'))
     ? null
@@ -355,11 +370,12 @@ async function playExample(
     flags.model !== undefined ||
     flags.replay !== undefined ||
     flags.record !== undefined ||
-    flags.goal !== undefined
+    flags.goal !== undefined ||
+    flags.mcp !== undefined
   ) {
     throw new CliError({
       kind: 'usage',
-      message: `the ${target} example plays its own runs offline; --model, --replay, --record and --goal do not apply to it`,
+      message: `the ${target} example plays its own runs offline; --model, --replay, --record, --goal and --mcp do not apply to it`,
     });
   }
   const view = flags.quiet ? null : createProgressView(progressOptions(io));
