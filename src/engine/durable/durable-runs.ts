@@ -364,7 +364,8 @@ export class DurableRuns {
     const note = result.stopReason === 'budget_exhausted' ? tenantStopNote(limits, record.tenantHold) : null;
     if (note !== null) result.detail = `${result.detail} (${note})`;
     const stopped = this.stoppedRecord(continued, result, journal.lastSeq);
-    await this.store.append(runId, [], lease(), encodeRecord(stopped));
+    // The events still queued and the run's new metadata: one commit.
+    await journal.finish(encodeRecord(stopped));
     if (stopped.state === 'finished') await this.settle(stopped);
     return result;
   }

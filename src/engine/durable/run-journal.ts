@@ -92,6 +92,13 @@ export class RunJournal implements DriverHooks {
   private bytesSinceSnapshot = 0;
   private lastSnapshotBytes = 0;
   private cursor: SessionCursor | null = null;
+  /** Encoded records not yet committed, and the run body to commit with them. */
+  private pending: StoreRow[] = [];
+  private pendingRunBody: string | undefined = undefined;
+  /** The commit under way: commits happen one after the other, in seq order. */
+  private committing: Promise<void> = Promise.resolve();
+  /** Tool calls running now: an outcome is committed at once while another call of its round still runs. */
+  private toolsRunning = 0;
   /** The first journal write that failed during the effect in flight, if one did. */
   private writeFailure: unknown = null;
   private health: ToolHealth | null = null;
@@ -122,15 +129,39 @@ export class RunJournal implements DriverHooks {
     return this.options.runId;
   }
 
-  private async append(record: JournalRecord, runBody?: string): Promise<void> {
+  /**
+   * Queues a record for the next commit. Only what must be durable before the next external effect is
+   * committed at once (see `flush`): a model reply on arrival, a tool's intent before it runs, its outcome
+   * before the next effect; events and the rest ride along in the same transaction.
+   */
+  private queue(record: JournalRecord, runBody?: string): void {
     const row: StoreRow = { seq: record.seq, kind: record.kind, body: encodeRecord(record) };
     this.bytesSinceSnapshot += row.body.length;
-    try {
-      await this.options.store.append(this.runId, [row], this.options.lease(), runBody);
-    } catch (error) {
+    this.pending.push(row);
+    if (runBody !== undefined) this.pendingRunBody = runBody;
+  }
+
+  /** Commits the queued records (and a queued run body) in one append, after any commit still under way. */
+  private flush(runBody?: string): Promise<void> {
+    if (runBody !== undefined) this.pendingRunBody = runBody;
+    if (this.pending.length === 0 && this.pendingRunBody === undefined) return this.committing;
+    const rows = this.pending;
+    const body = this.pendingRunBody;
+    this.pending = [];
+    this.pendingRunBody = undefined;
+    const { store } = this.options;
+    const commit = this.committing.then(() => store.append(this.runId, rows, this.options.lease(), body));
+    // The next commit waits for this one whether it failed or not; the failure is the caller's to see.
+    this.committing = commit.catch(() => undefined);
+    return commit.catch((error: unknown) => {
       this.writeFailure ??= error;
       throw error;
-    }
+    });
+  }
+
+  /** Commits what is queued, with the run's metadata once it stopped: the run's last commit. */
+  finish(runBody: string): Promise<void> {
+    return this.flush(runBody);
   }
 
   private takeSeq(): number {
@@ -208,7 +239,9 @@ export class RunJournal implements DriverHooks {
     };
     const runBody = this.superseding === null ? undefined : this.options.continuedRunBody;
     this.superseding = null;
-    await this.append(record, runBody);
+    this.queue(record, runBody);
+    // A workflow step (DBOS) records its outcome inside the step: the step's result is durable with it.
+    if (this.effectStep !== undefined) await this.flush();
     this.lastEventSeq = record.seq;
     this.modelCallsSinceEvent = 0;
   }
@@ -241,6 +274,8 @@ export class RunJournal implements DriverHooks {
     };
     const body = encodeRecord(record);
     this.lastSnapshotBytes = body.length;
+    // The snapshot stands on the events before it: they are committed first.
+    await this.flush();
     await this.options.store.writeSnapshot(
       this.runId,
       { seq: record.seq, kind: 'snapshot', body },
@@ -250,6 +285,8 @@ export class RunJournal implements DriverHooks {
 
   async beforeEffect(session: RunSession, controller: AbortController): Promise<void> {
     const { store } = this.options;
+    // Before the next external effect: the last effect's outcome and the events since are committed.
+    await this.flush();
     for (;;) {
       const control = await store.readControl(this.runId);
       if (control.cancelRequested) {
@@ -280,7 +317,7 @@ export class RunJournal implements DriverHooks {
     // A malformed response is the driver's to refuse (fatal_error); it is not worth serving again.
     if (isWellFormedResponse(response)) {
       const { text, toolCalls, usage } = response;
-      await this.append({
+      this.queue({
         schemaVersion: RECORD_SCHEMA_VERSION,
         kind: 'model',
         runId: this.runId,
@@ -289,6 +326,8 @@ export class RunJournal implements DriverHooks {
         index,
         response: { text, toolCalls: [...toolCalls], usage },
       });
+      // A reply is paid for: committed on arrival, so a crash after it never asks the model again.
+      await this.flush();
     }
     return response;
   }
@@ -298,6 +337,16 @@ export class RunJournal implements DriverHooks {
     const key = context.idempotencyKey;
     const finished = this.tail.results.get(key);
     if (finished !== undefined) return served(finished.outcome);
+    // In flight from here to its outcome: a call of the round that settles meanwhile commits at once.
+    this.toolsRunning += 1;
+    try {
+      return await this.executeOnce(tool, args, context, key);
+    } finally {
+      this.toolsRunning -= 1;
+    }
+  }
+
+  private async executeOnce(tool: Tool, args: unknown, context: ToolContext, key: string): Promise<unknown> {
     const started = this.tail.intents.has(key);
     if (started && !tool.idempotent) {
       const lookup = await lookUp(tool, args, context);
@@ -309,7 +358,7 @@ export class RunJournal implements DriverHooks {
       if (lookup.status !== 'not_done') throw new UnknownOutcomeError({ tool: tool.name, idempotencyKey: key });
     }
     if (!started)
-      await this.append({
+      this.queue({
         schemaVersion: RECORD_SCHEMA_VERSION,
         kind: 'intent',
         runId: this.runId,
@@ -318,6 +367,8 @@ export class RunJournal implements DriverHooks {
         tool: tool.name,
         args: args ?? null,
       });
+    // The intent (with everything queued before it) is durable before the tool runs.
+    await this.flush();
     let value: unknown;
     try {
       value = await tool.execute(args, context);
@@ -334,8 +385,12 @@ export class RunJournal implements DriverHooks {
     return value;
   }
 
+  /**
+   * Queues a tool's outcome: committed with the round's event before the next effect, or at once while
+   * another call of the round still runs (it may run for long; a crash meanwhile must not lose this one).
+   */
   private async recordOutcome(key: string, tool: Tool, outcome: ToolOutcome): Promise<void> {
-    await this.append({
+    this.queue({
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'tool-result',
       runId: this.runId,
@@ -344,6 +399,8 @@ export class RunJournal implements DriverHooks {
       tool: tool.name,
       outcome,
     });
+    // This call counts itself among those running.
+    if (this.toolsRunning > 1) await this.flush();
   }
 }
 
