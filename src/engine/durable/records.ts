@@ -9,6 +9,10 @@
  * Also (version unchanged, the machine context is loose): a snapshot's context
  * holds `transport` (per-call transport counters) instead of `task.transportRetries`, and its limits
  * `maxTransportAttempts` / `maxTransportRetries`; older snapshots are migrated when read (transport-counters-migration.ts).
+ * 3: a snapshot holds the machine, the small session fields, the warnings and (with `trace.inMemory`) the
+ * trace, but no longer the transcript: `messages` says how long it was, and the transcript is rebuilt from
+ * the events' transcript changes before the snapshot (the journal holds the history once). A version 1 or
+ * 2 snapshot, the transcript whole, is read as it was written.
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
@@ -20,9 +24,9 @@ import { StoreRecordError } from './durable-errors.js';
 import { idRecordSchema } from './id-record.js';
 import { recordedLimitsSchema } from './recorded-limits.js';
 
-export const RECORD_SCHEMA_VERSION = 2 as const;
+export const RECORD_SCHEMA_VERSION = 3 as const;
 /** The versions this loopstate reads: the shapes of older ones are a subset of this one's. */
-const schemaVersionSchema = z.union([z.literal(1), z.literal(RECORD_SCHEMA_VERSION)]);
+const schemaVersionSchema = z.union([z.literal(1), z.literal(2), z.literal(RECORD_SCHEMA_VERSION)]);
 
 const toolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: z.string() }).strict();
 const messageSchema = z.union([
@@ -203,7 +207,11 @@ export const snapshotRecordSchema = z
     }),
     session: z
       .object({
-        transcript: transcriptChangeSchema,
+        /** Versions 1 and 2: the whole transcript. */
+        transcript: transcriptChangeSchema.optional(),
+        /** Version 3: the transcript's length and task message, the messages rebuilt from the journal. */
+        messages: z.number().int().min(0).optional(),
+        taskMessageIndex: z.number().int().nullable().optional(),
         trace: traceSchema,
         warnings: z.array(z.string()),
         fields: sessionFieldsSchema,
@@ -338,6 +346,31 @@ function decode<Schema extends z.ZodType>(
     });
   }
   return parsed.data;
+}
+
+/** What rebuilding a transcript needs of an event before the snapshot: checked for that much only, so it stays cheap. */
+const transcriptPartSchema = z.looseObject({
+  ...base,
+  kind: z.string(),
+  supersedes: z.number().int().positive().optional(),
+  delta: z.looseObject({ transcript: transcriptChangeSchema }).optional(),
+});
+export type TranscriptChange = z.output<typeof transcriptChangeSchema>;
+
+/**
+ * The transcript change an event record made (null for other records), and the seq it supersedes. The
+ * record is not checked whole: it lies before the snapshot, whose state already stands for the rest.
+ */
+export function decodeTranscriptPart(
+  body: string,
+  runId: string,
+  seq: number,
+): { transcript: TranscriptChange; supersedes: number | undefined } | null {
+  const part = decode(transcriptPartSchema, body, runId, seq);
+  if (part.kind !== 'event') return null;
+  if (part.delta === undefined)
+    throw new StoreRecordError({ code: 'corrupt_record', runId, seq, problem: 'an event record without its delta' });
+  return { transcript: part.delta.transcript, supersedes: part.supersedes };
 }
 
 export const decodeJournalRecord = (body: string, runId: string, seq: number): JournalRecord =>

@@ -4,8 +4,12 @@
  * on the way in; one bad record refuses the whole run.
  */
 import type { Store } from '../../contracts/store.js';
+import { StoreRecordError } from './durable-errors.js';
+import type { Message } from '../../contracts/model.js';
 import {
   decodeJournalRecord,
+  decodeTranscriptPart,
+  type TranscriptChange,
   decodeSnapshotRecord,
   type EventRecord,
   type IntentRecord,
@@ -22,6 +26,8 @@ export type ContinueWith =
 
 export interface ResumePlan {
   snapshot: SnapshotRecord | null;
+  /** The transcript at the snapshot, rebuilt from the events before it; null when the snapshot holds it (or there is none). */
+  transcript: Message[] | null;
   events: EventRecord[];
   tail: { models: ModelRecord[]; intents: Map<string, IntentRecord>; results: Map<string, ToolResultRecord> };
   nextSeq: number;
@@ -35,7 +41,13 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
   const snapshotRow = await store.latestSnapshot(runId);
   const snapshot = snapshotRow === null ? null : decodeSnapshotRecord(snapshotRow.body, runId, snapshotRow.seq);
   const after = snapshot?.seq ?? 0;
-  const records = (await store.readJournal(runId, after)).map((row) => decodeJournalRecord(row.body, runId, row.seq));
+  // A snapshot without the transcript: the events before it are read for their transcript changes only.
+  const rebuild = snapshot !== null && snapshot.session.transcript === undefined;
+  const rows = await store.readJournal(runId, rebuild ? 0 : after);
+  const before = rebuild ? rows.filter((row) => row.seq <= after) : [];
+  const records = (rebuild ? rows.filter((row) => row.seq > after) : rows).map((row) =>
+    decodeJournalRecord(row.body, runId, row.seq),
+  );
   const superseded = new Set<number>();
   for (const record of records)
     if (record.kind === 'event' && record.supersedes !== undefined) superseded.add(record.supersedes);
@@ -54,6 +66,7 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
     (snapshot === null ? null : Number((snapshot.machine.context as { lastEventAt?: unknown }).lastEventAt ?? NaN));
   return {
     snapshot,
+    transcript: rebuild ? transcriptBefore(before, runId) : null,
     events,
     tail,
     nextSeq: Math.max(after, ...records.map((record) => record.seq)) + 1,
@@ -61,4 +74,30 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
     lastAt: lastAt === null || Number.isNaN(lastAt) ? null : lastAt,
     continueWith: null,
   };
+}
+
+/** The transcript as the events before a snapshot left it: their changes folded, the superseded events' skipped. */
+function transcriptBefore(rows: readonly { seq: number; body: string }[], runId: string): Message[] {
+  const changes: { seq: number; change: TranscriptChange }[] = [];
+  const superseded = new Set<number>();
+  for (const row of rows) {
+    const part = decodeTranscriptPart(row.body, runId, row.seq);
+    if (part === null) continue;
+    if (part.supersedes !== undefined) superseded.add(part.supersedes);
+    changes.push({ seq: row.seq, change: part.transcript });
+  }
+  let messages: Message[] = [];
+  for (const { seq, change } of changes) {
+    if (superseded.has(seq)) continue;
+    if (change.replace) messages = [];
+    else if (change.from !== messages.length)
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId,
+        seq,
+        problem: `its transcript (from message ${change.from}, not ${messages.length}) does not continue the journal before it`,
+      });
+    for (const message of change.messages) messages.push(message);
+  }
+  return messages;
 }

@@ -178,7 +178,10 @@ export class RunJournal implements DriverHooks {
     }
     session.whileReplaying(() => {
       if (plan.snapshot !== null)
-        restoreSessionState(session, this.health, plan.snapshot.session, { runId: this.runId, seq: plan.snapshot.seq });
+        restoreSessionState(session, this.health, plan.snapshot.session, plan.transcript, {
+          runId: this.runId,
+          seq: plan.snapshot.seq,
+        });
       // Cursors of a rebuilt run carry the progress tracker whole in the next record: it was restored, not tracked.
       this.cursor = cursorOf(session, false);
       const stoppedAt = plan.continueWith?.waitingSeq ?? null;
