@@ -1,7 +1,8 @@
 /**
  * The Postgres store's tables, in their own schema so they sit beside DBOS's system tables in one
  * database. Changelog — 1: the SQLite store's tables (runs, journal, snapshots, ledgers, control) with
- * the same keys, plus `workers`: each distributed worker's heartbeat, read by the reaper.
+ * the same keys, plus `workers`: each distributed worker's heartbeat, read by the reaper. 2:
+ * `runs.finished_at`, when the run finished (for `prune`), added to a version 1 schema when opened.
  */
 export function postgresSchema(schema: string): string {
   const s = `"${schema}"`;
@@ -40,6 +41,8 @@ CREATE TABLE IF NOT EXISTS ${s}.workers (
   executor_id TEXT PRIMARY KEY,
   heartbeat_at BIGINT NOT NULL
 );
+ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS finished_at BIGINT;
+CREATE INDEX IF NOT EXISTS runs_finished_at ON ${s}.runs (finished_at) WHERE finished_at IS NOT NULL;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_by TEXT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_at BIGINT;
 `;

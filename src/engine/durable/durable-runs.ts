@@ -365,7 +365,8 @@ export class DurableRuns {
     if (note !== null) result.detail = `${result.detail} (${note})`;
     const stopped = this.stoppedRecord(continued, result, journal.lastSeq);
     // The events still queued and the run's new metadata: one commit.
-    await journal.finish(encodeRecord(stopped));
+    // Finished at the wall clock's time (not the run's clock): `prune` compares it with the caller's `Date.now()`.
+    await journal.finish(encodeRecord(stopped), stopped.state === 'finished' ? Date.now() : undefined);
     if (stopped.state === 'finished') await this.settle(stopped);
     return result;
   }

@@ -142,7 +142,7 @@ export class RunJournal implements DriverHooks {
   }
 
   /** Commits the queued records (and a queued run body) in one append, after any commit still under way. */
-  private flush(runBody?: string): Promise<void> {
+  private flush(runBody?: string, finishedAt?: number): Promise<void> {
     if (runBody !== undefined) this.pendingRunBody = runBody;
     if (this.pending.length === 0 && this.pendingRunBody === undefined) return this.committing;
     const rows = this.pending;
@@ -150,7 +150,7 @@ export class RunJournal implements DriverHooks {
     this.pending = [];
     this.pendingRunBody = undefined;
     const { store } = this.options;
-    const commit = this.committing.then(() => store.append(this.runId, rows, this.options.lease(), body));
+    const commit = this.committing.then(() => store.append(this.runId, rows, this.options.lease(), body, finishedAt));
     // The next commit waits for this one whether it failed or not; the failure is the caller's to see.
     this.committing = commit.catch(() => undefined);
     return commit.catch((error: unknown) => {
@@ -159,9 +159,9 @@ export class RunJournal implements DriverHooks {
     });
   }
 
-  /** Commits what is queued, with the run's metadata once it stopped: the run's last commit. */
-  finish(runBody: string): Promise<void> {
-    return this.flush(runBody);
+  /** Commits what is queued, with the run's metadata once it stopped (and when it finished): the run's last commit. */
+  finish(runBody: string, finishedAt: number | undefined): Promise<void> {
+    return this.flush(runBody, finishedAt);
   }
 
   private takeSeq(): number {
