@@ -1,7 +1,7 @@
 /**
  * Property: a run interrupted at a random effect (its model or tool call never settles, as if the process
  * died there, with whatever the journal had not committed yet lost) and resumed by a second loop on the
- * same store ends with the transcript, usage, output and side effects of a run that was never
+ * same store ends with the transcript, trace, usage, output and side effects of a run that was never
  * interrupted. The next model request after the resume is the uninterrupted run's own, message for message.
  */
 import fc from 'fast-check';
@@ -153,6 +153,8 @@ describe('a run interrupted at a random effect and resumed', () => {
         expect(result.usage).toEqual(expected.usage);
         expect(result.output).toEqual(expected.output);
         expect(result.steps).toBe(expected.steps);
+        // The in-memory trace too, put back from its chunks and the replayed events (the resume's own event aside).
+        expect(result.trace.filter((event) => event.type !== 'run-resume')).toEqual(expected.trace);
         // Every charge applied exactly once; every lookup the uninterrupted run made, made.
         expect(charges(world)).toEqual(charges(reference).map(([key]) => [key, 1]));
         expect([...world.effects.keys()].sort()).toEqual([...reference.effects.keys()].sort());

@@ -188,7 +188,24 @@ export const toolResultRecordSchema = z
   })
   .strict();
 
+/**
+ * The in-memory trace recorded since the previous snapshot (from index `from`), written with the snapshot
+ * after the event at `snapshotSeq`: the snapshot itself holds no trace, so it stays small, and a resume
+ * puts the trace back from these chunks. A chunk whose snapshot was never written (the process died in
+ * between) is overlapped by the next one, which starts where that snapshot's predecessor ended.
+ */
+export const traceRecordSchema = z
+  .object({
+    ...base,
+    kind: z.literal('trace'),
+    snapshotSeq: z.number().int().min(0),
+    from: z.number().int().min(0),
+    events: traceSchema,
+  })
+  .strict();
+
 const journalRecordSchema = z.discriminatedUnion('kind', [
+  traceRecordSchema,
   eventRecordSchema,
   modelRecordSchema,
   intentRecordSchema,
@@ -212,7 +229,9 @@ export const snapshotRecordSchema = z
         /** Version 3: the transcript's length and task message, the messages rebuilt from the journal. */
         messages: z.number().int().min(0).optional(),
         taskMessageIndex: z.number().int().nullable().optional(),
+        /** Versions 1 and 2, or without the in-memory trace: the trace whole. Version 3 with it: empty, `traceLength` long in the chunks. */
         trace: traceSchema,
+        traceLength: z.number().int().min(0).optional(),
         warnings: z.array(z.string()),
         fields: sessionFieldsSchema,
       })
@@ -284,6 +303,7 @@ export type EventRecord = z.output<typeof eventRecordSchema>;
 export type ModelRecord = z.output<typeof modelRecordSchema>;
 export type IntentRecord = z.output<typeof intentRecordSchema>;
 export type ToolResultRecord = z.output<typeof toolResultRecordSchema>;
+export type TraceRecord = z.output<typeof traceRecordSchema>;
 export type JournalRecord = z.output<typeof journalRecordSchema>;
 export type SnapshotRecord = z.output<typeof snapshotRecordSchema>;
 export type RunRecord = z.output<typeof runRecordSchema>;
@@ -417,6 +437,37 @@ function quickTranscriptPart(body: string, runId: string, seq: number): unknown 
     return undefined;
   }
 }
+/**
+ * A trace chunk before the snapshot, checked by hand for what the trace schema asks of each event (a
+ * type, the run id, a time): a resume reads every chunk of the run.
+ */
+export function decodeTraceChunk(body: string, runId: string, seq: number): TraceRecord {
+  const refuse = (problem: string) => new StoreRecordError({ code: 'corrupt_record', runId, seq, problem });
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    throw refuse(`not valid JSON (truncated or overwritten): ${(error as Error).message}`);
+  }
+  if (!isObject(value) || value.kind !== 'trace') throw refuse('not a valid record: expected a trace chunk');
+  if (!schemaVersionSchema.safeParse(value.schemaVersion).success)
+    throw refuse('not a valid record: no known schemaVersion');
+  if (value.runId !== runId || value.seq !== seq)
+    throw refuse(`it names ${String(value.runId)} seq ${String(value.seq)}, not where it is stored`);
+  const { snapshotSeq, from, events } = value;
+  if (
+    !Number.isInteger(snapshotSeq) ||
+    !Number.isInteger(from) ||
+    (from as number) < 0 ||
+    !Array.isArray(events) ||
+    !events.every(
+      (event) => isObject(event) && isString(event.type) && isString(event.runId) && typeof event.at === 'number',
+    )
+  )
+    throw refuse('not a valid record: a trace chunk of another shape');
+  return value as unknown as TraceRecord;
+}
+
 const TRANSCRIPT_START = '"delta":{"transcript":';
 const TRANSCRIPT_END = ',"traceFrom":';
 

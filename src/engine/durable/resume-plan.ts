@@ -4,10 +4,12 @@
  * on the way in; one bad record refuses the whole run.
  */
 import type { Store } from '../../contracts/store.js';
+import type { TraceEvent } from '../trace/trace-event.js';
 import { StoreRecordError } from './durable-errors.js';
 import type { Message } from '../../contracts/model.js';
 import {
   decodeJournalRecord,
+  decodeTraceChunk,
   decodeTranscriptPart,
   type TranscriptChange,
   decodeSnapshotRecord,
@@ -28,6 +30,8 @@ export interface ResumePlan {
   snapshot: SnapshotRecord | null;
   /** The transcript at the snapshot, rebuilt from the events before it; null when the snapshot holds it (or there is none). */
   transcript: Message[] | null;
+  /** The in-memory trace at the snapshot, put back from its chunks; null when the snapshot holds it (or there is none). */
+  trace: TraceEvent[] | null;
   events: EventRecord[];
   tail: { models: ModelRecord[]; intents: Map<string, IntentRecord>; results: Map<string, ToolResultRecord> };
   nextSeq: number;
@@ -45,9 +49,12 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
   const rebuild = snapshot !== null && snapshot.session.transcript === undefined;
   const rows = await store.readJournal(runId, rebuild ? 0 : after);
   const before = rebuild ? rows.filter((row) => row.seq <= after) : [];
-  const records = (rebuild ? rows.filter((row) => row.seq > after) : rows).map((row) =>
-    decodeJournalRecord(row.body, runId, row.seq),
-  );
+  const traceLength = snapshot?.session.traceLength;
+  // Chunks are written just after their snapshot's event: every chunk up to the snapshot's own.
+  const trace = rebuild && traceLength !== undefined ? traceBefore(rows, after, traceLength, runId) : null;
+  const records = (rebuild ? rows.filter((row) => row.seq > after) : rows)
+    .filter((row) => row.kind !== 'trace')
+    .map((row) => decodeJournalRecord(row.body, runId, row.seq));
   const superseded = new Set<number>();
   for (const record of records)
     if (record.kind === 'event' && record.supersedes !== undefined) superseded.add(record.supersedes);
@@ -67,9 +74,11 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
   return {
     snapshot,
     transcript: rebuild ? transcriptBefore(before, runId) : null,
+    trace,
     events,
     tail,
-    nextSeq: Math.max(after, ...records.map((record) => record.seq)) + 1,
+    // Every row counts, trace chunks included: the next record must not take a seq one of them holds.
+    nextSeq: rows.reduce((highest, row) => Math.max(highest, row.seq), after) + 1,
     lastEventSeq,
     lastAt: lastAt === null || Number.isNaN(lastAt) ? null : lastAt,
     continueWith: null,
@@ -100,4 +109,38 @@ function transcriptBefore(rows: readonly { seq: number; body: string }[], runId:
     for (const message of change.messages) messages.push(message);
   }
   return messages;
+}
+
+/**
+ * The trace at the snapshot after event `snapshotSeq`: its chunks in seq order, each from where it says it
+ * starts (a chunk written again after a crash overlaps the one whose snapshot was never written).
+ */
+function traceBefore(
+  rows: readonly { seq: number; kind: string; body: string }[],
+  snapshotSeq: number,
+  length: number,
+  runId: string,
+): TraceEvent[] {
+  let trace: TraceEvent[] = [];
+  for (const row of rows) {
+    if (row.kind !== 'trace') continue;
+    const chunk = decodeTraceChunk(row.body, runId, row.seq);
+    if (chunk.snapshotSeq > snapshotSeq) continue;
+    if (chunk.from > trace.length)
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId,
+        seq: row.seq,
+        problem: `its trace (from event ${chunk.from}, not ${trace.length}) does not continue the journal before it`,
+      });
+    trace = trace.slice(0, chunk.from).concat(chunk.events);
+  }
+  if (trace.length !== length)
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId,
+      seq: snapshotSeq,
+      problem: `the snapshot's trace has ${length} events, its chunks ${trace.length}`,
+    });
+  return trace;
 }

@@ -97,6 +97,8 @@ export class RunJournal implements DriverHooks {
   private pendingRunBody: string | undefined = undefined;
   /** The commit under way: commits happen one after the other, in seq order. */
   private committing: Promise<void> = Promise.resolve();
+  /** How much of the in-memory trace the journal's trace chunks hold (the next chunk starts there). */
+  private traceChunked: number;
   /** Tool calls running now: an outcome is committed at once while another call of its round still runs. */
   private toolsRunning = 0;
   /** The first journal write that failed during the effect in flight, if one did. */
@@ -117,6 +119,8 @@ export class RunJournal implements DriverHooks {
     this.nextSeq = options.plan?.nextSeq ?? 1;
     this.lastEventSeq = options.plan?.lastEventSeq ?? 0;
     this.tail = options.plan?.tail ?? { models: [], intents: new Map(), results: new Map() };
+    // A snapshot whose trace is whole (version 2, or a run started before) leaves nothing in chunks: the first chunk holds it all.
+    this.traceChunked = options.plan?.snapshot?.session.traceLength ?? 0;
     this.effectStep = options.effectStep;
   }
 
@@ -178,7 +182,7 @@ export class RunJournal implements DriverHooks {
     }
     session.whileReplaying(() => {
       if (plan.snapshot !== null)
-        restoreSessionState(session, this.health, plan.snapshot.session, plan.transcript, {
+        restoreSessionState(session, this.health, plan.snapshot.session, plan, {
           runId: this.runId,
           seq: plan.snapshot.seq,
         });
@@ -267,16 +271,31 @@ export class RunJournal implements DriverHooks {
       return;
     this.eventsSinceSnapshot = 0;
     this.bytesSinceSnapshot = 0;
+    const traceInChunks = session.config.trace.inMemory;
+    if (traceInChunks) {
+      // The trace since the last chunk, committed with the events before the snapshot.
+      this.queue({
+        schemaVersion: RECORD_SCHEMA_VERSION,
+        kind: 'trace',
+        runId: this.runId,
+        seq: this.takeSeq(),
+        snapshotSeq: this.lastEventSeq,
+        from: this.traceChunked,
+        events: session.trace.slice(this.traceChunked),
+      });
+      this.traceChunked = session.trace.length;
+    }
     const record: SnapshotRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'snapshot',
       runId: this.runId,
       seq: this.lastEventSeq,
       machine: actor.getPersistedSnapshot() as unknown as SnapshotRecord['machine'],
-      session: sessionState(session, this.health),
+      session: sessionState(session, this.health, traceInChunks),
     };
     const body = encodeRecord(record);
     this.lastSnapshotBytes = body.length;
+    this.bytesSinceSnapshot = 0;
     // The snapshot stands on the events before it: they are committed first.
     await this.flush();
     await this.options.store.writeSnapshot(

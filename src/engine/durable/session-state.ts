@@ -12,6 +12,7 @@ import { Transcript } from '../runtime/transcript.js';
 import type { ToolHealth } from '../tools/index.js';
 import { StoreRecordError } from './durable-errors.js';
 import type { Message } from '../../contracts/model.js';
+import type { TraceEvent } from '../trace/trace-event.js';
 import type { SessionDelta, SessionFields, SnapshotRecord } from './records.js';
 
 /** Where the session stood after the last journalled event: the delta of the next one starts there. */
@@ -111,12 +112,17 @@ export function sessionDelta(session: RunSession, cursor: SessionCursor, health:
  * The session for a snapshot: everything but the transcript, which the journal's events hold already (the
  * history is stored once); its length is kept to check the transcript rebuilt on resume.
  */
-export function sessionState(session: RunSession, health: ToolHealth | null): SnapshotRecord['session'] {
+export function sessionState(
+  session: RunSession,
+  health: ToolHealth | null,
+  traceInChunks: boolean,
+): SnapshotRecord['session'] {
   const { transcript } = session;
   return {
     messages: transcript.messages.length,
     taskMessageIndex: taskMessageIndex(transcript),
-    trace: [...session.trace],
+    // The in-memory trace is in the journal's trace chunks, written with the snapshot.
+    ...(traceInChunks ? { trace: [], traceLength: session.trace.length } : { trace: [...session.trace] }),
     warnings: [...session.warnings],
     fields: fieldsOf(session, health, true, { kind: 'whole', snapshot: session.progress.snapshot() }),
   };
@@ -206,9 +212,10 @@ export function restoreSessionState(
   session: RunSession,
   health: ToolHealth | null,
   state: SnapshotRecord['session'],
-  transcript: readonly Message[] | null,
+  rebuilt: { transcript: readonly Message[] | null; trace: readonly TraceEvent[] | null },
   where: Where,
 ): void {
+  const { transcript } = rebuilt;
   if (state.transcript !== undefined) restoreTranscript(session, state.transcript, where);
   else {
     const messages = transcript ?? [];
@@ -225,6 +232,6 @@ export function restoreSessionState(
       where,
     );
   }
-  session.restoreRecorded(state.trace, state.warnings, true);
+  session.restoreRecorded(state.traceLength === undefined ? state.trace : (rebuilt.trace ?? []), state.warnings, true);
   restoreFields(session, health, state.fields, where);
 }
