@@ -86,10 +86,12 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
 }
 
 /** The transcript as the events before a snapshot left it: their changes folded, the superseded events' skipped. */
-function transcriptBefore(rows: readonly { seq: number; body: string }[], runId: string): Message[] {
+function transcriptBefore(rows: readonly { seq: number; kind: string; body: string }[], runId: string): Message[] {
   const changes: { seq: number; change: TranscriptChange }[] = [];
   const superseded = new Set<number>();
   for (const row of rows) {
+    // Only events change the transcript: the other rows (a trace chunk is large) are not parsed here.
+    if (row.kind !== 'event') continue;
     const part = decodeTranscriptPart(row.body, runId, row.seq);
     if (part === null) continue;
     if (part.supersedes !== undefined) superseded.add(part.supersedes);
@@ -121,7 +123,7 @@ function traceBefore(
   length: number,
   runId: string,
 ): TraceEvent[] {
-  let trace: TraceEvent[] = [];
+  const trace: TraceEvent[] = [];
   for (const row of rows) {
     if (row.kind !== 'trace') continue;
     const chunk = decodeTraceChunk(row.body, runId, row.seq);
@@ -133,7 +135,8 @@ function traceBefore(
         seq: row.seq,
         problem: `its trace (from event ${chunk.from}, not ${trace.length}) does not continue the journal before it`,
       });
-    trace = trace.slice(0, chunk.from).concat(chunk.events);
+    trace.length = chunk.from;
+    for (const event of chunk.events) trace.push(event);
   }
   if (trace.length !== length)
     throw new StoreRecordError({
