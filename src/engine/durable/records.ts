@@ -9,10 +9,10 @@
  * Also (version unchanged, the machine context is loose): a snapshot's context
  * holds `transport` (per-call transport counters) instead of `task.transportRetries`, and its limits
  * `maxTransportAttempts` / `maxTransportRetries`; older snapshots are migrated when read (transport-counters-migration.ts).
- * 3: a snapshot holds the machine, the small session fields, the warnings and (with `trace.inMemory`) the
- * trace, but no longer the transcript: `messages` says how long it was, and the transcript is rebuilt from
- * the events' transcript changes before the snapshot (the journal holds the history once). A version 1 or
- * 2 snapshot, the transcript whole, is read as it was written.
+ * 3: a snapshot holds the machine, the small session fields and the warnings, no longer the history:
+ * `messages` says how long the transcript was (rebuilt from the events' transcript changes before the
+ * snapshot) and `traceLength` how long the in-memory trace was (put back from the `trace` chunks
+ * committed with each snapshot). A version 1 or 2 snapshot, transcript and trace whole, is read as written.
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
