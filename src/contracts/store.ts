@@ -52,6 +52,16 @@ export interface RunControl {
 }
 
 /**
+ * What `store.prune` deletes.
+ * @example
+ * await store.prune({ finishedBefore: Date.now() - 7 * 24 * 3_600_000 }); // runs finished over a week ago
+ */
+export interface PruneOptions {
+  /** Epoch ms: runs that finished before it are deleted. */
+  finishedBefore: number;
+}
+
+/**
  * Storage for durable runs: `memoryStore()` for tests and one process, `sqliteStore({ path })` for
  * crash-safe runs on one machine.
  * @example
@@ -72,9 +82,10 @@ export interface Store {
    * Appends rows atomically (with the run's new metadata when given) if `lease.owner` holds the run;
    * an append without rows (the owner's heartbeat) or with `runBody` also renews the lease. Throws
    * `StoreConflictError` when a row's seq exists already or `lease.owner` no longer holds the run:
-   * two writers of one run can never both succeed.
+   * two writers of one run can never both succeed. `finishedAt` (epoch ms, with the run body of a
+   * finished run): the run is finished from then on, and `prune` may delete it.
    */
-  append(runId: string, rows: readonly StoreRow[], lease: Lease, runBody?: string): Promise<void>;
+  append(runId: string, rows: readonly StoreRow[], lease: Lease, runBody?: string, finishedAt?: number): Promise<void>;
   /** Journal rows with seq greater than `afterSeq`, in seq order. */
   readJournal(runId: string, afterSeq: number): Promise<StoreRow[]>;
   writeSnapshot(runId: string, row: StoreRow, lease: Lease): Promise<void>;
@@ -92,6 +103,11 @@ export interface Store {
    * ledger must not exist yet) and bumps the version. False when another writer got there first.
    */
   writeLedger(tenantId: string, body: string, expectedVersion: number | null): Promise<boolean>;
+  /**
+   * Deletes the runs that finished before `finishedBefore` (epoch ms) with their journal and snapshot;
+   * runs still running or waiting for approval are kept whatever their age. Returns how many it deleted.
+   */
+  prune(options: PruneOptions): Promise<number>;
   /** How often (ms) a paused run looks again whether the pause was lifted. */
   readonly pausePollMs: number;
   close(): Promise<void>;

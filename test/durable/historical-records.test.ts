@@ -79,7 +79,7 @@ describe('schema version 1 records', () => {
       schemaVersion: number;
       limits?: Record<string, number | null>;
     };
-    expect(record.schemaVersion).toBe(2);
+    expect(record.schemaVersion).toBe(3);
     expect(record.limits).toMatchObject({ maxSteps: 2 });
   });
 });

@@ -77,10 +77,10 @@ describe('record envelopes', () => {
 
   it('refuses a record from a newer schema version', async () => {
     const { make, db } = await stoppedRun('future');
-    db.prepare("UPDATE runs SET body = json_set(body, '$.schemaVersion', 3) WHERE run_id = 'r'").run();
+    db.prepare("UPDATE runs SET body = json_set(body, '$.schemaVersion', 4) WHERE run_id = 'r'").run();
     const error = await refusal(make().resume('r'));
     expect(error).toMatchObject({ code: 'unsupported_record_version', runId: 'r', seq: null });
-    expect(error.message).toMatch(/schemaVersion 3 is newer than this loopstate reads \(2\)/);
+    expect(error.message).toMatch(/schemaVersion 4 is newer than this loopstate reads \(3\)/);
   });
 
   it('refuses a damaged snapshot', async () => {

@@ -3,7 +3,8 @@
  * database. Changelog — 1: the SQLite store's tables (runs, journal, snapshots, ledgers, control) with
  * the same keys, plus `workers`: each distributed worker's heartbeat, read by the reaper. 2: workers say
  * their `application_version` and the `lease_prefix` of their process (a reaper frees a dead worker's
- * leases by it), and an index finds the runs a lease is held on.
+ * leases by it), an index finds the runs a lease is held on, and `runs.finished_at` says when the run
+ * finished (for `prune`); each is added to a version 1 schema when opened.
  */
 export function postgresSchema(schema: string): string {
   const s = `"${schema}"`;
@@ -42,6 +43,8 @@ CREATE TABLE IF NOT EXISTS ${s}.workers (
   executor_id TEXT PRIMARY KEY,
   heartbeat_at BIGINT NOT NULL
 );
+ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS finished_at BIGINT;
+CREATE INDEX IF NOT EXISTS runs_finished_at ON ${s}.runs (finished_at) WHERE finished_at IS NOT NULL;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_by TEXT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_at BIGINT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS application_version TEXT;

@@ -255,6 +255,15 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       `UPDATE ${schema}.runs SET lease_until = $1, body = coalesce($2, body) WHERE run_id = $3 AND lease_owner = $4`,
       [lease.until, runBody, runId, lease.owner],
     );
+  // $1 run, $2 owner, $3-$5 the rows; renewing also $6 lease until, $7 run body (null: kept), $8 finished at.
+  const insertRows = (condition: string) =>
+    `INSERT INTO ${schema}.journal (run_id, seq, kind, body) SELECT $1, * FROM unnest($3::int[], $4::text[], $5::text[]) WHERE ${condition} RETURNING 1`;
+  const appendChecking = `WITH held AS (SELECT 1 FROM ${schema}.runs WHERE run_id = $1 AND lease_owner = $2 FOR SHARE),
+    inserted AS (${insertRows('EXISTS (SELECT 1 FROM held)')})
+    SELECT EXISTS (SELECT 1 FROM held) AS held, (SELECT count(*) FROM inserted) AS inserted`;
+  const appendRenewing = `WITH held AS (UPDATE ${schema}.runs SET lease_until = $6, body = coalesce($7, body), finished_at = CASE WHEN $7::text IS NULL THEN finished_at ELSE $8::bigint END WHERE run_id = $1 AND lease_owner = $2 RETURNING 1),
+    inserted AS (${insertRows('EXISTS (SELECT 1 FROM held)')})
+    SELECT EXISTS (SELECT 1 FROM held) AS held, (SELECT count(*) FROM inserted) AS inserted`;
   return {
     pausePollMs: options.pausePollMs ?? 500,
     async createRun(runId, body, lease) {
@@ -296,24 +305,26 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
         [runId, owner],
       );
     },
-    async append(runId, rows, lease, runBody) {
-      await transaction(async (client) => {
-        // A row lock on the run: a journal append and a lease take-over of the same run never interleave.
-        const held =
-          rows.length === 0 || runBody !== undefined
-            ? (await renew(client, runId, lease, runBody ?? null)).rowCount === 1
-            : (
-                (await client.query(`SELECT lease_owner FROM ${schema}.runs WHERE run_id = $1 FOR SHARE`, [runId]))
-                  .rows[0] as { lease_owner: string | null } | undefined
-              )?.lease_owner === lease.owner;
-        if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
-        if (rows.length === 0) return;
-        try {
-          await client.query(
-            `INSERT INTO ${schema}.journal (run_id, seq, kind, body) SELECT $1, * FROM unnest($2::int[], $3::text[], $4::text[])`,
-            [runId, rows.map((row) => row.seq), rows.map((row) => row.kind), rows.map((row) => row.body)],
-          );
-        } catch (error) {
+    async append(runId, rows, lease, runBody, finishedAt) {
+      // One statement, so one round trip and its own transaction: the lease is checked (or renewed with
+      // the run body) and the rows inserted only where it holds. A named statement is prepared once per connection.
+      const renews = rows.length === 0 || runBody !== undefined;
+      const { rows: answer } = await (
+        await use()
+      )
+        .query<{ held: boolean }>({
+          name: `loopstate-append-${renews ? 'renew' : 'check'}-${schema}`,
+          text: renews ? appendRenewing : appendChecking,
+          values: [
+            runId,
+            lease.owner,
+            rows.map((row) => row.seq),
+            rows.map((row) => row.kind),
+            rows.map((row) => row.body),
+            ...(renews ? [lease.until, runBody ?? null, runBody === undefined ? null : (finishedAt ?? null)] : []),
+          ],
+        })
+        .catch((error: unknown) => {
           if ((error as { code?: string }).code === '23505')
             throw conflict(
               runId,
@@ -322,7 +333,21 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
               error,
             );
           throw error;
+        });
+      if (answer[0]?.held !== true) throw lostLease(runId, rows[0]?.seq ?? null);
+    },
+    async prune({ finishedBefore }) {
+      return transaction(async (client) => {
+        const { rows: finished } = await client.query<{ run_id: string }>(
+          `DELETE FROM ${schema}.runs WHERE finished_at IS NOT NULL AND finished_at < $1 RETURNING run_id`,
+          [finishedBefore],
+        );
+        const ids = finished.map((row) => row.run_id);
+        if (ids.length > 0) {
+          await client.query(`DELETE FROM ${schema}.journal WHERE run_id = ANY($1)`, [ids]);
+          await client.query(`DELETE FROM ${schema}.snapshots WHERE run_id = ANY($1)`, [ids]);
         }
+        return ids.length;
       });
     },
     async readJournal(runId, afterSeq) {

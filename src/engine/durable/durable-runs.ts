@@ -364,7 +364,9 @@ export class DurableRuns {
     const note = result.stopReason === 'budget_exhausted' ? tenantStopNote(limits, record.tenantHold) : null;
     if (note !== null) result.detail = `${result.detail} (${note})`;
     const stopped = this.stoppedRecord(continued, result, journal.lastSeq);
-    await this.store.append(runId, [], lease(), encodeRecord(stopped));
+    // The events still queued and the run's new metadata: one commit.
+    // Finished at the wall clock's time (not the run's clock): `prune` compares it with the caller's `Date.now()`.
+    await journal.finish(encodeRecord(stopped), stopped.state === 'finished' ? Date.now() : undefined);
     if (stopped.state === 'finished') await this.settle(stopped);
     return result;
   }

@@ -9,6 +9,10 @@
  * Also (version unchanged, the machine context is loose): a snapshot's context
  * holds `transport` (per-call transport counters) instead of `task.transportRetries`, and its limits
  * `maxTransportAttempts` / `maxTransportRetries`; older snapshots are migrated when read (transport-counters-migration.ts).
+ * 3: a snapshot holds the machine, the small session fields and the warnings, no longer the history:
+ * `messages` says how long the transcript was (rebuilt from the events' transcript changes before the
+ * snapshot) and `traceLength` how long the in-memory trace was (put back from the `trace` chunks
+ * committed with each snapshot). A version 1 or 2 snapshot, transcript and trace whole, is read as written.
  * Also (version unchanged, the field optional): a `model` record's response keeps its `metadata` (id, model,
  * finish reason), so a reply served on resume is traced and warned about as the live one was; older
  * records have none.
@@ -23,9 +27,9 @@ import { StoreRecordError } from './durable-errors.js';
 import { idRecordSchema } from './id-record.js';
 import { recordedLimitsSchema } from './recorded-limits.js';
 
-export const RECORD_SCHEMA_VERSION = 2 as const;
+export const RECORD_SCHEMA_VERSION = 3 as const;
 /** The versions this loopstate reads: the shapes of older ones are a subset of this one's. */
-const schemaVersionSchema = z.union([z.literal(1), z.literal(RECORD_SCHEMA_VERSION)]);
+const schemaVersionSchema = z.union([z.literal(1), z.literal(2), z.literal(RECORD_SCHEMA_VERSION)]);
 
 const toolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: z.string() }).strict();
 const messageSchema = z.union([
@@ -187,7 +191,24 @@ export const toolResultRecordSchema = z
   })
   .strict();
 
+/**
+ * The in-memory trace recorded since the previous snapshot (from index `from`), written with the snapshot
+ * after the event at `snapshotSeq`: the snapshot itself holds no trace, so it stays small, and a resume
+ * puts the trace back from these chunks. A chunk whose snapshot was never written (the process died in
+ * between) is overlapped by the next one, which starts where that snapshot's predecessor ended.
+ */
+export const traceRecordSchema = z
+  .object({
+    ...base,
+    kind: z.literal('trace'),
+    snapshotSeq: z.number().int().min(0),
+    from: z.number().int().min(0),
+    events: traceSchema,
+  })
+  .strict();
+
 const journalRecordSchema = z.discriminatedUnion('kind', [
+  traceRecordSchema,
   eventRecordSchema,
   modelRecordSchema,
   intentRecordSchema,
@@ -206,8 +227,14 @@ export const snapshotRecordSchema = z
     }),
     session: z
       .object({
-        transcript: transcriptChangeSchema,
+        /** Versions 1 and 2: the whole transcript. */
+        transcript: transcriptChangeSchema.optional(),
+        /** Version 3: the transcript's length and task message, the messages rebuilt from the journal. */
+        messages: z.number().int().min(0).optional(),
+        taskMessageIndex: z.number().int().nullable().optional(),
+        /** Versions 1 and 2, or without the in-memory trace: the trace whole. Version 3 with it: empty, `traceLength` long in the chunks. */
         trace: traceSchema,
+        traceLength: z.number().int().min(0).optional(),
         warnings: z.array(z.string()),
         fields: sessionFieldsSchema,
       })
@@ -279,6 +306,7 @@ export type EventRecord = z.output<typeof eventRecordSchema>;
 export type ModelRecord = z.output<typeof modelRecordSchema>;
 export type IntentRecord = z.output<typeof intentRecordSchema>;
 export type ToolResultRecord = z.output<typeof toolResultRecordSchema>;
+export type TraceRecord = z.output<typeof traceRecordSchema>;
 export type JournalRecord = z.output<typeof journalRecordSchema>;
 export type SnapshotRecord = z.output<typeof snapshotRecordSchema>;
 export type RunRecord = z.output<typeof runRecordSchema>;
@@ -341,6 +369,153 @@ function decode<Schema extends z.ZodType>(
     });
   }
   return parsed.data;
+}
+
+export type TranscriptChange = z.output<typeof transcriptChangeSchema>;
+
+const isString = (value: unknown): value is string => typeof value === 'string';
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The message shapes `messageSchema` accepts, checked by hand: a resume checks every message of the run's history. */
+function isMessage(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  const keys = Object.keys(value).length;
+  switch (value.role) {
+    case 'system':
+    case 'user':
+      return keys === 2 && isString(value.content);
+    case 'tool':
+      return keys === 3 && isString(value.toolCallId) && isString(value.content);
+    case 'assistant': {
+      const { content, toolCalls } = value;
+      if (!(content === null || isString(content))) return false;
+      if (toolCalls === undefined) return keys === 2;
+      return (
+        keys === 3 &&
+        Array.isArray(toolCalls) &&
+        toolCalls.every(
+          (call) =>
+            isObject(call) &&
+            Object.keys(call).length === 3 &&
+            isString(call.id) &&
+            isString(call.name) &&
+            isString(call.arguments),
+        )
+      );
+    }
+    default:
+      return false;
+  }
+}
+
+function isTranscriptChange(value: unknown): value is TranscriptChange {
+  return (
+    isObject(value) &&
+    typeof value.replace === 'boolean' &&
+    Number.isInteger(value.from) &&
+    (value.from as number) >= 0 &&
+    (value.taskMessageIndex === null || Number.isInteger(value.taskMessageIndex)) &&
+    Array.isArray(value.messages) &&
+    value.messages.every(isMessage)
+  );
+}
+
+/**
+ * An event record as this version's `encodeRecord` writes it (its keys in that order) carries its
+ * transcript change between two markers that JSON cannot hold inside a string (a quote there is
+ * escaped): only that part is parsed, a tenth of the record. Anything else — another version, a
+ * superseding event, a record with the markers elsewhere — gives undefined, and is parsed whole.
+ */
+function quickTranscriptPart(body: string, runId: string, seq: number): unknown {
+  const head = `{"schemaVersion":${RECORD_SCHEMA_VERSION},"kind":"event","runId":${JSON.stringify(runId)},"seq":${seq},"event":`;
+  if (!body.startsWith(head) || body.includes('"supersedes":')) return undefined;
+  const start = body.indexOf(TRANSCRIPT_START, head.length);
+  if (start < 0 || body.indexOf(TRANSCRIPT_START, start + 1) >= 0) return undefined;
+  const end = body.indexOf(TRANSCRIPT_END, start);
+  if (end < 0) return undefined;
+  try {
+    return JSON.parse(body.slice(start + TRANSCRIPT_START.length, end));
+  } catch {
+    return undefined;
+  }
+}
+/**
+ * A trace chunk before the snapshot, checked by hand for what the trace schema asks of each event (a
+ * type, the run id, a time): a resume reads every chunk of the run.
+ */
+export function decodeTraceChunk(body: string, runId: string, seq: number): TraceRecord {
+  const refuse = (problem: string) => new StoreRecordError({ code: 'corrupt_record', runId, seq, problem });
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    throw refuse(`not valid JSON (truncated or overwritten): ${(error as Error).message}`);
+  }
+  if (!isObject(value) || value.kind !== 'trace') throw refuse('not a valid record: expected a trace chunk');
+  if (!schemaVersionSchema.safeParse(value.schemaVersion).success)
+    throw refuse('not a valid record: no known schemaVersion');
+  if (value.runId !== runId || value.seq !== seq)
+    throw refuse(`it names ${String(value.runId)} seq ${String(value.seq)}, not where it is stored`);
+  const { snapshotSeq, from, events } = value;
+  if (
+    !Number.isInteger(snapshotSeq) ||
+    !Number.isInteger(from) ||
+    (from as number) < 0 ||
+    !Array.isArray(events) ||
+    !events.every(
+      (event) => isObject(event) && isString(event.type) && isString(event.runId) && typeof event.at === 'number',
+    )
+  )
+    throw refuse('not a valid record: a trace chunk of another shape');
+  return value as unknown as TraceRecord;
+}
+
+const TRANSCRIPT_START = '"delta":{"transcript":';
+const TRANSCRIPT_END = ',"traceFrom":';
+
+/**
+ * The transcript change an event record made (null for other records), and the seq it supersedes. The
+ * record is checked for that part only (by hand, not by zod: a resume reads every event before the
+ * snapshot, so this is the part of a resume that grows with the run): the snapshot stands for the rest.
+ */
+export function decodeTranscriptPart(
+  body: string,
+  runId: string,
+  seq: number,
+): { transcript: TranscriptChange; supersedes: number | undefined } | null {
+  const refuse = (problem: string) => new StoreRecordError({ code: 'corrupt_record', runId, seq, problem });
+  const quick = quickTranscriptPart(body, runId, seq);
+  if (quick !== undefined) {
+    if (!isTranscriptChange(quick)) throw refuse('not a valid record: delta.transcript is not a transcript change');
+    return { transcript: quick, supersedes: undefined };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    throw refuse(`not valid JSON (truncated or overwritten): ${(error as Error).message}`);
+  }
+  if (!isObject(value)) throw refuse('not a valid record: expected an object');
+  const version = value.schemaVersion;
+  if (typeof version === 'number' && version > RECORD_SCHEMA_VERSION)
+    throw new StoreRecordError({
+      code: 'unsupported_record_version',
+      runId,
+      seq,
+      problem: `schemaVersion ${version} is newer than this loopstate reads (${RECORD_SCHEMA_VERSION}); upgrade loopstate to resume it`,
+    });
+  if (!schemaVersionSchema.safeParse(version).success || !isString(value.kind))
+    throw refuse('not a valid record: no known schemaVersion and kind');
+  if (value.runId !== runId || value.seq !== seq)
+    throw refuse(`it names ${String(value.runId)} seq ${String(value.seq)}, not where it is stored`);
+  if (value.kind !== 'event') return null;
+  const transcript = isObject(value.delta) ? value.delta.transcript : undefined;
+  if (!isTranscriptChange(transcript)) throw refuse('not a valid record: delta.transcript is not a transcript change');
+  const { supersedes } = value;
+  if (supersedes !== undefined && !(Number.isInteger(supersedes) && (supersedes as number) > 0))
+    throw refuse('not a valid record: supersedes is not a positive integer');
+  return { transcript, supersedes: supersedes as number | undefined };
 }
 
 export const decodeJournalRecord = (body: string, runId: string, seq: number): JournalRecord =>

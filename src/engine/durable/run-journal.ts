@@ -3,12 +3,11 @@
  *
  * Design: the journal holds, under (runId, seq), every event the machine is sent — written before the
  * machine sees it — together with what that step changed in the session outside the machine (a
- * delta: appended messages, trace events and warnings, the small fields whole). Every
- * `snapshotEvery` events the machine's persisted snapshot and the whole session are written too — but
- * never before the journal since the last snapshot holds as many bytes as that snapshot did: a snapshot
- * carries the whole history, so on a long run snapshots every 32 events would cost more per step the longer
- * the run (measured: 0.5 ms/step at 200 steps, 4.2 ms/step at 2,000). This way snapshots cost at most as
- * much as the journal itself, per step flat, and a resume re-applies at most a snapshot's worth of events.
+ * delta: appended messages, trace events and warnings, the small fields whole). Records are committed in
+ * groups (see `queue`). Every `snapshotEvery` events the machine's persisted snapshot and the session's
+ * small fields are written too, with the in-memory trace since the last snapshot as a trace chunk; the
+ * snapshot holds no history, so it stays small however long the run (but it still waits for the journal
+ * since the last one to be as large as it, so snapshots never cost more than the journal).
  * Resume restores the latest snapshot and re-applies the events after it (their deltas, then the
  * events themselves to the actor, which reproduces the transitions' trace and warnings): nothing is
  * executed again, and the state comes back exactly as it was, clock readings included, because it is
@@ -93,6 +92,15 @@ export class RunJournal implements DriverHooks {
   private bytesSinceSnapshot = 0;
   private lastSnapshotBytes = 0;
   private cursor: SessionCursor | null = null;
+  /** Encoded records not yet committed, and the run body to commit with them. */
+  private pending: StoreRow[] = [];
+  private pendingRunBody: string | undefined = undefined;
+  /** The commit under way: commits happen one after the other, in seq order. */
+  private committing: Promise<void> = Promise.resolve();
+  /** How much of the in-memory trace the journal's trace chunks hold (the next chunk starts there). */
+  private traceChunked: number;
+  /** Tool calls running now: an outcome is committed at once while another call of its round still runs. */
+  private toolsRunning = 0;
   /** The first journal write that failed during the effect in flight, if one did. */
   private writeFailure: unknown = null;
   private health: ToolHealth | null = null;
@@ -111,6 +119,8 @@ export class RunJournal implements DriverHooks {
     this.nextSeq = options.plan?.nextSeq ?? 1;
     this.lastEventSeq = options.plan?.lastEventSeq ?? 0;
     this.tail = options.plan?.tail ?? { models: [], intents: new Map(), results: new Map() };
+    // A snapshot whose trace is whole (version 2, or a run started before) leaves nothing in chunks: the first chunk holds it all.
+    this.traceChunked = options.plan?.snapshot?.session.traceLength ?? 0;
     this.effectStep = options.effectStep;
   }
 
@@ -123,15 +133,39 @@ export class RunJournal implements DriverHooks {
     return this.options.runId;
   }
 
-  private async append(record: JournalRecord, runBody?: string): Promise<void> {
+  /**
+   * Queues a record for the next commit. Only what must be durable before the next external effect is
+   * committed at once (see `flush`): a model reply on arrival, a tool's intent before it runs, its outcome
+   * before the next effect; events and the rest ride along in the same transaction.
+   */
+  private queue(record: JournalRecord, runBody?: string): void {
     const row: StoreRow = { seq: record.seq, kind: record.kind, body: encodeRecord(record) };
     this.bytesSinceSnapshot += row.body.length;
-    try {
-      await this.options.store.append(this.runId, [row], this.options.lease(), runBody);
-    } catch (error) {
+    this.pending.push(row);
+    if (runBody !== undefined) this.pendingRunBody = runBody;
+  }
+
+  /** Commits the queued records (and a queued run body) in one append, after any commit still under way. */
+  private flush(runBody?: string, finishedAt?: number): Promise<void> {
+    if (runBody !== undefined) this.pendingRunBody = runBody;
+    if (this.pending.length === 0 && this.pendingRunBody === undefined) return this.committing;
+    const rows = this.pending;
+    const body = this.pendingRunBody;
+    this.pending = [];
+    this.pendingRunBody = undefined;
+    const { store } = this.options;
+    const commit = this.committing.then(() => store.append(this.runId, rows, this.options.lease(), body, finishedAt));
+    // The next commit waits for this one whether it failed or not; the failure is the caller's to see.
+    this.committing = commit.catch(() => undefined);
+    return commit.catch((error: unknown) => {
       this.writeFailure ??= error;
       throw error;
-    }
+    });
+  }
+
+  /** Commits what is queued, with the run's metadata once it stopped (and when it finished): the run's last commit. */
+  finish(runBody: string, finishedAt: number | undefined): Promise<void> {
+    return this.flush(runBody, finishedAt);
   }
 
   private takeSeq(): number {
@@ -148,7 +182,10 @@ export class RunJournal implements DriverHooks {
     }
     session.whileReplaying(() => {
       if (plan.snapshot !== null)
-        restoreSessionState(session, this.health, plan.snapshot.session, { runId: this.runId, seq: plan.snapshot.seq });
+        restoreSessionState(session, this.health, plan.snapshot.session, plan, {
+          runId: this.runId,
+          seq: plan.snapshot.seq,
+        });
       // Cursors of a rebuilt run carry the progress tracker whole in the next record: it was restored, not tracked.
       this.cursor = cursorOf(session, false);
       const stoppedAt = plan.continueWith?.waitingSeq ?? null;
@@ -209,7 +246,9 @@ export class RunJournal implements DriverHooks {
     };
     const runBody = this.superseding === null ? undefined : this.options.continuedRunBody;
     this.superseding = null;
-    await this.append(record, runBody);
+    this.queue(record, runBody);
+    // A workflow step (DBOS) records its outcome inside the step: the step's result is durable with it.
+    if (this.effectStep !== undefined) await this.flush();
     this.lastEventSeq = record.seq;
     this.modelCallsSinceEvent = 0;
   }
@@ -232,16 +271,33 @@ export class RunJournal implements DriverHooks {
       return;
     this.eventsSinceSnapshot = 0;
     this.bytesSinceSnapshot = 0;
+    const traceInChunks = session.config.trace.inMemory;
+    if (traceInChunks) {
+      // The trace since the last chunk, committed with the events before the snapshot.
+      this.queue({
+        schemaVersion: RECORD_SCHEMA_VERSION,
+        kind: 'trace',
+        runId: this.runId,
+        seq: this.takeSeq(),
+        snapshotSeq: this.lastEventSeq,
+        from: this.traceChunked,
+        events: session.trace.slice(this.traceChunked),
+      });
+      this.traceChunked = session.trace.length;
+    }
     const record: SnapshotRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'snapshot',
       runId: this.runId,
       seq: this.lastEventSeq,
       machine: actor.getPersistedSnapshot() as unknown as SnapshotRecord['machine'],
-      session: sessionState(session, this.health),
+      session: sessionState(session, this.health, traceInChunks),
     };
     const body = encodeRecord(record);
     this.lastSnapshotBytes = body.length;
+    this.bytesSinceSnapshot = 0;
+    // The snapshot stands on the events before it: they are committed first.
+    await this.flush();
     await this.options.store.writeSnapshot(
       this.runId,
       { seq: record.seq, kind: 'snapshot', body },
@@ -251,6 +307,8 @@ export class RunJournal implements DriverHooks {
 
   async beforeEffect(session: RunSession, controller: AbortController): Promise<void> {
     const { store } = this.options;
+    // Before the next external effect: the last effect's outcome and the events since are committed.
+    await this.flush();
     for (;;) {
       const control = await store.readControl(this.runId);
       if (control.cancelRequested) {
@@ -281,7 +339,7 @@ export class RunJournal implements DriverHooks {
     // A malformed response is the driver's to refuse (fatal_error); it is not worth serving again.
     if (isWellFormedResponse(response)) {
       const { text, toolCalls, usage, metadata } = response;
-      await this.append({
+      this.queue({
         schemaVersion: RECORD_SCHEMA_VERSION,
         kind: 'model',
         runId: this.runId,
@@ -291,6 +349,8 @@ export class RunJournal implements DriverHooks {
         // The metadata too, so a resumed run traces and warns about a served reply as it would the live one.
         response: { text, toolCalls: [...toolCalls], usage, ...knownMetadata(metadata) },
       });
+      // A reply is paid for: committed on arrival, so a crash after it never asks the model again.
+      await this.flush();
     }
     return response;
   }
@@ -300,6 +360,16 @@ export class RunJournal implements DriverHooks {
     const key = context.idempotencyKey;
     const finished = this.tail.results.get(key);
     if (finished !== undefined) return served(finished.outcome);
+    // In flight from here to its outcome: a call of the round that settles meanwhile commits at once.
+    this.toolsRunning += 1;
+    try {
+      return await this.executeOnce(tool, args, context, key);
+    } finally {
+      this.toolsRunning -= 1;
+    }
+  }
+
+  private async executeOnce(tool: Tool, args: unknown, context: ToolContext, key: string): Promise<unknown> {
     const started = this.tail.intents.has(key);
     if (started && !tool.idempotent) {
       const lookup = await lookUp(tool, args, context);
@@ -311,7 +381,7 @@ export class RunJournal implements DriverHooks {
       if (lookup.status !== 'not_done') throw new UnknownOutcomeError({ tool: tool.name, idempotencyKey: key });
     }
     if (!started)
-      await this.append({
+      this.queue({
         schemaVersion: RECORD_SCHEMA_VERSION,
         kind: 'intent',
         runId: this.runId,
@@ -320,6 +390,8 @@ export class RunJournal implements DriverHooks {
         tool: tool.name,
         args: args ?? null,
       });
+    // The intent (with everything queued before it) is durable before the tool runs.
+    await this.flush();
     let value: unknown;
     try {
       value = await tool.execute(args, context);
@@ -336,8 +408,12 @@ export class RunJournal implements DriverHooks {
     return value;
   }
 
+  /**
+   * Queues a tool's outcome: committed with the round's event before the next effect, or at once while
+   * another call of the round still runs (it may run for long; a crash meanwhile must not lose this one).
+   */
   private async recordOutcome(key: string, tool: Tool, outcome: ToolOutcome): Promise<void> {
-    await this.append({
+    this.queue({
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'tool-result',
       runId: this.runId,
@@ -346,6 +422,8 @@ export class RunJournal implements DriverHooks {
       tool: tool.name,
       outcome,
     });
+    // This call counts itself among those running.
+    if (this.toolsRunning > 1) await this.flush();
   }
 }
 

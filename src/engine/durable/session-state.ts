@@ -11,6 +11,8 @@ import type { PendingCall, RunSession } from '../runtime/run-session.js';
 import { Transcript } from '../runtime/transcript.js';
 import type { ToolHealth } from '../tools/index.js';
 import { StoreRecordError } from './durable-errors.js';
+import type { Message } from '../../contracts/model.js';
+import type { TraceEvent } from '../trace/trace-event.js';
 import type { SessionDelta, SessionFields, SnapshotRecord } from './records.js';
 
 /** Where the session stood after the last journalled event: the delta of the next one starts there. */
@@ -106,17 +108,21 @@ export function sessionDelta(session: RunSession, cursor: SessionCursor, health:
   };
 }
 
-/** The whole session, for a snapshot. */
-export function sessionState(session: RunSession, health: ToolHealth | null): SnapshotRecord['session'] {
+/**
+ * The session for a snapshot: everything but the transcript, which the journal's events hold already (the
+ * history is stored once); its length is kept to check the transcript rebuilt on resume.
+ */
+export function sessionState(
+  session: RunSession,
+  health: ToolHealth | null,
+  traceInChunks: boolean,
+): SnapshotRecord['session'] {
   const { transcript } = session;
   return {
-    transcript: {
-      replace: true,
-      from: 0,
-      messages: [...transcript.messages],
-      taskMessageIndex: taskMessageIndex(transcript),
-    },
-    trace: [...session.trace],
+    messages: transcript.messages.length,
+    taskMessageIndex: taskMessageIndex(transcript),
+    // The in-memory trace is in the journal's trace chunks, written with the snapshot.
+    ...(traceInChunks ? { trace: [], traceLength: session.trace.length } : { trace: [...session.trace] }),
     warnings: [...session.warnings],
     fields: fieldsOf(session, health, true, { kind: 'whole', snapshot: session.progress.snapshot() }),
   };
@@ -198,14 +204,34 @@ export function applyDelta(session: RunSession, health: ToolHealth | null, delta
   restoreFields(session, health, delta.fields, where);
 }
 
-/** Replaces the whole session with a snapshot's. */
+/**
+ * Replaces the whole session with a snapshot's. `transcript`: the transcript rebuilt from the journal for
+ * a snapshot that does not hold it (version 3); a version 1 or 2 snapshot holds it whole.
+ */
 export function restoreSessionState(
   session: RunSession,
   health: ToolHealth | null,
   state: SnapshotRecord['session'],
+  rebuilt: { transcript: readonly Message[] | null; trace: readonly TraceEvent[] | null },
   where: Where,
 ): void {
-  restoreTranscript(session, state.transcript, where);
-  session.restoreRecorded(state.trace, state.warnings, true);
+  const { transcript } = rebuilt;
+  if (state.transcript !== undefined) restoreTranscript(session, state.transcript, where);
+  else {
+    const messages = transcript ?? [];
+    if (messages.length !== state.messages)
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId: where.runId,
+        seq: where.seq,
+        problem: `the snapshot's transcript has ${String(state.messages)} messages, the journal before it ${messages.length}`,
+      });
+    restoreTranscript(
+      session,
+      { replace: true, from: 0, messages: messages as Message[], taskMessageIndex: state.taskMessageIndex ?? null },
+      where,
+    );
+  }
+  session.restoreRecorded(state.traceLength === undefined ? state.trace : (rebuilt.trace ?? []), state.warnings, true);
   restoreFields(session, health, state.fields, where);
 }

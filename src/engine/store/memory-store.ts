@@ -3,6 +3,7 @@ import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts
 import { StoreConflictError } from './store-conflict-error.js';
 
 interface MemoryRun extends RunRow {
+  finishedAt: number | null;
   journal: StoreRow[];
   seqs: Set<number>;
   snapshot: StoreRow | null;
@@ -35,6 +36,7 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
         leaseOwner: lease.owner,
         leaseUntil: lease.until,
         cancelRequested: false,
+        finishedAt: null,
         journal: [],
         seqs: new Set(),
         snapshot: null,
@@ -73,7 +75,7 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
         run.leaseUntil = 0;
       }
     },
-    async append(runId, rows, lease, runBody) {
+    async append(runId, rows, lease, runBody, finishedAt) {
       const run = runOf(runId);
       if (!holds(run, lease.owner))
         throw new StoreConflictError({
@@ -94,6 +96,7 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
         run.journal.push({ ...row });
       }
       if (runBody !== undefined) run.body = runBody;
+      if (runBody !== undefined) run.finishedAt = finishedAt ?? null;
       if (rows.length === 0 || runBody !== undefined) run.leaseUntil = lease.until;
     },
     async readJournal(runId, afterSeq) {
@@ -118,6 +121,15 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
     async latestSnapshot(runId) {
       const snapshot = runs.get(runId)?.snapshot;
       return snapshot ? { ...snapshot } : null;
+    },
+    async prune({ finishedBefore }) {
+      let deleted = 0;
+      for (const [runId, run] of runs)
+        if (run.finishedAt !== null && run.finishedAt < finishedBefore) {
+          runs.delete(runId);
+          deleted += 1;
+        }
+      return deleted;
     },
     async requestCancel(runId) {
       const run = runs.get(runId);

@@ -56,6 +56,7 @@ const LARGE = 'large records:';
 const UNICODE = 'unicode:';
 const RUN_ROWS = 'run rows:';
 const HEARTBEAT = 'leases: a heartbeat';
+const PRUNE = 'prune:';
 
 /** A ledger kept in a plain object, compare-and-set included: right but for the ids it inherits. */
 function plainObjectLedgers(): Partial<Store> {
@@ -87,7 +88,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
           body,
         ),
     }),
-    caughtBy: [JOURNAL_ORDER, DUPLICATE_SEQ, HEARTBEAT, LARGE],
+    caughtBy: [JOURNAL_ORDER, DUPLICATE_SEQ, HEARTBEAT, LARGE, PRUNE],
   },
   {
     breakage: 'reads the journal in the order it was written, not by seq',
@@ -103,7 +104,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
         },
       };
     },
-    caughtBy: [JOURNAL_ORDER],
+    caughtBy: [JOURNAL_ORDER, PRUNE],
   },
   {
     breakage: 'lets a second write of a seq through silently (the first record stays)',
@@ -118,7 +119,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
         );
       },
     }),
-    caughtBy: [DUPLICATE_SEQ, HEARTBEAT],
+    caughtBy: [DUPLICATE_SEQ, HEARTBEAT, PRUNE],
   },
   {
     breakage: 'hands the lease to whoever asks',
@@ -173,7 +174,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
         return inner.append(runId, rows, { owner: holder ?? lease.owner, until: lease.until }, body);
       },
     }),
-    caughtBy: [LEASE_CAS, LEASE_EXPIRY, APPROVALS],
+    caughtBy: [LEASE_CAS, LEASE_EXPIRY, APPROVALS, PRUNE],
   },
   {
     breakage: 'judges expiry by its own clock, not the `now` it is given',
@@ -196,7 +197,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
         },
       };
     },
-    caughtBy: [SNAPSHOTS],
+    caughtBy: [SNAPSHOTS, PRUNE],
   },
   { breakage: 'keys ledgers by a plain object', patch: plainObjectLedgers, caughtBy: [IDS] },
   {
@@ -247,7 +248,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
           body,
         ),
     }),
-    caughtBy: [LARGE],
+    caughtBy: [LARGE, PRUNE],
   },
   {
     breakage: 'stores run bodies without astral characters (a 3-byte UTF-8 column)',
@@ -258,6 +259,18 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
       },
     }),
     caughtBy: [UNICODE],
+  },
+  {
+    breakage: 'prunes every finished run, whatever the time given',
+    patch: (inner) => ({
+      async prune() {
+        let deleted = 0;
+        for (const runId of ['old', 'recent', 'waiting'])
+          if ((await inner.readRun(runId)) !== null) deleted += await inner.prune({ finishedBefore: Infinity });
+        return deleted;
+      },
+    }),
+    caughtBy: [PRUNE],
   },
 ];
 
@@ -385,6 +398,6 @@ describe('storeContract', () => {
 
   it('names every check uniquely, so a runner shows each one', () => {
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(17);
+    expect(names.length).toBe(18);
   });
 });

@@ -9,6 +9,7 @@ import { describe, fail, type CheckContext } from './expectations.js';
 import { StoreContractError } from './store-contract-error.js';
 import { journalChecks, type ContractCheckBody } from './journal-checks.js';
 import { leaseChecks } from './lease-checks.js';
+import { pruneChecks } from './prune-checks.js';
 import { recordChecks } from './record-checks.js';
 
 /**
@@ -36,7 +37,13 @@ export interface StoreContractCheck {
   run(): Promise<void>;
 }
 
-const CHECKS: readonly ContractCheckBody[] = [...journalChecks, ...leaseChecks, ...recordChecks, ...dataChecks];
+const CHECKS: readonly ContractCheckBody[] = [
+  ...journalChecks,
+  ...leaseChecks,
+  ...recordChecks,
+  ...dataChecks,
+  ...pruneChecks,
+];
 const DEFAULT_LARGE_RECORD_CHARS = 1024 * 1024;
 const DEFAULT_CONCURRENCY = 16;
 

@@ -1,0 +1,171 @@
+/**
+ * Issue 18's durable workload: a run of S steps with one tool call per step and an instant model, the
+ * same loop with no store, on SQLite (synchronous NORMAL and FULL, WAL) and, when
+ * LOOPSTATE_BENCH_POSTGRES_URL is set, on postgresStore — in one process, rounds interleaved, medians
+ * reported with the load average. Then the bytes on disk per step (db + wal, while open and after close)
+ * at several S, and what resuming costs after S steps against the run's own time.
+ *
+ *   npm run bench:durable                  # S = 1,000, 5 rounds; bytes at 100, 1,000, 10,000; resume at 100, 1,000, 10,000
+ *   npm run bench:durable -- 1000 5 100,1000 100,1000
+ */
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { z } from 'zod';
+import { createLoop, defineTool, type Model, type Store } from 'loopstate';
+import { postgresStore } from 'loopstate/postgres';
+import { sqliteStore } from 'loopstate/sqlite';
+
+const steps = Number(process.argv[2] ?? 1_000);
+const rounds = Number(process.argv[3] ?? 5);
+const byteLengths = (process.argv[4] ?? '100,1000,10000').split(',').map(Number);
+const resumeLengths = (process.argv[5] ?? '100,1000,10000').split(',').map(Number);
+const trace = process.env.LOOPSTATE_BENCH_TRACE !== 'off';
+const postgresUrl = process.env.LOOPSTATE_BENCH_POSTGRES_URL;
+const scratch = mkdtempSync(join(tmpdir(), 'loopstate-durable-bench-'));
+
+/** Instant replies: a tool call on each of the first S − 1, then the answer; `hangAt` never answers. */
+function model(total: number, hangAt: number | null = null, onHang: () => void = () => undefined): Model {
+  return {
+    id: 'scripted',
+    generate(request) {
+      const call = request.messages.filter((message) => message.role === 'assistant').length + 1;
+      const usage = { inputTokens: 50, outputTokens: 10 };
+      if (call === hangAt) {
+        onHang();
+        return new Promise(() => undefined);
+      }
+      if (call < total)
+        return Promise.resolve({
+          text: null,
+          toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
+          usage,
+        });
+      return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
+    },
+  };
+}
+
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Look a key up.',
+  input: z.object({ key: z.string() }),
+  access: 'read',
+  execute: ({ key }) => `value ${key}`,
+});
+
+const loopOf = (total: number, store: Store | undefined, hangAt: number | null = null, onHang?: () => void) =>
+  createLoop({
+    model: model(total, hangAt, onHang),
+    tools: [lookup],
+    limits: {
+      maxSteps: total + 1,
+      maxToolCalls: total,
+      deadlineMs: Infinity,
+      maxInputTokens: Infinity,
+      maxOutputTokens: Infinity,
+      maxCostUsd: Infinity,
+    },
+    noProgress: { unchangedState: 1_000_000 },
+    ...(trace ? {} : { trace: { inMemory: false } }),
+    ...(store ? { store } : {}),
+  });
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+const size = (path: string) => (existsSync(path) ? statSync(path).size : 0);
+let runs = 0;
+
+interface Configuration {
+  name: string;
+  make: () => Store | undefined;
+  samples: number[];
+}
+const configurations: Configuration[] = [
+  { name: 'no store', make: () => undefined, samples: [] },
+  { name: 'sqliteStore (normal)', make: () => sqliteStore({ path: join(scratch, `n${runs++}.db`) }), samples: [] },
+  {
+    name: "sqliteStore (durability: 'full')",
+    make: () => sqliteStore({ path: join(scratch, `f${runs++}.db`), durability: 'full' }),
+    samples: [],
+  },
+];
+if (postgresUrl)
+  configurations.push({
+    name: 'postgresStore',
+    make: () => postgresStore({ connectionString: postgresUrl, schema: `bench_${process.pid}` }),
+    samples: [],
+  });
+
+const loadBefore = loadavg()[0]!;
+// A warm-up round, then `rounds` rounds interleaved: a noisy neighbour slows every configuration alike.
+for (let round = -1; round < rounds; round++) {
+  for (const config of configurations) {
+    const store = config.make();
+    const started = performance.now();
+    const result = await loopOf(steps, store).run({ goal: 'go', runId: `run-${round}-${runs++}` });
+    const elapsed = performance.now() - started;
+    if (result.stopReason !== 'completed') throw new Error(`${config.name}: ${result.stopReason} ${result.detail}`);
+    await store?.close();
+    if (round >= 0) config.samples.push((elapsed * 1_000) / steps);
+  }
+}
+const baseline = median(configurations[0]!.samples);
+console.log(
+  `S = ${steps}, ${rounds} rounds interleaved, trace ${trace ? 'in memory' : 'off'}, load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`,
+);
+console.log('| store | µs/step (median) | rounds | × no store | added µs/step |');
+console.log('|---|---:|---|---:|---:|');
+for (const config of configurations) {
+  const micros = median(config.samples);
+  console.log(
+    `| ${config.name} | ${micros.toFixed(0)} | ${config.samples.map((sample) => sample.toFixed(0)).join(' ')} | ${(micros / baseline).toFixed(2)}× | ${(micros - baseline).toFixed(0)} |`,
+  );
+}
+
+console.log('\n| S | db + wal bytes/step (open) | db bytes/step (closed) | wal bytes (open) |');
+console.log('|---:|---:|---:|---:|');
+for (const total of byteLengths) {
+  const path = join(scratch, `bytes-${total}.db`);
+  const store = sqliteStore({ path });
+  await loopOf(total, store).run({ goal: 'go', runId: 'bytes' });
+  const open = size(path) + size(`${path}-wal`);
+  const wal = size(`${path}-wal`);
+  await store.close();
+  console.log(
+    `| ${total} | ${(open / total).toFixed(0)} | ${((size(path) + size(`${path}-wal`)) / total).toFixed(0)} | ${wal} |`,
+  );
+}
+
+console.log('\n| S | run ms | resume ms (median of 3) | resume ÷ run |');
+console.log('|---:|---:|---:|---:|');
+for (const total of resumeLengths) {
+  const samples: number[] = [];
+  let runMs = 0;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const path = join(scratch, `resume-${total}-${attempt}.db`);
+    const first = sqliteStore({ path });
+    let hung: () => void = () => undefined;
+    const hanging = new Promise<void>((resolve) => (hung = resolve));
+    const started = performance.now();
+    void loopOf(total, first, total, hung).run({ goal: 'go', runId: 'long' });
+    await hanging;
+    runMs = performance.now() - started;
+    const row = await first.readRun('long');
+    if (row?.leaseOwner) await first.releaseLease('long', row.leaseOwner);
+    // A fresh connection, as a new process would have; the resume answers the last call.
+    const second = sqliteStore({ path });
+    const resumeStarted = performance.now();
+    const result = await loopOf(total, second).resume('long');
+    samples.push(performance.now() - resumeStarted);
+    if (result.stopReason !== 'completed' || result.steps !== total)
+      throw new Error(`resume ended ${result.stopReason} after ${result.steps} steps`);
+    await second.close();
+  }
+  const resumeMs = median(samples);
+  console.log(
+    `| ${total} | ${runMs.toFixed(0)} | ${resumeMs.toFixed(1)} | ${((resumeMs / runMs) * 100).toFixed(2)}% |`,
+  );
+}
+rmSync(scratch, { recursive: true, force: true });
+process.exit(0);

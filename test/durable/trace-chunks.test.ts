@@ -1,0 +1,106 @@
+/**
+ * The in-memory trace lives in trace chunks written with each snapshot, not in the snapshot. A process that
+ * dies between a chunk and its snapshot leaves a chunk no snapshot stands on: the resumed run writes the
+ * next chunk over it, and a later resume still puts back the uninterrupted run's trace exactly.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createLoop, defineTool, memoryStore, type Model, type RunResult, type Store } from 'loopstate';
+import { virtualClock } from 'loopstate/testing';
+import { freeLease } from './dead-owner.js';
+
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Look a key up',
+  input: z.object({ key: z.string() }),
+  access: 'read',
+  idempotent: true,
+  execute: ({ key }) => `value ${key}`,
+});
+
+/** Six lookups, then an answer; the step at `hangAt` never answers. */
+function model(hangAt: number | null, onHang: () => void = () => undefined): Model {
+  return {
+    id: 'scripted',
+    generate(request) {
+      const given = request.messages.filter((message) => message.role === 'assistant').length;
+      if (given === hangAt) {
+        onHang();
+        return new Promise(() => undefined);
+      }
+      const usage = { inputTokens: 10, outputTokens: 2 };
+      if (given >= 6) return Promise.resolve({ text: 'done', toolCalls: [], usage });
+      return Promise.resolve({
+        text: null,
+        toolCalls: [{ id: `c${given}`, name: 'lookup', arguments: JSON.stringify({ key: `k${given}` }) }],
+        usage,
+      });
+    },
+  };
+}
+
+const loopOn = (store: Store, hangAt: number | null, onHang?: () => void) =>
+  createLoop({
+    model: model(hangAt, onHang),
+    tools: [lookup],
+    store,
+    clock: virtualClock(),
+    durable: { snapshotEvery: 2 },
+  });
+
+const withoutResumes = (result: RunResult) => result.trace.filter((event) => event.type !== 'run-resume');
+
+describe('trace chunks', () => {
+  it('a chunk whose snapshot was never written is written over, and the trace comes back whole', async () => {
+    const expected = await loopOn(memoryStore(), null).run({ goal: 'go', runId: 'r' });
+    const store = memoryStore();
+    // The third snapshot is never written (the process "dies" just after its chunk was committed).
+    let snapshots = 0;
+    const dying: Store = {
+      ...store,
+      writeSnapshot: (...args) =>
+        ++snapshots === 3 ? Promise.reject(new Error('killed')) : store.writeSnapshot(...args),
+    };
+    await expect(loopOn(dying, null).run({ goal: 'go', runId: 'r' })).rejects.toThrow('killed');
+    const rows = await store.readJournal('r', 0);
+    const chunks = rows
+      .filter((row) => row.kind === 'trace')
+      .map((row) => JSON.parse(row.body) as { snapshotSeq: number; from: number });
+    const latest = await store.latestSnapshot('r');
+    expect(chunks.at(-1)!.snapshotSeq).toBeGreaterThan(latest!.seq);
+    await freeLease(store, 'r');
+    // Resumed, and stopped again at a later step by a hang, then resumed once more to the end.
+    let hung: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => (hung = resolve));
+    void loopOn(store, 5, hung).resume('r');
+    await reached;
+    await freeLease(store, 'r');
+    const overlapping = (await store.readJournal('r', 0))
+      .filter((row) => row.kind === 'trace')
+      .map((row) => JSON.parse(row.body) as { from: number });
+    expect(overlapping.some((chunk, index) => index > 0 && chunk.from < overlapping[index - 1]!.from + 1)).toBe(true);
+    const result = await loopOn(store, null).resume('r');
+    expect(result.stopReason).toBe('completed');
+    expect(result.messages).toEqual(expected.messages);
+    expect(withoutResumes(result)).toEqual(withoutResumes(expected));
+  });
+
+  it('refuses a chunk that leaves a gap in the trace', async () => {
+    const store = memoryStore();
+    let hung: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => (hung = resolve));
+    void loopOn(store, 5, hung).run({ goal: 'go', runId: 'r' });
+    await reached;
+    await freeLease(store, 'r');
+    const gap: Store = {
+      ...store,
+      readJournal: async (runId, afterSeq) =>
+        (await store.readJournal(runId, afterSeq)).map((row) =>
+          row.kind === 'trace'
+            ? { ...row, body: row.body.replace(/"from":(\d+)/, (_all, from) => `"from":${Number(from) + 1}`) }
+            : row,
+        ),
+    };
+    await expect(loopOn(gap, null).resume('r')).rejects.toMatchObject({ code: 'corrupt_record' });
+  });
+});
