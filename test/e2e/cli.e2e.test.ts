@@ -483,7 +483,7 @@ describe('the package entries', () => {
     expect(JSON.parse(stdout)).toEqual({
       main: 'function',
       testing: 'function',
-      dbos: ['DEFAULT_DBOS_WORKER', 'dbosClient', 'dbosWorker', 'machineVersion'],
+      dbos: ['DEFAULT_DBOS_WORKER', 'DbosWorkerError', 'dbosClient', 'dbosWorker', 'machineVersion'],
       postgres: ['postgresStore'],
       inMain: false,
       loaded: false,
