@@ -86,6 +86,21 @@ const MODEL_ERROR_KINDS: ReadonlySet<string> = new Set<ModelErrorKind>([
   'unknown',
 ]);
 
+/**
+ * The kind of a failed HTTP model call by its status, for adapters: 429 rate limited; 408 a timeout and 409 a
+ * server conflict (both transient); 401 and 403 auth; other 5xx server; other 4xx a bad request.
+ * @example
+ * modelErrorKindOfStatus(503) // 'server'
+ */
+export function modelErrorKindOfStatus(status: number): ModelErrorKind {
+  if (status === 429) return 'rate_limited';
+  if (status === 408) return 'timeout';
+  if (status === 401 || status === 403) return 'auth';
+  if (status === 409 || status >= 500) return 'server';
+  if (status >= 400) return 'bad_request';
+  return 'unknown';
+}
+
 /** Shared by every installed copy of loopstate (`Symbol.for`), so classification never depends on `instanceof`. */
 const MODEL_CALL_ERROR_BRAND = Symbol.for('loopstate.ModelCallError');
 

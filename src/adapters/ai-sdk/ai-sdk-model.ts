@@ -13,6 +13,7 @@ import type {
 } from '@ai-sdk/provider';
 import { z } from 'zod';
 import { LoopConfigError, ModelCallError } from '../../contracts/errors.js';
+import { modelSettingsSchema } from '../../contracts/model-settings-schema.js';
 import type {
   Model,
   ModelProgress,
@@ -72,23 +73,10 @@ export interface AiSdkModelOptions {
   server?: ModelServer;
 }
 
-const settingsSchema = z
-  .object({
-    temperature: z.number().min(0).max(2),
-    topP: z.number().min(0).max(1),
-    maxOutputTokens: z.number().int().positive(),
-    seed: z.number().int(),
-    stopSequences: z.array(z.string()),
-    presencePenalty: z.number().min(-2).max(2),
-    frequencyPenalty: z.number().min(-2).max(2),
-    reasoningEffort: z.enum(['minimal', 'low', 'medium', 'high']),
-  })
-  .partial()
-  .strict();
 const optionsSchema = z
   .object({
     stream: z.boolean(),
-    settings: settingsSchema,
+    settings: modelSettingsSchema,
     structuredOutput: z.boolean(),
     providerOptions: z.record(z.string(), z.record(z.string(), z.unknown())),
     headers: z.record(z.string(), z.string()),

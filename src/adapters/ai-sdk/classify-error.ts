@@ -6,7 +6,12 @@
  * by the AI SDK's marker symbols (`Symbol.for('vercel.ai.error.AI_APICallError')`) or their `name`, so any
  * installed copy of `@ai-sdk/provider` is classified the same, and nothing of it is loaded here.
  */
-import { LoopConfigError, ModelCallError, type ModelErrorKind } from '../../contracts/errors.js';
+import {
+  LoopConfigError,
+  ModelCallError,
+  modelErrorKindOfStatus,
+  type ModelErrorKind,
+} from '../../contracts/errors.js';
 import type { ModelUsage } from '../../contracts/model.js';
 
 /** An AI SDK error class's name (`AI_APICallError`), as its marker symbol and its `name` carry it. */
@@ -45,15 +50,6 @@ interface ApiCallFacts {
   statusCode?: number;
   isRetryable?: boolean;
   responseHeaders?: Record<string, string>;
-}
-
-function kindOfStatus(status: number): ModelErrorKind {
-  if (status === 429) return 'rate_limited';
-  if (status === 408) return 'timeout';
-  if (status === 401 || status === 403) return 'auth';
-  if (status === 409 || status >= 500) return 'server';
-  if (status >= 400) return 'bad_request';
-  return 'unknown';
 }
 
 const TRANSIENT: ReadonlySet<ModelErrorKind> = new Set(['rate_limited', 'timeout', 'server', 'connection']);
@@ -106,7 +102,7 @@ function apiCallError(error: ApiCallFacts, where: string, now: number): ModelCal
       message: `could not reach ${where} (${clause(error.message)})`,
     });
   }
-  let kind = kindOfStatus(status);
+  let kind = modelErrorKindOfStatus(status);
   // The provider's own say on retrying wins over our reading of the status (Anthropic's 529 "overloaded").
   if (error.isRetryable === false && TRANSIENT.has(kind)) kind = 'bad_request';
   if (error.isRetryable === true && !TRANSIENT.has(kind)) kind = 'server';

@@ -6,7 +6,7 @@
  */
 import type { APIError } from 'openai';
 import { loadOpenAI } from './load-openai.js';
-import { ModelCallError, type ModelErrorKind } from '../../contracts/errors.js';
+import { ModelCallError, modelErrorKindOfStatus } from '../../contracts/errors.js';
 import { MAX_REDIRECT_HOPS, type RedirectPolicy } from './redirect-guard.js';
 import { scrubSecrets } from './secret-scrub.js';
 
@@ -17,16 +17,6 @@ export interface CallFacts {
   baseURL: string;
   model: string;
   redirects: RedirectPolicy;
-}
-
-/** Kinds by HTTP status; 408 and 409 are transient (the client itself retries them). */
-function kindOfStatus(status: number): ModelErrorKind {
-  if (status === 429) return 'rate_limited';
-  if (status === 408) return 'timeout';
-  if (status === 401 || status === 403) return 'auth';
-  if (status === 409 || status >= 500) return 'server';
-  if (status >= 400) return 'bad_request';
-  return 'unknown';
 }
 
 const HINTS: Partial<Record<number, string>> = {
@@ -182,7 +172,7 @@ function statusError(error: APIError, facts: CallFacts, scrub: (text: string) =>
   if (status >= 300 && status < 400 && location) return redirectError(status, scrub(location), facts);
   // OpenAI's own say on retrying wins over our reading of the status.
   const shouldRetry = error.headers?.get('x-should-retry');
-  let kind = kindOfStatus(status);
+  let kind = modelErrorKindOfStatus(status);
   if (shouldRetry === 'false' && (kind === 'server' || kind === 'rate_limited' || kind === 'timeout'))
     kind = 'bad_request';
   const hint = HINTS[status];

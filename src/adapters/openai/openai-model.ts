@@ -7,6 +7,7 @@ import { loadOpenAI } from './load-openai.js';
 import { z } from 'zod';
 import { CHARS_PER_TOKEN_ESTIMATE, OPENAI_DEFAULTS } from '../../engine/constants.js';
 import { LoopConfigError, ModelCallError } from '../../contracts/errors.js';
+import { modelSettingsSchema } from '../../contracts/model-settings-schema.js';
 import { MAX_TIMER_MS } from '../../engine/config/config-schema.js';
 import type {
   Message,
@@ -91,19 +92,6 @@ const positiveMs = z
   .int()
   .positive()
   .max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms, the longest timer Node supports`);
-const settingsSchema = z
-  .object({
-    temperature: z.number().min(0).max(2),
-    topP: z.number().min(0).max(1),
-    maxOutputTokens: z.number().int().positive(),
-    seed: z.number().int(),
-    stopSequences: z.array(z.string()),
-    presencePenalty: z.number().min(-2).max(2),
-    frequencyPenalty: z.number().min(-2).max(2),
-    reasoningEffort: z.enum(['minimal', 'low', 'medium', 'high']),
-  })
-  .partial()
-  .strict();
 const baseURLSchema = z
   .url({ protocol: /^https?$/, error: 'expected an http(s) URL, e.g. "http://127.0.0.1:11434/v1"' })
   // fetch refuses such a URL on every call; better said once, here.
@@ -124,7 +112,7 @@ const optionsSchema = z
     headers: z.record(z.string(), z.string()).optional(),
     maxResponseBytes: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
     redirects: z.enum(['refuse', 'same-origin'], { error: "expected 'refuse' or 'same-origin'" }).optional(),
-    settings: settingsSchema.optional(),
+    settings: modelSettingsSchema.optional(),
     structuredOutput: z.boolean().optional(),
     contextWindowTokens: z.number().int().positive().optional(),
     provider: z.string().trim().min(1, 'expected a provider name, e.g. "openai"').optional(),
