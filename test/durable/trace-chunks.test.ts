@@ -1,12 +1,14 @@
 /**
  * The in-memory trace lives in trace chunks written with each snapshot, not in the snapshot. A process that
  * dies between a chunk and its snapshot leaves a chunk no snapshot stands on: the resumed run writes the
- * next chunk over it, and a later resume still puts back the uninterrupted run's trace exactly.
+ * next chunk over it, and a later resume still puts back the uninterrupted run's trace exactly. A stop's
+ * recorded result holds no trace either: a final chunk is written with the stop, and the result read back
+ * later has the very trace the run returned.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLoop, defineTool, memoryStore, type Model, type RunResult, type Store } from 'loopstate';
-import { virtualClock } from 'loopstate/testing';
+import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
 
 const lookup = defineTool({
@@ -102,5 +104,60 @@ describe('trace chunks', () => {
         ),
     };
     await expect(loopOn(gap, null).resume('r')).rejects.toMatchObject({ code: 'corrupt_record' });
+  });
+
+  it("a stop's recorded result keeps its trace in the journal, and reads back as the run returned it", async () => {
+    const store = memoryStore();
+    const loop = loopOn(store, null);
+    const live = await loop.run({ goal: 'go', runId: 'r' });
+    const row = await store.readRun('r');
+    const record = JSON.parse(row!.body) as { result: RunResult; resultTrace?: { seq: number; length: number } };
+    expect(record.result.trace).toEqual([]);
+    expect(record.resultTrace?.length).toBe(live.trace.length);
+    expect(live.trace.length).toBeGreaterThan(0);
+    // Read back by a finished run's resume and by cancel: the same result, trace included.
+    expect(await loop.resume('r')).toEqual(live);
+    expect(await loopOn(store, null).cancel('r')).toEqual(live);
+  });
+
+  it('a run stopped for approval, then continued: each stop reads back with its own trace', async () => {
+    const store = memoryStore();
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refund an order.',
+      input: z.object({ order_id: z.string() }),
+      access: 'destructive',
+      execute: ({ order_id }) => ({ refunded: order_id }),
+    });
+    const loop = createLoop({
+      model: scriptedModel([toolCall('lookup', { key: 'a' }), toolCall('refund', { order_id: 'O-7' }), reply('Done.')]),
+      tools: [lookup, refund],
+      store,
+      clock: virtualClock(),
+      durable: { snapshotEvery: 1 },
+    });
+    const stopped = await loop.run({ goal: 'go', runId: 'w' });
+    expect(stopped.status).toBe('needs_human');
+    expect(await loop.resume('w')).toEqual(stopped);
+    const pending = stopped.pendingApprovals[0]!;
+    const finished = await loop.resume('w', {
+      approvals: { [pending.callId]: { approve: true, argumentsHash: pending.argumentsHash } },
+    });
+    expect(finished.stopReason).toBe('completed');
+    expect(finished.trace.length).toBeGreaterThan(stopped.trace.length);
+    expect(await loop.resume('w')).toEqual(finished);
+  });
+
+  it('refuses a result whose trace chunks do not add up to the recorded length', async () => {
+    const store = memoryStore();
+    await loopOn(store, null).run({ goal: 'go', runId: 'r' });
+    const short: Store = {
+      ...store,
+      readJournal: async (runId, afterSeq) =>
+        (await store.readJournal(runId, afterSeq)).filter(
+          (row) => !(row.kind === 'trace' && row.body.includes('"final":true')),
+        ),
+    };
+    await expect(loopOn(short, null).resume('r')).rejects.toMatchObject({ code: 'corrupt_record' });
   });
 });

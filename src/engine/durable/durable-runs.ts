@@ -30,7 +30,7 @@ import {
   type RunRecord,
 } from './records.js';
 import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
-import { readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
+import { readResultTrace, readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
 import { RunJournal } from './run-journal.js';
 import { heldLimits, holdShare, settleShare, tenantStopNote } from './tenant-ledger.js';
 
@@ -118,14 +118,14 @@ export class DurableRuns {
     const approvals = await this.decisionsToTake(before, asked);
     if (before.state === 'finished') await this.settle(before);
     if (before.state === 'finished' || (before.state === 'waiting' && approvals === undefined))
-      return before.result as unknown as RunResult;
+      return this.recordedResult(before);
     const owner = await this.takeLease(runId);
     try {
       // Read again under the lease: a resume that won a race may have decided these calls meanwhile.
       const record = await this.readRecord(runId);
       const decisions = await this.decisionsToTake(record, approvals);
       if (record.state === 'finished' || (record.state === 'waiting' && decisions === undefined))
-        return record.result as unknown as RunResult;
+        return await this.recordedResult(record);
       const continueWith: ContinueWith | null =
         record.state === 'waiting' && decisions !== undefined
           ? { kind: 'approvals', waitingSeq: record.waitingSeq ?? 0, decisions }
@@ -173,7 +173,7 @@ export class DurableRuns {
     const row = await this.store.readRun(runId);
     if (row === null) return null;
     const record = decodeRunRecord(row.body, runId);
-    return record.state === 'running' ? null : (record.result as unknown as RunResult);
+    return record.state === 'running' ? null : this.recordedResult(record);
   }
 
   /** The run's recorded state (`running`, `waiting`, `finished`), or null for a run the store does not have. */
@@ -193,7 +193,7 @@ export class DurableRuns {
     const before = await this.readRecord(runId);
     if (before.state === 'finished') {
       await this.settle(before);
-      return before.result as unknown as RunResult;
+      return this.recordedResult(before);
     }
     if (!(await this.store.requestCancel(runId)))
       throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
@@ -205,7 +205,7 @@ export class DurableRuns {
       return null;
     try {
       const record = await this.readRecord(runId);
-      if (record.state === 'finished') return record.result as unknown as RunResult;
+      if (record.state === 'finished') return await this.recordedResult(record);
       const continueWith: ContinueWith | null =
         record.state === 'waiting'
           ? {
@@ -319,7 +319,9 @@ export class DurableRuns {
               ? continueWith.decisions.keys()
               : record.pendingApprovals.map(({ callId }) => callId)),
           ];
-    const continued: RunRecord = { ...record, decidedCalls };
+    // A waiting run's result (and where its trace is) goes once it continues.
+    const { resultTrace: _stale, ...rest } = record;
+    const continued: RunRecord = { ...rest, decidedCalls };
     const continuedRunBody =
       continueWith === null
         ? undefined
@@ -363,7 +365,10 @@ export class DurableRuns {
     }
     const note = result.stopReason === 'budget_exhausted' ? tenantStopNote(limits, record.tenantHold) : null;
     if (note !== null) result.detail = `${result.detail} (${note})`;
-    const stopped = this.stoppedRecord(continued, result, journal.lastSeq);
+    // The trace is stored once: in the journal's trace chunks, the run record pointing at the last one.
+    const resultTrace =
+      this.resolved.trace.inMemory && result.trace.length > 0 ? journal.chunkFinalTrace(result.trace) : undefined;
+    const stopped = this.stoppedRecord(continued, result, journal.lastSeq, resultTrace);
     // The events still queued and the run's new metadata: one commit.
     // Finished at the wall clock's time (not the run's clock): `prune` compares it with the caller's `Date.now()`.
     await journal.finish(encodeRecord(stopped), stopped.state === 'finished' ? Date.now() : undefined);
@@ -388,7 +393,19 @@ export class DurableRuns {
     return () => clearInterval(timer);
   }
 
-  private stoppedRecord(record: RunRecord, result: RunResult, lastEventSeq: number): RunRecord {
+  /** A stop's result as recorded, its trace put back from the journal's chunks when the record points there. */
+  private async recordedResult(record: RunRecord): Promise<RunResult> {
+    const result = record.result as unknown as RunResult;
+    if (record.resultTrace === undefined) return result;
+    return { ...result, trace: await readResultTrace(this.store, record.runId, record.resultTrace) };
+  }
+
+  private stoppedRecord(
+    record: RunRecord,
+    result: RunResult,
+    lastEventSeq: number,
+    resultTrace: RunRecord['resultTrace'],
+  ): RunRecord {
     const waiting = result.stopReason === 'needs_human' && result.pendingApprovals.length > 0;
     const expiresAfter = this.resolved.durable.approvalExpiresAfterMs;
     const now = this.resolved.clock.now();
@@ -412,7 +429,10 @@ export class DurableRuns {
       state: waiting ? 'waiting' : 'finished',
       waitingSeq: waiting ? lastEventSeq : null,
       pendingApprovals,
-      result: JSON.parse(JSON.stringify(result)) as RunRecord['result'],
+      result: JSON.parse(
+        JSON.stringify(resultTrace === undefined ? result : { ...result, trace: [] }),
+      ) as RunRecord['result'],
+      ...(resultTrace === undefined ? {} : { resultTrace }),
     };
   }
 }

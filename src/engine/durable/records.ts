@@ -13,6 +13,8 @@
  * `messages` says how long the transcript was (rebuilt from the events' transcript changes before the
  * snapshot) and `traceLength` how long the in-memory trace was (put back from the `trace` chunks
  * committed with each snapshot). A version 1 or 2 snapshot, transcript and trace whole, is read as written.
+ * The run record's `resultTrace`: a stop's result keeps its trace in the journal's trace chunks (a `final`
+ * one written with the stop), not whole in the run record.
  * Also (version unchanged, the field optional): a `model` record's response keeps its `metadata` (id, model,
  * finish reason), so a reply served on resume is traced and warned about as the live one was; older
  * records have none.
@@ -204,6 +206,8 @@ export const traceRecordSchema = z
     snapshotSeq: z.number().int().min(0),
     from: z.number().int().min(0),
     events: traceSchema,
+    /** Written with a stop's run record, not with a snapshot: the trace to its end, for the recorded result (`resultTrace`). */
+    final: z.literal(true).optional(),
   })
   .strict();
 
@@ -299,6 +303,14 @@ export const runRecordSchema = z
     result: z
       .looseObject({ runId: z.string(), status: z.string(), stopReason: z.string(), detail: z.string() })
       .nullable(),
+    /**
+     * Version 3: the result's trace is not in `result` (empty there) but in the journal's trace chunks up
+     * to the final chunk at `seq`, `length` events: the trace is stored once. Absent: `result` holds it whole.
+     */
+    resultTrace: z
+      .object({ seq: z.number().int().positive(), length: z.number().int().min(0) })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -457,8 +469,9 @@ export function decodeTraceChunk(body: string, runId: string, seq: number): Trac
     throw refuse('not a valid record: no known schemaVersion');
   if (value.runId !== runId || value.seq !== seq)
     throw refuse(`it names ${String(value.runId)} seq ${String(value.seq)}, not where it is stored`);
-  const { snapshotSeq, from, events } = value;
+  const { snapshotSeq, from, events, final } = value;
   if (
+    !(final === undefined || final === true) ||
     !Number.isInteger(snapshotSeq) ||
     !Number.isInteger(from) ||
     (from as number) < 0 ||

@@ -18,6 +18,7 @@ import {
   type ModelRecord,
   type SnapshotRecord,
   type ToolResultRecord,
+  type TraceRecord,
   type Decisions,
 } from './records.js';
 
@@ -123,11 +124,35 @@ function traceBefore(
   length: number,
   runId: string,
 ): TraceEvent[] {
+  return foldTrace(rows, runId, length, snapshotSeq, (chunk) => chunk.snapshotSeq <= snapshotSeq && !chunk.final);
+}
+
+/**
+ * A stop's trace, for its recorded result: every chunk up to the stop's final one (an earlier stop's final
+ * chunk, or a chunk whose snapshot was never written, is overlapped by the chunks after it).
+ */
+export async function readResultTrace(
+  store: Store,
+  runId: string,
+  at: { seq: number; length: number },
+): Promise<TraceEvent[]> {
+  const rows = (await store.readJournal(runId, 0)).filter((row) => row.kind === 'trace' && row.seq <= at.seq);
+  return foldTrace(rows, runId, at.length, at.seq, () => true, "result's trace");
+}
+
+function foldTrace(
+  rows: readonly { seq: number; kind: string; body: string }[],
+  runId: string,
+  length: number,
+  where: number,
+  include: (chunk: TraceRecord) => boolean,
+  what = "snapshot's trace",
+): TraceEvent[] {
   const trace: TraceEvent[] = [];
   for (const row of rows) {
     if (row.kind !== 'trace') continue;
     const chunk = decodeTraceChunk(row.body, runId, row.seq);
-    if (chunk.snapshotSeq > snapshotSeq) continue;
+    if (!include(chunk)) continue;
     if (chunk.from > trace.length)
       throw new StoreRecordError({
         code: 'corrupt_record',
@@ -142,8 +167,8 @@ function traceBefore(
     throw new StoreRecordError({
       code: 'corrupt_record',
       runId,
-      seq: snapshotSeq,
-      problem: `the snapshot's trace has ${length} events, its chunks ${trace.length}`,
+      seq: where,
+      problem: `the ${what} has ${length} events, its chunks ${trace.length}`,
     });
   return trace;
 }

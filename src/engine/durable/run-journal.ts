@@ -24,6 +24,7 @@ import { isWellFormedResponse } from '../../contracts/model-response-schema.js';
 import type { Model, ModelRequest, ModelResponse } from '../../contracts/model.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { knownMetadata } from '../trace/model-facts.js';
+import type { TraceEvent } from '../trace/trace-event.js';
 import type { DriverHooks, EffectStep, RestoreTarget } from '../runtime/driver-hooks.js';
 import { RunInterruption } from '../runtime/interruption.js';
 import type { RunSession } from '../runtime/run-session.js';
@@ -166,6 +167,25 @@ export class RunJournal implements DriverHooks {
   /** Commits what is queued, with the run's metadata once it stopped (and when it finished): the run's last commit. */
   finish(runBody: string, finishedAt: number | undefined): Promise<void> {
     return this.flush(runBody, finishedAt);
+  }
+
+  /**
+   * Queues the in-memory trace since the last chunk as a final chunk, for the stop's recorded result
+   * (which then holds no trace: it is stored once). Returns where the run record finds it.
+   */
+  chunkFinalTrace(trace: readonly TraceEvent[]): { seq: number; length: number } {
+    const seq = this.takeSeq();
+    this.queue({
+      schemaVersion: RECORD_SCHEMA_VERSION,
+      kind: 'trace',
+      runId: this.runId,
+      seq,
+      snapshotSeq: this.lastEventSeq,
+      from: this.traceChunked,
+      events: trace.slice(this.traceChunked),
+      final: true,
+    });
+    return { seq, length: trace.length };
   }
 
   private takeSeq(): number {
