@@ -27,7 +27,7 @@ function explored(loop: unknown, limits: Partial<LoopLimits>, machine: LoopMachi
 function figures(graph: ExploredGraph) {
   return {
     keys: graph.keys,
-    snapshots: graph.snapshots.map((snapshot) => ({
+    states: graph.states.map((snapshot) => ({
       value: snapshot.value,
       status: snapshot.status,
       context: snapshot.context,

@@ -8,7 +8,13 @@ import type { LoopLimits, StopReason } from '../../../machines/types.js';
 import { STOP_REASONS } from '../../../machines/types.js';
 import type { ResolvedConfig } from '../../internal.js';
 import type { ModelPrice } from '../../index.js';
-import { DEFAULT_STATE_BOUND, exploreLoop, StateSpaceTooLargeError, type ExploredGraph } from './explore.js';
+import {
+  DEFAULT_STATE_BOUND,
+  exploreLoop,
+  StateSpaceTooLargeError,
+  type ExploredGraph,
+  type ExploredState,
+} from './explore.js';
 import {
   findCycle,
   heaviestRun,
@@ -132,10 +138,10 @@ function explore(
 /** The first edge on which the model answers and the run goes on: a path on which the model spends. */
 function firstPaidDecision(graph: ExploredGraph): number {
   for (let edge = 0; edge < graph.edgeCount; edge += 1) {
-    const source = graph.snapshots[graph.edgeSource[edge] as number];
+    const source = graph.states[graph.edgeSource[edge] as number];
     if (
       source?.matches({ RUNNING: 'deciding' }) === true &&
-      graph.snapshots[graph.edgeTarget[edge] as number]?.status !== 'done'
+      graph.states[graph.edgeTarget[edge] as number]?.status !== 'done'
     )
       return edge;
   }
@@ -161,7 +167,7 @@ function violationsOf(graph: ExploredGraph, model: VerifyModel, limits: LoopLimi
   if (firstStuck !== undefined) {
     violations.push({
       kind: 'cannot_terminate',
-      message: `${stuck.length} reachable state(s) cannot reach TERMINATED, e.g. ${stateName(graph.snapshots[firstStuck] as never)}`,
+      message: `${stuck.length} reachable state(s) cannot reach TERMINATED, e.g. ${stateName(graph.states[firstStuck] as ExploredState)}`,
       counterexample: pathTo(graph, firstStuck),
     });
   }
@@ -272,7 +278,7 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
   };
   const violations = violationsOf(graph, model, limits, worstCase);
   const reasons = new Set(
-    graph.snapshots.filter((snapshot) => snapshot.status === 'done').map((snapshot) => snapshot.context.stop?.reason),
+    graph.states.filter((snapshot) => snapshot.status === 'done').map((snapshot) => snapshot.context.stop?.reason),
   );
   const stopReasons = STOP_REASONS.filter((reason) => reasons.has(reason));
   const unfired = graph.transitions
