@@ -13,6 +13,7 @@ import { matchesState, type AnyStateNode, type AnyTransitionDefinition, type Sta
 import type { LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import type { LoopContext, LoopEvent } from '../../../machines/types.js';
+import { createContextMerge, type ContextMerge } from './context-merge.js';
 
 /** A state the exploration reached: what keys, outcomes and the report read of it, without an XState snapshot. */
 export interface SteppedState {
@@ -299,16 +300,18 @@ function compile(machine: LoopMachine): CompiledMachine {
     leaf.finalExits = compileActions(leaf.chain.flatMap((node) => node.exit));
   });
 
+  // Made on the first step, from the first context (the machine's initial one): see context-merge.ts.
+  let merge: ContextMerge | null = null;
   const runActions = (actions: readonly CompiledAction[], context: LoopContext, event: LoopEvent): LoopContext => {
     let current = context;
+    merge ??= createContextMerge(context);
     for (const action of actions) {
       const params = action.paramsOf === null ? action.params : action.paramsOf({ context: current, event });
       const update = action.assignment(
         { context: current, event, spawn: noSpawn, self: undefined, system: undefined },
         params,
       );
-      // What XState's assign does (`Object.assign({}, context, update)`); a spread is V8's fast copy of it.
-      current = Object.assign({ ...current }, update);
+      current = merge(current, update);
     }
     return current;
   };

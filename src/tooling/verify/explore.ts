@@ -238,7 +238,7 @@ export function exploreLoop(
   const budgetFindings: EdgeFinding[] = [];
   const destructiveFindings: EdgeFinding[] = [];
   const tally = new Array<number>(Object.keys(REDUCTION).length).fill(0);
-  let memoised = 0;
+  let memoisedEdges = 0;
 
   // A state is looked up by its key's parts; only a new one has its key joined (`pending` until it is added).
   let pendingKey = '';
@@ -297,7 +297,10 @@ export function exploreLoop(
   // Memoised successors of the interruptions: in the shipped machine each is one unguarded transition of the state
   // node into TERMINATED with a fixed stop reason (the final state's whole key), and the model calls it records come
   // from the event alone, so from one node the same outcome always has the same successor, transitions and spend.
-  const interruptionSuccessors = new Map<string, { next: number; modelCalls: number; toolCalls: number }>();
+  const interruptionSuccessors = new Map<
+    string,
+    Map<string, { next: number; modelCalls: number; toolCalls: number }>
+  >();
   for (let head = 0; head < states.length; head += 1) {
     if (options.onProgress !== undefined && head % PROGRESS_EVERY === 0 && head > 0)
       options.onProgress({
@@ -312,16 +315,21 @@ export function exploreLoop(
     const outcomes = abstractOutcomes(state, model, outcomeOptions);
     const spent = spentBudget(context);
     const node = !reduce ? '' : compiled === null ? JSON.stringify(state.value) : String(leaf);
+    let nodeSuccessors: Map<string, { next: number; modelCalls: number; toolCalls: number }> | undefined;
     for (let position = 0; position < outcomes.length; position += 1) {
       const outcome = outcomes[position] as AbstractOutcome;
       const edge = source.length;
-      const memoKey = reduce && INTERRUPTIONS.has(outcome.event.type) ? `${node}|${outcome.label}` : null;
-      const memo = memoKey === null ? undefined : interruptionSuccessors.get(memoKey);
+      const memoised = reduce && INTERRUPTIONS.has(outcome.event.type);
+      if (memoised && nodeSuccessors === undefined) {
+        nodeSuccessors = interruptionSuccessors.get(node) ?? new Map();
+        interruptionSuccessors.set(node, nodeSuccessors);
+      }
+      const memo = memoised ? nodeSuccessors?.get(outcome.label) : undefined;
       let next: number;
       let spentModelCalls: number;
       let spentToolCalls: number;
       if (memo !== undefined) {
-        memoised += 1;
+        memoisedEdges += 1;
         ({ next, modelCalls: spentModelCalls, toolCalls: spentToolCalls } = memo);
       } else {
         let nextContext: LoopContext;
@@ -344,8 +352,8 @@ export function exploreLoop(
         }
         spentModelCalls = nextContext.usage.modelCalls - context.usage.modelCalls;
         spentToolCalls = nextContext.usage.toolCalls - context.usage.toolCalls;
-        if (memoKey !== null)
-          interruptionSuccessors.set(memoKey, { next, modelCalls: spentModelCalls, toolCalls: spentToolCalls });
+        if (memoised)
+          nodeSuccessors?.set(outcome.label, { next, modelCalls: spentModelCalls, toolCalls: spentToolCalls });
       }
       source.push(head);
       target.push(next);
@@ -391,7 +399,7 @@ export function exploreLoop(
     budgetFindings,
     destructiveFindings,
     outcomeOptions,
-    reductions: reduce ? describeReductions(model, tally, memoised) : [],
+    reductions: reduce ? describeReductions(model, tally, memoisedEdges) : [],
     elapsedMs: now() - started,
   };
 }

@@ -27,6 +27,9 @@ export class KeyTable {
   private entries = 0;
   private slots = new Int32Array(1 << 13).fill(SLOT_EMPTY);
   private readonly strings = new Map<string, number>();
+  /** Per position, the last string part encoded there and its number. */
+  private readonly lastText: unknown[] = [];
+  private readonly lastNumber: number[] = [];
 
   /** Encodes `parts` as the current key, which `find` and `insert` then use. */
   encode(parts: ReadonlyArray<string | number>): void {
@@ -36,9 +39,18 @@ export class KeyTable {
       this.scratchBits = new Int32Array(this.scratch.buffer);
     }
     const scratch = this.scratch;
+    const { lastText, lastNumber } = this;
     for (let index = 0; index < length; index += 1) {
       const part = parts[index];
-      scratch[index] = typeof part === 'number' && part >= 0 ? part : -1 - this.intern(String(part));
+      if (typeof part === 'number' && part >= 0) scratch[index] = part;
+      // A part is mostly the same string as in the key before (a state name, ''): no lookup then.
+      else if (part === lastText[index]) scratch[index] = lastNumber[index] as number;
+      else {
+        const number = -1 - this.intern(String(part));
+        scratch[index] = number;
+        lastText[index] = part;
+        lastNumber[index] = number;
+      }
     }
     this.length = length;
     const bits = this.scratchBits;
