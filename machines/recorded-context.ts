@@ -37,6 +37,17 @@ function recorded(context: LoopContext, event: LoopEvent, record: (args: Reducer
   return entry;
 }
 
+/**
+ * The last recording, when it was of `event` into `context`: its update and the context it leaves (the update
+ * merged into `context`). A caller applying that very update can take the merged context instead of merging again.
+ */
+export function lastRecorded(
+  context: LoopContext,
+  event: LoopEvent,
+): { update: Partial<LoopContext>; after: LoopContext } | undefined {
+  return last !== undefined && last.event === event && last.before === context ? last : undefined;
+}
+
 /** The context after `event` is recorded into `context`; `context` itself for events that record nothing here. */
 export function recordedContext(context: LoopContext, event: LoopEvent): LoopContext {
   const record = RECORDERS[event.type];

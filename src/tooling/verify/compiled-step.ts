@@ -12,6 +12,7 @@
 import { matchesState, type AnyStateNode, type AnyTransitionDefinition, type StateValue } from 'xstate';
 import type { LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
+import { lastRecorded } from '../../../machines/recorded-context.js';
 import type { LoopContext, LoopEvent } from '../../../machines/types.js';
 import { createContextMerge, type ContextMerge } from './context-merge.js';
 
@@ -311,7 +312,9 @@ function compile(machine: LoopMachine): CompiledMachine {
         { context: current, event, spawn: noSpawn, self: undefined, system: undefined },
         params,
       );
-      current = merge(current, update);
+      // The update its guards recorded (see recorded-context.ts) was merged already.
+      const recorded = lastRecorded(current, event);
+      current = recorded !== undefined && recorded.update === update ? recorded.after : merge(current, update);
     }
     return current;
   };
