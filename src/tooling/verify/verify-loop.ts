@@ -14,6 +14,7 @@ import {
   StateSpaceTooLargeError,
   type ExploredGraph,
   type ExploredState,
+  type ExploreProgress,
 } from './explore.js';
 import {
   findCycle,
@@ -54,6 +55,8 @@ export interface VerifyOptions {
   notes?: readonly string[];
   /** The statechart explored; the loop machine unless a test breaks a guard on purpose. */
   machine?: LoopMachine;
+  /** Called every few thousand states expanded, for a progress line (each exploration when `scale` starts over). */
+  onProgress?: (progress: ExploreProgress) => void;
 }
 
 export interface ScaledLimits {
@@ -107,9 +110,16 @@ function explore(
   options: VerifyOptions,
 ): { graph: ExploredGraph; scaledTo: ScaledLimits | null } {
   const bound = options.maxStates ?? DEFAULT_STATE_BOUND;
+  const exploreOptions = options.onProgress === undefined ? {} : { onProgress: options.onProgress };
   try {
     return {
-      graph: exploreLoop({ ...model, input: { ...model.input, limits } }, bound, options.machine),
+      graph: exploreLoop(
+        { ...model, input: { ...model.input, limits } },
+        bound,
+        options.machine,
+        'compiled',
+        exploreOptions,
+      ),
       scaledTo: null,
     };
   } catch (error) {
@@ -119,7 +129,13 @@ function explore(
   for (let maxSteps = Math.floor(limits.maxSteps / 2); maxSteps >= 2; maxSteps = Math.floor(maxSteps / 2)) {
     const scaled = scaledLimits(limits, maxSteps);
     try {
-      const graph = exploreLoop({ ...model, input: { ...model.input, limits: scaled } }, bound, options.machine);
+      const graph = exploreLoop(
+        { ...model, input: { ...model.input, limits: scaled } },
+        bound,
+        options.machine,
+        'compiled',
+        exploreOptions,
+      );
       return {
         graph,
         scaledTo: {
