@@ -2,7 +2,7 @@
  * Which effect the machine is waiting for, read off its state and context.
  * The driver performs exactly this effect and answers with the matching outcome event.
  */
-import type { SnapshotFrom } from 'xstate';
+import type { SnapshotFrom, StateValue } from 'xstate';
 import { isSpendBudgetExhausted } from '../guards/budget.js';
 import type { LoopMachine } from './loop-machine.js';
 import type { Feedback, MachineOutput } from './types.js';
@@ -32,7 +32,9 @@ export type LoopSnapshot = SnapshotFrom<LoopMachine>;
  * @example
  * if (getPendingEffect(snapshot).kind === 'runTools') await runTheTools();
  */
-export function getPendingEffect(snapshot: LoopSnapshot): PendingEffect {
+export function getPendingEffect(
+  snapshot: Pick<LoopSnapshot, 'status' | 'output' | 'context' | 'value'> & { matches(value: StateValue): boolean },
+): PendingEffect {
   const { context } = snapshot;
   if (snapshot.status === 'done') return { kind: 'done', output: snapshot.output as MachineOutput };
   if (snapshot.matches({ RUNNING: 'deciding' })) {

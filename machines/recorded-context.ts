@@ -21,19 +21,31 @@ const RECORDERS: Partial<Record<LoopEvent['type'], (args: ReducerArgs) => Partia
   'tools.completed': recordToolRound,
 };
 
-/** One entry per event object: the context it was recorded into, the reducer's update and the result. */
-const recordedByEvent = new WeakMap<
-  LoopEvent,
-  { before: LoopContext; update: Partial<LoopContext>; after: LoopContext }
->();
+/**
+ * The last event recorded, the context it was recorded into, the reducer's update and the result. One entry is
+ * enough (a macrostep evaluates an event's guards and then its assign, in one go), and unlike a WeakMap keyed by
+ * event it costs the garbage collector nothing: an exhaustive exploration sends hundreds of thousands of events.
+ */
+let last: { event: LoopEvent; before: LoopContext; update: Partial<LoopContext>; after: LoopContext } | undefined;
 
 function recorded(context: LoopContext, event: LoopEvent, record: (args: ReducerArgs) => Partial<LoopContext>) {
-  const cached = recordedByEvent.get(event);
-  if (cached !== undefined && cached.before === context) return cached;
+  const cached = last;
+  if (cached !== undefined && cached.event === event && cached.before === context) return cached;
   const update = record({ context, event });
-  const entry = { before: context, update, after: { ...context, ...update } };
-  recordedByEvent.set(event, entry);
+  const entry = { event, before: context, update, after: { ...context, ...update } };
+  last = entry;
   return entry;
+}
+
+/**
+ * The last recording, when it was of `event` into `context`: its update and the context it leaves (the update
+ * merged into `context`). A caller applying that very update can take the merged context instead of merging again.
+ */
+export function lastRecorded(
+  context: LoopContext,
+  event: LoopEvent,
+): { update: Partial<LoopContext>; after: LoopContext } | undefined {
+  return last !== undefined && last.event === event && last.before === context ? last : undefined;
 }
 
 /** The context after `event` is recorded into `context`; `context` itself for events that record nothing here. */

@@ -11,6 +11,7 @@ import { formatReport, reportJson } from '../verify/format-report.js';
 import { resolveForVerify } from '../verify/resolve-for-verify.js';
 import { verifyLoopConfig } from '../verify/verify-loop.js';
 import { loadLoopFile, LoopFileError } from './load-loop-file.js';
+import { createVerifyProgressView } from './verify-progress.js';
 import type { CliIo } from './cli-io.js';
 
 export const VERIFY_EXIT = Object.freeze({ bounded: 0, violation: 1, usage: 2 });
@@ -91,7 +92,18 @@ export async function runVerifyCommand(argv: readonly string[], io: CliIo): Prom
     const loaded: { loop?: unknown; config?: unknown } = await loadLoopFile(file);
     // The exported loop when there is one, else the exported config (whichever shape the loader reports).
     const { config, limits, notes } = resolveForVerify(loaded.loop ?? loaded.config);
-    report = verifyLoopConfig(config, { scale: values.scale === true, maxStates, limits, notes });
+    const progress = createVerifyProgressView(io);
+    try {
+      report = verifyLoopConfig(config, {
+        scale: values.scale === true,
+        maxStates,
+        limits,
+        notes,
+        onProgress: progress.onProgress,
+      });
+    } finally {
+      progress.finish();
+    }
   } catch (error) {
     if (error instanceof LoopFileError || error instanceof StateSpaceTooLargeError) {
       io.err(`loopstate verify: ${error.message}`);

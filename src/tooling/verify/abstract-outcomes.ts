@@ -7,7 +7,7 @@
  * the deadline and the deadline itself. Outcomes depend only on what the state key keeps (see `state-key.ts`),
  * so states with the same key have the same futures.
  */
-import { getPendingEffect, type LoopSnapshot } from '../../../machines/pending-effect.js';
+import { getPendingEffect } from '../../../machines/pending-effect.js';
 import type { CallUsage, LoopContext, LoopEvent, ModelDecision, ToolRoundSummary } from '../../../machines/types.js';
 import type { VerifyModel } from './verify-model.js';
 
@@ -509,7 +509,7 @@ export interface OutcomeOptions {
 
 /** Every abstract outcome of the effect the snapshot waits for, plus the interruptions; none once done. */
 export function abstractOutcomes(
-  snapshot: LoopSnapshot,
+  snapshot: Parameters<typeof getPendingEffect>[0],
   model: VerifyModel,
   options: OutcomeOptions,
 ): AbstractOutcome[] {

@@ -1,10 +1,14 @@
 /**
  * The compiled macrostep explores exactly what XState's `machine.transition` does: the same states in the same
- * order, the same edges and spend, the same transitions fired, the same findings, on every example loop and
- * the 22-tool triage loop of the benchmark, and on a statechart given other guards.
+ * order, the same edges and spend, the same transitions fired, the same findings, on every example loop, the
+ * 22-tool triage loop of the benchmark, loops with plans, judges, tasks, every tool verdict and transport caps,
+ * and on a statechart given other guards. The snapshots made of its states on demand are XState's own.
  */
 import { describe, expect, it } from 'vitest';
 import { createMachine } from 'xstate';
+import { z } from 'zod';
+import { createLoop, defineTool, evaluators } from 'loopstate';
+import { reply, scriptedModel } from 'loopstate/testing';
 import incidentLoop from '../../../examples/incident.js';
 import orderStatusLoop from '../../../examples/order-status.js';
 import toolFeedbackLoop from '../../../examples/tool-feedback.js';
@@ -13,7 +17,7 @@ import triageLoop from '../../../bench/triage-loop.js';
 import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopLimits } from '../../../machines/types.js';
 import { compileMachine } from './compiled-step.js';
-import { exploreLoop, type ExploredGraph } from './explore.js';
+import { exploreLoop, type ExploredGraph, type ExploreProgress } from './explore.js';
 import { resolveForVerify } from './resolve-for-verify.js';
 import { verifyModelOf } from './verify-model.js';
 
@@ -27,7 +31,7 @@ function explored(loop: unknown, limits: Partial<LoopLimits>, machine: LoopMachi
 function figures(graph: ExploredGraph) {
   return {
     keys: graph.keys,
-    snapshots: graph.snapshots.map((snapshot) => ({
+    states: graph.states.map((snapshot) => ({
       value: snapshot.value,
       status: snapshot.status,
       context: snapshot.context,
@@ -66,6 +70,104 @@ describe('the compiled macrostep', () => {
     },
     120_000,
   );
+
+  const tool = (name: string, access: 'read' | 'write' | 'destructive', idempotent = access === 'read') =>
+    defineTool({ name, description: name, input: z.object({}), access, idempotent, execute: () => 'done' });
+  const tasks = [
+    { id: 'first', prompt: 'first', onFailure: 'continue' as const },
+    { id: 'second', prompt: 'second' },
+  ];
+  const judge = evaluators.judge({
+    model: scriptedModel([reply('{"passed": true, "reason": "ok"}')]),
+    criteria: 'kind',
+  });
+  const loops: [string, unknown][] = [
+    [
+      'a plan, a judge, tasks that continue, writes denied, destructive calls approved, capped transport retries',
+      createLoop({
+        model: scriptedModel([reply('x')]),
+        tools: [tool('fetch_once', 'read', false), tool('save', 'write'), tool('wipe', 'destructive')],
+        policy: { allow: ['read'], requireApproval: ['destructive'] },
+        plan: true,
+        tasks,
+        evaluate: [evaluators.rule((text: string) => text.length > 0, 'say something'), judge],
+        limits: { maxSteps: 5, maxStepsPerTask: 3, maxRetries: 1, maxToolCalls: 3, maxTransportRetries: 2 },
+        noProgress: { planStall: 1, unchangedState: 2 },
+      }),
+    ],
+    [
+      'a destructive tool allowed, a deadline, spend budgets, a per-call transport cap',
+      createLoop({
+        model: scriptedModel([reply('x')]),
+        tools: [tool('lookup', 'read'), tool('fetch_once', 'read', false), tool('wipe', 'destructive')],
+        policy: { allow: ['read', 'write', 'destructive'], requireApproval: [] },
+        tasks,
+        prices: { scripted: { inputPerMillion: 1, outputPerMillion: 2 } },
+        limits: {
+          maxSteps: 5,
+          maxStepsPerTask: 3,
+          maxRetries: 1,
+          deadlineMs: 1_000,
+          maxInputTokens: 10_000,
+          maxOutputTokens: 2_000,
+          maxCostUsd: 1,
+          maxTransportAttempts: 2,
+        },
+      }),
+    ],
+  ];
+  it.each(loops)(
+    'explores %s exactly as XState does',
+    (_name, loop) => {
+      const explore = explored(loop, {});
+      const compiled = explore('compiled');
+      expect(compiled.keys.length).toBeGreaterThan(100);
+      expect(figures(compiled)).toEqual(figures(explore('xstate')));
+    },
+    120_000,
+  );
+
+  it("makes XState's own snapshots of its states on demand, once each", () => {
+    const explore = explored(incidentLoop, { maxSteps: 4 });
+    const compiled = explore('compiled');
+    const reference = explore('xstate');
+    expect(compiled.keys).toEqual(reference.keys);
+    const snapshotFigures = (snapshot: ReturnType<ExploredGraph['snapshotOf']>) => ({
+      value: snapshot.value,
+      status: snapshot.status,
+      context: snapshot.context,
+      output: snapshot.output,
+      children: snapshot.children,
+      error: snapshot.error,
+      historyValue: snapshot.historyValue,
+      tags: [...snapshot.tags],
+    });
+    for (let state = 0; state < compiled.keys.length; state += 1) {
+      const made = compiled.snapshotOf(state);
+      const own = reference.snapshotOf(state);
+      expect(snapshotFigures(made)).toEqual(snapshotFigures(own));
+      expect(made.machine).toBe(own.machine);
+      expect(compiled.snapshotOf(state)).toBe(made);
+    }
+  }, 120_000);
+
+  it('reports its progress every 2,048 states expanded, with figures that only grow', () => {
+    const reports: ExploreProgress[] = [];
+    const { config } = resolveForVerify(toolFeedbackLoop);
+    const model = verifyModelOf(config, { ...config.limits, maxSteps: 6 });
+    const graph = exploreLoop(model, 1_000_000, loopMachine, 'compiled', {
+      onProgress: (report) => reports.push(report),
+    });
+    expect(reports.length).toBe(Math.floor((graph.keys.length - 1) / 2_048));
+    expect(reports.length).toBeGreaterThan(0);
+    reports.forEach((report, index) => {
+      expect(report.expanded).toBe((index + 1) * 2_048);
+      expect(report.states).toBeGreaterThan(report.expanded);
+      expect(report.states).toBeLessThanOrEqual(graph.keys.length);
+      expect(report.transitions).toBeLessThanOrEqual(graph.edgeCount);
+      if (index > 0) expect(report.transitions).toBeGreaterThan((reports[index - 1] as ExploreProgress).transitions);
+    });
+  }, 120_000);
 
   it('explores a statechart given other guards as XState does', () => {
     const broken = loopMachine.provide({ guards: { isStepLimitReached: () => false } });

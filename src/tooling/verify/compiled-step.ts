@@ -12,47 +12,89 @@
 import { matchesState, type AnyStateNode, type AnyTransitionDefinition, type StateValue } from 'xstate';
 import type { LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
+import { lastRecorded } from '../../../machines/recorded-context.js';
 import type { LoopContext, LoopEvent } from '../../../machines/types.js';
+import { createContextMerge, type ContextMerge } from './context-merge.js';
 
-/** A state the exploration reached, as far as keys and the next step read it. */
+/** A state the exploration reached: what keys, outcomes and the report read of it, without an XState snapshot. */
 export interface SteppedState {
   leaf: number;
   value: LoopSnapshot['value'];
   status: 'active' | 'done';
   context: LoopContext;
-  output: unknown;
+  output: LoopSnapshot['output'];
   matches(value: StateValue): boolean;
 }
 
-export interface CompiledStep {
-  next: SteppedState;
-  fired: AnyTransitionDefinition[];
+/** Where one macrostep left the machine. The compiled machine reuses one of these: read it before the next step. */
+export interface StepResult {
+  leaf: number;
+  context: LoopContext;
+  done: boolean;
 }
 
 export interface CompiledMachine {
+  /** Every transition definition, numbered: `step` marks the ones it fires by these numbers. */
+  definitions: readonly AnyTransitionDefinition[];
   /** The leaf (atomic state) index of a snapshot of this machine. */
   leafOf(snapshot: LoopSnapshot): number;
-  /** The macrostep `machine.transition(snapshot, event)` takes, from the state at `leaf` with `context`. */
-  step(leaf: number, context: LoopContext, event: LoopEvent): CompiledStep;
+  /** `JSON.stringify` of a leaf's state value. */
+  valueKeyOf(leaf: number): string;
+  /** Whether the leaf matches `value`, as `snapshot.matches(value)` says. */
+  leafMatches(leaf: number, value: StateValue): boolean;
+  /**
+   * The macrostep `machine.transition(snapshot, event)` takes, from the state at `leaf` with `context`; each
+   * transition it fires is marked in `fired` (by its number in `definitions`).
+   */
+  step(leaf: number, context: LoopContext, event: LoopEvent, fired: Uint8Array): StepResult;
+  /** The state a step reached, with the machine's output when it is done. */
+  stateOf(leaf: number, context: LoopContext, done: boolean): SteppedState;
   /** The XState snapshot of a stepped state, the same as the one `machine.transition` returns. */
   snapshotOf(state: SteppedState): LoopSnapshot;
 }
 
 type Action = AnyTransitionDefinition['actions'][number];
 type Assignment = (args: Record<string, unknown>, params: unknown) => Partial<LoopContext>;
+interface GuardArgs {
+  context: LoopContext;
+  event: LoopEvent;
+}
 
 interface Leaf {
   node: AnyStateNode;
   /** The leaf and its ancestors, leaf first, root last. */
   chain: AnyStateNode[];
   value: StateValue;
+  valueKey: string;
   final: boolean;
   matches: (value: StateValue) => boolean;
+  /** Per event type, the candidates of the leaf and its ancestors, deepest first: the first enabled one is taken. */
+  on: Map<string, Candidate[]>;
+  /** The eventless candidates, in the same order. */
+  always: Candidate[];
+  /** What ending the run here runs: every active state's exit actions. */
+  finalExits: CompiledAction[];
+}
+
+/** A transition as one leaf takes it: its guard, and what taking it does. */
+interface Candidate {
+  number: number;
+  guard: CompiledGuard | null;
+  taken: Taken;
+}
+
+type CompiledGuard = (args: GuardArgs, leaf: Leaf) => boolean;
+
+interface CompiledAction {
+  assignment: Assignment;
+  params: unknown;
+  /** Params computed from the context and event (XState's dynamic params), else null. */
+  paramsOf: ((args: GuardArgs) => unknown) | null;
 }
 
 /** What taking one transition from one leaf does: the actions in XState's order, and where it lands. */
 interface Taken {
-  actions: Action[];
+  actions: CompiledAction[];
   leaf: number;
   final: boolean;
 }
@@ -114,7 +156,17 @@ function compile(machine: LoopMachine): CompiledMachine {
         chain.push(current);
       const value = valueOf(node);
       leafIndex.set(node, leaves.length);
-      leaves.push({ node, chain, value, final: node.type === 'final', matches: (test) => matchesState(test, value) });
+      leaves.push({
+        node,
+        chain,
+        value,
+        valueKey: JSON.stringify(value),
+        final: node.type === 'final',
+        matches: (test) => matchesState(test, value),
+        on: new Map(),
+        always: [],
+        finalExits: [],
+      });
     }
     for (const child of children) collect(child);
   };
@@ -127,29 +179,29 @@ function compile(machine: LoopMachine): CompiledMachine {
       throw new Unsupported(`action ${name} is not an assign with a function`);
     assignments.set(name, assign.assignment as Assignment);
   }
-  const checkActions = (actions: readonly Action[]) => {
-    for (const action of actions) {
-      const name = typeof action === 'string' ? action : typeof action === 'object' ? action.type : null;
-      if (name === null || !assignments.has(name)) throw new Unsupported(`an action that is not a named assign`);
-    }
+  const compileAction = (action: Action): CompiledAction => {
+    const named = action as string | { type: string; params?: unknown };
+    const name = typeof named === 'string' ? named : typeof named === 'object' ? named.type : null;
+    const assignment = name === null ? undefined : assignments.get(name);
+    if (assignment === undefined) throw new Unsupported(`an action that is not a named assign`);
+    const params = typeof named === 'string' || !('params' in named) ? undefined : named.params;
+    return typeof params === 'function'
+      ? { assignment, params: undefined, paramsOf: params as (args: GuardArgs) => unknown }
+      : { assignment, params, paramsOf: null };
   };
+  const compileActions = (actions: readonly Action[]) => actions.map(compileAction);
   const walk = (node: AnyStateNode) => {
-    checkActions(node.entry);
-    checkActions(node.exit);
-    if (node.type === 'compound') checkActions(node.initial.actions);
+    compileActions(node.entry);
+    compileActions(node.exit);
+    if (node.type === 'compound') compileActions(node.initial.actions);
     for (const definition of [...[...node.transitions.values()].flat(), ...(node.always ?? [])])
-      checkActions(definition.actions);
+      compileActions(definition.actions);
     for (const child of Object.values(node.states)) walk(child);
   };
   walk(root);
 
-  const taken = new Map<AnyTransitionDefinition, Map<number, Taken>>();
   /** XState's exit set, transition content and entry set of an external transition, for one source leaf. */
   const take = (from: number, definition: AnyTransitionDefinition): Taken => {
-    let byLeaf = taken.get(definition);
-    if (byLeaf === undefined) taken.set(definition, (byLeaf = new Map()));
-    const known = byLeaf.get(from);
-    if (known !== undefined) return known;
     const source = definition.source;
     const target = (definition.target as AnyStateNode[])[0] as AnyStateNode;
     // The domain: the nearest compound proper ancestor of the source that holds the target (the root at worst).
@@ -185,52 +237,84 @@ function compile(machine: LoopMachine): CompiledMachine {
     });
     const landed = leafIndex.get(deepest);
     if (landed === undefined) throw new Error(`no leaf ${deepest.id}`);
-    const result: Taken = { actions, leaf: landed, final: (leaves[landed] as Leaf).final };
-    byLeaf.set(from, result);
-    return result;
+    return { actions: compileActions(actions), leaf: landed, final: (leaves[landed] as Leaf).final };
   };
 
-  const evaluateGuard = (guard: unknown, context: LoopContext, event: LoopEvent, leaf: Leaf): boolean => {
+  /** A guard as XState evaluates it (`evaluateGuard`), its implementation and static params looked up once. */
+  const compileGuard = (guard: unknown): CompiledGuard => {
     const inline = typeof guard === 'function';
     const named = guard as string | { type: string; params?: unknown };
     const resolved = inline ? guard : implementations.guards[typeof named === 'string' ? named : named.type];
-    if (resolved === undefined) throw new Error(`Guard '${String(named)}' is not implemented.`);
-    if (typeof resolved !== 'function') return evaluateGuard(resolved, context, event, leaf);
-    const args = { context, event };
+    if (resolved === undefined)
+      return () => {
+        throw new Error(`Guard '${String(named)}' is not implemented.`);
+      };
+    if (typeof resolved !== 'function') return compileGuard(resolved);
     if ('check' in resolved) {
       // XState's own combinators (and, or, not, stateIn) read the machine and the active state of the snapshot.
-      const snapshotLike = { machine, context, value: leaf.value, _nodes: leaf.chain, matches: leaf.matches };
-      return (resolved as { check: (...args: unknown[]) => boolean }).check(snapshotLike, args, resolved);
+      const check = (resolved as { check: (...args: unknown[]) => boolean }).check;
+      return (args, leaf) =>
+        check(
+          { machine, context: args.context, value: leaf.value, _nodes: leaf.chain, matches: leaf.matches },
+          args,
+          resolved,
+        );
     }
-    const params =
-      inline || typeof named === 'string'
-        ? undefined
-        : 'params' in named
-          ? typeof named.params === 'function'
-            ? (named.params as (args: unknown) => unknown)(args)
-            : named.params
-          : undefined;
-    return (resolved as (args: unknown, params: unknown) => boolean)(args, params);
+    const implementation = resolved as (args: GuardArgs, params: unknown) => boolean;
+    const params = inline || typeof named === 'string' || !('params' in named) ? undefined : named.params;
+    if (typeof params === 'function') {
+      const paramsOf = params as (args: GuardArgs) => unknown;
+      return (args) => implementation(args, paramsOf(args));
+    }
+    return (args) => implementation(args, params);
   };
 
-  const runActions = (actions: readonly Action[], context: LoopContext, event: LoopEvent): LoopContext => {
+  const definitions: AnyTransitionDefinition[] = [];
+  const numbers = new Map<AnyTransitionDefinition, number>();
+  const numberOf = (definition: AnyTransitionDefinition) => {
+    let number = numbers.get(definition);
+    if (number === undefined) {
+      number = definitions.length;
+      definitions.push(definition);
+      numbers.set(definition, number);
+    }
+    return number;
+  };
+  const guards = new Map<unknown, CompiledGuard>();
+  const candidate = (from: number, definition: AnyTransitionDefinition): Candidate => {
+    let guard: CompiledGuard | null = null;
+    if (definition.guard !== undefined) {
+      guard = guards.get(definition.guard) ?? compileGuard(definition.guard);
+      guards.set(definition.guard, guard);
+    }
+    return { number: numberOf(definition), guard, taken: take(from, definition) };
+  };
+  leaves.forEach((leaf, from) => {
+    for (const node of leaf.chain) {
+      for (const [type, candidates] of node.transitions) {
+        const list = leaf.on.get(type) ?? [];
+        for (const definition of candidates) list.push(candidate(from, definition));
+        leaf.on.set(type, list);
+      }
+      for (const definition of node.always ?? []) leaf.always.push(candidate(from, definition));
+    }
+    leaf.finalExits = compileActions(leaf.chain.flatMap((node) => node.exit));
+  });
+
+  // Made on the first step, from the first context (the machine's initial one): see context-merge.ts.
+  let merge: ContextMerge | null = null;
+  const runActions = (actions: readonly CompiledAction[], context: LoopContext, event: LoopEvent): LoopContext => {
     let current = context;
+    merge ??= createContextMerge(context);
     for (const action of actions) {
-      const named = action as string | { type: string; params?: unknown };
-      const name = typeof named === 'string' ? named : named.type;
-      const params =
-        typeof named === 'string' || !('params' in named)
-          ? undefined
-          : typeof named.params === 'function'
-            ? (named.params as (args: unknown) => unknown)({ context: current, event })
-            : named.params;
-      const assignment = assignments.get(name) as Assignment;
-      const update = assignment(
+      const params = action.paramsOf === null ? action.params : action.paramsOf({ context: current, event });
+      const update = action.assignment(
         { context: current, event, spawn: noSpawn, self: undefined, system: undefined },
         params,
       );
-      // What XState's assign does (`Object.assign({}, context, update)`); a spread is V8's fast copy of it.
-      current = { ...current, ...update };
+      // The update its guards recorded (see recorded-context.ts) was merged already.
+      const recorded = lastRecorded(current, event);
+      current = recorded !== undefined && recorded.update === update ? recorded.after : merge(current, update);
     }
     return current;
   };
@@ -242,74 +326,60 @@ function compile(machine: LoopMachine): CompiledMachine {
     return (mapper as (args: unknown) => unknown)({ context, event, self: undefined });
   };
 
-  const select = (
-    candidates: readonly AnyTransitionDefinition[] | undefined,
-    context: LoopContext,
-    event: LoopEvent,
-    leaf: Leaf,
-  ) => {
-    if (candidates === undefined) return undefined;
-    for (const candidate of candidates)
-      if (candidate.guard === undefined || evaluateGuard(candidate.guard, context, event, leaf)) return candidate;
+  const select = (candidates: readonly Candidate[], args: GuardArgs, leaf: Leaf): Candidate | undefined => {
+    for (const candidate of candidates) if (candidate.guard === null || candidate.guard(args, leaf)) return candidate;
     return undefined;
   };
 
+  const result: StepResult = { leaf: 0, context: undefined as never, done: false };
   return {
+    definitions,
     leafOf(snapshot) {
       const node = snapshot._nodes.find((candidate) => candidate.type === 'atomic' || candidate.type === 'final');
       const index = node === undefined ? undefined : leafIndex.get(node);
       if (index === undefined) throw new Error(`no leaf in ${JSON.stringify(snapshot.value)}`);
       return index;
     },
-    step(from, context, event) {
-      const fired: AnyTransitionDefinition[] = [];
+    valueKeyOf: (leaf) => (leaves[leaf] as Leaf).valueKey,
+    leafMatches: (leaf, value) => (leaves[leaf] as Leaf).matches(value),
+    step(from, context, event, fired) {
+      const start = leaves[from] as Leaf;
+      let leaf = start;
       let leafNumber = from;
-      let leaf = leaves[from] as Leaf;
       let current = context;
-      let done = leaf.final;
-      const apply = (definition: AnyTransitionDefinition) => {
-        fired.push(definition);
-        const result = take(leafNumber, definition);
-        current = runActions(result.actions, current, event);
-        leafNumber = result.leaf;
-        leaf = leaves[leafNumber] as Leaf;
-        if (result.final) done = true;
-      };
+      let done = start.final;
+      let args: GuardArgs = { context, event };
       // The event: the deepest state with an enabled candidate for it takes it.
-      for (const node of leaf.chain) {
-        const chosen = select(node.transitions.get(event.type), current, event, leaf);
-        if (chosen !== undefined) {
-          apply(chosen);
-          break;
-        }
-      }
+      let chosen = select(start.on.get(event.type) ?? NONE, args, leaf);
       // Then eventless transitions (their guards see the same event), until none is enabled or the machine is done.
-      while (!done) {
-        let chosen: AnyTransitionDefinition | undefined;
-        for (const node of leaf.chain) {
-          chosen = select(node.always, current, event, leaf);
-          if (chosen !== undefined) break;
-        }
-        if (chosen === undefined) break;
-        apply(chosen);
+      if (chosen === undefined && !done) chosen = select(leaf.always, args, leaf);
+      while (chosen !== undefined) {
+        fired[chosen.number] = 1;
+        const taken = chosen.taken;
+        current = runActions(taken.actions, current, event);
+        leafNumber = taken.leaf;
+        leaf = leaves[leafNumber] as Leaf;
+        if (taken.final) done = true;
+        if (done) break;
+        args = { context: current, event };
+        chosen = select(leaf.always, args, leaf);
       }
-      // Entering a final state ends the run: every active state's exit actions, then the machine's output.
-      if (done && !(leaves[from] as Leaf).final) {
-        const exits: Action[] = [];
-        for (const node of leaf.chain) exits.push(...node.exit);
-        current = runActions(exits, current, event);
-      }
-      const finalLeaf = leaf;
+      // Entering a final state ends the run: every active state's exit actions, then (for a new state) the output.
+      if (done && !start.final) current = runActions(leaf.finalExits, current, event);
+      result.leaf = leafNumber;
+      result.context = current;
+      result.done = done;
+      return result;
+    },
+    stateOf(leafNumber, context, done) {
+      const leaf = leaves[leafNumber] as Leaf;
       return {
-        next: {
-          leaf: leafNumber,
-          value: finalLeaf.value as LoopSnapshot['value'],
-          status: done ? 'done' : 'active',
-          context: current,
-          output: done ? output(current, finalLeaf) : undefined,
-          matches: finalLeaf.matches,
-        },
-        fired,
+        leaf: leafNumber,
+        value: leaf.value as LoopSnapshot['value'],
+        status: done ? 'done' : 'active',
+        context,
+        output: done ? (output(context, leaf) as LoopSnapshot['output']) : undefined,
+        matches: leaf.matches,
       };
     },
     snapshotOf(state) {
@@ -323,6 +393,8 @@ function compile(machine: LoopMachine): CompiledMachine {
     },
   };
 }
+
+const NONE: readonly Candidate[] = [];
 
 function noSpawn(): never {
   throw new Error('verify explores the loop machine without spawning actors');

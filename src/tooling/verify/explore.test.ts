@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import incidentLoop from '../../../examples/incident.js';
 import { loopMachine } from '../../../machines/loop-machine.js';
-import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import { exploreLoop, outcomesOf } from './explore.js';
 import { resolveForVerify } from './resolve-for-verify.js';
 import { keyOptionsFor, stateKey } from './state-key.js';
@@ -18,7 +17,7 @@ describe('memoised successors', () => {
     const options = keyOptionsFor(model.input.limits, true);
     let checked = 0;
     for (let edge = 0; edge < graph.edgeCount; edge += 1) {
-      const source = graph.snapshots[graph.edgeSource[edge] as number] as LoopSnapshot;
+      const source = graph.snapshotOf(graph.edgeSource[edge] as number);
       const outcome = outcomesOf(graph, source)[graph.edgeOutcome[edge] as number];
       if (
         outcome === undefined ||

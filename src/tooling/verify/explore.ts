@@ -1,10 +1,12 @@
 /**
  * Breadth-first exploration of a loop's abstract state space: each abstract state (see `state-key.ts`) is
- * expanded once, through `machine.transition` with one reused actor scope, under every abstract outcome of
- * the effect it waits for. Edges are kept in flat arrays (millions fit), with what each one spends; the
- * transition definitions fired are collected for coverage.
+ * expanded once, under every abstract outcome of the effect it waits for, through the machine's compiled
+ * macrostep (`compiled-step.ts`) or XState's `machine.transition`. Successors are looked up by the parts of
+ * their key (`key-table.ts`); only a new state gets its key joined and is kept, as the compiled step left it
+ * (an XState snapshot is made of it only when a path through it is replayed). Edges are kept in flat arrays
+ * (millions fit), with what each one spends; the transition definitions fired are collected for coverage.
  */
-import { initialTransition } from 'xstate';
+import { initialTransition, type StateValue } from 'xstate';
 import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import type { LoopContext } from '../../../machines/types.js';
@@ -16,9 +18,18 @@ import {
   type AbstractOutcome,
   type OutcomeOptions,
 } from './abstract-outcomes.js';
-import { keyOptionsFor, keyReductions, REDUCTION, stateKey, toolCallsCanBind, type KeyedState } from './state-key.js';
+import {
+  keyedState,
+  keyOptionsFor,
+  keyParts,
+  reductionsOf,
+  REDUCTION,
+  toolCallsCanBind,
+  type KeyedState,
+} from './state-key.js';
 import { createTransitionTracer, listTransitionDefinitions, type TransitionEntry } from './transition-catalog.js';
-import { compileMachine } from './compiled-step.js';
+import { compileMachine, type SteppedState } from './compiled-step.js';
+import { KeyTable } from './key-table.js';
 import type { VerifyModel } from './verify-model.js';
 
 /** A space larger than this is not explored exactly; `--scale` explores it with smaller limits. */
@@ -39,12 +50,37 @@ export interface EdgeFinding {
   detail: string;
 }
 
+/** A state of the graph: an XState snapshot, or a state the compiled step reached, which reads the same. */
+export interface ExploredState {
+  value: LoopSnapshot['value'];
+  status: LoopSnapshot['status'];
+  context: LoopContext;
+  output: LoopSnapshot['output'];
+  matches(value: StateValue): boolean;
+}
+
+/** How far an exploration has got, for a progress line. */
+export interface ExploreProgress {
+  states: number;
+  /** States whose every outcome has been followed. */
+  expanded: number;
+  transitions: number;
+  elapsedMs: number;
+}
+
+export interface ExploreOptions {
+  /** Called every few thousand states expanded (the callee decides how often to show it). */
+  onProgress?: (progress: ExploreProgress) => void;
+}
+
 export interface ExploredGraph {
   model: VerifyModel;
   /** The statechart explored, to replay paths through it. */
   machine: LoopMachine;
   keys: string[];
-  snapshots: LoopSnapshot[];
+  states: ExploredState[];
+  /** The XState snapshot of a state (made on demand: the exploration keeps states as the compiled step left them). */
+  snapshotOf(state: number): LoopSnapshot;
   /** Edge index that first reached each state (a shortest path tree); -1 for the initial state. */
   parentEdge: Int32Array;
   edgeSource: Int32Array;
@@ -98,7 +134,7 @@ function spends(outcome: AbstractOutcome): boolean {
 /** Outcomes of a state, regenerated on demand (they depend on the snapshot alone). */
 export function outcomesOf(
   graph: Pick<ExploredGraph, 'model' | 'outcomeOptions'>,
-  snapshot: LoopSnapshot,
+  snapshot: ExploredState,
 ): AbstractOutcome[] {
   return abstractOutcomes(snapshot, graph.model, graph.outcomeOptions);
 }
@@ -154,6 +190,9 @@ function describeReductions(model: VerifyModel, tally: readonly number[], memois
   return lines;
 }
 
+/** How many states are expanded between two progress reports (and clock readings). */
+const PROGRESS_EVERY = 2_048;
+
 /**
  * `machine` is the loop machine unless a test gives it other guards (`loopMachine.provide(...)`) to check the checks.
  * `stepper`: each transition through the compiled macrostep (the default; XState's own for a machine it does not
@@ -164,6 +203,7 @@ export function exploreLoop(
   bound = DEFAULT_STATE_BOUND,
   machine: LoopMachine = loopMachine,
   stepper: 'compiled' | 'xstate' = 'compiled',
+  options: ExploreOptions = {},
 ): ExploredGraph {
   const now = () => performance.now();
   const started = now();
@@ -181,9 +221,12 @@ export function exploreLoop(
   const tracer = createTransitionTracer(machine);
   const compiled = stepper === 'compiled' ? compileMachine(machine) : null;
   const [initial] = initialTransition(machine, model.input);
-  const index = new Map<string, number>();
+  const table = new KeyTable();
+  const byKey = new Map<string, number>();
   const keys: string[] = [];
-  const snapshots: LoopSnapshot[] = [];
+  const states: ExploredState[] = [];
+  /** The compiled step's leaf of each state. */
+  const leaves = new GrowableInt32();
   const parents = new GrowableInt32();
   const [source, target, outcomeOf, modelCalls, toolCalls] = [
     new GrowableInt32(),
@@ -195,72 +238,131 @@ export function exploreLoop(
   const budgetFindings: EdgeFinding[] = [];
   const destructiveFindings: EdgeFinding[] = [];
   const tally = new Array<number>(Object.keys(REDUCTION).length).fill(0);
-  let memoised = 0;
-  /** The compiled step's leaf of each state, beside its snapshot. */
-  const leaves: number[] = [];
-  // A state is keyed before it is made a snapshot: most successors are states seen already.
-  const add = (state: KeyedState, parent: number, snapshotOf: () => LoopSnapshot, leaf: number): number => {
-    const key = stateKey(state, keyOptions);
-    const known = index.get(key);
-    if (known !== undefined) return known;
-    if (keys.length >= bound) throw new StateSpaceTooLargeError(bound);
-    const snapshot = snapshotOf();
-    leaves.push(leaf);
-    const reduced = keyReductions(state, keyOptions);
-    for (let bit = 0; bit < tally.length; bit += 1)
-      if ((reduced & (1 << bit)) !== 0) tally[bit] = (tally[bit] as number) + 1;
-    index.set(key, keys.length);
-    keys.push(key);
-    snapshots.push(snapshot);
-    parents.push(parent);
-    return keys.length - 1;
+  let memoisedEdges = 0;
+
+  // A state is looked up by its key's parts; only a new one has its key joined (`pending` until it is added).
+  let pendingKey = '';
+  let pendingReductions = 0;
+  const find = (state: KeyedState): number => {
+    const reduced = reductionsOf(state, keyOptions);
+    const parts = keyParts(state, keyOptions, reduced);
+    table.encode(parts);
+    const found = table.find();
+    if (found >= 0) return found;
+    const key = parts.join('|');
+    const known = byKey.get(key);
+    if (known !== undefined) {
+      table.insert(known);
+      return known;
+    }
+    pendingKey = key;
+    pendingReductions = reduced;
+    return -1;
   };
+  /** Adds the state `find` just missed. */
+  const addFound = (state: ExploredState, parent: number, leaf: number): number => {
+    if (keys.length >= bound) throw new StateSpaceTooLargeError(bound);
+    const index = keys.length;
+    for (let bit = 0; bit < tally.length; bit += 1)
+      if ((pendingReductions & (1 << bit)) !== 0) tally[bit] = (tally[bit] as number) + 1;
+    byKey.set(pendingKey, index);
+    table.insert(index);
+    keys.push(pendingKey);
+    states.push(state);
+    parents.push(parent);
+    leaves.push(leaf);
+    return index;
+  };
+
+  // What the compiled step's successors need per leaf, worked out once; one probe is keyed for every successor.
+  const valueKeys: string[] = [];
+  const evaluatingLeaves: boolean[] = [];
+  const actingLeaves: boolean[] = [];
+  const leafFacts = (leaf: number) => {
+    if (compiled === null || valueKeys[leaf] !== undefined) return;
+    valueKeys[leaf] = compiled.valueKeyOf(leaf);
+    evaluatingLeaves[leaf] = compiled.leafMatches(leaf, { RUNNING: 'evaluating' });
+    actingLeaves[leaf] = compiled.leafMatches(leaf, { RUNNING: 'acting' });
+  };
+  const probe: KeyedState = { status: 'active', context: initial.context, valueKey: '', evaluating: false };
+  const firedMarks = compiled === null ? null : new Uint8Array(compiled.definitions.length);
+  const isActing = (state: number): boolean =>
+    compiled === null
+      ? (states[state] as ExploredState).matches({ RUNNING: 'acting' })
+      : actingLeaves[leaves.data[state] as number] === true;
+
+  const initialLeaf = compiled === null ? -1 : compiled.leafOf(initial);
+  if (compiled !== null) leafFacts(initialLeaf);
+  if (find(keyedState(initial)) < 0) addFound(initial, -1, initialLeaf);
   // Memoised successors of the interruptions: in the shipped machine each is one unguarded transition of the state
   // node into TERMINATED with a fixed stop reason (the final state's whole key), and the model calls it records come
   // from the event alone, so from one node the same outcome always has the same successor, transitions and spend.
-  const interruptionSuccessors = new Map<string, { next: number; modelCalls: number; toolCalls: number }>();
-  add(initial, -1, () => initial, compiled === null ? -1 : compiled.leafOf(initial));
-  for (let head = 0; head < snapshots.length; head += 1) {
-    const snapshot = snapshots[head] as LoopSnapshot;
-    const outcomes = abstractOutcomes(snapshot, model, outcomeOptions);
-    const spent = spentBudget(snapshot.context);
-    const node = !reduce ? '' : compiled === null ? JSON.stringify(snapshot.value) : String(leaves[head]);
+  const interruptionSuccessors = new Map<
+    string,
+    Map<string, { next: number; modelCalls: number; toolCalls: number }>
+  >();
+  for (let head = 0; head < states.length; head += 1) {
+    if (options.onProgress !== undefined && head % PROGRESS_EVERY === 0 && head > 0)
+      options.onProgress({
+        states: states.length,
+        expanded: head,
+        transitions: source.length,
+        elapsedMs: now() - started,
+      });
+    const state = states[head] as ExploredState;
+    const context = state.context;
+    const leaf = leaves.data[head] as number;
+    const outcomes = abstractOutcomes(state, model, outcomeOptions);
+    const spent = spentBudget(context);
+    const node = !reduce ? '' : compiled === null ? JSON.stringify(state.value) : String(leaf);
+    let nodeSuccessors: Map<string, { next: number; modelCalls: number; toolCalls: number }> | undefined;
     for (let position = 0; position < outcomes.length; position += 1) {
       const outcome = outcomes[position] as AbstractOutcome;
       const edge = source.length;
-      const memoKey = reduce && INTERRUPTIONS.has(outcome.event.type) ? `${node}|${outcome.label}` : null;
-      let successor = memoKey === null ? undefined : interruptionSuccessors.get(memoKey);
-      if (successor !== undefined) memoised += 1;
-      else {
-        let next: number;
+      const memoised = reduce && INTERRUPTIONS.has(outcome.event.type);
+      if (memoised && nodeSuccessors === undefined) {
+        nodeSuccessors = interruptionSuccessors.get(node) ?? new Map();
+        interruptionSuccessors.set(node, nodeSuccessors);
+      }
+      const memo = memoised ? nodeSuccessors?.get(outcome.label) : undefined;
+      let next: number;
+      let spentModelCalls: number;
+      let spentToolCalls: number;
+      if (memo !== undefined) {
+        memoisedEdges += 1;
+        ({ next, modelCalls: spentModelCalls, toolCalls: spentToolCalls } = memo);
+      } else {
         let nextContext: LoopContext;
         if (compiled === null) {
-          const step = tracer.step(snapshot, outcome.event);
+          const step = tracer.step(state as LoopSnapshot, outcome.event);
           for (const definition of step.fired) fired.add(idOf.get(definition) ?? 'unknown');
-          next = add(step.next, edge, () => step.next, -1);
+          next = find(keyedState(step.next));
+          if (next < 0) next = addFound(step.next, edge, -1);
           nextContext = step.next.context;
         } else {
-          const step = compiled.step(leaves[head] as number, snapshot.context, outcome.event);
-          for (const definition of step.fired) fired.add(idOf.get(definition) ?? 'unknown');
-          next = add(step.next, edge, () => compiled.snapshotOf(step.next), step.next.leaf);
-          nextContext = step.next.context;
+          const step = compiled.step(leaf, context, outcome.event, firedMarks as Uint8Array);
+          leafFacts(step.leaf);
+          probe.status = step.done ? 'done' : 'active';
+          probe.context = step.context;
+          probe.valueKey = valueKeys[step.leaf] as string;
+          probe.evaluating = evaluatingLeaves[step.leaf] === true;
+          next = find(probe);
+          if (next < 0) next = addFound(compiled.stateOf(step.leaf, step.context, step.done), edge, step.leaf);
+          nextContext = step.context;
         }
-        successor = {
-          next,
-          modelCalls: nextContext.usage.modelCalls - snapshot.context.usage.modelCalls,
-          toolCalls: nextContext.usage.toolCalls - snapshot.context.usage.toolCalls,
-        };
-        if (memoKey !== null) interruptionSuccessors.set(memoKey, successor);
+        spentModelCalls = nextContext.usage.modelCalls - context.usage.modelCalls;
+        spentToolCalls = nextContext.usage.toolCalls - context.usage.toolCalls;
+        if (memoised)
+          nodeSuccessors?.set(outcome.label, { next, modelCalls: spentModelCalls, toolCalls: spentToolCalls });
       }
-      const next = successor.next;
       source.push(head);
       target.push(next);
       outcomeOf.push(position);
-      modelCalls.push(successor.modelCalls);
-      toolCalls.push(successor.toolCalls);
+      modelCalls.push(spentModelCalls);
+      toolCalls.push(spentToolCalls);
       if (spent !== null && spends(outcome))
         budgetFindings.push({ edge, detail: `${outcome.label} was paid after ${spent} was already spent` });
-      if (outcome.destructiveTool !== undefined && snapshots[next]?.matches({ RUNNING: 'acting' }) === true) {
+      if (outcome.destructiveTool !== undefined && isActing(next)) {
         destructiveFindings.push({
           edge,
           detail: `the destructive tool "${outcome.destructiveTool}" runs without a person's approval`,
@@ -268,11 +370,23 @@ export function exploreLoop(
       }
     }
   }
+  if (compiled !== null)
+    compiled.definitions.forEach((definition, number) => {
+      if (firedMarks?.[number] === 1) fired.add(idOf.get(definition) ?? 'unknown');
+    });
+  const snapshots: LoopSnapshot[] = [];
+  const snapshotOf = (state: number): LoopSnapshot => {
+    const explored = states[state];
+    if (explored === undefined) throw new Error(`no state ${state}`);
+    if (compiled === null || state === 0) return explored as LoopSnapshot;
+    return (snapshots[state] ??= compiled.snapshotOf(explored as SteppedState));
+  };
   return {
     model,
     machine,
     keys,
-    snapshots,
+    states,
+    snapshotOf,
     parentEdge: parents.view(),
     edgeSource: source.view(),
     edgeTarget: target.view(),
@@ -285,7 +399,7 @@ export function exploreLoop(
     budgetFindings,
     destructiveFindings,
     outcomeOptions,
-    reductions: reduce ? describeReductions(model, tally, memoised) : [],
+    reductions: reduce ? describeReductions(model, tally, memoisedEdges) : [],
     elapsedMs: now() - started,
   };
 }

@@ -4,7 +4,7 @@
  */
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import type { LoopEvent } from '../../../machines/types.js';
-import { outcomesOf, type ExploredGraph } from './explore.js';
+import { outcomesOf, type ExploredGraph, type ExploredState } from './explore.js';
 import { createTransitionTracer } from './transition-catalog.js';
 
 export interface PathStep {
@@ -15,7 +15,7 @@ export interface PathStep {
   event: LoopEvent;
 }
 
-export function stateName(snapshot: LoopSnapshot): string {
+export function stateName(snapshot: Pick<LoopSnapshot, 'value'>): string {
   const value = snapshot.value;
   if (typeof value === 'string') return value;
   const [parent, child] = Object.entries(value)[0] ?? ['?', '?'];
@@ -23,7 +23,7 @@ export function stateName(snapshot: LoopSnapshot): string {
 }
 
 function edgeLabel(graph: ExploredGraph, edge: number): string {
-  const source = graph.snapshots[graph.edgeSource[edge] as number] as LoopSnapshot;
+  const source = graph.states[graph.edgeSource[edge] as number] as ExploredState;
   const outcome = outcomesOf(graph, source)[graph.edgeOutcome[edge] as number];
   if (outcome === undefined) throw new Error(`edge ${edge} has no outcome`);
   return outcome.label;
@@ -37,7 +37,7 @@ function edgeLabel(graph: ExploredGraph, edge: number): string {
  */
 export function stepsAlong(graph: ExploredGraph, edges: readonly number[]): PathStep[] {
   const tracer = createTransitionTracer(graph.machine);
-  let snapshot = graph.snapshots[0] as LoopSnapshot;
+  let snapshot = graph.snapshotOf(0);
   return edges.map((edge) => {
     const label = edgeLabel(graph, edge);
     const outcome = outcomesOf(graph, snapshot).find((candidate) => candidate.label === label);
@@ -100,7 +100,7 @@ export function statesThatCannotFinish(graph: ExploredGraph): number[] {
   }
   const canFinish = new Uint8Array(graph.keys.length);
   const queue: number[] = [];
-  graph.snapshots.forEach((snapshot, state) => {
+  graph.states.forEach((snapshot, state) => {
     if (snapshot.status === 'done') {
       canFinish[state] = 1;
       queue.push(state);

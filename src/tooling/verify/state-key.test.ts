@@ -249,7 +249,7 @@ function checkReductions(exported: unknown, limits: Partial<LoopLimits> = {}) {
   const signatures = new Map<string, Set<string>>();
   const untwinned: string[] = [];
   let [dropped, reductions] = [0, 0];
-  for (const snapshot of graph.snapshots) {
+  for (const snapshot of graph.states.map((_state, index) => graph.snapshotOf(index))) {
     const kept = abstractOutcomes(snapshot, loopModel, { ...graph.outcomeOptions, collapseDuplicates: true }).map(
       (outcome) => [outcome.label, effect(snapshot, outcome)],
     );

@@ -23,10 +23,29 @@ import { isSpendBudgetExhausted } from '../../../guards/budget.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import type { LoopContext, LoopLimits } from '../../../machines/types.js';
 
-/** What a key reads of a state: an XState snapshot, or a state the compiled step reached (see compiled-step.ts). */
-export type KeyedState = Pick<LoopSnapshot, 'status' | 'context' | 'value'> & {
+/** A state as a key reads it: its status, context, the JSON of its value and whether it is evaluating. */
+export interface KeyedState {
+  status: 'active' | 'done';
+  context: LoopContext;
+  /** `JSON.stringify` of the state value. */
+  valueKey: string;
+  /** In `RUNNING.evaluating`. */
+  evaluating: boolean;
+}
+
+/** What a key reads of an XState snapshot, or of a state the compiled step reached (see compiled-step.ts). */
+export type KeyedSnapshot = Pick<LoopSnapshot, 'status' | 'context' | 'value'> & {
   matches(value: { RUNNING: 'evaluating' }): boolean;
 };
+
+export function keyedState(snapshot: KeyedSnapshot): KeyedState {
+  return {
+    status: snapshot.status === 'done' ? 'done' : 'active',
+    context: snapshot.context,
+    valueKey: JSON.stringify(snapshot.value),
+    evaluating: snapshot.matches({ RUNNING: 'evaluating' }),
+  };
+}
 
 export interface KeyOptions {
   keepSteps: boolean;
@@ -99,28 +118,40 @@ export const REDUCTION = Object.freeze({
  * An evaluation with no decision left in the task (its own bound, or the run's): what only later decisions read is
  * dead. (A judge that may run reads the run's transport retries, which the key keeps whatever the reduction.)
  */
-function isLastDecisionEvaluated(snapshot: KeyedState): boolean {
-  const { limits, task, steps } = snapshot.context;
+function isLastDecisionEvaluated(context: LoopContext): boolean {
+  const { limits, task, steps } = context;
   return task.steps >= limits.maxStepsPerTask || steps >= limits.maxSteps;
 }
 
-export function keyReductions(snapshot: KeyedState, options: KeyOptions): number {
-  const { context } = snapshot;
-  if (!options.reduce || snapshot.status === 'done') return 0;
-  const evaluating = snapshot.matches({ RUNNING: 'evaluating' });
+export function keyReductions(snapshot: KeyedSnapshot, options: KeyOptions): number {
+  return reductionsOf(keyedState(snapshot), options);
+}
+
+/** The reductions (bits of `REDUCTION`) the key of `state` applies. */
+export function reductionsOf(state: KeyedState, options: KeyOptions): number {
+  const { context, evaluating } = state;
+  if (!options.reduce || state.status === 'done') return 0;
   if (evaluating && isSpendBudgetExhausted({ context })) return REDUCTION.spentEvaluation;
   let bits = 0;
   if (options.keepSteps && isStepLimitOutOfReach(context)) bits |= REDUCTION.stepLimitOutOfReach;
   if (context.feedback !== null) bits |= REDUCTION.feedbackKind;
   if (context.task.steps === 0 && context.progress.lastStateDigest !== null) bits |= REDUCTION.earlierTaskDigest;
-  if (evaluating && isLastDecisionEvaluated(snapshot)) bits |= REDUCTION.lastDecisionEvaluated;
+  if (evaluating && isLastDecisionEvaluated(context)) bits |= REDUCTION.lastDecisionEvaluated;
   return bits;
 }
 
-export function stateKey(snapshot: KeyedState, options: KeyOptions): string {
-  const { context } = snapshot;
-  if (snapshot.status === 'done') return `done:${context.stop?.reason ?? 'none'}`;
-  const reduced = keyReductions(snapshot, options);
+export function stateKey(snapshot: KeyedSnapshot, options: KeyOptions): string {
+  const state = keyedState(snapshot);
+  return keyParts(state, options, reductionsOf(state, options)).join('|');
+}
+
+/**
+ * The parts of a state's key, which joined with `|` are the key: `reduced` is `reductionsOf(state, options)`.
+ * The exploration looks states up by the parts themselves (see `key-table.ts`) and joins them for new states only.
+ */
+export function keyParts(state: KeyedState, options: KeyOptions, reduced: number): Array<string | number> {
+  const { context } = state;
+  if (state.status === 'done') return [`done:${context.stop?.reason ?? 'none'}`];
   const { progress, noProgress, usage, task, transport, limits } = context;
   if (reduced === REDUCTION.spentEvaluation) {
     // The evaluation's every outcome ends the run: a failure meets the spend check, a pass the next gate's (after
@@ -131,7 +162,7 @@ export function stateKey(snapshot: KeyedState, options: KeyOptions): string {
       context.steps >= limits.maxSteps ? 1 : 0,
       context.startedAt === null ? 0 : 1,
       context.lastEventAt,
-    ].join('|');
+    ];
   }
   // No decision left in the task: its evaluation passes to the next task (which starts these afresh) or fails it.
   const lastDecision = (reduced & REDUCTION.lastDecisionEvaluated) !== 0;
@@ -141,8 +172,8 @@ export function stateKey(snapshot: KeyedState, options: KeyOptions): string {
       ? ''
       : progress.lastStateDigest.slice(0, progress.lastStateDigest.lastIndexOf('-'));
   const nudge = progress.nudgedAtStep === null ? 'n' : progress.nudgedAtStep < context.steps ? 'e' : 'c';
-  const parts = [
-    JSON.stringify(snapshot.value),
+  const parts: Array<string | number> = [
+    state.valueKey,
     context.taskIndex,
     // Clamped at their limits (a no-op for the loop machine, whose counters never pass them): a machine whose
     // step guard is broken shows up as a cycle, not as a space that never ends.
@@ -159,10 +190,11 @@ export function stateKey(snapshot: KeyedState, options: KeyOptions): string {
     options.keepRunRetries ? clamp(transport.retries, limits.maxTransportRetries) : '',
     options.keepRetries ? clamp(task.reflectionRetries, limits.maxRetries) : '',
     live(task.argumentRepairs),
-    // Once spent, which budget it was is never read: the machine asks only whether any is (and it stays so).
-    options.reduce && isSpendBudgetExhausted({ context })
-      ? 'spent'
-      : `${usage.inputTokens}|${usage.outputTokens}|${usage.costUsd}`,
+  ];
+  // Once spent, which budget it was is never read: the machine asks only whether any is (and it stays so).
+  if (options.reduce && isSpendBudgetExhausted({ context })) parts.push('spent');
+  else parts.push(usage.inputTokens, usage.outputTokens, usage.costUsd);
+  parts.push(
     options.keepToolCalls ? clamp(usage.toolCalls, limits.maxToolCalls) : '',
     live(context.nextRequestTokens),
     context.startedAt === null ? 0 : 1,
@@ -185,6 +217,6 @@ export function stateKey(snapshot: KeyedState, options: KeyOptions): string {
     live(clamp(progress.sameParseErrorStreak, noProgress.sameParseError)),
     live(nudge),
     live(progress.lastSignal === 'plan_stall' ? 'p' : progress.lastSignal === null ? '' : 's'),
-  ];
-  return parts.join('|');
+  );
+  return parts;
 }

@@ -8,7 +8,14 @@ import type { LoopLimits, StopReason } from '../../../machines/types.js';
 import { STOP_REASONS } from '../../../machines/types.js';
 import type { ResolvedConfig } from '../../internal.js';
 import type { ModelPrice } from '../../index.js';
-import { DEFAULT_STATE_BOUND, exploreLoop, StateSpaceTooLargeError, type ExploredGraph } from './explore.js';
+import {
+  DEFAULT_STATE_BOUND,
+  exploreLoop,
+  StateSpaceTooLargeError,
+  type ExploredGraph,
+  type ExploredState,
+  type ExploreProgress,
+} from './explore.js';
 import {
   findCycle,
   heaviestRun,
@@ -48,6 +55,8 @@ export interface VerifyOptions {
   notes?: readonly string[];
   /** The statechart explored; the loop machine unless a test breaks a guard on purpose. */
   machine?: LoopMachine;
+  /** Called every few thousand states expanded, for a progress line (each exploration when `scale` starts over). */
+  onProgress?: (progress: ExploreProgress) => void;
 }
 
 export interface ScaledLimits {
@@ -101,9 +110,16 @@ function explore(
   options: VerifyOptions,
 ): { graph: ExploredGraph; scaledTo: ScaledLimits | null } {
   const bound = options.maxStates ?? DEFAULT_STATE_BOUND;
+  const exploreOptions = options.onProgress === undefined ? {} : { onProgress: options.onProgress };
   try {
     return {
-      graph: exploreLoop({ ...model, input: { ...model.input, limits } }, bound, options.machine),
+      graph: exploreLoop(
+        { ...model, input: { ...model.input, limits } },
+        bound,
+        options.machine,
+        'compiled',
+        exploreOptions,
+      ),
       scaledTo: null,
     };
   } catch (error) {
@@ -113,7 +129,13 @@ function explore(
   for (let maxSteps = Math.floor(limits.maxSteps / 2); maxSteps >= 2; maxSteps = Math.floor(maxSteps / 2)) {
     const scaled = scaledLimits(limits, maxSteps);
     try {
-      const graph = exploreLoop({ ...model, input: { ...model.input, limits: scaled } }, bound, options.machine);
+      const graph = exploreLoop(
+        { ...model, input: { ...model.input, limits: scaled } },
+        bound,
+        options.machine,
+        'compiled',
+        exploreOptions,
+      );
       return {
         graph,
         scaledTo: {
@@ -132,10 +154,10 @@ function explore(
 /** The first edge on which the model answers and the run goes on: a path on which the model spends. */
 function firstPaidDecision(graph: ExploredGraph): number {
   for (let edge = 0; edge < graph.edgeCount; edge += 1) {
-    const source = graph.snapshots[graph.edgeSource[edge] as number];
+    const source = graph.states[graph.edgeSource[edge] as number];
     if (
       source?.matches({ RUNNING: 'deciding' }) === true &&
-      graph.snapshots[graph.edgeTarget[edge] as number]?.status !== 'done'
+      graph.states[graph.edgeTarget[edge] as number]?.status !== 'done'
     )
       return edge;
   }
@@ -161,7 +183,7 @@ function violationsOf(graph: ExploredGraph, model: VerifyModel, limits: LoopLimi
   if (firstStuck !== undefined) {
     violations.push({
       kind: 'cannot_terminate',
-      message: `${stuck.length} reachable state(s) cannot reach TERMINATED, e.g. ${stateName(graph.snapshots[firstStuck] as never)}`,
+      message: `${stuck.length} reachable state(s) cannot reach TERMINATED, e.g. ${stateName(graph.states[firstStuck] as ExploredState)}`,
       counterexample: pathTo(graph, firstStuck),
     });
   }
@@ -272,7 +294,7 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
   };
   const violations = violationsOf(graph, model, limits, worstCase);
   const reasons = new Set(
-    graph.snapshots.filter((snapshot) => snapshot.status === 'done').map((snapshot) => snapshot.context.stop?.reason),
+    graph.states.filter((snapshot) => snapshot.status === 'done').map((snapshot) => snapshot.context.stop?.reason),
   );
   const stopReasons = STOP_REASONS.filter((reason) => reasons.has(reason));
   const unfired = graph.transitions

@@ -1,0 +1,132 @@
+/**
+ * States looked up by the parts of their key (see `keyParts` in state-key.ts) without joining them into a string:
+ * the exploration asks for the successor of every transition, hundreds of thousands of times, and nearly all are
+ * states it has seen. The parts are encoded as numbers (a non-negative number as itself, any other part as the
+ * negative of its interned string's number) into an open-addressing table of flat arrays.
+ *
+ * Equal encodings have equal parts, so equal joined keys: a hit is always the state the string key names. Two
+ * encodings may still join to one key (`5` and `'5'`, or `0` and `-0`); `find` misses for the second, the caller
+ * looks the joined key up and `insert`s the encoding as another name of the same state. The string key decides.
+ */
+
+/** A slot of the table that holds no entry. */
+const SLOT_EMPTY = -1;
+
+export class KeyTable {
+  private scratch = new Float64Array(64);
+  private scratchBits = new Int32Array(this.scratch.buffer);
+  private length = 0;
+  private hash = 0;
+  private pool = new Float64Array(1 << 16);
+  private poolUsed = 0;
+  /** Per entry: where its encoding starts in `pool`, its length, its hash, and the state it names. */
+  private entryStart = new Int32Array(1 << 12);
+  private entryLength = new Int32Array(1 << 12);
+  private entryHash = new Int32Array(1 << 12);
+  private entryState = new Int32Array(1 << 12);
+  private entries = 0;
+  private slots = new Int32Array(1 << 13).fill(SLOT_EMPTY);
+  private readonly strings = new Map<string, number>();
+  /** Per position, the last string part encoded there and its number. */
+  private readonly lastText: unknown[] = [];
+  private readonly lastNumber: number[] = [];
+
+  /** Encodes `parts` as the current key, which `find` and `insert` then use. */
+  encode(parts: ReadonlyArray<string | number>): void {
+    const length = parts.length;
+    if (length > this.scratch.length) {
+      this.scratch = new Float64Array(length * 2);
+      this.scratchBits = new Int32Array(this.scratch.buffer);
+    }
+    const scratch = this.scratch;
+    const { lastText, lastNumber } = this;
+    for (let index = 0; index < length; index += 1) {
+      const part = parts[index];
+      if (typeof part === 'number' && part >= 0) scratch[index] = part;
+      // A part is mostly the same string as in the key before (a state name, ''): no lookup then.
+      else if (part === lastText[index]) scratch[index] = lastNumber[index] as number;
+      else {
+        const number = -1 - this.intern(String(part));
+        scratch[index] = number;
+        lastText[index] = part;
+        lastNumber[index] = number;
+      }
+    }
+    this.length = length;
+    const bits = this.scratchBits;
+    let hash = length ^ 0x811c9dc5;
+    for (let index = 0; index < 2 * length; index += 1) hash = Math.imul(hash ^ (bits[index] as number), 0x01000193);
+    this.hash = hash ^ (hash >>> 15);
+  }
+
+  /** The state the current key names, or -1 when this encoding of it is not in the table. */
+  find(): number {
+    const mask = this.slots.length - 1;
+    for (let slot = this.hash & mask; ; slot = (slot + 1) & mask) {
+      const entry = this.slots[slot] as number;
+      if (entry === SLOT_EMPTY) return -1;
+      if (this.entryHash[entry] === this.hash && this.matches(entry)) return this.entryState[entry] as number;
+    }
+  }
+
+  /** Records the current key as a name of `state`. */
+  insert(state: number): void {
+    if (this.entries === this.entryState.length) this.growEntries();
+    if (this.poolUsed + this.length > this.pool.length) {
+      const pool = new Float64Array(Math.max(this.pool.length * 2, this.poolUsed + this.length));
+      pool.set(this.pool);
+      this.pool = pool;
+    }
+    const entry = this.entries++;
+    this.pool.set(this.scratch.subarray(0, this.length), this.poolUsed);
+    this.entryStart[entry] = this.poolUsed;
+    this.entryLength[entry] = this.length;
+    this.entryHash[entry] = this.hash;
+    this.entryState[entry] = state;
+    this.poolUsed += this.length;
+    // At most half full, so a probe ends soon.
+    if (2 * this.entries > this.slots.length) this.rehash();
+    else this.place(entry);
+  }
+
+  private matches(entry: number): boolean {
+    if (this.entryLength[entry] !== this.length) return false;
+    const start = this.entryStart[entry] as number;
+    for (let index = 0; index < this.length; index += 1)
+      if (this.pool[start + index] !== this.scratch[index]) return false;
+    return true;
+  }
+
+  private place(entry: number): void {
+    const mask = this.slots.length - 1;
+    let slot = (this.entryHash[entry] as number) & mask;
+    while (this.slots[slot] !== SLOT_EMPTY) slot = (slot + 1) & mask;
+    this.slots[slot] = entry;
+  }
+
+  private rehash(): void {
+    this.slots = new Int32Array(this.slots.length * 2).fill(SLOT_EMPTY);
+    for (let entry = 0; entry < this.entries; entry += 1) this.place(entry);
+  }
+
+  private growEntries(): void {
+    const grow = (array: Int32Array) => {
+      const next = new Int32Array(array.length * 2);
+      next.set(array);
+      return next;
+    };
+    this.entryStart = grow(this.entryStart);
+    this.entryLength = grow(this.entryLength);
+    this.entryHash = grow(this.entryHash);
+    this.entryState = grow(this.entryState);
+  }
+
+  private intern(text: string): number {
+    let number = this.strings.get(text);
+    if (number === undefined) {
+      number = this.strings.size;
+      this.strings.set(text, number);
+    }
+    return number;
+  }
+}
