@@ -7,6 +7,7 @@
  *
  *   npm run build && node dist/bench/step-growth.js                  # S = 100, 1,000, 10,000; 3 rounds
  *   node dist/bench/step-growth.js 100,1000,5000,10000 2 none,memory 0  # S list, rounds, stores, warm-ups
+ *   node dist/bench/step-growth.js 1000,10000 1 none 1 16000           # a 16k-token context window: trims every step
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -20,6 +21,8 @@ const lengths = (process.argv[2] ?? '100,1000,10000').split(',').map(Number);
 const rounds = Number(process.argv[3] ?? 3);
 const storeNames = (process.argv[4] ?? 'none,memory,sqlite').split(',');
 const warmUps = Number(process.argv[5] ?? 1);
+// The model's context window (so the default ceiling is reached and trimming runs every step); none by default.
+const contextWindowTokens = process.argv[6] === undefined ? undefined : Number(process.argv[6]);
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-growth-bench-'));
 const USAGE = Object.freeze({ inputTokens: 50, outputTokens: 10 });
 const KEY_PATTERN = /value of k(\d+)/;
@@ -28,6 +31,7 @@ const KEY_PATTERN = /value of k(\d+)/;
 function model(total: number): Model {
   return {
     id: 'bench-instant',
+    ...(contextWindowTokens === undefined ? {} : { contextWindowTokens }),
     generate(request) {
       const last: Message | undefined = request.messages[request.messages.length - 1];
       const match = typeof last?.content === 'string' ? KEY_PATTERN.exec(last.content) : null;
@@ -97,7 +101,9 @@ for (const storeName of storeNames) {
   }
 }
 rmSync(scratch, { recursive: true, force: true });
-console.log(`${rounds} rounds per cell (median), load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`);
+console.log(
+  `${rounds} rounds per cell (median), context window ${contextWindowTokens ?? 'none'}, load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`,
+);
 console.log(`| store | ${lengths.map((total) => `µs/step at S = ${total}`).join(' | ')} | last ÷ first |`);
 console.log(`|---|${lengths.map(() => '---:').join('|')}|---:|`);
 for (const storeName of storeNames) {

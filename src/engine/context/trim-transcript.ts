@@ -88,8 +88,10 @@ export function groupTurns(messages: readonly Message[]): Message[][] {
 function isAnswered(group: readonly Message[]): boolean {
   const head = group[0];
   if (head?.role !== 'assistant') return true;
-  const answered = new Set(group.flatMap((message) => (message.role === 'tool' ? [message.toolCallId] : [])));
-  return (head.toolCalls ?? []).every((call) => answered.has(call.id));
+  // Called for every turn of the transcript at every trim: a scan of the (few) results, no set built.
+  return (head.toolCalls ?? []).every((call) =>
+    group.some((message) => message.role === 'tool' && message.toolCallId === call.id),
+  );
 }
 
 function isPinnedMessage(
@@ -130,6 +132,9 @@ function droppedMarker(call: { id: string; name: string }, observationId: string
 function markResults(unit: Unit, idOf: (content: string) => string): DroppedResult[] {
   const head = unit.messages[0];
   if (head?.role !== 'assistant') return [];
+  // A turn marked at an earlier trim is met again at every trim after it: nothing to replace, nothing to copy.
+  if (!unit.messages.some((message) => message.role === 'tool' && !message.content.startsWith(DROPPED_RESULT_PREFIX)))
+    return [];
   const calls = new Map((head.toolCalls ?? []).map((call) => [call.id, call]));
   const dropped: DroppedResult[] = [];
   unit.messages = unit.messages.map((message) => {
