@@ -1,9 +1,10 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkMessages } from '../conversation/prior-conversation.js';
 import type { Message } from '../../contracts/model.js';
 import { Transcript } from '../runtime/transcript.js';
-import { observationIdOf, requestTokens, trimMessages, type TrimOptions } from './trim-transcript.js';
-import { DROPPED_TURNS_NOTE, MEMORY_PREFIX } from '../prompts.js';
+import { observationIdOf, requestTokens, trimMessages, unitsOf, type TrimOptions } from './trim-transcript.js';
+import { DROPPED_RESULT_PREFIX, DROPPED_TURNS_NOTE, droppedResultMarker, MEMORY_PREFIX } from '../prompts.js';
 
 const result = (n: number) => `result ${n}: ${'r'.repeat(400)}`;
 
@@ -127,5 +128,133 @@ describe('Transcript.replaceMessages', () => {
     expect(transcript.estimateTokens()).toBe(fresh.estimateTokens());
     expect(transcript.estimateTokens()).toBe(trimmed.tokensAfter);
     expect(transcript.messages).toBe(held);
+  });
+});
+
+/**
+ * The trim as it was first written, reassembling and recounting the whole request after every step: the
+ * reference the running totals of `trimMessages` must agree with exactly.
+ */
+function referenceTrim(messages: readonly Message[], options: TrimOptions) {
+  const units = unitsOf(messages, options);
+  const resultsDropped: { callId: string; tool: string; observationId: string }[] = [];
+  let messagesDropped = 0;
+  const assemble = () => {
+    const out: Message[] = [];
+    let noted = false;
+    for (const unit of units) {
+      if (unit.dropped) {
+        if (!noted) out.push({ role: 'user', content: DROPPED_TURNS_NOTE });
+        noted = true;
+        continue;
+      }
+      noted = false;
+      out.push(...unit.messages);
+    }
+    return out;
+  };
+  const mark = (unit: (typeof units)[number]) => () => {
+    const head = unit.messages[0];
+    if (head?.role !== 'assistant') return;
+    const calls = new Map((head.toolCalls ?? []).map((call) => [call.id, call]));
+    unit.messages = unit.messages.map((message) => {
+      if (message.role !== 'tool' || message.content.startsWith(DROPPED_RESULT_PREFIX)) return message;
+      const call = calls.get(message.toolCallId) ?? { id: message.toolCallId, name: 'a tool' };
+      const observationId = observationIdOf(message.content);
+      resultsDropped.push({ callId: call.id, tool: call.name, observationId });
+      return { ...message, content: droppedResultMarker(call.name, call.id, observationId) };
+    });
+  };
+  const drop = (unit: (typeof units)[number]) => () => {
+    if (unit.dropped) return;
+    unit.dropped = true;
+    messagesDropped += unit.messages.length;
+  };
+  const isExchange = (unit: (typeof units)[number]) => unit.messages[0]?.role === 'assistant';
+  const older = units.filter((unit) => !unit.pinned && !unit.recent);
+  const recent = units.filter((unit) => !unit.pinned && unit.recent);
+  const steps = [
+    ...older.filter(isExchange).map(mark),
+    ...older.map(drop),
+    ...recent.flatMap((unit) => (isExchange(unit) ? [mark(unit), drop(unit)] : [drop(unit)])),
+  ];
+  let current = [...messages];
+  let tokens = requestTokens(current, options.fixedChars);
+  for (const step of steps) {
+    if (tokens <= options.ceilingTokens) break;
+    step();
+    current = assemble();
+    tokens = requestTokens(current, options.fixedChars);
+  }
+  return { messages: current, tokensAfter: tokens, resultsDropped, messagesDropped };
+}
+
+/** Random conversations: turns of 0–3 calls, results short, long, missing or already marked, notes, memories, replies. */
+const messageLists = fc
+  .array(
+    fc.oneof(
+      fc.record({
+        kind: fc.constant('turn' as const),
+        calls: fc.integer({ min: 0, max: 3 }),
+        answered: fc.integer({ min: 0, max: 3 }),
+        size: fc.integer({ min: 0, max: 300 }),
+        marked: fc.boolean(),
+        text: fc.option(fc.string({ maxLength: 40 }), { nil: null }),
+      }),
+      fc.record({ kind: fc.constantFrom('user' as const, 'note' as const, 'memory' as const, 'task' as const) }),
+    ),
+    { maxLength: 40 },
+  )
+  .map((parts) => {
+    const messages: Message[] = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Go.' },
+    ];
+    let task: Message | null = null;
+    parts.forEach((part, n) => {
+      if (part.kind === 'turn') {
+        const calls = Array.from({ length: part.calls }, (_, k) => ({
+          id: `c${n}-${k}`,
+          name: 'lookup',
+          arguments: '{}',
+        }));
+        messages.push({ role: 'assistant', content: part.text, ...(calls.length > 0 ? { toolCalls: calls } : {}) });
+        for (const call of calls.slice(0, part.answered)) {
+          const content = part.marked ? droppedResultMarker('lookup', call.id, 'abc') : 'v'.repeat(part.size);
+          messages.push({ role: 'tool', toolCallId: call.id, content });
+        }
+      } else if (part.kind === 'note') messages.push({ role: 'user', content: DROPPED_TURNS_NOTE });
+      else if (part.kind === 'memory') messages.push({ role: 'user', content: `${MEMORY_PREFIX}\nearlier` });
+      else {
+        const message: Message = { role: 'user', content: `task ${n}` };
+        messages.push(message);
+        if (part.kind === 'task') task = message;
+      }
+    });
+    return { messages, task };
+  });
+
+describe('trimMessages, side by side with recounting after every step', () => {
+  it('gives the same messages, counts and tokens as reassembling the request after each step', () => {
+    fc.assert(
+      fc.property(
+        messageLists,
+        fc.integer({ min: 0, max: 3_000 }),
+        fc.integer({ min: 0, max: 5 }),
+        fc.integer({ min: 0, max: 200 }),
+        ({ messages, task }, ceilingTokens, keepTurns, fixedChars) => {
+          const trimOptions = { ceilingTokens, keepTurns, fixedChars, taskMessage: task };
+          const trimmed = trimMessages(messages, trimOptions);
+          const reference = referenceTrim(messages, trimOptions);
+          expect(trimmed.messages).toEqual(reference.messages);
+          expect(trimmed.tokensAfter).toBe(reference.tokensAfter);
+          expect(trimmed.resultsDropped).toEqual(reference.resultsDropped);
+          expect(trimmed.messagesDropped).toBe(reference.messagesDropped);
+          // The running totals are the request's real size.
+          expect(trimmed.tokensAfter).toBe(requestTokens(trimmed.messages, fixedChars));
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });

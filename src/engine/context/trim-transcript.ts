@@ -88,8 +88,10 @@ export function groupTurns(messages: readonly Message[]): Message[][] {
 function isAnswered(group: readonly Message[]): boolean {
   const head = group[0];
   if (head?.role !== 'assistant') return true;
-  const answered = new Set(group.flatMap((message) => (message.role === 'tool' ? [message.toolCallId] : [])));
-  return (head.toolCalls ?? []).every((call) => answered.has(call.id));
+  // Called for every turn of the transcript at every trim: a scan of the (few) results, no set built.
+  return (head.toolCalls ?? []).every((call) =>
+    group.some((message) => message.role === 'tool' && message.toolCallId === call.id),
+  );
 }
 
 function isPinnedMessage(
@@ -130,6 +132,9 @@ function droppedMarker(call: { id: string; name: string }, observationId: string
 function markResults(unit: Unit, idOf: (content: string) => string): DroppedResult[] {
   const head = unit.messages[0];
   if (head?.role !== 'assistant') return [];
+  // A turn marked at an earlier trim is met again at every trim after it: nothing to replace, nothing to copy.
+  if (!unit.messages.some((message) => message.role === 'tool' && !message.content.startsWith(DROPPED_RESULT_PREFIX)))
+    return [];
   const calls = new Map((head.toolCalls ?? []).map((call) => [call.id, call]));
   const dropped: DroppedResult[] = [];
   unit.messages = unit.messages.map((message) => {
@@ -181,37 +186,57 @@ export function requestTokens(messages: readonly Message[], fixedChars = 0): num
  * if (!trimmed.fits) console.warn(`still ${trimmed.tokensAfter} tokens`);
  */
 export function trimMessages(messages: readonly Message[], options: TrimOptions): TrimResult {
-  const tokensBefore = requestTokens(messages, options.fixedChars);
   const units = unitsOf(messages, options);
   const resultsDropped: DroppedResult[] = [];
   let messagesDropped = 0;
-  let current = [...messages];
+  // The request's size is kept as running totals, moved by what each step changed: reassembling and recounting
+  // every message after each step made one trim cost messages × steps, and a long run trims at every step.
+  let chars = messages.reduce((sum, message) => sum + messageChars(message), options.fixedChars);
+  let count = messages.length;
+  const tokensBefore = estimateRequestTokens(chars, count);
   let tokens = tokensBefore;
-  const drop = (unit: Unit) => () => {
+  let changed = false;
+  const unitChars = (unit: Unit) => unit.messages.reduce((sum, message) => sum + messageChars(message), 0);
+  const noteChars = messageChars({ role: 'user', content: DROPPED_TURNS_NOTE });
+  const idOf = options.observationIdOf ?? observationIdOf;
+  const drop = (index: number) => () => {
+    const unit = units[index]!;
     if (unit.dropped) return;
     unit.dropped = true;
     messagesDropped += unit.messages.length;
+    chars -= unitChars(unit);
+    count -= unit.messages.length;
+    // One note stands for each run of dropped units: this one starts a run, extends one, or joins two.
+    const joined = (units[index - 1]?.dropped === true ? 1 : 0) + (units[index + 1]?.dropped === true ? 1 : 0);
+    const notes = 1 - joined;
+    chars += notes * noteChars;
+    count += notes;
   };
-  const mark = (unit: Unit) => () =>
-    resultsDropped.push(...markResults(unit, options.observationIdOf ?? observationIdOf));
-  const isExchange = (unit: Unit) => unit.messages[0]?.role === 'assistant';
-  const older = units.filter((unit) => !unit.pinned && !unit.recent);
-  const recent = units.filter((unit) => !unit.pinned && unit.recent);
+  const mark = (index: number) => () => {
+    const unit = units[index]!;
+    const before = unit.dropped ? 0 : unitChars(unit);
+    resultsDropped.push(...markResults(unit, idOf));
+    if (!unit.dropped) chars += unitChars(unit) - before;
+  };
+  const isExchange = (index: number) => units[index]!.messages[0]?.role === 'assistant';
+  const indices = units.map((_, index) => index);
+  const older = indices.filter((index) => !units[index]!.pinned && !units[index]!.recent);
+  const recent = indices.filter((index) => !units[index]!.pinned && units[index]!.recent);
   const steps = [
     // Older turns: every result marked before any turn is dropped.
     ...older.filter(isExchange).map(mark),
     ...older.map(drop),
     // Recent turns only when that was not enough: each marked, then dropped, oldest first.
-    ...recent.flatMap((unit) => (isExchange(unit) ? [mark(unit), drop(unit)] : [drop(unit)])),
+    ...recent.flatMap((index) => (isExchange(index) ? [mark(index), drop(index)] : [drop(index)])),
   ];
   for (const step of steps) {
     if (tokens <= options.ceilingTokens) break;
     step();
-    current = assemble(units);
-    tokens = requestTokens(current, options.fixedChars);
+    changed = true;
+    tokens = estimateRequestTokens(chars, count);
   }
   return {
-    messages: current,
+    messages: changed ? assemble(units) : [...messages],
     tokensBefore,
     tokensAfter: tokens,
     resultsDropped,

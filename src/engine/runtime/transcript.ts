@@ -66,7 +66,9 @@ export class Transcript {
     let kept = 0;
     while (kept < this.messages.length && kept < messages.length && this.messages[kept] === messages[kept]) kept++;
     this.firstReplaced = Math.min(this.firstReplaced, kept);
-    this.messages.splice(0, this.messages.length, ...messages.map(freezeMessage));
+    // The kept prefix stays as it is (frozen already); a spread of the whole list would also cap its length.
+    this.messages.length = kept;
+    for (let index = kept; index < messages.length; index++) this.messages.push(freezeMessage(messages[index]!));
     this.revision += 1;
     this.chars = messages.reduce((sum, message) => sum + messageChars(message), 0);
     // The model must get the trimmed conversation, not a copy made before it.
