@@ -5,22 +5,24 @@
 import { assertEvent } from 'xstate';
 import { decisionSignal, roundSignal } from '../guards/progress.js';
 import { FRESH_PROGRESS, FRESH_TASK_COUNTERS } from './initial-context.js';
+import { copyProgress } from './record-copy.js';
 import { describeStop } from './stop-detail.js';
 import type { ReducerArgs } from './record.js';
-import type { LoopContext, NoProgressSignal, StopReason } from '../machines/types.js';
+import type { LoopContext, NoProgressSignal, ProgressState, StopReason } from '../machines/types.js';
 
 export function scheduleBackoff({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, 'model.failed');
   return {
     retryAt: event.at + event.retryDelayMs,
-    transport: { ...context.transport, retries: context.transport.retries + 1 },
+    transport: { consecutiveFailures: context.transport.consecutiveFailures, retries: context.transport.retries + 1 },
   };
 }
 
 export function requestArgumentRepair({ context }: ReducerArgs): Partial<LoopContext> {
+  const { task } = context;
   return {
     feedback: { kind: 'argument_repair' },
-    task: { ...context.task, argumentRepairs: context.task.argumentRepairs + 1 },
+    task: { steps: task.steps, reflectionRetries: task.reflectionRetries, argumentRepairs: task.argumentRepairs + 1 },
   };
 }
 
@@ -32,17 +34,18 @@ export function requestParseRepair({ event }: ReducerArgs): Partial<LoopContext>
 
 export function requestReflection({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, 'evaluation.completed');
+  const { task } = context;
   return {
     feedback: { kind: 'reflection', reason: event.reason },
-    task: { ...context.task, reflectionRetries: context.task.reflectionRetries + 1 },
+    task: { steps: task.steps, reflectionRetries: task.reflectionRetries + 1, argumentRepairs: task.argumentRepairs },
   };
 }
 
 function nudgeWith(context: LoopContext, signal: NoProgressSignal): Partial<LoopContext> {
-  return {
-    feedback: { kind: 'nudge', signal },
-    progress: { ...context.progress, nudgedAtStep: context.steps, lastSignal: signal },
-  };
+  const progress = copyProgress(context.progress);
+  progress.nudgedAtStep = context.steps;
+  progress.lastSignal = signal;
+  return { feedback: { kind: 'nudge', signal }, progress };
 }
 
 export function nudge({ context }: ReducerArgs, params: { signal: NoProgressSignal }): Partial<LoopContext> {
@@ -86,20 +89,28 @@ export function stopWithTaskFailure({ context }: ReducerArgs): Partial<LoopConte
   return { stop: context.failure ?? { reason: 'fatal_error', detail: 'task failed without a recorded cause' } };
 }
 
+function freshProgressAfter(progress: ProgressState): ProgressState {
+  const fresh = copyProgress(FRESH_PROGRESS);
+  fresh.lastStateDigest = progress.lastStateDigest;
+  return fresh;
+}
+
 function advanceTask(context: LoopContext): Partial<LoopContext> {
   return {
     taskIndex: context.taskIndex + 1,
     task: FRESH_TASK_COUNTERS,
     // A call that failed for good ended the task; the next task's first call starts afresh (the run's total stays).
-    transport: { ...context.transport, consecutiveFailures: 0 },
+    transport: { consecutiveFailures: 0, retries: context.transport.retries },
     // The plan shrank: streaks and the nudge start over for the next task.
-    progress: { ...FRESH_PROGRESS, lastStateDigest: context.progress.lastStateDigest },
+    progress: freshProgressAfter(context.progress),
     feedback: null,
   };
 }
 
 export function completeTask({ context }: ReducerArgs): Partial<LoopContext> {
-  return { ...advanceTask(context), completedTasks: context.completedTasks + 1 };
+  const update = advanceTask(context);
+  update.completedTasks = context.completedTasks + 1;
+  return update;
 }
 
 /** A task failed for good under the `continue` policy (already counted by `failTask`): move on; the driver adds a warning. */

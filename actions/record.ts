@@ -4,13 +4,23 @@
  */
 import { assertEvent } from 'xstate';
 import type { CallUsage, LoopContext, LoopEvent, Usage } from '../machines/types.js';
+import { copyProgress } from './record-copy.js';
 
 export interface ReducerArgs {
   context: LoopContext;
   event: LoopEvent;
 }
 
-function addUsage(usage: Usage, call: CallUsage, modelCalls: number): Usage {
+/** `call` added to `usage`; a call that reported no usage (`undefined` or `null`) leaves the sums as they were. */
+function addUsage(usage: Usage, call: CallUsage | null | undefined, modelCalls: number): Usage {
+  if (call === undefined || call === null)
+    return {
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      costUsd: usage.costUsd,
+      modelCalls: usage.modelCalls + modelCalls,
+      toolCalls: usage.toolCalls,
+    };
   return {
     inputTokens: usage.inputTokens + call.inputTokens,
     outputTokens: usage.outputTokens + call.outputTokens,
@@ -30,35 +40,35 @@ export function recordModelResponse({ context, event }: ReducerArgs): Partial<Lo
   const { decision } = event;
   const parseError =
     decision.kind === 'unparseable' ? decision.parseError : decision.kind === 'tool_calls' ? decision.parseError : null;
-  const progress = context.progress;
-  const sameDigest = progress.lastStateDigest === event.stateDigest;
-  const sameParseError = parseError !== null && parseError === progress.lastParseError;
+  const before = context.progress;
   const isValidDecision = decision.kind === 'final' || (decision.kind === 'tool_calls' && decision.invalidCalls === 0);
-  return {
+  // Copied field by field, then changed in place: cheaper than spreading the records (see record-copy.ts).
+  const progress = copyProgress(before);
+  // Counted like every other streak: the first occurrence is 1.
+  progress.unchangedStateStreak = before.lastStateDigest === event.stateDigest ? before.unchangedStateStreak + 1 : 1;
+  progress.lastStateDigest = event.stateDigest;
+  progress.lastParseError = parseError;
+  progress.sameParseErrorStreak =
+    parseError === null ? 0 : parseError === before.lastParseError ? before.sameParseErrorStreak + 1 : 1;
+  progress.planStallSteps = before.planActive ? before.planStallSteps + 1 : 0;
+  const task = context.task;
+  const update: Partial<LoopContext> = {
     steps: context.steps + 1,
     lastEventAt: Math.max(context.lastEventAt, event.at),
     nextRequestTokens: event.nextRequestTokens,
     usage: addUsage(context.usage, event.usage, event.modelCalls ?? 1),
     feedback: null,
     task: {
-      ...context.task,
-      steps: context.task.steps + 1,
-      argumentRepairs: isValidDecision ? 0 : context.task.argumentRepairs,
+      steps: task.steps + 1,
+      reflectionRetries: task.reflectionRetries,
+      argumentRepairs: isValidDecision ? 0 : task.argumentRepairs,
     },
-    // The call got through: the next one has every transport attempt again (unchanged on the common path).
-    ...(context.transport.consecutiveFailures === 0 && !event.transportRetries
-      ? {}
-      : { transport: { consecutiveFailures: 0, retries: context.transport.retries + (event.transportRetries ?? 0) } }),
-    progress: {
-      ...progress,
-      lastStateDigest: event.stateDigest,
-      // Counted like every other streak: the first occurrence is 1.
-      unchangedStateStreak: sameDigest ? progress.unchangedStateStreak + 1 : 1,
-      lastParseError: parseError,
-      sameParseErrorStreak: parseError === null ? 0 : sameParseError ? progress.sameParseErrorStreak + 1 : 1,
-      planStallSteps: progress.planActive ? progress.planStallSteps + 1 : 0,
-    },
+    progress,
   };
+  // The call got through: the next one has every transport attempt again (unchanged on the common path).
+  if (context.transport.consecutiveFailures !== 0 || event.transportRetries)
+    update.transport = { consecutiveFailures: 0, retries: context.transport.retries + (event.transportRetries ?? 0) };
+  return update;
 }
 
 export function recordModelFailure({ context, event }: ReducerArgs): Partial<LoopContext> {
@@ -66,10 +76,7 @@ export function recordModelFailure({ context, event }: ReducerArgs): Partial<Loo
   const modelCalls = event.modelCalls ?? 1;
   return {
     lastEventAt: Math.max(context.lastEventAt, event.at),
-    usage:
-      event.usage === undefined
-        ? { ...context.usage, modelCalls: context.usage.modelCalls + modelCalls }
-        : addUsage(context.usage, event.usage, modelCalls),
+    usage: addUsage(context.usage, event.usage, modelCalls),
     feedback: null,
     transport: {
       consecutiveFailures: context.transport.consecutiveFailures + 1,
@@ -81,53 +88,60 @@ export function recordModelFailure({ context, event }: ReducerArgs): Partial<Loo
 export function recordToolRound({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, 'tools.completed');
   const { round } = event;
-  const progress = context.progress;
+  const before = context.progress;
   // A round that brought something new without repeating itself answers an earlier nudge (a plan-stall nudge
   // only by moving the plan): the next signal nudges again instead of stopping.
   const broughtNews = round.maxRepeatCount > 0 && !round.allObservationsSeen;
   const planProgressed = round.plan?.progressed === true;
   const answeredNudge =
-    (broughtNews || planProgressed) && progress.nudgedAtStep !== null && progress.nudgedAtStep < context.steps;
+    (broughtNews || planProgressed) && before.nudgedAtStep !== null && before.nudgedAtStep < context.steps;
   // A plan-stall nudge answered with new results starts the count over: the plan is nudged again later, never stopped while work goes on.
-  const restartPlanCount = planProgressed || (answeredNudge && progress.lastSignal === 'plan_stall');
+  const restartPlanCount = planProgressed || (answeredNudge && before.lastSignal === 'plan_stall');
+  const progress = copyProgress(before);
+  progress.duplicateObservationStreak = round.allObservationsSeen ? before.duplicateObservationStreak + 1 : 0;
+  progress.repeatCount = round.maxRepeatCount;
+  progress.repeatedTool = round.repeatedTool;
+  progress.planActive = round.plan === null ? before.planActive : round.plan.openItems > 0;
+  progress.planStallSteps = restartPlanCount ? 0 : before.planStallSteps;
+  if (answeredNudge) progress.nudgedAtStep = null;
+  const usage = context.usage;
   return {
     lastEventAt: Math.max(context.lastEventAt, event.at),
     nextRequestTokens: event.nextRequestTokens,
-    usage: { ...context.usage, toolCalls: context.usage.toolCalls + round.calls },
-    progress: {
-      ...progress,
-      duplicateObservationStreak: round.allObservationsSeen ? progress.duplicateObservationStreak + 1 : 0,
-      repeatCount: round.maxRepeatCount,
-      repeatedTool: round.repeatedTool,
-      planActive: round.plan === null ? progress.planActive : round.plan.openItems > 0,
-      planStallSteps: restartPlanCount ? 0 : progress.planStallSteps,
-      ...(answeredNudge ? { nudgedAtStep: null } : {}),
+    usage: {
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      costUsd: usage.costUsd,
+      modelCalls: usage.modelCalls,
+      toolCalls: usage.toolCalls + round.calls,
     },
+    progress,
   };
 }
 
 export function recordEvaluation({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, 'evaluation.completed');
-  const progress = context.progress;
+  const before = context.progress;
   // An answer that changes is improving (bounded by maxRetries); only the same answer with the same reason is stuck.
   const sameRejection =
-    !event.passed && event.reason === progress.lastEvaluatorReason && event.outputDigest === progress.lastOutputDigest;
-  const usage = event.usage === null ? context.usage : addUsage(context.usage, event.usage, 0);
+    !event.passed && event.reason === before.lastEvaluatorReason && event.outputDigest === before.lastOutputDigest;
+  const progress = copyProgress(before);
+  progress.lastEvaluatorReason = event.passed ? null : event.reason;
+  progress.lastOutputDigest = event.passed ? null : event.outputDigest;
+  progress.sameReasonStreak = event.passed ? 0 : sameRejection ? before.sameReasonStreak + 1 : 1;
   return {
     lastEventAt: Math.max(context.lastEventAt, event.at),
     nextRequestTokens: event.nextRequestTokens,
-    usage: { ...usage, modelCalls: usage.modelCalls + event.modelCalls },
+    usage: addUsage(context.usage, event.usage, event.modelCalls),
     // Each judge call had its own attempts; the run's total still counts them.
     transport:
       event.transportRetries === 0
         ? context.transport
-        : { ...context.transport, retries: context.transport.retries + event.transportRetries },
-    progress: {
-      ...progress,
-      lastEvaluatorReason: event.passed ? null : event.reason,
-      lastOutputDigest: event.passed ? null : event.outputDigest,
-      sameReasonStreak: event.passed ? 0 : sameRejection ? progress.sameReasonStreak + 1 : 1,
-    },
+        : {
+            consecutiveFailures: context.transport.consecutiveFailures,
+            retries: context.transport.retries + event.transportRetries,
+          },
+    progress,
   };
 }
 
@@ -146,6 +160,5 @@ export function recordInterruption({ context, event }: ReducerArgs): Partial<Loo
   if (event.type === 'tool.withheld') return { lastEventAt };
   const modelCalls = event.modelCalls ?? (event.usage === undefined ? 0 : 1);
   if (event.usage === undefined && modelCalls === 0) return { lastEventAt };
-  const noUsage = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
-  return { lastEventAt, usage: addUsage(context.usage, event.usage ?? noUsage, modelCalls) };
+  return { lastEventAt, usage: addUsage(context.usage, event.usage, modelCalls) };
 }

@@ -9,6 +9,7 @@
  * is the same as recording first; it is computed once per event and context, however many guards ask.
  */
 import { recordModelResponse, recordToolRound, type ReducerArgs } from '../actions/record.js';
+import { copyContext } from '../actions/record-copy.js';
 import type { LoopContext, LoopEvent } from './types.js';
 
 /** Guard params: read the context as the event's own transition will leave it. */
@@ -26,13 +27,37 @@ const RECORDERS: Partial<Record<LoopEvent['type'], (args: ReducerArgs) => Partia
  * enough (a macrostep evaluates an event's guards and then its assign, in one go), and unlike a WeakMap keyed by
  * event it costs the garbage collector nothing: an exhaustive exploration sends hundreds of thousands of events.
  */
-let last: { event: LoopEvent; before: LoopContext; update: Partial<LoopContext>; after: LoopContext } | undefined;
+interface Recording {
+  event: LoopEvent;
+  before: LoopContext;
+  update: Partial<LoopContext>;
+  after: LoopContext;
+  /** `{ context: after, event }`, made once for every guard that reads the recorded context. */
+  args: { context: LoopContext; event: LoopEvent };
+}
 
-function recorded(context: LoopContext, event: LoopEvent, record: (args: ReducerArgs) => Partial<LoopContext>) {
+let last: Recording | undefined;
+
+/** `{ ...context, ...update }`, as an object literal of the context's fields (see record-copy.ts) when it can be. */
+function merged(context: LoopContext, update: Partial<LoopContext>): LoopContext {
+  const after = copyContext(context) as unknown as Record<string, unknown>;
+  for (const key in update) {
+    if (!Object.hasOwn(after, key)) return { ...context, ...update };
+    after[key] = (update as Record<string, unknown>)[key];
+  }
+  return after as unknown as LoopContext;
+}
+
+function recorded(
+  context: LoopContext,
+  event: LoopEvent,
+  record: (args: ReducerArgs) => Partial<LoopContext>,
+): Recording {
   const cached = last;
   if (cached !== undefined && cached.event === event && cached.before === context) return cached;
   const update = record({ context, event });
-  const entry = { event, before: context, update, after: { ...context, ...update } };
+  const after = merged(context, update);
+  const entry = { event, before: context, update, after, args: { context: after, event } };
   last = entry;
   return entry;
 }
@@ -68,8 +93,14 @@ export function recordedUpdate(
   return RECORDERS[event.type] === record ? recorded(context, event, record).update : record({ context, event });
 }
 
+/** The guard args with the recorded context: one object per recording, however many guards read it. */
+function recordedArgs(args: { context: LoopContext; event: LoopEvent }): { context: LoopContext; event: LoopEvent } {
+  const record = RECORDERS[args.event.type];
+  return record === undefined ? args : recorded(args.context, args.event, record).args;
+}
+
 /** A guard that reads the recorded context when its params say so, and the context as it is otherwise. */
 export function readingRecorded(guard: (args: { context: LoopContext; event: LoopEvent }) => boolean) {
   return (args: { context: LoopContext; event: LoopEvent }, params: RecordedParams): boolean =>
-    guard(params?.recorded === true ? { context: recordedContext(args.context, args.event), event: args.event } : args);
+    guard(params?.recorded === true ? recordedArgs(args) : args);
 }

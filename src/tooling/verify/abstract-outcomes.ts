@@ -173,8 +173,21 @@ export function toolSymmetries(model: VerifyModel): string[] {
   return symmetries;
 }
 
+/** Each family's two digests, made once: the same string objects every time compare and hash faster downstream. */
+const digestPairs = new Map<string, readonly [string, string]>();
+
+function digestsOf(family: string): readonly [string, string] {
+  let pair = digestPairs.get(family);
+  if (pair === undefined) {
+    pair = [`${family}-0`, `${family}-1`];
+    digestPairs.set(family, pair);
+  }
+  return pair;
+}
+
 function flipped(last: string | null, family: string): string {
-  return last === `${family}-0` ? `${family}-1` : `${family}-0`;
+  const [zero, one] = digestsOf(family);
+  return last === zero ? one : zero;
 }
 
 /**

@@ -145,6 +145,20 @@ export function stateKey(snapshot: KeyedSnapshot, options: KeyOptions): string {
   return keyParts(state, options, reductionsOf(state, options)).join('|');
 }
 
+/** Digest → its family (the digest up to its last `-`), remembered: one string object per family, no slice per key. */
+const families = new Map<string, string>();
+
+function familyOf(digest: string): string {
+  let family = families.get(digest);
+  if (family === undefined) {
+    family = digest.slice(0, digest.lastIndexOf('-'));
+    // Verify's digests are a handful per loop; the bound keeps a long process from holding every one it saw.
+    if (families.size >= 1024) families.clear();
+    families.set(digest, family);
+  }
+  return family;
+}
+
 /**
  * The parts of a state's key, which joined with `|` are the key: `reduced` is `reductionsOf(state, options)`.
  * The exploration looks states up by the parts themselves (see `key-table.ts`) and joins them for new states only.
@@ -167,10 +181,7 @@ export function keyParts(state: KeyedState, options: KeyOptions, reduced: number
   // No decision left in the task: its evaluation passes to the next task (which starts these afresh) or fails it.
   const lastDecision = (reduced & REDUCTION.lastDecisionEvaluated) !== 0;
   const live = <T>(value: T): T | '' => (lastDecision ? '' : value);
-  const digestFamily =
-    progress.lastStateDigest === null
-      ? ''
-      : progress.lastStateDigest.slice(0, progress.lastStateDigest.lastIndexOf('-'));
+  const digestFamily = progress.lastStateDigest === null ? '' : familyOf(progress.lastStateDigest);
   const nudge = progress.nudgedAtStep === null ? 'n' : progress.nudgedAtStep < context.steps ? 'e' : 'c';
   const parts: Array<string | number> = [
     state.valueKey,
