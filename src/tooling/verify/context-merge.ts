@@ -9,28 +9,8 @@
  * first update of another kind, since its context, and every one made from it, could carry a key the literal drops.
  * (Symbol keys are not looked for: a context's fields are named.)
  */
+import { copyContext } from '../../../actions/record-copy.js';
 import type { LoopContext } from '../../../machines/types.js';
-
-const copyContext = (context: LoopContext): LoopContext => ({
-  limits: context.limits,
-  noProgress: context.noProgress,
-  tasks: context.tasks,
-  taskIndex: context.taskIndex,
-  startedAt: context.startedAt,
-  lastEventAt: context.lastEventAt,
-  steps: context.steps,
-  usage: context.usage,
-  nextRequestTokens: context.nextRequestTokens,
-  task: context.task,
-  transport: context.transport,
-  progress: context.progress,
-  feedback: context.feedback,
-  retryAt: context.retryAt,
-  failure: context.failure,
-  stop: context.stop,
-  completedTasks: context.completedTasks,
-  failedTasks: context.failedTasks,
-});
 
 const FIELDS: readonly string[] = Object.keys(copyContext({} as LoopContext));
 const IS_FIELD = new Set(FIELDS);
