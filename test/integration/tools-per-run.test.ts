@@ -34,6 +34,22 @@ describe('tools read per run', () => {
     expect(JSON.stringify(messages)).toContain('second done with sec_0123456789');
   });
 
+  it('traces the next run with the prompt version of its own tools, and sizes requests by them', async () => {
+    const tools: Tool[] = [tool('first')];
+    const loop = createLoop({ model: scriptedModel([reply('one'), reply('two'), reply('three')]), tools });
+    const versionOf = async () => {
+      const result = await loop.run({ goal: 'a' });
+      const start = result.trace.find((event) => event.type === 'run-start');
+      return start?.type === 'run-start' ? start.promptVersion : undefined;
+    };
+    const before = await versionOf();
+    expect(await versionOf()).toBe(before);
+    tools.push(tool('second'));
+    const after = await versionOf();
+    expect(after).toBeDefined();
+    expect(after).not.toBe(before);
+  });
+
   it('refuses the next run when the changed list is invalid', async () => {
     const tools: Tool[] = [tool('first')];
     const loop = createLoop({ model: scriptedModel([reply('one')]), tools });

@@ -43,7 +43,15 @@ export function toolSpecChars(tools: ReadonlyMap<string, Tool>): number {
 }
 
 function createSetup(config: ResolvedConfig): LoopSetup {
-  let facts: { promptVersion: string; specChars: number } | null = null;
+  // Kept with the tools they were worked out from: a loop reads its tools array at each run (an MCP server's list
+  // may change in place), so a run whose tools are not, one for one, the same objects works them out again.
+  let facts: { tools: Tool[]; promptVersion: string; specChars: number } | null = null;
+  const sameTools = (known: readonly Tool[], tools: ReadonlyMap<string, Tool>): boolean => {
+    if (known.length !== tools.size) return false;
+    let index = 0;
+    for (const tool of tools.values()) if (tool !== known[index++]) return false;
+    return true;
+  };
   return {
     machineInput: Object.freeze({
       limits: config.limits,
@@ -52,15 +60,18 @@ function createSetup(config: ResolvedConfig): LoopSetup {
     }),
     tracedLimits: Object.freeze(tracedLimits(config.limits)),
     modelPriced: priceOf(config.prices, config.model.id) !== undefined,
-    // Every run of a loop offers the same tools (the plan tool's spec is fixed), so the first run's answer holds.
     toolFacts(tools) {
-      facts ??= {
-        promptVersion: promptVersion(
-          config.instructions,
-          [...tools.values()].map((tool) => tool.spec),
-        ),
-        specChars: toolSpecChars(tools),
-      };
+      if (facts === null || !sameTools(facts.tools, tools)) {
+        const list = [...tools.values()];
+        facts = {
+          tools: list,
+          promptVersion: promptVersion(
+            config.instructions,
+            list.map((tool) => tool.spec),
+          ),
+          specChars: toolSpecChars(tools),
+        };
+      }
       return facts;
     },
   };
