@@ -45,6 +45,9 @@ describe('isWellFormedResponse', () => {
       'tool calls and no text',
       'extra fields (kept out of the check)',
       'response metadata',
+      'metadata that is null',
+      'an unknown finish reason',
+      'a numeric response id',
     ]);
   });
 });

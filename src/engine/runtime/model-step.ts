@@ -370,6 +370,7 @@ export async function performModelCall(
   }
   if (text !== null && text.trim() !== '') session.noteReply(text);
   const stateDigest = session.progress.advanceState({ taskIndex: session.taskIndex, reply });
+  const metadata = knownMetadata(response.metadata);
   session.record({
     type: 'step-end',
     runId: session.runId,
@@ -389,9 +390,9 @@ export async function performModelCall(
       argumentsSummary: summarize(call.args ?? call.request.arguments, config.redact),
     })),
     replySummary: text === null ? null : summarize(text, config.redact),
-    ...knownMetadata(response.metadata),
+    ...metadata,
   });
-  if (response.metadata?.finishReason === 'length')
+  if (metadata.metadata?.finishReason === 'length')
     session.warn(cutAtOutputLimit(session, context.usage.modelCalls + contextFit.modelCalls + 1), at);
   return {
     type: 'model.responded',

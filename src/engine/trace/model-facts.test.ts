@@ -50,3 +50,34 @@ describe('knownMetadata', () => {
     expect(knownMetadata(undefined)).toEqual({});
   });
 });
+
+describe('knownMetadata on what a custom adapter may send', () => {
+  it.each([
+    ['a number for the id', { id: 7, model: 'm' }, { metadata: { model: 'm' } }],
+    [
+      "a finish reason in the provider's own word",
+      { finishReason: 'max_tokens' },
+      { metadata: { finishReason: 'other', rawFinishReason: 'max_tokens' } },
+    ],
+    [
+      'an unknown finish reason beside a raw one',
+      { finishReason: 'tool-calls', rawFinishReason: 'tool_use' },
+      { metadata: { finishReason: 'other', rawFinishReason: 'tool_use' } },
+    ],
+    ['null', null, {}],
+    ['a string', 'stop', {}],
+    ['only wrong types', { id: {}, finishReason: 3 }, {}],
+  ])('keeps what fits and drops the rest: %s', (_label, metadata, expected) => {
+    expect(knownMetadata(metadata)).toEqual(expected);
+  });
+
+  it('never throws, even on a throwing getter', () => {
+    const hostile = Object.defineProperty({}, 'id', {
+      enumerable: true,
+      get() {
+        throw new Error('no');
+      },
+    });
+    expect(knownMetadata(hostile)).toEqual({});
+  });
+});

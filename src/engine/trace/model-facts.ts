@@ -2,7 +2,13 @@
  * What a model says about itself (provider, server, settings), read for the trace. A custom model may
  * set anything there: only well-formed values are kept, so a stray field can never break a trace.
  */
-import type { Model, ModelResponseMetadata, ModelServer, ModelSettings } from '../../contracts/model.js';
+import type {
+  Model,
+  ModelFinishReason,
+  ModelResponseMetadata,
+  ModelServer,
+  ModelSettings,
+} from '../../contracts/model.js';
 
 /** The model's facts as `run-start` records them; a field is absent when the model does not say (or says nonsense). */
 export interface ModelFacts {
@@ -70,20 +76,41 @@ export function modelFacts(model: Pick<Model, 'provider' | 'server' | 'settings'
   return facts;
 }
 
+const FINISH_REASONS: ReadonlySet<string> = new Set<ModelFinishReason>([
+  'stop',
+  'tool_calls',
+  'length',
+  'content_filter',
+  'error',
+  'other',
+]);
+
 /**
- * A response's metadata with only the fields the contract knows (an adapter may add its own), as
- * `{ metadata }` to spread into a record; `{}` when there is none.
+ * A response's metadata with only the fields the contract knows, of the types it says (an adapter may add its own
+ * fields, or send odd ones: metadata never decides anything, so it is cleaned, never refused). A finish reason
+ * outside the contract's list becomes `other`, its own word kept as `rawFinishReason`. As `{ metadata }` to spread
+ * into a record; `{}` when nothing is left.
  * @example
- * const event = { ...stepEnd, ...knownMetadata(response.metadata) };
+ * knownMetadata({ id: 7, finishReason: 'max_tokens' }) // { metadata: { finishReason: 'other', rawFinishReason: 'max_tokens' } }
  */
-export function knownMetadata(metadata: ModelResponseMetadata | undefined): { metadata?: ModelResponseMetadata } {
-  if (metadata === undefined) return {};
-  const { id, model, finishReason, rawFinishReason } = metadata;
-  const known: ModelResponseMetadata = {
-    ...(id === undefined ? {} : { id }),
-    ...(model === undefined ? {} : { model }),
-    ...(finishReason === undefined ? {} : { finishReason }),
-    ...(rawFinishReason === undefined ? {} : { rawFinishReason }),
-  };
+export function knownMetadata(metadata: unknown): { metadata?: ModelResponseMetadata } {
+  if (typeof metadata !== 'object' || metadata === null) return {};
+  let id: unknown, model: unknown, finishReason: unknown, rawFinishReason: unknown;
+  try {
+    ({ id, model, finishReason, rawFinishReason } = metadata as Record<string, unknown>);
+  } catch {
+    return {};
+  }
+  const known: ModelResponseMetadata = {};
+  if (typeof id === 'string') known.id = id;
+  if (typeof model === 'string') known.model = model;
+  if (typeof finishReason === 'string') {
+    if (FINISH_REASONS.has(finishReason)) known.finishReason = finishReason as ModelFinishReason;
+    else {
+      known.finishReason = 'other';
+      if (typeof rawFinishReason !== 'string') known.rawFinishReason = finishReason;
+    }
+  }
+  if (typeof rawFinishReason === 'string') known.rawFinishReason = rawFinishReason;
   return Object.keys(known).length === 0 ? {} : { metadata: known };
 }
