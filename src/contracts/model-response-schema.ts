@@ -3,6 +3,7 @@
  * negative token count would silently break every budget comparison.
  */
 import { z } from 'zod';
+import type { ModelResponseMetadata } from './model.js';
 
 const tokenCount = z.number().int().min(0);
 
@@ -19,7 +20,7 @@ export const modelResponseSchema = z.object({
   usage: modelUsageSchema,
   // Not checked: metadata is for traces and warnings, never control flow, so a custom adapter's odd metadata is
   // cleaned (`knownMetadata`: wrong types dropped, an unknown finish reason kept as `other` + raw), never fatal.
-  metadata: z.unknown().optional(),
+  metadata: z.custom<ModelResponseMetadata>().optional(),
 });
 
 /** `path: message; ...` for a failed check, or null when the value has the expected shape. */
