@@ -40,11 +40,14 @@ async function stoppedRun(name: string) {
 
 /** Rewrites the store's packed rows as text, so a test can damage their JSON with SQL. */
 function unpackAll(db: BetterSqlite3.Database): void {
-  for (const table of ['journal', 'snapshots']) {
-    const rows = db.prepare(`SELECT rowid, run_id, seq, body, packed FROM ${table} WHERE packed IS NOT NULL`).all() as {
+  for (const table of ['runs', 'journal', 'snapshots']) {
+    const seq = table === 'runs' ? 'NULL' : 'seq';
+    const rows = db
+      .prepare(`SELECT rowid, run_id, ${seq} AS seq, body, packed FROM ${table} WHERE packed IS NOT NULL`)
+      .all() as {
       rowid: number;
       run_id: string;
-      seq: number;
+      seq: number | null;
       body: string;
       packed: Buffer;
     }[];

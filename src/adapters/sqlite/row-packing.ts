@@ -1,5 +1,5 @@
 /**
- * Journal and snapshot bodies as SQLite stores them: a row of at least `PACK_FROM` characters is deflated
+ * Run, journal and snapshot bodies as SQLite stores them: a row of at least `PACK_FROM` characters is deflated
  * against a preset dictionary (record-dictionary.ts) into the `packed` column, its `body` then empty; a
  * shorter one stays text. Packed: one byte naming the dictionary, then raw deflate.
  */
@@ -27,7 +27,7 @@ export function pack(body: string): { body: string; packed: Buffer | null } {
 }
 
 /** The body a row was written with; a packed one that cannot be inflated is refused as corrupt. */
-export function unpack(runId: string, seq: number, body: string, packed: Uint8Array | null): string {
+export function unpack(runId: string, seq: number | null, body: string, packed: Uint8Array | null): string {
   if (packed === null) return body;
   const refuse = (problem: string) => new StoreRecordError({ code: 'corrupt_record', runId, seq, problem });
   const dictionary = dictionaries.get(packed[0] ?? -1);

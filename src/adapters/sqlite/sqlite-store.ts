@@ -58,7 +58,7 @@ function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions)
   const hasColumn = (table: string, name: string) =>
     (db.pragma(`table_info(${table})`) as { name: string }[]).some((column) => column.name === name);
   if (!hasColumn('runs', 'finished_at')) db.exec('ALTER TABLE runs ADD COLUMN finished_at INTEGER');
-  for (const table of ['journal', 'snapshots'])
+  for (const table of ['runs', 'journal', 'snapshots'])
     if (!hasColumn(table, 'packed')) db.exec(`ALTER TABLE ${table} ADD COLUMN packed BLOB`);
   db.exec(SQLITE_SCHEMA_FINISH);
   return db;
@@ -101,15 +101,23 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   return {
     pausePollMs: options.pausePollMs ?? 500,
     async createRun(runId, body, lease) {
-      return use().statements.insertRun.run(runId, body, lease.owner, lease.until).changes === 1;
+      const row = pack(body);
+      return use().statements.insertRun.run(runId, row.body, row.packed, lease.owner, lease.until).changes === 1;
     },
     async readRun(runId): Promise<RunRow | null> {
       const row = use().statements.readRun.get(runId) as
-        { body: string; lease_owner: string | null; lease_until: number; cancel_requested: number } | undefined;
+        | {
+            body: string;
+            packed: Uint8Array | null;
+            lease_owner: string | null;
+            lease_until: number;
+            cancel_requested: number;
+          }
+        | undefined;
       return row
         ? {
             runId,
-            body: row.body,
+            body: unpack(runId, null, row.body, row.packed),
             leaseOwner: row.lease_owner,
             leaseUntil: row.lease_until,
             cancelRequested: row.cancel_requested === 1,
@@ -128,7 +136,8 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     async append(runId, rows, lease, runBody, finishedAt) {
       const { db, writes } = use();
       // Deflated before the transaction: the write lock is held for the inserts only.
-      writes.append.immediate(runId, rows.map(packed), lease, runBody, finishedAt);
+      const run = runBody === undefined ? undefined : pack(runBody);
+      writes.append.immediate(runId, rows.map(packed), lease, run, finishedAt);
       if (++appendsSinceCheckpoint >= checkpointEvery) {
         appendsSinceCheckpoint = 0;
         // PASSIVE never waits for readers; journal_size_limit then keeps the WAL file small.
@@ -209,16 +218,23 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
         runId: string,
         rows: readonly PackedRow[],
         lease: Lease,
-        runBody: string | undefined,
+        runBody: { body: string; packed: Buffer | null } | undefined,
         finishedAt: number | undefined,
       ) => {
         // A journal append only checks the lease (a read: no page of the runs table rewritten per step);
         // a heartbeat (no rows) or a new run body renews it.
         const held =
           runBody !== undefined
-            ? statements.writeRunBody.run(lease.until, runBody, finishedAt ?? null, runId, lease.owner).changes === 1
+            ? statements.writeRunBody.run(
+                lease.until,
+                runBody.body,
+                runBody.packed,
+                finishedAt ?? null,
+                runId,
+                lease.owner,
+              ).changes === 1
             : rows.length === 0
-              ? statements.renewLease.run(lease.until, null, runId, lease.owner).changes === 1
+              ? statements.renewLease.run(lease.until, runId, lease.owner).changes === 1
               : (statements.leaseOwner.get(runId) as { lease_owner: string | null } | undefined)?.lease_owner ===
                 lease.owner;
         if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
@@ -237,8 +253,7 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
       return statements.pruneRuns.run(finishedBefore).changes;
     }),
     snapshot: db.transaction((runId: string, row: PackedRow, lease: Lease) => {
-      if (statements.renewLease.run(lease.until, null, runId, lease.owner).changes !== 1)
-        throw lostLease(runId, row.seq);
+      if (statements.renewLease.run(lease.until, runId, lease.owner).changes !== 1) throw lostLease(runId, row.seq);
       statements.upsertSnapshot.run(runId, row.seq, row.kind, row.body, row.packed);
     }),
   };
@@ -246,8 +261,10 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
 
 function prepare(db: Database) {
   return {
-    insertRun: db.prepare('INSERT OR IGNORE INTO runs (run_id, body, lease_owner, lease_until) VALUES (?, ?, ?, ?)'),
-    readRun: db.prepare('SELECT body, lease_owner, lease_until, cancel_requested FROM runs WHERE run_id = ?'),
+    insertRun: db.prepare(
+      'INSERT OR IGNORE INTO runs (run_id, body, packed, lease_owner, lease_until) VALUES (?, ?, ?, ?, ?)',
+    ),
+    readRun: db.prepare('SELECT body, packed, lease_owner, lease_until, cancel_requested FROM runs WHERE run_id = ?'),
     acquireLease: db.prepare(
       'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE run_id = ? AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ? OR lease_owner = ?)',
     ),
@@ -255,11 +272,9 @@ function prepare(db: Database) {
     releaseLease: db.prepare(
       'UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?',
     ),
-    renewLease: db.prepare(
-      'UPDATE runs SET lease_until = ?, body = coalesce(?, body) WHERE run_id = ? AND lease_owner = ?',
-    ),
+    renewLease: db.prepare('UPDATE runs SET lease_until = ? WHERE run_id = ? AND lease_owner = ?'),
     writeRunBody: db.prepare(
-      'UPDATE runs SET lease_until = ?, body = ?, finished_at = ? WHERE run_id = ? AND lease_owner = ?',
+      'UPDATE runs SET lease_until = ?, body = ?, packed = ?, finished_at = ? WHERE run_id = ? AND lease_owner = ?',
     ),
     pruneJournal: db.prepare(
       'DELETE FROM journal WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?)',
