@@ -199,11 +199,19 @@ interface PackedRow {
 
 const packed = (row: StoreRow): PackedRow => ({ seq: row.seq, kind: row.kind, ...pack(row.body) });
 
-const unpacked = (runId: string, row: PackedRow): StoreRow => ({
-  seq: row.seq,
-  kind: row.kind,
-  body: unpack(runId, row.seq, row.body, row.packed),
-});
+/** Inflated when its body is first read: a resume reads the rows before the snapshot, and needs some of their bodies only. */
+function unpacked(runId: string, row: PackedRow): StoreRow {
+  if (row.packed === null) return { seq: row.seq, kind: row.kind, body: row.body };
+  let body: string | undefined;
+  return {
+    seq: row.seq,
+    kind: row.kind,
+    get body() {
+      body ??= unpack(runId, row.seq, row.body, row.packed);
+      return body;
+    },
+  };
+}
 
 const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) =>
   new StoreConflictError({ runId, seq, message, cause });
