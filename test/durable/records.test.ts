@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { createLoop, defineTool, StoreRecordError } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
+import { unpack } from '../../src/adapters/sqlite/row-packing.js';
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-records-'));
@@ -33,7 +34,29 @@ async function stoppedRun(name: string) {
     });
   const stopped = await make().run({ goal: 'wipe X', runId: 'r' });
   const db = new Database(path);
+  unpackAll(db);
   return { make, stopped, db };
+}
+
+/** Rewrites the store's packed rows as text, so a test can damage their JSON with SQL. */
+function unpackAll(db: BetterSqlite3.Database): void {
+  for (const table of ['runs', 'journal', 'snapshots']) {
+    const seq = table === 'runs' ? 'NULL' : 'seq';
+    const rows = db
+      .prepare(`SELECT rowid, run_id, ${seq} AS seq, body, packed FROM ${table} WHERE packed IS NOT NULL`)
+      .all() as {
+      rowid: number;
+      run_id: string;
+      seq: number | null;
+      body: string;
+      packed: Buffer;
+    }[];
+    for (const row of rows)
+      db.prepare(`UPDATE ${table} SET body = ?, packed = NULL WHERE rowid = ?`).run(
+        unpack(row.run_id, row.seq, row.body, row.packed),
+        row.rowid,
+      );
+  }
 }
 
 async function refusal(promise: Promise<unknown>): Promise<StoreRecordError> {
@@ -105,6 +128,7 @@ describe('record envelopes', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     const db = new Database(path);
     expect(db.prepare("SELECT count(*) AS n FROM snapshots WHERE run_id = 'r'").get()).toEqual({ n: 1 });
+    unpackAll(db);
     db.prepare("UPDATE snapshots SET body = json_remove(body, '$.session.fields') WHERE run_id = 'r'").run();
     // The hung run stands for a dead process: its lease is freed.
     db.prepare("UPDATE runs SET lease_owner = NULL WHERE run_id = 'r'").run();
@@ -116,6 +140,81 @@ describe('record envelopes', () => {
     });
     const error = await refusal(resumer.resume('r'));
     expect(error.problem).toMatch(/session\.fields/);
+  });
+});
+
+describe('sqliteStore packed rows', () => {
+  it('stores a long record deflated and reads it back as written; a short one stays text', async () => {
+    const { db, make, stopped } = await stoppedRun('packed-kept');
+    db.close();
+    const reopened = new Database(join(scratch, 'packed-kept.db'));
+    // stoppedRun unpacked them: a fresh run writes them packed.
+    const store = sqliteStore({ path: join(scratch, 'packed-fresh.db') });
+    const body = JSON.stringify({ schemaVersion: 3, kind: 'event', filler: 'x'.repeat(1_000) });
+    expect(await store.createRun('p', '{}', { owner: 'me', until: Date.now() + 60_000 })).toBe(true);
+    await store.append(
+      'p',
+      [
+        { seq: 1, kind: 'event', body },
+        { seq: 2, kind: 'intent', body: '{"short":1}' },
+      ],
+      {
+        owner: 'me',
+        until: Date.now() + 60_000,
+      },
+    );
+    expect(await store.readJournal('p', 0)).toEqual([
+      { seq: 1, kind: 'event', body },
+      { seq: 2, kind: 'intent', body: '{"short":1}' },
+    ]);
+    await store.close();
+    const raw = new Database(join(scratch, 'packed-fresh.db'));
+    const rows = raw.prepare("SELECT seq, body, packed FROM journal WHERE run_id = 'p' ORDER BY seq").all() as {
+      seq: number;
+      body: string;
+      packed: Buffer | null;
+    }[];
+    expect(rows[0]!.body).toBe('');
+    expect(rows[0]!.packed!.length).toBeLessThan(body.length / 10);
+    expect(rows[1]).toEqual({ seq: 2, body: '{"short":1}', packed: null });
+    raw.close();
+    // The unpacked (text) rows of stoppedRun still resume: text and packed rows are read alike.
+    const resumed = await make().resume('r', {
+      approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } },
+    });
+    expect(resumed.runId).toBe('r');
+    reopened.close();
+  });
+
+  it('refuses a packed row that does not inflate, and one packed with a dictionary it does not have', async () => {
+    for (const [name, damage] of [
+      ['packed-truncated', (packed: Buffer) => packed.subarray(0, packed.length / 2)],
+      ['packed-unknown', (packed: Buffer) => Buffer.concat([Buffer.from([9]), packed.subarray(1)])],
+    ] as const) {
+      const path = join(scratch, `${name}.db`);
+      const tool = defineTool({
+        name: 'look',
+        description: 'Look',
+        input: z.object({ n: z.number() }),
+        access: 'read',
+        execute: ({ n }) => n,
+      });
+      const loop = (model: ReturnType<typeof scriptedModel>) =>
+        createLoop({ model, tools: [tool], clock: virtualClock(), store: sqliteStore({ path }) });
+      const hang = () => new Promise<never>(() => undefined);
+      void loop(scriptedModel([toolCall('look', { n: 1 }), hang])).run({ goal: 'look', runId: 'r' });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const db = new Database(path);
+      const { seq, packed } = db
+        .prepare("SELECT seq, packed FROM journal WHERE run_id = 'r' AND packed IS NOT NULL ORDER BY seq LIMIT 1")
+        .get() as { seq: number; packed: Buffer };
+      db.prepare("UPDATE journal SET packed = ? WHERE run_id = 'r' AND seq = ?").run(damage(packed), seq);
+      db.prepare("UPDATE runs SET lease_owner = NULL WHERE run_id = 'r'").run();
+      db.close();
+      const error = await refusal(loop(scriptedModel([])).resume('r'));
+      expect(error).toMatchObject({ code: 'corrupt_record', runId: 'r', seq });
+      expect(error.problem).toMatch(name === 'packed-truncated' ? /does not inflate/ : /dictionary 9/);
+    }
   });
 });
 

@@ -6,6 +6,8 @@
  * spills into overflow pages, mostly empty: a 1.5 KB event took two pages, 8 KB on disk. A database made
  * by version 1 keeps its table as it is (both work alike). `runs.finished_at`: when the run finished (for
  * `prune`), added to a version 1 database when it is opened.
+ * 3: `runs.packed`, `journal.packed` and `snapshots.packed`: a body of a few hundred bytes or more is stored deflated there
+ * (row-packing.ts), its `body` empty; added to an older database when it is opened (its rows stay text).
  */
 export const SQLITE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -14,20 +16,23 @@ CREATE TABLE IF NOT EXISTS runs (
   lease_owner TEXT,
   lease_until INTEGER NOT NULL DEFAULT 0,
   cancel_requested INTEGER NOT NULL DEFAULT 0,
-  finished_at INTEGER
+  finished_at INTEGER,
+  packed BLOB
 ) STRICT;
 CREATE TABLE IF NOT EXISTS journal (
   run_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
   kind TEXT NOT NULL,
   body TEXT NOT NULL,
+  packed BLOB,
   PRIMARY KEY (run_id, seq)
 ) STRICT;
 CREATE TABLE IF NOT EXISTS snapshots (
   run_id TEXT PRIMARY KEY,
   seq INTEGER NOT NULL,
   kind TEXT NOT NULL,
-  body TEXT NOT NULL
+  body TEXT NOT NULL,
+  packed BLOB
 ) STRICT;
 CREATE TABLE IF NOT EXISTS ledgers (
   tenant_id TEXT PRIMARY KEY,

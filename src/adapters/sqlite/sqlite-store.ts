@@ -10,6 +10,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { LoopConfigError } from '../../contracts/errors.js';
 import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
 import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
+import { pack, unpack } from './row-packing.js';
 import { SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH } from './sqlite-schema.js';
 
 /**
@@ -54,9 +55,11 @@ function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions)
   db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5_000}`);
   db.pragma(`journal_size_limit = ${options.journalSizeLimitBytes ?? 4 * 1024 * 1024}`);
   db.exec(SQLITE_SCHEMA);
-  const columns = db.pragma('table_info(runs)') as { name: string }[];
-  if (!columns.some((column) => column.name === 'finished_at'))
-    db.exec('ALTER TABLE runs ADD COLUMN finished_at INTEGER');
+  const hasColumn = (table: string, name: string) =>
+    (db.pragma(`table_info(${table})`) as { name: string }[]).some((column) => column.name === name);
+  if (!hasColumn('runs', 'finished_at')) db.exec('ALTER TABLE runs ADD COLUMN finished_at INTEGER');
+  for (const table of ['runs', 'journal', 'snapshots'])
+    if (!hasColumn(table, 'packed')) db.exec(`ALTER TABLE ${table} ADD COLUMN packed BLOB`);
   db.exec(SQLITE_SCHEMA_FINISH);
   return db;
 }
@@ -98,15 +101,23 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   return {
     pausePollMs: options.pausePollMs ?? 500,
     async createRun(runId, body, lease) {
-      return use().statements.insertRun.run(runId, body, lease.owner, lease.until).changes === 1;
+      const row = pack(body);
+      return use().statements.insertRun.run(runId, row.body, row.packed, lease.owner, lease.until).changes === 1;
     },
     async readRun(runId): Promise<RunRow | null> {
       const row = use().statements.readRun.get(runId) as
-        { body: string; lease_owner: string | null; lease_until: number; cancel_requested: number } | undefined;
+        | {
+            body: string;
+            packed: Uint8Array | null;
+            lease_owner: string | null;
+            lease_until: number;
+            cancel_requested: number;
+          }
+        | undefined;
       return row
         ? {
             runId,
-            body: row.body,
+            body: unpack(runId, null, row.body, row.packed),
             leaseOwner: row.lease_owner,
             leaseUntil: row.lease_until,
             cancelRequested: row.cancel_requested === 1,
@@ -124,7 +135,9 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     },
     async append(runId, rows, lease, runBody, finishedAt) {
       const { db, writes } = use();
-      writes.append.immediate(runId, rows, lease, runBody, finishedAt);
+      // Deflated before the transaction: the write lock is held for the inserts only.
+      const run = runBody === undefined ? undefined : pack(runBody);
+      writes.append.immediate(runId, rows.map(packed), lease, run, finishedAt);
       if (++appendsSinceCheckpoint >= checkpointEvery) {
         appendsSinceCheckpoint = 0;
         // PASSIVE never waits for readers; journal_size_limit then keeps the WAL file small.
@@ -132,13 +145,14 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       }
     },
     async readJournal(runId, afterSeq) {
-      return use().statements.readJournal.all(runId, afterSeq) as StoreRow[];
+      return (use().statements.readJournal.all(runId, afterSeq) as PackedRow[]).map((row) => unpacked(runId, row));
     },
     async writeSnapshot(runId, row, lease) {
-      use().writes.snapshot.immediate(runId, row, lease);
+      use().writes.snapshot.immediate(runId, packed(row), lease);
     },
     async latestSnapshot(runId) {
-      return (use().statements.latestSnapshot.get(runId) as StoreRow | undefined) ?? null;
+      const row = use().statements.latestSnapshot.get(runId) as PackedRow | undefined;
+      return row === undefined ? null : unpacked(runId, row);
     },
     async prune({ finishedBefore }) {
       const { db, writes } = use();
@@ -175,6 +189,30 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   };
 }
 
+/** A journal or snapshot row as read: its body text, or packed. */
+interface PackedRow {
+  seq: number;
+  kind: string;
+  body: string;
+  packed: Uint8Array | null;
+}
+
+const packed = (row: StoreRow): PackedRow => ({ seq: row.seq, kind: row.kind, ...pack(row.body) });
+
+/** Inflated when its body is first read: a resume reads the rows before the snapshot, and needs some of their bodies only. */
+function unpacked(runId: string, row: PackedRow): StoreRow {
+  if (row.packed === null) return { seq: row.seq, kind: row.kind, body: row.body };
+  let body: string | undefined;
+  return {
+    seq: row.seq,
+    kind: row.kind,
+    get body() {
+      body ??= unpack(runId, row.seq, row.body, row.packed);
+      return body;
+    },
+  };
+}
+
 const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) =>
   new StoreConflictError({ runId, seq, message, cause });
 const lostLease = (runId: string, seq: number | null) =>
@@ -186,24 +224,31 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
     append: db.transaction(
       (
         runId: string,
-        rows: readonly StoreRow[],
+        rows: readonly PackedRow[],
         lease: Lease,
-        runBody: string | undefined,
+        runBody: { body: string; packed: Buffer | null } | undefined,
         finishedAt: number | undefined,
       ) => {
         // A journal append only checks the lease (a read: no page of the runs table rewritten per step);
         // a heartbeat (no rows) or a new run body renews it.
         const held =
           runBody !== undefined
-            ? statements.writeRunBody.run(lease.until, runBody, finishedAt ?? null, runId, lease.owner).changes === 1
+            ? statements.writeRunBody.run(
+                lease.until,
+                runBody.body,
+                runBody.packed,
+                finishedAt ?? null,
+                runId,
+                lease.owner,
+              ).changes === 1
             : rows.length === 0
-              ? statements.renewLease.run(lease.until, null, runId, lease.owner).changes === 1
+              ? statements.renewLease.run(lease.until, runId, lease.owner).changes === 1
               : (statements.leaseOwner.get(runId) as { lease_owner: string | null } | undefined)?.lease_owner ===
                 lease.owner;
         if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
         for (const row of rows) {
           try {
-            statements.insertRecord.run(runId, row.seq, row.kind, row.body);
+            statements.insertRecord.run(runId, row.seq, row.kind, row.body, row.packed);
           } catch (error) {
             throw conflict(runId, row.seq, `run ${runId} already has a journal record at seq ${row.seq}`, error);
           }
@@ -215,18 +260,19 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
       statements.pruneSnapshots.run(finishedBefore);
       return statements.pruneRuns.run(finishedBefore).changes;
     }),
-    snapshot: db.transaction((runId: string, row: StoreRow, lease: Lease) => {
-      if (statements.renewLease.run(lease.until, null, runId, lease.owner).changes !== 1)
-        throw lostLease(runId, row.seq);
-      statements.upsertSnapshot.run(runId, row.seq, row.kind, row.body);
+    snapshot: db.transaction((runId: string, row: PackedRow, lease: Lease) => {
+      if (statements.renewLease.run(lease.until, runId, lease.owner).changes !== 1) throw lostLease(runId, row.seq);
+      statements.upsertSnapshot.run(runId, row.seq, row.kind, row.body, row.packed);
     }),
   };
 }
 
 function prepare(db: Database) {
   return {
-    insertRun: db.prepare('INSERT OR IGNORE INTO runs (run_id, body, lease_owner, lease_until) VALUES (?, ?, ?, ?)'),
-    readRun: db.prepare('SELECT body, lease_owner, lease_until, cancel_requested FROM runs WHERE run_id = ?'),
+    insertRun: db.prepare(
+      'INSERT OR IGNORE INTO runs (run_id, body, packed, lease_owner, lease_until) VALUES (?, ?, ?, ?, ?)',
+    ),
+    readRun: db.prepare('SELECT body, packed, lease_owner, lease_until, cancel_requested FROM runs WHERE run_id = ?'),
     acquireLease: db.prepare(
       'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE run_id = ? AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ? OR lease_owner = ?)',
     ),
@@ -234,11 +280,9 @@ function prepare(db: Database) {
     releaseLease: db.prepare(
       'UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?',
     ),
-    renewLease: db.prepare(
-      'UPDATE runs SET lease_until = ?, body = coalesce(?, body) WHERE run_id = ? AND lease_owner = ?',
-    ),
+    renewLease: db.prepare('UPDATE runs SET lease_until = ? WHERE run_id = ? AND lease_owner = ?'),
     writeRunBody: db.prepare(
-      'UPDATE runs SET lease_until = ?, body = ?, finished_at = ? WHERE run_id = ? AND lease_owner = ?',
+      'UPDATE runs SET lease_until = ?, body = ?, packed = ?, finished_at = ? WHERE run_id = ? AND lease_owner = ?',
     ),
     pruneJournal: db.prepare(
       'DELETE FROM journal WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?)',
@@ -247,12 +291,12 @@ function prepare(db: Database) {
       'DELETE FROM snapshots WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?)',
     ),
     pruneRuns: db.prepare('DELETE FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?'),
-    insertRecord: db.prepare('INSERT INTO journal (run_id, seq, kind, body) VALUES (?, ?, ?, ?)'),
-    readJournal: db.prepare('SELECT seq, kind, body FROM journal WHERE run_id = ? AND seq > ? ORDER BY seq'),
+    insertRecord: db.prepare('INSERT INTO journal (run_id, seq, kind, body, packed) VALUES (?, ?, ?, ?, ?)'),
+    readJournal: db.prepare('SELECT seq, kind, body, packed FROM journal WHERE run_id = ? AND seq > ? ORDER BY seq'),
     upsertSnapshot: db.prepare(
-      'INSERT INTO snapshots (run_id, seq, kind, body) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body WHERE excluded.seq >= snapshots.seq',
+      'INSERT INTO snapshots (run_id, seq, kind, body, packed) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body, packed = excluded.packed WHERE excluded.seq >= snapshots.seq',
     ),
-    latestSnapshot: db.prepare('SELECT seq, kind, body FROM snapshots WHERE run_id = ?'),
+    latestSnapshot: db.prepare('SELECT seq, kind, body, packed FROM snapshots WHERE run_id = ?'),
     readLedger: db.prepare('SELECT body, version FROM ledgers WHERE tenant_id = ?'),
     insertLedger: db.prepare('INSERT OR IGNORE INTO ledgers (tenant_id, body, version) VALUES (?, ?, 1)'),
     updateLedger: db.prepare('UPDATE ledgers SET body = ?, version = version + 1 WHERE tenant_id = ? AND version = ?'),
