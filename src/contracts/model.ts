@@ -172,6 +172,11 @@ export interface Model {
    * `gcp.gemini`, `aws.bedrock`, ... An adapter sets it; a custom model may.
    */
   readonly provider?: string;
+  /**
+   * The model's name as its provider knows it, when `id` is not just that (`aiSdkModel`: `claude-sonnet-4-5` for
+   * the id `anthropic.messages:claude-sonnet-4-5`): OpenTelemetry's `gen_ai.request.model`. Defaults to `id`.
+   */
+  readonly modelName?: string;
   /** The server the adapter talks to, when it knows it. */
   readonly server?: ModelServer;
   /**

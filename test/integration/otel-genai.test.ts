@@ -19,7 +19,9 @@ import {
 import * as registry from '@opentelemetry/semantic-conventions/incubating';
 import { afterEach, describe, expect, it } from 'vitest';
 import { evaluators, type LoopConfig } from 'loopstate';
+import { aiSdkModel } from 'loopstate/ai-sdk';
 import { openaiModel } from 'loopstate/openai';
+import { MockLanguageModelV3 } from 'ai/test';
 import { modelError, reply, scriptedModel, toolCall } from 'loopstate/testing';
 import { GEN_AI_ATTRIBUTES, LOOPSTATE_ATTRIBUTES, METRICS } from '../../src/engine/trace/otel/genai-conventions.js';
 import { replyStep, apiError } from '../support/openai-fixtures.js';
@@ -180,6 +182,39 @@ describe('GenAI spans', () => {
     ).toEqual([]);
     const run = captured.spans().find((span) => span.name === 'invoke_agent loopstate');
     expect(run?.attributes['gen_ai.agent.name']).toBe('loopstate');
+  });
+
+  it("an AI SDK model's spans and metrics name the provider's model, not loopstate's provider-prefixed id", async () => {
+    const captured = capture();
+    const languageModel = new MockLanguageModelV3({
+      provider: 'anthropic.messages',
+      modelId: 'claude-sonnet-4-5',
+      doGenerate: async () => ({
+        content: [{ type: 'text', text: 'ok' }],
+        finishReason: { unified: 'stop', raw: 'end_turn' },
+        usage: {
+          inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
+          outputTokens: { total: 2, text: 2, reasoning: undefined },
+        },
+        warnings: [],
+      }),
+    });
+    const model = aiSdkModel(languageModel);
+    expect(model.id).toBe('anthropic.messages:claude-sonnet-4-5');
+    const { loop } = createTestLoop({
+      model,
+      prices: { [model.id]: { inputPerMillion: 3, outputPerMillion: 15 } },
+      trace: { otel: captured.otel },
+    });
+    expect((await loop.run({ goal: 'go' })).stopReason).toBe('completed');
+    const chat = captured.spans().find((span) => span.name.startsWith('chat '));
+    expect(chat?.name).toBe('chat claude-sonnet-4-5');
+    expect(chat?.attributes['gen_ai.request.model']).toBe('claude-sonnet-4-5');
+    expect(chat?.attributes['gen_ai.provider.name']).toBe('anthropic');
+    const tokens = histogram(await captured.metrics(), 'gen_ai.client.token.usage');
+    expect(new Set(tokens.dataPoints.map((point) => point.attributes['gen_ai.request.model']))).toEqual(
+      new Set(['claude-sonnet-4-5']),
+    );
   });
 });
 

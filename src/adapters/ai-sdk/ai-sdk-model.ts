@@ -229,6 +229,8 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options?: AiSdkMod
 
   return {
     id,
+    // gen_ai.request.model is the provider's model name, not our provider-prefixed id.
+    modelName: checked.modelId,
     provider,
     ...(server === null ? {} : { server }),
     ...(parsed.contextWindowTokens === undefined ? {} : { contextWindowTokens: parsed.contextWindowTokens }),

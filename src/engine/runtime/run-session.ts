@@ -3,7 +3,7 @@
  * The machine holds only constant-size counters; everything that grows lives here, appended
  * to in place so a step costs the same at step 3 and at step 300.
  */
-import { modelFacts } from '../trace/model-facts.js';
+import { modelFacts, modelNameOf } from '../trace/model-facts.js';
 import type { ResolvedConfig, TaskConfig } from '../config/config.js';
 import type { LastEvaluation } from '../output/final-output.js';
 import type { PriorConversation } from '../conversation/prior-conversation.js';
@@ -106,7 +106,12 @@ export class RunSession {
         closeFailed: (message) => this.#warnings.push(config.redact.text(message)),
       },
       // Redacted like every event: spans and metrics carry these strings too.
-      config.redact.strings({ agentName: config.name, modelId: config.model.id, ...modelFacts(config.model) }),
+      config.redact.strings({
+        agentName: config.name,
+        modelId: config.model.id,
+        ...modelNameOf(config.model),
+        ...modelFacts(config.model),
+      }),
     );
     this.prompts = config.trace.prompts ? new PromptRecorder() : null;
   }

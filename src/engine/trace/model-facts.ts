@@ -85,6 +85,16 @@ const FINISH_REASONS: ReadonlySet<string> = new Set<ModelFinishReason>([
   'other',
 ]);
 
+/** `{ modelName }` when the model gives a usable one (a string, not blank), else `{}`; never throws. */
+export function modelNameOf(model: Pick<Model, 'modelName'>): { modelName?: string } {
+  try {
+    const { modelName } = model as { modelName?: unknown };
+    return typeof modelName === 'string' && modelName.trim() !== '' ? { modelName } : {};
+  } catch {
+    return {};
+  }
+}
+
 /**
  * A response's metadata with only the fields the contract knows, of the types it says (an adapter may add its own
  * fields, or send odd ones: metadata never decides anything, so it is cleaned, never refused). A finish reason

@@ -110,9 +110,16 @@ export const spanNames = {
 export interface GenAiSubject {
   agentName: string;
   modelId: string;
+  /** The provider's name of the model, when the id is not it (see `Model.modelName`). */
+  modelName?: string;
   provider?: string;
   server?: ModelServer;
   settings?: Omit<ModelSettings, 'stopSequences'> & { stopSequences?: readonly string[] };
+}
+
+/** `gen_ai.request.model` of a call to `modelId`: the loop model's provider name for it, another model's id as it is. */
+export function requestModelOf(subject: GenAiSubject, modelId: string): string {
+  return modelId === subject.modelId ? (subject.modelName ?? modelId) : modelId;
 }
 
 /** `gen_ai.provider.name` and `server.*`: on every span and metric of a model call. */
@@ -127,7 +134,7 @@ export function providerAttributes(subject: GenAiSubject): Attributes {
 
 /** `gen_ai.request.*` of the model's own settings, each only where set. */
 export function requestAttributes(subject: GenAiSubject): Attributes {
-  const attributes: Attributes = { [ATTRIBUTES.requestModel]: subject.modelId };
+  const attributes: Attributes = { [ATTRIBUTES.requestModel]: subject.modelName ?? subject.modelId };
   const settings = subject.settings;
   if (settings === undefined) return attributes;
   const numeric: [string, number | undefined][] = [
@@ -165,7 +172,7 @@ export function metricAttributes(subject: GenAiSubject, responseModel: string | 
   const attributes: Attributes = {
     [ATTRIBUTES.operationName]: OPERATIONS.chat,
     ...providerAttributes(subject),
-    [ATTRIBUTES.requestModel]: subject.modelId,
+    [ATTRIBUTES.requestModel]: subject.modelName ?? subject.modelId,
   };
   if (responseModel !== undefined) attributes[ATTRIBUTES.responseModel] = responseModel;
   return attributes;

@@ -27,6 +27,7 @@ import {
   requestAttributes,
   responseAttributes,
   spanNames,
+  requestModelOf,
   type GenAiSubject,
 } from './genai-conventions.js';
 import { genAiInstruments, recordCall, recordFailure, type GenAiInstruments } from './otel-metrics.js';
@@ -174,7 +175,7 @@ export class OtelSink {
           [ATTRIBUTES.operationName]: OPERATIONS.agent,
           ...providerAttributes(this.subject),
           [ATTRIBUTES.agentName]: this.subject.agentName,
-          [ATTRIBUTES.requestModel]: event.modelId,
+          [ATTRIBUTES.requestModel]: requestModelOf(this.subject, event.modelId),
           [ATTRIBUTES.conversationId]: event.runId,
           [ATTRIBUTES.runId]: event.runId,
           [ATTRIBUTES.promptVersion]: event.promptVersion,
@@ -227,7 +228,7 @@ export class OtelSink {
       [ATTRIBUTES.operationName]: OPERATIONS.chat,
       ...providerAttributes(this.subject),
       ...requestAttributes(this.subject),
-      [ATTRIBUTES.requestModel]: event.modelId,
+      [ATTRIBUTES.requestModel]: requestModelOf(this.subject, event.modelId),
       [ATTRIBUTES.conversationId]: event.runId,
       ...responseAttributes(event),
       [ATTRIBUTES.costUsd]: event.costUsd,
@@ -235,7 +236,7 @@ export class OtelSink {
       [ATTRIBUTES.step]: event.step,
     };
     const span = this.tracer.startSpan(
-      spanNames.chat(event.modelId),
+      spanNames.chat(requestModelOf(this.subject, event.modelId)),
       { kind: SpanKind.CLIENT, startTime: event.at - event.latencyMs, attributes },
       parent,
     );
@@ -245,7 +246,7 @@ export class OtelSink {
   private modelError(event: Event<'model-error'>): void {
     const parent = this.parentContext();
     if (parent === null || this.run === null) return;
-    const model = this.subject.modelId;
+    const model = this.subject.modelName ?? this.subject.modelId;
     const span = this.tracer.startSpan(
       spanNames.chat(model),
       {
