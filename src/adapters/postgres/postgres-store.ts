@@ -309,10 +309,10 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       // One statement, so one round trip and its own transaction: the lease is checked (or renewed with
       // the run body) and the rows inserted only where it holds. A named statement is prepared once per connection.
       const renews = rows.length === 0 || runBody !== undefined;
-      const { rows: answer } = await (
-        await use()
-      )
-        .query<{ held: boolean }>({
+      // Not safe to send again once sent (a lost reply may hide a commit: sent twice, it would conflict
+      // with itself); retried only when it never reached the server.
+      const { rows: answer } = await attempt(false, (client) =>
+        client.query<{ held: boolean }>({
           name: `loopstate-append-${renews ? 'renew' : 'check'}-${schema}`,
           text: renews ? appendRenewing : appendChecking,
           values: [
@@ -323,17 +323,17 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
             rows.map((row) => row.body),
             ...(renews ? [lease.until, runBody ?? null, runBody === undefined ? null : (finishedAt ?? null)] : []),
           ],
-        })
-        .catch((error: unknown) => {
-          if ((error as { code?: string }).code === '23505')
-            throw conflict(
-              runId,
-              rows[0]?.seq ?? null,
-              `run ${runId} already has a journal record at one of seqs ${rows.map((row) => row.seq).join(', ')}`,
-              error,
-            );
-          throw error;
-        });
+        }),
+      ).catch((error: unknown) => {
+        if ((error as { code?: string }).code === '23505')
+          throw conflict(
+            runId,
+            rows[0]?.seq ?? null,
+            `run ${runId} already has a journal record at one of seqs ${rows.map((row) => row.seq).join(', ')}`,
+            error,
+          );
+        throw error;
+      });
       if (answer[0]?.held !== true) throw lostLease(runId, rows[0]?.seq ?? null);
     },
     async prune({ finishedBefore }) {
