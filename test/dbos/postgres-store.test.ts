@@ -2,6 +2,7 @@
  * The Postgres store keeps the Store contract: lease compare-and-set, refused duplicate seqs, ledger
  * compare-and-set; and the embedded-mode journal and resume run on it unchanged.
  */
+import { createServer, connect as connectTcp, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -208,6 +209,70 @@ describe('postgresStore', () => {
       await locker.end().catch(() => undefined);
       await admin.end();
       await own.close();
+    }
+  });
+
+  it('sends an append again when no connection could be made (nothing sent), but not one whose reply was lost', async () => {
+    // A proxy in front of the server: while `down`, every connection it gets is dropped at once.
+    const target = new URL(server.url);
+    let down = false;
+    const sockets = new Set<Socket>();
+    const proxy = createServer((socket) => {
+      if (down) return void socket.destroy();
+      const upstream = connectTcp(Number(target.port), target.hostname);
+      for (const end of [socket, upstream]) {
+        sockets.add(end);
+        end.on('error', () => undefined);
+        end.on('close', () => {
+          sockets.delete(end);
+          socket.destroy();
+          upstream.destroy();
+        });
+      }
+      socket.pipe(upstream).pipe(socket);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const proxied = new URL(server.url);
+    proxied.port = String((proxy.address() as { port: number }).port);
+    const own = postgresStore({ connectionString: proxied.toString(), onConnectionError: () => undefined });
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const locker = new pg.Client({ connectionString: server.url });
+    await locker.connect();
+    try {
+      const lease = { owner: 'a', until: Date.now() + 60_000 };
+      expect(await own.createRun('append-outage', '{}', lease)).toBe(true);
+      // The pool's connections are cut and no new one can be made for 300 ms: the append waits it out.
+      down = true;
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 100)); // the pool drops its dead idle connections
+      setTimeout(() => (down = false), 300);
+      await own.append('append-outage', [{ seq: 1, kind: 'event', body: 'x' }], lease);
+      expect((await own.readJournal('append-outage', 0)).map((row) => row.body)).toEqual(['x']);
+      // Sent, then its connection broke: it may have committed, so it reaches the caller, not sent twice.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE loopstate.journal IN ACCESS EXCLUSIVE MODE');
+      const append = own.append('append-outage', [{ seq: 2, kind: 'event', body: 'y' }], lease).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'WITH held%'",
+      );
+      const failure = await append;
+      expect((failure as { code?: string }).code, String(failure)).toBe('57P01');
+      await locker.query('COMMIT');
+      expect(
+        (await own.readJournal('append-outage', 0)).map((row) => row.body),
+        'not sent again',
+      ).toEqual(['x']);
+    } finally {
+      await locker.end().catch(() => undefined);
+      await admin.end();
+      await own.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
     }
   });
 

@@ -292,7 +292,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
       }
     }
     try {
-      return { kind: 'stopped', result: await driveLeg(runs, request, { effectStep: log.effect }) };
+      return { kind: 'stopped', result: await driveLeg(loop, runs, request, { effectStep: log.effect }) };
     } catch (error) {
       if (error instanceof LegHandoff) return { kind: 'handoff', effects: error.effects };
       // A store error (a lost connection, a lease another process took, a run still busy): everything

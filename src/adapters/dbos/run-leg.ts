@@ -5,12 +5,13 @@
  * worker is waited out.
  */
 import { hash } from 'node:crypto';
-import { validateRunInput, type RunInput } from '../../engine/config/config.js';
+import { refreshTools, validateRunInput, type RunInput } from '../../engine/config/config.js';
 import { LoopConfigError } from '../../contracts/errors.js';
 import { canonicalJson } from '../../engine/progress/index.js';
 import type { ApprovalInput, DrivingOptions, DurableRuns } from '../../engine/durable/durable-runs.js';
 import { RunAccessError } from '../../engine/durable/durable-errors.js';
 import type { RunResult } from '../../engine/runtime/run-result.js';
+import { loopConfigOf, type Loop } from '../../engine/loop.js';
 import { resumeLegId } from './workflow-chain.js';
 
 /**
@@ -23,12 +24,19 @@ export type LegRequest =
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Drives one leg of `loop`'s run (`runs`: its durable runs). Like `loop.run` and `loop.resume`, a leg
+ * first takes the loop's current tools (an MCP connection's list after `tools/list_changed`).
+ */
 export async function driveLeg(
+  loop: Pick<Loop, 'config'>,
   runs: DurableRuns,
   request: LegRequest,
   driving: DrivingOptions = {},
   busyWaitMs = 60_000,
 ): Promise<RunResult> {
+  const resolved = loopConfigOf(loop);
+  if (resolved !== undefined) refreshTools(resolved, loop.config);
   const deadline = Date.now() + busyWaitMs;
   for (let attempt = 0; ; attempt++) {
     try {

@@ -55,7 +55,10 @@ export interface PostgresStore extends Store {
     now: number,
     about?: { applicationVersion?: string; leasePrefix?: string },
   ): Promise<void>;
-  /** The workers whose last heartbeat is at `since` (epoch ms) or later. */
+  /**
+   * The workers whose last heartbeat is at `since` (epoch ms) or later. Read-only: it creates no
+   * table (none yet: no worker is known).
+   */
   liveWorkers(since: number): Promise<WorkerRow[]>;
   /**
    * Frees the leases held by the processes of executors `self` claimed (their lease prefix), so their
@@ -196,12 +199,16 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
    * committed), and for `safe` work (a read, a write that does the same sent twice) whenever the
    * connection broke. A write whose fate is unknown (its COMMIT was lost) reaches the caller.
    */
-  const attempt = async <T>(safe: boolean, work: (client: PoolClient) => Promise<T>): Promise<T> => {
+  const attempt = async <T>(
+    safe: boolean,
+    work: (client: PoolClient) => Promise<T>,
+    open: () => Promise<Pool> = use,
+  ): Promise<T> => {
     const deadline = Date.now() + reconnectForMs;
     for (let tries = 0; ; tries++) {
       let failure: unknown;
       try {
-        const client = await (await use()).connect().catch((error: unknown) => Promise.reject(new NotSent(error)));
+        const client = await (await open()).connect().catch((error: unknown) => Promise.reject(new NotSent(error)));
         let broken: unknown;
         try {
           return await work(client);
@@ -309,10 +316,10 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       // One statement, so one round trip and its own transaction: the lease is checked (or renewed with
       // the run body) and the rows inserted only where it holds. A named statement is prepared once per connection.
       const renews = rows.length === 0 || runBody !== undefined;
-      const { rows: answer } = await (
-        await use()
-      )
-        .query<{ held: boolean }>({
+      // Not safe to send again once sent (a lost reply may hide a commit: sent twice, it would conflict
+      // with itself); retried only when it never reached the server.
+      const { rows: answer } = await attempt(false, (client) =>
+        client.query<{ held: boolean }>({
           name: `loopstate-append-${renews ? 'renew' : 'check'}-${schema}`,
           text: renews ? appendRenewing : appendChecking,
           values: [
@@ -323,17 +330,17 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
             rows.map((row) => row.body),
             ...(renews ? [lease.until, runBody ?? null, runBody === undefined ? null : (finishedAt ?? null)] : []),
           ],
-        })
-        .catch((error: unknown) => {
-          if ((error as { code?: string }).code === '23505')
-            throw conflict(
-              runId,
-              rows[0]?.seq ?? null,
-              `run ${runId} already has a journal record at one of seqs ${rows.map((row) => row.seq).join(', ')}`,
-              error,
-            );
-          throw error;
-        });
+        }),
+      ).catch((error: unknown) => {
+        if ((error as { code?: string }).code === '23505')
+          throw conflict(
+            runId,
+            rows[0]?.seq ?? null,
+            `run ${runId} already has a journal record at one of seqs ${rows.map((row) => row.seq).join(', ')}`,
+            error,
+          );
+        throw error;
+      });
       if (answer[0]?.held !== true) throw lostLease(runId, rows[0]?.seq ?? null);
     },
     async prune({ finishedBefore }) {
@@ -422,9 +429,23 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       );
     },
     async liveWorkers(since) {
-      const { rows } = await query(
-        `SELECT executor_id, heartbeat_at, application_version FROM ${schema}.workers WHERE heartbeat_at >= $1 ORDER BY executor_id`,
-        [since],
+      // Read-only, with no DDL: a `dbosClient` asks this first, maybe as a role that may not create
+      // tables, in a database where no worker has run. No table yet: no worker is known. The version
+      // column is read through to_jsonb, so a table not yet migrated by a newer worker reads too.
+      const { rows } = await attempt(
+        true,
+        async (client) =>
+          (
+            await client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [
+              `${schema}.workers`,
+            ])
+          ).rows[0]?.present === true
+            ? client.query(
+                `SELECT executor_id, heartbeat_at, to_jsonb(w) ->> 'application_version' AS application_version FROM ${schema}.workers w WHERE heartbeat_at >= $1 ORDER BY executor_id`,
+                [since],
+              )
+            : { rows: [] },
+        async () => poolOf(),
       );
       return (rows as { executor_id: string; heartbeat_at: string; application_version: string | null }[]).map(
         (row) => ({
