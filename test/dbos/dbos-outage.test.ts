@@ -7,7 +7,7 @@
  * drains; a client of another version, or an approval with no live worker, is an error at once.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -17,6 +17,7 @@ import type { RunResult } from 'loopstate';
 import { dbosClient, DbosWorkerError, type LoopDbosClient } from 'loopstate/dbos';
 import { buildCrashChild, removeCrashChild } from '../durable/crash-harness.js';
 import { ownPostgres, type OwnPostgres } from '../support/test-postgres.js';
+import { countLines as count, logLines as lines, stopWorker, until } from './worker-processes.js';
 
 const entry = join('..', 'dbos', 'fixtures', 'dbos-outage-worker.ts');
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-dbos-outage-'));
@@ -88,31 +89,12 @@ function startWorker(
   });
 }
 
-async function stopWorker(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  child.kill('SIGTERM');
-  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-}
-
-const lines = (log: string) => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []);
-const count = (log: string, prefix: string) => lines(log).filter((line) => line.startsWith(prefix)).length;
 /** Each side effect once: as many distinct keys as lines. */
 const once = (log: string, prefix: string) => {
   const found = lines(log).filter((line) => line.startsWith(prefix));
   expect(new Set(found).size, `${prefix} ran twice for some call: ${found.join(', ')}`).toBe(found.length);
   return found.length;
 };
-
-async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<number> {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return Date.now() - start;
-}
 
 /** Approves each run's pending refund and waits for it to complete. */
 async function finish(stopped: RunResult[]): Promise<RunResult[]> {

@@ -6,7 +6,7 @@
  * recovers its own run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { dbosClient, type LoopDbosClient } from 'loopstate/dbos';
 import { postgresStore, type PostgresStore } from 'loopstate/postgres';
 import { buildCrashChild, removeCrashChild } from '../durable/crash-harness.js';
 import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
+import { countLines as count, logLines as lines, stopWorker, until } from './worker-processes.js';
 import { refundLoop } from './fixtures/refund-loop.js';
 import { TENANT_CALL_COST } from './fixtures/tenant-loop.js';
 
@@ -72,17 +73,6 @@ function startWorker(log: string, executorId: string, env: Record<string, string
     );
   });
 }
-
-async function stopWorker(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  child.kill('SIGTERM');
-  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
-  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-}
-
-const lines = (log: string) => readFileSync(log, 'utf8').split('\n').filter(Boolean);
-const count = (log: string, prefix: string) => lines(log).filter((line) => line.startsWith(prefix)).length;
 
 /** Enqueues the run, approves the refund it stops for, returns both results. */
 async function runThroughWorkers(
@@ -306,11 +296,3 @@ describe('DBOS workers sharing a queue', () => {
     await Promise.all(workers.map(stopWorker));
   }, 90_000);
 });
-
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
