@@ -250,6 +250,83 @@ describe('transcript chunks', () => {
     expect(result.messages).toEqual(expected.messages);
     expect(result.taskOutputs).toEqual(expected.taskOutputs);
     expect(withoutResumes(result)).toEqual(expected.trace);
+
+    // The chunks before the last one that replaced the transcript are not read: damaged, they change nothing.
+    const again = memoryStore();
+    const hungAgain = new Promise<void>((resolve) => void loop(again, 7, [], resolve).run({ goal: 'go', runId: 'r' }));
+    await hungAgain;
+    await freeLease(again, 'r');
+    const lastReplace = (await chunksOf(again)).filter((chunk) => chunk.change.replace).at(-1)!;
+    expect(lastReplace.previous).toBeGreaterThan(0);
+    const damaged: Store = {
+      ...again,
+      readJournal: async (...args) =>
+        (await again.readJournal(...args)).map((row) =>
+          row.kind === 'transcript' && row.seq < lastReplace.seq ? { ...row, body: '{"damaged":' } : row,
+        ),
+    };
+    const fromDamaged = await loop(damaged, null, []).resume('r');
+    expect(fromDamaged.messages).toEqual(expected.messages);
+  });
+});
+
+describe('transcript chunks under a context ceiling', () => {
+  it('a trimmed conversation is chunked whole, and the resumed run’s requests are the uninterrupted run’s', async () => {
+    const long = defineTool({
+      name: 'lookup',
+      description: 'Look a key up',
+      input: z.object({ key: z.string() }),
+      access: 'read',
+      idempotent: true,
+      execute: ({ key }) => `value ${key} `.repeat(40),
+    });
+    /** Seven lookups, then an answer: the next key from the last tool result in the (trimmed) conversation. */
+    const trimmingModel = (hang: number | null, requests: ModelRequest[], onHang: () => void = () => undefined) => {
+      let calls = 0;
+      return {
+        id: 'scripted',
+        generate(request: ModelRequest) {
+          if (calls++ === hang) {
+            onHang();
+            return new Promise<never>(() => undefined);
+          }
+          requests.push(request);
+          const usage = { inputTokens: 10, outputTokens: 2 };
+          const last = [...request.messages].reverse().find((message) => message.role === 'tool');
+          const n = last === undefined ? 0 : Number(/value k(\d+)/.exec(last.content)?.[1] ?? 0) + 1;
+          if (n >= 7) return Promise.resolve({ text: 'done', toolCalls: [], usage });
+          return Promise.resolve({
+            text: null,
+            toolCalls: [{ id: `c${n}`, name: 'lookup', arguments: JSON.stringify({ key: `k${n}` }) }],
+            usage,
+          });
+        },
+      } satisfies Model;
+    };
+    const loop = (store: Store, hang: number | null, requests: ModelRequest[], onHang?: () => void) =>
+      createLoop({
+        model: trimmingModel(hang, requests, onHang),
+        tools: [long],
+        store,
+        clock: virtualClock(),
+        durable: { snapshotEvery: 2 },
+        context: { maxInputTokensPerCall: 500, keepTurns: 1 },
+      });
+    const expectedRequests: ModelRequest[] = [];
+    const expected = await loop(memoryStore(), null, expectedRequests).run({ goal: 'go', runId: 'r' });
+    expect(expected.stopReason, expected.detail).toBe('completed');
+    const store = memoryStore();
+    await new Promise<void>((resolve) => void loop(store, 6, [], resolve).run({ goal: 'go', runId: 'r' }));
+    await freeLease(store, 'r');
+    const trimmed = (await chunksOf(store)).filter((chunk) => chunk.change.replace && chunk.previous > 0);
+    expect(trimmed.length).toBeGreaterThan(0);
+    const requests: ModelRequest[] = [];
+    const result = await loop(store, null, requests).resume('r');
+    expect(requests.map((request) => request.messages)).toEqual(
+      expectedRequests.slice(6).map((request) => request.messages),
+    );
+    expect(result.messages).toEqual(expected.messages);
+    expect(withoutResumes(result)).toEqual(expected.trace);
   });
 });
 

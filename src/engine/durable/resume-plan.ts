@@ -137,8 +137,10 @@ function transcriptBefore(rows: readonly { seq: number; kind: string; body: stri
 }
 
 /**
- * The transcript at a version 4 snapshot: its chunk and the chain before it (through `previous`), folded
- * from the first. Chunks on no chain (their snapshot never written) are not even parsed.
+ * The transcript at a version 4 snapshot: its chunk and the chain before it (through `previous`) back to
+ * the last chunk that replaced the transcript, folded from there. Chunks on no chain (their snapshot never
+ * written), and those before that replacement, are not even parsed: with a context ceiling that trims the
+ * conversation, a resume reads only what the next request can hold.
  */
 function transcriptChain(
   rows: readonly { seq: number; kind: string; body: string }[],
@@ -161,6 +163,8 @@ function transcriptChain(
       });
     const record = decodeTranscriptChunk(row.body, runId, seq);
     chain.push(record);
+    // A chunk that replaced the transcript (a new task, a trimmed context) holds all of it: the chunks before are not read.
+    if (record.change.replace) break;
     referrer = seq;
     seq = record.previous;
   }
