@@ -3,29 +3,40 @@
  * call (as if its process had died there), its lease is freed, and a fresh loop on a fresh connection to
  * the same file resumes it to the end. Reported: the time of the original run per step, the time to
  * resume (rebuilding the run from its latest snapshot and the journal after it, then the one last call),
- * and the file's size. Prints one JSON line (for the suite) after a readable summary.
+ * of which the time until that call is made (the rebuild itself: what a resume costs before its next
+ * effect), the file's size and the load average. Prints one JSON line (for the suite) after a readable summary.
  *
- *   npm run bench:resume              # S = 10,000
+ *   npm run bench:resume              # S = 10,000, the in-memory trace off
  *   npm run bench:resume -- 2000
+ *   npm run bench:resume -- 2000 --trace   # the in-memory trace on (the default of a loop)
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { createLoop, defineTool, type Model } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 
-const steps = Number(process.argv[2] ?? 10_000);
+const args = process.argv.slice(2);
+const traceInMemory = args.includes('--trace');
+const steps = Number(args.find((arg) => arg !== '--trace') ?? 10_000);
+const loadAtStart = loadavg()[0]!;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-resume-bench-'));
 const path = join(scratch, 'runs.db');
 
 /** Step `hangAt` never answers in the first process (and says so); every other call is instant. */
-function model(hangAt: number | null, startAt = 0, onHang: () => void = () => undefined): Model {
+function model(
+  hangAt: number | null,
+  startAt = 0,
+  onHang: () => void = () => undefined,
+  onCall: () => void = () => undefined,
+): Model {
   let call = startAt;
   return {
     id: 'scripted',
     generate() {
+      onCall();
       call += 1;
       const usage = { inputTokens: 50, outputTokens: 10 };
       if (call === hangAt) {
@@ -61,7 +72,7 @@ const options = {
     maxCostUsd: Infinity,
   },
   noProgress: { unchangedState: 1_000_000 },
-  trace: { inMemory: false },
+  trace: { inMemory: traceInMemory },
 } as const;
 
 let reached: () => void = () => undefined;
@@ -82,16 +93,23 @@ const fileBytes = statSync(path).size;
 
 // A fresh loop on a fresh connection, as a new process would have; it answers only the last call.
 const second = sqliteStore({ path });
+let firstCallAt: number | null = null;
 const resumeStarted = performance.now();
-const result = await createLoop({ model: model(null, steps - 1), store: second, ...options }).resume('long');
+const result = await createLoop({
+  model: model(null, steps - 1, undefined, () => (firstCallAt ??= performance.now())),
+  store: second,
+  ...options,
+}).resume('long');
 const resumeMs = performance.now() - resumeStarted;
+const toEffectMs = (firstCallAt ?? NaN) - resumeStarted;
 if (result.stopReason !== 'completed' || result.steps !== steps)
   throw new Error(`resume ended ${result.stopReason} after ${result.steps} steps: ${result.detail}`);
 await second.close();
 
+const load = [loadAtStart, loadavg()[0]!];
 console.log(
-  `S = ${steps.toLocaleString('en-US')}: run ${(runMs / 1000).toFixed(1)} s (${((runMs * 1000) / steps).toFixed(0)} µs/step on SQLite), resume ${resumeMs.toFixed(0)} ms, file ${(fileBytes / 2 ** 20).toFixed(1)} MiB`,
+  `S = ${steps.toLocaleString('en-US')}, trace ${traceInMemory ? 'in memory' : 'off'}: run ${(runMs / 1000).toFixed(1)} s (${((runMs * 1000) / steps).toFixed(0)} µs/step on SQLite), resume ${resumeMs.toFixed(0)} ms (${((100 * resumeMs) / runMs).toFixed(2)}% of the run), of which ${toEffectMs.toFixed(0)} ms before its next model call; file ${(fileBytes / 2 ** 20).toFixed(1)} MiB; load average ${load.map((value) => value.toFixed(1)).join(' → ')}`,
 );
-console.log(JSON.stringify({ steps, runMs, resumeMs, fileBytes }));
+console.log(JSON.stringify({ steps, traceInMemory, runMs, resumeMs, toEffectMs, fileBytes, load }));
 rmSync(scratch, { recursive: true, force: true });
 process.exit(0);

@@ -86,8 +86,12 @@ export interface Store {
    * finished run): the run is finished from then on, and `prune` may delete it.
    */
   append(runId: string, rows: readonly StoreRow[], lease: Lease, runBody?: string, finishedAt?: number): Promise<void>;
-  /** Journal rows with seq greater than `afterSeq`, in seq order. */
-  readJournal(runId: string, afterSeq: number): Promise<StoreRow[]>;
+  /**
+   * Journal rows with seq greater than `afterSeq`, in seq order; with `kinds`, only rows of those kinds (a
+   * resume reads the chunks written with snapshots this way, not every row of a long run). The durable layer
+   * filters again, so a store that ignores `kinds` is correct, only slower.
+   */
+  readJournal(runId: string, afterSeq: number, kinds?: readonly string[]): Promise<StoreRow[]>;
   writeSnapshot(runId: string, row: StoreRow, lease: Lease): Promise<void>;
   /** The snapshot with the highest seq, or null. */
   latestSnapshot(runId: string): Promise<StoreRow | null>;

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { createLoop, defineTool, memoryStore, type LoopLimits, type Store, type StoreRow } from 'loopstate';
 import { reply, scriptedModel, virtualClock } from 'loopstate/testing';
 import { refundTool } from '../support/refund-tool.js';
+import { RECORD_SCHEMA_VERSION } from '../../src/engine/durable/records.js';
 
 const fixture = JSON.parse(
   readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-v1.json'), 'utf8'),
@@ -79,7 +80,7 @@ describe('schema version 1 records', () => {
       schemaVersion: number;
       limits?: Record<string, number | null>;
     };
-    expect(record.schemaVersion).toBe(3);
+    expect(record.schemaVersion).toBe(RECORD_SCHEMA_VERSION);
     expect(record.limits).toMatchObject({ maxSteps: 2 });
   });
 });

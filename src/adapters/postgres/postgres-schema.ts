@@ -4,7 +4,9 @@
  * the same keys, plus `workers`: each distributed worker's heartbeat, read by the reaper. 2: workers say
  * their `application_version` and the `lease_prefix` of their process (a reaper frees a dead worker's
  * leases by it), an index finds the runs a lease is held on, and `runs.finished_at` says when the run
- * finished (for `prune`); each is added to a version 1 schema when opened.
+ * finished (for `prune`); each is added to a version 1 schema when opened. 3: `journal_chunks`, a partial index
+ * of the rows written with snapshots (`trace` and `transcript` chunks), which a resume reads without visiting
+ * the others; built on an older schema when opened.
  */
 export function postgresSchema(schema: string): string {
   const s = `"${schema}"`;
@@ -50,5 +52,6 @@ ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_at BIGINT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS application_version TEXT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS lease_prefix TEXT;
 CREATE INDEX IF NOT EXISTS runs_leased ON ${s}.runs (lease_owner) WHERE lease_owner IS NOT NULL;
+CREATE INDEX IF NOT EXISTS journal_chunks ON ${s}.journal (run_id, seq) WHERE kind IN ('trace', 'transcript');
 `;
 }

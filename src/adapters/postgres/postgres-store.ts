@@ -357,9 +357,15 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
         return ids.length;
       });
     },
-    async readJournal(runId, afterSeq) {
+    async readJournal(runId, afterSeq, kinds) {
+      if (kinds !== undefined && kinds.length === 0) return [];
+      // The kinds in the text, not bound: the planner uses the partial index `journal_chunks` only for its own condition.
+      const only =
+        kinds === undefined
+          ? ''
+          : ` AND kind IN (${kinds.map((kind) => `'${String(kind).replaceAll("'", "''")}'`).join(', ')})`;
       const { rows } = await query(
-        `SELECT seq, kind, body FROM ${schema}.journal WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
+        `SELECT seq, kind, body FROM ${schema}.journal WHERE run_id = $1 AND seq > $2${only} ORDER BY seq`,
         [runId, afterSeq],
       );
       return rows as StoreRow[];

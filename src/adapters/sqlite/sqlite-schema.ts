@@ -8,6 +8,8 @@
  * `prune`), added to a version 1 database when it is opened.
  * 3: `runs.packed`, `journal.packed` and `snapshots.packed`: a body of a few hundred bytes or more is stored deflated there
  * (row-packing.ts), its `body` empty; added to an older database when it is opened (its rows stay text).
+ * 4: `journal_chunks`, a partial index of the rows written with snapshots (`trace` and `transcript` chunks): a
+ * resume reads those few rows of a long run without visiting the others; built on an older database when opened.
  */
 export const SQLITE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -48,4 +50,5 @@ CREATE TABLE IF NOT EXISTS control (
 /** Run after SQLITE_SCHEMA: brings a version 1 database up to date. */
 export const SQLITE_SCHEMA_FINISH = `
 CREATE INDEX IF NOT EXISTS runs_finished_at ON runs (finished_at) WHERE finished_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS journal_chunks ON journal (run_id, seq) WHERE kind IN ('trace', 'transcript');
 `;

@@ -144,8 +144,11 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
         db.pragma('wal_checkpoint(PASSIVE)');
       }
     },
-    async readJournal(runId, afterSeq) {
-      return (use().statements.readJournal.all(runId, afterSeq) as PackedRow[]).map((row) => unpacked(runId, row));
+    async readJournal(runId, afterSeq, kinds) {
+      const { db, statements } = use();
+      const statement = kinds === undefined ? statements.readJournal : readKinds(db, statements, kinds);
+      if (statement === null) return [];
+      return (statement.all(runId, afterSeq) as PackedRow[]).map((row) => unpacked(runId, row));
     },
     async writeSnapshot(runId, row, lease) {
       use().writes.snapshot.immediate(runId, packed(row), lease);
@@ -267,8 +270,29 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
   };
 }
 
+/**
+ * The statement reading rows of some kinds only (null: none asked for), made once per set of kinds. The kinds
+ * are in its text, not bound: the planner uses the partial index `journal_chunks` only for a query whose
+ * condition is that index's own (`kind IN ('trace', 'transcript')`).
+ */
+function readKinds(db: Database, statements: ReturnType<typeof prepare>, kinds: readonly string[]) {
+  if (kinds.length === 0) return null;
+  const key = JSON.stringify(kinds);
+  let statement = statements.readKinds.get(key);
+  if (statement === undefined) {
+    const list = kinds.map((kind) => `'${String(kind).replaceAll("'", "''")}'`).join(', ');
+    statement = db.prepare(
+      `SELECT seq, kind, body, packed FROM journal WHERE run_id = ? AND seq > ? AND kind IN (${list}) ORDER BY seq`,
+    );
+    // A caller asking for many sets of kinds gets each prepared again rather than a cache without bound.
+    if (statements.readKinds.size < 16) statements.readKinds.set(key, statement);
+  }
+  return statement;
+}
+
 function prepare(db: Database) {
   return {
+    readKinds: new Map<string, BetterSqlite3.Statement<unknown[]>>(),
     insertRun: db.prepare(
       'INSERT OR IGNORE INTO runs (run_id, body, packed, lease_owner, lease_until) VALUES (?, ?, ?, ?, ?)',
     ),

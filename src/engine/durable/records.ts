@@ -18,6 +18,10 @@
  * Also (version unchanged, the field optional): a `model` record's response keeps its `metadata` (id, model,
  * finish reason), so a reply served on resume is traced and warned about as the live one was; older
  * records have none.
+ * 4: a `transcript` chunk is written with every snapshot, as the `trace` chunk is: the transcript's change since
+ * the previous chunk (`previous`, its seq), and the snapshot names its chunk (`session.transcriptChunk`), so a
+ * resume folds a few chunks instead of reading every event before the snapshot. A version 3 snapshot (no
+ * `transcriptChunk`) is still rebuilt from the events before it.
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
@@ -29,9 +33,9 @@ import { StoreRecordError } from './durable-errors.js';
 import { idRecordSchema } from './id-record.js';
 import { recordedLimitsSchema } from './recorded-limits.js';
 
-export const RECORD_SCHEMA_VERSION = 3 as const;
+export const RECORD_SCHEMA_VERSION = 4 as const;
 /** The versions this loopstate reads: the shapes of older ones are a subset of this one's. */
-const schemaVersionSchema = z.union([z.literal(1), z.literal(2), z.literal(RECORD_SCHEMA_VERSION)]);
+const schemaVersionSchema = z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(RECORD_SCHEMA_VERSION)]);
 
 const toolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: z.string() }).strict();
 const messageSchema = z.union([
@@ -211,8 +215,25 @@ export const traceRecordSchema = z
   })
   .strict();
 
+/**
+ * Version 4: the transcript's change since the previous chunk (`previous`, its seq; 0: none, `change` then starts
+ * from nothing), written with the snapshot after the event at `snapshotSeq`, which names it. The chunks a resume
+ * folds are the chain from the snapshot's own back through `previous`: a chunk whose snapshot was never
+ * written (the process died in between) is on no chain, and the resumed run's next chunk continues the one before.
+ */
+export const transcriptRecordSchema = z
+  .object({
+    ...base,
+    kind: z.literal('transcript'),
+    snapshotSeq: z.number().int().min(0),
+    previous: z.number().int().min(0),
+    change: transcriptChangeSchema,
+  })
+  .strict();
+
 const journalRecordSchema = z.discriminatedUnion('kind', [
   traceRecordSchema,
+  transcriptRecordSchema,
   eventRecordSchema,
   modelRecordSchema,
   intentRecordSchema,
@@ -236,6 +257,8 @@ export const snapshotRecordSchema = z
         /** Version 3: the transcript's length and task message, the messages rebuilt from the journal. */
         messages: z.number().int().min(0).optional(),
         taskMessageIndex: z.number().int().nullable().optional(),
+        /** Version 4: the seq of the `transcript` chunk written with this snapshot (the transcript is folded from its chain). */
+        transcriptChunk: z.number().int().positive().optional(),
         /** Versions 1 and 2, or without the in-memory trace: the trace whole. Version 3 with it: empty, `traceLength` long in the chunks. */
         trace: traceSchema,
         traceLength: z.number().int().min(0).optional(),
@@ -319,6 +342,7 @@ export type ModelRecord = z.output<typeof modelRecordSchema>;
 export type IntentRecord = z.output<typeof intentRecordSchema>;
 export type ToolResultRecord = z.output<typeof toolResultRecordSchema>;
 export type TraceRecord = z.output<typeof traceRecordSchema>;
+export type TranscriptRecord = z.output<typeof transcriptRecordSchema>;
 export type JournalRecord = z.output<typeof journalRecordSchema>;
 export type SnapshotRecord = z.output<typeof snapshotRecordSchema>;
 export type RunRecord = z.output<typeof runRecordSchema>;
@@ -482,6 +506,45 @@ export function decodeTraceChunk(body: string, runId: string, seq: number): Trac
   )
     throw refuse('not a valid record: a trace chunk of another shape');
   return value as unknown as TraceRecord;
+}
+
+/**
+ * A transcript chunk (version 4), checked by hand for what its schema asks (a resume reads the chain of them:
+ * every message of the history once, so zod's cost would grow with the run).
+ */
+export function decodeTranscriptChunk(body: string, runId: string, seq: number): TranscriptRecord {
+  const refuse = (problem: string) => new StoreRecordError({ code: 'corrupt_record', runId, seq, problem });
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    throw refuse(`not valid JSON (truncated or overwritten): ${(error as Error).message}`);
+  }
+  if (!isObject(value) || value.kind !== 'transcript') throw refuse('not a valid record: expected a transcript chunk');
+  const version = value.schemaVersion;
+  if (typeof version === 'number' && version > RECORD_SCHEMA_VERSION)
+    throw new StoreRecordError({
+      code: 'unsupported_record_version',
+      runId,
+      seq,
+      problem: `schemaVersion ${version} is newer than this loopstate reads (${RECORD_SCHEMA_VERSION}); upgrade loopstate to resume it`,
+    });
+  if (!schemaVersionSchema.safeParse(version).success) throw refuse('not a valid record: no known schemaVersion');
+  if (value.runId !== runId || value.seq !== seq)
+    throw refuse(`it names ${String(value.runId)} seq ${String(value.seq)}, not where it is stored`);
+  const { snapshotSeq, previous, change } = value;
+  if (
+    Object.keys(value).length !== 7 ||
+    !Number.isInteger(snapshotSeq) ||
+    (snapshotSeq as number) < 0 ||
+    !Number.isInteger(previous) ||
+    (previous as number) < 0 ||
+    (previous as number) >= seq ||
+    !isTranscriptChange(change) ||
+    Object.keys(change).length !== 4
+  )
+    throw refuse('not a valid record: a transcript chunk of another shape');
+  return value as unknown as TranscriptRecord;
 }
 
 const TRANSCRIPT_START = '"delta":{"transcript":';

@@ -1,7 +1,10 @@
 /**
  * Reads a run back from the store: the latest snapshot, the events after it (minus the one a
  * continued stop replaced), and what the effect in flight had journalled. Every record is validated
- * on the way in; one bad record refuses the whole run.
+ * on the way in; one bad record refuses the whole run. The history before the snapshot is read from the
+ * chunks written with the snapshots (a row per snapshot, not the events' rows): the transcript's chain and
+ * the in-memory trace. Only a version 3 snapshot, which has no transcript chain, has its transcript
+ * rebuilt from every event before it.
  */
 import type { Store } from '../../contracts/store.js';
 import type { TraceEvent } from '../trace/trace-event.js';
@@ -10,6 +13,7 @@ import type { Message } from '../../contracts/model.js';
 import {
   decodeJournalRecord,
   decodeTraceChunk,
+  decodeTranscriptChunk,
   decodeTranscriptPart,
   type TranscriptChange,
   decodeSnapshotRecord,
@@ -19,6 +23,7 @@ import {
   type SnapshotRecord,
   type ToolResultRecord,
   type TraceRecord,
+  type TranscriptRecord,
   type Decisions,
 } from './records.js';
 
@@ -42,19 +47,36 @@ export interface ResumePlan {
   continueWith: ContinueWith | null;
 }
 
+/** The kinds of the rows written with snapshots: what a resume reads of the history before the latest one. */
+export const CHUNK_KINDS: readonly string[] = ['trace', 'transcript'];
+
 export async function readResumePlan(store: Store, runId: string): Promise<ResumePlan> {
   const snapshotRow = await store.latestSnapshot(runId);
   const snapshot = snapshotRow === null ? null : decodeSnapshotRecord(snapshotRow.body, runId, snapshotRow.seq);
   const after = snapshot?.seq ?? 0;
-  // A snapshot without the transcript: the events before it are read for their transcript changes only.
-  const rebuild = snapshot !== null && snapshot.session.transcript === undefined;
-  const rows = await store.readJournal(runId, rebuild ? 0 : after);
+  const chunk = snapshot?.session.transcriptChunk;
+  // A version 3 snapshot (no transcript, no chain): the events before it are read for their transcript changes.
+  const rebuild = snapshot !== null && snapshot.session.transcript === undefined && chunk === undefined;
+  const [rows, chunkRows] = await Promise.all([
+    store.readJournal(runId, rebuild ? 0 : after),
+    // A store may ignore the kinds: they are filtered here again.
+    chunk === undefined ? Promise.resolve([]) : store.readJournal(runId, 0, CHUNK_KINDS),
+  ]);
   const before = rebuild ? rows.filter((row) => row.seq <= after) : [];
   const traceLength = snapshot?.session.traceLength;
   // Chunks are written just after their snapshot's event: every chunk up to the snapshot's own.
-  const trace = rebuild && traceLength !== undefined ? traceBefore(rows, after, traceLength, runId) : null;
+  const trace =
+    traceLength === undefined || (!rebuild && chunk === undefined)
+      ? null
+      : traceBefore(rebuild ? rows : chunkRows, after, traceLength, runId);
+  const transcript =
+    chunk !== undefined
+      ? transcriptChain(chunkRows, chunk, after, runId)
+      : rebuild
+        ? transcriptBefore(before, runId)
+        : null;
   const records = (rebuild ? rows.filter((row) => row.seq > after) : rows)
-    .filter((row) => row.kind !== 'trace')
+    .filter((row) => row.kind !== 'trace' && row.kind !== 'transcript')
     .map((row) => decodeJournalRecord(row.body, runId, row.seq));
   const superseded = new Set<number>();
   for (const record of records)
@@ -74,7 +96,7 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
     (snapshot === null ? null : Number((snapshot.machine.context as { lastEventAt?: unknown }).lastEventAt ?? NaN));
   return {
     snapshot,
-    transcript: rebuild ? transcriptBefore(before, runId) : null,
+    transcript,
     trace,
     events,
     tail,
@@ -115,6 +137,54 @@ function transcriptBefore(rows: readonly { seq: number; kind: string; body: stri
 }
 
 /**
+ * The transcript at a version 4 snapshot: its chunk and the chain before it (through `previous`) back to
+ * the last chunk that replaced the transcript, folded from there. Chunks on no chain (their snapshot never
+ * written), and those before that replacement, are not even parsed: with a context ceiling that trims the
+ * conversation, a resume reads only what the next request can hold.
+ */
+function transcriptChain(
+  rows: readonly { seq: number; kind: string; body: string }[],
+  head: number,
+  snapshotSeq: number,
+  runId: string,
+): Message[] {
+  const bySeq = new Map<number, { seq: number; kind: string; body: string }>();
+  for (const row of rows) if (row.kind === 'transcript') bySeq.set(row.seq, row);
+  const chain: TranscriptRecord[] = [];
+  // Each chunk's `previous` is below its own seq (checked when decoded): the walk ends.
+  for (let seq = head, referrer = snapshotSeq; seq !== 0;) {
+    const row = bySeq.get(seq);
+    if (row === undefined)
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId,
+        seq: referrer,
+        problem: `the transcript chunk it continues (seq ${seq}) is not in the journal`,
+      });
+    const record = decodeTranscriptChunk(row.body, runId, seq);
+    chain.push(record);
+    // A chunk that replaced the transcript (a new task, a trimmed context) holds all of it: the chunks before are not read.
+    if (record.change.replace) break;
+    referrer = seq;
+    seq = record.previous;
+  }
+  let messages: Message[] = [];
+  for (let index = chain.length - 1; index >= 0; index--) {
+    const { seq, change } = chain[index]!;
+    if (change.replace) messages = [];
+    else if (change.from !== messages.length)
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId,
+        seq,
+        problem: `its transcript (from message ${change.from}, not ${messages.length}) does not continue the chunk before it`,
+      });
+    for (const message of change.messages) messages.push(message);
+  }
+  return messages;
+}
+
+/**
  * The trace at the snapshot after event `snapshotSeq`: its chunks in seq order, each from where it says it
  * starts (a chunk written again after a crash overlaps the one whose snapshot was never written).
  */
@@ -136,7 +206,9 @@ export async function readResultTrace(
   runId: string,
   at: { seq: number; length: number },
 ): Promise<TraceEvent[]> {
-  const rows = (await store.readJournal(runId, 0)).filter((row) => row.kind === 'trace' && row.seq <= at.seq);
+  const rows = (await store.readJournal(runId, 0, CHUNK_KINDS)).filter(
+    (row) => row.kind === 'trace' && row.seq <= at.seq,
+  );
   return foldTrace(rows, runId, at.length, at.seq, () => true, "result's trace");
 }
 

@@ -7,7 +7,9 @@
  * groups (see `queue`). Every `snapshotEvery` events the machine's persisted snapshot and the session's
  * small fields are written too, with the in-memory trace since the last snapshot as a trace chunk; the
  * snapshot holds no history, so it stays small however long the run (but it still waits for the journal
- * since the last one to be as large as it, so snapshots never cost more than the journal).
+ * since the last one to be as large as it, so snapshots never cost more than the journal). With it goes a
+ * transcript chunk: the transcript's change since the previous chunk, which it names, so a resume folds
+ * that chain (one row per snapshot) instead of reading every event before the snapshot.
  * Resume restores the latest snapshot and re-applies the events after it (their deltas, then the
  * events themselves to the actor, which reproduces the transitions' trace and warnings): nothing is
  * executed again, and the state comes back exactly as it was, clock readings included, because it is
@@ -51,6 +53,9 @@ import type { ResumePlan } from './resume-plan.js';
 import {
   applyDelta,
   cursorOf,
+  markOf,
+  transcriptChange,
+  type TranscriptMark,
   restoreSessionState,
   sessionDelta,
   sessionState,
@@ -100,6 +105,11 @@ export class RunJournal implements DriverHooks {
   private committing: Promise<void> = Promise.resolve();
   /** How much of the in-memory trace the journal's trace chunks hold (the next chunk starts there). */
   private traceChunked: number;
+  /** The last transcript chunk (0: none yet, the next one holds the transcript whole) and where the transcript stood then. */
+  private transcriptChunk: { seq: number; mark: TranscriptMark } = {
+    seq: 0,
+    mark: { transcript: null, revision: 0, messages: 0 },
+  };
   /** Tool calls running now: an outcome is committed at once while another call of its round still runs. */
   private toolsRunning = 0;
   /** The first journal write that failed during the effect in flight, if one did. */
@@ -206,6 +216,9 @@ export class RunJournal implements DriverHooks {
           runId: this.runId,
           seq: plan.snapshot.seq,
         });
+      // The next chunk continues the snapshot's; after an older snapshot (none) it starts a chain, the transcript whole.
+      const chunkSeq = plan.snapshot?.session.transcriptChunk;
+      if (chunkSeq !== undefined) this.transcriptChunk = { seq: chunkSeq, mark: markOf(session.transcript) };
       // Cursors of a rebuilt run carry the progress tracker whole in the next record: it was restored, not tracked.
       this.cursor = cursorOf(session, false);
       const stoppedAt = plan.continueWith?.waitingSeq ?? null;
@@ -305,13 +318,25 @@ export class RunJournal implements DriverHooks {
       });
       this.traceChunked = session.trace.length;
     }
+    // The transcript since the last chunk, committed (like the trace's) with the events before the snapshot.
+    const transcriptChunkSeq = this.takeSeq();
+    this.queue({
+      schemaVersion: RECORD_SCHEMA_VERSION,
+      kind: 'transcript',
+      runId: this.runId,
+      seq: transcriptChunkSeq,
+      snapshotSeq: this.lastEventSeq,
+      previous: this.transcriptChunk.seq,
+      change: transcriptChange(session.transcript, this.transcriptChunk.mark),
+    });
+    this.transcriptChunk = { seq: transcriptChunkSeq, mark: markOf(session.transcript) };
     const record: SnapshotRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'snapshot',
       runId: this.runId,
       seq: this.lastEventSeq,
       machine: actor.getPersistedSnapshot() as unknown as SnapshotRecord['machine'],
-      session: sessionState(session, this.health, traceInChunks),
+      session: sessionState(session, this.health, traceInChunks, transcriptChunkSeq),
     };
     const body = encodeRecord(record);
     this.lastSnapshotBytes = body.length;

@@ -80,21 +80,38 @@ const taskMessageIndex = (transcript: Transcript): number | null => {
   return index < 0 ? null : index;
 };
 
+/** Where a transcript stood: the object (a new task or a restore makes another), its revision and length. */
+export interface TranscriptMark {
+  transcript: Transcript | null;
+  revision: number;
+  messages: number;
+}
+
+export const markOf = (transcript: Transcript): TranscriptMark => ({
+  transcript,
+  revision: transcript.revision,
+  messages: transcript.messages.length,
+});
+
+/** The transcript's change since `mark`: the messages appended, or the whole transcript when it was replaced or trimmed. */
+export function transcriptChange(transcript: Transcript, mark: TranscriptMark): SessionDelta['transcript'] {
+  const replace =
+    transcript !== mark.transcript ||
+    transcript.revision !== mark.revision ||
+    transcript.messages.length < mark.messages;
+  const from = replace ? 0 : mark.messages;
+  return {
+    replace,
+    from,
+    messages: transcript.messages.slice(from),
+    taskMessageIndex: taskMessageIndex(transcript),
+  };
+}
+
 /** What changed since `cursor`. `health` is null when the run's health is shared (the caller's, not the run's). */
 export function sessionDelta(session: RunSession, cursor: SessionCursor, health: ToolHealth | null): SessionDelta {
-  const { transcript } = session;
-  const replace =
-    transcript !== cursor.transcript ||
-    transcript.revision !== cursor.revision ||
-    transcript.messages.length < cursor.messages;
-  const from = replace ? 0 : cursor.messages;
   return {
-    transcript: {
-      replace,
-      from,
-      messages: transcript.messages.slice(from),
-      taskMessageIndex: taskMessageIndex(transcript),
-    },
+    transcript: transcriptChange(session.transcript, cursor),
     traceFrom: cursor.trace,
     trace: session.trace.slice(cursor.trace),
     warningsFrom: cursor.warnings,
@@ -109,18 +126,20 @@ export function sessionDelta(session: RunSession, cursor: SessionCursor, health:
 }
 
 /**
- * The session for a snapshot: everything but the transcript, which the journal's events hold already (the
- * history is stored once); its length is kept to check the transcript rebuilt on resume.
+ * The session for a snapshot: everything but the transcript, which is in the `transcript` chunk at
+ * `transcriptChunk` and the chain before it; its length is kept to check the transcript folded on resume.
  */
 export function sessionState(
   session: RunSession,
   health: ToolHealth | null,
   traceInChunks: boolean,
+  transcriptChunk: number,
 ): SnapshotRecord['session'] {
   const { transcript } = session;
   return {
     messages: transcript.messages.length,
     taskMessageIndex: taskMessageIndex(transcript),
+    transcriptChunk,
     // The in-memory trace is in the journal's trace chunks, written with the snapshot.
     ...(traceInChunks ? { trace: [], traceLength: session.trace.length } : { trace: [...session.trace] }),
     warnings: [...session.warnings],
@@ -206,7 +225,8 @@ export function applyDelta(session: RunSession, health: ToolHealth | null, delta
 
 /**
  * Replaces the whole session with a snapshot's. `transcript`: the transcript rebuilt from the journal for
- * a snapshot that does not hold it (version 3); a version 1 or 2 snapshot holds it whole.
+ * a snapshot that does not hold it (version 4: folded from its chunks; version 3: from the events before
+ * it); a version 1 or 2 snapshot holds it whole.
  */
 export function restoreSessionState(
   session: RunSession,

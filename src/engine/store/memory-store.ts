@@ -99,11 +99,11 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
       if (runBody !== undefined) run.finishedAt = finishedAt ?? null;
       if (rows.length === 0 || runBody !== undefined) run.leaseUntil = lease.until;
     },
-    async readJournal(runId, afterSeq) {
+    async readJournal(runId, afterSeq, kinds) {
       const run = runs.get(runId);
       return run
         ? run.journal
-            .filter((row) => row.seq > afterSeq)
+            .filter((row) => row.seq > afterSeq && (kinds === undefined || kinds.includes(row.kind)))
             .sort((a, b) => a.seq - b.seq)
             .map((row) => ({ ...row }))
         : [];

@@ -158,6 +158,55 @@ export const journalChecks: ContractCheckBody[] = [
     },
   },
   {
+    name: 'journal: a read of some kinds returns every row of those kinds after afterSeq, in seq order',
+    async body(context) {
+      const { store } = context;
+      const lease = await createdRun(context, 'run-k');
+      const chunk = (seq: number, kind: string): StoreRow => ({ seq, kind, body: `{"${kind}":${seq}}` });
+      const rows = [eventRow(1), chunk(2, 'trace'), chunk(3, 'transcript'), eventRow(4), chunk(6, 'trace')];
+      await call(context, 'append of seqs 1 to 4 and 6, of kinds event, trace and transcript', () =>
+        store.append('run-k', rows, lease),
+      );
+      // A store may leave other kinds in (the durable layer filters again); it must not leave any of these out.
+      const of = async (afterSeq: number, kinds: string[]) =>
+        storeRowsOf(
+          await call(context, `readJournal("run-k", ${afterSeq}, ${JSON.stringify(kinds)})`, () =>
+            store.readJournal('run-k', afterSeq, kinds),
+          ),
+        );
+      const kept = (read: StoreRow[], kinds: string[]) => read.filter((row) => kinds.includes(row.kind));
+      const chunks = ['trace', 'transcript'];
+      const read = await of(0, chunks);
+      expectEqual(context, 'readJournal(runId, 0, [trace, transcript]): those rows', kept(read, chunks), [
+        chunk(2, 'trace'),
+        chunk(3, 'transcript'),
+        chunk(6, 'trace'),
+      ]);
+      expectEqual(
+        context,
+        'readJournal(runId, 0, [trace, transcript]): in seq order',
+        read.map((row) => row.seq),
+        [...read.map((row) => row.seq)].sort((a, b) => a - b),
+      );
+      expectEqual(
+        context,
+        'readJournal(runId, 2, [trace, transcript]): the rows after seq 2 only',
+        kept(await of(2, chunks), chunks),
+        [chunk(3, 'transcript'), chunk(6, 'trace')],
+      );
+      expectEqual(context, 'readJournal(runId, 0, [event])', kept(await of(0, ['event']), ['event']), [
+        eventRow(1),
+        eventRow(4),
+      ]);
+      expectEqual(
+        context,
+        'readJournal(runId, 0) without kinds: every row',
+        await readJournal(context, 'run-k', 0),
+        rows,
+      );
+    },
+  },
+  {
     name: 'journal: a second writer of one (runId, seq) is refused with StoreConflictError',
     async body(context) {
       const { store, now } = context;

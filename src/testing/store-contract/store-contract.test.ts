@@ -42,6 +42,7 @@ const named = (prefix: string) => {
 
 const JOURNAL_ORDER = 'journal: append then read';
 const DUPLICATE_SEQ = 'journal: a second writer';
+const KINDS = 'journal: a read of some kinds';
 const LEASE_CAS = 'leases: take, renew';
 const LEASE_EXPIRY = 'leases: an expired lease';
 const LEASE_RACE = 'leases: of owners racing';
@@ -88,7 +89,21 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
           body,
         ),
     }),
-    caughtBy: [JOURNAL_ORDER, DUPLICATE_SEQ, HEARTBEAT, LARGE, PRUNE],
+    caughtBy: [JOURNAL_ORDER, KINDS, DUPLICATE_SEQ, HEARTBEAT, LARGE, PRUNE],
+  },
+  {
+    breakage: 'reads nothing when asked for some kinds (a store that ignores them is fine, not one that drops them)',
+    patch: (inner) => ({
+      readJournal: async (runId, afterSeq, kinds) => (kinds === undefined ? inner.readJournal(runId, afterSeq) : []),
+    }),
+    caughtBy: [KINDS],
+  },
+  {
+    breakage: 'reads some kinds from the start, whatever afterSeq',
+    patch: (inner) => ({
+      readJournal: (runId, afterSeq, kinds) => inner.readJournal(runId, kinds === undefined ? afterSeq : 0, kinds),
+    }),
+    caughtBy: [KINDS],
   },
   {
     breakage: 'reads the journal in the order it was written, not by seq',
@@ -398,6 +413,6 @@ describe('storeContract', () => {
 
   it('names every check uniquely, so a runner shows each one', () => {
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(18);
+    expect(names.length).toBe(19);
   });
 });
