@@ -150,8 +150,12 @@ const worker = await dbosWorker({
   version: 'bench',
   stepsPerWorkflow: 10_000,
 });
-type Mode = 'embedded' | 'dbos' | Stepped;
-const modes: Mode[] = ['embedded', 'dbos', 'effect-steps', 'model-steps'];
+// Embedded, with the worker's gate before each effect: the journal then commits each effect's outcome
+// at once (so a handoff at the gate leaves nothing uncommitted), the one thing the worker's journal does
+// differently from the embedded mode's.
+const gatedRuns = durableRunsOf(embedded)!;
+type Mode = 'embedded' | 'embedded-gated' | 'dbos' | Stepped;
+const modes: Mode[] = ['embedded', 'embedded-gated', 'dbos', 'effect-steps', 'model-steps'];
 const runMs: Record<`${Mode}:${number}`, number[]> = {};
 const waitMs: Record<number, number[]> = {};
 const rounds = 6;
@@ -165,6 +169,8 @@ for (let round = -1; round < rounds; round++) {
       const started = performance.now();
       let result: { stopReason: string; steps: number; detail?: string | null };
       if (mode === 'embedded') result = await embedded.run({ goal, runId });
+      else if (mode === 'embedded-gated')
+        result = await gatedRuns.run(validateRunInput({ goal, runId }), { effectStep: (_kind, perform) => perform() });
       else if (mode === 'dbos') result = await worker.enqueue({ goal, runId }).then(() => worker.result(runId));
       else
         result = await DBOS.startWorkflow(stepped, { workflowID: runId })(runId, goal, mode).then((handle) =>
@@ -178,7 +184,7 @@ for (let round = -1; round < rounds; round++) {
         const inside = Number(recorded.at(-1)?.completedAtEpochMs ?? 0) - Number(recorded[0]?.startedAtEpochMs ?? 0);
         if (round >= 0) (waitMs[length] ??= []).push(elapsed - inside);
         elapsed = inside;
-      } else if (mode !== 'embedded') elapsed = steppedMs.at(-1)!;
+      } else if (mode === 'effect-steps' || mode === 'model-steps') elapsed = steppedMs.at(-1)!;
       if (result.stopReason !== 'completed' || result.steps !== length)
         throw new Error(
           `${mode} run ${runId} did not do the work: ${result.stopReason} after ${result.steps} steps (${result.detail})`,
@@ -213,11 +219,12 @@ console.log(
   `  embedded on postgresStore: ${(plain.perStepMs * 1000).toFixed(0)} µs/step, ${plain.perRunMs.toFixed(1)} ms/run`,
 );
 const described: Record<Exclude<Mode, 'embedded'>, string> = {
+  'embedded-gated': 'embedded, each effect committed at once (as under the worker)',
   dbos: 'dbosWorker (effects journalled, a leg checkpointed at entry and end), inside the workflow',
   'effect-steps': 'each effect a DBOS step (the design before)',
   'model-steps': 'one DBOS step a loop step (around the model call)',
 };
-for (const mode of ['dbos', 'effect-steps', 'model-steps'] as const) {
+for (const mode of ['embedded-gated', 'dbos', 'effect-steps', 'model-steps'] as const) {
   const cost = fit(mode);
   console.log(
     `  ${described[mode]}: ${(cost.perStepMs * 1000).toFixed(0)} µs/step, ${cost.perRunMs.toFixed(1)} ms/run; adds ${((cost.perStepMs - plain.perStepMs) * 1000).toFixed(0)} µs/step (${(cost.perStepMs / plain.perStepMs).toFixed(2)}×)`,
