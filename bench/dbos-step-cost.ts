@@ -3,8 +3,10 @@
  * - one bare `DBOS.runStep` (its output checkpointed in Postgres) and one journal append of
  *   `postgresStore`, in µs;
  * - a loop step (a model call and a tool round, each one effect) driven embedded on `postgresStore`
- *   beside the same loop driven by an in-process `dbosWorker`, where each effect is a DBOS step: the
- *   difference is what DBOS adds per loop step. Runs alternate between the two, to cancel drift.
+ *   beside the same loop driven by an in-process `dbosWorker` (effects journalled, not checkpointed):
+ *   the difference is what DBOS adds per loop step. Beside them, the designs weighed against it, in a
+ *   DBOS workflow of the bench's own: each effect a DBOS step (the design before), and one DBOS step a
+ *   loop step (around the model call). Runs alternate between the modes, to cancel drift.
  *
  *   LOOPSTATE_TEST_POSTGRES_URL=postgresql://postgres@127.0.0.1:5432/postgres npm run bench:dbos -- 2000 40
  */
@@ -16,6 +18,8 @@ import { z } from 'zod';
 import { createLoop, defineTool, type Model, type Store } from 'loopstate';
 import { dbosWorker } from 'loopstate/dbos';
 import { postgresStore } from 'loopstate/postgres';
+import { validateRunInput } from '../src/engine/config/config.js';
+import { durableRunsOf } from '../src/engine/loop.js';
 
 const steps = Number(process.argv[2] ?? 2_000);
 const loopSteps = Number(process.argv[3] ?? 40);
@@ -120,6 +124,24 @@ function benchLoop(store: Store) {
 const lengths = [loopSteps, loopSteps * 4] as const;
 const loopStore = postgresStore({ connectionString: url.toString() });
 const embedded = benchLoop(loopStore);
+// The designs weighed: DBOS checkpoints around each effect, or around each model call (one a loop step).
+type Stepped = 'effect-steps' | 'model-steps';
+const steppedRuns = durableRunsOf(benchLoop(loopStore))!;
+const steppedMs: number[] = [];
+const stepped = DBOS.registerWorkflow(
+  async (runId: string, goal: string, every: Stepped) => {
+    const started = performance.now();
+    const result = await steppedRuns.run(validateRunInput({ goal, runId }), {
+      effectStep: (kind, perform) =>
+        every === 'effect-steps' || kind === 'callModel'
+          ? DBOS.runStep(perform, { name: `effect:${kind}` })
+          : perform(),
+    });
+    steppedMs.push(performance.now() - started);
+    return { stopReason: result.stopReason, steps: result.steps, detail: result.detail };
+  },
+  { name: 'bench-stepped' },
+);
 const worker = await dbosWorker({
   loop: benchLoop(loopStore),
   store: loopStore,
@@ -127,21 +149,38 @@ const worker = await dbosWorker({
   executorId: 'bench',
   version: 'bench',
   stepsPerWorkflow: 10_000,
+  // `worker.result` polls the run's status while it runs: every 20 ms by default, a query each time on
+  // the same two cores. That costs per second waited, not per step, and is measured apart (the time
+  // outside the workflow here, enqueue → result in bench:dbos-failover); polled every 20 ms it would
+  // show up in the slope as a cost per step.
+  pollingIntervalMs: 500,
 });
-type Mode = 'embedded' | 'dbos';
+// Embedded, with the worker's gate before each effect: the journal then commits each effect's outcome
+// at once (so a handoff at the gate leaves nothing uncommitted), the one thing the worker's journal does
+// differently from the embedded mode's.
+const gatedRuns = durableRunsOf(embedded)!;
+type Mode = 'embedded' | 'embedded-gated' | 'dbos' | Stepped;
+const modes: Mode[] = ['embedded', 'embedded-gated', 'dbos', 'effect-steps', 'model-steps'];
 const runMs: Record<`${Mode}:${number}`, number[]> = {};
 const waitMs: Record<number, number[]> = {};
 const rounds = 6;
 for (let round = -1; round < rounds; round++) {
   for (const length of lengths) {
-    for (const mode of round % 2 === 0 ? (['embedded', 'dbos'] as const) : (['dbos', 'embedded'] as const)) {
+    // A different order each round: no mode always follows another.
+    const order = modes.map((_, index) => modes[(index + round + 1) % modes.length]!);
+    for (const mode of round % 2 === 0 ? order : order.reverse()) {
       const runId = `loop-${mode}-${length}-${round}`;
       const goal = `Look everything up (steps=${length})`;
       const started = performance.now();
-      const result =
-        mode === 'embedded'
-          ? await embedded.run({ goal, runId })
-          : await worker.enqueue({ goal, runId }).then(() => worker.result(runId));
+      let result: { stopReason: string; steps: number; detail?: string | null };
+      if (mode === 'embedded') result = await embedded.run({ goal, runId });
+      else if (mode === 'embedded-gated')
+        result = await gatedRuns.run(validateRunInput({ goal, runId }), { effectStep: (_kind, perform) => perform() });
+      else if (mode === 'dbos') result = await worker.enqueue({ goal, runId }).then(() => worker.result(runId));
+      else
+        result = await DBOS.startWorkflow(stepped, { workflowID: runId })(runId, goal, mode).then((handle) =>
+          handle.getResult(),
+        );
       let elapsed = performance.now() - started;
       if (mode === 'dbos') {
         // Inside the workflow, from its first step's start to its last step's end: the queue's and the
@@ -150,7 +189,7 @@ for (let round = -1; round < rounds; round++) {
         const inside = Number(recorded.at(-1)?.completedAtEpochMs ?? 0) - Number(recorded[0]?.startedAtEpochMs ?? 0);
         if (round >= 0) (waitMs[length] ??= []).push(elapsed - inside);
         elapsed = inside;
-      }
+      } else if (mode === 'effect-steps' || mode === 'model-steps') elapsed = steppedMs.at(-1)!;
       if (result.stopReason !== 'completed' || result.steps !== length)
         throw new Error(
           `${mode} run ${runId} did not do the work: ${result.stopReason} after ${result.steps} steps (${result.detail})`,
@@ -159,15 +198,16 @@ for (let round = -1; round < rounds; round++) {
     }
   }
 }
-const recorded = await DBOS.listWorkflowSteps(`loop-dbos-${loopSteps}-0`);
-const effectSteps = (recorded ?? []).filter(
-  (step) => (step.output as { kind?: string } | null)?.kind === 'effect',
-).length;
-// A model call and a tool round a step, but the last step's answer is evaluated instead.
-if (effectSteps !== loopSteps * 2)
-  throw new Error(
-    `expected ${loopSteps * 2} effect steps (model calls, tool rounds, the answer's evaluation), found ${effectSteps}`,
-  );
+// The checkpoints each design wrote for one run: the worker's are a constant few, whatever the run's length.
+const checkpoints = async (runId: string) => ((await DBOS.listWorkflowSteps(runId)) ?? []).length;
+const written = {
+  dbos: await checkpoints(`loop-dbos-${loopSteps}-0`),
+  'effect-steps': await checkpoints(`loop-effect-steps-${loopSteps}-0`),
+  'model-steps': await checkpoints(`loop-model-steps-${loopSteps}-0`),
+};
+if (written.dbos > 3 || written['effect-steps'] !== loopSteps * 2 || written['model-steps'] !== loopSteps)
+  throw new Error(`unexpected DBOS checkpoints for runs of ${loopSteps} steps: ${JSON.stringify(written)}`);
+console.log(`DBOS checkpoints for one run of ${loopSteps} steps: ${JSON.stringify(written)}`);
 await worker.shutdown();
 await loopStore.close();
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -176,21 +216,27 @@ const fit = (mode: Mode) => {
   const perStepMs = (long! - short!) / (lengths[1] - lengths[0]);
   return { perStepMs, perRunMs: short! - perStepMs * lengths[0] };
 };
-const [plain, dbos] = [fit('embedded'), fit('dbos')];
+const plain = fit('embedded');
 console.log(
   `loop steps (a model call and a tool round each: two effects), runs of ${lengths.join(' and ')} steps, ${rounds} runs each, medians, fitted:`,
 );
 console.log(
   `  embedded on postgresStore: ${(plain.perStepMs * 1000).toFixed(0)} µs/step, ${plain.perRunMs.toFixed(1)} ms/run`,
 );
+const described: Record<Exclude<Mode, 'embedded'>, string> = {
+  'embedded-gated': 'embedded, each effect committed at once (as under the worker)',
+  dbos: 'dbosWorker (effects journalled, a leg checkpointed at entry and end), inside the workflow',
+  'effect-steps': 'each effect a DBOS step (the design before)',
+  'model-steps': 'one DBOS step a loop step (around the model call)',
+};
+for (const mode of ['embedded-gated', 'dbos', 'effect-steps', 'model-steps'] as const) {
+  const cost = fit(mode);
+  console.log(
+    `  ${described[mode]}: ${(cost.perStepMs * 1000).toFixed(0)} µs/step, ${cost.perRunMs.toFixed(1)} ms/run; adds ${((cost.perStepMs - plain.perStepMs) * 1000).toFixed(0)} µs/step (${(cost.perStepMs / plain.perStepMs).toFixed(2)}×)`,
+  );
+}
 console.log(
-  `  dbosWorker (each effect a DBOS step), inside the workflow: ${(dbos.perStepMs * 1000).toFixed(0)} µs/step, ${dbos.perRunMs.toFixed(1)} ms/run`,
-);
-console.log(
-  `  DBOS adds ${((dbos.perStepMs - plain.perStepMs) * 1000).toFixed(0)} µs/step (${(dbos.perStepMs / plain.perStepMs).toFixed(2)}×)`,
-);
-console.log(
-  `  plus, outside the workflow (enqueue → dequeue, result polling), median: ${lengths.map((length) => `${median(waitMs[length]!).toFixed(0)} ms at ${length} steps`).join(', ')}`,
+  `  plus, outside the workflow (enqueue → dequeue, result polled every 500 ms), median: ${lengths.map((length) => `${median(waitMs[length]!).toFixed(0)} ms at ${length} steps`).join(', ')}`,
 );
 console.log(
   `load average at end: ${loadavg()

@@ -137,6 +137,42 @@ describe('DBOS workers sharing a queue', () => {
     await Promise.all(workers.map(stopWorker));
   }, 90_000);
 
+  // Effects are journalled, not DBOS steps: a kill right after each side effect, before its outcome is
+  // journalled, leaves the survivor only the journal to go by.
+  it.each([
+    ['model:0', 'the first model call'],
+    ['model:1', 'a model call after the tool round'],
+    ['effect:refund:', 'the refund a person approved (no outcome lookup)'],
+    ['model:2', 'the last model call'],
+  ])(
+    'a worker SIGKILLed right after %s (%s): the other worker takes the run on from the journal, no tool runs twice',
+    async (killAt) => {
+      const log = join(scratch, `kill-${killAt.replaceAll(':', '-')}.log`);
+      await Promise.all([
+        startWorker(log, 'worker-k1', { KILL_AT: killAt }),
+        startWorker(log, 'worker-k2', { KILL_AT: killAt }),
+      ]);
+      const { done } = await runThroughWorkers(`refund-kill-${killAt.replaceAll(':', '-')}`);
+      expect(lines(log).filter((line) => line.startsWith('killed:'))).toHaveLength(1);
+      expect(count(log, 'effect:charge_fee:'), 'the fee is charged once').toBe(1);
+      expect(count(log, 'effect:refund:'), 'the refund runs at most once').toBe(1);
+      if (killAt.startsWith('model:')) {
+        // A model call whose reply was lost with the worker is made again; the others once.
+        for (const step of [0, 1, 2])
+          expect(count(log, `model:${step}`), `model call ${step}`).toBe(`model:${step}` === killAt ? 2 : 1);
+        expect(done.stopReason, done.detail).toBe('completed');
+        expect(done.output).toEqual({ refunded: 'O-7' });
+      } else {
+        // The refund ran, but its outcome was lost and it cannot be looked up: the run stops for a person
+        // (unknown_outcome) instead of refunding again, as the embedded mode does.
+        expect(done.stopReason, done.detail).toBe('needs_human');
+        expect(count(log, 'model:2')).toBe(0);
+      }
+      await Promise.all(workers.map(stopWorker));
+    },
+    90_000,
+  );
+
   it('a scripted run gives the same results through the workers as in the embedded mode', async () => {
     const log = join(scratch, 'same.log');
     await Promise.all([startWorker(log, 'worker-c'), startWorker(log, 'worker-d')]);
@@ -173,7 +209,7 @@ describe('DBOS workers sharing a queue', () => {
     ).toBe('driver:worker-e:model:1');
   }, 90_000);
 
-  it('a worker SIGKILLed inside an effect step of a successor workflow: the step is entered again on the other worker, nothing completed runs twice', async () => {
+  it('a worker SIGKILLed inside an effect of a successor workflow: the leg is entered again on the other worker, nothing completed runs twice', async () => {
     const log = join(scratch, 'successor-kill.log');
     const env = { KILL_AT: 'effect:charge_fee', STEPS_PER_WORKFLOW: '1' };
     await Promise.all([startWorker(log, 'worker-f', env), startWorker(log, 'worker-g', env)]);
@@ -185,7 +221,8 @@ describe('DBOS workers sharing a queue', () => {
     expect(count(log, 'effect:charge_fee:'), 'the fee is charged once').toBe(1);
     expect(count(log, 'effect:refund:'), 'the refund runs once').toBe(1);
     // One effect a workflow: the tool round died in part 2; its recovery drained the step recorded
-    // before (entered), marked where it came back, and ran the round there.
+    // before (entered), marked where it came back, and ran the round there. Effects are journalled,
+    // not DBOS steps: a leg records only where it was entered and how it ended.
     const kinds = async (workflowId: string) =>
       ((await steps.listWorkflowSteps(workflowId)) ?? [])
         .filter((step) => step.name === 'loopstate.step')
@@ -193,9 +230,9 @@ describe('DBOS workers sharing a queue', () => {
           const output = step.output as { kind: string; effect?: string };
           return output.effect === undefined ? output.kind : `${output.kind}:${output.effect}`;
         });
-    expect(await kinds('refund-parts')).toEqual(['entered', 'effect:callModel', 'leg-end']);
-    expect(await kinds('refund-parts/part/2')).toEqual(['entered', 'entered', 'effect:runTools', 'leg-end']);
-    expect(await kinds('refund-parts/part/3')).toEqual(['entered', 'effect:callModel', 'leg-end']);
+    expect(await kinds('refund-parts')).toEqual(['entered', 'leg-end']);
+    expect(await kinds('refund-parts/part/2')).toEqual(['entered', 'entered', 'leg-end']);
+    expect(await kinds('refund-parts/part/3')).toEqual(['entered', 'leg-end']);
     await Promise.all(workers.map(stopWorker));
   }, 90_000);
 

@@ -1,11 +1,12 @@
 /**
  * Distributed runs on DBOS Transact: a run is a chain of DBOS workflows on a DBOS queue, so any worker
- * process of the same definition may take a leg; each of the driver's effects is one DBOS step, inside
- * which its outcome is journalled in a `postgresStore` by the same durable layer as the embedded mode, so
- * the machine, its results and its resume rules are the same (see step-log.ts for how the two agree).
- * A leg hands over to a successor workflow after `stepsPerWorkflow` effects, so recovering one never
- * replays more than that many steps; a run that stops for approval waits in a waiter workflow, off the
- * queue, for the decisions `approve` sends it.
+ * process of the same definition may take a leg; the driver's effects are journalled in a `postgresStore`
+ * by the same durable layer as the embedded mode, so the machine, its results, its resume rules and its
+ * exactly-once effects are the same, and DBOS recovers the workflow that drives them (see step-log.ts for
+ * why an effect is not also a DBOS step). A leg hands over to a successor workflow after
+ * `stepsPerWorkflow` effects; a run that stops for approval waits in a waiter workflow, off the queue, for
+ * the decisions `approve` sends it. A slot freed by a finished leg takes the next queued run at once
+ * (slot-wake.ts), not at the queue's next poll.
  *
  * DBOS 5.3 without its hosted Conductor recovers only a restarted worker's own runs, so each worker
  * has a stable executor id, heartbeats into the store, and reaps: the PENDING workflows of an executor
@@ -22,7 +23,8 @@ import type { RunResult } from '../../engine/runtime/run-result.js';
 import type { PostgresStore } from '../postgres/index.js';
 import { DEFAULT_DBOS_WORKER } from '../../engine/constants.js';
 import { driveLeg, resumeRequest, runRequest, type LegRequest } from './run-leg.js';
-import { loadDbos, loadQueueRunner } from './load-dbos.js';
+import { loadDbos, loadDbosInternals, loadQueueRunner } from './load-dbos.js';
+import { wakeOnFreedSlot } from './slot-wake.js';
 import { leaseOwnerPrefix } from '../../engine/durable/lease-owner.js';
 import { machineVersion } from './machine-version.js';
 import { LegHandoff, StepLog, type LegOutcome } from './step-log.js';
@@ -70,15 +72,16 @@ export interface DbosWorkerOptions<Output = unknown> {
   /** A worker silent this long is dead: its runs go back on the queue and its leases are freed (default 5 000). */
   deadAfterMs?: number;
   /**
-   * How often the queue is polled for runs, in ms (default 20): the longest a queued run, or a slot freed
-   * by a finished run, waits. Stored with the queue, so the workers of its latest version set it for all.
+   * How often the queue is polled for runs, in ms (default 20): the longest a run another process queued
+   * waits for a free slot. A slot freed by a leg of this worker, and a run this worker queued, are
+   * dispatched at once. Stored with the queue, so the workers of its latest version set it for all.
    */
   queuePollingIntervalMs?: number;
   /** How often `result` and `approve` look whether a workflow finished, in ms (default 20). */
   pollingIntervalMs?: number;
   /** How long `shutdown()` waits for the runs in flight to finish their current step and hand on, in ms (default 30 000). */
   drainTimeoutMs?: number;
-  /** Effects one workflow runs before a successor workflow continues the run (default 200): bounds what a recovery replays. */
+  /** Effects one workflow runs before a successor workflow continues the run (default 200): bounds a workflow's length. */
   stepsPerWorkflow?: number;
   /** How long a run stopped for approval waits for `approve` in a waiter workflow, in ms (default 24 h); 0: no waiter, `approve` starts a new leg. */
   approvalWaitMs?: number;
@@ -215,7 +218,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   const stepsPerWorkflow = options.stepsPerWorkflow ?? DEFAULT_DBOS_WORKER.stepsPerWorkflow;
   const approvalWaitMs = options.approvalWaitMs ?? DEFAULT_DBOS_WORKER.approvalWaitMs;
 
-  // A leg: drive the run to its next stop (or `stepsPerWorkflow` effects), each effect one DBOS step.
+  // A leg: drive the run to its next stop (or `stepsPerWorkflow` effects), its effects journalled.
   const legWorkflow = DBOS.registerWorkflow(
     async (request: LegRequest): Promise<LegOutput> => {
       const self = DBOS.workflowID as string;
@@ -380,6 +383,16 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
   }
   await store.heartbeat(executorId, Date.now(), about);
   launched = true;
+  // A leg that ends, a run this worker queues, a dead worker's runs put back: the queue is polled now.
+  const slots = wakeOnFreedSlot(queue, loadDbosInternals(), (error: unknown) =>
+    DBOS.logger.warn(
+      `loopstate: polling queue ${queueName} for a freed slot failed (${String(error)}); its next poll retries`,
+    ),
+  );
+  if (!slots.active)
+    DBOS.logger.warn(
+      `loopstate: this DBOS has no queue runner to wake; a freed slot waits for queue ${queueName}'s next poll (queuePollingIntervalMs)`,
+    );
 
   // Since when this worker's own heartbeats have gone through: after an outage (the database restarted)
   // every worker was silent, and none is judged dead until the survivors have been heard again for
@@ -440,7 +453,10 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
           workflow.workflowName === WAIT_WORKFLOW_NAME && workflow.applicationVersion === applicationVersion,
       )
       .map((workflow) => workflow.workflowID);
-    if (legs.length > 0) await DBOS.resumeWorkflows(legs, { queueName });
+    if (legs.length > 0) {
+      await DBOS.resumeWorkflows(legs, { queueName });
+      slots.wake();
+    }
     if (waiters.length > 0) await DBOS.resumeWorkflows(waiters);
     // Only now: a reaper that dies before this line leaves its claim to expire and another reaper to redo it.
     await store.releaseExecutors(dead, executorId);
@@ -455,6 +471,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
 
   const start = async ({ workflowId, request }: { workflowId: string; request: LegRequest }) => {
     await DBOS.startWorkflow(legWorkflow, { workflowID: workflowId, queueName: queue.name })(request);
+    slots.wake();
     return { runId: request.runId, workflowId };
   };
   const port = chainPort(
@@ -498,6 +515,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
       clearInterval(timer);
       await reaping.catch(() => undefined);
       await DBOS.shutdown();
+      slots.uninstall();
       launched = false;
       // What is left (waiters, a step past the timeout) is handed on by the next live reaper, at once.
       await store.retire(executorId).catch((error: unknown) => DBOS.logger.warn(`loopstate: ${String(error)}`));

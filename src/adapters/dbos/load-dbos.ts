@@ -27,3 +27,19 @@ export function loadQueueRunner(): { stop(): void } | null {
     return null;
   }
 }
+
+/**
+ * DBOS's queue runner and the launched executor, for `wakeOnFreedSlot` (which checks their shape and
+ * does nothing when they are not what it relies on); null parts when this DBOS does not have them.
+ */
+export function loadDbosInternals(): { runner: unknown; executor: unknown } {
+  const internal = (path: string): Record<string, unknown> | null => {
+    try {
+      return createRequire(import.meta.url)(`@dbos-inc/dbos-sdk/internal/${path}`) as Record<string, unknown>;
+    } catch {
+      return null;
+    }
+  };
+  const executorClass = internal('dbos-executor')?.DBOSExecutor as { globalInstance?: unknown } | undefined;
+  return { runner: internal('wfqueue')?.wfQueueRunner ?? null, executor: executorClass?.globalInstance ?? null };
+}

@@ -6,7 +6,11 @@
 import { hash } from 'node:crypto';
 import { loopMachine } from '../../../machines/index.js';
 
-/** Bumped when the run's workflows change how they record steps (2: an effect a step, successors, waiters). */
+/**
+ * Bumped when the run's workflows change how they record steps so that one shape cannot recover the
+ * other's (2: successors, waiters). Not bumped when effects stopped being steps: both shapes drain
+ * whatever the other recorded, so workers of either recover runs of both during a rolling upgrade.
+ */
 const RUN_WORKFLOW_SHAPE = 2;
 
 /**

@@ -1,15 +1,24 @@
 /**
- * A run's workflow as DBOS sees it: every effect of the driver is one DBOS step, and the leg ends with
- * a step that records how it stopped.
+ * A run's workflow as DBOS sees it: a leg records where it was entered, the verdict on the decisions it
+ * was given, and how it stopped; the driver's effects in between are journalled, not checkpointed.
  *
- * Why the steps are re-entered the way they are: DBOS recovers a workflow by running its function again
- * from the start, serving each step it recorded by position. The run's state, though, lives in the
- * journal (written inside each effect step, in the same Postgres), and a resumed run is rebuilt from it,
- * not from the step outputs. So a re-entered workflow first *drains* the steps it recorded before:
- * each comes back recorded, without running, until the first position nothing was recorded at. That
- * position gets an `entered` marker (a no-op step), and the leg is driven on from the journal with fresh
- * steps, so step positions and journal never disagree. A leg whose end was recorded is not driven again.
- * All steps share one name because a drained position can hold any of them.
+ * Why effects are not DBOS steps: the run's state lives in the journal (a `postgresStore`), and a DBOS
+ * step's output would be recorded *after* the journal record of the same effect, so it could never settle
+ * an effect the journal had not settled already: a crash before the journal record re-runs the effect
+ * either way (a model call again; a non-idempotent tool is guarded by its intent record and
+ * `checkOutcome`, as in the embedded mode), a crash after it finds the effect in the journal. Each
+ * checkpoint cost 1.5–3 ms and a loop step has two effects, so dropping them is most of what DBOS added
+ * per step (bench/RESULTS.md). Recovery is the embedded mode's, which the crash tests prove at every
+ * effect boundary: DBOS re-runs the workflow, the journal serves what completed, leases keep a second
+ * execution of it from journalling.
+ *
+ * How the steps are re-entered: DBOS recovers a workflow by running its function again from the start,
+ * serving each step it recorded by position. A re-entered workflow first *drains* the steps it recorded
+ * before: each comes back recorded, without running, until the first position nothing was recorded at.
+ * That position gets an `entered` marker (a no-op step), and the leg is driven on from the journal, so
+ * step positions and journal never disagree. A leg whose end was recorded is not driven again. All
+ * steps share one name because a drained position can hold any of them (workflows recorded by earlier
+ * versions, with an `effect` step per effect, drain the same way).
  */
 import type { DBOS as DBOSType } from '@dbos-inc/dbos-sdk';
 import type { LoopEvent } from '../../../machines/types.js';
@@ -34,6 +43,7 @@ export type DecisionsVerdict =
 type StepOutput =
   | { kind: 'entered' }
   | DecisionsVerdict
+  // Recorded by earlier versions (an effect a step): drained like the others.
   | { kind: 'effect'; effect: string; event: string }
   | { kind: 'effect-failed'; effect: string; message: string }
   | { kind: 'leg-end'; outcome: LegOutcome };
@@ -73,36 +83,14 @@ export class StepLog {
     }
   }
 
-  /** One effect as one step; past the workflow's share, the run goes on in a successor instead. */
-  readonly effect = async (kind: string, perform: () => Promise<LoopEvent>): Promise<LoopEvent> => {
+  /**
+   * One effect, performed and journalled by `perform` (no DBOS step: see above); past the workflow's
+   * share, or while the worker drains, the run goes on in a successor instead.
+   */
+  readonly effect = async (_kind: string, perform: () => Promise<LoopEvent>): Promise<LoopEvent> => {
     if (this.effects >= this.stepsPerWorkflow || this.stopping()) throw new LegHandoff(this.effects);
     this.effects += 1;
-    let event: LoopEvent | undefined;
-    let failure: unknown;
-    await this.dbos.runStep(
-      async (): Promise<StepOutput> => {
-        // A failure (a store conflict, a lost lease) is not recorded as the step's outcome: a recorded
-        // error would be thrown again on every recovery of this workflow.
-        try {
-          event = await perform();
-          return { kind: 'effect', effect: kind, event: event.type };
-        } catch (error) {
-          failure = error;
-          return {
-            kind: 'effect-failed',
-            effect: kind,
-            message: error instanceof Error ? error.message : String(error),
-          };
-        }
-      },
-      { name: RUN_STEP_NAME },
-    );
-    if (failure !== undefined) throw failure;
-    if (event === undefined)
-      throw new Error(
-        'loopstate: a DBOS step of this leg was recorded before the leg was entered; the workflow is not the one that recorded it',
-      );
-    return event;
+    return perform();
   };
 
   /** Records whether the decisions the leg was given fit the run (once: a re-entered leg finds it among the drained steps). */
