@@ -7,11 +7,15 @@
  * no-progress detection and the in-memory trace on. Rounds are interleaved and the order rotates;
  * figures are medians.
  *
+ * Then, once each, 1,000 and 10,000 runs in flight: the peak heap per run sampled, and the heap per run that
+ * survives a full collection halfway through (what a run in flight holds); `--no-heap` leaves this out.
+ *
  *   npm run build && node dist/bench/run-fixed-cost.js            # 7 rounds
  *   node dist/bench/run-fixed-cost.js 3                           # rounds
  */
 import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
+import vm from 'node:vm';
 import { z } from 'zod';
 import { createLoop, defineTool, evaluators, type Loop, type Message, type Model } from 'loopstate';
 
@@ -117,18 +121,41 @@ async function perStep(runner: Runner, steps: number, stepsPerBatch: number): Pr
   return ((performance.now() - started) * 1000) / (runs * steps);
 }
 
-/** 1,000 runs started at once; wall time and the peak heap per run, sampled on every 50th model call. */
-async function concurrent(runner: Runner, runs: number): Promise<{ wallMs: number; heapPerRunKiB: number }> {
+/** A full garbage collection (exposed at run time: the bench runs without flags). */
+v8.setFlagsFromString('--expose-gc');
+const collectGarbage = vm.runInNewContext('gc') as () => void;
+
+/**
+ * `runs` runs started at once; wall time and the peak heap per run, sampled on every 50th model call (garbage
+ * not yet collected included). With `live`, also the heap per run that survives a full collection made halfway
+ * (when the runs have made half their model calls, all of them in flight): what a run in flight holds.
+ */
+async function concurrent(
+  runner: Runner,
+  runs: number,
+  live = false,
+): Promise<{ wallMs: number; heapPerRunKiB: number; liveHeapPerRunKiB: number }> {
   let peak = 0;
+  let liveHeap = 0;
+  if (live) collectGarbage();
   const before = v8.getHeapStatistics().used_heap_size;
+  const halfway = modelCalls + runs * 5;
   onModelCall = () => {
     if (modelCalls % 50 === 0) peak = Math.max(peak, v8.getHeapStatistics().used_heap_size);
+    if (live && modelCalls === halfway) {
+      collectGarbage();
+      liveHeap = v8.getHeapStatistics().used_heap_size;
+    }
   };
   const started = performance.now();
   await Promise.all(Array.from({ length: runs }, () => runner.run()));
   const wallMs = performance.now() - started;
   onModelCall = null;
-  return { wallMs, heapPerRunKiB: (peak - before) / runs / 1024 };
+  return {
+    wallMs,
+    heapPerRunKiB: (peak - before) / runs / 1024,
+    liveHeapPerRunKiB: (liveHeap - before) / runs / 1024,
+  };
 }
 
 const median = (values: number[]) => {
@@ -184,8 +211,20 @@ for (const name of Object.keys(wide))
 console.log(
   `1,000 concurrent: loopstate ÷ hand-written wall time ${(figure(walls.loopstate) / figure(walls['hand-written'])).toFixed(1)}×`,
 );
+// The heap at 1,000 and 10,000 runs in flight, peak sampled and live (once each: 10,000 runs take a while).
+const heapAt: Record<string, { peakKiB: number; liveKiB: number }> = {};
+if (!process.argv.includes('--no-heap'))
+  for (const runs of [1_000, 10_000])
+    for (const [name, runner] of Object.entries(wide)) {
+      const { heapPerRunKiB, liveHeapPerRunKiB } = await concurrent(runner, runs, true);
+      heapAt[`${name} ${runs}`] = { peakKiB: heapPerRunKiB, liveKiB: liveHeapPerRunKiB };
+      console.log(
+        `${runs.toLocaleString('en-US')} in flight, ${name.padEnd(12)} peak sampled ${heapPerRunKiB.toFixed(1)} KiB/run, live after a full GC halfway ${liveHeapPerRunKiB.toFixed(1)} KiB/run`,
+      );
+    }
 console.log(
   JSON.stringify({
+    heapInFlightKiBPerRun: heapAt,
     perStepMicroseconds: Object.fromEntries(Object.entries(timings).map(([name, values]) => [name, figure(values)])),
     ratioTenToHundred: tenSteps / hundredSteps,
     concurrentWallMs: Object.fromEntries(Object.entries(walls).map(([name, values]) => [name, figure(values)])),

@@ -181,7 +181,10 @@ export function createRedactor(options: RedactOptions = {}, knownSecrets: readon
     if (Array.isArray(value)) return value.map((item: unknown) => walk(item, depth + 1));
     if (!isPlainObject(value)) return value;
     const copy: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value)) copy[key] = walk(inner, depth + 1);
+    // Own enumerable string keys in `Object.entries` order, without an array per object and a pair per key:
+    // every trace event is walked, several per step.
+    for (const key in value)
+      if (Object.hasOwn(value, key)) copy[key] = walk((value as Record<string, unknown>)[key], depth + 1);
     return copy;
   };
 
