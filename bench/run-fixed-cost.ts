@@ -7,11 +7,15 @@
  * no-progress detection and the in-memory trace on. Rounds are interleaved and the order rotates;
  * figures are medians.
  *
+ * Then, once each, 1,000 and 10,000 runs in flight: the peak heap per run sampled, and the heap per run that
+ * survives a full collection halfway through (what a run in flight holds); `--no-heap` leaves this out.
+ *
  *   npm run build && node dist/bench/run-fixed-cost.js            # 7 rounds
  *   node dist/bench/run-fixed-cost.js 3                           # rounds
  */
 import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
+import vm from 'node:vm';
 import { z } from 'zod';
 import { createLoop, defineTool, evaluators, type Loop, type Message, type Model } from 'loopstate';
 
@@ -109,26 +113,57 @@ function engine(steps: number, latencyMs: number): Runner {
   };
 }
 
-/** µs per step over sequential runs totalling about `stepsPerBatch` steps. */
-async function perStep(runner: Runner, steps: number, stepsPerBatch: number): Promise<number> {
+/** µs per step over sequential runs totalling about `stepsPerBatch` steps, wall and CPU (the process's, GC threads included). */
+async function perStep(runner: Runner, steps: number, stepsPerBatch: number): Promise<{ wall: number; cpu: number }> {
   const runs = Math.max(3, Math.round(stepsPerBatch / steps));
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   for (let index = 0; index < runs; index++) await runner.run();
-  return ((performance.now() - started) * 1000) / (runs * steps);
+  const cpu = process.cpuUsage(cpuBefore);
+  return {
+    wall: ((performance.now() - started) * 1000) / (runs * steps),
+    cpu: (cpu.user + cpu.system) / (runs * steps),
+  };
 }
 
-/** 1,000 runs started at once; wall time and the peak heap per run, sampled on every 50th model call. */
-async function concurrent(runner: Runner, runs: number): Promise<{ wallMs: number; heapPerRunKiB: number }> {
+/** A full garbage collection (exposed at run time: the bench runs without flags). */
+v8.setFlagsFromString('--expose-gc');
+const collectGarbage = vm.runInNewContext('gc') as () => void;
+
+/**
+ * `runs` runs started at once; wall time and the peak heap per run, sampled on every 50th model call (garbage
+ * not yet collected included). With `live`, also the heap per run that survives a full collection made halfway
+ * (when the runs have made half their model calls, all of them in flight): what a run in flight holds.
+ */
+async function concurrent(
+  runner: Runner,
+  runs: number,
+  live = false,
+): Promise<{ wallMs: number; cpuMs: number; heapPerRunKiB: number; liveHeapPerRunKiB: number }> {
   let peak = 0;
+  let liveHeap = 0;
+  if (live) collectGarbage();
   const before = v8.getHeapStatistics().used_heap_size;
+  const halfway = modelCalls + runs * 5;
   onModelCall = () => {
     if (modelCalls % 50 === 0) peak = Math.max(peak, v8.getHeapStatistics().used_heap_size);
+    if (live && modelCalls === halfway) {
+      collectGarbage();
+      liveHeap = v8.getHeapStatistics().used_heap_size;
+    }
   };
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   await Promise.all(Array.from({ length: runs }, () => runner.run()));
   const wallMs = performance.now() - started;
+  const cpu = process.cpuUsage(cpuBefore);
   onModelCall = null;
-  return { wallMs, heapPerRunKiB: (peak - before) / runs / 1024 };
+  return {
+    wallMs,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    heapPerRunKiB: (peak - before) / runs / 1024,
+    liveHeapPerRunKiB: (liveHeap - before) / runs / 1024,
+  };
 }
 
 const median = (values: number[]) => {
@@ -146,8 +181,11 @@ const sequential = {
 };
 const wide = { 'hand-written': handWritten(10, 1), loopstate: engine(10, 1) };
 const timings: Record<string, number[]> = {};
+/** CPU µs per step: on a shared machine the wall time moves with the load far more than this. */
+const cpuTimings: Record<string, number[]> = {};
 const walls: Record<string, number[]> = {};
 const heaps: Record<string, number[]> = {};
+const cpus: Record<string, number[]> = {};
 // Warm-up: every variant until the JIT has settled.
 const warmUntil = performance.now() + 2_000;
 while (performance.now() < warmUntil)
@@ -158,36 +196,62 @@ for (let round = 0; round < rounds; round++) {
   for (let offset = 0; offset < names.length; offset++) {
     const name = names[(round + offset) % names.length] as keyof typeof sequential;
     const { runner, steps } = sequential[name];
-    (timings[name] ??= []).push(await perStep(runner, steps, 4_000));
+    const { wall, cpu } = await perStep(runner, steps, 4_000);
+    (timings[name] ??= []).push(wall);
+    (cpuTimings[name] ??= []).push(cpu);
   }
   const wideNames = Object.keys(wide) as (keyof typeof wide)[];
   for (let offset = 0; offset < wideNames.length; offset++) {
     const name = wideNames[(round + offset) % wideNames.length] as keyof typeof wide;
-    const { wallMs, heapPerRunKiB } = await concurrent(wide[name], 1_000);
+    const { wallMs, cpuMs, heapPerRunKiB } = await concurrent(wide[name], 1_000);
     (walls[name] ??= []).push(wallMs);
+    (cpus[name] ??= []).push(cpuMs);
     (heaps[name] ??= []).push(heapPerRunKiB);
   }
 }
 const figure = (values: number[] | undefined) => median(values ?? [NaN]);
 const tenSteps = figure(timings['loopstate S=10']);
 const hundredSteps = figure(timings['loopstate S=100']);
+const tenStepsCpu = figure(cpuTimings['loopstate S=10']);
+const hundredStepsCpu = figure(cpuTimings['loopstate S=100']);
 console.log(
   `run fixed cost (Node ${process.version}), ${rounds} interleaved rounds, medians; load average ${(await import('node:os')).loadavg()[0]?.toFixed(2)}`,
 );
 for (const [name, values] of Object.entries(timings))
-  console.log(`${name.padEnd(20)} ${figure(values).toFixed(2).padStart(8)} µs/step`);
-console.log(`S = 10 ÷ S = 100 per step: ${(tenSteps / hundredSteps).toFixed(2)}×`);
+  console.log(
+    `${name.padEnd(20)} ${figure(values).toFixed(2).padStart(8)} µs/step wall ${figure(cpuTimings[name]).toFixed(2).padStart(8)} µs/step CPU`,
+  );
+console.log(
+  `S = 10 ÷ S = 100 per step: ${(tenSteps / hundredSteps).toFixed(2)}× wall, ${(tenStepsCpu / hundredStepsCpu).toFixed(2)}× CPU`,
+);
 for (const name of Object.keys(wide))
   console.log(
-    `1,000 concurrent, ${name.padEnd(12)} ${figure(walls[name]).toFixed(0).padStart(6)} ms  peak heap ${figure(heaps[name]).toFixed(1)} KiB/run`,
+    `1,000 concurrent, ${name.padEnd(12)} ${figure(walls[name]).toFixed(0).padStart(6)} ms wall ${figure(cpus[name]).toFixed(0).padStart(6)} ms CPU  peak heap ${figure(heaps[name]).toFixed(1)} KiB/run`,
   );
 console.log(
   `1,000 concurrent: loopstate ÷ hand-written wall time ${(figure(walls.loopstate) / figure(walls['hand-written'])).toFixed(1)}×`,
 );
+// The heap at 1,000 and 10,000 runs in flight, peak sampled and live (once each: 10,000 runs take a while).
+const heapAt: Record<string, { peakKiB: number; liveKiB: number }> = {};
+if (!process.argv.includes('--no-heap'))
+  for (const runs of [1_000, 10_000])
+    for (const [name, runner] of Object.entries(wide)) {
+      const { heapPerRunKiB, liveHeapPerRunKiB } = await concurrent(runner, runs, true);
+      heapAt[`${name} ${runs}`] = { peakKiB: heapPerRunKiB, liveKiB: liveHeapPerRunKiB };
+      console.log(
+        `${runs.toLocaleString('en-US')} in flight, ${name.padEnd(12)} peak sampled ${heapPerRunKiB.toFixed(1)} KiB/run, live after a full GC halfway ${liveHeapPerRunKiB.toFixed(1)} KiB/run`,
+      );
+    }
 console.log(
   JSON.stringify({
+    heapInFlightKiBPerRun: heapAt,
     perStepMicroseconds: Object.fromEntries(Object.entries(timings).map(([name, values]) => [name, figure(values)])),
+    perStepCpuMicroseconds: Object.fromEntries(
+      Object.entries(cpuTimings).map(([name, values]) => [name, figure(values)]),
+    ),
     ratioTenToHundred: tenSteps / hundredSteps,
+    ratioTenToHundredCpu: tenStepsCpu / hundredStepsCpu,
+    concurrentCpuMs: Object.fromEntries(Object.entries(cpus).map(([name, values]) => [name, figure(values)])),
     concurrentWallMs: Object.fromEntries(Object.entries(walls).map(([name, values]) => [name, figure(values)])),
     concurrentPeakHeapKiBPerRun: Object.fromEntries(
       Object.entries(heaps).map(([name, values]) => [name, figure(values)]),

@@ -14,7 +14,7 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { evaluators, GEN_AI_SEMCONV_VERSION, type TraceEvent } from 'loopstate';
 import { modelError, reply, scriptedModel, toolCall } from 'loopstate/testing';
 import { createTestLoop, recordingTool } from './helpers.js';
@@ -155,6 +155,25 @@ describe('OpenTelemetry spans', () => {
     });
     expect((await loop.run({ goal: 'go' })).stopReason).toBe('completed');
     expect(started).toBe(1);
+  });
+
+  it('opens no sink by default while no SDK is registered: no tracer is asked for, not even a no-op one', async () => {
+    const { metrics } = await import('@opentelemetry/api');
+    const getTracer = vi.spyOn(trace, 'getTracer');
+    const getMeterProvider = vi.spyOn(metrics, 'getMeterProvider');
+    try {
+      const { loop } = createTestLoop({
+        model: scriptedModel([toolCall('lookup', { id: 'A' }), reply('ok')]),
+        tools: [recordingTool({}).tool],
+      });
+      expect((await loop.run({ goal: 'go' })).stopReason).toBe('completed');
+      expect(getTracer).not.toHaveBeenCalled();
+      // It did look: the global meter provider is asked at each run, so one registered later is used.
+      expect(getMeterProvider).toHaveBeenCalled();
+    } finally {
+      getTracer.mockRestore();
+      getMeterProvider.mockRestore();
+    }
   });
 
   it('uses the global loopstate tracer by default, and none with otel: false or trace: false', async () => {

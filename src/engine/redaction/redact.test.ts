@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createRedactor, DEFAULT_REDACTOR, REDACTED } from './redact.js';
 
 const redactor = DEFAULT_REDACTOR;
@@ -282,6 +282,32 @@ describe('strings', () => {
       replySummary: 'use Bearer [redacted]',
     });
     expect(event.replySummary).toBe('use Bearer abc123def');
+  });
+
+  it('copies own enumerable keys in order, without inherited ones, and never the object itself', () => {
+    const inherited = Object.create({ leaked: 'Bearer abc123def' }) as Record<string, unknown>;
+    const event = { b: 'x', a: { token: 'sk-live-4eC39HqLyjWDarjtT1zdp7dc', n: 1 }, 2: 'two', inherited };
+    Object.defineProperty(event, 'hidden', { value: 'not enumerable', enumerable: false });
+    const nullPrototype = Object.assign(Object.create(null) as Record<string, unknown>, { note: 'Bearer abc123def' });
+    const redacted = redactor.strings({ ...event, nullPrototype });
+    expect(Object.keys(redacted)).toEqual(['2', 'b', 'a', 'inherited', 'nullPrototype']);
+    expect(redacted.a).toEqual({ token: REDACTED, n: 1 });
+    expect(redacted.a).not.toBe(event.a);
+    // An object with another prototype is left as it is (not a plain record); a prototype-less one is walked.
+    expect(redacted.inherited).toBe(inherited);
+    expect(redacted.nullPrototype).toEqual({ note: `Bearer ${REDACTED}` });
+    expect(redacted).not.toHaveProperty('hidden');
+  });
+
+  it('walks an event without Object.entries: no array per object and per key on every trace event', () => {
+    const entries = vi.spyOn(Object, 'entries');
+    try {
+      const redacted = redactor.strings({ type: 'machine-event', event: { type: 'x', decision: { calls: 1 } } });
+      expect(redacted.event.decision).toEqual({ calls: 1 });
+      expect(entries).not.toHaveBeenCalled();
+    } finally {
+      entries.mockRestore();
+    }
   });
 });
 

@@ -6,6 +6,7 @@
  */
 import { compactKeyName, isBuiltInSecretKey } from './secret-key-names.js';
 import { BUILT_IN_VALUE_RULES, KEY_VALUE_NAME, MAY_HOLD_SECRET, REDACTED } from './secret-value-patterns.js';
+import { memoiseText } from './text-memo.js';
 
 export { REDACTED } from './secret-value-patterns.js';
 
@@ -145,7 +146,8 @@ export function createRedactor(options: RedactOptions = {}, knownSecrets: readon
     return secret;
   };
 
-  const text = (input: string): string => {
+  // Remembered for short texts: the rules are pure, and ids and names recur on every step of every run.
+  const text = memoiseText((input: string): string => {
     if (input === '') return input;
     let output = input;
     // Known values first: a built-in rule that took part of one would leave the rest unmatched.
@@ -156,7 +158,7 @@ export function createRedactor(options: RedactOptions = {}, knownSecrets: readon
     }
     for (const pattern of userValuePatterns) output = output.replace(pattern, REDACTED);
     return output;
-  };
+  });
 
   const render = (value: unknown): string => {
     if (typeof value === 'string') return value;
@@ -179,7 +181,10 @@ export function createRedactor(options: RedactOptions = {}, knownSecrets: readon
     if (Array.isArray(value)) return value.map((item: unknown) => walk(item, depth + 1));
     if (!isPlainObject(value)) return value;
     const copy: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value)) copy[key] = walk(inner, depth + 1);
+    // Own enumerable string keys in `Object.entries` order, without an array per object and a pair per key:
+    // every trace event is walked, several per step.
+    for (const key in value)
+      if (Object.hasOwn(value, key)) copy[key] = walk((value as Record<string, unknown>)[key], depth + 1);
     return copy;
   };
 

@@ -5,7 +5,7 @@
  */
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import type { GenAiSubject } from './otel/genai-conventions.js';
-import { OtelSink } from './otel/otel-sink.js';
+import { isOtelIdle, OtelSink } from './otel/otel-sink.js';
 import type { OtelTraceOptions } from './trace-event.js';
 import { TraceFileWriter } from './trace-file-writer.js';
 import type { TraceEvent } from '../../contracts/trace-schema.js';
@@ -43,7 +43,8 @@ export function openTraceSinks(
   }
   const onEvent = options.onEvent;
   if (onEvent !== undefined) sinks.push({ option: 'trace.onEvent', write: onEvent });
-  if (options.otel !== false) {
+  // Nothing would record: no sink, rather than a no-op span and a call per event.
+  if (options.otel !== false && !isOtelIdle(options.otel)) {
     const otel = new OtelSink(options.otel, subject);
     sinks.push({ option: 'trace.otel', write: (event) => otel.write(event), close: () => otel.close() });
   }

@@ -17,6 +17,7 @@ import triageLoop from '../../../bench/triage-loop.js';
 import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopLimits } from '../../../machines/types.js';
 import { compileMachine } from './compiled-step.js';
+import { keyOptionsFor, stateKey } from './state-key.js';
 import { exploreLoop, type ExploredGraph, type ExploreProgress } from './explore.js';
 import { resolveForVerify } from './resolve-for-verify.js';
 import { verifyModelOf } from './verify-model.js';
@@ -167,6 +168,20 @@ describe('the compiled macrostep', () => {
       expect(report.transitions).toBeLessThanOrEqual(graph.edgeCount);
       if (index > 0) expect(report.transitions).toBeGreaterThan((reports[index - 1] as ExploreProgress).transitions);
     });
+  }, 120_000);
+
+  it('names every state by its own joined key, once, and every edge by its target as the XState stepper does', () => {
+    const { config } = resolveForVerify(triageLoop);
+    const model = verifyModelOf(config, { ...config.limits, maxSteps: 6 });
+    const graph = exploreLoop(model, 1_000_000);
+    const options = keyOptionsFor(model.input.limits, true);
+    expect(new Set(graph.keys).size).toBe(graph.keys.length);
+    graph.keys.forEach((key, state) => expect(stateKey(graph.snapshotOf(state), options)).toBe(key));
+    // Every edge leads to the state its successor's key names, as the XState stepper (which keys by text) finds it.
+    const reference = exploreLoop(model, 1_000_000, loopMachine, 'xstate');
+    expect([...graph.edgeTarget].map((target) => graph.keys[target])).toEqual(
+      [...reference.edgeTarget].map((target) => reference.keys[target]),
+    );
   }, 120_000);
 
   it('explores a statechart given other guards as XState does', () => {

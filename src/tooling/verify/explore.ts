@@ -25,6 +25,7 @@ import {
   reductionsOf,
   REDUCTION,
   toolCallsCanBind,
+  writeKeyParts,
   type KeyedState,
 } from './state-key.js';
 import { createTransitionTracer, listTransitionDefinitions, type TransitionEntry } from './transition-catalog.js';
@@ -245,11 +246,12 @@ export function exploreLoop(
   let pendingReductions = 0;
   const find = (state: KeyedState): number => {
     const reduced = reductionsOf(state, keyOptions);
-    const parts = keyParts(state, keyOptions, reduced);
-    table.encode(parts);
+    table.begin();
+    writeKeyParts(state, keyOptions, reduced, table);
+    table.end();
     const found = table.find();
     if (found >= 0) return found;
-    const key = parts.join('|');
+    const key = keyParts(state, keyOptions, reduced).join('|');
     const known = byKey.get(key);
     if (known !== undefined) {
       table.insert(known);
@@ -284,7 +286,13 @@ export function exploreLoop(
     evaluatingLeaves[leaf] = compiled.leafMatches(leaf, { RUNNING: 'evaluating' });
     actingLeaves[leaf] = compiled.leafMatches(leaf, { RUNNING: 'acting' });
   };
-  const probe: KeyedState = { status: 'active', context: initial.context, valueKey: '', evaluating: false };
+  const probe: KeyedState = {
+    status: 'active',
+    context: initial.context,
+    valueKey: '',
+    evaluating: false,
+    valueId: undefined,
+  };
   const firedMarks = compiled === null ? null : new Uint8Array(compiled.definitions.length);
   const isActing = (state: number): boolean =>
     compiled === null
@@ -345,6 +353,7 @@ export function exploreLoop(
           probe.status = step.done ? 'done' : 'active';
           probe.context = step.context;
           probe.valueKey = valueKeys[step.leaf] as string;
+          probe.valueId = step.leaf;
           probe.evaluating = evaluatingLeaves[step.leaf] === true;
           next = find(probe);
           if (next < 0) next = addFound(compiled.stateOf(step.leaf, step.context, step.done), edge, step.leaf);

@@ -44,4 +44,55 @@ describe('KeyTable', () => {
       expect(keys.find([`s${state % 7}`, state, state % 3 === 0 ? '' : -state])).toBe(state);
     expect(keys.find(['s0', 20_000, ''])).toBe(-1);
   });
+
+  it('takes the parts one by one as it takes them in an array', () => {
+    const keys = new KeyTable();
+    keys.encode(['RUNNING', 3, '', 0.25, 'calls']);
+    keys.insert(4);
+    keys.begin();
+    for (const part of ['RUNNING', 3, '', 0.25, 'calls']) keys.add(part);
+    keys.end();
+    expect(keys.find()).toBe(4);
+    keys.begin();
+    for (const part of ['RUNNING', 3, '', 0.25]) keys.add(part);
+    keys.end();
+    expect(keys.find()).toBe(-1);
+  });
+
+  it('names a state value by number or by text, apart, so the joined key decides between them', () => {
+    const keys = new KeyTable();
+    const withValue = (valueKey: string, valueId: number | undefined) => {
+      keys.begin();
+      keys.addValue(valueKey, valueId);
+      keys.add(1);
+      keys.end();
+    };
+    withValue('{"RUNNING":"acting"}', 7);
+    keys.insert(2);
+    withValue('{"RUNNING":"acting"}', 7);
+    expect(keys.find()).toBe(2);
+    // The same value by its text is another encoding: a miss, never a wrong hit.
+    withValue('{"RUNNING":"acting"}', undefined);
+    expect(keys.find()).toBe(-1);
+    withValue('{"RUNNING":"deciding"}', 8);
+    expect(keys.find()).toBe(-1);
+  });
+
+  it('tells apart more strings at one position than it remembers there', () => {
+    const keys = table();
+    // Nine strings taking turns at position 0, past the few remembered per position: each keeps its own number.
+    const names = Array.from({ length: 9 }, (_, index) => `state ${index}`);
+    names.forEach((name, state) => keys.insert([name, 0, 'x'], state));
+    for (let round = 0; round < 3; round += 1)
+      for (const [state, name] of names.entries()) expect(keys.find([name, 0, 'x'])).toBe(state);
+    expect(keys.find(['state 9', 0, 'x'])).toBe(-1);
+  });
+
+  it('keeps a key with more parts than its first scratch array', () => {
+    const keys = table();
+    const long = Array.from({ length: 200 }, (_, index) => (index % 2 === 0 ? index : `p${index}`));
+    keys.insert(long, 3);
+    expect(keys.find(long)).toBe(3);
+    expect(keys.find([...long.slice(0, 199), 'other'])).toBe(-1);
+  });
 });

@@ -7,12 +7,20 @@
  * Equal encodings have equal parts, so equal joined keys: a hit is always the state the string key names. Two
  * encodings may still join to one key (`5` and `'5'`, or `0` and `-0`); `find` misses for the second, the caller
  * looks the joined key up and `insert`s the encoding as another name of the same state. The string key decides.
+ *
+ * The parts come one by one (`begin`, `add`…, `end`: a `KeyPartSink`), so no array is made per successor. The
+ * state value's part may come as a number that names it one for one (the compiled step's leaf): nearly every
+ * successor changes it, and a number needs no string lookup.
  */
+import type { KeyPartSink } from './state-key.js';
 
 /** A slot of the table that holds no entry. */
 const SLOT_EMPTY = -1;
 
-export class KeyTable {
+/** String parts remembered per position (a part is mostly one of a few strings there: a state name, '', a flag). */
+const RECENT = 4;
+
+export class KeyTable implements KeyPartSink {
   private scratch = new Float64Array(64);
   private scratchBits = new Int32Array(this.scratch.buffer);
   private length = 0;
@@ -27,36 +35,80 @@ export class KeyTable {
   private entries = 0;
   private slots = new Int32Array(1 << 13).fill(SLOT_EMPTY);
   private readonly strings = new Map<string, number>();
-  /** Per position, the last string part encoded there and its number. */
-  private readonly lastText: unknown[] = [];
-  private readonly lastNumber: number[] = [];
+  /** Per position, the last `RECENT` string parts encoded there (compared by `===`) and their numbers. */
+  private recentText: unknown[] = [];
+  private recentNumber = new Float64Array(0);
+  /** Per position, where the next string part remembered there goes. */
+  private recentNext = new Uint8Array(0);
 
   /** Encodes `parts` as the current key, which `find` and `insert` then use. */
   encode(parts: ReadonlyArray<string | number>): void {
-    const length = parts.length;
-    if (length > this.scratch.length) {
-      this.scratch = new Float64Array(length * 2);
-      this.scratchBits = new Int32Array(this.scratch.buffer);
-    }
-    const scratch = this.scratch;
-    const { lastText, lastNumber } = this;
-    for (let index = 0; index < length; index += 1) {
-      const part = parts[index];
-      if (typeof part === 'number' && part >= 0) scratch[index] = part;
-      // A part is mostly the same string as in the key before (a state name, ''): no lookup then.
-      else if (part === lastText[index]) scratch[index] = lastNumber[index] as number;
-      else {
-        const number = -1 - this.intern(String(part));
-        scratch[index] = number;
-        lastText[index] = part;
-        lastNumber[index] = number;
-      }
-    }
-    this.length = length;
+    this.begin();
+    for (let index = 0; index < parts.length; index += 1) this.add(parts[index] as string | number);
+    this.end();
+  }
+
+  /** Starts a key; its parts follow (`add`, `addValue`), then `end`. */
+  begin(): void {
+    this.length = 0;
+  }
+
+  /** The next part of the current key. */
+  add(part: string | number): void {
+    const index = this.length;
+    if (index === this.scratch.length) this.growScratch();
+    this.length = index + 1;
+    this.scratch[index] = typeof part === 'number' && part >= 0 ? part : this.textNumber(index, part);
+  }
+
+  /** The state value's part: `valueId` when there is one (it names `valueKey` one for one), else `valueKey`. */
+  addValue(valueKey: string, valueId: number | undefined): void {
+    this.add(valueId ?? valueKey);
+  }
+
+  /** Ends the current key, which `find` and `insert` then use. */
+  end(): void {
+    const length = this.length;
     const bits = this.scratchBits;
     let hash = length ^ 0x811c9dc5;
     for (let index = 0; index < 2 * length; index += 1) hash = Math.imul(hash ^ (bits[index] as number), 0x01000193);
     this.hash = hash ^ (hash >>> 15);
+  }
+
+  /** A part that is not a non-negative number, as the negative of its string's number. */
+  private textNumber(index: number, part: unknown): number {
+    const base = index * RECENT;
+    if (base + RECENT > this.recentNumber.length) this.growRecent(index + 1);
+    const recent = this.recentText;
+    for (let slot = base; slot < base + RECENT; slot += 1)
+      if (recent[slot] === part) return this.recentNumber[slot] as number;
+    const number = -1 - this.intern(String(part));
+    const next = this.recentNext[index] as number;
+    recent[base + next] = part;
+    this.recentNumber[base + next] = number;
+    this.recentNext[index] = (next + 1) % RECENT;
+    return number;
+  }
+
+  private growScratch(): void {
+    const scratch = new Float64Array(this.scratch.length * 2);
+    scratch.set(this.scratch);
+    this.scratch = scratch;
+    this.scratchBits = new Int32Array(scratch.buffer);
+  }
+
+  private growRecent(positions: number): void {
+    const size = Math.max(positions, 2 * (this.recentNext.length || 32));
+    const numbers = new Float64Array(size * RECENT);
+    numbers.set(this.recentNumber);
+    this.recentNumber = numbers;
+    const next = new Uint8Array(size);
+    next.set(this.recentNext);
+    this.recentNext = next;
+    // A slot never filled holds null, which no part is (parts are strings and numbers).
+    const texts = new Array<unknown>(size * RECENT).fill(null);
+    this.recentText.forEach((text, slot) => (texts[slot] = text));
+    this.recentText = texts;
   }
 
   /** The state the current key names, or -1 when this encoding of it is not in the table. */

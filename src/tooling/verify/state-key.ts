@@ -31,6 +31,32 @@ export interface KeyedState {
   valueKey: string;
   /** In `RUNNING.evaluating`. */
   evaluating: boolean;
+  /**
+   * A non-negative number that names `valueKey` one for one within an exploration (the compiled step's leaf), when
+   * the caller has one: a key table encodes it instead of looking the string up. The joined key never shows it.
+   */
+  valueId?: number;
+}
+
+/**
+ * Where `writeKeyParts` puts the parts of a key, in order: an array to join (`keyParts`), or a key table that
+ * encodes them as they come, with no array made per successor (see key-table.ts).
+ */
+export interface KeyPartSink {
+  add(part: string | number): void;
+  /** The state value's part: `valueKey` in the joined key; `valueId`, when given, is the same part by number. */
+  addValue(valueKey: string, valueId: number | undefined): void;
+}
+
+/** Collects the parts into an array. */
+class PartList implements KeyPartSink {
+  readonly parts: Array<string | number> = [];
+  add(part: string | number): void {
+    this.parts.push(part);
+  }
+  addValue(valueKey: string): void {
+    this.parts.push(valueKey);
+  }
 }
 
 /** What a key reads of an XState snapshot, or of a state the compiled step reached (see compiled-step.ts). */
@@ -164,70 +190,94 @@ function familyOf(digest: string): string {
  * The exploration looks states up by the parts themselves (see `key-table.ts`) and joins them for new states only.
  */
 export function keyParts(state: KeyedState, options: KeyOptions, reduced: number): Array<string | number> {
+  const list = new PartList();
+  writeKeyParts(state, options, reduced, list);
+  return list.parts;
+}
+
+/** The done states' keys by stop reason: one string each, not one per successor. */
+const doneKeys = new Map<string, string>();
+
+function doneKey(reason: string): string {
+  let key = doneKeys.get(reason);
+  if (key === undefined) doneKeys.set(reason, (key = `done:${reason}`));
+  return key;
+}
+
+/**
+ * `keyParts`, each part handed to `sink` in order: the exploration's key table encodes them as they come, with
+ * no array made per successor (it asks for hundreds of thousands).
+ */
+export function writeKeyParts(state: KeyedState, options: KeyOptions, reduced: number, sink: KeyPartSink): void {
   const { context } = state;
-  if (state.status === 'done') return [`done:${context.stop?.reason ?? 'none'}`];
+  if (state.status === 'done') {
+    sink.add(doneKey(context.stop?.reason ?? 'none'));
+    return;
+  }
   const { progress, noProgress, usage, task, transport, limits } = context;
   if (reduced === REDUCTION.spentEvaluation) {
     // The evaluation's every outcome ends the run: a failure meets the spend check, a pass the next gate's (after
     // its step check) or completes the run; no judge may run. Only these and the clock are read.
-    return [
-      'evaluating, budget spent',
-      context.taskIndex + 1 < context.tasks.length ? 1 : 0,
-      context.steps >= limits.maxSteps ? 1 : 0,
-      context.startedAt === null ? 0 : 1,
-      context.lastEventAt,
-    ];
+    sink.add('evaluating, budget spent');
+    sink.add(context.taskIndex + 1 < context.tasks.length ? 1 : 0);
+    sink.add(context.steps >= limits.maxSteps ? 1 : 0);
+    sink.add(context.startedAt === null ? 0 : 1);
+    sink.add(context.lastEventAt);
+    return;
   }
   // No decision left in the task: its evaluation passes to the next task (which starts these afresh) or fails it.
   const lastDecision = (reduced & REDUCTION.lastDecisionEvaluated) !== 0;
-  const live = <T>(value: T): T | '' => (lastDecision ? '' : value);
-  const digestFamily = progress.lastStateDigest === null ? '' : familyOf(progress.lastStateDigest);
-  const nudge = progress.nudgedAtStep === null ? 'n' : progress.nudgedAtStep < context.steps ? 'e' : 'c';
-  const parts: Array<string | number> = [
-    state.valueKey,
-    context.taskIndex,
-    // Clamped at their limits (a no-op for the loop machine, whose counters never pass them): a machine whose
-    // step guard is broken shows up as a cycle, not as a space that never ends.
+  sink.addValue(state.valueKey, state.valueId);
+  sink.add(context.taskIndex);
+  // Clamped at their limits (a no-op for the loop machine, whose counters never pass them): a machine whose
+  // step guard is broken shows up as a cycle, not as a space that never ends.
+  sink.add(
     !options.keepSteps
       ? ''
       : (reduced & REDUCTION.stepLimitOutOfReach) !== 0
         ? 'far'
         : clamp(context.steps, limits.maxSteps),
-    options.keepTaskSteps ? clamp(task.steps, limits.maxStepsPerTask) : '',
-    // A task's first decision cannot repeat a digest: "has the task decided yet" is kept either way.
-    task.steps > 0 ? 1 : 0,
-    // Reset by every reply: zero wherever a decision was recorded, so it never splits an evaluation's states.
-    options.keepCallFailures ? clamp(transport.consecutiveFailures, limits.maxTransportAttempts) : '',
-    options.keepRunRetries ? clamp(transport.retries, limits.maxTransportRetries) : '',
-    options.keepRetries ? clamp(task.reflectionRetries, limits.maxRetries) : '',
-    live(task.argumentRepairs),
-  ];
-  // Once spent, which budget it was is never read: the machine asks only whether any is (and it stays so).
-  if (options.reduce && isSpendBudgetExhausted({ context })) parts.push('spent');
-  else parts.push(usage.inputTokens, usage.outputTokens, usage.costUsd);
-  parts.push(
-    options.keepToolCalls ? clamp(usage.toolCalls, limits.maxToolCalls) : '',
-    live(context.nextRequestTokens),
-    context.startedAt === null ? 0 : 1,
-    context.lastEventAt,
-    context.retryAt === null ? 0 : 1,
-    // Only "is there feedback" is read (a stalled plan waits for it); its kind goes into the prompt alone.
-    options.reduce ? (context.feedback === null ? '' : 'f') : (context.feedback?.kind ?? ''),
-    context.failedTasks,
-    // A task's first decision always changes the digest, whatever the last task left: only later ones compare.
-    (reduced & REDUCTION.earlierTaskDigest) !== 0 ? '' : live(digestFamily),
-    clamp(progress.unchangedStateStreak, Math.max(noProgress.unchangedState, 2)),
-    progress.lastEvaluatorReason === null ? 0 : 1,
-    progress.lastOutputDigest === null ? 0 : 1,
-    clamp(progress.sameReasonStreak, noProgress.sameEvaluatorReason),
-    live(clamp(progress.duplicateObservationStreak, noProgress.duplicateObservation)),
-    live(clamp(progress.repeatCount, Math.max(noProgress.repeatedToolCall, 1))),
-    live(progress.planActive ? 1 : 0),
-    live(clamp(progress.planStallSteps, noProgress.planStall)),
-    live(progress.lastParseError ?? ''),
-    live(clamp(progress.sameParseErrorStreak, noProgress.sameParseError)),
-    live(nudge),
-    live(progress.lastSignal === 'plan_stall' ? 'p' : progress.lastSignal === null ? '' : 's'),
   );
-  return parts;
+  sink.add(options.keepTaskSteps ? clamp(task.steps, limits.maxStepsPerTask) : '');
+  // A task's first decision cannot repeat a digest: "has the task decided yet" is kept either way.
+  sink.add(task.steps > 0 ? 1 : 0);
+  // Reset by every reply: zero wherever a decision was recorded, so it never splits an evaluation's states.
+  sink.add(options.keepCallFailures ? clamp(transport.consecutiveFailures, limits.maxTransportAttempts) : '');
+  sink.add(options.keepRunRetries ? clamp(transport.retries, limits.maxTransportRetries) : '');
+  sink.add(options.keepRetries ? clamp(task.reflectionRetries, limits.maxRetries) : '');
+  sink.add(lastDecision ? '' : task.argumentRepairs);
+  // Once spent, which budget it was is never read: the machine asks only whether any is (and it stays so).
+  if (options.reduce && isSpendBudgetExhausted({ context })) sink.add('spent');
+  else {
+    sink.add(usage.inputTokens);
+    sink.add(usage.outputTokens);
+    sink.add(usage.costUsd);
+  }
+  sink.add(options.keepToolCalls ? clamp(usage.toolCalls, limits.maxToolCalls) : '');
+  sink.add(lastDecision ? '' : context.nextRequestTokens);
+  sink.add(context.startedAt === null ? 0 : 1);
+  sink.add(context.lastEventAt);
+  sink.add(context.retryAt === null ? 0 : 1);
+  // Only "is there feedback" is read (a stalled plan waits for it); its kind goes into the prompt alone.
+  sink.add(options.reduce ? (context.feedback === null ? '' : 'f') : (context.feedback?.kind ?? ''));
+  sink.add(context.failedTasks);
+  // A task's first decision always changes the digest, whatever the last task left: only later ones compare.
+  const digest = progress.lastStateDigest;
+  sink.add((reduced & REDUCTION.earlierTaskDigest) !== 0 || lastDecision || digest === null ? '' : familyOf(digest));
+  sink.add(clamp(progress.unchangedStateStreak, Math.max(noProgress.unchangedState, 2)));
+  sink.add(progress.lastEvaluatorReason === null ? 0 : 1);
+  sink.add(progress.lastOutputDigest === null ? 0 : 1);
+  sink.add(clamp(progress.sameReasonStreak, noProgress.sameEvaluatorReason));
+  // What only later decisions read: blank when none is left (see `isLastDecisionEvaluated`).
+  if (lastDecision) for (let blank = 0; blank < 8; blank += 1) sink.add('');
+  else {
+    sink.add(clamp(progress.duplicateObservationStreak, noProgress.duplicateObservation));
+    sink.add(clamp(progress.repeatCount, Math.max(noProgress.repeatedToolCall, 1)));
+    sink.add(progress.planActive ? 1 : 0);
+    sink.add(clamp(progress.planStallSteps, noProgress.planStall));
+    sink.add(progress.lastParseError ?? '');
+    sink.add(clamp(progress.sameParseErrorStreak, noProgress.sameParseError));
+    sink.add(progress.nudgedAtStep === null ? 'n' : progress.nudgedAtStep < context.steps ? 'e' : 'c');
+    sink.add(progress.lastSignal === 'plan_stall' ? 'p' : progress.lastSignal === null ? '' : 's');
+  }
 }

@@ -2,11 +2,12 @@
  * OpenTelemetry as a trace sink: the run's redacted trace events become spans with the events' own
  * start and end times — a run span, a span per step, and `chat` and `execute_tool` children — and
  * each model call's GenAI client metrics. Parents are passed explicitly through contexts, so no
- * context manager is needed. When the tracer does not record (no SDK registered), the sink stops at
- * the run span: one no-op span per run; without a MeterProvider no metric is recorded.
+ * context manager is needed. With no tracer or MeterProvider given and no SDK registered, a run opens
+ * no sink at all (`isOtelIdle`); a tracer given that does not record costs one no-op span per run.
  */
 import {
   context as otelContext,
+  ProxyTracerProvider,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -40,6 +41,22 @@ function defaultTracer(): Tracer {
 }
 
 type Event<Type extends TraceEvent['type']> = Extract<TraceEvent, { type: Type }>;
+
+/**
+ * True when a sink with these options would record nothing: no tracer and no MeterProvider given, and no SDK
+ * registered globally (asked at each run, so one registered later is used from the next run on). A run then
+ * opens no sink at all rather than one no-op span.
+ * @example
+ * if (!isOtelIdle(options.otel)) sinks.push(otelSink(options.otel));
+ */
+export function isOtelIdle(options: OtelTraceOptions): boolean {
+  if (options.tracer !== undefined) return false;
+  // The API's global provider is its proxy, which delegates to a registered SDK (another copy of the API: not idle).
+  const provider = trace.getTracerProvider();
+  if (!(provider instanceof ProxyTracerProvider)) return false;
+  if (provider.getDelegateTracer(TRACER_NAME, LOOPSTATE_VERSION) !== undefined) return false;
+  return genAiInstruments(options.meterProvider) === null;
+}
 
 /** One run's spans, built as its trace events arrive. */
 export class OtelSink {
