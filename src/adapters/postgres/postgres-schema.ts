@@ -4,7 +4,8 @@
  * the same keys, plus `workers`: each distributed worker's heartbeat, read by the reaper. 2: workers say
  * their `application_version` and the `lease_prefix` of their process (a reaper frees a dead worker's
  * leases by it), an index finds the runs a lease is held on, and `runs.finished_at` says when the run
- * finished (for `prune`); each is added to a version 1 schema when opened.
+ * finished (for `prune`); each is added to a version 1 schema when opened. 3: a `learning` table (a versioned
+ * record per loop name and tenant), created by postgres-learning.ts when the store opens, so an older schema gains it.
  */
 export function postgresSchema(schema: string): string {
   const s = `"${schema}"`;

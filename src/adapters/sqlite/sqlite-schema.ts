@@ -8,6 +8,8 @@
  * `prune`), added to a version 1 database when it is opened.
  * 3: `runs.packed`, `journal.packed` and `snapshots.packed`: a body of a few hundred bytes or more is stored deflated there
  * (row-packing.ts), its `body` empty; added to an older database when it is opened (its rows stay text).
+ * 4: a `learning` table (a versioned record per loop name and tenant), created in sqlite-learning.ts when a
+ * database is opened, so an older database gains it.
  */
 export const SQLITE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
