@@ -16,6 +16,9 @@ export type {
 } from './engine/config/config.js';
 export type { RunResult, PendingApproval } from './engine/runtime/run-result.js';
 export { defineTool, checkToolPolicy, ToolHealth, ToolCallError, isCallerFault } from './engine/tools/index.js';
+export type { LearningOptions } from './engine/learning/learning-options.js';
+export type { TaskFeedback } from './engine/learning/learning-math.js';
+export { LearningRecordError } from './engine/learning/learning-record.js';
 export type {
   Tool,
   ToolDefinition,
@@ -25,6 +28,7 @@ export type {
   PolicyVerdict,
   OutcomeLookup,
   ToolHealthStats,
+  LearnedToolHealth,
   CircuitState,
   ToolFailureBlame,
 } from './engine/tools/index.js';
@@ -74,6 +78,7 @@ export {
   DEFAULT_PRICES,
   DEFAULT_CONTEXT,
   DEFAULT_DURABLE,
+  DEFAULT_LEARNING,
 } from './engine/constants.js';
 export type { ModelPrice } from './contracts/model.js';
 export type { ContextOptions, ContextStrategy } from './contracts/context-options.js';
