@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { LoopstateError } from '../../contracts/errors.js';
 import { describeZodIssues } from '../zod-issues.js';
+import { idRecordSchema } from '../durable/id-record.js';
 
 export const LEARNING_SCHEMA_VERSION = 1 as const;
 
@@ -75,7 +76,7 @@ const learnedTaskSchema = z
     passes: count,
     failures: count,
     passRate: z.number().min(0).max(1),
-    reasons: z.record(z.string(), count),
+    reasons: idRecordSchema(count, 'an object of reason counts'),
   })
   .strict();
 const recordSchema = z
@@ -85,8 +86,8 @@ const recordSchema = z
     name: z.string(),
     tenantId: z.string().nullable(),
     updatedAt: z.number().finite(),
-    tools: z.record(z.string(), learnedToolSchema),
-    tasks: z.record(z.string(), learnedTaskSchema),
+    tools: idRecordSchema(learnedToolSchema, 'an object keyed by tool name'),
+    tasks: idRecordSchema(learnedTaskSchema, 'an object keyed by task id'),
   })
   .strict();
 
@@ -163,12 +164,8 @@ export function decodeLearningRecord(body: string, key: string): LearningRecord 
       key,
       problem: describeZodIssues(parsed.error.issues).join('; '),
     });
-  // Own entries only: a tool or task may be named `__proto__`.
-  return {
-    ...parsed.data,
-    tools: Object.assign(Object.create(null) as Record<string, LearnedTool>, parsed.data.tools),
-    tasks: Object.assign(Object.create(null) as Record<string, LearnedTask>, parsed.data.tasks),
-  };
+  // Keyed without a prototype (idRecordSchema): a tool or task may be named `__proto__`.
+  return parsed.data as LearningRecord;
 }
 
 /** The record as the store keeps it. */

@@ -158,7 +158,11 @@ export class LearningSession {
   /** An evaluator's verdict on the task's output. */
   noteEvaluation(taskId: string, passed: boolean, reason: string): void {
     let task = this.#batch.tasks.get(taskId);
-    if (task === undefined) this.#batch.tasks.set(taskId, (task = { passes: 0, failures: 0, reasons: {} }));
+    if (task === undefined)
+      this.#batch.tasks.set(
+        taskId,
+        (task = { passes: 0, failures: 0, reasons: Object.create(null) as Record<string, number> }),
+      );
     if (passed) task.passes += 1;
     else {
       task.failures += 1;
