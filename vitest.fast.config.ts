@@ -19,6 +19,7 @@ const SLOW_TEST_FILES = [
   'test/integration/trace-kill.test.ts', // a vite-bundled child killed while it writes its trace
   'test/integration/cassette-lock-process.test.ts', // child recorders holding a cassette's lock, killed or exiting
   'test/learning/learning-processes.test.ts', // two child processes learning into one SQLite file, then a third
+  'test/learning/learning-cli.test.ts', // the learning command run as the bin in a child process, and on Postgres
   'test/integration/mcp-stdio.test.ts', // an MCP server child process per test, one killed mid-call
   'test/integration/mcp-process-exit.test.ts', // programs that must exit by themselves, their MCP servers with them
   'src/tooling/cli/verify-command.test.ts', // the bin bundled with vite, then `loopstate verify` as a child process
