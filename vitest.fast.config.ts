@@ -15,6 +15,7 @@ const SLOW_TEST_FILES = [
   'test/e2e/**', // the loopstate bin as a child process, run by run
   'test/package/**', // npm pack, then npm install of the tarball into a fresh app (needs the registry)
   'test/stores/contract-postgres.test.ts', // the store contract on a real Postgres, a schema per check (~4 s)
+  'test/learning/learning-stores.test.ts', // an older Postgres schema migrated on a real Postgres (~7 s)
   'test/durable/crash.test.ts', // children SIGKILLed at effect boundaries, then resumed by new ones
   'test/integration/trace-kill.test.ts', // a vite-bundled child killed while it writes its trace
   'test/integration/cassette-lock-process.test.ts', // child recorders holding a cassette's lock, killed or exiting
