@@ -367,3 +367,44 @@ describe('learning config', () => {
     ).not.toThrow();
   });
 });
+
+describe('learning and redaction', () => {
+  it('stores failure reasons redacted: a secret the output quoted never reaches the store or a later prompt', async () => {
+    const store = memoryStore();
+    const secret = 'sk-live-0123456789abcdefghijklmnop';
+    const seen: string[] = [];
+    const make = (answers: string[]) =>
+      createLoop({
+        model: scriptedModel(answers.map((text) => reply(text))),
+        name: 'leaky',
+        store,
+        clock: virtualClock(0),
+        learning: {},
+        tasks: [
+          {
+            id: 'answer',
+            prompt: ({ goal, feedback }) => {
+              seen.push(JSON.stringify(feedback));
+              return goal;
+            },
+            evaluate: [
+              {
+                name: 'no keys',
+                kind: 'rule' as const,
+                evaluate: ({ output }: { output: string }) =>
+                  output.includes('sk-')
+                    ? { passed: false, reason: `leaked ${output}`, parsed: null }
+                    : { passed: true, reason: '', parsed: output },
+              },
+            ],
+          },
+        ],
+      });
+    await make([`the key is ${secret}`, 'fine']).run({ goal: 'go' });
+    await make(['fine']).run({ goal: 'go' });
+    const body = (await store.readLearning('["leaky",null]'))!.body;
+    expect(body).not.toContain(secret);
+    expect(body).toContain('leaked the key is');
+    expect(seen.join('\n')).not.toContain(secret);
+  });
+});

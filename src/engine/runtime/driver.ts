@@ -266,7 +266,9 @@ async function performLearning(
   learning: LearningSession,
 ): Promise<LoopEvent> {
   const event = await perform(effect, snapshot, session, health);
-  if (event.type === 'evaluation.completed') learning.noteEvaluation(session.task.id, event.passed, event.reason);
+  // Redacted before it is stored: a reason may quote the output, and the store keeps it across runs.
+  if (event.type === 'evaluation.completed')
+    learning.noteEvaluation(session.task.id, event.passed, session.config.redact.text(event.reason));
   return event;
 }
 
