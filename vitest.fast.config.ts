@@ -15,9 +15,12 @@ const SLOW_TEST_FILES = [
   'test/e2e/**', // the loopstate bin as a child process, run by run
   'test/package/**', // npm pack, then npm install of the tarball into a fresh app (needs the registry)
   'test/stores/contract-postgres.test.ts', // the store contract on a real Postgres, a schema per check (~4 s)
+  'test/learning/learning-stores.test.ts', // an older Postgres schema migrated on a real Postgres (~7 s)
   'test/durable/crash.test.ts', // children SIGKILLed at effect boundaries, then resumed by new ones
   'test/integration/trace-kill.test.ts', // a vite-bundled child killed while it writes its trace
   'test/integration/cassette-lock-process.test.ts', // child recorders holding a cassette's lock, killed or exiting
+  'test/learning/learning-processes.test.ts', // two child processes learning into one SQLite file, then a third
+  'test/learning/learning-cli.test.ts', // the learning command run as the bin in a child process, and on Postgres
   'test/integration/mcp-stdio.test.ts', // an MCP server child process per test, one killed mid-call
   'test/integration/mcp-process-exit.test.ts', // programs that must exit by themselves, their MCP servers with them
   'src/tooling/cli/verify-command.test.ts', // the bin bundled with vite, then `loopstate verify` as a child process

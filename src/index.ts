@@ -16,6 +16,9 @@ export type {
 } from './engine/config/config.js';
 export type { RunResult, PendingApproval } from './engine/runtime/run-result.js';
 export { defineTool, checkToolPolicy, ToolHealth, ToolCallError, isCallerFault } from './engine/tools/index.js';
+export type { LearningOptions } from './engine/learning/learning-options.js';
+export type { TaskFeedback } from './engine/learning/learning-math.js';
+export { LearningRecordError } from './engine/learning/learning-record.js';
 export type {
   Tool,
   ToolDefinition,
@@ -25,6 +28,7 @@ export type {
   PolicyVerdict,
   OutcomeLookup,
   ToolHealthStats,
+  LearnedToolHealth,
   CircuitState,
   ToolFailureBlame,
 } from './engine/tools/index.js';
@@ -74,6 +78,7 @@ export {
   DEFAULT_PRICES,
   DEFAULT_CONTEXT,
   DEFAULT_DURABLE,
+  DEFAULT_LEARNING,
 } from './engine/constants.js';
 export type { ModelPrice } from './contracts/model.js';
 export type { ContextOptions, ContextStrategy } from './contracts/context-options.js';
@@ -92,7 +97,7 @@ export { rebuildPrompts, type RebuiltPrompt } from './engine/trace/prompt-snapsh
 export { rebuildRun, type RebuiltRun } from './engine/trace/rebuild-run.js';
 export { GEN_AI_SEMCONV_VERSION } from './engine/trace/otel/genai-conventions.js';
 export { memoryStore } from './engine/store/memory-store.js';
-export type { Store, StoreRow, RunRow, Lease, RunControl, PruneOptions } from './contracts/store.js';
+export type { Store, StoreRow, RunRow, Lease, RunControl, PruneOptions, LearningRow } from './contracts/store.js';
 export { StoreConflictError } from './engine/store/store-conflict-error.js';
 export {
   StoreRecordError,

@@ -8,3 +8,11 @@ export { loopConfigOf } from './engine/loop.js';
 export { priceOf } from './engine/pricing/pricing.js';
 export { thrownMessage } from './engine/redaction/describe-thrown.js';
 export { addCall } from './engine/trace/rebuild-run.js';
+export {
+  decodeLearningRecord,
+  learningKey,
+  type LearningRecord,
+  type LearnedTool,
+  type LearnedTask,
+} from './engine/learning/learning-record.js';
+export { decayedRecord, taskFeedbackOf } from './engine/learning/learning-math.js';

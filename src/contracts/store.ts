@@ -62,6 +62,17 @@ export interface PruneOptions {
 }
 
 /**
+ * One stored learning record, as `store.listLearning()` lists it.
+ * @example
+ * for (const { key, version } of await store.listLearning()) console.log(key, version);
+ */
+export interface LearningRow {
+  key: string;
+  body: string;
+  version: number;
+}
+
+/**
  * Storage for durable runs: `memoryStore()` for tests and one process, `sqliteStore({ path })` for
  * crash-safe runs on one machine.
  * @example
@@ -112,6 +123,19 @@ export interface Store {
    * runs still running or waiting for approval are kept whatever their age. Returns how many it deleted.
    */
   prune(options: PruneOptions): Promise<number>;
+  // --- Learning across runs: one versioned record per key, written by compare-and-set. ---
+  /** A learning record (encoded) and its version, or null when the key has none. */
+  readLearning(key: string): Promise<{ body: string; version: number } | null>;
+  /**
+   * Compare-and-set of a learning record: writes when its version is still `expectedVersion` (null: the
+   * record must not exist yet) and bumps the version. False when another writer got there first.
+   */
+  writeLearning(key: string, body: string, expectedVersion: number | null): Promise<boolean>;
+  /** Every learning record, ordered by key. */
+  listLearning(): Promise<LearningRow[]>;
+  /** Deletes a learning record; false when there was none. */
+  deleteLearning(key: string): Promise<boolean>;
+  // --- end of learning ---
   /** How often (ms) a paused run looks again whether the pause was lifted. */
   readonly pausePollMs: number;
   close(): Promise<void>;

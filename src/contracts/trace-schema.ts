@@ -12,6 +12,7 @@
  *   Added in 0.2.0 (version unchanged, every field optional, so older files still read): run-start's optional
  *   name (the loop's), provider, server and settings (the model's); step-end's optional metadata (the
  *   response's id, model and finish reason).
+ *   Added for learning across runs (version unchanged, new event types): learning-loaded and learning-saved.
  * - 2: machine-event, every outcome event the machine was sent (the driver's summary: digests, counts, redacted
  *   messages), the first one (`run.started`) with the machine's input, so a reader replays the run through the
  *   machine itself instead of re-deriving its counters. What a `transition` means is unchanged; a version 1 trace
@@ -205,6 +206,67 @@ const toolHealth = z.object({
   /** Tools the next request offers, in order; a tool whose circuit is open is left out. */
   offered: z.array(z.string()),
 });
+
+// --- Learning across runs: what a run started from and what it wrote back. ---
+const learnedToolFigures = z.object({
+  name: z.string(),
+  /** The learned weight, in [0, 1]: 1 for a tool nothing was learned about. */
+  weight: z.number().min(0).max(1),
+  /** Decayed counts: older outcomes count less. */
+  successes: z.number().min(0),
+  failures: z.number().min(0),
+  consecutiveFailures: count,
+});
+const learnedTaskFigures = z.object({
+  id: z.string(),
+  passRate: z.number().min(0).max(1),
+  evaluations: z.number().min(0),
+  topFailureReasons: z.array(z.object({ reason: z.string(), count: z.number().min(0) })),
+});
+
+/** At the start (or resume) of a run with `learning`: the learned weights and feedback it starts from. */
+const learningLoaded = z.object({
+  type: z.literal('learning-loaded'),
+  ...base,
+  /** The store key: the loop's name and tenant. */
+  key: z.string(),
+  /** The record's version in the store; null when nothing was learned yet (or it could not be read). */
+  version: z.number().nullable(),
+  tools: z.array(learnedToolFigures),
+  tasks: z.array(learnedTaskFigures),
+  /** Why the stored record was not used (corrupt, newer, unreadable): the run starts from nothing learned. */
+  problem: z.string().optional(),
+});
+
+/** After a batch of outcomes was merged into the store: what the batch held and how each weight moved. */
+const learningSaved = z.object({
+  type: z.literal('learning-saved'),
+  ...base,
+  key: z.string(),
+  /** The record's version after the write. */
+  version: z.number(),
+  /** Tool outcomes and evaluations in the batch. */
+  outcomes: count,
+  tools: z.array(
+    z.object({
+      name: z.string(),
+      successes: count,
+      failures: count,
+      weightBefore: z.number().min(0).max(1),
+      weightAfter: z.number().min(0).max(1),
+    }),
+  ),
+  tasks: z.array(
+    z.object({
+      id: z.string(),
+      passes: count,
+      failures: count,
+      passRateBefore: z.number().min(0).max(1),
+      passRateAfter: z.number().min(0).max(1),
+    }),
+  ),
+});
+// --- end of learning ---
 
 const evaluationEnd = z.object({
   type: z.literal('evaluation-end'),
@@ -407,6 +469,8 @@ export const traceEventSchema = z.discriminatedUnion('type', [
   runResume,
   runEnd,
   machineEvent,
+  learningLoaded,
+  learningSaved,
 ]);
 
 /**

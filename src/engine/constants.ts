@@ -165,3 +165,18 @@ export const DEFAULT_DBOS_WORKER = Object.freeze({
   stepsPerWorkflow: 200,
   approvalWaitMs: 24 * 60 * 60_000,
 });
+
+/**
+ * Learning across runs (`learning: {}`): how far one batch moves a weight (0.2: a batch of failures
+ * takes a perfect tool's weight to 0.8, not to 0), a batch written every 20 outcomes or 30 s (and at
+ * the end of every run), and old outcomes weighing half after a day.
+ * @example
+ * DEFAULT_LEARNING.halfLifeMs; // 86_400_000
+ */
+export const DEFAULT_LEARNING = Object.freeze({
+  learningRate: 0.2,
+  batchWindow: Object.freeze({ outcomes: 20, ms: 30_000 }),
+  halfLifeMs: 86_400_000,
+  /** Failure reasons kept per task, the most frequent first. */
+  topReasons: 3,
+});

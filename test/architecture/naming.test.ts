@@ -39,12 +39,14 @@ const TRACE_EVENT_TYPES: Record<TraceEventType, true> = {
   'approval-decided': true,
   'run-resume': true,
   'run-end': true,
+  'learning-loaded': true,
+  'learning-saved': true,
 };
 
 /** Past participles that do not end in -ed. */
 const IRREGULAR_PAST = new Set(['withheld', 'sent', 'made', 'begun', 'lost', 'found', 'run', 'done']);
 /** The verbs a trace event type may end with; anything else is read as part of the noun. */
-const TRACE_VERBS = new Set(['start', 'end', 'resume', 'trimmed', 'decided']);
+const TRACE_VERBS = new Set(['start', 'end', 'resume', 'trimmed', 'decided', 'loaded', 'saved']);
 /** Words a trace type must not use as its noun: they are verbs, so the event would read verb first. */
 const VERB_WORDS = new Set([
   ...TRACE_VERBS,

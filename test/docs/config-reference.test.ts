@@ -13,6 +13,7 @@ import {
   defineTool,
   DEFAULT_CONTEXT,
   DEFAULT_DURABLE,
+  DEFAULT_LEARNING,
   DEFAULT_LIMITS,
   DEFAULT_NO_PROGRESS,
   evaluators,
@@ -78,6 +79,12 @@ function codeDefault(path: string): { value: unknown } | undefined {
     retry: DEFAULT_BACKOFF,
     policy: DEFAULT_TOOL_POLICY,
   };
+  // Learning is off unless given: its defaults are the constants, at any depth.
+  if (group === 'learning' && key !== undefined) {
+    let value: unknown = DEFAULT_LEARNING;
+    for (const segment of [key, ...deeper]) value = (value as Record<string, unknown> | undefined)?.[segment];
+    return value === undefined || typeof value === 'object' ? undefined : { value };
+  }
   const fromConstants = group !== undefined && key !== undefined && deeper.length === 0 ? constants[group] : undefined;
   if (fromConstants && key !== undefined && key in fromConstants) return { value: fromConstants[key] };
   // What resolveConfig makes of a config that leaves the option out; `retry` resolves to `backoff`.

@@ -1,8 +1,8 @@
 /**
  * Runs that between them make every kind of trace event: tools, transport and reflection retries,
- * argument repair, a no-progress nudge and stop, a budget stop and context trimming.
+ * argument repair, a no-progress nudge and stop, a budget stop, context trimming and learning across runs.
  */
-import { evaluators, type LoopConfig } from 'loopstate';
+import { evaluators, memoryStore, type LoopConfig } from 'loopstate';
 import { modelError, reply, scriptedModel, toolCall, type ScriptStep } from 'loopstate/testing';
 import { recordingTool } from './helpers.js';
 
@@ -51,6 +51,11 @@ export const TRACE_SCENARIOS: TraceScenario[] = [
       context: { maxInputTokensPerCall: 1_500 },
       limits: { maxSteps: 20 },
     },
+  },
+  {
+    name: 'learning across runs: the learning a run starts from and the batches it writes',
+    script: [toolCall('lookup', { id: 'L' }), reply('done')],
+    config: { tools: [lookup()], store: memoryStore(), learning: { batchWindow: { outcomes: 1 } } },
   },
 ];
 

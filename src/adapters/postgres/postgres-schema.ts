@@ -6,7 +6,8 @@
  * leases by it), an index finds the runs a lease is held on, and `runs.finished_at` says when the run
  * finished (for `prune`); each is added to a version 1 schema when opened. 3: `journal_chunks`, a partial index
  * of the rows written with snapshots (`trace` and `transcript` chunks), which a resume reads without visiting
- * the others; built on an older schema when opened.
+ * the others; built on an older schema when opened. 4: a `learning` table (a versioned
+ * record per loop name and tenant), created by postgres-learning.ts when the store opens, so an older schema gains it.
  */
 export function postgresSchema(schema: string): string {
   const s = `"${schema}"`;

@@ -11,6 +11,7 @@ import { LoopConfigError } from '../../contracts/errors.js';
 import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
 import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
 import { postgresSchema } from './postgres-schema.js';
+import { postgresLearning, postgresLearningSchema } from './postgres-learning.js';
 
 /**
  * Options of `postgresStore`.
@@ -178,6 +179,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
         // Concurrent first launches race on CREATE ... IF NOT EXISTS: an advisory lock serialises them.
         await client.query('SELECT pg_advisory_lock(7271001)');
         await client.query(postgresSchema(options.schema ?? 'loopstate'));
+        await client.query(postgresLearningSchema(schema));
       } catch (error) {
         broken = error;
         // The DDL is idempotent: sent again after a dropped connection, it does what it did.
@@ -428,6 +430,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
         ).rowCount === 1
       );
     },
+    ...postgresLearning(schema, query),
     async heartbeat(executorId, now, about = {}) {
       await query(
         `INSERT INTO ${schema}.workers (executor_id, heartbeat_at, application_version, lease_prefix) VALUES ($1, $2, $3, $4) ON CONFLICT (executor_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, claimed_by = NULL, claimed_at = NULL, application_version = coalesce(excluded.application_version, ${schema}.workers.application_version), lease_prefix = coalesce(excluded.lease_prefix, ${schema}.workers.lease_prefix)`,

@@ -10,6 +10,8 @@
  * (row-packing.ts), its `body` empty; added to an older database when it is opened (its rows stay text).
  * 4: `journal_chunks`, a partial index of the rows written with snapshots (`trace` and `transcript` chunks): a
  * resume reads those few rows of a long run without visiting the others; built on an older database when opened.
+ * 5: a `learning` table (a versioned record per loop name and tenant), created in sqlite-learning.ts when a
+ * database is opened, so an older database gains it.
  */
 export const SQLITE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (

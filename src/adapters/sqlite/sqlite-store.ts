@@ -12,6 +12,7 @@ import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts
 import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
 import { pack, unpack } from './row-packing.js';
 import { SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH } from './sqlite-schema.js';
+import { SQLITE_LEARNING_SCHEMA, sqliteLearning } from './sqlite-learning.js';
 
 /**
  * Options of `sqliteStore`.
@@ -61,6 +62,7 @@ function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions)
   for (const table of ['runs', 'journal', 'snapshots'])
     if (!hasColumn(table, 'packed')) db.exec(`ALTER TABLE ${table} ADD COLUMN packed BLOB`);
   db.exec(SQLITE_SCHEMA_FINISH);
+  db.exec(SQLITE_LEARNING_SCHEMA);
   return db;
 }
 
@@ -98,6 +100,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     writes ??= prepareWrites(db, statements);
     return { db, statements, writes };
   };
+  const learning = sqliteLearning(use);
   return {
     pausePollMs: options.pausePollMs ?? 500,
     async createRun(runId, body, lease) {
@@ -183,6 +186,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       if (expectedVersion === null) return statements.insertLedger.run(tenantId, body).changes === 1;
       return statements.updateLedger.run(body, tenantId, expectedVersion).changes === 1;
     },
+    ...learning,
     async close() {
       db?.close();
       db = null;

@@ -325,6 +325,19 @@ export const configSchema = z
       .partial()
       .strict()
       .optional(),
+    learning: z
+      .object({
+        learningRate: number().gt(0).max(1),
+        batchWindow: z
+          .object({ outcomes: positiveInt, ms: finiteOrInfinity(number().min(0)) })
+          .partial()
+          .strict(),
+        halfLifeMs: finiteOrInfinity(number().gt(0)),
+        topReasons: nonNegativeInt,
+      })
+      .partial()
+      .strict()
+      .optional(),
     inspect: z
       .custom<InspectOption>(isInspectOption, {
         message:
@@ -341,6 +354,19 @@ export const configSchema = z
         message: 'a tenant budget is a ledger in the store: pass a store too (e.g. sqliteStore({ path }))',
       });
     }
+    if (config.learning !== undefined && config.store === undefined)
+      context.addIssue({
+        code: 'custom',
+        path: ['learning'],
+        message: 'learning is kept in the store: pass a store too (e.g. sqliteStore({ path }))',
+      });
+    if (config.learning !== undefined && config.toolHealth !== undefined)
+      context.addIssue({
+        code: 'custom',
+        path: ['learning'],
+        message:
+          'learning shares tool health through the store, toolHealth through one object: pass one of them, not both',
+      });
     const window = config.model.contextWindowTokens;
     if (window !== undefined && !(Number.isInteger(window) && window > 0)) {
       context.addIssue({

@@ -34,15 +34,20 @@ import type { Tool, ToolHealth, ToolPolicy } from '../tools/index.js';
 import type { OtelTraceOptions, TraceOptions } from '../trace/trace-event.js';
 import type { ResolvedTraceOptions } from '../trace/trace-sinks.js';
 import type { InspectOption } from '../runtime/inspect-option.js';
+import { resolveLearning, type LearningOptions, type ResolvedLearning } from '../learning/learning-options.js';
+import type { TaskFeedback } from '../learning/learning-math.js';
 
 /**
- * What a task prompt may be built from: the run's goal and the outputs of the tasks before it.
+ * What a task prompt may be built from: the run's goal, the outputs of the tasks before it and, with
+ * `learning`, what went wrong in the task's earlier runs.
  * @example
  * const prompt = ({ goal, outputs }: TaskPromptContext) => `${goal}: format ${JSON.stringify(outputs.draft)}`;
  */
 export interface TaskPromptContext {
   goal: string;
   outputs: Readonly<Record<string, unknown>>;
+  /** With `learning`: the task's pass rate and most frequent failure reasons across earlier runs; undefined without. */
+  feedback?: TaskFeedback;
 }
 
 /**
@@ -145,6 +150,13 @@ export interface LoopConfig<
    * not spend when it finishes. Needs a `store`.
    */
   tenant?: TenantBudget;
+  /**
+   * Learning across runs, off unless given (`learning: {}` takes the defaults): tool health (weights for
+   * `toolOrder: 'success_rate'`, failure streaks for the circuit breaker) and each task's pass rate and
+   * frequent failure reasons (`prompt({ goal, feedback })`), kept in the `store` per loop `name` and
+   * `tenant`, shared by every process on it. Needs a `store`; not together with `toolHealth`.
+   */
+  learning?: LearningOptions;
 }
 
 /**
@@ -211,6 +223,8 @@ export interface ResolvedConfig {
   tenant: TenantBudget | undefined;
   durable: { snapshotEvery: number; approvalExpiresAfterMs: number | null; leaseMs: number };
   inspect: InspectOption | undefined;
+  /** Learning across runs, with its defaults; undefined when off. */
+  learning: ResolvedLearning | undefined;
   /** Options whose meaning changed, said once on each run's warnings. */
   deprecations: readonly string[];
 }
@@ -383,6 +397,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
       leaseMs: config.durable?.leaseMs ?? DEFAULT_DURABLE.leaseMs,
     },
     inspect: config.inspect,
+    learning: config.learning === undefined ? undefined : resolveLearning(config.learning),
     deprecations: [transportAttemptsWarning(config.limits)].filter((warning) => warning !== null),
   };
 }

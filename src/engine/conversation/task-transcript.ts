@@ -5,6 +5,7 @@
 import type { ResolvedConfig, TaskConfig } from '../config/config.js';
 import { workflowTaskPrompt } from '../prompts.js';
 import { Transcript } from '../runtime/transcript.js';
+import type { TaskFeedback } from '../learning/learning-math.js';
 import type { PriorConversation } from './prior-conversation.js';
 
 /** What a task's opening conversation is made from. */
@@ -16,6 +17,8 @@ export interface TaskTranscriptSource {
   taskOutputs: Readonly<Record<string, unknown>>;
   /** Characters of the tool specs every request carries, for the token estimate. */
   toolSpecChars: number;
+  /** With learning: what a task's earlier runs went through, for its prompt function. */
+  feedback?: ((taskId: string) => TaskFeedback) | null;
 }
 
 export function taskTranscript(source: TaskTranscriptSource, index: number): Transcript {
@@ -30,9 +33,14 @@ export function taskTranscript(source: TaskTranscriptSource, index: number): Tra
   return transcript;
 }
 
-function taskPrompt({ config, tasks, goal, taskOutputs }: TaskTranscriptSource, index: number): string {
+function taskPrompt({ config, tasks, goal, taskOutputs, feedback }: TaskTranscriptSource, index: number): string {
   const task = tasks[index];
   if (!task) throw new Error(`no task at index ${index}`);
-  const prompt = typeof task.prompt === 'function' ? task.prompt({ goal, outputs: taskOutputs }) : task.prompt;
+  const prompt =
+    typeof task.prompt === 'function'
+      ? task.prompt(
+          feedback ? { goal, outputs: taskOutputs, feedback: feedback(task.id) } : { goal, outputs: taskOutputs },
+        )
+      : task.prompt;
   return config.tasks === null ? prompt : workflowTaskPrompt(goal, taskOutputs, task.id, prompt);
 }

@@ -18,6 +18,7 @@ import { describeAbortReason } from '../hooks/abort-reason.js';
 import { guardClock, safeNow } from '../hooks/guarded-clock.js';
 import { defaultRunId, resolveRunId } from '../hooks/run-id.js';
 import { ToolHealth } from '../tools/index.js';
+import { LearningSession } from '../learning/learning-session.js';
 import { describeThrown, errorFields, toError } from '../redaction/describe-thrown.js';
 import { closedConversation, priorConversation } from '../conversation/prior-conversation.js';
 import { summarize } from '../trace/trace-event.js';
@@ -65,11 +66,16 @@ export async function driveRun(
   const clock = guardClock(resolved.clock);
   const config: ResolvedConfig = { ...resolved, clock };
   const setup = loopSetupOf(resolved);
-  const health = sharedHealth ?? new ToolHealth({ now: () => clock.now() });
+  const learning =
+    config.learning === undefined || config.store === undefined
+      ? null
+      : new LearningSession(config.learning, config.store, config.name, config.tenant?.id ?? null, clock);
+  const health = sharedHealth ?? learning?.health ?? new ToolHealth({ now: () => clock.now() });
   const { runId, fault: runIdFault } = resolveRunId(input.runId, config.generateRunId, defaultRunId);
   const controller = new AbortController();
   const conversation = priorConversation(input, config.instructions);
   const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation, setup);
+  if (learning !== null) session.taskFeedback = (taskId) => learning.feedbackFor(taskId);
   const inspect =
     config.inspect === undefined
       ? undefined
@@ -90,6 +96,8 @@ export async function driveRun(
   // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
   try {
     try {
+      // Before the first task's prompt is built: its prompt function sees the feedback.
+      await learning?.load();
       actor.start();
       const restored = hooks
         ? await hooks.restore({
@@ -112,6 +120,7 @@ export async function driveRun(
           message: config.redact.text(describeThrown(armed.fault)),
         });
       }
+      learning?.traceLoaded(session, safeNow(clock));
       // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
       if (input.signal?.aborted) onUserAbort();
       for (;;) {
@@ -119,8 +128,15 @@ export async function driveRun(
         const effect = getPendingEffect(snapshot);
         if (effect.kind === 'done') break;
         if (hooks) await hooks.beforeEffect(session, controller);
-        await delivery.performAndDeliver(effect.kind, () => perform(effect, snapshot, session, health));
+        await delivery.performAndDeliver(effect.kind, () =>
+          learning === null
+            ? perform(effect, snapshot, session, health)
+            : performLearning(effect, snapshot, session, health, learning),
+        );
+        if (learning?.due(safeNow(clock))) await learning.flush(session);
       }
+      // The run's last batch, before run-end: the trace says what it wrote.
+      await learning?.flush(session);
     } finally {
       try {
         cancelDeadline();
@@ -239,6 +255,21 @@ async function perform(
     session.recordFatalError(toError(error));
     return { type: 'run.faulted', at: safeNow(clock), message: session.config.redact.text(describeThrown(error)) };
   }
+}
+
+/** `perform`, its evaluation verdicts noted for learning. */
+async function performLearning(
+  effect: Exclude<PendingEffect, { kind: 'done' }>,
+  snapshot: LoopSnapshot,
+  session: RunSession,
+  health: ToolHealth,
+  learning: LearningSession,
+): Promise<LoopEvent> {
+  const event = await perform(effect, snapshot, session, health);
+  // Redacted before it is stored: a reason may quote the output, and the store keeps it across runs.
+  if (event.type === 'evaluation.completed')
+    learning.noteEvaluation(session.task.id, event.passed, session.config.redact.text(event.reason));
+  return event;
 }
 
 function interruptionEvent(session: RunSession): LoopEvent {

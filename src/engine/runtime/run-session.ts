@@ -13,6 +13,7 @@ import { ProgressTracker } from '../progress/index.js';
 import type { PreparedCall, Tool, ToolHealth } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { PromptRecorder } from '../trace/prompt-snapshots.js';
+import type { TaskFeedback } from '../learning/learning-math.js';
 import { RunTrace } from '../trace/run-trace.js';
 import { offeredToolNames, offeredToolSpecs, toolHealthFigures } from '../tools/tool-offer.js';
 import { AbortFanout } from './abort-fanout.js';
@@ -78,6 +79,8 @@ export class RunSession {
   private preparedTask: { index: number; transcript: Transcript } | null = null;
   /** The run's one listener on its signal: effects wait on the abort through this, not a listener each. */
   readonly aborts: AbortFanout;
+  /** With learning: each task's feedback from earlier runs, for its prompt function (set before the first task begins). */
+  taskFeedback: ((taskId: string) => TaskFeedback) | null = null;
   /** Follows the model requests when `trace.prompts` is on. */
   readonly prompts: PromptRecorder | null;
 
@@ -295,8 +298,11 @@ export class RunSession {
   }
 
   private buildTranscript(index: number): Transcript {
-    const { config, tasks, goal, conversation, toolSpecChars } = this;
-    return taskTranscript({ config, tasks, goal, conversation, taskOutputs: this.#taskOutputs, toolSpecChars }, index);
+    const { config, tasks, goal, conversation, toolSpecChars, taskFeedback: feedback } = this;
+    return taskTranscript(
+      { config, tasks, goal, conversation, taskOutputs: this.#taskOutputs, toolSpecChars, feedback },
+      index,
+    );
   }
 
   /** Tools offered to the model: those whose circuit breaker is not open, by weight with `toolOrder: 'success_rate'`. */

@@ -1,6 +1,7 @@
 /** An in-memory `Store`: the same records and checks as the embedded database, gone with the process. */
 import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
 import { StoreConflictError } from './store-conflict-error.js';
+import { memoryLearning } from './memory-learning.js';
 
 interface MemoryRun extends RunRow {
   finishedAt: number | null;
@@ -26,6 +27,7 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
     return run;
   };
   const holds = (run: MemoryRun, owner: string) => run.leaseOwner === owner;
+  const learning = memoryLearning();
   return {
     pausePollMs: options.pausePollMs ?? 200,
     async createRun(runId, body, lease) {
@@ -153,9 +155,14 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
       ledgers.set(tenantId, { body, version: (current?.version ?? 0) + 1 });
       return true;
     },
+    readLearning: learning.readLearning,
+    writeLearning: learning.writeLearning,
+    listLearning: learning.listLearning,
+    deleteLearning: learning.deleteLearning,
     async close() {
       runs.clear();
       ledgers.clear();
+      learning.clear();
     },
   };
 }

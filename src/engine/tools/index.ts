@@ -12,7 +12,7 @@ export {
   type ToolDefinition,
 } from './define-tool.js';
 export { checkToolPolicy, DEFAULT_TOOL_POLICY, type PolicyVerdict, type ToolPolicy } from './policy.js';
-export { ToolHealth, type ToolHealthStats, type CircuitState } from './tool-health.js';
+export { ToolHealth, type ToolHealthStats, type CircuitState, type LearnedToolHealth } from './tool-health.js';
 export { isCallerFault, ToolCallError, type ToolFailureBlame } from './tool-call-error.js';
 export { assignUniqueCallIds } from './unique-call-ids.js';
 export {

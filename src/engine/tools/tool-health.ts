@@ -23,7 +23,7 @@ export interface ToolHealthStats {
   circuitOpen: boolean;
   /** `closed`; `open` (withheld, cooling down); `half_open` (cooled down after a failure streak: offered again, one more failure reopens it). */
   circuit: CircuitState;
-  /** The ordering weight, in (0, 1]: the success rate smoothed by one assumed success (see `ToolHealth.weight`). */
+  /** The ordering weight, in [0, 1]: the success rate smoothed by one assumed success, or by the learned weight (see `ToolHealth.weight`). */
   weight: number;
 }
 
@@ -52,7 +52,21 @@ export interface ToolHealthCounters {
   lastFailureAt: number;
 }
 
-const weightOf = (counters: ToolHealthCounters): number => (counters.successes + 1) / (counters.calls + 1);
+/**
+ * What a tool's health starts from when it was learned across runs (`createLoop({ learning })`).
+ * @example
+ * health.restoreLearned({ search: { weight: 0.4, consecutiveFailures: 2, lastFailureAt: 1_700_000_000_000 } });
+ */
+export interface LearnedToolHealth {
+  /** The learned weight, in [0, 1], standing in for the assumed success of a tool never called in this run. */
+  weight: number;
+  /** Failures in a row across earlier runs: they count towards this run's circuit breaker until a success. */
+  consecutiveFailures: number;
+  lastFailureAt: number;
+}
+
+const weightOf = (counters: ToolHealthCounters, prior = 1): number =>
+  (counters.successes + prior) / (counters.calls + 1);
 
 /**
  * Tracks how each tool has fared and opens its circuit after `threshold` consecutive failures.
@@ -67,6 +81,7 @@ export class ToolHealth {
   readonly threshold: number;
   readonly cooldownMs: number;
   readonly #counters = new Map<string, ToolHealthCounters>();
+  readonly #learned = new Map<string, LearnedToolHealth>();
   readonly #now: () => number;
 
   constructor(options: { threshold?: number; cooldownMs?: number; now?: () => number } = {}) {
@@ -108,32 +123,45 @@ export class ToolHealth {
 
   /** True while the tool has failed `threshold` or more times in a row and is cooling down; it should be withheld. */
   isOpen(name: string): boolean {
-    const counters = this.#counters.get(name);
-    return counters !== undefined && this.#isOpen(counters);
+    return this.circuit(name) === 'open';
   }
 
-  #isOpen(counters: ToolHealthCounters): boolean {
-    return this.#circuit(counters) === 'open';
-  }
-
-  /** The tool's circuit breaker state; `closed` for a tool never called. */
+  /** The tool's circuit breaker state; `closed` for a tool never called (and never failing in a row before, when learned). */
   circuit(name: string): CircuitState {
-    const counters = this.#counters.get(name);
-    return counters === undefined ? 'closed' : this.#circuit(counters);
+    return this.#circuit(this.#counters.get(name), this.#learned.get(name));
   }
 
-  #circuit(counters: ToolHealthCounters): CircuitState {
-    if (counters.consecutiveFailures < this.threshold) return 'closed';
-    return this.#now() - counters.lastFailureAt < this.cooldownMs ? 'open' : 'half_open';
+  #circuit(counters: ToolHealthCounters | undefined, learned: LearnedToolHealth | undefined): CircuitState {
+    // A learned streak goes on until this run's first success.
+    const carried = learned !== undefined && (counters === undefined || counters.successes === 0);
+    const streak = (counters?.consecutiveFailures ?? 0) + (carried ? learned.consecutiveFailures : 0);
+    if (streak < this.threshold) return 'closed';
+    const lastFailureAt =
+      counters !== undefined && counters.failures > 0 ? counters.lastFailureAt : (learned?.lastFailureAt ?? 0);
+    return this.#now() - lastFailureAt < this.cooldownMs ? 'open' : 'half_open';
   }
 
   /**
    * How much to prefer the tool: (successes + 1) / (calls + 1), its success rate smoothed by one assumed
-   * success, so a tool never called weighs 1 and one early failure does not sink it to 0.
+   * success, so a tool never called weighs 1 and one early failure does not sink it to 0. With a learned
+   * weight (see `restoreLearned`) the assumed call succeeds by that weight: (successes + w) / (calls + 1).
    */
   weight(name: string): number {
     const counters = this.#counters.get(name);
-    return counters === undefined ? 1 : weightOf(counters);
+    const prior = this.#learned.get(name)?.weight ?? 1;
+    return counters === undefined ? prior : weightOf(counters, prior);
+  }
+
+  /**
+   * Starts from what earlier runs learned: each tool's weight orders it before its first call here, and
+   * its failure streak counts towards the circuit breaker until a success. Replaces what was learned before.
+   * @example
+   * health.restoreLearned({ search: { weight: 0.4, consecutiveFailures: 3, lastFailureAt: clock.now() } });
+   * health.isOpen('search'); // true while it cools down (threshold 3)
+   */
+  restoreLearned(learned: Readonly<Record<string, LearnedToolHealth>>): void {
+    this.#learned.clear();
+    for (const [name, tool] of Object.entries(learned)) this.#learned.set(name, { ...tool });
   }
 
   /**
@@ -160,9 +188,9 @@ export class ToolHealth {
           consecutiveFailures: counters.consecutiveFailures,
           successRate: counters.successes / counters.calls,
           meanLatencyMs: counters.totalLatencyMs / counters.calls,
-          circuitOpen: this.#isOpen(counters),
-          circuit: this.#circuit(counters),
-          weight: weightOf(counters),
+          circuitOpen: this.circuit(name) === 'open',
+          circuit: this.circuit(name),
+          weight: this.weight(name),
         },
       ]),
     );

@@ -58,6 +58,9 @@ const UNICODE = 'unicode:';
 const RUN_ROWS = 'run rows:';
 const HEARTBEAT = 'leases: a heartbeat';
 const PRUNE = 'prune:';
+const LEARNING_CAS = 'learning: writeLearning';
+const LEARNING_CONCURRENT = 'learning: concurrent';
+const LEARNING_LIST = 'learning: listLearning';
 
 /** A ledger kept in a plain object, compare-and-set included: right but for the ids it inherits. */
 function plainObjectLedgers(): Partial<Store> {
@@ -228,6 +231,39 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
       };
     },
     caughtBy: [LEDGER_CAS, LEDGER_CONCURRENT],
+  },
+  {
+    breakage: 'writes learning records without comparing versions (the last write wins)',
+    patch: () => {
+      const records = new Map<string, { body: string; version: number }>();
+      return {
+        readLearning: async (key) => records.get(key) ?? null,
+        async writeLearning(key, body) {
+          records.set(key, { body, version: (records.get(key)?.version ?? 0) + 1 });
+          return true;
+        },
+        listLearning: async () =>
+          [...records].map(([key, record]) => ({ key, ...record })).sort((a, b) => (a.key < b.key ? -1 : 1)),
+        deleteLearning: async (key) => records.delete(key),
+      };
+    },
+    caughtBy: [LEARNING_CAS, LEARNING_CONCURRENT],
+  },
+  {
+    breakage: 'lists learning records in the order they were written',
+    patch: (inner) => ({
+      listLearning: async () => {
+        const rows = await inner.listLearning();
+        const order = ['["b",null]', '["a","t2"]', '["a",null]', '__proto__'];
+        return rows.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
+      },
+    }),
+    caughtBy: [LEARNING_LIST],
+  },
+  {
+    breakage: 'says a learning record was deleted and keeps it',
+    patch: (inner) => ({ deleteLearning: async (key) => (await inner.readLearning(key)) !== null }),
+    caughtBy: [LEARNING_LIST],
   },
   {
     breakage: 'says a cancel was recorded and records nothing',
@@ -413,6 +449,6 @@ describe('storeContract', () => {
 
   it('names every check uniquely, so a runner shows each one', () => {
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(19);
+    expect(names.length).toBe(22);
   });
 });

@@ -9,6 +9,7 @@ import { describe, fail, type CheckContext } from './expectations.js';
 import { StoreContractError } from './store-contract-error.js';
 import { journalChecks, type ContractCheckBody } from './journal-checks.js';
 import { leaseChecks } from './lease-checks.js';
+import { learningChecks } from './learning-checks.js';
 import { pruneChecks } from './prune-checks.js';
 import { recordChecks } from './record-checks.js';
 
@@ -43,6 +44,7 @@ const CHECKS: readonly ContractCheckBody[] = [
   ...recordChecks,
   ...dataChecks,
   ...pruneChecks,
+  ...learningChecks,
 ];
 const DEFAULT_LARGE_RECORD_CHARS = 1024 * 1024;
 const DEFAULT_CONCURRENCY = 16;
@@ -84,7 +86,7 @@ function isStoreLike(value: unknown): value is Store {
  * The store contract as a list of checks, for any test runner: each check calls `makeStore()` for a new,
  * empty store of its own (a fresh file, database or schema), exercises one property the durable runs rely
  * on (journal order, refused duplicate seqs, lease compare-and-set and expiry, snapshots, one decision per
- * approval, ids such as `__proto__`, cancel and pause, ledger compare-and-set under concurrent writers,
+ * approval, ids such as `__proto__`, cancel and pause, ledger and learning-record compare-and-set under concurrent writers,
  * 1 MiB and non-ASCII records), closes the store and calls `cleanup`. A check rejects with a
  * `StoreContractError` (code `store_contract_violated`) naming the check, the step, and what was
  * expected against what the store gave. Throws `LoopConfigError` naming the field for bad arguments.

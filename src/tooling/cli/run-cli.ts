@@ -10,6 +10,7 @@ import { packageVersion } from './package-version.js';
 import type { CliIo } from './cli-io.js';
 import { runCommand, runExampleCommand } from './run-command.js';
 import { inspectCommand } from './commands/inspect.js';
+import { learningCommand } from './commands/learning.js';
 import { runVerifyCommand } from './verify-command.js';
 import { terminalSafe } from './terminal-safe.js';
 import { parseArgs } from 'node:util';
@@ -39,6 +40,8 @@ Commands:
                               (--port N: the port, default a free one; --run <id>: which run of the file,
                               default the latest; the others are listed)
   verify <loop file>          prove a loop is bounded, or print a counterexample (loopstate verify --help)
+  learning show|reset         show or clear what loops learned across runs in a store (--store <file | url>;
+                              loopstate learning --help)
   help [command]              show this help, or a command's
 
 Examples (offline, no API key):
@@ -100,6 +103,8 @@ async function dispatch(
       return runVerifyCommand(rest, io);
     case 'inspect':
       return inspect(rest, io, examples, stop);
+    case 'learning':
+      return learningCommand(rest, io);
     default:
       io.err(`loopstate: unknown command "${command}"\n\n${usage(examples)}`);
       return EXIT_USAGE;
