@@ -27,6 +27,7 @@ import {
   type ApprovalDecision,
   type Decisions,
   type PendingApprovalRecord,
+  type ReviewDecision,
   type RunRecord,
 } from './records.js';
 import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
@@ -45,6 +46,15 @@ export { argumentsHash };
 export type ApprovalInput = ApprovalDecision;
 
 /**
+ * A person's decision on an output waiting for review (`result.pendingReview`): accept it (the task completes
+ * with it) or reject it with a reason the model is told (a reflection retry). `outputHash` (from
+ * `pendingReview`) binds the decision to the output the person saw.
+ * @example
+ * const decision: ReviewInput = { accept: false, reason: 'the refund amount is wrong', outputHash: pending.outputHash };
+ */
+export type ReviewInput = ReviewDecision;
+
+/**
  * Options of `loop.resume`.
  * @example
  * await loop.resume(runId, { approvals: { call_1: { approve: true } } });
@@ -55,6 +65,11 @@ export interface ResumeOptions {
    * (a retried request) return the run's result; another decision on a decided call is refused.
    */
   approvals?: Readonly<Record<string, ApprovalInput>>;
+  /**
+   * The decision on the output in `result.pendingReview`. The same decision sent again returns the run's
+   * result; another decision on a decided output, or one for an output that does not wait, is a `ReviewError`.
+   */
+  review?: ReviewInput;
   signal?: AbortSignal;
 }
 

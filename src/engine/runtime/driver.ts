@@ -363,6 +363,7 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
             .filter(({ call }) => call.status === 'needs_approval')
             .map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
         : [],
+    pendingReview: null,
     ...(fatal ? { error: redact.strings(errorFields(fatal)) } : {}),
   };
 }
