@@ -38,6 +38,9 @@ export type {
   EvaluatorOutput,
   EvaluatorsOutput,
   LoopOutput,
+  JudgeAggregate,
+  ReviewEvaluatorOptions,
+  ReviewContext,
 } from './engine/evaluators/index.js';
 export type {
   Model,

@@ -97,6 +97,11 @@ export const sessionFieldsSchema = z
         taskIndex: z.number().int(),
         reply: z.string(),
         formatted: z.object({ value: z.unknown() }).nullable(),
+        /** Absent unless an evaluator asked a person to review the reply. */
+        review: z
+          .object({ output: z.unknown(), evaluator: z.string(), reason: z.string(), outputHash: z.string() })
+          .strict()
+          .optional(),
       })
       .strict()
       .nullable(),
