@@ -3,7 +3,7 @@ import { LoopConfigError } from '../../contracts/errors.js';
 import { reviewEvaluator } from './review-evaluator.js';
 import type { EvaluationInput } from './types.js';
 
-const input = (parsed: unknown): EvaluationInput => ({
+const input = <Parsed>(parsed: Parsed): EvaluationInput<Parsed> => ({
   output: JSON.stringify(parsed),
   parsed,
   signal: new AbortController().signal,
