@@ -16,7 +16,7 @@ import type { DBOS as DBOSType, WorkflowQueue } from '@dbos-inc/dbos-sdk';
 import { LoopConfigError } from '../../contracts/errors.js';
 import type { RunInput } from '../../engine/config/config.js';
 import { durableRunsOf, type Loop } from '../../engine/loop.js';
-import type { ApprovalInput } from '../../engine/durable/durable-runs.js';
+import type { ApprovalInput, ReviewInput } from '../../engine/durable/durable-runs.js';
 import { ApprovalError, RunAccessError, StoreRecordError } from '../../engine/durable/durable-errors.js';
 import type { RunResult } from '../../engine/runtime/run-result.js';
 import type { PostgresStore } from '../postgres/index.js';
@@ -97,12 +97,13 @@ export interface DbosWorker<Output = unknown> {
   /** Puts a run on the queue; any worker may drive it. Enqueuing the same `runId` twice starts it once. */
   enqueue(input: RunInput & { runId: string }): Promise<{ runId: string; workflowId: string }>;
   /**
-   * Puts the continuation of a stopped run on the queue (with the person's `approvals`, or after a
-   * crash); `idempotencyKey` makes a retried request continue it once.
+   * Puts the continuation of a stopped run on the queue (with the person's `approvals` or `review`, or after
+   * a crash); `idempotencyKey` makes a retried request continue it once. A run stopped for review has no
+   * waiter: its decision goes this way.
    */
   enqueueResume(
     runId: string,
-    options?: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string },
+    options?: { approvals?: Readonly<Record<string, ApprovalInput>>; review?: ReviewInput; idempotencyKey?: string },
   ): Promise<{ runId: string; workflowId: string }>;
   /**
    * Hands a person's decisions on a run stopped for approval to it, in whichever process waits for them
