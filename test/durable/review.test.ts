@@ -174,4 +174,35 @@ describe('human review of outputs', () => {
     expect(cancelled?.detail).toContain('waiting for a review');
     await expect(loop.resume('r6', { review: { accept: true } })).rejects.toMatchObject({ code: 'review_not_pending' });
   });
+
+  it('an accepted output completes its task and the next task runs, with that output in taskOutputs', async () => {
+    const model = scriptedModel([reply(big), reply('Done: refund of 250 for O-7 filed.')]);
+    const loop = createLoop({
+      model,
+      clock: virtualClock(),
+      store: memoryStore(),
+      tasks: [
+        {
+          id: 'decide',
+          prompt: 'Decide the refund.',
+          evaluate: evaluators.chain(
+            evaluators.schema(Refund),
+            evaluators.review({ when: (refund) => refund.amount > 100 }),
+          ),
+        },
+        { id: 'file', prompt: 'File it.' },
+      ],
+    });
+    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r7' });
+    expect(stopped.pendingReview?.taskId).toBe('decide');
+    const done = await loop.resume('r7', { review: { accept: true } });
+    expect(done.stopReason).toBe('completed');
+    expect(done.taskOutputs).toEqual({
+      decide: { order: 'O-7', amount: 250 },
+      file: 'Done: refund of 250 for O-7 filed.',
+    });
+    // The second task's request carries the accepted output.
+    expect(JSON.stringify(model.calls[1]!.messages)).toContain('250');
+    model.assertComplete();
+  });
 });
