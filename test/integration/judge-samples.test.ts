@@ -154,4 +154,19 @@ describe('evaluators.judge with samples', () => {
     // undefined means the default, never off.
     expect(issues(() => evaluators.judge({ model, criteria: 'c', samples: undefined }))).toEqual([]);
   });
+
+  it("'mean' holds even a single verdict's score against the threshold", async () => {
+    const judge = scriptedModel([verdict(true, 'fine', 0.6)], { id: 'scripted' });
+    const { loop } = createTestLoop({
+      model: scriptedModel([reply('{"owner":"ops"}')]),
+      evaluate: [
+        evaluators.json(),
+        evaluators.judge({ model: judge, criteria: 'c', aggregate: 'mean', threshold: 0.8 }),
+      ],
+      limits: { maxRetries: 0 },
+    });
+    const result = await loop.run({ goal: GOAL });
+    expect(result.stopReason).toBe('retries_exhausted');
+    expect(result.detail).toContain('mean score 0.6');
+  });
 });

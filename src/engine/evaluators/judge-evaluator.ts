@@ -70,7 +70,8 @@ export function judgeEvaluator<Parsed = unknown>(options: JudgeEvaluatorOptions)
   return {
     name,
     kind: 'judge',
-    ...(samples === 1
+    // One plain verdict needs no combining, unless its score is held against the threshold.
+    ...(samples === 1 && aggregate === 'majority'
       ? {}
       : {
           samples,

@@ -157,7 +157,7 @@ function combined(evaluator: Evaluator, verdicts: readonly EvaluationResult[], p
   // createLoop refuses samples below 1; a list run directly with one still gets no pass by accident.
   if (first === undefined)
     return { passed: false, reason: `evaluator "${evaluator.name}" asked for no samples`, parsed };
-  if (verdicts.length === 1 || evaluator.combine === undefined) return first;
+  if (evaluator.combine === undefined) return first;
   try {
     const result = evaluator.combine(verdicts);
     if (isEvaluationResult(result)) return result;
