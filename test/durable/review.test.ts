@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   ApprovalError,
   createLoop,
+  defineTool,
   evaluators,
   LoopConfigError,
   memoryStore,
@@ -10,7 +11,7 @@ import {
   traceEventSchema,
   type Store,
 } from 'loopstate';
-import { reply, scriptedModel, virtualClock } from 'loopstate/testing';
+import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 
 const Refund = z.object({ order: z.string(), amount: z.number() });
 
@@ -204,5 +205,36 @@ describe('human review of outputs', () => {
     // The second task's request carries the accepted output.
     expect(JSON.stringify(model.calls[1]!.messages)).toContain('250');
     model.assertComplete();
+  });
+
+  it('a run waiting for approval refuses a review, also given with the approvals, and changes nothing', async () => {
+    const refunds: string[] = [];
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refund an order.',
+      input: z.object({ order_id: z.string() }),
+      access: 'destructive',
+      execute: ({ order_id }) => {
+        refunds.push(order_id);
+        return { refunded: order_id };
+      },
+    });
+    const loop = createLoop({
+      model: scriptedModel([toolCall('refund', { order_id: 'O-7' }), reply('Refunded O-7.')]),
+      tools: [refund],
+      clock: virtualClock(),
+      store: memoryStore(),
+    });
+    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r8' });
+    expect(stopped.pendingReview).toBeNull();
+    const callId = stopped.pendingApprovals[0]!.callId;
+    await expect(loop.resume('r8', { review: { accept: true } })).rejects.toMatchObject({ code: 'review_not_pending' });
+    await expect(
+      loop.resume('r8', { approvals: { [callId]: { approve: true } }, review: { accept: true } }),
+    ).rejects.toBeInstanceOf(ReviewError);
+    expect(refunds).toEqual([]);
+    const done = await loop.resume('r8', { approvals: { [callId]: { approve: true } } });
+    expect(done.stopReason).toBe('completed');
+    expect(refunds).toEqual(['O-7']);
   });
 });
