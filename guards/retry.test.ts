@@ -5,12 +5,14 @@ import {
   canRetryTransport,
   hasTransportAttemptsLeft,
   isEvaluationPassed,
+  isReviewRequested,
   isFatalModelFailure,
   isTransportRetryBudgetSpent,
 } from './retry.js';
 import {
   backoffElapsed,
   contextWith,
+  evaluationAskingReview,
   evaluationPassed,
   evaluationRejected,
   modelFailed,
@@ -143,5 +145,18 @@ describe('isEvaluationPassed', () => {
 
   it('is false for events of another type', () => {
     expect(isEvaluationPassed({ context: contextWith(), event: modelFailed('transient') })).toBe(false);
+  });
+});
+
+describe('isReviewRequested', () => {
+  it('is true only for an evaluation that asked for a person, which is never a pass', () => {
+    const asking = evaluationAskingReview('a person must look');
+    expect(isReviewRequested({ context: contextWith(), event: asking })).toBe(true);
+    expect(isEvaluationPassed({ context: contextWith(), event: { ...asking, passed: true } as typeof asking })).toBe(
+      false,
+    );
+    expect(isReviewRequested({ context: contextWith(), event: evaluationRejected('missing total') })).toBe(false);
+    expect(isReviewRequested({ context: contextWith(), event: evaluationPassed() })).toBe(false);
+    expect(isReviewRequested({ context: contextWith(), event: backoffElapsed() })).toBe(false);
   });
 });

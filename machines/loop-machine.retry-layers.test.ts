@@ -8,6 +8,7 @@ import type { LoopEvent } from './types.js';
 import {
   backoffElapsed,
   callModelEffect,
+  evaluationAskingReview,
   evaluationPassed,
   evaluationRejected,
   expectStop,
@@ -233,6 +234,29 @@ describe('retry layers keep separate counters', () => {
     );
     expect(getPendingEffect(send(used, toolCallsReply({ invalidCalls: 1, parseError: 'schema:order_id' })))).toEqual(
       callModelEffect({ kind: 'argument_repair' }),
+    );
+  });
+});
+
+describe('a review of the output', () => {
+  it('stops with needs_human at once: no reflection, no retry counted, whatever the budget left', () => {
+    const output = expectStop(
+      send(startedRun(), finalReply(), evaluationAskingReview('a person must look')),
+      'needs_human',
+    );
+    expect(output.status).toBe('needs_human');
+    expect(output.detail).toBe(
+      "task answer: the output waits for a person's review (see pendingReview): a person must look",
+    );
+  });
+
+  it("a person's verdict in its place: accepted completes, rejected is a reflection counted against maxRetries", () => {
+    const asked = send(startedRun(), finalReply());
+    expectStop(send(asked, evaluationPassed()), 'completed');
+    const rejected = send(asked, evaluationRejected('a person reviewed it and rejected it: too much'));
+    expect(rejected.context.task.reflectionRetries).toBe(1);
+    expect(getPendingEffect(rejected)).toEqual(
+      callModelEffect({ kind: 'reflection', reason: 'a person reviewed it and rejected it: too much' }),
     );
   });
 });

@@ -44,6 +44,8 @@ export interface ModelConfiguration {
   plan: boolean;
   /** A round may bring a result so large that the next request's estimate is over the input budget. */
   hugeResults?: boolean;
+  /** An evaluation may ask a person to review the output (`evaluators.review`): the run stops needs_human. */
+  review?: boolean;
 }
 
 /** Abstract clock: the run starts at `startAt`; "within" is a fixed offset after it, "past" is the deadline itself. */
@@ -64,6 +66,8 @@ export function pricedUsage(inputTokens: number, outputTokens: number): CallUsag
 }
 
 export const EVALUATOR_REASONS = ['reason A', 'reason B'] as const;
+/** Why the abstract evaluation asks a person; the replay's review evaluator gives the same reason. */
+export const REVIEW_REASON = 'a person must look';
 export const PARSE_ERRORS = Object.freeze({
   emptyReply: 'empty_reply',
   invalidArguments: 'invalid_arguments:lookup:id',
@@ -324,14 +328,24 @@ function toolOutcomes(config: ModelConfiguration, context: LoopContext): Abstrac
   return outcomes;
 }
 
-/** A pass and two distinct failure reasons; past the deadline a pass and a failure (a pass is routed before the deadline). */
+/**
+ * A pass and two distinct failure reasons; past the deadline a pass and a failure (a pass is routed before the
+ * deadline); with `review`, a request for a person's review.
+ */
 function evaluationOutcomes(config: ModelConfiguration, context: LoopContext): AbstractOutcome[] {
-  const evaluated = (label: string, passed: boolean, reason: string, moment: Moment): AbstractOutcome => ({
+  const evaluated = (
+    label: string,
+    passed: boolean,
+    reason: string,
+    moment: Moment,
+    needsReview = false,
+  ): AbstractOutcome => ({
     label: `evaluation.completed:${label}:${moment}`,
     event: {
       type: 'evaluation.completed',
       passed,
       reason,
+      ...(needsReview ? { needsReview: true } : {}),
       // The output is the last final reply: the one evaluated before exactly when the decision repeated the digest.
       outputDigest:
         context.progress.unchangedStateStreak > 1 && context.progress.lastOutputDigest !== null
@@ -350,6 +364,8 @@ function evaluationOutcomes(config: ModelConfiguration, context: LoopContext): A
     evaluated('fail-B', false, EVALUATOR_REASONS[1], 'within'),
     evaluated('pass', true, '', 'past'),
     evaluated('fail-A', false, EVALUATOR_REASONS[0], 'past'),
+    // A person's decision later replaces this event with a pass or a failure, both explored above.
+    ...(config.review === true ? [evaluated('review', false, REVIEW_REASON, 'within', true)] : []),
   ];
 }
 
@@ -485,6 +501,7 @@ export const MODEL_CONFIGURATIONS: readonly ModelConfiguration[] = [
     tasks: [{ id: 'only', onFailure: 'stop' }],
     ...SHARED_USAGE,
     plan: false,
+    review: true,
   },
   {
     // Signals on the first occurrence or the second; reflection has room for a nudge and a retry.

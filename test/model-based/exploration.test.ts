@@ -297,7 +297,7 @@ describe('transition coverage across the configurations', () => {
 /** The signal each no-progress stop state checks; the detail of its stop should name it. */
 const STOPPING_SIGNAL: Record<string, NoProgressSignal> = {
   'loop.RUNNING.gateStalled|always|0': 'plan_stall',
-  'loop.RUNNING.routingEvaluation|always|3': 'same_evaluator_reason',
+  'loop.RUNNING.routingEvaluation|always|4': 'same_evaluator_reason',
 };
 
 describe('stop details and task counts across the configurations', () => {

@@ -34,7 +34,13 @@ import {
   type ScriptStepResult,
 } from 'loopstate/testing';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../../src/engine/constants.js';
-import { ABSTRACT_PRICE, ABSTRACT_TIME, OUTCOME_TEXT, type ModelConfiguration } from './abstract-events.js';
+import {
+  ABSTRACT_PRICE,
+  ABSTRACT_TIME,
+  OUTCOME_TEXT,
+  REVIEW_REASON,
+  type ModelConfiguration,
+} from './abstract-events.js';
 import type { LabelledPath, LabelledStep } from './loop-graph.js';
 import { checkReplay, roundClassOf } from './replay-checks.js';
 import { injectedFault, ReplayClock } from './replay-clock.js';
@@ -299,12 +305,13 @@ class PathReplay {
     return new Promise<never>(() => {});
   }
 
-  verdict(): true | string {
+  verdict(): true | string | { review: string } {
     const step = this.expect('evaluate', 'evaluator ran');
     if (step === null) return true;
     switch (step.event.type) {
       case 'evaluation.completed':
         if (this.isPast(step)) this.clock.observeLateAt(this.deadlineAt);
+        if (step.event.needsReview === true) return { review: step.event.reason };
         return step.event.passed ? true : step.event.reason;
       case 'run.cancelRequested':
         this.cancel();
@@ -392,7 +399,16 @@ export function createReplayHarness(config: ModelConfiguration): ReplayHarness {
       return undefined;
     },
   };
-  const evaluate = [evaluators.rule(() => replaying().verdict(), 'the replayed verdict')];
+  // The rule gives the replayed pass or failure; a replayed request for review passes it, and the review asks.
+  let asksForReview = false;
+  const evaluate = [
+    evaluators.rule(() => {
+      const verdict = replaying().verdict();
+      asksForReview = typeof verdict === 'object';
+      return typeof verdict === 'object' ? true : verdict;
+    }, 'the replayed verdict'),
+    evaluators.review({ when: () => asksForReview, reason: REVIEW_REASON }),
+  ];
 
   return {
     async replay(path) {

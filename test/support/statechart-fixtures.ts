@@ -280,6 +280,10 @@ export const evaluationPassed = (options?: EvaluationOptions): LoopEvent => eval
 export const evaluationRejected = (reason: string, options?: EvaluationOptions): LoopEvent =>
   evaluationCompleted(false, reason, options);
 
+/** An `evaluation.completed` event in which an evaluator asked a person to review the output. */
+export const evaluationAskingReview = (reason: string, options?: EvaluationOptions): LoopEvent =>
+  ({ ...evaluationCompleted(false, reason, options), needsReview: true }) as LoopEvent;
+
 /** A `model.failed` event: a transient 503 unless `failure` is fatal (then a 401). */
 export function modelFailed(
   failure: ModelFailureKind = 'transient',

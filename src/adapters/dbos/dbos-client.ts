@@ -5,7 +5,7 @@
 import type { DBOSClient } from '@dbos-inc/dbos-sdk';
 import { LoopConfigError } from '../../contracts/errors.js';
 import type { RunInput } from '../../engine/config/config.js';
-import type { ApprovalInput } from '../../engine/durable/durable-runs.js';
+import type { ApprovalInput, ReviewInput } from '../../engine/durable/durable-runs.js';
 import type { RunResult } from '../../engine/runtime/run-result.js';
 import { DEFAULT_DBOS_WORKER } from '../../engine/constants.js';
 import { loadDbos } from './load-dbos.js';
@@ -51,7 +51,7 @@ export interface LoopDbosClient<Output = unknown> {
   enqueue(input: RunInput & { runId: string }): Promise<{ runId: string; workflowId: string }>;
   enqueueResume(
     runId: string,
-    options?: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string },
+    options?: { approvals?: Readonly<Record<string, ApprovalInput>>; review?: ReviewInput; idempotencyKey?: string },
   ): Promise<{ runId: string; workflowId: string }>;
   /**
    * Hands a person's decisions to the run's waiter (`DBOS.send`), or to a new leg on the queue, as

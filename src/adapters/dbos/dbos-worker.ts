@@ -17,8 +17,8 @@ import type { DBOS as DBOSType, WorkflowQueue } from '@dbos-inc/dbos-sdk';
 import { LoopConfigError } from '../../contracts/errors.js';
 import type { RunInput } from '../../engine/config/config.js';
 import { durableRunsOf, type Loop } from '../../engine/loop.js';
-import type { ApprovalInput } from '../../engine/durable/durable-runs.js';
-import { ApprovalError, RunAccessError, StoreRecordError } from '../../engine/durable/durable-errors.js';
+import type { ApprovalInput, ReviewInput } from '../../engine/durable/durable-runs.js';
+import { ApprovalError, ReviewError, RunAccessError, StoreRecordError } from '../../engine/durable/durable-errors.js';
 import type { RunResult } from '../../engine/runtime/run-result.js';
 import type { PostgresStore } from '../postgres/index.js';
 import { DEFAULT_DBOS_WORKER } from '../../engine/constants.js';
@@ -100,12 +100,13 @@ export interface DbosWorker<Output = unknown> {
   /** Puts a run on the queue; any worker may drive it. Enqueuing the same `runId` twice starts it once. */
   enqueue(input: RunInput & { runId: string }): Promise<{ runId: string; workflowId: string }>;
   /**
-   * Puts the continuation of a stopped run on the queue (with the person's `approvals`, or after a
-   * crash); `idempotencyKey` makes a retried request continue it once.
+   * Puts the continuation of a stopped run on the queue (with the person's `approvals` or `review`, or after
+   * a crash); `idempotencyKey` makes a retried request continue it once. A run stopped for review has no
+   * waiter: its decision goes this way.
    */
   enqueueResume(
     runId: string,
-    options?: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string },
+    options?: { approvals?: Readonly<Record<string, ApprovalInput>>; review?: ReviewInput; idempotencyKey?: string },
   ): Promise<{ runId: string; workflowId: string }>;
   /**
    * Hands a person's decisions on a run stopped for approval to it, in whichever process waits for them
@@ -282,8 +283,12 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
    * anything changes, then the run driven to its next stop or to the handoff.
    */
   async function driveRecorded(log: StepLog, request: LegRequest): Promise<LegOutcome> {
-    if (request.kind === 'resume' && request.approvals !== undefined) {
-      const verdict = await log.verdict(() => runs.checkDecisions(request.runId, request.approvals));
+    if (request.kind === 'resume' && (request.approvals !== undefined || request.review !== undefined)) {
+      const { approvals, review } = request;
+      const verdict = await log.verdict(async () => {
+        if (approvals !== undefined) await runs.checkDecisions(request.runId, approvals);
+        if (review !== undefined) await runs.checkReviewDecision(request.runId, review);
+      });
       // The same decisions taken already (a retried request) are accepted and the leg goes on as the run does.
       if (!verdict.accepted) {
         return {
@@ -305,7 +310,8 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
         !(error instanceof StoreRecordError) &&
         !(error instanceof RunAccessError && error.code !== 'run_busy') &&
         !(error instanceof LoopConfigError) &&
-        !(error instanceof ApprovalError);
+        !(error instanceof ApprovalError) &&
+        !(error instanceof ReviewError);
       if (!mendable || (request.failures ?? 0) >= LEG_RETRIES) throw error;
       return {
         kind: 'handoff',

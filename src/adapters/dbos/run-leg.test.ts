@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, memoryStore, type Tool } from '../../index.js';
+import { createLoop, defineTool, evaluators, memoryStore, type Tool } from '../../index.js';
 import { durableRunsOf } from '../../engine/loop.js';
 import { reply, scriptedModel, toolCall } from '../../testing/index.js';
 import { driveLeg, resumeRequest, runRequest } from './run-leg.js';
@@ -41,5 +41,28 @@ describe('driveLeg', () => {
     expect(done.stopReason, done.detail).toBe('completed');
     expect(calls).toEqual([]);
     expect(later).toEqual(['O-1']);
+  });
+});
+
+describe('a review decision through a leg', () => {
+  it('continues a run stopped for review with the decision, keyed apart from approvals', async () => {
+    const loop = createLoop({
+      model: scriptedModel([reply('{"amount":250}')]),
+      store: memoryStore(),
+      evaluate: [evaluators.json(), evaluators.review({ when: () => true })],
+    });
+    const runs = durableRunsOf(loop)!;
+    const stopped = await driveLeg(loop, runs, runRequest({ goal: 'Refund', runId: 'leg-review' }).request);
+    expect(stopped.pendingReview?.rawOutput).toBe('{"amount":250}');
+    const review = { accept: true as const, outputHash: stopped.pendingReview!.outputHash };
+    const leg = resumeRequest('leg-review', { review });
+    expect(leg.request).toEqual({ kind: 'resume', runId: 'leg-review', review });
+    // Approvals alone keep their key; a review is keyed by itself.
+    expect(leg.workflowId).not.toBe(resumeRequest('leg-review').workflowId);
+    expect(resumeRequest('leg-review', { review }).workflowId).toBe(leg.workflowId);
+    const done = await driveLeg(loop, runs, leg.request);
+    expect(done).toMatchObject({ stopReason: 'completed', output: { amount: 250 }, pendingReview: null });
+    // The leg re-entered after a crash: the same decision returns the result.
+    expect((await driveLeg(loop, runs, leg.request)).stopReason).toBe('completed');
   });
 });

@@ -8,7 +8,7 @@ import { hash } from 'node:crypto';
 import { refreshTools, validateRunInput, type RunInput } from '../../engine/config/config.js';
 import { LoopConfigError } from '../../contracts/errors.js';
 import { canonicalJson } from '../../engine/progress/index.js';
-import type { ApprovalInput, DrivingOptions, DurableRuns } from '../../engine/durable/durable-runs.js';
+import type { ApprovalInput, DrivingOptions, DurableRuns, ReviewInput } from '../../engine/durable/durable-runs.js';
 import { RunAccessError } from '../../engine/durable/durable-errors.js';
 import type { RunResult } from '../../engine/runtime/run-result.js';
 import { loopConfigOf, type Loop } from '../../engine/loop.js';
@@ -20,7 +20,14 @@ import { resumeLegId } from './workflow-chain.js';
  */
 export type LegRequest =
   | { kind: 'run'; runId: string; input: Omit<RunInput, 'signal'>; part?: number; failures?: number }
-  | { kind: 'resume'; runId: string; approvals?: Record<string, ApprovalInput>; part?: number; failures?: number };
+  | {
+      kind: 'resume';
+      runId: string;
+      approvals?: Record<string, ApprovalInput>;
+      review?: ReviewInput;
+      part?: number;
+      failures?: number;
+    };
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -65,7 +72,14 @@ async function once(runs: DurableRuns, request: LegRequest, driving: DrivingOpti
   }
   // Re-entered after a crash, the first attempt having recorded the decisions: resume takes the very
   // decisions sent again as a retry and goes on as the run does; other decisions on those calls it refuses.
-  return runs.resume(request.runId, request.approvals === undefined ? {} : { approvals: request.approvals }, driving);
+  return runs.resume(
+    request.runId,
+    {
+      ...(request.approvals === undefined ? {} : { approvals: request.approvals }),
+      ...(request.review === undefined ? {} : { review: request.review }),
+    },
+    driving,
+  );
 }
 
 /** A new run's workflow: its id is the run id, so enqueuing a run twice starts it once. */
@@ -96,17 +110,23 @@ export function runRequest(input: RunInput & { runId: string }): { workflowId: s
 /** A continuation's workflow: one per (run, idempotency key), the key defaulting to the decisions' hash. */
 export function resumeRequest(
   runId: string,
-  options: { approvals?: Readonly<Record<string, ApprovalInput>>; idempotencyKey?: string } = {},
+  options: { approvals?: Readonly<Record<string, ApprovalInput>>; review?: ReviewInput; idempotencyKey?: string } = {},
 ): { workflowId: string; request: LegRequest } {
   checkIdPart(runId, 'runId');
   if (options.idempotencyKey !== undefined) checkIdPart(options.idempotencyKey, 'idempotencyKey');
-  const key = options.idempotencyKey ?? hash('sha256', canonicalJson(options.approvals ?? null), 'hex').slice(0, 16);
+  // Approvals alone keep the key they always had; a review decision is keyed apart from them.
+  const decided =
+    options.review === undefined
+      ? (options.approvals ?? null)
+      : { approvals: options.approvals ?? null, review: options.review };
+  const key = options.idempotencyKey ?? hash('sha256', canonicalJson(decided), 'hex').slice(0, 16);
   return {
     workflowId: resumeLegId(runId, key),
     request: {
       kind: 'resume',
       runId,
       ...(options.approvals === undefined ? {} : { approvals: { ...options.approvals } }),
+      ...(options.review === undefined ? {} : { review: { ...options.review } }),
     },
   };
 }

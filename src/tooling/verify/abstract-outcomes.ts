@@ -442,13 +442,14 @@ function evaluationOutcomes(
     passed: boolean,
     reason: string,
     time: number,
-    extra: { usage?: CallUsage; retries?: number } = {},
+    extra: { usage?: CallUsage; retries?: number; review?: boolean } = {},
   ): AbstractOutcome => ({
     label: `evaluation.completed: ${label}`,
     event: {
       type: 'evaluation.completed',
       passed,
       reason,
+      ...(extra.review === true ? { needsReview: true } : {}),
       outputDigest,
       usage: judges > 0 ? (extra.usage ?? NO_USAGE) : null,
       modelCalls: judges + (extra.retries ?? 0),
@@ -464,6 +465,9 @@ function evaluationOutcomes(
     evaluated('failed for the same reason', false, sameReason, at),
     evaluated('failed for another reason', false, otherReason, at),
   ];
+  // The run stops for a person; their decision continues it as a pass or a failure, both explored above.
+  if (model.reviewsPerTask[context.taskIndex] === true)
+    outcomes.push(evaluated('a person must review the output', false, otherReason, at, { review: true }));
   if (judges > 0) {
     // Each judge call has its own attempts; with a cap on the run's, the judges draw on what is left of it.
     const retries = inPlaceRetries(context, judges);

@@ -51,9 +51,10 @@ export function unboundedWaits(
     );
   }
   if (stopReasons.includes('needs_human')) {
+    const reviews = evaluatorsOf(config).some((evaluator) => evaluator.mayRequestReview === true);
     const expiry = config.durable.approvalExpiresAfterMs;
     waits.push(
-      `a run that stops with needs_human waits for a person's decision before loop.resume continues it${expiry === null ? ' (durable.approvalExpiresAfterMs, unset, would make a late approval fail)' : ` (an approval given more than durable.approvalExpiresAfterMs, ${expiry} ms, later fails)`}`,
+      `a run that stops with needs_human waits for a person's decision before loop.resume continues it${expiry === null ? ' (durable.approvalExpiresAfterMs, unset, would make a late approval fail)' : ` (an approval given more than durable.approvalExpiresAfterMs, ${expiry} ms, later fails)`}${reviews ? '; a review of an output never expires' : ''}`,
     );
   }
   return waits;

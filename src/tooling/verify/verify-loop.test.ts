@@ -340,13 +340,14 @@ describe('the abstraction reaches the whole statechart', () => {
           },
         }),
       ),
-      // Room for a nudge and the stop after it, and for reflections.
+      // Room for a nudge and the stop after it, and for reflections; an output may wait for a person's review.
       verify(
         createLoop({
           model,
           tools: [lookup],
           plan: true,
           tasks,
+          evaluate: [evaluators.review({ when: () => true })],
           limits: { maxSteps: 5, maxStepsPerTask: 4, maxRetries: 1 },
           noProgress: { planStall: 1 },
         }),
@@ -494,5 +495,58 @@ describe('what a loop file may export', () => {
     const config = { model: scriptedModel([reply('x')]), limits: { maxSteps: Infinity }, tools: [lookup] };
     const loopLike = { run: () => Promise.reject(new Error('not run')), config };
     expect(verify(loopLike).violations.map((violation) => violation.kind)).toEqual(['unbounded_cycle']);
+  });
+});
+
+describe('verify and human review of outputs', () => {
+  const judgeModel = scriptedModel([reply('{"passed": true, "reason": "ok"}')], { id: 'scripted' });
+  const checks = (extra: Parameters<typeof evaluators.judge>[0] | null) => [
+    evaluators.json(),
+    ...(extra === null ? [] : [evaluators.judge(extra)]),
+  ];
+
+  it('a loop that may ask for a review can stop needs_human (and not otherwise); the wait is named', () => {
+    const reviewed = verify(
+      createLoop({
+        model: scriptedModel([reply('x')]),
+        evaluate: [...checks(null), evaluators.review({ when: () => true })],
+        limits: { maxSteps: 3, deadlineMs: Infinity },
+      }),
+    );
+    expect(reviewed.violations).toEqual([]);
+    expect(reviewed.stopReasons).toContain('needs_human');
+    expect(reviewed.unboundedWaits.join('\n')).toContain('a review of an output never expires');
+    const unreviewed = verify(
+      createLoop({ model: scriptedModel([reply('x')]), evaluate: checks(null), limits: { maxSteps: 3 } }),
+    );
+    expect(unreviewed.stopReasons).not.toContain('needs_human');
+    // A judge whose split vote asks a person can stop needs_human too.
+    const split = verify(
+      createLoop({
+        model: scriptedModel([reply('x')]),
+        evaluate: checks({ model: judgeModel, criteria: 'c', samples: 3, reviewOnSplit: true }),
+        limits: { maxSteps: 3 },
+      }),
+    );
+    expect(split.stopReasons).toContain('needs_human');
+  });
+
+  it("counts each of a judge's samples as a judge call per evaluation", () => {
+    const one = verify(
+      createLoop({
+        model: scriptedModel([reply('x')]),
+        evaluate: checks({ model: judgeModel, criteria: 'c' }),
+        limits: { maxSteps: 3 },
+      }),
+    );
+    const three = verify(
+      createLoop({
+        model: scriptedModel([reply('x')]),
+        evaluate: checks({ model: judgeModel, criteria: 'c', samples: 3 }),
+        limits: { maxSteps: 3 },
+      }),
+    );
+    expect(three.worstCase.modelCalls.formula).toContain('3 judge call(s) per evaluation');
+    expect(three.worstCase.modelCalls.value ?? 0).toBeGreaterThan(one.worstCase.modelCalls.value ?? 0);
   });
 });

@@ -25,8 +25,10 @@ export interface VerifyModel {
   /** The loop model's price; undefined when the price table has none (its spend counts as $0). */
   price: ModelPrice | undefined;
   tools: readonly ToolFacts[];
-  /** LLM judges in each task's evaluators, by task index. */
+  /** LLM judge calls of one evaluation of each task (a judge with `samples` makes that many), by task index. */
   judgesPerTask: readonly number[];
+  /** Whether an evaluator of the task may ask for a person's review (`evaluators.review`, a judge's `reviewOnSplit`). */
+  reviewsPerTask: readonly boolean[];
   plan: boolean;
   /** Model calls one decision may make: 2 when the context may be condensed by a summary call first. */
   callsPerDecision: 1 | 2;
@@ -55,6 +57,10 @@ function taskPlans(config: ResolvedConfig): TaskPlan[] {
   return config.tasks.map((task) => ({ id: task.id, onFailure: task.onFailure ?? 'stop' }));
 }
 
+type EvaluatorFacts = { kind?: string; samples?: number; mayRequestReview?: boolean } | undefined;
+const listOf = (evaluate: unknown): EvaluatorFacts[] =>
+  (Array.isArray(evaluate) ? evaluate : [evaluate]) as EvaluatorFacts[];
+
 export function verifyModelOf(config: ResolvedConfig, limits: LoopLimits = config.limits): VerifyModel {
   const evaluatorsOf = (index: number) => config.tasks?.[index]?.evaluate ?? config.evaluate;
   const tasks = taskPlans(config);
@@ -63,11 +69,14 @@ export function verifyModelOf(config: ResolvedConfig, limits: LoopLimits = confi
     modelId: config.model.id,
     price: priceOf(config.prices, config.model.id),
     tools: toolFacts(config),
-    judgesPerTask: tasks.map((_task, index) => {
-      const evaluate = evaluatorsOf(index);
-      const list = Array.isArray(evaluate) ? evaluate : [evaluate];
-      return list.filter((evaluator) => (evaluator as { kind?: string } | undefined)?.kind === 'judge').length;
-    }),
+    judgesPerTask: tasks.map((_task, index) =>
+      listOf(evaluatorsOf(index))
+        .filter((evaluator) => evaluator?.kind === 'judge')
+        .reduce((calls, judge) => calls + (judge?.samples ?? 1), 0),
+    ),
+    reviewsPerTask: tasks.map((_task, index) =>
+      listOf(evaluatorsOf(index)).some((evaluator) => evaluator?.mayRequestReview === true),
+    ),
     plan: config.plan,
     callsPerDecision:
       config.context.strategy === 'summarize' && Number.isFinite(config.context.maxInputTokensPerCall) ? 2 : 1,

@@ -222,4 +222,37 @@ describe('replayRun, frame by frame against the actor', () => {
     expect(framesShown(file)).toEqual([...first.snapshots.map(shown), ...continued]);
     expect(file.frames.at(-1)?.context?.usage).toEqual(done.usage);
   });
+
+  it('a stop for review, then a rejection continues the run: the file of both processes replays without a notice', async () => {
+    const first = watch();
+    const second = watch();
+    let watching = first;
+    const loop = createLoop({
+      model: scriptedModel([reply('{"amount":250}'), reply('{"amount":90}')]),
+      clock: virtualClock(),
+      store: memoryStore(),
+      evaluate: [
+        evaluators.json(),
+        evaluators.review({ when: (refund) => (refund as { amount: number }).amount > 100 }),
+      ],
+      inspect: (event) => watching.inspect(event),
+      trace: { onEvent: (event) => watching.onEvent(event) },
+    });
+    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r2' });
+    expect(stopped.stopReason).toBe('needs_human');
+    expect(timelineOf(first.events).frames.at(-1)).toMatchObject({
+      state: 'TERMINATED',
+      context: { stop: { reason: 'needs_human' } },
+    });
+    watching = second;
+    const done = await loop.resume('r2', { review: { accept: false, reason: 'the total is 90' } });
+    expect(done.stopReason).toBe('completed');
+    const continued = second.snapshots.slice(-3).map(shown);
+    expect(continued.map((frame) => frame.state)).toEqual(['RUNNING.deciding', 'RUNNING.evaluating', 'TERMINATED']);
+    const file = timelineOf([...first.events, ...second.events]);
+    expect(file.notices).toEqual([]);
+    expect(framesShown(file)).toEqual([...first.snapshots.map(shown), ...continued]);
+    // The rejection was a reflection: counted while the task ran on.
+    expect(file.frames.some((frame) => frame.context?.task.reflectionRetries === 1)).toBe(true);
+  });
 });
