@@ -4,7 +4,8 @@
  * the same keys, plus `workers`: each distributed worker's heartbeat, read by the reaper. 2: workers say
  * their `application_version` and the `lease_prefix` of their process (a reaper frees a dead worker's
  * leases by it), an index finds the runs a lease is held on, and `runs.finished_at` says when the run
- * finished (for `prune`); each is added to a version 1 schema when opened.
+ * finished (for `prune`); each is added to a version 1 schema when opened. 3: `runs_by_id`, the run ids in
+ * byte order (collation "C") for `listRuns`, added when opened.
  */
 export function postgresSchema(schema: string): string {
   const s = `"${schema}"`;
@@ -49,6 +50,7 @@ ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_by TEXT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_at BIGINT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS application_version TEXT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS lease_prefix TEXT;
+CREATE INDEX IF NOT EXISTS runs_by_id ON ${s}.runs (run_id COLLATE "C");
 CREATE INDEX IF NOT EXISTS runs_leased ON ${s}.runs (lease_owner) WHERE lease_owner IS NOT NULL;
 `;
 }

@@ -57,6 +57,7 @@ const UNICODE = 'unicode:';
 const RUN_ROWS = 'run rows:';
 const HEARTBEAT = 'leases: a heartbeat';
 const PRUNE = 'prune:';
+const LIST = 'listRuns:';
 
 /** A ledger kept in a plain object, compare-and-set included: right but for the ids it inherits. */
 function plainObjectLedgers(): Partial<Store> {
@@ -88,7 +89,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
           body,
         ),
     }),
-    caughtBy: [JOURNAL_ORDER, DUPLICATE_SEQ, HEARTBEAT, LARGE, PRUNE],
+    caughtBy: [JOURNAL_ORDER, DUPLICATE_SEQ, HEARTBEAT, LARGE, PRUNE, LIST],
   },
   {
     breakage: 'reads the journal in the order it was written, not by seq',
@@ -104,7 +105,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
         },
       };
     },
-    caughtBy: [JOURNAL_ORDER, PRUNE],
+    caughtBy: [JOURNAL_ORDER, PRUNE, LIST],
   },
   {
     breakage: 'lets a second write of a seq through silently (the first record stays)',
@@ -119,7 +120,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
         );
       },
     }),
-    caughtBy: [DUPLICATE_SEQ, HEARTBEAT, PRUNE],
+    caughtBy: [DUPLICATE_SEQ, HEARTBEAT, PRUNE, LIST],
   },
   {
     breakage: 'hands the lease to whoever asks',
@@ -174,7 +175,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
         return inner.append(runId, rows, { owner: holder ?? lease.owner, until: lease.until }, body);
       },
     }),
-    caughtBy: [LEASE_CAS, LEASE_EXPIRY, APPROVALS, PRUNE],
+    caughtBy: [LEASE_CAS, LEASE_EXPIRY, APPROVALS, PRUNE, LIST],
   },
   {
     breakage: 'judges expiry by its own clock, not the `now` it is given',
@@ -248,7 +249,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
           body,
         ),
     }),
-    caughtBy: [LARGE, PRUNE],
+    caughtBy: [LARGE, PRUNE, LIST],
   },
   {
     breakage: 'stores run bodies without astral characters (a 3-byte UTF-8 column)',
@@ -272,6 +273,25 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
     }),
     caughtBy: [PRUNE],
   },
+  {
+    breakage: 'lists runs in UTF-16 order, not by code point',
+    patch: (inner) => ({
+      async listRuns(options) {
+        const all = await inner.listRuns!({ limit: 1_000 });
+        return all
+          .sort((a, b) => (a.runId < b.runId ? -1 : 1))
+          .filter((run) => options.after === undefined || run.runId > options.after)
+          .slice(0, options.limit);
+      },
+    }),
+    caughtBy: [LIST],
+  },
+  {
+    breakage: 'ignores `after` (every page is the first)',
+    patch: (inner) => ({ listRuns: ({ limit }) => inner.listRuns!({ limit }) }),
+    caughtBy: [LIST],
+  },
+  { breakage: 'has no listRuns', patch: () => ({ listRuns: undefined }), caughtBy: [LIST] },
 ];
 
 describe('storeContract', () => {
@@ -398,6 +418,6 @@ describe('storeContract', () => {
 
   it('names every check uniquely, so a runner shows each one', () => {
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(18);
+    expect(names.length).toBe(19);
   });
 });

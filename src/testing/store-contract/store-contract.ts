@@ -9,6 +9,7 @@ import { describe, fail, type CheckContext } from './expectations.js';
 import { StoreContractError } from './store-contract-error.js';
 import { journalChecks, type ContractCheckBody } from './journal-checks.js';
 import { leaseChecks } from './lease-checks.js';
+import { listChecks } from './list-checks.js';
 import { pruneChecks } from './prune-checks.js';
 import { recordChecks } from './record-checks.js';
 
@@ -43,6 +44,7 @@ const CHECKS: readonly ContractCheckBody[] = [
   ...recordChecks,
   ...dataChecks,
   ...pruneChecks,
+  ...listChecks,
 ];
 const DEFAULT_LARGE_RECORD_CHARS = 1024 * 1024;
 const DEFAULT_CONCURRENCY = 16;
