@@ -8,3 +8,16 @@ export { loopConfigOf } from './engine/loop.js';
 export { priceOf } from './engine/pricing/pricing.js';
 export { thrownMessage } from './engine/redaction/describe-thrown.js';
 export { addCall } from './engine/trace/rebuild-run.js';
+// --- the console and `loopstate runs`
+export { durableRunsOf } from './engine/loop.js';
+export {
+  listStoredRuns,
+  storedRunOf,
+  STORED_RUN_STATUSES,
+  type ListStoredRunsOptions,
+  type StoredPendingReview,
+  type StoredRun,
+  type StoredRunPage,
+  type UnreadableRun,
+} from './engine/durable/stored-runs.js';
+// --- end of the console

@@ -10,6 +10,8 @@ import { packageVersion } from './package-version.js';
 import type { CliIo } from './cli-io.js';
 import { runCommand, runExampleCommand } from './run-command.js';
 import { inspectCommand } from './commands/inspect.js';
+import { consoleCommand } from './commands/console.js';
+import { runsCommand } from './commands/runs.js';
 import { runVerifyCommand } from './verify-command.js';
 import { terminalSafe } from './terminal-safe.js';
 import { parseArgs } from 'node:util';
@@ -39,6 +41,11 @@ Commands:
                               (--port N: the port, default a free one; --run <id>: which run of the file,
                               default the latest; the others are listed)
   verify <loop file>          prove a loop is bounded, or print a counterexample (loopstate verify --help)
+  runs <loop file> --store S  list and show a store's runs; approve, reject, review, cancel, resume them
+                              (loopstate runs --help)
+  console <loop file> --store S
+                              serve a local page of a store's runs on 127.0.0.1: pending approvals and
+                              reviews with their buttons, each run in the viewer (loopstate console --help)
   help [command]              show this help, or a command's
 
 Examples (offline, no API key):
@@ -100,6 +107,12 @@ async function dispatch(
       return runVerifyCommand(rest, io);
     case 'inspect':
       return inspect(rest, io, examples, stop);
+    case 'runs':
+      return runsCommand(rest, io);
+    case 'console':
+      return stop === undefined
+        ? untilInterrupted((signal) => consoleCommand(rest, io, signal))
+        : consoleCommand(rest, io, stop);
     default:
       io.err(`loopstate: unknown command "${command}"\n\n${usage(examples)}`);
       return EXIT_USAGE;
