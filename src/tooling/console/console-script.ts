@@ -131,6 +131,8 @@ export const CONSOLE_SCRIPT = String.raw`
     for (const run of page.runs) {
       seen.add(run.runId);
       runs.set(run.runId, run);
+      // Once the server reports on the decision, its own words replace "sent"; an error stays until replaced.
+      if (run.activity && (messages.get(run.runId) || {}).kind === 'info') messages.delete(run.runId);
       const key = JSON.stringify([run, messages.get(run.runId) || null]);
       let row = tbody.querySelector('tr[data-run="' + CSS.escape(run.runId) + '"]');
       if (!row || drawn.get(run.runId) !== key) {
