@@ -58,6 +58,8 @@ export function describeStop(
     case 'cancelled':
       return event.type === 'run.cancelRequested' && event.message ? `cancelled: ${event.message}` : 'cancelled';
     case 'needs_human':
+      if (event.type === 'evaluation.completed')
+        return `task ${task}: the output waits for a person's review (see pendingReview): ${event.reason}`;
       return event.type === 'tools.completed'
         ? 'a side-effecting tool call timed out and its outcome cannot be known; a person must check it'
         : `tool "${blockedToolOf(event)}" needs a person's approval (see pendingApprovals)`;

@@ -16,6 +16,7 @@ export const guards = {
   canReflect: retry.canReflect,
   canRepairArguments: retry.canRepairArguments,
   isEvaluationPassed: retry.isEvaluationPassed,
+  isReviewRequested: retry.isReviewRequested,
   isFinalReply: decision.isFinalReply,
   isUnparseableReply: decision.isUnparseableReply,
   hasDeniedToolCall: decision.hasDeniedToolCall,

@@ -33,5 +33,10 @@ export function canRepairArguments({ context }: GuardArgs): boolean {
 }
 
 export function isEvaluationPassed({ event }: GuardArgs): boolean {
-  return event.type === 'evaluation.completed' && event.passed;
+  return event.type === 'evaluation.completed' && event.passed && event.needsReview !== true;
+}
+
+/** An evaluator asked a person to review the output: neither a pass nor a reason to reflect. */
+export function isReviewRequested({ event }: GuardArgs): boolean {
+  return event.type === 'evaluation.completed' && event.needsReview === true;
 }

@@ -248,6 +248,8 @@ export const loopMachine = setup({
         routingEvaluation: {
           always: [
             { guard: 'isEvaluationPassed', target: '#loop.SUCCESS' },
+            // Waiting for a person spends nothing: the stop is persisted and a resume replaces this verdict with theirs.
+            { guard: 'isReviewRequested', target: TERMINATED, actions: stop('needs_human') },
             deadlineStop,
             // No retry can be paid for: the budget, not the retry count, is why the run stops.
             { guard: 'isSpendBudgetExhausted', target: TERMINATED, actions: stop('budget_exhausted') },

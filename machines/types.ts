@@ -289,6 +289,11 @@ export type LoopEvent =
       type: 'evaluation.completed';
       passed: boolean;
       reason: string;
+      /**
+       * An evaluator asked a person to review the output instead of passing or failing it (`passed` is false):
+       * the run stops with `needs_human`. A person's decision replaces this event with a plain verdict.
+       */
+      needsReview?: boolean;
       /** Digest of the evaluated output: the same reason counts as no progress only when the output did not change either. */
       outputDigest: string;
       /** Usage of the LLM judges that ran, summed. */

@@ -14,7 +14,7 @@ export type {
   TenantBudget,
   ToolOrder,
 } from './engine/config/config.js';
-export type { RunResult, PendingApproval } from './engine/runtime/run-result.js';
+export type { RunResult, PendingApproval, PendingReview } from './engine/runtime/run-result.js';
 export { defineTool, checkToolPolicy, ToolHealth, ToolCallError, isCallerFault } from './engine/tools/index.js';
 export type {
   Tool,
@@ -38,6 +38,9 @@ export type {
   EvaluatorOutput,
   EvaluatorsOutput,
   LoopOutput,
+  JudgeAggregate,
+  ReviewEvaluatorOptions,
+  ReviewContext,
 } from './engine/evaluators/index.js';
 export type {
   Model,
@@ -97,11 +100,18 @@ export { StoreConflictError } from './engine/store/store-conflict-error.js';
 export {
   StoreRecordError,
   ApprovalError,
+  ReviewError,
   RunAccessError,
   type ApprovalErrorCode,
+  type ReviewErrorCode,
   type RunAccessErrorCode,
 } from './engine/durable/durable-errors.js';
-export { argumentsHash, type ApprovalInput, type ResumeOptions } from './engine/durable/durable-runs.js';
+export {
+  argumentsHash,
+  type ApprovalInput,
+  type ResumeOptions,
+  type ReviewInput,
+} from './engine/durable/durable-runs.js';
 export { UnknownOutcomeError } from './engine/tools/unknown-outcome-error.js';
 export { readTenantLedger } from './engine/durable/tenant-ledger.js';
 export type { LedgerRecord as TenantLedger } from './engine/durable/records.js';

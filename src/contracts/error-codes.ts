@@ -48,6 +48,9 @@ export const LOOPSTATE_ERROR_CODES = [
   'approval_arguments_changed',
   'approvals_incomplete',
   'run_not_waiting',
+  'review_not_pending',
+  'review_already_decided',
+  'review_output_changed',
   // Distributed workers (loopstate/dbos).
   'no_live_worker',
   'worker_version_mismatch',

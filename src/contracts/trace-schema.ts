@@ -8,7 +8,8 @@
  *   tool-end, evaluation-end, retry, no-progress, transition, model-error, context-trimmed, warning, run-end,
  *   and the live model-delta and model-tool-call-start (onEvent only); a durable run's run-resume and approval-decided.
  *   Added since (version unchanged): tool-health; retry's optional argumentErrors (the field errors of an argument repair);
- *   model-error's optional inputTokens, outputTokens and costUsd (usage reported by a call that then failed).
+ *   model-error's optional inputTokens, outputTokens and costUsd (usage reported by a call that then failed);
+ *   review-requested and review-decided (a person's review of an output).
  *   Added in 0.2.0 (version unchanged, every field optional, so older files still read): run-start's optional
  *   name (the loop's), provider, server and settings (the model's); step-end's optional metadata (the
  *   response's id, model and finish reason).
@@ -349,6 +350,25 @@ const approvalDecided = z.object({
   approved: z.boolean(),
   reason: z.string().nullable(),
 });
+/** An evaluator asked a person to review the task's output: the run stops with needs_human and `pendingReview`. */
+const reviewRequested = z.object({
+  type: z.literal('review-requested'),
+  ...base,
+  taskId: z.string(),
+  step: count,
+  evaluator: z.string(),
+  reason: z.string(),
+  outputHash: z.string(),
+});
+/** A person's decision on an output that waited for review, as a durable run continued with it. */
+const reviewDecided = z.object({
+  type: z.literal('review-decided'),
+  ...base,
+  taskId: z.string(),
+  outputHash: z.string(),
+  accepted: z.boolean(),
+  reason: z.string().nullable(),
+});
 /** A durable run taken up again from its journal (after a crash, an approval or a cancel). */
 const runResume = z.object({ type: z.literal('run-resume'), ...base, fromSeq: count, replayedEvents: count });
 
@@ -404,6 +424,8 @@ export const traceEventSchema = z.discriminatedUnion('type', [
   contextTrimmed,
   warning,
   approvalDecided,
+  reviewRequested,
+  reviewDecided,
   runResume,
   runEnd,
   machineEvent,

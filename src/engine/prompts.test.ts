@@ -70,6 +70,8 @@ const samples: Record<keyof typeof prompts, () => string> = {
   droppedResultMarker: () => prompts.droppedResultMarker('lookup', 'call_7', '3f2a9c1b0d4e'),
   SUMMARY_CUT_MARKER: () => prompts.SUMMARY_CUT_MARKER,
   JUDGE_INSTRUCTIONS: () => prompts.JUDGE_INSTRUCTIONS,
+  JUDGE_SCORED_INSTRUCTIONS: () => prompts.JUDGE_SCORED_INSTRUCTIONS,
+  reviewRejectedReason: () => prompts.reviewRejectedReason('the refund amount must match the order total'),
   judgeRequest: () => prompts.judgeRequest('Polite, under 80 words.', 'Your order O-101 has shipped.'),
 };
 

@@ -37,6 +37,8 @@ const TRACE_EVENT_TYPES: Record<TraceEventType, true> = {
   'context-trimmed': true,
   warning: true,
   'approval-decided': true,
+  'review-requested': true,
+  'review-decided': true,
   'run-resume': true,
   'run-end': true,
 };
@@ -44,7 +46,7 @@ const TRACE_EVENT_TYPES: Record<TraceEventType, true> = {
 /** Past participles that do not end in -ed. */
 const IRREGULAR_PAST = new Set(['withheld', 'sent', 'made', 'begun', 'lost', 'found', 'run', 'done']);
 /** The verbs a trace event type may end with; anything else is read as part of the noun. */
-const TRACE_VERBS = new Set(['start', 'end', 'resume', 'trimmed', 'decided']);
+const TRACE_VERBS = new Set(['start', 'end', 'resume', 'trimmed', 'decided', 'requested']);
 /** Words a trace type must not use as its noun: they are verbs, so the event would read verb first. */
 const VERB_WORDS = new Set([
   ...TRACE_VERBS,
@@ -53,6 +55,7 @@ const VERB_WORDS = new Set([
   'resumed',
   'trim',
   'decide',
+  'request',
   'begin',
   'finish',
   'finished',

@@ -30,9 +30,17 @@ const asJson = <Value>(value: Value): Value => JSON.parse(JSON.stringify(value))
 
 /**
  * Not made by these in-memory scenarios: a streaming model's live events reach onEvent only (never the file;
- * openai-loop.test.ts covers them), and a durable run's resume and approval events (test/durable covers them).
+ * openai-loop.test.ts covers them), and a durable run's resume, approval and review events (test/durable covers them,
+ * review.test.ts the review-requested of a run without a store too).
  */
-const NOT_IN_SCENARIOS = new Set(['model-delta', 'model-tool-call-start', 'run-resume', 'approval-decided']);
+const NOT_IN_SCENARIOS = new Set([
+  'model-delta',
+  'model-tool-call-start',
+  'run-resume',
+  'approval-decided',
+  'review-requested',
+  'review-decided',
+]);
 const ALL_TYPES = traceEventSchema.options
   .map((option) => option.shape.type.value)
   .filter((type) => !NOT_IN_SCENARIOS.has(type))

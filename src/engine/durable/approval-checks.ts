@@ -85,8 +85,16 @@ export function checkApprovals(record: RunRecord, decisions: Decisions, now: num
       message: `run ${runId} is not waiting for approval (it is ${record.state}); resume it without approvals`,
     });
   }
+  const decided = [...decisions.keys()].find((callId) => record.decidedCalls.includes(callId));
+  if (decided !== undefined) throw alreadyDecided(decided);
+  const review = record.pendingReview ?? null;
+  if (review !== null)
+    throw new ApprovalError({
+      code: 'run_not_waiting',
+      runId,
+      message: `run ${runId} waits for a review of its output (task ${review.taskId}), not for approval; resume it with review: { accept }`,
+    });
   for (const [callId, decision] of decisions) {
-    if (record.decidedCalls.includes(callId)) throw alreadyDecided(callId);
     const pending = record.pendingApprovals.find((approval) => approval.callId === callId);
     if (pending === undefined)
       throw new ApprovalError({

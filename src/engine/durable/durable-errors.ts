@@ -74,6 +74,42 @@ export class ApprovalError extends LoopstateError {
 }
 
 /**
+ * Why a review decision given to `loop.resume` was refused; nothing of the run changed.
+ * @example
+ * const code: ReviewErrorCode = 'review_output_changed';
+ */
+export type ReviewErrorCode = 'review_not_pending' | 'review_already_decided' | 'review_output_changed';
+
+/**
+ * A review decision that fails closed: the run waits for no review (`review_not_pending`), the output was
+ * decided otherwise already (`review_already_decided`), or `outputHash` names another output than the one
+ * waiting (`review_output_changed`).
+ * @example
+ * try { await loop.resume(runId, { review: { accept: true, outputHash } }) } catch (error) { if (error instanceof ReviewError && error.code === 'review_output_changed') showAgain(runId) }
+ */
+export class ReviewError extends LoopstateError {
+  declare readonly code: ReviewErrorCode;
+  readonly runId: string;
+  /** The hash the refused decision named; null when it named none. */
+  readonly outputHash: string | null;
+  constructor({
+    code,
+    runId,
+    outputHash = null,
+    message,
+  }: {
+    code: ReviewErrorCode;
+    runId: string;
+    outputHash?: string | null;
+    message: string;
+  }) {
+    super({ code, message });
+    this.runId = runId;
+    this.outputHash = outputHash;
+  }
+}
+
+/**
  * Why a run cannot be taken up.
  * @example
  * const code: RunAccessErrorCode = 'run_busy';

@@ -18,6 +18,8 @@ import {
   wereTaken,
 } from './approval-checks.js';
 import { ApprovalError, RunAccessError } from './durable-errors.js';
+import { checkedReview, checkReview, checkReviewStop } from './review-checks.js';
+import { LoopConfigError } from '../../contracts/errors.js';
 import { continuingClock, journalledModel, journalledTools } from './journalled-effects.js';
 import { deadOwner, describeLeaseHolder, newLeaseOwner, noteLeaseLeft } from './lease-owner.js';
 import {
@@ -27,6 +29,9 @@ import {
   type ApprovalDecision,
   type Decisions,
   type PendingApprovalRecord,
+  type PendingReviewRecord,
+  type DecidedReview,
+  type ReviewDecision,
   type RunRecord,
 } from './records.js';
 import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
@@ -45,6 +50,15 @@ export { argumentsHash };
 export type ApprovalInput = ApprovalDecision;
 
 /**
+ * A person's decision on an output waiting for review (`result.pendingReview`): accept it (the task completes
+ * with it) or reject it with a reason the model is told (a reflection retry). `outputHash` (from
+ * `pendingReview`) binds the decision to the output the person saw.
+ * @example
+ * const decision: ReviewInput = { accept: false, reason: 'the refund amount is wrong', outputHash: pending.outputHash };
+ */
+export type ReviewInput = ReviewDecision;
+
+/**
  * Options of `loop.resume`.
  * @example
  * await loop.resume(runId, { approvals: { call_1: { approve: true } } });
@@ -55,12 +69,27 @@ export interface ResumeOptions {
    * (a retried request) return the run's result; another decision on a decided call is refused.
    */
   approvals?: Readonly<Record<string, ApprovalInput>>;
+  /**
+   * The decision on the output in `result.pendingReview`. The same decision sent again returns the run's
+   * result; another decision on a decided output, or one for an output that does not wait, is a `ReviewError`.
+   */
+  review?: ReviewInput;
   signal?: AbortSignal;
 }
 
 /** How a workflow engine drives a run (the DBOS worker): each effect as one of its durable steps. */
 export interface DrivingOptions {
   effectStep?: EffectStep;
+}
+
+/** The record of a review decision the run took. */
+function decidedReview(pending: PendingReviewRecord, decision: ReviewDecision): DecidedReview {
+  return {
+    outputHash: pending.outputHash,
+    taskId: pending.taskId,
+    accept: decision.accept,
+    reason: decision.accept ? null : decision.reason,
+  };
 }
 
 export class DurableRuns {
@@ -114,26 +143,58 @@ export class DurableRuns {
 
   async resume(runId: string, options: ResumeOptions = {}, driving: DrivingOptions = {}): Promise<RunResult> {
     const asked = checkedApprovals(options.approvals);
+    const askedReview = checkedReview(options.review);
     const before = await this.readRecord(runId);
     const approvals = await this.decisionsToTake(before, asked);
+    const review = this.reviewToTake(before, askedReview);
     if (before.state === 'finished') await this.settle(before);
-    if (before.state === 'finished' || (before.state === 'waiting' && approvals === undefined))
+    if (before.state === 'finished' || (before.state === 'waiting' && approvals === undefined && review === undefined))
       return this.recordedResult(before);
     const owner = await this.takeLease(runId);
     try {
-      // Read again under the lease: a resume that won a race may have decided these calls meanwhile.
+      // Read again under the lease: a resume that won a race may have decided these calls (or this review) meanwhile.
       const record = await this.readRecord(runId);
       const decisions = await this.decisionsToTake(record, approvals);
-      if (record.state === 'finished' || (record.state === 'waiting' && decisions === undefined))
+      const decision = this.reviewToTake(record, review);
+      if (
+        record.state === 'finished' ||
+        (record.state === 'waiting' && decisions === undefined && decision === undefined)
+      )
         return await this.recordedResult(record);
-      const continueWith: ContinueWith | null =
-        record.state === 'waiting' && decisions !== undefined
-          ? { kind: 'approvals', waitingSeq: record.waitingSeq ?? 0, decisions }
-          : null;
-      return await this.drive(record, owner, continueWith, options.signal, false, driving);
+      return await this.drive(
+        record,
+        owner,
+        this.continuation(record, decisions, decision),
+        options.signal,
+        false,
+        driving,
+      );
     } finally {
       await this.release(runId, owner);
     }
+  }
+
+  /** How a waiting run goes on with the person's decisions; null for a run that was not waiting (a crash). */
+  private continuation(
+    record: RunRecord,
+    decisions: Decisions | undefined,
+    review: ReviewDecision | undefined,
+  ): ContinueWith | null {
+    if (record.state !== 'waiting') return null;
+    const waitingSeq = record.waitingSeq ?? 0;
+    if (decisions !== undefined) return { kind: 'approvals', waitingSeq, decisions };
+    const pending = record.pendingReview ?? null;
+    if (review !== undefined && pending !== null) return { kind: 'review', waitingSeq, decision: review, pending };
+    return null;
+  }
+
+  /**
+   * The review decision for the run to take, or undefined when there is none: none was given, or it is the very
+   * one it took already (a retried request). Any other decision that does not fit is refused before anything changes.
+   */
+  private reviewToTake(record: RunRecord, decision: ReviewDecision | undefined): ReviewDecision | undefined {
+    if (decision === undefined) return undefined;
+    return checkReview(record, decision) === 'take' ? decision : undefined;
   }
 
   /**
@@ -145,6 +206,15 @@ export class DurableRuns {
     const checked = checkedApprovals(approvals) ?? new Map<string, ApprovalDecision>();
     const record = await this.readRecord(runId);
     return { state: record.state, retried: (await this.decisionsToTake(record, checked)) === undefined };
+  }
+
+  /** As `checkDecisions`, for a review decision (typed `ReviewError`s). */
+  async checkReviewDecision(runId: string, review: unknown): Promise<{ state: RunRecord['state']; retried: boolean }> {
+    const decision = checkedReview(review);
+    if (decision === undefined)
+      throw new LoopConfigError({ scope: 'run_input', issues: [{ path: 'review', message: 'expected a decision' }] });
+    const record = await this.readRecord(runId);
+    return { state: record.state, retried: this.reviewToTake(record, decision) === undefined };
   }
 
   /**
@@ -211,7 +281,7 @@ export class DurableRuns {
           ? {
               kind: 'cancel',
               waitingSeq: record.waitingSeq ?? 0,
-              message: 'cancelled through loop.cancel while waiting for approval',
+              message: `cancelled through loop.cancel while waiting for ${record.pendingReview ? 'a review of its output' : 'approval'}`,
             }
           : null;
       return await this.drive(record, owner, continueWith, undefined, false);
@@ -308,10 +378,11 @@ export class DurableRuns {
     if (plan !== null) {
       plan.continueWith = continueWith;
       if (continueWith?.kind === 'approvals') checkArgumentsUnchanged(record, plan, continueWith.decisions);
+      if (continueWith?.kind === 'review') checkReviewStop(record, plan);
     }
     const lease = this.lease(owner);
     const decidedCalls =
-      continueWith === null
+      continueWith === null || continueWith.kind === 'review'
         ? record.decidedCalls
         : [
             ...record.decidedCalls,
@@ -319,13 +390,27 @@ export class DurableRuns {
               ? continueWith.decisions.keys()
               : record.pendingApprovals.map(({ callId }) => callId)),
           ];
+    const decidedReviews =
+      continueWith?.kind === 'review'
+        ? [...(record.decidedReviews ?? []), decidedReview(continueWith.pending, continueWith.decision)]
+        : record.decidedReviews;
     // A waiting run's result (and where its trace is) goes once it continues.
-    const { resultTrace: _stale, ...rest } = record;
-    const continued: RunRecord = { ...rest, decidedCalls };
+    const { resultTrace: _stale, pendingReview: _decided, ...rest } = record;
+    const continued: RunRecord = {
+      ...rest,
+      decidedCalls,
+      ...(decidedReviews === undefined ? {} : { decidedReviews }),
+    };
     const continuedRunBody =
       continueWith === null
         ? undefined
-        : encodeRecord({ ...continued, state: 'running', waitingSeq: null, pendingApprovals: [], result: null });
+        : encodeRecord({
+            ...continued,
+            state: 'running',
+            waitingSeq: null,
+            pendingApprovals: [],
+            result: null,
+          });
     const sharedHealth: ToolHealth | undefined = this.resolved.toolHealth;
     const held = heldLimits(limits, record.tenantHold);
     const journal = new RunJournal({
@@ -395,7 +480,9 @@ export class DurableRuns {
 
   /** A stop's result as recorded, its trace put back from the journal's chunks when the record points there. */
   private async recordedResult(record: RunRecord): Promise<RunResult> {
-    const result = record.result as unknown as RunResult;
+    const stored = record.result as unknown as RunResult;
+    // A result recorded before reviews existed has no `pendingReview`: it waited for none.
+    const result: RunResult = stored.pendingReview === undefined ? { ...stored, pendingReview: null } : stored;
     if (record.resultTrace === undefined) return result;
     return { ...result, trace: await readResultTrace(this.store, record.runId, record.resultTrace) };
   }
@@ -406,7 +493,8 @@ export class DurableRuns {
     lastEventSeq: number,
     resultTrace: RunRecord['resultTrace'],
   ): RunRecord {
-    const waiting = result.stopReason === 'needs_human' && result.pendingApprovals.length > 0;
+    const waiting =
+      result.stopReason === 'needs_human' && (result.pendingApprovals.length > 0 || result.pendingReview !== null);
     const expiresAfter = this.resolved.durable.approvalExpiresAfterMs;
     const now = this.resolved.clock.now();
     const pendingApprovals: PendingApprovalRecord[] = waiting
@@ -429,6 +517,8 @@ export class DurableRuns {
       state: waiting ? 'waiting' : 'finished',
       waitingSeq: waiting ? lastEventSeq : null,
       pendingApprovals,
+      // Written only while a review waits, so a record of a run without one reads as before.
+      ...(waiting && result.pendingReview !== null ? { pendingReview: result.pendingReview } : {}),
       result: JSON.parse(
         JSON.stringify(resultTrace === undefined ? result : { ...result, trace: [] }),
       ) as RunRecord['result'],

@@ -18,6 +18,8 @@
  * Also (version unchanged, the field optional): a `model` record's response keeps its `metadata` (id, model,
  * finish reason), so a reply served on resume is traced and warned about as the live one was; older
  * records have none.
+ * Also (version unchanged, the fields optional): the run record's `pendingReview` and `decidedReviews`, and an
+ * event record's `review` (a run stopped for a person's review of an output); older records have none.
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
@@ -95,6 +97,11 @@ export const sessionFieldsSchema = z
         taskIndex: z.number().int(),
         reply: z.string(),
         formatted: z.object({ value: z.unknown() }).nullable(),
+        /** Absent unless an evaluator asked a person to review the reply. */
+        review: z
+          .object({ output: z.unknown(), evaluator: z.string(), reason: z.string(), outputHash: z.string() })
+          .strict()
+          .optional(),
       })
       .strict()
       .nullable(),
@@ -154,6 +161,11 @@ const approvalDecisionSchema = z.union([
   z.object({ approve: z.literal(false), reason: z.string(), argumentsHash: z.string().optional() }).strict(),
 ]);
 
+const reviewDecisionSchema = z.union([
+  z.object({ accept: z.literal(true), outputHash: z.string().optional() }).strict(),
+  z.object({ accept: z.literal(false), reason: z.string(), outputHash: z.string().optional() }).strict(),
+]);
+
 export const eventRecordSchema = z
   .object({
     ...base,
@@ -163,6 +175,8 @@ export const eventRecordSchema = z
     /** This event replaces the one at that seq (a run stopped for approval continued, or was cancelled there). */
     supersedes: z.number().int().positive().optional(),
     approvals: idRecordSchema(approvalDecisionSchema, 'an object keyed by call id').optional(),
+    /** The person's decision on the output the run stopped at for review. */
+    review: reviewDecisionSchema.optional(),
   })
   .strict();
 
@@ -257,6 +271,23 @@ export const pendingApprovalRecordSchema = z
   })
   .strict();
 
+/** An output waiting for a person's review: what `result.pendingReview` shows, and what an accept completes the task with. */
+export const pendingReviewRecordSchema = z
+  .object({
+    taskId: z.string(),
+    output: z.unknown(),
+    rawOutput: z.string(),
+    reason: z.string(),
+    evaluator: z.string(),
+    outputHash: z.string(),
+  })
+  .strict();
+
+/** A review decision the run took, by the output it was about. */
+export const decidedReviewSchema = z
+  .object({ outputHash: z.string(), taskId: z.string(), accept: z.boolean(), reason: z.string().nullable() })
+  .strict();
+
 const amountsSchema = z
   .object({ costUsd: z.number().min(0), inputTokens: z.number().min(0), outputTokens: z.number().min(0) })
   .strict();
@@ -294,10 +325,14 @@ export const runRecordSchema = z
     limits: recordedLimitsSchema.optional(),
     /** running: in progress or crashed; waiting: stopped for approval; finished: a final result. */
     state: z.enum(['running', 'waiting', 'finished']),
-    /** The seq of the event that stopped the run for approval. */
+    /** The seq of the event that stopped the run for approval (or review). */
     waitingSeq: z.number().int().nullable(),
     pendingApprovals: z.array(pendingApprovalRecordSchema),
     decidedCalls: z.array(z.string()),
+    /** The output the run waits on a person's review of; absent (or null) when it waits for none. */
+    pendingReview: pendingReviewRecordSchema.nullable().optional(),
+    /** The review decisions the run took, oldest first; absent in records written before reviews. */
+    decidedReviews: z.array(decidedReviewSchema).optional(),
     /** The run's share of its tenant's budget, held until it finishes; null without a tenant. */
     tenantHold: z.object({ tenantId: z.string(), hold: holdSchema, tenantLeft: holdSchema }).strict().nullable(),
     result: z
@@ -326,6 +361,9 @@ export type SessionDelta = z.output<typeof sessionDeltaSchema>;
 export type SessionFields = z.output<typeof sessionFieldsSchema>;
 export type PendingApprovalRecord = z.output<typeof pendingApprovalRecordSchema>;
 export type ApprovalDecision = z.output<typeof approvalDecisionSchema>;
+export type ReviewDecision = z.output<typeof reviewDecisionSchema>;
+export type PendingReviewRecord = z.output<typeof pendingReviewRecordSchema>;
+export type DecidedReview = z.output<typeof decidedReviewSchema>;
 /**
  * A tenant's ledger: what its finished runs spent, and what each unfinished run holds (null: not capped).
  * @example

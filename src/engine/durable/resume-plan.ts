@@ -20,11 +20,14 @@ import {
   type ToolResultRecord,
   type TraceRecord,
   type Decisions,
+  type PendingReviewRecord,
+  type ReviewDecision,
 } from './records.js';
 
-/** How a run stopped for approval goes on: with the person's decisions, or cancelled there. */
+/** How a run stopped for a person goes on: with their approvals, their review decision, or cancelled there. */
 export type ContinueWith =
   | { kind: 'approvals'; waitingSeq: number; decisions: Decisions }
+  | { kind: 'review'; waitingSeq: number; decision: ReviewDecision; pending: PendingReviewRecord }
   | { kind: 'cancel'; waitingSeq: number; message: string };
 
 export interface ResumePlan {

@@ -43,6 +43,7 @@ import {
   RECORD_SCHEMA_VERSION,
   type ApprovalDecision,
   type EventRecord,
+  type ReviewDecision,
   type JournalRecord,
   type SnapshotRecord,
   type ToolResultRecord,
@@ -57,6 +58,7 @@ import {
   type SessionCursor,
 } from './session-state.js';
 import { applyApprovals } from './approval-decision.js';
+import { applyReview } from './review-decision.js';
 import { withRunLimits } from './recorded-limits.js';
 import { migrateTransportCounters } from './transport-counters-migration.js';
 
@@ -106,7 +108,8 @@ export class RunJournal implements DriverHooks {
   private writeFailure: unknown = null;
   private health: ToolHealth | null = null;
   /** What the event the run stopped at (for approval) is replaced with, once rebuilt. */
-  private superseding: { seq: number; approvals?: Record<string, ApprovalDecision> } | null = null;
+  private superseding: { seq: number; approvals?: Record<string, ApprovalDecision>; review?: ReviewDecision } | null =
+    null;
   /** The effect in flight when the run was interrupted: its journalled parts, served instead of run. */
   private readonly tail: ResumePlan['tail'];
   /** Said once, with the run's first new record: after the rebuild, or after a fresh start's run-start. */
@@ -234,6 +237,11 @@ export class RunJournal implements DriverHooks {
         await deliver(
           applyApprovals(session, stop.event as LoopEvent, plan.continueWith.decisions, actor.getSnapshot().context),
         );
+      } else if (plan.continueWith.kind === 'review') {
+        this.superseding.review = plan.continueWith.decision;
+        await deliver(
+          applyReview(session, stop.event as LoopEvent, plan.continueWith.decision, plan.continueWith.pending),
+        );
       } else {
         await deliver({ type: 'run.cancelRequested', at: stop.event.at, message: plan.continueWith.message });
       }
@@ -262,6 +270,7 @@ export class RunJournal implements DriverHooks {
         : {
             supersedes: this.superseding.seq,
             ...(this.superseding.approvals ? { approvals: this.superseding.approvals } : {}),
+            ...(this.superseding.review ? { review: this.superseding.review } : {}),
           }),
     };
     const runBody = this.superseding === null ? undefined : this.options.continuedRunBody;

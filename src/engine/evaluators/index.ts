@@ -6,6 +6,7 @@ import { judgeEvaluator } from './judge-evaluator.js';
 import { ruleEvaluator } from './rule-evaluator.js';
 import { schemaEvaluator } from './schema-evaluator.js';
 import { chainEvaluators } from './evaluator-chain.js';
+import { reviewEvaluator } from './review-evaluator.js';
 
 /**
  * Builders for the built-in evaluators, in the order they usually run; `chain` lists them with
@@ -14,7 +15,8 @@ import { chainEvaluators } from './evaluator-chain.js';
  * const evaluate = [
  *   evaluators.schema(z.object({ status: z.string(), eta: z.number() })),
  *   evaluators.rule((order: { eta: number }) => order.eta >= 0, 'eta must not be negative'),
- *   evaluators.judge({ model, criteria: 'The status is explained in plain words.' }),
+ *   evaluators.judge({ model, criteria: 'The status is explained in plain words.', samples: 3, reviewOnSplit: true }),
+ *   evaluators.review({ when: (order: { eta: number }) => order.eta > 30, reason: 'late deliveries are checked by a person' }),
  * ];
  */
 export const evaluators = Object.freeze({
@@ -22,6 +24,7 @@ export const evaluators = Object.freeze({
   schema: schemaEvaluator,
   rule: ruleEvaluator,
   judge: judgeEvaluator,
+  review: reviewEvaluator,
   chain: chainEvaluators,
 });
 
@@ -32,7 +35,9 @@ export { evaluatorList } from './evaluator-output.js';
 export type { SchemaEvaluatorOptions } from './schema-evaluator.js';
 export type { RuleEvaluatorOptions, RulePredicate } from './rule-evaluator.js';
 export type { JudgeEvaluatorOptions } from './judge-evaluator.js';
-export { JUDGE_INSTRUCTIONS } from '../prompts.js';
+export type { JudgeAggregate } from './judge-samples.js';
+export type { ReviewEvaluatorOptions, ReviewContext } from './review-evaluator.js';
+export { JUDGE_INSTRUCTIONS, JUDGE_SCORED_INSTRUCTIONS } from '../prompts.js';
 export { JudgeVerdictError } from './judge-verdict-error.js';
 export { formatZodIssues } from './schema-evaluator.js';
 export { runEvaluators } from './run-evaluators.js';

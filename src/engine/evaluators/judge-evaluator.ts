@@ -5,12 +5,18 @@
 import { z } from 'zod';
 import { JudgeVerdictError } from './judge-verdict-error.js';
 import type { Message, Model } from '../../contracts/model.js';
+import { LoopConfigError, type ConfigIssue } from '../../contracts/errors.js';
 import type { Evaluator, EvaluationInput, EvaluationResult } from './types.js';
 import { parseJsonOutput } from './parse-json-output.js';
 import { formatZodIssues } from './schema-evaluator.js';
-import { JUDGE_INSTRUCTIONS, judgeRequest } from '../prompts.js';
+import { JUDGE_INSTRUCTIONS, JUDGE_SCORED_INSTRUCTIONS, judgeRequest } from '../prompts.js';
+import { combineJudgeSamples, type JudgeAggregate } from './judge-samples.js';
 
-const judgeVerdictSchema = z.object({ passed: z.boolean(), reason: z.string() });
+const judgeVerdictSchema = z.object({
+  passed: z.boolean(),
+  reason: z.string(),
+  score: z.number().min(0).max(1).optional(),
+});
 
 /**
  * Options of `evaluators.judge`.
@@ -28,6 +34,21 @@ export interface JudgeEvaluatorOptions {
   instructions?: string;
   /** Evaluator name in traces; defaults to `judge`. */
   name?: string;
+  /**
+   * Independent judge calls per evaluation (default 1), for noisy verdicts: each is checked against the
+   * budgets before it is made, and the usage of every one is counted.
+   */
+  samples?: number;
+  /**
+   * How the samples make one verdict (default `'majority'`): `'majority'` passes when more than half passed;
+   * `'mean'` passes when the mean score reaches `threshold` (a verdict without a `score` counts 1 if it passed,
+   * 0 if not; the default instructions then ask for a score).
+   */
+  aggregate?: JudgeAggregate;
+  /** The mean score an output needs with `aggregate: 'mean'`, in [0, 1]; default 0.5. */
+  threshold?: number;
+  /** With `samples` over 1: when the samples disagree (not unanimous), ask a person instead (default false). */
+  reviewOnSplit?: boolean;
 }
 
 /**
@@ -40,11 +61,23 @@ export interface JudgeEvaluatorOptions {
  */
 export function judgeEvaluator<Parsed = unknown>(options: JudgeEvaluatorOptions): Evaluator<Parsed, Parsed> {
   const { model, criteria } = options;
-  const instructions = options.instructions ?? JUDGE_INSTRUCTIONS;
+  const samples = checkedSamples(options);
+  const aggregate = options.aggregate ?? 'majority';
+  const instructions = options.instructions ?? (aggregate === 'mean' ? JUDGE_SCORED_INSTRUCTIONS : JUDGE_INSTRUCTIONS);
   const name = options.name ?? 'judge';
+  const threshold = options.threshold ?? 0.5;
+  const reviewOnSplit = options.reviewOnSplit ?? false;
   return {
     name,
     kind: 'judge',
+    ...(samples === 1
+      ? {}
+      : {
+          samples,
+          combine: (verdicts: readonly EvaluationResult<Parsed>[]) =>
+            combineJudgeSamples(verdicts, { aggregate, threshold, reviewOnSplit }),
+          ...(reviewOnSplit ? { mayRequestReview: true } : {}),
+        }),
     async evaluate(input: EvaluationInput<Parsed>): Promise<EvaluationResult<Parsed>> {
       const messages: Message[] = [
         { role: 'system', content: instructions },
@@ -60,13 +93,40 @@ export function judgeEvaluator<Parsed = unknown>(options: JudgeEvaluatorOptions)
           message: `the judge reply was unparseable: ${verdict.error}`,
           ...spent,
         });
-      const { passed, reason } = verdict.value;
+      const { passed, reason, score } = verdict.value;
       const fallbackReason = passed
         ? 'the judge accepted the output'
         : 'the judge rejected the output without giving a reason';
-      return { passed, reason: reason.trim() || fallbackReason, parsed: input.parsed, ...spent };
+      return {
+        passed,
+        reason: reason.trim() || fallbackReason,
+        parsed: input.parsed,
+        ...spent,
+        ...(score === undefined ? {} : { score }),
+      };
     },
   };
+}
+
+/** The options that shape the samples, checked when the judge is built: a bad one is a programming error. */
+function checkedSamples(options: JudgeEvaluatorOptions): number {
+  const { samples = 1, aggregate, threshold, reviewOnSplit } = options;
+  const issues: ConfigIssue[] = [];
+  if (!(Number.isInteger(samples) && samples >= 1))
+    issues.push({ path: 'samples', message: 'expected a positive integer (or undefined for 1)' });
+  if (aggregate !== undefined && aggregate !== 'majority' && aggregate !== 'mean')
+    issues.push({ path: 'aggregate', message: "expected 'majority' or 'mean'" });
+  if (threshold !== undefined && !(typeof threshold === 'number' && threshold >= 0 && threshold <= 1))
+    issues.push({ path: 'threshold', message: 'expected a number from 0 to 1' });
+  if (threshold !== undefined && aggregate !== 'mean')
+    issues.push({ path: 'threshold', message: "only read with aggregate: 'mean'" });
+  if (reviewOnSplit !== undefined && typeof reviewOnSplit !== 'boolean')
+    issues.push({ path: 'reviewOnSplit', message: 'expected a boolean' });
+  else if (reviewOnSplit === true && samples === 1)
+    issues.push({ path: 'reviewOnSplit', message: 'needs samples over 1: one verdict cannot split' });
+  if (issues.length > 0)
+    throw new LoopConfigError({ issues: issues.map((issue) => ({ ...issue, path: `judge.${issue.path}` })) });
+  return samples;
 }
 
 type VerdictOutcome = { ok: true; value: z.output<typeof judgeVerdictSchema> } | { ok: false; error: string };

@@ -33,6 +33,7 @@ describe('runEvaluators', () => {
       usage: { inputTokens: 0, outputTokens: 0 },
       usageByModel: {},
       failedEvaluator: null,
+      review: null,
       formatted: { value: 'plain text' },
     });
   });

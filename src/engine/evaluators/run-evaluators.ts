@@ -46,6 +46,11 @@ export interface EvaluationSummary {
   /** Name of the evaluator that failed, or null when all passed. */
   failedEvaluator: string | null;
   /**
+   * Set when no evaluator failed but one asked for a person's review: `passed` is false and `reason` is why
+   * (every asking evaluator's reason, joined); null otherwise.
+   */
+  review: { evaluator: string; reason: string } | null;
+  /**
    * What the format evaluators made of the output when every one of them passed (the output text
    * itself when the list has none), even if a later rule or judge failed; null when one failed or
    * did not run. A run that stops before completing reports this as its `output`.
@@ -73,6 +78,7 @@ export async function runEvaluators(
   const total: ModelUsage = { inputTokens: 0, outputTokens: 0 };
   let formatsToPass = list.filter((evaluator) => evaluator.kind === 'format').length;
   let formatted: EvaluationSummary['formatted'] = formatsToPass === 0 ? { value: output } : null;
+  const reviews: { evaluator: string; reason: string }[] = [];
   const summarize = (
     passed: boolean,
     reason: string,
@@ -85,46 +91,88 @@ export async function runEvaluators(
     usage: total,
     usageByModel: Object.fromEntries(usageByModel),
     failedEvaluator,
+    review: null,
     formatted,
   });
+  const addUsage = (result: EvaluationResult) => {
+    if (!result.usage) return;
+    total.inputTokens += result.usage.inputTokens;
+    total.outputTokens += result.usage.outputTokens;
+    const modelId = result.modelId ?? UNKNOWN_MODEL_ID;
+    const previous = usageByModel.get(modelId) ?? { inputTokens: 0, outputTokens: 0 };
+    usageByModel.set(modelId, {
+      inputTokens: previous.inputTokens + result.usage.inputTokens,
+      outputTokens: previous.outputTokens + result.usage.outputTokens,
+    });
+  };
 
   let parsed: unknown = output;
   for (const evaluator of list) {
-    signal.throwIfAborted();
-    const refusal =
-      evaluator.kind === 'judge' ? (mayRunJudge?.(evaluator, Object.fromEntries(usageByModel)) ?? null) : null;
-    if (refusal !== null) return summarize(false, refusal, parsed, evaluator.name);
-    let result: EvaluationResult;
-    try {
-      result = await evaluator.evaluate({ output, parsed, signal, taskId });
-    } catch (error) {
-      if (signal.aborted || rethrow?.(error) === true) throw error;
-      const message = thrownMessage(error);
-      return summarize(false, `evaluator "${evaluator.name}" threw: ${message}`, parsed, evaluator.name);
+    const samples = evaluator.samples ?? 1;
+    const verdicts: EvaluationResult[] = [];
+    for (let sample = 0; sample < samples; sample++) {
+      signal.throwIfAborted();
+      // Each sample is a judge call of its own: paid for before it is made, with what the samples before it spent.
+      const refusal =
+        evaluator.kind === 'judge' ? (mayRunJudge?.(evaluator, Object.fromEntries(usageByModel)) ?? null) : null;
+      if (refusal !== null) return summarize(false, refusal, parsed, evaluator.name);
+      let result: EvaluationResult;
+      try {
+        result = await evaluator.evaluate({ output, parsed, signal, taskId });
+      } catch (error) {
+        if (signal.aborted || rethrow?.(error) === true) throw error;
+        const message = thrownMessage(error);
+        return summarize(false, `evaluator "${evaluator.name}" threw: ${message}`, parsed, evaluator.name);
+      }
+      if (!isEvaluationResult(result)) {
+        return summarize(
+          false,
+          `evaluator "${evaluator.name}" returned an invalid result (expected { passed, reason, parsed })`,
+          parsed,
+          evaluator.name,
+        );
+      }
+      addUsage(result);
+      verdicts.push(result);
     }
-    if (!isEvaluationResult(result)) {
-      return summarize(
-        false,
-        `evaluator "${evaluator.name}" returned an invalid result (expected { passed, reason, parsed })`,
-        parsed,
-        evaluator.name,
-      );
-    }
-    if (result.usage) {
-      total.inputTokens += result.usage.inputTokens;
-      total.outputTokens += result.usage.outputTokens;
-      const modelId = result.modelId ?? UNKNOWN_MODEL_ID;
-      const previous = usageByModel.get(modelId) ?? { inputTokens: 0, outputTokens: 0 };
-      usageByModel.set(modelId, {
-        inputTokens: previous.inputTokens + result.usage.inputTokens,
-        outputTokens: previous.outputTokens + result.usage.outputTokens,
-      });
-    }
+    const result = combined(evaluator, verdicts, parsed);
     parsed = result.parsed;
+    if (result.needsReview === true) {
+      reviews.push({ evaluator: evaluator.name, reason: result.reason });
+      continue;
+    }
     if (result.passed && evaluator.kind === 'format' && --formatsToPass === 0) formatted = { value: parsed };
     if (!result.passed) return summarize(false, result.reason, parsed, evaluator.name);
   }
-  return summarize(true, 'passed', parsed, null);
+  const [firstReview] = reviews;
+  if (firstReview === undefined) return summarize(true, 'passed', parsed, null);
+  // Nothing failed, so a person decides: every evaluator that asked says why.
+  const reason = reviews.map((review) => review.reason).join('; ');
+  return { ...summarize(false, reason, parsed, null), review: { evaluator: firstReview.evaluator, reason } };
+}
+
+/** The evaluator's one verdict: its only one, or its `combine` of the samples (a throwing combine fails the output). */
+function combined(evaluator: Evaluator, verdicts: readonly EvaluationResult[], parsed: unknown): EvaluationResult {
+  const [first] = verdicts;
+  // createLoop refuses samples below 1; a list run directly with one still gets no pass by accident.
+  if (first === undefined)
+    return { passed: false, reason: `evaluator "${evaluator.name}" asked for no samples`, parsed };
+  if (verdicts.length === 1 || evaluator.combine === undefined) return first;
+  try {
+    const result = evaluator.combine(verdicts);
+    if (isEvaluationResult(result)) return result;
+  } catch (error) {
+    return {
+      passed: false,
+      reason: `evaluator "${evaluator.name}" threw: ${thrownMessage(error)}`,
+      parsed: first.parsed,
+    };
+  }
+  return {
+    passed: false,
+    reason: `evaluator "${evaluator.name}" combined its samples into an invalid result (expected { passed, reason, parsed })`,
+    parsed: first.parsed,
+  };
 }
 
 // Evaluators may be user code written in plain JavaScript; a malformed verdict must not pass by accident.

@@ -42,6 +42,14 @@ export interface EvaluationResult<Parsed = unknown> {
   usage?: ModelUsage;
   /** The model that spent `usage`, so the driver can price it (a judge may use a different model than the loop). */
   modelId?: string;
+  /**
+   * True: neither a pass nor a failure — a person must review the output (`reason` says why; `passed` should be
+   * false). The remaining evaluators still run and a failure among them wins; otherwise the run stops with
+   * `needs_human` and `result.pendingReview`.
+   */
+  needsReview?: boolean;
+  /** A judge's score in [0, 1], when it gave one (read by `aggregate: 'mean'`). */
+  score?: number;
 }
 
 /**
@@ -65,4 +73,13 @@ export interface Evaluator<Input = unknown, Output = Input> {
    */
   readonly outputJsonSchema?: Record<string, unknown> | undefined;
   evaluate(input: EvaluationInput<Input>): EvaluationResult<Output> | Promise<EvaluationResult<Output>>;
+  /**
+   * Independent verdicts to ask for (a judge's `samples`); absent means 1. The evaluator list calls `evaluate`
+   * this many times (a judge's budget is checked before each call) and makes one verdict of them with `combine`.
+   */
+  readonly samples?: number;
+  /** One verdict of the `samples` verdicts, in call order; required when `samples` is over 1. */
+  combine?(verdicts: readonly EvaluationResult<Output>[]): EvaluationResult<Output>;
+  /** True when it may ask for a person's review (`needsReview`): `loopstate verify` then explores a review stop. */
+  readonly mayRequestReview?: boolean;
 }

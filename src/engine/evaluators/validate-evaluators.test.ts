@@ -33,8 +33,8 @@ describe('validateEvaluators', () => {
     ]);
   });
 
-  it('exposes the four builders and chain on a frozen evaluators object', () => {
-    expect(Object.keys(evaluators)).toEqual(['json', 'schema', 'rule', 'judge', 'chain']);
+  it('exposes the five builders and chain on a frozen evaluators object', () => {
+    expect(Object.keys(evaluators)).toEqual(['json', 'schema', 'rule', 'judge', 'review', 'chain']);
     expect(Object.isFrozen(evaluators)).toBe(true);
   });
 });

@@ -34,6 +34,16 @@ export function validateEvaluators(list: readonly unknown[]): ConfigIssue[] {
     if (typeof candidate.evaluate !== 'function') {
       issues.push({ path: `[${index}].evaluate`, message: 'expected a function' });
     }
+    const { samples } = candidate;
+    // Undefined is the default (one verdict), never off.
+    if (samples !== undefined && !(typeof samples === 'number' && Number.isInteger(samples) && samples >= 1)) {
+      issues.push({ path: `[${index}].samples`, message: 'expected a positive integer (or undefined for 1)' });
+    } else if (typeof samples === 'number' && samples > 1 && typeof candidate.combine !== 'function') {
+      issues.push({
+        path: `[${index}].combine`,
+        message: 'expected a function: an evaluator with samples over 1 must combine them',
+      });
+    }
   });
   if (kinds.includes('judge') && kinds.every((kind) => kind === 'judge')) {
     issues.push({

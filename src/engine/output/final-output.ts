@@ -14,6 +14,16 @@ export interface LastEvaluation {
   taskIndex: number;
   reply: string;
   formatted: { value: unknown } | null;
+  /** Set when an evaluator asked a person to review the reply: what the evaluators parsed, who asked and why. */
+  review?: ReviewRequest;
+}
+
+/** An evaluator's request for a person's review of the reply, as the session keeps it. */
+export interface ReviewRequest {
+  output: unknown;
+  evaluator: string;
+  reason: string;
+  outputHash: string;
 }
 
 /**

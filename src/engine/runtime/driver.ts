@@ -341,6 +341,12 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
     usage: output.usage,
     steps: output.steps,
   });
+  const pendingApprovals =
+    output.stopReason === 'needs_human'
+      ? session.pendingCalls
+          .filter(({ call }) => call.status === 'needs_approval')
+          .map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
+      : [];
   const fatal = output.stopReason === 'fatal_error' ? session.fatalError : null;
   const { redact } = session.config;
   const { trace, warnings } = session.recordsForResult();
@@ -357,12 +363,9 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
     steps: output.steps,
     trace,
     messages: closedConversation(session.transcript.messages, output.stopReason),
-    pendingApprovals:
-      output.stopReason === 'needs_human'
-        ? session.pendingCalls
-            .filter(({ call }) => call.status === 'needs_approval')
-            .map(({ call }) => ({ callId: call.request.id, tool: call.request.name, args: call.args }))
-        : [],
+    pendingApprovals,
+    // A run waits for approvals or for a review, never both: a review is asked only of a final reply.
+    pendingReview: output.stopReason === 'needs_human' && pendingApprovals.length === 0 ? session.pendingReview : null,
     ...(fatal ? { error: redact.strings(errorFields(fatal)) } : {}),
   };
 }

@@ -21,6 +21,7 @@ import { interruptionEvent } from './interruption.js';
 import { pricedTotal } from '../pricing/pricing.js';
 import { describeRefusal, nextTransportAttempt } from './transport-retry.js';
 import { failureLabel } from '../../../actions/stop-detail.js';
+import { outputHash } from '../output/output-hash.js';
 import type { RunSession } from './run-session.js';
 
 /** A judge's request besides the output it grades: its instructions and criteria, roughly. */
@@ -107,7 +108,16 @@ export async function performEvaluation(
   }
   const judgeUsage = pricedTotal(config.prices, Object.entries(summary.usageByModel));
   const judged = judgeUsage.inputTokens + judgeUsage.outputTokens > 0;
-  session.recordEvaluation(summary);
+  const review =
+    summary.review === null
+      ? undefined
+      : {
+          output: summary.parsed,
+          evaluator: summary.review.evaluator,
+          reason: summary.review.reason,
+          outputHash: outputHash(output),
+        };
+  session.recordEvaluation(summary, review);
   session.record({
     type: 'evaluation-end',
     runId: session.runId,
@@ -120,11 +130,23 @@ export async function performEvaluation(
     usage: judged ? judgeUsage : null,
     modelCalls: spending.modelCalls,
   });
+  if (review !== undefined)
+    session.record({
+      type: 'review-requested',
+      runId: session.runId,
+      at,
+      taskId: task.id,
+      step: context.steps,
+      evaluator: review.evaluator,
+      reason: review.reason,
+      outputHash: review.outputHash,
+    });
   return {
     type: 'evaluation.completed',
     at,
     passed: summary.passed,
     reason: summary.reason,
+    ...(review === undefined ? {} : { needsReview: true }),
     outputDigest: session.progress.digest(output),
     usage: judged ? judgeUsage : null,
     modelCalls: spending.modelCalls,
@@ -142,6 +164,9 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
   return {
     name: evaluator.name,
     kind: evaluator.kind,
+    // Each sample is one call of `evaluate` below: counted, timed out and retried on its own.
+    ...(evaluator.samples === undefined ? {} : { samples: evaluator.samples }),
+    ...(evaluator.combine === undefined ? {} : { combine: evaluator.combine.bind(evaluator) }),
     evaluate: async (input) => {
       // Failed attempts of this call in a row: each evaluator call has its own transport attempts.
       let failures = 0;
@@ -294,7 +319,7 @@ function canPayForJudge(
  * conversation is built now, so the budget gate checks the right size), else this task's with the
  * failure reason fed back.
  */
-function nextRequestEstimate(session: RunSession, passed: boolean, reason: string): number {
+export function nextRequestEstimate(session: RunSession, passed: boolean, reason: string): number {
   // The reflection note the machine asks for, as one more message.
   if (!passed) return session.estimateNextRequest(reflectionNote(reason).length + MESSAGE_OVERHEAD_CHARS);
   const nextIndex = session.taskIndex + 1;

@@ -19,6 +19,27 @@ export interface PendingApproval {
 }
 
 /**
+ * An output that stopped the run because an evaluator asked a person to review it (`evaluators.review`, or a
+ * judge's split vote with `reviewOnSplit`). Decide it with `loop.resume(runId, { review })`.
+ * @example
+ * if (result.pendingReview) await loop.resume(result.runId, { review: { accept: true, outputHash: result.pendingReview.outputHash } });
+ */
+export interface PendingReview {
+  /** The task whose output waits. */
+  taskId: string;
+  /** What the evaluators parsed from the reply: the task's output once a person accepts it. */
+  output: unknown;
+  /** The model's reply text that waits for review. */
+  rawOutput: string;
+  /** Why a person was asked: the evaluator's reason (a split judge vote lists the votes). */
+  reason: string;
+  /** The evaluator that asked. */
+  evaluator: string;
+  /** Digest of `rawOutput` (16 hex characters): pass it back in the decision to bind it to this output. */
+  outputHash: string;
+}
+
+/**
  * What `loop.run()` returns: always a named stop reason, never only `failed = true`. `Output` is
  * the evaluated output's type, inferred by `createLoop` from an `evaluators.schema`.
  * @example
@@ -53,6 +74,8 @@ export interface RunResult<Output = unknown> {
   messages: Message[];
   /** Tool calls awaiting approval when the run stopped with `needs_human`. */
   pendingApprovals: PendingApproval[];
+  /** The output waiting for a person's review when the run stopped with `needs_human`; null otherwise. */
+  pendingReview: PendingReview | null;
   /** The underlying error when the run stopped with `fatal_error`. */
   error?: { name: string; message: string; code?: string };
 }

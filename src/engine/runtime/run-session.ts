@@ -5,7 +5,8 @@
  */
 import { modelFacts, modelNameOf } from '../trace/model-facts.js';
 import type { ResolvedConfig, TaskConfig } from '../config/config.js';
-import type { LastEvaluation } from '../output/final-output.js';
+import type { LastEvaluation, ReviewRequest } from '../output/final-output.js';
+import type { PendingReview } from './run-result.js';
 import type { PriorConversation } from '../conversation/prior-conversation.js';
 import type { ToolSpec } from '../../contracts/model.js';
 import { RunPlan } from '../plan/plan-tool.js';
@@ -223,9 +224,26 @@ export class RunSession {
   }
 
   /** An evaluation of the last reply: a passing one's parsed output becomes the task's output. */
-  recordEvaluation(summary: { passed: boolean; parsed: unknown; formatted: { value: unknown } | null }): void {
+  recordEvaluation(
+    summary: { passed: boolean; parsed: unknown; formatted: { value: unknown } | null },
+    review?: ReviewRequest,
+  ): void {
     if (summary.passed) this.#taskOutputs[this.task.id] = summary.parsed;
-    this.#lastEvaluation = { taskIndex: this.#taskIndex, reply: this.#lastReply ?? '', formatted: summary.formatted };
+    this.#lastEvaluation = {
+      taskIndex: this.#taskIndex,
+      reply: this.#lastReply ?? '',
+      formatted: summary.formatted,
+      ...(review === undefined ? {} : { review }),
+    };
+  }
+
+  /** The reply waiting for a person's review, when the last evaluation asked for one. */
+  get pendingReview(): PendingReview | null {
+    const evaluation = this.#lastEvaluation;
+    if (evaluation?.review === undefined) return null;
+    const { output, evaluator, reason, outputHash } = evaluation.review;
+    const taskId = this.tasks[evaluation.taskIndex]?.id ?? this.task.id;
+    return { taskId, output, rawOutput: evaluation.reply, reason, evaluator, outputHash };
   }
 
   /** The error the run is about to end with (`run.faulted`, a fatal model error): `result.error`. */

@@ -19,7 +19,7 @@ const SENTENCES: Readonly<Record<StopReason, string>> = {
     'A tool the run needed was withheld because its circuit breaker had opened after repeated failures.',
   cancelled: 'The caller cancelled the run through its abort signal.',
   needs_human:
-    'The run is waiting for a person: a tool call needs approval, or a side effect’s outcome cannot be known without someone checking.',
+    'The run is waiting for a person: a tool call needs approval, an output needs review, or a side effect’s outcome cannot be known without someone checking.',
   retries_exhausted:
     'A task kept failing (model errors, rejected answers or invalid tool arguments) until its retries ran out.',
   fatal_error:
