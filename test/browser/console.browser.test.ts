@@ -2,7 +2,7 @@
  * End to end: `loopstate console` on a real SQLite store, opened in Debian's chromium through
  * playwright-core. A refund approved from the page runs exactly once and its run completes; a rejection's
  * reason reaches the model; two tabs deciding one call: one continues the run, the other is told it was
- * decided already; a request without the token, or naming another host, is refused. Saves docs/console.png.
+ * decided already; an output waiting for review is accepted; a request without the token, or naming another host, is refused. Saves docs/console.png.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
@@ -45,6 +45,7 @@ beforeAll(async () => {
     expect((await loop.run({ goal: `Refund order ${order}`, runId: `refund-${order}` })).stopReason).toBe(
       'needs_human',
     );
+  expect((await loop.run({ goal: 'Write a note for O-5', runId: 'note-O-5' })).pendingReview).not.toBeNull();
   await store.close();
   const out: string[] = [];
   exit = runCli(
@@ -79,7 +80,7 @@ describe('the console in chromium', () => {
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(String(error)));
     await page.goto(url);
-    await expect.poll(() => page.locator('tr[data-run]').count(), { timeout: 15_000 }).toBe(3);
+    await expect.poll(() => page.locator('tr[data-run]').count(), { timeout: 15_000 }).toBe(4);
     const first = row(page, 'refund-O-1');
     expect(await first.locator('.badge').textContent()).toBe('needs_human');
     const args = JSON.parse((await first.locator('pre.args').textContent())!) as unknown;
@@ -90,7 +91,7 @@ describe('the console in chromium', () => {
   });
 
   it('approves a refund from the page: it runs exactly once and the run completes (the screenshot)', async () => {
-    const page = await browser!.newPage({ viewport: { width: 1400, height: 600 } });
+    const page = await browser!.newPage({ viewport: { width: 1400, height: 780 } });
     await page.goto(url);
     const target = row(page, 'refund-O-1');
     await target.locator('button[data-action="approve"]').click();
@@ -129,6 +130,19 @@ describe('the console in chromium', () => {
       .toBe('succeeded');
     expect(modelSaw().some((text) => text.includes('O-3 was refunded by hand yesterday'))).toBe(true);
     expect(refunds()).not.toContain('O-3');
+    await page.close();
+  });
+
+  it('accepts an output waiting for review from the page', async () => {
+    const page = await browser!.newPage();
+    await page.goto(url);
+    const target = row(page, 'note-O-5');
+    expect(await target.locator('pre.output').textContent()).toBe('Note: O-5 is on its way');
+    expect(await target.locator('.pending').textContent()).toContain('a person signs notes off');
+    await target.locator('button[data-action="accept"]').click();
+    await expect
+      .poll(() => row(page, 'note-O-5').locator('.badge').textContent(), { timeout: 30_000 })
+      .toBe('succeeded');
     await page.close();
   });
 

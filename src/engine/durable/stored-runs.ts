@@ -7,21 +7,14 @@ import type { RunStatus } from '../../../machines/types.js';
 import type { Store } from '../../contracts/store.js';
 import { LoopstateError } from '../../contracts/errors.js';
 import { StoreRecordError } from './durable-errors.js';
-import { decodeRunRecord, type PendingApprovalRecord, type RunRecord } from './records.js';
+import { decodeRunRecord, type PendingApprovalRecord, type PendingReviewRecord, type RunRecord } from './records.js';
 
 /**
- * An output waiting for a person's review, as the run record holds it (from the `evaluators.review` stop).
+ * An output waiting for a person's review, as the run record holds it (from an `evaluators.review` stop).
  * @example
  * if (run.pendingReview) console.log(run.pendingReview.reason, run.pendingReview.outputHash);
  */
-export interface StoredPendingReview {
-  taskId: string;
-  output: unknown;
-  rawOutput: string;
-  reason: string;
-  evaluator: string;
-  outputHash: string;
-}
+export type StoredPendingReview = PendingReviewRecord;
 
 /**
  * One run of a store, as listed.
@@ -86,22 +79,6 @@ const SCAN_PAGE = 200;
 
 const isString = (value: unknown): value is string => typeof value === 'string';
 
-/** The review a recorded result waits for, when it has one of the documented shape. */
-function pendingReviewOf(result: Record<string, unknown> | null): StoredPendingReview | null {
-  const review = result?.pendingReview as Record<string, unknown> | null | undefined;
-  if (typeof review !== 'object' || review === null) return null;
-  const { taskId, rawOutput, reason, evaluator, outputHash } = review;
-  if (![taskId, rawOutput, reason, evaluator, outputHash].every(isString)) return null;
-  return {
-    taskId: taskId as string,
-    output: review.output,
-    rawOutput: rawOutput as string,
-    reason: reason as string,
-    evaluator: evaluator as string,
-    outputHash: outputHash as string,
-  };
-}
-
 /**
  * A run record (as the store keeps it) decoded and summarised; throws `StoreRecordError` for a corrupt one.
  * @example
@@ -129,7 +106,7 @@ export function storedRunOf(row: { runId: string; body: string; finishedAt: numb
     steps: typeof result?.steps === 'number' ? result.steps : null,
     finishedAt: row.finishedAt,
     pendingApprovals: record.state === 'waiting' ? record.pendingApprovals : [],
-    pendingReview: record.state === 'waiting' ? pendingReviewOf(result) : null,
+    pendingReview: record.state === 'waiting' ? (record.pendingReview ?? null) : null,
   };
 }
 

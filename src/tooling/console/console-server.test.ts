@@ -32,6 +32,11 @@ async function waitingRuns(path: string, orders: string[]): Promise<void> {
     const result = await loop.run({ goal: `Refund order ${order}`, runId: `run-${order}` });
     expect(result.stopReason).toBe('needs_human');
   }
+  // Outputs waiting for a person's review.
+  for (const order of ['O-5', 'O-6']) {
+    const result = await loop.run({ goal: `Write a note for ${order}`, runId: `note-${order}` });
+    expect(result.pendingReview).toMatchObject({ rawOutput: `Note: ${order} is on its way` });
+  }
   await store.close();
 }
 
@@ -112,11 +117,13 @@ describe('the console server', () => {
       runs: { runId: string; status: string; pendingApprovals: { args: unknown }[] }[];
     };
     expect(runs.map((run) => [run.runId, run.status])).toEqual([
+      ['note-O-5', 'needs_human'],
+      ['note-O-6', 'needs_human'],
       ['run-O-1', 'needs_human'],
       ['run-O-2', 'needs_human'],
       ['run-O-3', 'needs_human'],
     ]);
-    expect(runs[0]!.pendingApprovals[0]!.args).toEqual({ order_id: 'O-1', api_key: '[redacted]' });
+    expect(runs[2]!.pendingApprovals[0]!.args).toEqual({ order_id: 'O-1', api_key: '[redacted]' });
     expect(page.body).not.toContain('sk-live');
     expect((await send(`/api/runs?token=${token}&status=waiting`)).status).toBe(400);
   });
@@ -178,6 +185,44 @@ describe('the console server', () => {
     await console_.settled();
     expect(modelSaw().some((text) => text.includes('order O-3 was refunded by hand'))).toBe(true);
     expect(refunds()).not.toContain('O-3');
+  });
+
+  it('accepts an output waiting for review through loop.resume; deciding again is "already decided"', async () => {
+    type Listed = {
+      runs: { runId: string; status: string; pendingReview: { outputHash: string; reason: string } | null }[];
+    };
+    const listed = JSON.parse((await send(`/api/runs?token=${token}`)).body) as Listed;
+    const waiting = listed.runs.find((run) => run.runId === 'note-O-5')!;
+    expect(waiting.pendingReview).toMatchObject({ reason: 'a person signs notes off' });
+    const { outputHash } = waiting.pendingReview!;
+    // Another output than the one waiting: refused before anything changes, with the loop's own error.
+    const other = await decide('note-O-5', { kind: 'accept', outputHash: 'ffffffffffffffff' });
+    expect(other.status).toBe(409);
+    expect(JSON.parse(other.body).error.code).toBe('review_output_changed');
+    expect((await decide('note-O-5', { kind: 'accept', outputHash })).status).toBe(202);
+    await console_.settled();
+    const after = JSON.parse((await send(`/api/runs?token=${token}`)).body) as Listed;
+    expect(after.runs.find((run) => run.runId === 'note-O-5')).toMatchObject({
+      status: 'succeeded',
+      pendingReview: null,
+    });
+    const again = await decide('note-O-5', { kind: 'accept', outputHash });
+    expect(again.status).toBe(409);
+    expect(JSON.parse(again.body).error.code).toBe('review_already_decided');
+  });
+
+  it('a rejected output: the reason reaches the model, and the run waits for review again', async () => {
+    expect((await decide('note-O-6', { kind: 'reject-output' })).status).toBe(400);
+    expect((await decide('note-O-6', { kind: 'reject-output', reason: 'say when it arrives' })).status).toBe(202);
+    await console_.settled();
+    expect(modelSaw().some((text) => text.includes('say when it arrives'))).toBe(true);
+    const listed = JSON.parse((await send(`/api/runs?token=${token}`)).body) as {
+      runs: { runId: string; status: string; pendingReview: unknown }[];
+    };
+    expect(listed.runs.find((run) => run.runId === 'note-O-6')).toMatchObject({
+      status: 'needs_human',
+      pendingReview: { taskId: expect.any(String) },
+    });
   });
 
   it('serves a stored run in the viewer, with no trace file; an unknown run is 404', async () => {

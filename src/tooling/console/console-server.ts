@@ -15,7 +15,7 @@ import { storedRunPage } from '../viewer/stored-run-view.js';
 import { namesThisServer } from '../viewer/viewer-server.js';
 import { escapeHtml } from '../viewer/statechart-svg.js';
 import { consolePage } from './console-page.js';
-import { approvalsOf, describeActionError, performAction, type RunAction } from './run-actions.js';
+import { approvalsOf, describeActionError, performAction, reviewOf, type RunAction } from './run-actions.js';
 import type { StoredLoop } from './stored-loop.js';
 
 /**
@@ -54,6 +54,8 @@ export interface RunningConsole {
 const HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
 const PAGE_POLICY =
   "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; connect-src 'self'";
+/** What an in-flight review decision is keyed by, beside call ids (a symbol-like text no call id is). */
+const REVIEW = '\u0000review';
 const MAX_BODY_BYTES = 64 * 1024;
 const PAGE_SIZE = 200;
 
@@ -202,6 +204,12 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     const callId = action.kind === 'approve' || action.kind === 'reject' ? action.callId : null;
     const running = inFlight.get(runId);
     if (running !== undefined) {
+      if (action.kind === 'review' && running.callId === REVIEW)
+        throw new RequestError(
+          409,
+          'review_already_decided',
+          `the output of run ${runId} was decided already (the run is continuing with that decision)`,
+        );
       if (callId !== null && running.callId === callId)
         throw new RequestError(
           409,
@@ -216,20 +224,24 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     }
     // Held before the first await: two tabs deciding at once are told apart here, in order.
     let release: () => void = () => undefined;
-    inFlight.set(runId, { promise: new Promise<void>((resolve) => (release = resolve)), callId });
+    const decided = action.kind === 'review' ? REVIEW : callId;
+    inFlight.set(runId, { promise: new Promise<void>((resolve) => (release = resolve)), callId: decided });
     try {
       if ((await stored.store.readRun(runId)) === null)
         throw new RequestError(404, 'run_not_found', `no run ${runId} in the store ${stored.storeLabel}`);
-      if (callId !== null) {
-        // Checked as resume checks them, before anything changes; the very decision taken already is "decided" too.
-        const { retried } = await stored.checkDecisions(runId, approvalsOf(action));
-        if (retried)
-          throw new RequestError(
-            409,
-            'approval_already_decided',
-            `call ${callId} of run ${runId} was decided already (with this same decision); the run went on`,
-          );
-      }
+      // Checked as resume checks them, before anything changes; the very decision taken already is "decided" too.
+      if (callId !== null && (await stored.checkDecisions(runId, approvalsOf(action))).retried)
+        throw new RequestError(
+          409,
+          'approval_already_decided',
+          `call ${callId} of run ${runId} was decided already (with this same decision); the run went on`,
+        );
+      if (action.kind === 'review' && (await stored.checkReview(runId, reviewOf(action))).retried)
+        throw new RequestError(
+          409,
+          'review_already_decided',
+          `the output of run ${runId} was reviewed already (with this same decision); the run went on`,
+        );
     } catch (error) {
       inFlight.delete(runId);
       release();
@@ -256,7 +268,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
         inFlight.delete(runId);
         release();
       }),
-      callId,
+      callId: decided,
     });
     return { started: true, runId, action: action.kind };
   }

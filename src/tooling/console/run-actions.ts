@@ -2,7 +2,7 @@
  * What a person can do to a stored run from `loopstate runs` or the console, each through the loop's own
  * `resume` / `cancel` (the same checks, the same typed errors), and those errors as a code and a message.
  */
-import { LoopstateError, type Loop, type ResumeOptions, type RunResult } from '../../index.js';
+import { LoopstateError, type Loop, type ResumeOptions, type ReviewInput, type RunResult } from '../../index.js';
 import { thrownMessage } from '../../internal.js';
 
 /**
@@ -18,13 +18,12 @@ export type RunAction =
   | { kind: 'cancel'; runId: string }
   | { kind: 'resume'; runId: string };
 
-/**
- * A person's review decision as `loop.resume(runId, { review })` takes it.
- * @example
- * const review: ReviewDecision = { accept: false, reason: 'cite the order number', outputHash: 'a1b2c3d4e5f60718' };
- */
-export type ReviewDecision =
-  { accept: true; outputHash?: string } | { accept: false; reason: string; outputHash?: string };
+/** The review decision a review action hands to `loop.resume`. */
+export function reviewOf(action: RunAction): ReviewInput | undefined {
+  if (action.kind !== 'review') return undefined;
+  const bound = action.outputHash === undefined ? {} : { outputHash: action.outputHash };
+  return action.accept ? { accept: true, ...bound } : { accept: false, reason: action.reason, ...bound };
+}
 
 /** The approvals an approve or reject action hands to `loop.resume`. */
 export function approvalsOf(action: RunAction): NonNullable<ResumeOptions['approvals']> | undefined {
@@ -47,9 +46,7 @@ export async function performAction(loop: Loop, action: RunAction): Promise<RunR
     case 'reject':
       return loop.resume(action.runId, { approvals: approvalsOf(action)! });
     case 'review': {
-      const { kind: _kind, runId: _runId, ...review } = action;
-      // `review` is the resume option of human review of outputs (evaluators.review); typed here as documented.
-      return loop.resume(action.runId, { review } as ResumeOptions & { review: ReviewDecision });
+      return loop.resume(action.runId, { review: reviewOf(action)! });
     }
     case 'cancel':
       return loop.cancel(action.runId);

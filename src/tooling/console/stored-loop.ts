@@ -27,6 +27,8 @@ export interface StoredLoop {
   redact: (value: unknown) => unknown;
   /** Checks decisions as `loop.resume` would, without changing anything (typed errors); `retried`: taken already. */
   checkDecisions(runId: string, approvals: unknown): Promise<{ retried: boolean }>;
+  /** Checks a review decision as `loop.resume` would, without changing anything; `retried`: taken already. */
+  checkReview(runId: string, review: unknown): Promise<{ retried: boolean }>;
   close(): Promise<void>;
 }
 
@@ -120,6 +122,9 @@ export async function openStoredLoop(options: {
       redact: (value) => redactValue(resolved.redact, value),
       checkDecisions: async (runId, approvals) => ({
         retried: (await durable.checkDecisions(runId, approvals)).retried,
+      }),
+      checkReview: async (runId, review) => ({
+        retried: (await durable.checkReviewDecision(runId, review)).retried,
       }),
       close: () => store.close(),
     };
