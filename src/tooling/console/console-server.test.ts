@@ -167,13 +167,53 @@ describe('the console server', () => {
   });
 
   it('two decisions on one call at once: one continues the run, the other is "already decided"', async () => {
-    const [first, second] = await Promise.all([
-      decide('run-O-2', { kind: 'approve', callId: 'call-O-2' }),
-      decide('run-O-2', { kind: 'approve', callId: 'call-O-2' }),
-    ]);
-    expect([first.status, second.status].sort()).toEqual([202, 409]);
-    expect(JSON.parse((first.status === 409 ? first : second).body).error.code).toBe('approval_already_decided');
-    await console_.settled();
+    // Checks that wait for each other (as on a store a network away), so two requests can be inside them at
+    // once: each waits until both arrived, or until a while passed without the other (it was refused earlier).
+    let arrived = 0;
+    let bothIn: () => void = () => undefined;
+    const together = new Promise<void>((resolveBoth) => (bothIn = resolveBoth));
+    const slow: StoredLoop = {
+      ...stored,
+      checkDecisions: async (runId, approvals) => {
+        if (++arrived === 2) bothIn();
+        await Promise.race([together, new Promise((resolveLater) => setTimeout(resolveLater, 300))]);
+        return stored.checkDecisions(runId, approvals);
+      },
+    };
+    const second = await startConsole({ stored: slow });
+    const secondUrl = new URL(second.url);
+    const [first, other] = await Promise.all(
+      [0, 1].map(
+        () =>
+          new Promise<{ status: number; body: string }>((done, fail) => {
+            const sent = request(
+              {
+                host: '127.0.0.1',
+                port: Number(secondUrl.port),
+                path: '/api/runs/run-O-2/actions',
+                method: 'POST',
+                headers: {
+                  host: `127.0.0.1:${secondUrl.port}`,
+                  'content-type': 'application/json',
+                  'x-loopstate-token': secondUrl.searchParams.get('token')!,
+                },
+              },
+              (response) => {
+                let body = '';
+                response.setEncoding('utf8');
+                response.on('data', (chunk: string) => (body += chunk));
+                response.on('end', () => done({ status: response.statusCode ?? 0, body }));
+              },
+            );
+            sent.on('error', fail);
+            sent.end(JSON.stringify({ kind: 'approve', callId: 'call-O-2' }));
+          }),
+      ),
+    );
+    expect([first!.status, other!.status].sort()).toEqual([202, 409]);
+    expect(JSON.parse((first!.status === 409 ? first! : other!).body).error.code).toBe('approval_already_decided');
+    expect(arrived).toBe(1);
+    await second.close();
     expect(refunds().filter((order) => order === 'O-2')).toEqual(['O-2']);
   });
 
