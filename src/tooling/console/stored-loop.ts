@@ -11,6 +11,7 @@ import { postgresStore } from '../../adapters/postgres/index.js';
 import { sqliteStore } from '../../adapters/sqlite/index.js';
 import { CliError } from '../cli/cli-error.js';
 import { loadLoopFile } from '../cli/load-loop-file.js';
+import { closeServers, connectServers, mcpExportEntries } from '../cli/mcp-servers.js';
 
 /**
  * A loop file's loop on the `--store` store.
@@ -90,6 +91,8 @@ export async function openStoredLoop(options: {
   loopFile: string | undefined;
   store: string | undefined;
   cwd?: string;
+  /** Connect the MCP servers the file exports (`export const mcp`), whose tools a continued run needs (default true). */
+  connectMcp?: boolean;
 }): Promise<StoredLoop> {
   const cwd = options.cwd ?? process.cwd();
   if (options.loopFile === undefined)
@@ -98,12 +101,21 @@ export async function openStoredLoop(options: {
       message: '<loop file>: expected the loop file the runs were started with (its tools continue them)',
     });
   const store = openStore(options.store, cwd);
+  let connections: Awaited<ReturnType<typeof connectServers>> = [];
   try {
     const loaded = await loadLoopFile(options.loopFile, cwd);
     const trace = loaded.config.trace === false ? {} : (loaded.config.trace ?? {});
+    // The MCP tools are part of the run's definition: without them a continued run is refused (definition_changed).
+    if (options.connectMcp !== false)
+      connections = await connectServers(mcpExportEntries('mcp' in loaded ? loaded.mcp : undefined, options.loopFile));
     let loop: Loop;
     try {
-      loop = createLoop({ ...loaded.config, store, trace: { ...trace, inMemory: true } } as LoopConfig);
+      loop = createLoop({
+        ...loaded.config,
+        tools: [...(loaded.config.tools ?? []), ...connections.flatMap((connection) => connection.tools)],
+        store,
+        trace: { ...trace, inMemory: true },
+      } as LoopConfig);
     } catch (error) {
       if (error instanceof LoopConfigError)
         throw new CliError({
@@ -126,9 +138,13 @@ export async function openStoredLoop(options: {
       checkReview: async (runId, review) => ({
         retried: (await durable.checkReviewDecision(runId, review)).retried,
       }),
-      close: () => store.close(),
+      close: async () => {
+        await closeServers(connections);
+        await store.close();
+      },
     };
   } catch (error) {
+    await closeServers(connections);
     await store.close().catch(() => undefined);
     throw error;
   }

@@ -3,9 +3,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createLoop } from 'loopstate';
+import { connectMcp } from 'loopstate/mcp';
+import { sqliteStore } from 'loopstate/sqlite';
+import config from '../../../../test/fixtures/console/refund-loop.js';
+import { eventsFileIn, orderDeskTarget, serverEvents } from '../../../../test/support/mcp-stdio.js';
 import { runCli } from '../run-cli.js';
 
 const LOOP_FILE = resolve('test/fixtures/console/refund-loop.ts');
+const MCP_LOOP_FILE = resolve('test/fixtures/console/mcp-loop.ts');
 const directory = mkdtempSync(join(tmpdir(), 'loopstate-console-command-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
@@ -59,6 +65,30 @@ describe('loopstate console and runs arguments', () => {
     const { code, err } = await cli(...args);
     expect(code).toBe(2);
     expect(err).toContain(named);
+  });
+
+  it("a decision starts the loop file's MCP servers, whose tools the run was started with, and closes them", async () => {
+    process.env.MCP_EVENTS = eventsFileIn();
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(directory, 'mcp.db'), '');
+    const store = sqliteStore({ path: join(directory, 'mcp.db') });
+    const desk = await connectMcp(orderDeskTarget(process.env.MCP_EVENTS));
+    const loop = createLoop({ ...config, tools: [...config.tools, ...desk.tools], store });
+    expect((await loop.run({ goal: 'Refund order O-4', runId: 'mcp-run' })).stopReason).toBe('needs_human');
+    await desk.close();
+    await store.close();
+    const closedBefore = serverEvents(process.env.MCP_EVENTS).filter((event) => event === 'stdin-closed').length;
+    const listed = await cli('runs', MCP_LOOP_FILE, '--store', 'mcp.db', 'list');
+    expect(listed.code, listed.err).toBe(0);
+    // Listing reads the store only: no server was started for it.
+    expect(serverEvents(process.env.MCP_EVENTS).filter((event) => event === 'stdin-closed')).toHaveLength(closedBefore);
+    const approved = await cli('runs', MCP_LOOP_FILE, '--store', 'mcp.db', 'approve', 'mcp-run', 'call-O-4');
+    expect(approved.err).toBe('');
+    expect(approved.code).toBe(0);
+    expect(approved.out).toContain('run mcp-run: succeeded (completed)');
+    expect(serverEvents(process.env.MCP_EVENTS).filter((event) => event === 'stdin-closed')).toHaveLength(
+      closedBefore + 1,
+    );
   });
 
   it('a loop file that cannot be loaded exits 3', async () => {

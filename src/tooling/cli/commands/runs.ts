@@ -107,6 +107,8 @@ async function runs(argv: readonly string[], io: CliIo): Promise<number> {
   const stored = await openStoredLoop({
     loopFile,
     store: flags.store,
+    // Listing and showing read the store only: the file's MCP servers are started for a decision alone.
+    connectMcp: action !== null,
     ...(io.cwd === undefined ? {} : { cwd: io.cwd }),
   });
   try {
