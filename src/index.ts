@@ -100,7 +100,17 @@ export { rebuildPrompts, type RebuiltPrompt } from './engine/trace/prompt-snapsh
 export { rebuildRun, type RebuiltRun } from './engine/trace/rebuild-run.js';
 export { GEN_AI_SEMCONV_VERSION } from './engine/trace/otel/genai-conventions.js';
 export { memoryStore } from './engine/store/memory-store.js';
-export type { Store, StoreRow, RunRow, Lease, RunControl, PruneOptions, LearningRow } from './contracts/store.js';
+export type {
+  Store,
+  StoreRow,
+  RunRow,
+  Lease,
+  RunControl,
+  PruneOptions,
+  LearningRow,
+  ListRunsOptions,
+  ListedRun,
+} from './contracts/store.js';
 export { StoreConflictError } from './engine/store/store-conflict-error.js';
 export {
   StoreRecordError,

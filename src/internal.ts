@@ -16,3 +16,16 @@ export {
   type LearnedTask,
 } from './engine/learning/learning-record.js';
 export { decayedRecord, taskFeedbackOf } from './engine/learning/learning-math.js';
+// --- the console and `loopstate runs`
+export { durableRunsOf } from './engine/loop.js';
+export {
+  listStoredRuns,
+  storedRunOf,
+  STORED_RUN_STATUSES,
+  type ListStoredRunsOptions,
+  type StoredPendingReview,
+  type StoredRun,
+  type StoredRunPage,
+  type UnreadableRun,
+} from './engine/durable/stored-runs.js';
+// --- end of the console

@@ -37,6 +37,7 @@ export const LOOPSTATE_ERROR_CODES = [
   'unsupported_record_version',
   'invalid_snapshot',
   'store_conflict',
+  'store_cannot_list',
   'run_not_found',
   'run_exists',
   'run_busy',

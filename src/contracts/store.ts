@@ -61,6 +61,34 @@ export interface PruneOptions {
   finishedBefore: number;
 }
 
+// --- Listing runs (the console, `loopstate runs list`) ---------------------------------------------
+
+/**
+ * What `store.listRuns` lists: one page of runs, by run id.
+ * @example
+ * const options: ListRunsOptions = { limit: 100, after: 'order-O-101' }; // the page after that run
+ */
+export interface ListRunsOptions {
+  /** At most this many runs (a positive integer). */
+  limit: number;
+  /** Only runs whose id sorts after this one (the last id of the previous page); absent: from the first. */
+  after?: string;
+}
+
+/**
+ * One listed run: its metadata envelope (decoded by the durable layer, like `readRun`'s) and when it finished.
+ * @example
+ * const [first] = await store.listRuns!({ limit: 1 }); // { runId, body, finishedAt: null }
+ */
+export interface ListedRun {
+  runId: string;
+  body: string;
+  /** Epoch ms the run finished (the `finishedAt` of its last append), or null while it is not finished. */
+  finishedAt: number | null;
+}
+
+// --- end of listing runs -------------------------------------------------------------------------------
+
 /**
  * One stored learning record, as `store.listLearning()` lists it.
  * @example
@@ -136,6 +164,12 @@ export interface Store {
   /** Deletes a learning record; false when there was none. */
   deleteLearning(key: string): Promise<boolean>;
   // --- end of learning ---
+  /**
+   * One page of the store's runs in ascending run id order (by code point, as UTF-8 bytes sort), `limit`
+   * at most, after `after` when given: paging with the last id of each page visits every run once.
+   * Optional, so a store written before it still works; `loopstate runs` and the console need it.
+   */
+  listRuns?(options: ListRunsOptions): Promise<ListedRun[]>;
   /** How often (ms) a paused run looks again whether the pause was lifted. */
   readonly pausePollMs: number;
   close(): Promise<void>;

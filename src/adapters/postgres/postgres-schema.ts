@@ -7,7 +7,8 @@
  * finished (for `prune`); each is added to a version 1 schema when opened. 3: `journal_chunks`, a partial index
  * of the rows written with snapshots (`trace` and `transcript` chunks), which a resume reads without visiting
  * the others; built on an older schema when opened. 4: a `learning` table (a versioned
- * record per loop name and tenant), created by postgres-learning.ts when the store opens, so an older schema gains it.
+ * record per loop name and tenant), created by postgres-learning.ts when the store opens, so an older schema gains it. 5: `runs_by_id`, the run ids in
+ * byte order (collation "C") for `listRuns`, added when opened.
  */
 export function postgresSchema(schema: string): string {
   const s = `"${schema}"`;
@@ -52,6 +53,7 @@ ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_by TEXT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS claimed_at BIGINT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS application_version TEXT;
 ALTER TABLE ${s}.workers ADD COLUMN IF NOT EXISTS lease_prefix TEXT;
+CREATE INDEX IF NOT EXISTS runs_by_id ON ${s}.runs (run_id COLLATE "C");
 CREATE INDEX IF NOT EXISTS runs_leased ON ${s}.runs (lease_owner) WHERE lease_owner IS NOT NULL;
 CREATE INDEX IF NOT EXISTS journal_chunks ON ${s}.journal (run_id, seq) WHERE kind IN ('trace', 'transcript');
 `;

@@ -385,6 +385,19 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       const { rows } = await query(`SELECT seq, kind, body FROM ${schema}.snapshots WHERE run_id = $1`, [runId]);
       return (rows[0] as StoreRow | undefined) ?? null;
     },
+    // --- listing runs (collation "C": byte order, as the other stores list them)
+    async listRuns({ limit, after }) {
+      const { rows } = await query(
+        `SELECT run_id, body, finished_at FROM ${schema}.runs WHERE $1::text IS NULL OR run_id COLLATE "C" > $1 ORDER BY run_id COLLATE "C" LIMIT $2`,
+        [after ?? null, limit],
+      );
+      return (rows as { run_id: string; body: string; finished_at: string | null }[]).map((row) => ({
+        runId: row.run_id,
+        body: row.body,
+        finishedAt: row.finished_at === null ? null : Number(row.finished_at),
+      }));
+    },
+    // --- end of listing runs
     async requestCancel(runId) {
       return (
         (await query(`UPDATE ${schema}.runs SET cancel_requested = TRUE WHERE run_id = $1`, [runId])).rowCount === 1

@@ -167,6 +167,19 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       if (deleted > 0) db.pragma('wal_checkpoint(PASSIVE)');
       return deleted;
     },
+    // --- listing runs
+    async listRuns({ limit, after }) {
+      const { statements } = use();
+      const rows = (
+        after === undefined ? statements.listRuns.all(limit) : statements.listRunsAfter.all(after, limit)
+      ) as { run_id: string; body: string; packed: Uint8Array | null; finished_at: number | null }[];
+      return rows.map((row) => ({
+        runId: row.run_id,
+        body: unpack(row.run_id, null, row.body, row.packed),
+        finishedAt: row.finished_at,
+      }));
+    },
+    // --- end of listing runs
     async requestCancel(runId) {
       return use().statements.requestCancel.run(runId).changes === 1;
     },
@@ -328,6 +341,12 @@ function prepare(db: Database) {
     readLedger: db.prepare('SELECT body, version FROM ledgers WHERE tenant_id = ?'),
     insertLedger: db.prepare('INSERT OR IGNORE INTO ledgers (tenant_id, body, version) VALUES (?, ?, 1)'),
     updateLedger: db.prepare('UPDATE ledgers SET body = ?, version = version + 1 WHERE tenant_id = ? AND version = ?'),
+    // --- listing runs (the primary key's index gives the order)
+    listRuns: db.prepare('SELECT run_id, body, packed, finished_at FROM runs ORDER BY run_id LIMIT ?'),
+    listRunsAfter: db.prepare(
+      'SELECT run_id, body, packed, finished_at FROM runs WHERE run_id > ? ORDER BY run_id LIMIT ?',
+    ),
+    // --- end of listing runs
     requestCancel: db.prepare('UPDATE runs SET cancel_requested = 1 WHERE run_id = ?'),
     setPaused: db.prepare(
       "INSERT INTO control (key, value) VALUES ('paused', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",

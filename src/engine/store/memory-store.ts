@@ -10,6 +10,16 @@ interface MemoryRun extends RunRow {
   snapshot: StoreRow | null;
 }
 
+const utf8 = new TextEncoder();
+/** Run ids in UTF-8 byte order, the order SQLite and Postgres (collation "C") list them in. */
+function compareIds(a: string, b: string): number {
+  const left = utf8.encode(a);
+  const right = utf8.encode(b);
+  for (let index = 0; index < Math.min(left.length, right.length); index++)
+    if (left[index] !== right[index]) return (left[index] as number) - (right[index] as number);
+  return left.length - right.length;
+}
+
 /**
  * A store in this process's memory: for tests, and for approvals within one process. Records are kept
  * as the encoded text a database would hold, so every read is validated the same way.
@@ -133,6 +143,15 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
         }
       return deleted;
     },
+    // --- listing runs
+    async listRuns({ limit, after }) {
+      return [...runs.values()]
+        .filter((run) => after === undefined || compareIds(run.runId, after) > 0)
+        .sort((a, b) => compareIds(a.runId, b.runId))
+        .slice(0, limit)
+        .map((run) => ({ runId: run.runId, body: run.body, finishedAt: run.finishedAt }));
+    },
+    // --- end of listing runs
     async requestCancel(runId) {
       const run = runs.get(runId);
       if (!run) return false;

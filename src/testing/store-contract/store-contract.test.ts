@@ -61,6 +61,7 @@ const PRUNE = 'prune:';
 const LEARNING_CAS = 'learning: writeLearning';
 const LEARNING_CONCURRENT = 'learning: concurrent';
 const LEARNING_LIST = 'learning: listLearning';
+const LIST = 'listRuns:';
 
 /** A ledger kept in a plain object, compare-and-set included: right but for the ids it inherits. */
 function plainObjectLedgers(): Partial<Store> {
@@ -92,7 +93,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
           body,
         ),
     }),
-    caughtBy: [JOURNAL_ORDER, KINDS, DUPLICATE_SEQ, HEARTBEAT, LARGE, PRUNE],
+    caughtBy: [JOURNAL_ORDER, KINDS, DUPLICATE_SEQ, HEARTBEAT, LARGE, PRUNE, LIST],
   },
   {
     breakage: 'reads nothing when asked for some kinds (a store that ignores them is fine, not one that drops them)',
@@ -122,7 +123,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
         },
       };
     },
-    caughtBy: [JOURNAL_ORDER, PRUNE],
+    caughtBy: [JOURNAL_ORDER, PRUNE, LIST],
   },
   {
     breakage: 'lets a second write of a seq through silently (the first record stays)',
@@ -137,7 +138,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
         );
       },
     }),
-    caughtBy: [DUPLICATE_SEQ, HEARTBEAT, PRUNE],
+    caughtBy: [DUPLICATE_SEQ, HEARTBEAT, PRUNE, LIST],
   },
   {
     breakage: 'hands the lease to whoever asks',
@@ -192,7 +193,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
         return inner.append(runId, rows, { owner: holder ?? lease.owner, until: lease.until }, body);
       },
     }),
-    caughtBy: [LEASE_CAS, LEASE_EXPIRY, APPROVALS, PRUNE],
+    caughtBy: [LEASE_CAS, LEASE_EXPIRY, APPROVALS, PRUNE, LIST],
   },
   {
     breakage: 'judges expiry by its own clock, not the `now` it is given',
@@ -299,7 +300,7 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
           body,
         ),
     }),
-    caughtBy: [LARGE, PRUNE],
+    caughtBy: [LARGE, PRUNE, LIST],
   },
   {
     breakage: 'stores run bodies without astral characters (a 3-byte UTF-8 column)',
@@ -323,6 +324,25 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
     }),
     caughtBy: [PRUNE],
   },
+  {
+    breakage: 'lists runs in UTF-16 order, not by code point',
+    patch: (inner) => ({
+      async listRuns(options) {
+        const all = await inner.listRuns!({ limit: 1_000 });
+        return all
+          .sort((a, b) => (a.runId < b.runId ? -1 : 1))
+          .filter((run) => options.after === undefined || run.runId > options.after)
+          .slice(0, options.limit);
+      },
+    }),
+    caughtBy: [LIST],
+  },
+  {
+    breakage: 'ignores `after` (every page is the first)',
+    patch: (inner) => ({ listRuns: ({ limit }) => inner.listRuns!({ limit }) }),
+    caughtBy: [LIST],
+  },
+  { breakage: 'has no listRuns', patch: () => ({ listRuns: undefined }), caughtBy: [LIST] },
 ];
 
 describe('storeContract', () => {
@@ -449,6 +469,6 @@ describe('storeContract', () => {
 
   it('names every check uniquely, so a runner shows each one', () => {
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(22);
+    expect(names.length).toBe(23);
   });
 });

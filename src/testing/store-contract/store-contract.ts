@@ -10,6 +10,7 @@ import { StoreContractError } from './store-contract-error.js';
 import { journalChecks, type ContractCheckBody } from './journal-checks.js';
 import { leaseChecks } from './lease-checks.js';
 import { learningChecks } from './learning-checks.js';
+import { listChecks } from './list-checks.js';
 import { pruneChecks } from './prune-checks.js';
 import { recordChecks } from './record-checks.js';
 
@@ -45,6 +46,7 @@ const CHECKS: readonly ContractCheckBody[] = [
   ...dataChecks,
   ...pruneChecks,
   ...learningChecks,
+  ...listChecks,
 ];
 const DEFAULT_LARGE_RECORD_CHARS = 1024 * 1024;
 const DEFAULT_CONCURRENCY = 16;

@@ -11,6 +11,8 @@ import type { CliIo } from './cli-io.js';
 import { runCommand, runExampleCommand } from './run-command.js';
 import { inspectCommand } from './commands/inspect.js';
 import { learningCommand } from './commands/learning.js';
+import { consoleCommand } from './commands/console.js';
+import { runsCommand } from './commands/runs.js';
 import { runVerifyCommand } from './verify-command.js';
 import { terminalSafe } from './terminal-safe.js';
 import { parseArgs } from 'node:util';
@@ -42,6 +44,11 @@ Commands:
   verify <loop file>          prove a loop is bounded, or print a counterexample (loopstate verify --help)
   learning show|reset         show or clear what loops learned across runs in a store (--store <file | url>;
                               loopstate learning --help)
+  runs <loop file> --store S  list and show a store's runs; approve, reject, review, cancel, resume them
+                              (loopstate runs --help)
+  console <loop file> --store S
+                              serve a local page of a store's runs on 127.0.0.1: pending approvals and
+                              reviews with their buttons, each run in the viewer (loopstate console --help)
   help [command]              show this help, or a command's
 
 Examples (offline, no API key):
@@ -105,6 +112,12 @@ async function dispatch(
       return inspect(rest, io, examples, stop);
     case 'learning':
       return learningCommand(rest, io);
+    case 'runs':
+      return runsCommand(rest, io);
+    case 'console':
+      return stop === undefined
+        ? untilInterrupted((signal) => consoleCommand(rest, io, signal))
+        : consoleCommand(rest, io, stop);
     default:
       io.err(`loopstate: unknown command "${command}"\n\n${usage(examples)}`);
       return EXIT_USAGE;

@@ -32,8 +32,13 @@ export interface RunningViewer {
   close(): Promise<void>;
 }
 
-/** The Host header is this server's own address, by any of its local names (case aside). */
-function namesThisServer(request: IncomingMessage, port: number): boolean {
+/**
+ * The Host header is this server's own address, by any of its local names (case aside): a page on another
+ * site that rebinds its name to 127.0.0.1 sends its own name. Shared with the console's server.
+ * @example
+ * if (!namesThisServer(request, port)) response.writeHead(421).end();
+ */
+export function namesThisServer(request: IncomingMessage, port: number): boolean {
   const host = request.headers.host?.toLowerCase();
   return host === `127.0.0.1:${port}` || host === `localhost:${port}` || host === `[::1]:${port}`;
 }

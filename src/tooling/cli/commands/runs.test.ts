@@ -1,0 +1,71 @@
+/** `loopstate runs` in process on the shared Postgres (the SQLite path runs through the bin in test/e2e/runs.e2e.test.ts). */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLoop } from 'loopstate';
+import { postgresStore } from 'loopstate/postgres';
+import config from '../../../../test/fixtures/console/refund-loop.js';
+import { testPostgres, type TestPostgres } from '../../../../test/support/test-postgres.js';
+import { runCli } from '../run-cli.js';
+
+const LOOP_FILE = resolve('test/fixtures/console/refund-loop.ts');
+let postgres: TestPostgres;
+
+async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(args, { out: (text) => out.push(text), err: (text) => err.push(text) });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+beforeAll(async () => {
+  postgres = await testPostgres();
+  const store = postgresStore({ connectionString: postgres.url });
+  const loop = createLoop({ ...config, store });
+  for (const order of ['O-1', 'O-2']) await loop.run({ goal: `Refund order ${order}`, runId: `pg-${order}` });
+  await loop.run({ goal: 'Write a note for O-5', runId: 'pg-note' });
+  await store.close();
+}, 60_000);
+
+afterAll(async () => {
+  await postgres?.stop();
+});
+
+describe('loopstate runs on Postgres', () => {
+  it('lists the runs of a postgres:// store, with their pending calls redacted', async () => {
+    const listed = await cli('runs', LOOP_FILE, '--store', postgres.url, 'list', '--status', 'needs_human', '--json');
+    expect(listed.code, listed.err).toBe(0);
+    const page = JSON.parse(listed.out) as { runs: { runId: string; pendingApprovals: { args: unknown }[] }[] };
+    expect(page.runs.map((run) => run.runId)).toEqual(['pg-O-1', 'pg-O-2', 'pg-note']);
+    expect(page.runs[0]!.pendingApprovals[0]!.args).toEqual({ order_id: 'O-1', api_key: '[redacted]' });
+    const none = await cli('runs', LOOP_FILE, '--store', postgres.url, 'list', '--status', 'succeeded');
+    expect(none.out).toContain('no succeeded runs in postgres');
+  });
+
+  it('review: a rejection reaches the model and the run waits again; an acceptance completes it; again, already decided', async () => {
+    process.env.MODEL_CALLS_LOG = join(mkdtempSync(join(tmpdir(), 'loopstate-runs-review-')), 'calls.jsonl');
+    const runs = (...args: string[]) => cli('runs', LOOP_FILE, '--store', postgres.url, ...args);
+    const shown = await runs('show', 'pg-note');
+    expect(shown.out).toContain('waiting for review (review: a person signs notes off): Note: O-5 is on its way');
+    const rejected = await runs('review', 'pg-note', '--reject', '--reason', 'say when it arrives');
+    expect(rejected.code, rejected.err).toBe(0);
+    expect(rejected.out).toContain('run pg-note: needs_human (needs_human)');
+    expect(readFileSync(process.env.MODEL_CALLS_LOG, 'utf8')).toContain('say when it arrives');
+    const accepted = await runs('review', 'pg-note', '--accept');
+    expect(accepted.code, accepted.err).toBe(0);
+    expect(accepted.out).toContain('run pg-note: succeeded (completed)');
+    const again = await runs('review', 'pg-note', '--reject', '--reason', 'too late');
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(/review_already_decided|review_not_pending/);
+  });
+
+  it('never prints the password of the URL', async () => {
+    const url = new URL(postgres.url);
+    url.password = 'hunter2';
+    const shown = await cli('runs', LOOP_FILE, '--store', url.toString(), 'show', 'nope');
+    expect(shown.code).toBe(2);
+    expect(shown.err).toContain(':***@');
+    expect(`${shown.out}${shown.err}`).not.toContain('hunter2');
+  });
+});
