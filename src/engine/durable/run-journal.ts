@@ -28,7 +28,7 @@ import type { TraceEvent } from '../trace/trace-event.js';
 import type { DriverHooks, EffectKind, EffectStep, RestoreTarget } from '../runtime/driver-hooks.js';
 import { RunInterruption } from '../runtime/interruption.js';
 import type { RunSession } from '../runtime/run-session.js';
-import type { Lease, Store, StoreRow } from '../../contracts/store.js';
+import type { Lease, RunControl, Store, StoreRow } from '../../contracts/store.js';
 import {
   isCallerFault,
   ToolCallError,
@@ -114,6 +114,9 @@ export class RunJournal implements DriverHooks {
    * of the reply (and that call's intent) before they run; a round of idempotent calls only runs at once.
    */
   private roundHasWrites = true;
+  /** Commits started so far, and the run's control as the latest commit that said found it (see `beforeEffect`). */
+  private commitsStarted = 0;
+  private controlSeen: { control: RunControl; commit: number } | null = null;
   /** How much of the in-memory trace the journal's trace chunks hold (the next chunk starts there). */
   private traceChunked: number;
   /** Tool calls running now: an outcome is committed at once while another call of its round still runs. */
@@ -176,7 +179,7 @@ export class RunJournal implements DriverHooks {
     if (this.scheduled !== null) return this.scheduled;
     if (this.pending.length === 0 && this.pendingRunBody === undefined) return this.committing;
     const { store } = this.options;
-    const commit = this.committing.then(() => {
+    const commit = this.committing.then(async () => {
       this.scheduled = null;
       const rows = this.commitRows(this.pending);
       const body = this.pendingRunBody;
@@ -184,7 +187,9 @@ export class RunJournal implements DriverHooks {
       this.pending = [];
       this.pendingRunBody = undefined;
       this.pendingFinishedAt = undefined;
-      return store.append(this.runId, rows, this.options.lease(), body, at);
+      const started = ++this.commitsStarted;
+      const control = await store.append(this.runId, rows, this.options.lease(), body, at);
+      if (control) this.controlSeen = { control, commit: started };
     });
     // The next commit waits for this one whether it failed or not; the failure is the caller's to see.
     this.committing = commit.catch(() => undefined);
@@ -381,10 +386,19 @@ export class RunJournal implements DriverHooks {
     const { store } = this.options;
     // Before the next external effect: the last effect's outcome and the events since are committed. A tool
     // round commits in its calls instead (see `execute`): with its intents, or not before it runs at all.
-    if (kind === 'runTools') this.roundHasWrites = hasWrites(session);
-    else await this.flush();
+    const since = this.commitsStarted;
+    if (kind === 'runTools') {
+      this.roundHasWrites = hasWrites(session);
+      // A round of idempotent calls only is the rest of the step its model call began: a pause or a cancel
+      // is seen before the next step (as the store's contract says), not between the two.
+      if (!this.roundHasWrites) return;
+    } else await this.flush();
+    // The control the commit just made found (the same round trip), or read now.
+    let control =
+      this.controlSeen !== null && this.controlSeen.commit > since
+        ? this.controlSeen.control
+        : await store.readControl(this.runId);
     for (;;) {
-      const control = await store.readControl(this.runId);
       if (control.cancelRequested) {
         controller.abort(new RunInterruption('cancelled', 'cancelled through loop.cancel'));
         return;
@@ -400,6 +414,7 @@ export class RunJournal implements DriverHooks {
         }
         session.signal.addEventListener('abort', done, { once: true });
       });
+      control = await store.readControl(this.runId);
     }
   }
 

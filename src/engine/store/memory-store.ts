@@ -98,6 +98,7 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
       if (runBody !== undefined) run.body = runBody;
       if (runBody !== undefined) run.finishedAt = finishedAt ?? null;
       if (rows.length === 0 || runBody !== undefined) run.leaseUntil = lease.until;
+      return { paused, cancelRequested: run.cancelRequested };
     },
     async readJournal(runId, afterSeq) {
       const run = runs.get(runId);
