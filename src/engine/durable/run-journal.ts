@@ -12,10 +12,11 @@
  * events themselves to the actor, which reproduces the transitions' trace and warnings): nothing is
  * executed again, and the state comes back exactly as it was, clock readings included, because it is
  * read back rather than recomputed. Only the effect that was in flight when the process died runs
- * again, and its journalled parts are served from the journal: a model response that arrived
- * (`model` records), tool calls that finished (`tool-result`), and tool calls that started
- * (`intent`): idempotent ones re-run with the same key, others are settled by `checkOutcome`, or end
- * as `unknown_outcome` (the run stops with `needs_human`).
+ * again, and its journalled parts are served from the journal: tool calls that finished
+ * (`tool-result`), tool calls that started (`intent`, written for calls that are not idempotent only:
+ * settled by `checkOutcome`, or ending as `unknown_outcome`, the run stopping with `needs_human`), and a
+ * model response committed before its event (`model`: only journals of an earlier loopstate hold one in
+ * their tail; a reply is now committed with its event). Idempotent calls simply run again under their keys.
  */
 import type { Actor } from 'xstate';
 import type { LoopMachine } from '../../../machines/index.js';
@@ -114,7 +115,7 @@ export class RunJournal implements DriverHooks {
    * of the reply (and that call's intent) before they run; a round of idempotent calls only runs at once.
    */
   private roundHasWrites = true;
-  /** Commits started so far, and the run's control as the latest commit that said found it (see `beforeEffect`). */
+  /** Commits started so far, and the run's control as the latest commit that answered it found it (see `beforeEffect`). */
   private commitsStarted = 0;
   private controlSeen: { control: RunControl; commit: number } | null = null;
   /** How much of the in-memory trace the journal's trace chunks hold (the next chunk starts there). */
@@ -155,8 +156,8 @@ export class RunJournal implements DriverHooks {
 
   /**
    * Queues a record for the next commit. Only what must be durable before the next external effect is
-   * committed at once (see `flush`): a model reply on arrival, a tool's intent before it runs, its outcome
-   * before the next effect; events and the rest ride along in the same transaction.
+   * committed (see `flush`): a model reply with its event before the next model call or a tool that is not
+   * idempotent, such a tool's intent before it runs, its outcome before the next effect; the rest rides along.
    */
   private queue(record: JournalRecord, runBody?: string): void {
     if (record.kind === 'model' || record.kind === 'intent' || record.kind === 'tool-result') this.pending.push(record);
