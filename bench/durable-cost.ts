@@ -80,14 +80,22 @@ interface Configuration {
   name: string;
   make: () => Store | undefined;
   samples: number[];
+  /** CPU time of this process (user + system) per step: under a loaded machine it moves less than the wall time. */
+  cpuSamples: number[];
 }
 const configurations: Configuration[] = [
-  { name: 'no store', make: () => undefined, samples: [] },
-  { name: 'sqliteStore (normal)', make: () => sqliteStore({ path: join(scratch, `n${runs++}.db`) }), samples: [] },
+  { name: 'no store', make: () => undefined, samples: [], cpuSamples: [] },
+  {
+    name: 'sqliteStore (normal)',
+    make: () => sqliteStore({ path: join(scratch, `n${runs++}.db`) }),
+    samples: [],
+    cpuSamples: [],
+  },
   {
     name: "sqliteStore (durability: 'full')",
     make: () => sqliteStore({ path: join(scratch, `f${runs++}.db`), durability: 'full' }),
     samples: [],
+    cpuSamples: [],
   },
 ];
 if (postgresUrl)
@@ -95,6 +103,7 @@ if (postgresUrl)
     name: 'postgresStore',
     make: () => postgresStore({ connectionString: postgresUrl, schema: `bench_${process.pid}` }),
     samples: [],
+    cpuSamples: [],
   });
 
 const loadBefore = loadavg()[0]!;
@@ -103,23 +112,30 @@ for (let round = -1; round < rounds; round++) {
   for (const config of configurations) {
     const store = config.make();
     const started = performance.now();
+    const cpuBefore = process.cpuUsage();
     const result = await loopOf(steps, store).run({ goal: 'go', runId: `run-${round}-${runs++}` });
+    const cpu = process.cpuUsage(cpuBefore);
     const elapsed = performance.now() - started;
     if (result.stopReason !== 'completed') throw new Error(`${config.name}: ${result.stopReason} ${result.detail}`);
     await store?.close();
-    if (round >= 0) config.samples.push((elapsed * 1_000) / steps);
+    if (round >= 0) {
+      config.samples.push((elapsed * 1_000) / steps);
+      config.cpuSamples.push((cpu.user + cpu.system) / steps);
+    }
   }
 }
 const baseline = median(configurations[0]!.samples);
+const cpuBaseline = median(configurations[0]!.cpuSamples);
 console.log(
   `S = ${steps}, ${rounds} rounds interleaved, trace ${trace ? 'in memory' : 'off'}, load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`,
 );
-console.log('| store | µs/step (median) | rounds | × no store | added µs/step |');
-console.log('|---|---:|---|---:|---:|');
+console.log('| store | µs/step (median) | rounds | × no store | added µs/step | CPU µs/step | CPU × no store |');
+console.log('|---|---:|---|---:|---:|---:|---:|');
 for (const config of configurations) {
   const micros = median(config.samples);
+  const cpu = median(config.cpuSamples);
   console.log(
-    `| ${config.name} | ${micros.toFixed(0)} | ${config.samples.map((sample) => sample.toFixed(0)).join(' ')} | ${(micros / baseline).toFixed(2)}× | ${(micros - baseline).toFixed(0)} |`,
+    `| ${config.name} | ${micros.toFixed(0)} | ${config.samples.map((sample) => sample.toFixed(0)).join(' ')} | ${(micros / baseline).toFixed(2)}× | ${(micros - baseline).toFixed(0)} | ${cpu.toFixed(0)} | ${(cpu / cpuBaseline).toFixed(2)}× |`,
   );
 }
 

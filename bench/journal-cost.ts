@@ -1,7 +1,8 @@
 /**
  * What durability costs per step: the same loop with no store, the in-memory store and SQLite
  * (synchronous NORMAL and FULL), and the bytes the journal holds per step. A step is one model
- * decision and its tool round: two events, the model response, the tool call's intent and its result,
+ * decision and its tool round: two events (the model response, the intent and the result of a read tool
+ * are committed with them, so not written as rows of their own),
  * plus a snapshot every `snapshotEvery` events.
  *
  *   npm run bench:journal              # 200 runs of 20 steps and 20 runs of 200 steps per configuration
@@ -96,10 +97,12 @@ function journalBytes(
   const db = new Database(path, { readonly: true });
   const journal = db
     .prepare(
-      "SELECT count(*) AS rows, sum(length(body)) AS bytes, count(DISTINCT run_id) AS runs FROM journal WHERE run_id LIKE 'run-%'",
+      "SELECT count(*) AS rows, sum(length(body) + coalesce(length(packed), 0)) AS bytes, count(DISTINCT run_id) AS runs FROM journal WHERE run_id LIKE 'run-%'",
     )
     .get() as { rows: number; bytes: number; runs: number };
-  const snapshot = db.prepare("SELECT avg(length(body)) AS bytes FROM snapshots WHERE run_id LIKE 'run-%'").get() as {
+  const snapshot = db
+    .prepare("SELECT avg(length(body) + coalesce(length(packed), 0)) AS bytes FROM snapshots WHERE run_id LIKE 'run-%'")
+    .get() as {
     bytes: number | null;
   };
   db.close();

@@ -122,9 +122,17 @@ export interface Store {
    * an append without rows (the owner's heartbeat) or with `runBody` also renews the lease. Throws
    * `StoreConflictError` when a row's seq exists already or `lease.owner` no longer holds the run:
    * two writers of one run can never both succeed. `finishedAt` (epoch ms, with the run body of a
-   * finished run): the run is finished from then on, and `prune` may delete it.
+   * finished run): the run is finished from then on, and `prune` may delete it. May resolve to the run's
+   * control as the append found it (what `readControl` would answer), so the owner needs no second call
+   * before its next step; a store that resolves to nothing is asked with `readControl`.
    */
-  append(runId: string, rows: readonly StoreRow[], lease: Lease, runBody?: string, finishedAt?: number): Promise<void>;
+  append(
+    runId: string,
+    rows: readonly StoreRow[],
+    lease: Lease,
+    runBody?: string,
+    finishedAt?: number,
+  ): Promise<RunControl | void>;
   /**
    * Journal rows with seq greater than `afterSeq`, in seq order; with `kinds`, only rows of those kinds (a
    * resume reads the chunks written with snapshots this way, not every row of a long run). The durable layer

@@ -36,30 +36,32 @@ function parsed(outcome: ChildOutcome): Parsed {
 }
 
 /** Runs until the approval stop (resuming after the kill if there was one), then approves in a third process. */
-async function crashAndFinish(killAt: string | null) {
+async function crashAndFinish(killAt: string | null, env: Record<string, string> = {}) {
   const dir = mkdtempSync(join(scratch, 'case-'));
   const db = join(dir, 'loops.db');
   const logFile = join(dir, 'effects.log');
-  const first = await runChild(script, [db, logFile, 'run'], killAt === null ? {} : { KILL_AT: killAt });
+  const first = await runChild(script, [db, logFile, 'run'], killAt === null ? env : { ...env, KILL_AT: killAt });
   let stopped: Parsed;
   if (killAt === null) {
     stopped = parsed(first);
   } else {
     expect(first.signal, first.stderr).toBe('SIGKILL');
-    stopped = parsed(await runChild(script, [db, logFile, 'resume']));
+    stopped = parsed(await runChild(script, [db, logFile, 'resume'], env));
   }
   expect(stopped.status).toBe('needs_human');
   const [pending] = stopped.pendingApprovals;
   expect(pending?.tool).toBe('refund');
-  const done = parsed(await runChild(script, [db, logFile, 'approve', pending!.callId]));
+  const done = parsed(await runChild(script, [db, logFile, 'approve', pending!.callId], env));
   const lines = readFileSync(logFile, 'utf8').split('\n').filter(Boolean);
   return { done, lines };
 }
 
 const count = (lines: string[], prefix: string) => lines.filter((line) => line.startsWith(prefix)).length;
 
-function expectNothingRepeated(lines: string[]) {
-  for (const step of [0, 1, 2]) expect(count(lines, `model:${step}`), `model call ${step}`).toBe(1);
+/** `askedAgain`: the model calls whose replies the crash lost before they were committed (paid twice). */
+function expectNothingRepeated(lines: string[], askedAgain: number[] = [], modelCalls = 3) {
+  for (let step = 0; step < modelCalls; step++)
+    expect(count(lines, `model:${step}`), `model call ${step}`).toBe(askedAgain.includes(step) ? 2 : 1);
   expect(count(lines, 'transient-failure')).toBe(1);
   expect(count(lines, 'effect:charge_fee:'), 'the fee is charged once').toBe(1);
   expect(count(lines, 'effect:refund:'), 'the refund runs once').toBe(1);
@@ -81,14 +83,33 @@ describe.concurrent('SIGKILL at each effect boundary, resumed in a new process',
     expectNothingRepeated(lines);
   }, 30_000);
 
-  it('killed after a model call: its journalled response is served, not asked again', async () => {
+  it('killed after a reply arrived, before it was committed (with the intents of its round): the model is asked again, nothing else repeats', async () => {
     const { done, lines } = await crashAndFinish('after-model-0');
     expect(done.stopReason).toBe('completed');
-    expectNothingRepeated(lines);
+    expectNothingRepeated(lines, [0]);
+    // The lost reply is not counted: usage is what the journal holds.
     expect(done.usage.modelCalls).toBe(4);
   }, 30_000);
 
-  it('killed inside an idempotent tool call: re-run with the same key', async () => {
+  it('killed inside a round of idempotent calls only (nothing committed before it runs): the reply is asked again and the lookup re-runs under the same key', async () => {
+    // No snapshot (which commits the events before it) between the reply and the lookup.
+    const { done, lines } = await crashAndFinish('mid-lookup', { SPLIT_ROUND: '1', SNAPSHOT_EVERY: '32' });
+    expect(done.stopReason).toBe('completed');
+    expectNothingRepeated(lines, [0], 4);
+    const starts = lines.filter((line) => line.startsWith('start:lookup:'));
+    expect(starts).toHaveLength(2);
+    expect(new Set(starts).size).toBe(1);
+    expect(count(lines, 'start:charge_fee:')).toBe(1);
+  }, 30_000);
+
+  it('killed before the model call after a round of idempotent calls: their outcomes and the reply were committed then, nothing repeats', async () => {
+    const { done, lines } = await crashAndFinish('before-model-1', { SPLIT_ROUND: '1', SNAPSHOT_EVERY: '32' });
+    expect(done.stopReason).toBe('completed');
+    expectNothingRepeated(lines, [], 4);
+    expect(count(lines, 'start:lookup:')).toBe(1);
+  }, 30_000);
+
+  it('killed inside an idempotent tool call of a round with a write (the reply and intents committed): re-run with the same key', async () => {
     const { done, lines } = await crashAndFinish('mid-lookup');
     expect(done.stopReason).toBe('completed');
     expectNothingRepeated(lines);

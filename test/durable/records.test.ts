@@ -72,12 +72,13 @@ async function refusal(promise: Promise<unknown>): Promise<StoreRecordError> {
 describe('record envelopes', () => {
   it('refuses a truncated journal record, naming the run and seq', async () => {
     const { make, stopped, db } = await stoppedRun('truncated');
-    db.prepare("UPDATE journal SET body = substr(body, 1, length(body) / 2) WHERE run_id = 'r' AND seq = 2").run();
+    // Seq 3: the first reply's event (the reply's own record, seq 2, was committed with it, so not written).
+    db.prepare("UPDATE journal SET body = substr(body, 1, length(body) / 2) WHERE run_id = 'r' AND seq = 3").run();
     const error = await refusal(
       make().resume('r', { approvals: { [stopped.pendingApprovals[0]!.callId]: { approve: true } } }),
     );
-    expect(error).toMatchObject({ code: 'corrupt_record', runId: 'r', seq: 2 });
-    expect(error.message).toMatch(/journal record at seq 2 of run r: not valid JSON/);
+    expect(error).toMatchObject({ code: 'corrupt_record', runId: 'r', seq: 3 });
+    expect(error.message).toMatch(/journal record at seq 3 of run r: not valid JSON/);
   });
 
   it('refuses a record of the wrong shape, naming the field', async () => {

@@ -1,9 +1,9 @@
 /**
  * A reply's metadata (response id, model, finish reason) through a run: the `step-end` that records it,
  * the warning a `length` cut gives (once per call), argument repair of the tool call such a cut
- * truncated, and a durable run that dies after the reply was journalled but before the machine heard
- * it: the resumed run serves the reply from the journal, metadata included, and ends exactly as the
- * uninterrupted one.
+ * truncated, and a durable run that dies after the reply arrived: a reply in the journal's tail (as
+ * loopstate 0.1 wrote it) is served, metadata included; one not committed yet is asked again. Either way
+ * the run ends exactly as the uninterrupted one.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -14,6 +14,7 @@ import {
   memoryStore,
   traceEventSchema,
   type Model,
+  type ModelResponse,
   type RunResult,
   type Store,
 } from 'loopstate';
@@ -33,16 +34,20 @@ const SCRIPT: ScriptStep[] = [
 ];
 
 /** A model over the script whose position lives in `world`, as a provider's would: a resumed process goes on from it. */
-function modelFrom(world: { modelCalls: number }): Model {
+function modelFrom(world: { modelCalls: number; replies?: ModelResponse[] }): Model {
   const settings = { maxOutputTokens: 800 };
   return {
     id: 'gpt-4.1-mini',
     settings,
-    generate: async (request) => scriptedModel([SCRIPT[world.modelCalls++]!], { settings }).generate(request),
+    generate: async (request) => {
+      const response = await scriptedModel([SCRIPT[world.modelCalls++]!], { settings }).generate(request);
+      world.replies?.push(response);
+      return response;
+    },
   };
 }
 
-function loopOn(store: Store | undefined, world: { modelCalls: number; lookups: number }) {
+function loopOn(store: Store | undefined, world: { modelCalls: number; lookups: number; replies?: ModelResponse[] }) {
   return createLoop({
     model: modelFrom(world),
     name: 'metadata-test',
@@ -119,21 +124,36 @@ describe('response metadata through a run', () => {
     });
 
     const store = memoryStore();
-    const world = { modelCalls: 0, lookups: 0 };
+    const world = { modelCalls: 0, lookups: 0, replies: [] as ModelResponse[] };
     let hung!: () => void;
     const reachedHang = new Promise<void>((resolve) => (hung = resolve));
-    // The first event after the first model record never gets written: the process "dies" between the two.
-    let sawModelRecord = false;
+    // The process "dies" as the first reply's event is committed. A reply is committed with its event now, so
+    // its own record is never in a journal's tail; loopstate 0.1 committed it on arrival, and its journals
+    // (which a resume still reads) hold it: written here as that version wrote it, in the seq left free for it.
+    let lastEventSeq = 0;
     const dying: Store = new Proxy(store, {
       get(target, property, receiver) {
         if (property !== 'append') return Reflect.get(target, property, receiver) as unknown;
         return async (...args: Parameters<Store['append']>) => {
-          const kinds = args[1].map((row) => (JSON.parse(row.body) as { kind: string }).kind);
-          if (sawModelRecord && kinds.includes('event')) {
+          const [runId, rows, lease] = args;
+          const replied = rows.find((row) => row.kind === 'event' && row.body.includes('"model.responded"'));
+          if (replied !== undefined) {
+            const { text, toolCalls, usage, metadata } = world.replies[0]!;
+            const response = { text, toolCalls, usage, metadata };
+            const record = {
+              schemaVersion: 3,
+              kind: 'model',
+              runId,
+              seq: replied.seq - 1,
+              afterEvent: lastEventSeq,
+              index: 0,
+              response,
+            };
+            await target.append(runId, [{ seq: record.seq, kind: 'model', body: JSON.stringify(record) }], lease);
             hung();
             return new Promise<never>(() => undefined);
           }
-          if (kinds.includes('model')) sawModelRecord = true;
+          for (const row of rows) if (row.kind === 'event') lastEventSeq = row.seq;
           return target.append(...args);
         };
       },
@@ -144,6 +164,40 @@ describe('response metadata through a run', () => {
     await freeLease(store, 'run');
     const resumed = await loopOn(store, world).resume('run');
     // The journalled reply was served: the script's first step was not asked again.
+    expect(world.modelCalls).toBe(3);
+    expect(resumed.warnings.filter((warning) => warning.includes('output limit'))).toEqual([CUT_WARNING]);
+    expect(comparable(resumed)).toEqual(comparable(reference));
+  });
+
+  it('a reply not yet committed when the process dies is asked again: the same trace and warning, the call paid twice', async () => {
+    const reference = await loopOn(memoryStore(), { modelCalls: 0, lookups: 0 }).run({
+      goal: 'Find A',
+      runId: 'run',
+    });
+    const store = memoryStore();
+    const world = { modelCalls: 0, lookups: 0 };
+    let hung!: () => void;
+    const reachedHang = new Promise<void>((resolve) => (hung = resolve));
+    // The commit of the first reply's event never completes.
+    const dying: Store = new Proxy(store, {
+      get(target, property, receiver) {
+        if (property !== 'append') return Reflect.get(target, property, receiver) as unknown;
+        return async (...args: Parameters<Store['append']>) => {
+          if (args[1].some((row) => row.kind === 'event' && row.body.includes('"model.responded"'))) {
+            hung();
+            return new Promise<never>(() => undefined);
+          }
+          return target.append(...args);
+        };
+      },
+    });
+    void loopOn(dying, world).run({ goal: 'Find A', runId: 'run' });
+    await reachedHang;
+    expect(world.modelCalls).toBe(1);
+    await freeLease(store, 'run');
+    // A provider answers the same conversation the same way: the script goes back one step.
+    world.modelCalls = 0;
+    const resumed = await loopOn(store, world).resume('run');
     expect(world.modelCalls).toBe(3);
     expect(resumed.warnings.filter((warning) => warning.includes('output limit'))).toEqual([CUT_WARNING]);
     expect(comparable(resumed)).toEqual(comparable(reference));

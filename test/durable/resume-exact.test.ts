@@ -107,7 +107,8 @@ async function reference(): Promise<{ result: RunResult; log: string[] }> {
   return { result: await loop.run({ goal: 'Find A and B', runId: 'run' }), log };
 }
 
-async function interrupted(hang: Hang, lookups = true): Promise<{ result: RunResult; log: string[] }> {
+/** `askedAgain`: model calls whose replies the interruption lost, which the next process makes again. */
+async function interrupted(hang: Hang, lookups = true, askedAgain = 0): Promise<{ result: RunResult; log: string[] }> {
   const store = memoryStore();
   const log: string[] = [];
   const world = { modelCalls: 0, toolCalls: 0, notes: new Set<string>() };
@@ -117,6 +118,7 @@ async function interrupted(hang: Hang, lookups = true): Promise<{ result: RunRes
   await reachedHang;
   // The hung call never completes: the next process redoes it (a model call) or settles it (a tool call).
   if (hang.modelCall !== undefined) world.modelCalls -= 1;
+  world.modelCalls -= askedAgain;
   await freeLease(store, 'run');
   const result = await process(store, log, {}, world, () => undefined, lookups).resume('run');
   return { result, log };
@@ -146,14 +148,18 @@ describe('resume after an interruption at each effect boundary', () => {
     });
   }
 
-  it('hung inside an idempotent tool call: re-run with the same key, the rest as before', async () => {
+  it('hung inside a round of idempotent calls: the reply was not committed yet, so the model is asked again and the calls re-run under the same keys', async () => {
     const expected = await reference();
-    const { result, log } = await interrupted({ toolCall: 1 });
+    // Nothing of the round is committed before it runs (no call in it needs an intent): the next process
+    // asks the model again, and a provider answers the same conversation the same way.
+    const { result, log } = await interrupted({ toolCall: 1 }, true, 1);
     expect(comparable(result)).toEqual(comparable(expected.result));
-    // lookup B started, never finished, and ran again under the same key; lookup A ran once.
+    expect(log.filter((entry) => entry === 'model:0')).toHaveLength(2);
+    // lookup A ran, lookup B started and never finished; both ran again under their keys.
     expect(log.filter((entry) => entry.includes('lookup'))).toEqual([
       'tool:lookup:run:1:call_0_0',
       'started:lookup:run:1:call_0_1',
+      'tool:lookup:run:1:call_0_0',
       'tool:lookup:run:1:call_0_1',
     ]);
   });

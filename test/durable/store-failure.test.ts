@@ -1,9 +1,9 @@
 /**
- * A store that fails a journal write in the middle of an effect (a model response or a tool intent that
- * could not be recorded): the effect would have seen it as the model's or the tool's failure. It must
- * not: the run rejects with the store's error, nothing misattributed is journalled, and a resume once
- * the store is back gives the result of a run that never met the failure, with every completed call
- * made once.
+ * A store that fails a journal write in the middle of an effect (a tool intent that could not be
+ * recorded) or between effects (a step's commit before the next model call): the effect would have seen
+ * the first as the tool's failure. It must not: the run rejects with the store's error, nothing
+ * misattributed is journalled, and a resume once the store is back gives the result of a run that never
+ * met the failure, with every call whose outcome was committed made once.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -61,13 +61,14 @@ function fillingDisk(store: Store, kind: string, nth: number): { store: Store; r
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-store-failure-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-function refundLoop(store: Store, calls: string[]) {
+/** `idempotent: false`: the lookup is treated as a write (its intent is committed before it runs). */
+function refundLoop(store: Store, calls: string[], idempotent = true) {
   const lookup = defineTool({
     name: 'lookup',
     description: 'Read an order',
     input: z.object({ id: z.string() }),
-    access: 'read',
-    idempotent: true,
+    access: idempotent ? 'read' : 'write',
+    idempotent,
     execute: async ({ id }) => {
       calls.push(`lookup:${id}`);
       return { id, total: 40 };
@@ -90,39 +91,51 @@ function refundLoop(store: Store, calls: string[]) {
       };
     },
   };
-  return createLoop({ model, tools: [lookup], store, clock: virtualClock() });
+  return createLoop({
+    model,
+    tools: [lookup],
+    store,
+    clock: virtualClock(),
+    ...(idempotent ? {} : { policy: { allow: ['read', 'write'] as const } }),
+  });
 }
 
-describe('a journal write that fails inside an effect', () => {
+describe('a journal write that fails inside an effect or between effects', () => {
   it.each([
     [
-      'the first tool intent (the lookup never ran)',
+      'the first tool intent, with the reply it is committed with (the tool never ran; the model is asked again)',
       'intent',
       1,
-      { lookups: ['lookup:O-7', 'lookup:O-8'], modelCalls: 3 },
-    ],
-    [
-      'the second model response (the model was called; it is asked again)',
-      'model',
-      2,
+      false,
       { lookups: ['lookup:O-7', 'lookup:O-8'], modelCalls: 4 },
     ],
     [
-      'the first tool result (the lookup ran; an idempotent tool runs again under its key)',
-      'tool-result',
-      1,
-      { lookups: ['lookup:O-7', 'lookup:O-7', 'lookup:O-8'], modelCalls: 3 },
+      'the second tool intent (the first step is committed; the second reply is asked again)',
+      'intent',
+      2,
+      false,
+      { lookups: ['lookup:O-7', 'lookup:O-8'], modelCalls: 4 },
+    ],
+    [
+      'the first step of idempotent lookups, committed before the next model call (the reply is asked again, the lookup runs again under its key)',
+      'event',
+      2,
+      true,
+      { lookups: ['lookup:O-7', 'lookup:O-7', 'lookup:O-8'], modelCalls: 4 },
     ],
   ] as const)(
     '%s: run() rejects with the store error, and resume gives the uninterrupted result',
-    async (_name, kind, nth, expected) => {
+    async (_name, kind, nth, idempotent, expected) => {
       const plain: string[] = [];
-      const uninterrupted = await refundLoop(memoryStore(), plain).run({ goal: 'Read O-7 and O-8', runId: 'r' });
+      const uninterrupted = await refundLoop(memoryStore(), plain, idempotent).run({
+        goal: 'Read O-7 and O-8',
+        runId: 'r',
+      });
 
       const shared = memoryStore();
       const calls: string[] = [];
       await expect(
-        refundLoop(flaky(shared, kind, nth), calls).run({ goal: 'Read O-7 and O-8', runId: 'r' }),
+        refundLoop(flaky(shared, kind, nth), calls, idempotent).run({ goal: 'Read O-7 and O-8', runId: 'r' }),
       ).rejects.toThrow('SQLITE_IOERR: disk I/O error');
       // Nothing in the journal calls the lookup failed.
       const journal = (await shared.readJournal('r', 0)).map((row) => row.body).join('\n');
@@ -130,11 +143,11 @@ describe('a journal write that fails inside an effect', () => {
       expect(journal).not.toMatch(/Tool lookup failed/);
 
       await freeLease(shared, 'r');
-      const resumed = await refundLoop(shared, calls).resume('r');
+      const resumed = await refundLoop(shared, calls, idempotent).resume('r');
       expect(resumed.stopReason).toBe('completed');
       expect(resumed.output).toEqual(uninterrupted.output);
       expect(resumed.messages).toEqual(uninterrupted.messages);
-      expect(resumed.usage.toolCalls).toBe(uninterrupted.usage.toolCalls);
+      expect(resumed.usage).toEqual(uninterrupted.usage);
       expect(calls.filter((call) => call.startsWith('lookup:'))).toEqual(expected.lookups);
       expect(calls.filter((call) => call === 'model').length).toBe(expected.modelCalls);
     },
@@ -144,7 +157,8 @@ describe('a journal write that fails inside an effect', () => {
 describe('a disk that fills up mid-run and is freed again', () => {
   it('leaves no lease in the way: a resume from the same process goes on at once, not run_busy', async () => {
     const file = sqliteStore({ path: join(scratch, 'full.db') });
-    const disk = fillingDisk(file, 'tool-result', 1);
+    // The disk fills at the second commit of an event: the first step's, before the second model call.
+    const disk = fillingDisk(file, 'event', 2);
     const calls: string[] = [];
     await expect(refundLoop(disk.store, calls).run({ goal: 'Read O-7 and O-8', runId: 'r' })).rejects.toThrow(
       'SQLITE_FULL',

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import type * as Pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
 import { LoopConfigError } from '../../contracts/errors.js';
-import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
+import type { RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
 import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
 import { postgresSchema } from './postgres-schema.js';
 import { postgresLearning, postgresLearningSchema } from './postgres-learning.js';
@@ -259,20 +259,22 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       await client.query('COMMIT');
       return value;
     });
-  const renew = (client: PoolClient, runId: string, lease: Lease, runBody: string | null) =>
-    client.query(
-      `UPDATE ${schema}.runs SET lease_until = $1, body = coalesce($2, body) WHERE run_id = $3 AND lease_owner = $4`,
-      [lease.until, runBody, runId, lease.owner],
-    );
   // $1 run, $2 owner, $3-$5 the rows; renewing also $6 lease until, $7 run body (null: kept), $8 finished at.
   const insertRows = (condition: string) =>
     `INSERT INTO ${schema}.journal (run_id, seq, kind, body) SELECT $1, * FROM unnest($3::int[], $4::text[], $5::text[]) WHERE ${condition} RETURNING 1`;
+  // What the owner checks before its next step, answered with each append ($1 the run): no second round trip.
+  const controlColumns = `(SELECT value FROM ${schema}.control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM ${schema}.runs WHERE run_id = $1) AS cancel_requested`;
   const appendChecking = `WITH held AS (SELECT 1 FROM ${schema}.runs WHERE run_id = $1 AND lease_owner = $2 FOR SHARE),
     inserted AS (${insertRows('EXISTS (SELECT 1 FROM held)')})
-    SELECT EXISTS (SELECT 1 FROM held) AS held, (SELECT count(*) FROM inserted) AS inserted`;
+    SELECT EXISTS (SELECT 1 FROM held) AS held, (SELECT count(*) FROM inserted) AS inserted, ${controlColumns}`;
   const appendRenewing = `WITH held AS (UPDATE ${schema}.runs SET lease_until = $6, body = coalesce($7, body), finished_at = CASE WHEN $7::text IS NULL THEN finished_at ELSE $8::bigint END WHERE run_id = $1 AND lease_owner = $2 RETURNING 1),
     inserted AS (${insertRows('EXISTS (SELECT 1 FROM held)')})
-    SELECT EXISTS (SELECT 1 FROM held) AS held, (SELECT count(*) FROM inserted) AS inserted`;
+    SELECT EXISTS (SELECT 1 FROM held) AS held, (SELECT count(*) FROM inserted) AS inserted, ${controlColumns}`;
+  // $1 run, $2 owner, $3 lease until, $4-$6 the snapshot row: the lease renewed, the snapshot kept if newer.
+  const writeSnapshot = `WITH held AS (UPDATE ${schema}.runs SET lease_until = $3 WHERE run_id = $1 AND lease_owner = $2 RETURNING 1),
+    written AS (INSERT INTO ${schema}.snapshots (run_id, seq, kind, body) SELECT $1, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM held)
+      ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body WHERE excluded.seq >= ${schema}.snapshots.seq RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM held) AS held, (SELECT count(*) FROM written) AS written`;
   return {
     pausePollMs: options.pausePollMs ?? 500,
     async createRun(runId, body, lease) {
@@ -321,7 +323,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       // Not safe to send again once sent (a lost reply may hide a commit: sent twice, it would conflict
       // with itself); retried only when it never reached the server.
       const { rows: answer } = await attempt(false, (client) =>
-        client.query<{ held: boolean }>({
+        client.query<{ held: boolean; paused: string | null; cancel_requested: boolean | null }>({
           name: `loopstate-append-${renews ? 'renew' : 'check'}-${schema}`,
           text: renews ? appendRenewing : appendChecking,
           values: [
@@ -343,7 +345,9 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
           );
         throw error;
       });
-      if (answer[0]?.held !== true) throw lostLease(runId, rows[0]?.seq ?? null);
+      const [found] = answer;
+      if (found?.held !== true) throw lostLease(runId, rows[0]?.seq ?? null);
+      return { paused: found.paused ?? null, cancelRequested: found.cancel_requested === true };
     },
     async prune({ finishedBefore }) {
       return transaction(async (client) => {
@@ -373,13 +377,15 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       return rows as StoreRow[];
     },
     async writeSnapshot(runId, row, lease) {
-      await transaction(async (client) => {
-        if ((await renew(client, runId, lease, null)).rowCount !== 1) throw lostLease(runId, row.seq);
-        await client.query(
-          `INSERT INTO ${schema}.snapshots (run_id, seq, kind, body) VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body WHERE excluded.seq >= ${schema}.snapshots.seq`,
-          [runId, row.seq, row.kind, row.body],
-        );
-      });
+      // One statement (one round trip, its own transaction), like an append: not sent again once sent.
+      const { rows: answer } = await attempt(false, (client) =>
+        client.query<{ held: boolean }>({
+          name: `loopstate-snapshot-${schema}`,
+          text: writeSnapshot,
+          values: [runId, lease.owner, lease.until, row.seq, row.kind, row.body],
+        }),
+      );
+      if (answer[0]?.held !== true) throw lostLease(runId, row.seq);
     },
     async latestSnapshot(runId) {
       const { rows } = await query(`SELECT seq, kind, body FROM ${schema}.snapshots WHERE run_id = $1`, [runId]);
@@ -410,11 +416,15 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       );
     },
     async readControl(runId): Promise<RunControl> {
-      const { rows } = await query(
-        `SELECT (SELECT value FROM ${schema}.control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM ${schema}.runs WHERE run_id = $1) AS cancel_requested`,
-        [runId],
+      // Prepared once per connection: a running run asks before each step.
+      const { rows } = await attempt(true, (client) =>
+        client.query<{ paused: string | null; cancel_requested: boolean | null }>({
+          name: `loopstate-control-${schema}`,
+          text: `SELECT ${controlColumns}`,
+          values: [runId],
+        }),
       );
-      const row = rows[0] as { paused: string | null; cancel_requested: boolean | null } | undefined;
+      const row = rows[0];
       return { paused: row?.paused ?? null, cancelRequested: row?.cancel_requested === true };
     },
     async readLedger(tenantId) {

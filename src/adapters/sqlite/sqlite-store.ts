@@ -140,12 +140,13 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       const { db, writes } = use();
       // Deflated before the transaction: the write lock is held for the inserts only.
       const run = runBody === undefined ? undefined : pack(runBody);
-      writes.append.immediate(runId, rows.map(packed), lease, run, finishedAt);
+      const control = writes.append.immediate(runId, rows.map(packed), lease, run, finishedAt);
       if (++appendsSinceCheckpoint >= checkpointEvery) {
         appendsSinceCheckpoint = 0;
         // PASSIVE never waits for readers; journal_size_limit then keeps the WAL file small.
         db.pragma('wal_checkpoint(PASSIVE)');
       }
+      return control;
     },
     async readJournal(runId, afterSeq, kinds) {
       const { db, statements } = use();
@@ -187,9 +188,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       use().statements.setPaused.run(reason);
     },
     async readControl(runId): Promise<RunControl> {
-      const row = use().statements.readControl.get(runId) as
-        { paused: string | null; cancel_requested: number | null } | undefined;
-      return { paused: row?.paused ?? null, cancelRequested: row?.cancel_requested === 1 };
+      return readControl(use().statements, runId);
     },
     async readLedger(tenantId) {
       return (use().statements.readLedger.get(tenantId) as { body: string; version: number } | undefined) ?? null;
@@ -233,6 +232,12 @@ function unpacked(runId: string, row: PackedRow): StoreRow {
   };
 }
 
+function readControl(statements: ReturnType<typeof prepare>, runId: string): RunControl {
+  const row = statements.readControl.get(runId) as
+    { paused: string | null; cancel_requested: number | null } | undefined;
+  return { paused: row?.paused ?? null, cancelRequested: row?.cancel_requested === 1 };
+}
+
 const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) =>
   new StoreConflictError({ runId, seq, message, cause });
 const lostLease = (runId: string, seq: number | null) =>
@@ -273,6 +278,8 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
             throw conflict(runId, row.seq, `run ${runId} already has a journal record at seq ${row.seq}`, error);
           }
         }
+        // Read in the write transaction: what the owner checks before its next step, without another call.
+        return readControl(statements, runId);
       },
     ),
     prune: db.transaction((finishedBefore: number): number => {

@@ -14,10 +14,11 @@
  * events themselves to the actor, which reproduces the transitions' trace and warnings): nothing is
  * executed again, and the state comes back exactly as it was, clock readings included, because it is
  * read back rather than recomputed. Only the effect that was in flight when the process died runs
- * again, and its journalled parts are served from the journal: a model response that arrived
- * (`model` records), tool calls that finished (`tool-result`), and tool calls that started
- * (`intent`): idempotent ones re-run with the same key, others are settled by `checkOutcome`, or end
- * as `unknown_outcome` (the run stops with `needs_human`).
+ * again, and its journalled parts are served from the journal: tool calls that finished
+ * (`tool-result`), tool calls that started (`intent`, written for calls that are not idempotent only:
+ * settled by `checkOutcome`, or ending as `unknown_outcome`, the run stopping with `needs_human`), and a
+ * model response committed before its event (`model`: only journals of an earlier loopstate hold one in
+ * their tail; a reply is now committed with its event). Idempotent calls simply run again under their keys.
  */
 import type { Actor } from 'xstate';
 import type { LoopMachine } from '../../../machines/index.js';
@@ -27,10 +28,10 @@ import type { Model, ModelRequest, ModelResponse } from '../../contracts/model.j
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { knownMetadata } from '../trace/model-facts.js';
 import type { TraceEvent } from '../trace/trace-event.js';
-import type { DriverHooks, EffectStep, RestoreTarget } from '../runtime/driver-hooks.js';
+import type { DriverHooks, EffectKind, EffectStep, RestoreTarget } from '../runtime/driver-hooks.js';
 import { RunInterruption } from '../runtime/interruption.js';
 import type { RunSession } from '../runtime/run-session.js';
-import type { Lease, Store, StoreRow } from '../../contracts/store.js';
+import type { Lease, RunControl, Store, StoreRow } from '../../contracts/store.js';
 import {
   isCallerFault,
   ToolCallError,
@@ -46,7 +47,9 @@ import {
   type ApprovalDecision,
   type EventRecord,
   type ReviewDecision,
+  type IntentRecord,
   type JournalRecord,
+  type ModelRecord,
   type SnapshotRecord,
   type ToolResultRecord,
 } from './records.js';
@@ -88,6 +91,8 @@ export interface RunJournalOptions {
 }
 
 type ToolOutcome = ToolResultRecord['outcome'];
+/** A record whose row is written only if no event follows it in its commit. */
+type PendingEffectRecord = ModelRecord | IntentRecord | ToolResultRecord;
 
 export class RunJournal implements DriverHooks {
   readonly machineSnapshot;
@@ -100,11 +105,26 @@ export class RunJournal implements DriverHooks {
   private bytesSinceSnapshot = 0;
   private lastSnapshotBytes = 0;
   private cursor: SessionCursor | null = null;
-  /** Encoded records not yet committed, and the run body to commit with them. */
-  private pending: StoreRow[] = [];
+  /**
+   * Records not yet committed, and the run body to commit with them. Events and trace chunks are encoded
+   * when queued (they describe the session as it is now); a model reply, an intent or a tool outcome is
+   * encoded only if its commit has no event after it (see `commitRows`), and it is never changed once queued.
+   */
+  private pending: (StoreRow | PendingEffectRecord)[] = [];
   private pendingRunBody: string | undefined = undefined;
+  private pendingFinishedAt: number | undefined = undefined;
   /** The commit under way: commits happen one after the other, in seq order. */
   private committing: Promise<void> = Promise.resolve();
+  /** A commit that waits for the one under way and has not taken its rows yet: a flush meanwhile joins it. */
+  private scheduled: Promise<void> | null = null;
+  /**
+   * Whether the tool round under way has a call that is not idempotent: its calls then wait for the commit
+   * of the reply (and that call's intent) before they run; a round of idempotent calls only runs at once.
+   */
+  private roundHasWrites = true;
+  /** Commits started so far, and the run's control as the latest commit that answered it found it (see `beforeEffect`). */
+  private commitsStarted = 0;
+  private controlSeen: { control: RunControl; commit: number } | null = null;
   /** How much of the in-memory trace the journal's trace chunks hold (the next chunk starts there). */
   private traceChunked: number;
   /** The last transcript chunk (0: none yet, the next one holds the transcript whole) and where the transcript stood then. */
@@ -149,32 +169,70 @@ export class RunJournal implements DriverHooks {
 
   /**
    * Queues a record for the next commit. Only what must be durable before the next external effect is
-   * committed at once (see `flush`): a model reply on arrival, a tool's intent before it runs, its outcome
-   * before the next effect; events and the rest ride along in the same transaction.
+   * committed (see `flush`): a model reply with its event before the next model call or a tool that is not
+   * idempotent, such a tool's intent before it runs, its outcome before the next effect; the rest rides along.
    */
   private queue(record: JournalRecord, runBody?: string): void {
-    const row: StoreRow = { seq: record.seq, kind: record.kind, body: encodeRecord(record) };
-    this.bytesSinceSnapshot += row.body.length;
-    this.pending.push(row);
+    if (record.kind === 'model' || record.kind === 'intent' || record.kind === 'tool-result') this.pending.push(record);
+    else {
+      const row: StoreRow = { seq: record.seq, kind: record.kind, body: encodeRecord(record) };
+      this.bytesSinceSnapshot += row.body.length;
+      this.pending.push(row);
+    }
     if (runBody !== undefined) this.pendingRunBody = runBody;
   }
 
-  /** Commits the queued records (and a queued run body) in one append, after any commit still under way. */
+  /**
+   * Commits the queued records (and a queued run body) in one append, after any commit still under way.
+   * A group commit: what is queued until that append starts goes with it, so the calls of one round that
+   * flush one after the other (an intent each) share it.
+   */
   private flush(runBody?: string, finishedAt?: number): Promise<void> {
     if (runBody !== undefined) this.pendingRunBody = runBody;
+    if (finishedAt !== undefined) this.pendingFinishedAt = finishedAt;
+    if (this.scheduled !== null) return this.scheduled;
     if (this.pending.length === 0 && this.pendingRunBody === undefined) return this.committing;
-    const rows = this.pending;
-    const body = this.pendingRunBody;
-    this.pending = [];
-    this.pendingRunBody = undefined;
     const { store } = this.options;
-    const commit = this.committing.then(() => store.append(this.runId, rows, this.options.lease(), body, finishedAt));
+    const commit = this.committing.then(async () => {
+      this.scheduled = null;
+      const rows = this.commitRows(this.pending);
+      const body = this.pendingRunBody;
+      const at = this.pendingFinishedAt;
+      this.pending = [];
+      this.pendingRunBody = undefined;
+      this.pendingFinishedAt = undefined;
+      const started = ++this.commitsStarted;
+      const control = await store.append(this.runId, rows, this.options.lease(), body, at);
+      if (control) this.controlSeen = { control, commit: started };
+    });
     // The next commit waits for this one whether it failed or not; the failure is the caller's to see.
     this.committing = commit.catch(() => undefined);
-    return commit.catch((error: unknown) => {
+    const seen = commit.catch((error: unknown) => {
       this.writeFailure ??= error;
       throw error;
     });
+    this.scheduled = seen;
+    return seen;
+  }
+
+  /**
+   * The rows of one commit. A model reply, intent or tool outcome that an event of the same commit follows
+   * is left out: a resume serves only the records after the last event (the event holds what they said),
+   * so such a row would never be read. Its seq stays taken: a journal may have gaps.
+   */
+  private commitRows(queued: readonly (StoreRow | PendingEffectRecord)[]): StoreRow[] {
+    let lastEvent = -1;
+    for (const item of queued) if (item.kind === 'event') lastEvent = item.seq;
+    const rows: StoreRow[] = [];
+    for (const item of queued) {
+      if ('body' in item) rows.push(item);
+      else if (item.seq > lastEvent) {
+        const body = encodeRecord(item);
+        this.bytesSinceSnapshot += body.length;
+        rows.push({ seq: item.seq, kind: item.kind, body });
+      }
+    }
+    return rows;
   }
 
   /** Commits what is queued, with the run's metadata once it stopped (and when it finished): the run's last commit. */
@@ -359,12 +417,23 @@ export class RunJournal implements DriverHooks {
     );
   }
 
-  async beforeEffect(session: RunSession, controller: AbortController): Promise<void> {
+  async beforeEffect(session: RunSession, controller: AbortController, kind: EffectKind): Promise<void> {
     const { store } = this.options;
-    // Before the next external effect: the last effect's outcome and the events since are committed.
-    await this.flush();
+    // Before the next external effect: the last effect's outcome and the events since are committed. A tool
+    // round commits in its calls instead (see `execute`): with its intents, or not before it runs at all.
+    const since = this.commitsStarted;
+    if (kind === 'runTools') {
+      this.roundHasWrites = hasWrites(session);
+      // A round of idempotent calls only is the rest of the step its model call began: a pause or a cancel
+      // is seen before the next step (as the store's contract says), not between the two.
+      if (!this.roundHasWrites) return;
+    } else await this.flush();
+    // The control the commit just made found (the same round trip), or read now.
+    let control =
+      this.controlSeen !== null && this.controlSeen.commit > since
+        ? this.controlSeen.control
+        : await store.readControl(this.runId);
     for (;;) {
-      const control = await store.readControl(this.runId);
       if (control.cancelRequested) {
         controller.abort(new RunInterruption('cancelled', 'cancelled through loop.cancel'));
         return;
@@ -380,10 +449,11 @@ export class RunJournal implements DriverHooks {
         }
         session.signal.addEventListener('abort', done, { once: true });
       });
+      control = await store.readControl(this.runId);
     }
   }
 
-  /** The model call: a response journalled before the interruption is served, a new one journalled on arrival. */
+  /** The model call: a response journalled before the interruption is served, a new one queued for the next commit. */
   async generate(model: Model, request: ModelRequest): Promise<ModelResponse> {
     const index = this.modelCallsSinceEvent++;
     const served = this.tail.models.find((record) => record.afterEvent === this.lastEventSeq && record.index === index);
@@ -403,13 +473,17 @@ export class RunJournal implements DriverHooks {
         // The metadata too, so a resumed run traces and warns about a served reply as it would the live one.
         response: { text, toolCalls: [...toolCalls], usage, ...knownMetadata(metadata) },
       });
-      // A reply is paid for: committed on arrival, so a crash after it never asks the model again.
-      await this.flush();
+      // Committed with its event before anything depends on it: before the next model call, before a
+      // tool that is not idempotent runs, or with the run's stop (a crash before that asks the model again).
     }
     return response;
   }
 
-  /** A tool call: its intent is journalled before it runs, its outcome when it settles. */
+  /**
+   * A tool call. One that is not idempotent has its intent committed before it runs (with the reply and
+   * the round's other intents), and the calls of its round wait for that commit too; a round of idempotent
+   * calls only runs at once and commits with its outcomes before the next effect.
+   */
   async execute(tool: Tool, args: unknown, context: ToolContext): Promise<unknown> {
     const key = context.idempotencyKey;
     const finished = this.tail.results.get(key);
@@ -434,7 +508,8 @@ export class RunJournal implements DriverHooks {
       // not_done: the lookup proved it never took effect, so it runs now, under the same key.
       if (lookup.status !== 'not_done') throw new UnknownOutcomeError({ tool: tool.name, idempotencyKey: key });
     }
-    if (!started)
+    // An idempotent call needs no intent: after a crash it runs again under the same key whatever the journal says.
+    if (!started && !tool.idempotent)
       this.queue({
         schemaVersion: RECORD_SCHEMA_VERSION,
         kind: 'intent',
@@ -445,7 +520,7 @@ export class RunJournal implements DriverHooks {
         args: args ?? null,
       });
     // The intent (with everything queued before it) is durable before the tool runs.
-    await this.flush();
+    if (!tool.idempotent || this.roundHasWrites) await this.flush();
     let value: unknown;
     try {
       value = await tool.execute(args, context);
@@ -463,8 +538,9 @@ export class RunJournal implements DriverHooks {
   }
 
   /**
-   * Queues a tool's outcome: committed with the round's event before the next effect, or at once while
-   * another call of the round still runs (it may run for long; a crash meanwhile must not lose this one).
+   * Queues a tool's outcome: committed with the round's event before the next effect, or, in a round with
+   * a call that is not idempotent, at once while another call of the round still runs (it may run for long;
+   * a crash meanwhile must not lose this one).
    */
   private async recordOutcome(key: string, tool: Tool, outcome: ToolOutcome): Promise<void> {
     this.queue({
@@ -476,8 +552,10 @@ export class RunJournal implements DriverHooks {
       tool: tool.name,
       outcome,
     });
-    // This call counts itself among those running.
-    if (this.toolsRunning > 1) await this.flush();
+    // This call counts itself among those running. An idempotent call of a round of them only would just
+    // run again; in a round with a write it commits too, so the round's calls settle in the order a
+    // resumed round (its finished calls served at once) settles them.
+    if (this.toolsRunning > 1 && (!tool.idempotent || this.roundHasWrites)) await this.flush();
   }
 }
 
@@ -502,6 +580,14 @@ function serialised(value: unknown): string {
   } catch (error) {
     return `[unserialisable result: ${thrownMessage(error)}]`;
   }
+}
+
+/** Whether a call of the tool round about to run is not idempotent (its intent must be durable before it runs). */
+function hasWrites(session: RunSession): boolean {
+  return session.pendingCalls.some(
+    ({ call, refusal }) =>
+      call.status === 'ready' && refusal === null && session.tools.get(call.request.name)?.idempotent !== true,
+  );
 }
 
 function served(outcome: ToolOutcome): unknown {

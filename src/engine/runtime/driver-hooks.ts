@@ -6,6 +6,7 @@
 import type { Actor, Snapshot } from 'xstate';
 import type { LoopMachine } from '../../../machines/index.js';
 import type { LoopEvent } from '../../../machines/types.js';
+import type { PendingEffect } from '../../../machines/index.js';
 import type { ToolHealth } from '../tools/index.js';
 import type { RunSession } from './run-session.js';
 
@@ -29,14 +30,20 @@ export interface DriverHooks {
   beforeSend(event: LoopEvent, session: RunSession): Promise<void>;
   /** After the machine took the event: snapshots now and then. */
   afterSend(actor: Actor<LoopMachine>, session: RunSession): Promise<void>;
-  /** Before each effect: waits out a pause; aborts the run when a cancel was asked for. */
-  beforeEffect(session: RunSession, controller: AbortController): Promise<void>;
+  /**
+   * Before each effect (of kind `kind`): commits what must be durable before it, waits out a pause, and
+   * aborts the run when a cancel was asked for.
+   */
+  beforeEffect(session: RunSession, controller: AbortController, kind: EffectKind): Promise<void>;
   /**
    * Performs one effect as a durable step of a workflow engine (DBOS): `perform` runs the effect and
    * journals its outcome; the step returns the outcome for the machine. Absent: effects run directly.
    */
   readonly effectStep?: EffectStep | undefined;
 }
+
+/** The kinds of effect the driver performs. */
+export type EffectKind = Exclude<PendingEffect['kind'], 'done'>;
 
 /** Runs `perform` (an effect of kind `kind`, then the journalling of its outcome) as one durable step. */
 export type EffectStep = (kind: string, perform: () => Promise<LoopEvent>) => Promise<LoopEvent>;

@@ -127,7 +127,7 @@ export async function driveRun(
         const snapshot = actor.getSnapshot();
         const effect = getPendingEffect(snapshot);
         if (effect.kind === 'done') break;
-        if (hooks) await hooks.beforeEffect(session, controller);
+        if (hooks) await hooks.beforeEffect(session, controller, effect.kind);
         await delivery.performAndDeliver(effect.kind, () =>
           learning === null
             ? perform(effect, snapshot, session, health)

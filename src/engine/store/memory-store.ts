@@ -110,6 +110,7 @@ export function memoryStore(options: { pausePollMs?: number } = {}): Store {
       if (runBody !== undefined) run.body = runBody;
       if (runBody !== undefined) run.finishedAt = finishedAt ?? null;
       if (rows.length === 0 || runBody !== undefined) run.leaseUntil = lease.until;
+      return { paused, cancelRequested: run.cancelRequested };
     },
     async readJournal(runId, afterSeq, kinds) {
       const run = runs.get(runId);

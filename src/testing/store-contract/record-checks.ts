@@ -2,7 +2,7 @@
  * Contract checks on snapshots, approvals, the cancel and pause flags and ids: the records a resume
  * starts from, and the ones a person's decision and an operator's kill switch go through.
  */
-import type { StoreRow } from '../../contracts/store.js';
+import type { RunControl, StoreRow } from '../../contracts/store.js';
 import { call, describe, expectConflict, expectEqual, fail, type CheckContext } from './expectations.js';
 import { createdRun, eventRow, readJournal, readRun, storeRowsOf, type ContractCheckBody } from './journal-checks.js';
 
@@ -272,6 +272,34 @@ export const recordChecks: ContractCheckBody[] = [
         (await readRun(context, 'run-c'))?.leaseOwner,
         'owner-a',
       );
+    },
+  },
+  {
+    name: 'control with an append: an append answers what readControl would, or nothing',
+    async body(context) {
+      const { store } = context;
+      const lease = await createdRun(context, 'run-a');
+      const appended = (seq: number) =>
+        call(context, `append(seq ${seq})`, () =>
+          store.append('run-a', [{ seq, kind: 'event', body: `{"n":${seq}}` }], lease),
+        );
+      // A store may leave the answer out (its owner then asks readControl); one it gives must be exact.
+      const answers: [string, unknown, RunControl][] = [];
+      answers.push([
+        'an append to a run neither paused nor cancelled',
+        await appended(1),
+        { paused: null, cancelRequested: false },
+      ]);
+      await call(context, "setPaused('drill')", () => store.setPaused('drill'));
+      await call(context, 'requestCancel', () => store.requestCancel('run-a'));
+      answers.push([
+        "an append after setPaused('drill') and requestCancel",
+        await appended(2),
+        { paused: 'drill', cancelRequested: true },
+      ]);
+      await call(context, 'setPaused(null)', () => store.setPaused(null));
+      for (const [what, answer, expected] of answers)
+        if (answer !== undefined) expectEqual(context, `the control ${what} answers`, answer, expected);
     },
   },
   {

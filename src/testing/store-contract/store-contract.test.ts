@@ -62,6 +62,7 @@ const LEARNING_CAS = 'learning: writeLearning';
 const LEARNING_CONCURRENT = 'learning: concurrent';
 const LEARNING_LIST = 'learning: listLearning';
 const LIST = 'listRuns:';
+const APPEND_CONTROL = 'control with an append:';
 
 /** A ledger kept in a plain object, compare-and-set included: right but for the ids it inherits. */
 function plainObjectLedgers(): Partial<Store> {
@@ -269,9 +270,23 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
   {
     breakage: 'says a cancel was recorded and records nothing',
     patch: (inner) => ({ requestCancel: async (runId) => (await inner.readRun(runId)) !== null }),
-    caughtBy: [CANCEL],
+    caughtBy: [CANCEL, APPEND_CONTROL],
   },
-  { breakage: 'ignores setPaused', patch: () => ({ setPaused: async () => undefined }), caughtBy: [PAUSE, UNICODE] },
+  {
+    breakage: 'ignores setPaused',
+    patch: () => ({ setPaused: async () => undefined }),
+    caughtBy: [PAUSE, UNICODE, APPEND_CONTROL],
+  },
+  {
+    breakage: 'answers an append with a control that is not the run’s',
+    patch: (inner) => ({
+      async append(...args) {
+        await inner.append(...args);
+        return { paused: null, cancelRequested: false };
+      },
+    }),
+    caughtBy: [APPEND_CONTROL],
+  },
   {
     breakage: 'creates a run over an existing one',
     patch: (inner) => ({
@@ -469,6 +484,6 @@ describe('storeContract', () => {
 
   it('names every check uniquely, so a runner shows each one', () => {
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(23);
+    expect(names.length).toBe(24);
   });
 });

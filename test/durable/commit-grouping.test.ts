@@ -1,0 +1,207 @@
+/**
+ * What a durable run commits, and when, on a real SQLite file: one commit a step for a round of
+ * idempotent calls (the reply, its event, the outcomes and the round's event together, before the next
+ * model call), two with a call that is not idempotent (the reply with the intents before it runs, the
+ * outcomes after), no row a resume would never read, and the pause and cancel flags answered by the
+ * commit itself rather than asked again.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createLoop, defineTool, type Model, type Store, type StoreRow } from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
+import { virtualClock } from 'loopstate/testing';
+
+const scratch = mkdtempSync(join(tmpdir(), 'loopstate-commit-grouping-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+let files = 0;
+
+interface Counted {
+  store: Store;
+  /** Per append: the kinds of its rows. */
+  appends: string[][];
+  readControls: number;
+  /** Appends made before each model call. */
+  appendsAtModelCall: number[];
+}
+
+/** A real SQLite store, counted; `silent`: its appends answer nothing (the journal must then ask readControl). */
+function counted(silent = false): Counted {
+  const inner = sqliteStore({ path: join(scratch, `run-${files++}.db`) });
+  const counts: Counted = { store: inner, appends: [], readControls: 0, appendsAtModelCall: [] };
+  counts.store = {
+    ...inner,
+    pausePollMs: inner.pausePollMs,
+    async append(...args) {
+      counts.appends.push(args[1].map((row: StoreRow) => row.kind));
+      const control = await inner.append(...args);
+      return silent ? undefined : control;
+    },
+    async readControl(runId) {
+      counts.readControls += 1;
+      return inner.readControl(runId);
+    },
+  };
+  return counts;
+}
+
+type Round = ('lookup' | 'charge')[];
+
+function loopOn(counts: Counted, rounds: Round[], onModelCall: (step: number) => Promise<void> = async () => {}) {
+  const model: Model = {
+    id: 'script',
+    async generate({ messages }) {
+      const step = messages.filter((message) => message.role === 'assistant').length;
+      counts.appendsAtModelCall.push(counts.appends.length);
+      await onModelCall(step);
+      const usage = { inputTokens: 10, outputTokens: 2 };
+      const round = rounds[step];
+      if (round === undefined) return { text: 'done', toolCalls: [], usage };
+      return {
+        text: null,
+        toolCalls: round.map((name, index) => ({
+          id: `c${step}_${index}`,
+          name,
+          arguments: JSON.stringify({ id: `s${step}_${index}` }),
+        })),
+        usage,
+      };
+    },
+  };
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'Read',
+    input: z.object({ id: z.string() }),
+    access: 'read',
+    execute: async ({ id }) => `found ${id}`,
+  });
+  const charge = defineTool({
+    name: 'charge',
+    description: 'Charge (not idempotent)',
+    input: z.object({ id: z.string() }),
+    access: 'write',
+    execute: async ({ id }) => `charged ${id}`,
+  });
+  return createLoop({
+    model,
+    tools: [lookup, charge],
+    store: counts.store,
+    clock: virtualClock(),
+    policy: { allow: ['read', 'write'] },
+    // No snapshot (which commits the events before it) inside the steps counted.
+    durable: { snapshotEvery: 1_000 },
+    noProgress: { unchangedState: 1_000 },
+  });
+}
+
+/** Commits between one model call and the next, for each step after the first. */
+const commitsPerStep = (counts: Counted) =>
+  counts.appendsAtModelCall.slice(1).map((at, index) => at - counts.appendsAtModelCall[index]!);
+
+async function kindsIn(store: Store, runId: string): Promise<string[]> {
+  return (await store.readJournal(runId, 0)).map((row) => row.kind);
+}
+
+describe('commits of a durable run', () => {
+  it('a step of idempotent calls commits once, with the reply, the outcomes and both events; nothing a resume never reads', async () => {
+    const counts = counted();
+    const result = await loopOn(
+      counts,
+      Array.from({ length: 6 }, (): Round => ['lookup', 'lookup']),
+    ).run({
+      goal: 'read',
+      runId: 'reads',
+    });
+    expect(result.stopReason).toBe('completed');
+    expect(commitsPerStep(counts)).toEqual([1, 1, 1, 1, 1, 1]);
+    // Each such commit: the reply's event and the round's event, no reply, intent or outcome rows.
+    expect(counts.appends.slice(1, 7)).toEqual(Array.from({ length: 6 }, () => ['event', 'event']));
+    const kinds = await kindsIn(counts.store, 'reads');
+    expect(kinds.filter((kind) => kind !== 'event' && kind !== 'trace')).toEqual([]);
+    // The commit before each model call answered the control: none asked again.
+    expect(counts.readControls).toBe(0);
+    await counts.store.close();
+  });
+
+  it('a step with a call that is not idempotent commits twice: the reply with the intent before it runs, the outcome after', async () => {
+    const counts = counted();
+    const result = await loopOn(
+      counts,
+      Array.from({ length: 4 }, (): Round => ['charge']),
+    ).run({
+      goal: 'charge',
+      runId: 'writes',
+    });
+    expect(result.stopReason).toBe('completed');
+    expect(commitsPerStep(counts)).toEqual([2, 2, 2, 2]);
+    // The intent is committed with the reply's event, before the charge runs.
+    expect(counts.appends.filter((kinds) => kinds.includes('intent'))).toEqual(
+      Array.from({ length: 4 }, () => ['event', 'intent']),
+    );
+    const kinds = await kindsIn(counts.store, 'writes');
+    expect(kinds.filter((kind) => kind === 'intent')).toHaveLength(4);
+    expect(kinds.filter((kind) => kind === 'model' || kind === 'tool-result')).toEqual([]);
+    // Before a round with a write, the control is read (the intents' commit comes after that check).
+    expect(counts.readControls).toBe(4);
+    await counts.store.close();
+  });
+
+  it('a step whose write runs beside a read commits three times: the read’s outcome at once, while the write still runs', async () => {
+    const counts = counted();
+    const result = await loopOn(
+      counts,
+      Array.from({ length: 3 }, (): Round => ['lookup', 'charge']),
+    ).run({
+      goal: 'both',
+      runId: 'mixed',
+    });
+    expect(result.stopReason).toBe('completed');
+    expect(commitsPerStep(counts)).toEqual([3, 3, 3]);
+    // Only the charge has an intent, committed with the reply's event before either call runs.
+    expect(counts.appends.filter((kinds) => kinds.includes('intent'))).toEqual(
+      Array.from({ length: 3 }, () => ['event', 'intent']),
+    );
+    await counts.store.close();
+  });
+
+  it('a store whose append answers nothing is asked readControl before each step instead', async () => {
+    const counts = counted(true);
+    const result = await loopOn(
+      counts,
+      Array.from({ length: 5 }, (): Round => ['lookup']),
+    ).run({
+      goal: 'read',
+      runId: 'silent',
+    });
+    expect(result.stopReason).toBe('completed');
+    // One before each model call (six) and before the evaluation of the answer; none before the rounds of reads.
+    expect(counts.appendsAtModelCall).toHaveLength(6);
+    expect(counts.readControls).toBe(7);
+    await counts.store.close();
+  });
+
+  it('a cancel asked for during a model call is seen before the next step, through the commit’s answer', async () => {
+    const counts = counted();
+    let cancelled = false;
+    const loop = loopOn(
+      counts,
+      Array.from({ length: 6 }, (): Round => ['lookup']),
+      async (step) => {
+        if (step !== 2) return;
+        // Another process asks while the model is thinking.
+        expect(await counts.store.requestCancel('to-cancel')).toBe(true);
+        cancelled = true;
+      },
+    );
+    const result = await loop.run({ goal: 'read', runId: 'to-cancel' });
+    expect(cancelled).toBe(true);
+    expect(result.stopReason).toBe('cancelled');
+    // The third reply's round of reads ran (it is the rest of that step); no fourth model call was made.
+    expect(counts.appendsAtModelCall).toHaveLength(3);
+    expect(result.usage.toolCalls).toBe(3);
+    expect(counts.readControls).toBe(0);
+    await counts.store.close();
+  });
+});
