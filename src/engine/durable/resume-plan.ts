@@ -146,8 +146,6 @@ function transcriptBefore(rows: readonly { seq: number; kind: string; body: stri
  */
 export const TRANSCRIPT_WINDOW = 1_024;
 
-const TRANSCRIPT_KINDS: readonly string[] = ['transcript'];
-
 /**
  * The transcript at a version 4 snapshot, reading only the chunks of the window before it when the chain
  * ends there (its last replacement is in it: a trimmed context, a new task); else every chunk. Each chunk is
@@ -156,12 +154,14 @@ const TRANSCRIPT_KINDS: readonly string[] = ['transcript'];
 async function transcriptAt(store: Store, runId: string, head: number, snapshotSeq: number): Promise<Message[]> {
   const decoded = new Map<number, TranscriptRecord>();
   const from = Math.max(0, snapshotSeq - TRANSCRIPT_WINDOW);
+  // Both chunk kinds, as their index has them (trace chunks, if any, are passed over): a query for
+  // `transcript` alone would not use the partial index and would scan every row of the run.
   if (from > 0) {
-    const rows = await store.readJournal(runId, from, TRANSCRIPT_KINDS);
+    const rows = await store.readJournal(runId, from, CHUNK_KINDS);
     const folded = transcriptChain(rows, head, snapshotSeq, runId, from, decoded);
     if (folded !== null) return folded;
   }
-  return transcriptChain(await store.readJournal(runId, 0, TRANSCRIPT_KINDS), head, snapshotSeq, runId, 0, decoded)!;
+  return transcriptChain(await store.readJournal(runId, 0, CHUNK_KINDS), head, snapshotSeq, runId, 0, decoded)!;
 }
 
 /**
