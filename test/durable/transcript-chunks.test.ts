@@ -92,11 +92,12 @@ interface Chunk {
 const chunksOf = async (store: Store): Promise<Chunk[]> =>
   (await store.readJournal('r', 0)).filter((row) => row.kind === 'transcript').map((row) => JSON.parse(row.body));
 
-/** The store, with every journal row a read hands out noted. */
-function noting(store: Store, read: StoreRow[]): Store {
+/** The store, with every journal row a read hands out noted (and the kinds each read asked for). */
+function noting(store: Store, read: StoreRow[], kindsAsked: (readonly string[] | undefined)[] = []): Store {
   return {
     ...store,
     readJournal: async (...args) => {
+      kindsAsked.push(args[2]);
       const rows = await store.readJournal(...args);
       read.push(...rows);
       return rows;
@@ -395,8 +396,13 @@ describe('a long run with the trace off: the chain is read from near its snapsho
     // The premise: the snapshot stands further into the journal than the window a resume first reads.
     expect(snapshotSeq).toBeGreaterThan(2 * TRANSCRIPT_WINDOW);
     const read: StoreRow[] = [];
+    const kindsAsked: (readonly string[] | undefined)[] = [];
     const requests: ModelRequest[] = [];
-    const result = await loop(noting(store, read), ceiling, null, requests).resume('r');
+    const result = await loop(noting(store, read, kindsAsked), ceiling, null, requests).resume('r');
+    // The chunks are asked for as their partial index has them (SQLite uses it for exactly this list, not for
+    // `transcript` alone: it would scan every row of the run).
+    for (const kinds of kindsAsked) if (kinds !== undefined) expect(kinds).toEqual(['trace', 'transcript']);
+    expect(kindsAsked.filter((kinds) => kinds !== undefined).length).toBeGreaterThan(0);
     expect(requests.map((request) => request.messages)).toEqual(
       expectedRequests.slice(hang).map((request) => request.messages),
     );
