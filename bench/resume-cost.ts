@@ -9,6 +9,7 @@
  *   npm run bench:resume              # S = 10,000, the in-memory trace off
  *   npm run bench:resume -- 2000
  *   npm run bench:resume -- 2000 --trace   # the in-memory trace on (the default of a loop)
+ *   npm run bench:resume -- 2000 --ceiling 4000   # a bounded next request: context.maxInputTokensPerCall, trim
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -20,7 +21,11 @@ import { sqliteStore } from 'loopstate/sqlite';
 
 const args = process.argv.slice(2);
 const traceInMemory = args.includes('--trace');
-const steps = Number(args.find((arg) => arg !== '--trace') ?? 10_000);
+const ceilingAt = args.indexOf('--ceiling');
+const ceiling = ceilingAt === -1 ? undefined : Number(args[ceilingAt + 1]);
+if (ceiling !== undefined && !(Number.isInteger(ceiling) && ceiling > 0))
+  throw new Error(`--ceiling: expected a positive whole number of tokens, got ${String(args[ceilingAt + 1])}`);
+const steps = Number(args.find((arg, at) => !arg.startsWith('--') && at !== ceilingAt + 1) ?? 10_000);
 const loadAtStart = loadavg()[0]!;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-resume-bench-'));
 const path = join(scratch, 'runs.db');
@@ -73,6 +78,8 @@ const options = {
   },
   noProgress: { unchangedState: 1_000_000 },
   trace: { inMemory: traceInMemory },
+  // A bounded next request: the transcript is trimmed to the ceiling (a chunk then replaces it whole).
+  ...(ceiling === undefined ? {} : { context: { maxInputTokensPerCall: ceiling, strategy: 'trim' as const } }),
 } as const;
 
 let reached: () => void = () => undefined;
@@ -104,12 +111,17 @@ const resumeMs = performance.now() - resumeStarted;
 const toEffectMs = (firstCallAt ?? NaN) - resumeStarted;
 if (result.stopReason !== 'completed' || result.steps !== steps)
   throw new Error(`resume ended ${result.stopReason} after ${result.steps} steps: ${result.detail}`);
+// With a ceiling the transcript must have been trimmed (else the figure is the unbounded one under another name).
+if (ceiling !== undefined && result.messages.length >= 2 * steps)
+  throw new Error(`the context ceiling trimmed nothing: ${result.messages.length} messages after ${steps} steps`);
 await second.close();
 
 const load = [loadAtStart, loadavg()[0]!];
 console.log(
-  `S = ${steps.toLocaleString('en-US')}, trace ${traceInMemory ? 'in memory' : 'off'}: run ${(runMs / 1000).toFixed(1)} s (${((runMs * 1000) / steps).toFixed(0)} µs/step on SQLite), resume ${resumeMs.toFixed(0)} ms (${((100 * resumeMs) / runMs).toFixed(2)}% of the run), of which ${toEffectMs.toFixed(0)} ms before its next model call; file ${(fileBytes / 2 ** 20).toFixed(1)} MiB; load average ${load.map((value) => value.toFixed(1)).join(' → ')}`,
+  `S = ${steps.toLocaleString('en-US')}, trace ${traceInMemory ? 'in memory' : 'off'}, context ceiling ${ceiling === undefined ? 'none' : `${ceiling} tokens (trim)`}: run ${(runMs / 1000).toFixed(1)} s (${((runMs * 1000) / steps).toFixed(0)} µs/step on SQLite), resume ${resumeMs.toFixed(0)} ms (${((100 * resumeMs) / runMs).toFixed(2)}% of the run), of which ${toEffectMs.toFixed(0)} ms before its next model call; ${result.messages.length} messages at the end; file ${(fileBytes / 2 ** 20).toFixed(1)} MiB; load average ${load.map((value) => value.toFixed(1)).join(' → ')}`,
 );
-console.log(JSON.stringify({ steps, traceInMemory, runMs, resumeMs, toEffectMs, fileBytes, load }));
+console.log(
+  JSON.stringify({ steps, traceInMemory, ceiling: ceiling ?? null, runMs, resumeMs, toEffectMs, fileBytes, load }),
+);
 rmSync(scratch, { recursive: true, force: true });
 process.exit(0);

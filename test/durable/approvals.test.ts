@@ -149,6 +149,98 @@ describe('approvals across a stop', () => {
     expect(refunds).toEqual(['O-7:40', 'O-8:10']);
   });
 
+  it('checks a decision sent again by reading only the event rows, latest first, and none for an undecided call', async () => {
+    const store = memoryStore();
+    // Every readJournal call (its kinds) and every row body read, counted.
+    const reads: { kinds: readonly string[] | undefined; bodies: number }[] = [];
+    const counting = new Proxy(store, {
+      get(target, key) {
+        if (key !== 'readJournal') {
+          const value = Reflect.get(target, key) as unknown;
+          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        }
+        return async (runId: string, afterSeq: number, kinds?: readonly string[]) => {
+          const read = { kinds, bodies: 0 };
+          reads.push(read);
+          return (await target.readJournal(runId, afterSeq, kinds)).map((row) => ({
+            seq: row.seq,
+            kind: row.kind,
+            get body() {
+              read.bodies += 1;
+              return row.body;
+            },
+          }));
+        };
+      },
+    });
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refund an order.',
+      input: z.object({ order_id: z.string() }),
+      access: 'destructive',
+      execute: ({ order_id }) => ({ refunded: order_id }),
+    });
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Look a key up.',
+      input: z.object({ key: z.string() }),
+      access: 'read',
+      execute: ({ key }) => `value of ${key}`,
+    });
+    const script = [
+      toolCall('refund', { order_id: 'O-7' }, { id: 'first' }),
+      ...Array.from({ length: 60 }, (_, step) => toolCall('lookup', { key: `k${step}` })),
+      toolCall('refund', { order_id: 'O-8' }, { id: 'second' }),
+      ...Array.from({ length: 10 }, (_, step) => toolCall('lookup', { key: `j${step}` })),
+      reply('Done.'),
+    ];
+    const limits = { maxSteps: 200, maxToolCalls: 200 };
+    const loop = createLoop({ model: scriptedModel(script), tools: [refund, lookup], store: counting, limits });
+    await loop.run({ goal: 'Refund O-7 and O-8', runId: 'r8' });
+    expect((await loop.resume('r8', { approvals: { first: { approve: true } } })).stopReason).toBe('needs_human');
+    const done = await loop.resume('r8', { approvals: { second: { approve: false, reason: 'over the limit' } } });
+    expect(done.stopReason).toBe('completed');
+    const events = (await store.readJournal('r8', 0)).filter((row) => row.kind === 'event').length;
+    expect(events).toBeGreaterThan(140);
+
+    reads.length = 0;
+    expect(await loop.resume('r8', { approvals: { second: { approve: false, reason: 'over the limit' } } })).toEqual(
+      done,
+    );
+    // The event rows only, from the end back to the decision on `second` (10 steps of events), not all of
+    // them (the recorded result then reads its own rows: not the events).
+    const eventReads = reads.filter(({ kinds }) => kinds?.includes('event') ?? true);
+    expect(eventReads.map(({ kinds }) => kinds)).toEqual([['event']]);
+    expect(eventReads[0]!.bodies).toBeGreaterThan(0);
+    expect(eventReads[0]!.bodies).toBeLessThan(events / 4);
+    // Another reason on the same call is found, compared and refused.
+    await expect(
+      loop.resume('r8', { approvals: { second: { approve: false, reason: 'another reason' } } }),
+    ).rejects.toMatchObject({ code: 'approval_already_decided', callId: 'second' });
+    // Both decisions sent again: read back to the first one, and taken as a retry.
+    expect(
+      (
+        await loop.resume('r8', {
+          approvals: { first: { approve: true }, second: { approve: false, reason: 'over the limit' } },
+        })
+      ).stopReason,
+    ).toBe('completed');
+
+    // A call the record lists as undecided was never taken: refused without reading the journal.
+    const other = createLoop({
+      model: scriptedModel([toolCall('refund', { order_id: 'O-9' }, { id: 'third' }), reply('Done.')]),
+      tools: [refund, lookup],
+      store: counting,
+    });
+    await other.run({ goal: 'Refund O-9', runId: 'r9' });
+    await other.resume('r9', { approvals: { third: { approve: true } } });
+    reads.length = 0;
+    await expect(
+      other.resume('r9', { approvals: { third: { approve: true }, unknown: { approve: true } } }),
+    ).rejects.toMatchObject({ code: 'approval_already_decided', callId: 'third' });
+    expect(reads).toEqual([]);
+  });
+
   it('lets exactly one of two racing resumes drive the run', async () => {
     const { loop, refunds } = refundLoop(memoryStore());
     const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r6' });

@@ -30,7 +30,16 @@ interface Scenario {
   /** Per step, which tools the model calls (1 or 2 calls, parallel when 2). */
   rounds: ('lookup' | 'charge')[][];
   snapshotEvery: number;
+  /** A context ceiling (trim): the conversation is cut, and the transcript chunks replace it. */
+  ceiling: number | null;
+  traceInMemory: boolean;
 }
+
+/** The step a request is at: after the last tool result's step (the conversation may be trimmed: not by counting). */
+const stepOf = (request: ModelRequest): number => {
+  const last = [...request.messages].reverse().find((message) => message.role === 'tool');
+  return last === undefined ? 0 : Number(/(?:record|charged) (\d+)\./.exec(last.content)?.[1] ?? -1) + 1;
+};
 
 /** One "process": a loop on `store` whose `hangAt`-th call (model or tool) never settles. */
 function process(store: Store, scenario: Scenario, world: World, hangAt: number | null, requests: ModelRequest[]) {
@@ -47,7 +56,7 @@ function process(store: Store, scenario: Scenario, world: World, hangAt: number 
     async generate(request) {
       if (hangsNow()) return never();
       requests.push(request);
-      const given = request.messages.filter((message) => message.role === 'assistant').length;
+      const given = stepOf(request);
       const usage = { inputTokens: 10 + given, outputTokens: 3 };
       const round = scenario.rounds[given];
       if (given >= scenario.steps - 1 || round === undefined)
@@ -102,6 +111,8 @@ function process(store: Store, scenario: Scenario, world: World, hangAt: number 
     policy: { allow: ['read', 'write'] },
     limits: { maxSteps: scenario.steps + 2 },
     noProgress: { unchangedState: 1_000 },
+    trace: { inMemory: scenario.traceInMemory },
+    ...(scenario.ceiling === null ? {} : { context: { maxInputTokensPerCall: scenario.ceiling, keepTurns: 1 } }),
   });
   return { loop, reached };
 }
@@ -117,12 +128,15 @@ const scenarioArbitrary = fc
       maxLength: 8,
     }),
     snapshotEvery: fc.integer({ min: 1, max: 6 }),
+    ceiling: fc.option(fc.constantFrom(200, 260), { nil: null }),
+    traceInMemory: fc.boolean(),
     hangIndex: fc.nat({ max: 10_000 }),
     sqlite: fc.boolean(),
   })
   .map(({ hangIndex, sqlite, ...scenario }) => ({ scenario, hangIndex, sqlite }));
 
 let databases = 0;
+let trimmedRuns = 0;
 
 describe('a run interrupted at a random effect and resumed', () => {
   it('ends with the transcript, usage, output and side effects of the uninterrupted run', async () => {
@@ -136,6 +150,13 @@ describe('a run interrupted at a random effect and resumed', () => {
         });
         expect(expected.stopReason).toBe('completed');
         expect(reference.calls).toBeGreaterThan(scenario.steps - 1);
+        // A request shorter than the one before it: the ceiling trimmed the conversation.
+        if (
+          referenceRequests.some(
+            (request, at) => request.messages.length < (referenceRequests[at - 1]?.messages.length ?? 0),
+          )
+        )
+          trimmedRuns += 1;
 
         const store = sqlite ? sqliteStore({ path: join(scratch, `run-${databases++}.db`) }) : memoryStore();
         const world: World = { effects: new Map(), calls: 0 };
@@ -161,14 +182,13 @@ describe('a run interrupted at a random effect and resumed', () => {
         // The first request after the resume is the uninterrupted run's request at that point, exactly.
         const next = requests[0];
         if (next !== undefined) {
-          const at = next.messages.filter((message) => message.role === 'assistant').length;
-          const same = referenceRequests.find(
-            (request) => request.messages.filter((message) => message.role === 'assistant').length === at,
-          );
+          const same = referenceRequests.find((request) => stepOf(request) === stepOf(next));
           expect(next.messages).toEqual(same?.messages);
         }
       }),
       { numRuns: 60, seed: 18 },
     );
+    // The ceiling's case is exercised, not only drawn.
+    expect(trimmedRuns).toBeGreaterThan(5);
   }, 120_000);
 });

@@ -23,6 +23,7 @@ import {
 } from 'loopstate';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
+import { TRANSCRIPT_WINDOW } from '../../src/engine/durable/resume-plan.js';
 
 const lookup = defineTool({
   name: 'lookup',
@@ -91,11 +92,12 @@ interface Chunk {
 const chunksOf = async (store: Store): Promise<Chunk[]> =>
   (await store.readJournal('r', 0)).filter((row) => row.kind === 'transcript').map((row) => JSON.parse(row.body));
 
-/** The store, with every journal row a read hands out noted. */
-function noting(store: Store, read: StoreRow[]): Store {
+/** The store, with every journal row a read hands out noted (and the kinds each read asked for). */
+function noting(store: Store, read: StoreRow[], kindsAsked: (readonly string[] | undefined)[] = []): Store {
   return {
     ...store,
     readJournal: async (...args) => {
+      kindsAsked.push(args[2]);
       const rows = await store.readJournal(...args);
       read.push(...rows);
       return rows;
@@ -327,6 +329,104 @@ describe('transcript chunks under a context ceiling', () => {
     );
     expect(result.messages).toEqual(expected.messages);
     expect(withoutResumes(result)).toEqual(expected.trace);
+  });
+});
+
+describe('a long run with the trace off: the chain is read from near its snapshot', () => {
+  const long = defineTool({
+    name: 'lookup',
+    description: 'Look a key up',
+    input: z.object({ key: z.string() }),
+    access: 'read',
+    idempotent: true,
+    execute: ({ key }) => `value ${key} `.repeat(20),
+  });
+  const STEPS = 600;
+  /** STEPS lookups, then an answer: the next key from the last tool result in the (maybe trimmed) conversation. */
+  const keyedModel = (hang: number | null, requests: ModelRequest[], onHang: () => void = () => undefined) => {
+    let calls = 0;
+    return {
+      id: 'scripted',
+      generate(request: ModelRequest) {
+        if (calls++ === hang) {
+          onHang();
+          return new Promise<never>(() => undefined);
+        }
+        requests.push(request);
+        const usage = { inputTokens: 10, outputTokens: 2 };
+        const last = [...request.messages].reverse().find((message) => message.role === 'tool');
+        const n = last === undefined ? 0 : Number(/value k(\d+)/.exec(last.content)?.[1] ?? 0) + 1;
+        if (n >= STEPS) return Promise.resolve({ text: 'done', toolCalls: [], usage });
+        return Promise.resolve({
+          text: null,
+          toolCalls: [{ id: `c${n}`, name: 'lookup', arguments: JSON.stringify({ key: `k${n}` }) }],
+          usage,
+        });
+      },
+    } satisfies Model;
+  };
+  const loop = (
+    store: Store,
+    ceiling: number | undefined,
+    hang: number | null,
+    requests: ModelRequest[],
+    onHang?: () => void,
+  ) =>
+    createLoop({
+      model: keyedModel(hang, requests, onHang),
+      tools: [long],
+      store,
+      clock: virtualClock(),
+      limits: { maxSteps: STEPS + 10, maxToolCalls: STEPS + 10 },
+      trace: { inMemory: false },
+      durable: { snapshotEvery: 2 },
+      ...(ceiling === undefined ? {} : { context: { maxInputTokensPerCall: ceiling, keepTurns: 1 } }),
+    });
+
+  /** The uninterrupted run; then one hung near its end and resumed, with every journal row its resume read. */
+  async function resumedNearTheEnd(ceiling: number | undefined) {
+    const expectedRequests: ModelRequest[] = [];
+    const expected = await loop(memoryStore(), ceiling, null, expectedRequests).run({ goal: 'go', runId: 'r' });
+    expect(expected.stopReason, expected.detail).toBe('completed');
+    const store = memoryStore();
+    const hang = STEPS - 3;
+    await new Promise<void>((resolve) => void loop(store, ceiling, hang, [], resolve).run({ goal: 'go', runId: 'r' }));
+    await freeLease(store, 'r');
+    const snapshotSeq = (await store.latestSnapshot('r'))!.seq;
+    // The premise: the snapshot stands further into the journal than the window a resume first reads.
+    expect(snapshotSeq).toBeGreaterThan(2 * TRANSCRIPT_WINDOW);
+    const read: StoreRow[] = [];
+    const kindsAsked: (readonly string[] | undefined)[] = [];
+    const requests: ModelRequest[] = [];
+    const result = await loop(noting(store, read, kindsAsked), ceiling, null, requests).resume('r');
+    // The chunks are asked for as their partial index has them (SQLite uses it for exactly this list, not for
+    // `transcript` alone: it would scan every row of the run).
+    for (const kinds of kindsAsked) if (kinds !== undefined) expect(kinds).toEqual(['trace', 'transcript']);
+    expect(kindsAsked.filter((kinds) => kinds !== undefined).length).toBeGreaterThan(0);
+    expect(requests.map((request) => request.messages)).toEqual(
+      expectedRequests.slice(hang).map((request) => request.messages),
+    );
+    expect(result.messages).toEqual(expected.messages);
+    expect(withoutResumes(result)).toEqual(expected.trace);
+    return { store, snapshotSeq, read };
+  }
+
+  it('under a context ceiling, a resume reads only the transcript chunks of the window before its snapshot', async () => {
+    const { store, snapshotSeq, read } = await resumedNearTheEnd(500);
+    const chunks = await chunksOf(store);
+    expect(chunks.filter((chunk) => chunk.change.replace && chunk.previous > 0).length).toBeGreaterThan(10);
+    const chunksRead = read.filter((row) => row.kind === 'transcript');
+    expect(chunksRead.length).toBeGreaterThan(0);
+    expect(chunksRead.every((row) => row.seq > snapshotSeq - TRANSCRIPT_WINDOW)).toBe(true);
+    expect(chunksRead.length).toBeLessThan(chunks.length / 2);
+  });
+
+  it('without a ceiling, a chain reaching before the window is read whole: the resumed run goes on exactly', async () => {
+    const { store, read } = await resumedNearTheEnd(undefined);
+    const chunks = await chunksOf(store);
+    // No chunk after the first replaced the transcript: the chain goes back to the run's first chunk.
+    expect(chunks.filter((chunk) => chunk.change.replace).map((chunk) => chunk.previous)).toEqual([0]);
+    expect(read.some((row) => row.kind === 'transcript' && row.seq === chunks[0]!.seq)).toBe(true);
   });
 });
 

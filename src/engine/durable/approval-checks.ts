@@ -129,15 +129,27 @@ export function checkApprovals(record: RunRecord, decisions: Decisions, now: num
     });
 }
 
-/** Whether the journal holds exactly these decisions on these calls, as taken (approve, reason): a request sent again. */
-export async function wereTaken(store: Store, runId: string, decisions: Decisions): Promise<boolean> {
+/**
+ * Whether the journal holds exactly these decisions on these calls, as taken (approve, reason): a request sent again.
+ * Reads only what it needs: nothing when the record lists a call as undecided; else the event rows (no model,
+ * tool or chunk rows), latest first, decoding only those that carry decisions, until every call asked about is found.
+ */
+export async function wereTaken(store: Store, record: RunRecord, decisions: Decisions): Promise<boolean> {
   if (decisions.size === 0) return false;
+  for (const callId of decisions.keys()) if (!record.decidedCalls.includes(callId)) return false;
+  const { runId } = record;
+  const rows = await store.readJournal(runId, 0, ['event']);
   const taken = new Map<string, ApprovalDecision>();
-  for (const row of await store.readJournal(runId, 0)) {
-    if (row.kind !== 'event') continue;
-    const record = decodeJournalRecord(row.body, runId, row.seq);
-    if (record.kind === 'event' && record.approvals !== undefined)
-      for (const [callId, decision] of Object.entries(record.approvals)) taken.set(callId, decision);
+  // A call is decided once (the record's decidedCalls refuses another), so the latest decision on it is the one.
+  for (let index = rows.length - 1; index >= 0 && taken.size < decisions.size; index -= 1) {
+    const row = rows[index]!;
+    // Only an event that continued a stop carries decisions, as its own `approvals` key: a body without that
+    // text has none (in a JSON string the quotes would be escaped), so it is not parsed.
+    if (row.kind !== 'event' || !row.body.includes('"approvals"')) continue;
+    const journalled = decodeJournalRecord(row.body, runId, row.seq);
+    if (journalled.kind !== 'event' || journalled.approvals === undefined) continue;
+    for (const [callId, decision] of Object.entries(journalled.approvals))
+      if (decisions.has(callId) && !taken.has(callId)) taken.set(callId, decision);
   }
   const essence = (decision: ApprovalDecision | undefined) =>
     decision === undefined

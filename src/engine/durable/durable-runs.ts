@@ -230,7 +230,7 @@ export class DurableRuns {
       if (
         error instanceof ApprovalError &&
         error.code === 'approval_already_decided' &&
-        (await wereTaken(this.store, record.runId, decisions))
+        (await wereTaken(this.store, record, decisions))
       )
         return undefined;
       throw error;

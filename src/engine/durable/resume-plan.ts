@@ -60,13 +60,15 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
   const chunk = snapshot?.session.transcriptChunk;
   // A version 3 snapshot (no transcript, no chain): the events before it are read for their transcript changes.
   const rebuild = snapshot !== null && snapshot.session.transcript === undefined && chunk === undefined;
+  const traceLength = snapshot?.session.traceLength;
+  // The trace chunks are read only for an in-memory trace (all of them: `result.trace` holds the whole trace).
+  const traceFromChunks = traceLength !== undefined && !rebuild && chunk !== undefined;
   const [rows, chunkRows] = await Promise.all([
     store.readJournal(runId, rebuild ? 0 : after),
     // A store may ignore the kinds: they are filtered here again.
-    chunk === undefined ? Promise.resolve([]) : store.readJournal(runId, 0, CHUNK_KINDS),
+    traceFromChunks ? store.readJournal(runId, 0, CHUNK_KINDS) : Promise.resolve([]),
   ]);
   const before = rebuild ? rows.filter((row) => row.seq <= after) : [];
-  const traceLength = snapshot?.session.traceLength;
   // Chunks are written just after their snapshot's event: every chunk up to the snapshot's own.
   const trace =
     traceLength === undefined || (!rebuild && chunk === undefined)
@@ -74,7 +76,9 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
       : traceBefore(rebuild ? rows : chunkRows, after, traceLength, runId);
   const transcript =
     chunk !== undefined
-      ? transcriptChain(chunkRows, chunk, after, runId)
+      ? traceFromChunks
+        ? transcriptChain(chunkRows, chunk, after, runId, 0, new Map())!
+        : await transcriptAt(store, runId, chunk, after)
       : rebuild
         ? transcriptBefore(before, runId)
         : null;
@@ -140,6 +144,30 @@ function transcriptBefore(rows: readonly { seq: number; kind: string; body: stri
 }
 
 /**
+ * How far back (in seqs) before its snapshot a resume first reads transcript chunks. A chain that reaches
+ * further (no context ceiling: the next request holds the whole conversation) is read again from the start.
+ */
+export const TRANSCRIPT_WINDOW = 1_024;
+
+/**
+ * The transcript at a version 4 snapshot, reading only the chunks of the window before it when the chain
+ * ends there (its last replacement is in it: a trimmed context, a new task); else every chunk. Each chunk is
+ * decoded once either way.
+ */
+async function transcriptAt(store: Store, runId: string, head: number, snapshotSeq: number): Promise<Message[]> {
+  const decoded = new Map<number, TranscriptRecord>();
+  const from = Math.max(0, snapshotSeq - TRANSCRIPT_WINDOW);
+  // Both chunk kinds, as their index has them (trace chunks, if any, are passed over): a query for
+  // `transcript` alone would not use the partial index and would scan every row of the run.
+  if (from > 0) {
+    const rows = await store.readJournal(runId, from, CHUNK_KINDS);
+    const folded = transcriptChain(rows, head, snapshotSeq, runId, from, decoded);
+    if (folded !== null) return folded;
+  }
+  return transcriptChain(await store.readJournal(runId, 0, CHUNK_KINDS), head, snapshotSeq, runId, 0, decoded)!;
+}
+
+/**
  * The transcript at a version 4 snapshot: its chunk and the chain before it (through `previous`) back to
  * the last chunk that replaced the transcript, folded from there. Chunks on no chain (their snapshot never
  * written), and those before that replacement, are not even parsed: with a context ceiling that trims the
@@ -150,13 +178,17 @@ function transcriptChain(
   head: number,
   snapshotSeq: number,
   runId: string,
-): Message[] {
+  readAfter: number,
+  decoded: Map<number, TranscriptRecord>,
+): Message[] | null {
   const bySeq = new Map<number, { seq: number; kind: string; body: string }>();
-  for (const row of rows) if (row.kind === 'transcript') bySeq.set(row.seq, row);
+  for (const row of rows) if (row.kind === 'transcript' && row.seq > readAfter) bySeq.set(row.seq, row);
   const chain: TranscriptRecord[] = [];
   // Each chunk's `previous` is below its own seq (checked when decoded): the walk ends.
   for (let seq = head, referrer = snapshotSeq; seq !== 0;) {
     const row = bySeq.get(seq);
+    // Before the rows read: the caller reads further back.
+    if (row === undefined && seq <= readAfter) return null;
     if (row === undefined)
       throw new StoreRecordError({
         code: 'corrupt_record',
@@ -164,7 +196,8 @@ function transcriptChain(
         seq: referrer,
         problem: `the transcript chunk it continues (seq ${seq}) is not in the journal`,
       });
-    const record = decodeTranscriptChunk(row.body, runId, seq);
+    let record = decoded.get(seq);
+    if (record === undefined) decoded.set(seq, (record = decodeTranscriptChunk(row.body, runId, seq)));
     chain.push(record);
     // A chunk that replaced the transcript (a new task, a trimmed context) holds all of it: the chunks before are not read.
     if (record.change.replace) break;
