@@ -16,7 +16,7 @@ import { namesThisServer } from '../viewer/viewer-server.js';
 import { escapeHtml } from '../viewer/statechart-svg.js';
 import { consolePage } from './console-page.js';
 import { approvalsOf, describeActionError, performAction, reviewOf, type RunAction } from './run-actions.js';
-import type { StoredLoop } from './stored-loop.js';
+import { redactedRun, type StoredLoop } from './stored-loop.js';
 
 /**
  * Options of `startConsole`.
@@ -112,20 +112,14 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       })
       .end(html);
 
-  /** A run as the page shows it: arguments and outputs redacted, with what this console is doing to it. */
-  const shown = (run: StoredRun) => ({
-    ...run,
-    pendingApprovals: run.pendingApprovals.map((call) => ({ ...call, args: stored.redact(call.args) })),
-    pendingReview:
-      run.pendingReview === null
-        ? null
-        : {
-            ...run.pendingReview,
-            output: stored.redact(run.pendingReview.output),
-            rawOutput: stored.redact(run.pendingReview.rawOutput),
-          },
-    activity: activity.get(run.runId) ?? null,
-  });
+  /** A run as the page shows it: the whole of it through the loop's redaction, with what this console is doing to it. */
+  const shown = (run: StoredRun) => {
+    const doing = activity.get(run.runId);
+    return {
+      ...redactedRun(stored, run),
+      activity: doing === undefined ? null : (stored.redact(doing) as RunActivity),
+    };
+  };
 
   async function listRuns(url: URL) {
     const status = url.searchParams.get('status') ?? '';

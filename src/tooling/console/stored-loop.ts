@@ -5,8 +5,8 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { createLoop, LoopConfigError, type Loop, type LoopConfig, type Store } from '../../index.js';
-import { durableRunsOf, loopConfigOf, thrownMessage } from '../../internal.js';
+import { createLoop, LoopConfigError, type Loop, type LoopConfig, type RunResult, type Store } from '../../index.js';
+import { durableRunsOf, loopConfigOf, thrownMessage, type StoredRun } from '../../internal.js';
 import { postgresStore } from '../../adapters/postgres/index.js';
 import { sqliteStore } from '../../adapters/sqlite/index.js';
 import { CliError } from '../cli/cli-error.js';
@@ -43,6 +43,46 @@ function redactValue(redactor: NonNullable<ReturnType<typeof loopConfigOf>>['red
     // Not JSON (a value a record cannot hold in the first place): shown as redacted text.
     return redactor.text(rendered);
   }
+}
+
+/**
+ * A stored run as a person may see it: the whole of it through the loop's redaction (its goal, detail,
+ * the arguments of calls waiting for approval, an output waiting for review), its ids kept as they are
+ * (they are what a decision names).
+ * @example
+ * io.out(JSON.stringify(redactedRun(stored, run)));
+ */
+export function redactedRun(stored: Pick<StoredLoop, 'redact'>, run: StoredRun): StoredRun {
+  const shown = stored.redact(run) as StoredRun;
+  return {
+    ...shown,
+    runId: run.runId,
+    pendingApprovals: shown.pendingApprovals.map((call, index) => ({
+      ...call,
+      callId: run.pendingApprovals[index]!.callId,
+    })),
+  };
+}
+
+/**
+ * A run's result as a person may see it: the whole of it (messages, tool arguments, raw output, what it
+ * waits for, its trace) through the loop's redaction, its ids kept as they are.
+ * @example
+ * io.out(JSON.stringify(redactedResult(stored, await loop.resume(runId))));
+ */
+export function redactedResult<T extends Pick<RunResult, 'runId' | 'pendingApprovals'>>(
+  stored: Pick<StoredLoop, 'redact'>,
+  result: T,
+): T {
+  const shown = stored.redact(result) as T;
+  return {
+    ...shown,
+    runId: result.runId,
+    pendingApprovals: shown.pendingApprovals.map((call, index) => ({
+      ...call,
+      callId: result.pendingApprovals[index]!.callId,
+    })),
+  };
 }
 
 const POSTGRES_URL = /^postgres(ql)?:\/\//i;
