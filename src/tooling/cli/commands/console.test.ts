@@ -51,7 +51,10 @@ describe('loopstate console and runs arguments', () => {
     [['runs', LOOP_FILE, '--store', 'x.db', 'purge', 'r1'], 'unknown command "purge"'],
     [['runs', LOOP_FILE, '--store', 'x.db', 'list', '--limit', '0'], '--limit'],
     [['runs', LOOP_FILE, '--store', 'x.db', 'show'], 'show: expected <runId>'],
-    [['runs', LOOP_FILE, '--store', 'x.db', 'approve', 'r1'], 'approve: expected <runId>'],
+    [['runs', LOOP_FILE, '--store', 'x.db', 'approve', 'r1'], 'approve: expected <callId>\n'],
+    [['runs', LOOP_FILE, '--store', 'x.db', 'approve'], 'approve: expected <runId> <callId>\n'],
+    [['runs', LOOP_FILE, '--store', 'x.db', 'reject', 'r1', '--reason', 'no'], 'reject: expected <callId>\n'],
+    [['runs', LOOP_FILE, '--store', 'x.db', 'cancel'], 'cancel: expected <runId>\n'],
     [
       ['runs', LOOP_FILE, '--store', 'x.db', 'approve', 'r1', 'c1', '--reason', 'ok'],
       '--reason: an approval takes no reason',

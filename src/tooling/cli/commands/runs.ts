@@ -124,8 +124,13 @@ async function runs(argv: readonly string[], io: CliIo): Promise<number> {
   }
 }
 
+/** What a command's positional arguments are, in order: `show <runId>`, `approve <runId> <callId>`. */
+const ARGUMENT_NAMES = ['<runId>', '<callId>'];
+
 function checkArity(command: string, rest: readonly string[], count: number): void {
-  if (rest.length < count) throw usageError(`${command}: expected <runId>`);
+  // The missing ones are named: `approve r1` lacks the call id, not the run id.
+  if (rest.length < count)
+    throw usageError(`${command}: expected ${ARGUMENT_NAMES.slice(rest.length, count).join(' ')}`);
   if (rest.length > count) throw usageError(`${command}: unexpected argument ${JSON.stringify(rest[count])}`);
 }
 
