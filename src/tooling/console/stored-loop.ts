@@ -100,18 +100,36 @@ function labelOf(spec: string): string {
 }
 
 /**
- * The store `--store` names: a `postgres://` (or `postgresql://`) URL, else an existing SQLite file
- * (never created here: a mistyped path would list nothing and say nothing).
+ * The store `--store` names: a `postgres://` (or `postgresql://`) URL, in the Postgres schema `schema`
+ * names (default `loopstate`), else an existing SQLite file (never created here: a mistyped path would
+ * list nothing and say nothing).
  * @example
- * const store = openStore('loops.db', process.cwd());
+ * const store = openStore('postgres://app@db/loops', process.cwd(), 'ops');
  */
-export function openStore(spec: string | undefined, cwd: string): Store {
+export function openStore(spec: string | undefined, cwd: string, schema?: string): Store {
   if (spec === undefined || spec.trim() === '')
     throw new CliError({
       kind: 'usage',
       message: '--store: expected the store of the runs: a SQLite file path or a postgres:// URL',
     });
-  if (POSTGRES_URL.test(spec)) return postgresStore({ connectionString: spec });
+  if (POSTGRES_URL.test(spec)) {
+    try {
+      return postgresStore({ connectionString: spec, ...(schema === undefined ? {} : { schema }) });
+    } catch (error) {
+      if (error instanceof LoopConfigError && schema !== undefined)
+        throw new CliError({
+          kind: 'usage',
+          message: `--schema: expected a lower-case Postgres identifier (a-z, 0-9, _), got ${JSON.stringify(schema)}`,
+          cause: error,
+        });
+      throw error;
+    }
+  }
+  if (schema !== undefined)
+    throw new CliError({
+      kind: 'usage',
+      message: '--schema: only for a Postgres store (a postgres:// URL in --store); a SQLite file has no schemas',
+    });
   const path = isAbsolute(spec) ? spec : join(cwd, spec);
   if (!existsSync(path) || !statSync(path).isFile())
     throw new CliError({
@@ -130,6 +148,8 @@ export function openStore(spec: string | undefined, cwd: string): Store {
 export async function openStoredLoop(options: {
   loopFile: string | undefined;
   store: string | undefined;
+  /** The Postgres schema of a postgres:// store (default `loopstate`); refused for a SQLite file. */
+  schema?: string;
   cwd?: string;
   /** Connect the MCP servers the file exports (`export const mcp`), whose tools a continued run needs (default true). */
   connectMcp?: boolean;
@@ -140,7 +160,7 @@ export async function openStoredLoop(options: {
       kind: 'usage',
       message: '<loop file>: expected the loop file the runs were started with (its tools continue them)',
     });
-  const store = openStore(options.store, cwd);
+  const store = openStore(options.store, cwd, options.schema);
   let connections: Awaited<ReturnType<typeof connectServers>> = [];
   try {
     const loaded = await loadLoopFile(options.loopFile, cwd);
@@ -170,7 +190,7 @@ export async function openStoredLoop(options: {
     return {
       loop,
       store,
-      storeLabel: labelOf(options.store!),
+      storeLabel: `${labelOf(options.store!)}${options.schema === undefined ? '' : ` (schema ${options.schema})`}`,
       redact: (value) => redactValue(resolved.redact, value),
       checkDecisions: async (runId, approvals) => ({
         retried: (await durable.checkDecisions(runId, approvals)).retried,

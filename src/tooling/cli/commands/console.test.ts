@@ -64,6 +64,12 @@ describe('loopstate console and runs arguments', () => {
       'exactly one of --accept and --reject',
     ],
     [['runs', LOOP_FILE, '--store', 'x.db', 'list', '--bogus'], "Unknown option '--bogus'"],
+    [['runs', LOOP_FILE, '--store', 'x.db', '--schema', 'ops', 'list'], '--schema: only for a Postgres store'],
+    [['console', LOOP_FILE, '--store', 'x.db', '--schema', 'ops'], '--schema: only for a Postgres store'],
+    [
+      ['runs', LOOP_FILE, '--store', 'postgres://nobody@127.0.0.1:1/none', '--schema', 'Ops-1', 'list'],
+      '--schema: expected a lower-case Postgres identifier (a-z, 0-9, _), got "Ops-1"',
+    ],
   ])('%j exits 2 naming %s', async (args, named) => {
     const { code, err } = await cli(...args);
     expect(code).toBe(2);

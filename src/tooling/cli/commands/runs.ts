@@ -38,6 +38,7 @@ Commands:
   resume <runId>                       continue a run whose process died
 Options:
   --store <s>   a SQLite file a loop's sqliteStore wrote, or a postgres:// URL (required)
+  --schema <n>  the Postgres schema of the store (default loopstate)
   --json        print JSON on stdout (list, show, and the decisions' results)
   -h, --help    show this help
 
@@ -50,6 +51,7 @@ Exit codes:
 
 const OPTIONS = {
   store: { type: 'string' },
+  schema: { type: 'string' },
   status: { type: 'string' },
   limit: { type: 'string' },
   after: { type: 'string' },
@@ -107,6 +109,7 @@ async function runs(argv: readonly string[], io: CliIo): Promise<number> {
   const stored = await openStoredLoop({
     loopFile,
     store: flags.store,
+    ...(flags.schema === undefined ? {} : { schema: flags.schema }),
     // Listing and showing read the store only: the file's MCP servers are started for a decision alone.
     connectMcp: action !== null,
     ...(io.cwd === undefined ? {} : { cwd: io.cwd }),
