@@ -27,6 +27,8 @@ export interface ConsoleOptions {
   stored: StoredLoop;
   /** 0 (default) picks a free port. */
   port?: number;
+  /** Runs per page of the list (default 200); the page pages through the rest. */
+  pageSize?: number;
 }
 
 /** What the console knows of a decision or command it started on a run. */
@@ -84,6 +86,11 @@ function statusOf(error: unknown): number {
  */
 export async function startConsole(options: ConsoleOptions): Promise<RunningConsole> {
   const { stored } = options;
+  const pageSize = options.pageSize ?? PAGE_SIZE;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 10_000)
+    throw new LoopConfigError({
+      issues: [{ path: 'pageSize', message: `expected a whole number from 1 to 10000, got ${String(pageSize)}` }],
+    });
   const token = randomBytes(24).toString('base64url');
   const tokenBytes = Buffer.from(token);
   const activity = new Map<string, RunActivity>();
@@ -131,7 +138,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       );
     const after = url.searchParams.get('after');
     const page = await listStoredRuns(stored.store, {
-      limit: PAGE_SIZE,
+      limit: pageSize,
       ...(status === '' ? {} : { status: status as StoredRun['status'] }),
       ...(after === null ? {} : { after }),
     });
