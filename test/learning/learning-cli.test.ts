@@ -145,12 +145,33 @@ describe('loopstate learning on a SQLite file', () => {
     expect(err).toContain('Usage: loopstate learning show|reset');
   });
 
-  it('says a SQLite file does not exist, and does not create it', async () => {
+  it('says a SQLite file does not exist (bad usage, exit 2, as loopstate runs), and does not create it', async () => {
     const missing = join(scratch, 'missing.db');
     const { code, err } = await cli(['learning', 'show', '--store', missing]);
-    expect(code).toBe(1);
+    expect(code).toBe(2);
     expect(err).toBe(`loopstate learning: --store: no such SQLite file: ${missing}`);
     expect(existsSync(missing)).toBe(false);
+  });
+
+  it('prints stored failure reasons (they may quote model output) on one line, control characters escaped', async () => {
+    const copy = join(scratch, 'control.db');
+    const store = sqliteStore({ path: copy });
+    const reason = 'no total\u001b]52;c;ZWNobyBoaQ==\u0007\nreporter: version 9, updated never';
+    await createLoop({
+      model: scriptedModel([reply('no total')]),
+      name: 'escaper',
+      store,
+      learning: {},
+      limits: { maxSteps: 1 },
+      tasks: [{ id: 'draft', prompt: 'Write it', evaluate: [evaluators.rule(() => false, reason)] }],
+    }).run({ goal: 'go' });
+    await store.close();
+    const { code, out } = await cli(['learning', 'show', '--store', copy]);
+    expect(code).toBe(0);
+    expect(out).toContain('no total\\u001b]52;c;ZWNobyBoaQ==\\u0007\\u000areporter: version 9');
+    // eslint-disable-next-line no-control-regex -- a control character reaching the terminal is what is checked
+    expect(out).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+    expect(out.split('\n').filter((line) => line.startsWith('reporter'))).toEqual([]);
   });
 
   it('runs as the bin, in a child process', async () => {

@@ -1,5 +1,6 @@
 /**
- * The console's one HTML page: the store's runs, refreshed every second, with what each waits for (calls
+ * The console's one HTML page: the store's runs a page at a time (with buttons to the next and previous
+ * pages when there are more), refreshed every second, with what each waits for (calls
  * to approve with their redacted arguments, an output to review) and the buttons that decide it. The page
  * loads nothing from anywhere; every text from the store is put in with `textContent`, never as HTML.
  */
@@ -53,8 +54,9 @@ export function consolePage(about: { store: string; loop: string }): string {
   <div class="message" id="connection"></div>
   <table id="runs"><thead><tr><th>run</th><th>status</th><th>stop reason</th><th>goal</th><th>finished</th><th>waiting for / console</th></tr></thead><tbody></tbody></table>
   <p class="muted" id="empty" hidden>No runs in this store yet.</p>
+  <p class="meta" id="paging"><button id="newer" hidden>‹ previous runs</button> <span id="page-note"></span> <button id="older" hidden>more runs ›</button></p>
   <ul id="problems"></ul>
-  <p class="muted">Runs are listed by id and refreshed every second. A decision continues the run through the loop's own resume, with the same checks; what it did is shown in its row. Arguments and outputs are shown with the loop's redaction.</p>
+  <p class="muted">Runs are listed by id, a page at a time, and refreshed every second. A decision continues the run through the loop's own resume, with the same checks; what it did is shown in its row. Arguments and outputs are shown with the loop's redaction.</p>
 </main>
 <script>${CONSOLE_SCRIPT}</script>
 </body></html>`;

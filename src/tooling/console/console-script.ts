@@ -10,6 +10,15 @@ export const CONSOLE_SCRIPT = String.raw`
   const tbody = document.querySelector('#runs tbody');
   const drawn = new Map();
   const messages = new Map();
+  // Paging: the run id the shown page starts after (null: the first page), and those of the pages before it.
+  let after = null;
+  const before = [];
+  const currentQuery = () => {
+    const query = new URLSearchParams();
+    if ($('status-filter').value) query.set('status', $('status-filter').value);
+    if (after !== null) query.set('after', after);
+    return query.toString();
+  };
   const el = (tag, props, children) => {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(props || {})) {
@@ -114,11 +123,13 @@ export const CONSOLE_SCRIPT = String.raw`
   }
 
   async function refresh() {
-    const status = $('status-filter').value;
     let page;
     try {
-      const response = await fetch('/api/runs' + (status ? '?status=' + encodeURIComponent(status) : ''), { headers: { 'x-loopstate-token': token } });
+      const asked = currentQuery();
+      const response = await fetch('/api/runs' + (asked ? '?' + asked : ''), { headers: { 'x-loopstate-token': token } });
       page = await response.json();
+      // A page asked for before the filter or the page changed is not drawn.
+      if (asked !== currentQuery()) return;
       if (!response.ok) throw new Error((page.error && page.error.code + ': ' + page.error.message) || response.status);
       $('connection').textContent = '';
     } catch (error) {
@@ -154,12 +165,30 @@ export const CONSOLE_SCRIPT = String.raw`
       previous = row;
     }
     tbody.querySelectorAll('tr[data-run]').forEach((row) => { if (!seen.has(row.dataset.run)) { row.remove(); drawn.delete(row.dataset.run); } });
-    $('empty').hidden = page.runs.length > 0;
+    $('empty').hidden = page.runs.length > 0 || after !== null;
+    $('older').hidden = !page.next;
+    $('newer').hidden = after === null;
+    $('older').dataset.next = page.next || '';
+    $('page-note').textContent = after === null && !page.next ? '' : 'page ' + (before.length + 1) + (page.next ? ' · more runs exist' : ' · the last page');
     $('problems').replaceChildren(...page.unreadable.map((run) => el('li', { text: 'run ' + run.runId + ' cannot be read: ' + run.problem })));
-    $('refreshed').textContent = page.runs.length + ' runs' + (page.next ? ' (the first ' + page.runs.length + ')' : '') + ' · refreshed ' + new Date().toLocaleTimeString();
+    $('refreshed').textContent = page.runs.length + ' runs' + (page.next || after !== null ? ' on this page' : '') + ' · refreshed ' + new Date().toLocaleTimeString();
   }
 
-  $('status-filter').addEventListener('change', () => refresh());
+  $('older').addEventListener('click', () => {
+    if (!$('older').dataset.next) return;
+    before.push(after);
+    after = $('older').dataset.next;
+    refresh();
+  });
+  $('newer').addEventListener('click', () => {
+    after = before.length > 0 ? before.pop() : null;
+    refresh();
+  });
+  $('status-filter').addEventListener('change', () => {
+    after = null;
+    before.length = 0;
+    refresh();
+  });
   refresh();
   setInterval(refresh, 1000);
 })();

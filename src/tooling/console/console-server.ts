@@ -16,7 +16,7 @@ import { namesThisServer } from '../viewer/viewer-server.js';
 import { escapeHtml } from '../viewer/statechart-svg.js';
 import { consolePage } from './console-page.js';
 import { approvalsOf, describeActionError, performAction, reviewOf, type RunAction } from './run-actions.js';
-import type { StoredLoop } from './stored-loop.js';
+import { redactedRun, type StoredLoop } from './stored-loop.js';
 
 /**
  * Options of `startConsole`.
@@ -27,6 +27,8 @@ export interface ConsoleOptions {
   stored: StoredLoop;
   /** 0 (default) picks a free port. */
   port?: number;
+  /** Runs per page of the list (default 200); the page pages through the rest. */
+  pageSize?: number;
 }
 
 /** What the console knows of a decision or command it started on a run. */
@@ -84,6 +86,11 @@ function statusOf(error: unknown): number {
  */
 export async function startConsole(options: ConsoleOptions): Promise<RunningConsole> {
   const { stored } = options;
+  const pageSize = options.pageSize ?? PAGE_SIZE;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 10_000)
+    throw new LoopConfigError({
+      issues: [{ path: 'pageSize', message: `expected a whole number from 1 to 10000, got ${String(pageSize)}` }],
+    });
   const token = randomBytes(24).toString('base64url');
   const tokenBytes = Buffer.from(token);
   const activity = new Map<string, RunActivity>();
@@ -112,20 +119,14 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       })
       .end(html);
 
-  /** A run as the page shows it: arguments and outputs redacted, with what this console is doing to it. */
-  const shown = (run: StoredRun) => ({
-    ...run,
-    pendingApprovals: run.pendingApprovals.map((call) => ({ ...call, args: stored.redact(call.args) })),
-    pendingReview:
-      run.pendingReview === null
-        ? null
-        : {
-            ...run.pendingReview,
-            output: stored.redact(run.pendingReview.output),
-            rawOutput: stored.redact(run.pendingReview.rawOutput),
-          },
-    activity: activity.get(run.runId) ?? null,
-  });
+  /** A run as the page shows it: the whole of it through the loop's redaction, with what this console is doing to it. */
+  const shown = (run: StoredRun) => {
+    const doing = activity.get(run.runId);
+    return {
+      ...redactedRun(stored, run),
+      activity: doing === undefined ? null : (stored.redact(doing) as RunActivity),
+    };
+  };
 
   async function listRuns(url: URL) {
     const status = url.searchParams.get('status') ?? '';
@@ -137,7 +138,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       );
     const after = url.searchParams.get('after');
     const page = await listStoredRuns(stored.store, {
-      limit: PAGE_SIZE,
+      limit: pageSize,
       ...(status === '' ? {} : { status: status as StoredRun['status'] }),
       ...(after === null ? {} : { after }),
     });

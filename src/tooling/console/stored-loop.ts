@@ -5,8 +5,8 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { createLoop, LoopConfigError, type Loop, type LoopConfig, type Store } from '../../index.js';
-import { durableRunsOf, loopConfigOf, thrownMessage } from '../../internal.js';
+import { createLoop, LoopConfigError, type Loop, type LoopConfig, type RunResult, type Store } from '../../index.js';
+import { durableRunsOf, loopConfigOf, thrownMessage, type StoredRun } from '../../internal.js';
 import { postgresStore } from '../../adapters/postgres/index.js';
 import { sqliteStore } from '../../adapters/sqlite/index.js';
 import { CliError } from '../cli/cli-error.js';
@@ -45,6 +45,46 @@ function redactValue(redactor: NonNullable<ReturnType<typeof loopConfigOf>>['red
   }
 }
 
+/**
+ * A stored run as a person may see it: the whole of it through the loop's redaction (its goal, detail,
+ * the arguments of calls waiting for approval, an output waiting for review), its ids kept as they are
+ * (they are what a decision names).
+ * @example
+ * io.out(JSON.stringify(redactedRun(stored, run)));
+ */
+export function redactedRun(stored: Pick<StoredLoop, 'redact'>, run: StoredRun): StoredRun {
+  const shown = stored.redact(run) as StoredRun;
+  return {
+    ...shown,
+    runId: run.runId,
+    pendingApprovals: shown.pendingApprovals.map((call, index) => ({
+      ...call,
+      callId: run.pendingApprovals[index]!.callId,
+    })),
+  };
+}
+
+/**
+ * A run's result as a person may see it: the whole of it (messages, tool arguments, raw output, what it
+ * waits for, its trace) through the loop's redaction, its ids kept as they are.
+ * @example
+ * io.out(JSON.stringify(redactedResult(stored, await loop.resume(runId))));
+ */
+export function redactedResult<T extends Pick<RunResult, 'runId' | 'pendingApprovals'>>(
+  stored: Pick<StoredLoop, 'redact'>,
+  result: T,
+): T {
+  const shown = stored.redact(result) as T;
+  return {
+    ...shown,
+    runId: result.runId,
+    pendingApprovals: shown.pendingApprovals.map((call, index) => ({
+      ...call,
+      callId: result.pendingApprovals[index]!.callId,
+    })),
+  };
+}
+
 const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 
 /** A Postgres URL as it may be printed: the password left out. */
@@ -60,18 +100,36 @@ function labelOf(spec: string): string {
 }
 
 /**
- * The store `--store` names: a `postgres://` (or `postgresql://`) URL, else an existing SQLite file
- * (never created here: a mistyped path would list nothing and say nothing).
+ * The store `--store` names: a `postgres://` (or `postgresql://`) URL, in the Postgres schema `schema`
+ * names (default `loopstate`), else an existing SQLite file (never created here: a mistyped path would
+ * list nothing and say nothing).
  * @example
- * const store = openStore('loops.db', process.cwd());
+ * const store = openStore('postgres://app@db/loops', process.cwd(), 'ops');
  */
-export function openStore(spec: string | undefined, cwd: string): Store {
+export function openStore(spec: string | undefined, cwd: string, schema?: string): Store {
   if (spec === undefined || spec.trim() === '')
     throw new CliError({
       kind: 'usage',
       message: '--store: expected the store of the runs: a SQLite file path or a postgres:// URL',
     });
-  if (POSTGRES_URL.test(spec)) return postgresStore({ connectionString: spec });
+  if (POSTGRES_URL.test(spec)) {
+    try {
+      return postgresStore({ connectionString: spec, ...(schema === undefined ? {} : { schema }) });
+    } catch (error) {
+      if (error instanceof LoopConfigError && schema !== undefined)
+        throw new CliError({
+          kind: 'usage',
+          message: `--schema: expected a lower-case Postgres identifier (a-z, 0-9, _), got ${JSON.stringify(schema)}`,
+          cause: error,
+        });
+      throw error;
+    }
+  }
+  if (schema !== undefined)
+    throw new CliError({
+      kind: 'usage',
+      message: '--schema: only for a Postgres store (a postgres:// URL in --store); a SQLite file has no schemas',
+    });
   const path = isAbsolute(spec) ? spec : join(cwd, spec);
   if (!existsSync(path) || !statSync(path).isFile())
     throw new CliError({
@@ -90,6 +148,8 @@ export function openStore(spec: string | undefined, cwd: string): Store {
 export async function openStoredLoop(options: {
   loopFile: string | undefined;
   store: string | undefined;
+  /** The Postgres schema of a postgres:// store (default `loopstate`); refused for a SQLite file. */
+  schema?: string;
   cwd?: string;
   /** Connect the MCP servers the file exports (`export const mcp`), whose tools a continued run needs (default true). */
   connectMcp?: boolean;
@@ -100,7 +160,7 @@ export async function openStoredLoop(options: {
       kind: 'usage',
       message: '<loop file>: expected the loop file the runs were started with (its tools continue them)',
     });
-  const store = openStore(options.store, cwd);
+  const store = openStore(options.store, cwd, options.schema);
   let connections: Awaited<ReturnType<typeof connectServers>> = [];
   try {
     const loaded = await loadLoopFile(options.loopFile, cwd);
@@ -130,7 +190,7 @@ export async function openStoredLoop(options: {
     return {
       loop,
       store,
-      storeLabel: labelOf(options.store!),
+      storeLabel: `${labelOf(options.store!)}${options.schema === undefined ? '' : ` (schema ${options.schema})`}`,
       redact: (value) => redactValue(resolved.redact, value),
       checkDecisions: async (runId, approvals) => ({
         retried: (await durable.checkDecisions(runId, approvals)).retried,

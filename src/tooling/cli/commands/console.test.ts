@@ -51,7 +51,10 @@ describe('loopstate console and runs arguments', () => {
     [['runs', LOOP_FILE, '--store', 'x.db', 'purge', 'r1'], 'unknown command "purge"'],
     [['runs', LOOP_FILE, '--store', 'x.db', 'list', '--limit', '0'], '--limit'],
     [['runs', LOOP_FILE, '--store', 'x.db', 'show'], 'show: expected <runId>'],
-    [['runs', LOOP_FILE, '--store', 'x.db', 'approve', 'r1'], 'approve: expected <runId>'],
+    [['runs', LOOP_FILE, '--store', 'x.db', 'approve', 'r1'], 'approve: expected <callId>\n'],
+    [['runs', LOOP_FILE, '--store', 'x.db', 'approve'], 'approve: expected <runId> <callId>\n'],
+    [['runs', LOOP_FILE, '--store', 'x.db', 'reject', 'r1', '--reason', 'no'], 'reject: expected <callId>\n'],
+    [['runs', LOOP_FILE, '--store', 'x.db', 'cancel'], 'cancel: expected <runId>\n'],
     [
       ['runs', LOOP_FILE, '--store', 'x.db', 'approve', 'r1', 'c1', '--reason', 'ok'],
       '--reason: an approval takes no reason',
@@ -61,6 +64,12 @@ describe('loopstate console and runs arguments', () => {
       'exactly one of --accept and --reject',
     ],
     [['runs', LOOP_FILE, '--store', 'x.db', 'list', '--bogus'], "Unknown option '--bogus'"],
+    [['runs', LOOP_FILE, '--store', 'x.db', '--schema', 'ops', 'list'], '--schema: only for a Postgres store'],
+    [['console', LOOP_FILE, '--store', 'x.db', '--schema', 'ops'], '--schema: only for a Postgres store'],
+    [
+      ['runs', LOOP_FILE, '--store', 'postgres://nobody@127.0.0.1:1/none', '--schema', 'Ops-1', 'list'],
+      '--schema: expected a lower-case Postgres identifier (a-z, 0-9, _), got "Ops-1"',
+    ],
   ])('%j exits 2 naming %s', async (args, named) => {
     const { code, err } = await cli(...args);
     expect(code).toBe(2);

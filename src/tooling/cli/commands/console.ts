@@ -8,7 +8,7 @@ import { CliError, EXIT_CODES } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { terminalLine } from '../terminal-safe.js';
 
-export const CONSOLE_USAGE = `Usage: loopstate console <loop file> --store <sqlite file | postgres url> [--port N]
+export const CONSOLE_USAGE = `Usage: loopstate console <loop file> --store <sqlite file | postgres url> [--schema S] [--port N]
 
 Serves a local page of a store's runs on 127.0.0.1: the runs (refreshed as the store changes), each run
 in the viewer (read from the store), and the calls waiting for approval and outputs waiting for review,
@@ -19,6 +19,7 @@ refused. The loop file is the one the runs were started with (continuing a run n
 
 Options:
   --store <s>   a SQLite file a loop's sqliteStore wrote, or a postgres:// URL (required)
+  --schema <n>  the Postgres schema of the store (default loopstate)
   --port <N>    the port (default: a free one)
   -h, --help    show this help
 
@@ -48,7 +49,12 @@ export async function consoleCommand(argv: readonly string[], io: CliIo, stop: A
       parsed = parseArgs({
         args: [...argv],
         allowPositionals: true,
-        options: { store: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+        options: {
+          store: { type: 'string' },
+          schema: { type: 'string' },
+          port: { type: 'string' },
+          help: { type: 'boolean', short: 'h' },
+        },
       });
     } catch (error) {
       throw new CliError({ kind: 'usage', message: `${thrownMessage(error)}\n\n${CONSOLE_USAGE}` });
@@ -79,6 +85,7 @@ export async function consoleCommand(argv: readonly string[], io: CliIo, stop: A
     const stored = await openStoredLoop({
       loopFile,
       store: parsed.values.store,
+      ...(parsed.values.schema === undefined ? {} : { schema: parsed.values.schema }),
       ...(io.cwd === undefined ? {} : { cwd: io.cwd }),
     });
     let running;

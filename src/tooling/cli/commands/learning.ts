@@ -12,6 +12,7 @@ import { sqliteStore } from '../../../adapters/sqlite/index.js';
 import { postgresStore } from '../../../adapters/postgres/index.js';
 import { EXIT_CODES } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
+import { terminalLine } from '../terminal-safe.js';
 
 export const LEARNING_USAGE = `Usage: loopstate learning show|reset --store <sqlite file | postgres url> [options]
 
@@ -32,7 +33,8 @@ Options:
   --json               print JSON (show: one array; reset: the keys deleted)
   -h, --help           show this help
 
-Exit codes: 0 done; 1 a record could not be read (show) or the store failed; 2 bad usage.`;
+Exit codes: 0 done; 1 a record could not be read (show) or the store failed; 2 bad usage (a missing
+SQLite file too).`;
 
 interface Selected {
   key: string;
@@ -76,9 +78,11 @@ function table(rows: string[][]): string[] {
   return rows.map((row) => `    ${row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ')}`.trimEnd());
 }
 
+/** A stored record for the terminal: every stored text (names, failure reasons that may quote model output) on one line. */
 function describeRecord(entry: Selected): string {
-  const title = `${entry.name}${entry.tenantId === null ? '' : ` (tenant ${entry.tenantId})`}`;
-  if (entry.record === null) return `${title}: version ${entry.version}, unreadable: ${entry.problem}`;
+  const title = terminalLine(`${entry.name}${entry.tenantId === null ? '' : ` (tenant ${entry.tenantId})`}`);
+  if (entry.record === null)
+    return `${title}: version ${entry.version}, unreadable: ${terminalLine(entry.problem ?? '')}`;
   const { record } = entry;
   const lines = [`${title}: version ${entry.version}, updated ${new Date(record.updatedAt).toISOString()}`];
   const tools = Object.entries(record.tools);
@@ -90,7 +94,7 @@ function describeRecord(entry: Selected): string {
         ...tools.map(([name, tool]) => {
           const calls = tool.successes + tool.failures;
           return [
-            name,
+            terminalLine(name),
             tool.weight.toFixed(3),
             fixed(tool.successes),
             fixed(tool.failures),
@@ -109,10 +113,12 @@ function describeRecord(entry: Selected): string {
         ...tasks.map(([id, task]) => {
           const feedback = taskFeedbackOf(task, 3);
           return [
-            id,
+            terminalLine(id),
             feedback.passRate.toFixed(3),
             fixed(feedback.evaluations),
-            feedback.topFailureReasons.map(({ reason, count }) => `${reason} (${fixed(count)})`).join('; ') || '-',
+            terminalLine(
+              feedback.topFailureReasons.map(({ reason, count }) => `${reason} (${fixed(count)})`).join('; '),
+            ) || '-',
           ];
         }),
       ]),
@@ -172,8 +178,9 @@ export async function learningCommand(argv: readonly string[], io: CliIo): Promi
   }
   const store = openStore(values.store as string, values.schema);
   if (typeof store === 'string') {
-    io.err(`loopstate learning: ${store}`);
-    return store.startsWith('--schema') ? EXIT_CODES.usage : EXIT_CODES.failure;
+    // A missing SQLite file is the caller's mistake, as for `loopstate runs`: exit 2.
+    io.err(`loopstate learning: ${terminalLine(store)}`);
+    return EXIT_CODES.usage;
   }
   try {
     const rows = await store.listLearning();
@@ -208,7 +215,9 @@ export async function learningCommand(argv: readonly string[], io: CliIo): Promi
             ? 'nothing learned to reset'
             : `reset ${deleted.length} learning record${deleted.length === 1 ? '' : 's'}: ${selected
                 .filter((entry) => deleted.includes(entry.key))
-                .map((entry) => `${entry.name}${entry.tenantId === null ? '' : ` (tenant ${entry.tenantId})`}`)
+                .map((entry) =>
+                  terminalLine(`${entry.name}${entry.tenantId === null ? '' : ` (tenant ${entry.tenantId})`}`),
+                )
                 .join(', ')}`,
         );
       return EXIT_CODES.success;
@@ -218,12 +227,12 @@ export async function learningCommand(argv: readonly string[], io: CliIo): Promi
       io.out(
         values.name === undefined
           ? 'nothing learned yet in this store'
-          : `nothing learned yet for ${values.name}${values.tenant === undefined ? '' : ` (tenant ${values.tenant})`}`,
+          : `nothing learned yet for ${terminalLine(values.name)}${values.tenant === undefined ? '' : ` (tenant ${terminalLine(values.tenant)})`}`,
       );
     else io.out(selected.map(describeRecord).join('\n\n'));
     return selected.some((entry) => entry.record === null) ? EXIT_CODES.failure : EXIT_CODES.success;
   } catch (error) {
-    io.err(`loopstate learning: the store failed: ${thrownMessage(error)}`);
+    io.err(`loopstate learning: the store failed: ${terminalLine(thrownMessage(error))}`);
     return EXIT_CODES.failure;
   } finally {
     await store.close().catch(() => undefined);

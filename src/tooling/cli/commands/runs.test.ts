@@ -60,6 +60,36 @@ describe('loopstate runs on Postgres', () => {
     expect(again.err).toMatch(/review_already_decided|review_not_pending/);
   });
 
+  it('--schema: the runs of a store in another Postgres schema, listed, shown and decided there', async () => {
+    const store = postgresStore({ connectionString: postgres.url, schema: 'runs_cli_ops' });
+    await createLoop({ ...config, store }).run({ goal: 'Refund order O-3', runId: 'ops-O-3' });
+    await store.close();
+    const runs = (...args: string[]) =>
+      cli('runs', LOOP_FILE, '--store', postgres.url, '--schema', 'runs_cli_ops', ...args);
+    const listed = await runs('list', '--json');
+    expect(listed.code, listed.err).toBe(0);
+    expect((JSON.parse(listed.out) as { runs: { runId: string }[] }).runs.map((run) => run.runId)).toEqual(['ops-O-3']);
+    expect((await runs('show', 'ops-O-3')).out).toContain('waiting for approval: call-O-3 refund');
+    const approved = await runs('approve', 'ops-O-3', 'call-O-3');
+    expect(approved.code, approved.err).toBe(0);
+    expect(approved.out).toContain('run ops-O-3: succeeded (completed)');
+    // The default schema has runs of its own, and not this one.
+    const elsewhere = await cli('runs', LOOP_FILE, '--store', postgres.url, 'show', 'ops-O-3');
+    expect(elsewhere.code).toBe(2);
+    expect(elsewhere.err).toContain('no run "ops-O-3" in the store');
+    // The console opens the same schema: its first line names it.
+    const stop = new AbortController();
+    stop.abort();
+    const printed: string[] = [];
+    const served = await runCli(
+      ['console', LOOP_FILE, '--store', postgres.url, '--schema', 'runs_cli_ops'],
+      { out: (text) => printed.push(text), err: (text) => printed.push(text) },
+      { stop: stop.signal },
+    );
+    expect(served, printed.join('\n')).toBe(0);
+    expect(printed[0]).toMatch(/^loopstate console: loop refunds on postgres.* \(schema runs_cli_ops\)$/);
+  });
+
   it('never prints the password of the URL', async () => {
     const url = new URL(postgres.url);
     url.password = 'hunter2';

@@ -14,7 +14,7 @@ import {
   type StoredRun,
 } from '../../../internal.js';
 import { describeActionError, performAction, type RunAction } from '../../console/run-actions.js';
-import { openStoredLoop, type StoredLoop } from '../../console/stored-loop.js';
+import { openStoredLoop, redactedResult, redactedRun, type StoredLoop } from '../../console/stored-loop.js';
 import { CliError, EXIT_CODES } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { terminalLine } from '../terminal-safe.js';
@@ -38,6 +38,7 @@ Commands:
   resume <runId>                       continue a run whose process died
 Options:
   --store <s>   a SQLite file a loop's sqliteStore wrote, or a postgres:// URL (required)
+  --schema <n>  the Postgres schema of the store (default loopstate)
   --json        print JSON on stdout (list, show, and the decisions' results)
   -h, --help    show this help
 
@@ -50,6 +51,7 @@ Exit codes:
 
 const OPTIONS = {
   store: { type: 'string' },
+  schema: { type: 'string' },
   status: { type: 'string' },
   limit: { type: 'string' },
   after: { type: 'string' },
@@ -107,6 +109,7 @@ async function runs(argv: readonly string[], io: CliIo): Promise<number> {
   const stored = await openStoredLoop({
     loopFile,
     store: flags.store,
+    ...(flags.schema === undefined ? {} : { schema: flags.schema }),
     // Listing and showing read the store only: the file's MCP servers are started for a decision alone.
     connectMcp: action !== null,
     ...(io.cwd === undefined ? {} : { cwd: io.cwd }),
@@ -116,15 +119,21 @@ async function runs(argv: readonly string[], io: CliIo): Promise<number> {
     if (command === 'show') return await show(stored, rest[0]!, flags, io);
     await mustExist(stored, action!.runId);
     const result = await performAction(stored.loop, action!);
-    report(result, action!, flags, io);
+    // What the run did next is printed through the loop's redaction, as JSON and as text.
+    report(result === null ? null : redactedResult(stored, result), action!, flags, io);
     return EXIT_CODES.success;
   } finally {
     await stored.close();
   }
 }
 
+/** What a command's positional arguments are, in order: `show <runId>`, `approve <runId> <callId>`. */
+const ARGUMENT_NAMES = ['<runId>', '<callId>'];
+
 function checkArity(command: string, rest: readonly string[], count: number): void {
-  if (rest.length < count) throw usageError(`${command}: expected <runId>`);
+  // The missing ones are named: `approve r1` lacks the call id, not the run id.
+  if (rest.length < count)
+    throw usageError(`${command}: expected ${ARGUMENT_NAMES.slice(rest.length, count).join(' ')}`);
   if (rest.length > count) throw usageError(`${command}: unexpected argument ${JSON.stringify(rest[count])}`);
 }
 
@@ -189,31 +198,17 @@ async function mustExist(stored: StoredLoop, runId: string): Promise<StoredRun> 
   return storedRunOf({ ...row, finishedAt: null });
 }
 
-/** A stored run for JSON: what it waits for, its arguments and output redacted. */
-function shownRun(stored: StoredLoop, run: StoredRun): StoredRun {
-  return {
-    ...run,
-    pendingApprovals: run.pendingApprovals.map((call) => ({ ...call, args: stored.redact(call.args) })),
-    pendingReview:
-      run.pendingReview === null
-        ? null
-        : {
-            ...run.pendingReview,
-            output: stored.redact(run.pendingReview.output),
-            rawOutput: stored.redact(run.pendingReview.rawOutput) as string,
-          },
-  };
-}
-
 async function list(
   stored: StoredLoop,
   options: ReturnType<typeof listOptionsOf>,
   flags: Flags,
   io: CliIo,
 ): Promise<number> {
-  const page = await listStoredRuns(stored.store, options);
+  const listed = await listStoredRuns(stored.store, options);
+  // Everything printed goes through the loop's redaction: goals, details and waiting arguments and outputs.
+  const page = { ...listed, runs: listed.runs.map((run) => redactedRun(stored, run)) };
   if (flags.json) {
-    io.out(JSON.stringify({ ...page, runs: page.runs.map((run) => shownRun(stored, run)) }, null, 2));
+    io.out(JSON.stringify(page, null, 2));
     return EXIT_CODES.success;
   }
   if (page.runs.length === 0 && page.unreadable.length === 0)
@@ -243,17 +238,28 @@ async function list(
 }
 
 async function show(stored: StoredLoop, runId: string, flags: Flags, io: CliIo): Promise<number> {
-  const run = await mustExist(stored, runId);
-  const result = (await durableRunsOf(stored.loop)?.latestResult(runId)) ?? null;
+  // Everything printed goes through the loop's redaction: the run, its result (messages, tool arguments,
+  // raw output) and its step table.
+  const run = redactedRun(stored, await mustExist(stored, runId));
+  const stepsResult = (await durableRunsOf(stored.loop)?.latestResult(runId)) ?? null;
   const { storedRunTimeline } = await import('../../viewer/stored-run-view.js');
-  const steps = result === null ? [] : storedRunTimeline(runId, result.trace, stored.storeLabel).steps;
+  const steps =
+    stepsResult === null
+      ? []
+      : (stored.redact(storedRunTimeline(runId, stepsResult.trace, stored.storeLabel).steps) as ReturnType<
+          typeof storedRunTimeline
+        >['steps']);
+  let result: (Omit<RunResult, 'trace'> & { traceEvents: number }) | null = null;
+  if (stepsResult !== null) {
+    const { trace, ...withoutTrace } = stepsResult;
+    result = redactedResult(stored, { ...withoutTrace, traceEvents: trace.length });
+  }
   if (flags.json) {
-    const { trace: _trace, ...withoutTrace } = result ?? { trace: [] };
     io.out(
       JSON.stringify(
         {
-          run: shownRun(stored, run),
-          result: result === null ? null : { ...withoutTrace, traceEvents: result.trace.length },
+          run,
+          result,
           steps,
         },
         null,
@@ -271,14 +277,14 @@ async function show(stored: StoredLoop, runId: string, flags: Flags, io: CliIo):
     lines.push(
       `steps ${result.steps} · tokens ${result.usage.inputTokens} in / ${result.usage.outputTokens} out · $${result.usage.costUsd.toFixed(4)}`,
     );
-  if (result?.rawOutput != null) lines.push(`output: ${terminalLine(String(stored.redact(result.rawOutput)))}`);
+  if (result?.rawOutput != null) lines.push(`output: ${terminalLine(String(result.rawOutput))}`);
   for (const call of run.pendingApprovals)
     lines.push(
-      `waiting for approval: ${terminalLine(call.callId)} ${terminalLine(call.tool)} ${terminalLine(JSON.stringify(stored.redact(call.args)))}`,
+      `waiting for approval: ${terminalLine(call.callId)} ${terminalLine(call.tool)} ${terminalLine(JSON.stringify(call.args))}`,
     );
   if (run.pendingReview !== null)
     lines.push(
-      `waiting for review (${terminalLine(run.pendingReview.evaluator)}: ${terminalLine(run.pendingReview.reason)}): ${terminalLine(String(stored.redact(run.pendingReview.rawOutput)))}`,
+      `waiting for review (${terminalLine(run.pendingReview.evaluator)}: ${terminalLine(run.pendingReview.reason)}): ${terminalLine(String(run.pendingReview.rawOutput))}`,
     );
   if (steps.length > 0) {
     lines.push('', 'step  task  state after  decision  tool calls  tokens in/out  verdict');
