@@ -71,8 +71,9 @@ export interface ResumeOptions {
    */
   approvals?: Readonly<Record<string, ApprovalInput>>;
   /**
-   * The decision on the output in `result.pendingReview`. The same decision sent again returns the run's
-   * result; another decision on a decided output, or one for an output that does not wait, is a `ReviewError`.
+   * The decision on the output in `result.pendingReview`, bound to that stop by its `reviewId`. The same
+   * decision sent again returns the run's result (never applied to a stop the run reached since); another
+   * decision on a decided stop, or one for a stop or output that does not wait, is a `ReviewError`.
    */
   review?: ReviewInput;
   signal?: AbortSignal;
