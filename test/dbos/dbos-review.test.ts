@@ -12,6 +12,9 @@ import { postgresStore, type PostgresStore } from 'loopstate/postgres';
 import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
 
 const REPLIES = ['{"order":"O-7","amount":250}', '{"order":"O-7","amount":90}'];
+/** Three outputs a person must review, one after another, then one that passes. */
+const REPLIES_O9 = [300, 301, 302, 90].map((amount) => `{"order":"O-9","amount":${amount}}`);
+let modelCallsO9 = 0;
 let server: TestPostgres;
 let store: PostgresStore;
 let worker: DbosWorker;
@@ -26,9 +29,12 @@ beforeAll(async () => {
   const model: Model = {
     id: 'review-test-model',
     generate: async ({ messages }) => {
-      modelCalls++;
       const step = messages.filter((message) => message.role === 'assistant').length;
-      return { text: REPLIES[step] ?? 'none', toolCalls: [], usage: { inputTokens: 10, outputTokens: 5 } };
+      const o9 = messages.some((message) => String(message.content).includes('Refund O-9'));
+      if (o9) modelCallsO9++;
+      else modelCalls++;
+      const text = (o9 ? REPLIES_O9 : REPLIES)[step] ?? 'none';
+      return { text, toolCalls: [], usage: { inputTokens: 10, outputTokens: 5 } };
     },
   };
   loop = createLoop({
@@ -87,5 +93,35 @@ describe('review on a DBOS worker', () => {
     await expect(durableRunsOf(loop)!.checkReviewDecision('dbos-review-1', { accept: true })).rejects.toBeInstanceOf(
       ReviewError,
     );
+  });
+
+  it('a leg re-entered after the run stopped at new reviews takes its recorded verdict: the decision is not applied again', async () => {
+    await worker.enqueue({ goal: 'Refund O-9', runId: 'dbos-review-2' });
+    const first = await worker.result('dbos-review-2');
+    expect(first.pendingReview?.reviewId).toMatch(/^\d+-[0-9a-f]{16}$/);
+    // Unbound, as an older client sends it: the leg's verdict binds it to the stop it was checked against.
+    const leg1 = await client.enqueueResume('dbos-review-2', { review: { accept: false, reason: 'too much' } });
+    const second = await client.result(leg1.workflowId);
+    expect(second.pendingReview?.rawOutput).toBe(REPLIES_O9[1]);
+    const verdict = (await steps.listWorkflowSteps(leg1.workflowId))?.find(
+      (step) => (step.output as { kind?: string } | undefined)?.kind === 'decisions',
+    );
+    expect(verdict?.output).toEqual({ kind: 'decisions', accepted: true, reviewId: first.pendingReview!.reviewId });
+    const leg2 = await client.enqueueResume('dbos-review-2', {
+      review: { accept: false, reason: 'still too much', reviewId: second.pendingReview!.reviewId! },
+    });
+    const third = await client.result(leg2.workflowId);
+    expect(third.pendingReview?.rawOutput).toBe(REPLIES_O9[2]);
+    expect(modelCallsO9).toBe(3);
+    // The first leg executed again from just after its verdict, as DBOS re-enters a leg that died before its end.
+    const forked = await steps.forkWorkflow(leg1.workflowId, verdict!.functionID + 1);
+    const output = (await steps.retrieveWorkflow(forked).getResult()) as { kind: string; result: typeof third };
+    expect(output.kind).toBe('stopped');
+    expect(output.result.pendingReview).toEqual(third.pendingReview);
+    expect(modelCallsO9).toBe(3);
+    expect(await durableRunsOf(loop)!.latestResult('dbos-review-2')).toMatchObject({
+      status: 'needs_human',
+      pendingReview: third.pendingReview,
+    });
   });
 });

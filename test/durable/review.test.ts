@@ -50,6 +50,7 @@ describe('human review of outputs', () => {
       reason: 'refunds over 100 need a person',
       evaluator: 'review',
       outputHash: expect.stringMatching(/^[0-9a-f]{16}$/),
+      reviewId: expect.stringMatching(/^\d+-[0-9a-f]{16}$/),
     });
     expect(stopped.trace.filter((event) => event.type === 'review-requested')).toEqual([
       expect.objectContaining({ taskId: 'main', evaluator: 'review', outputHash: stopped.pendingReview!.outputHash }),
@@ -145,6 +146,7 @@ describe('human review of outputs', () => {
     const stopped = await loop.run({ goal: 'Refund O-7' });
     expect(stopped.stopReason).toBe('needs_human');
     expect(stopped.pendingReview?.output).toEqual({ order: 'O-7', amount: 250 });
+    expect(stopped.pendingReview?.reviewId).toBeNull();
     await expect(loop.resume(stopped.runId, { review: { accept: true } })).rejects.toMatchObject({ code: 'no_store' });
   });
 
@@ -236,5 +238,61 @@ describe('human review of outputs', () => {
     const done = await loop.resume('r8', { approvals: { [callId]: { approve: true } } });
     expect(done.stopReason).toBe('completed');
     expect(refunds).toEqual(['O-7']);
+  });
+
+  describe('a decision is bound to the stop it was taken on, never applied to the next one', () => {
+    it('a rejection retried after the run stopped at a new review returns the result, B still waiting', async () => {
+      const { loop, model } = refundLoop(memoryStore(), [big, '{"order":"O-7","amount":251}', small]);
+      const first = await loop.run({ goal: 'Refund O-7', runId: 'b1' });
+      const second = await loop.resume('b1', { review: { accept: false, reason: 'too much' } });
+      expect(second.pendingReview?.rawOutput).toBe('{"order":"O-7","amount":251}');
+      expect(second.pendingReview?.reviewId).not.toBe(first.pendingReview?.reviewId);
+      // The same request again (a retry: no binding, as a client that forgot it sends): the result, nothing applied.
+      const retried = await loop.resume('b1', { review: { accept: false, reason: 'too much' } });
+      expect(retried.status).toBe('needs_human');
+      expect(retried.pendingReview).toEqual(second.pendingReview);
+      // Bound by the first stop's id or its output hash: the same.
+      const byId = { accept: false, reason: 'too much', reviewId: first.pendingReview!.reviewId! } as const;
+      expect((await loop.resume('b1', { review: byId })).pendingReview).toEqual(second.pendingReview);
+      const byHash = { accept: false, reason: 'too much', outputHash: first.pendingReview!.outputHash } as const;
+      expect((await loop.resume('b1', { review: byHash })).pendingReview).toEqual(second.pendingReview);
+      // Another decision on the first stop is refused; an id of no stop of the run too.
+      await expect(
+        loop.resume('b1', { review: { accept: true, reviewId: first.pendingReview!.reviewId! } }),
+      ).rejects.toMatchObject({ name: 'ReviewError', code: 'review_already_decided' });
+      await expect(
+        loop.resume('b1', { review: { accept: true, reviewId: '999-0000000000000000' } }),
+      ).rejects.toMatchObject({ name: 'ReviewError', code: 'review_output_changed' });
+      expect(model.calls).toHaveLength(2);
+      // Bound to the stop that waits, the decision is taken.
+      const done = await loop.resume('b1', {
+        review: { accept: false, reason: 'only 90', reviewId: second.pendingReview!.reviewId! },
+      });
+      expect(done.stopReason).toBe('completed');
+      expect(done.output).toEqual({ order: 'O-7', amount: 90 });
+      model.assertComplete();
+    });
+
+    it('a model that repeats its output: the same hash-bound rejection sent twice is applied once', async () => {
+      const { loop, model } = refundLoop(memoryStore(), [big, big, small]);
+      const first = await loop.run({ goal: 'Refund O-7', runId: 'b2' });
+      const decision = { accept: false, reason: 'too much', outputHash: first.pendingReview!.outputHash } as const;
+      const second = await loop.resume('b2', { review: decision });
+      expect(second.status).toBe('needs_human');
+      expect(second.pendingReview?.outputHash).toBe(first.pendingReview?.outputHash);
+      expect(second.pendingReview?.reviewId).not.toBe(first.pendingReview?.reviewId);
+      const retried = await loop.resume('b2', { review: decision });
+      expect(retried.status).toBe('needs_human');
+      expect(retried.pendingReview).toEqual(second.pendingReview);
+      expect(retried.usage.modelCalls).toBe(2);
+      expect(model.calls).toHaveLength(2);
+      // The person who saw the second stop decides it by its id.
+      const done = await loop.resume('b2', {
+        review: { accept: true, reviewId: second.pendingReview!.reviewId! },
+      });
+      expect(done.stopReason).toBe('completed');
+      expect(done.output).toEqual({ order: 'O-7', amount: 250 });
+      expect(done.trace.filter((event) => event.type === 'review-decided')).toHaveLength(2);
+    });
   });
 });

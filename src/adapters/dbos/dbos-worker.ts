@@ -247,8 +247,13 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
         }
         // After a failure the successor is asked what this leg was (a new run's input, a person's decisions
         // that may not have been applied): it finds out from the journal how far this leg got.
+        // A review decision goes on bound to the stop it was checked against: the run may stop again before.
+        const bound: LegRequest =
+          request.kind === 'resume' && request.review !== undefined && outcome.reviewId !== undefined
+            ? { ...request, review: { ...request.review, reviewId: outcome.reviewId } }
+            : request;
         const successor: LegRequest =
-          failures > 0 ? { ...request, part, failures } : { kind: 'resume', runId: request.runId, part };
+          failures > 0 ? { ...bound, part, failures } : { kind: 'resume', runId: request.runId, part };
         await DBOS.startWorkflow(legWorkflow, { workflowID: next, queueName })(successor);
         return { kind: 'continued', workflowId: next };
       }
@@ -282,12 +287,14 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
    * The leg's work, from its first fresh step: decisions checked (and the verdict recorded) before
    * anything changes, then the run driven to its next stop or to the handoff.
    */
-  async function driveRecorded(log: StepLog, request: LegRequest): Promise<LegOutcome> {
+  async function driveRecorded(log: StepLog, given: LegRequest): Promise<LegOutcome> {
+    let request = given;
+    let reviewId: string | undefined;
     if (request.kind === 'resume' && (request.approvals !== undefined || request.review !== undefined)) {
-      const { approvals, review } = request;
+      const { runId, approvals, review } = request;
       const verdict = await log.verdict(async () => {
-        if (approvals !== undefined) await runs.checkDecisions(request.runId, approvals);
-        if (review !== undefined) await runs.checkReviewDecision(request.runId, review);
+        if (approvals !== undefined) await runs.checkDecisions(runId, approvals);
+        return review === undefined ? null : (await runs.checkReviewDecision(runId, review)).reviewId;
       });
       // The same decisions taken already (a retried request) are accepted and the leg goes on as the run does.
       if (!verdict.accepted) {
@@ -295,14 +302,19 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
           kind: 'refused',
           code: verdict.code,
           message: verdict.message,
-          result: await runs.latestResult(request.runId),
+          result: await runs.latestResult(runId),
         };
       }
+      // A review decision is bound to the stop the verdict checked it against (a re-entered leg takes the
+      // verdict it drained): applied once, or answered with the result, never applied to a later stop.
+      reviewId = verdict.reviewId;
+      if (review !== undefined && reviewId !== undefined) request = { ...request, review: { ...review, reviewId } };
     }
+    const onto = reviewId === undefined ? {} : { reviewId };
     try {
       return { kind: 'stopped', result: await driveLeg(loop, runs, request, { effectStep: log.effect }) };
     } catch (error) {
-      if (error instanceof LegHandoff) return { kind: 'handoff', effects: error.effects };
+      if (error instanceof LegHandoff) return { kind: 'handoff', effects: error.effects, ...onto };
       // A store error (a lost connection, a lease another process took, a run still busy): everything
       // done so far is in the journal, so a successor takes the run up again, a few times at most.
       // A corrupt record or another loop's run is not something a retry mends.
@@ -317,6 +329,7 @@ export async function dbosWorker<Output>(options: DbosWorkerOptions<Output>): Pr
         kind: 'handoff',
         effects: 0,
         failure: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+        ...onto,
       };
     }
   }

@@ -33,12 +33,17 @@ export const RUN_STEP_NAME = 'loopstate.step';
  */
 export type LegOutcome =
   | { kind: 'stopped'; result: RunResult }
-  | { kind: 'handoff'; effects: number; failure?: string }
+  | { kind: 'handoff'; effects: number; failure?: string; reviewId?: string }
   | { kind: 'refused'; code: string; message: string; result: RunResult | null };
 
-/** What a leg given decisions recorded of them before driving: `approve` reads it to answer the person. */
+/**
+ * What a leg given decisions recorded of them before driving: `approve` reads it to answer the person.
+ * `reviewId`: the stop a review decision was checked against, so a re-entered leg or a successor sends it
+ * on bound to that stop (never to a later one the run stopped at since).
+ */
 export type DecisionsVerdict =
-  { kind: 'decisions'; accepted: true } | { kind: 'decisions'; accepted: false; code: string; message: string };
+  | { kind: 'decisions'; accepted: true; reviewId?: string }
+  | { kind: 'decisions'; accepted: false; code: string; message: string };
 
 type StepOutput =
   | { kind: 'entered' }
@@ -58,6 +63,8 @@ export class LegHandoff extends Error {
 
 export class StepLog {
   private effects = 0;
+  /** The verdict an earlier execution of this workflow recorded: taken as it is, never checked again. */
+  private drainedVerdict: DecisionsVerdict | null = null;
 
   /** `stopping`: the worker drains; the leg hands the run on at its next effect instead of performing it. */
   constructor(
@@ -79,6 +86,7 @@ export class StepLog {
       );
       if (fresh) return null;
       if (output.kind === 'leg-end') return output.outcome;
+      if (output.kind === 'decisions') this.drainedVerdict = output;
       // An earlier `entered` or effect: its outcome is in the journal the leg is rebuilt from.
     }
   }
@@ -93,13 +101,18 @@ export class StepLog {
     return perform();
   };
 
-  /** Records whether the decisions the leg was given fit the run (once: a re-entered leg finds it among the drained steps). */
-  async verdict(check: () => Promise<unknown>): Promise<DecisionsVerdict> {
+  /**
+   * Records whether the decisions the leg was given fit the run, once: a re-entered leg takes the verdict it
+   * drained (checked again, a decision it applied would be checked against the stop the run reached since).
+   * `check` returns the review id the decision is bound to, if any.
+   */
+  async verdict(check: () => Promise<string | null | undefined>): Promise<DecisionsVerdict> {
+    if (this.drainedVerdict !== null) return this.drainedVerdict;
     const output = await this.dbos.runStep(
       async (): Promise<StepOutput> => {
         try {
-          await check();
-          return { kind: 'decisions', accepted: true };
+          const reviewId = await check();
+          return { kind: 'decisions', accepted: true, ...(typeof reviewId === 'string' ? { reviewId } : {}) };
         } catch (error) {
           const { code, message } = error as { code?: unknown; message?: unknown };
           return {

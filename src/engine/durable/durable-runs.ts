@@ -6,7 +6,7 @@
 import type { ResolvedConfig, RunInput } from '../config/config.js';
 import { defaultRunId, resolveRunId } from '../hooks/run-id.js';
 import { driveRun } from '../runtime/driver.js';
-import type { PendingApproval, RunResult } from '../runtime/run-result.js';
+import type { PendingApproval, PendingReview, RunResult } from '../runtime/run-result.js';
 import type { EffectStep } from '../runtime/driver-hooks.js';
 import type { Lease, Store } from '../../contracts/store.js';
 import type { ToolHealth } from '../tools/index.js';
@@ -19,6 +19,7 @@ import {
 } from './approval-checks.js';
 import { ApprovalError, RunAccessError } from './durable-errors.js';
 import { checkedReview, checkReview, checkReviewStop } from './review-checks.js';
+import { reviewIdOf } from './review-id.js';
 import { LoopConfigError } from '../../contracts/errors.js';
 import { continuingClock, journalledModel, journalledTools } from './journalled-effects.js';
 import { deadOwner, describeLeaseHolder, newLeaseOwner, noteLeaseLeft } from './lease-owner.js';
@@ -51,10 +52,10 @@ export type ApprovalInput = ApprovalDecision;
 
 /**
  * A person's decision on an output waiting for review (`result.pendingReview`): accept it (the task completes
- * with it) or reject it with a reason the model is told (a reflection retry). `outputHash` (from
- * `pendingReview`) binds the decision to the output the person saw.
+ * with it) or reject it with a reason the model is told (a reflection retry). `reviewId` (from
+ * `pendingReview`) binds the decision to the stop the person saw, `outputHash` only to the output's text.
  * @example
- * const decision: ReviewInput = { accept: false, reason: 'the refund amount is wrong', outputHash: pending.outputHash };
+ * const decision: ReviewInput = { accept: false, reason: 'the refund amount is wrong', reviewId: pending.reviewId! };
  */
 export type ReviewInput = ReviewDecision;
 
@@ -70,8 +71,9 @@ export interface ResumeOptions {
    */
   approvals?: Readonly<Record<string, ApprovalInput>>;
   /**
-   * The decision on the output in `result.pendingReview`. The same decision sent again returns the run's
-   * result; another decision on a decided output, or one for an output that does not wait, is a `ReviewError`.
+   * The decision on the output in `result.pendingReview`, bound to that stop by its `reviewId`. The same
+   * decision sent again returns the run's result (never applied to a stop the run reached since); another
+   * decision on a decided stop, or one for a stop or output that does not wait, is a `ReviewError`.
    */
   review?: ReviewInput;
   signal?: AbortSignal;
@@ -83,13 +85,19 @@ export interface DrivingOptions {
 }
 
 /** The record of a review decision the run took. */
-function decidedReview(pending: PendingReviewRecord, decision: ReviewDecision): DecidedReview {
+function decidedReview(pending: PendingReviewRecord, decision: ReviewDecision, waitingSeq: number): DecidedReview {
   return {
+    reviewId: reviewIdOf(waitingSeq, pending.outputHash),
     outputHash: pending.outputHash,
     taskId: pending.taskId,
     accept: decision.accept,
     reason: decision.accept ? null : decision.reason,
   };
+}
+
+/** The review a run waits for, as its record keeps it (the id is the stop's, `reviewIdOf`). */
+function pendingReviewRecord({ reviewId: _id, ...pending }: PendingReview): PendingReviewRecord {
+  return pending;
 }
 
 export class DurableRuns {
@@ -194,7 +202,7 @@ export class DurableRuns {
    */
   private reviewToTake(record: RunRecord, decision: ReviewDecision | undefined): ReviewDecision | undefined {
     if (decision === undefined) return undefined;
-    return checkReview(record, decision) === 'take' ? decision : undefined;
+    return checkReview(record, decision).verdict === 'take' ? decision : undefined;
   }
 
   /**
@@ -208,13 +216,20 @@ export class DurableRuns {
     return { state: record.state, retried: (await this.decisionsToTake(record, checked)) === undefined };
   }
 
-  /** As `checkDecisions`, for a review decision (typed `ReviewError`s). */
-  async checkReviewDecision(runId: string, review: unknown): Promise<{ state: RunRecord['state']; retried: boolean }> {
+  /**
+   * As `checkDecisions`, for a review decision (typed `ReviewError`s). `reviewId`: the stop the decision is
+   * for (null only for a stop decided before review ids), to send it on bound to that stop.
+   */
+  async checkReviewDecision(
+    runId: string,
+    review: unknown,
+  ): Promise<{ state: RunRecord['state']; retried: boolean; reviewId: string | null }> {
     const decision = checkedReview(review);
     if (decision === undefined)
       throw new LoopConfigError({ scope: 'run_input', issues: [{ path: 'review', message: 'expected a decision' }] });
     const record = await this.readRecord(runId);
-    return { state: record.state, retried: this.reviewToTake(record, decision) === undefined };
+    const { verdict, reviewId } = checkReview(record, decision);
+    return { state: record.state, retried: verdict === 'retried', reviewId };
   }
 
   /**
@@ -392,7 +407,10 @@ export class DurableRuns {
           ];
     const decidedReviews =
       continueWith?.kind === 'review'
-        ? [...(record.decidedReviews ?? []), decidedReview(continueWith.pending, continueWith.decision)]
+        ? [
+            ...(record.decidedReviews ?? []),
+            decidedReview(continueWith.pending, continueWith.decision, continueWith.waitingSeq),
+          ]
         : record.decidedReviews;
     // A waiting run's result (and where its trace is) goes once it continues.
     const { resultTrace: _stale, pendingReview: _decided, ...rest } = record;
@@ -482,7 +500,18 @@ export class DurableRuns {
   private async recordedResult(record: RunRecord): Promise<RunResult> {
     const stored = record.result as unknown as RunResult;
     // A result recorded before reviews existed has no `pendingReview`: it waited for none.
-    const result: RunResult = stored.pendingReview === undefined ? { ...stored, pendingReview: null } : stored;
+    const result: RunResult =
+      stored.pendingReview === undefined || stored.pendingReview === null
+        ? { ...stored, pendingReview: null }
+        : // Recorded before review ids: the id of the stop it waits at.
+          {
+            ...stored,
+            pendingReview: {
+              ...stored.pendingReview,
+              reviewId:
+                stored.pendingReview.reviewId ?? reviewIdOf(record.waitingSeq ?? 0, stored.pendingReview.outputHash),
+            },
+          };
     if (record.resultTrace === undefined) return result;
     return { ...result, trace: await readResultTrace(this.store, record.runId, record.resultTrace) };
   }
@@ -512,13 +541,15 @@ export class DurableRuns {
       expiresAt: pendingApprovals[index]?.expiresAt ?? null,
     }));
     result.pendingApprovals = withHashes;
+    const waitingReview = waiting ? result.pendingReview : null;
+    if (waitingReview !== null) waitingReview.reviewId = reviewIdOf(lastEventSeq, waitingReview.outputHash);
     return {
       ...record,
       state: waiting ? 'waiting' : 'finished',
       waitingSeq: waiting ? lastEventSeq : null,
       pendingApprovals,
       // Written only while a review waits, so a record of a run without one reads as before.
-      ...(waiting && result.pendingReview !== null ? { pendingReview: result.pendingReview } : {}),
+      ...(waitingReview === null ? {} : { pendingReview: pendingReviewRecord(waitingReview) }),
       result: JSON.parse(
         JSON.stringify(resultTrace === undefined ? result : { ...result, trace: [] }),
       ) as RunRecord['result'],

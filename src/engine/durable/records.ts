@@ -166,8 +166,15 @@ const approvalDecisionSchema = z.union([
 ]);
 
 const reviewDecisionSchema = z.union([
-  z.object({ accept: z.literal(true), outputHash: z.string().optional() }).strict(),
-  z.object({ accept: z.literal(false), reason: z.string(), outputHash: z.string().optional() }).strict(),
+  z.object({ accept: z.literal(true), outputHash: z.string().optional(), reviewId: z.string().optional() }).strict(),
+  z
+    .object({
+      accept: z.literal(false),
+      reason: z.string(),
+      outputHash: z.string().optional(),
+      reviewId: z.string().optional(),
+    })
+    .strict(),
 ]);
 
 export const eventRecordSchema = z
@@ -308,7 +315,14 @@ export const pendingReviewRecordSchema = z
 
 /** A review decision the run took, by the output it was about. */
 export const decidedReviewSchema = z
-  .object({ outputHash: z.string(), taskId: z.string(), accept: z.boolean(), reason: z.string().nullable() })
+  .object({
+    outputHash: z.string(),
+    taskId: z.string(),
+    accept: z.boolean(),
+    reason: z.string().nullable(),
+    /** The stop it decided (`reviewIdOf`); absent in records written before review ids. */
+    reviewId: z.string().optional(),
+  })
   .strict();
 
 const amountsSchema = z

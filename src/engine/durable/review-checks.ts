@@ -7,16 +7,24 @@ import { z } from 'zod';
 import { LoopConfigError } from '../../contracts/errors.js';
 import { ReviewError } from './durable-errors.js';
 import type { ResumePlan } from './resume-plan.js';
-import type { DecidedReview, ReviewDecision, RunRecord } from './records.js';
+import type { DecidedReview, PendingReviewRecord, ReviewDecision, RunRecord } from './records.js';
+import { reviewIdOf } from './review-id.js';
 
 // Discriminated on `accept`, so a rejection without a reason is told as `review.reason`.
 const reviewSchema = z.discriminatedUnion('accept', [
-  z.object({ accept: z.literal(true), outputHash: z.string().min(1).optional() }).strict(),
+  z
+    .object({
+      accept: z.literal(true),
+      outputHash: z.string().min(1).optional(),
+      reviewId: z.string().min(1).optional(),
+    })
+    .strict(),
   z
     .object({
       accept: z.literal(false),
       reason: z.string().trim().min(1, 'say why, so the model can be told'),
       outputHash: z.string().min(1).optional(),
+      reviewId: z.string().min(1).optional(),
     })
     .strict(),
 ]);
@@ -41,19 +49,45 @@ export function checkedReview(review: unknown): ReviewDecision | undefined {
 const sameDecision = (decided: DecidedReview, decision: ReviewDecision) =>
   decided.accept === decision.accept && (decision.accept || decided.reason === decision.reason);
 
+/** The review a decision is for: `take` the one that waits, or `retried` (the decided stop it names, taken this same way). */
+export type ReviewCheck = { verdict: 'take' | 'retried'; reviewId: string | null };
+
 /**
- * `take`: the decision is for the output that waits. `retried`: it is one the run took already, sent again
+ * `take`: the decision is for the stop that waits. `retried`: it is one the run took already, sent again
  * (answered with the run's result, as a plain resume is). Anything else throws a `ReviewError`.
+ *
+ * A decision names its stop by `reviewId` (exact), else by `outputHash`, else not at all. One without a
+ * `reviewId` that repeats the last decision taken (same output, when it names one) is taken for a retried
+ * request, never applied to the next stop: a run that stopped again on the same text, or on an output nobody
+ * was shown, is decided only with that stop's `reviewId` (or, for another text, its `outputHash`).
  */
-export function checkReview(record: RunRecord, decision: ReviewDecision): 'take' | 'retried' {
+export function checkReview(record: RunRecord, decision: ReviewDecision): ReviewCheck {
   const { runId } = record;
   const pending = record.state === 'waiting' ? (record.pendingReview ?? null) : null;
+  const pendingId = pending === null ? null : reviewIdOf(record.waitingSeq ?? 0, pending.outputHash);
   const hash = decision.outputHash ?? null;
-  if (pending !== null && (hash === null || hash === pending.outputHash)) return 'take';
+  const id = decision.reviewId ?? null;
   const decided = record.decidedReviews ?? [];
-  const earlier = hash === null ? decided.at(-1) : decided.findLast((review) => review.outputHash === hash);
+  const last = decided.at(-1);
+  const named = id === null ? hash : id;
+  if (id !== null && id === pendingId) {
+    if (hash !== null && hash !== pending?.outputHash) throw outputChanged(record, pending, pendingId, hash, hash);
+    return { verdict: 'take', reviewId: pendingId };
+  }
+  const unboundRetry =
+    id === null && last !== undefined && (hash === null || last.outputHash === hash) && sameDecision(last, decision);
+  if (!unboundRetry && id === null && pending !== null && (hash === null || hash === pending.outputHash))
+    return { verdict: 'take', reviewId: pendingId };
+  const earlier = unboundRetry
+    ? last
+    : id !== null
+      ? decided.findLast((review) => review.reviewId === id)
+      : hash === null
+        ? last
+        : decided.findLast((review) => review.outputHash === hash);
   if (earlier !== undefined) {
-    if (sameDecision(earlier, decision)) return 'retried';
+    if (hash !== null && hash !== earlier.outputHash) throw outputChanged(record, pending, pendingId, named, hash);
+    if (sameDecision(earlier, decision)) return { verdict: 'retried', reviewId: earlier.reviewId ?? null };
     throw new ReviewError({
       code: 'review_already_decided',
       runId,
@@ -61,18 +95,31 @@ export function checkReview(record: RunRecord, decision: ReviewDecision): 'take'
       message: `the output ${earlier.outputHash} of task ${earlier.taskId} in run ${runId} was ${earlier.accept ? 'accepted' : 'rejected'} already; a review is decided once (the same decision sent again returns the run's result)`,
     });
   }
-  if (pending !== null)
-    throw new ReviewError({
-      code: 'review_output_changed',
-      runId,
-      outputHash: hash,
-      message: `run ${runId} waits for a review of output ${pending.outputHash} (task ${pending.taskId}), not of ${String(hash)}; show the person the output that waits`,
-    });
+  if (pending !== null) throw outputChanged(record, pending, pendingId, named, hash);
   throw new ReviewError({
     code: 'review_not_pending',
     runId,
     outputHash: hash,
-    message: `run ${runId} waits for no review (it is ${record.state}${record.pendingApprovals.length > 0 ? ', waiting for approval of tool calls' : ''}); resume it without review`,
+    message: `run ${runId} waits for no review${id === null ? '' : ` ${id}`} (it is ${record.state}${record.pendingApprovals.length > 0 ? ', waiting for approval of tool calls' : ''}); resume it without review`,
+  });
+}
+
+function outputChanged(
+  record: RunRecord,
+  pending: PendingReviewRecord | null,
+  pendingId: string | null,
+  named: string | null,
+  outputHash: string | null,
+): ReviewError {
+  const { runId } = record;
+  return new ReviewError({
+    code: pending === null ? 'review_not_pending' : 'review_output_changed',
+    runId,
+    outputHash,
+    message:
+      pending === null
+        ? `run ${runId} waits for no review, and the decision names ${String(named)}, not the output of the stop it decided`
+        : `run ${runId} waits for review ${String(pendingId)} of output ${pending.outputHash} (task ${pending.taskId}), not for ${String(named)}; show the person the output that waits`,
   });
 }
 

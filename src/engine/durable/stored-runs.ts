@@ -7,14 +7,15 @@ import type { RunStatus } from '../../../machines/types.js';
 import type { Store } from '../../contracts/store.js';
 import { LoopstateError } from '../../contracts/errors.js';
 import { StoreRecordError } from './durable-errors.js';
+import { reviewIdOf } from './review-id.js';
 import { decodeRunRecord, type PendingApprovalRecord, type PendingReviewRecord, type RunRecord } from './records.js';
 
 /**
  * An output waiting for a person's review, as the run record holds it (from an `evaluators.review` stop).
  * @example
- * if (run.pendingReview) console.log(run.pendingReview.reason, run.pendingReview.outputHash);
+ * if (run.pendingReview) console.log(run.pendingReview.reason, run.pendingReview.reviewId);
  */
-export type StoredPendingReview = PendingReviewRecord;
+export type StoredPendingReview = PendingReviewRecord & { reviewId: string };
 
 /**
  * One run of a store, as listed.
@@ -106,7 +107,10 @@ export function storedRunOf(row: { runId: string; body: string; finishedAt: numb
     steps: typeof result?.steps === 'number' ? result.steps : null,
     finishedAt: row.finishedAt,
     pendingApprovals: record.state === 'waiting' ? record.pendingApprovals : [],
-    pendingReview: record.state === 'waiting' ? (record.pendingReview ?? null) : null,
+    pendingReview:
+      record.state === 'waiting' && record.pendingReview
+        ? { ...record.pendingReview, reviewId: reviewIdOf(record.waitingSeq ?? 0, record.pendingReview.outputHash) }
+        : null,
   };
 }
 

@@ -22,7 +22,7 @@ export interface PendingApproval {
  * An output that stopped the run because an evaluator asked a person to review it (`evaluators.review`, or a
  * judge's split vote with `reviewOnSplit`). Decide it with `loop.resume(runId, { review })`.
  * @example
- * if (result.pendingReview) await loop.resume(result.runId, { review: { accept: true, outputHash: result.pendingReview.outputHash } });
+ * if (result.pendingReview) await loop.resume(result.runId, { review: { accept: true, reviewId: result.pendingReview.reviewId! } });
  */
 export interface PendingReview {
   /** The task whose output waits. */
@@ -37,6 +37,11 @@ export interface PendingReview {
   evaluator: string;
   /** Digest of `rawOutput` (16 hex characters): pass it back in the decision to bind it to this output. */
   outputHash: string;
+  /**
+   * This very stop of the run (a run may stop again on the same output text): pass it back in the decision,
+   * so that a retried request is told from a decision on the next stop. Null on a run without a `store`.
+   */
+  reviewId: string | null;
 }
 
 /**

@@ -246,7 +246,7 @@ export class RunSession {
     if (evaluation?.review === undefined) return null;
     const { output, evaluator, reason, outputHash } = evaluation.review;
     const taskId = this.tasks[evaluation.taskIndex]?.id ?? this.task.id;
-    return { taskId, output, rawOutput: evaluation.reply, reason, evaluator, outputHash };
+    return { taskId, output, rawOutput: evaluation.reply, reason, evaluator, outputHash, reviewId: null };
   }
 
   /** The error the run is about to end with (`run.faulted`, a fatal model error): `result.error`. */

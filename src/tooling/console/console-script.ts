@@ -77,12 +77,12 @@ export const CONSOLE_SCRIPT = String.raw`
       const reason = el('input', { type: 'text', placeholder: 'what to fix (needed to reject)', 'data-reason': 'review' });
       const accept = el('button', { className: 'approve', text: 'Accept', 'data-action': 'accept' });
       const reject = el('button', { className: 'reject', text: 'Reject', 'data-action': 'reject-output' });
-      accept.addEventListener('click', () => decide(run.runId, { kind: 'accept', outputHash: review.outputHash }, row));
+      accept.addEventListener('click', () => decide(run.runId, { kind: 'accept', outputHash: review.outputHash, reviewId: review.reviewId }, row));
       reject.addEventListener('click', () => {
         if (reason.value.trim() === '') { messages.set(run.runId, { kind: 'error', text: 'a rejected output needs a reason: the model reads it' }); redraw(run.runId); return; }
-        decide(run.runId, { kind: 'reject-output', reason: reason.value, outputHash: review.outputHash }, row);
+        decide(run.runId, { kind: 'reject-output', reason: reason.value, outputHash: review.outputHash, reviewId: review.reviewId }, row);
       });
-      blocks.push(el('div', { className: 'pending', 'data-pending-review': review.outputHash }, [
+      blocks.push(el('div', { className: 'pending', 'data-pending-review': review.reviewId }, [
         el('div', {}, [el('b', { text: 'review the output of task ' }), el('code', { text: review.taskId }), el('span', { className: 'muted', text: ' (' + review.evaluator + ': ' + review.reason + ')' })]),
         el('pre', { className: 'output', text: pretty(review.rawOutput) }),
         el('div', { className: 'decide' }, [accept, reason, reject]),

@@ -265,6 +265,48 @@ describe('the console server', () => {
     });
   });
 
+  it('the model repeated its output: a stale tab\'s decision on the first stop is "already decided", never applied to the second', async () => {
+    type Listed = { runs: { runId: string; pendingReview: { outputHash: string; reviewId: string } | null }[] };
+    const review = async () =>
+      (JSON.parse((await send(`/api/runs?token=${token}`)).body) as Listed).runs.find(
+        (run) => run.runId === 'note-O-7',
+      )!.pendingReview!;
+    const store = sqliteStore({ path: join(directory, 'loops.db') });
+    await createLoop({ ...config, store }).run({ goal: 'Write a note for O-7', runId: 'note-O-7' });
+    await store.close();
+    const { outputHash, reviewId } = await review();
+    const first = { outputHash, reviewId };
+    expect(first.reviewId).toMatch(/^\d+-[0-9a-f]{16}$/);
+    const rejection = { kind: 'reject-output', reason: 'name the carrier', ...first };
+    expect((await decide('note-O-7', rejection)).status).toBe(202);
+    await console_.settled();
+    const waiting = await review();
+    const second = { outputHash: waiting.outputHash, reviewId: waiting.reviewId };
+    // The same text waits again, at another stop.
+    expect(second.outputHash).toBe(first.outputHash);
+    expect(second.reviewId).not.toBe(first.reviewId);
+    const calls = lines(process.env.MODEL_CALLS_LOG!).length;
+    // A second tab that showed the first stop sends the same rejection, bound to it, or (an older page) only to its text.
+    for (const stale of [
+      rejection,
+      { kind: 'reject-output', reason: 'name the carrier', outputHash: first.outputHash },
+    ]) {
+      const again = await decide('note-O-7', stale);
+      expect(again.status).toBe(409);
+      expect(JSON.parse(again.body).error.code).toBe('review_already_decided');
+    }
+    const accepted = await decide('note-O-7', { kind: 'accept', ...first });
+    expect(accepted.status).toBe(409);
+    expect(JSON.parse(accepted.body).error.code).toBe('review_already_decided');
+    await console_.settled();
+    expect(lines(process.env.MODEL_CALLS_LOG!)).toHaveLength(calls);
+    expect(await review()).toEqual(waiting);
+    // Bound to the stop that waits now, the decision is taken.
+    expect((await decide('note-O-7', { kind: 'accept', ...second })).status).toBe(202);
+    await console_.settled();
+    expect(await review()).toBeNull();
+  });
+
   it('serves a stored run in the viewer, with no trace file; an unknown run is 404', async () => {
     const page = await send(`/runs/run-O-1?token=${token}`);
     expect(page.status).toBe(200);

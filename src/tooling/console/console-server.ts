@@ -184,9 +184,16 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
           ...hash('argumentsHash'),
         };
       case 'accept':
-        return { kind: 'review', runId, accept: true, ...hash('outputHash') };
+        return { kind: 'review', runId, accept: true, ...hash('outputHash'), ...hash('reviewId') };
       case 'reject-output':
-        return { kind: 'review', runId, accept: false, reason: text('reason', true)!, ...hash('outputHash') };
+        return {
+          kind: 'review',
+          runId,
+          accept: false,
+          reason: text('reason', true)!,
+          ...hash('outputHash'),
+          ...hash('reviewId'),
+        };
       case 'cancel':
         return { kind: 'cancel', runId };
       case 'resume':

@@ -13,15 +13,18 @@ import { thrownMessage } from '../../internal.js';
 export type RunAction =
   | { kind: 'approve'; runId: string; callId: string; argumentsHash?: string }
   | { kind: 'reject'; runId: string; callId: string; reason: string; argumentsHash?: string }
-  | { kind: 'review'; runId: string; accept: true; outputHash?: string }
-  | { kind: 'review'; runId: string; accept: false; reason: string; outputHash?: string }
+  | { kind: 'review'; runId: string; accept: true; outputHash?: string; reviewId?: string }
+  | { kind: 'review'; runId: string; accept: false; reason: string; outputHash?: string; reviewId?: string }
   | { kind: 'cancel'; runId: string }
   | { kind: 'resume'; runId: string };
 
 /** The review decision a review action hands to `loop.resume`. */
 export function reviewOf(action: RunAction): ReviewInput | undefined {
   if (action.kind !== 'review') return undefined;
-  const bound = action.outputHash === undefined ? {} : { outputHash: action.outputHash };
+  const bound = {
+    ...(action.outputHash === undefined ? {} : { outputHash: action.outputHash }),
+    ...(action.reviewId === undefined ? {} : { reviewId: action.reviewId }),
+  };
   return action.accept ? { accept: true, ...bound } : { accept: false, reason: action.reason, ...bound };
 }
 

@@ -48,16 +48,37 @@ describe('loopstate runs on Postgres', () => {
     const runs = (...args: string[]) => cli('runs', LOOP_FILE, '--store', postgres.url, ...args);
     const shown = await runs('show', 'pg-note');
     expect(shown.out).toContain('waiting for review (review: a person signs notes off): Note: O-5 is on its way');
+    const firstId = /review id: (\S+)/.exec(shown.out)?.[1];
+    expect(firstId).toMatch(/^\d+-[0-9a-f]{16}$/);
     const rejected = await runs('review', 'pg-note', '--reject', '--reason', 'say when it arrives');
     expect(rejected.code, rejected.err).toBe(0);
     expect(rejected.out).toContain('run pg-note: needs_human (needs_human)');
+    const calls = () => readFileSync(process.env.MODEL_CALLS_LOG!, 'utf8').trim().split('\n').length;
     expect(readFileSync(process.env.MODEL_CALLS_LOG, 'utf8')).toContain('say when it arrives');
-    const accepted = await runs('review', 'pg-note', '--accept');
+    const callsAfterReject = calls();
+    // The run stopped again at a new review: the same command again (a retry) returns the result, applies nothing.
+    const retried = await runs('review', 'pg-note', '--reject', '--reason', 'say when it arrives');
+    expect(retried.code, retried.err).toBe(0);
+    expect(retried.out).toContain('run pg-note: needs_human (needs_human)');
+    expect(calls()).toBe(callsAfterReject);
+    // Bound to the first stop, another decision is refused; bound to the one shown now, it is taken.
+    const second = await runs('show', 'pg-note');
+    const secondId = /review id: (\S+)/.exec(second.out)?.[1];
+    expect(secondId).toMatch(/^\d+-[0-9a-f]{16}$/);
+    expect(secondId).not.toBe(firstId);
+    const stale = await runs('review', 'pg-note', '--accept', '--review-id', firstId!);
+    expect(stale.code).toBe(1);
+    expect(stale.err).toContain('review_already_decided');
+    const badId = await runs('review', 'pg-note', '--accept', '--review-id', 'latest');
+    expect(badId.code).toBe(2);
+    expect(badId.err).toContain('--review-id: expected the id');
+    const accepted = await runs('review', 'pg-note', '--accept', '--review-id', secondId!);
     expect(accepted.code, accepted.err).toBe(0);
     expect(accepted.out).toContain('run pg-note: succeeded (completed)');
     const again = await runs('review', 'pg-note', '--reject', '--reason', 'too late');
     expect(again.code).toBe(1);
-    expect(again.err).toMatch(/review_already_decided|review_not_pending/);
+    expect(again.err).toContain('review_already_decided');
+    expect(again.err).not.toContain('review_not_pending');
   });
 
   it('--schema: the runs of a store in another Postgres schema, listed, shown and decided there', async () => {

@@ -32,8 +32,9 @@ Commands:
   approve <runId> <callId>             approve a call waiting for approval; the run continues
   reject <runId> <callId> --reason <text>
                                        reject it: the reason reaches the model; the run continues
-  review <runId> --accept | --reject --reason <text>
-                                       accept or reject an output waiting for review
+  review <runId> --accept | --reject --reason <text> [--review-id <id>]
+                                       accept or reject an output waiting for review; --review-id (from
+                                       show) binds the decision to the stop shown: another stop is refused
   cancel <runId>                       cancel the run (one another process drives stops at its next step)
   resume <runId>                       continue a run whose process died
 Options:
@@ -58,6 +59,7 @@ const OPTIONS = {
   reason: { type: 'string' },
   accept: { type: 'boolean' },
   reject: { type: 'boolean' },
+  'review-id': { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -157,14 +159,22 @@ function actionOf(command: string, rest: readonly string[], flags: Flags): RunAc
     case 'reject':
       checkArity('reject', rest, 2);
       return { kind: 'reject', runId: rest[0]!, callId: rest[1]!, reason: needsReason('a rejection') };
-    case 'review':
+    case 'review': {
       checkArity('review', rest, 1);
       if (flags.accept === flags.reject) throw usageError('review: expected exactly one of --accept and --reject');
+      const reviewId = flags['review-id'];
+      if (reviewId !== undefined && !/^\d+-[0-9a-f]{16}$/.test(reviewId))
+        throw usageError(
+          `--review-id: expected the id \`runs show\` prints (like 7-3f2a9c01b4d5e6f7), got ${JSON.stringify(reviewId)}`,
+        );
+      // Bound to the stop the person was shown; unbound, a repeat of the last decision is a retry, never applied anew.
+      const bound = reviewId === undefined ? {} : { reviewId };
       if (flags.accept) {
         noReason('an acceptance');
-        return { kind: 'review', runId: rest[0]!, accept: true };
+        return { kind: 'review', runId: rest[0]!, accept: true, ...bound };
       }
-      return { kind: 'review', runId: rest[0]!, accept: false, reason: needsReason('a rejected review') };
+      return { kind: 'review', runId: rest[0]!, accept: false, reason: needsReason('a rejected review'), ...bound };
+    }
     case 'cancel':
     case 'resume':
       checkArity(command, rest, 1);
@@ -286,6 +296,8 @@ async function show(stored: StoredLoop, runId: string, flags: Flags, io: CliIo):
     lines.push(
       `waiting for review (${terminalLine(run.pendingReview.evaluator)}: ${terminalLine(run.pendingReview.reason)}): ${terminalLine(String(run.pendingReview.rawOutput))}`,
     );
+  if (run.pendingReview !== null)
+    lines.push(`review id: ${terminalLine(run.pendingReview.reviewId)} (decide this very stop with --review-id)`);
   if (steps.length > 0) {
     lines.push('', 'step  task  state after  decision  tool calls  tokens in/out  verdict');
     for (const row of steps)
