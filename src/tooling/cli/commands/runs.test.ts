@@ -66,6 +66,9 @@ describe('loopstate runs on Postgres', () => {
     const secondId = /review id: (\S+)/.exec(second.out)?.[1];
     expect(secondId).toMatch(/^\d+-[0-9a-f]{16}$/);
     expect(secondId).not.toBe(firstId);
+    // The retry said which stop now waits, and how to decide that one.
+    expect(retried.out).toContain(`waiting for review ${secondId}`);
+    expect(retried.out).toContain(`a decision meant for it needs --review-id ${secondId}`);
     const stale = await runs('review', 'pg-note', '--accept', '--review-id', firstId!);
     expect(stale.code).toBe(1);
     expect(stale.err).toContain('review_already_decided');

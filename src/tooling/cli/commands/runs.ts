@@ -334,7 +334,14 @@ function report(result: RunResult | null, action: RunAction, flags: Flags, io: C
     return;
   }
   const waiting = result.pendingApprovals.map((call) => `${call.callId} (${call.tool})`);
+  // A review decision without --review-id that repeats the last one taken is a retry and changes nothing:
+  // when the run waits for review again, say which stop so the person can decide that one on purpose.
+  const review = result.pendingReview;
+  const reviewHint =
+    action.kind === 'review' && review !== null && review.reviewId !== null && action.reviewId !== review.reviewId
+      ? `\nwaiting for review ${terminalLine(review.reviewId)} (${terminalLine(review.reason)}); a decision meant for it needs --review-id ${terminalLine(review.reviewId)}`
+      : '';
   io.out(
-    `run ${terminalLine(result.runId)}: ${result.status} (${result.stopReason}) — ${terminalLine(result.detail)}${waiting.length === 0 ? '' : `\nwaiting for approval: ${terminalLine(waiting.join(', '))}`}`,
+    `run ${terminalLine(result.runId)}: ${result.status} (${result.stopReason}) — ${terminalLine(result.detail)}${waiting.length === 0 ? '' : `\nwaiting for approval: ${terminalLine(waiting.join(', '))}`}${reviewHint}`,
   );
 }
