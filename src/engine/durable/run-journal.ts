@@ -359,6 +359,10 @@ export class RunJournal implements DriverHooks {
     );
   }
 
+  commit(): Promise<void> {
+    return this.flush();
+  }
+
   async beforeEffect(session: RunSession, controller: AbortController): Promise<void> {
     const { store } = this.options;
     // Before the next external effect: the last effect's outcome and the events since are committed.

@@ -29,7 +29,9 @@ export interface DriverHooks {
   beforeSend(event: LoopEvent, session: RunSession): Promise<void>;
   /** After the machine took the event: snapshots now and then. */
   afterSend(actor: Actor<LoopMachine>, session: RunSession): Promise<void>;
-  /** Before each effect: waits out a pause; aborts the run when a cancel was asked for. */
+  /** Commits every event journalled so far (learning writes their outcomes only after). */
+  commit(): Promise<void>;
+  /** Before each effect: commits the events so far, waits out a pause; aborts the run when a cancel was asked for. */
   beforeEffect(session: RunSession, controller: AbortController): Promise<void>;
   /**
    * Performs one effect as a durable step of a workflow engine (DBOS): `perform` runs the effect and

@@ -1,0 +1,58 @@
+/**
+ * Learning with human review: a request for a person's review is no verdict on the task; the person's
+ * decision is (an accept a pass, a reject a failure with the person's reason).
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createLoop, evaluators, memoryStore, type Store } from 'loopstate';
+import { reply, scriptedModel, virtualClock } from 'loopstate/testing';
+
+const Refund = z.object({ order: z.string(), amount: z.number() });
+const big = '{"order":"O-7","amount":250}';
+const small = '{"order":"O-7","amount":90}';
+
+function refundLoop(store: Store, replies: string[]) {
+  return createLoop({
+    model: scriptedModel(replies.map((text) => reply(text))),
+    name: 'refunds',
+    store,
+    clock: virtualClock(0),
+    learning: {},
+    evaluate: evaluators.chain(
+      evaluators.schema(Refund),
+      evaluators.review({ when: (refund) => refund.amount > 100, reason: 'refunds over 100 need a person' }),
+    ),
+  });
+}
+
+async function storedTask(store: Store) {
+  const row = await store.readLearning('["refunds",null]');
+  return row === null
+    ? undefined
+    : (JSON.parse(row.body) as { tasks: Record<string, { passes: number; failures: number; reasons: object }> }).tasks
+        .main;
+}
+
+describe('learning and human review', () => {
+  it('counts an accepted review as a pass, and the review request as nothing', async () => {
+    const store = memoryStore();
+    const loop = refundLoop(store, [big]);
+    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r1' });
+    expect(stopped.stopReason).toBe('needs_human');
+    // Waiting for a person: nothing is known about the output yet.
+    expect(await storedTask(store)).toBeUndefined();
+    const done = await loop.resume('r1', { review: { accept: true } });
+    expect(done.stopReason).toBe('completed');
+    expect(await storedTask(store)).toEqual({ passes: 1, failures: 0, passRate: 1, reasons: {} });
+  });
+
+  it("counts a rejected review as a failure with the person's reason", async () => {
+    const store = memoryStore();
+    const loop = refundLoop(store, [big, small]);
+    await loop.run({ goal: 'Refund O-7', runId: 'r2' });
+    const done = await loop.resume('r2', { review: { accept: false, reason: 'the order total is only 90' } });
+    expect(done.stopReason).toBe('completed');
+    const task = await storedTask(store);
+    expect(task).toMatchObject({ passes: 1, failures: 1, reasons: { 'the order total is only 90': 1 } });
+  });
+});
