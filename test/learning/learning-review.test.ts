@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, evaluators, memoryStore, type Store } from 'loopstate';
-import { reply, scriptedModel, virtualClock } from 'loopstate/testing';
+import { createLoop, defineTool, evaluators, memoryStore, type Store, type TraceEvent } from 'loopstate';
+import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 
 const Refund = z.object({ order: z.string(), amount: z.number() });
 const big = '{"order":"O-7","amount":250}';
@@ -54,5 +54,44 @@ describe('learning and human review', () => {
     expect(done.stopReason).toBe('completed');
     const task = await storedTask(store);
     expect(task).toMatchObject({ passes: 1, failures: 1, reasons: { 'the order total is only 90': 1 } });
+  });
+});
+
+describe('the trace of a run resumed after a stop', () => {
+  // Documented in docs/guides/learning.md (What the trace says): the first leg's last batch, written after the
+  // event it stopped on, is in that leg's result, not in the resumed run's trace; the versions show the gap.
+  it("has the first leg's last learning-saved in the first leg's result only", async () => {
+    const store = memoryStore();
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Looks up.',
+      input: z.object({}),
+      access: 'read',
+      execute: () => 'O-7: 250',
+    });
+    const loop = createLoop({
+      model: scriptedModel([toolCall('lookup', {}), reply(big), reply(small)]),
+      name: 'refunds',
+      tools: [lookup],
+      store,
+      clock: virtualClock(0),
+      learning: {},
+      evaluate: evaluators.chain(
+        evaluators.schema(Refund),
+        evaluators.review({ when: (refund) => refund.amount > 100 }),
+      ),
+    });
+    const stopped = await loop.run({ goal: 'Refund O-7', runId: 'r3' });
+    expect(stopped.stopReason).toBe('needs_human');
+    const types = (trace: readonly TraceEvent[]) =>
+      trace.map((event) => event.type).filter((type) => type.startsWith('learning-') || type === 'run-resume');
+    expect(types(stopped.trace)).toEqual(['learning-loaded', 'learning-saved']);
+    const done = await loop.resume('r3', { review: { accept: false, reason: 'too much' } });
+    expect(done.stopReason).toBe('completed');
+    expect(types(done.trace)).toEqual(['learning-loaded', 'run-resume', 'learning-loaded', 'learning-saved']);
+    const version = (trace: readonly TraceEvent[]) =>
+      trace.flatMap((event) => (event.type === 'learning-saved' ? [event.version] : []));
+    expect(version(stopped.trace)).toEqual([1]);
+    expect(version(done.trace)).toEqual([2]);
   });
 });
