@@ -58,9 +58,7 @@ describe('learning and human review', () => {
 });
 
 describe('the trace of a run resumed after a stop', () => {
-  // Documented in docs/guides/learning.md (What the trace says): the first leg's last batch, written after the
-  // event it stopped on, is in that leg's result, not in the resumed run's trace; the versions show the gap.
-  it("has the first leg's last learning-saved in the first leg's result only", async () => {
+  it("keeps the first leg's last learning-saved (written after the event it stopped on) before run-resume", async () => {
     const store = memoryStore();
     const lookup = defineTool({
       name: 'lookup',
@@ -88,10 +86,46 @@ describe('the trace of a run resumed after a stop', () => {
     expect(types(stopped.trace)).toEqual(['learning-loaded', 'learning-saved']);
     const done = await loop.resume('r3', { review: { accept: false, reason: 'too much' } });
     expect(done.stopReason).toBe('completed');
-    expect(types(done.trace)).toEqual(['learning-loaded', 'run-resume', 'learning-loaded', 'learning-saved']);
+    expect(types(done.trace)).toEqual([
+      'learning-loaded',
+      'learning-saved',
+      'run-resume',
+      'learning-loaded',
+      'learning-saved',
+    ]);
     const version = (trace: readonly TraceEvent[]) =>
       trace.flatMap((event) => (event.type === 'learning-saved' ? [event.version] : []));
     expect(version(stopped.trace)).toEqual([1]);
-    expect(version(done.trace)).toEqual([2]);
+    expect(version(done.trace)).toEqual([1, 2]);
+  });
+
+  it('keeps each stop’s last learning-saved across two stops, and the journal replays it', async () => {
+    const store = memoryStore();
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Looks up.',
+      input: z.object({}),
+      access: 'read',
+      execute: () => 'O-7: 250',
+    });
+    const loop = createLoop({
+      model: scriptedModel([toolCall('lookup', {}), reply(big), toolCall('lookup', {}), reply(big), reply(small)]),
+      name: 'refunds',
+      tools: [lookup],
+      store,
+      clock: virtualClock(0),
+      learning: {},
+      evaluate: evaluators.chain(
+        evaluators.schema(Refund),
+        evaluators.review({ when: (refund) => refund.amount > 100 }),
+      ),
+    });
+    expect((await loop.run({ goal: 'Refund O-7', runId: 'r4' })).stopReason).toBe('needs_human');
+    const second = await loop.resume('r4', { review: { accept: false, reason: 'look it up again' } });
+    expect(second.stopReason).toBe('needs_human');
+    // The second stop's journal holds the first stop's batch in an event's delta: a resume replays it.
+    const done = await loop.resume('r4', { review: { accept: true } });
+    expect(done.stopReason).toBe('completed');
+    expect(done.trace.flatMap((event) => (event.type === 'learning-saved' ? [event.version] : []))).toEqual([1, 2, 3]);
   });
 });
