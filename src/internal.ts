@@ -10,6 +10,8 @@ export { thrownMessage } from './engine/redaction/describe-thrown.js';
 export { addCall } from './engine/trace/rebuild-run.js';
 export {
   decodeLearningRecord,
+  emptyLearningRecord,
+  encodeLearningRecord,
   learningKey,
   type LearningRecord,
   type LearnedTool,

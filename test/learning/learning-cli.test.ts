@@ -115,6 +115,45 @@ describe('loopstate learning on a SQLite file', () => {
     expect((await cli(['learning', 'reset', '--store', copy, '--all'])).out).toBe('nothing learned to reset');
   });
 
+  it('never reuses a version: a write under way, read before the reset, cannot bring the record back', async () => {
+    const copy = join(scratch, 'aba.db');
+    const store = sqliteStore({ path: copy });
+    try {
+      await learnInto(store);
+      const key = '["reporter",null]';
+      // A run's batch under way: it read version 1 before the reset.
+      const stale = (await store.readLearning(key))!;
+      expect(stale.version).toBe(1);
+      expect((await cli(['learning', 'reset', '--store', copy, '--name', 'reporter'])).code).toBe(0);
+      // Another run learns after the reset; then the stale batch tries its compare-and-set.
+      const loop = createLoop({
+        model: scriptedModel([reply('total 3')]),
+        name: 'reporter',
+        store,
+        clock: virtualClock(Date.UTC(2026, 0, 2)),
+        learning: {},
+      });
+      expect((await loop.run({ goal: 'go' })).stopReason).toBe('completed');
+      expect(await store.writeLearning(key, stale.body, stale.version)).toBe(false);
+      const record = JSON.parse((await store.readLearning(key))!.body) as { tools: object; tasks: object };
+      // Only what was learned after the reset: no flaky tool, no draft task from before it.
+      expect(record.tools).toEqual({});
+      expect(Object.keys(record.tasks)).toEqual(['main']);
+      // A reset record is shown and reset as nothing learned.
+      expect((await cli(['learning', 'reset', '--store', copy, '--name', 'reporter'])).out).toBe(
+        'reset 1 learning record: reporter',
+      );
+      expect((await cli(['learning', 'show', '--store', copy, '--name', 'reporter'])).out).toBe(
+        'nothing learned yet for reporter',
+      );
+      expect((await cli(['learning', 'reset', '--store', copy, '--name', 'reporter'])).out).toBe(
+        'nothing learned to reset',
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
   it('shows a corrupt record as unreadable, exits 1, and reset clears it', async () => {
     const copy = join(scratch, 'corrupt.db');
     const store = sqliteStore({ path: copy });

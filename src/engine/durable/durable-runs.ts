@@ -37,6 +37,7 @@ import {
 } from './records.js';
 import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
 import { readResultTrace, readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
+import type { TraceEvent } from '../trace/trace-event.js';
 import { RunJournal } from './run-journal.js';
 import { heldLimits, holdShare, settleShare, tenantStopNote } from './tenant-ledger.js';
 
@@ -442,6 +443,7 @@ export class DurableRuns {
       limits: held,
       limitsWarning: isNew ? null : limitsKeptWarning(limits, this.resolved.limits),
       ...(driving.effectStep === undefined ? {} : { effectStep: driving.effectStep }),
+      ...(continueWith === null || record.result === null ? {} : { stopTrace: await this.stopTraceOf(record) }),
     });
     const config: ResolvedConfig = {
       ...this.resolved,
@@ -494,6 +496,15 @@ export class DurableRuns {
     // Never holds a Node, Bun or Deno process open; a browser's timers have no unref.
     (timer as { unref?: () => unknown }).unref?.();
     return () => clearInterval(timer);
+  }
+
+  /** The trace a waiting run's stop recorded; none when it cannot be read (the resumed trace then lacks what followed the stop's event). */
+  private async stopTraceOf(record: RunRecord): Promise<readonly TraceEvent[]> {
+    try {
+      return (await this.recordedResult(record)).trace;
+    } catch {
+      return [];
+    }
   }
 
   /** A stop's result as recorded, its trace put back from the journal's chunks when the record points there. */

@@ -33,5 +33,7 @@ export function applyReview(
   const passed = decision.accept;
   const reason = decision.accept ? 'accepted by a person' : reviewRejectedReason(decision.reason);
   session.recordEvaluation({ passed, parsed: pending.output, formatted });
+  // The person's verdict is what learning counts for the task (the review request itself counted nothing).
+  session.noteReviewVerdict?.(pending.taskId, decision.accept, decision.accept ? '' : decision.reason);
   return { ...verdict, passed, reason, nextRequestTokens: nextRequestEstimate(session, passed, reason) };
 }

@@ -88,6 +88,11 @@ export interface RunJournalOptions {
   limits: LoopLimits;
   /** Warned once the run is rebuilt or started: the resuming loop's limits differ from the run's. */
   limitsWarning: string | null;
+  /**
+   * A run continuing from a stop: the stop's recorded trace. What it recorded after the event it stopped on
+   * is in no event's delta; its `learning-saved` (the leg's last batch) is put back into the rebuilt trace.
+   */
+  stopTrace?: readonly TraceEvent[];
 }
 
 type ToolOutcome = ToolResultRecord['outcome'];
@@ -290,6 +295,10 @@ export class RunJournal implements DriverHooks {
         send(record.event as LoopEvent);
         this.cursor = cursorOf(session, false);
       }
+      // The stop's last batch was written after the event it stopped on: its trace keeps it (sinks had it then).
+      if (plan.continueWith !== null)
+        for (const event of (this.options.stopTrace ?? []).slice(session.trace.length))
+          if (event.type === 'learning-saved') session.record(event);
     });
     session.record({
       type: 'run-resume',
@@ -415,6 +424,10 @@ export class RunJournal implements DriverHooks {
       { seq: record.seq, kind: 'snapshot', body },
       this.options.lease(),
     );
+  }
+
+  commit(): Promise<void> {
+    return this.flush();
   }
 
   async beforeEffect(session: RunSession, controller: AbortController, kind: EffectKind): Promise<void> {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  addBatch,
   decayFactor,
   decayedRecord,
   mergeBatch,
@@ -123,5 +124,34 @@ describe('mergeBatch', () => {
     );
     expect(Object.keys(record.tools)).toEqual(['__proto__']);
     expect(JSON.parse(JSON.stringify(record)).tools.__proto__.failures).toBe(1);
+  });
+});
+
+describe('addBatch', () => {
+  it('adds later outcomes as if both were one batch: counts add, a later success ends the streak', () => {
+    for (const [first, second] of [
+      ['ff', 'f'],
+      ['ff', 'sf'],
+      ['sf', 'ff'],
+      ['', 'sf'],
+      ['f', ''],
+    ] as const) {
+      const into = batchOf(first === '' ? {} : { t: first }, 1);
+      addBatch(into, batchOf(second === '' ? {} : { t: second }, 2));
+      const whole = toolBatch(first + second);
+      expect(into.tools.get('t'), `${first} + ${second}`).toEqual({
+        ...whole,
+        lastFailureAt: second.includes('f') ? 2 : 1,
+      });
+    }
+    const tasks: LearningBatch = {
+      tools: new Map(),
+      tasks: new Map([['t', { passes: 1, failures: 1, reasons: { a: 1 } }]]),
+    };
+    addBatch(tasks, {
+      tools: new Map(),
+      tasks: new Map([['t', { passes: 0, failures: 2, reasons: { a: 1, b: 1 } }]]),
+    });
+    expect(tasks.tasks.get('t')).toEqual({ passes: 1, failures: 3, reasons: { a: 2, b: 1 } });
   });
 });

@@ -41,6 +41,38 @@ export interface LearningBatch {
   tasks: Map<string, TaskBatch>;
 }
 
+/** Adds `later`'s outcomes to `into` (outcomes seen after `into`'s): as if they had been one batch. */
+export function addBatch(into: LearningBatch, later: LearningBatch): void {
+  for (const [name, tool] of later.tools) {
+    const before = into.tools.get(name);
+    if (before === undefined) {
+      into.tools.set(name, { ...tool });
+      continue;
+    }
+    before.successes += tool.successes;
+    before.failures += tool.failures;
+    before.totalLatencyMs += tool.totalLatencyMs;
+    // A success in the later outcomes ends the earlier streak; without one, the streak goes on.
+    before.trailingFailures = tool.sawSuccess ? tool.trailingFailures : before.trailingFailures + tool.trailingFailures;
+    before.sawSuccess ||= tool.sawSuccess;
+    if (tool.failures > 0) before.lastFailureAt = tool.lastFailureAt;
+  }
+  for (const [id, task] of later.tasks) {
+    const before = into.tasks.get(id);
+    if (before === undefined) {
+      into.tasks.set(id, {
+        ...task,
+        reasons: Object.assign(Object.create(null) as Record<string, number>, task.reasons),
+      });
+      continue;
+    }
+    before.passes += task.passes;
+    before.failures += task.failures;
+    for (const [reason, count] of Object.entries(task.reasons))
+      before.reasons[reason] = (Object.hasOwn(before.reasons, reason) ? (before.reasons[reason] ?? 0) : 0) + count;
+  }
+}
+
 /** Reasons whose decayed count fell below this are forgotten, so a record does not grow for good. */
 const FORGOTTEN_BELOW = 0.01;
 /** Reasons kept per task in the store (the feedback shows `topReasons` of them). */

@@ -11,6 +11,7 @@ import { safeNow } from '../hooks/guarded-clock.js';
 import { ToolHealth } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import {
+  addBatch,
   decayedRecord,
   mergeBatch,
   taskFeedbackOf,
@@ -72,8 +73,12 @@ export class LearningSession {
   #problem: string | null = null;
   /** A stored record this loopstate cannot read: nothing is written over it. */
   #unwritable = false;
+  /** Outcomes whose events the run's journal may not have committed yet: a crash would have a resume perform them again. */
   #batch = emptyBatch();
   #pending = 0;
+  /** Outcomes whose events are committed (see `seal`): the next write takes these only. */
+  #sealed = emptyBatch();
+  #sealedCount = 0;
   #windowStart: number;
 
   constructor(options: ResolvedLearning, store: Store, name: string, tenantId: string | null, clock: Clock) {
@@ -199,21 +204,34 @@ export class LearningSession {
     this.#pending += 1;
   }
 
-  /** Whether the batch window is full: `batchWindow.outcomes` outcomes, or `batchWindow.ms` since the last write. */
+  /**
+   * The outcomes seen so far came from events the run has committed (a durable run's journal, or a run
+   * without one): they may be written. Until then a write leaves them out, so a crash between the write and
+   * the journal's commit cannot count them twice (a resume performs the uncommitted effects again).
+   */
+  seal(): void {
+    if (this.#pending === 0) return;
+    addBatch(this.#sealed, this.#batch);
+    this.#sealedCount += this.#pending;
+    this.#batch = emptyBatch();
+    this.#pending = 0;
+  }
+
+  /** Whether the batch window is full: `batchWindow.outcomes` sealed outcomes, or `batchWindow.ms` since the last write. */
   due(now: number): boolean {
     return (
-      this.#pending > 0 &&
-      (this.#pending >= this.#options.batchOutcomes || now - this.#windowStart >= this.#options.batchMs)
+      this.#sealedCount > 0 &&
+      (this.#sealedCount >= this.#options.batchOutcomes || now - this.#windowStart >= this.#options.batchMs)
     );
   }
 
-  /** Merges the batch into the store (compare-and-set, read again on a lost race) and records `learning-saved`. */
+  /** Merges the sealed batch into the store (compare-and-set, read again on a lost race) and records `learning-saved`. */
   async flush(sink: LearningSink): Promise<void> {
-    if (this.#pending === 0) return;
-    const batch = this.#batch;
-    const outcomes = this.#pending;
-    this.#batch = emptyBatch();
-    this.#pending = 0;
+    if (this.#sealedCount === 0) return;
+    const batch = this.#sealed;
+    const outcomes = this.#sealedCount;
+    this.#sealed = emptyBatch();
+    this.#sealedCount = 0;
     const now = safeNow(this.#clock);
     this.#windowStart = now;
     if (this.#unwritable) return;

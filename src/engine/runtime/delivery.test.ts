@@ -28,6 +28,7 @@ function fixture(effectStep?: EffectStep) {
     beforeSend: async (event) => void log.push(`journal ${event.type}`),
     afterSend: async () => void log.push('after send'),
     beforeEffect: async () => undefined,
+    commit: async () => undefined,
     ...(effectStep ? { effectStep } : {}),
   };
   const toActor = (event: LoopEvent) => void log.push(`actor ${event.type}`);

@@ -30,6 +30,8 @@ export interface DriverHooks {
   beforeSend(event: LoopEvent, session: RunSession): Promise<void>;
   /** After the machine took the event: snapshots now and then. */
   afterSend(actor: Actor<LoopMachine>, session: RunSession): Promise<void>;
+  /** Commits every event journalled so far (learning writes their outcomes only after). */
+  commit(): Promise<void>;
   /**
    * Before each effect (of kind `kind`): commits what must be durable before it, waits out a pause, and
    * aborts the run when a cancel was asked for.

@@ -75,7 +75,12 @@ export async function driveRun(
   const controller = new AbortController();
   const conversation = priorConversation(input, config.instructions);
   const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation, setup);
-  if (learning !== null) session.taskFeedback = (taskId) => learning.feedbackFor(taskId);
+  if (learning !== null) {
+    session.taskFeedback = (taskId) => learning.feedbackFor(taskId);
+    // Redacted before it is stored, as an evaluator's reason is.
+    session.noteReviewVerdict = (taskId, accepted, reason) =>
+      learning.noteEvaluation(taskId, accepted, config.redact.text(reason));
+  }
   const inspect =
     config.inspect === undefined
       ? undefined
@@ -128,16 +133,29 @@ export async function driveRun(
         const effect = getPendingEffect(snapshot);
         if (effect.kind === 'done') break;
         if (hooks) await hooks.beforeEffect(session, controller, effect.kind);
+        // beforeEffect committed the journal before any effect but a tool round (which commits inside its calls,
+        // or, for idempotent calls only, after them): the outcomes so far may be written, a resume never performs
+        // them again.
+        if (learning !== null && (hooks === undefined || effect.kind !== 'runTools')) {
+          learning.seal();
+          if (learning.due(safeNow(clock))) await learning.flush(session);
+        }
         await delivery.performAndDeliver(effect.kind, () =>
           learning === null
             ? perform(effect, snapshot, session, health)
             : performLearning(effect, snapshot, session, health, learning),
         );
-        if (learning?.due(safeNow(clock))) await learning.flush(session);
       }
-      // The run's last batch, before run-end: the trace says what it wrote.
-      await learning?.flush(session);
+      if (learning !== null) {
+        // The last outcomes, once the events they came from are committed.
+        await hooks?.commit();
+        learning.seal();
+      }
     } finally {
+      // The run's last batch, before run-end (the trace says what it wrote), however the drive ended: a
+      // workflow's handoff, a drain, a store error. What the journal did not commit is left out: a resume redoes it.
+      if (hooks === undefined) learning?.seal();
+      await learning?.flush(session);
       try {
         cancelDeadline();
       } catch {
@@ -267,7 +285,8 @@ async function performLearning(
 ): Promise<LoopEvent> {
   const event = await perform(effect, snapshot, session, health);
   // Redacted before it is stored: a reason may quote the output, and the store keeps it across runs.
-  if (event.type === 'evaluation.completed')
+  // A request for a person's review is no verdict: the person's decision is counted when it is applied.
+  if (event.type === 'evaluation.completed' && event.needsReview !== true)
     learning.noteEvaluation(session.task.id, event.passed, session.config.redact.text(event.reason));
   return event;
 }

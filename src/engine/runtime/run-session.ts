@@ -82,6 +82,8 @@ export class RunSession {
   readonly aborts: AbortFanout;
   /** With learning: each task's feedback from earlier runs, for its prompt function (set before the first task begins). */
   taskFeedback: ((taskId: string) => TaskFeedback) | null = null;
+  /** With learning: told a person's review verdict when it is applied (accepted = a pass, rejected = a failure with the person's reason). */
+  noteReviewVerdict: ((taskId: string, accepted: boolean, reason: string) => void) | null = null;
   /** Follows the model requests when `trace.prompts` is on. */
   readonly prompts: PromptRecorder | null;
 

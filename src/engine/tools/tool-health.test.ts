@@ -177,4 +177,20 @@ describe('ToolHealth half-open circuit', () => {
     expect(health.order(['kb', 'time', 'calculator'])).toEqual(['time', 'calculator', 'kb']);
     expect(health.order([])).toEqual([]);
   });
+
+  it('cools a learned streak stamped ahead of its own clock down for cooldownMs, not for the gap as well', () => {
+    const DAY = 86_400_000;
+    let now = 1_000;
+    const health = new ToolHealth({ threshold: 3, cooldownMs: 30_000, now: () => now });
+    // Learned by another process whose clock is two days ahead (or by a resumed run's continuing clock).
+    health.restoreLearned({ kb: { weight: 0.4, consecutiveFailures: 3, lastFailureAt: now + 2 * DAY } });
+    expect(health.circuit('kb')).toBe('open');
+    now += 30_000;
+    expect(health.circuit('kb')).toBe('half_open');
+    // A streak stamped in its past keeps its own age.
+    health.restoreLearned({ kb: { weight: 0.4, consecutiveFailures: 3, lastFailureAt: now - 10_000 } });
+    expect(health.circuit('kb')).toBe('open');
+    now += 20_000;
+    expect(health.circuit('kb')).toBe('half_open');
+  });
 });

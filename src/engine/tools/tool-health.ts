@@ -161,7 +161,17 @@ export class ToolHealth {
    */
   restoreLearned(learned: Readonly<Record<string, LearnedToolHealth>>): void {
     this.#learned.clear();
-    for (const [name, tool] of Object.entries(learned)) this.#learned.set(name, { ...tool });
+    // A failure stamped later than this run's clock (another process's clock, a resumed run's clock that
+    // continues where its journal left off) counts as failing now: it cools down for `cooldownMs`, not
+    // for that gap as well.
+    let now: number;
+    try {
+      now = this.#now();
+    } catch {
+      now = Infinity;
+    }
+    for (const [name, tool] of Object.entries(learned))
+      this.#learned.set(name, { ...tool, lastFailureAt: Math.min(tool.lastFailureAt, now) });
   }
 
   /**

@@ -7,7 +7,14 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Store } from '../../../index.js';
-import { decodeLearningRecord, taskFeedbackOf, thrownMessage, type LearningRecord } from '../../../internal.js';
+import {
+  decodeLearningRecord,
+  emptyLearningRecord,
+  encodeLearningRecord,
+  taskFeedbackOf,
+  thrownMessage,
+  type LearningRecord,
+} from '../../../internal.js';
 import { sqliteStore } from '../../../adapters/sqlite/index.js';
 import { postgresStore } from '../../../adapters/postgres/index.js';
 import { EXIT_CODES } from '../cli-error.js';
@@ -22,7 +29,7 @@ reasons. Counts are shown as stored at the record's update time (runs fade them 
 
 Commands:
   show                 list the learned records (every loop, or those --name and --tenant select)
-  reset                delete the selected records; needs --name, or --all for every record
+  reset                clear the selected records; needs --name, or --all for every record
 
 Options:
   --store <where>      a SQLite file (it must exist) or a postgres:// / postgresql:// URL
@@ -30,7 +37,7 @@ Options:
   --name <loop>        only this loop (its \`name\`)
   --tenant <id>        only this tenant's record (with --name); without it, every tenant's and the untenanted one
   --all                with reset: every record in the store
-  --json               print JSON (show: one array; reset: the keys deleted)
+  --json               print JSON (show: one array; reset: the keys cleared, as "deleted")
   -h, --help           show this help
 
 Exit codes: 0 done; 1 a record could not be read (show) or the store failed; 2 bad usage (a missing
@@ -43,6 +50,31 @@ interface Selected {
   version: number;
   record: LearningRecord | null;
   problem: string | null;
+}
+
+/** Compare-and-set attempts to clear a record that runs keep writing. */
+const CLEAR_ATTEMPTS = 50;
+
+/** A record with nothing in it: what `reset` leaves, shown and reset as nothing learned. */
+const isCleared = (entry: Selected): boolean =>
+  entry.record !== null && Object.keys(entry.record.tools).length === 0 && Object.keys(entry.record.tasks).length === 0;
+
+/**
+ * Clears a record by writing an empty one over it (compare-and-set), not by deleting it: its version goes
+ * on counting, so a run's batch under way, read before the reset, fails its compare-and-set and is merged
+ * into the empty record instead of writing the old one back (a deleted record's version would start at 1
+ * again). A key no loop writes is deleted. False when there was nothing to clear.
+ */
+async function clearRecord(store: Store, entry: Selected): Promise<boolean> {
+  const parts = partsOf(entry.key);
+  if (parts === null) return store.deleteLearning(entry.key);
+  const body = encodeLearningRecord(emptyLearningRecord(parts.name, parts.tenantId, 0));
+  let version: number | null = entry.version;
+  for (let attempt = 0; attempt < CLEAR_ATTEMPTS; attempt++) {
+    if (await store.writeLearning(entry.key, body, version)) return true;
+    version = (await store.readLearning(entry.key))?.version ?? null;
+  }
+  throw new Error(`the learning record ${entry.key} kept changing under ${CLEAR_ATTEMPTS} attempts to clear it`);
 }
 
 /** The loop name and tenant a key holds; null for a key loopstate did not write. */
@@ -207,7 +239,7 @@ export async function learningCommand(argv: readonly string[], io: CliIo): Promi
     }
     if (action === 'reset') {
       const deleted: string[] = [];
-      for (const entry of selected) if (await store.deleteLearning(entry.key)) deleted.push(entry.key);
+      for (const entry of selected) if (!isCleared(entry) && (await clearRecord(store, entry))) deleted.push(entry.key);
       if (values.json) io.out(JSON.stringify({ deleted }));
       else
         io.out(
@@ -222,15 +254,17 @@ export async function learningCommand(argv: readonly string[], io: CliIo): Promi
         );
       return EXIT_CODES.success;
     }
-    if (values.json) io.out(JSON.stringify(selected, null, 2));
-    else if (selected.length === 0)
+    // A cleared record is nothing learned.
+    const shown = selected.filter((entry) => !isCleared(entry));
+    if (values.json) io.out(JSON.stringify(shown, null, 2));
+    else if (shown.length === 0)
       io.out(
         values.name === undefined
           ? 'nothing learned yet in this store'
           : `nothing learned yet for ${terminalLine(values.name)}${values.tenant === undefined ? '' : ` (tenant ${terminalLine(values.tenant)})`}`,
       );
-    else io.out(selected.map(describeRecord).join('\n\n'));
-    return selected.some((entry) => entry.record === null) ? EXIT_CODES.failure : EXIT_CODES.success;
+    else io.out(shown.map(describeRecord).join('\n\n'));
+    return shown.some((entry) => entry.record === null) ? EXIT_CODES.failure : EXIT_CODES.success;
   } catch (error) {
     io.err(`loopstate learning: the store failed: ${terminalLine(thrownMessage(error))}`);
     return EXIT_CODES.failure;
