@@ -16,13 +16,16 @@ import { freeLease } from '../durable/dead-owner.js';
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-learning-durable-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-/** The store, failing the `nth` append of a record of `kind` (1-based). */
-function flaky(store: Store, kind: string, nth: number): Store {
+/**
+ * The store, failing the `nth` append (1-based) that commits a tool round's outcome: the commit holding its
+ * `tools.completed` event (a round of idempotent calls commits with that event, its result rows folded in).
+ */
+function flaky(store: Store, nth: number): Store {
   let seen = 0;
   return {
     ...store,
     append: (...args) => {
-      if (args[1].some((row) => row.kind === kind) && ++seen === nth)
+      if (args[1].some((row) => row.kind === 'event' && row.body.includes('"tools.completed"')) && ++seen === nth)
         return Promise.reject(new Error('SQLITE_IOERR: disk I/O error'));
       return store.append(...args);
     },
@@ -75,7 +78,7 @@ describe('learning when the journal fails to commit', () => {
     const file = sqliteStore({ path: join(scratch, 'twice.db') });
     const calls: string[] = [];
     // A batch per outcome; the commit of the first lookup's round fails after the lookup ran.
-    await expect(lookupLoop(flaky(file, 'tool-result', 1), calls, 1).run({ goal: 'Read', runId: 'r' })).rejects.toThrow(
+    await expect(lookupLoop(flaky(file, 1), calls, 1).run({ goal: 'Read', runId: 'r' })).rejects.toThrow(
       'SQLITE_IOERR',
     );
     expect(await file.readLearning('["orders",null]')).toBeNull();
@@ -93,9 +96,9 @@ describe('learning when the journal fails to commit', () => {
     const file = sqliteStore({ path: join(scratch, 'lost.db') });
     const calls: string[] = [];
     // The second round's commit fails; the first round's lookup was committed.
-    await expect(
-      lookupLoop(flaky(file, 'tool-result', 2), calls, 20).run({ goal: 'Read', runId: 'r' }),
-    ).rejects.toThrow('SQLITE_IOERR');
+    await expect(lookupLoop(flaky(file, 2), calls, 20).run({ goal: 'Read', runId: 'r' })).rejects.toThrow(
+      'SQLITE_IOERR',
+    );
     expect((await stored(file)).tools.lookup?.successes).toBeCloseTo(1, 6);
     await freeLease(file, 'r');
     const resumed = await lookupLoop(file, calls, 20).resume('r');
