@@ -3,10 +3,10 @@
  * it committed before it hands over, so nothing is lost at a handoff and nothing is counted twice.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createLoop, defineTool, type Model } from 'loopstate';
+import { createLoop } from 'loopstate';
 import { dbosWorker, type DbosWorker } from 'loopstate/dbos';
 import { postgresStore, type PostgresStore } from 'loopstate/postgres';
+import { orderLookups } from '../support/order-lookups.js';
 import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
 
 let server: TestPostgres;
@@ -17,28 +17,8 @@ const lookups: string[] = [];
 beforeAll(async () => {
   server = await testPostgres();
   store = postgresStore({ connectionString: server.url });
-  const lookup = defineTool({
-    name: 'lookup',
-    description: 'Read an order',
-    input: z.object({ id: z.string() }),
-    access: 'read',
-    idempotent: true,
-    execute: async ({ id }) => {
-      lookups.push(id);
-      return { id, total: 40 };
-    },
-  });
   // Looks up O-1, O-2, O-3, then answers: seven effects (four model calls, three tool rounds) and an evaluation.
-  const model: Model = {
-    id: 'learning-legs-model',
-    generate: async ({ messages }) => {
-      const usage = { inputTokens: 10, outputTokens: 5 };
-      const given = messages.filter((message) => message.role === 'assistant').length;
-      if (given >= 3) return { text: 'all read', toolCalls: [], usage };
-      const id = `O-${given + 1}`;
-      return { text: null, toolCalls: [{ id: `c${given}`, name: 'lookup', arguments: JSON.stringify({ id }) }], usage };
-    },
-  };
+  const { lookup, model } = orderLookups(['O-1', 'O-2', 'O-3'], lookups, 'all read');
   const loop = createLoop({ model, name: 'orders', tools: [lookup], store, learning: {} });
   worker = await dbosWorker({
     loop,

@@ -7,11 +7,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createLoop, defineTool, type Model, type Store } from 'loopstate';
+import { createLoop, type Store } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from '../durable/dead-owner.js';
+import { orderLookups } from '../support/order-lookups.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-learning-durable-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -34,27 +34,7 @@ function flaky(store: Store, nth: number): Store {
 
 /** Looks up O-7, then O-8, then answers. */
 function lookupLoop(store: Store, calls: string[], outcomes: number) {
-  const lookup = defineTool({
-    name: 'lookup',
-    description: 'Read an order',
-    input: z.object({ id: z.string() }),
-    access: 'read',
-    idempotent: true,
-    execute: async ({ id }) => {
-      calls.push(id);
-      return { id, total: 40 };
-    },
-  });
-  const model: Model = {
-    id: 'script',
-    generate: async ({ messages }) => {
-      const usage = { inputTokens: 10, outputTokens: 5 };
-      const given = messages.filter((message) => message.role === 'assistant').length;
-      if (given >= 2) return { text: 'both read', toolCalls: [], usage };
-      const id = given === 0 ? 'O-7' : 'O-8';
-      return { text: null, toolCalls: [{ id: `c${given}`, name: 'lookup', arguments: JSON.stringify({ id }) }], usage };
-    },
-  };
+  const { lookup, model } = orderLookups(['O-7', 'O-8'], calls, 'both read');
   return createLoop({
     model,
     name: 'orders',
