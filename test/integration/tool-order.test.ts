@@ -2,23 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLoop, defineTool, type ToolOrder } from 'loopstate';
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
-
-const flaky = defineTool({
-  name: 'flaky',
-  description: 'Fails.',
-  input: z.object({}),
-  access: 'read',
-  execute: () => {
-    throw new Error('down');
-  },
-});
-const steady = defineTool({
-  name: 'steady',
-  description: 'Works.',
-  input: z.object({}),
-  access: 'read',
-  execute: () => 'ok',
-});
+import { flaky, steady } from '../support/flaky-tools.js';
 
 function run(toolOrder: ToolOrder | undefined) {
   const model = scriptedModel([toolCall('flaky', {}), toolCall('steady', {}), reply('done')]);

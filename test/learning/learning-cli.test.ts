@@ -10,26 +10,16 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createLoop, defineTool, evaluators, type Store } from 'loopstate';
+import { createLoop, evaluators, type Store } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { postgresStore } from 'loopstate/postgres';
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 import { runCli } from '../../src/tooling/cli/run-cli.js';
 import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
+import { flaky } from '../support/flaky-tools.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-learning-cli-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-
-const flaky = defineTool({
-  name: 'flaky',
-  description: 'Fails.',
-  input: z.object({}),
-  access: 'read',
-  execute: () => {
-    throw new Error('down');
-  },
-});
 
 /** Two loops (one of them for two tenants) learn into `store`. */
 async function learnInto(store: Store): Promise<void> {

@@ -18,25 +18,9 @@ import {
   type TraceEvent,
 } from 'loopstate';
 import { reply, scriptedModel, toolCall, virtualClock, type VirtualClock } from 'loopstate/testing';
+import { flaky, steady } from '../support/flaky-tools.js';
 
 const HOUR = 3_600_000;
-
-const flaky = defineTool({
-  name: 'flaky',
-  description: 'Fails.',
-  input: z.object({}),
-  access: 'read',
-  execute: () => {
-    throw new Error('down');
-  },
-});
-const steady = defineTool({
-  name: 'steady',
-  description: 'Works.',
-  input: z.object({}),
-  access: 'read',
-  execute: () => 'ok',
-});
 
 type Learning = NonNullable<LoopConfig['learning']>;
 
