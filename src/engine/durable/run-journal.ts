@@ -430,16 +430,17 @@ export class RunJournal implements DriverHooks {
     return this.flush();
   }
 
-  async beforeEffect(session: RunSession, controller: AbortController, kind: EffectKind): Promise<void> {
+  async beforeEffect(session: RunSession, controller: AbortController, kind: EffectKind): Promise<boolean> {
     const { store } = this.options;
     // Before the next external effect: the last effect's outcome and the events since are committed. A tool
     // round commits in its calls instead (see `execute`): with its intents, or not before it runs at all.
     const since = this.commitsStarted;
-    if (kind === 'runTools') {
+    const committed = kind !== 'runTools';
+    if (!committed) {
       this.roundHasWrites = hasWrites(session);
       // A round of idempotent calls only is the rest of the step its model call began: a pause or a cancel
       // is seen before the next step (as the store's contract says), not between the two.
-      if (!this.roundHasWrites) return;
+      if (!this.roundHasWrites) return committed;
     } else await this.flush();
     // The control the commit just made found (the same round trip), or read now.
     let control =
@@ -449,9 +450,9 @@ export class RunJournal implements DriverHooks {
     for (;;) {
       if (control.cancelRequested) {
         controller.abort(new RunInterruption('cancelled', 'cancelled through loop.cancel'));
-        return;
+        return committed;
       }
-      if (control.paused === null || session.signal.aborted) return;
+      if (control.paused === null || session.signal.aborted) return committed;
       // Paused: no new step until the pause is lifted (a cancel or the deadline still ends the run).
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, store.pausePollMs);

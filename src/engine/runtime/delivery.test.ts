@@ -27,7 +27,7 @@ function fixture(effectStep?: EffectStep) {
     restore: async () => false,
     beforeSend: async (event) => void log.push(`journal ${event.type}`),
     afterSend: async () => void log.push('after send'),
-    beforeEffect: async () => undefined,
+    beforeEffect: async () => true,
     commit: async () => undefined,
     ...(effectStep ? { effectStep } : {}),
   };

@@ -34,9 +34,10 @@ export interface DriverHooks {
   commit(): Promise<void>;
   /**
    * Before each effect (of kind `kind`): commits what must be durable before it, waits out a pause, and
-   * aborts the run when a cancel was asked for.
+   * aborts the run when a cancel was asked for. True when every event so far is committed now (a tool round
+   * may run before its step is committed), so what they tell may be written elsewhere (learning).
    */
-  beforeEffect(session: RunSession, controller: AbortController, kind: EffectKind): Promise<void>;
+  beforeEffect(session: RunSession, controller: AbortController, kind: EffectKind): Promise<boolean>;
   /**
    * Performs one effect as a durable step of a workflow engine (DBOS): `perform` runs the effect and
    * journals its outcome; the step returns the outcome for the machine. Absent: effects run directly.

@@ -132,11 +132,9 @@ export async function driveRun(
         const snapshot = actor.getSnapshot();
         const effect = getPendingEffect(snapshot);
         if (effect.kind === 'done') break;
-        if (hooks) await hooks.beforeEffect(session, controller, effect.kind);
-        // beforeEffect committed the journal before any effect but a tool round (which commits inside its calls,
-        // or, for idempotent calls only, after them): the outcomes so far may be written, a resume never performs
-        // them again.
-        if (learning !== null && (hooks === undefined || effect.kind !== 'runTools')) {
+        // Outcomes whose events are committed may be written: a resume never performs them again.
+        const committed = hooks === undefined || (await hooks.beforeEffect(session, controller, effect.kind));
+        if (learning !== null && committed) {
           learning.seal();
           if (learning.due(safeNow(clock))) await learning.flush(session);
         }
