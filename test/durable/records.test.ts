@@ -230,7 +230,10 @@ describe('sqliteStore packed rows', () => {
     expect(fields(await store.readJournal('g', 2))).toEqual(all.slice(2));
     expect(fields(await store.readJournal('g', 3, ['tool-result']))).toEqual([all[4]]);
     expect(fields(await store.readJournal('g', 0, ['trace']))).toEqual([all[3]]);
+    // Read before the store closes, their bodies read after: the group's first row was fetched with them.
+    const readEarly = await store.readJournal('g', 2);
     await store.close();
+    expect(fields(readEarly)).toEqual(all.slice(2));
     const raw = new Database(path);
     const stored = raw.prepare("SELECT seq, body, packed FROM journal WHERE run_id = 'g' ORDER BY seq").all() as {
       seq: number;

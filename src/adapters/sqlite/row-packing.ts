@@ -92,13 +92,18 @@ export function unpackRows(
   rows: readonly PackedRow[],
   readRow: (seq: number) => PackedRow | undefined,
 ): StoreRow[] {
-  const bySeq = new Map<number, PackedRow>();
+  const heads = new Map<number, PackedRow | undefined>();
+  for (const row of rows) if (row.packed !== null && (row.packed[0] ?? 0) >= GROUP_HEAD) heads.set(row.seq, row);
+  // The first rows of groups cut off from `rows` are read now, while the store is open (their bodies stay lazy).
+  for (const row of rows) {
+    const headSeq = row.packed?.[0] === GROUP_MEMBER ? row.seq - (memberPlace(row.packed)?.back ?? 0) : null;
+    if (headSeq !== null && !heads.has(headSeq)) heads.set(headSeq, readRow(headSeq));
+  }
   const groups = new Map<number, string[]>();
-  for (const row of rows) if (row.packed !== null && (row.packed[0] ?? 0) >= GROUP_HEAD) bySeq.set(row.seq, row);
   const groupBodies = (headSeq: number, member: number): string[] => {
     let bodies = groups.get(headSeq);
     if (bodies === undefined) {
-      const head = bySeq.get(headSeq) ?? readRow(headSeq);
+      const head = heads.get(headSeq);
       if (head?.packed === null || head === undefined || (head.packed[0] ?? 0) < GROUP_HEAD)
         throw refusal(runId, member)(`its commit group's first row (seq ${headSeq}) is missing or not a group`);
       bodies = unpackGroup(refusal(runId, headSeq), head.packed);
@@ -127,12 +132,23 @@ function bodyOf(runId: string, row: PackedRow, groupBodies: (headSeq: number, me
   if (first >= GROUP_HEAD) return groupBodies(row.seq, row.seq)[0]!;
   if (first !== GROUP_MEMBER) return unpack(runId, row.seq, row.body, packed);
   const refuse = refusal(runId, row.seq);
-  const [back, index] = readVarints(refuse, packed, 1, 2).values;
-  if (back! < 1 || back! >= row.seq || index! < 1)
+  const place = memberPlace(packed);
+  if (place === null || place.back >= row.seq)
     throw refuse('not a valid member of a commit group (its place is out of range)');
-  const body = groupBodies(row.seq - back!, row.seq)[index!];
-  if (body === undefined) throw refuse(`its commit group (seq ${row.seq - back!}) has no body at place ${index!}`);
+  const body = groupBodies(row.seq - place.back, row.seq)[place.index];
+  if (body === undefined)
+    throw refuse(`its commit group (seq ${row.seq - place.back}) has no body at place ${place.index}`);
   return body;
+}
+
+/** Where a group member's body is: how many seqs back its group's first row is, and its place there (null: unreadable). */
+function memberPlace(packed: Uint8Array): { back: number; index: number } | null {
+  try {
+    const [back, index] = readVarints((problem) => new Error(problem), packed, 1, 2).values;
+    return back! >= 1 && index! >= 1 ? { back: back!, index: index! } : null;
+  } catch {
+    return null;
+  }
 }
 
 function unpackGroup(refuse: (problem: string) => StoreRecordError, packed: Uint8Array): string[] {
@@ -186,7 +202,7 @@ function varints(values: readonly number[]): number[] {
 }
 
 function readVarints(
-  refuse: (problem: string) => StoreRecordError,
+  refuse: (problem: string) => Error,
   bytes: Uint8Array,
   from: number,
   count: number,
