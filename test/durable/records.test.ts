@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { createLoop, defineTool, StoreRecordError } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
-import { unpack } from '../../src/adapters/sqlite/row-packing.js';
+import { unpack, unpackRows, type PackedRow } from '../../src/adapters/sqlite/row-packing.js';
 import { RECORD_SCHEMA_VERSION } from '../../src/engine/durable/records.js';
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
@@ -41,7 +41,7 @@ async function stoppedRun(name: string) {
 
 /** Rewrites the store's packed rows as text, so a test can damage their JSON with SQL. */
 function unpackAll(db: BetterSqlite3.Database): void {
-  for (const table of ['runs', 'journal', 'snapshots']) {
+  for (const table of ['runs', 'snapshots']) {
     const seq = table === 'runs' ? 'NULL' : 'seq';
     const rows = db
       .prepare(`SELECT rowid, run_id, ${seq} AS seq, body, packed FROM ${table} WHERE packed IS NOT NULL`)
@@ -58,6 +58,21 @@ function unpackAll(db: BetterSqlite3.Database): void {
         row.rowid,
       );
   }
+  // Journal rows of a commit group are read through the group's first row: all are read before any is rewritten.
+  const journal = db
+    .prepare('SELECT run_id, seq, kind, body, packed FROM journal ORDER BY run_id, seq')
+    .all() as (PackedRow & { run_id: string })[];
+  const bodies = journal.map(
+    (row) =>
+      unpackRows(row.run_id, [row], (seq) =>
+        journal.find((other) => other.run_id === row.run_id && other.seq === seq),
+      )[0]!.body,
+  );
+  journal.forEach((row, index) =>
+    db
+      .prepare('UPDATE journal SET body = ?, packed = NULL WHERE run_id = ? AND seq = ?')
+      .run(bodies[index], row.run_id, row.seq),
+  );
 }
 
 async function refusal(promise: Promise<unknown>): Promise<StoreRecordError> {
@@ -189,6 +204,101 @@ describe('sqliteStore packed rows', () => {
     });
     expect(resumed.runId).toBe('r');
     reopened.close();
+  });
+
+  it('deflates the long journal rows of one append together, chunks alone, and reads each back from any seq', async () => {
+    const path = join(scratch, 'packed-group.db');
+    const store = sqliteStore({ path });
+    const lease = { owner: 'me', until: Date.now() + 60_000 };
+    const long = (seq: number, kind: string) =>
+      JSON.stringify({ schemaVersion: 4, kind, runId: 'g', seq, filler: `${kind} ${seq} `.repeat(60), é: '→' });
+    const rows = [
+      { seq: 1, kind: 'event', body: long(1, 'event') },
+      { seq: 2, kind: 'intent', body: '{"short":2}' },
+      { seq: 3, kind: 'event', body: long(3, 'event') },
+      { seq: 4, kind: 'trace', body: long(4, 'trace') },
+      { seq: 5, kind: 'tool-result', body: long(5, 'tool-result') },
+    ];
+    expect(await store.createRun('g', '{}', lease)).toBe(true);
+    await store.append('g', rows, lease);
+    await store.append('g', [{ seq: 6, kind: 'event', body: long(6, 'event') }], lease);
+    const fields = (read: readonly { seq: number; kind: string; body: string }[]) =>
+      read.map(({ seq, kind, body }) => ({ seq, kind, body }));
+    const all = [...rows, { seq: 6, kind: 'event', body: long(6, 'event') }];
+    expect(fields(await store.readJournal('g', 0))).toEqual(all);
+    // Rows whose group's first row (seq 1) is not among those read: it is read for them.
+    expect(fields(await store.readJournal('g', 2))).toEqual(all.slice(2));
+    expect(fields(await store.readJournal('g', 3, ['tool-result']))).toEqual([all[4]]);
+    expect(fields(await store.readJournal('g', 0, ['trace']))).toEqual([all[3]]);
+    // Read before the store closes, their bodies read after: the group's first row was fetched with them.
+    const readEarly = await store.readJournal('g', 2);
+    await store.close();
+    expect(fields(readEarly)).toEqual(all.slice(2));
+    const raw = new Database(path);
+    const stored = raw.prepare("SELECT seq, body, packed FROM journal WHERE run_id = 'g' ORDER BY seq").all() as {
+      seq: number;
+      body: string;
+      packed: Buffer | null;
+    }[];
+    raw.close();
+    // One deflate for the commit's long journal rows: the first holds the group, the others point back to it.
+    expect(stored.map((row) => [row.seq, row.packed?.[0] ?? 'text'])).toEqual([
+      [1, 129],
+      [2, 'text'],
+      [3, 0],
+      [4, 1],
+      [5, 0],
+      [6, 1],
+    ]);
+    expect(stored[2]!.packed!.length).toBeLessThan(4);
+    expect(stored[0]!.packed!.length).toBeLessThan((rows[0]!.body.length + rows[2]!.body.length) / 5);
+  });
+
+  it('refuses a row of a commit group whose group is missing, cut short or of other lengths', async () => {
+    const long = (seq: number) => JSON.stringify({ kind: 'event', seq, filler: `event ${seq} `.repeat(40) });
+    for (const [name, damage, problem, seq] of [
+      ['group-missing', 'DELETE FROM journal WHERE seq = 1', /commit group's first row \(seq 1\) is missing/, 3],
+      ['group-cut', 'UPDATE journal SET packed = substr(packed, 1, 8) WHERE seq = 1', /does not inflate/, 1],
+      // The first body's length changed (its low seven bits): the bodies no longer add up to what inflates.
+      [
+        'group-lengths',
+        "UPDATE journal SET packed = unhex('8102FF' || substr(hex(packed), 7)) WHERE seq = 1",
+        /not the \d+ its lengths say/,
+        1,
+      ],
+      ['member-place', "UPDATE journal SET packed = unhex('000207') WHERE seq = 3", /no body at place 7/, 3],
+    ] as const) {
+      const path = join(scratch, `${name}.db`);
+      const store = sqliteStore({ path });
+      const lease = { owner: 'me', until: Date.now() + 60_000 };
+      await store.createRun('g', '{}', lease);
+      await store.append(
+        'g',
+        [
+          { seq: 1, kind: 'event', body: long(1) },
+          { seq: 3, kind: 'event', body: long(3) },
+        ],
+        lease,
+      );
+      await store.close();
+      const db = new Database(path);
+      db.prepare(damage).run();
+      db.close();
+      const reopened = sqliteStore({ path });
+      const read = await reopened.readJournal('g', 0);
+      const error = (() => {
+        try {
+          for (const row of read) void row.body;
+        } catch (thrown) {
+          return thrown;
+        }
+        return null;
+      })();
+      await reopened.close();
+      expect(error, name).toBeInstanceOf(StoreRecordError);
+      expect(error, name).toMatchObject({ code: 'corrupt_record', runId: 'g', seq });
+      expect((error as StoreRecordError).problem, name).toMatch(problem);
+    }
   });
 
   it('refuses a packed row that does not inflate, and one packed with a dictionary it does not have', async () => {

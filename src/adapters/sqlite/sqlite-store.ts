@@ -10,7 +10,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { LoopConfigError } from '../../contracts/errors.js';
 import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
 import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
-import { pack, unpack } from './row-packing.js';
+import { pack, packCommit, unpack, unpackRows, type PackedRow } from './row-packing.js';
 import { SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH } from './sqlite-schema.js';
 import { SQLITE_LEARNING_SCHEMA, sqliteLearning } from './sqlite-learning.js';
 
@@ -138,9 +138,9 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     },
     async append(runId, rows, lease, runBody, finishedAt) {
       const { db, writes } = use();
-      // Deflated before the transaction: the write lock is held for the inserts only.
+      // Deflated before the transaction (the write lock is held for the inserts only), the rows in one group.
       const run = runBody === undefined ? undefined : pack(runBody);
-      const control = writes.append.immediate(runId, rows.map(packed), lease, run, finishedAt);
+      const control = writes.append.immediate(runId, packCommit(rows), lease, run, finishedAt);
       if (++appendsSinceCheckpoint >= checkpointEvery) {
         appendsSinceCheckpoint = 0;
         // PASSIVE never waits for readers; journal_size_limit then keeps the WAL file small.
@@ -152,14 +152,15 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       const { db, statements } = use();
       const statement = kinds === undefined ? statements.readJournal : readKinds(db, statements, kinds);
       if (statement === null) return [];
-      return (statement.all(runId, afterSeq) as PackedRow[]).map((row) => unpacked(runId, row));
+      const readRow = (seq: number) => statements.readRecord.get(runId, seq) as PackedRow | undefined;
+      return unpackRows(runId, statement.all(runId, afterSeq) as PackedRow[], readRow);
     },
     async writeSnapshot(runId, row, lease) {
       use().writes.snapshot.immediate(runId, packed(row), lease);
     },
     async latestSnapshot(runId) {
       const row = use().statements.latestSnapshot.get(runId) as PackedRow | undefined;
-      return row === undefined ? null : unpacked(runId, row);
+      return row === undefined ? null : unpackRows(runId, [row], () => undefined)[0]!;
     },
     async prune({ finishedBefore }) {
       const { db, writes } = use();
@@ -208,34 +209,19 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   };
 }
 
-/** A journal or snapshot row as read: its body text, or packed. */
-interface PackedRow {
-  seq: number;
-  kind: string;
-  body: string;
-  packed: Uint8Array | null;
-}
-
 const packed = (row: StoreRow): PackedRow => ({ seq: row.seq, kind: row.kind, ...pack(row.body) });
-
-/** Inflated when its body is first read: a resume reads the rows before the snapshot, and needs some of their bodies only. */
-function unpacked(runId: string, row: PackedRow): StoreRow {
-  if (row.packed === null) return { seq: row.seq, kind: row.kind, body: row.body };
-  let body: string | undefined;
-  return {
-    seq: row.seq,
-    kind: row.kind,
-    get body() {
-      body ??= unpack(runId, row.seq, row.body, row.packed);
-      return body;
-    },
-  };
-}
 
 function readControl(statements: ReturnType<typeof prepare>, runId: string): RunControl {
   const row = statements.readControl.get(runId) as
     { paused: string | null; cancel_requested: number | null } | undefined;
   return { paused: row?.paused ?? null, cancelRequested: row?.cancel_requested === 1 };
+}
+
+/** The lease and the control a journal append reads, in one statement. */
+interface OwnerAndControl {
+  lease_owner: string | null;
+  cancel_requested: number;
+  paused: string | null;
 }
 
 const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) =>
@@ -254,22 +240,26 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
         runBody: { body: string; packed: Buffer | null } | undefined,
         finishedAt: number | undefined,
       ) => {
-        // A journal append only checks the lease (a read: no page of the runs table rewritten per step);
+        // A journal append only checks the lease (a read: no page of the runs table rewritten per step), in the
+        // statement that reads the run's control (the write lock is held: neither changes before the commit);
         // a heartbeat (no rows) or a new run body renews it.
+        const owned =
+          runBody === undefined && rows.length > 0
+            ? (statements.ownerAndControl.get(runId) as OwnerAndControl | undefined)
+            : undefined;
         const held =
-          runBody !== undefined
-            ? statements.writeRunBody.run(
-                lease.until,
-                runBody.body,
-                runBody.packed,
-                finishedAt ?? null,
-                runId,
-                lease.owner,
-              ).changes === 1
-            : rows.length === 0
-              ? statements.renewLease.run(lease.until, runId, lease.owner).changes === 1
-              : (statements.leaseOwner.get(runId) as { lease_owner: string | null } | undefined)?.lease_owner ===
-                lease.owner;
+          owned !== undefined
+            ? owned.lease_owner === lease.owner
+            : runBody !== undefined
+              ? statements.writeRunBody.run(
+                  lease.until,
+                  runBody.body,
+                  runBody.packed,
+                  finishedAt ?? null,
+                  runId,
+                  lease.owner,
+                ).changes === 1
+              : rows.length === 0 && statements.renewLease.run(lease.until, runId, lease.owner).changes === 1;
         if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
         for (const row of rows) {
           try {
@@ -279,6 +269,7 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
           }
         }
         // Read in the write transaction: what the owner checks before its next step, without another call.
+        if (owned !== undefined) return { paused: owned.paused, cancelRequested: owned.cancel_requested === 1 };
         return readControl(statements, runId);
       },
     ),
@@ -324,7 +315,9 @@ function prepare(db: Database) {
     acquireLease: db.prepare(
       'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE run_id = ? AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ? OR lease_owner = ?)',
     ),
-    leaseOwner: db.prepare('SELECT lease_owner FROM runs WHERE run_id = ?'),
+    ownerAndControl: db.prepare(
+      "SELECT lease_owner, cancel_requested, (SELECT value FROM control WHERE key = 'paused') AS paused FROM runs WHERE run_id = ?",
+    ),
     releaseLease: db.prepare(
       'UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?',
     ),
@@ -341,6 +334,7 @@ function prepare(db: Database) {
     pruneRuns: db.prepare('DELETE FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?'),
     insertRecord: db.prepare('INSERT INTO journal (run_id, seq, kind, body, packed) VALUES (?, ?, ?, ?, ?)'),
     readJournal: db.prepare('SELECT seq, kind, body, packed FROM journal WHERE run_id = ? AND seq > ? ORDER BY seq'),
+    readRecord: db.prepare('SELECT seq, kind, body, packed FROM journal WHERE run_id = ? AND seq = ?'),
     upsertSnapshot: db.prepare(
       'INSERT INTO snapshots (run_id, seq, kind, body, packed) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body, packed = excluded.packed WHERE excluded.seq >= snapshots.seq',
     ),

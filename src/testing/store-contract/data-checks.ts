@@ -182,6 +182,9 @@ export const dataChecks: ContractCheckBody[] = [
       );
       expectText(context, 'journal row 1 as read back', read[0]?.body, rows[0]!.body);
       expectText(context, 'journal row 2 as read back', read[1]?.body, rows[1]!.body);
+      // Without the row written before it in the same append (a store may pack an append's rows together).
+      const after = await readJournal(context, 'run-big', 1);
+      expectText(context, 'journal row 2 as read back after seq 1', after[0]?.body, rows[1]!.body);
       expectText(context, 'the run body as read back', (await readRun(context, 'run-big'))?.body, nextBody);
       expectText(
         context,
