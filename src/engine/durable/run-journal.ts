@@ -249,7 +249,10 @@ export class RunJournal implements DriverHooks {
    * Queues the in-memory trace since the last chunk as a final chunk, for the stop's recorded result
    * (which then holds no trace: it is stored once). Returns where the run record finds it.
    */
-  chunkFinalTrace(trace: readonly TraceEvent[]): { seq: number; length: number } {
+  chunkFinalTrace(trace: { readonly length: number; since(from: number): TraceEvent[] }): {
+    seq: number;
+    length: number;
+  } {
     const seq = this.takeSeq();
     this.queue({
       schemaVersion: RECORD_SCHEMA_VERSION,
@@ -258,7 +261,7 @@ export class RunJournal implements DriverHooks {
       seq,
       snapshotSeq: this.lastEventSeq,
       from: this.traceChunked,
-      events: trace.slice(this.traceChunked),
+      events: trace.since(this.traceChunked),
       final: true,
     });
     return { seq, length: trace.length };
@@ -297,7 +300,7 @@ export class RunJournal implements DriverHooks {
       }
       // The stop's last batch was written after the event it stopped on: its trace keeps it (sinks had it then).
       if (plan.continueWith !== null)
-        for (const event of (this.options.stopTrace ?? []).slice(session.trace.length))
+        for (const event of (this.options.stopTrace ?? []).slice(session.traceLength))
           if (event.type === 'learning-saved') session.record(event);
     });
     session.record({
@@ -390,9 +393,9 @@ export class RunJournal implements DriverHooks {
         seq: this.takeSeq(),
         snapshotSeq: this.lastEventSeq,
         from: this.traceChunked,
-        events: session.trace.slice(this.traceChunked),
+        events: session.traceSince(this.traceChunked),
       });
-      this.traceChunked = session.trace.length;
+      this.traceChunked = session.traceLength;
     }
     // The transcript since the last chunk, committed (like the trace's) with the events before the snapshot.
     const transcriptChunkSeq = this.takeSeq();
