@@ -563,7 +563,8 @@ export class DurableRuns {
       pendingApprovals,
       // Written only while a review waits, so a record of a run without one reads as before.
       ...(waitingReview === null ? {} : { pendingReview: pendingReviewRecord(waitingReview) }),
-      result: JSON.parse(JSON.stringify(resultTrace === undefined ? result : traceless(result))) as RunRecord['result'],
+      // Not a copy: the record is encoded (its JSON is the same) before the result is handed back.
+      result: (resultTrace === undefined ? result : traceless(result)) as unknown as RunRecord['result'],
       ...(resultTrace === undefined ? {} : { resultTrace }),
     };
   }
