@@ -288,7 +288,8 @@ export class RunJournal implements DriverHooks {
       // The next chunk continues the snapshot's; after an older snapshot (none) it starts a chain, the transcript whole.
       const chunkSeq = plan.snapshot?.session.transcriptChunk;
       if (chunkSeq !== undefined) this.transcriptChunk = { seq: chunkSeq, mark: markOf(session.transcript) };
-      // Cursors of a rebuilt run carry the progress tracker whole in the next record: it was restored, not tracked.
+      // Cursors of a rebuilt run carry the progress tracker whole in the next record (it was restored, not
+      // tracked) unless it is found below to stand where the last event left it.
       this.cursor = cursorOf(session, false);
       const stoppedAt = plan.continueWith?.waitingSeq ?? null;
       for (const record of plan.events) {
@@ -303,6 +304,14 @@ export class RunJournal implements DriverHooks {
         for (const event of (this.options.stopTrace ?? []).slice(session.traceLength))
           if (event.type === 'learning-saved') session.record(event);
     });
+    // A plain resume stands exactly where its last event left the run, so the next record carries only the
+    // tracker's changes since then, not every triple of the task again. A continued stop's next event
+    // replaces the stop's (a later resume applies it to the state before that event): it carries the tracker whole.
+    if (plan.continueWith === null) {
+      session.progress.trackChanges();
+      session.progress.takeChanges();
+      this.cursor = cursorOf(session, true);
+    }
     session.record({
       type: 'run-resume',
       runId: this.runId,
