@@ -93,6 +93,16 @@ describe('RunTrace with a resumed run’s earlier events', () => {
     expect(result.trace).toEqual([event(9)]);
   });
 
+  it('a result frozen before its trace is read still reads it, the same array every time', () => {
+    const run = trace();
+    const before = earlier([event(1)]);
+    run.restore(before, true);
+    const result = Object.freeze(withTrace(run.eventsForResult(), { trace: [] as TraceEvent[] }));
+    expect(result.trace).toEqual([event(1)]);
+    expect(result.trace).toBe(result.trace);
+    expect(before.loads).toBe(1);
+  });
+
   it('without earlier events a result holds the array itself', () => {
     const run = trace();
     run.restore(earlier([]), true);

@@ -50,6 +50,8 @@ export function withTrace<Result extends { trace: TraceEvent[] }>(
   const source = trace as RunTrace;
   const settle = (value: TraceEvent[]) => {
     unreadTraces.delete(result);
+    // A result the caller froze or sealed keeps the accessor (it then gives the same array every time).
+    if (Object.getOwnPropertyDescriptor(result, 'trace')?.configurable !== true) return;
     Object.defineProperty(result, 'trace', { value, writable: true, enumerable: true, configurable: true });
   };
   unreadTraces.set(result, source);
