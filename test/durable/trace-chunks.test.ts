@@ -50,6 +50,16 @@ const loopOn = (store: Store, hangAt: number | null, onHang?: () => void) =>
     durable: { snapshotEvery: 2 },
   });
 
+/** What `read` throws (a test fails when it throws nothing). */
+function refusal(read: () => unknown): unknown {
+  try {
+    read();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a refusal, got none');
+}
+
 const withoutResumes = (result: RunResult) => result.trace.filter((event) => event.type !== 'run-resume');
 
 describe('trace chunks', () => {
@@ -103,7 +113,59 @@ describe('trace chunks', () => {
             : row,
         ),
     };
+    // The trace before the snapshot is read when `result.trace` is (not to rebuild the run): the damage is
+    // found there, named, and the resumed run's work is already committed.
+    const result = await loopOn(gap, null).resume('r');
+    expect(result.stopReason).toBe('completed');
+    expect(refusal(() => result.trace)).toMatchObject({ code: 'corrupt_record', seq: expect.any(Number) });
+    expect(refusal(() => JSON.stringify(result))).toMatchObject({ code: 'corrupt_record' });
+    expect((await store.readRun('r'))?.body).toContain('"state":"finished"');
+    // Read back from the store, the recorded result is refused the same way.
     await expect(loopOn(gap, null).resume('r')).rejects.toMatchObject({ code: 'corrupt_record' });
+  });
+
+  it("a resume leaves the trace before its snapshot in the journal until `result.trace` is read, then it is the uninterrupted run's", async () => {
+    const expected = await loopOn(memoryStore(), null).run({ goal: 'go', runId: 'r' });
+    const store = memoryStore();
+    let hung: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => (hung = resolve));
+    void loopOn(store, 5, hung).run({ goal: 'go', runId: 'r' });
+    await reached;
+    await freeLease(store, 'r');
+    // Counts how many trace chunk bodies the resume reads (a store's row may inflate its body when read).
+    const read = new Set<number>();
+    let chunks = 0;
+    const counting: Store = {
+      ...store,
+      readJournal: async (...args) =>
+        (await store.readJournal(...args)).map((row) => {
+          if (row.kind !== 'trace') return row;
+          chunks += 1;
+          return {
+            seq: row.seq,
+            kind: row.kind,
+            get body() {
+              read.add(row.seq);
+              return row.body;
+            },
+          };
+        }),
+    };
+    const result = await loopOn(counting, null).resume('r');
+    expect(result.stopReason).toBe('completed');
+    expect(chunks).toBeGreaterThan(2);
+    // The first chunk only (the rebuild asks which trace schema the run began with).
+    expect(read.size).toBe(1);
+    const json = JSON.parse(JSON.stringify(result)) as RunResult;
+    expect(read.size).toBeGreaterThan(2);
+    expect(withoutResumes(json)).toEqual(withoutResumes(expected));
+    // Read once: the same array every time, and a plain property like any other result's.
+    expect(result.trace).toBe(result.trace);
+    expect(Object.getOwnPropertyDescriptor(result, 'trace')).toMatchObject({ writable: true, enumerable: true });
+    expect(withoutResumes({ ...result })).toEqual(withoutResumes(expected));
+    expect(withoutResumes(structuredClone(result))).toEqual(withoutResumes(expected));
+    // The stop recorded the same trace: read back, the result is the one returned.
+    expect(await loopOn(store, null).resume('r')).toEqual(result);
   });
 
   it("a stop's recorded result keeps its trace in the journal, and reads back as the run returned it", async () => {

@@ -38,6 +38,7 @@ import {
 import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
 import { readResultTrace, readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
 import type { TraceEvent } from '../trace/trace-event.js';
+import { resultTraceView } from '../trace/run-trace.js';
 import { RunJournal } from './run-journal.js';
 import { heldLimits, holdShare, settleShare, tenantStopNote } from './tenant-ledger.js';
 
@@ -471,8 +472,9 @@ export class DurableRuns {
     const note = result.stopReason === 'budget_exhausted' ? tenantStopNote(limits, record.tenantHold) : null;
     if (note !== null) result.detail = `${result.detail} (${note})`;
     // The trace is stored once: in the journal's trace chunks, the run record pointing at the last one.
-    const resultTrace =
-      this.resolved.trace.inMemory && result.trace.length > 0 ? journal.chunkFinalTrace(result.trace) : undefined;
+    // Its length and its last events only: a resumed run's earlier events stay in the journal until `result.trace` is read.
+    const trace = resultTraceView(result);
+    const resultTrace = this.resolved.trace.inMemory && trace.length > 0 ? journal.chunkFinalTrace(trace) : undefined;
     const stopped = this.stoppedRecord(continued, result, journal.lastSeq, resultTrace);
     // The events still queued and the run's new metadata: one commit.
     // Finished at the wall clock's time (not the run's clock): `prune` compares it with the caller's `Date.now()`.
@@ -561,10 +563,16 @@ export class DurableRuns {
       pendingApprovals,
       // Written only while a review waits, so a record of a run without one reads as before.
       ...(waitingReview === null ? {} : { pendingReview: pendingReviewRecord(waitingReview) }),
-      result: JSON.parse(
-        JSON.stringify(resultTrace === undefined ? result : { ...result, trace: [] }),
-      ) as RunRecord['result'],
+      // Not a copy: the record is encoded (its JSON is the same) before the result is handed back.
+      result: (resultTrace === undefined ? result : traceless(result)) as unknown as RunRecord['result'],
       ...(resultTrace === undefined ? {} : { resultTrace }),
     };
   }
+}
+
+/** The result with an empty trace (stored in the journal's chunks instead), its own trace left unread. */
+function traceless(result: RunResult): RunResult {
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(result)) copy[key] = key === 'trace' ? [] : result[key as keyof RunResult];
+  return copy as unknown as RunResult;
 }

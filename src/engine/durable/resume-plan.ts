@@ -8,6 +8,7 @@
  */
 import type { Store } from '../../contracts/store.js';
 import type { TraceEvent } from '../trace/trace-event.js';
+import type { EarlierTrace } from '../trace/run-trace.js';
 import { StoreRecordError } from './durable-errors.js';
 import type { Message } from '../../contracts/model.js';
 import {
@@ -39,8 +40,11 @@ export interface ResumePlan {
   snapshot: SnapshotRecord | null;
   /** The transcript at the snapshot, rebuilt from the events before it; null when the snapshot holds it (or there is none). */
   transcript: Message[] | null;
-  /** The in-memory trace at the snapshot, put back from its chunks; null when the snapshot holds it (or there is none). */
-  trace: TraceEvent[] | null;
+  /**
+   * The in-memory trace at the snapshot, put back from its chunks; null when the snapshot holds it (or there is
+   * none). From a version 4 snapshot's chunks it is read when first wanted (`result.trace`), not to rebuild the run.
+   */
+  trace: TraceEvent[] | EarlierTrace | null;
   events: EventRecord[];
   tail: { models: ModelRecord[]; intents: Map<string, IntentRecord>; results: Map<string, ToolResultRecord> };
   nextSeq: number;
@@ -73,7 +77,9 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
   const trace =
     traceLength === undefined || (!rebuild && chunk === undefined)
       ? null
-      : traceBefore(rebuild ? rows : chunkRows, after, traceLength, runId);
+      : rebuild
+        ? traceBefore(rows, after, traceLength, runId)
+        : earlierTrace(chunkRows, after, traceLength, runId);
   const transcript =
     chunk !== undefined
       ? traceFromChunks
@@ -231,6 +237,39 @@ function traceBefore(
   runId: string,
 ): TraceEvent[] {
   return foldTrace(rows, runId, length, snapshotSeq, (chunk) => chunk.snapshotSeq <= snapshotSeq && !chunk.final);
+}
+
+/**
+ * The trace at the snapshot after event `snapshotSeq`, left in its chunk rows (not inflated, not parsed) until
+ * it is wanted: a resume then reads what grows with the run only for a caller that reads `result.trace`. The
+ * rows are checked then, as `traceBefore` checks them.
+ */
+function earlierTrace(
+  rows: readonly { seq: number; kind: string; body: string }[],
+  snapshotSeq: number,
+  length: number,
+  runId: string,
+): EarlierTrace {
+  const traceRows = rows.filter((row) => row.kind === 'trace');
+  let first: { event: TraceEvent | undefined } | null = null;
+  return {
+    length,
+    load: () => traceBefore(traceRows, snapshotSeq, length, runId),
+    // The run's first event, from the first chunk that starts the trace (the rebuild asks which trace schema it had).
+    first: () => (first ??= { event: firstEvent(traceRows, snapshotSeq, runId) }).event,
+  };
+}
+
+function firstEvent(
+  rows: readonly { seq: number; kind: string; body: string }[],
+  snapshotSeq: number,
+  runId: string,
+): TraceEvent | undefined {
+  for (const row of rows) {
+    const chunk = decodeTraceChunk(row.body, runId, row.seq);
+    if (chunk.snapshotSeq <= snapshotSeq && !chunk.final && chunk.from === 0) return chunk.events[0];
+  }
+  return undefined;
 }
 
 /**

@@ -249,7 +249,10 @@ export class RunJournal implements DriverHooks {
    * Queues the in-memory trace since the last chunk as a final chunk, for the stop's recorded result
    * (which then holds no trace: it is stored once). Returns where the run record finds it.
    */
-  chunkFinalTrace(trace: readonly TraceEvent[]): { seq: number; length: number } {
+  chunkFinalTrace(trace: { readonly length: number; since(from: number): TraceEvent[] }): {
+    seq: number;
+    length: number;
+  } {
     const seq = this.takeSeq();
     this.queue({
       schemaVersion: RECORD_SCHEMA_VERSION,
@@ -258,7 +261,7 @@ export class RunJournal implements DriverHooks {
       seq,
       snapshotSeq: this.lastEventSeq,
       from: this.traceChunked,
-      events: trace.slice(this.traceChunked),
+      events: trace.since(this.traceChunked),
       final: true,
     });
     return { seq, length: trace.length };
@@ -285,7 +288,8 @@ export class RunJournal implements DriverHooks {
       // The next chunk continues the snapshot's; after an older snapshot (none) it starts a chain, the transcript whole.
       const chunkSeq = plan.snapshot?.session.transcriptChunk;
       if (chunkSeq !== undefined) this.transcriptChunk = { seq: chunkSeq, mark: markOf(session.transcript) };
-      // Cursors of a rebuilt run carry the progress tracker whole in the next record: it was restored, not tracked.
+      // Cursors of a rebuilt run carry the progress tracker whole in the next record (it was restored, not
+      // tracked) unless it is found below to stand where the last event left it.
       this.cursor = cursorOf(session, false);
       const stoppedAt = plan.continueWith?.waitingSeq ?? null;
       for (const record of plan.events) {
@@ -297,9 +301,17 @@ export class RunJournal implements DriverHooks {
       }
       // The stop's last batch was written after the event it stopped on: its trace keeps it (sinks had it then).
       if (plan.continueWith !== null)
-        for (const event of (this.options.stopTrace ?? []).slice(session.trace.length))
+        for (const event of (this.options.stopTrace ?? []).slice(session.traceLength))
           if (event.type === 'learning-saved') session.record(event);
     });
+    // A plain resume stands exactly where its last event left the run, so the next record carries only the
+    // tracker's changes since then, not every triple of the task again. A continued stop's next event
+    // replaces the stop's (a later resume applies it to the state before that event): it carries the tracker whole.
+    if (plan.continueWith === null) {
+      session.progress.trackChanges();
+      session.progress.takeChanges();
+      this.cursor = cursorOf(session, true);
+    }
     session.record({
       type: 'run-resume',
       runId: this.runId,
@@ -390,9 +402,9 @@ export class RunJournal implements DriverHooks {
         seq: this.takeSeq(),
         snapshotSeq: this.lastEventSeq,
         from: this.traceChunked,
-        events: session.trace.slice(this.traceChunked),
+        events: session.traceSince(this.traceChunked),
       });
-      this.traceChunked = session.trace.length;
+      this.traceChunked = session.traceLength;
     }
     // The transcript since the last chunk, committed (like the trace's) with the events before the snapshot.
     const transcriptChunkSeq = this.takeSeq();

@@ -13,6 +13,7 @@ import type { ToolHealth } from '../tools/index.js';
 import { StoreRecordError } from './durable-errors.js';
 import type { Message } from '../../contracts/model.js';
 import type { TraceEvent } from '../trace/trace-event.js';
+import type { EarlierTrace } from '../trace/run-trace.js';
 import type { SessionDelta, SessionFields, SnapshotRecord } from './records.js';
 
 /** Where the session stood after the last journalled event: the delta of the next one starts there. */
@@ -40,7 +41,7 @@ export function cursorOf(session: RunSession, progressTracked = true): SessionCu
     transcript: session.transcript,
     revision: session.transcript.revision,
     messages: session.transcript.messages.length,
-    trace: session.trace.length,
+    trace: session.traceLength,
     warnings: session.warnings.length,
     taskOutputKeys: Object.keys(session.taskOutputs).length,
   };
@@ -113,7 +114,7 @@ export function sessionDelta(session: RunSession, cursor: SessionCursor, health:
   return {
     transcript: transcriptChange(session.transcript, cursor),
     traceFrom: cursor.trace,
-    trace: session.trace.slice(cursor.trace),
+    trace: session.traceSince(cursor.trace),
     warningsFrom: cursor.warnings,
     warnings: session.warnings.slice(cursor.warnings),
     fields: fieldsOf(
@@ -141,7 +142,7 @@ export function sessionState(
     taskMessageIndex: taskMessageIndex(transcript),
     transcriptChunk,
     // The in-memory trace is in the journal's trace chunks, written with the snapshot.
-    ...(traceInChunks ? { trace: [], traceLength: session.trace.length } : { trace: [...session.trace] }),
+    ...(traceInChunks ? { trace: [], traceLength: session.traceLength } : { trace: [...session.trace] }),
     warnings: [...session.warnings],
     fields: fieldsOf(session, health, true, { kind: 'whole', snapshot: session.progress.snapshot() }),
   };
@@ -214,8 +215,8 @@ function restoreTranscript(session: RunSession, change: SessionDelta['transcript
 
 /** Applies one event record's delta to a session standing where the record's previous event left it. */
 export function applyDelta(session: RunSession, health: ToolHealth | null, delta: SessionDelta, where: Where): void {
-  if (delta.traceFrom !== session.trace.length && session.config.trace.inMemory)
-    throw mismatch(where, `its trace (from event ${delta.traceFrom}, not ${session.trace.length})`);
+  if (delta.traceFrom !== session.traceLength && session.config.trace.inMemory)
+    throw mismatch(where, `its trace (from event ${delta.traceFrom}, not ${session.traceLength})`);
   if (delta.warningsFrom !== session.warnings.length)
     throw mismatch(where, `its warnings (from ${delta.warningsFrom}, not ${session.warnings.length})`);
   restoreTranscript(session, delta.transcript, where);
@@ -232,7 +233,7 @@ export function restoreSessionState(
   session: RunSession,
   health: ToolHealth | null,
   state: SnapshotRecord['session'],
-  rebuilt: { transcript: readonly Message[] | null; trace: readonly TraceEvent[] | null },
+  rebuilt: { transcript: readonly Message[] | null; trace: readonly TraceEvent[] | EarlierTrace | null },
   where: Where,
 ): void {
   const { transcript } = rebuilt;

@@ -258,6 +258,13 @@ describe('ProgressTracker snapshot and restore', () => {
       code: 'invalid_snapshot',
       message: expect.stringMatching(/triples\.abc: Too small/),
     });
+    // A bad count after many good ones (the triples are checked in the pass that restores them).
+    const many = Object.fromEntries(Array.from({ length: 100 }, (_, index) => [`k${index}`, 1 + (index % 3)]));
+    expect(ProgressTracker.restore({ ...valid, triples: many }).snapshot().triples).toEqual(many);
+    expect(thrownBy(() => ProgressTracker.restore({ ...valid, triples: { ...many, last: 1.5 } }))).toMatchObject({
+      code: 'invalid_snapshot',
+      message: expect.stringContaining('triples.last'),
+    });
     expect(thrownBy(() => ProgressTracker.restore({ ...valid, failures: -1 }))).toMatchObject({
       code: 'invalid_snapshot',
       message: expect.stringContaining('failures'),

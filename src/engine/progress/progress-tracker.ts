@@ -54,7 +54,23 @@ const progressTrackerSnapshotSchema = z.object({
  */
 export type ProgressTrackerSnapshot = z.output<typeof progressTrackerSnapshotSchema>;
 
-/** What `progressTrackerSnapshotSchema` accepts, checked without zod: the triples are as many as the task's observations. */
+/**
+ * The triples of a snapshot `progressTrackerSnapshotSchema` accepts, checked without zod in the one pass that
+ * puts them in a Map (they are as many as the task's observations); null when it would not accept it.
+ */
+function wellFormedTriples(value: unknown): Map<string, number> | null {
+  if (!isWellFormedSnapshot(value)) return null;
+  const { triples } = value;
+  const map = new Map<string, number>();
+  for (const key of Object.keys(triples)) {
+    const count = triples[key];
+    if (!Number.isInteger(count) || (count as number) <= 0) return null;
+    map.set(key, count as number);
+  }
+  return map;
+}
+
+/** The fields of a snapshot `progressTrackerSnapshotSchema` accepts but its triples' counts, checked without zod. */
 function isWellFormedSnapshot(value: unknown): value is ProgressTrackerSnapshot {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   const { schemaVersion, triples, distinctObservationsHash, failures, stateDigest } = value as Record<string, unknown>;
@@ -69,7 +85,6 @@ function isWellFormedSnapshot(value: unknown): value is ProgressTrackerSnapshot 
     Array.isArray(triples)
   )
     return false;
-  for (const count of Object.values(triples)) if (!Number.isInteger(count) || (count as number) <= 0) return false;
   return true;
 }
 
@@ -230,9 +245,11 @@ export class ProgressTracker {
   static restore(snapshot: unknown): ProgressTracker {
     // Checked by hand first (a durable run's resume restores a tracker of every triple its task saw; zod
     // costs microseconds per entry); zod names the bad field of one that does not pass.
-    const checked = isWellFormedSnapshot(snapshot)
-      ? { success: true as const, data: snapshot }
-      : progressTrackerSnapshotSchema.safeParse(snapshot);
+    const triples = wellFormedTriples(snapshot);
+    const checked =
+      triples !== null
+        ? { success: true as const, data: snapshot as ProgressTrackerSnapshot }
+        : progressTrackerSnapshotSchema.safeParse(snapshot);
     if (!checked.success) {
       const issues = describeZodIssues(checked.error.issues).join('; ');
       throw new LoopstateError({ code: 'invalid_snapshot', message: `Invalid progress tracker snapshot: ${issues}` });
@@ -240,7 +257,7 @@ export class ProgressTracker {
     const tracker = new ProgressTracker();
     tracker.#version = checked.data.schemaVersion;
     tracker.#digest = DIGESTS[checked.data.schemaVersion];
-    for (const [key, count] of Object.entries(checked.data.triples)) tracker.#triples.set(key, count);
+    tracker.#triples = triples ?? new Map(Object.entries(checked.data.triples));
     tracker.#distinctObservationsHash = checked.data.distinctObservationsHash;
     tracker.#failures = checked.data.failures;
     tracker.#stateDigest = checked.data.stateDigest;

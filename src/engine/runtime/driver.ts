@@ -34,6 +34,7 @@ import { performModelCall } from './model-step.js';
 import type { RunResult } from './run-result.js';
 import type { DriverHooks } from './driver-hooks.js';
 import { RunSession } from './run-session.js';
+import { withTrace } from '../trace/run-trace.js';
 import { deliveryFor, type Delivery } from './delivery.js';
 import { performToolRound } from './tool-step.js';
 
@@ -398,7 +399,7 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
   const fatal = output.stopReason === 'fatal_error' ? session.fatalError : null;
   const { redact } = session.config;
   const { trace, warnings } = session.recordsForResult();
-  return {
+  return withTrace(trace, {
     runId: session.runId,
     status: output.status,
     stopReason: output.stopReason,
@@ -409,11 +410,11 @@ function buildResult(session: RunSession, snapshot: LoopSnapshot): RunResult {
     warnings,
     usage: output.usage,
     steps: output.steps,
-    trace,
+    trace: [],
     messages: closedConversation(session.transcript.messages, output.stopReason),
     pendingApprovals,
     // A run waits for approvals or for a review, never both: a review is asked only of a final reply.
     pendingReview: output.stopReason === 'needs_human' && pendingApprovals.length === 0 ? session.pendingReview : null,
     ...(fatal ? { error: redact.strings(errorFields(fatal)) } : {}),
-  };
+  });
 }

@@ -15,7 +15,7 @@ import type { PreparedCall, Tool, ToolHealth } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { PromptRecorder } from '../trace/prompt-snapshots.js';
 import type { TaskFeedback } from '../learning/learning-math.js';
-import { RunTrace } from '../trace/run-trace.js';
+import { RunTrace, type EarlierTrace } from '../trace/run-trace.js';
 import { offeredToolNames, offeredToolSpecs, toolHealthFigures } from '../tools/tool-offer.js';
 import { AbortFanout } from './abort-fanout.js';
 import { priceOf } from '../pricing/pricing.js';
@@ -133,9 +133,24 @@ export class RunSession {
     return this.#progress;
   }
 
-  /** Every event recorded, redacted: `result.trace`. */
+  /** Every event recorded, redacted: `result.trace` (a resumed run's events before its snapshot are read here first). */
   get trace(): readonly TraceEvent[] {
     return this.#trace.events;
+  }
+
+  /** The trace's first event, without reading a resumed run's whole earlier trace from the journal. */
+  get firstTraceEvent(): TraceEvent | undefined {
+    return this.#trace.first;
+  }
+
+  /** How many events `trace` holds, without reading a resumed run's earlier ones from the journal. */
+  get traceLength(): number {
+    return this.#trace.length;
+  }
+
+  /** The trace from index `from` on (a resumed run's earlier events are read only when `from` reaches into them). */
+  traceSince(from: number): TraceEvent[] {
+    return this.#trace.since(from);
   }
 
   /** Trace sinks that could not be opened, said as warnings once the run has started. */
@@ -188,9 +203,10 @@ export class RunSession {
 
   /**
    * The trace and warnings arrays themselves, for the run's result: what is said after it is built
-   * (a trace sink that fails to close) still reaches the caller.
+   * (a trace sink that fails to close) still reaches the caller. The trace is the `RunTrace` itself while a
+   * resumed run's earlier events are still in the journal (read when the result's `trace` is: `withTrace`).
    */
-  recordsForResult(): { trace: TraceEvent[]; warnings: string[] } {
+  recordsForResult(): { trace: TraceEvent[] | RunTrace; warnings: string[] } {
     return { trace: this.#trace.eventsForResult(), warnings: this.#warnings };
   }
 
@@ -295,7 +311,7 @@ export class RunSession {
   }
 
   /** Appends journalled trace events and warnings (`replace`: they are the whole of both, from a snapshot). */
-  restoreRecorded(trace: readonly TraceEvent[], warnings: readonly string[], replace: boolean): void {
+  restoreRecorded(trace: readonly TraceEvent[] | EarlierTrace, warnings: readonly string[], replace: boolean): void {
     this.#trace.restore(trace, replace);
     if (replace) this.#warnings.length = 0;
     for (const warning of warnings) this.#warnings.push(warning);

@@ -12,17 +12,17 @@ import { tracedLimits } from './run-facts.js';
 interface Recorder {
   readonly runId: string;
   record(event: TraceEvent): void;
-  /** True while a durable run is rebuilt from its journal, its trace so far in `trace`. */
+  /** True while a durable run is rebuilt from its journal, its trace so far kept. */
   readonly replaying: boolean;
-  readonly trace: readonly TraceEvent[];
+  /** The trace's first event (a resumed run's is read alone, not its whole trace). */
+  readonly firstTraceEvent: TraceEvent | undefined;
 }
 
 /**
  * A durable run rebuilt from its journal reproduces its trace as it was written, and the journal counts its
  * events: one an older loopstate started (trace schema 1, no machine events) is rebuilt without them.
  */
-function recordedMachineEvents(trace: readonly TraceEvent[]): boolean {
-  const start = trace[0];
+function recordedMachineEvents(start: TraceEvent | undefined): boolean {
   return start?.type !== 'run-start' || start.schemaVersion >= 2;
 }
 
@@ -47,7 +47,7 @@ function tracedThresholds(noProgress: NoProgressThresholds): TracedMachineInput[
  * still the machine's input, recorded with it: the limits, thresholds and task plans a replay starts from.
  */
 export function recordMachineEvent(recorder: Recorder, event: LoopEvent, before: LoopContext): void {
-  if (recorder.replaying && !recordedMachineEvents(recorder.trace)) return;
+  if (recorder.replaying && !recordedMachineEvents(recorder.firstTraceEvent)) return;
   const input: TracedMachineInput | undefined =
     event.type === 'run.started'
       ? {

@@ -19,8 +19,74 @@ export interface RunTraceListener {
   closeFailed(message: string): void;
 }
 
+/**
+ * A resumed run's trace before its snapshot, still in the journal's chunks: `length` events, read and checked
+ * by `load` only when the events themselves are wanted (`result.trace` read), not to rebuild the run.
+ */
+export interface EarlierTrace {
+  readonly length: number;
+  /** The events, in a fresh array; throws (a `StoreRecordError`) when the chunks are damaged. */
+  load(): TraceEvent[];
+  /** The first event alone (read from the first chunk only). */
+  first(): TraceEvent | undefined;
+}
+
+/** Results whose trace still has a resumed run's earlier events in the journal, and the trace they read it from. */
+const unreadTraces = new WeakMap<object, RunTrace>();
+
+/**
+ * `result` with its `trace`: the array, or (a resumed run whose earlier events are still in the journal) a
+ * property that reads them the first time it is read, then holds the array like any other. JSON.stringify,
+ * a spread or `structuredClone` of the result read it too; a damaged trace chunk throws `corrupt_record` there.
+ */
+export function withTrace<Result extends { trace: TraceEvent[] }>(
+  trace: TraceEvent[] | RunTrace,
+  result: Result,
+): Result {
+  if (Array.isArray(trace)) {
+    result.trace = trace;
+    return result;
+  }
+  const source = trace as RunTrace;
+  const settle = (value: TraceEvent[]) => {
+    unreadTraces.delete(result);
+    // A result the caller froze or sealed keeps the accessor (it then gives the same array every time).
+    if (Object.getOwnPropertyDescriptor(result, 'trace')?.configurable !== true) return;
+    Object.defineProperty(result, 'trace', { value, writable: true, enumerable: true, configurable: true });
+  };
+  unreadTraces.set(result, source);
+  Object.defineProperty(result, 'trace', {
+    enumerable: true,
+    configurable: true,
+    get: () => {
+      const events = source.events as TraceEvent[];
+      settle(events);
+      return events;
+    },
+    set: settle,
+  });
+  return result;
+}
+
+/**
+ * A result's trace as far as its length and its events from `from` on, without reading a resumed run's
+ * earlier events from the journal when they are still there (what a durable stop stores of the trace).
+ */
+export function resultTraceView(result: { trace: TraceEvent[] }): {
+  readonly length: number;
+  since(from: number): TraceEvent[];
+} {
+  const unread = unreadTraces.get(result);
+  if (unread !== undefined) return unread;
+  const events = result.trace;
+  return { length: events.length, since: (from) => events.slice(from) };
+}
+
 export class RunTrace {
-  readonly #events: TraceEvent[] = [];
+  /** The events kept in memory, after `#earlier`'s. */
+  #events: TraceEvent[] = [];
+  /** The events before them still in the journal (a resumed run): read on first use, then in `#events`. */
+  #earlier: EarlierTrace | null = null;
   /** Where events go besides `result.trace`; a sink that fails is removed from this list. */
   readonly #sinks: TraceSink[];
   /** Sinks that could not be opened, said as warnings once the run has started. */
@@ -41,14 +107,43 @@ export class RunTrace {
     this.problems = problems;
   }
 
-  /** The events kept in memory, redacted: `result.trace`. */
+  /** The events kept in memory, redacted: `result.trace`. A resumed run's earlier events are read here first. */
   get events(): readonly TraceEvent[] {
-    return this.#events;
+    return this.loaded();
   }
 
-  /** The events array itself, handed to the run's result (no copy: the run is over). */
-  eventsForResult(): TraceEvent[] {
-    return this.#events;
+  /** The first event kept (a resumed run's earlier trace gives its own first, reading no more of it). */
+  get first(): TraceEvent | undefined {
+    return this.#earlier === null ? this.#events[0] : this.#earlier.first();
+  }
+
+  /** How many events are kept (a resumed run's earlier ones counted, not read). */
+  get length(): number {
+    return (this.#earlier?.length ?? 0) + this.#events.length;
+  }
+
+  /** The events from index `from` on: a resumed run's earlier ones are read only when `from` reaches into them. */
+  since(from: number): TraceEvent[] {
+    const earlier = this.#earlier?.length ?? 0;
+    return from >= earlier ? this.#events.slice(from - earlier) : this.loaded().slice(from);
+  }
+
+  /**
+   * The events array itself, handed to the run's result (no copy: the run is over); this trace when a resumed
+   * run's earlier events are still unread (the result reads them when its `trace` is read: `withTrace`).
+   */
+  eventsForResult(): TraceEvent[] | RunTrace {
+    return this.#earlier === null ? this.#events : this;
+  }
+
+  private loaded(): TraceEvent[] {
+    const earlier = this.#earlier;
+    if (earlier === null) return this.#events;
+    const events = earlier.load();
+    for (const event of this.#events) events.push(event);
+    this.#events = events;
+    this.#earlier = null;
+    return events;
   }
 
   /** Every event is redacted here, the one door to `result.trace` and every sink. */
@@ -107,9 +202,21 @@ export class RunTrace {
     }
   }
 
-  /** Puts back journalled events (`replace`: they are all of them, from a snapshot). */
-  restore(events: readonly TraceEvent[], replace: boolean): void {
-    if (replace) this.#events.length = 0;
+  /**
+   * Puts back journalled events (`replace`: they are all of them, from a snapshot, and may still be in the
+   * journal: an `EarlierTrace`, read on first use).
+   */
+  restore(events: readonly TraceEvent[] | EarlierTrace, replace: boolean): void {
+    if (replace) {
+      this.#events = [];
+      this.#earlier = null;
+    }
+    if (!Array.isArray(events)) {
+      const earlier = events as EarlierTrace;
+      if (this.length > 0) for (const event of earlier.load()) this.#events.push(event);
+      else if (earlier.length > 0) this.#earlier = earlier;
+      return;
+    }
     for (const event of events) this.#events.push(event);
   }
 
