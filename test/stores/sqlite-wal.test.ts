@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLoop, defineTool, LoopConfigError, type Model, type Store } from 'loopstate';
@@ -166,6 +167,26 @@ describe('sqliteStore: the WAL when a run stops', () => {
     expect(walBytes(path)).toBe(0);
     for (const runId of ['first', 'second', 'third'])
       expect((await store.listRuns!({ limit: 10 })).map((run) => run.runId)).toContain(runId);
+    await store.close();
+  });
+
+  it('leaves a WAL under a quarter of a large database be (no checkpoint at every short run)', async () => {
+    const path = freshPath();
+    const store = storeAt(path);
+    await loopOf(5, store).run({ goal: 'go', runId: 'first' });
+    // Another connection makes the database large (4 MB of other data) and folds its own WAL.
+    const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
+    const other = new Database(path);
+    other.exec('CREATE TABLE filler (data BLOB)');
+    const insert = other.prepare('INSERT INTO filler VALUES (randomblob(4000))');
+    for (let row = 0; row < 1_000; row++) insert.run();
+    other.pragma('wal_checkpoint(TRUNCATE)');
+    other.close();
+    const database = size(path);
+    expect(database).toBeGreaterThan(4_000_000);
+    await loopOf(5, store).run({ goal: 'go', runId: 'short' });
+    expect(walBytes(path)).toBeGreaterThan(0);
+    expect(walBytes(path)).toBeLessThanOrEqual(size(path) / 4);
     await store.close();
   });
 
