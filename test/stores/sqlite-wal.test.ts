@@ -118,15 +118,28 @@ describe('sqliteStore: the WAL when a run stops', () => {
   it('folds the WAL when a run stops to wait for an approval', async () => {
     const path = freshPath();
     const store = storeAt(path);
+    // 40 read steps (a WAL past 256 KiB), then a refund that asks for approval.
     const model: Model = {
       id: 'scripted',
-      generate: async () => ({
-        text: null,
-        toolCalls: [{ id: 'c1', name: 'refund', arguments: '{"order":"O-7"}' }],
-        usage: { inputTokens: 50, outputTokens: 10 },
-      }),
+      async generate(request) {
+        const call = request.messages.filter((message) => message.role === 'assistant').length + 1;
+        const usage = { inputTokens: 50, outputTokens: 10 };
+        if (call <= 40)
+          return {
+            text: null,
+            toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
+            usage,
+          };
+        return { text: null, toolCalls: [{ id: 'refund', name: 'refund', arguments: '{"order":"O-7"}' }], usage };
+      },
     };
-    const stopped = await createLoop({ model, tools: [refund], store }).run({ goal: 'Refund O-7', runId: 'ask' });
+    const stopped = await createLoop({
+      model,
+      tools: [lookup, refund],
+      store,
+      limits: { maxSteps: 50 },
+      noProgress: { unchangedState: 1_000 },
+    }).run({ goal: 'Refund O-7', runId: 'ask' });
     expect(stopped.status).toBe('needs_human');
     expect(walBytes(path)).toBe(0);
     expect((await store.readRun('ask'))?.leaseOwner).toBeNull();
@@ -138,8 +151,8 @@ describe('sqliteStore: the WAL when a run stops', () => {
     const store = storeAt(path);
     let open: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    const slow = loopOf(20, store, gate).run({ goal: 'go', runId: 'slow' });
-    const quick = await loopOf(20, store).run({ goal: 'go', runId: 'quick' });
+    const slow = loopOf(40, store, gate).run({ goal: 'go', runId: 'slow' });
+    const quick = await loopOf(40, store).run({ goal: 'go', runId: 'quick' });
     expect(quick.stopReason).toBe('completed');
     expect(walBytes(path)).toBeGreaterThan(0);
     open();
@@ -155,7 +168,7 @@ describe('sqliteStore: the WAL when a run stops', () => {
     const reader = await readerProcess(path);
     try {
       // Were the fold to wait for the reader through the busy handler, this would hang (the reader waits for us).
-      const second = await loopOf(30, store).run({ goal: 'go', runId: 'second' });
+      const second = await loopOf(40, store).run({ goal: 'go', runId: 'second' });
       expect(second.stopReason).toBe('completed');
       // The reader's snapshot pins the WAL: the frames after it are folded, the file is not truncated.
       expect(walBytes(path)).toBeGreaterThan(0);
@@ -167,6 +180,23 @@ describe('sqliteStore: the WAL when a run stops', () => {
     expect(walBytes(path)).toBe(0);
     for (const runId of ['first', 'second', 'third'])
       expect((await store.listRuns!({ limit: 10 })).map((run) => run.runId)).toContain(runId);
+    await store.close();
+  });
+
+  it('leaves a WAL of 256 KiB or less be: a short run on a new file pays no checkpoint', async () => {
+    const path = freshPath();
+    const store = storeAt(path);
+    await loopOf(5, store).run({ goal: 'go', runId: 'short' });
+    expect(walBytes(path)).toBeGreaterThan(0);
+    expect(walBytes(path)).toBeLessThanOrEqual(256 * 1024);
+    // The next short runs add to it until it passes 256 KiB; the stop after that folds it.
+    const sizes: number[] = [];
+    for (let run = 0; run < 12 && (sizes.length === 0 || sizes.at(-1)! > 0); run++) {
+      await loopOf(5, store).run({ goal: 'go', runId: `next-${run}` });
+      sizes.push(walBytes(path));
+    }
+    expect(sizes.at(-1)).toBe(0);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(256 * 1024);
     await store.close();
   });
 

@@ -36,8 +36,9 @@ export interface SqliteStoreOptions {
   journalSizeLimitBytes?: number;
   /**
    * When a run stops (finished, or waiting for a person), no other run of this store is under way and
-   * the WAL holds over a quarter of the database, fold the WAL back into the database and truncate it to
-   * 0 bytes, so db + wal right after `loop.run()` returns stays within 1.25 × the database (default true). It never waits: while another connection
+   * the WAL holds over a quarter of the database and over 256 KiB, fold the WAL back into the database and
+   * truncate it to 0 bytes, so db + wal right after `loop.run()` returns stays within 1.25 × the database
+   * or the database + 256 KiB, whichever is larger (default true). It never waits: while another connection
    * reads or writes, it folds what it can and leaves the rest to the next checkpoint. `false`: leave
    * the WAL to `checkpointEvery` and SQLite's own checkpoints.
    */
@@ -77,10 +78,13 @@ function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions)
 
 /**
  * At the stop of the store's last run under way, the WAL is folded back once it holds more than a
- * quarter of the database: db + wal stays within 1.25 × the database, and a short run on a large file
- * (its WAL a few pages) does not pay a checkpoint's two fsyncs at every stop.
+ * quarter of the database and more than 256 KiB: db + wal stays within max(1.25 × db, db + 256 KiB), and
+ * neither a short run on a large file nor one on a small file (its WAL a few dozen pages) pays a
+ * checkpoint's two fsyncs at every stop. A run of 64 commits or more (a 4 KiB frame at least each) always
+ * has a WAL past the 256 KiB.
  */
 const FOLD_ABOVE_DATABASE_FRACTION = 0.25;
+const FOLD_ABOVE_BYTES = 256 * 1024;
 
 const fileSize = (path: string): number => {
   try {
@@ -91,15 +95,16 @@ const fileSize = (path: string): number => {
 };
 
 /**
- * Folds the WAL back into the database and truncates it when it holds over a quarter of the database,
- * without waiting: with the busy timeout at 0 for this one call, a reader or writer of another connection
+ * Folds the WAL back into the database and truncates it when it holds over a quarter of the database and
+ * over 256 KiB, without waiting: with the busy timeout at 0 for this one call, a reader or writer of another connection
  * makes it fold only the frames no one still needs (busy = 1) instead of blocking the event loop
  * (better-sqlite3 is synchronous) for the busy timeout. Best effort: every record is committed already,
  * so a checkpoint that cannot run now is left to the next one.
  */
 function foldWal(db: Database, busyTimeoutMs: number): void {
   if (db.memory) return;
-  if (fileSize(`${db.name}-wal`) <= fileSize(db.name) * FOLD_ABOVE_DATABASE_FRACTION) return;
+  const wal = fileSize(`${db.name}-wal`);
+  if (wal <= FOLD_ABOVE_BYTES || wal <= fileSize(db.name) * FOLD_ABOVE_DATABASE_FRACTION) return;
   db.pragma('busy_timeout = 0');
   try {
     db.pragma('wal_checkpoint(TRUNCATE)');
