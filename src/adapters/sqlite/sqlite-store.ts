@@ -193,9 +193,11 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     },
     async releaseLease(runId, owner) {
       const { db, statements } = use();
-      statements.releaseLease.run(runId, owner);
       // A drive is over (the run finished, waits for a person, or failed): the last run out folds the WAL.
-      if (driving.delete(runId) && driving.size === 0 && options.foldWalWhenIdle !== false) foldWal(db, busyTimeoutMs);
+      // Out of `driving` first, so a release that throws (the store down) does not keep the WAL from folding later.
+      const wasDriving = driving.delete(runId);
+      statements.releaseLease.run(runId, owner);
+      if (wasDriving && driving.size === 0 && options.foldWalWhenIdle !== false) foldWal(db, busyTimeoutMs);
     },
     async append(runId, rows, lease, runBody, finishedAt) {
       const { db, writes } = use();
