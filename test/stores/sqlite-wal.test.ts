@@ -242,6 +242,8 @@ describe('sqliteStore: prune', () => {
     const full = size(path) + walBytes(path);
     expect(await store.prune({ finishedBefore: Date.now() + 1 })).toBe(4);
     expect(await store.listRuns!({ limit: 10 })).toEqual([]);
+    // The WAL that recorded the deletes is folded back and truncated (no run under way).
+    expect(walBytes(path)).toBe(0);
     for (let run = 0; run < 4; run++) await loopOf(100, store).run({ goal: 'go', runId: `new-${run}` });
     expect(size(path) + walBytes(path)).toBeLessThanOrEqual(full);
     await store.close();

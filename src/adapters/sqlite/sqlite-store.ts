@@ -96,15 +96,15 @@ const fileSize = (path: string): number => {
 
 /**
  * Folds the WAL back into the database and truncates it when it holds over a quarter of the database and
- * over 256 KiB, without waiting: with the busy timeout at 0 for this one call, a reader or writer of another connection
- * makes it fold only the frames no one still needs (busy = 1) instead of blocking the event loop
- * (better-sqlite3 is synchronous) for the busy timeout. Best effort: every record is committed already,
- * so a checkpoint that cannot run now is left to the next one.
+ * over 256 KiB (or at any size: `anySize`), without waiting: with the busy timeout at 0 for this one call,
+ * a reader or writer of another connection makes it fold only the frames no one still needs (busy = 1)
+ * instead of blocking the event loop (better-sqlite3 is synchronous) for the busy timeout. Best effort:
+ * every record is committed already, so a checkpoint that cannot run now is left to the next one.
  */
-function foldWal(db: Database, busyTimeoutMs: number): void {
+function foldWal(db: Database, busyTimeoutMs: number, anySize = false): void {
   if (db.memory) return;
   const wal = fileSize(`${db.name}-wal`);
-  if (wal <= FOLD_ABOVE_BYTES || wal <= fileSize(db.name) * FOLD_ABOVE_DATABASE_FRACTION) return;
+  if (!anySize && (wal <= FOLD_ABOVE_BYTES || wal <= fileSize(db.name) * FOLD_ABOVE_DATABASE_FRACTION)) return;
   db.pragma('busy_timeout = 0');
   try {
     db.pragma('wal_checkpoint(TRUNCATE)');
@@ -227,8 +227,13 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     async prune({ finishedBefore }) {
       const { db, writes } = use();
       const deleted = writes.prune.immediate(finishedBefore);
-      // The deleted pages are reused by later writes; the WAL that recorded the deletes is folded back now.
-      if (deleted > 0) db.pragma('wal_checkpoint(PASSIVE)');
+      // The deleted pages are reused by later writes; the WAL that recorded the deletes is folded back now,
+      // and truncated whatever its size when no run of this store is under way (a prune is rare: its fsyncs
+      // do not matter).
+      if (deleted > 0) {
+        if (driving.size === 0 && options.foldWalWhenIdle !== false) foldWal(db, busyTimeoutMs, true);
+        else db.pragma('wal_checkpoint(PASSIVE)');
+      }
       return deleted;
     },
     // --- listing runs
