@@ -2,11 +2,13 @@
  * Issue 18's durable workload: a run of S steps with one tool call per step and an instant model, the
  * same loop with no store, on SQLite (synchronous NORMAL and FULL, WAL) and, when
  * LOOPSTATE_BENCH_POSTGRES_URL is set, on postgresStore — in one process, rounds interleaved, medians
- * reported with the load average. Then the bytes on disk per step (db + wal, while open and after close)
- * at several S, and what resuming costs after S steps against the run's own time.
+ * reported with the load average. Then the bytes on disk per step (db + wal, right after the run returns
+ * with the store open, and after close) at several S, with and without the WAL fold at the run's stop,
+ * what that fold costs a short and a long run, and what resuming costs after S steps against the run's
+ * own time.
  *
- *   npm run bench:durable                  # S = 1,000, 5 rounds; bytes at 100, 1,000, 10,000; resume at 100, 1,000, 10,000
- *   npm run bench:durable -- 1000 5 100,1000 100,1000
+ *   npm run bench:durable    # S = 1,000, 5 rounds; bytes at 100, 1,000, 10,000; resume at 100, 1,000, 10,000; fold at 10, 1,000
+ *   npm run bench:durable -- 1000 5 100,1000 100,1000 10,1000
  */
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -21,6 +23,7 @@ const steps = Number(process.argv[2] ?? 1_000);
 const rounds = Number(process.argv[3] ?? 5);
 const byteLengths = (process.argv[4] ?? '100,1000,10000').split(',').map(Number);
 const resumeLengths = (process.argv[5] ?? '100,1000,10000').split(',').map(Number);
+const foldLengths = (process.argv[6] ?? '10,1000').split(',').map(Number);
 const trace = process.env.LOOPSTATE_BENCH_TRACE !== 'off';
 const postgresUrl = process.env.LOOPSTATE_BENCH_POSTGRES_URL;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-durable-bench-'));
@@ -139,19 +142,88 @@ for (const config of configurations) {
   );
 }
 
-console.log('\n| S | db + wal bytes/step (open) | db bytes/step (closed) | wal bytes (open) |');
-console.log('|---:|---:|---:|---:|');
+// Bytes: right after `run()` returns with the store still open (how a user looks at the file), then after
+// close; the default store (it folds the WAL when its last run stops) beside `foldWalWhenIdle: false`.
+console.log('\n| S | store | db + wal bytes/step (open) | wal bytes (open) | db + wal bytes/step (closed) |');
+console.log('|---:|---|---:|---:|---:|');
 for (const total of byteLengths) {
-  const path = join(scratch, `bytes-${total}.db`);
-  const store = sqliteStore({ path });
-  await loopOf(total, store).run({ goal: 'go', runId: 'bytes' });
-  const open = size(path) + size(`${path}-wal`);
-  const wal = size(`${path}-wal`);
-  await store.close();
-  console.log(
-    `| ${total} | ${(open / total).toFixed(0)} | ${((size(path) + size(`${path}-wal`)) / total).toFixed(0)} | ${wal} |`,
-  );
+  for (const fold of [false, true]) {
+    const path = join(scratch, `bytes-${total}-${fold}.db`);
+    const store = sqliteStore({ path, foldWalWhenIdle: fold });
+    await loopOf(total, store).run({ goal: 'go', runId: 'bytes' });
+    const open = size(path) + size(`${path}-wal`);
+    const wal = size(`${path}-wal`);
+    await store.close();
+    console.log(
+      `| ${total} | ${fold ? 'fold (default)' : 'foldWalWhenIdle: false'} | ${(open / total).toFixed(0)} | ${wal} | ${((size(path) + size(`${path}-wal`)) / total).toFixed(0)} |`,
+    );
+  }
 }
+
+// What the fold costs a run: the same run on a fresh file with and without it, rounds interleaved.
+console.log(`\n| S | foldWalWhenIdle | run ms (median of ${rounds}) | CPU ms (median) | rounds (ms) |`);
+console.log('|---:|---|---:|---:|---|');
+for (const total of foldLengths) {
+  const samples = new Map<boolean, { wall: number[]; cpu: number[] }>([
+    [false, { wall: [], cpu: [] }],
+    [true, { wall: [], cpu: [] }],
+  ]);
+  for (let round = -1; round < rounds; round++)
+    for (const fold of [false, true]) {
+      const store = sqliteStore({ path: join(scratch, `fold-${total}-${fold}-${round}.db`), foldWalWhenIdle: fold });
+      const started = performance.now();
+      const cpuBefore = process.cpuUsage();
+      await loopOf(total, store).run({ goal: 'go', runId: 'fold' });
+      const cpu = process.cpuUsage(cpuBefore);
+      const elapsed = performance.now() - started;
+      await store.close();
+      if (round < 0) continue;
+      samples.get(fold)!.wall.push(elapsed);
+      samples.get(fold)!.cpu.push((cpu.user + cpu.system) / 1_000);
+    }
+  for (const [fold, { wall, cpu }] of samples)
+    console.log(
+      `| ${total} | ${fold} | ${median(wall).toFixed(1)} | ${median(cpu).toFixed(1)} | ${wall.map((ms) => ms.toFixed(0)).join(' ')} |`,
+    );
+}
+// Short runs one after another on one file, as a service makes them: the fold runs only at the stops
+// where the WAL has grown past 256 KiB and a quarter of the database.
+const sequenceRuns = 200;
+console.log(
+  `\n| ${sequenceRuns} runs of 10 steps on one file | ms/run (mean) | CPU ms/run | runs that left a 0-byte WAL | db + wal bytes at the end (open) |`,
+);
+console.log('|---|---:|---:|---:|---:|');
+{
+  const sequences = [false, true].map((fold) => ({
+    fold,
+    path: join(scratch, `sequence-${fold}.db`),
+    wall: 0,
+    cpu: 0,
+    folded: 0,
+    store: sqliteStore({ path: join(scratch, `sequence-${fold}.db`), foldWalWhenIdle: fold }),
+  }));
+  for (let run = 0; run < sequenceRuns; run++)
+    for (const sequence of sequences) {
+      const started = performance.now();
+      const cpuBefore = process.cpuUsage();
+      await loopOf(10, sequence.store).run({ goal: 'go', runId: `short-${run}` });
+      const cpu = process.cpuUsage(cpuBefore);
+      sequence.wall += performance.now() - started;
+      sequence.cpu += (cpu.user + cpu.system) / 1_000;
+      if (size(`${sequence.path}-wal`) === 0) sequence.folded++;
+    }
+  for (const sequence of sequences) {
+    console.log(
+      `| foldWalWhenIdle: ${sequence.fold} | ${(sequence.wall / sequenceRuns).toFixed(1)} | ${(sequence.cpu / sequenceRuns).toFixed(1)} | ${sequence.folded} | ${size(sequence.path) + size(`${sequence.path}-wal`)} |`,
+    );
+    await sequence.store.close();
+  }
+}
+console.log(
+  `load average ${loadavg()
+    .map((load) => load.toFixed(1))
+    .join(' ')}`,
+);
 
 console.log('\n| S | run ms | resume ms (median of 3) | resume ÷ run |');
 console.log('|---:|---:|---:|---:|');
