@@ -102,8 +102,13 @@ export interface ExploredGraph {
 }
 
 class GrowableInt32 {
-  data = new Int32Array(1 << 16);
+  data = new Int32Array(0);
   length = 0;
+  constructor() {
+    // Assigned a second time here on purpose: V8 compiles a field stored once as a constant, and the first growth
+    // would then deoptimise every function that read it (the exploration's loop among them), in a cold run.
+    this.data = new Int32Array(1 << 16);
+  }
   push(value: number): void {
     if (this.length === this.data.length) {
       const next = new Int32Array(this.data.length * 2);
