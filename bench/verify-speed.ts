@@ -3,12 +3,23 @@
  * example loops: the compiled macrostep beside XState's `machine.transition`, rounds interleaved, medians. Both
  * explore the same states (a test checks it); CPU time is given beside wall time because the machine is shared.
  *
- * The first exploration of each loop in the process is also given alone ("first round"; only the first loop's is truly cold): `loopstate verify` explores once
- * per process, before the JIT has warmed up.
+ * The first exploration of each loop in the process is also given alone ("first round"; only the first loop's is truly
+ * cold): `loopstate verify` explores once per process, before the JIT has warmed up. Its CPU time is the process's
+ * (V8's compiler and collector threads included) and, on Linux, the main thread's alone (what a user waits for when
+ * the helper threads have cores of their own; it moves far less with the load than wall time does).
  *
  *   npm run build && node dist/bench/verify-speed.js [rounds] [--compiled-only]
+ *
+ * `--cli <checkout>…` times what a user sees instead: `loopstate verify bench/triage-loop` as a process of its own
+ * (start to exit, wall), in each built checkout given (e.g. this one and a `git archive` of main), alternately,
+ * `rounds` times each, with the exploration's own figure that the report prints.
+ *
+ *   node dist/bench/verify-speed.js 5 --cli . /tmp/before
  */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import incident from '../examples/incident.js';
 import toolFeedback from '../examples/tool-feedback.js';
@@ -18,31 +29,83 @@ import { verifyModelOf } from '../src/tooling/verify/verify-model.js';
 import triage from './triage-loop.js';
 
 const rounds = Number(process.argv.find((argument) => /^\d+$/.test(argument)) ?? 3);
-const loops = { 'triage (22 tools)': triage, incident, 'tool-feedback': toolFeedback };
-const steppers = process.argv.includes('--compiled-only') ? (['compiled'] as const) : (['compiled', 'xstate'] as const);
-const results: Record<string, { wall: number[]; cpu: number[]; states: number }> = {};
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
-console.log(`verify exploration speed (Node ${process.version}), load average ${loadavg()[0]?.toFixed(2)}`);
-for (let round = 0; round < rounds; round++) {
-  for (const [name, loop] of Object.entries(loops)) {
-    const { config, limits } = resolveForVerify(loop);
-    const model = verifyModelOf(config, limits ?? config.limits);
-    for (let offset = 0; offset < steppers.length; offset++) {
-      const stepper = steppers[(round + offset) % steppers.length] as (typeof steppers)[number];
-      const cpuBefore = process.cpuUsage();
-      const started = performance.now();
-      const graph = exploreLoop(model, 1_000_000, undefined, stepper);
-      const wallMs = performance.now() - started;
-      const cpu = process.cpuUsage(cpuBefore);
-      const entry = (results[`${name}, ${stepper}`] ??= { wall: [], cpu: [], states: graph.keys.length });
-      entry.wall.push((graph.keys.length / wallMs) * 1000);
-      entry.cpu.push((graph.keys.length / (cpu.user + cpu.system)) * 1e6);
-    }
+const figure = (value: number) => Math.round(value).toLocaleString('en-US').padStart(8);
+
+/** The main thread's own CPU time in ms (Linux's per-thread scheduler figures), or null elsewhere. */
+function mainThreadCpuMs(): number | null {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return null;
   }
 }
-const figure = (value: number) => Math.round(value).toLocaleString('en-US').padStart(8);
-for (const [name, { wall, cpu, states }] of Object.entries(results))
+
+function timeCli(checkouts: string[]): void {
   console.log(
-    `${name.padEnd(30)} ${String(states).padStart(7)} states  ${figure(median(wall))} states/s (wall)  ${figure(median(cpu))} states/s (CPU)  ${figure(cpu[0] as number)} first round (CPU)`,
+    `loopstate verify <triage loop>, one process each (Node ${process.version}), load average ${loadavg()[0]?.toFixed(2)}`,
   );
-console.log(`load average at the end ${loadavg()[0]?.toFixed(2)}`);
+  const results = new Map<string, { wall: number[]; explored: number[] }>();
+  for (let round = 0; round < rounds; round++)
+    for (const checkout of checkouts) {
+      const root = resolve(checkout);
+      const started = performance.now();
+      const run = spawnSync(
+        process.execPath,
+        [join(root, 'dist/src/tooling/cli/bin.js'), 'verify', join(root, 'dist/bench/triage-loop.js')],
+        { encoding: 'utf8' },
+      );
+      const wallMs = performance.now() - started;
+      const explored = /\(([\d,]+) states\/s\)/.exec(run.stdout)?.[1];
+      if (run.status !== 0 || explored === undefined) throw new Error(`verify in ${root} failed: ${run.stderr}`);
+      const entry = results.get(root) ?? { wall: [], explored: [] };
+      entry.wall.push(wallMs);
+      entry.explored.push(Number(explored.replaceAll(',', '')));
+      results.set(root, entry);
+    }
+  for (const [root, { wall, explored }] of results)
+    console.log(
+      `${root.padEnd(30)} CLI start to exit ${figure(median(wall))} ms (wall, median of ${wall.length}; fastest ${Math.round(Math.min(...wall))})  exploration as reported ${figure(median(explored))} states/s`,
+    );
+  console.log(`load average at the end ${loadavg()[0]?.toFixed(2)}`);
+}
+
+function timeExploration(): void {
+  const loops = { 'triage (22 tools)': triage, incident, 'tool-feedback': toolFeedback };
+  const steppers = process.argv.includes('--compiled-only')
+    ? (['compiled'] as const)
+    : (['compiled', 'xstate'] as const);
+  const results: Record<string, { wall: number[]; cpu: number[]; main: Array<number | null>; states: number }> = {};
+  console.log(`verify exploration speed (Node ${process.version}), load average ${loadavg()[0]?.toFixed(2)}`);
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, loop] of Object.entries(loops)) {
+      const { config, limits } = resolveForVerify(loop);
+      const model = verifyModelOf(config, limits ?? config.limits);
+      for (let offset = 0; offset < steppers.length; offset++) {
+        const stepper = steppers[(round + offset) % steppers.length] as (typeof steppers)[number];
+        const cpuBefore = process.cpuUsage();
+        const mainBefore = mainThreadCpuMs();
+        const started = performance.now();
+        const graph = exploreLoop(model, 1_000_000, undefined, stepper);
+        const wallMs = performance.now() - started;
+        const mainAfter = mainThreadCpuMs();
+        const cpu = process.cpuUsage(cpuBefore);
+        const entry = (results[`${name}, ${stepper}`] ??= { wall: [], cpu: [], main: [], states: graph.keys.length });
+        entry.wall.push((graph.keys.length / wallMs) * 1000);
+        entry.cpu.push((graph.keys.length / (cpu.user + cpu.system)) * 1e6);
+        entry.main.push(
+          mainBefore === null || mainAfter === null ? null : (graph.keys.length / (mainAfter - mainBefore)) * 1000,
+        );
+      }
+    }
+  }
+  for (const [name, { wall, cpu, main, states }] of Object.entries(results))
+    console.log(
+      `${name.padEnd(30)} ${String(states).padStart(7)} states  ${figure(median(wall))} states/s (wall)  ${figure(median(cpu))} states/s (CPU)  first round: ${figure(wall[0] as number)} (wall) ${figure(cpu[0] as number)} (CPU)${main[0] === null ? '' : ` ${figure(main[0] as number)} (main thread CPU)`}`,
+    );
+  console.log(`load average at the end ${loadavg()[0]?.toFixed(2)}`);
+}
+
+const cli = process.argv.indexOf('--cli');
+if (cli >= 0) timeCli(process.argv.slice(cli + 1));
+else timeExploration();

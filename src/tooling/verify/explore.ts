@@ -19,6 +19,7 @@ import {
   type OutcomeOptions,
 } from './abstract-outcomes.js';
 import {
+  finalKeyReason,
   keyedState,
   keyOptionsFor,
   keyParts,
@@ -101,8 +102,13 @@ export interface ExploredGraph {
 }
 
 class GrowableInt32 {
-  data = new Int32Array(1 << 16);
+  data = new Int32Array(0);
   length = 0;
+  constructor() {
+    // Assigned a second time here on purpose: V8 compiles a field stored once as a constant, and the first growth
+    // would then deoptimise every function that read it (the exploration's loop among them), in a cold run.
+    this.data = new Int32Array(1 << 16);
+  }
   push(value: number): void {
     if (this.length === this.data.length) {
       const next = new Int32Array(this.data.length * 2);
@@ -291,7 +297,8 @@ export function exploreLoop(
     context: initial.context,
     valueKey: '',
     evaluating: false,
-    valueId: undefined,
+    // A number from the start, as every successor gives it: the probe keeps one hidden class.
+    valueId: 0,
   };
   const firedMarks = compiled === null ? null : new Uint8Array(compiled.definitions.length);
   const isActing = (state: number): boolean =>
@@ -309,6 +316,8 @@ export function exploreLoop(
     string,
     Map<string, { next: number; modelCalls: number; toolCalls: number }>
   >();
+  /** The finished states by the stop reason that keys them (see `finalKeyReason`). */
+  const finalStates = new Map<string, number>();
   for (let head = 0; head < states.length; head += 1) {
     if (options.onProgress !== undefined && head % PROGRESS_EVERY === 0 && head > 0)
       options.onProgress({
@@ -355,8 +364,15 @@ export function exploreLoop(
           probe.valueKey = valueKeys[step.leaf] as string;
           probe.valueId = step.leaf;
           probe.evaluating = evaluatingLeaves[step.leaf] === true;
-          next = find(probe);
-          if (next < 0) next = addFound(compiled.stateOf(step.leaf, step.context, step.done), edge, step.leaf);
+          // A finished run is keyed by its stop reason alone: most successors are one of a few of them.
+          const reason = step.done ? finalKeyReason(step.context) : '';
+          const known = step.done ? finalStates.get(reason) : undefined;
+          if (known !== undefined) next = known;
+          else {
+            next = find(probe);
+            if (next < 0) next = addFound(compiled.stateOf(step.leaf, step.context, step.done), edge, step.leaf);
+            if (step.done) finalStates.set(reason, next);
+          }
           nextContext = step.context;
         }
         spentModelCalls = nextContext.usage.modelCalls - context.usage.modelCalls;

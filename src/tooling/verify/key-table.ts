@@ -41,6 +41,23 @@ export class KeyTable implements KeyPartSink {
   /** Per position, where the next string part remembered there goes. */
   private recentNext = new Uint8Array(0);
 
+  constructor() {
+    // The arrays that grow are stored a second time here on purpose: V8 compiles a field stored once as a constant,
+    // and its first growth would then deoptimise every function that read it (the lookups, and the exploration's
+    // loop that inlines them), in a cold run; stored twice, a field is compiled as one that changes.
+    this.scratch = new Float64Array(64);
+    this.scratchBits = new Int32Array(this.scratch.buffer);
+    this.pool = new Float64Array(1 << 16);
+    this.entryStart = new Int32Array(1 << 12);
+    this.entryLength = new Int32Array(1 << 12);
+    this.entryHash = new Int32Array(1 << 12);
+    this.entryState = new Int32Array(1 << 12);
+    this.slots = new Int32Array(1 << 13).fill(SLOT_EMPTY);
+    this.recentText = [];
+    this.recentNumber = new Float64Array(0);
+    this.recentNext = new Uint8Array(0);
+  }
+
   /** Encodes `parts` as the current key, which `find` and `insert` then use. */
   encode(parts: ReadonlyArray<string | number>): void {
     this.begin();

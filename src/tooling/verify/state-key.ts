@@ -195,6 +195,14 @@ export function keyParts(state: KeyedState, options: KeyOptions, reduced: number
   return list.parts;
 }
 
+/**
+ * What a finished run's key reads: its stop reason alone (`'none'` without one). Two finished states with the same
+ * reason have the same key, so the exploration can look them up by it.
+ */
+export function finalKeyReason(context: LoopContext): string {
+  return context.stop?.reason ?? 'none';
+}
+
 /** The done states' keys by stop reason: one string each, not one per successor. */
 const doneKeys = new Map<string, string>();
 
@@ -211,7 +219,7 @@ function doneKey(reason: string): string {
 export function writeKeyParts(state: KeyedState, options: KeyOptions, reduced: number, sink: KeyPartSink): void {
   const { context } = state;
   if (state.status === 'done') {
-    sink.add(doneKey(context.stop?.reason ?? 'none'));
+    sink.add(doneKey(finalKeyReason(context)));
     return;
   }
   const { progress, noProgress, usage, task, transport, limits } = context;
