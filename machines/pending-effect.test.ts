@@ -35,4 +35,47 @@ describe('getPendingEffect', () => {
     const gate = loopMachine.resolveState({ value: { RUNNING: 'gate' }, context: startedTwoTaskRun().context });
     expect(() => getPendingEffect(gate)).toThrow(/transient state/);
   });
+
+  it('reads every state off its value as snapshot.matches does (it no longer asks matches)', () => {
+    const context = startedTwoTaskRun().context;
+    // Every state of the machine, resting or transient, and one value no state has.
+    const values = [
+      'READY',
+      'SUCCESS',
+      'FAILED',
+      ...['gate', 'deciding', 'acting', 'evaluating'].map((child) => ({ RUNNING: child })),
+      ...['backingOff', 'reflecting'].map((child) => ({ RETRY: child })),
+    ];
+    // What getPendingEffect returned when it asked snapshot.matches, state by state.
+    const byMatches = (snapshot: ReturnType<typeof loopMachine.resolveState>): string => {
+      if (snapshot.matches({ RUNNING: 'deciding' })) return 'callModel';
+      if (snapshot.matches({ RUNNING: 'acting' })) return 'runTools';
+      if (snapshot.matches({ RUNNING: 'evaluating' })) return 'evaluate';
+      if (snapshot.matches({ RETRY: 'backingOff' })) return 'sleep';
+      if (snapshot.matches('READY')) return 'start';
+      return 'transient';
+    };
+    for (const value of values) {
+      const snapshot = loopMachine.resolveState({ value, context });
+      const expected = snapshot.status === 'done' ? 'done' : byMatches(snapshot);
+      let kind: string;
+      try {
+        kind = getPendingEffect({ ...snapshot, matches: () => expect.fail('matches was asked') }).kind;
+      } catch (error) {
+        kind = /transient state/.test(String(error)) ? 'transient' : String(error);
+      }
+      expect({ value, kind }).toEqual({ value, kind: expected });
+    }
+    expect(values.map((value) => byMatches(loopMachine.resolveState({ value, context })))).toEqual([
+      'start',
+      'transient',
+      'transient',
+      'transient',
+      'callModel',
+      'runTools',
+      'evaluate',
+      'sleep',
+      'transient',
+    ]);
+  });
 });

@@ -28,6 +28,17 @@ export type PendingEffect =
 export type LoopSnapshot = SnapshotFrom<LoopMachine>;
 
 /**
+ * `matchesState({ [parent]: child }, value)`, as `snapshot.matches` answers it, without the state value
+ * literal, the key array and the closure XState makes on each ask: the driver asks twice a step.
+ */
+function inState(value: StateValue, parent: string, child: string): boolean {
+  if (typeof value === 'string' || !(parent in value)) return false;
+  const inner = value[parent];
+  if (inner === undefined) return false;
+  return typeof inner === 'string' ? inner === child : child in inner;
+}
+
+/**
  * Reads which effect the machine waits for off its state and context.
  * @example
  * if (getPendingEffect(snapshot).kind === 'runTools') await runTheTools();
@@ -35,18 +46,17 @@ export type LoopSnapshot = SnapshotFrom<LoopMachine>;
 export function getPendingEffect(
   snapshot: Pick<LoopSnapshot, 'status' | 'output' | 'context' | 'value'> & { matches(value: StateValue): boolean },
 ): PendingEffect {
-  const { context } = snapshot;
+  const { context, value } = snapshot;
   if (snapshot.status === 'done') return { kind: 'done', output: snapshot.output as MachineOutput };
-  if (snapshot.matches({ RUNNING: 'deciding' })) {
+  if (inState(value, 'RUNNING', 'deciding')) {
     return { kind: 'callModel', feedback: context.feedback, taskIndex: context.taskIndex };
   }
-  if (snapshot.matches({ RUNNING: 'acting' })) return { kind: 'runTools', taskIndex: context.taskIndex };
-  if (snapshot.matches({ RUNNING: 'evaluating' })) {
+  if (inState(value, 'RUNNING', 'acting')) return { kind: 'runTools', taskIndex: context.taskIndex };
+  if (inState(value, 'RUNNING', 'evaluating')) {
     return { kind: 'evaluate', taskIndex: context.taskIndex, mayCallModel: !isSpendBudgetExhausted({ context }) };
   }
-  if (snapshot.matches({ RETRY: 'backingOff' }))
-    return { kind: 'sleep', until: context.retryAt ?? context.lastEventAt };
-  if (snapshot.matches('READY')) return { kind: 'start' };
+  if (inState(value, 'RETRY', 'backingOff')) return { kind: 'sleep', until: context.retryAt ?? context.lastEventAt };
+  if (value === 'READY' || (typeof value !== 'string' && 'READY' in value)) return { kind: 'start' };
   // Every other state is transient (eventless) and is never observed between macrosteps.
   throw new Error(`loop machine rested in a transient state: ${JSON.stringify(snapshot.value)}`);
 }

@@ -311,6 +311,47 @@ describe('strings', () => {
   });
 });
 
+describe('sharedStrings', () => {
+  const event = {
+    type: 'machine-event',
+    runId: 'r',
+    at: 1,
+    event: {
+      type: 'model.responded',
+      decision: { kind: 'tool_calls', calls: 2, parseError: 'bad: Bearer abc123def' },
+      usage: { inputTokens: 5, outputTokens: 1 },
+      names: ['lookup', 'x Bearer abc123def', 'search'],
+    },
+  };
+
+  it('redacts as strings does, copying only the objects and arrays on the way to a changed string', () => {
+    const shared = redactor.sharedStrings(event);
+    expect(shared).toEqual(redactor.strings(event));
+    expect(Object.keys(shared.event)).toEqual(Object.keys(event.event));
+    expect(shared.event.decision.parseError).toBe(`bad: Bearer ${REDACTED}`);
+    expect(shared.event.names).toEqual(['lookup', `x Bearer ${REDACTED}`, 'search']);
+    // Copied where a string changed, shared where nothing did; the given value is left as it was.
+    expect(shared).not.toBe(event);
+    expect(shared.event.decision).not.toBe(event.event.decision);
+    expect(shared.event.usage).toBe(event.event.usage);
+    expect(event.event.decision.parseError).toBe('bad: Bearer abc123def');
+    expect(event.event.names[1]).toBe('x Bearer abc123def');
+  });
+
+  it('returns a value with nothing to redact as it is, not a copy', () => {
+    const clean = { ...event, event: { ...event.event, decision: { kind: 'final' }, names: ['lookup'] } };
+    expect(redactor.sharedStrings(clean)).toBe(clean);
+    expect(redactor.strings(clean)).not.toBe(clean);
+  });
+
+  it('applies user patterns to every string, the event type and run id too', () => {
+    const custom = createRedactor({ patterns: [/machine/] });
+    const shared = custom.sharedStrings(event);
+    expect(shared).toEqual(custom.strings(event));
+    expect(shared.type).toBe(`${REDACTED}-event`);
+  });
+});
+
 describe('user-supplied keys and patterns', () => {
   const custom = createRedactor({ keys: ['customer_ssn', /^x-internal-/i], patterns: [/\bACME-\d{6}\b/, /INTERNAL/g] });
 

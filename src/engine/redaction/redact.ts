@@ -38,6 +38,11 @@ export interface Redactor {
   render(value: unknown): string;
   /** A copy of plain objects and arrays with every string in them passed through `text`. */
   strings<Value>(value: Value): Value;
+  /**
+   * What `strings` returns, but copying only the objects and arrays in which a string changes: a value with
+   * nothing to redact comes back as it is (for an event the run made itself and hands on without keeping).
+   */
+  sharedStrings<Value>(value: Value): Value;
 }
 
 /** A cap on the key-name cache: key names come from tool arguments, so they are unbounded in number. */
@@ -188,7 +193,47 @@ export function createRedactor(options: RedactOptions = {}, knownSecrets: readon
     return copy;
   };
 
-  return { isSecretKey, text, render, strings: <Value>(value: Value) => walk(value, 0) as Value };
+  // `walk` without the copies: an object or array is copied from the first member that changed, else kept.
+  const walkShared = (value: unknown, depth: number): unknown => {
+    if (typeof value === 'string') return text(value);
+    if (typeof value !== 'object' || value === null || depth >= MAX_STRINGS_DEPTH) return value;
+    if (Array.isArray(value)) {
+      let copy: unknown[] | null = null;
+      for (let index = 0; index < value.length; index++) {
+        const item: unknown = value[index];
+        const redacted = walkShared(item, depth + 1);
+        if (copy === null && redacted !== item) copy = value.slice(0, index);
+        if (copy !== null) copy.push(redacted);
+      }
+      return copy ?? value;
+    }
+    if (!isPlainObject(value)) return value;
+    const record = value as Record<string, unknown>;
+    let copy: Record<string, unknown> | null = null;
+    for (const key in record) {
+      if (!Object.hasOwn(record, key)) continue;
+      const inner = record[key];
+      const redacted = walkShared(inner, depth + 1);
+      if (copy === null && redacted !== inner) {
+        copy = {};
+        // The members before this one were unchanged: copied as they are, in the same order.
+        for (const earlier in record) {
+          if (earlier === key) break;
+          if (Object.hasOwn(record, earlier)) copy[earlier] = record[earlier];
+        }
+      }
+      if (copy !== null) copy[key] = redacted;
+    }
+    return copy ?? value;
+  };
+
+  return {
+    isSecretKey,
+    text,
+    render,
+    strings: <Value>(value: Value) => walk(value, 0) as Value,
+    sharedStrings: <Value>(value: Value) => walkShared(value, 0) as Value,
+  };
 }
 
 /**

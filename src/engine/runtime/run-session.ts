@@ -348,7 +348,8 @@ export class RunSession {
 
   /** After a tool round: every called tool's health and the order the next request offers the tools in. */
   recordToolHealth(health: ToolHealth, step: number, at: number): void {
-    const offered = offeredToolNames(this.tools, this.config.toolOrder, health);
+    // Kept by the trace for the whole run: an exact-length copy, not the array `push` grew (17 slots for one name).
+    const offered = offeredToolNames(this.tools, this.config.toolOrder, health).slice();
     this.record({
       type: 'tool-health',
       runId: this.runId,

@@ -46,10 +46,11 @@ export async function performToolRound(
   // ran are counted, and side effects of unknown outcome are named before the run stops.
   const interrupted = session.signal.aborted;
   const at = config.clock.now();
-  // Results and refusals are answered in the reply's order, so the next request is complete.
-  const outcomeOf = new Map(ready.map((entry, index) => [entry, outcomes[index]]));
+  // Results and refusals are answered in the reply's order, so the next request is complete. `ready` keeps
+  // `pending`'s order, so its outcomes are met one after another (no map from entry to outcome per round).
+  let readyIndex = 0;
   for (const entry of pending) {
-    const outcome = outcomeOf.get(entry);
+    const outcome = entry === ready[readyIndex] ? outcomes[readyIndex++] : undefined;
     const content = outcome?.content ?? entry.refusal?.message ?? entry.call.error?.message ?? NOT_EXECUTED_ANSWER;
     session.transcript.append({ role: 'tool', toolCallId: entry.call.request.id, content });
   }

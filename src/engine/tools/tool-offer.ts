@@ -3,7 +3,7 @@ import type { ToolOrder } from '../config/config.js';
 import type { ToolSpec } from '../../contracts/model.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import type { Tool } from './define-tool.js';
-import type { ToolHealth } from './tool-health.js';
+import type { ToolHealth, ToolHealthStats } from './tool-health.js';
 
 /** Names of the tools whose circuit breaker is not open, by weight with `toolOrder: 'success_rate'`. */
 export function offeredToolNames(tools: ReadonlyMap<string, Tool>, order: ToolOrder, health: ToolHealth): string[] {
@@ -25,15 +25,21 @@ export function offeredToolSpecs(tools: ReadonlyMap<string, Tool>, order: ToolOr
 
 /** Every called tool's health as the `tool-health` trace event lists it. */
 export function toolHealthFigures(health: ToolHealth): Extract<TraceEvent, { type: 'tool-health' }>['tools'] {
-  return Object.entries(health.snapshot()).map(([name, stats]) => ({
-    name,
-    calls: stats.calls,
-    successes: stats.successes,
-    failures: stats.failures,
-    consecutiveFailures: stats.consecutiveFailures,
-    successRate: stats.successRate,
-    meanLatencyMs: stats.meanLatencyMs,
-    weight: stats.weight ?? health.weight(name),
-    circuit: stats.circuit ?? (stats.circuitOpen ? 'open' : 'closed'),
-  }));
+  const snapshot = health.snapshot();
+  // In `Object.entries` order, without its pair per tool (this runs after every tool round); `map` makes the
+  // kept array its exact length, where `push` onto an empty one would reserve 17 slots in every trace event.
+  return Object.keys(snapshot).map((name) => {
+    const stats = snapshot[name] as ToolHealthStats;
+    return {
+      name,
+      calls: stats.calls,
+      successes: stats.successes,
+      failures: stats.failures,
+      consecutiveFailures: stats.consecutiveFailures,
+      successRate: stats.successRate,
+      meanLatencyMs: stats.meanLatencyMs,
+      weight: stats.weight ?? health.weight(name),
+      circuit: stats.circuit ?? (stats.circuitOpen ? 'open' : 'closed'),
+    };
+  });
 }

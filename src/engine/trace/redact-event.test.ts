@@ -42,3 +42,30 @@ describe('redactedEvent step-end metadata', () => {
     expect(redactedEvent(clean, DEFAULT_REDACTOR, true)).toBe(clean);
   });
 });
+
+describe('redactedEvent machine-event', () => {
+  const machineEvent = (parseError: string | null): TraceEvent => ({
+    type: 'machine-event',
+    runId: 'run',
+    at: 1,
+    event: {
+      type: 'model.responded',
+      at: 1,
+      decision: { kind: 'tool_calls', calls: 1, invalidCalls: 1, parseError },
+      usage: { inputTokens: 1, outputTokens: 1, costUsd: 0 },
+    },
+  });
+
+  it('returns a clean machine event as it is: two a step, each copied before', () => {
+    const clean = machineEvent(null);
+    expect(redactedEvent(clean, DEFAULT_REDACTOR, true)).toBe(clean);
+  });
+
+  it('redacts a secret in a machine event as a full walk does, leaving the event the machine took alone', () => {
+    const dirty = machineEvent(`bad arguments ${SECRET}`);
+    const redacted = redactedEvent(dirty, DEFAULT_REDACTOR, true);
+    expect(redacted).toEqual(DEFAULT_REDACTOR.strings(dirty));
+    expect(JSON.stringify(redacted)).not.toContain(SECRET);
+    expect(JSON.stringify(dirty)).toContain(SECRET);
+  });
+});

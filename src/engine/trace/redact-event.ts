@@ -89,6 +89,10 @@ export function redactedEvent(event: TraceEvent, redact: Redactor, runIdIsClean:
         ? event
         : { ...event, taskId, modelId, toolCalls, ...(metadata === undefined ? {} : { metadata }) };
     }
+    // The driver's summary of the event the machine takes, two a step: kept as it is when nothing in it is
+    // redacted (the usual case), not copied. It is the very event the machine took, which nothing changes after.
+    case 'machine-event':
+      return redact.sharedStrings(event);
     default:
       return redact.strings(event);
   }
