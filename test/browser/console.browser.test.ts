@@ -2,7 +2,7 @@
  * End to end: `loopstate console` on a real SQLite store, opened in Debian's chromium through
  * playwright-core. A refund approved from the page runs exactly once and its run completes; a rejection's
  * reason reaches the model; two tabs deciding one call: one continues the run, the other is told it was
- * decided already; an output waiting for review is accepted; a request without the token, or naming another host, is refused. Saves docs/console.png.
+ * decided already; an output waiting for review is accepted; a request without the token, or naming another host, is refused. Saves docs/console.png with LOOPSTATE_UPDATE_SCREENSHOTS=1.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
@@ -16,9 +16,10 @@ import { sqliteStore } from 'loopstate/sqlite';
 import { runCli } from '../../src/tooling/cli/run-cli.js';
 import config from '../fixtures/console/refund-loop.js';
 import { CHROMIUM, ensureChromium } from '../support/ensure-chromium.js';
+import { screenshotPath } from '../support/screenshot-path.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const screenshotPath = join(repoRoot, 'docs', 'console.png');
+const screenshotFile = screenshotPath('console.png');
 const LOOP_FILE = join(repoRoot, 'test', 'fixtures', 'console', 'refund-loop.ts');
 
 let directory: string;
@@ -100,8 +101,8 @@ describe('the console in chromium', () => {
     expect(refunds().filter((order) => order === 'O-1')).toEqual(['O-1']);
     // One run done from the page, two waiting: what docs/console.png shows.
     await page.mouse.move(0, 0);
-    mkdirSync(dirname(screenshotPath), { recursive: true });
-    await page.screenshot({ path: screenshotPath });
+    mkdirSync(dirname(screenshotFile), { recursive: true });
+    await page.screenshot({ path: screenshotFile });
     // Its run in the viewer, read from the store.
     const viewer = await browser!.newPage();
     await viewer.goto(

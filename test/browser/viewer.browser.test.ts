@@ -1,12 +1,11 @@
 /**
  * End to end: `loopstate inspect` on a real trace, opened in Debian's chromium through playwright-core
  * (never a downloaded browser). Checks the statechart, the highlighted path, the time-travel slider and
- * the step table, and saves the README's screenshot to docs/viewer.png.
+ * the step table, and saves the README's screenshot (to docs/viewer.png with LOOPSTATE_UPDATE_SCREENSHOTS=1).
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loopMachine } from '../../machines/index.js';
@@ -14,9 +13,9 @@ import { runCli } from '../../src/tooling/cli/run-cli.js';
 import { statechartGraph } from '../../src/tooling/viewer/statechart-graph.js';
 import { writeSampleTrace } from '../support/sample-run.js';
 import { CHROMIUM, ensureChromium } from '../support/ensure-chromium.js';
+import { screenshotPath } from '../support/screenshot-path.js';
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const screenshotPath = join(repoRoot, 'docs', 'viewer.png');
+const screenshotFile = screenshotPath('viewer.png');
 
 let directory: string;
 let browser: Browser | undefined;
@@ -155,8 +154,8 @@ describe('the viewer in chromium', () => {
     await slider.fill('7');
     expect(await counter('Reflection retries')).toBe('1');
     expect(await page.locator('#statechart .edge.current').count()).toBe(4);
-    mkdirSync(dirname(screenshotPath), { recursive: true });
-    await page.screenshot({ path: screenshotPath, fullPage: true });
+    mkdirSync(dirname(screenshotFile), { recursive: true });
+    await page.screenshot({ path: screenshotFile, fullPage: true });
 
     expect(errors).toEqual([]);
     // Nothing but the local server was asked for anything.
