@@ -174,7 +174,12 @@ export class RunTrace {
       const sink = sinks[index];
       if (sink === undefined || (live && sink.option !== LIVE_SINK)) continue;
       try {
-        sink.write(event);
+        // A machine event's `event` is the very object the machine is about to take (it is sent after it is
+        // recorded): the caller's `onEvent` gets a copy of its own, which it may change without changing the
+        // run or its journal. The file and OpenTelemetry sinks only read it.
+        sink.write(
+          sink.option === LIVE_SINK && unredacted.type === 'machine-event' ? this.redact.strings(unredacted) : event,
+        );
       } catch (error) {
         // A broken trace sink must not stop the loop; it is dropped once, with a warning.
         sinks.splice(index--, 1);
