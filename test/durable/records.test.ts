@@ -254,6 +254,35 @@ describe('sqliteStore packed rows', () => {
     expect(stored[0]!.packed!.length).toBeLessThan((rows[0]!.body.length + rows[2]!.body.length) / 5);
   });
 
+  it('packs a group whose bodies, joined, would pair a lone high surrogate with the next body’s low one', async () => {
+    const path = join(scratch, 'packed-surrogates.db');
+    const store = sqliteStore({ path });
+    const lease = { owner: 'me', until: Date.now() + 60_000 };
+    // Each body's UTF-8 is its own: a lone surrogate is written as U+FFFD, as in a row packed alone.
+    const first = `${'a'.repeat(250)}\uD83D`,
+      second = `\uDE00${'b'.repeat(250)}`;
+    expect(await store.createRun('s', '{}', lease)).toBe(true);
+    await store.append(
+      's',
+      [
+        { seq: 1, kind: 'event', body: first },
+        { seq: 2, kind: 'event', body: second },
+      ],
+      lease,
+    );
+    await store.close();
+    const reopened = sqliteStore({ path });
+    const read = (await reopened.readJournal('s', 0)).map(({ seq, body }) => ({ seq, body }));
+    const readSecond = (await reopened.readJournal('s', 1)).map(({ seq, body }) => ({ seq, body }));
+    await reopened.close();
+    const written = (body: string) => Buffer.from(body, 'utf8').toString('utf8');
+    expect(read).toEqual([
+      { seq: 1, body: written(first) },
+      { seq: 2, body: written(second) },
+    ]);
+    expect(readSecond).toEqual([{ seq: 2, body: written(second) }]);
+  });
+
   it('refuses a row of a commit group whose group is missing, cut short or of other lengths', async () => {
     const long = (seq: number) => JSON.stringify({ kind: 'event', seq, filler: `event ${seq} `.repeat(40) });
     for (const [name, damage, problem, seq] of [

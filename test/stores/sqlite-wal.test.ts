@@ -4,6 +4,7 @@
  * waiting for another process's reader, and `prune` leaves pages that later runs reuse.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -157,6 +158,32 @@ describe('sqliteStore: the WAL when a run stops', () => {
     expect(walBytes(path)).toBeGreaterThan(0);
     open();
     expect((await slow).stopReason).toBe('completed');
+    expect(walBytes(path)).toBe(0);
+    await store.close();
+  });
+
+  it('a release by an owner not holding the run, or of a lease taken over, leaves the drive under way unfolded', async () => {
+    const path = freshPath();
+    const store = storeAt(path);
+    const now = Date.now();
+    const lease = { owner: 'a', until: now + 60_000 };
+    expect(await store.createRun('held', '{}', lease)).toBe(true);
+    // Bodies that deflate little: the WAL goes well past 256 KiB and a quarter of the database.
+    for (let seq = 1; seq <= 120; seq++)
+      await store.append('held', [{ seq, kind: 'event', body: randomBytes(3_000).toString('base64') }], lease);
+    const before = walBytes(path);
+    expect(before).toBeGreaterThan(256 * 1024);
+    // Not the holder: the run's lease and its drive stay.
+    await store.releaseLease('held', 'b');
+    expect((await store.readRun('held'))?.leaseOwner).toBe('a');
+    expect(walBytes(path)).toBeGreaterThanOrEqual(before);
+    // Another loop sharing this store takes the lease over; the first owner's late release ends nothing.
+    expect(await store.acquireLease('held', { owner: 'b', until: now + 60_000 }, now, 'a')).toBe(true);
+    await store.releaseLease('held', 'a');
+    expect(walBytes(path)).toBeGreaterThanOrEqual(before);
+    // The holder's release ends the last drive: the WAL is folded.
+    await store.releaseLease('held', 'b');
+    expect((await store.readRun('held'))?.leaseOwner).toBeNull();
     expect(walBytes(path)).toBe(0);
     await store.close();
   });

@@ -128,7 +128,14 @@ export class StepLog {
     return output.kind === 'decisions' ? output : { kind: 'decisions', accepted: true };
   }
 
-  /** Records how the leg stopped (once; a re-entered workflow finds it in `enter`). */
+  /**
+   * Records how the leg stopped (once; a re-entered workflow finds it in `enter`). The outcome is recorded
+   * whole, its result's trace too: a re-entered workflow returns this result as its output, and the workflow's
+   * output is what `client.result` gives, trace and all (the client may have no store to read it from). So a
+   * resumed run's earlier trace, still in the journal's chunks (`withTrace`), is read here at each stop of a
+   * leg, and a damaged trace chunk fails this step after the leg's work is committed: the run stays at its stop
+   * in the journal, and reading its result back is refused with `corrupt_record` the same way.
+   */
   async end(outcome: LegOutcome): Promise<LegOutcome> {
     const output = await this.dbos.runStep(
       async (): Promise<StepOutput> => ({

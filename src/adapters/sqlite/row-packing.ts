@@ -32,7 +32,7 @@ const current = dictionaries.get(CURRENT_DICTIONARY)!;
 const DEFLATE_OPTIONS = { level: 1, windowBits: 13, memLevel: 6, dictionary: current };
 const LONG_BODY = 16_384;
 const LONG_DEFLATE_OPTIONS = { level: 1, windowBits: 15, memLevel: 8, dictionary: current };
-const deflated = (body: string) =>
+const deflated = (body: string | Buffer) =>
   deflateRawSync(body, body.length < LONG_BODY ? DEFLATE_OPTIONS : LONG_DEFLATE_OPTIONS);
 
 /** A journal or snapshot row with its columns as stored: its body text, or packed. */
@@ -51,17 +51,23 @@ export function pack(body: string): { body: string; packed: Buffer | null } {
 
 /**
  * The rows of one append as stored: the long journal rows (not chunks) deflated together in one group, the
- * chunks each alone, the short rows as text.
+ * chunks each alone, the short rows as text. The rows may come in any order: the group's first row is the one
+ * of the smallest seq (a member names how far back it is).
  */
 export function packCommit(rows: readonly StoreRow[]): PackedRow[] {
-  const grouped = rows.filter((row) => row.body.length >= PACK_FROM && !ALONE_KINDS.has(row.kind));
-  if (grouped.length < 2) return rows.map((row) => ({ seq: row.seq, kind: row.kind, ...pack(row.body) }));
+  const grouped = rows
+    .filter((row) => row.body.length >= PACK_FROM && !ALONE_KINDS.has(row.kind))
+    .sort((a, b) => a.seq - b.seq);
+  // Two rows of one seq (refused by the store) could not name their head: each is packed alone.
+  if (grouped.length < 2 || grouped.some((row, index) => index > 0 && row.seq === grouped[index - 1]!.seq))
+    return rows.map((row) => ({ seq: row.seq, kind: row.kind, ...pack(row.body) }));
   const head = grouped[0]!;
-  const lengths = grouped.map((row) => Buffer.byteLength(row.body));
-  const joined = grouped.map((row) => row.body).join('');
+  // Each body's own UTF-8 bytes, one after the other: joining the strings first could pair a body's last lone
+  // surrogate with the next one's first into one character, and the lengths would no longer add up.
+  const bodies = grouped.map((row) => Buffer.from(row.body, 'utf8'));
   const headPacked = withHeader(
-    [GROUP_HEAD + CURRENT_DICTIONARY, ...varints([grouped.length, ...lengths])],
-    deflated(joined),
+    [GROUP_HEAD + CURRENT_DICTIONARY, ...varints([grouped.length, ...bodies.map((body) => body.length)])],
+    deflated(Buffer.concat(bodies)),
   );
   const place = new Map(grouped.map((row, index) => [row, index]));
   return rows.map((row) => {

@@ -5,7 +5,6 @@
  * never loads the native module.
  */
 import { loadPeer } from '../../engine/peer-dependency.js';
-import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import { LoopConfigError } from '../../contracts/errors.js';
@@ -14,6 +13,7 @@ import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
 import { pack, packCommit, unpack, unpackRows, type PackedRow } from './row-packing.js';
 import { SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH } from './sqlite-schema.js';
 import { SQLITE_LEARNING_SCHEMA, sqliteLearning } from './sqlite-learning.js';
+import { foldWal } from './wal-fold.js';
 
 /**
  * Options of `sqliteStore`.
@@ -39,7 +39,9 @@ export interface SqliteStoreOptions {
    * the WAL holds over a quarter of the database and over 256 KiB, fold the WAL back into the database and
    * truncate it to 0 bytes, so db + wal right after `loop.run()` returns stays within 1.25 × the database
    * or the database + 256 KiB, whichever is larger (default true). It never waits: while another connection
-   * reads or writes, it folds what it can and leaves the rest to the next checkpoint. `false`: leave
+   * reads or writes, it folds what it can and leaves the rest to the next checkpoint. The fold runs on the
+   * main thread, in the call that releases the run (better-sqlite3 is synchronous): it copies the frames not
+   * yet written back and makes two fsyncs, a few ms on a local disk and more on a slow one. `false`: leave
    * the WAL to `checkpointEvery` and SQLite's own checkpoints.
    */
   foldWalWhenIdle?: boolean;
@@ -76,45 +78,6 @@ function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions)
   return db;
 }
 
-/**
- * At the stop of the store's last run under way, the WAL is folded back once it holds more than a
- * quarter of the database and more than 256 KiB: db + wal stays within max(1.25 × db, db + 256 KiB), and
- * neither a short run on a large file nor one on a small file (its WAL a few dozen pages) pays a
- * checkpoint's two fsyncs at every stop. A run of 64 commits or more (a 4 KiB frame at least each) always
- * has a WAL past the 256 KiB.
- */
-const FOLD_ABOVE_DATABASE_FRACTION = 0.25;
-const FOLD_ABOVE_BYTES = 256 * 1024;
-
-const fileSize = (path: string): number => {
-  try {
-    return statSync(path).size;
-  } catch {
-    return 0;
-  }
-};
-
-/**
- * Folds the WAL back into the database and truncates it when it holds over a quarter of the database and
- * over 256 KiB (or at any size: `anySize`), without waiting: with the busy timeout at 0 for this one call,
- * a reader or writer of another connection makes it fold only the frames no one still needs (busy = 1)
- * instead of blocking the event loop (better-sqlite3 is synchronous) for the busy timeout. Best effort:
- * every record is committed already, so a checkpoint that cannot run now is left to the next one.
- */
-function foldWal(db: Database, busyTimeoutMs: number, anySize = false): void {
-  if (db.memory) return;
-  const wal = fileSize(`${db.name}-wal`);
-  if (!anySize && (wal <= FOLD_ABOVE_BYTES || wal <= fileSize(db.name) * FOLD_ABOVE_DATABASE_FRACTION)) return;
-  db.pragma('busy_timeout = 0');
-  try {
-    db.pragma('wal_checkpoint(TRUNCATE)');
-  } catch {
-    // SQLITE_BUSY or an I/O error: the WAL stays as it was, and SQLite's next checkpoint takes it.
-  } finally {
-    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-  }
-}
-
 function checkOptions(options: SqliteStoreOptions): void {
   const issues: { path: string; message: string }[] = [];
   if (typeof options?.path !== 'string' || options.path === '')
@@ -146,8 +109,12 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   let appendsSinceCheckpoint = 0;
   const checkpointEvery = options.checkpointEvery ?? 1_000;
   const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
-  /** The runs this store created or took a lease of and has not released: while one is, the WAL is left be. */
-  const driving = new Set<string>();
+  /**
+   * The runs this store created or took a lease of and has not released, with the owner that holds each: while
+   * one is, the WAL is left be. Only that owner's release ends the drive (not another owner's, nor one whose
+   * lease another loop sharing this store took over).
+   */
+  const driving = new Map<string, string>();
   const use = () => {
     db ??= openDatabase(Driver, options);
     statements ??= prepare(db);
@@ -161,7 +128,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       const row = pack(body);
       const created =
         use().statements.insertRun.run(runId, row.body, row.packed, lease.owner, lease.until).changes === 1;
-      if (created) driving.add(runId);
+      if (created) driving.set(runId, lease.owner);
       return created;
     },
     async readRun(runId): Promise<RunRow | null> {
@@ -188,16 +155,22 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       const acquired =
         use().statements.acquireLease.run(lease.owner, lease.until, runId, now, lease.owner, takeOverFrom ?? null)
           .changes === 1;
-      if (acquired) driving.add(runId);
+      if (acquired) driving.set(runId, lease.owner);
       return acquired;
     },
     async releaseLease(runId, owner) {
       const { db, statements } = use();
-      // A drive is over (the run finished, waits for a person, or failed): the last run out folds the WAL.
-      // Out of `driving` first, so a release that throws (the store down) does not keep the WAL from folding later.
-      const wasDriving = driving.delete(runId);
-      statements.releaseLease.run(runId, owner);
-      if (wasDriving && driving.size === 0 && options.foldWalWhenIdle !== false) foldWal(db, busyTimeoutMs);
+      // A drive is over (the run finished, waits for a person, or failed): the last run out folds the WAL. A
+      // release by an owner that does not hold the run here leaves its drive under way. Out of `driving` even
+      // when the release throws (the store down), so the WAL is not kept from folding later; and when the
+      // release changed no row (another process took the lease over), as this drive is over all the same.
+      const ended = driving.get(runId) === owner;
+      try {
+        statements.releaseLease.run(runId, owner);
+      } finally {
+        if (ended) driving.delete(runId);
+      }
+      if (ended && driving.size === 0 && options.foldWalWhenIdle !== false) foldWal(db, busyTimeoutMs);
     },
     async append(runId, rows, lease, runBody, finishedAt) {
       const { db, writes } = use();

@@ -15,7 +15,7 @@ import type { PreparedCall, Tool, ToolHealth } from '../tools/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { PromptRecorder } from '../trace/prompt-snapshots.js';
 import type { TaskFeedback } from '../learning/learning-math.js';
-import { RunTrace, type EarlierTrace } from '../trace/run-trace.js';
+import { RunTrace, type EarlierTrace, type KeptEvents } from '../trace/run-trace.js';
 import { offeredToolNames, offeredToolSpecs, toolHealthFigures } from '../tools/tool-offer.js';
 import { AbortFanout } from './abort-fanout.js';
 import { priceOf } from '../pricing/pricing.js';
@@ -203,10 +203,10 @@ export class RunSession {
 
   /**
    * The trace and warnings arrays themselves, for the run's result: what is said after it is built
-   * (a trace sink that fails to close) still reaches the caller. The trace is the `RunTrace` itself while a
+   * (a trace sink that fails to close) still reaches the caller. The trace is the kept events (not the session) while a
    * resumed run's earlier events are still in the journal (read when the result's `trace` is: `withTrace`).
    */
-  recordsForResult(): { trace: TraceEvent[] | RunTrace; warnings: string[] } {
+  recordsForResult(): { trace: TraceEvent[] | KeptEvents; warnings: string[] } {
     return { trace: this.#trace.eventsForResult(), warnings: this.#warnings };
   }
 

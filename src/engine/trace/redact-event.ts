@@ -90,7 +90,8 @@ export function redactedEvent(event: TraceEvent, redact: Redactor, runIdIsClean:
         : { ...event, taskId, modelId, toolCalls, ...(metadata === undefined ? {} : { metadata }) };
     }
     // The driver's summary of the event the machine takes, two a step: kept as it is when nothing in it is
-    // redacted (the usual case), not copied. It is the very event the machine took, which nothing changes after.
+    // redacted (the usual case), not copied. It is the very event the machine takes, so it goes only where
+    // nothing changes it: the caller's `onEvent` gets a copy (`RunTrace`).
     case 'machine-event':
       return redact.sharedStrings(event);
     default:

@@ -1,6 +1,8 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { createRedactor } from '../redaction/redact.js';
-import { resultTraceView, RunTrace, withTrace, type EarlierTrace } from './run-trace.js';
+import { KeptEvents, resultTraceView, RunTrace, withTrace, type EarlierTrace } from './run-trace.js';
 import type { TraceEvent } from './trace-event.js';
 
 const event = (at: number): TraceEvent => ({ type: 'run-resume', runId: 'r', at, fromSeq: 0, replayedEvents: 0 });
@@ -58,7 +60,7 @@ describe('RunTrace with a resumed run’s earlier events', () => {
     run.restore(before, true);
     run.record(event(3));
     const records = run.eventsForResult();
-    expect(records).toBe(run);
+    expect(records).toBeInstanceOf(KeptEvents);
     const result = withTrace(records, { runId: 'r', trace: [] as TraceEvent[] });
     const view = resultTraceView(result);
     expect(view.length).toBe(3);
@@ -101,6 +103,35 @@ describe('RunTrace with a resumed run’s earlier events', () => {
     expect(result.trace).toEqual([event(1)]);
     expect(result.trace).toBe(result.trace);
     expect(before.loads).toBe(1);
+  });
+
+  it('a result whose earlier events are unread keeps neither the run’s trace nor its listener (the session) alive', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const before = earlier([event(1), event(2)]);
+    let result: { trace: TraceEvent[] } | null = null;
+    const listenerRef = (() => {
+      // The listener stands for the session: its closures capture it.
+      const listener = { sinkDropped: () => undefined, closeFailed: () => undefined };
+      const run = new RunTrace(
+        { inMemory: true, onEvent: undefined, file: undefined, prompts: false, otel: false },
+        createRedactor(),
+        true,
+        listener,
+        { agentName: 'a', modelId: 'm' },
+      );
+      run.restore(before, true);
+      run.record(event(3));
+      result = withTrace(run.eventsForResult(), { trace: [] as TraceEvent[] });
+      return new WeakRef(listener);
+    })();
+    for (let round = 0; round < 3 && listenerRef.deref() !== undefined; round++) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      gc();
+    }
+    expect(listenerRef.deref()).toBeUndefined();
+    expect(before.loads).toBe(0);
+    expect(result!.trace.map(({ at }) => at)).toEqual([1, 2, 3]);
   });
 
   it('without earlier events a result holds the array itself', () => {

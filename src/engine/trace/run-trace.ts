@@ -31,8 +31,72 @@ export interface EarlierTrace {
   first(): TraceEvent | undefined;
 }
 
-/** Results whose trace still has a resumed run's earlier events in the journal, and the trace they read it from. */
-const unreadTraces = new WeakMap<object, RunTrace>();
+/**
+ * The events a run keeps: a resumed run's earlier ones still in the journal (read on first use), then the ones
+ * in memory. Its own object, so a result whose earlier events are unread holds only this, not the run's trace
+ * (whose sinks and listener hold the whole run).
+ */
+export class KeptEvents {
+  /** The events kept in memory, after `#earlier`'s. */
+  #events: TraceEvent[] = [];
+  /** The events before them still in the journal (a resumed run): read on first use, then in `#events`. */
+  #earlier: EarlierTrace | null = null;
+
+  /** True while a resumed run's earlier events are still unread. */
+  get unread(): boolean {
+    return this.#earlier !== null;
+  }
+
+  /** The in-memory events alone (all of them once `unread` is false). */
+  get inMemory(): TraceEvent[] {
+    return this.#events;
+  }
+
+  /** How many events are kept (a resumed run's earlier ones counted, not read). */
+  get length(): number {
+    return (this.#earlier?.length ?? 0) + this.#events.length;
+  }
+
+  /** The first event kept (a resumed run's earlier trace gives its own first, reading no more of it). */
+  get first(): TraceEvent | undefined {
+    return this.#earlier === null ? this.#events[0] : this.#earlier.first();
+  }
+
+  /** The events from index `from` on: a resumed run's earlier ones are read only when `from` reaches into them. */
+  since(from: number): TraceEvent[] {
+    const earlier = this.#earlier?.length ?? 0;
+    return from >= earlier ? this.#events.slice(from - earlier) : this.loaded().slice(from);
+  }
+
+  /** Every event, a resumed run's earlier ones read first (once). */
+  loaded(): TraceEvent[] {
+    const earlier = this.#earlier;
+    if (earlier === null) return this.#events;
+    const events = earlier.load();
+    for (const event of this.#events) events.push(event);
+    this.#events = events;
+    this.#earlier = null;
+    return events;
+  }
+
+  push(event: TraceEvent): void {
+    this.#events.push(event);
+  }
+
+  /** Drops every event (a restore from a snapshot replaces them). */
+  clear(): void {
+    this.#events = [];
+    this.#earlier = null;
+  }
+
+  /** The earlier events, still in the journal, of a trace that holds none yet. */
+  setEarlier(earlier: EarlierTrace): void {
+    this.#earlier = earlier;
+  }
+}
+
+/** Results whose trace still has a resumed run's earlier events in the journal, and the events they read it from. */
+const unreadTraces = new WeakMap<object, KeptEvents>();
 
 /**
  * `result` with its `trace`: the array, or (a resumed run whose earlier events are still in the journal) a
@@ -40,14 +104,14 @@ const unreadTraces = new WeakMap<object, RunTrace>();
  * a spread or `structuredClone` of the result read it too; a damaged trace chunk throws `corrupt_record` there.
  */
 export function withTrace<Result extends { trace: TraceEvent[] }>(
-  trace: TraceEvent[] | RunTrace,
+  trace: TraceEvent[] | KeptEvents,
   result: Result,
 ): Result {
   if (Array.isArray(trace)) {
     result.trace = trace;
     return result;
   }
-  const source = trace as RunTrace;
+  const source = trace as KeptEvents;
   const settle = (value: TraceEvent[]) => {
     unreadTraces.delete(result);
     // A result the caller froze or sealed keeps the accessor (it then gives the same array every time).
@@ -59,7 +123,7 @@ export function withTrace<Result extends { trace: TraceEvent[] }>(
     enumerable: true,
     configurable: true,
     get: () => {
-      const events = source.events as TraceEvent[];
+      const events = source.loaded();
       settle(events);
       return events;
     },
@@ -83,10 +147,8 @@ export function resultTraceView(result: { trace: TraceEvent[] }): {
 }
 
 export class RunTrace {
-  /** The events kept in memory, after `#earlier`'s. */
-  #events: TraceEvent[] = [];
-  /** The events before them still in the journal (a resumed run): read on first use, then in `#events`. */
-  #earlier: EarlierTrace | null = null;
+  /** The events kept: `result.trace`. */
+  readonly #kept = new KeptEvents();
   /** Where events go besides `result.trace`; a sink that fails is removed from this list. */
   readonly #sinks: TraceSink[];
   /** Sinks that could not be opened, said as warnings once the run has started. */
@@ -109,41 +171,31 @@ export class RunTrace {
 
   /** The events kept in memory, redacted: `result.trace`. A resumed run's earlier events are read here first. */
   get events(): readonly TraceEvent[] {
-    return this.loaded();
+    return this.#kept.loaded();
   }
 
   /** The first event kept (a resumed run's earlier trace gives its own first, reading no more of it). */
   get first(): TraceEvent | undefined {
-    return this.#earlier === null ? this.#events[0] : this.#earlier.first();
+    return this.#kept.first;
   }
 
   /** How many events are kept (a resumed run's earlier ones counted, not read). */
   get length(): number {
-    return (this.#earlier?.length ?? 0) + this.#events.length;
+    return this.#kept.length;
   }
 
   /** The events from index `from` on: a resumed run's earlier ones are read only when `from` reaches into them. */
   since(from: number): TraceEvent[] {
-    const earlier = this.#earlier?.length ?? 0;
-    return from >= earlier ? this.#events.slice(from - earlier) : this.loaded().slice(from);
+    return this.#kept.since(from);
   }
 
   /**
-   * The events array itself, handed to the run's result (no copy: the run is over); this trace when a resumed
-   * run's earlier events are still unread (the result reads them when its `trace` is read: `withTrace`).
+   * The events array itself, handed to the run's result (no copy: the run is over); the kept events (not this
+   * trace, which holds the run through its listener) when a resumed run's earlier events are still unread (the
+   * result reads them when its `trace` is read: `withTrace`).
    */
-  eventsForResult(): TraceEvent[] | RunTrace {
-    return this.#earlier === null ? this.#events : this;
-  }
-
-  private loaded(): TraceEvent[] {
-    const earlier = this.#earlier;
-    if (earlier === null) return this.#events;
-    const events = earlier.load();
-    for (const event of this.#events) events.push(event);
-    this.#events = events;
-    this.#earlier = null;
-    return events;
+  eventsForResult(): TraceEvent[] | KeptEvents {
+    return this.#kept.unread ? this.#kept : this.#kept.inMemory;
   }
 
   /** Every event is redacted here, the one door to `result.trace` and every sink. */
@@ -167,14 +219,19 @@ export class RunTrace {
     const keep = this.options.inMemory && !live;
     if (!keep && sinks.length === 0) return;
     const event = redactedEvent(unredacted, this.redact, this.runIdIsClean);
-    if (keep) this.#events.push(event);
+    if (keep) this.#kept.push(event);
     // A durable run being rebuilt delivered these events to its sinks the first time.
     if (this.#replaying) return;
     for (let index = 0; index < sinks.length; index++) {
       const sink = sinks[index];
       if (sink === undefined || (live && sink.option !== LIVE_SINK)) continue;
       try {
-        sink.write(event);
+        // A machine event's `event` is the very object the machine is about to take (it is sent after it is
+        // recorded): the caller's `onEvent` gets a copy of its own, which it may change without changing the
+        // run or its journal. The file and OpenTelemetry sinks only read it.
+        sink.write(
+          sink.option === LIVE_SINK && unredacted.type === 'machine-event' ? this.redact.strings(unredacted) : event,
+        );
       } catch (error) {
         // A broken trace sink must not stop the loop; it is dropped once, with a warning.
         sinks.splice(index--, 1);
@@ -207,17 +264,15 @@ export class RunTrace {
    * journal: an `EarlierTrace`, read on first use).
    */
   restore(events: readonly TraceEvent[] | EarlierTrace, replace: boolean): void {
-    if (replace) {
-      this.#events = [];
-      this.#earlier = null;
-    }
+    const kept = this.#kept;
+    if (replace) kept.clear();
     if (!Array.isArray(events)) {
       const earlier = events as EarlierTrace;
-      if (this.length > 0) for (const event of earlier.load()) this.#events.push(event);
-      else if (earlier.length > 0) this.#earlier = earlier;
+      if (kept.length > 0) for (const event of earlier.load()) kept.push(event);
+      else if (earlier.length > 0) kept.setEarlier(earlier);
       return;
     }
-    for (const event of events) this.#events.push(event);
+    for (const event of events) kept.push(event);
   }
 
   /** Closes every sink (the trace file's descriptor, open spans); safe to call twice. */

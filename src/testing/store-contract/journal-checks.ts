@@ -207,6 +207,52 @@ export const journalChecks: ContractCheckBody[] = [
     },
   },
   {
+    name: 'journal: the rows of one append may come in any seq order; each reads back as written',
+    async body(context) {
+      const { store } = context;
+      const lease = await createdRun(context, 'run-d');
+      // Long bodies: a store that packs an append's long rows together must not rely on their order.
+      const long = (seq: number, kind = 'event'): StoreRow => ({
+        seq,
+        kind,
+        body: JSON.stringify({ seq, kind, filler: `${kind} ${seq} `.repeat(40) }),
+      });
+      const rows = [long(5), long(4, 'tool-result'), long(3), eventRow(2), long(1, 'tool-result')];
+      await call(context, 'append of long rows in descending seq order (5, 4, 3, 2, 1)', () =>
+        store.append('run-d', rows, lease),
+      );
+      const ascending = [...rows].sort((a, b) => a.seq - b.seq);
+      expectEqual(
+        context,
+        'readJournal(runId, 0) after a descending append',
+        await readJournal(context, 'run-d', 0),
+        ascending,
+      );
+      expectEqual(
+        context,
+        'readJournal(runId, 2) after a descending append',
+        await readJournal(context, 'run-d', 2),
+        ascending.slice(2),
+      );
+      const events = storeRowsOf(
+        await call(context, 'readJournal("run-d", 0, ["event"])', () => store.readJournal('run-d', 0, ['event'])),
+      ).filter((row) => row.kind === 'event');
+      expectEqual(context, 'readJournal(runId, 0, [event]) after a descending append', events, [
+        eventRow(2),
+        long(3),
+        long(5),
+      ]);
+      const results = storeRowsOf(
+        await call(context, 'readJournal("run-d", 3, ["tool-result"])', () =>
+          store.readJournal('run-d', 3, ['tool-result']),
+        ),
+      ).filter((row) => row.kind === 'tool-result');
+      expectEqual(context, 'readJournal(runId, 3, [tool-result]) after a descending append', results, [
+        long(4, 'tool-result'),
+      ]);
+    },
+  },
+  {
     name: 'journal: a second writer of one (runId, seq) is refused with StoreConflictError',
     async body(context) {
       const { store, now } = context;
