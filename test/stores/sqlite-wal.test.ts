@@ -272,9 +272,9 @@ describe('sqliteStore: prune', () => {
     // The WAL that recorded the deletes is folded back and truncated (no run under way).
     expect(walBytes(path)).toBe(0);
     for (let run = 0; run < 4; run++) await loopOf(100, store).run({ goal: 'go', runId: `new-${run}` });
-    // Within a page of the first four: their records hold times, so they deflate to a few bytes more or less
-    // (without the reuse the file would be about twice as large).
-    expect(size(path) + walBytes(path)).toBeLessThanOrEqual(full + 4096);
+    // About the size of the first four, not twice it as without the reuse: their records hold times (deflated
+    // a few bytes more or less) and whether a stop folds depends on the WAL's size then, so a few pages move.
+    expect(size(path) + walBytes(path)).toBeLessThan(full * 1.25);
     await store.close();
   });
 });
