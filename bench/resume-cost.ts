@@ -25,7 +25,10 @@ const ceilingAt = args.indexOf('--ceiling');
 const ceiling = ceilingAt === -1 ? undefined : Number(args[ceilingAt + 1]);
 if (ceiling !== undefined && !(Number.isInteger(ceiling) && ceiling > 0))
   throw new Error(`--ceiling: expected a positive whole number of tokens, got ${String(args[ceilingAt + 1])}`);
-const steps = Number(args.find((arg, at) => !arg.startsWith('--') && at !== ceilingAt + 1) ?? 10_000);
+// The first argument that is neither a flag nor the ceiling's value (index 0 is a step count when there is no --ceiling).
+const steps = Number(
+  args.find((arg, at) => !arg.startsWith('--') && (ceilingAt === -1 || at !== ceilingAt + 1)) ?? 10_000,
+);
 const loadAtStart = loadavg()[0]!;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-resume-bench-'));
 const path = join(scratch, 'runs.db');
