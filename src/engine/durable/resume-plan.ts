@@ -13,9 +13,6 @@ import { StoreRecordError } from './durable-errors.js';
 import type { Message } from '../../contracts/model.js';
 import {
   decodeJournalRecord,
-  decodeTraceChunk,
-  decodeTranscriptChunk,
-  decodeTranscriptPart,
   type TranscriptChange,
   decodeSnapshotRecord,
   type EventRecord,
@@ -29,6 +26,7 @@ import {
   type PendingReviewRecord,
   type ReviewDecision,
 } from './records.js';
+import { decodeTraceChunk, decodeTranscriptChunk, decodeTranscriptPart } from './chunk-records.js';
 
 /** How a run stopped for a person goes on: with their approvals, their review decision, or cancelled there. */
 export type ContinueWith =

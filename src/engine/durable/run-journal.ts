@@ -32,14 +32,7 @@ import type { DriverHooks, EffectKind, EffectStep, RestoreTarget } from '../runt
 import { RunInterruption } from '../runtime/interruption.js';
 import type { RunSession } from '../runtime/run-session.js';
 import type { Lease, RunControl, Store, StoreRow } from '../../contracts/store.js';
-import {
-  isCallerFault,
-  ToolCallError,
-  type OutcomeLookup,
-  type Tool,
-  type ToolContext,
-  type ToolHealth,
-} from '../tools/index.js';
+import { isCallerFault, type Tool, type ToolContext, type ToolHealth } from '../tools/index.js';
 import { UnknownOutcomeError } from '../tools/unknown-outcome-error.js';
 import {
   encodeRecord,
@@ -69,6 +62,7 @@ import { applyApprovals } from './approval-decision.js';
 import { applyReview } from './review-decision.js';
 import { withRunLimits } from './recorded-limits.js';
 import { migrateTransportCounters } from './transport-counters-migration.js';
+import { lookUp, serialised, served, type ToolOutcome } from './tool-outcome.js';
 
 export interface RunJournalOptions {
   store: Store;
@@ -95,7 +89,6 @@ export interface RunJournalOptions {
   stopTrace?: readonly TraceEvent[];
 }
 
-type ToolOutcome = ToolResultRecord['outcome'];
 /** A record whose row is written only if no event follows it in its commit. */
 type PendingEffectRecord = ModelRecord | IntentRecord | ToolResultRecord;
 
@@ -585,39 +578,10 @@ export class RunJournal implements DriverHooks {
   }
 }
 
-async function lookUp(tool: Tool, args: unknown, context: ToolContext): Promise<OutcomeLookup> {
-  if (!tool.checkOutcome) return { status: 'unknown' };
-  try {
-    const lookup = (await tool.checkOutcome(args, context)) as Partial<OutcomeLookup> | null | undefined;
-    if (lookup?.status === 'done') return { status: 'done', result: lookup.result };
-    return lookup?.status === 'not_done' ? { status: 'not_done' } : { status: 'unknown' };
-  } catch {
-    return { status: 'unknown' };
-  }
-}
-
-/** The text the model saw (a string as is, anything else as JSON): served back, it reads the same. */
-function serialised(value: unknown): string {
-  if (typeof value === 'string') return value;
-  try {
-    return (
-      JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item)) ?? 'null'
-    );
-  } catch (error) {
-    return `[unserialisable result: ${thrownMessage(error)}]`;
-  }
-}
-
 /** Whether a call of the tool round about to run is not idempotent (its intent must be durable before it runs). */
 function hasWrites(session: RunSession): boolean {
   return session.pendingCalls.some(
     ({ call, refusal }) =>
       call.status === 'ready' && refusal === null && session.tools.get(call.request.name)?.idempotent !== true,
   );
-}
-
-function served(outcome: ToolOutcome): unknown {
-  if (outcome.kind === 'returned') return outcome.text;
-  if (outcome.callerFault) throw new ToolCallError({ message: outcome.message, blame: 'caller' });
-  throw Object.assign(new Error(outcome.message), { name: outcome.name });
 }

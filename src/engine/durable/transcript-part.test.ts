@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StoreRecordError } from './durable-errors.js';
-import { decodeTranscriptPart, encodeRecord, RECORD_SCHEMA_VERSION, type EventRecord } from './records.js';
+import { decodeTranscriptPart } from './chunk-records.js';
+import { encodeRecord, RECORD_SCHEMA_VERSION, type EventRecord } from './records.js';
 
 const fields: EventRecord['delta']['fields'] = {
   taskIndex: 0,

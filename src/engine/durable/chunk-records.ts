@@ -1,0 +1,198 @@
+/**
+ * The records a resume reads in bulk — the trace and transcript chunks, and the transcript part of each event
+ * before the snapshot — checked by hand rather than by zod, which would cost a resume in proportion to the run.
+ * Refused as `decode` in records.ts refuses (`StoreRecordError`); the schemas there are the reference.
+ */
+import { StoreRecordError } from './durable-errors.js';
+import {
+  RECORD_SCHEMA_VERSION,
+  schemaVersionSchema,
+  type TraceRecord,
+  type TranscriptChange,
+  type TranscriptRecord,
+} from './records.js';
+
+const isString = (value: unknown): value is string => typeof value === 'string';
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The message shapes `messageSchema` accepts, checked by hand: a resume checks every message of the run's history. */
+function isMessage(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  const keys = Object.keys(value).length;
+  switch (value.role) {
+    case 'system':
+    case 'user':
+      return keys === 2 && isString(value.content);
+    case 'tool':
+      return keys === 3 && isString(value.toolCallId) && isString(value.content);
+    case 'assistant': {
+      const { content, toolCalls } = value;
+      if (!(content === null || isString(content))) return false;
+      if (toolCalls === undefined) return keys === 2;
+      return (
+        keys === 3 &&
+        Array.isArray(toolCalls) &&
+        toolCalls.every(
+          (call) =>
+            isObject(call) &&
+            Object.keys(call).length === 3 &&
+            isString(call.id) &&
+            isString(call.name) &&
+            isString(call.arguments),
+        )
+      );
+    }
+    default:
+      return false;
+  }
+}
+
+function isTranscriptChange(value: unknown): value is TranscriptChange {
+  return (
+    isObject(value) &&
+    typeof value.replace === 'boolean' &&
+    Number.isInteger(value.from) &&
+    (value.from as number) >= 0 &&
+    (value.taskMessageIndex === null || Number.isInteger(value.taskMessageIndex)) &&
+    Array.isArray(value.messages) &&
+    value.messages.every(isMessage)
+  );
+}
+
+/**
+ * An event record as this version's `encodeRecord` writes it (its keys in that order) carries its
+ * transcript change between two markers that JSON cannot hold inside a string (a quote there is
+ * escaped): only that part is parsed, a tenth of the record. Anything else — another version, a
+ * superseding event, a record with the markers elsewhere — gives undefined, and is parsed whole.
+ */
+function quickTranscriptPart(body: string, runId: string, seq: number): unknown {
+  const head = `{"schemaVersion":${RECORD_SCHEMA_VERSION},"kind":"event","runId":${JSON.stringify(runId)},"seq":${seq},"event":`;
+  if (!body.startsWith(head) || body.includes('"supersedes":')) return undefined;
+  const start = body.indexOf(TRANSCRIPT_START, head.length);
+  if (start < 0 || body.indexOf(TRANSCRIPT_START, start + 1) >= 0) return undefined;
+  const end = body.indexOf(TRANSCRIPT_END, start);
+  if (end < 0) return undefined;
+  try {
+    return JSON.parse(body.slice(start + TRANSCRIPT_START.length, end));
+  } catch {
+    return undefined;
+  }
+}
+/**
+ * A trace chunk before the snapshot, checked by hand for what the trace schema asks of each event (a
+ * type, the run id, a time): a resume reads every chunk of the run.
+ */
+export function decodeTraceChunk(body: string, runId: string, seq: number): TraceRecord {
+  const refuse = (problem: string) => new StoreRecordError({ code: 'corrupt_record', runId, seq, problem });
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    throw refuse(`not valid JSON (truncated or overwritten): ${(error as Error).message}`);
+  }
+  if (!isObject(value) || value.kind !== 'trace') throw refuse('not a valid record: expected a trace chunk');
+  if (!schemaVersionSchema.safeParse(value.schemaVersion).success)
+    throw refuse('not a valid record: no known schemaVersion');
+  if (value.runId !== runId || value.seq !== seq)
+    throw refuse(`it names ${String(value.runId)} seq ${String(value.seq)}, not where it is stored`);
+  const { snapshotSeq, from, events, final } = value;
+  if (
+    !(final === undefined || final === true) ||
+    !Number.isInteger(snapshotSeq) ||
+    !Number.isInteger(from) ||
+    (from as number) < 0 ||
+    !Array.isArray(events) ||
+    !events.every(
+      (event) => isObject(event) && isString(event.type) && isString(event.runId) && typeof event.at === 'number',
+    )
+  )
+    throw refuse('not a valid record: a trace chunk of another shape');
+  return value as unknown as TraceRecord;
+}
+
+/**
+ * A transcript chunk (version 4), checked by hand for what its schema asks (a resume reads the chain of them:
+ * every message of the history once, so zod's cost would grow with the run).
+ */
+export function decodeTranscriptChunk(body: string, runId: string, seq: number): TranscriptRecord {
+  const refuse = (problem: string) => new StoreRecordError({ code: 'corrupt_record', runId, seq, problem });
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    throw refuse(`not valid JSON (truncated or overwritten): ${(error as Error).message}`);
+  }
+  if (!isObject(value) || value.kind !== 'transcript') throw refuse('not a valid record: expected a transcript chunk');
+  const version = value.schemaVersion;
+  if (typeof version === 'number' && version > RECORD_SCHEMA_VERSION)
+    throw new StoreRecordError({
+      code: 'unsupported_record_version',
+      runId,
+      seq,
+      problem: `schemaVersion ${version} is newer than this loopstate reads (${RECORD_SCHEMA_VERSION}); upgrade loopstate to resume it`,
+    });
+  if (!schemaVersionSchema.safeParse(version).success) throw refuse('not a valid record: no known schemaVersion');
+  if (value.runId !== runId || value.seq !== seq)
+    throw refuse(`it names ${String(value.runId)} seq ${String(value.seq)}, not where it is stored`);
+  const { snapshotSeq, previous, change } = value;
+  if (
+    Object.keys(value).length !== 7 ||
+    !Number.isInteger(snapshotSeq) ||
+    (snapshotSeq as number) < 0 ||
+    !Number.isInteger(previous) ||
+    (previous as number) < 0 ||
+    (previous as number) >= seq ||
+    !isTranscriptChange(change) ||
+    Object.keys(change).length !== 4
+  )
+    throw refuse('not a valid record: a transcript chunk of another shape');
+  return value as unknown as TranscriptRecord;
+}
+
+const TRANSCRIPT_START = '"delta":{"transcript":';
+const TRANSCRIPT_END = ',"traceFrom":';
+
+/**
+ * The transcript change an event record made (null for other records), and the seq it supersedes. The
+ * record is checked for that part only (by hand, not by zod: a resume reads every event before the
+ * snapshot, so this is the part of a resume that grows with the run): the snapshot stands for the rest.
+ */
+export function decodeTranscriptPart(
+  body: string,
+  runId: string,
+  seq: number,
+): { transcript: TranscriptChange; supersedes: number | undefined } | null {
+  const refuse = (problem: string) => new StoreRecordError({ code: 'corrupt_record', runId, seq, problem });
+  const quick = quickTranscriptPart(body, runId, seq);
+  if (quick !== undefined) {
+    if (!isTranscriptChange(quick)) throw refuse('not a valid record: delta.transcript is not a transcript change');
+    return { transcript: quick, supersedes: undefined };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    throw refuse(`not valid JSON (truncated or overwritten): ${(error as Error).message}`);
+  }
+  if (!isObject(value)) throw refuse('not a valid record: expected an object');
+  const version = value.schemaVersion;
+  if (typeof version === 'number' && version > RECORD_SCHEMA_VERSION)
+    throw new StoreRecordError({
+      code: 'unsupported_record_version',
+      runId,
+      seq,
+      problem: `schemaVersion ${version} is newer than this loopstate reads (${RECORD_SCHEMA_VERSION}); upgrade loopstate to resume it`,
+    });
+  if (!schemaVersionSchema.safeParse(version).success || !isString(value.kind))
+    throw refuse('not a valid record: no known schemaVersion and kind');
+  if (value.runId !== runId || value.seq !== seq)
+    throw refuse(`it names ${String(value.runId)} seq ${String(value.seq)}, not where it is stored`);
+  if (value.kind !== 'event') return null;
+  const transcript = isObject(value.delta) ? value.delta.transcript : undefined;
+  if (!isTranscriptChange(transcript)) throw refuse('not a valid record: delta.transcript is not a transcript change');
+  const { supersedes } = value;
+  if (supersedes !== undefined && !(Number.isInteger(supersedes) && (supersedes as number) > 0))
+    throw refuse('not a valid record: supersedes is not a positive integer');
+  return { transcript, supersedes: supersedes as number | undefined };
+}
