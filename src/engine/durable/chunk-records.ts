@@ -60,6 +60,15 @@ function isTranscriptChange(value: unknown): value is TranscriptChange {
   );
 }
 
+/** The body's JSON, or the refusal a truncated or overwritten row gets. */
+function parsedOrRefused(body: string, refuse: (problem: string) => StoreRecordError): unknown {
+  try {
+    return JSON.parse(body) as unknown;
+  } catch (error) {
+    throw refuse(`not valid JSON (truncated or overwritten): ${(error as Error).message}`);
+  }
+}
+
 /**
  * An event record as this version's `encodeRecord` writes it (its keys in that order) carries its
  * transcript change between two markers that JSON cannot hold inside a string (a quote there is
@@ -85,12 +94,7 @@ function quickTranscriptPart(body: string, runId: string, seq: number): unknown 
  */
 export function decodeTraceChunk(body: string, runId: string, seq: number): TraceRecord {
   const refuse = (problem: string) => new StoreRecordError({ code: 'corrupt_record', runId, seq, problem });
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch (error) {
-    throw refuse(`not valid JSON (truncated or overwritten): ${(error as Error).message}`);
-  }
+  const value = parsedOrRefused(body, refuse);
   if (!isObject(value) || value.kind !== 'trace') throw refuse('not a valid record: expected a trace chunk');
   if (!schemaVersionSchema.safeParse(value.schemaVersion).success)
     throw refuse('not a valid record: no known schemaVersion');
@@ -117,12 +121,7 @@ export function decodeTraceChunk(body: string, runId: string, seq: number): Trac
  */
 export function decodeTranscriptChunk(body: string, runId: string, seq: number): TranscriptRecord {
   const refuse = (problem: string) => new StoreRecordError({ code: 'corrupt_record', runId, seq, problem });
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch (error) {
-    throw refuse(`not valid JSON (truncated or overwritten): ${(error as Error).message}`);
-  }
+  const value = parsedOrRefused(body, refuse);
   if (!isObject(value) || value.kind !== 'transcript') throw refuse('not a valid record: expected a transcript chunk');
   const version = value.schemaVersion;
   if (typeof version === 'number' && version > RECORD_SCHEMA_VERSION)
@@ -169,12 +168,7 @@ export function decodeTranscriptPart(
     if (!isTranscriptChange(quick)) throw refuse('not a valid record: delta.transcript is not a transcript change');
     return { transcript: quick, supersedes: undefined };
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch (error) {
-    throw refuse(`not valid JSON (truncated or overwritten): ${(error as Error).message}`);
-  }
+  const value = parsedOrRefused(body, refuse);
   if (!isObject(value)) throw refuse('not a valid record: expected an object');
   const version = value.schemaVersion;
   if (typeof version === 'number' && version > RECORD_SCHEMA_VERSION)

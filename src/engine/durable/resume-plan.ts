@@ -132,18 +132,8 @@ function transcriptBefore(rows: readonly { seq: number; kind: string; body: stri
     changes.push({ seq: row.seq, change: part.transcript });
   }
   let messages: Message[] = [];
-  for (const { seq, change } of changes) {
-    if (superseded.has(seq)) continue;
-    if (change.replace) messages = [];
-    else if (change.from !== messages.length)
-      throw new StoreRecordError({
-        code: 'corrupt_record',
-        runId,
-        seq,
-        problem: `its transcript (from message ${change.from}, not ${messages.length}) does not continue the journal before it`,
-      });
-    for (const message of change.messages) messages.push(message);
-  }
+  for (const { seq, change } of changes)
+    if (!superseded.has(seq)) messages = applyTranscriptChange(messages, change, runId, seq, 'the journal');
   return messages;
 }
 
@@ -211,15 +201,7 @@ function transcriptChain(
   let messages: Message[] = [];
   for (let index = chain.length - 1; index >= 0; index--) {
     const { seq, change } = chain[index]!;
-    if (change.replace) messages = [];
-    else if (change.from !== messages.length)
-      throw new StoreRecordError({
-        code: 'corrupt_record',
-        runId,
-        seq,
-        problem: `its transcript (from message ${change.from}, not ${messages.length}) does not continue the chunk before it`,
-      });
-    for (const message of change.messages) messages.push(message);
+    messages = applyTranscriptChange(messages, change, runId, seq, 'the chunk');
   }
   return messages;
 }
@@ -316,4 +298,27 @@ function foldTrace(
       problem: `the ${what} has ${length} events, its chunks ${trace.length}`,
     });
   return trace;
+}
+
+/**
+ * `messages` with a stored transcript change applied: replaced, or continued where it says it starts (a change
+ * that does not continue `before` — the journal or the chunk before it — is refused).
+ */
+function applyTranscriptChange(
+  messages: Message[],
+  change: TranscriptChange,
+  runId: string,
+  seq: number,
+  before: 'the journal' | 'the chunk',
+): Message[] {
+  if (change.replace) messages = [];
+  else if (change.from !== messages.length)
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId,
+      seq,
+      problem: `its transcript (from message ${change.from}, not ${messages.length}) does not continue ${before} before it`,
+    });
+  for (const message of change.messages) messages.push(message);
+  return messages;
 }
