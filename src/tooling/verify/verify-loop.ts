@@ -28,6 +28,7 @@ import {
 import { verifyModelOf, type VerifyModel } from './verify-model.js';
 import { unboundedWaits } from './unbounded-waits.js';
 import { modelCallBound, spendFigures, toolCallBound, type WorstCase } from './worst-case.js';
+import { groupDigits } from './group-digits.js';
 
 export type ViolationKind =
   | 'unbounded_cycle'
@@ -303,7 +304,7 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
   const notes = [...(options.notes ?? []), ...(tenant.note === null ? [] : [tenant.note])];
   if (scaledTo !== null)
     notes.push(
-      `the exact space is over ${(options.maxStates ?? DEFAULT_STATE_BOUND).toLocaleString('en-US')} states: explored with maxSteps ${scaledTo.maxSteps} (not ${limits.maxSteps}), maxStepsPerTask ${scaledTo.maxStepsPerTask}, maxToolCalls ${scaledTo.maxToolCalls}; model and tool calls at the real limits come from the formulas`,
+      `the exact space is over ${groupDigits(options.maxStates ?? DEFAULT_STATE_BOUND)} states: explored with maxSteps ${scaledTo.maxSteps} (not ${limits.maxSteps}), maxStepsPerTask ${scaledTo.maxStepsPerTask}, maxToolCalls ${scaledTo.maxToolCalls}; model and tool calls at the real limits come from the formulas`,
     );
   if (model.judgesPerTask.some((judges) => judges > 0))
     notes.push(
