@@ -23,6 +23,7 @@ import {
   pathTo,
   stateName,
   statesThatCannotFinish,
+  type Cycle,
   type PathStep,
 } from './graph-analysis.js';
 import { verifyModelOf, type VerifyModel } from './verify-model.js';
@@ -165,9 +166,14 @@ function firstPaidDecision(graph: ExploredGraph): number {
   return 0;
 }
 
-function violationsOf(graph: ExploredGraph, model: VerifyModel, limits: LoopLimits, worstCase: WorstCase): Violation[] {
+function violationsOf(
+  graph: ExploredGraph,
+  model: VerifyModel,
+  limits: LoopLimits,
+  worstCase: WorstCase,
+  cycle: Cycle | null,
+): Violation[] {
   const violations: Violation[] = [];
-  const cycle = findCycle(graph);
   if (cycle !== null) {
     const switchedOff = (['maxSteps', 'maxStepsPerTask', 'maxToolCalls', 'maxTransportAttempts'] as const).filter(
       (name) => !Number.isFinite(limits[name]),
@@ -258,7 +264,9 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
     modelCalls: heaviestRun(graph, graph.edgeModelCalls),
     toolCalls: heaviestRun(graph, graph.edgeToolCalls),
   };
-  const cyclic = findCycle(graph) !== null;
+  // Searched once: the figures below and the violations both ask.
+  const cycle = findCycle(graph);
+  const cyclic = cycle !== null;
   const modelBound = modelCallBound(model, limits);
   const toolBound = toolCallBound(limits);
   const explored = (
@@ -293,7 +301,7 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
     toolCalls: explored(worstExplored.toolCalls, toolBound, 'tool-call'),
     ...spendFigures(model, limits),
   };
-  const violations = violationsOf(graph, model, limits, worstCase);
+  const violations = violationsOf(graph, model, limits, worstCase, cycle);
   const reasons = new Set(
     graph.states.filter((snapshot) => snapshot.status === 'done').map((snapshot) => snapshot.context.stop?.reason),
   );
