@@ -122,7 +122,7 @@ console.log(JSON.stringify({ states: graph.keys.length, wallMs, cpuMs: (user + s
 /** Each loop's exploration truly cold (a process of its own, as `loopstate verify` gets it), in each checkout, alternately. */
 function timeColdExplorations(checkouts: string[]): void {
   console.log(
-    `cold explorations, one process each (Node ${process.version}), load average ${loadavg()[0]?.toFixed(2)}; states/s by wall / process CPU / main thread CPU, medians of ${rounds}`,
+    `cold explorations, one process each (Node ${process.version}), load average ${loadavg()[0]?.toFixed(2)}; states/s by wall / process CPU / main thread CPU, medians of ${rounds} (and the best)`,
   );
   const results = new Map<string, { states: number; wall: number[]; cpu: number[]; main: number[] }>();
   for (let round = 0; round < rounds; round++)
@@ -143,7 +143,7 @@ function timeColdExplorations(checkouts: string[]): void {
       }
   for (const [key, { states, wall, cpu, main }] of results)
     console.log(
-      `${key.padEnd(50)} ${String(states).padStart(7)} states  ${figure(median(wall))} / ${figure(median(cpu))} / ${figure(median(main))} states/s`,
+      `${key.padEnd(50)} ${String(states).padStart(7)} states  ${figure(median(wall))} / ${figure(median(cpu))} / ${figure(median(main))} states/s (best ${figure(Math.max(...wall))} / ${figure(Math.max(...cpu))} / ${figure(Math.max(...main))})`,
     );
   console.log(`load average at the end ${loadavg()[0]?.toFixed(2)}`);
 }
