@@ -222,8 +222,43 @@ function shortestCycleThrough(
   return { prefix: steps.slice(0, prefix.length), cycle: steps.slice(prefix.length) };
 }
 
+/**
+ * The order in which the heaviest-run search takes the states (Kahn's, from the initial state, each state once
+ * its last incoming edge is taken), made once per graph: it depends on the edges alone, not on their weights.
+ * `acyclic` when it is a topological order of every state (all are reachable from the initial one, which has no
+ * incoming edge).
+ */
+const takingOrders = new WeakMap<ExploredGraph, { order: number[]; acyclic: boolean }>();
+
+function takingOrder(graph: ExploredGraph): { order: number[]; acyclic: boolean } {
+  const known = takingOrders.get(graph);
+  if (known !== undefined) return known;
+  const count = graph.keys.length;
+  const indegree = new Int32Array(count);
+  for (let edge = 0; edge < graph.edgeCount; edge += 1) {
+    const target = graph.edgeTarget[edge] as number;
+    indegree[target] = (indegree[target] as number) + 1;
+  }
+  const acyclicStart = indegree[0] === 0;
+  const { start, edges } = outgoingIndex(graph);
+  const order = [0];
+  for (let head = 0; head < order.length; head += 1) {
+    const state = order[head] as number;
+    for (let position = start[state] as number; position < (start[state + 1] as number); position += 1) {
+      const target = graph.edgeTarget[edges[position] as number] as number;
+      indegree[target] = (indegree[target] as number) - 1;
+      if (indegree[target] === 0) order.push(target);
+    }
+  }
+  const taking = { order, acyclic: acyclicStart && order.length === count };
+  takingOrders.set(graph, taking);
+  return taking;
+}
+
 /** A cycle of the graph if it has one (iterative depth-first search, then the shortest cycle through what it found), else null. */
 export function findCycle(graph: ExploredGraph): Cycle | null {
+  // A graph with a topological order of every state has no cycle: the heaviest runs made that order already.
+  if (takingOrder(graph).acyclic) return null;
   const { start, edges } = outgoingIndex(graph);
   const count = graph.keys.length;
   const color = new Uint8Array(count); // 0 unseen, 1 on the stack, 2 done
@@ -263,18 +298,13 @@ export function findCycle(graph: ExploredGraph): Cycle | null {
 /** The largest sum of `weight` along any run from the initial state (the graph must be acyclic), and a run reaching it. */
 export function heaviestRun(graph: ExploredGraph, weight: Int32Array): { total: number; path: PathStep[] } {
   const count = graph.keys.length;
-  const indegree = new Int32Array(count);
-  for (let edge = 0; edge < graph.edgeCount; edge += 1) {
-    const target = graph.edgeTarget[edge] as number;
-    indegree[target] = (indegree[target] as number) + 1;
-  }
   const { start, edges } = outgoingIndex(graph);
+  const { order } = takingOrder(graph);
   const best = new Float64Array(count).fill(-Infinity);
   const bestEdge = new Int32Array(count).fill(-1);
   best[0] = 0;
-  const queue = [0];
-  for (let head = 0; head < queue.length; head += 1) {
-    const state = queue[head] as number;
+  for (let head = 0; head < order.length; head += 1) {
+    const state = order[head] as number;
     for (let position = start[state] as number; position < (start[state + 1] as number); position += 1) {
       const edge = edges[position] as number;
       const target = graph.edgeTarget[edge] as number;
@@ -283,8 +313,6 @@ export function heaviestRun(graph: ExploredGraph, weight: Int32Array): { total: 
         best[target] = total;
         bestEdge[target] = edge;
       }
-      indegree[target] = (indegree[target] as number) - 1;
-      if (indegree[target] === 0) queue.push(target);
     }
   }
   let argmax = 0;
