@@ -2,7 +2,7 @@
  * The `loopstate` command line as a function of its arguments: output goes through `io` and the
  * exit code is returned, so tests run it in process. `bin.ts` is the thin bin around it; each
  * command lives in its own module, imported when that command runs: `loopstate verify` in a pre-commit hook
- * then loads no model adapter, store, cassette, MCP client or viewer (about 70 modules it never uses).
+ * then loads no model adapter, store, cassette, MCP client or viewer.
  */
 import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type BundledExample } from './bundled-examples.js';
 import { EXIT_CODES } from './cli-error.js';
