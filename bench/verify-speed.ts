@@ -11,10 +11,15 @@
  *   npm run build && node dist/bench/verify-speed.js [rounds] [--compiled-only]
  *
  * `--cli <checkout>…` times what a user sees instead: `loopstate verify bench/triage-loop` as a process of its own
- * (start to exit, wall), in each built checkout given (e.g. this one and a `git archive` of main), alternately,
- * `rounds` times each, with the exploration's own figure that the report prints.
+ * (start to exit, wall, and its CPU time on Linux), in each built checkout given (e.g. this one and a `git archive` of
+ * main), alternately, `rounds` times each, with the exploration's own figure that the report prints.
  *
  *   node dist/bench/verify-speed.js 5 --cli . /tmp/before
+ *
+ * `--cold <checkout>…` explores each loop once in a process of its own (truly cold, the first round `loopstate
+ * verify` gets, for every loop and not only the first), in each checkout, alternately, `rounds` times each.
+ *
+ *   node dist/bench/verify-speed.js 5 --cold . /tmp/before
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -41,14 +46,26 @@ function mainThreadCpuMs(): number | null {
   }
 }
 
+/** CPU time of the waited-for children so far in ms (Linux's cutime + cstime, 10 ms ticks), or null elsewhere. */
+function childrenCpuMs(): number | null {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ') ?? [];
+    // After the command name: state is field 3, cutime field 16 and cstime field 17 (1-based, as proc(5) counts).
+    return ((Number(fields[13]) + Number(fields[14])) * 1000) / 100;
+  } catch {
+    return null;
+  }
+}
+
 function timeCli(checkouts: string[]): void {
   console.log(
     `loopstate verify <triage loop>, one process each (Node ${process.version}), load average ${loadavg()[0]?.toFixed(2)}`,
   );
-  const results = new Map<string, { wall: number[]; explored: number[] }>();
+  const results = new Map<string, { wall: number[]; cpu: Array<number | null>; explored: number[] }>();
   for (let round = 0; round < rounds; round++)
     for (const checkout of checkouts) {
       const root = resolve(checkout);
+      const cpuBefore = childrenCpuMs();
       const started = performance.now();
       const run = spawnSync(
         process.execPath,
@@ -56,16 +73,77 @@ function timeCli(checkouts: string[]): void {
         { encoding: 'utf8' },
       );
       const wallMs = performance.now() - started;
+      const cpuAfter = childrenCpuMs();
       const explored = /\(([\d,]+) states\/s\)/.exec(run.stdout)?.[1];
       if (run.status !== 0 || explored === undefined) throw new Error(`verify in ${root} failed: ${run.stderr}`);
-      const entry = results.get(root) ?? { wall: [], explored: [] };
+      const entry = results.get(root) ?? { wall: [], cpu: [], explored: [] };
       entry.wall.push(wallMs);
+      entry.cpu.push(cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore);
       entry.explored.push(Number(explored.replaceAll(',', '')));
       results.set(root, entry);
     }
-  for (const [root, { wall, explored }] of results)
+  for (const [root, { wall, cpu, explored }] of results) {
+    const cpuMs = cpu.every((value) => value !== null) ? ` CPU ${figure(median(cpu))} ms (user + sys)` : '';
     console.log(
-      `${root.padEnd(30)} CLI start to exit ${figure(median(wall))} ms (wall, median of ${wall.length}; fastest ${Math.round(Math.min(...wall))})  exploration as reported ${figure(median(explored))} states/s`,
+      `${root.padEnd(30)} CLI start to exit ${figure(median(wall))} ms (wall, median of ${wall.length}; fastest ${Math.round(Math.min(...wall))})${cpuMs}  exploration as reported ${figure(median(explored))} states/s`,
+    );
+  }
+  console.log(`load average at the end ${loadavg()[0]?.toFixed(2)}`);
+}
+
+/** The loops explored, by name: the module under a checkout's `dist/` that exports each. */
+const LOOP_FILES: Readonly<Record<string, string>> = {
+  'triage (22 tools)': 'dist/bench/triage-loop.js',
+  incident: 'dist/examples/incident.js',
+  'tool-feedback': 'dist/examples/tool-feedback.js',
+};
+
+/** One cold exploration in a fresh process: imports the checkout's verify and the loop, explores once, prints figures. */
+const COLD_EXPLORATION = `
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+const [root, file] = process.argv.slice(-2);
+const load = (path) => import(pathToFileURL(root + '/' + path).href);
+const { exploreLoop } = await load('dist/src/tooling/verify/explore.js');
+const { resolveForVerify } = await load('dist/src/tooling/verify/resolve-for-verify.js');
+const { verifyModelOf } = await load('dist/src/tooling/verify/verify-model.js');
+const { config, limits } = resolveForVerify((await load(file)).default);
+const model = verifyModelOf(config, limits ?? config.limits);
+const main = () => Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
+const mainBefore = main();
+const cpu = process.cpuUsage();
+const started = performance.now();
+const graph = exploreLoop(model, 1000000);
+const wallMs = performance.now() - started;
+const { user, system } = process.cpuUsage(cpu);
+console.log(JSON.stringify({ states: graph.keys.length, wallMs, cpuMs: (user + system) / 1000, mainMs: main() - mainBefore }));
+`;
+
+/** Each loop's exploration truly cold (a process of its own, as `loopstate verify` gets it), in each checkout, alternately. */
+function timeColdExplorations(checkouts: string[]): void {
+  console.log(
+    `cold explorations, one process each (Node ${process.version}), load average ${loadavg()[0]?.toFixed(2)}; states/s by wall / process CPU / main thread CPU, medians of ${rounds} (and the best)`,
+  );
+  const results = new Map<string, { states: number; wall: number[]; cpu: number[]; main: number[] }>();
+  for (let round = 0; round < rounds; round++)
+    for (const [name, file] of Object.entries(LOOP_FILES))
+      for (const checkout of checkouts) {
+        const root = resolve(checkout);
+        const run = spawnSync(process.execPath, ['--input-type=module', '-e', COLD_EXPLORATION, root, file], {
+          encoding: 'utf8',
+        });
+        if (run.status !== 0) throw new Error(`a cold exploration in ${root} failed: ${run.stderr}`);
+        const figures = JSON.parse(run.stdout) as { states: number; wallMs: number; cpuMs: number; mainMs: number };
+        const key = `${name} | ${root}`;
+        const entry = results.get(key) ?? { states: figures.states, wall: [], cpu: [], main: [] };
+        entry.wall.push((figures.states / figures.wallMs) * 1000);
+        entry.cpu.push((figures.states / figures.cpuMs) * 1000);
+        entry.main.push((figures.states / figures.mainMs) * 1000);
+        results.set(key, entry);
+      }
+  for (const [key, { states, wall, cpu, main }] of results)
+    console.log(
+      `${key.padEnd(50)} ${String(states).padStart(7)} states  ${figure(median(wall))} / ${figure(median(cpu))} / ${figure(median(main))} states/s (best ${figure(Math.max(...wall))} / ${figure(Math.max(...cpu))} / ${figure(Math.max(...main))})`,
     );
   console.log(`load average at the end ${loadavg()[0]?.toFixed(2)}`);
 }
@@ -107,5 +185,7 @@ function timeExploration(): void {
 }
 
 const cli = process.argv.indexOf('--cli');
+const cold = process.argv.indexOf('--cold');
 if (cli >= 0) timeCli(process.argv.slice(cli + 1));
+else if (cold >= 0) timeColdExplorations(process.argv.slice(cold + 1));
 else timeExploration();

@@ -1,19 +1,14 @@
 /**
  * The `loopstate` command line as a function of its arguments: output goes through `io` and the
  * exit code is returned, so tests run it in process. `bin.ts` is the thin bin around it; each
- * command lives in its own module.
+ * command lives in its own module, imported when that command runs: `loopstate verify` in a pre-commit hook
+ * then loads no model adapter, store, cassette, MCP client or viewer.
  */
 import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type BundledExample } from './bundled-examples.js';
 import { EXIT_CODES } from './cli-error.js';
 import { thrownMessage } from '../../internal.js';
 import { packageVersion } from './package-version.js';
 import type { CliIo } from './cli-io.js';
-import { runCommand, runExampleCommand } from './run-command.js';
-import { inspectCommand } from './commands/inspect.js';
-import { learningCommand } from './commands/learning.js';
-import { consoleCommand } from './commands/console.js';
-import { runsCommand } from './commands/runs.js';
-import { runVerifyCommand } from './verify-command.js';
 import { terminalSafe } from './terminal-safe.js';
 import { parseArgs } from 'node:util';
 
@@ -103,33 +98,35 @@ async function dispatch(
         ? (io.out(usage(examples)), EXIT_SUCCESS)
         : dispatch([rest[0], '--help'], io, examples, stop);
     case 'run':
-      return runCommand(rest, commandIo);
+      return (await import('./run-command.js')).runCommand(rest, commandIo);
     case 'example':
-      return runExampleCommand(rest, commandIo);
+      return (await import('./run-command.js')).runExampleCommand(rest, commandIo);
     case 'verify':
-      return runVerifyCommand(rest, io);
+      return (await import('./verify-command.js')).runVerifyCommand(rest, io);
     case 'inspect':
       return inspect(rest, io, examples, stop);
     case 'learning':
-      return learningCommand(rest, io);
+      return (await import('./commands/learning.js')).learningCommand(rest, io);
     case 'runs':
-      return runsCommand(rest, io);
-    case 'console':
+      return (await import('./commands/runs.js')).runsCommand(rest, io);
+    case 'console': {
+      const { consoleCommand } = await import('./commands/console.js');
       return stop === undefined
         ? untilInterrupted((signal) => consoleCommand(rest, io, signal))
         : consoleCommand(rest, io, stop);
+    }
     default:
       io.err(`loopstate: unknown command "${command}"\n\n${usage(examples)}`);
       return EXIT_USAGE;
   }
 }
 
-function inspect(
+async function inspect(
   argv: readonly string[],
   io: CliIo,
   examples: Readonly<Record<string, BundledExample>>,
   stop: AbortSignal | undefined,
-): Promise<number> | number {
+): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
@@ -145,6 +142,7 @@ function inspect(
     io.out(usage(examples));
     return EXIT_SUCCESS;
   }
+  const { inspectCommand } = await import('./commands/inspect.js');
   const serve = (signal: AbortSignal) =>
     inspectCommand(
       { tracePath: parsed.positionals[0], port: parsed.values.port, runId: parsed.values.run, stop: signal },

@@ -6,6 +6,7 @@
  */
 import type { ExploreProgress } from '../verify/explore.js';
 import type { CliIo } from './cli-io.js';
+import { groupDigits } from '../verify/group-digits.js';
 
 export const VERIFY_PROGRESS_TIMING = Object.freeze({
   /** On a terminal: first shown after, and redrawn at most every (ms). */
@@ -21,7 +22,7 @@ export interface VerifyProgressView {
   finish(): void;
 }
 
-const count = (value: number) => value.toLocaleString('en-US');
+const count = groupDigits;
 
 export function progressLine(progress: ExploreProgress, elapsedMs: number): string {
   return `exploring: ${count(progress.states)} states (${count(progress.expanded)} expanded), ${count(progress.transitions)} transitions, ${(elapsedMs / 1000).toFixed(1)} s`;

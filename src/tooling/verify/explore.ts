@@ -33,6 +33,7 @@ import { createTransitionTracer, listTransitionDefinitions, type TransitionEntry
 import { compileMachine, type SteppedState } from './compiled-step.js';
 import { KeyTable } from './key-table.js';
 import type { VerifyModel } from './verify-model.js';
+import { groupDigits } from './group-digits.js';
 
 /** A space larger than this is not explored exactly; `--scale` explores it with smaller limits. */
 export const DEFAULT_STATE_BOUND = 150_000;
@@ -41,7 +42,7 @@ export class StateSpaceTooLargeError extends Error {
   override name = 'StateSpaceTooLargeError';
   constructor(readonly bound: number) {
     super(
-      `the exact state space has more than ${bound.toLocaleString('en-US')} abstract states; run with --scale to explore it with limits scaled down`,
+      `the exact state space has more than ${groupDigits(bound)} abstract states; run with --scale to explore it with limits scaled down`,
     );
   }
 }
@@ -146,7 +147,7 @@ export function outcomesOf(
   return abstractOutcomes(snapshot, graph.model, graph.outcomeOptions);
 }
 
-const count = (value: number) => value.toLocaleString('en-US');
+const count = groupDigits;
 
 function describeReductions(model: VerifyModel, tally: readonly number[], memoised: number): string[] {
   const states = (reduction: keyof typeof REDUCTION) => tally[Math.log2(REDUCTION[reduction])] as number;

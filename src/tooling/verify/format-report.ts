@@ -6,6 +6,7 @@ import type { LoopLimits } from '../../../machines/types.js';
 import type { PathStep } from './graph-analysis.js';
 import type { VerifyReport } from './verify-loop.js';
 import type { WorstCaseFigure } from './worst-case.js';
+import { groupDigits } from './group-digits.js';
 
 /** Version of the `--json` shape; bumped when a field changes meaning or goes away. */
 export const VERIFY_REPORT_VERSION = 1;
@@ -19,7 +20,7 @@ export function reportJson(report: VerifyReport, file: string): string {
   );
 }
 
-const number = (value: number) => (Number.isFinite(value) ? value.toLocaleString('en-US') : 'Infinity');
+const number = (value: number) => (Number.isFinite(value) ? groupDigits(value) : 'Infinity');
 
 function limitsLine(limits: LoopLimits): string {
   const names: Array<keyof LoopLimits> = [

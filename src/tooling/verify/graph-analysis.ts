@@ -70,50 +70,65 @@ export function pathThrough(graph: ExploredGraph, edge: number): PathStep[] {
   return stepsAlong(graph, [...edgesTo(graph, graph.edgeSource[edge] as number), edge]);
 }
 
+/** Each graph's outgoing-edge index, built once: the cycle search and both heaviest runs read it. */
+const outgoingIndexes = new WeakMap<ExploredGraph, { start: Int32Array; edges: Int32Array }>();
+
 function outgoingIndex(graph: ExploredGraph): { start: Int32Array; edges: Int32Array } {
-  const count = graph.keys.length;
+  const known = outgoingIndexes.get(graph);
+  if (known !== undefined) return known;
+  const index = edgeIndex(graph.keys.length, graph.edgeCount, graph.edgeSource);
+  outgoingIndexes.set(graph, index);
+  return index;
+}
+
+/** The edges grouped by `endpoint[edge]` (counting sort): those of state s are `edges[start[s]]` to `edges[start[s + 1] - 1]`, in edge order. */
+function edgeIndex(count: number, edgeCount: number, endpoint: Int32Array): { start: Int32Array; edges: Int32Array } {
   const start = new Int32Array(count + 1);
-  for (let edge = 0; edge < graph.edgeCount; edge += 1) {
-    const slot = (graph.edgeSource[edge] as number) + 1;
+  for (let edge = 0; edge < edgeCount; edge += 1) {
+    const slot = (endpoint[edge] as number) + 1;
     start[slot] = (start[slot] as number) + 1;
   }
   for (let state = 0; state < count; state += 1)
     start[state + 1] = (start[state + 1] as number) + (start[state] as number);
   const fill = start.slice(0, count);
-  const edges = new Int32Array(graph.edgeCount);
-  for (let edge = 0; edge < graph.edgeCount; edge += 1) {
-    const source = graph.edgeSource[edge] as number;
-    edges[fill[source] as number] = edge;
-    fill[source] = (fill[source] as number) + 1;
+  const edges = new Int32Array(edgeCount);
+  for (let edge = 0; edge < edgeCount; edge += 1) {
+    const state = endpoint[edge] as number;
+    edges[fill[state] as number] = edge;
+    fill[state] = (fill[state] as number) + 1;
   }
   return { start, edges };
 }
 
 /** States from which no final state can be reached (a reverse breadth-first search from the final ones). */
 export function statesThatCannotFinish(graph: ExploredGraph): number[] {
-  const incoming = new Map<number, number[]>();
-  for (let edge = 0; edge < graph.edgeCount; edge += 1) {
-    const target = graph.edgeTarget[edge] as number;
-    const list = incoming.get(target) ?? [];
-    list.push(graph.edgeSource[edge] as number);
-    incoming.set(target, list);
-  }
-  const canFinish = new Uint8Array(graph.keys.length);
-  const queue: number[] = [];
-  graph.states.forEach((snapshot, state) => {
-    if (snapshot.status === 'done') {
+  const count = graph.keys.length;
+  // Incoming edges grouped by target, in edge order: the order the search visits sources in, as a list per target had.
+  const incoming = edgeIndex(count, graph.edgeCount, graph.edgeTarget);
+  const canFinish = new Uint8Array(count);
+  const queue = new Int32Array(count);
+  let tail = 0;
+  for (let state = 0; state < count; state += 1)
+    if ((graph.states[state] as ExploredState).status === 'done') {
       canFinish[state] = 1;
-      queue.push(state);
+      queue[tail++] = state;
     }
-  });
-  for (let head = 0; head < queue.length; head += 1) {
-    for (const source of incoming.get(queue[head] as number) ?? []) {
+  for (let head = 0; head < tail; head += 1) {
+    const target = queue[head] as number;
+    for (
+      let position = incoming.start[target] as number;
+      position < (incoming.start[target + 1] as number);
+      position += 1
+    ) {
+      const source = graph.edgeSource[incoming.edges[position] as number] as number;
       if (canFinish[source] === 1) continue;
       canFinish[source] = 1;
-      queue.push(source);
+      queue[tail++] = source;
     }
   }
-  return graph.keys.map((_key, state) => state).filter((state) => canFinish[state] === 0);
+  const stuck: number[] = [];
+  for (let state = 0; state < count; state += 1) if (canFinish[state] === 0) stuck.push(state);
+  return stuck;
 }
 
 export interface Cycle {
@@ -207,8 +222,43 @@ function shortestCycleThrough(
   return { prefix: steps.slice(0, prefix.length), cycle: steps.slice(prefix.length) };
 }
 
+/**
+ * The order in which the heaviest-run search takes the states (Kahn's, from the initial state, each state once
+ * its last incoming edge is taken), made once per graph: it depends on the edges alone, not on their weights.
+ * `acyclic` when it is a topological order of every state (all are reachable from the initial one, which has no
+ * incoming edge).
+ */
+const takingOrders = new WeakMap<ExploredGraph, { order: number[]; acyclic: boolean }>();
+
+function takingOrder(graph: ExploredGraph): { order: number[]; acyclic: boolean } {
+  const known = takingOrders.get(graph);
+  if (known !== undefined) return known;
+  const count = graph.keys.length;
+  const indegree = new Int32Array(count);
+  for (let edge = 0; edge < graph.edgeCount; edge += 1) {
+    const target = graph.edgeTarget[edge] as number;
+    indegree[target] = (indegree[target] as number) + 1;
+  }
+  const acyclicStart = indegree[0] === 0;
+  const { start, edges } = outgoingIndex(graph);
+  const order = [0];
+  for (let head = 0; head < order.length; head += 1) {
+    const state = order[head] as number;
+    for (let position = start[state] as number; position < (start[state + 1] as number); position += 1) {
+      const target = graph.edgeTarget[edges[position] as number] as number;
+      indegree[target] = (indegree[target] as number) - 1;
+      if (indegree[target] === 0) order.push(target);
+    }
+  }
+  const taking = { order, acyclic: acyclicStart && order.length === count };
+  takingOrders.set(graph, taking);
+  return taking;
+}
+
 /** A cycle of the graph if it has one (iterative depth-first search, then the shortest cycle through what it found), else null. */
 export function findCycle(graph: ExploredGraph): Cycle | null {
+  // A graph with a topological order of every state has no cycle: the heaviest runs made that order already.
+  if (takingOrder(graph).acyclic) return null;
   const { start, edges } = outgoingIndex(graph);
   const count = graph.keys.length;
   const color = new Uint8Array(count); // 0 unseen, 1 on the stack, 2 done
@@ -248,18 +298,13 @@ export function findCycle(graph: ExploredGraph): Cycle | null {
 /** The largest sum of `weight` along any run from the initial state (the graph must be acyclic), and a run reaching it. */
 export function heaviestRun(graph: ExploredGraph, weight: Int32Array): { total: number; path: PathStep[] } {
   const count = graph.keys.length;
-  const indegree = new Int32Array(count);
-  for (let edge = 0; edge < graph.edgeCount; edge += 1) {
-    const target = graph.edgeTarget[edge] as number;
-    indegree[target] = (indegree[target] as number) + 1;
-  }
   const { start, edges } = outgoingIndex(graph);
+  const { order } = takingOrder(graph);
   const best = new Float64Array(count).fill(-Infinity);
   const bestEdge = new Int32Array(count).fill(-1);
   best[0] = 0;
-  const queue = [0];
-  for (let head = 0; head < queue.length; head += 1) {
-    const state = queue[head] as number;
+  for (let head = 0; head < order.length; head += 1) {
+    const state = order[head] as number;
     for (let position = start[state] as number; position < (start[state + 1] as number); position += 1) {
       const edge = edges[position] as number;
       const target = graph.edgeTarget[edge] as number;
@@ -268,8 +313,6 @@ export function heaviestRun(graph: ExploredGraph, weight: Int32Array): { total: 
         best[target] = total;
         bestEdge[target] = edge;
       }
-      indegree[target] = (indegree[target] as number) - 1;
-      if (indegree[target] === 0) queue.push(target);
     }
   }
   let argmax = 0;

@@ -23,11 +23,13 @@ import {
   pathTo,
   stateName,
   statesThatCannotFinish,
+  type Cycle,
   type PathStep,
 } from './graph-analysis.js';
 import { verifyModelOf, type VerifyModel } from './verify-model.js';
 import { unboundedWaits } from './unbounded-waits.js';
 import { modelCallBound, spendFigures, toolCallBound, type WorstCase } from './worst-case.js';
+import { groupDigits } from './group-digits.js';
 
 export type ViolationKind =
   | 'unbounded_cycle'
@@ -164,9 +166,14 @@ function firstPaidDecision(graph: ExploredGraph): number {
   return 0;
 }
 
-function violationsOf(graph: ExploredGraph, model: VerifyModel, limits: LoopLimits, worstCase: WorstCase): Violation[] {
+function violationsOf(
+  graph: ExploredGraph,
+  model: VerifyModel,
+  limits: LoopLimits,
+  worstCase: WorstCase,
+  cycle: Cycle | null,
+): Violation[] {
   const violations: Violation[] = [];
-  const cycle = findCycle(graph);
   if (cycle !== null) {
     const switchedOff = (['maxSteps', 'maxStepsPerTask', 'maxToolCalls', 'maxTransportAttempts'] as const).filter(
       (name) => !Number.isFinite(limits[name]),
@@ -257,7 +264,9 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
     modelCalls: heaviestRun(graph, graph.edgeModelCalls),
     toolCalls: heaviestRun(graph, graph.edgeToolCalls),
   };
-  const cyclic = findCycle(graph) !== null;
+  // Searched once: the figures below and the violations both ask.
+  const cycle = findCycle(graph);
+  const cyclic = cycle !== null;
   const modelBound = modelCallBound(model, limits);
   const toolBound = toolCallBound(limits);
   const explored = (
@@ -292,7 +301,7 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
     toolCalls: explored(worstExplored.toolCalls, toolBound, 'tool-call'),
     ...spendFigures(model, limits),
   };
-  const violations = violationsOf(graph, model, limits, worstCase);
+  const violations = violationsOf(graph, model, limits, worstCase, cycle);
   const reasons = new Set(
     graph.states.filter((snapshot) => snapshot.status === 'done').map((snapshot) => snapshot.context.stop?.reason),
   );
@@ -303,7 +312,7 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
   const notes = [...(options.notes ?? []), ...(tenant.note === null ? [] : [tenant.note])];
   if (scaledTo !== null)
     notes.push(
-      `the exact space is over ${(options.maxStates ?? DEFAULT_STATE_BOUND).toLocaleString('en-US')} states: explored with maxSteps ${scaledTo.maxSteps} (not ${limits.maxSteps}), maxStepsPerTask ${scaledTo.maxStepsPerTask}, maxToolCalls ${scaledTo.maxToolCalls}; model and tool calls at the real limits come from the formulas`,
+      `the exact space is over ${groupDigits(options.maxStates ?? DEFAULT_STATE_BOUND)} states: explored with maxSteps ${scaledTo.maxSteps} (not ${limits.maxSteps}), maxStepsPerTask ${scaledTo.maxStepsPerTask}, maxToolCalls ${scaledTo.maxToolCalls}; model and tool calls at the real limits come from the formulas`,
     );
   if (model.judgesPerTask.some((judges) => judges > 0))
     notes.push(

@@ -7,6 +7,7 @@
 import type { LoopLimits } from '../../../machines/types.js';
 import type { PathStep } from './graph-analysis.js';
 import type { VerifyModel } from './verify-model.js';
+import { groupDigits } from './group-digits.js';
 
 export interface WorstCaseFigure {
   /** The figure; null when nothing bounds it. */
@@ -27,7 +28,7 @@ export interface WorstCase {
   costUsd: WorstCaseFigure;
 }
 
-const count = (value: number) => (Number.isFinite(value) ? value.toLocaleString('en-US') : 'Infinity');
+const count = (value: number) => (Number.isFinite(value) ? groupDigits(value) : 'Infinity');
 const usd = (value: number) => `$${Number(value.toFixed(6))}`;
 
 /**
