@@ -24,6 +24,10 @@
  * `transcriptChunk`) is still rebuilt from the events before it.
  * Also (version unchanged, the fields optional): the run record's `pendingReview` and `decidedReviews`, and an
  * event record's `review` (a run stopped for a person's review of an output); older records have none.
+ * 5: a snapshot no longer holds the no-progress tracker's triples (they grew with the task, and the snapshot with
+ * them): its `fields.progress` is `chained` (the tracker but its triples), and the transcript chunk written with
+ * it carries the triples (`progress`): every triple of the task, or those counted since the previous chunk; a
+ * resume folds the chain back to the last whole one. A version 4 chunk has none (its snapshot holds them whole).
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
@@ -35,12 +39,13 @@ import { StoreRecordError } from './durable-errors.js';
 import { idRecordSchema } from './id-record.js';
 import { recordedLimitsSchema } from './recorded-limits.js';
 
-export const RECORD_SCHEMA_VERSION = 4 as const;
+export const RECORD_SCHEMA_VERSION = 5 as const;
 /** The versions this loopstate reads: the shapes of older ones are a subset of this one's. */
 export const schemaVersionSchema = z.union([
   z.literal(1),
   z.literal(2),
   z.literal(3),
+  z.literal(4),
   z.literal(RECORD_SCHEMA_VERSION),
 ]);
 
@@ -95,6 +100,18 @@ const countersSchema = z
   })
   .strict();
 
+const wholeProgressSchema = z.object({ kind: z.literal('whole'), snapshot: z.unknown() }).strict();
+/** Version 5, in a snapshot: the tracker but its triples, which are in the chain of the snapshot's transcript chunk. */
+const chainedProgressSchema = z
+  .object({
+    kind: z.literal('chained'),
+    schemaVersion: z.union([z.literal(2), z.literal(3)]),
+    distinctObservationsHash: z.string(),
+    failures: z.number().int().min(0),
+    stateDigest: z.string(),
+  })
+  .strict();
+
 /** The session fields that are small and replaced whole on every step. */
 export const sessionFieldsSchema = z
   .object({
@@ -120,7 +137,7 @@ export const sessionFieldsSchema = z
     taskOutputs: idRecordSchema(z.unknown(), 'an object keyed by task id').nullable(),
     /** The tracker whole (a snapshot, or a run's first record), or what changed in it. */
     progress: z.union([
-      z.object({ kind: z.literal('whole'), snapshot: z.unknown() }).strict(),
+      wholeProgressSchema,
       z
         .object({
           kind: z.literal('changes'),
@@ -137,6 +154,16 @@ export const sessionFieldsSchema = z
     health: idRecordSchema(countersSchema, 'an object keyed by tool name').nullable(),
     unpricedModels: z.array(z.string()),
   })
+  .strict();
+
+/** A snapshot's fields: the tracker whole (up to version 4) or chained (version 5). */
+const snapshotFieldsSchema = sessionFieldsSchema.extend({
+  progress: z.union([wholeProgressSchema, chainedProgressSchema]),
+});
+
+/** Version 5: the tracker's (call, result) triples in a transcript chunk: all of the task's, or those counted since the previous chunk. */
+export const tripleChangesSchema = z
+  .object({ whole: z.boolean(), triples: z.record(z.string(), z.number().int().min(0)) })
   .strict();
 
 const transcriptChangeSchema = z
@@ -254,6 +281,8 @@ export const transcriptRecordSchema = z
     snapshotSeq: z.number().int().min(0),
     previous: z.number().int().min(0),
     change: transcriptChangeSchema,
+    /** Version 5: the tracker's triples (the snapshot that names this chunk holds the rest of the tracker). */
+    progress: tripleChangesSchema.optional(),
   })
   .strict();
 
@@ -289,7 +318,7 @@ export const snapshotRecordSchema = z
         trace: traceSchema,
         traceLength: z.number().int().min(0).optional(),
         warnings: z.array(z.string()),
-        fields: sessionFieldsSchema,
+        fields: snapshotFieldsSchema,
       })
       .strict(),
   })
@@ -402,6 +431,8 @@ export type SnapshotRecord = z.output<typeof snapshotRecordSchema>;
 export type RunRecord = z.output<typeof runRecordSchema>;
 export type SessionDelta = z.output<typeof sessionDeltaSchema>;
 export type SessionFields = z.output<typeof sessionFieldsSchema>;
+export type SnapshotFields = z.output<typeof snapshotFieldsSchema>;
+export type TripleChanges = z.output<typeof tripleChangesSchema>;
 export type PendingApprovalRecord = z.output<typeof pendingApprovalRecordSchema>;
 export type ApprovalDecision = z.output<typeof approvalDecisionSchema>;
 export type ReviewDecision = z.output<typeof reviewDecisionSchema>;

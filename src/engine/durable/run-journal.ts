@@ -409,6 +409,8 @@ export class RunJournal implements DriverHooks {
       snapshotSeq: this.lastEventSeq,
       previous: this.transcriptChunk.seq,
       change: transcriptChange(session.transcript, this.transcriptChunk.mark),
+      // The tracker's triples since the previous chunk (or all of them): the snapshot holds the rest of the tracker.
+      progress: session.progress.takeChainLink(),
     });
     this.transcriptChunk = { seq: transcriptChunkSeq, mark: markOf(session.transcript) };
     const record: SnapshotRecord = {

@@ -14,7 +14,8 @@ import { StoreRecordError } from './durable-errors.js';
 import type { Message } from '../../contracts/model.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import type { EarlierTrace } from '../trace/run-trace.js';
-import type { SessionDelta, SessionFields, SnapshotRecord } from './records.js';
+import type { SessionDelta, SessionFields, SnapshotFields, SnapshotRecord } from './records.js';
+import type { ChainedTriples } from './resume-plan.js';
 
 /** Where the session stood after the last journalled event: the delta of the next one starts there. */
 export interface SessionCursor {
@@ -47,12 +48,12 @@ export function cursorOf(session: RunSession, progressTracked = true): SessionCu
   };
 }
 
-function fieldsOf(
+function fieldsOf<Progress>(
   session: RunSession,
   health: ToolHealth | null,
   withTaskOutputs: boolean,
-  progress: SessionFields['progress'],
-): SessionFields {
+  progress: Progress,
+) {
   return {
     taskIndex: session.taskIndex,
     // The error's `detail` is left out: only the trace event recorded with the decision reads it, and the record schema is strict.
@@ -144,7 +145,8 @@ export function sessionState(
     // The in-memory trace is in the journal's trace chunks, written with the snapshot.
     ...(traceInChunks ? { trace: [], traceLength: session.traceLength } : { trace: [...session.trace] }),
     warnings: [...session.warnings],
-    fields: fieldsOf(session, health, true, { kind: 'whole', snapshot: session.progress.snapshot() }),
+    // The tracker's triples are in the transcript chunk's chain (`takeChainLink`): the snapshot stays as small at step 10,000 as at 100.
+    fields: fieldsOf(session, health, true, { kind: 'chained' as const, ...session.progress.scalars() }),
   };
 }
 
@@ -162,11 +164,30 @@ function mismatch(where: Where, what: string): StoreRecordError {
   });
 }
 
-/** The tracker a record carries whole, or null when it carries changes to the one the session has. */
-function restoredProgress(fields: SessionFields, where: Where): ProgressTracker | null {
-  if (fields.progress.kind === 'changes') return null;
+/**
+ * The tracker a record carries whole (or a version 5 snapshot with the triples of its chain), or null when it
+ * carries changes to the one the session has.
+ */
+function restoredProgress(
+  fields: SessionFields | SnapshotFields,
+  where: Where,
+  chained: ChainedTriples | null = null,
+): ProgressTracker | null {
+  const { progress } = fields;
+  if (progress.kind === 'changes') return null;
+  if (progress.kind === 'chained') {
+    if (chained === null)
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId: where.runId,
+        seq: where.seq,
+        problem: 'fields.progress is chained, but no chain of triples was read for it',
+      });
+    const { kind: _kind, ...scalars } = progress;
+    return ProgressTracker.fromChain(scalars, chained.triples, chained.chain);
+  }
   try {
-    return ProgressTracker.restore(fields.progress.snapshot);
+    return ProgressTracker.restore(progress.snapshot);
   } catch (error) {
     throw new StoreRecordError({
       code: 'corrupt_record',
@@ -177,8 +198,14 @@ function restoredProgress(fields: SessionFields, where: Where): ProgressTracker 
   }
 }
 
-function restoreFields(session: RunSession, health: ToolHealth | null, fields: SessionFields, where: Where): void {
-  const progress = restoredProgress(fields, where);
+function restoreFields(
+  session: RunSession,
+  health: ToolHealth | null,
+  fields: SessionFields | SnapshotFields,
+  where: Where,
+  chained: ChainedTriples | null = null,
+): void {
+  const progress = restoredProgress(fields, where, chained);
   session.restoreFields({
     taskIndex: fields.taskIndex,
     pendingCalls: fields.pendingCalls.map(({ request, status, args, error, fingerprint, refusal }): PendingCall => ({
@@ -233,7 +260,11 @@ export function restoreSessionState(
   session: RunSession,
   health: ToolHealth | null,
   state: SnapshotRecord['session'],
-  rebuilt: { transcript: readonly Message[] | null; trace: readonly TraceEvent[] | EarlierTrace | null },
+  rebuilt: {
+    transcript: readonly Message[] | null;
+    trace: readonly TraceEvent[] | EarlierTrace | null;
+    progress: ChainedTriples | null;
+  },
   where: Where,
 ): void {
   const { transcript } = rebuilt;
@@ -254,5 +285,5 @@ export function restoreSessionState(
     );
   }
   session.restoreRecorded(state.traceLength === undefined ? state.trace : (rebuilt.trace ?? []), state.warnings, true);
-  restoreFields(session, health, state.fields, where);
+  restoreFields(session, health, state.fields, where, rebuilt.progress);
 }
