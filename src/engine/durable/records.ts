@@ -28,6 +28,8 @@
  * them): its `fields.progress` is `chained` (the tracker but its triples), and the transcript chunk written with
  * it carries the triples (`progress`): every triple of the task, or those counted since the previous chunk; a
  * resume folds the chain back to the last whole one. A version 4 chunk has none (its snapshot holds them whole).
+ * Also an event's `delta.fields` holds only the fields that changed since the previous event (absent: unchanged,
+ * `null`: set to null; `progress` always); the snapshot holds them all. A version 4 event holds them all.
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
@@ -176,6 +178,12 @@ const transcriptChangeSchema = z
   })
   .strict();
 
+/**
+ * An event's fields: up to version 4 all of them; version 5 only those that changed since the previous event
+ * (absent: unchanged; `null`: set to null), the tracker's part always.
+ */
+const deltaFieldsSchema = sessionFieldsSchema.partial().required({ progress: true });
+
 /** What one step changed in the session outside the machine, against the state after the previous event. */
 export const sessionDeltaSchema = z
   .object({
@@ -184,9 +192,12 @@ export const sessionDeltaSchema = z
     trace: traceSchema,
     warningsFrom: z.number().int().min(0),
     warnings: z.array(z.string()),
-    fields: sessionFieldsSchema,
+    fields: deltaFieldsSchema,
   })
   .strict();
+
+/** The fields every event of version 4 or before carries (a version 5 event may leave out those unchanged). */
+const allFieldKeys = Object.keys(sessionFieldsSchema.shape);
 
 const eventSchema = z.looseObject({ type: z.string().min(1), at: z.number() });
 
@@ -221,7 +232,17 @@ export const eventRecordSchema = z
     /** The person's decision on the output the run stopped at for review. */
     review: reviewDecisionSchema.optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((record, context) => {
+    if (record.schemaVersion >= 5) return;
+    for (const key of allFieldKeys)
+      if (!(key in record.delta.fields))
+        context.addIssue({
+          code: 'custom',
+          path: ['delta', 'fields', key],
+          message: `missing (an event of version ${record.schemaVersion} carries every field)`,
+        });
+  });
 
 export const modelRecordSchema = z
   .object({
@@ -430,7 +451,7 @@ export type JournalRecord = z.output<typeof journalRecordSchema>;
 export type SnapshotRecord = z.output<typeof snapshotRecordSchema>;
 export type RunRecord = z.output<typeof runRecordSchema>;
 export type SessionDelta = z.output<typeof sessionDeltaSchema>;
-export type SessionFields = z.output<typeof sessionFieldsSchema>;
+export type SessionFields = z.output<typeof deltaFieldsSchema>;
 export type SnapshotFields = z.output<typeof snapshotFieldsSchema>;
 export type TripleChanges = z.output<typeof tripleChangesSchema>;
 export type PendingApprovalRecord = z.output<typeof pendingApprovalRecordSchema>;

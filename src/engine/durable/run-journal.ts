@@ -269,7 +269,7 @@ export class RunJournal implements DriverHooks {
     const plan = this.options.plan;
     // A run interrupted before its first event has nothing to rebuild: it starts afresh.
     if (plan === null || (plan.snapshot === null && plan.events.length === 0)) {
-      this.cursor = cursorOf(session, false);
+      this.cursor = cursorOf(session, this.health, false);
       return false;
     }
     session.whileReplaying(() => {
@@ -283,14 +283,14 @@ export class RunJournal implements DriverHooks {
       if (chunkSeq !== undefined) this.transcriptChunk = { seq: chunkSeq, mark: markOf(session.transcript) };
       // Cursors of a rebuilt run carry the progress tracker whole in the next record (it was restored, not
       // tracked) unless it is found below to stand where the last event left it.
-      this.cursor = cursorOf(session, false);
+      this.cursor = cursorOf(session, this.health, false);
       const stoppedAt = plan.continueWith?.waitingSeq ?? null;
       for (const record of plan.events) {
         applyDelta(session, this.health, record.delta, { runId: this.runId, seq: record.seq });
         // The event the run stopped at is replaced, not replayed: the rebuilt run stands just before it.
         if (record.seq === stoppedAt) break;
         send(record.event as LoopEvent);
-        this.cursor = cursorOf(session, false);
+        this.cursor = cursorOf(session, this.health, false);
       }
       // The stop's last batch was written after the event it stopped on: its trace keeps it (sinks had it then).
       if (plan.continueWith !== null)
@@ -303,7 +303,7 @@ export class RunJournal implements DriverHooks {
     if (plan.continueWith === null) {
       session.progress.trackChanges();
       session.progress.takeChanges();
-      this.cursor = cursorOf(session, true);
+      this.cursor = cursorOf(session, this.health, true);
     }
     session.record({
       type: 'run-resume',
@@ -342,7 +342,7 @@ export class RunJournal implements DriverHooks {
     if (this.writeFailure !== null) throw this.writeFailure;
     // A run started afresh on resume (interrupted before its first event): after its run-start.
     this.warnOfLimits(session, event.at);
-    const cursor = this.cursor ?? cursorOf(session);
+    const cursor = this.cursor ?? cursorOf(session, this.health);
     const record: EventRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'event',
@@ -374,7 +374,7 @@ export class RunJournal implements DriverHooks {
   }
 
   async afterSend(actor: Actor<LoopMachine>, session: RunSession): Promise<void> {
-    this.cursor = cursorOf(session);
+    this.cursor = cursorOf(session, this.health);
     this.eventsSinceSnapshot += 1;
     const snapshot = actor.getSnapshot();
     if (

@@ -25,9 +25,41 @@ export interface SessionCursor {
   trace: number;
   warnings: number;
   taskOutputKeys: number;
-  /** The progress tracker records its changes since the state at this cursor (else the next delta carries it whole). */
+  /**
+   * The progress tracker records its changes since the state at this cursor, and `fields` says where the other
+   * fields stood (else the next delta carries the tracker and every field whole).
+   */
   progressTracked: boolean;
+  fields: FieldMarks;
 }
+
+/**
+ * Where the small fields stood, to tell which changed by identity, value or revision (never by a deep compare):
+ * the session replaces what it changes (pending calls, evaluation, error, plan items), tool health counts revisions.
+ */
+interface FieldMarks {
+  taskIndex: number;
+  pendingCalls: unknown;
+  lastReply: string | null;
+  lastEvaluation: unknown;
+  fatalError: unknown;
+  restingState: string | null;
+  plan: unknown;
+  health: number;
+  unpricedModels: number;
+}
+
+const marksOf = (session: RunSession, health: ToolHealth | null): FieldMarks => ({
+  taskIndex: session.taskIndex,
+  pendingCalls: session.pendingCalls,
+  lastReply: session.lastReply,
+  lastEvaluation: session.lastEvaluation,
+  fatalError: session.fatalError,
+  restingState: session.restingState,
+  plan: session.plan?.items ?? null,
+  health: health?.revision ?? -1,
+  unpricedModels: session.unpricedModelIds.length,
+});
 
 /** The tracker whole, and from now on its changes only: the next delta carries just those. */
 function wholeProgress(session: RunSession): SessionFields['progress'] {
@@ -36,9 +68,10 @@ function wholeProgress(session: RunSession): SessionFields['progress'] {
   return { kind: 'whole', snapshot: session.progress.snapshot() };
 }
 
-export function cursorOf(session: RunSession, progressTracked = true): SessionCursor {
+export function cursorOf(session: RunSession, health: ToolHealth | null, progressTracked = true): SessionCursor {
   return {
     progressTracked,
+    fields: marksOf(session, health),
     transcript: session.transcript,
     revision: session.transcript.revision,
     messages: session.transcript.messages.length,
@@ -48,6 +81,17 @@ export function cursorOf(session: RunSession, progressTracked = true): SessionCu
   };
 }
 
+// The error's `detail` is left out: only the trace event recorded with the decision reads it, and the record schema is strict.
+const pendingCallsOf = (session: RunSession) =>
+  session.pendingCalls.map(({ call, fingerprint, refusal }) => ({
+    request: call.request,
+    status: call.status,
+    args: call.args,
+    error: call.error && { key: call.error.key, message: call.error.message },
+    fingerprint,
+    refusal,
+  }));
+
 function fieldsOf<Progress>(
   session: RunSession,
   health: ToolHealth | null,
@@ -56,15 +100,7 @@ function fieldsOf<Progress>(
 ) {
   return {
     taskIndex: session.taskIndex,
-    // The error's `detail` is left out: only the trace event recorded with the decision reads it, and the record schema is strict.
-    pendingCalls: session.pendingCalls.map(({ call, fingerprint, refusal }) => ({
-      request: call.request,
-      status: call.status,
-      args: call.args,
-      error: call.error && { key: call.error.key, message: call.error.message },
-      fingerprint,
-      refusal,
-    })),
+    pendingCalls: pendingCallsOf(session),
     lastReply: session.lastReply,
     lastEvaluation: session.lastEvaluation,
     fatalError: session.fatalError === null ? null : errorFields(session.fatalError),
@@ -110,6 +146,38 @@ export function transcriptChange(transcript: Transcript, mark: TranscriptMark): 
   };
 }
 
+/**
+ * Version 5: the fields that changed since `marks` (all of them without marks); the tracker's part always (its
+ * digests move every step). Absent: unchanged; `null`: set to null. Costs a comparison a field.
+ */
+function changedFieldsOf(
+  session: RunSession,
+  health: ToolHealth | null,
+  marks: FieldMarks | null,
+  withTaskOutputs: boolean,
+  progress: SessionFields['progress'],
+): SessionFields {
+  if (marks === null) return fieldsOf(session, health, withTaskOutputs, progress);
+  const fields: SessionFields = { progress };
+  if (session.taskIndex !== marks.taskIndex) fields.taskIndex = session.taskIndex;
+  // Pending calls and an evaluation under review are written while they stand, changed or not: the checks of a
+  // person's decision read them from the event the run stopped at alone (approval-checks, review-checks).
+  if (session.pendingCalls !== marks.pendingCalls || session.pendingCalls.length > 0)
+    fields.pendingCalls = pendingCallsOf(session);
+  if (session.lastReply !== marks.lastReply) fields.lastReply = session.lastReply;
+  if (session.lastEvaluation !== marks.lastEvaluation || session.lastEvaluation?.review !== undefined)
+    fields.lastEvaluation = session.lastEvaluation;
+  if (session.fatalError !== marks.fatalError)
+    fields.fatalError = session.fatalError === null ? null : errorFields(session.fatalError);
+  if (session.restingState !== marks.restingState) fields.restingState = session.restingState;
+  if (withTaskOutputs) fields.taskOutputs = { ...session.taskOutputs };
+  if (session.plan !== null && session.plan.items !== marks.plan) fields.plan = session.plan.persistedItems();
+  if (health !== null && health.revision !== marks.health) fields.health = health.persistedCounters();
+  const unpriced = session.unpricedModelIds;
+  if (unpriced.length !== marks.unpricedModels) fields.unpricedModels = unpriced;
+  return fields;
+}
+
 /** What changed since `cursor`. `health` is null when the run's health is shared (the caller's, not the run's). */
 export function sessionDelta(session: RunSession, cursor: SessionCursor, health: ToolHealth | null): SessionDelta {
   return {
@@ -118,9 +186,10 @@ export function sessionDelta(session: RunSession, cursor: SessionCursor, health:
     trace: session.traceSince(cursor.trace),
     warningsFrom: cursor.warnings,
     warnings: session.warnings.slice(cursor.warnings),
-    fields: fieldsOf(
+    fields: changedFieldsOf(
       session,
       health,
+      cursor.progressTracked ? cursor.fields : null,
       Object.keys(session.taskOutputs).length !== cursor.taskOutputKeys,
       cursor.progressTracked ? { kind: 'changes', ...session.progress.takeChanges() } : wholeProgress(session),
     ),
@@ -206,25 +275,33 @@ function restoreFields(
   chained: ChainedTriples | null = null,
 ): void {
   const progress = restoredProgress(fields, where, chained);
+  // Version 5 deltas carry only the fields that changed: an absent one keeps the value the session has.
   session.restoreFields({
-    taskIndex: fields.taskIndex,
-    pendingCalls: fields.pendingCalls.map(({ request, status, args, error, fingerprint, refusal }): PendingCall => ({
-      call: { request, tool: session.tools.get(request.name), status, args, error },
-      fingerprint,
-      refusal,
-    })),
-    lastReply: fields.lastReply,
-    lastEvaluation: fields.lastEvaluation,
+    taskIndex: fields.taskIndex ?? session.taskIndex,
+    pendingCalls:
+      fields.pendingCalls === undefined
+        ? [...session.pendingCalls]
+        : fields.pendingCalls.map(({ request, status, args, error, fingerprint, refusal }): PendingCall => ({
+            call: { request, tool: session.tools.get(request.name), status, args, error },
+            fingerprint,
+            refusal,
+          })),
+    lastReply: fields.lastReply === undefined ? session.lastReply : fields.lastReply,
+    lastEvaluation: fields.lastEvaluation === undefined ? session.lastEvaluation : fields.lastEvaluation,
     fatalError:
-      fields.fatalError === null ? null : Object.assign(new Error(fields.fatalError.message), fields.fatalError),
-    restingState: fields.restingState,
-    taskOutputs: fields.taskOutputs,
+      fields.fatalError === undefined
+        ? session.fatalError
+        : fields.fatalError === null
+          ? null
+          : Object.assign(new Error(fields.fatalError.message), fields.fatalError),
+    restingState: fields.restingState === undefined ? session.restingState : fields.restingState,
+    taskOutputs: fields.taskOutputs ?? null,
     progress,
-    unpricedModels: fields.unpricedModels,
+    unpricedModels: fields.unpricedModels ?? session.unpricedModelIds,
   });
   if (fields.progress.kind === 'changes') session.progress.applyChanges(fields.progress);
-  if (fields.plan !== null) session.plan?.restoreItems(fields.plan as PlanItem[]);
-  if (fields.health !== null) health?.restoreCounters(fields.health);
+  if (fields.plan !== undefined && fields.plan !== null) session.plan?.restoreItems(fields.plan as PlanItem[]);
+  if (fields.health !== undefined && fields.health !== null) health?.restoreCounters(fields.health);
 }
 
 function restoreTranscript(session: RunSession, change: SessionDelta['transcript'], where: Where): void {
