@@ -95,6 +95,12 @@ describe('session fields as deltas', () => {
     const replies = later.filter((event) => event.type === 'model.responded');
     expect(replies.length).toBeGreaterThan(2);
     expect(replies.filter((event) => 'health' in event.fields)).toEqual([]);
+    // The tracker's part without what did not change: a reply counts no triple, and its round's results were new.
+    for (const { fields } of replies) {
+      expect(fields.progress).toMatchObject({ kind: 'changes', stateDigest: expect.any(String) });
+      expect(Object.keys(fields.progress as object)).not.toContain('triples');
+      expect(Object.keys(fields.progress as object)).not.toContain('failures');
+    }
     // The task index is written where it changes (task two starts), not on every event after.
     expect(later.filter((event) => 'taskIndex' in event.fields).map((event) => event.fields.taskIndex)).toEqual([1]);
   });
@@ -139,5 +145,11 @@ describe('session fields as deltas', () => {
       });
     expect(() => decodeJournalRecord(body(4), 'r', 1)).toThrow(/delta\.fields\.pendingCalls: missing/);
     expect(decodeJournalRecord(body(5), 'r', 1)).toMatchObject({ delta: { fields: { taskIndex: 0 } } });
+    const changes = (schemaVersion: number) =>
+      body(schemaVersion).replace('{"kind":"whole","snapshot":null}', '{"kind":"changes","restarted":false}');
+    expect(() => decodeJournalRecord(changes(4), 'r', 1)).toThrow(/delta\.fields\.progress\.stateDigest: missing/);
+    expect(decodeJournalRecord(changes(5), 'r', 1)).toMatchObject({
+      delta: { fields: { progress: { kind: 'changes' } } },
+    });
   });
 });

@@ -143,11 +143,12 @@ export const sessionFieldsSchema = z
       z
         .object({
           kind: z.literal('changes'),
-          restarted: z.boolean(),
-          triples: z.record(z.string(), z.number().int().min(0)),
-          distinctObservationsHash: z.string(),
-          failures: z.number().int().min(0),
-          stateDigest: z.string(),
+          // Version 5 leaves out what did not change (restarted: false, no triple, the same hashes and count).
+          restarted: z.boolean().optional(),
+          triples: z.record(z.string(), z.number().int().min(0)).optional(),
+          distinctObservationsHash: z.string().optional(),
+          failures: z.number().int().min(0).optional(),
+          stateDigest: z.string().optional(),
         })
         .strict(),
     ]),
@@ -198,6 +199,7 @@ export const sessionDeltaSchema = z
 
 /** The fields every event of version 4 or before carries (a version 5 event may leave out those unchanged). */
 const allFieldKeys = Object.keys(sessionFieldsSchema.shape);
+const progressChangeKeys = ['restarted', 'triples', 'distinctObservationsHash', 'failures', 'stateDigest'];
 
 const eventSchema = z.looseObject({ type: z.string().min(1), at: z.number() });
 
@@ -235,13 +237,16 @@ export const eventRecordSchema = z
   .strict()
   .superRefine((record, context) => {
     if (record.schemaVersion >= 5) return;
-    for (const key of allFieldKeys)
-      if (!(key in record.delta.fields))
-        context.addIssue({
-          code: 'custom',
-          path: ['delta', 'fields', key],
-          message: `missing (an event of version ${record.schemaVersion} carries every field)`,
-        });
+    const { fields } = record.delta;
+    const missing = allFieldKeys.filter((key) => !(key in fields));
+    if (fields.progress.kind === 'changes')
+      for (const key of progressChangeKeys) if (!(key in fields.progress)) missing.push(`progress.${key}`);
+    for (const key of missing)
+      context.addIssue({
+        code: 'custom',
+        path: ['delta', 'fields', ...key.split('.')],
+        message: `missing (an event of version ${record.schemaVersion} carries every field)`,
+      });
   });
 
 export const modelRecordSchema = z

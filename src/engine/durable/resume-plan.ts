@@ -62,6 +62,8 @@ export const CHUNK_KINDS: readonly string[] = ['trace', 'transcript'];
 export interface ChainedTriples {
   triples: Map<string, number>;
   chain: ProgressChainState;
+  /** The seq of the chain's last whole link. */
+  wholeSeq: number;
 }
 
 /** What a snapshot's chain of transcript chunks holds: the transcript, and (version 5) the tracker's triples. */
@@ -260,7 +262,8 @@ function tripleChain(
     referrer = seq;
     seq = record.previous;
   }
-  const whole = chain.at(-1)!.progress!.triples;
+  const wholeLink = chain.at(-1)!;
+  const whole = wholeLink.progress!.triples;
   const triples = new Map<string, number>();
   for (const key in whole) triples.set(key, whole[key]!);
   let sinceWhole = 0;
@@ -271,7 +274,7 @@ function tripleChain(
       sinceWhole += 1;
     }
   }
-  return { triples, chain: { wholeSize: Object.keys(whole).length, sinceWhole } };
+  return { triples, chain: { wholeSize: Object.keys(whole).length, sinceWhole }, wholeSeq: wholeLink.seq };
 }
 
 /**

@@ -46,7 +46,7 @@ import {
   type SnapshotRecord,
   type ToolResultRecord,
 } from './records.js';
-import type { ResumePlan } from './resume-plan.js';
+import { TRANSCRIPT_WINDOW, type ResumePlan } from './resume-plan.js';
 import {
   applyDelta,
   cursorOf,
@@ -130,6 +130,8 @@ export class RunJournal implements DriverHooks {
     seq: 0,
     mark: { transcript: null, revision: 0, messages: 0 },
   };
+  /** The seq of the last transcript chunk whose tracker triples are whole (see `afterSend`). */
+  private wholeLinkSeq = 0;
   /** Tool calls running now: an outcome is committed at once while another call of its round still runs. */
   private toolsRunning = 0;
   /** The first journal write that failed during the effect in flight, if one did. */
@@ -281,6 +283,7 @@ export class RunJournal implements DriverHooks {
       // The next chunk continues the snapshot's; after an older snapshot (none) it starts a chain, the transcript whole.
       const chunkSeq = plan.snapshot?.session.transcriptChunk;
       if (chunkSeq !== undefined) this.transcriptChunk = { seq: chunkSeq, mark: markOf(session.transcript) };
+      this.wholeLinkSeq = plan.progress?.wholeSeq ?? 0;
       // Cursors of a rebuilt run carry the progress tracker whole in the next record (it was restored, not
       // tracked) unless it is found below to stand where the last event left it.
       this.cursor = cursorOf(session, this.health, false);
@@ -401,6 +404,12 @@ export class RunJournal implements DriverHooks {
     }
     // The transcript since the last chunk, committed (like the trace's) with the events before the snapshot.
     const transcriptChunkSeq = this.takeSeq();
+    // The tracker's triples since the previous chunk (or all of them): the snapshot holds the rest of the tracker.
+    // With the trace off a resume reads the chunks of a window before its snapshot only (a context ceiling bounds
+    // the transcript's chain): the triples' chain is kept within it by a whole link at least every half window.
+    const progress = session.progress.takeChainLink(
+      !traceInChunks && transcriptChunkSeq - this.wholeLinkSeq > TRANSCRIPT_WINDOW / 2,
+    );
     this.queue({
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'transcript',
@@ -409,10 +418,10 @@ export class RunJournal implements DriverHooks {
       snapshotSeq: this.lastEventSeq,
       previous: this.transcriptChunk.seq,
       change: transcriptChange(session.transcript, this.transcriptChunk.mark),
-      // The tracker's triples since the previous chunk (or all of them): the snapshot holds the rest of the tracker.
-      progress: session.progress.takeChainLink(),
+      progress,
     });
     this.transcriptChunk = { seq: transcriptChunkSeq, mark: markOf(session.transcript) };
+    if (progress.whole) this.wholeLinkSeq = transcriptChunkSeq;
     const record: SnapshotRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'snapshot',

@@ -4,7 +4,7 @@
  * changed (appended messages, trace events and warnings; the small fields whole), so a step's record
  * costs the size of the step, not of the run.
  */
-import { ProgressTracker } from '../progress/index.js';
+import { ProgressTracker, type ProgressTrackerScalars } from '../progress/index.js';
 import type { PlanItem } from '../plan/plan-tool.js';
 import { errorFields } from '../redaction/describe-thrown.js';
 import type { PendingCall, RunSession } from '../runtime/run-session.js';
@@ -47,6 +47,7 @@ interface FieldMarks {
   plan: unknown;
   health: number;
   unpricedModels: number;
+  progress: ProgressTrackerScalars;
 }
 
 const marksOf = (session: RunSession, health: ToolHealth | null): FieldMarks => ({
@@ -59,7 +60,24 @@ const marksOf = (session: RunSession, health: ToolHealth | null): FieldMarks => 
   plan: session.plan?.items ?? null,
   health: health?.revision ?? -1,
   unpricedModels: session.unpricedModelIds.length,
+  progress: session.progress.scalars(),
 });
+
+/** The tracker's changes since `marks`, without what did not change (version 5). */
+function progressChanges(session: RunSession, marks: ProgressTrackerScalars): SessionFields['progress'] {
+  const { restarted, triples, distinctObservationsHash, failures, stateDigest } = session.progress.takeChanges();
+  const changes: SessionFields['progress'] = { kind: 'changes' };
+  if (restarted) changes.restarted = true;
+  for (const _key in triples) {
+    changes.triples = triples;
+    break;
+  }
+  if (distinctObservationsHash !== marks.distinctObservationsHash)
+    changes.distinctObservationsHash = distinctObservationsHash;
+  if (failures !== marks.failures) changes.failures = failures;
+  if (stateDigest !== marks.stateDigest) changes.stateDigest = stateDigest;
+  return changes;
+}
 
 /** The tracker whole, and from now on its changes only: the next delta carries just those. */
 function wholeProgress(session: RunSession): SessionFields['progress'] {
@@ -191,7 +209,7 @@ export function sessionDelta(session: RunSession, cursor: SessionCursor, health:
       health,
       cursor.progressTracked ? cursor.fields : null,
       Object.keys(session.taskOutputs).length !== cursor.taskOutputKeys,
-      cursor.progressTracked ? { kind: 'changes', ...session.progress.takeChanges() } : wholeProgress(session),
+      cursor.progressTracked ? progressChanges(session, cursor.fields.progress) : wholeProgress(session),
     ),
   };
 }
@@ -299,7 +317,18 @@ function restoreFields(
     progress,
     unpricedModels: fields.unpricedModels ?? session.unpricedModelIds,
   });
-  if (fields.progress.kind === 'changes') session.progress.applyChanges(fields.progress);
+  if (fields.progress.kind === 'changes') {
+    // What a version 5 record leaves out did not change.
+    const { restarted, triples, distinctObservationsHash, failures, stateDigest } = fields.progress;
+    const before = session.progress.scalars();
+    session.progress.applyChanges({
+      restarted: restarted ?? false,
+      triples: triples ?? {},
+      distinctObservationsHash: distinctObservationsHash ?? before.distinctObservationsHash,
+      failures: failures ?? before.failures,
+      stateDigest: stateDigest ?? before.stateDigest,
+    });
+  }
   if (fields.plan !== undefined && fields.plan !== null) session.plan?.restoreItems(fields.plan as PlanItem[]);
   if (fields.health !== undefined && fields.health !== null) health?.restoreCounters(fields.health);
 }

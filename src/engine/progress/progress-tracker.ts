@@ -269,11 +269,11 @@ export class ProgressTracker {
    * The next link of the chain of triple changes a durable run writes with each snapshot: the triples counted
    * since the previous link, or every triple of the task — at the first link, after the task started over, and
    * once the links since the last whole one carried as many triples as it (so writing the chain costs at most
-   * twice the changes, and folding it back at most twice the triples).
+   * twice the changes, and folding it back at most twice the triples). `whole`: this one whole in any case.
    */
-  takeChainLink(): ProgressTripleChanges {
+  takeChainLink(whole = false): ProgressTripleChanges {
     const chain = this.#chain;
-    if (chain === null || chain.restarted || chain.sinceWhole + chain.changed.size >= chain.wholeSize) {
+    if (whole || chain === null || chain.restarted || chain.sinceWhole + chain.changed.size >= chain.wholeSize) {
       this.#chain = { changed: new Set(), restarted: false, wholeSize: this.#triples.size, sinceWhole: 0 };
       return { whole: true, triples: Object.fromEntries(this.#triples) };
     }
