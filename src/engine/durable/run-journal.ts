@@ -3,13 +3,14 @@
  *
  * Design: the journal holds, under (runId, seq), every event the machine is sent — written before the
  * machine sees it — together with what that step changed in the session outside the machine (a
- * delta: appended messages, trace events and warnings, the small fields whole). Records are committed in
- * groups (see `queue`). Every `snapshotEvery` events the machine's persisted snapshot and the session's
- * small fields are written too, with the in-memory trace since the last snapshot as a trace chunk; the
- * snapshot holds no history, so it stays small however long the run (but it still waits for the journal
- * since the last one to be as large as it, so snapshots never cost more than the journal). With it goes a
- * transcript chunk: the transcript's change since the previous chunk, which it names, so a resume folds
- * that chain (one row per snapshot) instead of reading every event before the snapshot.
+ * delta: appended messages, trace events and warnings, the small fields that changed). Records are
+ * committed in groups (see `queue`). Every `snapshotEvery` events the machine's persisted snapshot and the
+ * session's small fields (all of them) are written too, with the in-memory trace since the last snapshot as a
+ * trace chunk; the snapshot holds no history, so it stays small however long the run (but it still waits for
+ * the journal since the last one to be as large as it, so snapshots never cost more than the journal). With
+ * it goes a transcript chunk: the transcript's change since the previous chunk, which it names, and the
+ * no-progress tracker's triples counted since then (or all of them), so a resume folds that chain (one row
+ * per snapshot) instead of reading every event before the snapshot.
  * Resume restores the latest snapshot and re-applies the events after it (their deltas, then the
  * events themselves to the actor, which reproduces the transitions' trace and warnings): nothing is
  * executed again, and the state comes back exactly as it was, clock readings included, because it is

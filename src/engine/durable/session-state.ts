@@ -1,8 +1,8 @@
 /**
  * The run's state outside the machine (transcript, trace, warnings, pending calls, progress, plan,
  * task outputs, tool health), as journal data: a full copy for snapshots, and per step only what
- * changed (appended messages, trace events and warnings; the small fields whole), so a step's record
- * costs the size of the step, not of the run.
+ * changed (appended messages, trace events and warnings; of the small fields, those that changed, told by
+ * identity, value or revision), so a step's record costs the size of the step, not of the run.
  */
 import { ProgressTracker, type ProgressTrackerScalars } from '../progress/index.js';
 import type { PlanItem } from '../plan/plan-tool.js';
