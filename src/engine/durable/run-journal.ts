@@ -407,9 +407,10 @@ export class RunJournal implements DriverHooks {
     const transcriptChunkSeq = this.takeSeq();
     // The tracker's triples since the previous chunk (or all of them): the snapshot holds the rest of the tracker.
     // With the trace off a resume reads the chunks of a window before its snapshot only (a context ceiling bounds
-    // the transcript's chain): the triples' chain is kept within it by a whole link at least every half window.
+    // the transcript's chain): the triples' chain is kept within it by a whole link once the last one would fall
+    // out of it (checked at every chunk, and this chunk is a seq or two after its snapshot: a margin of 64).
     const progress = session.progress.takeChainLink(
-      !traceInChunks && transcriptChunkSeq - this.wholeLinkSeq > TRANSCRIPT_WINDOW / 2,
+      !traceInChunks && transcriptChunkSeq - this.wholeLinkSeq > TRANSCRIPT_WINDOW - 64,
     );
     this.queue({
       schemaVersion: RECORD_SCHEMA_VERSION,
