@@ -175,7 +175,8 @@ export function checkArgumentsUnchanged(record: RunRecord, plan: ResumePlan, dec
   }
   for (const callId of decisions.keys()) {
     const pending = record.pendingApprovals.find((approval) => approval.callId === callId);
-    const call = stop.delta.fields.pendingCalls.find(({ request }) => request.id === callId);
+    // A version 5 event leaves out pending calls only when there are none.
+    const call = (stop.delta.fields.pendingCalls ?? []).find(({ request }) => request.id === callId);
     if (
       pending === undefined ||
       call === undefined ||

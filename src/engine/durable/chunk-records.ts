@@ -60,6 +60,18 @@ function isTranscriptChange(value: unknown): value is TranscriptChange {
   );
 }
 
+/** What `tripleChangesSchema` accepts, checked by hand: a resume folds every triple of the task. */
+function isTripleChanges(value: unknown): boolean {
+  if (!isObject(value) || Object.keys(value).length !== 2 || typeof value.whole !== 'boolean') return false;
+  const { triples } = value;
+  if (!isObject(triples)) return false;
+  for (const key in triples) {
+    const count = triples[key];
+    if (!Number.isInteger(count) || (count as number) < 0) return false;
+  }
+  return true;
+}
+
 /** The body's JSON, or the refusal a truncated or overwritten row gets. */
 function parsedOrRefused(body: string, refuse: (problem: string) => StoreRecordError): unknown {
   try {
@@ -134,9 +146,11 @@ export function decodeTranscriptChunk(body: string, runId: string, seq: number):
   if (!schemaVersionSchema.safeParse(version).success) throw refuse('not a valid record: no known schemaVersion');
   if (value.runId !== runId || value.seq !== seq)
     throw refuse(`it names ${String(value.runId)} seq ${String(value.seq)}, not where it is stored`);
-  const { snapshotSeq, previous, change } = value;
+  const { snapshotSeq, previous, change, progress } = value;
+  if (progress !== undefined && !isTripleChanges(progress))
+    throw refuse("not a valid record: progress is not the tracker's triples ({ whole, triples: counts by key })");
   if (
-    Object.keys(value).length !== 7 ||
+    Object.keys(value).length !== (progress === undefined ? 7 : 8) ||
     !Number.isInteger(snapshotSeq) ||
     (snapshotSeq as number) < 0 ||
     !Number.isInteger(previous) ||

@@ -24,6 +24,12 @@
  * `transcriptChunk`) is still rebuilt from the events before it.
  * Also (version unchanged, the fields optional): the run record's `pendingReview` and `decidedReviews`, and an
  * event record's `review` (a run stopped for a person's review of an output); older records have none.
+ * 5: a snapshot no longer holds the no-progress tracker's triples (they grew with the task, and the snapshot with
+ * them): its `fields.progress` is `chained` (the tracker but its triples), and the transcript chunk written with
+ * it carries the triples (`progress`): every triple of the task, or those counted since the previous chunk; a
+ * resume folds the chain back to the last whole one. A version 4 chunk has none (its snapshot holds them whole).
+ * Also an event's `delta.fields` holds only the fields that changed since the previous event (absent: unchanged,
+ * `null`: set to null; `progress` always); the snapshot holds them all. A version 4 event holds them all.
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
@@ -35,12 +41,13 @@ import { StoreRecordError } from './durable-errors.js';
 import { idRecordSchema } from './id-record.js';
 import { recordedLimitsSchema } from './recorded-limits.js';
 
-export const RECORD_SCHEMA_VERSION = 4 as const;
+export const RECORD_SCHEMA_VERSION = 5 as const;
 /** The versions this loopstate reads: the shapes of older ones are a subset of this one's. */
 export const schemaVersionSchema = z.union([
   z.literal(1),
   z.literal(2),
   z.literal(3),
+  z.literal(4),
   z.literal(RECORD_SCHEMA_VERSION),
 ]);
 
@@ -95,6 +102,18 @@ const countersSchema = z
   })
   .strict();
 
+const wholeProgressSchema = z.object({ kind: z.literal('whole'), snapshot: z.unknown() }).strict();
+/** Version 5, in a snapshot: the tracker but its triples, which are in the chain of the snapshot's transcript chunk. */
+const chainedProgressSchema = z
+  .object({
+    kind: z.literal('chained'),
+    schemaVersion: z.union([z.literal(2), z.literal(3)]),
+    distinctObservationsHash: z.string(),
+    failures: z.number().int().min(0),
+    stateDigest: z.string(),
+  })
+  .strict();
+
 /** The session fields that are small and replaced whole on every step. */
 export const sessionFieldsSchema = z
   .object({
@@ -120,15 +139,16 @@ export const sessionFieldsSchema = z
     taskOutputs: idRecordSchema(z.unknown(), 'an object keyed by task id').nullable(),
     /** The tracker whole (a snapshot, or a run's first record), or what changed in it. */
     progress: z.union([
-      z.object({ kind: z.literal('whole'), snapshot: z.unknown() }).strict(),
+      wholeProgressSchema,
       z
         .object({
           kind: z.literal('changes'),
-          restarted: z.boolean(),
-          triples: z.record(z.string(), z.number().int().min(0)),
-          distinctObservationsHash: z.string(),
-          failures: z.number().int().min(0),
-          stateDigest: z.string(),
+          // Version 5 leaves out what did not change (restarted: false, no triple, the same hashes and count).
+          restarted: z.boolean().optional(),
+          triples: z.record(z.string(), z.number().int().min(0)).optional(),
+          distinctObservationsHash: z.string().optional(),
+          failures: z.number().int().min(0).optional(),
+          stateDigest: z.string().optional(),
         })
         .strict(),
     ]),
@@ -137,6 +157,16 @@ export const sessionFieldsSchema = z
     health: idRecordSchema(countersSchema, 'an object keyed by tool name').nullable(),
     unpricedModels: z.array(z.string()),
   })
+  .strict();
+
+/** A snapshot's fields: the tracker whole (up to version 4) or chained (version 5). */
+const snapshotFieldsSchema = sessionFieldsSchema.extend({
+  progress: z.union([wholeProgressSchema, chainedProgressSchema]),
+});
+
+/** Version 5: the tracker's (call, result) triples in a transcript chunk: all of the task's, or those counted since the previous chunk. */
+export const tripleChangesSchema = z
+  .object({ whole: z.boolean(), triples: z.record(z.string(), z.number().int().min(0)) })
   .strict();
 
 const transcriptChangeSchema = z
@@ -149,6 +179,12 @@ const transcriptChangeSchema = z
   })
   .strict();
 
+/**
+ * An event's fields: up to version 4 all of them; version 5 only those that changed since the previous event
+ * (absent: unchanged; `null`: set to null), the tracker's part always.
+ */
+const deltaFieldsSchema = sessionFieldsSchema.partial().required({ progress: true });
+
 /** What one step changed in the session outside the machine, against the state after the previous event. */
 export const sessionDeltaSchema = z
   .object({
@@ -157,9 +193,13 @@ export const sessionDeltaSchema = z
     trace: traceSchema,
     warningsFrom: z.number().int().min(0),
     warnings: z.array(z.string()),
-    fields: sessionFieldsSchema,
+    fields: deltaFieldsSchema,
   })
   .strict();
+
+/** The fields every event of version 4 or before carries (a version 5 event may leave out those unchanged). */
+const allFieldKeys = Object.keys(sessionFieldsSchema.shape);
+const progressChangeKeys = ['restarted', 'triples', 'distinctObservationsHash', 'failures', 'stateDigest'];
 
 const eventSchema = z.looseObject({ type: z.string().min(1), at: z.number() });
 
@@ -194,7 +234,20 @@ export const eventRecordSchema = z
     /** The person's decision on the output the run stopped at for review. */
     review: reviewDecisionSchema.optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((record, context) => {
+    if (record.schemaVersion >= 5) return;
+    const { fields } = record.delta;
+    const missing = allFieldKeys.filter((key) => !(key in fields));
+    if (fields.progress.kind === 'changes')
+      for (const key of progressChangeKeys) if (!(key in fields.progress)) missing.push(`progress.${key}`);
+    for (const key of missing)
+      context.addIssue({
+        code: 'custom',
+        path: ['delta', 'fields', ...key.split('.')],
+        message: `missing (an event of version ${record.schemaVersion} carries every field)`,
+      });
+  });
 
 export const modelRecordSchema = z
   .object({
@@ -254,6 +307,8 @@ export const transcriptRecordSchema = z
     snapshotSeq: z.number().int().min(0),
     previous: z.number().int().min(0),
     change: transcriptChangeSchema,
+    /** Version 5: the tracker's triples (the snapshot that names this chunk holds the rest of the tracker). */
+    progress: tripleChangesSchema.optional(),
   })
   .strict();
 
@@ -289,7 +344,7 @@ export const snapshotRecordSchema = z
         trace: traceSchema,
         traceLength: z.number().int().min(0).optional(),
         warnings: z.array(z.string()),
-        fields: sessionFieldsSchema,
+        fields: snapshotFieldsSchema,
       })
       .strict(),
   })
@@ -401,7 +456,9 @@ export type JournalRecord = z.output<typeof journalRecordSchema>;
 export type SnapshotRecord = z.output<typeof snapshotRecordSchema>;
 export type RunRecord = z.output<typeof runRecordSchema>;
 export type SessionDelta = z.output<typeof sessionDeltaSchema>;
-export type SessionFields = z.output<typeof sessionFieldsSchema>;
+export type SessionFields = z.output<typeof deltaFieldsSchema>;
+export type SnapshotFields = z.output<typeof snapshotFieldsSchema>;
+export type TripleChanges = z.output<typeof tripleChangesSchema>;
 export type PendingApprovalRecord = z.output<typeof pendingApprovalRecordSchema>;
 export type ApprovalDecision = z.output<typeof approvalDecisionSchema>;
 export type ReviewDecision = z.output<typeof reviewDecisionSchema>;

@@ -7,6 +7,7 @@
  * rebuilt from every event before it.
  */
 import type { Store } from '../../contracts/store.js';
+import type { ProgressChainState } from '../progress/index.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import type { EarlierTrace } from '../trace/run-trace.js';
 import { StoreRecordError } from './durable-errors.js';
@@ -43,6 +44,8 @@ export interface ResumePlan {
    * none). From a version 4 snapshot's chunks it is read when first wanted (`result.trace`), not to rebuild the run.
    */
   trace: TraceEvent[] | EarlierTrace | null;
+  /** Version 5: the tracker's triples at the snapshot, folded from its transcript chunk's chain; null before. */
+  progress: ChainedTriples | null;
   events: EventRecord[];
   tail: { models: ModelRecord[]; intents: Map<string, IntentRecord>; results: Map<string, ToolResultRecord> };
   nextSeq: number;
@@ -54,6 +57,20 @@ export interface ResumePlan {
 
 /** The kinds of the rows written with snapshots: what a resume reads of the history before the latest one. */
 export const CHUNK_KINDS: readonly string[] = ['trace', 'transcript'];
+
+/** The tracker's triples folded from a chain of transcript chunks, and where the chain stands (the next link continues it). */
+export interface ChainedTriples {
+  triples: Map<string, number>;
+  chain: ProgressChainState;
+  /** The seq of the chain's last whole link. */
+  wholeSeq: number;
+}
+
+/** What a snapshot's chain of transcript chunks holds: the transcript, and (version 5) the tracker's triples. */
+interface History {
+  messages: Message[];
+  progress: ChainedTriples | null;
+}
 
 export async function readResumePlan(store: Store, runId: string): Promise<ResumePlan> {
   const snapshotRow = await store.latestSnapshot(runId);
@@ -78,14 +95,21 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
       : rebuild
         ? traceBefore(rows, after, traceLength, runId)
         : earlierTrace(chunkRows, after, traceLength, runId);
-  const transcript =
-    chunk !== undefined
-      ? traceFromChunks
-        ? transcriptChain(chunkRows, chunk, after, runId, 0, new Map())!
-        : await transcriptAt(store, runId, chunk, after)
-      : rebuild
-        ? transcriptBefore(before, runId)
-        : null;
+  const chained = snapshot?.session.fields.progress.kind === 'chained';
+  if (chained && chunk === undefined)
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId,
+      seq: after,
+      problem: 'its fields.progress is chained but it names no transcriptChunk holding the triples',
+    });
+  const history =
+    chunk === undefined
+      ? null
+      : traceFromChunks
+        ? historyChain(chunkRows, chunk, after, runId, 0, new Map(), chained)!
+        : await historyAt(store, runId, chunk, after, chained);
+  const transcript = history?.messages ?? (rebuild ? transcriptBefore(before, runId) : null);
   const records = (rebuild ? rows.filter((row) => row.seq > after) : rows)
     .filter((row) => row.kind !== 'trace' && row.kind !== 'transcript')
     .map((row) => decodeJournalRecord(row.body, runId, row.seq));
@@ -109,6 +133,7 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
     snapshot,
     transcript,
     trace,
+    progress: history?.progress ?? null,
     events,
     tail,
     // Every row counts, trace chunks included: the next record must not take a seq one of them holds.
@@ -144,42 +169,43 @@ function transcriptBefore(rows: readonly { seq: number; kind: string; body: stri
 export const TRANSCRIPT_WINDOW = 1_024;
 
 /**
- * The transcript at a version 4 snapshot, reading only the chunks of the window before it when the chain
- * ends there (its last replacement is in it: a trimmed context, a new task); else every chunk. Each chunk is
- * decoded once either way.
+ * The history at a version 4 or 5 snapshot, reading only the chunks of the window before it when its chains end
+ * there (the transcript's last replacement and the triples' last whole link are in it); else every chunk. Each
+ * chunk is decoded once either way.
  */
-async function transcriptAt(store: Store, runId: string, head: number, snapshotSeq: number): Promise<Message[]> {
+async function historyAt(
+  store: Store,
+  runId: string,
+  head: number,
+  snapshotSeq: number,
+  chained: boolean,
+): Promise<History> {
   const decoded = new Map<number, TranscriptRecord>();
   const from = Math.max(0, snapshotSeq - TRANSCRIPT_WINDOW);
   // Both chunk kinds, as their index has them (trace chunks, if any, are passed over): a query for
   // `transcript` alone would not use the partial index and would scan every row of the run.
   if (from > 0) {
     const rows = await store.readJournal(runId, from, CHUNK_KINDS);
-    const folded = transcriptChain(rows, head, snapshotSeq, runId, from, decoded);
+    const folded = historyChain(rows, head, snapshotSeq, runId, from, decoded, chained);
     if (folded !== null) return folded;
   }
-  return transcriptChain(await store.readJournal(runId, 0, CHUNK_KINDS), head, snapshotSeq, runId, 0, decoded)!;
+  const rows = await store.readJournal(runId, 0, CHUNK_KINDS);
+  return historyChain(rows, head, snapshotSeq, runId, 0, decoded, chained)!;
 }
 
-/**
- * The transcript at a version 4 snapshot: its chunk and the chain before it (through `previous`) back to
- * the last chunk that replaced the transcript, folded from there. Chunks on no chain (their snapshot never
- * written), and those before that replacement, are not even parsed: with a context ceiling that trims the
- * conversation, a resume reads only what the next request can hold.
- */
-function transcriptChain(
+/** Both chains from the snapshot's chunk; null when either reaches before the rows read (after `readAfter`). */
+function historyChain(
   rows: readonly { seq: number; kind: string; body: string }[],
   head: number,
   snapshotSeq: number,
   runId: string,
   readAfter: number,
   decoded: Map<number, TranscriptRecord>,
-): Message[] | null {
+  chained: boolean,
+): History | null {
   const bySeq = new Map<number, { seq: number; kind: string; body: string }>();
   for (const row of rows) if (row.kind === 'transcript' && row.seq > readAfter) bySeq.set(row.seq, row);
-  const chain: TranscriptRecord[] = [];
-  // Each chunk's `previous` is below its own seq (checked when decoded): the walk ends.
-  for (let seq = head, referrer = snapshotSeq; seq !== 0;) {
+  const link = (seq: number, referrer: number): TranscriptRecord | null => {
     const row = bySeq.get(seq);
     // Before the rows read: the caller reads further back.
     if (row === undefined && seq <= readAfter) return null;
@@ -192,6 +218,82 @@ function transcriptChain(
       });
     let record = decoded.get(seq);
     if (record === undefined) decoded.set(seq, (record = decodeTranscriptChunk(row.body, runId, seq)));
+    return record;
+  };
+  const messages = transcriptChain(link, head, snapshotSeq, runId);
+  if (messages === null) return null;
+  if (!chained) return { messages, progress: null };
+  const progress = tripleChain(link, head, snapshotSeq, runId);
+  return progress === null ? null : { messages, progress };
+}
+
+/**
+ * The tracker's triples at a version 5 snapshot: its chunk's and the chain's before it back to the last whole
+ * link, folded from there (a chunk of the chain without triples — version 4 — is refused: the first version 5
+ * chunk after one is whole).
+ */
+function tripleChain(
+  link: (seq: number, referrer: number) => TranscriptRecord | null,
+  head: number,
+  snapshotSeq: number,
+  runId: string,
+): ChainedTriples | null {
+  const chain: TranscriptRecord[] = [];
+  for (let seq = head, referrer = snapshotSeq; ;) {
+    if (seq === 0)
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId,
+        seq: referrer,
+        problem: "the chain of the tracker's triples has no whole link (progress.whole) before it",
+      });
+    const record = link(seq, referrer);
+    if (record === null) return null;
+    if (record.progress === undefined)
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId,
+        seq,
+        problem:
+          "the transcript chunk carries no tracker triples (progress), yet a version 5 snapshot's chain reaches it",
+      });
+    chain.push(record);
+    if (record.progress.whole) break;
+    referrer = seq;
+    seq = record.previous;
+  }
+  const wholeLink = chain.at(-1)!;
+  const whole = wholeLink.progress!.triples;
+  const triples = new Map<string, number>();
+  for (const key in whole) triples.set(key, whole[key]!);
+  let sinceWhole = 0;
+  for (let index = chain.length - 2; index >= 0; index--) {
+    const changed = chain[index]!.progress!.triples;
+    for (const key in changed) {
+      triples.set(key, changed[key]!);
+      sinceWhole += 1;
+    }
+  }
+  return { triples, chain: { wholeSize: Object.keys(whole).length, sinceWhole }, wholeSeq: wholeLink.seq };
+}
+
+/**
+ * The transcript at a version 4 snapshot: its chunk and the chain before it (through `previous`) back to
+ * the last chunk that replaced the transcript, folded from there. Chunks on no chain (their snapshot never
+ * written), and those before that replacement, are not even parsed: with a context ceiling that trims the
+ * conversation, a resume reads only what the next request can hold. Null when the chain reaches before the rows read.
+ */
+function transcriptChain(
+  link: (seq: number, referrer: number) => TranscriptRecord | null,
+  head: number,
+  snapshotSeq: number,
+  runId: string,
+): Message[] | null {
+  const chain: TranscriptRecord[] = [];
+  // Each chunk's `previous` is below its own seq (checked when decoded): the walk ends.
+  for (let seq = head, referrer = snapshotSeq; seq !== 0;) {
+    const record = link(seq, referrer);
+    if (record === null) return null;
     chain.push(record);
     // A chunk that replaced the transcript (a new task, a trimmed context) holds all of it: the chunks before are not read.
     if (record.change.replace) break;

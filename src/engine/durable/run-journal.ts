@@ -3,13 +3,14 @@
  *
  * Design: the journal holds, under (runId, seq), every event the machine is sent — written before the
  * machine sees it — together with what that step changed in the session outside the machine (a
- * delta: appended messages, trace events and warnings, the small fields whole). Records are committed in
- * groups (see `queue`). Every `snapshotEvery` events the machine's persisted snapshot and the session's
- * small fields are written too, with the in-memory trace since the last snapshot as a trace chunk; the
- * snapshot holds no history, so it stays small however long the run (but it still waits for the journal
- * since the last one to be as large as it, so snapshots never cost more than the journal). With it goes a
- * transcript chunk: the transcript's change since the previous chunk, which it names, so a resume folds
- * that chain (one row per snapshot) instead of reading every event before the snapshot.
+ * delta: appended messages, trace events and warnings, the small fields that changed). Records are
+ * committed in groups (see `queue`). Every `snapshotEvery` events the machine's persisted snapshot and the
+ * session's small fields (all of them) are written too, with the in-memory trace since the last snapshot as a
+ * trace chunk; the snapshot holds no history, so it stays small however long the run (but it still waits for
+ * the journal since the last one to be as large as it, so snapshots never cost more than the journal). With
+ * it goes a transcript chunk: the transcript's change since the previous chunk, which it names, and the
+ * no-progress tracker's triples counted since then (or all of them), so a resume folds that chain (one row
+ * per snapshot) instead of reading every event before the snapshot.
  * Resume restores the latest snapshot and re-applies the events after it (their deltas, then the
  * events themselves to the actor, which reproduces the transitions' trace and warnings): nothing is
  * executed again, and the state comes back exactly as it was, clock readings included, because it is
@@ -46,7 +47,7 @@ import {
   type SnapshotRecord,
   type ToolResultRecord,
 } from './records.js';
-import type { ResumePlan } from './resume-plan.js';
+import { TRANSCRIPT_WINDOW, type ResumePlan } from './resume-plan.js';
 import {
   applyDelta,
   cursorOf,
@@ -130,6 +131,8 @@ export class RunJournal implements DriverHooks {
     seq: 0,
     mark: { transcript: null, revision: 0, messages: 0 },
   };
+  /** The seq of the last transcript chunk whose tracker triples are whole (see `afterSend`). */
+  private wholeLinkSeq = 0;
   /** Tool calls running now: an outcome is committed at once while another call of its round still runs. */
   private toolsRunning = 0;
   /** The first journal write that failed during the effect in flight, if one did. */
@@ -269,7 +272,7 @@ export class RunJournal implements DriverHooks {
     const plan = this.options.plan;
     // A run interrupted before its first event has nothing to rebuild: it starts afresh.
     if (plan === null || (plan.snapshot === null && plan.events.length === 0)) {
-      this.cursor = cursorOf(session, false);
+      this.cursor = cursorOf(session, this.health, false);
       return false;
     }
     session.whileReplaying(() => {
@@ -281,16 +284,17 @@ export class RunJournal implements DriverHooks {
       // The next chunk continues the snapshot's; after an older snapshot (none) it starts a chain, the transcript whole.
       const chunkSeq = plan.snapshot?.session.transcriptChunk;
       if (chunkSeq !== undefined) this.transcriptChunk = { seq: chunkSeq, mark: markOf(session.transcript) };
+      this.wholeLinkSeq = plan.progress?.wholeSeq ?? 0;
       // Cursors of a rebuilt run carry the progress tracker whole in the next record (it was restored, not
       // tracked) unless it is found below to stand where the last event left it.
-      this.cursor = cursorOf(session, false);
+      this.cursor = cursorOf(session, this.health, false);
       const stoppedAt = plan.continueWith?.waitingSeq ?? null;
       for (const record of plan.events) {
         applyDelta(session, this.health, record.delta, { runId: this.runId, seq: record.seq });
         // The event the run stopped at is replaced, not replayed: the rebuilt run stands just before it.
         if (record.seq === stoppedAt) break;
         send(record.event as LoopEvent);
-        this.cursor = cursorOf(session, false);
+        this.cursor = cursorOf(session, this.health, false);
       }
       // The stop's last batch was written after the event it stopped on: its trace keeps it (sinks had it then).
       if (plan.continueWith !== null)
@@ -303,7 +307,7 @@ export class RunJournal implements DriverHooks {
     if (plan.continueWith === null) {
       session.progress.trackChanges();
       session.progress.takeChanges();
-      this.cursor = cursorOf(session, true);
+      this.cursor = cursorOf(session, this.health, true);
     }
     session.record({
       type: 'run-resume',
@@ -342,7 +346,7 @@ export class RunJournal implements DriverHooks {
     if (this.writeFailure !== null) throw this.writeFailure;
     // A run started afresh on resume (interrupted before its first event): after its run-start.
     this.warnOfLimits(session, event.at);
-    const cursor = this.cursor ?? cursorOf(session);
+    const cursor = this.cursor ?? cursorOf(session, this.health);
     const record: EventRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'event',
@@ -374,7 +378,7 @@ export class RunJournal implements DriverHooks {
   }
 
   async afterSend(actor: Actor<LoopMachine>, session: RunSession): Promise<void> {
-    this.cursor = cursorOf(session);
+    this.cursor = cursorOf(session, this.health);
     this.eventsSinceSnapshot += 1;
     const snapshot = actor.getSnapshot();
     if (
@@ -401,6 +405,13 @@ export class RunJournal implements DriverHooks {
     }
     // The transcript since the last chunk, committed (like the trace's) with the events before the snapshot.
     const transcriptChunkSeq = this.takeSeq();
+    // The tracker's triples since the previous chunk (or all of them): the snapshot holds the rest of the tracker.
+    // With the trace off a resume reads the chunks of a window before its snapshot only (a context ceiling bounds
+    // the transcript's chain): the triples' chain is kept within it by a whole link once the last one would fall
+    // out of it (checked at every chunk, and this chunk is a seq or two after its snapshot: a margin of 64).
+    const progress = session.progress.takeChainLink(
+      !traceInChunks && transcriptChunkSeq - this.wholeLinkSeq > TRANSCRIPT_WINDOW - 64,
+    );
     this.queue({
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'transcript',
@@ -409,8 +420,10 @@ export class RunJournal implements DriverHooks {
       snapshotSeq: this.lastEventSeq,
       previous: this.transcriptChunk.seq,
       change: transcriptChange(session.transcript, this.transcriptChunk.mark),
+      progress,
     });
     this.transcriptChunk = { seq: transcriptChunkSeq, mark: markOf(session.transcript) };
+    if (progress.whole) this.wholeLinkSeq = transcriptChunkSeq;
     const record: SnapshotRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'snapshot',

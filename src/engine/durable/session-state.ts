@@ -1,10 +1,10 @@
 /**
  * The run's state outside the machine (transcript, trace, warnings, pending calls, progress, plan,
  * task outputs, tool health), as journal data: a full copy for snapshots, and per step only what
- * changed (appended messages, trace events and warnings; the small fields whole), so a step's record
- * costs the size of the step, not of the run.
+ * changed (appended messages, trace events and warnings; of the small fields, those that changed, told by
+ * identity, value or revision), so a step's record costs the size of the step, not of the run.
  */
-import { ProgressTracker } from '../progress/index.js';
+import { ProgressTracker, type ProgressTrackerScalars } from '../progress/index.js';
 import type { PlanItem } from '../plan/plan-tool.js';
 import { errorFields } from '../redaction/describe-thrown.js';
 import type { PendingCall, RunSession } from '../runtime/run-session.js';
@@ -14,7 +14,8 @@ import { StoreRecordError } from './durable-errors.js';
 import type { Message } from '../../contracts/model.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import type { EarlierTrace } from '../trace/run-trace.js';
-import type { SessionDelta, SessionFields, SnapshotRecord } from './records.js';
+import type { SessionDelta, SessionFields, SnapshotFields, SnapshotRecord } from './records.js';
+import type { ChainedTriples } from './resume-plan.js';
 
 /** Where the session stood after the last journalled event: the delta of the next one starts there. */
 export interface SessionCursor {
@@ -24,8 +25,58 @@ export interface SessionCursor {
   trace: number;
   warnings: number;
   taskOutputKeys: number;
-  /** The progress tracker records its changes since the state at this cursor (else the next delta carries it whole). */
+  /**
+   * The progress tracker records its changes since the state at this cursor, and `fields` says where the other
+   * fields stood (else the next delta carries the tracker and every field whole).
+   */
   progressTracked: boolean;
+  fields: FieldMarks;
+}
+
+/**
+ * Where the small fields stood, to tell which changed by identity, value or revision (never by a deep compare):
+ * the session replaces what it changes (pending calls, evaluation, error, plan items), tool health counts revisions.
+ */
+interface FieldMarks {
+  taskIndex: number;
+  pendingCalls: unknown;
+  lastReply: string | null;
+  lastEvaluation: unknown;
+  fatalError: unknown;
+  restingState: string | null;
+  plan: unknown;
+  health: number;
+  unpricedModels: number;
+  progress: ProgressTrackerScalars;
+}
+
+const marksOf = (session: RunSession, health: ToolHealth | null): FieldMarks => ({
+  taskIndex: session.taskIndex,
+  pendingCalls: session.pendingCalls,
+  lastReply: session.lastReply,
+  lastEvaluation: session.lastEvaluation,
+  fatalError: session.fatalError,
+  restingState: session.restingState,
+  plan: session.plan?.items ?? null,
+  health: health?.revision ?? -1,
+  unpricedModels: session.unpricedModelIds.length,
+  progress: session.progress.scalars(),
+});
+
+/** The tracker's changes since `marks`, without what did not change (version 5). */
+function progressChanges(session: RunSession, marks: ProgressTrackerScalars): SessionFields['progress'] {
+  const { restarted, triples, distinctObservationsHash, failures, stateDigest } = session.progress.takeChanges();
+  const changes: SessionFields['progress'] = { kind: 'changes' };
+  if (restarted) changes.restarted = true;
+  for (const _key in triples) {
+    changes.triples = triples;
+    break;
+  }
+  if (distinctObservationsHash !== marks.distinctObservationsHash)
+    changes.distinctObservationsHash = distinctObservationsHash;
+  if (failures !== marks.failures) changes.failures = failures;
+  if (stateDigest !== marks.stateDigest) changes.stateDigest = stateDigest;
+  return changes;
 }
 
 /** The tracker whole, and from now on its changes only: the next delta carries just those. */
@@ -35,9 +86,10 @@ function wholeProgress(session: RunSession): SessionFields['progress'] {
   return { kind: 'whole', snapshot: session.progress.snapshot() };
 }
 
-export function cursorOf(session: RunSession, progressTracked = true): SessionCursor {
+export function cursorOf(session: RunSession, health: ToolHealth | null, progressTracked = true): SessionCursor {
   return {
     progressTracked,
+    fields: marksOf(session, health),
     transcript: session.transcript,
     revision: session.transcript.revision,
     messages: session.transcript.messages.length,
@@ -47,23 +99,26 @@ export function cursorOf(session: RunSession, progressTracked = true): SessionCu
   };
 }
 
-function fieldsOf(
+// The error's `detail` is left out: only the trace event recorded with the decision reads it, and the record schema is strict.
+const pendingCallsOf = (session: RunSession) =>
+  session.pendingCalls.map(({ call, fingerprint, refusal }) => ({
+    request: call.request,
+    status: call.status,
+    args: call.args,
+    error: call.error && { key: call.error.key, message: call.error.message },
+    fingerprint,
+    refusal,
+  }));
+
+function fieldsOf<Progress>(
   session: RunSession,
   health: ToolHealth | null,
   withTaskOutputs: boolean,
-  progress: SessionFields['progress'],
-): SessionFields {
+  progress: Progress,
+) {
   return {
     taskIndex: session.taskIndex,
-    // The error's `detail` is left out: only the trace event recorded with the decision reads it, and the record schema is strict.
-    pendingCalls: session.pendingCalls.map(({ call, fingerprint, refusal }) => ({
-      request: call.request,
-      status: call.status,
-      args: call.args,
-      error: call.error && { key: call.error.key, message: call.error.message },
-      fingerprint,
-      refusal,
-    })),
+    pendingCalls: pendingCallsOf(session),
     lastReply: session.lastReply,
     lastEvaluation: session.lastEvaluation,
     fatalError: session.fatalError === null ? null : errorFields(session.fatalError),
@@ -109,6 +164,38 @@ export function transcriptChange(transcript: Transcript, mark: TranscriptMark): 
   };
 }
 
+/**
+ * Version 5: the fields that changed since `marks` (all of them without marks); the tracker's part always (its
+ * digests move every step). Absent: unchanged; `null`: set to null. Costs a comparison a field.
+ */
+function changedFieldsOf(
+  session: RunSession,
+  health: ToolHealth | null,
+  marks: FieldMarks | null,
+  withTaskOutputs: boolean,
+  progress: SessionFields['progress'],
+): SessionFields {
+  if (marks === null) return fieldsOf(session, health, withTaskOutputs, progress);
+  const fields: SessionFields = { progress };
+  if (session.taskIndex !== marks.taskIndex) fields.taskIndex = session.taskIndex;
+  // Pending calls and an evaluation under review are written while they stand, changed or not: the checks of a
+  // person's decision read them from the event the run stopped at alone (approval-checks, review-checks).
+  if (session.pendingCalls !== marks.pendingCalls || session.pendingCalls.length > 0)
+    fields.pendingCalls = pendingCallsOf(session);
+  if (session.lastReply !== marks.lastReply) fields.lastReply = session.lastReply;
+  if (session.lastEvaluation !== marks.lastEvaluation || session.lastEvaluation?.review !== undefined)
+    fields.lastEvaluation = session.lastEvaluation;
+  if (session.fatalError !== marks.fatalError)
+    fields.fatalError = session.fatalError === null ? null : errorFields(session.fatalError);
+  if (session.restingState !== marks.restingState) fields.restingState = session.restingState;
+  if (withTaskOutputs) fields.taskOutputs = { ...session.taskOutputs };
+  if (session.plan !== null && session.plan.items !== marks.plan) fields.plan = session.plan.persistedItems();
+  if (health !== null && health.revision !== marks.health) fields.health = health.persistedCounters();
+  const unpriced = session.unpricedModelIds;
+  if (unpriced.length !== marks.unpricedModels) fields.unpricedModels = unpriced;
+  return fields;
+}
+
 /** What changed since `cursor`. `health` is null when the run's health is shared (the caller's, not the run's). */
 export function sessionDelta(session: RunSession, cursor: SessionCursor, health: ToolHealth | null): SessionDelta {
   return {
@@ -117,11 +204,12 @@ export function sessionDelta(session: RunSession, cursor: SessionCursor, health:
     trace: session.traceSince(cursor.trace),
     warningsFrom: cursor.warnings,
     warnings: session.warnings.slice(cursor.warnings),
-    fields: fieldsOf(
+    fields: changedFieldsOf(
       session,
       health,
+      cursor.progressTracked ? cursor.fields : null,
       Object.keys(session.taskOutputs).length !== cursor.taskOutputKeys,
-      cursor.progressTracked ? { kind: 'changes', ...session.progress.takeChanges() } : wholeProgress(session),
+      cursor.progressTracked ? progressChanges(session, cursor.fields.progress) : wholeProgress(session),
     ),
   };
 }
@@ -144,7 +232,8 @@ export function sessionState(
     // The in-memory trace is in the journal's trace chunks, written with the snapshot.
     ...(traceInChunks ? { trace: [], traceLength: session.traceLength } : { trace: [...session.trace] }),
     warnings: [...session.warnings],
-    fields: fieldsOf(session, health, true, { kind: 'whole', snapshot: session.progress.snapshot() }),
+    // The tracker's triples are in the transcript chunk's chain (`takeChainLink`): the snapshot stays as small at step 10,000 as at 100.
+    fields: fieldsOf(session, health, true, { kind: 'chained' as const, ...session.progress.scalars() }),
   };
 }
 
@@ -162,11 +251,30 @@ function mismatch(where: Where, what: string): StoreRecordError {
   });
 }
 
-/** The tracker a record carries whole, or null when it carries changes to the one the session has. */
-function restoredProgress(fields: SessionFields, where: Where): ProgressTracker | null {
-  if (fields.progress.kind === 'changes') return null;
+/**
+ * The tracker a record carries whole (or a version 5 snapshot with the triples of its chain), or null when it
+ * carries changes to the one the session has.
+ */
+function restoredProgress(
+  fields: SessionFields | SnapshotFields,
+  where: Where,
+  chained: ChainedTriples | null = null,
+): ProgressTracker | null {
+  const { progress } = fields;
+  if (progress.kind === 'changes') return null;
+  if (progress.kind === 'chained') {
+    if (chained === null)
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId: where.runId,
+        seq: where.seq,
+        problem: 'fields.progress is chained, but no chain of triples was read for it',
+      });
+    const { kind: _kind, ...scalars } = progress;
+    return ProgressTracker.fromChain(scalars, chained.triples, chained.chain);
+  }
   try {
-    return ProgressTracker.restore(fields.progress.snapshot);
+    return ProgressTracker.restore(progress.snapshot);
   } catch (error) {
     throw new StoreRecordError({
       code: 'corrupt_record',
@@ -177,27 +285,52 @@ function restoredProgress(fields: SessionFields, where: Where): ProgressTracker 
   }
 }
 
-function restoreFields(session: RunSession, health: ToolHealth | null, fields: SessionFields, where: Where): void {
-  const progress = restoredProgress(fields, where);
+function restoreFields(
+  session: RunSession,
+  health: ToolHealth | null,
+  fields: SessionFields | SnapshotFields,
+  where: Where,
+  chained: ChainedTriples | null = null,
+): void {
+  const progress = restoredProgress(fields, where, chained);
+  // Version 5 deltas carry only the fields that changed: an absent one keeps the value the session has.
   session.restoreFields({
-    taskIndex: fields.taskIndex,
-    pendingCalls: fields.pendingCalls.map(({ request, status, args, error, fingerprint, refusal }): PendingCall => ({
-      call: { request, tool: session.tools.get(request.name), status, args, error },
-      fingerprint,
-      refusal,
-    })),
-    lastReply: fields.lastReply,
-    lastEvaluation: fields.lastEvaluation,
+    taskIndex: fields.taskIndex ?? session.taskIndex,
+    pendingCalls:
+      fields.pendingCalls === undefined
+        ? [...session.pendingCalls]
+        : fields.pendingCalls.map(({ request, status, args, error, fingerprint, refusal }): PendingCall => ({
+            call: { request, tool: session.tools.get(request.name), status, args, error },
+            fingerprint,
+            refusal,
+          })),
+    lastReply: fields.lastReply === undefined ? session.lastReply : fields.lastReply,
+    lastEvaluation: fields.lastEvaluation === undefined ? session.lastEvaluation : fields.lastEvaluation,
     fatalError:
-      fields.fatalError === null ? null : Object.assign(new Error(fields.fatalError.message), fields.fatalError),
-    restingState: fields.restingState,
-    taskOutputs: fields.taskOutputs,
+      fields.fatalError === undefined
+        ? session.fatalError
+        : fields.fatalError === null
+          ? null
+          : Object.assign(new Error(fields.fatalError.message), fields.fatalError),
+    restingState: fields.restingState === undefined ? session.restingState : fields.restingState,
+    taskOutputs: fields.taskOutputs ?? null,
     progress,
-    unpricedModels: fields.unpricedModels,
+    unpricedModels: fields.unpricedModels ?? session.unpricedModelIds,
   });
-  if (fields.progress.kind === 'changes') session.progress.applyChanges(fields.progress);
-  if (fields.plan !== null) session.plan?.restoreItems(fields.plan as PlanItem[]);
-  if (fields.health !== null) health?.restoreCounters(fields.health);
+  if (fields.progress.kind === 'changes') {
+    // What a version 5 record leaves out did not change.
+    const { restarted, triples, distinctObservationsHash, failures, stateDigest } = fields.progress;
+    const before = session.progress.scalars();
+    session.progress.applyChanges({
+      restarted: restarted ?? false,
+      triples: triples ?? {},
+      distinctObservationsHash: distinctObservationsHash ?? before.distinctObservationsHash,
+      failures: failures ?? before.failures,
+      stateDigest: stateDigest ?? before.stateDigest,
+    });
+  }
+  if (fields.plan !== undefined && fields.plan !== null) session.plan?.restoreItems(fields.plan as PlanItem[]);
+  if (fields.health !== undefined && fields.health !== null) health?.restoreCounters(fields.health);
 }
 
 function restoreTranscript(session: RunSession, change: SessionDelta['transcript'], where: Where): void {
@@ -233,7 +366,11 @@ export function restoreSessionState(
   session: RunSession,
   health: ToolHealth | null,
   state: SnapshotRecord['session'],
-  rebuilt: { transcript: readonly Message[] | null; trace: readonly TraceEvent[] | EarlierTrace | null },
+  rebuilt: {
+    transcript: readonly Message[] | null;
+    trace: readonly TraceEvent[] | EarlierTrace | null;
+    progress: ChainedTriples | null;
+  },
   where: Where,
 ): void {
   const { transcript } = rebuilt;
@@ -254,5 +391,5 @@ export function restoreSessionState(
     );
   }
   session.restoreRecorded(state.traceLength === undefined ? state.trace : (rebuilt.trace ?? []), state.warnings, true);
-  restoreFields(session, health, state.fields, where);
+  restoreFields(session, health, state.fields, where, rebuilt.progress);
 }

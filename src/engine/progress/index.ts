@@ -4,4 +4,10 @@
 export { canonicalJson } from './canonical-json.js';
 export { toolCallFingerprint } from './tool-call-fingerprint.js';
 export { ProgressTracker } from './progress-tracker.js';
-export type { ProgressTrackerSnapshot, StateDigestParts } from './progress-tracker.js';
+export type {
+  ProgressChainState,
+  ProgressTrackerScalars,
+  ProgressTrackerSnapshot,
+  ProgressTripleChanges,
+  StateDigestParts,
+} from './progress-tracker.js';

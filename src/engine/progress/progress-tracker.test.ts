@@ -280,3 +280,65 @@ describe('ProgressTracker snapshot and restore', () => {
     });
   });
 });
+
+describe('ProgressTracker.takeChainLink', () => {
+  /** Folds links as a resume does: from the last whole one on. */
+  const fold = (links: { whole: boolean; triples: Record<string, number> }[]) => {
+    const from = links.map((link) => link.whole).lastIndexOf(true);
+    const triples = new Map<string, number>();
+    for (const link of links.slice(from))
+      for (const [key, count] of Object.entries(link.triples)) triples.set(key, count);
+    return Object.fromEntries(triples);
+  };
+
+  it('links the triples counted since the previous link; whole at first, and when the changes reach the last whole size', () => {
+    const tracker = new ProgressTracker();
+    for (let call = 0; call < 4; call++) tracker.observeCall(`lookup:${call}`, 'r');
+    const links = [tracker.takeChainLink()];
+    expect(links[0]).toMatchObject({ whole: true });
+    expect(Object.keys(links[0]!.triples)).toHaveLength(4);
+    tracker.observeCall('lookup:0', 'r');
+    links.push(tracker.takeChainLink());
+    expect(links[1]).toEqual({ whole: false, triples: { [Object.keys(links[0]!.triples)[0]!]: 2 } });
+    tracker.observeCall('lookup:9', 'r');
+    tracker.observeCall('lookup:8', 'r');
+    links.push(tracker.takeChainLink());
+    expect(links[2]!.whole).toBe(false);
+    // 1 + 2 changes since the whole link of 4; 2 more make 5 ≥ 4: whole again (6 triples).
+    tracker.observeCall('lookup:7', 'r');
+    tracker.observeCall('lookup:6', 'r');
+    links.push(tracker.takeChainLink());
+    expect(links[3]!.whole).toBe(true);
+    expect(fold(links)).toEqual(tracker.snapshot().triples);
+  });
+
+  it('a new task makes the next link whole (the chain does not carry the last task)', () => {
+    const tracker = new ProgressTracker();
+    tracker.observeCall('lookup:1', 'r');
+    tracker.observeCall('lookup:2', 'r');
+    tracker.takeChainLink();
+    tracker.beginTask();
+    tracker.observeCall('lookup:3', 'r');
+    const link = tracker.takeChainLink();
+    expect(link.whole).toBe(true);
+    expect(Object.keys(link.triples)).toHaveLength(1);
+  });
+
+  it('a tracker rebuilt from a chain continues it, and equals the one it was taken from', () => {
+    const tracker = new ProgressTracker();
+    for (let call = 0; call < 5; call++) tracker.observeCall(`lookup:${call}`, 'r');
+    tracker.advanceState({ taskIndex: 0, reply: null });
+    const whole = tracker.takeChainLink();
+    tracker.observeCall('lookup:0', 'r');
+    const change = tracker.takeChainLink();
+    const rebuilt = ProgressTracker.fromChain(tracker.scalars(), new Map(Object.entries(fold([whole, change]))), {
+      wholeSize: 5,
+      sinceWhole: 1,
+    });
+    expect(rebuilt.snapshot()).toEqual(tracker.snapshot());
+    rebuilt.observeCall('lookup:1', 'r');
+    tracker.observeCall('lookup:1', 'r');
+    expect(rebuilt.takeChainLink()).toEqual(tracker.takeChainLink());
+    expect(rebuilt.observeCall('lookup:0', 'r').timesSeen).toBe(3);
+  });
+});

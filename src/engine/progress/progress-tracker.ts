@@ -114,6 +114,33 @@ export interface ProgressTrackerChanges {
   stateDigest: string;
 }
 
+/**
+ * The triples' change for a durable run's chain of them (one link per snapshot): every triple of the task
+ * (`whole`), or the triples counted since the previous link.
+ * @example
+ * const link: ProgressTripleChanges = { whole: false, triples: { '3f…': 2 } };
+ */
+export interface ProgressTripleChanges {
+  whole: boolean;
+  triples: Record<string, number>;
+}
+
+/** The tracker but its triples (they are in the chain of `ProgressTripleChanges`): what a snapshot of the run holds. */
+export interface ProgressTrackerScalars {
+  schemaVersion: 2 | 3;
+  distinctObservationsHash: string;
+  failures: number;
+  stateDigest: string;
+}
+
+/** Where a chain of triple changes stands: counted since its last link, and how long it is since its last whole one. */
+export interface ProgressChainState {
+  /** The triples of the last whole link. */
+  wholeSize: number;
+  /** The triples the links after it carried, in all. */
+  sinceWhole: number;
+}
+
 export class ProgressTracker {
   /** The snapshot version, which names the digest: 3 for a new run, 2 for one journalled with sha1. */
   #version: 2 | 3;
@@ -122,6 +149,8 @@ export class ProgressTracker {
   /** Keys counted since the last `takeChanges()`; null until `trackChanges()` (only durable runs pay for it). */
   #changed: Set<string> | null = null;
   #restarted = false;
+  /** The chain of triple changes (`takeChainLink`): null until its first link, which is then whole. */
+  #chain: (ProgressChainState & { changed: Set<string>; restarted: boolean }) | null = null;
   #distinctObservationsHash = '';
   #failures = 0;
   #stateDigest = '';
@@ -157,6 +186,10 @@ export class ProgressTracker {
       this.#changed.clear();
       this.#restarted = true;
     }
+    if (this.#chain !== null) {
+      this.#chain.changed.clear();
+      this.#chain.restarted = true;
+    }
     this.#distinctObservationsHash = '';
     this.#failures = 0;
   }
@@ -169,6 +202,7 @@ export class ProgressTracker {
     const timesSeen = (this.#triples.get(key) ?? 0) + 1;
     this.#triples.set(key, timesSeen);
     this.#changed?.add(key);
+    this.#chain?.changed.add(key);
     if (timesSeen === 1) this.#distinctObservationsHash = this.#digest(`${this.#distinctObservationsHash}${key}`);
     return { timesSeen, observationId: resultHash.slice(0, 12) };
   }
@@ -215,11 +249,71 @@ export class ProgressTracker {
 
   /** Applies what `takeChanges()` returned on a tracker in the state it was taken from. */
   applyChanges(changes: ProgressTrackerChanges): void {
-    if (changes.restarted) this.#triples = new Map();
-    for (const [key, count] of Object.entries(changes.triples)) this.#triples.set(key, count);
+    if (changes.restarted) {
+      this.#triples = new Map();
+      if (this.#chain !== null) {
+        this.#chain.changed.clear();
+        this.#chain.restarted = true;
+      }
+    }
+    for (const [key, count] of Object.entries(changes.triples)) {
+      this.#triples.set(key, count);
+      this.#chain?.changed.add(key);
+    }
     this.#distinctObservationsHash = changes.distinctObservationsHash;
     this.#failures = changes.failures;
     this.#stateDigest = changes.stateDigest;
+  }
+
+  /**
+   * The next link of the chain of triple changes a durable run writes with each snapshot: the triples counted
+   * since the previous link, or every triple of the task — at the first link, after the task started over, and
+   * once the links since the last whole one carried as many triples as it (so writing the chain costs at most
+   * twice the changes, and folding it back at most twice the triples). `whole`: this one whole in any case.
+   */
+  takeChainLink(whole = false): ProgressTripleChanges {
+    const chain = this.#chain;
+    if (whole || chain === null || chain.restarted || chain.sinceWhole + chain.changed.size >= chain.wholeSize) {
+      this.#chain = { changed: new Set(), restarted: false, wholeSize: this.#triples.size, sinceWhole: 0 };
+      return { whole: true, triples: Object.fromEntries(this.#triples) };
+    }
+    const triples: Record<string, number> = {};
+    for (const key of chain.changed) triples[key] = this.#triples.get(key) ?? 0;
+    chain.sinceWhole += chain.changed.size;
+    chain.changed.clear();
+    return { whole: false, triples };
+  }
+
+  /** The tracker but its triples, for a snapshot whose triples are in the chain (`takeChainLink`). */
+  scalars(): ProgressTrackerScalars {
+    return {
+      schemaVersion: this.#version,
+      distinctObservationsHash: this.#distinctObservationsHash,
+      failures: this.#failures,
+      stateDigest: this.#stateDigest,
+    };
+  }
+
+  /**
+   * Rebuilds a tracker from `scalars()` and the triples folded from the chain (its links from the last whole one
+   * on), continuing the chain from where it stands.
+   * @example
+   * const tracker = ProgressTracker.fromChain(scalars, new Map([['3f…', 2]]), { wholeSize: 1, sinceWhole: 0 });
+   */
+  static fromChain(
+    scalars: ProgressTrackerScalars,
+    triples: Map<string, number>,
+    chain: ProgressChainState,
+  ): ProgressTracker {
+    const tracker = new ProgressTracker();
+    tracker.#version = scalars.schemaVersion;
+    tracker.#digest = DIGESTS[scalars.schemaVersion];
+    tracker.#triples = triples;
+    tracker.#distinctObservationsHash = scalars.distinctObservationsHash;
+    tracker.#failures = scalars.failures;
+    tracker.#stateDigest = scalars.stateDigest;
+    tracker.#chain = { changed: new Set(), restarted: false, ...chain };
+    return tracker;
   }
 
   /**

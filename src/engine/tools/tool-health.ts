@@ -83,6 +83,7 @@ export class ToolHealth {
   readonly #counters = new Map<string, ToolHealthCounters>();
   readonly #learned = new Map<string, LearnedToolHealth>();
   readonly #now: () => number;
+  #revision = 0;
 
   constructor(options: { threshold?: number; cooldownMs?: number; now?: () => number } = {}) {
     const threshold = options.threshold ?? DEFAULT_CIRCUIT_BREAKER_THRESHOLD;
@@ -105,6 +106,7 @@ export class ToolHealth {
   /** Records a call that returned a usable result; closes the tool's circuit. */
   recordSuccess(name: string, latencyMs: number): void {
     const counters = this.#countersOf(name);
+    this.#revision += 1;
     counters.calls += 1;
     counters.successes += 1;
     counters.consecutiveFailures = 0;
@@ -114,6 +116,7 @@ export class ToolHealth {
   /** Records a call that failed, timed out or whose outcome is unknown. */
   recordFailure(name: string, latencyMs: number): void {
     const counters = this.#countersOf(name);
+    this.#revision += 1;
     counters.calls += 1;
     counters.failures += 1;
     counters.consecutiveFailures += 1;
@@ -221,8 +224,20 @@ export class ToolHealth {
    * health.restoreCounters(JSON.parse(saved));
    */
   restoreCounters(counters: Readonly<Record<string, ToolHealthCounters>>): void {
+    this.#revision += 1;
     this.#counters.clear();
     for (const [name, saved] of Object.entries(counters)) this.#counters.set(name, { ...saved });
+  }
+
+  /**
+   * Goes up whenever `persistedCounters()` would return something else: a durable run journals them only then.
+   * @example
+   * const before = health.revision;
+   * health.recordSuccess('search', 40);
+   * health.revision > before; // true
+   */
+  get revision(): number {
+    return this.#revision;
   }
 
   #countersOf(name: string): ToolHealthCounters {

@@ -1,0 +1,133 @@
+/**
+ * A run journalled by record schema 4 (the no-progress tracker whole in every snapshot, the session's small
+ * fields whole in every event), kept as written (never regenerated): this loopstate still reads it, resumes it
+ * exactly (the duplicate-observation signal counts the triples seen before the snapshot) and goes on writing
+ * its own records after it.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createLoop, defineTool, memoryStore, type Model, type RunResult, type Store, type StoreRow } from 'loopstate';
+import { virtualClock } from 'loopstate/testing';
+import { freeLease } from './dead-owner.js';
+import { RECORD_SCHEMA_VERSION } from '../../src/engine/durable/records.js';
+
+const fixturePath = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-v4.json');
+
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Look a key up',
+  input: z.object({ key: z.string() }),
+  access: 'read',
+  idempotent: true,
+  execute: ({ key }) => `value ${key}`,
+});
+
+/** Lookups of three keys in turn (each triple seen again every third step); the call at `hangAt` never answers. */
+function model(hangAt: number | null, onHang: () => void = () => undefined): Model {
+  return {
+    id: 'scripted',
+    generate(request) {
+      const given = request.messages.filter((message) => message.role === 'assistant').length;
+      if (given === hangAt) {
+        onHang();
+        return new Promise(() => undefined);
+      }
+      return Promise.resolve({
+        text: null,
+        toolCalls: [{ id: `c${given}`, name: 'lookup', arguments: JSON.stringify({ key: `k${given % 3}` }) }],
+        usage: { inputTokens: 10, outputTokens: 2 },
+      });
+    },
+  };
+}
+
+const loopOn = (store: Store, hangAt: number | null, onHang?: () => void) =>
+  createLoop({
+    model: model(hangAt, onHang),
+    tools: [lookup],
+    store,
+    clock: virtualClock(),
+    durable: { snapshotEvery: 2 },
+    limits: { maxSteps: 40, maxToolCalls: 40 },
+    noProgress: { repeatedToolCall: 1_000, unchangedState: 1_000, duplicateObservation: 8 },
+  });
+
+const withoutResumes = (result: RunResult) => result.trace.filter((event) => event.type !== 'run-resume');
+
+describe('a run journalled by record schema 4', () => {
+  // Written by loopstate at 76fc999 (record schema 4): run with this file's loop, hung at its 9th model call.
+  it.runIf(process.env.LOOPSTATE_WRITE_V4_FIXTURE === '1')('(writes the fixture)', async () => {
+    expect(RECORD_SCHEMA_VERSION).toBe(4);
+    const store = memoryStore();
+    let hung: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => (hung = resolve));
+    void loopOn(store, 8, hung).run({ goal: 'go', runId: 'fixture-v4' });
+    await reached;
+    await freeLease(store, 'fixture-v4');
+    const fixture = {
+      run: (await store.readRun('fixture-v4'))!.body,
+      snapshot: await store.latestSnapshot('fixture-v4'),
+      journal: await store.readJournal('fixture-v4', 0),
+    };
+    writeFileSync(fixturePath, `${JSON.stringify(fixture, null, 1)}\n`);
+  });
+
+  const fixture = () =>
+    JSON.parse(readFileSync(fixturePath, 'utf8')) as { run: string; snapshot: StoreRow; journal: StoreRow[] };
+
+  async function loadFixture(): Promise<Store> {
+    const { run, snapshot, journal } = fixture();
+    const store = memoryStore();
+    const lease = { owner: 'fixture-loader', until: Date.now() + 60_000 };
+    await store.createRun('fixture-v4', run, lease);
+    await store.append('fixture-v4', journal, lease);
+    await store.writeSnapshot('fixture-v4', snapshot, lease);
+    await store.releaseLease('fixture-v4', lease.owner);
+    return store;
+  }
+
+  it('resumes exactly: the run stops where the uninterrupted one does, with its messages and trace', async () => {
+    const expected = await loopOn(memoryStore(), null).run({ goal: 'go', runId: 'fixture-v4' });
+    expect(expected.stopReason).toBe('no_progress');
+    expect(expected.detail).toContain('duplicate_observation');
+    expect(expected.steps).toBe(12);
+    const store = await loadFixture();
+    const snapshot = JSON.parse((await store.latestSnapshot('fixture-v4'))!.body);
+    expect(snapshot).toMatchObject({ schemaVersion: 4 });
+    // The tracker whole, with triples seen more than once: the signal depends on them.
+    expect(Math.max(...(Object.values(snapshot.session.fields.progress.snapshot.triples) as number[]))).toBeGreaterThan(
+      1,
+    );
+    const result = await loopOn(store, null).resume('fixture-v4');
+    expect(result.stopReason).toBe(expected.stopReason);
+    expect(result.detail).toBe(expected.detail);
+    expect(result.steps).toBe(expected.steps);
+    expect(result.messages).toEqual(expected.messages);
+    expect(result.usage).toEqual(expected.usage);
+    expect(withoutResumes(result)).toEqual(withoutResumes(expected));
+  });
+
+  it('a second resume after records of this version follow the version 4 ones resumes exactly too', async () => {
+    const expected = await loopOn(memoryStore(), null).run({ goal: 'go', runId: 'fixture-v4' });
+    const store = await loadFixture();
+    const lastV4 = Math.max(...fixture().journal.map((row) => row.seq));
+    let hung: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => (hung = resolve));
+    void loopOn(store, 10, hung).resume('fixture-v4');
+    await reached;
+    await freeLease(store, 'fixture-v4');
+    const newer = (await store.readJournal('fixture-v4', lastV4)).map((row) => JSON.parse(row.body));
+    expect(newer.length).toBeGreaterThan(0);
+    expect(newer.every((record) => record.schemaVersion === RECORD_SCHEMA_VERSION)).toBe(true);
+    expect(JSON.parse((await store.latestSnapshot('fixture-v4'))!.body).seq).toBeGreaterThan(lastV4);
+    const result = await loopOn(store, null).resume('fixture-v4');
+    expect(result.stopReason).toBe(expected.stopReason);
+    expect(result.detail).toBe(expected.detail);
+    expect(result.steps).toBe(expected.steps);
+    expect(result.messages).toEqual(expected.messages);
+    expect(withoutResumes(result)).toEqual(withoutResumes(expected));
+  });
+});
