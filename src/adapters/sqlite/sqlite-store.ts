@@ -11,7 +11,13 @@ import { LoopConfigError } from '../../contracts/errors.js';
 import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
 import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
 import { pack, packCommit, unpack, unpackRows, type PackedRow } from './row-packing.js';
-import { SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH } from './sqlite-schema.js';
+import {
+  JOURNAL_CHUNKS_INDEX,
+  SEQ_LIMIT,
+  SQLITE_SCHEMA,
+  SQLITE_SCHEMA_FINISH,
+  type JournalLayout,
+} from './sqlite-schema.js';
 import { SQLITE_LEARNING_SCHEMA, sqliteLearning } from './sqlite-learning.js';
 import { foldWal } from './wal-fold.js';
 
@@ -61,7 +67,10 @@ function loadDriver(): typeof BetterSqlite3 {
   });
 }
 
-function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions): Database {
+function openDatabase(
+  Driver: typeof BetterSqlite3,
+  options: SqliteStoreOptions,
+): { db: Database; layout: JournalLayout } {
   const db = new Driver(options.path);
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
@@ -73,9 +82,12 @@ function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions)
   if (!hasColumn('runs', 'finished_at')) db.exec('ALTER TABLE runs ADD COLUMN finished_at INTEGER');
   for (const table of ['runs', 'journal', 'snapshots'])
     if (!hasColumn(table, 'packed')) db.exec(`ALTER TABLE ${table} ADD COLUMN packed BLOB`);
+  if (!hasColumn('runs', 'number')) db.exec('ALTER TABLE runs ADD COLUMN number INTEGER');
   db.exec(SQLITE_SCHEMA_FINISH);
+  const layout: JournalLayout = hasColumn('journal', 'id') ? 'keyed' : 'indexed';
+  db.exec(JOURNAL_CHUNKS_INDEX[layout]);
   db.exec(SQLITE_LEARNING_SCHEMA);
-  return db;
+  return { db, layout };
 }
 
 function checkOptions(options: SqliteStoreOptions): void {
@@ -104,6 +116,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   checkOptions(options);
   const Driver = loadDriver();
   let db: Database | null = null;
+  let layout: JournalLayout = 'keyed';
   let statements: ReturnType<typeof prepare> | null = null;
   let writes: ReturnType<typeof prepareWrites> | null = null;
   let appendsSinceCheckpoint = 0;
@@ -116,9 +129,9 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
    */
   const driving = new Map<string, string>();
   const use = () => {
-    db ??= openDatabase(Driver, options);
-    statements ??= prepare(db);
-    writes ??= prepareWrites(db, statements);
+    if (db === null) ({ db, layout } = openDatabase(Driver, options));
+    statements ??= prepare(db, layout);
+    writes ??= prepareWrites(db, statements, layout);
     return { db, statements, writes };
   };
   const learning = sqliteLearning(use);
@@ -188,8 +201,8 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       const { db, statements } = use();
       const statement = kinds === undefined ? statements.readJournal : readKinds(db, statements, kinds);
       if (statement === null) return [];
-      const readRow = (seq: number) => statements.readRecord.get(runId, seq) as PackedRow | undefined;
-      return unpackRows(runId, statement.all(runId, afterSeq) as PackedRow[], readRow);
+      const readRow = (seq: number) => statements.readRecord.get({ runId, seq }) as PackedRow | undefined;
+      return unpackRows(runId, statement.all({ runId, afterSeq }) as PackedRow[], readRow);
     },
     async writeSnapshot(runId, row, lease) {
       use().writes.snapshot.immediate(runId, packed(row), lease);
@@ -259,11 +272,12 @@ function readControl(statements: ReturnType<typeof prepare>, runId: string): Run
   return { paused: row?.paused ?? null, cancelRequested: row?.cancel_requested === 1 };
 }
 
-/** The lease and the control a journal append reads, in one statement. */
+/** The lease, the control and the run's number (its journal key, version 6) a journal append reads, in one statement. */
 interface OwnerAndControl {
   lease_owner: string | null;
   cancel_requested: number;
   paused: string | null;
+  number: number | null;
 }
 
 const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) =>
@@ -271,8 +285,26 @@ const conflict = (runId: string, seq: number | null, message: string, cause?: un
 const lostLease = (runId: string, seq: number | null) =>
   conflict(runId, seq, `run ${runId} is held by another owner; this writer lost its lease`);
 
+/**
+ * A version 6 journal row's key is its run's number × 2^32 + its seq: a seq outside [0, 2^32) would land in
+ * another run's range, and a run without a number (made by an older loopstate in this file) has no range.
+ */
+function checkKey(runId: string, number: number | null, seq: number): void {
+  if (number === null)
+    throw new LoopConfigError({
+      issues: [
+        {
+          path: 'runs.number',
+          message: `run ${runId} has no journal number (made by an older loopstate in a version 6 database)`,
+        },
+      ],
+    });
+  if (!Number.isInteger(seq) || seq < 0 || seq >= SEQ_LIMIT)
+    throw conflict(runId, seq, `run ${runId}: journal seq ${seq} is outside [0, 2^32)`);
+}
+
 /** The write transactions, made once: better-sqlite3 builds a wrapper per `transaction()` call. */
-function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
+function prepareWrites(db: Database, statements: ReturnType<typeof prepare>, layout: JournalLayout) {
   return {
     append: db.transaction(
       (
@@ -289,23 +321,37 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
           runBody === undefined && rows.length > 0
             ? (statements.ownerAndControl.get(runId) as OwnerAndControl | undefined)
             : undefined;
+        // The run's number (its rows' key, version 6) comes with the lease check: no statement more a commit.
+        const written =
+          owned === undefined && runBody !== undefined
+            ? (statements.writeRunBody.get(
+                lease.until,
+                runBody.body,
+                runBody.packed,
+                finishedAt ?? null,
+                runId,
+                lease.owner,
+              ) as { number: number | null } | undefined)
+            : undefined;
         const held =
           owned !== undefined
             ? owned.lease_owner === lease.owner
             : runBody !== undefined
-              ? statements.writeRunBody.run(
-                  lease.until,
-                  runBody.body,
-                  runBody.packed,
-                  finishedAt ?? null,
-                  runId,
-                  lease.owner,
-                ).changes === 1
+              ? written !== undefined
               : rows.length === 0 && statements.renewLease.run(lease.until, runId, lease.owner).changes === 1;
         if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
+        const number = owned?.number ?? written?.number ?? null;
         for (const row of rows) {
+          if (layout === 'keyed') checkKey(runId, number, row.seq);
           try {
-            statements.insertRecord.run(runId, row.seq, row.kind, row.body, row.packed);
+            statements.insertRecord.run({
+              runId,
+              number,
+              seq: row.seq,
+              kind: row.kind,
+              body: row.body,
+              packed: row.packed,
+            });
           } catch (error) {
             throw conflict(runId, row.seq, `run ${runId} already has a journal record at seq ${row.seq}`, error);
           }
@@ -316,7 +362,7 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
       },
     ),
     prune: db.transaction((finishedBefore: number): number => {
-      statements.pruneJournal.run(finishedBefore);
+      statements.pruneJournal.run({ finishedBefore });
       statements.pruneSnapshots.run(finishedBefore);
       return statements.pruneRuns.run(finishedBefore).changes;
     }),
@@ -338,45 +384,74 @@ function readKinds(db: Database, statements: ReturnType<typeof prepare>, kinds: 
   let statement = statements.readKinds.get(key);
   if (statement === undefined) {
     const list = kinds.map((kind) => `'${String(kind).replaceAll("'", "''")}'`).join(', ');
-    statement = db.prepare(
-      `SELECT seq, kind, body, packed FROM journal WHERE run_id = ? AND seq > ? AND kind IN (${list}) ORDER BY seq`,
-    );
+    statement = db.prepare(`${statements.journalRange} AND kind IN (${list}) ORDER BY ${statements.journalOrder}`);
     // A caller asking for many sets of kinds gets each prepared again rather than a cache without bound.
     if (statements.readKinds.size < 16) statements.readKinds.set(key, statement);
   }
   return statement;
 }
 
-function prepare(db: Database) {
+/**
+ * The journal's statements in each layout, with named parameters (`runId`, `afterSeq`, `seq`, `number`, ...).
+ * `keyed` (version 6): a run's rows are the id range of its number, read as a range of the one tree (the number
+ * read in the statement); `indexed` (versions 1–5): through the (run_id, seq) key.
+ */
+function journalStatements(layout: JournalLayout) {
+  if (layout === 'indexed')
+    return {
+      journalRange: 'SELECT seq, kind, body, packed FROM journal WHERE run_id = @runId AND seq > @afterSeq',
+      journalOrder: 'seq',
+      insertRecord:
+        'INSERT INTO journal (run_id, seq, kind, body, packed) VALUES (@runId, @seq, @kind, @body, @packed)',
+      readRecord: 'SELECT seq, kind, body, packed FROM journal WHERE run_id = @runId AND seq = @seq',
+      pruneJournal:
+        'DELETE FROM journal WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < @finishedBefore)',
+    };
+  const number = '(SELECT number FROM runs WHERE run_id = @runId)';
   return {
+    // afterSeq below −1 (a caller's window reaching before the first row) must not reach the run before.
+    journalRange: `SELECT id & 4294967295 AS seq, kind, body, packed FROM journal WHERE id > (${number} << 32) + max(@afterSeq, -1) AND id < ((${number} + 1) << 32)`,
+    journalOrder: 'id',
+    insertRecord:
+      'INSERT INTO journal (id, run_id, kind, body, packed) VALUES ((@number << 32) + @seq, @runId, @kind, @body, @packed)',
+    readRecord: `SELECT id & 4294967295 AS seq, kind, body, packed FROM journal WHERE id = (${number} << 32) + @seq AND @seq >= 0 AND @seq < 4294967296`,
+    // A range delete per run pruned (a statement over the whole journal would visit every row).
+    pruneJournal: `DELETE FROM journal WHERE id IN (SELECT journal.id FROM runs, journal WHERE runs.finished_at IS NOT NULL AND runs.finished_at < @finishedBefore AND journal.id >= runs.number << 32 AND journal.id < (runs.number + 1) << 32)`,
+  };
+}
+
+function prepare(db: Database, layout: JournalLayout) {
+  const journal = journalStatements(layout);
+  return {
+    journalRange: journal.journalRange,
+    journalOrder: journal.journalOrder,
     readKinds: new Map<string, BetterSqlite3.Statement<unknown[]>>(),
+    // The run's number (the key of its journal rows, version 6): one more than the largest, through runs_number.
     insertRun: db.prepare(
-      'INSERT OR IGNORE INTO runs (run_id, body, packed, lease_owner, lease_until) VALUES (?, ?, ?, ?, ?)',
+      'INSERT OR IGNORE INTO runs (run_id, body, packed, lease_owner, lease_until, number) VALUES (?, ?, ?, ?, ?, (SELECT coalesce(max(number), 0) + 1 FROM runs))',
     ),
     readRun: db.prepare('SELECT body, packed, lease_owner, lease_until, cancel_requested FROM runs WHERE run_id = ?'),
     acquireLease: db.prepare(
       'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE run_id = ? AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ? OR lease_owner = ?)',
     ),
     ownerAndControl: db.prepare(
-      "SELECT lease_owner, cancel_requested, (SELECT value FROM control WHERE key = 'paused') AS paused FROM runs WHERE run_id = ?",
+      "SELECT lease_owner, cancel_requested, (SELECT value FROM control WHERE key = 'paused') AS paused, number FROM runs WHERE run_id = ?",
     ),
     releaseLease: db.prepare(
       'UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?',
     ),
     renewLease: db.prepare('UPDATE runs SET lease_until = ? WHERE run_id = ? AND lease_owner = ?'),
     writeRunBody: db.prepare(
-      'UPDATE runs SET lease_until = ?, body = ?, packed = ?, finished_at = ? WHERE run_id = ? AND lease_owner = ?',
+      'UPDATE runs SET lease_until = ?, body = ?, packed = ?, finished_at = ? WHERE run_id = ? AND lease_owner = ? RETURNING number',
     ),
-    pruneJournal: db.prepare(
-      'DELETE FROM journal WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?)',
-    ),
+    pruneJournal: db.prepare(journal.pruneJournal),
     pruneSnapshots: db.prepare(
       'DELETE FROM snapshots WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?)',
     ),
     pruneRuns: db.prepare('DELETE FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?'),
-    insertRecord: db.prepare('INSERT INTO journal (run_id, seq, kind, body, packed) VALUES (?, ?, ?, ?, ?)'),
-    readJournal: db.prepare('SELECT seq, kind, body, packed FROM journal WHERE run_id = ? AND seq > ? ORDER BY seq'),
-    readRecord: db.prepare('SELECT seq, kind, body, packed FROM journal WHERE run_id = ? AND seq = ?'),
+    insertRecord: db.prepare(journal.insertRecord),
+    readJournal: db.prepare(`${journal.journalRange} ORDER BY ${journal.journalOrder}`),
+    readRecord: db.prepare(journal.readRecord),
     upsertSnapshot: db.prepare(
       'INSERT INTO snapshots (run_id, seq, kind, body, packed) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body, packed = excluded.packed WHERE excluded.seq >= snapshots.seq',
     ),
