@@ -378,7 +378,9 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>, lay
       return statements.pruneRuns.run(finishedBefore).changes;
     }),
     snapshot: db.transaction((runId: string, row: PackedRow, lease: Lease) => {
-      if (statements.renewLease.run(lease.until, runId, lease.owner).changes !== 1) throw lostLease(runId, row.seq);
+      // The lease is checked, not renewed (as by a journal append): no page of the runs table is rewritten.
+      const owner = statements.leaseOwner.get(runId) as { lease_owner: string | null } | undefined;
+      if (owner?.lease_owner !== lease.owner) throw lostLease(runId, row.seq);
       statements.upsertSnapshot.run(runId, row.seq, row.kind, row.body, row.packed);
     }),
   };
@@ -448,6 +450,7 @@ function prepare(db: Database, layout: JournalLayout) {
     ownerAndControl: db.prepare(
       "SELECT lease_owner, cancel_requested, (SELECT value FROM control WHERE key = 'paused') AS paused, number FROM runs WHERE run_id = ?",
     ),
+    leaseOwner: db.prepare('SELECT lease_owner FROM runs WHERE run_id = ?'),
     releaseLease: db.prepare(
       'UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?',
     ),
