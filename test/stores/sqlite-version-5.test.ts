@@ -153,6 +153,34 @@ describe('a version 6 SQLite journal (one tree keyed by run number and seq)', ()
     expect(frames).toEqual([1, 1, 1, 1, 1]);
   });
 
+  it('writes one WAL frame for a snapshot commit (the lease read, not rewritten in the runs table)', async () => {
+    const path = join(scratch, `v6-${files++}.db`);
+    const store = sqliteStore({ path, foldWalWhenIdle: false });
+    await store.createRun('a', '{}', lease);
+    await store.append('a', rowsOf(3, 1), lease);
+    await store.writeSnapshot('a', { seq: 3, kind: 'snapshot', body: '{"at":3}' }, lease);
+    const wal = () => statSync(`${path}-wal`).size;
+    const frames: number[] = [];
+    for (let commit = 1; commit <= 3; commit++) {
+      await store.append('a', rowsOf(3, commit * 3 + 1), lease);
+      const before = wal();
+      // As a run's lease: a later `until` at every write (an unchanged row would not be rewritten).
+      await store.writeSnapshot(
+        'a',
+        { seq: commit * 3 + 3, kind: 'snapshot', body: `{"at":${commit * 3 + 3}}` },
+        { ...lease, until: lease.until + commit },
+      );
+      frames.push((wal() - before) / (24 + 4096));
+    }
+    expect((await store.latestSnapshot('a'))?.seq).toBe(12);
+    // A stale owner is still refused.
+    await expect(
+      store.writeSnapshot('a', { seq: 13, kind: 'snapshot', body: '{}' }, { owner: 'other', until: lease.until }),
+    ).rejects.toThrow(/held by another owner/);
+    await store.close();
+    expect(frames).toEqual([1, 1, 1]);
+  });
+
   it("keeps each run's rows to its own range, whatever afterSeq a reader asks from", async () => {
     const store = sqliteStore({ path: join(scratch, `v6-${files++}.db`) });
     for (const runId of ['a', 'b', 'c']) {
