@@ -80,6 +80,11 @@ describe('a SQLite database made before version 6 (its journal a table and a (ru
     expect(JSON.parse(before[0]!.body)).toMatchObject({ runId: 'old', seq: before[0]!.seq });
     expect((await store.readJournal('old', 0, ['transcript'])).map((row) => row.kind)).toEqual(['transcript']);
     expect((await store.readJournal('done', 0)).length).toBe(12);
+    // From any seq: a row whose commit group begins before it is read through the group's first row.
+    for (const [index, row] of before.entries())
+      expect((await store.readJournal('old', row.seq)).map((later) => later.body)).toEqual(
+        before.slice(index + 1).map((later) => later.body),
+      );
     // The crashed run is resumed (its dead owner's lease long expired) and finishes at its 40th step.
     const result = await loopOf(40, store).resume('old');
     expect(result).toMatchObject({ stopReason: 'completed', steps: 40 });
@@ -207,6 +212,22 @@ describe('a version 6 SQLite journal (one tree keyed by run number and seq)', ()
       );
     expect((await store.readJournal('a', 0)).map((row) => row.seq)).toEqual([1, 2]);
     expect(await store.readJournal('b', -1)).toEqual([]);
+    await store.close();
+  });
+
+  it('numbers a run made without a number (by an older loopstate) at its first append', async () => {
+    const path = join(scratch, `v6-${files++}.db`);
+    const store = sqliteStore({ path });
+    await store.createRun('a', '{}', lease);
+    await store.append('a', rowsOf(2), lease);
+    await store.createRun('old', '{}', lease);
+    const raw = new Database(path);
+    raw.prepare("UPDATE runs SET number = NULL WHERE run_id = 'old'").run();
+    raw.close();
+    expect(await store.readJournal('old', 0)).toEqual([]);
+    await store.append('old', rowsOf(3), lease);
+    expect((await store.readJournal('old', 0)).map((row) => row.seq)).toEqual([1, 2, 3]);
+    expect((await store.readJournal('a', 0)).map((row) => row.seq)).toEqual([1, 2]);
     await store.close();
   });
 

@@ -298,18 +298,10 @@ const lostLease = (runId: string, seq: number | null) =>
 
 /**
  * A version 6 journal row's key is its run's number × 2^32 + its seq: a seq outside [0, 2^32) would land in
- * another run's range, and a run without a number (made by an older loopstate in this file) has no range.
+ * another run's range (a run without a number is given one before: this cannot happen but by a bug).
  */
 function checkKey(runId: string, number: number | null, seq: number): void {
-  if (number === null)
-    throw new LoopConfigError({
-      issues: [
-        {
-          path: 'runs.number',
-          message: `run ${runId} has no journal number (made by an older loopstate in a version 6 database)`,
-        },
-      ],
-    });
+  if (number === null) throw conflict(runId, seq, `run ${runId} has no journal number (runs.number)`);
   if (!Number.isInteger(seq) || seq < 0 || seq >= SEQ_LIMIT)
     throw conflict(runId, seq, `run ${runId}: journal seq ${seq} is outside [0, 2^32)`);
 }
@@ -351,7 +343,10 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>, lay
               ? written !== undefined
               : rows.length === 0 && statements.renewLease.run(lease.until, runId, lease.owner).changes === 1;
         if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
-        const number = owned?.number ?? written?.number ?? null;
+        let number = owned?.number ?? written?.number ?? null;
+        // A run made in this file by an older loopstate (which cannot write its journal here) gets its number now.
+        if (layout === 'keyed' && number === null && rows.length > 0)
+          number = (statements.numberRun.get(runId) as { number: number } | undefined)?.number ?? null;
         for (const row of rows) {
           if (layout === 'keyed') checkKey(runId, number, row.seq);
           try {
@@ -451,6 +446,9 @@ function prepare(db: Database, layout: JournalLayout) {
       "SELECT lease_owner, cancel_requested, (SELECT value FROM control WHERE key = 'paused') AS paused, number FROM runs WHERE run_id = ?",
     ),
     leaseOwner: db.prepare('SELECT lease_owner FROM runs WHERE run_id = ?'),
+    numberRun: db.prepare(
+      'UPDATE runs SET number = (SELECT coalesce(max(number), 0) + 1 FROM runs) WHERE run_id = ? AND number IS NULL RETURNING number',
+    ),
     releaseLease: db.prepare(
       'UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?',
     ),
