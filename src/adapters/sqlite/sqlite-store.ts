@@ -1,7 +1,7 @@
 /**
  * The embedded default store on better-sqlite3: one file, WAL journal, `synchronous=NORMAL` (a commit
  * survives a process crash; an OS crash or power loss may lose the last commits, never corrupt the
- * file), or `durability: 'full'` to fsync every commit. Loaded on first use, so importing loopstate
+ * file), or `durability: 'full'` to fsync every journal commit. Loaded on first use, so importing loopstate
  * never loads the native module.
  */
 import { loadPeer } from '../../engine/peer-dependency.js';
@@ -29,7 +29,10 @@ import { foldWal } from './wal-fold.js';
 export interface SqliteStoreOptions {
   /** The database file; created with its tables when missing. */
   path: string;
-  /** `normal` (default): WAL with synchronous=NORMAL. `full`: synchronous=FULL, an fsync per commit. */
+  /**
+   * `normal` (default): WAL with synchronous=NORMAL. `full`: synchronous=FULL, an fsync per journal commit (a
+   * snapshot is made durable by the next one).
+   */
   durability?: 'normal' | 'full';
   /** How long a writer waits for another process's write lock, in ms (default 5 000). */
   busyTimeoutMs?: number;
@@ -206,7 +209,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     },
     async writeSnapshot(runId, row, lease) {
       const { db, writes } = use();
-      // `full`: the snapshot's commit is not fsynced on its own (one fsync a step, not 1.17). A snapshot stands
+      // `full`: the snapshot's commit is not fsynced on its own (an fsync per journal commit only). A snapshot stands
       // on journal rows committed (and fsynced) before it, and the next commit's fsync of the WAL makes it
       // durable too: a power cut before that loses the snapshot alone, the state of a crash before it was
       // written, from which a resume starts at the snapshot before (the journal is whole).
