@@ -215,7 +215,7 @@ describe('a version 6 SQLite journal (one tree keyed by run number and seq)', ()
     await store.close();
   });
 
-  it('numbers a run made without a number (by an older loopstate) at its first append', async () => {
+  it('numbers a run row made without a number (not by createRun) at its first append', async () => {
     const path = join(scratch, `v6-${files++}.db`);
     const store = sqliteStore({ path });
     await store.createRun('a', '{}', lease);

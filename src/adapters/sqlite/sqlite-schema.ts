@@ -16,9 +16,9 @@
  * virtual column of it, `run_id` kept as a plain column, unindexed), where version 2–5 had a rowid table and
  * the (run_id, seq) key in an index beside it: every insert dirtied two trees, two WAL frames a commit. The
  * chunk index is on `id`. `runs.number` (unique, set by `createRun`) is added to an older database when it is
- * opened; an older database keeps its journal as it is (both work alike, `journalLayout` says which). Older
- * loopstate opening a version 6 database reads it, and refuses to write to its journal (it cannot insert
- * into the generated `seq`).
+ * opened; an older database keeps its journal as it is (both work alike, `JournalLayout` says which). An
+ * older loopstate cannot use a version 6 database: SQLite refuses its journal insert statement when it is
+ * prepared (`cannot INSERT into generated column "seq"`), so it fails at once rather than write a wrong key.
  */
 export const SQLITE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (

@@ -347,7 +347,7 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>, lay
               : rows.length === 0 && statements.renewLease.run(lease.until, runId, lease.owner).changes === 1;
         if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
         let number = owned?.number ?? written?.number ?? null;
-        // A run made in this file by an older loopstate (which cannot write its journal here) gets its number now.
+        // A run row without a number (not made by this createRun: by hand, or a tool of its own) gets one now.
         if (layout === 'keyed' && number === null && rows.length > 0)
           number = (statements.numberRun.get(runId) as { number: number } | undefined)?.number ?? null;
         for (const row of rows) {
