@@ -9,10 +9,16 @@
  *
  *   npm run bench:durable    # S = 1,000, 5 rounds; bytes at 100, 1,000, 10,000; resume at 100, 1,000, 10,000; fold at 10, 1,000
  *   npm run bench:durable -- 1000 5 100,1000 100,1000 10,1000
+ *
+ * LOOPSTATE_BENCH_BEFORE=<a checkout with dist/ built> adds that checkout's sqliteStore (normal and full) beside
+ * this one's, driven by this checkout's engine, rounds interleaved: a store-side change measured side by side
+ * in one process (e.g. `git archive 76fc999 | tar -x -C /tmp/before`, node_modules linked, `npx tsc -p
+ * tsconfig.build.json` in it).
  */
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { createLoop, defineTool, type Message, type Model, type Store } from 'loopstate';
@@ -102,21 +108,32 @@ interface Configuration {
   /** CPU time of this process (user + system) per step: under a loaded machine it moves less than the wall time. */
   cpuSamples: number[];
 }
-const configurations: Configuration[] = [
-  { name: 'no store', make: () => undefined, samples: [], cpuSamples: [] },
-  {
-    name: 'sqliteStore (normal)',
-    make: () => sqliteStore({ path: join(scratch, `n${runs++}.db`) }),
+const beforeTree = process.env.LOOPSTATE_BENCH_BEFORE;
+const before =
+  beforeTree === undefined
+    ? undefined
+    : ((await import(pathToFileURL(join(beforeTree, 'dist', 'src', 'adapters', 'sqlite', 'index.js')).href)) as {
+        sqliteStore: typeof sqliteStore;
+      });
+const configurations: Configuration[] = [{ name: 'no store', make: () => undefined, samples: [], cpuSamples: [] }];
+for (const [durability, label] of [
+  ['normal', 'normal'],
+  ['full', "durability: 'full'"],
+] as const) {
+  if (before)
+    configurations.push({
+      name: `sqliteStore (${label}) of ${beforeTree}`,
+      make: () => before.sqliteStore({ path: join(scratch, `b${runs++}.db`), durability }),
+      samples: [],
+      cpuSamples: [],
+    });
+  configurations.push({
+    name: `sqliteStore (${label})`,
+    make: () => sqliteStore({ path: join(scratch, `${durability[0]}${runs++}.db`), durability }),
     samples: [],
     cpuSamples: [],
-  },
-  {
-    name: "sqliteStore (durability: 'full')",
-    make: () => sqliteStore({ path: join(scratch, `f${runs++}.db`), durability: 'full' }),
-    samples: [],
-    cpuSamples: [],
-  },
-];
+  });
+}
 if (postgresUrl)
   configurations.push({
     name: 'postgresStore',
@@ -163,15 +180,19 @@ for (const config of configurations) {
 console.log('\n| S | store | db + wal bytes/step (open) | wal bytes (open) | db + wal bytes/step (closed) |');
 console.log('|---:|---|---:|---:|---:|');
 for (const total of byteLengths) {
-  for (const fold of [false, true]) {
-    const path = join(scratch, `bytes-${total}-${fold}.db`);
-    const store = sqliteStore({ path, foldWalWhenIdle: fold });
+  for (const [fold, make, tree] of [
+    [false, sqliteStore, ''],
+    [true, sqliteStore, ''],
+    ...(before ? ([[true, before.sqliteStore, ` of ${beforeTree}`]] as const) : []),
+  ] as const) {
+    const path = join(scratch, `bytes-${total}-${fold}-${tree === '' ? 'this' : 'before'}.db`);
+    const store = make({ path, foldWalWhenIdle: fold });
     await loopOf(total, store).run({ goal: 'go', runId: 'bytes' });
     const open = size(path) + size(`${path}-wal`);
     const wal = size(`${path}-wal`);
     await store.close();
     console.log(
-      `| ${total} | ${fold ? 'fold (default)' : 'foldWalWhenIdle: false'} | ${(open / total).toFixed(0)} | ${wal} | ${((size(path) + size(`${path}-wal`)) / total).toFixed(0)} |`,
+      `| ${total} | ${fold ? 'fold (default)' : 'foldWalWhenIdle: false'}${tree} | ${(open / total).toFixed(0)} | ${wal} | ${((size(path) + size(`${path}-wal`)) / total).toFixed(0)} |`,
     );
   }
 }

@@ -12,6 +12,13 @@
  * resume reads those few rows of a long run without visiting the others; built on an older database when opened.
  * 5: a `learning` table (a versioned record per loop name and tenant), created in sqlite-learning.ts when a
  * database is opened, so an older database gains it.
+ * 6: a new database's journal is ONE B-tree: its key `id` = the run's `runs.number` × 2^32 + seq (`seq` a
+ * virtual column of it, `run_id` kept as a plain column, unindexed), where version 2–5 had a rowid table and
+ * the (run_id, seq) key in an index beside it: every insert dirtied two trees, two WAL frames a commit. The
+ * chunk index is on `id`. `runs.number` (unique, set by `createRun`) is added to an older database when it is
+ * opened; an older database keeps its journal as it is (both work alike, `JournalLayout` says which). An
+ * older loopstate cannot use a version 6 database: SQLite refuses its journal insert statement when it is
+ * prepared (`cannot INSERT into generated column "seq"`), so it fails at once rather than write a wrong key.
  */
 export const SQLITE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -21,15 +28,16 @@ CREATE TABLE IF NOT EXISTS runs (
   lease_until INTEGER NOT NULL DEFAULT 0,
   cancel_requested INTEGER NOT NULL DEFAULT 0,
   finished_at INTEGER,
-  packed BLOB
+  packed BLOB,
+  number INTEGER
 ) STRICT;
 CREATE TABLE IF NOT EXISTS journal (
+  id INTEGER PRIMARY KEY,
   run_id TEXT NOT NULL,
-  seq INTEGER NOT NULL,
+  seq INTEGER GENERATED ALWAYS AS (id & 4294967295) VIRTUAL,
   kind TEXT NOT NULL,
   body TEXT NOT NULL,
-  packed BLOB,
-  PRIMARY KEY (run_id, seq)
+  packed BLOB
 ) STRICT;
 CREATE TABLE IF NOT EXISTS snapshots (
   run_id TEXT PRIMARY KEY,
@@ -49,8 +57,23 @@ CREATE TABLE IF NOT EXISTS control (
 ) STRICT;
 `;
 
-/** Run after SQLITE_SCHEMA: brings a version 1 database up to date. */
+/** Run after SQLITE_SCHEMA and the added columns: brings an older database up to date. */
 export const SQLITE_SCHEMA_FINISH = `
 CREATE INDEX IF NOT EXISTS runs_finished_at ON runs (finished_at) WHERE finished_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS journal_chunks ON journal (run_id, seq) WHERE kind IN ('trace', 'transcript');
+CREATE UNIQUE INDEX IF NOT EXISTS runs_number ON runs (number);
 `;
+
+/**
+ * How a database's journal is keyed: `keyed` (version 6: one tree, `id` = run number × 2^32 + seq) or
+ * `indexed` (versions 2–5: a rowid table and a (run_id, seq) index; version 1: a WITHOUT ROWID table on it).
+ */
+export type JournalLayout = 'keyed' | 'indexed';
+
+/** The chunk index (version 4) of each layout: a resume reads a long run's chunks without its other rows. */
+export const JOURNAL_CHUNKS_INDEX: Record<JournalLayout, string> = {
+  keyed: "CREATE INDEX IF NOT EXISTS journal_chunks ON journal (id) WHERE kind IN ('trace', 'transcript');",
+  indexed: "CREATE INDEX IF NOT EXISTS journal_chunks ON journal (run_id, seq) WHERE kind IN ('trace', 'transcript');",
+};
+
+/** A run's journal rows span ids [number × 2^32, (number + 1) × 2^32): a seq is below 2^32. */
+export const SEQ_LIMIT = 2 ** 32;

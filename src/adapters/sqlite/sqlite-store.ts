@@ -1,7 +1,7 @@
 /**
  * The embedded default store on better-sqlite3: one file, WAL journal, `synchronous=NORMAL` (a commit
  * survives a process crash; an OS crash or power loss may lose the last commits, never corrupt the
- * file), or `durability: 'full'` to fsync every commit. Loaded on first use, so importing loopstate
+ * file), or `durability: 'full'` to fsync every journal commit. Loaded on first use, so importing loopstate
  * never loads the native module.
  */
 import { loadPeer } from '../../engine/peer-dependency.js';
@@ -11,7 +11,13 @@ import { LoopConfigError } from '../../contracts/errors.js';
 import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
 import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
 import { pack, packCommit, unpack, unpackRows, type PackedRow } from './row-packing.js';
-import { SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH } from './sqlite-schema.js';
+import {
+  JOURNAL_CHUNKS_INDEX,
+  SEQ_LIMIT,
+  SQLITE_SCHEMA,
+  SQLITE_SCHEMA_FINISH,
+  type JournalLayout,
+} from './sqlite-schema.js';
 import { SQLITE_LEARNING_SCHEMA, sqliteLearning } from './sqlite-learning.js';
 import { foldWal } from './wal-fold.js';
 
@@ -23,7 +29,10 @@ import { foldWal } from './wal-fold.js';
 export interface SqliteStoreOptions {
   /** The database file; created with its tables when missing. */
   path: string;
-  /** `normal` (default): WAL with synchronous=NORMAL. `full`: synchronous=FULL, an fsync per commit. */
+  /**
+   * `normal` (default): WAL with synchronous=NORMAL. `full`: synchronous=FULL, an fsync per journal commit (a
+   * snapshot is made durable by the next one).
+   */
   durability?: 'normal' | 'full';
   /** How long a writer waits for another process's write lock, in ms (default 5 000). */
   busyTimeoutMs?: number;
@@ -61,7 +70,10 @@ function loadDriver(): typeof BetterSqlite3 {
   });
 }
 
-function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions): Database {
+function openDatabase(
+  Driver: typeof BetterSqlite3,
+  options: SqliteStoreOptions,
+): { db: Database; layout: JournalLayout } {
   const db = new Driver(options.path);
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
@@ -73,9 +85,12 @@ function openDatabase(Driver: typeof BetterSqlite3, options: SqliteStoreOptions)
   if (!hasColumn('runs', 'finished_at')) db.exec('ALTER TABLE runs ADD COLUMN finished_at INTEGER');
   for (const table of ['runs', 'journal', 'snapshots'])
     if (!hasColumn(table, 'packed')) db.exec(`ALTER TABLE ${table} ADD COLUMN packed BLOB`);
+  if (!hasColumn('runs', 'number')) db.exec('ALTER TABLE runs ADD COLUMN number INTEGER');
   db.exec(SQLITE_SCHEMA_FINISH);
+  const layout: JournalLayout = hasColumn('journal', 'id') ? 'keyed' : 'indexed';
+  db.exec(JOURNAL_CHUNKS_INDEX[layout]);
   db.exec(SQLITE_LEARNING_SCHEMA);
-  return db;
+  return { db, layout };
 }
 
 function checkOptions(options: SqliteStoreOptions): void {
@@ -104,6 +119,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   checkOptions(options);
   const Driver = loadDriver();
   let db: Database | null = null;
+  let layout: JournalLayout = 'keyed';
   let statements: ReturnType<typeof prepare> | null = null;
   let writes: ReturnType<typeof prepareWrites> | null = null;
   let appendsSinceCheckpoint = 0;
@@ -116,9 +132,9 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
    */
   const driving = new Map<string, string>();
   const use = () => {
-    db ??= openDatabase(Driver, options);
-    statements ??= prepare(db);
-    writes ??= prepareWrites(db, statements);
+    if (db === null) ({ db, layout } = openDatabase(Driver, options));
+    statements ??= prepare(db, layout);
+    writes ??= prepareWrites(db, statements, layout);
     return { db, statements, writes };
   };
   const learning = sqliteLearning(use);
@@ -188,11 +204,22 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       const { db, statements } = use();
       const statement = kinds === undefined ? statements.readJournal : readKinds(db, statements, kinds);
       if (statement === null) return [];
-      const readRow = (seq: number) => statements.readRecord.get(runId, seq) as PackedRow | undefined;
-      return unpackRows(runId, statement.all(runId, afterSeq) as PackedRow[], readRow);
+      const readRow = (seq: number) => statements.readRecord.get({ runId, seq }) as PackedRow | undefined;
+      return unpackRows(runId, statement.all({ runId, afterSeq }) as PackedRow[], readRow);
     },
     async writeSnapshot(runId, row, lease) {
-      use().writes.snapshot.immediate(runId, packed(row), lease);
+      const { db, writes } = use();
+      // `full`: the snapshot's commit is not fsynced on its own (an fsync per journal commit only). A snapshot stands
+      // on journal rows committed (and fsynced) before it, and the next commit's fsync of the WAL makes it
+      // durable too: a power cut before that loses the snapshot alone, the state of a crash before it was
+      // written, from which a resume starts at the snapshot before (the journal is whole).
+      if (options.durability !== 'full') return writes.snapshot.immediate(runId, packed(row), lease);
+      db.pragma('synchronous = NORMAL');
+      try {
+        writes.snapshot.immediate(runId, packed(row), lease);
+      } finally {
+        db.pragma('synchronous = FULL');
+      }
     },
     async latestSnapshot(runId) {
       const row = use().statements.latestSnapshot.get(runId) as PackedRow | undefined;
@@ -259,11 +286,12 @@ function readControl(statements: ReturnType<typeof prepare>, runId: string): Run
   return { paused: row?.paused ?? null, cancelRequested: row?.cancel_requested === 1 };
 }
 
-/** The lease and the control a journal append reads, in one statement. */
+/** The lease, the control and the run's number (its journal key, version 6) a journal append reads, in one statement. */
 interface OwnerAndControl {
   lease_owner: string | null;
   cancel_requested: number;
   paused: string | null;
+  number: number | null;
 }
 
 const conflict = (runId: string, seq: number | null, message: string, cause?: unknown) =>
@@ -271,8 +299,18 @@ const conflict = (runId: string, seq: number | null, message: string, cause?: un
 const lostLease = (runId: string, seq: number | null) =>
   conflict(runId, seq, `run ${runId} is held by another owner; this writer lost its lease`);
 
+/**
+ * A version 6 journal row's key is its run's number × 2^32 + its seq: a seq outside [0, 2^32) would land in
+ * another run's range (a run without a number is given one before: this cannot happen but by a bug).
+ */
+function checkKey(runId: string, number: number | null, seq: number): void {
+  if (number === null) throw conflict(runId, seq, `run ${runId} has no journal number (runs.number)`);
+  if (!Number.isInteger(seq) || seq < 0 || seq >= SEQ_LIMIT)
+    throw conflict(runId, seq, `run ${runId}: journal seq ${seq} is outside [0, 2^32)`);
+}
+
 /** The write transactions, made once: better-sqlite3 builds a wrapper per `transaction()` call. */
-function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
+function prepareWrites(db: Database, statements: ReturnType<typeof prepare>, layout: JournalLayout) {
   return {
     append: db.transaction(
       (
@@ -289,23 +327,40 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
           runBody === undefined && rows.length > 0
             ? (statements.ownerAndControl.get(runId) as OwnerAndControl | undefined)
             : undefined;
+        // The run's number (its rows' key, version 6) comes with the lease check: no statement more a commit.
+        const written =
+          owned === undefined && runBody !== undefined
+            ? (statements.writeRunBody.get(
+                lease.until,
+                runBody.body,
+                runBody.packed,
+                finishedAt ?? null,
+                runId,
+                lease.owner,
+              ) as { number: number | null } | undefined)
+            : undefined;
         const held =
           owned !== undefined
             ? owned.lease_owner === lease.owner
             : runBody !== undefined
-              ? statements.writeRunBody.run(
-                  lease.until,
-                  runBody.body,
-                  runBody.packed,
-                  finishedAt ?? null,
-                  runId,
-                  lease.owner,
-                ).changes === 1
+              ? written !== undefined
               : rows.length === 0 && statements.renewLease.run(lease.until, runId, lease.owner).changes === 1;
         if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
+        let number = owned?.number ?? written?.number ?? null;
+        // A run row without a number (not made by this createRun: by hand, or a tool of its own) gets one now.
+        if (layout === 'keyed' && number === null && rows.length > 0)
+          number = (statements.numberRun.get(runId) as { number: number } | undefined)?.number ?? null;
         for (const row of rows) {
+          if (layout === 'keyed') checkKey(runId, number, row.seq);
           try {
-            statements.insertRecord.run(runId, row.seq, row.kind, row.body, row.packed);
+            statements.insertRecord.run({
+              runId,
+              number,
+              seq: row.seq,
+              kind: row.kind,
+              body: row.body,
+              packed: row.packed,
+            });
           } catch (error) {
             throw conflict(runId, row.seq, `run ${runId} already has a journal record at seq ${row.seq}`, error);
           }
@@ -316,12 +371,14 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>) {
       },
     ),
     prune: db.transaction((finishedBefore: number): number => {
-      statements.pruneJournal.run(finishedBefore);
+      statements.pruneJournal.run({ finishedBefore });
       statements.pruneSnapshots.run(finishedBefore);
       return statements.pruneRuns.run(finishedBefore).changes;
     }),
     snapshot: db.transaction((runId: string, row: PackedRow, lease: Lease) => {
-      if (statements.renewLease.run(lease.until, runId, lease.owner).changes !== 1) throw lostLease(runId, row.seq);
+      // The lease is checked, not renewed (as by a journal append): no page of the runs table is rewritten.
+      const owner = statements.leaseOwner.get(runId) as { lease_owner: string | null } | undefined;
+      if (owner?.lease_owner !== lease.owner) throw lostLease(runId, row.seq);
       statements.upsertSnapshot.run(runId, row.seq, row.kind, row.body, row.packed);
     }),
   };
@@ -338,45 +395,78 @@ function readKinds(db: Database, statements: ReturnType<typeof prepare>, kinds: 
   let statement = statements.readKinds.get(key);
   if (statement === undefined) {
     const list = kinds.map((kind) => `'${String(kind).replaceAll("'", "''")}'`).join(', ');
-    statement = db.prepare(
-      `SELECT seq, kind, body, packed FROM journal WHERE run_id = ? AND seq > ? AND kind IN (${list}) ORDER BY seq`,
-    );
+    statement = db.prepare(`${statements.journalRange} AND kind IN (${list}) ORDER BY ${statements.journalOrder}`);
     // A caller asking for many sets of kinds gets each prepared again rather than a cache without bound.
     if (statements.readKinds.size < 16) statements.readKinds.set(key, statement);
   }
   return statement;
 }
 
-function prepare(db: Database) {
+/**
+ * The journal's statements in each layout, with named parameters (`runId`, `afterSeq`, `seq`, `number`, ...).
+ * `keyed` (version 6): a run's rows are the id range of its number, read as a range of the one tree (the number
+ * read in the statement); `indexed` (versions 1–5): through the (run_id, seq) key.
+ */
+function journalStatements(layout: JournalLayout) {
+  if (layout === 'indexed')
+    return {
+      journalRange: 'SELECT seq, kind, body, packed FROM journal WHERE run_id = @runId AND seq > @afterSeq',
+      journalOrder: 'seq',
+      insertRecord:
+        'INSERT INTO journal (run_id, seq, kind, body, packed) VALUES (@runId, @seq, @kind, @body, @packed)',
+      readRecord: 'SELECT seq, kind, body, packed FROM journal WHERE run_id = @runId AND seq = @seq',
+      pruneJournal:
+        'DELETE FROM journal WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < @finishedBefore)',
+    };
+  const number = '(SELECT number FROM runs WHERE run_id = @runId)';
   return {
+    // afterSeq below −1 (a caller's window reaching before the first row) must not reach the run before.
+    journalRange: `SELECT id & 4294967295 AS seq, kind, body, packed FROM journal WHERE id > (${number} << 32) + max(@afterSeq, -1) AND id < ((${number} + 1) << 32)`,
+    journalOrder: 'id',
+    insertRecord:
+      'INSERT INTO journal (id, run_id, kind, body, packed) VALUES ((@number << 32) + @seq, @runId, @kind, @body, @packed)',
+    readRecord: `SELECT id & 4294967295 AS seq, kind, body, packed FROM journal WHERE id = (${number} << 32) + @seq AND @seq >= 0 AND @seq < 4294967296`,
+    // A range delete per run pruned (a statement over the whole journal would visit every row).
+    pruneJournal: `DELETE FROM journal WHERE id IN (SELECT journal.id FROM runs, journal WHERE runs.finished_at IS NOT NULL AND runs.finished_at < @finishedBefore AND journal.id >= runs.number << 32 AND journal.id < (runs.number + 1) << 32)`,
+  };
+}
+
+function prepare(db: Database, layout: JournalLayout) {
+  const journal = journalStatements(layout);
+  return {
+    journalRange: journal.journalRange,
+    journalOrder: journal.journalOrder,
     readKinds: new Map<string, BetterSqlite3.Statement<unknown[]>>(),
+    // The run's number (the key of its journal rows, version 6): one more than the largest, through runs_number.
     insertRun: db.prepare(
-      'INSERT OR IGNORE INTO runs (run_id, body, packed, lease_owner, lease_until) VALUES (?, ?, ?, ?, ?)',
+      'INSERT OR IGNORE INTO runs (run_id, body, packed, lease_owner, lease_until, number) VALUES (?, ?, ?, ?, ?, (SELECT coalesce(max(number), 0) + 1 FROM runs))',
     ),
     readRun: db.prepare('SELECT body, packed, lease_owner, lease_until, cancel_requested FROM runs WHERE run_id = ?'),
     acquireLease: db.prepare(
       'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE run_id = ? AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ? OR lease_owner = ?)',
     ),
     ownerAndControl: db.prepare(
-      "SELECT lease_owner, cancel_requested, (SELECT value FROM control WHERE key = 'paused') AS paused FROM runs WHERE run_id = ?",
+      "SELECT lease_owner, cancel_requested, (SELECT value FROM control WHERE key = 'paused') AS paused, number FROM runs WHERE run_id = ?",
+    ),
+    leaseOwner: db.prepare('SELECT lease_owner FROM runs WHERE run_id = ?'),
+    numberRun: db.prepare(
+      'UPDATE runs SET number = (SELECT coalesce(max(number), 0) + 1 FROM runs) WHERE run_id = ? AND number IS NULL RETURNING number',
     ),
     releaseLease: db.prepare(
       'UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?',
     ),
     renewLease: db.prepare('UPDATE runs SET lease_until = ? WHERE run_id = ? AND lease_owner = ?'),
     writeRunBody: db.prepare(
-      'UPDATE runs SET lease_until = ?, body = ?, packed = ?, finished_at = ? WHERE run_id = ? AND lease_owner = ?',
+      'UPDATE runs SET lease_until = ?, body = ?, packed = ?, finished_at = ? WHERE run_id = ? AND lease_owner = ? RETURNING number',
     ),
-    pruneJournal: db.prepare(
-      'DELETE FROM journal WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?)',
-    ),
+    pruneJournal: db.prepare(journal.pruneJournal),
     pruneSnapshots: db.prepare(
       'DELETE FROM snapshots WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?)',
     ),
     pruneRuns: db.prepare('DELETE FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?'),
-    insertRecord: db.prepare('INSERT INTO journal (run_id, seq, kind, body, packed) VALUES (?, ?, ?, ?, ?)'),
-    readJournal: db.prepare('SELECT seq, kind, body, packed FROM journal WHERE run_id = ? AND seq > ? ORDER BY seq'),
-    readRecord: db.prepare('SELECT seq, kind, body, packed FROM journal WHERE run_id = ? AND seq = ?'),
+    insertRecord: db.prepare(journal.insertRecord),
+    readJournal: db.prepare(`${journal.journalRange} ORDER BY ${journal.journalOrder}`),
+    readRecord: db.prepare(journal.readRecord),
     upsertSnapshot: db.prepare(
       'INSERT INTO snapshots (run_id, seq, kind, body, packed) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body, packed = excluded.packed WHERE excluded.seq >= snapshots.seq',
     ),
