@@ -96,9 +96,11 @@ export async function driveRun(
     config.inspect === undefined
       ? undefined
       : guardedInspector(config.inspect, (message) => session.warn(message, safeNow(clock)));
+  // A resumed run starts from its journal's snapshot, a new one from the loop's kept initial state: cheaper than
+  // XState's initial microstep, and an inspector sees the same events (the `xstate.init` snapshot in READY).
   const actor = createActor(loopMachine, {
     input: setup.machineInput,
-    ...(hooks?.machineSnapshot === undefined ? {} : { snapshot: hooks.machineSnapshot }),
+    snapshot: hooks?.machineSnapshot ?? setup.initialSnapshot(),
     ...(inspect === undefined ? {} : { inspect }),
   });
   const onUserAbort = () => {
