@@ -425,9 +425,44 @@ export interface RunInput {
   signal?: AbortSignal;
 }
 
+/**
+ * The usual run input, `{ goal, runId?, signal? }` with every value as `runInputSchema` wants it, checked
+ * without zod: it is read on every run, and the schema's parse of it cost more than the rest of the check.
+ * The same result the schema gives (the goal trimmed, keys left `undefined` dropped, in the schema's order);
+ * anything else (messages, another key, a value the schema refuses, an object that is not plain, a getter
+ * that throws) returns null and is checked by the schema, which names what is wrong.
+ */
+function plainRunInput(input: unknown): RunInput | null {
+  if (typeof input !== 'object' || input === null) return null;
+  let goal: string | undefined;
+  let runId: string | undefined;
+  let signal: AbortSignal | undefined;
+  try {
+    const prototype: unknown = Object.getPrototypeOf(input);
+    if (prototype !== Object.prototype && prototype !== null) return null;
+    for (const key of Object.keys(input)) {
+      const value: unknown = (input as Record<string, unknown>)[key];
+      if (value === undefined) continue;
+      if (key === 'goal' && typeof value === 'string') goal = value.trim();
+      else if (key === 'runId' && typeof value === 'string' && value.length >= 1 && value.length <= 200) runId = value;
+      else if (key === 'signal' && value instanceof AbortSignal) signal = value;
+      else return null;
+    }
+  } catch {
+    return null;
+  }
+  if (goal === undefined || goal === '') return null;
+  const checked: RunInput = { goal };
+  if (runId !== undefined) checked.runId = runId;
+  if (signal !== undefined) checked.signal = signal;
+  return checked;
+}
+
 const keepRunInputValue: KeepByReference = (path) => path.length === 1 && path[0] === 'signal';
 
 export function validateRunInput(input: unknown): RunInput {
+  const plain = plainRunInput(input);
+  if (plain !== null) return plain;
   const { messages: given, ...rest } = parseInput(runInputSchema, input, keepRunInputValue, 'run_input');
   const runInputError = (issues: ConfigIssue[]) => new LoopConfigError({ issues, scope: 'run_input' });
   if (given === undefined) {

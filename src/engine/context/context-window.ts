@@ -131,7 +131,7 @@ async function callSummaryModel(session: RunSession, context: LoopContext, reque
       );
       return { response, ...spent };
     } catch (error) {
-      if (session.signal.aborted) return { interrupted: true, ...spent, skipped: 'interrupted' };
+      if (session.aborts.aborted) return { interrupted: true, ...spent, skipped: 'interrupted' };
       const transient = retryableModelError(error);
       if (transient === null) return { ...spent, skipped: `the summary call failed: ${thrownMessage(error)}` };
       failures++;
@@ -153,7 +153,7 @@ async function callSummaryModel(session: RunSession, context: LoopContext, reque
       try {
         await session.aborts.race(config.clock.sleep(next.delayMs, session.signal));
       } catch (sleepError) {
-        if (!session.signal.aborted) throw sleepError;
+        if (!session.aborts.aborted) throw sleepError;
         return { interrupted: true, ...spent, skipped: 'interrupted' };
       }
     }
@@ -186,7 +186,7 @@ export async function fitContextWindow(session: RunSession, context: LoopContext
         usage: null,
         modelCalls: summary.modelCalls,
         transportRetries: summary.transportRetries,
-        stop: interruptionEvent(session.signal, safeNow(config.clock), summary.modelCalls),
+        stop: interruptionEvent(session.aborts, safeNow(config.clock), summary.modelCalls),
       };
     if (summary.skipped !== null && !(summary.skipped.startsWith('refused') && warnedRefusal.has(session))) {
       // A refusal repeats at every step while the budgets stay tight: said once, then only in the trace.

@@ -69,11 +69,41 @@ const UNKNOWN_MODEL_ID = 'unknown';
  * const summary = await runEvaluators([evaluators.json({ requiredFields: ['status'] })], { output, signal, taskId: 'main' });
  * if (!summary.passed) console.log(summary.failedEvaluator, summary.reason);
  */
-export async function runEvaluators(
+export function runEvaluators(list: readonly Evaluator[], options: RunEvaluatorsOptions): Promise<EvaluationSummary> {
+  const { signal } = options;
+  return runEvaluatorsUnder(list, options, {
+    get aborted() {
+      return signal.aborted;
+    },
+    get reason(): unknown {
+      return signal.reason;
+    },
+    signal,
+  });
+}
+
+/**
+ * The abort an evaluation runs under: checked through `aborted` and `reason`, its `signal` read only when an
+ * evaluator asks for it (a run's own abort makes its signal then).
+ */
+export interface EvaluationAbort {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * `runEvaluators` under the run's abort (the driver's): the same verdicts, without reading the signal of a
+ * run whose evaluators never look at it. `options.signal` is not read.
+ * @example
+ * const summary = await runEvaluatorsUnder(list, { output, taskId: 'main' }, session.aborts);
+ */
+export async function runEvaluatorsUnder(
   list: readonly Evaluator[],
-  options: RunEvaluatorsOptions,
+  options: Omit<RunEvaluatorsOptions, 'signal'>,
+  abort: EvaluationAbort,
 ): Promise<EvaluationSummary> {
-  const { output, signal, taskId, rethrow, mayRunJudge } = options;
+  const { output, taskId, rethrow, mayRunJudge } = options;
   const usageByModel = new Map<string, ModelUsage>();
   const total: ModelUsage = { inputTokens: 0, outputTokens: 0 };
   let formatsToPass = list.filter((evaluator) => evaluator.kind === 'format').length;
@@ -111,16 +141,24 @@ export async function runEvaluators(
     const samples = evaluator.samples ?? 1;
     const verdicts: EvaluationResult[] = [];
     for (let sample = 0; sample < samples; sample++) {
-      signal.throwIfAborted();
+      // As `signal.throwIfAborted()`, without making the signal.
+      if (abort.aborted) throw abort.reason;
       // Each sample is a judge call of its own: paid for before it is made, with what the samples before it spent.
       const refusal =
         evaluator.kind === 'judge' ? (mayRunJudge?.(evaluator, Object.fromEntries(usageByModel)) ?? null) : null;
       if (refusal !== null) return summarize(false, refusal, parsed, evaluator.name);
       let result: EvaluationResult;
       try {
-        result = await evaluator.evaluate({ output, parsed, signal, taskId });
+        result = await evaluator.evaluate({
+          output,
+          parsed,
+          get signal() {
+            return abort.signal;
+          },
+          taskId,
+        });
       } catch (error) {
-        if (signal.aborted || rethrow?.(error) === true) throw error;
+        if (abort.aborted || rethrow?.(error) === true) throw error;
         const message = thrownMessage(error);
         return summarize(false, `evaluator "${evaluator.name}" threw: ${message}`, parsed, evaluator.name);
       }

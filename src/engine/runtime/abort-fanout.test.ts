@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { AbortFanout, LazySignal } from './abort-fanout.js';
+import { AbortFanout, LazySignal, RunAbort } from './abort-fanout.js';
 
 describe('AbortFanout', () => {
   it('adds one listener to the signal however many wait on it', () => {
@@ -85,3 +85,79 @@ describe('AbortFanout.dispose', () => {
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 });
+
+describe('RunAbort', () => {
+  it('tells its waiters, then the signal read before the abort, with the one reason; later aborts change nothing', () => {
+    const run = new RunAbort();
+    const heard: unknown[] = [];
+    const { signal } = run;
+    signal.addEventListener('abort', () => heard.push(['signal', signal.reason]));
+    run.subscribe((reason) => heard.push(['waiter', reason, run.aborted]));
+    const forget = run.subscribe((reason) => heard.push(['forgotten', reason]));
+    forget();
+    run.abort('stop');
+    run.abort('again');
+    expect(heard).toEqual([
+      ['waiter', 'stop', true],
+      ['signal', 'stop'],
+    ]);
+    expect(run.reason).toBe('stop');
+    expect(run.signal).toBe(signal);
+  });
+
+  it('gives a signal first read after the abort already aborted, with its reason', () => {
+    const run = new RunAbort();
+    const reason = new Error('deadline');
+    run.abort(reason);
+    expect(run.signal.aborted).toBe(true);
+    expect(run.signal.reason).toBe(reason);
+    const heard: unknown[] = [];
+    run.subscribe((late) => heard.push(late));
+    expect(heard).toEqual([reason]);
+  });
+
+  it('aborts without a reason as an AbortController does: with an AbortError', () => {
+    const run = new RunAbort();
+    const controller = new AbortController();
+    run.abort();
+    controller.abort();
+    expect(run.reason).toBeInstanceOf(DOMException);
+    expect((run.reason as DOMException).name).toBe((controller.signal.reason as DOMException).name);
+    expect(run.signal.reason).toBe(run.reason);
+  });
+
+  it('race settles with the promise, or rejects with the reason at the abort, without a signal made', async () => {
+    const made = countAbortControllers();
+    try {
+      const run = new RunAbort();
+      await expect(run.race(Promise.resolve(7))).resolves.toBe(7);
+      const raced = run.race(new Promise<never>(() => undefined));
+      run.abort(new Error('cancelled'));
+      await expect(raced).rejects.toThrow('cancelled');
+      await expect(run.race(Promise.reject(new Error('ignored')))).rejects.toThrow('cancelled');
+      expect(made.count).toBe(0);
+    } finally {
+      made.restore();
+    }
+  });
+});
+
+/** Counts `new AbortController()` until `restore`. */
+function countAbortControllers(): { readonly count: number; restore(): void } {
+  const Original = globalThis.AbortController;
+  let count = 0;
+  globalThis.AbortController = class extends Original {
+    constructor() {
+      super();
+      count++;
+    }
+  };
+  return {
+    get count() {
+      return count;
+    },
+    restore: () => {
+      globalThis.AbortController = Original;
+    },
+  };
+}

@@ -2,41 +2,36 @@
  * Waiting on a run's abort without paying for it per call. On Node 20 an `AbortController` costs a few µs
  * to make and an EventTarget listener about as much to add and remove; a model call and a tool call each
  * needed both, although most model adapters and tools never look at their signal. Here the run's signal
- * gets one listener for the whole run (`AbortFanout`), and a call's own signal is made on first read
- * (`LazySignal`).
+ * gets one listener for the whole run (`AbortFanout`), or is not made at all unless something reads it
+ * (`RunAbort`), and a call's own signal is made on first read (`LazySignal`).
  */
 
 const NOTHING_TO_FORGET = (): void => undefined;
 
 /**
- * One 'abort' listener on a signal, shared by every effect that waits on it.
+ * Waiters on an abort, told once when it happens: the base of `AbortFanout` (over a given signal) and
+ * `RunAbort` (a run's own abort, its signal made on first read). Effects wait through `subscribe` and `race`,
+ * and ask `aborted` and `reason`, without reading `signal`.
  * @example
- * const aborts = new AbortFanout(runSignal);
- * const forget = aborts.subscribe((reason) => call.abort(reason));
- * try { await aborts.race(work) } finally { forget() }
+ * const waitOn = (aborts: AbortWaiters, work: Promise<string>) => (aborts.aborted ? null : aborts.race(work));
  */
-export class AbortFanout {
-  readonly #waiters = new Set<(reason: unknown) => void>();
-  readonly #onAbort = (): void => this.#fire();
+export abstract class AbortWaiters {
+  /** Made on the first wait: most runs and rounds end without one. */
+  #waiters: Set<(reason: unknown) => void> | null = null;
 
-  constructor(readonly signal: AbortSignal) {
-    if (!signal.aborted) signal.addEventListener('abort', this.#onAbort, { once: true });
-  }
-
-  /** Takes the one listener off the signal: for a fanout that lives shorter than its signal. */
-  dispose(): void {
-    this.signal.removeEventListener('abort', this.#onAbort);
-    this.#waiters.clear();
-  }
+  abstract get aborted(): boolean;
+  abstract get reason(): unknown;
+  abstract get signal(): AbortSignal;
 
   /** Calls `onAbort` once when the signal aborts (at once if it has); returns the function that forgets it. */
   subscribe(onAbort: (reason: unknown) => void): () => void {
-    if (this.signal.aborted) {
-      onAbort(this.signal.reason);
+    if (this.aborted) {
+      onAbort(this.reason);
       return NOTHING_TO_FORGET;
     }
-    this.#waiters.add(onAbort);
-    return () => this.#waiters.delete(onAbort);
+    const waiters = (this.#waiters ??= new Set());
+    waiters.add(onAbort);
+    return () => waiters.delete(onAbort);
   }
 
   /**
@@ -44,10 +39,10 @@ export class AbortFanout {
    * ignores its signal must not hang the run past its deadline.
    */
   race<T>(promise: Promise<T>): Promise<T> {
-    if (this.signal.aborted) {
+    if (this.aborted) {
       // Abandoned, but its own rejection must not surface as an unhandled one.
       promise.catch(() => undefined);
-      return Promise.reject(this.signal.reason as Error);
+      return Promise.reject(this.reason as Error);
     }
     return new Promise<T>((resolve, reject) => {
       const forget = this.subscribe(reject);
@@ -64,10 +59,17 @@ export class AbortFanout {
     });
   }
 
-  #fire(): void {
+  /** Forgets every waiter without telling them. */
+  protected clearWaiters(): void {
+    this.#waiters?.clear();
+  }
+
+  /** Tells every waiter of the abort, once; one that throws does not keep the others from hearing. */
+  protected fire(): void {
+    if (this.#waiters === null || this.#waiters.size === 0) return;
     const waiters = [...this.#waiters];
     this.#waiters.clear();
-    const reason: unknown = this.signal.reason;
+    const reason: unknown = this.reason;
     for (const waiter of waiters) {
       try {
         waiter(reason);
@@ -75,6 +77,77 @@ export class AbortFanout {
         // One waiter's failure must not keep the others from hearing of the abort.
       }
     }
+  }
+}
+
+/**
+ * One 'abort' listener on a signal, shared by every effect that waits on it.
+ * @example
+ * const aborts = new AbortFanout(runSignal);
+ * const forget = aborts.subscribe((reason) => call.abort(reason));
+ * try { await aborts.race(work) } finally { forget() }
+ */
+export class AbortFanout extends AbortWaiters {
+  readonly #onAbort = (): void => this.fire();
+
+  constructor(readonly signal: AbortSignal) {
+    super();
+    if (!signal.aborted) signal.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  get aborted(): boolean {
+    return this.signal.aborted;
+  }
+
+  get reason(): unknown {
+    return this.signal.reason;
+  }
+
+  /** Takes the one listener off the signal: for a fanout that lives shorter than its signal. */
+  dispose(): void {
+    this.signal.removeEventListener('abort', this.#onAbort);
+    this.clearWaiters();
+  }
+}
+
+/**
+ * A run's own abort (cancel, deadline): what an `AbortController` would be, without making one for a run
+ * nobody reads the signal of. Its waiters hear of the abort first, then the signal, made on first read (a
+ * tool, an evaluator or a model adapter that asks for it), aborts with the same reason; a signal first read
+ * after the abort is already aborted with it.
+ * @example
+ * const run = new RunAbort();
+ * setTimeout(() => run.abort(new Error('deadline')), 1_000);
+ * await run.race(work); // rejects with the reason at the deadline
+ */
+export class RunAbort extends AbortWaiters {
+  #controller: AbortController | null = null;
+  #aborted = false;
+  #reason: unknown = undefined;
+
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  get reason(): unknown {
+    return this.#reason;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === null) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Aborts once, as `AbortController.abort` does (no reason: an `AbortError`); later calls keep the first reason. */
+  abort(reason?: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#reason = reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason;
+    this.fire();
+    this.#controller?.abort(this.#reason);
   }
 }
 

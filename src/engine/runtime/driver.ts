@@ -30,6 +30,7 @@ import { finalOutput } from '../output/final-output.js';
 import { guardedInspector } from './inspect-option.js';
 import { performEvaluation } from './evaluation-step.js';
 import { interruptionEvent as interruptionEventAt, RunInterruption } from './interruption.js';
+import { RunAbort } from './abort-fanout.js';
 import { performModelCall } from './model-step.js';
 import type { RunResult } from './run-result.js';
 import type { DriverHooks } from './driver-hooks.js';
@@ -73,9 +74,18 @@ export async function driveRun(
       : new LearningSession(config.learning, config.store, config.name, config.tenant?.id ?? null, clock);
   const health = sharedHealth ?? learning?.health ?? new ToolHealth({ now: () => clock.now() });
   const { runId, fault: runIdFault } = resolveRunId(input.runId, config.generateRunId, defaultRunId);
-  const controller = new AbortController();
+  // A durable run's journal gets a controller to abort and listens on its signal; a run without one makes its
+  // signal only if a tool, an evaluator or a model adapter reads it.
+  const controller = hooks === undefined ? new RunAbort() : new AbortController();
   const conversation = priorConversation(input, config.instructions);
-  const session = new RunSession(config, runId, conversation.goal, controller.signal, conversation, setup);
+  const session = new RunSession(
+    config,
+    runId,
+    conversation.goal,
+    controller instanceof RunAbort ? controller : controller.signal,
+    conversation,
+    setup,
+  );
   if (learning !== null) {
     session.taskFeedback = (taskId) => learning.feedbackFor(taskId);
     // Redacted before it is stored, as an evaluator's reason is.
@@ -86,9 +96,11 @@ export async function driveRun(
     config.inspect === undefined
       ? undefined
       : guardedInspector(config.inspect, (message) => session.warn(message, safeNow(clock)));
+  // A resumed run starts from its journal's snapshot, a new one from the loop's kept initial state: cheaper than
+  // XState's initial microstep, and an inspector sees the same events (the `xstate.init` snapshot in READY).
   const actor = createActor(loopMachine, {
     input: setup.machineInput,
-    ...(hooks?.machineSnapshot === undefined ? {} : { snapshot: hooks.machineSnapshot }),
+    snapshot: hooks?.machineSnapshot ?? setup.initialSnapshot(),
     ...(inspect === undefined ? {} : { inspect }),
   });
   const onUserAbort = () => {
@@ -134,7 +146,11 @@ export async function driveRun(
         const effect = getPendingEffect(snapshot);
         if (effect.kind === 'done') break;
         // Outcomes whose events are committed may be written: a resume never performs them again.
-        const committed = hooks === undefined || (await hooks.beforeEffect(session, controller, effect.kind));
+        // (A run with hooks has an AbortController: the `instanceof` only tells the compiler so.)
+        const committed =
+          hooks === undefined ||
+          controller instanceof RunAbort ||
+          (await hooks.beforeEffect(session, controller, effect.kind));
         if (learning !== null && committed) {
           learning.seal();
           if (learning.due(safeNow(clock))) await learning.flush(session);
@@ -173,7 +189,7 @@ export async function driveRun(
 /** Arms the deadline timer; `deadlineMs: Infinity` arms none, and a clock whose `setTimer` throws faults the run. */
 function armDeadline(
   config: ResolvedConfig,
-  controller: AbortController,
+  controller: AbortController | RunAbort,
   startedAt: number | null,
 ): { cancelDeadline: () => void; fault: Error | null } {
   const { deadlineMs } = config.limits;
@@ -245,7 +261,7 @@ async function perform(
   health: ToolHealth,
 ): Promise<LoopEvent> {
   const { clock } = session.config;
-  if (session.signal.aborted) return interruptionEvent(session);
+  if (session.aborts.aborted) return interruptionEvent(session);
   try {
     switch (effect.kind) {
       case 'start':
@@ -267,7 +283,7 @@ async function perform(
         return { type: 'backoff.elapsed', at: clock.now() };
     }
   } catch (error) {
-    if (session.signal.aborted) return interruptionEvent(session);
+    if (session.aborts.aborted) return interruptionEvent(session);
     // No retry layer covers this (a throwing policy hook or task prompt, a bug): stop with fatal_error, never crash.
     session.recordFatalError(toError(error));
     return { type: 'run.faulted', at: safeNow(clock), message: session.config.redact.text(describeThrown(error)) };
@@ -291,7 +307,7 @@ async function performLearning(
 }
 
 function interruptionEvent(session: RunSession): LoopEvent {
-  return interruptionEventAt(session.signal, safeNow(session.config.clock));
+  return interruptionEventAt(session.aborts, safeNow(session.config.clock));
 }
 
 /** The one place an event reaches the actor: the transition and what it changed go to the trace. */

@@ -4,13 +4,13 @@ import { isSpendBudgetExhausted } from '../../../guards/budget.js';
 import { isModelCallError, LoopstateError, ModelCallError, retryableModelError } from '../../contracts/errors.js';
 import { safeNow } from '../hooks/guarded-clock.js';
 import { describeThrown, toError } from '../redaction/describe-thrown.js';
-import { callWithTimeout } from './call-timeout.js';
+import { callWithTimeout, type CallScope } from './call-timeout.js';
 import { reflectionNote } from '../prompts.js';
 import { MESSAGE_OVERHEAD_CHARS } from './transcript.js';
 import {
   evaluatorList,
   JudgeVerdictError,
-  runEvaluators,
+  type EvaluationInput,
   type EvaluationResult,
   type Evaluator,
 } from '../evaluators/index.js';
@@ -18,6 +18,7 @@ import { modelUsageSchema, shapeProblems } from '../../contracts/model-response-
 import type { ModelUsage } from '../../contracts/model.js';
 import { CHARS_PER_TOKEN_ESTIMATE } from '../constants.js';
 import { interruptionEvent } from './interruption.js';
+import { runEvaluatorsUnder } from '../evaluators/run-evaluators.js';
 import { pricedTotal } from '../pricing/pricing.js';
 import { describeRefusal, nextTransportAttempt } from './transport-retry.js';
 import { failureLabel } from '../../../actions/stop-detail.js';
@@ -73,24 +74,27 @@ export async function performEvaluation(
   let summary;
   try {
     summary = await session.aborts.race(
-      runEvaluators(list, {
-        output,
-        signal: session.signal,
-        taskId: task.id,
-        rethrow: isJudgeFailure,
-        mayRunJudge: (judge, spent) => {
-          const judgeTokens = judgeRequestTokens(output);
-          if (mayCallModel && canPayForJudge(session, context, spent, judgeTokens)) return null;
-          unpaidJudgeTokens = judgeTokens;
-          return `the LLM judge "${judge.name}" was not run: the token or cost budget is spent`;
+      runEvaluatorsUnder(
+        list,
+        {
+          output,
+          taskId: task.id,
+          rethrow: isJudgeFailure,
+          mayRunJudge: (judge, spent) => {
+            const judgeTokens = judgeRequestTokens(output);
+            if (mayCallModel && canPayForJudge(session, context, spent, judgeTokens)) return null;
+            unpaidJudgeTokens = judgeTokens;
+            return `the LLM judge "${judge.name}" was not run: the token or cost budget is spent`;
+          },
         },
-      }),
+        session.aborts,
+      ),
     );
   } catch (error) {
     const at = safeNow(config.clock);
     // Judges that answered, or were cut short, were called all the same: their spend is counted whatever ends the run.
-    if (session.signal.aborted)
-      return { ...interruptionEvent(session.signal, at, spending.modelCalls), ...spentSoFar(session, spending) };
+    if (session.aborts.aborted)
+      return { ...interruptionEvent(session.aborts, at, spending.modelCalls), ...spentSoFar(session, spending) };
     session.recordFatalError(toError(error));
     return {
       type: 'run.faulted',
@@ -181,19 +185,13 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
                   session,
                   context.limits.modelCallTimeoutMs,
                   `LLM judge "${evaluator.name}"`,
-                  (scope) =>
-                    evaluator.evaluate({
-                      ...input,
-                      get signal() {
-                        return scope.signal;
-                      },
-                    }),
+                  (scope) => evaluator.evaluate(withCallSignal(input, scope)),
                 )
               : await evaluateWithin(session, evaluator, input);
         } catch (error) {
           if (error instanceof JudgeVerdictError && error.usage) spending.add(error.modelId ?? 'unknown', error.usage);
           // Whatever else a judge throws is not a verdict on the output: never reflected to the main model.
-          if (evaluator.kind === 'judge' && !isJudgeFailure(error) && !session.signal.aborted) {
+          if (evaluator.kind === 'judge' && !isJudgeFailure(error) && !session.aborts.aborted) {
             throw new LoopstateError({
               code: 'judge_failed',
               message: `LLM judge "${evaluator.name}" failed: ${describeThrown(error)}`,
@@ -201,7 +199,7 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
             });
           }
           const transient = retryableModelError(error);
-          if (transient === null || session.signal.aborted) throw error;
+          if (transient === null || session.aborts.aborted) throw error;
           failures++;
           const call = `LLM judge "${evaluator.name}"`;
           const next = nextTransportAttempt({
@@ -241,6 +239,21 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
 }
 
 /**
+ * The evaluator's input with its call's own signal, made if it reads it. Field by field, not spread: a spread
+ * would read the input's `signal`, the run's, which a run makes only when something asks for it.
+ */
+function withCallSignal(input: EvaluationInput, scope: CallScope): EvaluationInput {
+  return {
+    output: input.output,
+    parsed: input.parsed,
+    taskId: input.taskId,
+    get signal() {
+      return scope.signal;
+    },
+  };
+}
+
+/**
  * A format, rule or custom evaluator, bounded by `limits.evaluatorTimeoutMs` of the loop's own config (a
  * run resumed from a snapshot taken before the limit existed has it too); its signal aborts on the timeout.
  */
@@ -254,13 +267,7 @@ function evaluateWithin(
     session,
     timeoutMs,
     `evaluator "${evaluator.name}"`,
-    (scope) =>
-      evaluator.evaluate({
-        ...input,
-        get signal() {
-          return scope.signal;
-        },
-      }),
+    (scope) => evaluator.evaluate(withCallSignal(input, scope)),
     () =>
       new LoopstateError({
         code: EVALUATOR_TIMEOUT,

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { InspectionEvent } from 'xstate';
+import { createActor, type InspectionEvent } from 'xstate';
+import { loopMachine, type LoopSnapshot } from '../../../machines/index.js';
+import { loopSetupOf } from './loop-setup.js';
 import { LoopConfigError } from '../../contracts/errors.js';
-import { createLoop } from '../loop.js';
+import { createLoop, loopConfigOf } from '../loop.js';
 import { virtualClock } from '../../testing/index.js';
 import { sampleLoopConfig } from '../../../test/support/sample-run.js';
 import { guardedInspector, isInspectOption } from './inspect-option.js';
@@ -26,6 +28,26 @@ describe('the inspect option', () => {
       ]),
     );
     expect(seen.some((event) => event.type === '@xstate.snapshot')).toBe(true);
+  });
+
+  it("sees the run's initial state, as a fresh actor starts in it, before run.started", async () => {
+    const seen: InspectionEvent[] = [];
+    const loop = createLoop(sampleLoopConfig(virtualClock(), { inspect: (event) => seen.push(event) }));
+    await loop.run({ goal });
+    const types = seen.map((event) => `${event.type} ${'event' in event ? event.event.type : ''}`);
+    expect(types.slice(0, 4)).toEqual([
+      '@xstate.actor ',
+      '@xstate.event xstate.init',
+      '@xstate.snapshot xstate.init',
+      '@xstate.event run.started',
+    ]);
+    const initial = seen[2]?.type === '@xstate.snapshot' ? (seen[2].snapshot as LoopSnapshot) : undefined;
+    const config = loopConfigOf(loop);
+    if (config === undefined) throw new Error('no config on the loop');
+    const fresh = createActor(loopMachine, { input: loopSetupOf(config).machineInput }).getSnapshot();
+    expect(initial?.value).toBe('READY');
+    expect(initial?.status).toBe('active');
+    expect(initial?.context).toEqual(fresh.context);
   });
 
   it('a throwing observer never breaks a run: same result, one warning', async () => {

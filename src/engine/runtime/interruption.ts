@@ -11,7 +11,13 @@ export class RunInterruption extends Error {
   }
 }
 
-export function interruptionOf(signal: AbortSignal): RunInterruption {
+/** What an abort is read from: an `AbortSignal`, or the run's own abort (`RunAbort`) without making its signal. */
+export interface AbortState {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+}
+
+export function interruptionOf(signal: AbortState): RunInterruption {
   return signal.reason instanceof RunInterruption
     ? signal.reason
     : new RunInterruption('cancelled', String(signal.reason ?? 'aborted'));
@@ -47,7 +53,7 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promi
  * The event for an interrupted effect: deadline or cancel, with the model calls it had started
  * (a call abandoned mid-flight is still a call made).
  */
-export function interruptionEvent(signal: AbortSignal, at: number, modelCalls = 0): LoopEvent {
+export function interruptionEvent(signal: AbortState, at: number, modelCalls = 0): LoopEvent {
   const interruption = interruptionOf(signal);
   const spent = modelCalls > 0 ? { modelCalls } : {};
   return interruption.kind === 'deadline'

@@ -3,6 +3,8 @@
  * messages, run id, signal) never leaks into another run, sequential or concurrent.
  */
 import { describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
+import { loopMachine, type LoopSnapshot } from '../../../machines/index.js';
 import { z } from 'zod';
 import { createLoop, defineTool, evaluators, type Model, type ModelRequest } from 'loopstate';
 import { resolveConfig } from '../config/config.js';
@@ -66,6 +68,78 @@ describe('loopSetupOf', () => {
       { id: 'classify', onFailure: 'stop', evaluated: false },
       { id: 'draft', onFailure: 'continue', evaluated: true },
     ]);
+  });
+});
+
+describe('the kept initial snapshot', () => {
+  /** What a run's actor starts in, as the driver makes it (restored) or as XState would (fresh). */
+  const started = (config: ReturnType<typeof resolveConfig>, restored: boolean): LoopSnapshot => {
+    const setup = loopSetupOf(config);
+    const actor = createActor(loopMachine, {
+      input: setup.machineInput,
+      ...(restored ? { snapshot: setup.initialSnapshot() } : {}),
+    });
+    actor.start();
+    const snapshot = actor.getSnapshot();
+    actor.stop();
+    return snapshot;
+  };
+  const facts = (snapshot: LoopSnapshot) => ({
+    value: snapshot.value,
+    status: snapshot.status,
+    context: snapshot.context,
+    children: snapshot.children,
+    historyValue: snapshot.historyValue,
+    tags: [...snapshot.tags],
+    output: snapshot.output,
+    error: snapshot.error,
+    persisted: actorPersisted(snapshot),
+  });
+  const actorPersisted = (snapshot: LoopSnapshot) => loopMachine.getPersistedSnapshot(snapshot);
+
+  it.each([
+    ['a single task', { limits: { maxSteps: 7 } }],
+    [
+      'a workflow with its own limits and thresholds',
+      {
+        evaluate: evaluators.json(),
+        limits: { maxSteps: 3, deadlineMs: 5_000 },
+        noProgress: { repeatedToolCall: 2 },
+        tasks: [
+          { id: 'classify', prompt: 'Classify.', evaluate: [] },
+          { id: 'draft', prompt: 'Draft.', onFailure: 'continue' as const },
+        ],
+      },
+    ],
+  ])('restores what a fresh actor starts in: %s', (_name, options) => {
+    const config = resolveConfig({ model: scriptedModel([]), tools: [lookup], ...options });
+    expect(facts(started(config, true))).toEqual(facts(started(config, false)));
+    expect(started(config, true).context.limits).toBe(config.limits);
+  });
+
+  it("is each loop's own, and gives each run a context of its own", () => {
+    const seven = resolveConfig({ model: scriptedModel([]), limits: { maxSteps: 7 } });
+    const two = resolveConfig({ model: scriptedModel([]), limits: { maxSteps: 2 } });
+    const [a, b] = [loopSetupOf(seven).initialSnapshot(), loopSetupOf(seven).initialSnapshot()] as unknown as {
+      context: LoopSnapshot['context'];
+    }[];
+    expect(a?.context).not.toBe(b?.context);
+    expect(a?.context.usage).not.toBe(b?.context.usage);
+    expect(started(seven, true).context.limits.maxSteps).toBe(7);
+    expect(started(two, true).context.limits.maxSteps).toBe(2);
+  });
+
+  it('keeps two loops apart: each run stops by its own loop limits, interleaved', async () => {
+    const requests: ModelRequest[] = [];
+    const oneStep = createLoop({ model: echoModel(requests), tools: [lookup], limits: { maxSteps: 1 } });
+    const free = createLoop({ model: echoModel(requests), tools: [lookup], evaluate: evaluators.json() });
+    const results = [];
+    for (const loop of [oneStep, free, oneStep, free]) results.push(await loop.run({ goal: 'alpha one' }));
+    expect(results.map((result) => result.stopReason)).toEqual(['max_steps', 'completed', 'max_steps', 'completed']);
+    expect(results.map((result) => result.steps)).toEqual([1, 2, 1, 2]);
+    // A run's usage is its own object: one run's result never moves with another's.
+    expect(results[0]?.usage).not.toBe(results[2]?.usage);
+    expect(results[0]?.usage).toEqual(results[2]?.usage);
   });
 });
 

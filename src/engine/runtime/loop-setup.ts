@@ -4,6 +4,9 @@
  * config is fixed at `createLoop`, so these are worked out at its first run and kept beside its resolved
  * config; a run then pays only for what is its own (goal, messages, run id, signal, tenant).
  */
+import { createActor, type Snapshot } from 'xstate';
+import { createInitialContext } from '../../../actions/initial-context.js';
+import { loopMachine } from '../../../machines/index.js';
 import type { LoopInput, TaskPlan } from '../../../machines/types.js';
 import type { TracedLimits } from '../../contracts/trace-schema.js';
 import type { ResolvedConfig } from '../config/config.js';
@@ -21,6 +24,11 @@ export interface LoopSetup {
   readonly modelPriced: boolean;
   /** The prompt version and spec size of the tools a run offers (the loop's, plus the plan tool when on). */
   toolFacts(tools: ReadonlyMap<string, Tool>): { promptVersion: string; specChars: number };
+  /**
+   * The machine's initial state for a new run's actor to restore: worked out once (XState's initial microstep,
+   * a quarter of making an actor), with a context of the run's own each time, as a fresh actor would make it.
+   */
+  initialSnapshot(): Snapshot<unknown>;
 }
 
 const setups = new WeakMap<ResolvedConfig, LoopSetup>();
@@ -52,12 +60,14 @@ function createSetup(config: ResolvedConfig): LoopSetup {
     for (const tool of tools.values()) if (tool !== known[index++]) return false;
     return true;
   };
+  const machineInput: LoopInput = Object.freeze({
+    limits: config.limits,
+    noProgress: config.noProgress,
+    tasks: Object.freeze(taskPlans(config)) as TaskPlan[],
+  });
+  let initial: Snapshot<unknown> | null = null;
   return {
-    machineInput: Object.freeze({
-      limits: config.limits,
-      noProgress: config.noProgress,
-      tasks: Object.freeze(taskPlans(config)) as TaskPlan[],
-    }),
+    machineInput,
     tracedLimits: Object.freeze(tracedLimits(config.limits)),
     modelPriced: priceOf(config.prices, config.model.id) !== undefined,
     toolFacts(tools) {
@@ -73,6 +83,12 @@ function createSetup(config: ResolvedConfig): LoopSetup {
         };
       }
       return facts;
+    },
+    initialSnapshot() {
+      initial ??= createActor(loopMachine, { input: machineInput }).getPersistedSnapshot();
+      // The machine's initial actions are assigns only: the state after them is the same for every run, and
+      // the context is the one part a run changes, so each run gets its own (its usage object is the run's).
+      return Object.assign({}, initial, { context: createInitialContext({ input: machineInput }) });
     },
   };
 }

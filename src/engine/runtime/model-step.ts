@@ -327,9 +327,9 @@ export async function performModelCall(
     response = await generateWithin(session, health, context);
   } catch (error) {
     // The call was made, even if nobody waits for its answer any more.
-    if (session.signal.aborted)
+    if (session.aborts.aborted)
       return {
-        ...interruptionEvent(session.signal, config.clock.now(), 1 + contextFit.modelCalls),
+        ...interruptionEvent(session.aborts, config.clock.now(), 1 + contextFit.modelCalls),
         ...spentOn(contextFit),
       };
     return modelFailure(session, context, error, config.clock.now(), contextFit, startedAt);

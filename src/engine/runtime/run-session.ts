@@ -17,7 +17,7 @@ import { PromptRecorder } from '../trace/prompt-snapshots.js';
 import type { TaskFeedback } from '../learning/learning-math.js';
 import { RunTrace, type EarlierTrace, type KeptEvents } from '../trace/run-trace.js';
 import { offeredToolNames, offeredToolSpecs, toolHealthFigures } from '../tools/tool-offer.js';
-import { AbortFanout } from './abort-fanout.js';
+import { AbortFanout, RunAbort } from './abort-fanout.js';
 import { priceOf } from '../pricing/pricing.js';
 import { Transcript } from './transcript.js';
 import { taskTranscript } from '../conversation/task-transcript.js';
@@ -78,8 +78,11 @@ export class RunSession {
   private readonly toolSpecChars: number;
   /** The next task's conversation, built ahead so its first request can be estimated before the budget gate. */
   private preparedTask: { index: number; transcript: Transcript } | null = null;
-  /** The run's one listener on its signal: effects wait on the abort through this, not a listener each. */
-  readonly aborts: AbortFanout;
+  /**
+   * The run's abort: effects wait on it and ask `aborts.aborted` through this, not a listener each. A run's own
+   * `RunAbort` makes its signal only when something reads `signal`; a given signal gets one listener.
+   */
+  readonly aborts: AbortFanout | RunAbort;
   /** With learning: each task's feedback from earlier runs, for its prompt function (set before the first task begins). */
   taskFeedback: ((taskId: string) => TaskFeedback) | null = null;
   /** With learning: told a person's review verdict when it is applied (accepted = a pass, rejected = a failure with the person's reason). */
@@ -91,13 +94,14 @@ export class RunSession {
     readonly config: ResolvedConfig,
     readonly runId: string,
     readonly goal: string,
-    readonly signal: AbortSignal,
+    /** Aborted on cancel or the deadline: a signal, or the run's own abort (its signal made on first read). */
+    abort: AbortSignal | RunAbort,
     /** A prior conversation from `run({ messages })`: the start of the first task's conversation. */
     readonly conversation: PriorConversation = { goal, messages: [], goalGiven: true, warnings: [] },
     /** The loop's run-independent facts, worked out once for all its runs; without it, this run works them out. */
     setup?: LoopSetup,
   ) {
-    this.aborts = new AbortFanout(signal);
+    this.aborts = abort instanceof RunAbort ? abort : new AbortFanout(abort);
     this.tasks = config.tasks ?? [{ id: 'main', prompt: goal }];
     this.plan = config.plan ? new RunPlan() : null;
     this.tools = this.plan === null ? config.tools : new Map([...config.tools, [this.plan.tool.name, this.plan.tool]]);
@@ -120,6 +124,11 @@ export class RunSession {
       }),
     );
     this.prompts = config.trace.prompts ? new PromptRecorder() : null;
+  }
+
+  /** The run's abort signal, made on first read for a run's own `RunAbort`: ask `aborts.aborted` to only check it. */
+  get signal(): AbortSignal {
+    return this.aborts.signal;
   }
 
   get task(): TaskConfig {

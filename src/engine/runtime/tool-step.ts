@@ -35,7 +35,10 @@ export async function performToolRound(
       stepId: String(context.steps),
       maxParallel: maxParallelTools,
       maxResultBytes: maxToolResultBytes,
-      signal: session.signal,
+      // Read only by a tool that asks for its signal: a run's own abort makes it then.
+      get signal() {
+        return session.signal;
+      },
       aborts: session.aborts,
       health,
       now: () => config.clock.now(),
@@ -44,7 +47,7 @@ export async function performToolRound(
   );
   // Even when cancel or the deadline cut the round short, its outcomes are reported: calls that
   // ran are counted, and side effects of unknown outcome are named before the run stops.
-  const interrupted = session.signal.aborted;
+  const interrupted = session.aborts.aborted;
   const at = config.clock.now();
   // Results and refusals are answered in the reply's order, so the next request is complete. `ready` keeps
   // `pending`'s order, so its outcomes are met one after another (no map from entry to outcome per round).

@@ -5,7 +5,7 @@
  * outcome the model can read.
  */
 import { thrownMessage } from '../redaction/describe-thrown.js';
-import { AbortFanout, LazySignal } from '../runtime/abort-fanout.js';
+import { AbortFanout, LazySignal, type AbortWaiters } from '../runtime/abort-fanout.js';
 import { systemClock } from '../runtime/clock.js';
 import { capBytes } from './cap-bytes.js';
 import { idempotencyKey, type OutcomeLookup, type Tool, type ToolContext } from './define-tool.js';
@@ -54,8 +54,11 @@ export interface RunToolRoundOptions {
   maxResultBytes: number;
   /** Aborted on cancel or deadline: calls not yet started are skipped, calls in flight are abandoned. */
   signal: AbortSignal;
-  /** The loop's one listener on `signal`, shared by its rounds; a round makes its own when it is not given. */
-  aborts?: AbortFanout;
+  /**
+   * The run's abort, whose signal `signal` is, shared by its rounds: the round then waits and checks through it
+   * and reads `signal` only for a tool that asks for it. Without it, a round makes its own listener on `signal`.
+   */
+  aborts?: AbortWaiters;
   health: ToolHealth;
   /** Monotonic clock in ms for durations; defaults to `performance.now`. */
   now?: () => number;
@@ -87,8 +90,8 @@ export async function runToolRound(
   const workers = options.maxParallel >= 1 ? Math.floor(options.maxParallel) : 1;
   // A round given no fanout of the run makes its own, and takes its listener off the signal when it ends:
   // a long-lived signal shared by many rounds must not collect one per round.
-  const owned = options.aborts?.signal === options.signal ? null : new AbortFanout(options.signal);
-  const round = owned ?? (options.aborts as AbortFanout);
+  const owned = options.aborts === undefined ? new AbortFanout(options.signal) : null;
+  const round: AbortWaiters = owned ?? (options.aborts as AbortWaiters);
   try {
     return await roundOf(calls, workers, round, now, options);
   } finally {
@@ -99,7 +102,7 @@ export async function runToolRound(
 function roundOf(
   calls: readonly PreparedCall[],
   workers: number,
-  round: AbortFanout,
+  round: AbortWaiters,
   now: () => number,
   options: RunToolRoundOptions,
 ): Promise<ToolCallOutcome[]> {
@@ -116,7 +119,7 @@ function roundOf(
     if (call.status !== 'ready' || !call.tool) {
       return finish('error', call.error?.message ?? toolNotRunAnswer(call.request.name, call.status));
     }
-    if (options.signal.aborted) {
+    if (round.aborted) {
       return finish('error', toolNotRunCancelledAnswer(call.tool.name));
     }
     try {
@@ -135,7 +138,7 @@ async function runOneCall(
   tool: Tool,
   call: PreparedCall,
   options: RunToolRoundOptions,
-  round: AbortFanout,
+  round: AbortWaiters,
   finish: (status: ToolCallOutcome['status'], text: string) => ToolCallOutcome,
 ): Promise<{ outcome: ToolCallOutcome; health: 'success' | 'failure' | 'not_recorded' }> {
   const succeeded = (text: string) => ({ outcome: finish('ok', text), health: 'success' as const });
@@ -192,7 +195,7 @@ async function runOneCall(
 async function lookUpOutcome(
   tool: Tool,
   call: PreparedCall,
-  round: AbortFanout,
+  round: AbortWaiters,
   setTimer: TimerSource,
   context: (signal: () => AbortSignal) => ToolContext,
 ): Promise<OutcomeLookup> {
@@ -219,12 +222,12 @@ function timerOf(options: RunToolRoundOptions): TimerSource {
  */
 async function settleWithin(
   timeoutMs: number,
-  round: AbortFanout,
+  round: AbortWaiters,
   setTimer: TimerSource,
   work: (signal: () => AbortSignal) => unknown,
 ): Promise<Settled> {
   // An aborted signal never fires 'abort' again, so waiting on it would hang.
-  if (round.signal.aborted) return { kind: 'cancelled' };
+  if (round.aborted) return { kind: 'cancelled' };
   let timedOut = false;
   // One signal fed by the round's abort and the timer (AbortSignal.any costs tens of microseconds per call on
   // Node 20 and keeps dependants alive on the long-lived round signal), made only if the tool reads it.
@@ -244,7 +247,7 @@ async function settleWithin(
     callSignal.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError'));
   });
   const signal = (): AbortSignal => callSignal.signal;
-  const isStopped = () => timedOut || round.signal.aborted;
+  const isStopped = () => timedOut || round.aborted;
   try {
     let pending: unknown;
     try {
