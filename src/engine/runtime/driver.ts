@@ -35,6 +35,7 @@ import { performModelCall } from './model-step.js';
 import type { RunResult } from './run-result.js';
 import type { DriverHooks } from './driver-hooks.js';
 import { RunSession } from './run-session.js';
+import { loadOtelApi } from '../trace/otel/otel-api.js';
 import { withTrace } from '../trace/run-trace.js';
 import { deliveryFor, type Delivery } from './delivery.js';
 import { performToolRound } from './tool-step.js';
@@ -78,6 +79,9 @@ export async function driveRun(
   // signal only if a tool, an evaluator or a model adapter reads it.
   const controller = hooks === undefined ? new RunAbort() : new AbortController();
   const conversation = priorConversation(input, config.instructions);
+  // The first run of the process loads @opentelemetry/api (its trace sinks ask it whether an SDK is registered).
+  const otelLoading = config.trace.otel === false ? undefined : loadOtelApi();
+  if (otelLoading !== undefined) await otelLoading;
   const session = new RunSession(
     config,
     runId,

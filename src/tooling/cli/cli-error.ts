@@ -2,7 +2,7 @@
  * The CLI's own failures, each with the exit code it ends the process with. Anything else thrown inside a
  * command is unexpected and exits 1.
  */
-import { LoopstateError } from '../../index.js';
+import { LoopstateError } from '../../contracts/errors.js';
 
 /** Exit codes of every `loopstate` command (documented in `--help` and the README). */
 export const EXIT_CODES = Object.freeze({

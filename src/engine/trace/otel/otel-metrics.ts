@@ -3,7 +3,8 @@
  * `gen_ai.client.operation.duration`. Recorded only when a MeterProvider is there to take them (the
  * one passed in, else the global one once an SDK registers it); the no-op provider gets no calls.
  */
-import { createNoopMeter, metrics, type Attributes, type Histogram, type MeterProvider } from '@opentelemetry/api';
+import type { Attributes, Histogram, MeterProvider } from '@opentelemetry/api';
+import { otelApi } from './otel-api.js';
 import { LOOPSTATE_VERSION } from '../../../contracts/version.js';
 import { ATTRIBUTES, METRICS, TOKEN_TYPES } from './genai-conventions.js';
 
@@ -25,13 +26,13 @@ const instrumentsByProvider = new WeakMap<MeterProvider, GenAiInstruments | null
  * const instruments = genAiInstruments(options.meterProvider);
  */
 export function genAiInstruments(provider: MeterProvider | undefined): GenAiInstruments | null {
-  const chosen = provider ?? metrics.getMeterProvider();
+  const chosen = provider ?? otelApi().metrics.getMeterProvider();
   const known = instrumentsByProvider.get(chosen);
   if (known !== undefined) return known;
   const meter = chosen.getMeter(METER_NAME, LOOPSTATE_VERSION);
   // The API's no-op provider hands out its one no-op meter: nothing would be kept.
   const instruments =
-    meter === createNoopMeter()
+    meter === otelApi().createNoopMeter()
       ? null
       : {
           tokenUsage: meter.createHistogram(METRICS.tokenUsage.name, {

@@ -5,17 +5,7 @@
  * context manager is needed. With no tracer or MeterProvider given and no SDK registered, a run opens
  * no sink at all (`isOtelIdle`); a tracer given that does not record costs one no-op span per run.
  */
-import {
-  context as otelContext,
-  ProxyTracerProvider,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Attributes,
-  type Context,
-  type Span,
-  type Tracer,
-} from '@opentelemetry/api';
+import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
 import { LOOPSTATE_VERSION } from '../../../contracts/version.js';
 import type { OtelTraceOptions } from '../trace-event.js';
 import type { TraceEvent } from '../../../contracts/trace-schema.js';
@@ -32,12 +22,13 @@ import {
   type GenAiSubject,
 } from './genai-conventions.js';
 import { genAiInstruments, recordCall, recordFailure, type GenAiInstruments } from './otel-metrics.js';
+import { otelApi } from './otel-api.js';
 
 const TRACER_NAME = 'loopstate';
 
 /** The global `loopstate` tracer: a no-op until an SDK registers a provider. */
 function defaultTracer(): Tracer {
-  return trace.getTracer(TRACER_NAME, LOOPSTATE_VERSION);
+  return otelApi().trace.getTracer(TRACER_NAME, LOOPSTATE_VERSION);
 }
 
 type Event<Type extends TraceEvent['type']> = Extract<TraceEvent, { type: Type }>;
@@ -52,6 +43,7 @@ type Event<Type extends TraceEvent['type']> = Extract<TraceEvent, { type: Type }
 export function isOtelIdle(options: OtelTraceOptions): boolean {
   if (options.tracer !== undefined) return false;
   // The API's global provider is its proxy, which delegates to a registered SDK (another copy of the API: not idle).
+  const { trace, ProxyTracerProvider } = otelApi();
   const provider = trace.getTracerProvider();
   if (!(provider instanceof ProxyTracerProvider)) return false;
   if (provider.getDelegateTracer(TRACER_NAME, LOOPSTATE_VERSION) !== undefined) return false;
@@ -75,7 +67,7 @@ export class OtelSink {
     private readonly subject: GenAiSubject,
   ) {
     this.tracer = options.tracer ?? defaultTracer();
-    this.parent = options.parent ?? otelContext.active();
+    this.parent = options.parent ?? otelApi().context.active();
     this.instruments = genAiInstruments(options.meterProvider);
   }
 
@@ -186,7 +178,7 @@ export class OtelSink {
     const span = this.tracer.startSpan(
       spanNames.run(this.subject.agentName),
       {
-        kind: SpanKind.INTERNAL,
+        kind: otelApi().SpanKind.INTERNAL,
         startTime: event.at,
         attributes: {
           [ATTRIBUTES.operationName]: OPERATIONS.agent,
@@ -207,7 +199,7 @@ export class OtelSink {
       this.spansIdle = true;
       return;
     }
-    this.run = { span, context: trace.setSpan(this.parent, span) };
+    this.run = { span, context: otelApi().trace.setSpan(this.parent, span) };
   }
 
   private startStep(event: Event<'step-start'>): void {
@@ -226,7 +218,7 @@ export class OtelSink {
       },
       this.run.context,
     );
-    this.step = { number: event.step, span, context: trace.setSpan(this.run.context, span) };
+    this.step = { number: event.step, span, context: otelApi().trace.setSpan(this.run.context, span) };
   }
 
   private endStep(at: number): void {
@@ -254,7 +246,7 @@ export class OtelSink {
     };
     const span = this.tracer.startSpan(
       spanNames.chat(requestModelOf(this.subject, event.modelId)),
-      { kind: SpanKind.CLIENT, startTime: event.at - event.latencyMs, attributes },
+      { kind: otelApi().SpanKind.CLIENT, startTime: event.at - event.latencyMs, attributes },
       parent,
     );
     span.end(event.at);
@@ -267,7 +259,7 @@ export class OtelSink {
     const span = this.tracer.startSpan(
       spanNames.chat(model),
       {
-        kind: SpanKind.CLIENT,
+        kind: otelApi().SpanKind.CLIENT,
         startTime: event.at - (event.latencyMs ?? 0),
         attributes: {
           [ATTRIBUTES.operationName]: OPERATIONS.chat,
@@ -282,7 +274,7 @@ export class OtelSink {
       },
       parent,
     );
-    span.setStatus({ code: SpanStatusCode.ERROR, message: event.message });
+    span.setStatus({ code: otelApi().SpanStatusCode.ERROR, message: event.message });
     span.end(event.at);
   }
 
@@ -292,7 +284,7 @@ export class OtelSink {
     const span = this.tracer.startSpan(
       spanNames.tool(event.name),
       {
-        kind: SpanKind.INTERNAL,
+        kind: otelApi().SpanKind.INTERNAL,
         startTime: event.at - event.latencyMs,
         attributes: {
           [ATTRIBUTES.operationName]: OPERATIONS.tool,
@@ -309,7 +301,7 @@ export class OtelSink {
     );
     if (event.status !== 'ok') {
       span.setAttribute(ATTRIBUTES.errorType, event.status);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: `tool ${event.name}: ${event.status}` });
+      span.setStatus({ code: otelApi().SpanStatusCode.ERROR, message: `tool ${event.name}: ${event.status}` });
     }
     span.end(event.at);
   }
@@ -330,8 +322,8 @@ export class OtelSink {
       [ATTRIBUTES.toolCalls]: event.usage.toolCalls,
     });
     if (event.status === 'failed')
-      run.span.setStatus({ code: SpanStatusCode.ERROR, message: `${event.stopReason}: ${event.detail}` });
-    else if (event.status === 'succeeded') run.span.setStatus({ code: SpanStatusCode.OK });
+      run.span.setStatus({ code: otelApi().SpanStatusCode.ERROR, message: `${event.stopReason}: ${event.detail}` });
+    else if (event.status === 'succeeded') run.span.setStatus({ code: otelApi().SpanStatusCode.OK });
     run.span.end(event.at);
     this.run = null;
   }
