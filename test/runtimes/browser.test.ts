@@ -3,10 +3,10 @@
  * the memory store), bundled with vite for the browser with every Node built-in refused, served by a real HTTP
  * server on 127.0.0.1 and run in Debian's chromium through playwright-core (never a downloaded browser).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM, ensureChromium } from '../support/ensure-chromium.js';
@@ -26,14 +26,20 @@ afterAll(async () => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-/** Serves the page and the bundle; anything else is a 404 the test would see as a failed request. */
+/**
+ * Serves the page and the bundle's files, as a static host serves a built app: the entry and the chunks it imports
+ * on demand (the core loads `@opentelemetry/api` at its first run); anything else is a 404 the test would see as a
+ * failed request.
+ */
 async function serve(bundle: string): Promise<string> {
   const page =
     '<!doctype html><html><head><meta charset="utf-8"><title>loopstate</title><script type="module" src="/portable-loop.mjs"></script></head><body></body></html>';
+  const files = new Set(readdirSync(dirname(bundle)).filter((name) => /\.m?js$/.test(name)));
   server = createServer((request, response) => {
+    const name = request.url?.slice(1) ?? '';
     if (request.url === '/') response.writeHead(200, { 'content-type': 'text/html' }).end(page);
-    else if (request.url === '/portable-loop.mjs')
-      response.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(bundle));
+    else if (files.has(name))
+      response.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(join(dirname(bundle), name)));
     else response.writeHead(404).end();
   });
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
