@@ -5,6 +5,7 @@
  */
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import type { GenAiSubject } from './otel/genai-conventions.js';
+import { loadedOtelApi, otelGlobalsRegistered } from './otel/otel-api.js';
 import { isOtelIdle, OtelSink } from './otel/otel-sink.js';
 import type { OtelTraceOptions } from './trace-event.js';
 import { TraceFileWriter } from './trace-file-writer.js';
@@ -44,9 +45,22 @@ export function openTraceSinks(
   const onEvent = options.onEvent;
   if (onEvent !== undefined) sinks.push({ option: 'trace.onEvent', write: onEvent });
   // Nothing would record: no sink, rather than a no-op span and a call per event.
-  if (options.otel !== false && !isOtelIdle(options.otel)) {
-    const otel = new OtelSink(options.otel, subject);
-    sinks.push({ option: 'trace.otel', write: (event) => otel.write(event), close: () => otel.close() });
+  if (options.otel !== false) {
+    const loaded = loadedOtelApi();
+    if (loaded.api !== undefined) {
+      if (!isOtelIdle(options.otel)) {
+        const otel = new OtelSink(options.otel, subject);
+        sinks.push({ option: 'trace.otel', write: (event) => otel.write(event), close: () => otel.close() });
+      }
+    } else if (
+      options.otel.tracer !== undefined ||
+      options.otel.meterProvider !== undefined ||
+      otelGlobalsRegistered()
+    ) {
+      problems.push(
+        `trace.otel is not recorded for this run: @opentelemetry/api could not be loaded (${loaded.failure})`,
+      );
+    }
   }
   return { sinks, problems };
 }

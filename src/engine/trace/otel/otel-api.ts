@@ -6,22 +6,50 @@
  * same registry an application's own import sees.
  */
 import type * as OtelApi from '@opentelemetry/api';
+import { thrownMessage } from '../../redaction/describe-thrown.js';
 
 let api: typeof OtelApi | undefined;
-let loading: Promise<unknown> | undefined;
+let loading: Promise<void> | undefined;
+let loadFailure: string | null = null;
 
-/** Loads the API once; a run awaits it only while it is not loaded yet. */
-export function loadOtelApi(): Promise<unknown> | undefined {
+/**
+ * Loads the API once; a run awaits it only while it is not loaded yet. A failed load never rejects: the run's
+ * OpenTelemetry sink is then left out with a warning (`openTraceSinks`), and the next run tries again.
+ */
+export function loadOtelApi(): Promise<void> | undefined {
   if (api !== undefined) return undefined;
-  return (loading ??= import('@opentelemetry/api').then((module) => (api = module)));
+  return (loading ??= import('@opentelemetry/api').then(
+    (module) => {
+      api = module;
+      loadFailure = null;
+    },
+    (error: unknown) => {
+      loadFailure = thrownMessage(error);
+      loading = undefined;
+    },
+  ));
+}
+
+/** The API if loaded; else why its last load failed (or that none was tried). */
+export function loadedOtelApi(): { api: typeof OtelApi } | { api: undefined; failure: string } {
+  return api !== undefined ? { api } : { api: undefined, failure: loadFailure ?? 'it was not loaded before the run' };
 }
 
 /**
- * The OpenTelemetry API module, once `loadOtelApi()` has settled (every run's trace sinks open after it).
+ * True when a copy of the API in this process has registered a global tracer or meter provider (an SDK). The API
+ * keeps its globals under this symbol precisely so that every copy sees them: asked before ours is loaded.
+ */
+export function otelGlobalsRegistered(): boolean {
+  const globals = (globalThis as Record<symbol, unknown>)[Symbol.for('opentelemetry.js.api.1')];
+  return typeof globals === 'object' && globals !== null && ('trace' in globals || 'metrics' in globals);
+}
+
+/**
+ * The OpenTelemetry API module, once loaded (an OpenTelemetry sink is only opened when it is).
  * @example
  * const provider = otelApi().trace.getTracerProvider();
  */
 export function otelApi(): typeof OtelApi {
-  if (api === undefined) throw new Error('internal: @opentelemetry/api read before loadOtelApi() settled');
+  if (api === undefined) throw new Error('internal: @opentelemetry/api read before it was loaded');
   return api;
 }
