@@ -32,6 +32,7 @@ import type { Message } from '../../contracts/model.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { describeZodIssues } from '../zod-issues.js';
 import { StoreRecordError } from './durable-errors.js';
+import { passesAsIs } from './as-is-check.js';
 import { idRecordSchema } from './id-record.js';
 import { recordedLimitsSchema } from './recorded-limits.js';
 
@@ -443,16 +444,22 @@ function decode<Schema extends z.ZodType>(
       problem: `schemaVersion ${version} is newer than this loopstate reads (${RECORD_SCHEMA_VERSION}); upgrade loopstate to resume it`,
     });
   }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    throw new StoreRecordError({
-      code: 'corrupt_record',
-      runId,
-      seq,
-      problem: `not a valid record: ${describeZodIssues(parsed.error.issues).join('; ')}`,
-    });
+  // A record as this loopstate writes it passes as it is (no zod walk, no copy); zod runs for any other, and names what is wrong.
+  let data: z.output<Schema>;
+  if (passesAsIs(schema, value)) data = value as z.output<Schema>;
+  else {
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) {
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId,
+        seq,
+        problem: `not a valid record: ${describeZodIssues(parsed.error.issues).join('; ')}`,
+      });
+    }
+    data = parsed.data;
   }
-  const decoded = parsed.data as { runId?: unknown; tenantId?: unknown; seq?: unknown };
+  const decoded = data as { runId?: unknown; tenantId?: unknown; seq?: unknown };
   if (decoded[owner] !== runId || (seq !== null && decoded.seq !== seq)) {
     throw new StoreRecordError({
       code: 'corrupt_record',
@@ -461,7 +468,7 @@ function decode<Schema extends z.ZodType>(
       problem: `it names ${String(decoded[owner])}${seq === null ? '' : ` seq ${String(decoded.seq)}`}, not where it is stored`,
     });
   }
-  return parsed.data;
+  return data;
 }
 
 export type TranscriptChange = z.output<typeof transcriptChangeSchema>;
