@@ -208,7 +208,9 @@ function restoreTranscript(session: RunSession, change: SessionDelta['transcript
   } else if (change.from !== transcript.messages.length) {
     throw mismatch(where, `its transcript (from message ${change.from}, not ${transcript.messages.length})`);
   }
-  for (const message of change.messages) transcript.append({ ...message });
+  // The messages were parsed for this restore (a chunk or an event of the journal, read now): no one else holds
+  // them, so they join the transcript (frozen there) as they are, not copied one by one.
+  for (const message of change.messages) transcript.append(message);
   transcript.taskMessage =
     change.taskMessageIndex === null ? null : (transcript.messages[change.taskMessageIndex] ?? null);
 }
