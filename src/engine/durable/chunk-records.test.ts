@@ -1,7 +1,9 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { TraceEvent } from '../trace/trace-event.js';
 import { StoreRecordError } from './durable-errors.js';
-import { decodeTranscriptPart } from './chunk-records.js';
-import { encodeRecord, RECORD_SCHEMA_VERSION, type EventRecord } from './records.js';
+import { decodeTraceChunk, decodeTranscriptPart, quickFirstTraceEvent } from './chunk-records.js';
+import { encodeRecord, RECORD_SCHEMA_VERSION, type EventRecord, type TraceRecord } from './records.js';
 
 const fields: EventRecord['delta']['fields'] = {
   taskIndex: 0,
@@ -102,5 +104,59 @@ describe('decodeTranscriptPart', () => {
   it('refuses a record of a newer schema version', () => {
     const body = encodeRecord(event(7)).replace(`"schemaVersion":${RECORD_SCHEMA_VERSION}`, '"schemaVersion":99');
     expect(() => decodeTranscriptPart(body, 'r', 7)).toThrow(/schemaVersion 99 is newer/);
+  });
+});
+
+/** A trace chunk as the run journal writes it (its keys in that order). */
+function traceChunk(
+  seq: number,
+  events: unknown[],
+  extra: { from?: number; final?: true; runId?: string } = {},
+): string {
+  const record = {
+    schemaVersion: RECORD_SCHEMA_VERSION,
+    kind: 'trace',
+    runId: extra.runId ?? 'r',
+    seq,
+    snapshotSeq: seq - 1,
+    from: extra.from ?? 0,
+    events,
+    ...(extra.final ? { final: true } : {}),
+  } as unknown as TraceRecord;
+  return encodeRecord(record);
+}
+
+describe('quickFirstTraceEvent', () => {
+  const start = { type: 'run-start', runId: 'r', at: 1, schemaVersion: 2, goal: 'a {"brace": [and] "quote" \\ }' };
+
+  it('reads the first event of a chunk that starts the trace, as decoding it whole does', () => {
+    const body = traceChunk(9, [start, { type: 'machine-event', runId: 'r', at: 2, event: { type: '}' } }]);
+    expect(quickFirstTraceEvent(body, 'r', 9)).toEqual({
+      snapshotSeq: 8,
+      event: decodeTraceChunk(body, 'r', 9).events[0],
+    });
+  });
+
+  it('leaves every other chunk to the whole decode: a later or final chunk, another run or seq, a bad first event', () => {
+    expect(quickFirstTraceEvent(traceChunk(9, [start], { from: 3 }), 'r', 9)).toBeUndefined();
+    expect(quickFirstTraceEvent(traceChunk(9, [start], { final: true }), 'r', 9)).toBeUndefined();
+    expect(quickFirstTraceEvent(traceChunk(9, [start], { runId: 'other' }), 'r', 9)).toBeUndefined();
+    expect(quickFirstTraceEvent(traceChunk(9, [start]), 'r', 10)).toBeUndefined();
+    const noTime = traceChunk(9, [{ type: 'run-start', runId: 'r' }]);
+    expect(quickFirstTraceEvent(noTime, 'r', 9)).toBeUndefined();
+    expect(() => decodeTraceChunk(noTime, 'r', 9)).toThrow(StoreRecordError);
+    expect(quickFirstTraceEvent(traceChunk(9, [start]).slice(0, 120), 'r', 9)).toBeUndefined();
+    expect(quickFirstTraceEvent(traceChunk(9, []), 'r', 9)).toBeUndefined();
+  });
+
+  it('finds where the first event ends whatever its strings and nesting hold', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.string(), fc.jsonValue(), (payload, text, next) => {
+        const first = { type: text, runId: 'r', at: 3, payload } as unknown as TraceEvent;
+        const body = traceChunk(5, [first, { type: 'x', runId: 'r', at: 4, next }]);
+        expect(quickFirstTraceEvent(body, 'r', 5)?.event).toEqual(decodeTraceChunk(body, 'r', 5).events[0]);
+      }),
+      { numRuns: 500 },
+    );
   });
 });

@@ -3,6 +3,7 @@
  * before the snapshot — checked by hand rather than by zod, which would cost a resume in proportion to the run.
  * Refused as `decode` in records.ts refuses (`StoreRecordError`); the schemas there are the reference.
  */
+import type { TraceEvent } from '../trace/trace-event.js';
 import { StoreRecordError } from './durable-errors.js';
 import {
   RECORD_SCHEMA_VERSION,
@@ -125,6 +126,51 @@ export function decodeTraceChunk(body: string, runId: string, seq: number): Trac
   )
     throw refuse('not a valid record: a trace chunk of another shape');
   return value as unknown as TraceRecord;
+}
+
+/**
+ * The first event of a trace chunk that starts the trace, and the snapshot it was written with, read from a chunk
+ * as this version writes it (`from` 0, not final) without parsing its other events: a resume asks only which
+ * trace schema the run started with. The event is checked as `decodeTraceChunk` checks each; the rest of the
+ * chunk is checked where the trace is read whole. Undefined for any other body: the caller decodes it whole.
+ */
+export function quickFirstTraceEvent(
+  body: string,
+  runId: string,
+  seq: number,
+): { snapshotSeq: number; event: TraceEvent } | undefined {
+  const head = `{"schemaVersion":${RECORD_SCHEMA_VERSION},"kind":"trace","runId":${JSON.stringify(runId)},"seq":${seq},"snapshotSeq":`;
+  if (!body.startsWith(head) || body.endsWith(',"final":true}')) return undefined;
+  const eventsAt = body.indexOf(',"from":0,"events":[{', head.length);
+  const snapshotSeq = Number(body.slice(head.length, eventsAt));
+  if (eventsAt < 0 || !/^\d+$/.test(body.slice(head.length, eventsAt)) || !Number.isSafeInteger(snapshotSeq))
+    return undefined;
+  const start = eventsAt + ',"from":0,"events":['.length;
+  const end = endOfObject(body, start);
+  if (end < 0) return undefined;
+  let event: unknown;
+  try {
+    event = JSON.parse(body.slice(start, end));
+  } catch {
+    return undefined;
+  }
+  if (!(isObject(event) && isString(event.type) && isString(event.runId) && typeof event.at === 'number'))
+    return undefined;
+  return { snapshotSeq, event: event as unknown as TraceEvent };
+}
+
+/** Where the JSON object that opens at `start` ends (just after its `}`), or -1 when it does not end in `text`. */
+function endOfObject(text: string, start: number): number {
+  let depth = 0;
+  for (let at = start; at < text.length; at++) {
+    const char = text.charCodeAt(at);
+    if (char === 0x22) {
+      // A string: skipped whole, its escapes with it (a brace inside is text).
+      for (at++; at < text.length && text.charCodeAt(at) !== 0x22; at++) if (text.charCodeAt(at) === 0x5c) at++;
+    } else if (char === 0x7b || char === 0x5b) depth++;
+    else if ((char === 0x7d || char === 0x5d) && --depth === 0) return at + 1;
+  }
+  return -1;
 }
 
 /**

@@ -11,6 +11,18 @@ export function hasId(record: object, id: string): boolean {
   return Object.hasOwn(record, id);
 }
 
+/** The value schema of each schema `idRecordSchema` made (as-is-check.ts reads it). */
+const idRecordValues = new WeakMap<z.ZodType, z.ZodType>();
+
+/**
+ * The schema of the values, when `schema` is one `idRecordSchema` made; undefined for any other.
+ * @example
+ * idRecordValueSchema(idRecordSchema(z.number())); // z.number()
+ */
+export function idRecordValueSchema(schema: z.ZodType): z.ZodType | undefined {
+  return idRecordValues.get(schema);
+}
+
 /**
  * A zod schema of a JSON object keyed by ids: every own key is kept (`__proto__` too) and each value is
  * checked with `value`; the output has no prototype, so no id can name an inherited member.
@@ -21,7 +33,7 @@ export function idRecordSchema<Value extends z.ZodType>(
   value: Value,
   expected = 'an object keyed by id',
 ): z.ZodType<Record<string, z.output<Value>>, Record<string, z.input<Value>>> {
-  return z.unknown().transform((input, context) => {
+  const schema = z.unknown().transform((input, context) => {
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
       context.issues.push({ code: 'custom', message: `expected ${expected}`, input });
       return z.NEVER;
@@ -35,4 +47,6 @@ export function idRecordSchema<Value extends z.ZodType>(
     }
     return output;
   }) as unknown as z.ZodType<Record<string, z.output<Value>>, Record<string, z.input<Value>>>;
+  idRecordValues.set(schema, value);
+  return schema;
 }

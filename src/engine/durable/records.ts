@@ -38,6 +38,7 @@ import type { Message } from '../../contracts/model.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { describeZodIssues } from '../zod-issues.js';
 import { StoreRecordError } from './durable-errors.js';
+import { passesAsIs } from './as-is-check.js';
 import { idRecordSchema } from './id-record.js';
 import { recordedLimitsSchema } from './recorded-limits.js';
 
@@ -183,7 +184,9 @@ const transcriptChangeSchema = z
  * An event's fields: up to version 4 all of them; version 5 only those that changed since the previous event
  * (absent: unchanged; `null`: set to null), the tracker's part always.
  */
-const deltaFieldsSchema = sessionFieldsSchema.partial().required({ progress: true });
+// `.extend`, not `.required({ progress: true })`: that wraps the key in a `nonoptional` schema, which as-is-check.ts
+// leaves to zod, and every event would lose the fast path. The key keeps its place in the shape.
+const deltaFieldsSchema = sessionFieldsSchema.partial().extend({ progress: sessionFieldsSchema.shape.progress });
 
 /** What one step changed in the session outside the machine, against the state after the previous event. */
 export const sessionDeltaSchema = z
@@ -234,20 +237,21 @@ export const eventRecordSchema = z
     /** The person's decision on the output the run stopped at for review. */
     review: reviewDecisionSchema.optional(),
   })
-  .strict()
-  .superRefine((record, context) => {
-    if (record.schemaVersion >= 5) return;
-    const { fields } = record.delta;
-    const missing = allFieldKeys.filter((key) => !(key in fields));
-    if (fields.progress.kind === 'changes')
-      for (const key of progressChangeKeys) if (!(key in fields.progress)) missing.push(`progress.${key}`);
-    for (const key of missing)
-      context.addIssue({
-        code: 'custom',
-        path: ['delta', 'fields', ...key.split('.')],
-        message: `missing (an event of version ${record.schemaVersion} carries every field)`,
-      });
-  });
+  .strict();
+
+/**
+ * The fields an event of version 4 or before lacks: it carried every field whole (version 5 carries the changed
+ * ones). Checked after decoding, not as a zod refinement, so that an event passing as it is (as-is-check.ts, which
+ * leaves refined objects to zod) is still checked.
+ */
+function fieldsMissingBefore5(record: z.output<typeof eventRecordSchema>): string[] {
+  if (record.schemaVersion >= 5) return [];
+  const { fields } = record.delta;
+  const missing = allFieldKeys.filter((key) => !(key in fields));
+  if (fields.progress.kind === 'changes')
+    for (const key of progressChangeKeys) if (!(key in fields.progress)) missing.push(`progress.${key}`);
+  return missing;
+}
 
 export const modelRecordSchema = z
   .object({
@@ -500,16 +504,22 @@ function decode<Schema extends z.ZodType>(
       problem: `schemaVersion ${version} is newer than this loopstate reads (${RECORD_SCHEMA_VERSION}); upgrade loopstate to resume it`,
     });
   }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    throw new StoreRecordError({
-      code: 'corrupt_record',
-      runId,
-      seq,
-      problem: `not a valid record: ${describeZodIssues(parsed.error.issues).join('; ')}`,
-    });
+  // A record as this loopstate writes it passes as it is (no zod walk, no copy); zod runs for any other, and names what is wrong.
+  let data: z.output<Schema>;
+  if (passesAsIs(schema, value)) data = value as z.output<Schema>;
+  else {
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) {
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId,
+        seq,
+        problem: `not a valid record: ${describeZodIssues(parsed.error.issues).join('; ')}`,
+      });
+    }
+    data = parsed.data;
   }
-  const decoded = parsed.data as { runId?: unknown; tenantId?: unknown; seq?: unknown };
+  const decoded = data as { runId?: unknown; tenantId?: unknown; seq?: unknown };
   if (decoded[owner] !== runId || (seq !== null && decoded.seq !== seq)) {
     throw new StoreRecordError({
       code: 'corrupt_record',
@@ -518,13 +528,25 @@ function decode<Schema extends z.ZodType>(
       problem: `it names ${String(decoded[owner])}${seq === null ? '' : ` seq ${String(decoded.seq)}`}, not where it is stored`,
     });
   }
-  return parsed.data;
+  return data;
 }
 
 export type TranscriptChange = z.output<typeof transcriptChangeSchema>;
 
-export const decodeJournalRecord = (body: string, runId: string, seq: number): JournalRecord =>
-  decode(journalRecordSchema, body, runId, seq);
+export function decodeJournalRecord(body: string, runId: string, seq: number): JournalRecord {
+  const record = decode(journalRecordSchema, body, runId, seq);
+  const missing = record.kind === 'event' ? fieldsMissingBefore5(record) : [];
+  if (missing.length > 0)
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId,
+      seq,
+      problem: `not a valid record: ${missing
+        .map((key) => `delta.fields.${key}: missing (an event of version ${record.schemaVersion} carries every field)`)
+        .join('; ')}`,
+    });
+  return record;
+}
 export const decodeSnapshotRecord = (body: string, runId: string, seq: number): SnapshotRecord =>
   decode(snapshotRecordSchema, body, runId, seq);
 export const decodeRunRecord = (body: string, runId: string): RunRecord => decode(runRecordSchema, body, runId, null);

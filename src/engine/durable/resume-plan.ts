@@ -27,7 +27,12 @@ import {
   type PendingReviewRecord,
   type ReviewDecision,
 } from './records.js';
-import { decodeTraceChunk, decodeTranscriptChunk, decodeTranscriptPart } from './chunk-records.js';
+import {
+  decodeTraceChunk,
+  decodeTranscriptChunk,
+  decodeTranscriptPart,
+  quickFirstTraceEvent,
+} from './chunk-records.js';
 
 /** How a run stopped for a person goes on: with their approvals, their review decision, or cancelled there. */
 export type ContinueWith =
@@ -348,6 +353,9 @@ function firstEvent(
   runId: string,
 ): TraceEvent | undefined {
   for (const row of rows) {
+    // The first event alone when the chunk is as this version writes it (the trace is checked whole when read).
+    const quick = quickFirstTraceEvent(row.body, runId, row.seq);
+    if (quick !== undefined && quick.snapshotSeq <= snapshotSeq) return quick.event;
     const chunk = decodeTraceChunk(row.body, runId, row.seq);
     if (chunk.snapshotSeq <= snapshotSeq && !chunk.final && chunk.from === 0) return chunk.events[0];
   }

@@ -333,6 +333,30 @@ function restoreFields(
   if (fields.health !== undefined && fields.health !== null) health?.restoreCounters(fields.health);
 }
 
+/**
+ * A parsed message rebuilt as the run builds its messages (the same keys in the same order), tool calls too.
+ * Not frozen as parsed, nor spread: freezing objects that JSON.parse made (a spread copy may share their hidden
+ * class) gives their shape a second transition, and every later JSON.parse of that shape — the next chunks, the
+ * next resume's — leaves V8's fast path (measured: the chunks' parse took twice as long, a 10,000-step resume
+ * a quarter longer).
+ */
+function builtMessage(message: Message): Message {
+  switch (message.role) {
+    case 'assistant':
+      return message.toolCalls === undefined
+        ? { role: 'assistant', content: message.content }
+        : {
+            role: 'assistant',
+            content: message.content,
+            toolCalls: message.toolCalls.map(({ id, name, arguments: args }) => ({ id, name, arguments: args })),
+          };
+    case 'tool':
+      return { role: 'tool', toolCallId: message.toolCallId, content: message.content };
+    default:
+      return { role: message.role, content: message.content };
+  }
+}
+
 function restoreTranscript(session: RunSession, change: SessionDelta['transcript'], where: Where): void {
   let transcript = session.transcript;
   if (change.replace) {
@@ -341,7 +365,7 @@ function restoreTranscript(session: RunSession, change: SessionDelta['transcript
   } else if (change.from !== transcript.messages.length) {
     throw mismatch(where, `its transcript (from message ${change.from}, not ${transcript.messages.length})`);
   }
-  for (const message of change.messages) transcript.append({ ...message });
+  for (const message of change.messages) transcript.append(builtMessage(message));
   transcript.taskMessage =
     change.taskMessageIndex === null ? null : (transcript.messages[change.taskMessageIndex] ?? null);
 }

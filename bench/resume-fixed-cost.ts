@@ -1,0 +1,280 @@
+/**
+ * What a resume costs on its own, many times over the same stored run (issue 18 target 3: ≤ 2% of the run's
+ * own time at 1,000 steps). A run of S steps on SQLite is left hanging at its last model call and its lease
+ * freed; the file is kept as a template. Each resume then gets a fresh copy of it (copied outside the timing)
+ * and resumes the run to its end:
+ *
+ * - warm, fresh store: a new `sqliteStore` on the copy (as the CLI, or a process that opens a store per
+ *   run), timed from `sqliteStore()` to the next model call and to the end;
+ * - warm, open store: the store opened (and its first read made) before the timing, as a long-lived service
+ *   keeps its store open;
+ * - cold (`--cold`): one child process per resume, timed inside it from just after the imports.
+ *
+ * Reported: medians (wall, and this process's CPU for the fresh-store resume), the run's own time at S, the
+ * ratio, the load average. `--roots a,b`: the builds (`dist/`) of several checkouts, measured side by side in
+ * one process (cold: alternately), rounds interleaved, so a noisy machine slows each alike; without it, this one.
+ *
+ *   node dist/bench/resume-fixed-cost.js 100,1000,10000 20          # warm, trace in memory (the default)
+ *   LOOPSTATE_BENCH_TRACE=off node dist/bench/resume-fixed-cost.js 1000 20
+ *   node dist/bench/resume-fixed-cost.js 1000 10 --cold
+ *   node dist/bench/resume-fixed-cost.js 100,1000 20 --roots /tmp/before,.   # before / after
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import type * as Loopstate from 'loopstate';
+import type { Message, Model, Store } from 'loopstate';
+import type * as LoopstateSqlite from 'loopstate/sqlite';
+
+const args = process.argv.slice(2);
+const trace = process.env.LOOPSTATE_BENCH_TRACE !== 'off';
+
+/** What the bench uses of a build of loopstate. */
+interface Build {
+  name: string;
+  createLoop: typeof Loopstate.createLoop;
+  defineTool: typeof Loopstate.defineTool;
+  sqliteStore: typeof LoopstateSqlite.sqliteStore;
+}
+async function buildAt(root: string | null): Promise<Build> {
+  const main = (
+    root === null ? await import('loopstate') : await import(resolve(root, 'dist/src/index.js'))
+  ) as typeof Loopstate;
+  const sqlite = (
+    root === null ? await import('loopstate/sqlite') : await import(resolve(root, 'dist/src/adapters/sqlite/index.js'))
+  ) as typeof LoopstateSqlite;
+  return {
+    name: root ?? 'this build',
+    createLoop: main.createLoop,
+    defineTool: main.defineTool,
+    sqliteStore: sqlite.sqliteStore,
+  };
+}
+
+/** Which call this is, from the last assistant message's call id (`c<n>`): the model keeps no count, so a resumed run can use it. */
+function callNumber(messages: readonly Message[]): number {
+  for (let index = messages.length - 1; index >= 0; index -= 1) {
+    const message = messages[index];
+    if (message?.role !== 'assistant') continue;
+    const id = message.toolCalls?.[0]?.id;
+    if (id === undefined || !/^c\d+$/.test(id)) throw new Error(`unexpected assistant message in the bench: ${id}`);
+    return Number(id.slice(1)) + 1;
+  }
+  return 1;
+}
+
+/** Instant replies: a tool call on each of the first S − 1, then the answer; `hangAt` never answers. */
+function model(total: number, hangAt: number | null, onCall: () => void): Model {
+  return {
+    id: 'scripted',
+    generate(request) {
+      const call = callNumber(request.messages);
+      onCall();
+      const usage = { inputTokens: 50, outputTokens: 10 };
+      if (call === hangAt) return new Promise(() => undefined);
+      if (call < total)
+        return Promise.resolve({
+          text: null,
+          toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
+          usage,
+        });
+      return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
+    },
+  };
+}
+
+const lookupOf = (build: Build) =>
+  build.defineTool({
+    name: 'lookup',
+    description: 'Look a key up.',
+    input: z.object({ key: z.string() }),
+    access: 'read',
+    execute: ({ key }) => `value ${key}`,
+  });
+
+const loopOf = (
+  build: Build,
+  total: number,
+  store: Store,
+  hangAt: number | null,
+  onCall: () => void = () => undefined,
+) =>
+  build.createLoop({
+    model: model(total, hangAt, onCall),
+    tools: [lookupOf(build)],
+    limits: {
+      maxSteps: total + 1,
+      maxToolCalls: total,
+      deadlineMs: Infinity,
+      maxInputTokens: Infinity,
+      maxOutputTokens: Infinity,
+      maxCostUsd: Infinity,
+    },
+    noProgress: { unchangedState: 1_000_000 },
+    ...(trace ? {} : { trace: { inMemory: false } }),
+    store,
+  });
+
+/** One resume of the run in `path` to its end: ms from `started` (or from the store's opening) to the next model call and to the end. */
+async function resumeOnce(
+  build: Build,
+  path: string,
+  total: number,
+  openFirst: boolean,
+): Promise<{ toCall: number; toEnd: number; cpu: number }> {
+  let store: Store | undefined;
+  if (openFirst) {
+    store = build.sqliteStore({ path });
+    await store.readRun('nothing');
+  }
+  let calledAt = NaN;
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  store ??= build.sqliteStore({ path });
+  const result = await loopOf(
+    build,
+    total,
+    store,
+    null,
+    () => (calledAt = Number.isNaN(calledAt) ? performance.now() : calledAt),
+  ).resume('long');
+  const ended = performance.now();
+  const cpu = process.cpuUsage(cpuBefore);
+  if (result.stopReason !== 'completed' || result.steps !== total)
+    throw new Error(`resume ended ${result.stopReason} after ${result.steps} steps: ${result.detail}`);
+  await store.close();
+  return { toCall: calledAt - started, toEnd: ended - started, cpu: (cpu.user + cpu.system) / 1_000 };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+
+if (args[0] === '--child') {
+  // One cold resume: this process has imported loopstate and nothing else has run.
+  const build = await buildAt(args[3] === '-' ? null : args[3]!);
+  const timing = await resumeOnce(build, args[1]!, Number(args[2]), false);
+  console.log(JSON.stringify(timing));
+  process.exit(0);
+}
+
+const lengths = (args[0] ?? '100,1000,10000').split(',').map(Number);
+const resumes = Number(args[1] ?? 20);
+const cold = args.includes('--cold');
+const rootsAt = args.indexOf('--roots');
+const roots = rootsAt === -1 ? [null] : args[rootsAt + 1]!.split(',').map((root) => resolve(root));
+const builds = await Promise.all(roots.map(buildAt));
+const scratch = mkdtempSync(join(tmpdir(), 'loopstate-resume-fixed-'));
+const loadAtStart = loadavg()[0]!;
+console.log(
+  `${cold ? 'cold (a process per resume)' : 'warm'}, trace ${trace ? 'in memory' : 'off'}, ${resumes} resumes each${builds.length > 1 ? ', builds side by side' : ''}`,
+);
+console.log(
+  '| S | build | run ms | to next call ms (median) | to end ms | CPU ms | ÷ run (to end) | open store: to call / end ms | ÷ run |',
+);
+console.log('|---:|---|---:|---:|---:|---:|---:|---:|---:|');
+const here = fileURLToPath(import.meta.url);
+
+/** A run of S steps left hanging at its last model call, its lease freed; the files as that dead process left them. */
+async function hungRun(build: Build, total: number, into: string): Promise<number> {
+  const path = join(scratch, `hung-${total}.db`);
+  for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
+  const first = build.sqliteStore({ path });
+  let hung: () => void = () => undefined;
+  const hanging = new Promise<void>((resolve) => (hung = resolve));
+  let calls = 0;
+  const started = performance.now();
+  void loopOf(build, total, first, total, () => {
+    if (++calls === total) hung();
+  }).run({ goal: 'go', runId: 'long' });
+  await hanging;
+  const runMs = performance.now() - started;
+  const row = await first.readRun('long');
+  if (row?.leaseOwner) await first.releaseLease('long', row.leaseOwner);
+  // Its WAL included, copied while its connection is still open and idle (better-sqlite3 writes synchronously: no
+  // write is half done here). A resume then appends to that WAL, as after a crash; a closed store would have
+  // folded it, and every resume would start a new WAL (and sync its header).
+  for (const suffix of ['-wal', '-shm']) rmSync(into + suffix, { force: true });
+  copyFileSync(path, into);
+  if (existsSync(`${path}-wal`)) copyFileSync(`${path}-wal`, `${into}-wal`);
+  await first.close();
+  return runMs;
+}
+
+for (const total of lengths) {
+  // The run's own time, per build (rounds interleaved); the files of the first build's first run are resumed by all.
+  const saved = join(scratch, `saved-${total}.db`);
+  const runRounds = total <= 1_000 ? 3 : 1;
+  const runMs = new Map<Build, number[]>(builds.map((build) => [build, []]));
+  for (let round = 0; round < runRounds; round++)
+    for (const [index, build] of builds.entries())
+      runMs
+        .get(build)!
+        .push(await hungRun(build, total, round === 0 && index === 0 ? saved : join(scratch, `discarded-${total}.db`)));
+  // LOOPSTATE_BENCH_KEEP=<dir>: the files are kept there (runId `long`), to profile or inspect a resume of them.
+  const keep = process.env.LOOPSTATE_BENCH_KEEP;
+  if (keep !== undefined) {
+    const kept = join(keep, `resume-template-${total}${trace ? '' : '-trace-off'}.db`);
+    copyFileSync(saved, kept);
+    if (existsSync(`${saved}-wal`)) copyFileSync(`${saved}-wal`, `${kept}-wal`);
+  }
+  const copy = join(scratch, `resume-${total}.db`);
+  const fresh = () => {
+    for (const suffix of ['-wal', '-shm']) rmSync(copy + suffix, { force: true });
+    copyFileSync(saved, copy);
+    if (existsSync(`${saved}-wal`)) copyFileSync(`${saved}-wal`, `${copy}-wal`);
+  };
+  const samples = new Map(
+    builds.map((build) => [
+      build,
+      {
+        toCall: [] as number[],
+        toEnd: [] as number[],
+        cpu: [] as number[],
+        openCall: [] as number[],
+        openEnd: [] as number[],
+      },
+    ]),
+  );
+  // One warm-up round, then `resumes` rounds: the builds, and the two ways, alternately.
+  for (let round = -1; round < resumes; round++)
+    for (const [index, build] of builds.entries()) {
+      const sample = samples.get(build)!;
+      fresh();
+      const timing = cold
+        ? (JSON.parse(
+            execFileSync(process.execPath, [here, '--child', copy, String(total), roots[index] ?? '-'], {
+              encoding: 'utf8',
+              env: process.env,
+            }).trim(),
+          ) as { toCall: number; toEnd: number; cpu: number })
+        : await resumeOnce(build, copy, total, false);
+      if (round >= 0) {
+        sample.toCall.push(timing.toCall);
+        sample.toEnd.push(timing.toEnd);
+        sample.cpu.push(timing.cpu);
+      }
+      if (cold) continue;
+      fresh();
+      const open = await resumeOnce(build, copy, total, true);
+      if (round >= 0) {
+        sample.openCall.push(open.toCall);
+        sample.openEnd.push(open.toEnd);
+      }
+    }
+  for (const build of builds) {
+    const sample = samples.get(build)!;
+    const run = median(runMs.get(build)!);
+    const toEnd = median(sample.toEnd);
+    const openEnd = median(sample.openEnd);
+    console.log(
+      `| ${total} | ${build.name} | ${run.toFixed(0)} | ${median(sample.toCall).toFixed(2)} | ${toEnd.toFixed(2)} | ${median(sample.cpu).toFixed(2)} | ${((100 * toEnd) / run).toFixed(2)}% | ${cold ? '—' : `${median(sample.openCall).toFixed(2)} / ${openEnd.toFixed(2)}`} | ${cold ? '—' : `${((100 * openEnd) / run).toFixed(2)}%`} |`,
+    );
+  }
+}
+console.log(`load average ${loadAtStart.toFixed(2)} → ${loadavg()[0]!.toFixed(2)}`);
+rmSync(scratch, { recursive: true, force: true });
+process.exit(0);
