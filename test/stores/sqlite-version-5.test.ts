@@ -101,6 +101,43 @@ describe('a SQLite database made before version 6 (its journal a table and a (ru
     expect(journalSql(path).map((row) => row.sql)).toContainEqual(expect.stringMatching(/PRIMARY KEY \(run_id, seq\)/));
   });
 
+  it('gains its columns when another process opening it at the same moment adds them first', async () => {
+    // Two openers of an old file both see `runs.number` missing; the first adds it, the second's ALTER would then
+    // fail ("duplicate column name"). Made certain here: a second connection adds the column right after this
+    // store looked for it, before the store's first write statement (its ALTER, or the lock it takes first).
+    const path = join(scratch, `v5-${files++}.db`);
+    copyFileSync(fixture, path);
+    const exec = Database.prototype.exec;
+    let raced = 0;
+    Database.prototype.exec = function (this: BetterSqlite3.Database, sql: string) {
+      if (raced === 0 && this.name === path && /^\s*(ALTER|BEGIN)/i.test(sql)) {
+        raced++;
+        const other = new Database(path);
+        exec.call(other, 'ALTER TABLE runs ADD COLUMN number INTEGER');
+        other.close();
+      }
+      return exec.call(this, sql);
+    };
+    const store = sqliteStore({ path });
+    try {
+      expect((await store.readRun('done'))?.leaseOwner).toBeNull();
+    } finally {
+      Database.prototype.exec = exec;
+    }
+    expect(raced).toBe(1);
+    expect((await store.readJournal('done', 0)).length).toBe(12);
+    expect((await loopOf(3, store).run({ goal: 'go', runId: 'new' })).stopReason).toBe('completed');
+    await store.close();
+    // Opened again (nothing to add: no write lock taken), and each column is there once.
+    const again = sqliteStore({ path });
+    expect((await again.readJournal('new', 0)).length).toBeGreaterThan(0);
+    await again.close();
+    const raw = new Database(path, { readonly: true });
+    const columns = (raw.pragma('table_info(runs)') as { name: string }[]).map((column) => column.name);
+    raw.close();
+    expect(columns.filter((name) => name === 'number')).toEqual(['number']);
+  });
+
   it('still refuses a damaged row with corrupt_record naming it', async () => {
     const path = join(scratch, `v5-${files++}.db`);
     copyFileSync(fixture, path);
