@@ -5,19 +5,29 @@
  * completed, run `old` of 40 steps crashed waiting for its 25th model reply, its lease held by the dead
  * process) keeps its layout: opened, read, resumed and appended to as it is.
  */
+import { spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { z } from 'zod';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLoop, defineTool, StoreRecordError, type Message, type Model } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
+import { buildCrashChild, removeCrashChild } from '../durable/crash-harness.js';
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-sqlite-v5-'));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const openChildEntry = join('..', 'stores', 'fixtures', 'open-child.ts');
+let openChild = '';
+beforeAll(async () => {
+  openChild = await buildCrashChild(openChildEntry);
+}, 120_000);
+afterAll(() => {
+  removeCrashChild(openChildEntry);
+  rmSync(scratch, { recursive: true, force: true });
+});
 const fixture = join(import.meta.dirname, 'fixtures', 'sqlite-schema-5.db');
 let files = 0;
 
@@ -100,6 +110,80 @@ describe('a SQLite database made before version 6 (its journal a table and a (ru
     await store.close();
     expect(journalSql(path).map((row) => row.sql)).toContainEqual(expect.stringMatching(/PRIMARY KEY \(run_id, seq\)/));
   });
+
+  it('gains its columns when another process opening it at the same moment adds them first', async () => {
+    // Two openers of an old file both see `runs.number` missing; the first adds it, the second's ALTER would then
+    // fail ("duplicate column name"). Made certain here: a second connection adds the column right after this
+    // store looked for it, before the store's first write statement (its ALTER, or the lock it takes first).
+    const path = join(scratch, `v5-${files++}.db`);
+    copyFileSync(fixture, path);
+    const exec = Database.prototype.exec;
+    let raced = 0;
+    Database.prototype.exec = function (this: BetterSqlite3.Database, sql: string) {
+      if (raced === 0 && this.name === path && /^\s*(ALTER|BEGIN)/i.test(sql)) {
+        raced++;
+        const other = new Database(path);
+        exec.call(other, 'ALTER TABLE runs ADD COLUMN number INTEGER');
+        other.close();
+      }
+      return exec.call(this, sql);
+    };
+    const store = sqliteStore({ path });
+    try {
+      expect((await store.readRun('done'))?.leaseOwner).toBeNull();
+    } finally {
+      Database.prototype.exec = exec;
+    }
+    expect(raced).toBe(1);
+    expect((await store.readJournal('done', 0)).length).toBe(12);
+    expect((await loopOf(3, store).run({ goal: 'go', runId: 'new' })).stopReason).toBe('completed');
+    await store.close();
+    // Opened again (nothing to add: no write lock taken), and each column is there once.
+    const again = sqliteStore({ path });
+    expect((await again.readJournal('new', 0)).length).toBeGreaterThan(0);
+    await again.close();
+    const raw = new Database(path, { readonly: true });
+    const columns = (raw.pragma('table_info(runs)') as { name: string }[]).map((column) => column.name);
+    raw.close();
+    expect(columns.filter((name) => name === 'number')).toEqual(['number']);
+  });
+
+  it('is opened and read by two processes at the same moment (both find `runs.number` missing)', async () => {
+    const path = join(scratch, `v5-${files++}.db`);
+    copyFileSync(fixture, path);
+    // The write lock held here until both children have looked for the columns and are about to add them.
+    const lock = new Database(path);
+    lock.exec('BEGIN IMMEDIATE');
+    const children = [0, 1].map(() => {
+      const child = spawn(process.execPath, [openChild, path, 'done'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      const checked = new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+          if (stdout.startsWith('checked\n')) resolve();
+        });
+        child.once('close', () => reject(new Error(`the child ended before looking: ${stderr}`)));
+      });
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const ended = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+        child.once('close', (code) => resolve({ code, stdout, stderr })),
+      );
+      return { checked, ended };
+    });
+    try {
+      await Promise.all(children.map((child) => child.checked));
+    } finally {
+      lock.exec('ROLLBACK');
+      lock.close();
+    }
+    const outcomes = await Promise.all(children.map((child) => child.ended));
+    const expected = `checked\n${JSON.stringify({ found: true, leaseOwner: null, rows: 12 })}\n`;
+    expect(outcomes).toEqual([
+      { code: 0, stdout: expected, stderr: '' },
+      { code: 0, stdout: expected, stderr: '' },
+    ]);
+  }, 60_000);
 
   it('still refuses a damaged row with corrupt_record naming it', async () => {
     const path = join(scratch, `v5-${files++}.db`);

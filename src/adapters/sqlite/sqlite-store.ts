@@ -70,6 +70,15 @@ function loadDriver(): typeof BetterSqlite3 {
   });
 }
 
+/** The columns added to a database made by an older version when it is opened (versions 2, 3 and 6). */
+const ADDED_COLUMNS = [
+  { table: 'runs', name: 'finished_at', type: 'INTEGER' },
+  { table: 'runs', name: 'packed', type: 'BLOB' },
+  { table: 'journal', name: 'packed', type: 'BLOB' },
+  { table: 'snapshots', name: 'packed', type: 'BLOB' },
+  { table: 'runs', name: 'number', type: 'INTEGER' },
+] as const;
+
 function openDatabase(
   Driver: typeof BetterSqlite3,
   options: SqliteStoreOptions,
@@ -82,10 +91,20 @@ function openDatabase(
   db.exec(SQLITE_SCHEMA);
   const hasColumn = (table: string, name: string) =>
     (db.pragma(`table_info(${table})`) as { name: string }[]).some((column) => column.name === name);
-  if (!hasColumn('runs', 'finished_at')) db.exec('ALTER TABLE runs ADD COLUMN finished_at INTEGER');
-  for (const table of ['runs', 'journal', 'snapshots'])
-    if (!hasColumn(table, 'packed')) db.exec(`ALTER TABLE ${table} ADD COLUMN packed BLOB`);
-  if (!hasColumn('runs', 'number')) db.exec('ALTER TABLE runs ADD COLUMN number INTEGER');
+  const missing = () => ADDED_COLUMNS.filter(({ table, name }) => !hasColumn(table, name));
+  // An older database gains its columns under the write lock, looked for again inside it: another process
+  // opening it at the same moment may have added them since the look outside (its ALTER would then fail
+  // with "duplicate column name"). A database up to date takes no lock.
+  if (missing().length > 0) {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      for (const { table, name, type } of missing()) db.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
+      db.exec('COMMIT');
+    } catch (error) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw error;
+    }
+  }
   db.exec(SQLITE_SCHEMA_FINISH);
   const layout: JournalLayout = hasColumn('journal', 'id') ? 'keyed' : 'indexed';
   db.exec(JOURNAL_CHUNKS_INDEX[layout]);
@@ -289,6 +308,7 @@ function readControl(statements: ReturnType<typeof prepare>, runId: string): Run
 /** The lease, the control and the run's number (its journal key, version 6) a journal append reads, in one statement. */
 interface OwnerAndControl {
   lease_owner: string | null;
+  lease_until: number;
   cancel_requested: number;
   paused: string | null;
   number: number | null;
@@ -298,6 +318,18 @@ const conflict = (runId: string, seq: number | null, message: string, cause?: un
   new StoreConflictError({ runId, seq, message, cause });
 const lostLease = (runId: string, seq: number | null) =>
   conflict(runId, seq, `run ${runId} is held by another owner; this writer lost its lease`);
+
+/**
+ * Renews a held lease (in the caller's write transaction, the owner checked) when less than half of the new one's
+ * length is left of it: `lease.until` is now + the loop's `leaseMs`, so the runs table's page is rewritten about
+ * twice per `leaseMs` of a busy run, not at every commit, and the lease never runs out while the owner writes.
+ * A run that makes no I/O (a scripted model, instant tools) never gives the heartbeat timer a turn: its writes are
+ * all that keep its lease. Never shortens a lease (a stored `lease_until` below the midpoint is below `until`).
+ */
+function renewIfStale(statements: ReturnType<typeof prepare>, runId: string, leaseUntil: number, lease: Lease): void {
+  const now = Date.now();
+  if (leaseUntil < now + (lease.until - now) / 2) statements.renewLease.run(lease.until, runId, lease.owner);
+}
 
 /**
  * A version 6 journal row's key is its run's number × 2^32 + its seq: a seq outside [0, 2^32) would land in
@@ -320,9 +352,10 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>, lay
         runBody: { body: string; packed: Buffer | null } | undefined,
         finishedAt: number | undefined,
       ) => {
-        // A journal append only checks the lease (a read: no page of the runs table rewritten per step), in the
-        // statement that reads the run's control (the write lock is held: neither changes before the commit);
-        // a heartbeat (no rows) or a new run body renews it.
+        // A journal append checks the lease (a read: no page of the runs table rewritten per step), in the
+        // statement that reads the run's control (the write lock is held: neither changes before the commit),
+        // and renews it only when over half of it has gone (`renewIfStale`); a heartbeat (no rows) or a new run
+        // body renews it always.
         const owned =
           runBody === undefined && rows.length > 0
             ? (statements.ownerAndControl.get(runId) as OwnerAndControl | undefined)
@@ -346,6 +379,7 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>, lay
               ? written !== undefined
               : rows.length === 0 && statements.renewLease.run(lease.until, runId, lease.owner).changes === 1;
         if (!held) throw lostLease(runId, rows[0]?.seq ?? null);
+        if (owned !== undefined) renewIfStale(statements, runId, owned.lease_until, lease);
         let number = owned?.number ?? written?.number ?? null;
         // A run row without a number (not made by this createRun: by hand, or a tool of its own) gets one now.
         if (layout === 'keyed' && number === null && rows.length > 0)
@@ -376,9 +410,11 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>, lay
       return statements.pruneRuns.run(finishedBefore).changes;
     }),
     snapshot: db.transaction((runId: string, row: PackedRow, lease: Lease) => {
-      // The lease is checked, not renewed (as by a journal append): no page of the runs table is rewritten.
-      const owner = statements.leaseOwner.get(runId) as { lease_owner: string | null } | undefined;
-      if (owner?.lease_owner !== lease.owner) throw lostLease(runId, row.seq);
+      // The lease is checked, and renewed only when stale (as by a journal append): the runs table's page is
+      // not rewritten by every snapshot.
+      const owner = statements.leaseOwner.get(runId) as { lease_owner: string | null; lease_until: number } | undefined;
+      if (owner === undefined || owner.lease_owner !== lease.owner) throw lostLease(runId, row.seq);
+      renewIfStale(statements, runId, owner.lease_until, lease);
       statements.upsertSnapshot.run(runId, row.seq, row.kind, row.body, row.packed);
     }),
   };
@@ -446,9 +482,9 @@ function prepare(db: Database, layout: JournalLayout) {
       'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE run_id = ? AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ? OR lease_owner = ?)',
     ),
     ownerAndControl: db.prepare(
-      "SELECT lease_owner, cancel_requested, (SELECT value FROM control WHERE key = 'paused') AS paused, number FROM runs WHERE run_id = ?",
+      "SELECT lease_owner, lease_until, cancel_requested, (SELECT value FROM control WHERE key = 'paused') AS paused, number FROM runs WHERE run_id = ?",
     ),
-    leaseOwner: db.prepare('SELECT lease_owner FROM runs WHERE run_id = ?'),
+    leaseOwner: db.prepare('SELECT lease_owner, lease_until FROM runs WHERE run_id = ?'),
     numberRun: db.prepare(
       'UPDATE runs SET number = (SELECT coalesce(max(number), 0) + 1 FROM runs) WHERE run_id = ? AND number IS NULL RETURNING number',
     ),
