@@ -121,33 +121,25 @@ export class AbortFanout extends AbortWaiters {
  * await run.race(work); // rejects with the reason at the deadline
  */
 export class RunAbort extends AbortWaiters {
-  #controller: AbortController | null = null;
-  #aborted = false;
-  #reason: unknown = undefined;
+  readonly #signal = new LazySignal();
 
   get aborted(): boolean {
-    return this.#aborted;
+    return this.#signal.aborted;
   }
 
   get reason(): unknown {
-    return this.#reason;
+    return this.#signal.reason;
   }
 
   get signal(): AbortSignal {
-    if (this.#controller === null) {
-      this.#controller = new AbortController();
-      if (this.#aborted) this.#controller.abort(this.#reason);
-    }
-    return this.#controller.signal;
+    return this.#signal.signal;
   }
 
   /** Aborts once, as `AbortController.abort` does (no reason: an `AbortError`); later calls keep the first reason. */
   abort(reason?: unknown): void {
-    if (this.#aborted) return;
-    this.#aborted = true;
-    this.#reason = reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason;
-    this.fire();
-    this.#controller?.abort(this.#reason);
+    if (this.#signal.aborted) return;
+    const why = reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason;
+    this.#signal.abort(why, () => this.fire());
   }
 }
 
@@ -179,11 +171,12 @@ export class LazySignal {
     return this.#controller.signal;
   }
 
-  /** Aborts once; later calls keep the first reason. */
-  abort(reason: unknown): void {
+  /** Aborts once; later calls keep the first reason. `beforeSignal` runs once aborted, before the signal hears of it. */
+  abort(reason: unknown, beforeSignal?: () => void): void {
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason;
+    beforeSignal?.();
     this.#controller?.abort(reason);
   }
 }
