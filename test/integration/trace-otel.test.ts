@@ -7,7 +7,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT_CONTEXT, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, trace, type MeterProvider, type Span, type Tracer } from '@opentelemetry/api';
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -208,6 +208,20 @@ describe('OpenTelemetry spans', () => {
     const result = await loop.run({ goal: 'go' });
     expect(result.stopReason).toBe('completed');
     expect(result.warnings).toContain('trace.otel failed and was disabled for this run: exporter down');
+  });
+
+  it('a MeterProvider that throws while the sink is set up is a warning; the run completes', async () => {
+    const meterProvider = {
+      getMeter: () => {
+        throw new Error('meter backend down');
+      },
+    } as unknown as MeterProvider;
+    const { loop } = createTestLoop({ model: scriptedModel([reply('ok')]), trace: { otel: { meterProvider } } });
+    const result = await loop.run({ goal: 'go' });
+    expect(result.stopReason).toBe('completed');
+    expect(result.warnings).toContain(
+      'trace.otel could not be set up, so this run is not recorded to it: meter backend down',
+    );
   });
 });
 

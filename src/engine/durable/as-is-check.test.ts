@@ -215,6 +215,15 @@ describe('passesAsIs', () => {
         { a: 1 },
       ),
     ).toBe(false);
+    // Checks zod keeps on the type itself, not in its `checks`, and an exclusive union.
+    expect(passesAsIs(z.int(), 1.5)).toBe(false);
+    expect(passesAsIs(z.int32(), 2 ** 40)).toBe(false);
+    expect(passesAsIs(z.email(), 'nope')).toBe(false);
+    expect(passesAsIs(z.uuid(), 'nope')).toBe(false);
+    expect(passesAsIs(z.iso.datetime(), 'nope')).toBe(false);
+    expect(passesAsIs(z.xor([z.looseObject({ a: z.number() }), z.looseObject({ a: z.number() })]), { a: 1 })).toBe(
+      false,
+    );
   });
 });
 

@@ -39,6 +39,11 @@ interface Definition {
   entries?: Record<string, unknown>;
   keyType?: z.ZodType;
   valueType?: z.ZodType;
+  /** A check or format zod keeps on the type itself (`z.int()`, `z.email()`, `z.iso.datetime()`…), not in `checks`. */
+  check?: string;
+  format?: string;
+  /** False for `z.xor`: zod refuses a value two options accept. */
+  inclusive?: boolean;
 }
 interface CheckDefinition {
   check: string;
@@ -112,6 +117,9 @@ function compile(schema: z.ZodType): Check {
   // A refinement (`.superRefine`, `.refine`) on anything but a primitive or an array (their checks are compiled
   // below) is a rule only zod knows: such a value is zod's to pass.
   if ((definition.checks?.length ?? 0) > 0 && !CHECKED_HERE.has(definition.type)) return unsure;
+  // So is a check or format on the type itself (`z.int()`, `z.email()`…) and an exclusive union (`z.xor`).
+  if (definition.check !== undefined || definition.format !== undefined || definition.inclusive === false)
+    return unsure;
   switch (definition.type) {
     case 'unknown':
     case 'any':

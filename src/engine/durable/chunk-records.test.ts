@@ -149,6 +149,17 @@ describe('quickFirstTraceEvent', () => {
     expect(quickFirstTraceEvent(traceChunk(9, []), 'r', 9)).toBeUndefined();
   });
 
+  it('leaves to the whole decode a first event that a stray quote and brace close early (damaged, still JSON)', () => {
+    const whole = traceChunk(9, [{ type: 'run-start', runId: 'r', at: 1, x: '[', y: 'kept' }, start]);
+    // `"x":"["` then `},"\\"",{` in place of `,"y":"kept"}`: the first object now ends after x, followed by a string.
+    const damaged = whole.replace(',"y":"kept"}', '},"\\"",{"z":1}');
+    expect(JSON.parse(damaged.slice(damaged.indexOf('"events":[') + 10, damaged.indexOf('},') + 1))).toMatchObject({
+      x: '[',
+    });
+    expect(quickFirstTraceEvent(damaged, 'r', 9)).toBeUndefined();
+    expect(() => decodeTraceChunk(damaged, 'r', 9)).toThrow(StoreRecordError);
+  });
+
   it('finds where the first event ends whatever its strings and nesting hold', () => {
     fc.assert(
       fc.property(fc.jsonValue(), fc.string(), fc.jsonValue(), (payload, text, next) => {

@@ -147,7 +147,9 @@ export function quickFirstTraceEvent(
     return undefined;
   const start = eventsAt + ',"from":0,"events":['.length;
   const end = endOfObject(body, start);
-  if (end < 0) return undefined;
+  // The first event must be followed by the next event or the end of the list, and the body must end as a chunk
+  // does: a stray quote or brace inside a damaged event could otherwise close it early as valid JSON.
+  if (end < 0 || !(body[end] === ']' || body.startsWith(',{', end)) || !body.endsWith(']}')) return undefined;
   let event: unknown;
   try {
     event = JSON.parse(body.slice(start, end));

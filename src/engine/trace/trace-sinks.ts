@@ -48,9 +48,15 @@ export function openTraceSinks(
   if (options.otel !== false) {
     const loaded = loadedOtelApi();
     if (loaded.api !== undefined) {
-      if (!isOtelIdle(options.otel)) {
-        const otel = new OtelSink(options.otel, subject);
-        sinks.push({ option: 'trace.otel', write: (event) => otel.write(event), close: () => otel.close() });
+      // A tracer or MeterProvider of the user's that throws while the sink is set up is a warning, as an
+      // unopenable trace.file is: the run goes on without it.
+      try {
+        if (!isOtelIdle(options.otel)) {
+          const otel = new OtelSink(options.otel, subject);
+          sinks.push({ option: 'trace.otel', write: (event) => otel.write(event), close: () => otel.close() });
+        }
+      } catch (error) {
+        problems.push(`trace.otel could not be set up, so this run is not recorded to it: ${thrownMessage(error)}`);
       }
     } else if (
       options.otel.tracer !== undefined ||
