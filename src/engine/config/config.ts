@@ -15,18 +15,18 @@ import {
 import type { ModelPrice } from '../../contracts/model.js';
 import type { ContextOptions, ResolvedContextOptions } from '../../contracts/context-options.js';
 import { LoopConfigError, type ConfigIssue } from '../../contracts/errors.js';
-import { toConfigIssues } from './config-issues.js';
-import { configSchema, runInputSchema } from './config-schema.js';
-import { snapshotInput, type KeepByReference } from './snapshot-input.js';
+import { configSchema } from './config-schema.js';
+import { parseInput } from './parse-input.js';
+import type { KeepByReference } from './snapshot-input.js';
+
+export { validateRunInput, type RunInput } from './run-input.js';
 import { transportAttemptsOf, transportAttemptsWarning } from './transport-limits.js';
 import { validateEvaluators, type EvaluateOption, type Evaluator } from '../evaluators/index.js';
 import { systemClock, type Clock } from '../runtime/clock.js';
 import { priceOf } from '../pricing/pricing.js';
 import type { BackoffOptions } from '../runtime/retry-policy.js';
 import type { LoopLimits, NoProgressThresholds, TaskFailurePolicy } from '../../../machines/types.js';
-import type { Message, Model } from '../../contracts/model.js';
-import { checkMessages } from '../conversation/prior-conversation.js';
-import { thrownMessage } from '../redaction/describe-thrown.js';
+import type { Model } from '../../contracts/model.js';
 import { defaultRunId } from '../hooks/run-id.js';
 import { createRedactor, type RedactOptions, type Redactor } from '../redaction/redact.js';
 import type { Store } from '../../contracts/store.js';
@@ -291,34 +291,6 @@ const keepConfigValue: KeepByReference = (path) => {
 };
 
 /**
- * Snapshots `input` safely, then validates it: an unreadable field, a schema failure or a check that
- * throws all become one `LoopConfigError` of the given scope.
- */
-function parseInput<Schema extends z.ZodType>(
-  schema: Schema,
-  input: unknown,
-  keep: KeepByReference,
-  scope: 'config' | 'run_input',
-): z.output<Schema> {
-  const snapshot = snapshotInput(input, keep);
-  if (snapshot.issues.length > 0) throw new LoopConfigError({ issues: snapshot.issues, scope });
-  let parsed: z.ZodSafeParseResult<z.output<Schema>>;
-  try {
-    parsed = schema.safeParse(snapshot.value);
-  } catch (error) {
-    // A value whose own getters throw while a check reads them (e.g. a model's `id`).
-    throw new LoopConfigError({
-      issues: [{ path: '', message: `could not be validated: ${thrownMessage(error)}` }],
-      scope,
-      cause: error,
-    });
-  }
-  if (!parsed.success)
-    throw new LoopConfigError({ issues: toConfigIssues(parsed.error, schema), scope, cause: parsed.error });
-  return parsed.data;
-}
-
-/**
  * A cost budget set on purpose must be able to see the spend: a model without a price would count as
  * $0 against it. Left at its default, the budget only warns (local models have no price).
  */
@@ -400,86 +372,4 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     learning: config.learning === undefined ? undefined : resolveLearning(config.learning),
     deprecations: [transportAttemptsWarning(config.limits)].filter((warning) => warning !== null),
   };
-}
-
-/**
- * One run's input: a `goal`, a prior conversation (`messages`), or both.
- * @example
- * const controller = new AbortController();
- * await loop.run({ goal: 'Status of O-101?', runId: 'order-O-101', signal: controller.signal });
- * // Turn by turn: pass the last result's transcript back with the next question.
- * const first = await loop.run({ goal: 'Status of O-101?' });
- * const second = await loop.run({ goal: 'And O-102?', messages: first.messages });
- */
-export interface RunInput {
-  /** The task. Optional when `messages` is given: the conversation's last user message is the task then. */
-  goal?: string;
-  /**
-   * A prior conversation the run continues, e.g. an earlier `result.messages`. Each tool message
-   * must answer a call of the assistant message before it, and every call must be answered. A
-   * leading system message is taken as an earlier copy of the loop's instructions and not repeated.
-   * With `tasks`, the conversation is the context of the first task only.
-   */
-  messages?: readonly Message[];
-  runId?: string;
-  signal?: AbortSignal;
-}
-
-/**
- * The usual run input, `{ goal, runId?, signal? }` with every value as `runInputSchema` wants it, checked
- * without zod: it is read on every run, and the schema's parse of it cost more than the rest of the check.
- * The same result the schema gives (the goal trimmed, keys left `undefined` dropped, in the schema's order);
- * anything else (messages, another key, a value the schema refuses, an object that is not plain, a getter
- * that throws) returns null and is checked by the schema, which names what is wrong.
- */
-function plainRunInput(input: unknown): RunInput | null {
-  if (typeof input !== 'object' || input === null) return null;
-  let goal: string | undefined;
-  let runId: string | undefined;
-  let signal: AbortSignal | undefined;
-  try {
-    const prototype: unknown = Object.getPrototypeOf(input);
-    if (prototype !== Object.prototype && prototype !== null) return null;
-    for (const key of Object.keys(input)) {
-      const value: unknown = (input as Record<string, unknown>)[key];
-      if (value === undefined) continue;
-      if (key === 'goal' && typeof value === 'string') goal = value.trim();
-      else if (key === 'runId' && typeof value === 'string' && value.length >= 1 && value.length <= 200) runId = value;
-      else if (key === 'signal' && value instanceof AbortSignal) signal = value;
-      else return null;
-    }
-  } catch {
-    return null;
-  }
-  if (goal === undefined || goal === '') return null;
-  const checked: RunInput = { goal };
-  if (runId !== undefined) checked.runId = runId;
-  if (signal !== undefined) checked.signal = signal;
-  return checked;
-}
-
-const keepRunInputValue: KeepByReference = (path) => path.length === 1 && path[0] === 'signal';
-
-export function validateRunInput(input: unknown): RunInput {
-  const plain = plainRunInput(input);
-  if (plain !== null) return plain;
-  const { messages: given, ...rest } = parseInput(runInputSchema, input, keepRunInputValue, 'run_input');
-  const runInputError = (issues: ConfigIssue[]) => new LoopConfigError({ issues, scope: 'run_input' });
-  if (given === undefined) {
-    if (rest.goal === undefined)
-      throw runInputError([
-        { path: 'goal', message: 'expected a non-empty goal, or a prior conversation in `messages`' },
-      ]);
-    return rest;
-  }
-  const { messages, issues } = checkMessages(given);
-  if (issues.length === 0 && rest.goal === undefined && messages.at(-1)?.role !== 'user') {
-    issues.push({
-      path: 'messages',
-      message:
-        'without a goal the conversation must end with a user message (the task); pass a goal or append the next user message',
-    });
-  }
-  if (issues.length > 0) throw runInputError(issues);
-  return { ...rest, messages };
 }
