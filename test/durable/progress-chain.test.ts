@@ -6,46 +6,14 @@
  * chain is refused naming the record.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import {
-  createLoop,
-  defineTool,
-  memoryStore,
-  StoreRecordError,
-  type Model,
-  type RunResult,
-  type Store,
-} from 'loopstate';
+import { createLoop, memoryStore, StoreRecordError, type RunResult, type Store } from 'loopstate';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
-
-const lookup = defineTool({
-  name: 'lookup',
-  description: 'Look a key up',
-  input: z.object({ key: z.string() }),
-  access: 'read',
-  idempotent: true,
-  execute: ({ key }) => `value ${key}`,
-});
+import { lookup, lookupModel } from './lookup-loop.js';
 
 /** `distinct` keys, then the same keys again in turn; the call at `hangAt` never answers. */
-function model(distinct: number, hangAt: number | null, onHang: () => void = () => undefined): Model {
-  return {
-    id: 'scripted',
-    generate(request) {
-      const given = request.messages.filter((message) => message.role === 'assistant').length;
-      if (given === hangAt) {
-        onHang();
-        return new Promise(() => undefined);
-      }
-      return Promise.resolve({
-        text: null,
-        toolCalls: [{ id: `c${given}`, name: 'lookup', arguments: JSON.stringify({ key: `k${given % distinct}` }) }],
-        usage: { inputTokens: 10, outputTokens: 2 },
-      });
-    },
-  };
-}
+const model = (distinct: number, hangAt: number | null, onHang?: () => void) =>
+  lookupModel((call) => `k${call % distinct}`, hangAt, onHang);
 
 const loopOn = (store: Store, distinct: number, hangAt: number | null, onHang?: () => void) =>
   createLoop({

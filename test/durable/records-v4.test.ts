@@ -8,41 +8,16 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createLoop, defineTool, memoryStore, type Model, type RunResult, type Store, type StoreRow } from 'loopstate';
+import { createLoop, memoryStore, type RunResult, type Store, type StoreRow } from 'loopstate';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
+import { lookup, lookupModel } from './lookup-loop.js';
 import { RECORD_SCHEMA_VERSION } from '../../src/engine/durable/records.js';
 
 const fixturePath = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-v4.json');
 
-const lookup = defineTool({
-  name: 'lookup',
-  description: 'Look a key up',
-  input: z.object({ key: z.string() }),
-  access: 'read',
-  idempotent: true,
-  execute: ({ key }) => `value ${key}`,
-});
-
 /** Lookups of three keys in turn (each triple seen again every third step); the call at `hangAt` never answers. */
-function model(hangAt: number | null, onHang: () => void = () => undefined): Model {
-  return {
-    id: 'scripted',
-    generate(request) {
-      const given = request.messages.filter((message) => message.role === 'assistant').length;
-      if (given === hangAt) {
-        onHang();
-        return new Promise(() => undefined);
-      }
-      return Promise.resolve({
-        text: null,
-        toolCalls: [{ id: `c${given}`, name: 'lookup', arguments: JSON.stringify({ key: `k${given % 3}` }) }],
-        usage: { inputTokens: 10, outputTokens: 2 },
-      });
-    },
-  };
-}
+const model = (hangAt: number | null, onHang?: () => void) => lookupModel((call) => `k${call % 3}`, hangAt, onHang);
 
 const loopOn = (store: Store, hangAt: number | null, onHang?: () => void) =>
   createLoop({

@@ -7,39 +7,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLoop, defineTool, memoryStore, type Model, type RunResult, type Store } from 'loopstate';
+import { createLoop, defineTool, memoryStore, type RunResult, type Store } from 'loopstate';
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
-
-const lookup = defineTool({
-  name: 'lookup',
-  description: 'Look a key up',
-  input: z.object({ key: z.string() }),
-  access: 'read',
-  idempotent: true,
-  execute: ({ key }) => `value ${key}`,
-});
+import { lookup, lookupModel } from './lookup-loop.js';
 
 /** Six lookups, then an answer; the step at `hangAt` never answers. */
-function model(hangAt: number | null, onHang: () => void = () => undefined): Model {
-  return {
-    id: 'scripted',
-    generate(request) {
-      const given = request.messages.filter((message) => message.role === 'assistant').length;
-      if (given === hangAt) {
-        onHang();
-        return new Promise(() => undefined);
-      }
-      const usage = { inputTokens: 10, outputTokens: 2 };
-      if (given >= 6) return Promise.resolve({ text: 'done', toolCalls: [], usage });
-      return Promise.resolve({
-        text: null,
-        toolCalls: [{ id: `c${given}`, name: 'lookup', arguments: JSON.stringify({ key: `k${given}` }) }],
-        usage,
-      });
-    },
-  };
-}
+const model = (hangAt: number | null, onHang?: () => void) =>
+  lookupModel((call) => (call >= 6 ? null : `k${call}`), hangAt, onHang);
 
 const loopOn = (store: Store, hangAt: number | null, onHang?: () => void) =>
   createLoop({
