@@ -65,4 +65,20 @@ describe('loadLoopFile', () => {
     const loaded = await loadLoopFile('loop.mjs', directory);
     expect(loaded).toMatchObject({ goal: 'Hi', loop: undefined, path: join(directory, 'loop.mjs') });
   });
+
+  it('evaluates a TypeScript file once a process, as import() does', async () => {
+    const counter = '__loopstateLoadLoopFileTest';
+    const file = join(directory, 'counted.ts');
+    writeFileSync(
+      file,
+      `const g = globalThis as unknown as Record<string, number>;\ng['${counter}'] = (g['${counter}'] ?? 0) + 1;\n` +
+        "export const goal: string = 'Hi';\n" +
+        "export default { model: { id: 'm', generate: async () => ({ text: 'hi', toolCalls: [] }) } };\n",
+    );
+    const first = await loadLoopFile('counted.ts', directory);
+    const second = await loadLoopFile(file);
+    expect(first.goal).toBe('Hi');
+    expect(second.config).toBe(first.config);
+    expect((globalThis as unknown as Record<string, number>)[counter]).toBe(1);
+  });
 });

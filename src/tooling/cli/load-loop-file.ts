@@ -123,6 +123,11 @@ function describe(value: unknown): string {
 const loopFileError = (message: string, cause?: unknown, path = '') => new LoopFileError({ path, message, cause });
 
 let typescriptEnabled = false;
+/**
+ * Modules Vite's runner loaded, by path: each `runnerImport` starts a Vite server (~0.6 s) and evaluates the file
+ * afresh, where `import()` evaluates a file once a process. Kept, a file loaded twice is one module on every path.
+ */
+const viteModules = new Map<string, Promise<Record<string, unknown>>>();
 
 type ViteRunnerImport = (
   url: string,
@@ -152,8 +157,17 @@ async function importTypeScript(loopFile: string, cwd: string): Promise<Record<s
   } catch {
     runnerImport = undefined;
   }
-  if (runnerImport !== undefined)
-    return (await runnerImport(loopFile, { configFile: false, logLevel: 'silent' })).module;
+  if (runnerImport !== undefined) {
+    const run = runnerImport;
+    let loading = viteModules.get(loopFile);
+    if (loading === undefined) {
+      loading = run(loopFile, { configFile: false, logLevel: 'silent' }).then(({ module }) => module);
+      viteModules.set(loopFile, loading);
+      // A file that failed to load is tried afresh next time (it may have been fixed).
+      loading.catch(() => viteModules.delete(loopFile));
+    }
+    return await loading;
+  }
   throw new LoopFileError({
     path: loopFile,
     message:
