@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { createLoop, defineTool, StoreRecordError } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
+import { randomBytes } from 'node:crypto';
 import { deflateRawSync } from 'node:zlib';
 import { unpack, unpackRows, type PackedRow } from '../../src/adapters/sqlite/row-packing.js';
 import { CURRENT_DICTIONARY, RECORD_DICTIONARIES } from '../../src/adapters/sqlite/record-dictionary.js';
@@ -329,6 +330,29 @@ describe('sqliteStore packed rows', () => {
     db.close();
     const rows = await store.readJournal('d', 0);
     expect(rows.map((row) => [row.seq, row.body])).toEqual([1, 3, 4, 5, 6, 7].map((seq) => [seq, long(seq)]));
+    await store.close();
+  });
+
+  it('reads back rows whose deflated form spans several of zlib output buffers (incompressible, under 16 K chars)', async () => {
+    const store = sqliteStore({ path: join(scratch, 'incompressible.db') });
+    const lease = { owner: 'me', until: Date.now() + 60_000 };
+    const noise = (seq: number) =>
+      JSON.stringify({ kind: 'event', seq, noise: randomBytes(11_000).toString('base64') }).slice(0, 16_000);
+    const rows = [1, 2, 3].map((seq) => ({ seq, kind: 'event', body: noise(seq) }));
+    await store.createRun('n', '{}', lease);
+    await store.append('n', rows.slice(0, 1), lease); // alone
+    await store.append('n', rows.slice(1), lease); // a group
+    const snapshot = noise(4);
+    await store.writeSnapshot('n', { seq: 3, kind: 'snapshot', body: snapshot }, lease);
+    expect((await store.readJournal('n', 0)).map((row) => row.body)).toEqual(rows.map((row) => row.body));
+    expect((await store.latestSnapshot('n'))?.body).toBe(snapshot);
+    // Each row's packed form is longer than one 4 KiB output buffer of zlib's (the case put together from several).
+    const db = new Database(join(scratch, 'incompressible.db'));
+    const sizes = (db.prepare('SELECT length(packed) AS size FROM journal').all() as { size: number }[]).map(
+      (row) => row.size,
+    );
+    db.close();
+    expect(Math.min(...sizes.filter((size) => size > 8))).toBeGreaterThan(8_000);
     await store.close();
   });
 
