@@ -25,19 +25,27 @@ interface Counted {
   readControls: number;
   /** Appends made before each model call. */
   appendsAtModelCall: number[];
+  /** Per snapshot written: its seq, and the seqs of the rows appended before it. */
+  snapshots: { seq: number; committed: number[] }[];
 }
 
 /** A real SQLite store, counted; `silent`: its appends answer nothing (the journal must then ask readControl). */
 function counted(silent = false): Counted {
   const inner = sqliteStore({ path: join(scratch, `run-${files++}.db`) });
-  const counts: Counted = { store: inner, appends: [], readControls: 0, appendsAtModelCall: [] };
+  const counts: Counted = { store: inner, appends: [], readControls: 0, appendsAtModelCall: [], snapshots: [] };
+  const committed: number[] = [];
   counts.store = {
     ...inner,
     pausePollMs: inner.pausePollMs,
     async append(...args) {
       counts.appends.push(args[1].map((row: StoreRow) => row.kind));
       const control = await inner.append(...args);
+      committed.push(...args[1].map((row: StoreRow) => row.seq));
       return silent ? undefined : control;
+    },
+    async writeSnapshot(runId, row, lease) {
+      counts.snapshots.push({ seq: row.seq, committed: [...committed] });
+      return inner.writeSnapshot(runId, row, lease);
     },
     async readControl(runId) {
       counts.readControls += 1;
@@ -49,7 +57,12 @@ function counted(silent = false): Counted {
 
 type Round = ('lookup' | 'charge')[];
 
-function loopOn(counts: Counted, rounds: Round[], onModelCall: (step: number) => Promise<void> = async () => {}) {
+function loopOn(
+  counts: Counted,
+  rounds: Round[],
+  onModelCall: (step: number) => Promise<void> = async () => {},
+  snapshotEvery = 1_000,
+) {
   const model: Model = {
     id: 'script',
     async generate({ messages }) {
@@ -90,8 +103,8 @@ function loopOn(counts: Counted, rounds: Round[], onModelCall: (step: number) =>
     store: counts.store,
     clock: virtualClock(),
     policy: { allow: ['read', 'write'] },
-    // No snapshot (which commits the events before it) inside the steps counted.
-    durable: { snapshotEvery: 1_000 },
+    // No snapshot inside the steps counted, unless asked for.
+    durable: { snapshotEvery },
     noProgress: { unchangedState: 1_000 },
   });
 }
@@ -122,6 +135,27 @@ describe('commits of a durable run', () => {
     expect(kinds.filter((kind) => kind !== 'event' && kind !== 'trace')).toEqual([]);
     // The commit before each model call answered the control: none asked again.
     expect(counts.readControls).toBe(0);
+    await counts.store.close();
+  });
+
+  it('a snapshot is written after its step’s one commit, not with a commit of its own in the middle of the step', async () => {
+    const counts = counted();
+    // Every 3 events: after a reply's event (mid-step, before its round of reads) as often as after a round's.
+    const result = await loopOn(
+      counts,
+      Array.from({ length: 8 }, (): Round => ['lookup']),
+      undefined,
+      3,
+    ).run({ goal: 'read', runId: 'snapshots' });
+    expect(result.stopReason).toBe('completed');
+    expect(counts.snapshots.length).toBeGreaterThanOrEqual(3);
+    expect(commitsPerStep(counts)).toEqual(Array.from({ length: 8 }, () => 1));
+    // Each written once its event (and the chunks before it) were committed, and the latest is the one read.
+    for (const snapshot of counts.snapshots) {
+      expect(snapshot.committed).toContain(snapshot.seq);
+      expect(snapshot.committed).toContain(snapshot.seq + 1); // its trace chunk
+    }
+    expect((await counts.store.latestSnapshot('snapshots'))?.seq).toBe(counts.snapshots.at(-1)!.seq);
     await counts.store.close();
   });
 

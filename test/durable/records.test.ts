@@ -9,7 +9,10 @@ import { z } from 'zod';
 import { createLoop, defineTool, StoreRecordError } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
+import { randomBytes } from 'node:crypto';
+import { deflateRawSync } from 'node:zlib';
 import { unpack, unpackRows, type PackedRow } from '../../src/adapters/sqlite/row-packing.js';
+import { CURRENT_DICTIONARY, RECORD_DICTIONARIES } from '../../src/adapters/sqlite/record-dictionary.js';
 import { RECORD_SCHEMA_VERSION } from '../../src/engine/durable/records.js';
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
@@ -243,12 +246,12 @@ describe('sqliteStore packed rows', () => {
     raw.close();
     // One deflate for the commit's long journal rows: the first holds the group, the others point back to it.
     expect(stored.map((row) => [row.seq, row.packed?.[0] ?? 'text'])).toEqual([
-      [1, 129],
+      [1, 128 + CURRENT_DICTIONARY],
       [2, 'text'],
       [3, 0],
-      [4, 1],
+      [4, CURRENT_DICTIONARY],
       [5, 0],
-      [6, 1],
+      [6, CURRENT_DICTIONARY],
     ]);
     expect(stored[2]!.packed!.length).toBeLessThan(4);
     expect(stored[0]!.packed!.length).toBeLessThan((rows[0]!.body.length + rows[2]!.body.length) / 5);
@@ -283,6 +286,76 @@ describe('sqliteStore packed rows', () => {
     expect(readSecond).toEqual([{ seq: 2, body: written(second) }]);
   });
 
+  it('packs new rows with the current dictionary and reads rows packed with an earlier one beside them', async () => {
+    expect(CURRENT_DICTIONARY).toBe(2);
+    const path = join(scratch, 'dictionaries.db');
+    const store = sqliteStore({ path });
+    const lease = { owner: 'me', until: Date.now() + 60_000 };
+    const long = (seq: number) => JSON.stringify({ kind: 'event', seq, filler: `event ${seq} `.repeat(40) });
+    await store.createRun('d', '{}', lease);
+    await store.append('d', [{ seq: 1, kind: 'event', body: long(1) }], lease);
+    await store.append(
+      'd',
+      [
+        { seq: 3, kind: 'event', body: long(3) },
+        { seq: 4, kind: 'event', body: long(4) },
+      ],
+      lease,
+    );
+    // Rows as an earlier loopstate packed them: alone (first byte 1) and a group head (128 + 1) with its member.
+    const earlier = (bodies: string[]) =>
+      deflateRawSync(Buffer.from(bodies.join(''), 'utf8'), {
+        dictionary: Buffer.from(RECORD_DICTIONARIES[1]!, 'utf8'),
+      });
+    const db = new Database(path);
+    const firstBytes = (db.prepare('SELECT packed FROM journal ORDER BY id').all() as { packed: Buffer }[]).map(
+      (row) => row.packed[0],
+    );
+    expect(firstBytes).toEqual([CURRENT_DICTIONARY, 128 + CURRENT_DICTIONARY, 0]);
+    const insert = db.prepare(
+      "INSERT INTO journal (id, run_id, kind, body, packed) VALUES ((SELECT number FROM runs WHERE run_id = 'd') * 4294967296 + ?, 'd', 'event', '', ?)",
+    );
+    insert.run(5, Buffer.concat([Buffer.from([1]), earlier([long(5)])]));
+    const [six, seven] = [long(6), long(7)];
+    // The group's head: the count, then each body's UTF-8 length (LEB128 varints: these are 128–16,383 bytes).
+    const varint = (value: number) => [(value & 0x7f) | 0x80, value >> 7];
+    insert.run(
+      6,
+      Buffer.concat([
+        Buffer.from([129, 2, ...varint(Buffer.byteLength(six)), ...varint(Buffer.byteLength(seven))]),
+        earlier([six, seven]),
+      ]),
+    );
+    insert.run(7, Buffer.from([0, 1, 1]));
+    db.close();
+    const rows = await store.readJournal('d', 0);
+    expect(rows.map((row) => [row.seq, row.body])).toEqual([1, 3, 4, 5, 6, 7].map((seq) => [seq, long(seq)]));
+    await store.close();
+  });
+
+  it('reads back rows whose deflated form spans several of zlib output buffers (incompressible, under 16 K chars)', async () => {
+    const store = sqliteStore({ path: join(scratch, 'incompressible.db') });
+    const lease = { owner: 'me', until: Date.now() + 60_000 };
+    const noise = (seq: number) =>
+      JSON.stringify({ kind: 'event', seq, noise: randomBytes(11_000).toString('base64') }).slice(0, 16_000);
+    const rows = [1, 2, 3].map((seq) => ({ seq, kind: 'event', body: noise(seq) }));
+    await store.createRun('n', '{}', lease);
+    await store.append('n', rows.slice(0, 1), lease); // alone
+    await store.append('n', rows.slice(1), lease); // a group
+    const snapshot = noise(4);
+    await store.writeSnapshot('n', { seq: 3, kind: 'snapshot', body: snapshot }, lease);
+    expect((await store.readJournal('n', 0)).map((row) => row.body)).toEqual(rows.map((row) => row.body));
+    expect((await store.latestSnapshot('n'))?.body).toBe(snapshot);
+    // Each row's packed form is longer than one 4 KiB output buffer of zlib's (the case put together from several).
+    const db = new Database(join(scratch, 'incompressible.db'));
+    const sizes = (db.prepare('SELECT length(packed) AS size FROM journal').all() as { size: number }[]).map(
+      (row) => row.size,
+    );
+    db.close();
+    expect(Math.min(...sizes.filter((size) => size > 8))).toBeGreaterThan(8_000);
+    await store.close();
+  });
+
   it('refuses a row of a commit group whose group is missing, cut short or of other lengths', async () => {
     const long = (seq: number) => JSON.stringify({ kind: 'event', seq, filler: `event ${seq} `.repeat(40) });
     for (const [name, damage, problem, seq] of [
@@ -291,7 +364,7 @@ describe('sqliteStore packed rows', () => {
       // The first body's length changed (its low seven bits): the bodies no longer add up to what inflates.
       [
         'group-lengths',
-        "UPDATE journal SET packed = unhex('8102FF' || substr(hex(packed), 7)) WHERE seq = 1",
+        "UPDATE journal SET packed = unhex(substr(hex(packed), 1, 2) || '02FF' || substr(hex(packed), 7)) WHERE seq = 1",
         /not the \d+ its lengths say/,
         1,
       ],

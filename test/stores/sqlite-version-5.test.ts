@@ -6,7 +6,7 @@
  * process) keeps its layout: opened, read, resumed and appended to as it is.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -213,6 +213,38 @@ describe('a version 6 SQLite journal (one tree keyed by run number and seq)', ()
   const rowsOf = (count: number, from = 1) =>
     Array.from({ length: count }, (_, index) => ({ seq: from + index, kind: 'event', body: `{"n":${from + index}}` }));
   const lease = { owner: 'me', until: Date.now() + 60_000 };
+
+  /** The commits in a WAL file: its frames whose header names the database's size after the commit (not 0). */
+  const walCommits = (path: string) => {
+    if (!existsSync(`${path}-wal`)) return 0;
+    const wal = readFileSync(`${path}-wal`);
+    const pageSize = wal.readUInt32BE(8);
+    let commits = 0;
+    for (let frame = 32; frame + 24 + pageSize <= wal.length; frame += 24 + pageSize)
+      if (wal.readUInt32BE(frame + 4) !== 0) commits++;
+    return commits;
+  };
+
+  it('is made in one commit when new, and opened again up to date without a write', async () => {
+    const path = join(scratch, `v6-${files++}.db`);
+    const store = sqliteStore({ path });
+    expect(await store.readRun('a')).toBeNull(); // the first call opens (and makes) the database
+    // Every table and index in one write transaction (they were a commit each: a dozen WAL frames of page 1 and more).
+    expect(walCommits(path)).toBe(1);
+    // Opened again by a second store (the first still open, so the WAL stays): nothing to make, nothing written.
+    const again = sqliteStore({ path });
+    expect(await again.readRun('a')).toBeNull();
+    expect(walCommits(path)).toBe(1);
+    await again.createRun('a', '{}', lease);
+    expect(walCommits(path)).toBe(2);
+    await again.close();
+    await store.close();
+    const sql = journalSql(path);
+    expect(sql.map((row) => row.sql)).toEqual([
+      expect.stringMatching(/CREATE TABLE journal \(\s*id INTEGER PRIMARY KEY/),
+      expect.stringMatching(/CREATE INDEX journal_chunks ON journal \(id\)/),
+    ]);
+  });
 
   it('has no index beside its table but the chunks one', async () => {
     const path = join(scratch, `v6-${files++}.db`);

@@ -112,6 +112,8 @@ export class RunJournal implements DriverHooks {
   private pending: (StoreRow | PendingEffectRecord)[] = [];
   private pendingRunBody: string | undefined = undefined;
   private pendingFinishedAt: number | undefined = undefined;
+  /** A snapshot taken and not yet written: written right after the next commit, which holds its events (see `afterSend`). */
+  private pendingSnapshot: StoreRow | null = null;
   /** The commit under way: commits happen one after the other, in seq order. */
   private committing: Promise<void> = Promise.resolve();
   /** A commit that waits for the one under way and has not taken its rows yet: a flush meanwhile joins it. */
@@ -192,19 +194,26 @@ export class RunJournal implements DriverHooks {
     if (runBody !== undefined) this.pendingRunBody = runBody;
     if (finishedAt !== undefined) this.pendingFinishedAt = finishedAt;
     if (this.scheduled !== null) return this.scheduled;
-    if (this.pending.length === 0 && this.pendingRunBody === undefined) return this.committing;
+    if (this.pending.length === 0 && this.pendingRunBody === undefined && this.pendingSnapshot === null)
+      return this.committing;
     const { store } = this.options;
     const commit = this.committing.then(async () => {
       this.scheduled = null;
       const rows = this.commitRows(this.pending);
       const body = this.pendingRunBody;
       const at = this.pendingFinishedAt;
+      const snapshot = this.pendingSnapshot;
       this.pending = [];
       this.pendingRunBody = undefined;
       this.pendingFinishedAt = undefined;
+      this.pendingSnapshot = null;
       const started = ++this.commitsStarted;
-      const control = await store.append(this.runId, rows, this.options.lease(), body, at);
-      if (control) this.controlSeen = { control, commit: started };
+      if (rows.length > 0 || body !== undefined) {
+        const control = await store.append(this.runId, rows, this.options.lease(), body, at);
+        if (control) this.controlSeen = { control, commit: started };
+      }
+      // Every row up to the snapshot's seq is committed now (this commit or one before it, in seq order).
+      if (snapshot !== null) await store.writeSnapshot(this.runId, snapshot, this.options.lease());
     });
     // The next commit waits for this one whether it failed or not; the failure is the caller's to see.
     this.committing = commit.catch(() => undefined);
@@ -435,13 +444,14 @@ export class RunJournal implements DriverHooks {
     const body = encodeRecord(record);
     this.lastSnapshotBytes = body.length;
     this.bytesSinceSnapshot = 0;
-    // The snapshot stands on the events before it: they are committed first.
-    await this.flush();
-    await this.options.store.writeSnapshot(
-      this.runId,
-      { seq: record.seq, kind: 'snapshot', body },
-      this.options.lease(),
-    );
+    // The snapshot stands on the events before it (and its chunks): it is written right after the commit that
+    // holds them, the next one, made before the next external effect as always — not with a commit of its own
+    // in the middle of a step (one commit more every `snapshotEvery` events, and with `durability: 'full'` one
+    // fsync more). A crash before it is written leaves the state of a crash before the snapshot was taken: its
+    // chunks, if committed, are skipped (no snapshot names them) and a resume starts at the snapshot before.
+    this.pendingSnapshot = { seq: record.seq, kind: 'snapshot', body };
+    // A workflow step (DBOS) commits at every event: the snapshot goes with the next one's commit, or now.
+    if (this.effectStep !== undefined) await this.flush();
   }
 
   commit(): Promise<void> {
