@@ -351,10 +351,13 @@ function compile(machine: LoopMachine): CompiledMachine {
   };
 
   const select = (candidates: readonly Candidate[], args: GuardArgs, leaf: Leaf): Candidate | undefined => {
+    // The recorded args, once for every guard of this selection that reads them: `recordedArgs` gives these very
+    // args again while its recording of this event and context is the last (no other is made between the guards).
+    let recorded: GuardArgs | null = null;
     for (const candidate of candidates) {
       const plain = candidate.plain;
       if (plain !== null) {
-        if (plain(candidate.readsRecorded ? recordedArgs(args) : args)) return candidate;
+        if (plain(candidate.readsRecorded ? (recorded ??= recordedArgs(args)) : args)) return candidate;
       } else if (candidate.guard === null || candidate.guard(args, leaf)) return candidate;
     }
     return undefined;

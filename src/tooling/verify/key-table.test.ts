@@ -36,6 +36,20 @@ describe('KeyTable', () => {
     expect(keys.find(['a', 5, 0])).toBe(1);
   });
 
+  it('tells the empty string apart from every other part, wherever it comes (it has a code of its own)', () => {
+    const keys = table();
+    keys.insert(['', 'a', ''], 1);
+    keys.insert([-1, 'a', ''], 2);
+    keys.insert(['-1', 'a', ''], 3);
+    keys.insert(['a', '', ''], 4);
+    expect(keys.find(['', 'a', ''])).toBe(1);
+    expect(keys.find([-1, 'a', ''])).toBe(2);
+    expect(keys.find(['-1', 'a', ''])).toBe(3);
+    expect(keys.find(['a', '', ''])).toBe(4);
+    expect(keys.find([0, 'a', ''])).toBe(-1);
+    expect(keys.find(['', 'a', ' '])).toBe(-1);
+  });
+
   it('keeps every state as it grows past its first arrays', () => {
     const keys = table();
     for (let state = 0; state < 20_000; state += 1)

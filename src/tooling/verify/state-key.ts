@@ -174,7 +174,12 @@ export function stateKey(snapshot: KeyedSnapshot, options: KeyOptions): string {
 /** Digest → its family (the digest up to its last `-`), remembered: one string object per family, no slice per key. */
 const families = new Map<string, string>();
 
+/** The last digest asked about and its family: a successor's digest is mostly its source's. */
+let lastDigest = '';
+let lastFamily = '';
+
 function familyOf(digest: string): string {
+  if (digest === lastDigest) return lastFamily;
   let family = families.get(digest);
   if (family === undefined) {
     family = digest.slice(0, digest.lastIndexOf('-'));
@@ -182,6 +187,8 @@ function familyOf(digest: string): string {
     if (families.size >= 1024) families.clear();
     families.set(digest, family);
   }
+  lastDigest = digest;
+  lastFamily = family;
   return family;
 }
 
