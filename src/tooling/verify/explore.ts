@@ -9,7 +9,7 @@
 import { initialTransition, type StateValue } from 'xstate';
 import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
-import type { LoopContext } from '../../../machines/types.js';
+import type { LoopContext, LoopEvent } from '../../../machines/types.js';
 import { isCostBudgetExhausted, isInputBudgetExhausted, isOutputBudgetExhausted } from '../../../guards/budget.js';
 import {
   abstractOutcomes,
@@ -84,6 +84,12 @@ export interface ExploredGraph {
   states: ExploredState[];
   /** The XState snapshot of a state (made on demand: the exploration keeps states as the compiled step left them). */
   snapshotOf(state: number): LoopSnapshot;
+  /**
+   * The state `event` leads to from `state` (one of these states, or one this returned), as the exploration steps:
+   * through the compiled macrostep when it explored with it (already warm, and equal to XState's, see
+   * compiled-step.ts), else through XState's `machine.transition`. For replaying a path of edges.
+   */
+  successorOf(state: ExploredState, event: LoopEvent): ExploredState;
   /** Edge index that first reached each state (a shortest path tree); -1 for the initial state. */
   parentEdge: Int32Array;
   edgeSource: Int32Array;
@@ -407,12 +413,20 @@ export function exploreLoop(
     if (compiled === null || state === 0) return explored as LoopSnapshot;
     return (snapshots[state] ??= compiled.snapshotOf(explored as SteppedState));
   };
+  const replayMarks = compiled === null ? null : new Uint8Array(compiled.definitions.length);
+  const successorOf = (state: ExploredState, event: LoopEvent): ExploredState => {
+    if (compiled === null) return tracer.step(state as LoopSnapshot, event).next;
+    const leaf = 'leaf' in state ? (state as SteppedState).leaf : compiled.leafOf(state as LoopSnapshot);
+    const step = compiled.step(leaf, state.context, event, replayMarks as Uint8Array);
+    return compiled.stateOf(step.leaf, step.context, step.done);
+  };
   return {
     model,
     machine,
     keys,
     states,
     snapshotOf,
+    successorOf,
     parentEdge: parents.view(),
     edgeSource: source.view(),
     edgeTarget: target.view(),
