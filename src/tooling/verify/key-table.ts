@@ -17,6 +17,14 @@ import type { KeyPartSink } from './state-key.js';
 /** A slot of the table that holds no entry. */
 const SLOT_EMPTY = -1;
 
+/**
+ * Room for the states of most explorations from the start (entries, their parts, slots at most half full): a first
+ * growth in the middle of a cold exploration deoptimises the code that adds states (`--trace-deopt`). Untouched pages
+ * of a zeroed typed array cost no memory.
+ */
+const ENTRY_ROOM = 1 << 15;
+const POOL_ROOM = 1 << 20;
+
 /** String parts remembered per position (a part is mostly one of a few strings there: a state name, '', a flag). */
 const RECENT = 4;
 
@@ -28,15 +36,15 @@ export class KeyTable implements KeyPartSink {
   private scratchBits = new Int32Array(this.scratch.buffer);
   private length = 0;
   private hash = 0;
-  private pool = new Float64Array(1 << 16);
+  private pool = new Float64Array(0);
   private poolUsed = 0;
   /** Per entry: where its encoding starts in `pool`, its length, its hash, and the state it names. */
-  private entryStart = new Int32Array(1 << 12);
-  private entryLength = new Int32Array(1 << 12);
-  private entryHash = new Int32Array(1 << 12);
-  private entryState = new Int32Array(1 << 12);
+  private entryStart = new Int32Array(0);
+  private entryLength = new Int32Array(0);
+  private entryHash = new Int32Array(0);
+  private entryState = new Int32Array(0);
   private entries = 0;
-  private slots = new Int32Array(1 << 13).fill(SLOT_EMPTY);
+  private slots = new Int32Array(0);
   private readonly strings = new Map<string, number>();
   /** Per position, the last `RECENT` string parts encoded there (compared by `===`) and their numbers. */
   private recentText: unknown[] = [];
@@ -50,12 +58,12 @@ export class KeyTable implements KeyPartSink {
     // loop that inlines them), in a cold run; stored twice, a field is compiled as one that changes.
     this.scratch = new Float64Array(64);
     this.scratchBits = new Int32Array(this.scratch.buffer);
-    this.pool = new Float64Array(1 << 16);
-    this.entryStart = new Int32Array(1 << 12);
-    this.entryLength = new Int32Array(1 << 12);
-    this.entryHash = new Int32Array(1 << 12);
-    this.entryState = new Int32Array(1 << 12);
-    this.slots = new Int32Array(1 << 13).fill(SLOT_EMPTY);
+    this.pool = new Float64Array(POOL_ROOM);
+    this.entryStart = new Int32Array(ENTRY_ROOM);
+    this.entryLength = new Int32Array(ENTRY_ROOM);
+    this.entryHash = new Int32Array(ENTRY_ROOM);
+    this.entryState = new Int32Array(ENTRY_ROOM);
+    this.slots = new Int32Array(2 * ENTRY_ROOM).fill(SLOT_EMPTY);
     this.recentText = [];
     this.recentNumber = new Float64Array(0);
     this.recentNext = new Uint8Array(0);
