@@ -114,7 +114,7 @@ export interface ExploredGraph {
  * back to the interpreter (`--trace-deopt`) until it is compiled again, in the middle of a cold run. Untouched pages of
  * a zeroed typed array cost no memory, so the room costs a small exploration nothing it uses.
  */
-const EDGE_ROOM = 1 << 18;
+const EDGE_ROOM = 1 << 19;
 const STATE_ROOM = 1 << 15;
 
 class GrowableInt32 {
