@@ -3,7 +3,7 @@ import { createActor } from 'xstate';
 import { recordModelResponse, recordToolRound } from '../actions/record.js';
 import { isStepLimitReached } from '../guards/budget.js';
 import { loopMachine } from './loop-machine.js';
-import { RECORDED, readingRecorded, recordedContext } from './recorded-context.js';
+import { plainGuardOf, RECORDED, readingRecorded, recordedArgs, recordedContext } from './recorded-context.js';
 import {
   backoffElapsed,
   startedContextWith,
@@ -45,6 +45,23 @@ describe('readingRecorded', () => {
     expect(guard({ context, event: reply }, undefined)).toBe(false);
     // With the reply counted, the step limit is reached.
     expect(guard({ context, event: reply }, RECORDED)).toBe(true);
+  });
+
+  it('gives up the guard it wraps, which answers with recordedArgs as the wrapper does with RECORDED', () => {
+    const guard = readingRecorded(isStepLimitReached);
+    expect(plainGuardOf(guard)).toBe(isStepLimitReached);
+    // The machine's own guards are such wrappers; anything else has no plain guard.
+    expect(plainGuardOf(loopMachine.implementations.guards.isStepLimitReached)).toBe(isStepLimitReached);
+    expect(plainGuardOf(isStepLimitReached)).toBeUndefined();
+    expect(plainGuardOf('isStepLimitReached')).toBeUndefined();
+    expect(plainGuardOf(undefined)).toBeUndefined();
+    const context = startedContextWith({ steps: TEST_LIMITS.maxSteps - 1 });
+    const args = { context, event: toolCallsReply() };
+    expect(isStepLimitReached(recordedArgs(args))).toBe(guard(args, RECORDED));
+    expect(isStepLimitReached(recordedArgs(args))).toBe(true);
+    // An event this module does not record leaves the args as they are.
+    const elapsed = { context, event: backoffElapsed() };
+    expect(recordedArgs(elapsed)).toBe(elapsed);
   });
 });
 

@@ -93,14 +93,38 @@ export function recordedUpdate(
   return RECORDERS[event.type] === record ? recorded(context, event, record).update : record({ context, event });
 }
 
-/** The guard args with the recorded context: one object per recording, however many guards read it. */
-function recordedArgs(args: { context: LoopContext; event: LoopEvent }): { context: LoopContext; event: LoopEvent } {
+/**
+ * The guard args with the recorded context: one object per recording, however many guards read it.
+ * @example
+ * plainGuard(recordedArgs({ context, event })) // what `readingRecorded(plainGuard)(args, RECORDED)` answers
+ */
+export function recordedArgs(args: { context: LoopContext; event: LoopEvent }): {
+  context: LoopContext;
+  event: LoopEvent;
+} {
   const record = RECORDERS[args.event.type];
   return record === undefined ? args : recorded(args.context, args.event, record).args;
 }
 
+type PlainGuard = (args: { context: LoopContext; event: LoopEvent }) => boolean;
+
+/** The guard each `readingRecorded` wrapper calls. */
+const wrapped = new WeakMap<object, PlainGuard>();
+
 /** A guard that reads the recorded context when its params say so, and the context as it is otherwise. */
-export function readingRecorded(guard: (args: { context: LoopContext; event: LoopEvent }) => boolean) {
-  return (args: { context: LoopContext; event: LoopEvent }, params: RecordedParams): boolean =>
+export function readingRecorded(guard: PlainGuard) {
+  const reading = (args: { context: LoopContext; event: LoopEvent }, params: RecordedParams): boolean =>
     guard(params?.recorded === true ? recordedArgs(args) : args);
+  wrapped.set(reading, guard);
+  return reading;
+}
+
+/**
+ * The guard a `readingRecorded` wrapper calls, or undefined for any other function: a caller that knows the params
+ * can call it as the wrapper would (with `recordedArgs(args)` when they are `RECORDED`, else `args`) and skip a call.
+ * @example
+ * const plain = plainGuardOf(machine.implementations.guards.isStepLimitReached); // budget.isStepLimitReached
+ */
+export function plainGuardOf(guard: unknown): PlainGuard | undefined {
+  return typeof guard === 'function' ? wrapped.get(guard) : undefined;
 }

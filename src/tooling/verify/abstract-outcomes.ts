@@ -513,6 +513,46 @@ function interruptionOutcomes(context: LoopContext, duringModelCall: boolean): A
   return outcomes;
 }
 
+/** The outcome lists of model calls already made in one exploration (its `OutcomeOptions`), by what they read. */
+interface CallOutcomeMemo {
+  model: VerifyModel;
+  limits: LoopContext['limits'];
+  lists: Map<string, AbstractOutcome[]>;
+}
+
+const callOutcomeMemos = new WeakMap<OutcomeOptions, CallOutcomeMemo>();
+
+/**
+ * What a model call's outcomes (`modelOutcomes`, then the interruptions) read of the context besides its limits,
+ * as one string: the clock (`lastEventAt`, `startedAt`), whether the task has decided, whether the last request
+ * was a new observation, the run's transport retries, and the last decision's digest (last: it is the only part that
+ * is free text, so no two contexts that differ in what is read give one key).
+ */
+function callOutcomeKey(context: LoopContext): string {
+  const digest = context.progress.lastStateDigest;
+  return `${context.lastEventAt}|${context.startedAt}|${context.task.steps > 0 ? 1 : 0}${context.nextRequestTokens === REQUEST_ESTIMATE + 1 ? 1 : 0}|${context.transport.retries}|${digest === null ? '' : `=${digest}`}`;
+}
+
+/**
+ * A model call's outcomes, then the interruptions: made once per exploration for each `callOutcomeKey` (most
+ * states that wait for the model read the same few values), and shared by the states that read alike. The list
+ * and its events are never changed by the exploration, the machine or the report.
+ */
+function callOutcomes(context: LoopContext, model: VerifyModel, options: OutcomeOptions): AbstractOutcome[] {
+  let memo = callOutcomeMemos.get(options);
+  if (memo === undefined || memo.model !== model || memo.limits !== context.limits) {
+    memo = { model, limits: context.limits, lists: new Map() };
+    callOutcomeMemos.set(options, memo);
+  }
+  const key = callOutcomeKey(context);
+  let outcomes = memo.lists.get(key);
+  if (outcomes === undefined) {
+    outcomes = [...modelOutcomes(context, model, options), ...interruptionOutcomes(context, true)];
+    memo.lists.set(key, outcomes);
+  }
+  return outcomes;
+}
+
 export interface OutcomeOptions {
   /** The run's tool-call budget can stop it: rounds of one call and full rounds both matter. */
   toolCallsBinding: boolean;
@@ -548,7 +588,7 @@ export function abstractOutcomes(
       return [...outcomes, ...interruptionOutcomes(context, false)];
     }
     case 'callModel':
-      return [...modelOutcomes(context, model, options), ...interruptionOutcomes(context, true)];
+      return callOutcomes(context, model, options);
     case 'runTools':
       return [...toolOutcomes(context, model, options.toolCallsBinding), ...interruptionOutcomes(context, false)];
     case 'evaluate':

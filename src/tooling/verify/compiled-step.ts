@@ -12,7 +12,7 @@
 import { matchesState, type AnyStateNode, type AnyTransitionDefinition, type StateValue } from 'xstate';
 import type { LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
-import { lastRecorded } from '../../../machines/recorded-context.js';
+import { lastRecorded, plainGuardOf, RECORDED, recordedArgs } from '../../../machines/recorded-context.js';
 import type { LoopContext, LoopEvent } from '../../../machines/types.js';
 import { createContextMerge, type ContextMerge } from './context-merge.js';
 
@@ -80,10 +80,18 @@ interface Leaf {
 interface Candidate {
   number: number;
   guard: CompiledGuard | null;
+  /**
+   * The plain guard of the loop machine's own `readingRecorded` wrapper, called as the wrapper calls it (one call
+   * instead of three: the wrapper's params are known here), else null and `guard` is called.
+   */
+  plain: PlainGuard | null;
+  /** Whether `plain` reads the recorded context (the wrapper's params are `RECORDED`). */
+  readsRecorded: boolean;
   taken: Taken;
 }
 
 type CompiledGuard = (args: GuardArgs, leaf: Leaf) => boolean;
+type PlainGuard = (args: GuardArgs) => boolean;
 
 interface CompiledAction {
   assignment: Assignment;
@@ -281,13 +289,29 @@ function compile(machine: LoopMachine): CompiledMachine {
     return number;
   };
   const guards = new Map<unknown, CompiledGuard>();
+  /** A named guard with static params of `undefined` or `RECORDED` that is a `readingRecorded` wrapper: its guard. */
+  const plainOf = (guard: unknown): { plain: PlainGuard; readsRecorded: boolean } | null => {
+    if (typeof guard !== 'string' && (typeof guard !== 'object' || guard === null)) return null;
+    const named = guard as string | { type: string; params?: unknown };
+    const params = typeof named === 'string' ? undefined : named.params;
+    if (params !== undefined && params !== RECORDED) return null;
+    const plain = plainGuardOf(implementations.guards[typeof named === 'string' ? named : named.type]);
+    return plain === undefined ? null : { plain, readsRecorded: params === RECORDED };
+  };
   const candidate = (from: number, definition: AnyTransitionDefinition): Candidate => {
     let guard: CompiledGuard | null = null;
     if (definition.guard !== undefined) {
       guard = guards.get(definition.guard) ?? compileGuard(definition.guard);
       guards.set(definition.guard, guard);
     }
-    return { number: numberOf(definition), guard, taken: take(from, definition) };
+    const unwrapped = definition.guard === undefined ? null : plainOf(definition.guard);
+    return {
+      number: numberOf(definition),
+      guard,
+      plain: unwrapped?.plain ?? null,
+      readsRecorded: unwrapped?.readsRecorded ?? false,
+      taken: take(from, definition),
+    };
   };
   leaves.forEach((leaf, from) => {
     for (const node of leaf.chain) {
@@ -327,7 +351,15 @@ function compile(machine: LoopMachine): CompiledMachine {
   };
 
   const select = (candidates: readonly Candidate[], args: GuardArgs, leaf: Leaf): Candidate | undefined => {
-    for (const candidate of candidates) if (candidate.guard === null || candidate.guard(args, leaf)) return candidate;
+    // The recorded args, once for every guard of this selection that reads them: `recordedArgs` gives these very
+    // args again while its recording of this event and context is the last (no other is made between the guards).
+    let recorded: GuardArgs | null = null;
+    for (const candidate of candidates) {
+      const plain = candidate.plain;
+      if (plain !== null) {
+        if (plain(candidate.readsRecorded ? (recorded ??= recordedArgs(args)) : args)) return candidate;
+      } else if (candidate.guard === null || candidate.guard(args, leaf)) return candidate;
+    }
     return undefined;
   };
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import incidentLoop from '../../../examples/incident.js';
 import { loopMachine } from '../../../machines/loop-machine.js';
-import { exploreLoop, outcomesOf } from './explore.js';
+import type { AbstractOutcome } from './abstract-outcomes.js';
+import { exploreLoop, outcomesOf, type ExploredState } from './explore.js';
 import { resolveForVerify } from './resolve-for-verify.js';
 import { keyOptionsFor, stateKey } from './state-key.js';
 import { createTransitionTracer } from './transition-catalog.js';
@@ -39,4 +40,30 @@ describe('memoised successors', () => {
     expect(graph.reductions).toEqual([]);
     expect(graph.keys.length).toBeGreaterThan(exploreLoop(model).keys.length);
   }, 60_000);
+});
+
+describe('successorOf, the step a path is replayed with', () => {
+  it.each(['compiled', 'xstate'] as const)(
+    'through the %s stepper, lands on the state of the edge, as XState leaves it',
+    (stepper) => {
+      const graph = exploreLoop(model, undefined, loopMachine, stepper);
+      const tracer = createTransitionTracer();
+      const options = keyOptionsFor(model.input.limits, true);
+      // Every 7th edge: a few thousand of every kind, from states kept as the stepper left them.
+      for (let edge = 0; edge < graph.edgeCount; edge += 7) {
+        const source = graph.states[graph.edgeSource[edge] as number] as ExploredState;
+        const outcome = outcomesOf(graph, source)[graph.edgeOutcome[edge] as number] as AbstractOutcome;
+        const next = graph.successorOf(source, outcome.event);
+        expect(stateKey(next, options)).toBe(graph.keys[graph.edgeTarget[edge] as number]);
+        const own = tracer.step(graph.snapshotOf(graph.edgeSource[edge] as number), outcome.event).next;
+        expect([next.value, next.status, next.context, next.output]).toEqual([
+          own.value,
+          own.status,
+          own.context,
+          own.output,
+        ]);
+      }
+    },
+    60_000,
+  );
 });

@@ -9,7 +9,7 @@
 import { initialTransition, type StateValue } from 'xstate';
 import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
-import type { LoopContext } from '../../../machines/types.js';
+import type { LoopContext, LoopEvent } from '../../../machines/types.js';
 import { isCostBudgetExhausted, isInputBudgetExhausted, isOutputBudgetExhausted } from '../../../guards/budget.js';
 import {
   abstractOutcomes,
@@ -84,6 +84,12 @@ export interface ExploredGraph {
   states: ExploredState[];
   /** The XState snapshot of a state (made on demand: the exploration keeps states as the compiled step left them). */
   snapshotOf(state: number): LoopSnapshot;
+  /**
+   * The state `event` leads to from `state` (one of these states, or one this returned), as the exploration steps:
+   * through the compiled macrostep when it explored with it (already warm, and equal to XState's, see
+   * compiled-step.ts), else through XState's `machine.transition`. For replaying a path of edges.
+   */
+  successorOf(state: ExploredState, event: LoopEvent): ExploredState;
   /** Edge index that first reached each state (a shortest path tree); -1 for the initial state. */
   parentEdge: Int32Array;
   edgeSource: Int32Array;
@@ -102,13 +108,22 @@ export interface ExploredGraph {
   elapsedMs: number;
 }
 
+/**
+ * Room for the edges of most explorations (the triage loop has 180k, the examples up to 295k) and their states from
+ * the start: the first growth of an array runs code the exploration's optimised loop has never seen, and sends it
+ * back to the interpreter (`--trace-deopt`) until it is compiled again, in the middle of a cold run. Untouched pages of
+ * a zeroed typed array cost no memory, so the room costs a small exploration nothing it uses.
+ */
+const EDGE_ROOM = 1 << 19;
+const STATE_ROOM = 1 << 15;
+
 class GrowableInt32 {
   data = new Int32Array(0);
   length = 0;
-  constructor() {
+  constructor(room: number) {
     // Assigned a second time here on purpose: V8 compiles a field stored once as a constant, and the first growth
     // would then deoptimise every function that read it (the exploration's loop among them), in a cold run.
-    this.data = new Int32Array(1 << 16);
+    this.data = new Int32Array(room);
   }
   push(value: number): void {
     if (this.length === this.data.length) {
@@ -234,14 +249,14 @@ export function exploreLoop(
   const keys: string[] = [];
   const states: ExploredState[] = [];
   /** The compiled step's leaf of each state. */
-  const leaves = new GrowableInt32();
-  const parents = new GrowableInt32();
+  const leaves = new GrowableInt32(STATE_ROOM);
+  const parents = new GrowableInt32(STATE_ROOM);
   const [source, target, outcomeOf, modelCalls, toolCalls] = [
-    new GrowableInt32(),
-    new GrowableInt32(),
-    new GrowableInt32(),
-    new GrowableInt32(),
-    new GrowableInt32(),
+    new GrowableInt32(EDGE_ROOM),
+    new GrowableInt32(EDGE_ROOM),
+    new GrowableInt32(EDGE_ROOM),
+    new GrowableInt32(EDGE_ROOM),
+    new GrowableInt32(EDGE_ROOM),
   ];
   const budgetFindings: EdgeFinding[] = [];
   const destructiveFindings: EdgeFinding[] = [];
@@ -386,7 +401,10 @@ export function exploreLoop(
       outcomeOf.push(position);
       modelCalls.push(spentModelCalls);
       toolCalls.push(spentToolCalls);
-      if (spent !== null && spends(outcome))
+      // Asked of every edge, not only of those from a state with a budget spent: those come late in a cold run, and
+      // a first call there would send the optimised loop back to the interpreter (`--trace-deopt`).
+      const paid = spends(outcome);
+      if (spent !== null && paid)
         budgetFindings.push({ edge, detail: `${outcome.label} was paid after ${spent} was already spent` });
       if (outcome.destructiveTool !== undefined && isActing(next)) {
         destructiveFindings.push({
@@ -407,12 +425,20 @@ export function exploreLoop(
     if (compiled === null || state === 0) return explored as LoopSnapshot;
     return (snapshots[state] ??= compiled.snapshotOf(explored as SteppedState));
   };
+  const replayMarks = compiled === null ? null : new Uint8Array(compiled.definitions.length);
+  const successorOf = (state: ExploredState, event: LoopEvent): ExploredState => {
+    if (compiled === null) return tracer.step(state as LoopSnapshot, event).next;
+    const leaf = 'leaf' in state ? (state as SteppedState).leaf : compiled.leafOf(state as LoopSnapshot);
+    const step = compiled.step(leaf, state.context, event, replayMarks as Uint8Array);
+    return compiled.stateOf(step.leaf, step.context, step.done);
+  };
   return {
     model,
     machine,
     keys,
     states,
     snapshotOf,
+    successorOf,
     parentEdge: parents.view(),
     edgeSource: source.view(),
     edgeTarget: target.view(),

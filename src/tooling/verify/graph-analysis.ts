@@ -5,7 +5,6 @@
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import type { LoopEvent } from '../../../machines/types.js';
 import { outcomesOf, type ExploredGraph, type ExploredState } from './explore.js';
-import { createTransitionTracer } from './transition-catalog.js';
 
 export interface PathStep {
   /** The state the event was sent in, e.g. `RUNNING.deciding`. */
@@ -36,15 +35,14 @@ function edgeLabel(graph: ExploredGraph, edge: number): string {
  * fresh actor exactly as printed.
  */
 export function stepsAlong(graph: ExploredGraph, edges: readonly number[]): PathStep[] {
-  const tracer = createTransitionTracer(graph.machine);
-  let snapshot = graph.snapshotOf(0);
+  let snapshot: ExploredState = graph.states[0] as ExploredState;
   return edges.map((edge) => {
     const label = edgeLabel(graph, edge);
     const outcome = outcomesOf(graph, snapshot).find((candidate) => candidate.label === label);
     if (outcome === undefined)
       throw new Error(`a state reached along the path has no outcome "${label}": its key merged inequivalent states`);
     const step = { state: stateName(snapshot), outcome: label, event: outcome.event };
-    snapshot = tracer.step(snapshot, outcome.event).next;
+    snapshot = graph.successorOf(snapshot, outcome.event);
     return step;
   });
 }

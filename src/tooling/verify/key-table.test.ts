@@ -15,6 +15,9 @@ function table() {
   };
 }
 
+/** Parts that make a key long enough to outgrow the table's room for parts. */
+const FILLER = Array.from({ length: 14 }, (_, index) => index);
+
 describe('KeyTable', () => {
   it('finds a state by the parts it was inserted with, and only by them', () => {
     const keys = table();
@@ -36,13 +39,27 @@ describe('KeyTable', () => {
     expect(keys.find(['a', 5, 0])).toBe(1);
   });
 
+  it('tells the empty string apart from every other part, wherever it comes (it has a code of its own)', () => {
+    const keys = table();
+    keys.insert(['', 'a', ''], 1);
+    keys.insert([-1, 'a', ''], 2);
+    keys.insert(['x', 'a', ''], 3);
+    keys.insert(['a', '', ''], 4);
+    expect(keys.find(['', 'a', ''])).toBe(1);
+    expect(keys.find([-1, 'a', ''])).toBe(2);
+    expect(keys.find(['x', 'a', ''])).toBe(3);
+    expect(keys.find(['a', '', ''])).toBe(4);
+    expect(keys.find([0, 'a', ''])).toBe(-1);
+    expect(keys.find(['', 'a', ' '])).toBe(-1);
+  });
+
   it('keeps every state as it grows past its first arrays', () => {
     const keys = table();
-    for (let state = 0; state < 20_000; state += 1)
-      keys.insert([`s${state % 7}`, state, state % 3 === 0 ? '' : -state], state);
-    for (let state = 0; state < 20_000; state += 1)
-      expect(keys.find([`s${state % 7}`, state, state % 3 === 0 ? '' : -state])).toBe(state);
-    expect(keys.find(['s0', 20_000, ''])).toBe(-1);
+    // Past the room made at the start for entries (32,768), slots and parts (2^20): 70,000 keys of 17 parts.
+    const parts = (state: number) => [`s${state % 7}`, state, state % 3 === 0 ? '' : -state, ...FILLER];
+    for (let state = 0; state < 70_000; state += 1) keys.insert(parts(state), state);
+    for (let state = 0; state < 70_000; state += 1) expect(keys.find(parts(state))).toBe(state);
+    expect(keys.find(['s0', 70_000, '', ...FILLER])).toBe(-1);
   });
 
   it('takes the parts one by one as it takes them in an array', () => {

@@ -17,23 +17,34 @@ import type { KeyPartSink } from './state-key.js';
 /** A slot of the table that holds no entry. */
 const SLOT_EMPTY = -1;
 
+/**
+ * Room for the states of most explorations from the start (entries, their parts, slots at most half full): a first
+ * growth in the middle of a cold exploration deoptimises the code that adds states (`--trace-deopt`). Untouched pages
+ * of a zeroed typed array cost no memory.
+ */
+const ENTRY_ROOM = 1 << 15;
+const POOL_ROOM = 1 << 20;
+
 /** String parts remembered per position (a part is mostly one of a few strings there: a state name, '', a flag). */
 const RECENT = 4;
+
+/** The empty string's code: it is interned first (number 0), since most keys have several parts that are ''. */
+const EMPTY_CODE = -1;
 
 export class KeyTable implements KeyPartSink {
   private scratch = new Float64Array(64);
   private scratchBits = new Int32Array(this.scratch.buffer);
   private length = 0;
   private hash = 0;
-  private pool = new Float64Array(1 << 16);
+  private pool = new Float64Array(0);
   private poolUsed = 0;
   /** Per entry: where its encoding starts in `pool`, its length, its hash, and the state it names. */
-  private entryStart = new Int32Array(1 << 12);
-  private entryLength = new Int32Array(1 << 12);
-  private entryHash = new Int32Array(1 << 12);
-  private entryState = new Int32Array(1 << 12);
+  private entryStart = new Int32Array(0);
+  private entryLength = new Int32Array(0);
+  private entryHash = new Int32Array(0);
+  private entryState = new Int32Array(0);
   private entries = 0;
-  private slots = new Int32Array(1 << 13).fill(SLOT_EMPTY);
+  private slots = new Int32Array(0);
   private readonly strings = new Map<string, number>();
   /** Per position, the last `RECENT` string parts encoded there (compared by `===`) and their numbers. */
   private recentText: unknown[] = [];
@@ -47,15 +58,16 @@ export class KeyTable implements KeyPartSink {
     // loop that inlines them), in a cold run; stored twice, a field is compiled as one that changes.
     this.scratch = new Float64Array(64);
     this.scratchBits = new Int32Array(this.scratch.buffer);
-    this.pool = new Float64Array(1 << 16);
-    this.entryStart = new Int32Array(1 << 12);
-    this.entryLength = new Int32Array(1 << 12);
-    this.entryHash = new Int32Array(1 << 12);
-    this.entryState = new Int32Array(1 << 12);
-    this.slots = new Int32Array(1 << 13).fill(SLOT_EMPTY);
+    this.pool = new Float64Array(POOL_ROOM);
+    this.entryStart = new Int32Array(ENTRY_ROOM);
+    this.entryLength = new Int32Array(ENTRY_ROOM);
+    this.entryHash = new Int32Array(ENTRY_ROOM);
+    this.entryState = new Int32Array(ENTRY_ROOM);
+    this.slots = new Int32Array(2 * ENTRY_ROOM).fill(SLOT_EMPTY);
     this.recentText = [];
     this.recentNumber = new Float64Array(0);
     this.recentNext = new Uint8Array(0);
+    this.intern('');
   }
 
   /** Encodes `parts` as the current key, which `find` and `insert` then use. */
@@ -75,7 +87,14 @@ export class KeyTable implements KeyPartSink {
     const index = this.length;
     if (index === this.scratch.length) this.growScratch();
     this.length = index + 1;
-    this.scratch[index] = typeof part === 'number' && part >= 0 ? part : this.textNumber(index, part);
+    this.scratch[index] =
+      typeof part === 'number'
+        ? part >= 0
+          ? part
+          : this.textNumber(index, part)
+        : part === ''
+          ? EMPTY_CODE
+          : this.textNumber(index, part);
   }
 
   /** The state value's part: `valueId` when there is one (it names `valueKey` one for one), else `valueKey`. */
@@ -87,8 +106,9 @@ export class KeyTable implements KeyPartSink {
   end(): void {
     const length = this.length;
     const bits = this.scratchBits;
+    const words = 2 * length;
     let hash = length ^ 0x811c9dc5;
-    for (let index = 0; index < 2 * length; index += 1) hash = Math.imul(hash ^ (bits[index] as number), 0x01000193);
+    for (let index = 0; index < words; index += 1) hash = Math.imul(hash ^ (bits[index] as number), 0x01000193);
     this.hash = hash ^ (hash >>> 15);
   }
 
@@ -130,11 +150,14 @@ export class KeyTable implements KeyPartSink {
 
   /** The state the current key names, or -1 when this encoding of it is not in the table. */
   find(): number {
-    const mask = this.slots.length - 1;
-    for (let slot = this.hash & mask; ; slot = (slot + 1) & mask) {
-      const entry = this.slots[slot] as number;
+    const slots = this.slots;
+    const hashes = this.entryHash;
+    const hash = this.hash;
+    const mask = slots.length - 1;
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
+      const entry = slots[slot] as number;
       if (entry === SLOT_EMPTY) return -1;
-      if (this.entryHash[entry] === this.hash && this.matches(entry)) return this.entryState[entry] as number;
+      if (hashes[entry] === hash && this.matches(entry)) return this.entryState[entry] as number;
     }
   }
 
@@ -159,10 +182,12 @@ export class KeyTable implements KeyPartSink {
   }
 
   private matches(entry: number): boolean {
-    if (this.entryLength[entry] !== this.length) return false;
+    const length = this.length;
+    if (this.entryLength[entry] !== length) return false;
     const start = this.entryStart[entry] as number;
-    for (let index = 0; index < this.length; index += 1)
-      if (this.pool[start + index] !== this.scratch[index]) return false;
+    const pool = this.pool;
+    const scratch = this.scratch;
+    for (let index = 0; index < length; index += 1) if (pool[start + index] !== scratch[index]) return false;
     return true;
   }
 

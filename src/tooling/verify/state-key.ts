@@ -153,16 +153,25 @@ export function keyReductions(snapshot: KeyedSnapshot, options: KeyOptions): num
   return reductionsOf(keyedState(snapshot), options);
 }
 
-/** The reductions (bits of `REDUCTION`) the key of `state` applies. */
+/** `REDUCTION`'s bits as constants: read without a property load, which a cold run would first do late (see below). */
+const { stepLimitOutOfReach: STEP_LIMIT_OUT_OF_REACH, feedbackKind: FEEDBACK_KIND } = REDUCTION;
+const { earlierTaskDigest: EARLIER_TASK_DIGEST, spentEvaluation: SPENT_EVALUATION } = REDUCTION;
+const LAST_DECISION_EVALUATED = REDUCTION.lastDecisionEvaluated;
+
+/**
+ * The reductions (bits of `REDUCTION`) the key of `state` applies. Every state runs the same code here (each test is
+ * asked, each bit is a constant): a path first taken late in a cold run, by the first evaluating state, would send
+ * the optimised lookup back to the interpreter (`--trace-deopt`).
+ */
 export function reductionsOf(state: KeyedState, options: KeyOptions): number {
   const { context, evaluating } = state;
   if (!options.reduce || state.status === 'done') return 0;
-  if (evaluating && isSpendBudgetExhausted({ context })) return REDUCTION.spentEvaluation;
+  if (evaluating && isSpendBudgetExhausted({ context })) return SPENT_EVALUATION;
   let bits = 0;
-  if (options.keepSteps && isStepLimitOutOfReach(context)) bits |= REDUCTION.stepLimitOutOfReach;
-  if (context.feedback !== null) bits |= REDUCTION.feedbackKind;
-  if (context.task.steps === 0 && context.progress.lastStateDigest !== null) bits |= REDUCTION.earlierTaskDigest;
-  if (evaluating && isLastDecisionEvaluated(context)) bits |= REDUCTION.lastDecisionEvaluated;
+  bits |= options.keepSteps && isStepLimitOutOfReach(context) ? STEP_LIMIT_OUT_OF_REACH : 0;
+  bits |= context.feedback !== null ? FEEDBACK_KIND : 0;
+  bits |= context.task.steps === 0 && context.progress.lastStateDigest !== null ? EARLIER_TASK_DIGEST : 0;
+  bits |= isLastDecisionEvaluated(context) && evaluating ? LAST_DECISION_EVALUATED : 0;
   return bits;
 }
 
@@ -174,7 +183,12 @@ export function stateKey(snapshot: KeyedSnapshot, options: KeyOptions): string {
 /** Digest → its family (the digest up to its last `-`), remembered: one string object per family, no slice per key. */
 const families = new Map<string, string>();
 
+/** The last digest asked about and its family: a successor's digest is mostly its source's. */
+let lastDigest = '';
+let lastFamily = '';
+
 function familyOf(digest: string): string {
+  if (digest === lastDigest) return lastFamily;
   let family = families.get(digest);
   if (family === undefined) {
     family = digest.slice(0, digest.lastIndexOf('-'));
@@ -182,6 +196,8 @@ function familyOf(digest: string): string {
     if (families.size >= 1024) families.clear();
     families.set(digest, family);
   }
+  lastDigest = digest;
+  lastFamily = family;
   return family;
 }
 
@@ -223,7 +239,7 @@ export function writeKeyParts(state: KeyedState, options: KeyOptions, reduced: n
     return;
   }
   const { progress, noProgress, usage, task, transport, limits } = context;
-  if (reduced === REDUCTION.spentEvaluation) {
+  if (reduced === SPENT_EVALUATION) {
     // The evaluation's every outcome ends the run: a failure meets the spend check, a pass the next gate's (after
     // its step check) or completes the run; no judge may run. Only these and the clock are read.
     sink.add('evaluating, budget spent');
@@ -234,17 +250,13 @@ export function writeKeyParts(state: KeyedState, options: KeyOptions, reduced: n
     return;
   }
   // No decision left in the task: its evaluation passes to the next task (which starts these afresh) or fails it.
-  const lastDecision = (reduced & REDUCTION.lastDecisionEvaluated) !== 0;
+  const lastDecision = (reduced & LAST_DECISION_EVALUATED) !== 0;
   sink.addValue(state.valueKey, state.valueId);
   sink.add(context.taskIndex);
   // Clamped at their limits (a no-op for the loop machine, whose counters never pass them): a machine whose
   // step guard is broken shows up as a cycle, not as a space that never ends.
   sink.add(
-    !options.keepSteps
-      ? ''
-      : (reduced & REDUCTION.stepLimitOutOfReach) !== 0
-        ? 'far'
-        : clamp(context.steps, limits.maxSteps),
+    !options.keepSteps ? '' : (reduced & STEP_LIMIT_OUT_OF_REACH) !== 0 ? 'far' : clamp(context.steps, limits.maxSteps),
   );
   sink.add(options.keepTaskSteps ? clamp(task.steps, limits.maxStepsPerTask) : '');
   // A task's first decision cannot repeat a digest: "has the task decided yet" is kept either way.
@@ -271,21 +283,21 @@ export function writeKeyParts(state: KeyedState, options: KeyOptions, reduced: n
   sink.add(context.failedTasks);
   // A task's first decision always changes the digest, whatever the last task left: only later ones compare.
   const digest = progress.lastStateDigest;
-  sink.add((reduced & REDUCTION.earlierTaskDigest) !== 0 || lastDecision || digest === null ? '' : familyOf(digest));
+  sink.add((reduced & EARLIER_TASK_DIGEST) !== 0 || lastDecision || digest === null ? '' : familyOf(digest));
   sink.add(clamp(progress.unchangedStateStreak, Math.max(noProgress.unchangedState, 2)));
   sink.add(progress.lastEvaluatorReason === null ? 0 : 1);
   sink.add(progress.lastOutputDigest === null ? 0 : 1);
   sink.add(clamp(progress.sameReasonStreak, noProgress.sameEvaluatorReason));
-  // What only later decisions read: blank when none is left (see `isLastDecisionEvaluated`).
-  if (lastDecision) for (let blank = 0; blank < 8; blank += 1) sink.add('');
-  else {
-    sink.add(clamp(progress.duplicateObservationStreak, noProgress.duplicateObservation));
-    sink.add(clamp(progress.repeatCount, Math.max(noProgress.repeatedToolCall, 1)));
-    sink.add(progress.planActive ? 1 : 0);
-    sink.add(clamp(progress.planStallSteps, noProgress.planStall));
-    sink.add(progress.lastParseError ?? '');
-    sink.add(clamp(progress.sameParseErrorStreak, noProgress.sameParseError));
-    sink.add(progress.nudgedAtStep === null ? 'n' : progress.nudgedAtStep < context.steps ? 'e' : 'c');
-    sink.add(progress.lastSignal === 'plan_stall' ? 'p' : progress.lastSignal === null ? '' : 's');
-  }
+  // What only later decisions read: blank when none is left (see `isLastDecisionEvaluated`). Part by part, so the
+  // same calls run for every key (a first blank late in a cold run would deoptimise the lookup: `--trace-deopt`).
+  sink.add(lastDecision ? '' : clamp(progress.duplicateObservationStreak, noProgress.duplicateObservation));
+  sink.add(lastDecision ? '' : clamp(progress.repeatCount, Math.max(noProgress.repeatedToolCall, 1)));
+  sink.add(lastDecision ? '' : progress.planActive ? 1 : 0);
+  sink.add(lastDecision ? '' : clamp(progress.planStallSteps, noProgress.planStall));
+  sink.add(lastDecision ? '' : (progress.lastParseError ?? ''));
+  sink.add(lastDecision ? '' : clamp(progress.sameParseErrorStreak, noProgress.sameParseError));
+  sink.add(
+    lastDecision ? '' : progress.nudgedAtStep === null ? 'n' : progress.nudgedAtStep < context.steps ? 'e' : 'c',
+  );
+  sink.add(lastDecision ? '' : progress.lastSignal === 'plan_stall' ? 'p' : progress.lastSignal === null ? '' : 's');
 }

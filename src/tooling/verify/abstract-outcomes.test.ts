@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import incidentLoop from '../../../examples/incident.js';
+import triageLoop from '../../../bench/triage-loop.js';
+import { getPendingEffect } from '../../../machines/pending-effect.js';
+import { abstractOutcomes } from './abstract-outcomes.js';
+import { exploreLoop } from './explore.js';
+import { resolveForVerify } from './resolve-for-verify.js';
+import { verifyModelOf } from './verify-model.js';
+
+function graphOf(loop: unknown, maxSteps: number) {
+  const { config } = resolveForVerify(loop);
+  return exploreLoop(verifyModelOf(config, { ...config.limits, maxSteps }));
+}
+
+describe('the outcomes of a model call, made once per exploration for the states that read alike', () => {
+  it.each([
+    ['incident', incidentLoop, 6],
+    ['triage (22 tools)', triageLoop, 8],
+  ])(
+    'are, in every state of the %s loop, what computing them afresh gives',
+    (_name, loop, maxSteps) => {
+      const graph = graphOf(loop, maxSteps);
+      let calls = 0;
+      for (const state of graph.states) {
+        // New options each time: a memo of their own, so these are computed afresh.
+        const fresh = abstractOutcomes(state, graph.model, { ...graph.outcomeOptions });
+        expect(abstractOutcomes(state, graph.model, graph.outcomeOptions)).toEqual(fresh);
+        if (getPendingEffect(state).kind === 'callModel') calls += 1;
+      }
+      expect(calls).toBeGreaterThan(100);
+    },
+    60_000,
+  );
+
+  it('is one list for two states that read the same, and another for a state that reads otherwise', () => {
+    const graph = graphOf(incidentLoop, 6);
+    const deciding = graph.states.filter((state) => getPendingEffect(state).kind === 'callModel');
+    const outcomes = (context: (typeof deciding)[number]['context']) =>
+      abstractOutcomes({ ...(deciding[1] as (typeof deciding)[number]), context }, graph.model, graph.outcomeOptions);
+    const { context } = deciding[1] as (typeof deciding)[number];
+    // A copy reads the same, and so does a context that differs in what the outcomes never read.
+    expect(outcomes({ ...context })).toBe(outcomes(context));
+    expect(outcomes({ ...context, failedTasks: context.failedTasks + 1 })).toBe(outcomes(context));
+    // Each value read gives its own list, equal to the one computed afresh.
+    const variants = [
+      { ...context, lastEventAt: context.lastEventAt + 1 },
+      { ...context, startedAt: null },
+      { ...context, nextRequestTokens: context.nextRequestTokens === 2 ? 1 : 2 },
+      { ...context, task: { ...context.task, steps: context.task.steps === 0 ? 1 : 0 } },
+      { ...context, progress: { ...context.progress, lastStateDigest: 'text-1' } },
+      { ...context, progress: { ...context.progress, lastStateDigest: null } },
+    ];
+    for (const variant of variants) {
+      expect(outcomes(variant)).not.toBe(outcomes(context));
+      const fresh = abstractOutcomes({ ...(deciding[1] as (typeof deciding)[number]), context: variant }, graph.model, {
+        ...graph.outcomeOptions,
+      });
+      expect(outcomes(variant)).toEqual(fresh);
+    }
+  }, 60_000);
+});
