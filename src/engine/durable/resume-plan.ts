@@ -51,6 +51,11 @@ export interface ResumePlan {
   trace: TraceEvent[] | EarlierTrace | null;
   /** Version 5: the tracker's triples at the snapshot, folded from its transcript chunk's chain; null before. */
   progress: ChainedTriples | null;
+  /**
+   * How many messages the chain's first chunk (the one that holds the transcript whole) has; the messages after
+   * them were chunked since. Null without a chain.
+   */
+  transcriptWhole: number | null;
   events: EventRecord[];
   tail: { models: ModelRecord[]; intents: Map<string, IntentRecord>; results: Map<string, ToolResultRecord> };
   nextSeq: number;
@@ -74,6 +79,8 @@ export interface ChainedTriples {
 /** What a snapshot's chain of transcript chunks holds: the transcript, and (version 5) the tracker's triples. */
 interface History {
   messages: Message[];
+  /** How many of them the chain's whole chunk holds. */
+  whole: number;
   progress: ChainedTriples | null;
 }
 
@@ -139,6 +146,7 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
     transcript,
     trace,
     progress: history?.progress ?? null,
+    transcriptWhole: history?.whole ?? null,
     events,
     tail,
     // Every row counts, trace chunks included: the next record must not take a seq one of them holds.
@@ -225,11 +233,11 @@ function historyChain(
     if (record === undefined) decoded.set(seq, (record = decodeTranscriptChunk(row.body, runId, seq)));
     return record;
   };
-  const messages = transcriptChain(link, head, snapshotSeq, runId);
-  if (messages === null) return null;
-  if (!chained) return { messages, progress: null };
+  const transcript = transcriptChain(link, head, snapshotSeq, runId);
+  if (transcript === null) return null;
+  if (!chained) return { ...transcript, progress: null };
   const progress = tripleChain(link, head, snapshotSeq, runId);
-  return progress === null ? null : { messages, progress };
+  return progress === null ? null : { ...transcript, progress };
 }
 
 /**
@@ -293,14 +301,15 @@ function transcriptChain(
   head: number,
   snapshotSeq: number,
   runId: string,
-): Message[] | null {
+): { messages: Message[]; whole: number } | null {
   const chain: TranscriptRecord[] = [];
   // Each chunk's `previous` is below its own seq (checked when decoded): the walk ends.
   for (let seq = head, referrer = snapshotSeq; seq !== 0;) {
     const record = link(seq, referrer);
     if (record === null) return null;
     chain.push(record);
-    // A chunk that replaced the transcript (a new task, a trimmed context) holds all of it: the chunks before are not read.
+    // A chunk that replaced the transcript (a new task, a trimmed context, or the journal holding it whole again
+    // now and then: see CONSOLIDATE_AT in run-journal.ts) holds all of it: the chunks before are not read.
     if (record.change.replace) break;
     referrer = seq;
     seq = record.previous;
@@ -310,7 +319,7 @@ function transcriptChain(
     const { seq, change } = chain[index]!;
     messages = applyTranscriptChange(messages, change, runId, seq, 'the chunk');
   }
-  return messages;
+  return { messages, whole: chain.at(-1)?.change.messages.length ?? 0 };
 }
 
 /**
