@@ -5,7 +5,7 @@
  * (the duplicate-observation stop counts the triples seen before the snapshot), and its first chunk after the
  * resume holds the transcript whole, so a later resume folds the chain from there.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -67,6 +67,23 @@ const chunksOf = async (store: Store): Promise<Chunk[]> =>
   (await store.readJournal('fixture-v5', 0, ['transcript'])).map((row) => JSON.parse(row.body) as Chunk);
 
 describe('a run journalled by loopstate at 2faa308 (a chain of transcript chunks, none whole after the first)', () => {
+  // Written by loopstate at 2faa308 (this file copied into that checkout): run with this file's loop, hung at its
+  // 24th model call.
+  it.runIf(process.env.LOOPSTATE_WRITE_V5_FIXTURE === '1')('(writes the fixture)', async () => {
+    const store = memoryStore();
+    let hung: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => (hung = resolve));
+    void loopOn(store, 24, hung).run({ goal: 'go', runId: 'fixture-v5' });
+    await reached;
+    await freeLease(store, 'fixture-v5');
+    const written = {
+      run: (await store.readRun('fixture-v5'))!.body,
+      snapshot: await store.latestSnapshot('fixture-v5'),
+      journal: await store.readJournal('fixture-v5', 0),
+    };
+    writeFileSync(fixturePath, `${JSON.stringify(written, null, 1)}\n`);
+  });
+
   it('is the chain a resume used to fold back to its start', async () => {
     const chunks = await chunksOf(await loadFixture());
     expect(chunks.length).toBeGreaterThan(20);
