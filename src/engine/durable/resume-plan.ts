@@ -30,6 +30,7 @@ import {
 import {
   decodeTraceChunk,
   decodeTranscriptChunk,
+  decodeTranscriptChunkChange,
   decodeTranscriptPart,
   quickFirstTraceEvent,
 } from './chunk-records.js';
@@ -218,6 +219,9 @@ function historyChain(
 ): History | null {
   const bySeq = new Map<number, { seq: number; kind: string; body: string }>();
   for (const row of rows) if (row.kind === 'transcript' && row.seq > readAfter) bySeq.set(row.seq, row);
+  // The tracker's chain is folded first, its chunks decoded whole; the transcript's goes on from there (often
+  // further back: to the last chunk holding the transcript whole) reading the other chunks' transcript only.
+  let transcriptOnly = false;
   const link = (seq: number, referrer: number): TranscriptRecord | null => {
     const row = bySeq.get(seq);
     // Before the rows read: the caller reads further back.
@@ -230,14 +234,18 @@ function historyChain(
         problem: `the transcript chunk it continues (seq ${seq}) is not in the journal`,
       });
     let record = decoded.get(seq);
-    if (record === undefined) decoded.set(seq, (record = decodeTranscriptChunk(row.body, runId, seq)));
+    // A chunk read for its transcript only (by an earlier pass over a window) is read whole when its triples are wanted.
+    if (record === undefined || (!transcriptOnly && record.progress === undefined && chained)) {
+      record = (transcriptOnly ? decodeTranscriptChunkChange : decodeTranscriptChunk)(row.body, runId, seq);
+      decoded.set(seq, record);
+    }
     return record;
   };
+  const progress = chained ? tripleChain(link, head, snapshotSeq, runId) : null;
+  if (chained && progress === null) return null;
+  transcriptOnly = true;
   const transcript = transcriptChain(link, head, snapshotSeq, runId);
-  if (transcript === null) return null;
-  if (!chained) return { ...transcript, progress: null };
-  const progress = tripleChain(link, head, snapshotSeq, runId);
-  return progress === null ? null : { ...transcript, progress };
+  return transcript === null ? null : { ...transcript, progress };
 }
 
 /**
