@@ -2,7 +2,7 @@
  * What a resume costs on its own, many times over the same stored run (issue 18 target 3: ≤ 2% of the run's
  * own time at 1,000 steps). A run of S steps on SQLite is left hanging at its last model call and its lease
  * freed; the file is kept as a template. Each resume then gets a fresh copy of it (copied outside the timing)
- * and resumes the run to its end:
+ * and resumes the run to its end (with `--roots`, each build its own run's file):
  *
  * - warm, fresh store: a new `sqliteStore` on the copy (as the CLI, or a process that opens a store per
  *   run), timed from `sqliteStore()` to the next model call and to the end;
@@ -205,27 +205,29 @@ async function hungRun(build: Build, total: number, into: string): Promise<numbe
 }
 
 for (const total of lengths) {
-  // The run's own time, per build (rounds interleaved); the files of the first build's first run are resumed by all.
-  const saved = join(scratch, `saved-${total}.db`);
+  // The run's own time, per build (rounds interleaved). Each build resumes the files its own first run left: the
+  // journal as that build writes it (a build may write what a resume reads differently).
+  const saved = (build: Build) => join(scratch, `saved-${total}-${builds.indexOf(build)}.db`);
   const runRounds = total <= 1_000 ? 3 : 1;
   const runMs = new Map<Build, number[]>(builds.map((build) => [build, []]));
   for (let round = 0; round < runRounds; round++)
-    for (const [index, build] of builds.entries())
+    for (const build of builds)
       runMs
         .get(build)!
-        .push(await hungRun(build, total, round === 0 && index === 0 ? saved : join(scratch, `discarded-${total}.db`)));
+        .push(await hungRun(build, total, round === 0 ? saved(build) : join(scratch, `discarded-${total}.db`)));
   // LOOPSTATE_BENCH_KEEP=<dir>: the files are kept there (runId `long`), to profile or inspect a resume of them.
   const keep = process.env.LOOPSTATE_BENCH_KEEP;
-  if (keep !== undefined) {
-    const kept = join(keep, `resume-template-${total}${trace ? '' : '-trace-off'}.db`);
-    copyFileSync(saved, kept);
-    if (existsSync(`${saved}-wal`)) copyFileSync(`${saved}-wal`, `${kept}-wal`);
-  }
+  if (keep !== undefined)
+    for (const build of builds) {
+      const kept = join(keep, `resume-template-${total}${trace ? '' : '-trace-off'}-${builds.indexOf(build)}.db`);
+      copyFileSync(saved(build), kept);
+      if (existsSync(`${saved(build)}-wal`)) copyFileSync(`${saved(build)}-wal`, `${kept}-wal`);
+    }
   const copy = join(scratch, `resume-${total}.db`);
-  const fresh = () => {
+  const fresh = (build: Build) => {
     for (const suffix of ['-wal', '-shm']) rmSync(copy + suffix, { force: true });
-    copyFileSync(saved, copy);
-    if (existsSync(`${saved}-wal`)) copyFileSync(`${saved}-wal`, `${copy}-wal`);
+    copyFileSync(saved(build), copy);
+    if (existsSync(`${saved(build)}-wal`)) copyFileSync(`${saved(build)}-wal`, `${copy}-wal`);
   };
   const samples = new Map(
     builds.map((build) => [
@@ -243,7 +245,7 @@ for (const total of lengths) {
   for (let round = -1; round < resumes; round++)
     for (const [index, build] of builds.entries()) {
       const sample = samples.get(build)!;
-      fresh();
+      fresh(build);
       const timing = cold
         ? (JSON.parse(
             execFileSync(process.execPath, [here, '--child', copy, String(total), roots[index] ?? '-'], {
@@ -258,7 +260,7 @@ for (const total of lengths) {
         sample.cpu.push(timing.cpu);
       }
       if (cold) continue;
-      fresh();
+      fresh(build);
       const open = await resumeOnce(build, copy, total, true);
       if (round >= 0) {
         sample.openCall.push(open.toCall);

@@ -70,7 +70,9 @@ describe("the tracker's triples as a chain of transcript chunks", () => {
     expect(whole.length).toBeGreaterThan(3);
     expect(whole.length).toBeLessThan(20);
     const written = chunks.reduce((sum, chunk) => sum + Object.keys(chunk.progress!.triples).length, 0);
-    expect(written).toBeLessThan(3 * 400);
+    // About the changes and the whole links: the tracker's own (at most the changes again) and those written with a
+    // chunk holding the transcript whole (run-journal.ts CONSOLIDATE_AT: about twice the triples more).
+    expect(written).toBeLessThan(4 * 400);
   });
 
   it.each([

@@ -92,6 +92,19 @@ interface Chunk {
 const chunksOf = async (store: Store): Promise<Chunk[]> =>
   (await store.readJournal('r', 0)).filter((row) => row.kind === 'transcript').map((row) => JSON.parse(row.body));
 
+/** The chunks a resume folds: from `head` back (through `previous`) to the last one holding the transcript whole. */
+function chainOf(chunks: readonly Chunk[], head: number): Chunk[] {
+  const bySeq = new Map(chunks.map((chunk) => [chunk.seq, chunk]));
+  const chain: Chunk[] = [];
+  for (let seq = head; seq !== 0;) {
+    const chunk = bySeq.get(seq)!;
+    chain.push(chunk);
+    if (chunk.change.replace) break;
+    seq = chunk.previous;
+  }
+  return chain;
+}
+
 /** The store, with every journal row a read hands out noted (and the kinds each read asked for). */
 function noting(store: Store, read: StoreRow[], kindsAsked: (readonly string[] | undefined)[] = []): Store {
   return {
@@ -159,7 +172,10 @@ describe('transcript chunks', () => {
     await hangAt(store, 6, 'run');
     const chunks = await chunksOf(store);
     const head = JSON.parse((await store.latestSnapshot('r'))!.body).session.transcriptChunk as number;
-    const missing = chunks.find((chunk) => chunk.seq < head && chunk.previous !== 0)!;
+    // A chunk the resume needs: on the chain from the snapshot's chunk back to the last one holding the transcript whole.
+    const chain = chainOf(chunks, head);
+    expect(chain.length).toBeGreaterThan(1);
+    const missing = chain[1]!;
     const dropping: Store = {
       ...store,
       readJournal: async (...args) => (await store.readJournal(...args)).filter((row) => row.seq !== missing.seq),
@@ -421,12 +437,26 @@ describe('a long run with the trace off: the chain is read from near its snapsho
     expect(chunksRead.length).toBeLessThan(chunks.length / 2);
   });
 
-  it('without a ceiling, a chain reaching before the window is read whole: the resumed run goes on exactly', async () => {
-    const { store, read } = await resumedNearTheEnd(undefined);
+  it('without a ceiling, the transcript is chunked whole again now and then: the resume folds the chain from the last whole one', async () => {
+    const { store, snapshotSeq, read } = await resumedNearTheEnd(undefined);
     const chunks = await chunksOf(store);
-    // No chunk after the first replaced the transcript: the chain goes back to the run's first chunk.
-    expect(chunks.filter((chunk) => chunk.change.replace).map((chunk) => chunk.previous)).toEqual([0]);
-    expect(read.some((row) => row.kind === 'transcript' && row.seq === chunks[0]!.seq)).toBe(true);
+    // The transcript is never replaced by the run: the chunks holding it whole are the journal's own, each once
+    // the messages chunked since the one before reached half of it (so they grow geometrically, a few in all).
+    const whole = chunks.filter((chunk) => chunk.change.replace);
+    expect(whole[0]!.previous).toBe(0);
+    expect(whole.length).toBeGreaterThan(4);
+    expect(whole.length).toBeLessThan(20);
+    // (The first ones are as small as a chunk: a snapshot's messages.)
+    for (let index = 4; index < whole.length; index++)
+      expect(whole[index]!.change.messages.length).toBeGreaterThan(1.4 * whole[index - 1]!.change.messages.length);
+    const head = JSON.parse((await store.latestSnapshot('r'))!.body).session.transcriptChunk as number;
+    const chain = chainOf(chunks, head);
+    expect(chain.at(-1)!.change.replace).toBe(true);
+    expect(chain.length).toBeLessThan(chunks.length / 3 + 2);
+    expect(read.some((row) => row.kind === 'transcript' && row.seq === chain.at(-1)!.seq)).toBe(true);
+    // Chunks from before the window are read (again from the start) only when the last whole chunk lies there.
+    const readBefore = read.some((row) => row.kind === 'transcript' && row.seq <= snapshotSeq - TRANSCRIPT_WINDOW);
+    expect(readBefore).toBe(chain.at(-1)!.seq <= snapshotSeq - TRANSCRIPT_WINDOW);
   });
 });
 

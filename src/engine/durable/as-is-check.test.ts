@@ -18,6 +18,7 @@ import {
   toolResultRecordSchema,
   traceRecordSchema,
   transcriptRecordSchema,
+  journalRecordSchema,
 } from './records.js';
 
 const journalSchemas: Record<string, z.ZodType> = {
@@ -105,6 +106,12 @@ describe('passesAsIs', () => {
       // The fast path is taken (a record written in a new shape the checks cannot follow would lose it silently).
       expect(passesAsIs(schema, value), body.slice(0, 200)).toBe(true);
       expect(sameAllTheWay(value, schema.parse(JSON.parse(body)))).toBeNull();
+      // A journal row is decoded with the union of the journal's records (a discriminated union): as it is, too.
+      if (schema !== runRecordSchema && schema !== snapshotRecordSchema) {
+        const row: unknown = JSON.parse(body);
+        expect(passesAsIs(journalRecordSchema, row), body.slice(0, 200)).toBe(true);
+        expect(sameAllTheWay(row, journalRecordSchema.parse(JSON.parse(body)))).toBeNull();
+      }
     }
     expect([...kinds].sort()).toEqual(['event', 'intent', 'run', 'snapshot', 'trace', 'transcript']);
   });
@@ -224,6 +231,15 @@ describe('passesAsIs', () => {
     expect(passesAsIs(z.xor([z.looseObject({ a: z.number() }), z.looseObject({ a: z.number() })]), { a: 1 })).toBe(
       false,
     );
+    // A discriminated union passes what the option its discriminator names accepts, and nothing else.
+    const shapes = z.discriminatedUnion('kind', [
+      z.object({ kind: z.literal('a'), size: z.number() }).strict(),
+      z.object({ kind: z.literal('b'), size: z.string() }).strict(),
+    ]);
+    expect(passesAsIs(shapes, { kind: 'b', size: 'large' })).toBe(true);
+    expect(passesAsIs(shapes, { kind: 'a', size: 'large' })).toBe(false);
+    expect(passesAsIs(shapes, { kind: 'c', size: 1 })).toBe(false);
+    expect(passesAsIs(shapes, { size: 1 })).toBe(false);
   });
 });
 

@@ -117,8 +117,14 @@ function compile(schema: z.ZodType): Check {
   // A refinement (`.superRefine`, `.refine`) on anything but a primitive or an array (their checks are compiled
   // below) is a rule only zod knows: such a value is zod's to pass.
   if ((definition.checks?.length ?? 0) > 0 && !CHECKED_HERE.has(definition.type)) return unsure;
-  // So is a check or format on the type itself (`z.int()`, `z.email()`…) and an exclusive union (`z.xor`).
-  if (definition.check !== undefined || definition.format !== undefined || definition.inclusive === false)
+  // So is a check or format on the type itself (`z.int()`, `z.email()`…) and an exclusive union (`z.xor`). Not a
+  // discriminated union (zod marks it exclusive too): zod takes the one option its discriminator's value names, and
+  // the options' values differ (zod refuses duplicates), so the option that accepts a value is that one.
+  if (
+    definition.check !== undefined ||
+    definition.format !== undefined ||
+    (definition.inclusive === false && definition.discriminator === undefined)
+  )
     return unsure;
   switch (definition.type) {
     case 'unknown':

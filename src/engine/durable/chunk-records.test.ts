@@ -2,8 +2,20 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { StoreRecordError } from './durable-errors.js';
-import { decodeTraceChunk, decodeTranscriptPart, quickFirstTraceEvent } from './chunk-records.js';
-import { encodeRecord, RECORD_SCHEMA_VERSION, type EventRecord, type TraceRecord } from './records.js';
+import {
+  decodeTraceChunk,
+  decodeTranscriptChunk,
+  decodeTranscriptChunkChange,
+  decodeTranscriptPart,
+  quickFirstTraceEvent,
+} from './chunk-records.js';
+import {
+  encodeRecord,
+  RECORD_SCHEMA_VERSION,
+  type EventRecord,
+  type TraceRecord,
+  type TranscriptRecord,
+} from './records.js';
 
 const fields: EventRecord['delta']['fields'] = {
   taskIndex: 0,
@@ -169,5 +181,61 @@ describe('quickFirstTraceEvent', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('decodeTranscriptChunkChange', () => {
+  const chunk: TranscriptRecord = {
+    schemaVersion: RECORD_SCHEMA_VERSION,
+    kind: 'transcript',
+    runId: 'r',
+    seq: 9,
+    snapshotSeq: 7,
+    previous: 4,
+    change: {
+      replace: false,
+      from: 3,
+      messages: [
+        // The mark the quick read cuts at, inside strings (escaped there: never the chunk's own).
+        { role: 'tool', toolCallId: 'c1', content: 'text ,"progress":{"whole":true} }}' },
+        { role: 'assistant', content: null, toolCalls: [{ id: 'c2', name: 'look', arguments: '{"progress":1}' }] },
+      ],
+      taskMessageIndex: 0,
+    },
+    progress: { whole: true, triples: { a1b2: 3 } },
+  };
+
+  it('reads a chunk as written for its transcript only: the same change, its triples not parsed', () => {
+    const body = encodeRecord(chunk);
+    const { progress, ...rest } = decodeTranscriptChunk(body, 'r', 9);
+    expect(progress).toEqual(chunk.progress);
+    expect(decodeTranscriptChunkChange(body, 'r', 9)).toEqual(rest);
+    // Triples it does not read are not checked: a resume folds them only on the tracker's chain.
+    expect(decodeTranscriptChunkChange(body.replace('"a1b2":3', '"a1b2":"many"'), 'r', 9)).toEqual(rest);
+  });
+
+  it('reads a chunk without triples (version 4) whole, and refuses a damaged one as the whole decode does', () => {
+    const { progress: _progress, ...v4 } = chunk;
+    expect(decodeTranscriptChunkChange(encodeRecord(v4), 'r', 9)).toEqual(v4);
+    const body = encodeRecord(chunk);
+    for (const damaged of [
+      body.replace('"from":3', '"from":"3"'),
+      body.replace('"role":"tool"', '"role":"robot"'),
+      body.slice(0, body.length - 3),
+      body.replace('"seq":9', '"seq":8'),
+    ]) {
+      const refusal = (decode: typeof decodeTranscriptChunk) => {
+        try {
+          decode(damaged, 'r', 9);
+          return null;
+        } catch (error) {
+          return error;
+        }
+      };
+      const whole = refusal(decodeTranscriptChunk);
+      expect(whole).toBeInstanceOf(StoreRecordError);
+      expect(refusal(decodeTranscriptChunkChange)).toEqual(whole);
+      expect((refusal(decodeTranscriptChunkChange) as StoreRecordError).message).toBe((whole as Error).message);
+    }
   });
 });

@@ -211,6 +211,27 @@ export function decodeTranscriptChunk(body: string, runId: string, seq: number):
   return value as unknown as TranscriptRecord;
 }
 
+const PROGRESS_MARK = ',"progress":{"whole":';
+
+/**
+ * A transcript chunk read for its transcript only (a resume folds it past the end of the tracker's chain, or
+ * the snapshot chains no triples): a chunk as this version writes it ends with its triples
+ * (`,"progress":{"whole":…}}`, the last key, and a quote after a comma is never inside a JSON string), which are
+ * then not parsed: with the trace off they are whole every thousand journal positions, most of a long chain's
+ * bytes. The rest is checked as `decodeTranscriptChunk` checks a chunk; any other body is decoded whole (and
+ * refused as that refuses it).
+ */
+export function decodeTranscriptChunkChange(body: string, runId: string, seq: number): TranscriptRecord {
+  const at = body.lastIndexOf(PROGRESS_MARK);
+  if (at < 0 || !body.endsWith('}}')) return decodeTranscriptChunk(body, runId, seq);
+  try {
+    return decodeTranscriptChunk(`${body.slice(0, at)}}`, runId, seq);
+  } catch {
+    // Named as the whole body's own refusal.
+    return decodeTranscriptChunk(body, runId, seq);
+  }
+}
+
 const TRANSCRIPT_START = '"delta":{"transcript":';
 const TRANSCRIPT_END = ',"traceFrom":';
 

@@ -316,7 +316,8 @@ export const transcriptRecordSchema = z
   })
   .strict();
 
-const journalRecordSchema = z.discriminatedUnion('kind', [
+/** What `decodeJournalRecord` reads a journal row with (exported for the as-is check's tests). */
+export const journalRecordSchema = z.discriminatedUnion('kind', [
   traceRecordSchema,
   transcriptRecordSchema,
   eventRecordSchema,

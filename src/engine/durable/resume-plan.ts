@@ -30,6 +30,7 @@ import {
 import {
   decodeTraceChunk,
   decodeTranscriptChunk,
+  decodeTranscriptChunkChange,
   decodeTranscriptPart,
   quickFirstTraceEvent,
 } from './chunk-records.js';
@@ -51,6 +52,11 @@ export interface ResumePlan {
   trace: TraceEvent[] | EarlierTrace | null;
   /** Version 5: the tracker's triples at the snapshot, folded from its transcript chunk's chain; null before. */
   progress: ChainedTriples | null;
+  /**
+   * How many messages the chain's first chunk (the one that holds the transcript whole) has; the messages after
+   * them were chunked since. Null without a chain.
+   */
+  transcriptWhole: number | null;
   events: EventRecord[];
   tail: { models: ModelRecord[]; intents: Map<string, IntentRecord>; results: Map<string, ToolResultRecord> };
   nextSeq: number;
@@ -74,6 +80,8 @@ export interface ChainedTriples {
 /** What a snapshot's chain of transcript chunks holds: the transcript, and (version 5) the tracker's triples. */
 interface History {
   messages: Message[];
+  /** How many of them the chain's whole chunk holds. */
+  whole: number;
   progress: ChainedTriples | null;
 }
 
@@ -139,6 +147,7 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
     transcript,
     trace,
     progress: history?.progress ?? null,
+    transcriptWhole: history?.whole ?? null,
     events,
     tail,
     // Every row counts, trace chunks included: the next record must not take a seq one of them holds.
@@ -210,6 +219,9 @@ function historyChain(
 ): History | null {
   const bySeq = new Map<number, { seq: number; kind: string; body: string }>();
   for (const row of rows) if (row.kind === 'transcript' && row.seq > readAfter) bySeq.set(row.seq, row);
+  // The tracker's chain is folded first, its chunks decoded whole; the transcript's goes on from there (often
+  // further back: to the last chunk holding the transcript whole) reading the other chunks' transcript only.
+  let transcriptOnly = false;
   const link = (seq: number, referrer: number): TranscriptRecord | null => {
     const row = bySeq.get(seq);
     // Before the rows read: the caller reads further back.
@@ -222,14 +234,18 @@ function historyChain(
         problem: `the transcript chunk it continues (seq ${seq}) is not in the journal`,
       });
     let record = decoded.get(seq);
-    if (record === undefined) decoded.set(seq, (record = decodeTranscriptChunk(row.body, runId, seq)));
+    // A chunk read for its transcript only (by an earlier pass over a window) is read whole when its triples are wanted.
+    if (record === undefined || (!transcriptOnly && record.progress === undefined && chained)) {
+      record = (transcriptOnly ? decodeTranscriptChunkChange : decodeTranscriptChunk)(row.body, runId, seq);
+      decoded.set(seq, record);
+    }
     return record;
   };
-  const messages = transcriptChain(link, head, snapshotSeq, runId);
-  if (messages === null) return null;
-  if (!chained) return { messages, progress: null };
-  const progress = tripleChain(link, head, snapshotSeq, runId);
-  return progress === null ? null : { messages, progress };
+  const progress = chained ? tripleChain(link, head, snapshotSeq, runId) : null;
+  if (chained && progress === null) return null;
+  transcriptOnly = true;
+  const transcript = transcriptChain(link, head, snapshotSeq, runId);
+  return transcript === null ? null : { ...transcript, progress };
 }
 
 /**
@@ -293,14 +309,15 @@ function transcriptChain(
   head: number,
   snapshotSeq: number,
   runId: string,
-): Message[] | null {
+): { messages: Message[]; whole: number } | null {
   const chain: TranscriptRecord[] = [];
   // Each chunk's `previous` is below its own seq (checked when decoded): the walk ends.
   for (let seq = head, referrer = snapshotSeq; seq !== 0;) {
     const record = link(seq, referrer);
     if (record === null) return null;
     chain.push(record);
-    // A chunk that replaced the transcript (a new task, a trimmed context) holds all of it: the chunks before are not read.
+    // A chunk that replaced the transcript (a new task, a trimmed context, or the journal holding it whole again
+    // now and then: see CONSOLIDATE_AT in run-journal.ts) holds all of it: the chunks before are not read.
     if (record.change.replace) break;
     referrer = seq;
     seq = record.previous;
@@ -310,7 +327,7 @@ function transcriptChain(
     const { seq, change } = chain[index]!;
     messages = applyTranscriptChange(messages, change, runId, seq, 'the chunk');
   }
-  return messages;
+  return { messages, whole: chain.at(-1)?.change.messages.length ?? 0 };
 }
 
 /**

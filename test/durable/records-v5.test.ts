@@ -1,0 +1,155 @@
+/**
+ * A run journalled by loopstate at 2faa308 (record schema 5, before the journal held the transcript whole again
+ * now and then): one transcript chunk per snapshot, only the first holding the transcript whole, so a resume folds
+ * every chunk back to it. Kept as written (never regenerated): this loopstate still reads it, resumes it exactly
+ * (the duplicate-observation stop counts the triples seen before the snapshot), and its first chunk after the
+ * resume holds the transcript whole, so a later resume folds the chain from there.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { createLoop, memoryStore, type ModelRequest, type RunResult, type Store, type StoreRow } from 'loopstate';
+import { virtualClock } from 'loopstate/testing';
+import { freeLease } from './dead-owner.js';
+import { lookup, lookupModel } from './lookup-loop.js';
+
+const fixturePath = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-v5.json');
+
+/**
+ * Lookups of sixteen keys in turn; the call at `hangAt` never answers. The fixture is this loop run by 2faa308's
+ * build (memoryStore, runId `fixture-v5`), hung at its 24th model call, its lease freed, the store's rows saved.
+ */
+const loopOn = (store: Store, hangAt: number | null, onHang?: () => void, requests?: ModelRequest[]) => {
+  const model = lookupModel((call) => `k${call % 16}`, hangAt, onHang);
+  return createLoop({
+    model: {
+      ...model,
+      generate: (request) => {
+        requests?.push(request);
+        return model.generate(request);
+      },
+    },
+    tools: [lookup],
+    store,
+    clock: virtualClock(),
+    durable: { snapshotEvery: 2 },
+    limits: { maxSteps: 60, maxToolCalls: 60 },
+    noProgress: { repeatedToolCall: 1_000, unchangedState: 1_000, duplicateObservation: 9 },
+  });
+};
+
+const withoutResumes = (result: RunResult) => result.trace.filter((event) => event.type !== 'run-resume');
+
+interface Chunk {
+  schemaVersion: number;
+  seq: number;
+  previous: number;
+  change: { replace: boolean; messages: unknown[] };
+  progress: { whole: boolean };
+}
+
+const fixture = () =>
+  JSON.parse(readFileSync(fixturePath, 'utf8')) as { run: string; snapshot: StoreRow; journal: StoreRow[] };
+
+async function loadFixture(): Promise<Store> {
+  const { run, snapshot, journal } = fixture();
+  const store = memoryStore();
+  const lease = { owner: 'fixture-loader', until: Date.now() + 60_000 };
+  await store.createRun('fixture-v5', run, lease);
+  await store.append('fixture-v5', journal, lease);
+  await store.writeSnapshot('fixture-v5', snapshot, lease);
+  await store.releaseLease('fixture-v5', lease.owner);
+  return store;
+}
+
+const chunksOf = async (store: Store): Promise<Chunk[]> =>
+  (await store.readJournal('fixture-v5', 0, ['transcript'])).map((row) => JSON.parse(row.body) as Chunk);
+
+describe('a run journalled by loopstate at 2faa308 (a chain of transcript chunks, none whole after the first)', () => {
+  // Written by loopstate at 2faa308 (this file copied into that checkout): run with this file's loop, hung at its
+  // 24th model call.
+  it.runIf(process.env.LOOPSTATE_WRITE_V5_FIXTURE === '1')('(writes the fixture)', async () => {
+    const store = memoryStore();
+    let hung: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => (hung = resolve));
+    void loopOn(store, 24, hung).run({ goal: 'go', runId: 'fixture-v5' });
+    await reached;
+    await freeLease(store, 'fixture-v5');
+    const written = {
+      run: (await store.readRun('fixture-v5'))!.body,
+      snapshot: await store.latestSnapshot('fixture-v5'),
+      journal: await store.readJournal('fixture-v5', 0),
+    };
+    writeFileSync(fixturePath, `${JSON.stringify(written, null, 1)}\n`);
+  });
+
+  it('is the chain a resume used to fold back to its start', async () => {
+    const chunks = await chunksOf(await loadFixture());
+    expect(chunks.length).toBeGreaterThan(20);
+    expect(chunks.every((chunk) => chunk.schemaVersion === 5)).toBe(true);
+    expect(chunks.filter((chunk) => chunk.change.replace).map((chunk) => chunk.previous)).toEqual([0]);
+  });
+
+  it('resumes exactly: the next request and the stop are the uninterrupted run’s', async () => {
+    const expectedRequests: ModelRequest[] = [];
+    const expected = await loopOn(memoryStore(), null, undefined, expectedRequests).run({
+      goal: 'go',
+      runId: 'fixture-v5',
+    });
+    expect(expected.stopReason).toBe('no_progress');
+    expect(expected.detail).toContain('duplicate_observation');
+    expect(expected.steps).toBe(26);
+    const requests: ModelRequest[] = [];
+    const result = await loopOn(await loadFixture(), null, undefined, requests).resume('fixture-v5');
+    expect(requests[0]!.messages).toEqual(expectedRequests[24]!.messages);
+    expect(result.stopReason).toBe(expected.stopReason);
+    expect(result.detail).toBe(expected.detail);
+    expect(result.steps).toBe(expected.steps);
+    expect(result.messages).toEqual(expected.messages);
+    expect(result.usage).toEqual(expected.usage);
+    expect(withoutResumes(result)).toEqual(withoutResumes(expected));
+  });
+
+  it('the first chunk after the resume holds the transcript whole; a second resume folds from it, exactly', async () => {
+    const expected = await loopOn(memoryStore(), null).run({ goal: 'go', runId: 'fixture-v5' });
+    const store = await loadFixture();
+    const lastOld = Math.max(...fixture().journal.map((row) => row.seq));
+    let hung: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => (hung = resolve));
+    void loopOn(store, 25, hung).resume('fixture-v5');
+    await reached;
+    await freeLease(store, 'fixture-v5');
+    const newer = (await chunksOf(store)).filter((chunk) => chunk.seq > lastOld);
+    expect(newer.length).toBeGreaterThan(0);
+    // Consolidated at once: the chunks since the old chain's only whole one outweigh it many times.
+    expect(newer[0]).toMatchObject({ change: { replace: true }, progress: { whole: true } });
+    const snapshot = JSON.parse((await store.latestSnapshot('fixture-v5'))!.body);
+    expect(snapshot.session.transcriptChunk).toBe(newer.at(-1)!.seq);
+    // The second resume reads no chunk of the old chain's body: it stops at the whole one.
+    const parsed: number[] = [];
+    const watching: Store = {
+      ...store,
+      readJournal: async (...args) =>
+        (await store.readJournal(...args)).map((row) =>
+          row.kind !== 'transcript'
+            ? row
+            : {
+                ...row,
+                get body() {
+                  parsed.push(row.seq);
+                  return row.body;
+                },
+              },
+        ),
+    };
+    const result = await loopOn(watching, null).resume('fixture-v5');
+    expect(parsed.length).toBeGreaterThan(0);
+    expect(parsed.every((seq) => seq >= newer[0]!.seq)).toBe(true);
+    expect(result.stopReason).toBe(expected.stopReason);
+    expect(result.detail).toBe(expected.detail);
+    expect(result.steps).toBe(expected.steps);
+    expect(result.messages).toEqual(expected.messages);
+    expect(withoutResumes(result)).toEqual(withoutResumes(expected));
+  });
+});
