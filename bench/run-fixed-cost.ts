@@ -10,11 +10,13 @@
  * Then, once each, 1,000 and 10,000 runs in flight: the peak heap per run sampled, and the heap per run that
  * survives a full collection halfway through (what a run in flight holds); `--no-heap` leaves this out.
  *
- * Plain XState runs the same workload beside them (one actor a run, the model and the tool as invoked promise
- * actors, as `bench/suite`'s adapter does): the floor of a statechart runtime, for what the engine adds above it.
+ * With `--floor`, plain XState runs the same workload beside them (one actor a run, the model and the tool as
+ * invoked promise actors, as `bench/suite`'s adapter does): the floor of a statechart runtime, for what the engine
+ * adds above it. Off by default: its garbage, collected while loopstate runs, would move loopstate's figures.
  *
  *   npm run build && node dist/bench/run-fixed-cost.js            # 7 rounds
  *   node dist/bench/run-fixed-cost.js 3                           # rounds
+ *   node dist/bench/run-fixed-cost.js 5 --floor                   # plain XState beside them
  */
 import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
@@ -254,14 +256,23 @@ const median = (values: number[]) => {
     : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 };
 
-const sequential = {
+const floor = process.argv.includes('--floor');
+const sequential: Record<string, { runner: Runner; steps: number }> = {
   'hand-written S=10': { runner: handWritten(10, 0), steps: 10 },
   'loopstate S=10': { runner: engine(10, 0), steps: 10 },
   'loopstate S=100': { runner: engine(100, 0), steps: 100 },
-  'plain XState S=10': { runner: plainXState(10, 0), steps: 10 },
-  'plain XState S=100': { runner: plainXState(100, 0), steps: 100 },
+  ...(floor
+    ? {
+        'plain XState S=10': { runner: plainXState(10, 0), steps: 10 },
+        'plain XState S=100': { runner: plainXState(100, 0), steps: 100 },
+      }
+    : {}),
 };
-const wide = { 'hand-written': handWritten(10, 1), loopstate: engine(10, 1), 'plain XState': plainXState(10, 1) };
+const wide: Record<string, Runner> = {
+  'hand-written': handWritten(10, 1),
+  loopstate: engine(10, 1),
+  ...(floor ? { 'plain XState': plainXState(10, 1) } : {}),
+};
 const timings: Record<string, number[]> = {};
 /** CPU µs per step: on a shared machine the wall time moves with the load far more than this. */
 const cpuTimings: Record<string, number[]> = {};
@@ -274,18 +285,18 @@ while (performance.now() < warmUntil)
   for (const { runner, steps } of Object.values(sequential)) await perStep(runner, steps, 300);
 for (const runner of Object.values(wide)) for (let batch = 0; batch < 2; batch++) await concurrent(runner, 100);
 for (let round = 0; round < rounds; round++) {
-  const names = Object.keys(sequential) as (keyof typeof sequential)[];
+  const names = Object.keys(sequential);
   for (let offset = 0; offset < names.length; offset++) {
-    const name = names[(round + offset) % names.length] as keyof typeof sequential;
-    const { runner, steps } = sequential[name];
+    const name = names[(round + offset) % names.length] as string;
+    const { runner, steps } = sequential[name] as { runner: Runner; steps: number };
     const { wall, cpu } = await perStep(runner, steps, 4_000);
     (timings[name] ??= []).push(wall);
     (cpuTimings[name] ??= []).push(cpu);
   }
-  const wideNames = Object.keys(wide) as (keyof typeof wide)[];
+  const wideNames = Object.keys(wide);
   for (let offset = 0; offset < wideNames.length; offset++) {
-    const name = wideNames[(round + offset) % wideNames.length] as keyof typeof wide;
-    const { wallMs, cpuMs, heapPerRunKiB } = await concurrent(wide[name], 1_000);
+    const name = wideNames[(round + offset) % wideNames.length] as string;
+    const { wallMs, cpuMs, heapPerRunKiB } = await concurrent(wide[name] as Runner, 1_000);
     (walls[name] ??= []).push(wallMs);
     (cpus[name] ??= []).push(cpuMs);
     (heaps[name] ??= []).push(heapPerRunKiB);
@@ -313,12 +324,14 @@ for (const name of Object.keys(wide))
 console.log(
   `1,000 concurrent: loopstate ÷ hand-written wall time ${(figure(walls.loopstate) / figure(walls['hand-written'])).toFixed(1)}×, CPU ${(figure(cpus.loopstate) / figure(cpus['hand-written'])).toFixed(1)}×`,
 );
-// The floor: what plain XState costs on the same workload, and what loopstate adds above it.
-const plainTen = figure(cpuTimings['plain XState S=10']);
-const plainHundred = figure(cpuTimings['plain XState S=100']);
-console.log(
-  `plain XState: S = 10 ÷ S = 100 per step ${(plainTen / plainHundred).toFixed(2)}× CPU; loopstate ÷ plain XState CPU per step ${(tenStepsCpu / plainTen).toFixed(2)}× at S = 10, ${(hundredStepsCpu / plainHundred).toFixed(2)}× at S = 100, 1,000 concurrent ${(figure(cpus.loopstate) / figure(cpus['plain XState'])).toFixed(2)}×; plain XState ÷ hand-written, 1,000 concurrent: ${(figure(walls['plain XState']) / figure(walls['hand-written'])).toFixed(1)}× wall, ${(figure(cpus['plain XState']) / figure(cpus['hand-written'])).toFixed(1)}× CPU`,
-);
+// The floor (with --floor): what plain XState costs on the same workload, and what loopstate adds above it.
+if (floor) {
+  const plainTen = figure(cpuTimings['plain XState S=10']);
+  const plainHundred = figure(cpuTimings['plain XState S=100']);
+  console.log(
+    `plain XState: S = 10 ÷ S = 100 per step ${(plainTen / plainHundred).toFixed(2)}× CPU; loopstate ÷ plain XState CPU per step ${(tenStepsCpu / plainTen).toFixed(2)}× at S = 10, ${(hundredStepsCpu / plainHundred).toFixed(2)}× at S = 100, 1,000 concurrent ${(figure(cpus.loopstate) / figure(cpus['plain XState'])).toFixed(2)}×; plain XState ÷ hand-written, 1,000 concurrent: ${(figure(walls['plain XState']) / figure(walls['hand-written'])).toFixed(1)}× wall, ${(figure(cpus['plain XState']) / figure(cpus['hand-written'])).toFixed(1)}× CPU`,
+  );
+}
 // The heap at 1,000 and 10,000 runs in flight, peak sampled and live (once each: 10,000 runs take a while).
 const heapAt: Record<string, { peakKiB: number; liveKiB: number }> = {};
 if (!process.argv.includes('--no-heap'))
