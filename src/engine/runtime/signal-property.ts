@@ -2,9 +2,9 @@
  * The `signal` of a request, a tool's context or an evaluator's input, read from its source only when asked.
  *
  * Written as `{ ..., get signal() { return scope.signal } }`, every such object has a getter of its own: a new
- * closure, over the call and through it the whole run, hung on V8's map of the object. The maps outlive a young
- * collection, so each call's closure (and the run it reaches) survived until a full collection: about 3 KB a run
- * of one step promoted to the old generation, nearly all of what a short run keeps. Here every object shares one
+ * closure, over the call and through it the whole run, described on V8's map of the object (maps live in the old
+ * generation). Measured: each run then survived young collections until a full one, 3.5 KB a step promoted at
+ * S = 10 (8.4 KB a run of one step), nearly all of what a short run keeps; with one shared getter, 1.1 (0.6). Here every object shares one
  * getter and finds its source in a weak table: the same own, enumerable `signal`, read from the source on each
  * read, as the object literal's getter was.
  */
