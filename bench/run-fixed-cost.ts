@@ -10,12 +10,18 @@
  * Then, once each, 1,000 and 10,000 runs in flight: the peak heap per run sampled, and the heap per run that
  * survives a full collection halfway through (what a run in flight holds); `--no-heap` leaves this out.
  *
+ * With `--floor`, plain XState runs the same workload beside them (one actor a run, the model and the tool as
+ * invoked promise actors, as `bench/suite`'s adapter does): the floor of a statechart runtime, for what the engine
+ * adds above it. Off by default: its garbage, collected while loopstate runs, would move loopstate's figures.
+ *
  *   npm run build && node dist/bench/run-fixed-cost.js            # 7 rounds
  *   node dist/bench/run-fixed-cost.js 3                           # rounds
+ *   node dist/bench/run-fixed-cost.js 5 --floor                   # plain XState beside them
  */
 import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import { assign, createActor, fromPromise, setup, toPromise } from 'xstate';
 import { z } from 'zod';
 import { createLoop, defineTool, evaluators, type Loop, type Message, type Model } from 'loopstate';
 
@@ -113,6 +119,82 @@ function engine(steps: number, latencyMs: number): Runner {
   };
 }
 
+interface ModelReply {
+  text: string | null;
+  toolCalls: { id: string; name: string; arguments: string }[];
+  usage: typeof USAGE;
+}
+interface PlainContext {
+  messages: { role: string; content: unknown; toolCalls?: unknown; toolCallId?: string }[];
+  pending: ModelReply['toolCalls'][number] | null;
+  answer: unknown;
+}
+
+/** Plain XState v5 on the same workload: one actor a run, the model and the tool as invoked promise actors. */
+function plainXState(steps: number, latencyMs: number): Runner {
+  const machine = setup({
+    types: { context: {} as PlainContext },
+    actors: {
+      callModel: fromPromise<ModelReply, { messages: PlainContext['messages'] }>(async ({ input }) => {
+        if (latencyMs > 0) await sleep(latencyMs);
+        const call = decide(input.messages[input.messages.length - 1]?.content, steps);
+        if (call === null) return { text: '{"done":true}', toolCalls: [], usage: USAGE };
+        return { text: null, toolCalls: [{ id: call.id, name: 'lookup', arguments: call.arguments }], usage: USAGE };
+      }),
+      callTool: fromPromise<PlainContext['messages'][number], { call: ModelReply['toolCalls'][number] }>(
+        async ({ input }) => {
+          const args = lookupInput.parse(JSON.parse(input.call.arguments));
+          return { role: 'tool', toolCallId: input.call.id, content: lookupValue(args.key) };
+        },
+      ),
+    },
+  }).createMachine({
+    context: () => ({ messages: [{ role: 'user', content: 'go' }], pending: null, answer: null }),
+    initial: 'callingModel',
+    states: {
+      callingModel: {
+        invoke: {
+          src: 'callModel',
+          input: ({ context }) => ({ messages: context.messages }),
+          onDone: [
+            {
+              guard: ({ event }) => event.output.toolCalls.length > 0,
+              target: 'callingTool',
+              actions: assign(({ context, event }) => ({
+                messages: [
+                  ...context.messages,
+                  { role: 'assistant', content: null, toolCalls: event.output.toolCalls },
+                ],
+                pending: event.output.toolCalls[0] ?? null,
+              })),
+            },
+            { target: 'done', actions: assign(({ event }) => ({ answer: JSON.parse(event.output.text ?? '') })) },
+          ],
+        },
+      },
+      callingTool: {
+        invoke: {
+          src: 'callTool',
+          input: ({ context }) => ({ call: context.pending as ModelReply['toolCalls'][number] }),
+          onDone: {
+            target: 'callingModel',
+            actions: assign(({ context, event }) => ({ messages: [...context.messages, event.output], pending: null })),
+          },
+        },
+      },
+      done: { type: 'final' },
+    },
+  });
+  return {
+    async run() {
+      const actor = createActor(machine);
+      const finished = toPromise(actor);
+      actor.start();
+      await finished;
+    },
+  };
+}
+
 /** µs per step over sequential runs totalling about `stepsPerBatch` steps, wall and CPU (the process's, GC threads included). */
 async function perStep(runner: Runner, steps: number, stepsPerBatch: number): Promise<{ wall: number; cpu: number }> {
   const runs = Math.max(3, Math.round(stepsPerBatch / steps));
@@ -174,12 +256,23 @@ const median = (values: number[]) => {
     : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 };
 
-const sequential = {
+const floor = process.argv.includes('--floor');
+const sequential: Record<string, { runner: Runner; steps: number }> = {
   'hand-written S=10': { runner: handWritten(10, 0), steps: 10 },
   'loopstate S=10': { runner: engine(10, 0), steps: 10 },
   'loopstate S=100': { runner: engine(100, 0), steps: 100 },
+  ...(floor
+    ? {
+        'plain XState S=10': { runner: plainXState(10, 0), steps: 10 },
+        'plain XState S=100': { runner: plainXState(100, 0), steps: 100 },
+      }
+    : {}),
 };
-const wide = { 'hand-written': handWritten(10, 1), loopstate: engine(10, 1) };
+const wide: Record<string, Runner> = {
+  'hand-written': handWritten(10, 1),
+  loopstate: engine(10, 1),
+  ...(floor ? { 'plain XState': plainXState(10, 1) } : {}),
+};
 const timings: Record<string, number[]> = {};
 /** CPU µs per step: on a shared machine the wall time moves with the load far more than this. */
 const cpuTimings: Record<string, number[]> = {};
@@ -192,18 +285,18 @@ while (performance.now() < warmUntil)
   for (const { runner, steps } of Object.values(sequential)) await perStep(runner, steps, 300);
 for (const runner of Object.values(wide)) for (let batch = 0; batch < 2; batch++) await concurrent(runner, 100);
 for (let round = 0; round < rounds; round++) {
-  const names = Object.keys(sequential) as (keyof typeof sequential)[];
+  const names = Object.keys(sequential);
   for (let offset = 0; offset < names.length; offset++) {
-    const name = names[(round + offset) % names.length] as keyof typeof sequential;
-    const { runner, steps } = sequential[name];
+    const name = names[(round + offset) % names.length] as string;
+    const { runner, steps } = sequential[name] as { runner: Runner; steps: number };
     const { wall, cpu } = await perStep(runner, steps, 4_000);
     (timings[name] ??= []).push(wall);
     (cpuTimings[name] ??= []).push(cpu);
   }
-  const wideNames = Object.keys(wide) as (keyof typeof wide)[];
+  const wideNames = Object.keys(wide);
   for (let offset = 0; offset < wideNames.length; offset++) {
-    const name = wideNames[(round + offset) % wideNames.length] as keyof typeof wide;
-    const { wallMs, cpuMs, heapPerRunKiB } = await concurrent(wide[name], 1_000);
+    const name = wideNames[(round + offset) % wideNames.length] as string;
+    const { wallMs, cpuMs, heapPerRunKiB } = await concurrent(wide[name] as Runner, 1_000);
     (walls[name] ??= []).push(wallMs);
     (cpus[name] ??= []).push(cpuMs);
     (heaps[name] ??= []).push(heapPerRunKiB);
@@ -229,8 +322,16 @@ for (const name of Object.keys(wide))
     `1,000 concurrent, ${name.padEnd(12)} ${figure(walls[name]).toFixed(0).padStart(6)} ms wall ${figure(cpus[name]).toFixed(0).padStart(6)} ms CPU  peak heap ${figure(heaps[name]).toFixed(1)} KiB/run`,
   );
 console.log(
-  `1,000 concurrent: loopstate ÷ hand-written wall time ${(figure(walls.loopstate) / figure(walls['hand-written'])).toFixed(1)}×`,
+  `1,000 concurrent: loopstate ÷ hand-written wall time ${(figure(walls.loopstate) / figure(walls['hand-written'])).toFixed(1)}×, CPU ${(figure(cpus.loopstate) / figure(cpus['hand-written'])).toFixed(1)}×`,
 );
+// The floor (with --floor): what plain XState costs on the same workload, and what loopstate adds above it.
+if (floor) {
+  const plainTen = figure(cpuTimings['plain XState S=10']);
+  const plainHundred = figure(cpuTimings['plain XState S=100']);
+  console.log(
+    `plain XState: S = 10 ÷ S = 100 per step ${(plainTen / plainHundred).toFixed(2)}× CPU; loopstate ÷ plain XState CPU per step ${(tenStepsCpu / plainTen).toFixed(2)}× at S = 10, ${(hundredStepsCpu / plainHundred).toFixed(2)}× at S = 100, 1,000 concurrent ${(figure(cpus.loopstate) / figure(cpus['plain XState'])).toFixed(2)}×; plain XState ÷ hand-written, 1,000 concurrent: ${(figure(walls['plain XState']) / figure(walls['hand-written'])).toFixed(1)}× wall, ${(figure(cpus['plain XState']) / figure(cpus['hand-written'])).toFixed(1)}× CPU`,
+  );
+}
 // The heap at 1,000 and 10,000 runs in flight, peak sampled and live (once each: 10,000 runs take a while).
 const heapAt: Record<string, { peakKiB: number; liveKiB: number }> = {};
 if (!process.argv.includes('--no-heap'))

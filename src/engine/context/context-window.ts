@@ -11,6 +11,7 @@ import { modelResponseSchema, shapeProblems } from '../../contracts/model-respon
 import type { Message, ModelResponse } from '../../contracts/model.js';
 import { safeNow } from '../hooks/guarded-clock.js';
 import { callWithTimeout } from '../runtime/call-timeout.js';
+import { withSignal } from '../runtime/signal-property.js';
 import { interruptionEvent } from '../runtime/interruption.js';
 import { describeRefusal, nextTransportAttempt } from '../runtime/transport-retry.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
@@ -120,14 +121,7 @@ async function callSummaryModel(session: RunSession, context: LoopContext, reque
         session,
         context.limits.modelCallTimeoutMs,
         'the context summary call',
-        (scope) =>
-          config.model.generate({
-            messages: request,
-            tools: [],
-            get signal() {
-              return scope.signal;
-            },
-          }),
+        (scope) => config.model.generate(withSignal({ messages: request, tools: [] }, scope)),
       );
       return { response, ...spent };
     } catch (error) {

@@ -5,7 +5,8 @@
  */
 import type { ModelUsage } from '../../contracts/model.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
-import type { Evaluator, EvaluationResult } from './types.js';
+import { withSignal } from '../runtime/signal-property.js';
+import type { Evaluator, EvaluationInput, EvaluationResult } from './types.js';
 
 /**
  * What `runEvaluators` needs besides the list.
@@ -149,14 +150,10 @@ export async function runEvaluatorsUnder(
       if (refusal !== null) return summarize(false, refusal, parsed, evaluator.name);
       let result: EvaluationResult;
       try {
-        result = await evaluator.evaluate({
-          output,
-          parsed,
-          get signal() {
-            return abort.signal;
-          },
-          taskId,
-        });
+        // The signal third, as the input's keys always came (one shared getter: see signal-property.ts).
+        const input = withSignal({ output, parsed }, abort) as EvaluationInput;
+        input.taskId = taskId;
+        result = await evaluator.evaluate(input);
       } catch (error) {
         if (abort.aborted || rethrow?.(error) === true) throw error;
         const message = thrownMessage(error);

@@ -102,11 +102,14 @@ export async function driveRun(
       : guardedInspector(config.inspect, (message) => session.warn(message, safeNow(clock)));
   // A resumed run starts from its journal's snapshot, a new one from the loop's kept initial state: cheaper than
   // XState's initial microstep, and an inspector sees the same events (the `xstate.init` snapshot in READY).
-  const actor = createActor(loopMachine, {
-    input: setup.machineInput,
-    snapshot: hooks?.machineSnapshot ?? setup.initialSnapshot(),
-    ...(inspect === undefined ? {} : { inspect }),
-  });
+  const actor =
+    hooks?.machineSnapshot === undefined
+      ? setup.createRunActor(inspect)
+      : createActor(loopMachine, {
+          input: setup.machineInput,
+          snapshot: hooks.machineSnapshot,
+          ...(inspect === undefined ? {} : { inspect }),
+        });
   const onUserAbort = () => {
     controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
   };

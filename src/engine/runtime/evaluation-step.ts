@@ -5,6 +5,7 @@ import { isModelCallError, LoopstateError, ModelCallError, retryableModelError }
 import { safeNow } from '../hooks/guarded-clock.js';
 import { describeThrown, toError } from '../redaction/describe-thrown.js';
 import { callWithTimeout, type CallScope } from './call-timeout.js';
+import { withSignal } from './signal-property.js';
 import { reflectionNote } from '../prompts.js';
 import { MESSAGE_OVERHEAD_CHARS } from './transcript.js';
 import {
@@ -243,14 +244,8 @@ function counted(session: RunSession, context: LoopContext, evaluator: Evaluator
  * would read the input's `signal`, the run's, which a run makes only when something asks for it.
  */
 function withCallSignal(input: EvaluationInput, scope: CallScope): EvaluationInput {
-  return {
-    output: input.output,
-    parsed: input.parsed,
-    taskId: input.taskId,
-    get signal() {
-      return scope.signal;
-    },
-  };
+  const own = { output: input.output, parsed: input.parsed, taskId: input.taskId };
+  return withSignal(own, scope);
 }
 
 /**

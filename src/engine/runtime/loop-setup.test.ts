@@ -2,7 +2,7 @@
  * A loop's run-independent facts are worked out once and shared by its runs; what is a run's own (goal,
  * messages, run id, signal) never leaks into another run, sequential or concurrent.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createActor } from 'xstate';
 import { loopMachine, type LoopSnapshot } from '../../../machines/index.js';
 import { z } from 'zod';
@@ -75,10 +75,7 @@ describe('the kept initial snapshot', () => {
   /** What a run's actor starts in, as the driver makes it (restored) or as XState would (fresh). */
   const started = (config: ReturnType<typeof resolveConfig>, restored: boolean): LoopSnapshot => {
     const setup = loopSetupOf(config);
-    const actor = createActor(loopMachine, {
-      input: setup.machineInput,
-      ...(restored ? { snapshot: setup.initialSnapshot() } : {}),
-    });
+    const actor = restored ? setup.createRunActor() : createActor(loopMachine, { input: setup.machineInput });
     actor.start();
     const snapshot = actor.getSnapshot();
     actor.stop();
@@ -120,13 +117,40 @@ describe('the kept initial snapshot', () => {
   it("is each loop's own, and gives each run a context of its own", () => {
     const seven = resolveConfig({ model: scriptedModel([]), limits: { maxSteps: 7 } });
     const two = resolveConfig({ model: scriptedModel([]), limits: { maxSteps: 2 } });
-    const [a, b] = [loopSetupOf(seven).initialSnapshot(), loopSetupOf(seven).initialSnapshot()] as unknown as {
-      context: LoopSnapshot['context'];
-    }[];
+    const [a, b] = [loopSetupOf(seven).createRunActor(), loopSetupOf(seven).createRunActor()].map((actor) =>
+      actor.getSnapshot(),
+    );
     expect(a?.context).not.toBe(b?.context);
     expect(a?.context.usage).not.toBe(b?.context.usage);
+    // The state itself is the loop's, worked out once: each run's actor copies it.
+    expect(a?._nodes).toBe(b?._nodes);
+    expect(a).not.toBe(b);
     expect(started(seven, true).context.limits.maxSteps).toBe(7);
     expect(started(two, true).context.limits.maxSteps).toBe(2);
+  });
+
+  it("copies the loop's kept state into a new run's actor: XState restores nothing a run", async () => {
+    const restore = vi.spyOn(loopMachine, 'restoreSnapshot');
+    try {
+      const loop = createLoop({ model: echoModel([]), tools: [lookup], evaluate: evaluators.json() });
+      const results = [await loop.run({ goal: 'alpha one' }), await loop.run({ goal: 'beta two' })];
+      expect(results.map((result) => result.stopReason)).toEqual(['completed', 'completed']);
+      // Once for the loop (its first run), never again.
+      expect(restore).toHaveBeenCalledTimes(1);
+    } finally {
+      restore.mockRestore();
+    }
+  });
+
+  it('shares only frozen parts: a write to the kept state throws instead of reaching the next run', () => {
+    const config = resolveConfig({ model: scriptedModel([]), limits: { maxSteps: 7 } });
+    const snapshot = loopSetupOf(config).createRunActor().getSnapshot();
+    expect(() => (snapshot._nodes as unknown[]).push(null)).toThrow(TypeError);
+    expect(() => Object.assign(snapshot.children, { child: null })).toThrow(TypeError);
+    expect(() => Object.assign(snapshot.historyValue, { history: [] })).toThrow(TypeError);
+    // The snapshot object and its context are the run's own.
+    expect(Object.isFrozen(snapshot)).toBe(false);
+    expect(Object.isFrozen(snapshot.context)).toBe(false);
   });
 
   it('keeps two loops apart: each run stops by its own loop limits, interleaved', async () => {

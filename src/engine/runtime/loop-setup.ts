@@ -4,9 +4,9 @@
  * config is fixed at `createLoop`, so these are worked out at its first run and kept beside its resolved
  * config; a run then pays only for what is its own (goal, messages, run id, signal, tenant).
  */
-import { createActor, type Snapshot } from 'xstate';
+import { createActor, type Actor, type ActorOptions, type Snapshot } from 'xstate';
 import { createInitialContext } from '../../../actions/initial-context.js';
-import { loopMachine } from '../../../machines/index.js';
+import { loopMachine, type LoopMachine, type LoopSnapshot } from '../../../machines/index.js';
 import type { LoopInput, TaskPlan } from '../../../machines/types.js';
 import type { TracedLimits } from '../../contracts/trace-schema.js';
 import type { ResolvedConfig } from '../config/config.js';
@@ -25,10 +25,11 @@ export interface LoopSetup {
   /** The prompt version and spec size of the tools a run offers (the loop's, plus the plan tool when on). */
   toolFacts(tools: ReadonlyMap<string, Tool>): { promptVersion: string; specChars: number };
   /**
-   * The machine's initial state for a new run's actor to restore: worked out once (XState's initial microstep,
-   * a quarter of making an actor), with a context of the run's own each time, as a fresh actor would make it.
+   * A new run's actor (not started), in the machine's initial state: the state worked out once for the loop
+   * (XState's initial microstep and its restore, half of making an actor), with a context of the run's own, as
+   * a fresh actor would make it. A resumed run's actor restores its journal's snapshot instead (`loopMachine`).
    */
-  initialSnapshot(): Snapshot<unknown>;
+  createRunActor(inspect?: ActorOptions<LoopMachine>['inspect']): Actor<LoopMachine>;
 }
 
 const setups = new WeakMap<ResolvedConfig, LoopSetup>();
@@ -65,7 +66,7 @@ function createSetup(config: ResolvedConfig): LoopSetup {
     noProgress: config.noProgress,
     tasks: Object.freeze(taskPlans(config)) as TaskPlan[],
   });
-  let initial: Snapshot<unknown> | null = null;
+  let starting: LoopMachine | null = null;
   return {
     machineInput,
     tracedLimits: Object.freeze(tracedLimits(config.limits)),
@@ -84,13 +85,45 @@ function createSetup(config: ResolvedConfig): LoopSetup {
       }
       return facts;
     },
-    initialSnapshot() {
-      initial ??= createActor(loopMachine, { input: machineInput }).getPersistedSnapshot();
+    createRunActor(inspect) {
+      starting ??= startingMachine(machineInput);
       // The machine's initial actions are assigns only: the state after them is the same for every run, and
       // the context is the one part a run changes, so each run gets its own (its usage object is the run's).
-      return Object.assign({}, initial, { context: createInitialContext({ input: machineInput }) });
+      const snapshot: RunStart = { context: createInitialContext({ input: machineInput }) };
+      return createActor(starting, {
+        input: machineInput,
+        snapshot: snapshot as unknown as Snapshot<unknown>,
+        ...(inspect === undefined ? {} : { inspect }),
+      });
     },
   };
+}
+
+/** What `createRunActor` hands its actor to restore: only the run's own context. */
+interface RunStart {
+  readonly context: LoopSnapshot['context'];
+}
+
+/**
+ * `loopMachine` for the new runs of one loop: its `restoreSnapshot` takes a `RunStart` and returns the loop's
+ * initial state with the run's context, copied from the one state XState restored once for the loop (as it
+ * restores a journal's snapshot: the same value, nodes, tags, children and history). The shared parts are
+ * frozen: XState makes new ones when a transition changes them, and one written in place would throw here
+ * rather than reach another run. Everything else (transitions, persisting, the inspector's view) is
+ * `loopMachine`'s own, and a snapshot's `machine` is `loopMachine` itself.
+ */
+function startingMachine(machineInput: LoopInput): LoopMachine {
+  const persisted = createActor(loopMachine, { input: machineInput }).getPersistedSnapshot();
+  const restored = createActor(loopMachine, { input: machineInput, snapshot: persisted }).getSnapshot();
+  Object.freeze(restored._nodes);
+  Object.freeze(restored.children);
+  Object.freeze(restored.historyValue);
+  const initial = Object.freeze({ ...restored });
+  return Object.create(loopMachine, {
+    restoreSnapshot: {
+      value: (start: RunStart): LoopSnapshot => ({ ...initial, context: start.context }),
+    },
+  }) as LoopMachine;
 }
 
 /** The setup of the loop whose resolved config is `config`, worked out once. */

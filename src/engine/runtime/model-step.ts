@@ -12,7 +12,7 @@ import {
   modelUsageSchema,
   shapeProblems,
 } from '../../contracts/model-response-schema.js';
-import type { ModelProgress, ModelResponse, ModelUsage, ResponseFormat } from '../../contracts/model.js';
+import type { ModelProgress, ModelRequest, ModelResponse, ModelUsage, ResponseFormat } from '../../contracts/model.js';
 import { knownMetadata, modelFacts } from '../trace/model-facts.js';
 import { evaluatorList } from '../evaluators/index.js';
 import { toolCallFingerprint } from '../progress/index.js';
@@ -20,6 +20,7 @@ import { assignUniqueCallIds, prepareToolCalls, type PreparedCall, type ToolHeal
 import { describeThrown, errorFields, thrownMessage, toError } from '../redaction/describe-thrown.js';
 import { summarize } from '../trace/trace-event.js';
 import { callWithTimeout } from './call-timeout.js';
+import { withSignal } from './signal-property.js';
 import { MESSAGE_OVERHEAD_CHARS } from './transcript.js';
 import { interruptionEvent } from './interruption.js';
 import { costOf, priceOf } from '../pricing/pricing.js';
@@ -286,18 +287,13 @@ function generateWithin(session: RunSession, health: ToolHealth, context: LoopCo
       tools: tools.map((tool) => tool.name),
     });
   }
-  return callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the model call', (scope) =>
+  return callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the model call', (scope) => {
     // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
-    session.config.model.generate({
-      messages: session.transcript.snapshot(),
-      tools,
-      get signal() {
-        return scope.signal;
-      },
-      ...(responseFormat === undefined ? {} : { responseFormat }),
-      ...(onProgress === undefined ? {} : { onProgress }),
-    }),
-  );
+    const request: ModelRequest = withSignal({ messages: session.transcript.snapshot(), tools }, scope);
+    if (responseFormat !== undefined) request.responseFormat = responseFormat;
+    if (onProgress !== undefined) request.onProgress = onProgress;
+    return session.config.model.generate(request);
+  });
 }
 
 export async function performModelCall(

@@ -5,6 +5,7 @@ import { idempotencyKey, runToolRound, type ToolHealth } from '../tools/index.js
 import { feedbackAllowanceChars } from './model-step.js';
 import type { RunSession } from './run-session.js';
 import { NOT_EXECUTED_ANSWER } from '../prompts.js';
+import { withSignal } from './signal-property.js';
 
 export async function performToolRound(
   session: RunSession,
@@ -30,20 +31,20 @@ export async function performToolRound(
   }
   const outcomes = await runToolRound(
     ready.map(({ call }) => call),
-    {
-      runId: session.runId,
-      stepId: String(context.steps),
-      maxParallel: maxParallelTools,
-      maxResultBytes: maxToolResultBytes,
-      // Read only by a tool that asks for its signal: a run's own abort makes it then.
-      get signal() {
-        return session.signal;
+    // The signal is read only by a tool that asks for it: a run's own abort makes it then.
+    withSignal(
+      {
+        runId: session.runId,
+        stepId: String(context.steps),
+        maxParallel: maxParallelTools,
+        maxResultBytes: maxToolResultBytes,
+        aborts: session.aborts,
+        health,
+        now: () => config.clock.now(),
+        setTimer: (ms: number, callback: () => void) => config.clock.setTimer(ms, callback),
       },
-      aborts: session.aborts,
-      health,
-      now: () => config.clock.now(),
-      setTimer: (ms, callback) => config.clock.setTimer(ms, callback),
-    },
+      session,
+    ),
   );
   // Even when cancel or the deadline cut the round short, its outcomes are reported: calls that
   // ran are counted, and side effects of unknown outcome are named before the run stops.

@@ -7,6 +7,7 @@
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { AbortFanout, LazySignal, type AbortWaiters } from '../runtime/abort-fanout.js';
 import { systemClock } from '../runtime/clock.js';
+import { withSignal } from '../runtime/signal-property.js';
 import { capBytes } from './cap-bytes.js';
 import { idempotencyKey, type OutcomeLookup, type Tool, type ToolContext } from './define-tool.js';
 import type { PreparedCall } from './prepare-calls.js';
@@ -148,14 +149,14 @@ async function runOneCall(
   });
   const key = idempotencyKey(options.runId, options.stepId, call.request.id);
   // The signal is made on first read: most tools never look at it, and an AbortController per call is most of a call's cost.
-  const context = (signal: () => AbortSignal): ToolContext => ({
-    get signal() {
-      return signal();
-    },
-    idempotencyKey: key,
-    runId: options.runId,
-    callId: call.request.id,
-  });
+  const context = (source: SignalSource): ToolContext => {
+    // The signal first, as the context's keys always came (one shared getter: see signal-property.ts).
+    const own = withSignal({}, source) as { signal: AbortSignal } & Partial<ToolContext>;
+    own.idempotencyKey = key;
+    own.runId = options.runId;
+    own.callId = call.request.id;
+    return own as ToolContext;
+  };
   const settled = await settleWithin(tool.timeoutMs, round, timerOf(options), (signal) =>
     tool.execute(call.args, context(signal)),
   );
@@ -197,7 +198,7 @@ async function lookUpOutcome(
   call: PreparedCall,
   round: AbortWaiters,
   setTimer: TimerSource,
-  context: (signal: () => AbortSignal) => ToolContext,
+  context: (source: SignalSource) => ToolContext,
 ): Promise<OutcomeLookup> {
   const checkOutcome = tool.checkOutcome;
   if (!checkOutcome) return { status: 'unknown' };
@@ -211,6 +212,8 @@ async function lookUpOutcome(
 }
 
 type TimerSource = (ms: number, callback: () => void) => () => void;
+/** What a call's context reads its signal from when a tool asks: the call's `LazySignal`. */
+type SignalSource = { readonly signal: AbortSignal };
 
 function timerOf(options: RunToolRoundOptions): TimerSource {
   return options.setTimer ?? systemClock.setTimer;
@@ -224,7 +227,7 @@ async function settleWithin(
   timeoutMs: number,
   round: AbortWaiters,
   setTimer: TimerSource,
-  work: (signal: () => AbortSignal) => unknown,
+  work: (source: SignalSource) => unknown,
 ): Promise<Settled> {
   // An aborted signal never fires 'abort' again, so waiting on it would hang.
   if (round.aborted) return { kind: 'cancelled' };
@@ -246,12 +249,11 @@ async function settleWithin(
     stop?.({ kind: 'timed_out' });
     callSignal.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError'));
   });
-  const signal = (): AbortSignal => callSignal.signal;
   const isStopped = () => timedOut || round.aborted;
   try {
     let pending: unknown;
     try {
-      pending = work(signal);
+      pending = work(callSignal);
     } catch (error) {
       return isStopped() ? await stopped : { kind: 'threw', error };
     }
