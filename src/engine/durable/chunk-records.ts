@@ -219,7 +219,8 @@ const PROGRESS_MARK = ',"progress":{"whole":';
  * (`,"progress":{"whole":…}}`, the last key, and a quote after a comma is never inside a JSON string), which are
  * then not parsed: with the trace off they are whole every thousand journal positions, most of a long chain's
  * bytes. The rest is checked as `decodeTranscriptChunk` checks a chunk; any other body is decoded whole (and
- * refused as that refuses it).
+ * refused as that refuses it). Damage inside the triples part is not seen here: the tracker's chain decodes
+ * every chunk it needs whole (resume-plan.ts folds it first), so such triples are never used.
  */
 export function decodeTranscriptChunkChange(body: string, runId: string, seq: number): TranscriptRecord {
   const at = body.lastIndexOf(PROGRESS_MARK);

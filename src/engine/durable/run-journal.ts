@@ -132,6 +132,8 @@ export class RunJournal implements DriverHooks {
   private pendingFinishedAt: number | undefined = undefined;
   /** A snapshot taken and not yet written: written right after the next commit, which holds its events (see `afterSend`). */
   private pendingSnapshot: StoreRow | null = null;
+  /** Set by `finish`: the commit it makes is the run's last (see `flush`). */
+  private finishing = false;
   /** The commit under way: commits happen one after the other, in seq order. */
   private committing: Promise<void> = Promise.resolve();
   /** A commit that waits for the one under way and has not taken its rows yet: a flush meanwhile joins it. */
@@ -226,6 +228,7 @@ export class RunJournal implements DriverHooks {
       const body = this.pendingRunBody;
       const at = this.pendingFinishedAt;
       const snapshot = this.pendingSnapshot;
+      const last = this.finishing;
       this.pending = [];
       this.pendingRunBody = undefined;
       this.pendingFinishedAt = undefined;
@@ -236,7 +239,12 @@ export class RunJournal implements DriverHooks {
         if (control) this.controlSeen = { control, commit: started };
       }
       // Every row up to the snapshot's seq is committed now (this commit or one before it, in seq order).
-      if (snapshot !== null) await store.writeSnapshot(this.runId, snapshot, this.options.lease());
+      if (snapshot !== null) {
+        const written = store.writeSnapshot(this.runId, snapshot, this.options.lease());
+        // The run's last commit holds how it ended: a snapshot that then fails to be written only makes a later
+        // resume (of a run that waits for a decision) start at the snapshot before, so the run's end stands.
+        await (last ? written.catch(() => undefined) : written);
+      }
     });
     // The next commit waits for this one whether it failed or not; the failure is the caller's to see.
     this.committing = commit.catch(() => undefined);
@@ -270,6 +278,7 @@ export class RunJournal implements DriverHooks {
 
   /** Commits what is queued, with the run's metadata once it stopped (and when it finished): the run's last commit. */
   finish(runBody: string, finishedAt: number | undefined): Promise<void> {
+    this.finishing = true;
     return this.flush(runBody, finishedAt);
   }
 
@@ -594,6 +603,10 @@ export class RunJournal implements DriverHooks {
       // not_done: the lookup proved it never took effect, so it runs now, under the same key.
       if (lookup.status !== 'not_done') throw new UnknownOutcomeError({ tool: tool.name, idempotencyKey: key });
     }
+    // A snapshot waiting for this commit is written first, in a commit of its own: a snapshot write that fails
+    // after the intent is durable would end the run before the tool runs, and a resume could not tell it never
+    // did (its outcome unknown). Failing before the intent, it leaves the call to run on resume.
+    if (!started && !tool.idempotent && this.pendingSnapshot !== null) await this.flush();
     // An idempotent call needs no intent: after a crash it runs again under the same key whatever the journal says.
     if (!started && !tool.idempotent)
       this.queue({

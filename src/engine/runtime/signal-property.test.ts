@@ -44,6 +44,19 @@ describe('withSignal', () => {
     );
   });
 
+  it('is read through a Proxy, an object inheriting from it and a copy of its descriptors, as the literal was', () => {
+    const source = new LazySignal();
+    const request = withSignal({ messages: [] as string[] }, source);
+    const wrapped = new Proxy(request, { get: (target, key, receiver) => Reflect.get(target, key, receiver) });
+    const inheriting = Object.create(request) as typeof request;
+    const copied = Object.defineProperties({}, Object.getOwnPropertyDescriptors(request)) as typeof request;
+    for (const reader of [wrapped, inheriting, copied]) expect(reader.signal).toBe(source.signal);
+    // The source is not a key anyone sees.
+    expect(Reflect.ownKeys(request).filter((key) => Object.getOwnPropertyDescriptor(request, key)?.enumerable)).toEqual(
+      ['messages', 'signal'],
+    );
+  });
+
   it('is copied by a spread and JSON as a plain property would be', () => {
     const source = new LazySignal();
     const request = withSignal({ messages: ['hi'] }, source);
@@ -92,7 +105,7 @@ describe('what a run hands out', () => {
     };
     const loop = createLoop({ model, tools: [lookup], evaluate: [evaluators.json(), recorder] });
     const result = await loop.run({ goal: 'go' });
-    expect([result.stopReason, result.detail]).toEqual(['completed', result.detail]);
+    expect(result.stopReason).toBe('completed');
     expect(Object.keys(requests[0] ?? {})).toEqual(['messages', 'tools', 'signal']);
     expect(Object.keys(contexts[0] ?? {})).toEqual(['signal', 'idempotencyKey', 'runId', 'callId']);
     expect(Object.keys(inputs[0] ?? {})).toEqual(['output', 'parsed', 'taskId', 'signal']);
