@@ -87,46 +87,64 @@ const SCHEMA_OBJECTS = Array.from(
   (match) => match[1]!,
 );
 
+/**
+ * The tables and indexes of a database, and each table's columns, read in ONE statement (a `table_info` pragma per
+ * table and a look at `sqlite_schema` were seven statements prepared at every opening, ~0.3 ms).
+ */
+function readSchema(db: Database): Map<string, Set<string>> {
+  const rows = db
+    .prepare(
+      "SELECT m.name AS object, p.name AS column FROM sqlite_schema m LEFT JOIN pragma_table_info(m.name) p ON m.type = 'table' WHERE m.type IN ('table', 'index')",
+    )
+    .all() as { object: string; column: string | null }[];
+  const objects = new Map<string, Set<string>>();
+  for (const { object, column } of rows) {
+    let columns = objects.get(object);
+    if (columns === undefined) objects.set(object, (columns = new Set()));
+    if (column !== null) columns.add(column);
+  }
+  return objects;
+}
+
+/** Whether a database (as `readSchema` read it) lacks a table, an index or a column of this version. */
+const outOfDate = (schema: Map<string, Set<string>>) =>
+  SCHEMA_OBJECTS.some((name) => !schema.has(name)) ||
+  ADDED_COLUMNS.some(({ table, name }) => !schema.get(table)?.has(name));
+
 function openDatabase(
   Driver: typeof BetterSqlite3,
   options: SqliteStoreOptions,
 ): { db: Database; layout: JournalLayout } {
   const db = new Driver(options.path);
   db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
-  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5_000}`);
-  db.pragma(`journal_size_limit = ${options.journalSizeLimitBytes ?? 4 * 1024 * 1024}`);
-  const hasColumn = (table: string, name: string) =>
-    (db.pragma(`table_info(${table})`) as { name: string }[]).some((column) => column.name === name);
-  const missingObjects = () => {
-    const present = new Set(
-      (db.prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'index')").all() as { name: string }[]).map(
-        (row) => row.name,
-      ),
-    );
-    return SCHEMA_OBJECTS.some((name) => !present.has(name));
-  };
-  const missingColumns = () => ADDED_COLUMNS.filter(({ table, name }) => !hasColumn(table, name));
+  // One exec, no statement kept: these pragmas return nothing to read.
+  db.exec(
+    `PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}; PRAGMA busy_timeout = ${options.busyTimeoutMs ?? 5_000}; PRAGMA journal_size_limit = ${options.journalSizeLimitBytes ?? 4 * 1024 * 1024};`,
+  );
+  let schema = readSchema(db);
   // A new database (or an older one missing a table, an index or a column) is brought up to date in ONE write
   // transaction, looked at again inside it: another process opening it at the same moment may have done it since
   // the look outside (its ALTER would then fail with "duplicate column name"). Statement by statement, a new file
   // took a dozen commits (a dozen WAL frames of page 1 and more, ~2 ms CPU and ~10 ms on this disk). A database up
   // to date takes no lock.
-  if (missingObjects() || missingColumns().length > 0) {
+  if (outOfDate(schema)) {
     db.exec('BEGIN IMMEDIATE');
     try {
       db.exec(SQLITE_SCHEMA);
-      for (const { table, name, type } of missingColumns()) db.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
+      const tables = readSchema(db);
+      for (const { table, name, type } of ADDED_COLUMNS)
+        if (!tables.get(table)?.has(name)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
       db.exec(SQLITE_SCHEMA_FINISH);
-      db.exec(JOURNAL_CHUNKS_INDEX[hasColumn('journal', 'id') ? 'keyed' : 'indexed']);
+      db.exec(JOURNAL_CHUNKS_INDEX[tables.get('journal')?.has('id') === true ? 'keyed' : 'indexed']);
       db.exec(SQLITE_LEARNING_SCHEMA);
       db.exec('COMMIT');
     } catch (error) {
       if (db.inTransaction) db.exec('ROLLBACK');
       throw error;
     }
+    schema = readSchema(db);
   }
-  const layout: JournalLayout = hasColumn('journal', 'id') ? 'keyed' : 'indexed';
+  const layout: JournalLayout = schema.get('journal')?.has('id') === true ? 'keyed' : 'indexed';
   return { db, layout };
 }
 
@@ -487,59 +505,75 @@ function journalStatements(layout: JournalLayout) {
 
 function prepare(db: Database, layout: JournalLayout) {
   const journal = journalStatements(layout);
-  return {
+  // Assigned onto the statements (a spread would read, and so prepare, every one of them).
+  return Object.assign(preparedOnFirstUse(db, STATEMENTS(journal)), {
     journalRange: journal.journalRange,
     journalOrder: journal.journalOrder,
     readKinds: new Map<string, BetterSqlite3.Statement<unknown[]>>(),
-    // The run's number (the key of its journal rows, version 6): one more than the largest, through runs_number.
-    insertRun: db.prepare(
-      'INSERT OR IGNORE INTO runs (run_id, body, packed, lease_owner, lease_until, number) VALUES (?, ?, ?, ?, ?, (SELECT coalesce(max(number), 0) + 1 FROM runs))',
-    ),
-    readRun: db.prepare('SELECT body, packed, lease_owner, lease_until, cancel_requested FROM runs WHERE run_id = ?'),
-    acquireLease: db.prepare(
-      'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE run_id = ? AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ? OR lease_owner = ?)',
-    ),
-    ownerAndControl: db.prepare(
-      "SELECT lease_owner, lease_until, cancel_requested, (SELECT value FROM control WHERE key = 'paused') AS paused, number FROM runs WHERE run_id = ?",
-    ),
-    leaseOwner: db.prepare('SELECT lease_owner, lease_until FROM runs WHERE run_id = ?'),
-    numberRun: db.prepare(
-      'UPDATE runs SET number = (SELECT coalesce(max(number), 0) + 1 FROM runs) WHERE run_id = ? AND number IS NULL RETURNING number',
-    ),
-    releaseLease: db.prepare(
-      'UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?',
-    ),
-    renewLease: db.prepare('UPDATE runs SET lease_until = ? WHERE run_id = ? AND lease_owner = ?'),
-    writeRunBody: db.prepare(
-      'UPDATE runs SET lease_until = ?, body = ?, packed = ?, finished_at = ? WHERE run_id = ? AND lease_owner = ? RETURNING number',
-    ),
-    pruneJournal: db.prepare(journal.pruneJournal),
-    pruneSnapshots: db.prepare(
-      'DELETE FROM snapshots WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?)',
-    ),
-    pruneRuns: db.prepare('DELETE FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?'),
-    insertRecord: db.prepare(journal.insertRecord),
-    readJournal: db.prepare(`${journal.journalRange} ORDER BY ${journal.journalOrder}`),
-    readRecord: db.prepare(journal.readRecord),
-    upsertSnapshot: db.prepare(
-      'INSERT INTO snapshots (run_id, seq, kind, body, packed) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body, packed = excluded.packed WHERE excluded.seq >= snapshots.seq',
-    ),
-    latestSnapshot: db.prepare('SELECT seq, kind, body, packed FROM snapshots WHERE run_id = ?'),
-    readLedger: db.prepare('SELECT body, version FROM ledgers WHERE tenant_id = ?'),
-    insertLedger: db.prepare('INSERT OR IGNORE INTO ledgers (tenant_id, body, version) VALUES (?, ?, 1)'),
-    updateLedger: db.prepare('UPDATE ledgers SET body = ?, version = version + 1 WHERE tenant_id = ? AND version = ?'),
-    // --- listing runs (the primary key's index gives the order)
-    listRuns: db.prepare('SELECT run_id, body, packed, finished_at FROM runs ORDER BY run_id LIMIT ?'),
-    listRunsAfter: db.prepare(
-      'SELECT run_id, body, packed, finished_at FROM runs WHERE run_id > ? ORDER BY run_id LIMIT ?',
-    ),
-    // --- end of listing runs
-    requestCancel: db.prepare('UPDATE runs SET cancel_requested = 1 WHERE run_id = ?'),
-    setPaused: db.prepare(
-      "INSERT INTO control (key, value) VALUES ('paused', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-    ),
-    readControl: db.prepare(
-      "SELECT (SELECT value FROM control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM runs WHERE run_id = ?) AS cancel_requested",
-    ),
-  };
+  });
 }
+
+/**
+ * The store's statements, each prepared when first used (then kept): preparing all of them (26) at the opening was most of
+ * a fresh store's cost before its first read (a resume uses a dozen of them). A statement SQLite refuses (a table
+ * or column missing) is refused at its first use instead of the opening, by the same error.
+ */
+function preparedOnFirstUse<Name extends string>(
+  db: Database,
+  sql: Record<Name, string>,
+): { readonly [K in Name]: BetterSqlite3.Statement<unknown[]> } {
+  const statements = {} as { [K in Name]: BetterSqlite3.Statement<unknown[]> };
+  for (const name of Object.keys(sql) as Name[]) {
+    Object.defineProperty(statements, name, {
+      enumerable: true,
+      configurable: true,
+      get() {
+        const statement = db.prepare(sql[name]);
+        Object.defineProperty(statements, name, { value: statement, enumerable: true });
+        return statement;
+      },
+    });
+  }
+  return statements;
+}
+
+/** The SQL of the store's statements, by name (`journal`: the journal's in the database's layout). */
+const STATEMENTS = (journal: ReturnType<typeof journalStatements>) => ({
+  // The run's number (the key of its journal rows, version 6): one more than the largest, through runs_number.
+  insertRun:
+    'INSERT OR IGNORE INTO runs (run_id, body, packed, lease_owner, lease_until, number) VALUES (?, ?, ?, ?, ?, (SELECT coalesce(max(number), 0) + 1 FROM runs))',
+  readRun: 'SELECT body, packed, lease_owner, lease_until, cancel_requested FROM runs WHERE run_id = ?',
+  acquireLease:
+    'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE run_id = ? AND (lease_owner IS NULL OR lease_until < ? OR lease_owner = ? OR lease_owner = ?)',
+  ownerAndControl:
+    "SELECT lease_owner, lease_until, cancel_requested, (SELECT value FROM control WHERE key = 'paused') AS paused, number FROM runs WHERE run_id = ?",
+  leaseOwner: 'SELECT lease_owner, lease_until FROM runs WHERE run_id = ?',
+  numberRun:
+    'UPDATE runs SET number = (SELECT coalesce(max(number), 0) + 1 FROM runs) WHERE run_id = ? AND number IS NULL RETURNING number',
+  releaseLease: 'UPDATE runs SET lease_owner = NULL, lease_until = 0 WHERE run_id = ? AND lease_owner = ?',
+  renewLease: 'UPDATE runs SET lease_until = ? WHERE run_id = ? AND lease_owner = ?',
+  writeRunBody:
+    'UPDATE runs SET lease_until = ?, body = ?, packed = ?, finished_at = ? WHERE run_id = ? AND lease_owner = ? RETURNING number',
+  pruneJournal: journal.pruneJournal,
+  pruneSnapshots:
+    'DELETE FROM snapshots WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?)',
+  pruneRuns: 'DELETE FROM runs WHERE finished_at IS NOT NULL AND finished_at < ?',
+  insertRecord: journal.insertRecord,
+  readJournal: `${journal.journalRange} ORDER BY ${journal.journalOrder}`,
+  readRecord: journal.readRecord,
+  upsertSnapshot:
+    'INSERT INTO snapshots (run_id, seq, kind, body, packed) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body, packed = excluded.packed WHERE excluded.seq >= snapshots.seq',
+  latestSnapshot: 'SELECT seq, kind, body, packed FROM snapshots WHERE run_id = ?',
+  readLedger: 'SELECT body, version FROM ledgers WHERE tenant_id = ?',
+  insertLedger: 'INSERT OR IGNORE INTO ledgers (tenant_id, body, version) VALUES (?, ?, 1)',
+  updateLedger: 'UPDATE ledgers SET body = ?, version = version + 1 WHERE tenant_id = ? AND version = ?',
+  // --- listing runs (the primary key's index gives the order)
+  listRuns: 'SELECT run_id, body, packed, finished_at FROM runs ORDER BY run_id LIMIT ?',
+  listRunsAfter: 'SELECT run_id, body, packed, finished_at FROM runs WHERE run_id > ? ORDER BY run_id LIMIT ?',
+  // --- end of listing runs
+  requestCancel: 'UPDATE runs SET cancel_requested = 1 WHERE run_id = ?',
+  setPaused:
+    "INSERT INTO control (key, value) VALUES ('paused', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+  readControl:
+    "SELECT (SELECT value FROM control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM runs WHERE run_id = ?) AS cancel_requested",
+});

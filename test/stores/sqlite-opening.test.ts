@@ -1,0 +1,121 @@
+/**
+ * What opening a SQLite store costs and still checks: its statements are prepared on first use (a resume
+ * prepares what it runs, not all ~30), the schema is read in one statement, and a database missing a table, an
+ * index or a column is still brought up to date; a row refused before is refused as before.
+ */
+import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { createLoop } from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
+import { reply, scriptedModel } from 'loopstate/testing';
+
+const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
+const scratch = mkdtempSync(join(tmpdir(), 'loopstate-sqlite-opening-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+afterEach(() => vi.restoreAllMocks());
+
+/** A finished run in a new file, the store closed. */
+async function storedRun(name: string): Promise<string> {
+  const path = join(scratch, `${name}.db`);
+  const store = sqliteStore({ path });
+  const loop = createLoop({ model: scriptedModel([reply('done')]), store });
+  expect((await loop.run({ goal: 'go', runId: 'a' })).stopReason).toBe('completed');
+  await store.close();
+  return path;
+}
+
+/** The SQL of every statement better-sqlite3 prepares from here on. */
+function preparedSql(): string[] {
+  const prepared: string[] = [];
+  const prepare = Database.prototype.prepare;
+  vi.spyOn(Database.prototype, 'prepare').mockImplementation(function (this: BetterSqlite3.Database, sql: string) {
+    prepared.push(sql);
+    return prepare.call(this, sql);
+  } as typeof prepare);
+  return prepared;
+}
+
+describe('opening a SQLite store', () => {
+  it('prepares only the statements it runs: a read of a run prepares the schema look and that read', async () => {
+    const path = await storedRun('lazy');
+    const prepared = preparedSql();
+    const store = sqliteStore({ path });
+    expect((await store.readRun('a'))?.runId).toBe('a');
+    expect(await store.readRun('b')).toBeNull();
+    // Was 26 at the opening (every statement of the store and the schema look), before any read.
+    expect(prepared).toHaveLength(2);
+    expect(prepared[0]).toContain('pragma_table_info');
+    expect(prepared[1]).toMatch(/^SELECT body, packed, lease_owner/);
+    // A statement is prepared once, at its first use.
+    await store.readControl('a');
+    await store.readControl('b');
+    expect(prepared).toHaveLength(3);
+    expect(prepared[2]).toMatch(/cancel_requested FROM runs WHERE run_id/);
+    await store.close();
+  });
+
+  it('prepares its statements again on the new connection after close (a closed one is never reused)', async () => {
+    const path = await storedRun('reopen');
+    const store = sqliteStore({ path });
+    expect((await store.readRun('a'))?.runId).toBe('a');
+    await store.close();
+    expect((await store.readRun('a'))?.runId).toBe('a');
+    expect(await store.readJournal('a', -1)).not.toHaveLength(0);
+    await store.close();
+  });
+
+  it('refuses a damaged row as before (its code, run and seq named)', async () => {
+    const path = await storedRun('damaged');
+    const raw = new Database(path);
+    const seq = (raw.prepare('SELECT max(id & 4294967295) AS seq FROM journal').get() as { seq: number }).seq;
+    raw.prepare('UPDATE journal SET body = ?, packed = ? WHERE id & 4294967295 = ?').run('', Buffer.from([1, 2]), seq);
+    raw.close();
+    const store = sqliteStore({ path });
+    // Its body is inflated when read (row-packing.ts): the refusal comes there.
+    const row = (await store.readJournal('a', seq - 1))[0]!;
+    expect(row.seq).toBe(seq);
+    expect(() => row.body).toThrow(expect.objectContaining({ code: 'corrupt_record', runId: 'a', seq }));
+    await store.close();
+  });
+
+  it('brings a database missing an index and a column up to date, and opens it again without a write', async () => {
+    const path = await storedRun('old');
+    const raw = new Database(path);
+    raw.exec('DROP INDEX journal_chunks; DROP INDEX runs_finished_at; ALTER TABLE snapshots DROP COLUMN packed;');
+    raw.close();
+    const store = sqliteStore({ path });
+    expect((await store.readRun('a'))?.runId).toBe('a');
+    await store.close();
+    const check = new Database(path);
+    const names = (check.prepare("SELECT name FROM sqlite_schema WHERE type = 'index'").all() as { name: string }[])
+      .map((row) => row.name)
+      .sort();
+    expect(names).toEqual(expect.arrayContaining(['journal_chunks', 'runs_finished_at', 'runs_number']));
+    const columns = (check.pragma('table_info(snapshots)') as { name: string }[]).map((column) => column.name);
+    expect(columns).toContain('packed');
+    // Up to date now: a second opening takes no write lock (another connection holding one does not stop it).
+    check.exec('BEGIN IMMEDIATE');
+    const again = sqliteStore({ path, busyTimeoutMs: 1 });
+    expect((await again.readRun('a'))?.runId).toBe('a');
+    check.exec('ROLLBACK');
+    check.close();
+    await again.close();
+  });
+
+  it('resumes and appends on a fresh store whose statements were never prepared before', async () => {
+    const path = join(scratch, 'fresh-append.db');
+    const first = sqliteStore({ path });
+    const loop = createLoop({ model: scriptedModel([reply('one'), reply('two')]), store: first });
+    expect((await loop.run({ goal: 'first', runId: 'x' })).stopReason).toBe('completed');
+    await first.close();
+    const second = sqliteStore({ path });
+    const again = createLoop({ model: scriptedModel([reply('three')]), store: second });
+    expect((await again.run({ goal: 'second', runId: 'y' })).stopReason).toBe('completed');
+    expect((await second.listRuns!({ limit: 10 })).map((run) => run.runId)).toEqual(['x', 'y']);
+    await second.close();
+  });
+});
