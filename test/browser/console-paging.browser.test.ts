@@ -44,11 +44,14 @@ const shownRuns = (page: Page) =>
   page.locator('tr[data-run]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run')));
 
 describe('the console page past one page of runs', () => {
-  beforeAll(() => ensureChromium(), 600_000);
+  // Chromium's first launch on a fresh machine (its font and profile caches) is not any one test's time.
+  beforeAll(async () => {
+    await ensureChromium();
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  }, 600_000);
 
   it('says more runs exist, pages forward and back, and a filter starts from the first page', async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-    const page = await browser.newPage();
+    const page = await browser!.newPage();
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(String(error)));
     await page.goto(running.url);

@@ -73,11 +73,14 @@ afterAll(async () => {
 const row = (page: Page, runId: string) => page.locator(`tr[data-run="${runId}"]`);
 
 describe('the console in chromium', () => {
-  beforeAll(() => ensureChromium(), 600_000);
+  // Chromium's first launch on a fresh machine (its font and profile caches) is not any one test's time.
+  beforeAll(async () => {
+    await ensureChromium();
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  }, 600_000);
 
   it('lists the waiting runs with their redacted arguments and buttons (the screenshot)', async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-    const page = await browser.newPage();
+    const page = await browser!.newPage();
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(String(error)));
     await page.goto(url);
