@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLoop, memoryStore, StoreRecordError, type ModelRequest, type RunResult, type Store } from 'loopstate';
+import { createLoop, memoryStore, StoreRecordError, type ModelRequest, type Store } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
@@ -19,6 +19,7 @@ import { lookup, lookupModel } from './lookup-loop.js';
 import type { Message } from '../../src/contracts/model.js';
 import { messageChars } from '../../src/engine/runtime/transcript.js';
 import { CONSOLIDATE_AT } from '../../src/engine/durable/run-journal.js';
+import { withoutResumes } from './same-end.js';
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-consolidated-chunks-'));
@@ -44,8 +45,6 @@ const loopOn = (store: Store, hangAt: number | null, onHang?: () => void, reques
     limits: { maxSteps: STEPS + 5, maxToolCalls: STEPS + 5 },
   });
 };
-
-const withoutResumes = (result: RunResult) => result.trace.filter((event) => event.type !== 'run-resume');
 
 interface Chunk {
   seq: number;

@@ -6,10 +6,11 @@
  * chain is refused naming the record.
  */
 import { describe, expect, it } from 'vitest';
-import { createLoop, memoryStore, StoreRecordError, type RunResult, type Store } from 'loopstate';
+import { createLoop, memoryStore, StoreRecordError, type Store } from 'loopstate';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
 import { lookup, lookupModel } from './lookup-loop.js';
+import { withoutResumes } from './same-end.js';
 
 /** `distinct` keys, then the same keys again in turn; the call at `hangAt` never answers. */
 const model = (distinct: number, hangAt: number | null, onHang?: () => void) =>
@@ -34,8 +35,6 @@ async function hangAt(store: Store, distinct: number, at: number, start: 'run' |
   await reached;
   await freeLease(store, 'r');
 }
-
-const withoutResumes = (result: RunResult) => result.trace.filter((event) => event.type !== 'run-resume');
 
 interface Chunk {
   seq: number;

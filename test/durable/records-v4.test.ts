@@ -8,11 +8,12 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createLoop, memoryStore, type RunResult, type Store, type StoreRow } from 'loopstate';
+import { createLoop, memoryStore, type Store, type StoreRow } from 'loopstate';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
 import { lookup, lookupModel } from './lookup-loop.js';
 import { RECORD_SCHEMA_VERSION } from '../../src/engine/durable/records.js';
+import { expectSameEnd, withoutResumes } from './same-end.js';
 
 const fixturePath = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-v4.json');
 
@@ -29,8 +30,6 @@ const loopOn = (store: Store, hangAt: number | null, onHang?: () => void) =>
     limits: { maxSteps: 40, maxToolCalls: 40 },
     noProgress: { repeatedToolCall: 1_000, unchangedState: 1_000, duplicateObservation: 8 },
   });
-
-const withoutResumes = (result: RunResult) => result.trace.filter((event) => event.type !== 'run-resume');
 
 describe('a run journalled by record schema 4', () => {
   // Written by loopstate at 76fc999 (record schema 4): run with this file's loop, hung at its 9th model call.
@@ -77,12 +76,7 @@ describe('a run journalled by record schema 4', () => {
       1,
     );
     const result = await loopOn(store, null).resume('fixture-v4');
-    expect(result.stopReason).toBe(expected.stopReason);
-    expect(result.detail).toBe(expected.detail);
-    expect(result.steps).toBe(expected.steps);
-    expect(result.messages).toEqual(expected.messages);
-    expect(result.usage).toEqual(expected.usage);
-    expect(withoutResumes(result)).toEqual(withoutResumes(expected));
+    expectSameEnd(result, expected);
   });
 
   it('a second resume after records of this version follow the version 4 ones resumes exactly too', async () => {

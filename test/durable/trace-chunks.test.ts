@@ -11,6 +11,7 @@ import { createLoop, defineTool, memoryStore, type RunResult, type Store } from 
 import { reply, scriptedModel, toolCall, virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
 import { lookup, lookupModel } from './lookup-loop.js';
+import { withoutResumes } from './same-end.js';
 
 /** Six lookups, then an answer; the step at `hangAt` never answers. */
 const model = (hangAt: number | null, onHang?: () => void) =>
@@ -34,8 +35,6 @@ function refusal(read: () => unknown): unknown {
   }
   throw new Error('expected a refusal, got none');
 }
-
-const withoutResumes = (result: RunResult) => result.trace.filter((event) => event.type !== 'run-resume');
 
 describe('trace chunks', () => {
   it('a chunk whose snapshot was never written is written over, and the trace comes back whole', async () => {

@@ -8,19 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  createLoop,
-  defineTool,
-  memoryStore,
-  type Model,
-  type ModelRequest,
-  type RunResult,
-  type Store,
-} from 'loopstate';
+import { createLoop, defineTool, memoryStore, type Model, type ModelRequest, type Store } from 'loopstate';
 import { postgresStore } from 'loopstate/postgres';
 import { sqliteStore } from 'loopstate/sqlite';
 import { virtualClock } from 'loopstate/testing';
 import { testPostgres, type TestPostgres } from '../support/test-postgres.js';
+import { withoutResumes } from './same-end.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-transcript-chunks-'));
 let server: TestPostgres;
@@ -83,8 +76,6 @@ async function stopAndApprove(store: Store, refunds: string[]) {
   const done = await loop(requests).resume('r', { approvals: { 'refund-1': { approve: true } } });
   return { done, requests };
 }
-
-const withoutResumes = (result: RunResult) => result.trace.filter((event) => event.type !== 'run-resume');
 
 describe.each([
   ['sqliteStore', () => sqliteStore({ path: join(scratch, 'runs.db') })],

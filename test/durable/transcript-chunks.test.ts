@@ -17,13 +17,13 @@ import {
   StoreRecordError,
   type Model,
   type ModelRequest,
-  type RunResult,
   type Store,
   type StoreRow,
 } from 'loopstate';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
 import { TRANSCRIPT_WINDOW } from '../../src/engine/durable/resume-plan.js';
+import { withoutResumes } from './same-end.js';
 
 const lookup = defineTool({
   name: 'lookup',
@@ -80,8 +80,6 @@ const uninterrupted = async () => {
   const result = await loopOn(memoryStore(), null, requests).run({ goal: 'go', runId: 'r' });
   return { result, requests };
 };
-
-const withoutResumes = (result: RunResult) => result.trace.filter((event) => event.type !== 'run-resume');
 
 interface Chunk {
   seq: number;
