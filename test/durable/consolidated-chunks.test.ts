@@ -18,7 +18,7 @@ import { freeLease } from './dead-owner.js';
 import { lookup, lookupModel } from './lookup-loop.js';
 import type { Message } from '../../src/contracts/model.js';
 import { messageChars } from '../../src/engine/runtime/transcript.js';
-import { CONSOLIDATE_AT } from '../../src/engine/durable/run-journal.js';
+import { CONSOLIDATE_AT } from '../../src/engine/durable/transcript-chain.js';
 import { withoutResumes } from './same-end.js';
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;

@@ -25,7 +25,7 @@ import type { Actor } from 'xstate';
 import type { LoopMachine } from '../../../machines/index.js';
 import type { LoopEvent, LoopLimits } from '../../../machines/types.js';
 import { isWellFormedResponse } from '../../contracts/model-response-schema.js';
-import type { Message, Model, ModelRequest, ModelResponse } from '../../contracts/model.js';
+import type { Model, ModelRequest, ModelResponse } from '../../contracts/model.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { knownMetadata } from '../trace/model-facts.js';
 import type { TraceEvent } from '../trace/trace-event.js';
@@ -48,13 +48,9 @@ import {
   type ToolResultRecord,
 } from './records.js';
 import { TRANSCRIPT_WINDOW, type ResumePlan } from './resume-plan.js';
-import { messageChars } from '../runtime/transcript.js';
 import {
   applyDelta,
   cursorOf,
-  markOf,
-  transcriptChange,
-  type TranscriptMark,
   restoreSessionState,
   sessionDelta,
   sessionState,
@@ -65,23 +61,7 @@ import { applyReview } from './review-decision.js';
 import { withRunLimits } from './recorded-limits.js';
 import { migrateTransportCounters } from './transport-counters-migration.js';
 import { lookUp, serialised, served, type ToolOutcome } from './tool-outcome.js';
-
-/**
- * How far the messages chunked since the last whole transcript chunk grow, as a share of it, before a chunk holds the
- * transcript whole again: the whole chunks written add up to about (1 + 1/CONSOLIDATE_AT) times the transcript,
- * and a resume parses the whole chunk and at most a third of the chunks (1/CONSOLIDATE_AT = 2).
- */
-export const CONSOLIDATE_AT = 0.5;
-
-/** What messages weigh in a chunk: their text, and a little for the JSON around each. */
-const transcriptSize = (messages: readonly Message[]): number => {
-  let size = 0;
-  for (const message of messages) size += messageChars(message) + 32;
-  return size;
-};
-
-/** A mark no transcript stands at: the change since it is the whole transcript. */
-const WHOLE: TranscriptMark = { transcript: null, revision: 0, messages: 0 };
+import { TranscriptChain } from './transcript-chain.js';
 
 export interface RunJournalOptions {
   store: Store;
@@ -148,18 +128,10 @@ export class RunJournal implements DriverHooks {
   private controlSeen: { control: RunControl; commit: number } | null = null;
   /** How much of the in-memory trace the journal's trace chunks hold (the next chunk starts there). */
   private traceChunked: number;
-  /** The last transcript chunk (0: none yet, the next one holds the transcript whole) and where the transcript stood then. */
-  private transcriptChunk: { seq: number; mark: TranscriptMark } = {
-    seq: 0,
-    mark: { transcript: null, revision: 0, messages: 0 },
-  };
+  /** The transcript chunks written with the snapshots, each continuing the one before. */
+  private readonly transcriptChain = new TranscriptChain();
   /** The seq of the last transcript chunk whose tracker triples are whole (see `afterSend`). */
   private wholeLinkSeq = 0;
-  /**
-   * The size (`transcriptSize`) of the transcript the last whole transcript chunk held, and of the messages chunked
-   * since: the next chunk holds it whole again once they reach `CONSOLIDATE_AT` of it (see `afterSend`).
-   */
-  private transcriptWhole = { size: 0, since: 0 };
   /** Tool calls running now: an outcome is committed at once while another call of its round still runs. */
   private toolsRunning = 0;
   /** The first journal write that failed during the effect in flight, if one did. */
@@ -324,16 +296,7 @@ export class RunJournal implements DriverHooks {
         });
       // The next chunk continues the snapshot's; after an older snapshot (none) it starts a chain, the transcript whole.
       const chunkSeq = plan.snapshot?.session.transcriptChunk;
-      if (chunkSeq !== undefined) {
-        this.transcriptChunk = { seq: chunkSeq, mark: markOf(session.transcript) };
-        // The chain's whole chunk held the first messages; those after it were chunked since.
-        const { messages } = session.transcript;
-        const whole = Math.min(plan.transcriptWhole ?? 0, messages.length);
-        this.transcriptWhole = {
-          size: transcriptSize(messages.slice(0, whole)),
-          since: transcriptSize(messages.slice(whole)),
-        };
-      }
+      if (chunkSeq !== undefined) this.transcriptChain.restore(chunkSeq, session.transcript, plan.transcriptWhole ?? 0);
       this.wholeLinkSeq = plan.progress?.wholeSeq ?? 0;
       // Cursors of a rebuilt run carry the progress tracker whole in the next record (it was restored, not
       // tracked) unless it is found below to stand where the last event left it.
@@ -455,16 +418,7 @@ export class RunJournal implements DriverHooks {
     }
     // The transcript since the last chunk, committed (like the trace's) with the events before the snapshot.
     const transcriptChunkSeq = this.takeSeq();
-    let change = transcriptChange(session.transcript, this.transcriptChunk.mark);
-    // Once the messages chunked since the last whole chunk reach `CONSOLIDATE_AT` of it, this chunk holds the
-    // transcript whole again (a replacement, as a new task's): a resume folds the chain from there, so it inflates
-    // and parses a few chunks, not one per snapshot of the run. The whole chunks grow geometrically: what they
-    // write stays a constant factor of the transcript, O(1) a step amortised.
-    const added = change.replace ? 0 : transcriptSize(change.messages);
-    const consolidate = added > 0 && this.transcriptWhole.since + added >= this.transcriptWhole.size * CONSOLIDATE_AT;
-    if (consolidate) change = transcriptChange(session.transcript, WHOLE);
-    if (change.replace) this.transcriptWhole = { size: transcriptSize(change.messages), since: 0 };
-    else this.transcriptWhole.since += added;
+    const { previous, change, consolidated } = this.transcriptChain.take(transcriptChunkSeq, session.transcript);
     // The tracker's triples since the previous chunk (or all of them): the snapshot holds the rest of the tracker.
     // A chunk made whole here has them whole too, so both chains a resume folds end there (not a transcript
     // replaced by the run: under a context ceiling that is every chunk, and the triples outgrow it). With the trace off a
@@ -472,7 +426,7 @@ export class RunJournal implements DriverHooks {
     // chain): the triples' chain is kept within it by a whole link once the last one would fall out of it
     // (checked at every chunk, and this chunk is a seq or two after its snapshot: a margin of 64).
     const progress = session.progress.takeChainLink(
-      consolidate || (!traceInChunks && transcriptChunkSeq - this.wholeLinkSeq > TRANSCRIPT_WINDOW - 64),
+      consolidated || (!traceInChunks && transcriptChunkSeq - this.wholeLinkSeq > TRANSCRIPT_WINDOW - 64),
     );
     this.queue({
       schemaVersion: RECORD_SCHEMA_VERSION,
@@ -480,11 +434,10 @@ export class RunJournal implements DriverHooks {
       runId: this.runId,
       seq: transcriptChunkSeq,
       snapshotSeq: this.lastEventSeq,
-      previous: this.transcriptChunk.seq,
+      previous,
       change,
       progress,
     });
-    this.transcriptChunk = { seq: transcriptChunkSeq, mark: markOf(session.transcript) };
     if (progress.whole) this.wholeLinkSeq = transcriptChunkSeq;
     const record: SnapshotRecord = {
       schemaVersion: RECORD_SCHEMA_VERSION,

@@ -1,0 +1,74 @@
+/**
+ * The journal's chain of transcript chunks, one written with each snapshot: each holds the messages since the
+ * chunk before it (which it names), or the transcript whole. A resume folds the chain back from its snapshot's
+ * chunk to the last whole one, so the journal makes a chunk whole again now and then (see `CONSOLIDATE_AT`).
+ */
+import type { Message } from '../../contracts/model.js';
+import { messageChars, type Transcript } from '../runtime/transcript.js';
+import type { SessionDelta } from './records.js';
+import { markOf, transcriptChange, type TranscriptMark } from './session-state.js';
+
+/**
+ * How far the messages chunked since the last whole transcript chunk grow, as a share of it, before a chunk holds the
+ * transcript whole again: the whole chunks written add up to about (1 + 1/CONSOLIDATE_AT) times the transcript,
+ * and a resume parses the whole chunk and at most a third of the chunks (1/CONSOLIDATE_AT = 2).
+ */
+export const CONSOLIDATE_AT = 0.5;
+
+/** What messages weigh in a chunk: their text, and a little for the JSON around each. */
+const transcriptSize = (messages: readonly Message[]): number => {
+  let size = 0;
+  for (const message of messages) size += messageChars(message) + 32;
+  return size;
+};
+
+/** A mark no transcript stands at: the change since it is the whole transcript. */
+const WHOLE: TranscriptMark = { transcript: null, revision: 0, messages: 0 };
+
+/** A transcript chunk's contents, as `TranscriptChain.take` gives them. */
+export interface ChunkLink {
+  /** The chunk this one continues (0: none). */
+  previous: number;
+  change: SessionDelta['transcript'];
+  /** Made whole to consolidate the chain (not because the run replaced its transcript). */
+  consolidated: boolean;
+}
+
+/**
+ * Where the chain stands: its last chunk, and the size of the last whole one against what was chunked since.
+ * @example
+ * const chain = new TranscriptChain();
+ * const { previous, change } = chain.take(seq, session.transcript); // then queue the chunk record
+ */
+export class TranscriptChain {
+  /** The last chunk (seq 0: none yet, the next one holds the transcript whole) and where the transcript stood then. */
+  private last: { seq: number; mark: TranscriptMark } = { seq: 0, mark: WHOLE };
+  /** The size of the transcript the last whole chunk held, and of the messages chunked since. */
+  private whole = { size: 0, since: 0 };
+
+  /** Continues a restored run's chain from its snapshot's chunk, whose chain's whole chunk held `wholeMessages`. */
+  restore(seq: number, transcript: Transcript, wholeMessages: number): void {
+    this.last = { seq, mark: markOf(transcript) };
+    const { messages } = transcript;
+    const whole = Math.min(wholeMessages, messages.length);
+    this.whole = { size: transcriptSize(messages.slice(0, whole)), since: transcriptSize(messages.slice(whole)) };
+  }
+
+  /**
+   * The next chunk, at `seq`: the messages since the last one or, once those chunked since the last whole chunk
+   * reach `CONSOLIDATE_AT` of it, the transcript whole again (a replacement, as a new task's). A resume then folds
+   * a few chunks, not one per snapshot of the run; the whole chunks grow geometrically, so what they write stays a
+   * constant factor of the transcript, O(1) a step amortised.
+   */
+  take(seq: number, transcript: Transcript): ChunkLink {
+    let change = transcriptChange(transcript, this.last.mark);
+    const added = change.replace ? 0 : transcriptSize(change.messages);
+    const consolidated = added > 0 && this.whole.since + added >= this.whole.size * CONSOLIDATE_AT;
+    if (consolidated) change = transcriptChange(transcript, WHOLE);
+    if (change.replace) this.whole = { size: transcriptSize(change.messages), since: 0 };
+    else this.whole.since += added;
+    const previous = this.last.seq;
+    this.last = { seq, mark: markOf(transcript) };
+    return { previous, change, consolidated };
+  }
+}
