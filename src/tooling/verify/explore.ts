@@ -11,13 +11,8 @@ import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import type { LoopContext, LoopEvent } from '../../../machines/types.js';
 import { isCostBudgetExhausted, isInputBudgetExhausted, isOutputBudgetExhausted } from '../../../guards/budget.js';
-import {
-  abstractOutcomes,
-  decisionClasses,
-  toolSymmetries,
-  type AbstractOutcome,
-  type OutcomeOptions,
-} from './abstract-outcomes.js';
+import { abstractOutcomes, type AbstractOutcome, type OutcomeOptions } from './abstract-outcomes.js';
+import { decisionClasses, toolSymmetries } from './decision-classes.js';
 import {
   finalKeyReason,
   keyedState,
