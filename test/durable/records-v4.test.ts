@@ -4,13 +4,13 @@
  * exactly (the duplicate-observation signal counts the triples seen before the snapshot) and goes on writing
  * its own records after it.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createLoop, memoryStore, type Store, type StoreRow } from 'loopstate';
+import { createLoop, memoryStore, type Store } from 'loopstate';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
+import { loadRunFixture, readRunFixture, saveRunFixture } from './stored-run-fixture.js';
 import { lookup, lookupModel } from './lookup-loop.js';
 import { RECORD_SCHEMA_VERSION } from '../../src/engine/durable/records.js';
 import { expectSameEnd, withoutResumes } from './same-end.js';
@@ -41,27 +41,11 @@ describe('a run journalled by record schema 4', () => {
     void loopOn(store, 8, hung).run({ goal: 'go', runId: 'fixture-v4' });
     await reached;
     await freeLease(store, 'fixture-v4');
-    const fixture = {
-      run: (await store.readRun('fixture-v4'))!.body,
-      snapshot: await store.latestSnapshot('fixture-v4'),
-      journal: await store.readJournal('fixture-v4', 0),
-    };
-    writeFileSync(fixturePath, `${JSON.stringify(fixture, null, 1)}\n`);
+    await saveRunFixture(store, 'fixture-v4', fixturePath);
   });
 
-  const fixture = () =>
-    JSON.parse(readFileSync(fixturePath, 'utf8')) as { run: string; snapshot: StoreRow; journal: StoreRow[] };
-
-  async function loadFixture(): Promise<Store> {
-    const { run, snapshot, journal } = fixture();
-    const store = memoryStore();
-    const lease = { owner: 'fixture-loader', until: Date.now() + 60_000 };
-    await store.createRun('fixture-v4', run, lease);
-    await store.append('fixture-v4', journal, lease);
-    await store.writeSnapshot('fixture-v4', snapshot, lease);
-    await store.releaseLease('fixture-v4', lease.owner);
-    return store;
-  }
+  const fixture = () => readRunFixture(fixturePath);
+  const loadFixture = () => loadRunFixture(fixturePath, 'fixture-v4');
 
   it('resumes exactly: the run stops where the uninterrupted one does, with its messages and trace', async () => {
     const expected = await loopOn(memoryStore(), null).run({ goal: 'go', runId: 'fixture-v4' });

@@ -5,13 +5,13 @@
  * (the duplicate-observation stop counts the triples seen before the snapshot), and its first chunk after the
  * resume holds the transcript whole, so a later resume folds the chain from there.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createLoop, memoryStore, type ModelRequest, type Store, type StoreRow } from 'loopstate';
+import { createLoop, memoryStore, type ModelRequest, type Store } from 'loopstate';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
+import { loadRunFixture, readRunFixture, saveRunFixture } from './stored-run-fixture.js';
 import { lookup, lookupModel } from './lookup-loop.js';
 import { expectSameEnd, withoutResumes } from './same-end.js';
 
@@ -48,25 +48,14 @@ interface Chunk {
   progress: { whole: boolean };
 }
 
-const fixture = () =>
-  JSON.parse(readFileSync(fixturePath, 'utf8')) as { run: string; snapshot: StoreRow; journal: StoreRow[] };
-
-async function loadFixture(): Promise<Store> {
-  const { run, snapshot, journal } = fixture();
-  const store = memoryStore();
-  const lease = { owner: 'fixture-loader', until: Date.now() + 60_000 };
-  await store.createRun('fixture-v5', run, lease);
-  await store.append('fixture-v5', journal, lease);
-  await store.writeSnapshot('fixture-v5', snapshot, lease);
-  await store.releaseLease('fixture-v5', lease.owner);
-  return store;
-}
+const fixture = () => readRunFixture(fixturePath);
+const loadFixture = () => loadRunFixture(fixturePath, 'fixture-v5');
 
 const chunksOf = async (store: Store): Promise<Chunk[]> =>
   (await store.readJournal('fixture-v5', 0, ['transcript'])).map((row) => JSON.parse(row.body) as Chunk);
 
 describe('a run journalled by loopstate at 2faa308 (a chain of transcript chunks, none whole after the first)', () => {
-  // Written by loopstate at 2faa308 (this file copied into that checkout): run with this file's loop, hung at its
+  // Written by loopstate at 2faa308 (this file and stored-run-fixture.ts copied into that checkout): run with this file's loop, hung at its
   // 24th model call.
   it.runIf(process.env.LOOPSTATE_WRITE_V5_FIXTURE === '1')('(writes the fixture)', async () => {
     const store = memoryStore();
@@ -75,12 +64,7 @@ describe('a run journalled by loopstate at 2faa308 (a chain of transcript chunks
     void loopOn(store, 24, hung).run({ goal: 'go', runId: 'fixture-v5' });
     await reached;
     await freeLease(store, 'fixture-v5');
-    const written = {
-      run: (await store.readRun('fixture-v5'))!.body,
-      snapshot: await store.latestSnapshot('fixture-v5'),
-      journal: await store.readJournal('fixture-v5', 0),
-    };
-    writeFileSync(fixturePath, `${JSON.stringify(written, null, 1)}\n`);
+    await saveRunFixture(store, 'fixture-v5', fixturePath);
   });
 
   it('is the chain a resume used to fold back to its start', async () => {
