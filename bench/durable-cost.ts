@@ -20,8 +20,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { z } from 'zod';
-import { createLoop, defineTool, type Message, type Model, type Store } from 'loopstate';
+import { createLoop, defineTool, type Store } from 'loopstate';
+import { lookupTool, workloadLimits, workloadModel } from './durable-workload.js';
 import { postgresStore } from 'loopstate/postgres';
 import { sqliteStore } from 'loopstate/sqlite';
 
@@ -34,65 +34,13 @@ const trace = process.env.LOOPSTATE_BENCH_TRACE !== 'off';
 const postgresUrl = process.env.LOOPSTATE_BENCH_POSTGRES_URL;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-durable-bench-'));
 
-/**
- * Which call this is, from the last assistant message's call id (`c<n>`): constant time, where counting every
- * assistant message made the storeless baseline itself grow with S (S² over a run) and flattered the ratios.
- * A resumed run's model is a new object, so the number cannot be a counter.
- */
-function callNumber(messages: readonly Message[]): number {
-  for (let index = messages.length - 1; index >= 0; index -= 1) {
-    const message = messages[index];
-    if (message?.role !== 'assistant') continue;
-    const id = message.toolCalls?.[0]?.id;
-    if (id === undefined || !/^c\d+$/.test(id)) throw new Error(`unexpected assistant message in the bench: ${id}`);
-    return Number(id.slice(1)) + 1;
-  }
-  return 1;
-}
-
-/** Instant replies: a tool call on each of the first S − 1, then the answer; `hangAt` never answers. */
-function model(total: number, hangAt: number | null = null, onHang: () => void = () => undefined): Model {
-  return {
-    id: 'scripted',
-    generate(request) {
-      const call = callNumber(request.messages);
-      const usage = { inputTokens: 50, outputTokens: 10 };
-      if (call === hangAt) {
-        onHang();
-        return new Promise(() => undefined);
-      }
-      if (call < total)
-        return Promise.resolve({
-          text: null,
-          toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
-          usage,
-        });
-      return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
-    },
-  };
-}
-
-const lookup = defineTool({
-  name: 'lookup',
-  description: 'Look a key up.',
-  input: z.object({ key: z.string() }),
-  access: 'read',
-  execute: ({ key }) => `value ${key}`,
-});
+const lookup = lookupTool(defineTool);
 
 const loopOf = (total: number, store: Store | undefined, hangAt: number | null = null, onHang?: () => void) =>
   createLoop({
-    model: model(total, hangAt, onHang),
+    model: workloadModel(total, { hangAt, onCall: (call) => (call === hangAt ? onHang?.() : undefined) }),
     tools: [lookup],
-    limits: {
-      maxSteps: total + 1,
-      maxToolCalls: total,
-      deadlineMs: Infinity,
-      maxInputTokens: Infinity,
-      maxOutputTokens: Infinity,
-      maxCostUsd: Infinity,
-    },
-    noProgress: { unchangedState: 1_000_000 },
+    ...workloadLimits(total),
     ...(trace ? {} : { trace: { inMemory: false } }),
     ...(store ? { store } : {}),
   });

@@ -25,8 +25,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type BetterSqlite3 from 'better-sqlite3';
-import { z } from 'zod';
-import { createLoop, defineTool, type Message, type Model, type Store, type StoreRow } from 'loopstate';
+import { createLoop, defineTool, type Store, type StoreRow } from 'loopstate';
+import { lookupTool, workloadLimits, workloadModel } from './durable-workload.js';
 import { sqliteStore } from 'loopstate/sqlite';
 import { pack, packCommit, type PackedRow } from '../src/adapters/sqlite/row-packing.js';
 import { JOURNAL_CHUNKS_INDEX, SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH } from '../src/adapters/sqlite/sqlite-schema.js';
@@ -36,51 +36,11 @@ const rounds = Number(process.argv[3] ?? 7);
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-journal-floor-'));
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
 
-function callNumber(messages: readonly Message[]): number {
-  for (let index = messages.length - 1; index >= 0; index -= 1) {
-    const message = messages[index];
-    if (message?.role === 'assistant') return Number(message.toolCalls?.[0]?.id.slice(1)) + 1;
-  }
-  return 1;
-}
-
-/** bench/durable-cost.ts's model: a tool call on each of the first S − 1 calls, then the answer. */
-const model = (total: number): Model => ({
-  id: 'scripted',
-  generate(request) {
-    const call = callNumber(request.messages);
-    const usage = { inputTokens: 50, outputTokens: 10 };
-    if (call < total)
-      return Promise.resolve({
-        text: null,
-        toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
-        usage,
-      });
-    return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
-  },
-});
-
-const lookup = defineTool({
-  name: 'lookup',
-  description: 'Look a key up.',
-  input: z.object({ key: z.string() }),
-  access: 'read',
-  execute: ({ key }) => `value ${key}`,
-});
-
 const loopOf = (store: Store | undefined) =>
   createLoop({
-    model: model(steps),
-    tools: [lookup],
-    limits: {
-      maxSteps: steps + 1,
-      maxToolCalls: steps,
-      deadlineMs: Infinity,
-      maxInputTokens: Infinity,
-      maxOutputTokens: Infinity,
-      maxCostUsd: Infinity,
-    },
-    noProgress: { unchangedState: 1_000_000 },
+    model: workloadModel(steps),
+    tools: [lookupTool(defineTool)],
+    ...workloadLimits(steps),
     ...(store ? { store } : {}),
   });
 

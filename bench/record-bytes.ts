@@ -11,10 +11,10 @@ import { mkdtempSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { z } from 'zod';
 import * as current from 'loopstate';
+import { lookupTool, workloadLimits, workloadModel } from './durable-workload.js';
 import * as currentSqlite from 'loopstate/sqlite';
-import type { Message, Model, Store, StoreRow } from 'loopstate';
+import type { Store, StoreRow } from 'loopstate';
 
 const steps = Number(process.argv[2] ?? 1_000);
 const rounds = Number(process.argv[3] ?? 5);
@@ -35,54 +35,11 @@ if (base !== undefined) {
 }
 builds.push({ name: 'this build', lib: current, sqliteStore: currentSqlite.sqliteStore });
 
-/** Which call this is, from the last assistant message's call id (`c<n>`), as in durable-cost.ts. */
-function callNumber(messages: readonly Message[]): number {
-  for (let index = messages.length - 1; index >= 0; index -= 1) {
-    const message = messages[index];
-    if (message?.role !== 'assistant') continue;
-    return Number(message.toolCalls![0]!.id.slice(1)) + 1;
-  }
-  return 1;
-}
-
-function model(total: number): Model {
-  return {
-    id: 'scripted',
-    generate(request) {
-      const call = callNumber(request.messages);
-      const usage = { inputTokens: 50, outputTokens: 10 };
-      if (call < total)
-        return Promise.resolve({
-          text: null,
-          toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
-          usage,
-        });
-      return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
-    },
-  };
-}
-
 const loopOf = (build: Build, total: number, store: Store | undefined) =>
   build.lib.createLoop({
-    model: model(total),
-    tools: [
-      build.lib.defineTool({
-        name: 'lookup',
-        description: 'Look a key up.',
-        input: z.object({ key: z.string() }),
-        access: 'read',
-        execute: ({ key }) => `value ${key}`,
-      }),
-    ],
-    limits: {
-      maxSteps: total + 1,
-      maxToolCalls: total,
-      deadlineMs: Infinity,
-      maxInputTokens: Infinity,
-      maxOutputTokens: Infinity,
-      maxCostUsd: Infinity,
-    },
-    noProgress: { unchangedState: 1_000_000 },
+    model: workloadModel(total),
+    tools: [lookupTool(build.lib.defineTool)],
+    ...workloadLimits(total),
     ...(store ? { store } : {}),
   });
 

@@ -26,9 +26,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
-import { z } from 'zod';
 import type * as Loopstate from 'loopstate';
-import type { Message, Model, Store } from 'loopstate';
+import { lookupTool, workloadLimits, workloadModel } from './durable-workload.js';
+import type { Store } from 'loopstate';
 import type * as LoopstateSqlite from 'loopstate/sqlite';
 
 const args = process.argv.slice(2);
@@ -56,47 +56,6 @@ async function buildAt(root: string | null): Promise<Build> {
   };
 }
 
-/** Which call this is, from the last assistant message's call id (`c<n>`): the model keeps no count, so a resumed run can use it. */
-function callNumber(messages: readonly Message[]): number {
-  for (let index = messages.length - 1; index >= 0; index -= 1) {
-    const message = messages[index];
-    if (message?.role !== 'assistant') continue;
-    const id = message.toolCalls?.[0]?.id;
-    if (id === undefined || !/^c\d+$/.test(id)) throw new Error(`unexpected assistant message in the bench: ${id}`);
-    return Number(id.slice(1)) + 1;
-  }
-  return 1;
-}
-
-/** Instant replies: a tool call on each of the first S − 1, then the answer; `hangAt` never answers. */
-function model(total: number, hangAt: number | null, onCall: () => void): Model {
-  return {
-    id: 'scripted',
-    generate(request) {
-      const call = callNumber(request.messages);
-      onCall();
-      const usage = { inputTokens: 50, outputTokens: 10 };
-      if (call === hangAt) return new Promise(() => undefined);
-      if (call < total)
-        return Promise.resolve({
-          text: null,
-          toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
-          usage,
-        });
-      return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
-    },
-  };
-}
-
-const lookupOf = (build: Build) =>
-  build.defineTool({
-    name: 'lookup',
-    description: 'Look a key up.',
-    input: z.object({ key: z.string() }),
-    access: 'read',
-    execute: ({ key }) => `value ${key}`,
-  });
-
 const loopOf = (
   build: Build,
   total: number,
@@ -105,17 +64,9 @@ const loopOf = (
   onCall: () => void = () => undefined,
 ) =>
   build.createLoop({
-    model: model(total, hangAt, onCall),
-    tools: [lookupOf(build)],
-    limits: {
-      maxSteps: total + 1,
-      maxToolCalls: total,
-      deadlineMs: Infinity,
-      maxInputTokens: Infinity,
-      maxOutputTokens: Infinity,
-      maxCostUsd: Infinity,
-    },
-    noProgress: { unchangedState: 1_000_000 },
+    model: workloadModel(total, { hangAt, onCall: () => onCall() }),
+    tools: [lookupTool(build.defineTool)],
+    ...workloadLimits(total),
     ...(trace ? {} : { trace: { inMemory: false } }),
     store,
   });
