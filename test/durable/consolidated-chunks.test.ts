@@ -28,23 +28,15 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const STEPS = 60;
 const HANG = 56;
 
-const loopOn = (store: Store, hangAt: number | null, onHang?: () => void, requests?: ModelRequest[]) => {
-  const model = lookupModel((call) => (call < STEPS ? `k${call}` : null), hangAt, onHang);
-  return createLoop({
-    model: {
-      ...model,
-      generate: (request) => {
-        requests?.push(request);
-        return model.generate(request);
-      },
-    },
+const loopOn = (store: Store, hangAt: number | null, onHang?: () => void, requests?: ModelRequest[]) =>
+  createLoop({
+    model: lookupModel((call) => (call < STEPS ? `k${call}` : null), hangAt, onHang, requests),
     tools: [lookup],
     store,
     clock: virtualClock(),
     durable: { snapshotEvery: 2 },
     limits: { maxSteps: STEPS + 5, maxToolCalls: STEPS + 5 },
   });
-};
 
 interface Chunk {
   seq: number;

@@ -4,7 +4,7 @@
  * journal left off), and can hang at one call to stand in for a process that dies there.
  */
 import { z } from 'zod';
-import { defineTool, type Model } from 'loopstate';
+import { defineTool, type Model, type ModelRequest } from 'loopstate';
 
 export const lookup = defineTool({
   name: 'lookup',
@@ -15,15 +15,20 @@ export const lookup = defineTool({
   execute: ({ key }) => `value ${key}`,
 });
 
-/** Call n asks to look up `keyOf(n)`, or answers `done` when that is null; the call at `hangAt` never answers. */
+/**
+ * Call n asks to look up `keyOf(n)`, or answers `done` when that is null; the call at `hangAt` never answers.
+ * Every request is pushed to `requests` when given (to compare a resumed run's next request).
+ */
 export function lookupModel(
   keyOf: (call: number) => string | null,
   hangAt: number | null,
   onHang: () => void = () => undefined,
+  requests?: ModelRequest[],
 ): Model {
   return {
     id: 'scripted',
     generate(request) {
+      requests?.push(request);
       const given = request.messages.filter((message) => message.role === 'assistant').length;
       if (given === hangAt) {
         onHang();

@@ -21,16 +21,9 @@ const fixturePath = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'r
  * Lookups of sixteen keys in turn; the call at `hangAt` never answers. The fixture is this loop run by 2faa308's
  * build (memoryStore, runId `fixture-v5`), hung at its 24th model call, its lease freed, the store's rows saved.
  */
-const loopOn = (store: Store, hangAt: number | null, onHang?: () => void, requests?: ModelRequest[]) => {
-  const model = lookupModel((call) => `k${call % 16}`, hangAt, onHang);
-  return createLoop({
-    model: {
-      ...model,
-      generate: (request) => {
-        requests?.push(request);
-        return model.generate(request);
-      },
-    },
+const loopOn = (store: Store, hangAt: number | null, onHang?: () => void, requests?: ModelRequest[]) =>
+  createLoop({
+    model: lookupModel((call) => `k${call % 16}`, hangAt, onHang, requests),
     tools: [lookup],
     store,
     clock: virtualClock(),
@@ -38,7 +31,6 @@ const loopOn = (store: Store, hangAt: number | null, onHang?: () => void, reques
     limits: { maxSteps: 60, maxToolCalls: 60 },
     noProgress: { repeatedToolCall: 1_000, unchangedState: 1_000, duplicateObservation: 9 },
   });
-};
 
 interface Chunk {
   schemaVersion: number;
