@@ -17,6 +17,8 @@ vi.mock('../../adapters/openai/index.js', async (original) => (imported.add('ope
 vi.mock('../../adapters/cassette/index.js', async (original) => (imported.add('cassette'), original()));
 vi.mock('../../adapters/sqlite/index.js', async (original) => (imported.add('sqlite'), original()));
 vi.mock('../../adapters/postgres/index.js', async (original) => (imported.add('postgres'), original()));
+// The engine (~240 modules): `--version`, `--help` and a usage error do without it.
+vi.mock('../../internal.js', async (original) => (imported.add('internal'), original()));
 vi.mock('../../adapters/mcp/index.js', async (original) => (imported.add('mcp'), original()));
 
 const { runCli } = await import('./run-cli.js');
@@ -32,16 +34,23 @@ describe('the CLI imports a command when it runs', () => {
     expect([...imported]).toEqual([]);
     const version = await cli(['--version']);
     expect(version.code).toBe(0);
+    expect(version.text).toMatch(/^\d+\.\d+\.\d+/);
+    // Nor the engine (`loopstate/internal`) for the CLI's own help, or a command it does not know.
+    const usage = await cli(['--help']);
+    expect(usage.code).toBe(0);
+    expect(usage.text).toMatch(/^Usage: loopstate/);
+    const unknown = await cli(['no-such-command']);
+    expect(unknown.code).toBe(2);
     expect([...imported]).toEqual([]);
     const help = await cli(['verify', '--help']);
     expect(help.code).toBe(0);
     expect(help.text).toMatch(/^Usage: loopstate verify/);
-    expect([...imported]).toEqual(['verify-command']);
+    expect([...imported]).toEqual(['verify-command', 'internal']);
     // A bad argument is reported by the module it loaded, as before.
     const bad = await cli(['verify', '--max-states', 'many', 'loop.ts']);
     expect(bad.code).toBe(2);
     expect(bad.text).toContain('--max-states expects a positive whole number');
-    expect([...imported]).toEqual(['verify-command']);
+    expect([...imported]).toEqual(['verify-command', 'internal']);
   });
 
   it('loads each other command (and what it needs) when that command runs', async () => {

@@ -112,6 +112,13 @@ describe('runCli usage errors exit 2', () => {
     expect(err).toMatch(/^loopstate: unknown command "launch"\n\nUsage: loopstate <command>/);
   });
 
+  it("names inspect's bad option in the parser's words, then shows the usage", async () => {
+    const { code, out, err } = await cli(['inspect', 'trace.jsonl', '--port']);
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(err).toMatch(/^loopstate inspect: Option '--port <value>' argument missing\n\nUsage: loopstate <command>/);
+  });
+
   it('names an unknown example and lists the known ones, without running anything', async () => {
     let loads = 0;
     const counted: BundledExample = { description: '', load: () => (loads++, failing.load()) };

@@ -6,7 +6,6 @@
  */
 import { BUNDLED_EXAMPLES, DEFAULT_EXAMPLE, type BundledExample } from './bundled-examples.js';
 import { EXIT_CODES } from './cli-error.js';
-import { thrownMessage } from '../../internal.js';
 import { packageVersion } from './package-version.js';
 import type { CliIo } from './cli-io.js';
 import { terminalSafe } from './terminal-safe.js';
@@ -68,9 +67,17 @@ export async function runCli(argv: readonly string[], io: CliIo, options: RunCli
     return await dispatch(argv, safeIo, options.examples ?? BUNDLED_EXAMPLES, options.stop);
   } catch (error) {
     // The bin must end with a message and an exit code, never an unhandled rejection.
-    safeIo.err(`loopstate: ${thrownMessage(error)}`);
+    safeIo.err(`loopstate: ${await describeThrown(error)}`);
     return EXIT_FAILURE;
   }
+}
+
+/**
+ * `thrownMessage`, imported when something was thrown: `loopstate/internal` loads the engine (~240 modules, ~0.1 s),
+ * which `--version`, `--help` and a usage error do without, and each command imports for itself when it runs.
+ */
+async function describeThrown(error: unknown): Promise<string> {
+  return (await import('../../internal.js')).thrownMessage(error);
 }
 
 async function dispatch(
@@ -135,7 +142,7 @@ async function inspect(
       options: { port: { type: 'string' }, run: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
     });
   } catch (error) {
-    io.err(`loopstate inspect: ${thrownMessage(error)}\n\n${usage(examples)}`);
+    io.err(`loopstate inspect: ${await describeThrown(error)}\n\n${usage(examples)}`);
     return EXIT_USAGE;
   }
   if (parsed.values.help) {

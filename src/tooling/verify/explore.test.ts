@@ -1,12 +1,32 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import incidentLoop from '../../../examples/incident.js';
 import { loopMachine } from '../../../machines/loop-machine.js';
 import type { AbstractOutcome } from './abstract-outcomes.js';
+import type * as CompiledStep from './compiled-step.js';
 import { exploreLoop, outcomesOf, type ExploredState } from './explore.js';
 import { resolveForVerify } from './resolve-for-verify.js';
 import { keyOptionsFor, stateKey } from './state-key.js';
 import { createTransitionTracer } from './transition-catalog.js';
 import { verifyModelOf } from './verify-model.js';
+
+/** The event types the exploration's compiled step was given, counted (the real step, wrapped). */
+const stepped = vi.hoisted(() => new Map<string, number>());
+vi.mock('./compiled-step.js', async (original) => {
+  const actual = await original<typeof CompiledStep>();
+  return {
+    ...actual,
+    compileMachine: (...args: Parameters<typeof actual.compileMachine>) => {
+      const compiled = actual.compileMachine(...args);
+      if (compiled === null) return null;
+      const step = compiled.step;
+      compiled.step = (leaf, context, event, fired) => {
+        stepped.set(event.type, (stepped.get(event.type) ?? 0) + 1);
+        return step(leaf, context, event, fired);
+      };
+      return compiled;
+    },
+  };
+});
 
 const { config } = resolveForVerify(incidentLoop);
 const model = verifyModelOf(config, { ...config.limits, maxSteps: 6 });
@@ -22,7 +42,7 @@ describe('memoised successors', () => {
       const outcome = outcomesOf(graph, source)[graph.edgeOutcome[edge] as number];
       if (
         outcome === undefined ||
-        !['run.cancelRequested', 'run.faulted', 'run.deadlineReached'].includes(outcome.event.type)
+        !['run.cancelRequested', 'run.faulted', 'run.deadlineReached', 'tool.withheld'].includes(outcome.event.type)
       )
         continue;
       const { next } = tracer.step(source, outcome.event);
@@ -33,6 +53,29 @@ describe('memoised successors', () => {
     }
     expect(checked).toBeGreaterThan(3 * 1_000);
     expect(graph.reductions.join('\n')).toMatch(/memoised successors: [\d,]+ interruptions/);
+  }, 60_000);
+
+  it('a withheld tool is stepped once per state node, and the report counts the interruptions alone', () => {
+    stepped.clear();
+    const graph = exploreLoop(model);
+    const edgesOf = (type: string) => {
+      let edges = 0;
+      for (let edge = 0; edge < graph.edgeCount; edge += 1) {
+        const source = graph.states[graph.edgeSource[edge] as number] as ExploredState;
+        if (outcomesOf(graph, source)[graph.edgeOutcome[edge] as number]?.event.type === type) edges += 1;
+      }
+      return edges;
+    };
+    const withheld = edgesOf('tool.withheld');
+    expect(withheld).toBeGreaterThan(500);
+    // One step per state node that waits for the model (a handful), not one per edge.
+    expect(stepped.get('tool.withheld')).toBeGreaterThan(0);
+    expect(stepped.get('tool.withheld')).toBeLessThan(20);
+    const interruptions = ['run.cancelRequested', 'run.faulted', 'run.deadlineReached'];
+    const memoised = interruptions.reduce((sum, type) => sum + edgesOf(type) - (stepped.get(type) ?? 0), 0);
+    expect(graph.reductions.join('\n')).toContain(
+      `memoised successors: ${memoised.toLocaleString('en-US')} interruptions (cancel, fault, deadline)`,
+    );
   }, 60_000);
 
   it('a statechart given other guards is explored with no reduction and no memo', () => {

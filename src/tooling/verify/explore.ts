@@ -143,6 +143,13 @@ function spentBudget(context: LoopContext): string | null {
 
 const INTERRUPTIONS = new Set<string>(['run.cancelRequested', 'run.faulted', 'run.deadlineReached']);
 
+/**
+ * The outcomes whose successor is memoised per state node: the interruptions, and a tool withheld (its circuit open),
+ * which in the shipped machine is the same kind of transition (one unguarded transition into TERMINATED with a fixed
+ * stop reason, recording the event's time alone). The report's line counts the interruptions only, as it always has.
+ */
+const MEMOISED = new Set<string>([...INTERRUPTIONS, 'tool.withheld']);
+
 function spends(outcome: AbstractOutcome): boolean {
   const { event } = outcome;
   if (event.type === 'model.responded' || event.type === 'model.failed') return true;
@@ -320,7 +327,7 @@ export function exploreLoop(
   const initialLeaf = compiled === null ? -1 : compiled.leafOf(initial);
   if (compiled !== null) leafFacts(initialLeaf);
   if (find(keyedState(initial)) < 0) addFound(initial, -1, initialLeaf);
-  // Memoised successors of the interruptions: in the shipped machine each is one unguarded transition of the state
+  // Memoised successors of the interruptions (and of a tool withheld: see `MEMOISED`): in the shipped machine each is one unguarded transition of the state
   // node into TERMINATED with a fixed stop reason (the final state's whole key), and the model calls it records come
   // from the event alone, so from one node the same outcome always has the same successor, transitions and spend.
   const interruptionSuccessors = new Map<
@@ -347,7 +354,7 @@ export function exploreLoop(
     for (let position = 0; position < outcomes.length; position += 1) {
       const outcome = outcomes[position] as AbstractOutcome;
       const edge = source.length;
-      const memoised = reduce && INTERRUPTIONS.has(outcome.event.type);
+      const memoised = reduce && MEMOISED.has(outcome.event.type);
       if (memoised && nodeSuccessors === undefined) {
         nodeSuccessors = interruptionSuccessors.get(node) ?? new Map();
         interruptionSuccessors.set(node, nodeSuccessors);
@@ -357,7 +364,7 @@ export function exploreLoop(
       let spentModelCalls: number;
       let spentToolCalls: number;
       if (memo !== undefined) {
-        memoisedEdges += 1;
+        if (INTERRUPTIONS.has(outcome.event.type)) memoisedEdges += 1;
         ({ next, modelCalls: spentModelCalls, toolCalls: spentToolCalls } = memo);
       } else {
         let nextContext: LoopContext;
