@@ -25,7 +25,7 @@ import type { Actor } from 'xstate';
 import type { LoopMachine } from '../../../machines/index.js';
 import type { LoopEvent, LoopLimits } from '../../../machines/types.js';
 import { isWellFormedResponse } from '../../contracts/model-response-schema.js';
-import type { Model, ModelRequest, ModelResponse } from '../../contracts/model.js';
+import type { Message, Model, ModelRequest, ModelResponse } from '../../contracts/model.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { knownMetadata } from '../trace/model-facts.js';
 import type { TraceEvent } from '../trace/trace-event.js';
@@ -44,6 +44,7 @@ import {
   type IntentRecord,
   type JournalRecord,
   type ModelRecord,
+  type ResultMessagesAt,
   type SnapshotRecord,
   type ToolResultRecord,
 } from './records.js';
@@ -137,6 +138,8 @@ export class RunJournal implements DriverHooks {
   /** The first journal write that failed during the effect in flight, if one did. */
   private writeFailure: unknown = null;
   private health: ToolHealth | null = null;
+  /** The run's session, once the driver hands it over (`restore`): its transcript is chunked at the stop. */
+  private session: RunSession | null = null;
   /** What the event the run stopped at (for approval) is replaced with, once rebuilt. */
   private superseding: { seq: number; approvals?: Record<string, ApprovalDecision>; review?: ReviewDecision } | null =
     null;
@@ -276,12 +279,39 @@ export class RunJournal implements DriverHooks {
     return { seq, length: trace.length };
   }
 
+  /**
+   * Queues the transcript's change since the chain's last chunk as a last chunk, for the stop's recorded result
+   * (which then holds no messages: the history is stored once), and returns where the run record finds them; null
+   * (the record then holds them whole) when `messages` (the result's) are not the transcript followed by notes that
+   * close its open calls, or the run has no session (it never started).
+   */
+  chunkFinalTranscript(messages: readonly Message[]): ResultMessagesAt | null {
+    const transcript = this.session?.transcript;
+    if (transcript === undefined) return null;
+    const closing = closingOf(transcript.messages, messages);
+    if (closing === null) return null;
+    const seq = this.takeSeq();
+    const { previous, change } = this.transcriptChain.take(seq, transcript);
+    // No tracker triples: no snapshot names this chunk, so no resume folds it.
+    this.queue({
+      schemaVersion: RECORD_SCHEMA_VERSION,
+      kind: 'transcript',
+      runId: this.runId,
+      seq,
+      snapshotSeq: this.lastEventSeq,
+      previous,
+      change,
+    });
+    return { seq, from: this.transcriptChain.wholeSeq, messages: transcript.messages.length, closing };
+  }
+
   private takeSeq(): number {
     return this.nextSeq++;
   }
 
   async restore({ actor, session, health, send, deliver }: RestoreTarget): Promise<boolean> {
     this.health = this.options.ownsHealth ? health : null;
+    this.session = session;
     const plan = this.options.plan;
     // A run interrupted before its first event has nothing to rebuild: it starts afresh.
     if (plan === null || (plan.snapshot === null && plan.events.length === 0)) {
@@ -296,7 +326,13 @@ export class RunJournal implements DriverHooks {
         });
       // The next chunk continues the snapshot's; after an older snapshot (none) it starts a chain, the transcript whole.
       const chunkSeq = plan.snapshot?.session.transcriptChunk;
-      if (chunkSeq !== undefined) this.transcriptChain.restore(chunkSeq, session.transcript, plan.transcriptWhole ?? 0);
+      if (chunkSeq !== undefined)
+        this.transcriptChain.restore(
+          chunkSeq,
+          session.transcript,
+          plan.transcriptWhole ?? 0,
+          plan.transcriptWholeSeq ?? 0,
+        );
       this.wholeLinkSeq = plan.progress?.wholeSeq ?? 0;
       // Cursors of a rebuilt run carry the progress tracker whole in the next record (it was restored, not
       // tracked) unless it is found below to stand where the last event left it.
@@ -609,6 +645,48 @@ export class RunJournal implements DriverHooks {
     // resumed round (its finished calls served at once) settles them.
     if (this.toolsRunning > 1 && (!tool.idempotent || this.roundHasWrites)) await this.flush();
   }
+}
+
+/**
+ * What `closed` (a result's messages) adds after `transcript`'s messages, when it begins with copies of them: the
+ * notes a stop answers open calls with. Null when it does not (the record then keeps the messages whole).
+ */
+function closingOf(transcript: readonly Message[], closed: readonly Message[]): Message[] | null {
+  if (closed.length < transcript.length) return null;
+  for (let index = 0; index < transcript.length; index++)
+    if (!sameMessage(transcript[index]!, closed[index]!)) return null;
+  return closed.slice(transcript.length);
+}
+
+function sameMessage(a: Message, b: Message): boolean {
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) {
+    const left = (a as unknown as Record<string, unknown>)[key];
+    const right = (b as unknown as Record<string, unknown>)[key];
+    if (key === 'toolCalls') {
+      const calls = left as { id: string; name: string; arguments: string }[] | undefined;
+      const others = right as typeof calls;
+      if (calls === undefined || others === undefined) {
+        if (calls !== others) return false;
+        continue;
+      }
+      if (!Array.isArray(calls) || !Array.isArray(others) || calls.length !== others.length) return false;
+      for (let index = 0; index < calls.length; index++) {
+        const call = calls[index]!;
+        const other = others[index]!;
+        if (
+          Object.keys(call).length !== 3 ||
+          Object.keys(other).length !== 3 ||
+          call.id !== other.id ||
+          call.name !== other.name ||
+          call.arguments !== other.arguments
+        )
+          return false;
+      }
+    } else if (left !== right) return false;
+  }
+  return true;
 }
 
 /** Whether a call of the tool round about to run is not idempotent (its intent must be durable before it runs). */

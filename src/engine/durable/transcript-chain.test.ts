@@ -24,6 +24,8 @@ describe('TranscriptChain', () => {
     const third = chain.take(9, transcript);
     expect(third).toMatchObject({ previous: 7, consolidated: true, change: { replace: true } });
     expect(third.change.messages).toHaveLength(12);
+    // Where a reader of the chain's end starts: its whole chunk.
+    expect(chain.wholeSeq).toBe(9);
     // Nothing new: an empty change, never made whole for nothing.
     expect(chain.take(11, transcript)).toMatchObject({ previous: 9, consolidated: false, change: { messages: [] } });
   });
@@ -33,12 +35,14 @@ describe('TranscriptChain', () => {
     for (let index = 0; index < 10; index += 1) transcript.append(user('x'.repeat(100)));
     // The chain's whole chunk held 8 messages; 2 were chunked after it, one more makes half.
     const restored = new TranscriptChain();
-    restored.restore(40, transcript, 8);
+    restored.restore(40, transcript, 8, 31);
+    expect(restored.wholeSeq).toBe(31);
     transcript.append(user('x'.repeat(100)));
     expect(restored.take(44, transcript)).toMatchObject({ previous: 40, consolidated: false });
     transcript.append(user('x'.repeat(100)));
     const whole = restored.take(48, transcript);
     expect(whole).toMatchObject({ previous: 44, consolidated: true });
     expect(whole.change.messages).toHaveLength(12);
+    expect(restored.wholeSeq).toBe(48);
   });
 });

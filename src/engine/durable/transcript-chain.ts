@@ -45,10 +45,21 @@ export class TranscriptChain {
   private last: { seq: number; mark: TranscriptMark } = { seq: 0, mark: WHOLE };
   /** The size of the transcript the last whole chunk held, and of the messages chunked since. */
   private whole = { size: 0, since: 0 };
+  /** The seq of the last whole chunk, or a seq before it (0: not known, the chain may start anywhere). */
+  private wholeAt = 0;
 
-  /** Continues a restored run's chain from its snapshot's chunk, whose chain's whole chunk held `wholeMessages`. */
-  restore(seq: number, transcript: Transcript, wholeMessages: number): void {
+  /** A seq at or before the chain's last whole chunk: its chain is in the journal from there on. */
+  get wholeSeq(): number {
+    return this.wholeAt;
+  }
+
+  /**
+   * Continues a restored run's chain from its snapshot's chunk, whose chain's whole chunk (at `wholeSeq`; 0 when
+   * not known) held `wholeMessages`.
+   */
+  restore(seq: number, transcript: Transcript, wholeMessages: number, wholeSeq = 0): void {
     this.last = { seq, mark: markOf(transcript) };
+    this.wholeAt = wholeSeq;
     const { messages } = transcript;
     const whole = Math.min(wholeMessages, messages.length);
     this.whole = { size: transcriptSize(messages.slice(0, whole)), since: transcriptSize(messages.slice(whole)) };
@@ -65,8 +76,10 @@ export class TranscriptChain {
     const added = change.replace ? 0 : transcriptSize(change.messages);
     const consolidated = added > 0 && this.whole.since + added >= this.whole.size * CONSOLIDATE_AT;
     if (consolidated) change = transcriptChange(transcript, WHOLE);
-    if (change.replace) this.whole = { size: transcriptSize(change.messages), since: 0 };
-    else this.whole.since += added;
+    if (change.replace) {
+      this.whole = { size: transcriptSize(change.messages), since: 0 };
+      this.wholeAt = seq;
+    } else this.whole.since += added;
     const previous = this.last.seq;
     this.last = { seq, mark: markOf(transcript) };
     return { previous, change, consolidated };
