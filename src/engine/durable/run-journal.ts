@@ -658,33 +658,19 @@ function closingOf(transcript: readonly Message[], closed: readonly Message[]): 
   return closed.slice(transcript.length);
 }
 
+/** Whether `b` is a copy of `a` (as `closedConversation` makes one): field by field, no allocation. */
 function sameMessage(a: Message, b: Message): boolean {
-  const keys = Object.keys(a);
-  if (keys.length !== Object.keys(b).length) return false;
-  for (const key of keys) {
-    const left = (a as unknown as Record<string, unknown>)[key];
-    const right = (b as unknown as Record<string, unknown>)[key];
-    if (key === 'toolCalls') {
-      const calls = left as { id: string; name: string; arguments: string }[] | undefined;
-      const others = right as typeof calls;
-      if (calls === undefined || others === undefined) {
-        if (calls !== others) return false;
-        continue;
-      }
-      if (!Array.isArray(calls) || !Array.isArray(others) || calls.length !== others.length) return false;
-      for (let index = 0; index < calls.length; index++) {
-        const call = calls[index]!;
-        const other = others[index]!;
-        if (
-          Object.keys(call).length !== 3 ||
-          Object.keys(other).length !== 3 ||
-          call.id !== other.id ||
-          call.name !== other.name ||
-          call.arguments !== other.arguments
-        )
-          return false;
-      }
-    } else if (left !== right) return false;
+  if (a.role !== b.role || a.content !== b.content) return false;
+  if (a.role === 'tool') return a.toolCallId === (b as typeof a).toolCallId;
+  if (a.role !== 'assistant') return true;
+  const calls = a.toolCalls;
+  const others = (b as typeof a).toolCalls;
+  if (calls === undefined || others === undefined) return calls === others;
+  if (calls.length !== others.length) return false;
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!;
+    const other = others[index]!;
+    if (call.id !== other.id || call.name !== other.name || call.arguments !== other.arguments) return false;
   }
   return true;
 }
