@@ -174,6 +174,7 @@ describe('a stop’s run record refers to the transcript in the journal', () => 
       tools: [refund],
       store,
       clock: virtualClock(),
+      durable: { snapshotEvery: 1 },
     });
     const stopped = await loop.run({ goal: 'Refund O-7', runId: 'a' });
     expect(stopped.status).toBe('needs_human');
@@ -196,7 +197,7 @@ describe('a stop’s run record refers to the transcript in the journal', () => 
   it('loopstate runs show prints the stored messages through the loop’s redaction', async () => {
     const db = join(scratch, 'secret.db');
     const store = sqliteStore({ path: db });
-    const loop = createLoop({ ...config, store });
+    const loop = createLoop({ ...config, store, durable: { snapshotEvery: 1 } });
     await loop.run({ goal: `Refund order O-5 with key ${SECRET}`, runId: 'run-O-5' });
     const live = await loop.resume('run-O-5', { approvals: { 'call-O-5': { approve: true } } });
     expect(live.stopReason, live.detail).toBe('completed');
@@ -217,6 +218,24 @@ describe('a stop’s run record refers to the transcript in the journal', () => 
       else expect(message).toEqual(JSON.parse(JSON.stringify(original)));
     });
     expect(printed.join('\n')).not.toContain(SECRET);
+  });
+
+  it('a run shorter than a snapshot keeps its few messages in its record (no chain to name, no row of their own)', async () => {
+    const store = memoryStore();
+    const loop = () =>
+      createLoop({
+        model: scriptedModel([toolCall('lookup', { key: 'A' }), reply('done')]),
+        tools: [long],
+        store,
+        clock: virtualClock(),
+      });
+    const live = await loop().run({ goal: 'go', runId: 's' });
+    expect(live.stopReason, live.detail).toBe('completed');
+    expect(await store.readJournal('s', 0, ['transcript'])).toEqual([]);
+    const record = await recordOf(store, 's');
+    expect(record.resultMessages).toBeUndefined();
+    expect(record.result.messages).toEqual(JSON.parse(JSON.stringify(live.messages)));
+    expect((await loop().resume('s')).messages).toEqual(live.messages);
   });
 
   it('a missing or damaged chunk the record names is refused, naming its seq; nothing else is lost', async () => {

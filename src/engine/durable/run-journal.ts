@@ -283,11 +283,12 @@ export class RunJournal implements DriverHooks {
    * Queues the transcript's change since the chain's last chunk as a last chunk, for the stop's recorded result
    * (which then holds no messages: the history is stored once), and returns where the run record finds them; null
    * (the record then holds them whole) when `messages` (the result's) are not the transcript followed by notes that
-   * close its open calls, or the run has no session (it never started).
+   * close its open calls, the run has no session (it never started), or no chain of transcript chunks yet (a run
+   * shorter than a snapshot: its messages are few, and a row of their own would cost more than it saves).
    */
   chunkFinalTranscript(messages: readonly Message[]): ResultMessagesAt | null {
     const transcript = this.session?.transcript;
-    if (transcript === undefined) return null;
+    if (transcript === undefined || !this.transcriptChain.started) return null;
     const closing = closingOf(transcript.messages, messages);
     if (closing === null) return null;
     const seq = this.takeSeq();

@@ -11,7 +11,9 @@ describe('TranscriptChain', () => {
     const transcript = new Transcript(0);
     for (let index = 0; index < 8; index += 1) transcript.append(user('x'.repeat(100)));
     const chain = new TranscriptChain();
+    expect(chain.started).toBe(false);
     const first = chain.take(3, transcript);
+    expect(chain.started).toBe(true);
     expect(first).toMatchObject({ previous: 0, consolidated: false, change: { replace: true } });
     expect(first.change.messages).toHaveLength(8);
     // Three messages since (3/8 of the whole): chunked on their own, each naming the chunk before.

@@ -48,6 +48,11 @@ export class TranscriptChain {
   /** The seq of the last whole chunk, or a seq before it (0: not known, the chain may start anywhere). */
   private wholeAt = 0;
 
+  /** Whether the journal has a chunk yet (written with a snapshot, or continued from a restored one). */
+  get started(): boolean {
+    return this.last.seq !== 0;
+  }
+
   /** A seq at or before the chain's last whole chunk: its chain is in the journal from there on. */
   get wholeSeq(): number {
     return this.wholeAt;
