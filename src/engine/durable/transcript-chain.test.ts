@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../contracts/model.js';
 import { Transcript } from '../runtime/transcript.js';
-import { CONSOLIDATE_AT, TranscriptChain } from './transcript-chain.js';
+import { closingOf, CONSOLIDATE_AT, TranscriptChain } from './transcript-chain.js';
 
 const user = (text: string): Message => ({ role: 'user', content: text });
 
@@ -46,5 +46,40 @@ describe('TranscriptChain', () => {
     expect(whole).toMatchObject({ previous: 44, consolidated: true });
     expect(whole.change.messages).toHaveLength(12);
     expect(restored.wholeSeq).toBe(48);
+  });
+});
+
+describe('closingOf', () => {
+  const assistant = (id: string): Message => ({
+    role: 'assistant',
+    content: null,
+    toolCalls: [{ id, name: 'lookup', arguments: '{"key":"a"}' }],
+  });
+  const answer = (id: string, content = 'value a'): Message => ({ role: 'tool', toolCallId: id, content });
+  const transcript: Message[] = [user('go'), assistant('c1'), answer('c1'), assistant('c2')];
+  const copy = (messages: Message[]) => messages.map((message) => structuredClone(message));
+
+  it('gives what a result adds after copies of the transcript: the notes closing its open calls, or nothing', () => {
+    const note = answer('c2', 'not run: the run stopped');
+    expect(closingOf(transcript, [...copy(transcript), note])).toEqual([note]);
+    expect(closingOf(transcript, copy(transcript))).toEqual([]);
+  });
+
+  it('is null when the result is not the transcript followed by notes (the record then keeps the messages whole)', () => {
+    const note = answer('c2', 'not run');
+    // Shorter; a message changed; a tool call's arguments changed; a note inserted before the end.
+    expect(closingOf(transcript, copy(transcript).slice(0, 3))).toBeNull();
+    expect(closingOf(transcript, [user('gone'), ...copy(transcript).slice(1), note])).toBeNull();
+    const changedCall = copy(transcript);
+    changedCall[1] = {
+      role: 'assistant',
+      content: null,
+      toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{"key":"b"}' }],
+    };
+    expect(closingOf(transcript, changedCall)).toBeNull();
+    expect(closingOf(transcript, [...copy(transcript).slice(0, 2), note, ...copy(transcript).slice(2)])).toBeNull();
+    const noCalls = copy(transcript);
+    noCalls[3] = { role: 'assistant', content: null };
+    expect(closingOf(transcript, noCalls)).toBeNull();
   });
 });

@@ -90,3 +90,33 @@ export class TranscriptChain {
     return { previous, change, consolidated };
   }
 }
+
+/**
+ * What `closed` (a result's messages) adds after `transcript`'s messages, when it begins with copies of them: the
+ * notes a stop answers open calls with. Null when it does not (the record then keeps the messages whole).
+ * @example
+ * const closing = closingOf(session.transcript.messages, result.messages); // [] when no call was left open
+ */
+export function closingOf(transcript: readonly Message[], closed: readonly Message[]): Message[] | null {
+  if (closed.length < transcript.length) return null;
+  for (let index = 0; index < transcript.length; index++)
+    if (!sameMessage(transcript[index]!, closed[index]!)) return null;
+  return closed.slice(transcript.length);
+}
+
+/** Whether `b` is a copy of `a` (as `closedConversation` makes one): field by field, no allocation. */
+function sameMessage(a: Message, b: Message): boolean {
+  if (a.role !== b.role || a.content !== b.content) return false;
+  if (a.role === 'tool') return a.toolCallId === (b as typeof a).toolCallId;
+  if (a.role !== 'assistant') return true;
+  const calls = a.toolCalls;
+  const others = (b as typeof a).toolCalls;
+  if (calls === undefined || others === undefined) return calls === others;
+  if (calls.length !== others.length) return false;
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!;
+    const other = others[index]!;
+    if (call.id !== other.id || call.name !== other.name || call.arguments !== other.arguments) return false;
+  }
+  return true;
+}
