@@ -43,15 +43,20 @@ const loopOf = (build: Build, total: number, store: Store | undefined) =>
     ...(store ? { store } : {}),
   });
 
-/** A memory store that counts the characters of every row and snapshot it is handed, by kind. */
+/** A memory store that counts the characters of every row, snapshot and run record it is handed, by kind. */
 function counting(build: Build, bytes: Map<string, number>, lastSnapshot: { chars: number }): Store {
   const store = build.lib.memoryStore();
   const add = (kind: string, chars: number) => bytes.set(kind, (bytes.get(kind) ?? 0) + chars);
   return {
     ...store,
-    append: (runId, rows: StoreRow[], ...rest) => {
+    createRun: (runId, body, lease) => {
+      add('run', body.length);
+      return store.createRun(runId, body, lease);
+    },
+    append: (runId, rows: StoreRow[], lease, runBody, finishedAt) => {
       for (const row of rows) add(row.kind, row.body.length);
-      return store.append(runId, rows, ...rest);
+      if (runBody !== undefined) add('run', runBody.length);
+      return store.append(runId, rows, lease, runBody, finishedAt);
     },
     writeSnapshot: (runId, row, lease) => {
       add('snapshot', row.body.length);
@@ -62,7 +67,8 @@ function counting(build: Build, bytes: Map<string, number>, lastSnapshot: { char
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
-const kinds = ['event', 'trace', 'transcript', 'snapshot', 'model', 'intent', 'tool-result'];
+// `run`: the run records (the first, and the stop's, which held the result's messages whole before schema 6).
+const kinds = ['event', 'trace', 'transcript', 'snapshot', 'model', 'intent', 'tool-result', 'run'];
 
 console.log(
   `load average ${loadavg()

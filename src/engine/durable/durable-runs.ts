@@ -36,7 +36,13 @@ import {
   type RunRecord,
 } from './records.js';
 import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
-import { readResultTrace, readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
+import {
+  readResultMessages,
+  readResultTrace,
+  readResumePlan,
+  type ContinueWith,
+  type ResumePlan,
+} from './resume-plan.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { resultTraceView } from '../trace/run-trace.js';
 import { RunJournal } from './run-journal.js';
@@ -414,8 +420,8 @@ export class DurableRuns {
             decidedReview(continueWith.pending, continueWith.decision, continueWith.waitingSeq),
           ]
         : record.decidedReviews;
-    // A waiting run's result (and where its trace is) goes once it continues.
-    const { resultTrace: _stale, pendingReview: _decided, ...rest } = record;
+    // A waiting run's result (and where its trace and messages are) goes once it continues.
+    const { resultTrace: _stale, resultMessages: _staleMessages, pendingReview: _decided, ...rest } = record;
     const continued: RunRecord = {
       ...rest,
       decidedCalls,
@@ -475,7 +481,9 @@ export class DurableRuns {
     // Its length and its last events only: a resumed run's earlier events stay in the journal until `result.trace` is read.
     const trace = resultTraceView(result);
     const resultTrace = this.resolved.trace.inMemory && trace.length > 0 ? journal.chunkFinalTrace(trace) : undefined;
-    const stopped = this.stoppedRecord(continued, result, journal.lastSeq, resultTrace);
+    // So are the messages: in the journal's transcript chunks, the run record naming the last (written now).
+    const resultMessages = journal.chunkFinalTranscript(result.messages) ?? undefined;
+    const stopped = this.stoppedRecord(continued, result, journal.lastSeq, resultTrace, resultMessages);
     // The events still queued and the run's new metadata: one commit.
     // Finished at the wall clock's time (not the run's clock): `prune` compares it with the caller's `Date.now()`.
     await journal.finish(encodeRecord(stopped), stopped.state === 'finished' ? Date.now() : undefined);
@@ -503,7 +511,8 @@ export class DurableRuns {
   /** The trace a waiting run's stop recorded; none when it cannot be read (the resumed trace then lacks what followed the stop's event). */
   private async stopTraceOf(record: RunRecord): Promise<readonly TraceEvent[]> {
     try {
-      return (await this.recordedResult(record)).trace;
+      if (record.resultTrace === undefined) return (record.result as unknown as RunResult).trace;
+      return await readResultTrace(this.store, record.runId, record.resultTrace);
     } catch {
       return [];
     }
@@ -525,8 +534,13 @@ export class DurableRuns {
                 stored.pendingReview.reviewId ?? reviewIdOf(record.waitingSeq ?? 0, stored.pendingReview.outputHash),
             },
           };
-    if (record.resultTrace === undefined) return result;
-    return { ...result, trace: await readResultTrace(this.store, record.runId, record.resultTrace) };
+    const [trace, messages] = await Promise.all([
+      record.resultTrace === undefined ? result.trace : readResultTrace(this.store, record.runId, record.resultTrace),
+      record.resultMessages === undefined
+        ? result.messages
+        : readResultMessages(this.store, record.runId, record.resultMessages),
+    ]);
+    return { ...result, trace, messages };
   }
 
   private stoppedRecord(
@@ -534,6 +548,7 @@ export class DurableRuns {
     result: RunResult,
     lastEventSeq: number,
     resultTrace: RunRecord['resultTrace'],
+    resultMessages: RunRecord['resultMessages'],
   ): RunRecord {
     const waiting =
       result.stopReason === 'needs_human' && (result.pendingApprovals.length > 0 || result.pendingReview !== null);
@@ -564,15 +579,26 @@ export class DurableRuns {
       // Written only while a review waits, so a record of a run without one reads as before.
       ...(waitingReview === null ? {} : { pendingReview: pendingReviewRecord(waitingReview) }),
       // Not a copy: the record is encoded (its JSON is the same) before the result is handed back.
-      result: (resultTrace === undefined ? result : traceless(result)) as unknown as RunRecord['result'],
+      result: (resultTrace === undefined && resultMessages === undefined
+        ? result
+        : withoutHistory(
+            result,
+            resultTrace !== undefined,
+            resultMessages !== undefined,
+          )) as unknown as RunRecord['result'],
       ...(resultTrace === undefined ? {} : { resultTrace }),
+      ...(resultMessages === undefined ? {} : { resultMessages }),
     };
   }
 }
 
-/** The result with an empty trace (stored in the journal's chunks instead), its own trace left unread. */
-function traceless(result: RunResult): RunResult {
+/**
+ * The result with an empty trace and/or messages (stored in the journal's chunks instead), its own trace left
+ * unread.
+ */
+function withoutHistory(result: RunResult, trace: boolean, messages: boolean): RunResult {
   const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(result)) copy[key] = key === 'trace' ? [] : result[key as keyof RunResult];
+  for (const key of Object.keys(result))
+    copy[key] = (trace && key === 'trace') || (messages && key === 'messages') ? [] : result[key as keyof RunResult];
   return copy as unknown as RunResult;
 }

@@ -30,6 +30,10 @@
  * resume folds the chain back to the last whole one. A version 4 chunk has none (its snapshot holds them whole).
  * Also an event's `delta.fields` holds only the fields that changed since the previous event (absent: unchanged,
  * `null`: set to null; `progress` always); the snapshot holds them all. A version 4 event holds them all.
+ * 6: a stop's run record no longer holds the transcript a second time: its `result.messages` is empty and
+ * `resultMessages` names the last transcript chunk, written with the stop, whose chain holds them (and the notes the
+ * stop answered open calls with). A record without `resultMessages` holds them whole, as before. The other records
+ * are shaped as version 5's; the bump makes an older loopstate refuse this version's records as too new.
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
@@ -42,13 +46,14 @@ import { passesAsIs } from './as-is-check.js';
 import { idRecordSchema } from './id-record.js';
 import { recordedLimitsSchema } from './recorded-limits.js';
 
-export const RECORD_SCHEMA_VERSION = 5 as const;
+export const RECORD_SCHEMA_VERSION = 6 as const;
 /** The versions this loopstate reads: the shapes of older ones are a subset of this one's. */
 export const schemaVersionSchema = z.union([
   z.literal(1),
   z.literal(2),
   z.literal(3),
   z.literal(4),
+  z.literal(5),
   z.literal(RECORD_SCHEMA_VERSION),
 ]);
 
@@ -448,6 +453,21 @@ export const runRecordSchema = z
       .object({ seq: z.number().int().positive(), length: z.number().int().min(0) })
       .strict()
       .optional(),
+    /**
+     * Version 6: the result's messages are not in `result` (empty there) but in the journal's transcript chunks: the
+     * chain from the chunk at `seq` (written with the stop) back to the chunk holding the transcript whole, which is
+     * at `from` or after it; `messages` long, then `closing` (what the stop answered calls left open with).
+     * Absent: `result` holds them whole.
+     */
+    resultMessages: z
+      .object({
+        seq: z.number().int().positive(),
+        from: z.number().int().min(0),
+        messages: z.number().int().min(0),
+        closing: messagesSchema,
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -460,6 +480,7 @@ export type TranscriptRecord = z.output<typeof transcriptRecordSchema>;
 export type JournalRecord = z.output<typeof journalRecordSchema>;
 export type SnapshotRecord = z.output<typeof snapshotRecordSchema>;
 export type RunRecord = z.output<typeof runRecordSchema>;
+export type ResultMessagesAt = NonNullable<RunRecord['resultMessages']>;
 export type SessionDelta = z.output<typeof sessionDeltaSchema>;
 export type SessionFields = z.output<typeof deltaFieldsSchema>;
 export type SnapshotFields = z.output<typeof snapshotFieldsSchema>;

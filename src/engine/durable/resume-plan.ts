@@ -23,6 +23,7 @@ import {
   type ToolResultRecord,
   type TraceRecord,
   type TranscriptRecord,
+  type ResultMessagesAt,
   type Decisions,
   type PendingReviewRecord,
   type ReviewDecision,
@@ -57,6 +58,8 @@ export interface ResumePlan {
    * them were chunked since. Null without a chain.
    */
   transcriptWhole: number | null;
+  /** The seq of that chunk; null without a chain. */
+  transcriptWholeSeq: number | null;
   events: EventRecord[];
   tail: { models: ModelRecord[]; intents: Map<string, IntentRecord>; results: Map<string, ToolResultRecord> };
   nextSeq: number;
@@ -80,8 +83,9 @@ export interface ChainedTriples {
 /** What a snapshot's chain of transcript chunks holds: the transcript, and (version 5) the tracker's triples. */
 interface History {
   messages: Message[];
-  /** How many of them the chain's whole chunk holds. */
+  /** How many of them the chain's whole chunk holds, and its seq. */
   whole: number;
+  wholeSeq: number;
   progress: ChainedTriples | null;
 }
 
@@ -148,6 +152,7 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
     trace,
     progress: history?.progress ?? null,
     transcriptWhole: history?.whole ?? null,
+    transcriptWholeSeq: history?.wholeSeq ?? null,
     events,
     tail,
     // Every row counts, trace chunks included: the next record must not take a seq one of them holds.
@@ -309,7 +314,7 @@ function transcriptChain(
   head: number,
   snapshotSeq: number,
   runId: string,
-): { messages: Message[]; whole: number } | null {
+): { messages: Message[]; whole: number; wholeSeq: number } | null {
   const chain: TranscriptRecord[] = [];
   // Each chunk's `previous` is below its own seq (checked when decoded): the walk ends.
   for (let seq = head, referrer = snapshotSeq; seq !== 0;) {
@@ -327,7 +332,7 @@ function transcriptChain(
     const { seq, change } = chain[index]!;
     messages = applyTranscriptChange(messages, change, runId, seq, 'the chunk');
   }
-  return { messages, whole: chain.at(-1)?.change.messages.length ?? 0 };
+  return { messages, whole: chain.at(-1)?.change.messages.length ?? 0, wholeSeq: chain.at(-1)?.seq ?? 0 };
 }
 
 /**
@@ -377,6 +382,47 @@ function firstEvent(
     if (chunk.snapshotSeq <= snapshotSeq && !chunk.final && chunk.from === 0) return chunk.events[0];
   }
   return undefined;
+}
+
+/**
+ * A stop's messages, for its recorded result (version 6): the transcript chain from the chunk the run record names
+ * (written with the stop) back to its whole chunk, then the notes the stop closed open calls with. Reads the chunk
+ * rows from the whole chunk on (`at.from`), parses the chain's alone; a chunk missing or damaged is refused
+ * (`corrupt_record` naming its seq, or the run record's when the named chunk itself is missing).
+ */
+export async function readResultMessages(store: Store, runId: string, at: ResultMessagesAt): Promise<Message[]> {
+  // Both chunk kinds, as their index has them (see historyAt).
+  const rows = await store.readJournal(runId, Math.max(0, at.from - 1), CHUNK_KINDS);
+  const bySeq = new Map<number, { seq: number; kind: string; body: string }>();
+  for (const row of rows) if (row.kind === 'transcript') bySeq.set(row.seq, row);
+  if (!bySeq.has(at.seq))
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId,
+      seq: null,
+      problem: `its resultMessages names the transcript chunk at seq ${at.seq}, which is not in the journal`,
+    });
+  const link = (seq: number, referrer: number): TranscriptRecord => {
+    const row = bySeq.get(seq);
+    if (row === undefined)
+      throw new StoreRecordError({
+        code: 'corrupt_record',
+        runId,
+        seq: referrer,
+        problem: `the transcript chunk it continues (seq ${seq}) is not in the journal`,
+      });
+    return decodeTranscriptChunkChange(row.body, runId, seq);
+  };
+  const { messages } = transcriptChain(link, at.seq, at.seq, runId)!;
+  if (messages.length !== at.messages)
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId,
+      seq: at.seq,
+      problem: `its chain holds ${messages.length} messages; the run record's result has ${at.messages}`,
+    });
+  for (const message of at.closing) messages.push(message);
+  return messages;
 }
 
 /**

@@ -25,7 +25,7 @@ import type { Actor } from 'xstate';
 import type { LoopMachine } from '../../../machines/index.js';
 import type { LoopEvent, LoopLimits } from '../../../machines/types.js';
 import { isWellFormedResponse } from '../../contracts/model-response-schema.js';
-import type { Model, ModelRequest, ModelResponse } from '../../contracts/model.js';
+import type { Message, Model, ModelRequest, ModelResponse } from '../../contracts/model.js';
 import { thrownMessage } from '../redaction/describe-thrown.js';
 import { knownMetadata } from '../trace/model-facts.js';
 import type { TraceEvent } from '../trace/trace-event.js';
@@ -44,6 +44,7 @@ import {
   type IntentRecord,
   type JournalRecord,
   type ModelRecord,
+  type ResultMessagesAt,
   type SnapshotRecord,
   type ToolResultRecord,
 } from './records.js';
@@ -61,7 +62,7 @@ import { applyReview } from './review-decision.js';
 import { withRunLimits } from './recorded-limits.js';
 import { migrateTransportCounters } from './transport-counters-migration.js';
 import { lookUp, serialised, served, type ToolOutcome } from './tool-outcome.js';
-import { TranscriptChain } from './transcript-chain.js';
+import { closingOf, TranscriptChain } from './transcript-chain.js';
 
 export interface RunJournalOptions {
   store: Store;
@@ -137,6 +138,8 @@ export class RunJournal implements DriverHooks {
   /** The first journal write that failed during the effect in flight, if one did. */
   private writeFailure: unknown = null;
   private health: ToolHealth | null = null;
+  /** The run's session, once the driver hands it over (`restore`): its transcript is chunked at the stop. */
+  private session: RunSession | null = null;
   /** What the event the run stopped at (for approval) is replaced with, once rebuilt. */
   private superseding: { seq: number; approvals?: Record<string, ApprovalDecision>; review?: ReviewDecision } | null =
     null;
@@ -276,12 +279,40 @@ export class RunJournal implements DriverHooks {
     return { seq, length: trace.length };
   }
 
+  /**
+   * Queues the transcript's change since the chain's last chunk as a last chunk, for the stop's recorded result
+   * (which then holds no messages: the history is stored once), and returns where the run record finds them; null
+   * (the record then holds them whole) when `messages` (the result's) are not the transcript followed by notes that
+   * close its open calls, the run has no session (it never started), or no chain of transcript chunks yet (a run
+   * shorter than a snapshot: its messages are few, and a row of their own would cost more than it saves).
+   */
+  chunkFinalTranscript(messages: readonly Message[]): ResultMessagesAt | null {
+    const transcript = this.session?.transcript;
+    if (transcript === undefined || !this.transcriptChain.started) return null;
+    const closing = closingOf(transcript.messages, messages);
+    if (closing === null) return null;
+    const seq = this.takeSeq();
+    const { previous, change } = this.transcriptChain.take(seq, transcript);
+    // No tracker triples: no snapshot names this chunk, so no resume folds it.
+    this.queue({
+      schemaVersion: RECORD_SCHEMA_VERSION,
+      kind: 'transcript',
+      runId: this.runId,
+      seq,
+      snapshotSeq: this.lastEventSeq,
+      previous,
+      change,
+    });
+    return { seq, from: this.transcriptChain.wholeSeq, messages: transcript.messages.length, closing };
+  }
+
   private takeSeq(): number {
     return this.nextSeq++;
   }
 
   async restore({ actor, session, health, send, deliver }: RestoreTarget): Promise<boolean> {
     this.health = this.options.ownsHealth ? health : null;
+    this.session = session;
     const plan = this.options.plan;
     // A run interrupted before its first event has nothing to rebuild: it starts afresh.
     if (plan === null || (plan.snapshot === null && plan.events.length === 0)) {
@@ -296,7 +327,13 @@ export class RunJournal implements DriverHooks {
         });
       // The next chunk continues the snapshot's; after an older snapshot (none) it starts a chain, the transcript whole.
       const chunkSeq = plan.snapshot?.session.transcriptChunk;
-      if (chunkSeq !== undefined) this.transcriptChain.restore(chunkSeq, session.transcript, plan.transcriptWhole ?? 0);
+      if (chunkSeq !== undefined)
+        this.transcriptChain.restore(
+          chunkSeq,
+          session.transcript,
+          plan.transcriptWhole ?? 0,
+          plan.transcriptWholeSeq ?? 0,
+        );
       this.wholeLinkSeq = plan.progress?.wholeSeq ?? 0;
       // Cursors of a rebuilt run carry the progress tracker whole in the next record (it was restored, not
       // tracked) unless it is found below to stand where the last event left it.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../contracts/model.js';
 import { Transcript } from '../runtime/transcript.js';
-import { CONSOLIDATE_AT, TranscriptChain } from './transcript-chain.js';
+import { closingOf, CONSOLIDATE_AT, TranscriptChain } from './transcript-chain.js';
 
 const user = (text: string): Message => ({ role: 'user', content: text });
 
@@ -11,7 +11,9 @@ describe('TranscriptChain', () => {
     const transcript = new Transcript(0);
     for (let index = 0; index < 8; index += 1) transcript.append(user('x'.repeat(100)));
     const chain = new TranscriptChain();
+    expect(chain.started).toBe(false);
     const first = chain.take(3, transcript);
+    expect(chain.started).toBe(true);
     expect(first).toMatchObject({ previous: 0, consolidated: false, change: { replace: true } });
     expect(first.change.messages).toHaveLength(8);
     // Three messages since (3/8 of the whole): chunked on their own, each naming the chunk before.
@@ -24,6 +26,8 @@ describe('TranscriptChain', () => {
     const third = chain.take(9, transcript);
     expect(third).toMatchObject({ previous: 7, consolidated: true, change: { replace: true } });
     expect(third.change.messages).toHaveLength(12);
+    // Where a reader of the chain's end starts: its whole chunk.
+    expect(chain.wholeSeq).toBe(9);
     // Nothing new: an empty change, never made whole for nothing.
     expect(chain.take(11, transcript)).toMatchObject({ previous: 9, consolidated: false, change: { messages: [] } });
   });
@@ -33,12 +37,49 @@ describe('TranscriptChain', () => {
     for (let index = 0; index < 10; index += 1) transcript.append(user('x'.repeat(100)));
     // The chain's whole chunk held 8 messages; 2 were chunked after it, one more makes half.
     const restored = new TranscriptChain();
-    restored.restore(40, transcript, 8);
+    restored.restore(40, transcript, 8, 31);
+    expect(restored.wholeSeq).toBe(31);
     transcript.append(user('x'.repeat(100)));
     expect(restored.take(44, transcript)).toMatchObject({ previous: 40, consolidated: false });
     transcript.append(user('x'.repeat(100)));
     const whole = restored.take(48, transcript);
     expect(whole).toMatchObject({ previous: 44, consolidated: true });
     expect(whole.change.messages).toHaveLength(12);
+    expect(restored.wholeSeq).toBe(48);
+  });
+});
+
+describe('closingOf', () => {
+  const assistant = (id: string): Message => ({
+    role: 'assistant',
+    content: null,
+    toolCalls: [{ id, name: 'lookup', arguments: '{"key":"a"}' }],
+  });
+  const answer = (id: string, content = 'value a'): Message => ({ role: 'tool', toolCallId: id, content });
+  const transcript: Message[] = [user('go'), assistant('c1'), answer('c1'), assistant('c2')];
+  const copy = (messages: Message[]) => messages.map((message) => structuredClone(message));
+
+  it('gives what a result adds after copies of the transcript: the notes closing its open calls, or nothing', () => {
+    const note = answer('c2', 'not run: the run stopped');
+    expect(closingOf(transcript, [...copy(transcript), note])).toEqual([note]);
+    expect(closingOf(transcript, copy(transcript))).toEqual([]);
+  });
+
+  it('is null when the result is not the transcript followed by notes (the record then keeps the messages whole)', () => {
+    const note = answer('c2', 'not run');
+    // Shorter; a message changed; a tool call's arguments changed; a note inserted before the end.
+    expect(closingOf(transcript, copy(transcript).slice(0, 3))).toBeNull();
+    expect(closingOf(transcript, [user('gone'), ...copy(transcript).slice(1), note])).toBeNull();
+    const changedCall = copy(transcript);
+    changedCall[1] = {
+      role: 'assistant',
+      content: null,
+      toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{"key":"b"}' }],
+    };
+    expect(closingOf(transcript, changedCall)).toBeNull();
+    expect(closingOf(transcript, [...copy(transcript).slice(0, 2), note, ...copy(transcript).slice(2)])).toBeNull();
+    const noCalls = copy(transcript);
+    noCalls[3] = { role: 'assistant', content: null };
+    expect(closingOf(transcript, noCalls)).toBeNull();
   });
 });

@@ -45,10 +45,26 @@ export class TranscriptChain {
   private last: { seq: number; mark: TranscriptMark } = { seq: 0, mark: WHOLE };
   /** The size of the transcript the last whole chunk held, and of the messages chunked since. */
   private whole = { size: 0, since: 0 };
+  /** The seq of the last whole chunk, or a seq before it (0: not known, the chain may start anywhere). */
+  private wholeAt = 0;
 
-  /** Continues a restored run's chain from its snapshot's chunk, whose chain's whole chunk held `wholeMessages`. */
-  restore(seq: number, transcript: Transcript, wholeMessages: number): void {
+  /** Whether the journal has a chunk yet (written with a snapshot, or continued from a restored one). */
+  get started(): boolean {
+    return this.last.seq !== 0;
+  }
+
+  /** A seq at or before the chain's last whole chunk: its chain is in the journal from there on. */
+  get wholeSeq(): number {
+    return this.wholeAt;
+  }
+
+  /**
+   * Continues a restored run's chain from its snapshot's chunk, whose chain's whole chunk (at `wholeSeq`; 0 when
+   * not known) held `wholeMessages`.
+   */
+  restore(seq: number, transcript: Transcript, wholeMessages: number, wholeSeq = 0): void {
     this.last = { seq, mark: markOf(transcript) };
+    this.wholeAt = wholeSeq;
     const { messages } = transcript;
     const whole = Math.min(wholeMessages, messages.length);
     this.whole = { size: transcriptSize(messages.slice(0, whole)), since: transcriptSize(messages.slice(whole)) };
@@ -65,10 +81,42 @@ export class TranscriptChain {
     const added = change.replace ? 0 : transcriptSize(change.messages);
     const consolidated = added > 0 && this.whole.since + added >= this.whole.size * CONSOLIDATE_AT;
     if (consolidated) change = transcriptChange(transcript, WHOLE);
-    if (change.replace) this.whole = { size: transcriptSize(change.messages), since: 0 };
-    else this.whole.since += added;
+    if (change.replace) {
+      this.whole = { size: transcriptSize(change.messages), since: 0 };
+      this.wholeAt = seq;
+    } else this.whole.since += added;
     const previous = this.last.seq;
     this.last = { seq, mark: markOf(transcript) };
     return { previous, change, consolidated };
   }
+}
+
+/**
+ * What `closed` (a result's messages) adds after `transcript`'s messages, when it begins with copies of them: the
+ * notes a stop answers open calls with. Null when it does not (the record then keeps the messages whole).
+ * @example
+ * const closing = closingOf(session.transcript.messages, result.messages); // [] when no call was left open
+ */
+export function closingOf(transcript: readonly Message[], closed: readonly Message[]): Message[] | null {
+  if (closed.length < transcript.length) return null;
+  for (let index = 0; index < transcript.length; index++)
+    if (!sameMessage(transcript[index]!, closed[index]!)) return null;
+  return closed.slice(transcript.length);
+}
+
+/** Whether `b` is a copy of `a` (as `closedConversation` makes one): field by field, no allocation. */
+function sameMessage(a: Message, b: Message): boolean {
+  if (a.role !== b.role || a.content !== b.content) return false;
+  if (a.role === 'tool') return a.toolCallId === (b as typeof a).toolCallId;
+  if (a.role !== 'assistant') return true;
+  const calls = a.toolCalls;
+  const others = (b as typeof a).toolCalls;
+  if (calls === undefined || others === undefined) return calls === others;
+  if (calls.length !== others.length) return false;
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!;
+    const other = others[index]!;
+    if (call.id !== other.id || call.name !== other.name || call.arguments !== other.arguments) return false;
+  }
+  return true;
 }
