@@ -186,4 +186,33 @@ describe('watchCall', () => {
     expect(watchdog.signal.aborted).toBe(false);
     watchdog.dispose();
   });
+
+  it("reports the last response's content type once its headers came, through one getter shared by every call", async () => {
+    const first = watch({
+      signal: new AbortController().signal,
+      timeoutMs: 10_000,
+      idleTimeoutMs: 1_000,
+      fetch: controlledResponse({ 'content-type': 'text/event-stream' }).fetch,
+    });
+    const second = watch({
+      signal: new AbortController().signal,
+      timeoutMs: 10_000,
+      idleTimeoutMs: 1_000,
+      fetch: controlledResponse({}).fetch,
+    });
+    expect(first.contentType).toBeNull();
+    await first.fetch('http://x');
+    expect(first.contentType).toBe('text/event-stream');
+    expect(second.contentType).toBeNull();
+    await second.fetch('http://x');
+    // A response without the header reads as the empty type, as before.
+    expect(second.contentType).toBe('');
+    // No getter of its own per call (a closure over the call on V8's map of the object): one on the prototype.
+    expect(Object.getOwnPropertyDescriptor(first, 'contentType')).toBeUndefined();
+    const shared = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(first) as object, 'contentType');
+    expect(typeof shared?.get).toBe('function');
+    expect(Object.getPrototypeOf(second)).toBe(Object.getPrototypeOf(first));
+    first.dispose();
+    second.dispose();
+  });
 });

@@ -50,6 +50,31 @@ function tooLarge(where: string, maxResponseBytes: number, declared?: number): M
   });
 }
 
+/**
+ * What `watchCall` returns. `contentType` is a getter on this prototype, one for every call: an object literal's
+ * `get contentType()` is a closure of its own per call, over the call's timers, controller and caller's signal,
+ * and V8 describes it on the object's map, which keeps that closure past young collections.
+ */
+class Watchdog implements CallWatchdog {
+  #contentType: string | null = null;
+
+  constructor(
+    readonly signal: AbortSignal,
+    readonly fetch: FetchFunction,
+    readonly touch: () => void,
+    readonly dispose: () => void,
+  ) {}
+
+  get contentType(): string | null {
+    return this.#contentType;
+  }
+
+  /** Called once the response's headers came. */
+  noteContentType(contentType: string): void {
+    this.#contentType = contentType;
+  }
+}
+
 const declaredLength = (response: Response): number | undefined => {
   const length = Number(response.headers.get('content-length') ?? Number.NaN);
   return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
@@ -78,7 +103,6 @@ export function watchCall(options: WatchOptions): CallWatchdog {
   );
   let idleTimer: ReturnType<typeof setTimeout> | undefined;
   let disposed = false;
-  let contentType: string | null = null;
 
   const touch = () => {
     if (disposed || controller.signal.aborted) return;
@@ -97,7 +121,8 @@ export function watchCall(options: WatchOptions): CallWatchdog {
 
   const watchedFetch: FetchFunction = async (input, init) => {
     const response = await options.fetch(input, init);
-    contentType = response.headers.get('content-type') ?? '';
+    const contentType = response.headers.get('content-type') ?? '';
+    watchdog.noteContentType(contentType);
     // The headers are in: from here on silence is a stall, not a model thinking before it answers.
     touch();
     // A null-body status cannot be rebuilt with a body; there is nothing to watch anyway.
@@ -132,18 +157,11 @@ export function watchCall(options: WatchOptions): CallWatchdog {
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 
-  return {
-    signal: controller.signal,
-    fetch: watchedFetch,
-    touch,
-    get contentType() {
-      return contentType;
-    },
-    dispose() {
-      disposed = true;
-      clearTimeout(callTimer);
-      if (idleTimer !== undefined) clearTimeout(idleTimer);
-      callerSignal.removeEventListener('abort', onCallerAbort);
-    },
-  };
+  const watchdog = new Watchdog(controller.signal, watchedFetch, touch, () => {
+    disposed = true;
+    clearTimeout(callTimer);
+    if (idleTimer !== undefined) clearTimeout(idleTimer);
+    callerSignal.removeEventListener('abort', onCallerAbort);
+  });
+  return watchdog;
 }

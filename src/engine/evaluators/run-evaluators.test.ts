@@ -79,6 +79,36 @@ describe('runEvaluators', () => {
     expect(summary).toMatchObject({ passed: true, reason: 'passed', parsed: { step: 1 }, failedEvaluator: null });
   });
 
+  it("reads the caller's signal through getters every call shares, and sees an abort that comes between evaluators", async () => {
+    const controller = new AbortController();
+    const first: Evaluator = {
+      name: 'aborts',
+      kind: 'rule',
+      evaluate(input) {
+        controller.abort(new Error('stop after the first'));
+        return { passed: true, reason: 'ok', parsed: input.parsed };
+      },
+    };
+    const [seenA, seenB] = [probe('a', true), probe('b', true)];
+    await runEvaluators([seenA], options('x'));
+    await runEvaluators([seenB], options('y'));
+    // What an input reads its signal from (the hidden source): no getter of its own per call (a closure over the
+    // call on V8's map of the object), one on a shared prototype.
+    const sourceOf = (input: EvaluationInput) => {
+      const [key] = Object.getOwnPropertySymbols(input);
+      return (input as unknown as Record<symbol, object>)[key as symbol] as object;
+    };
+    const [a, b] = [sourceOf(seenA.seen[0] as EvaluationInput), sourceOf(seenB.seen[0] as EvaluationInput)];
+    expect(Object.getOwnPropertyDescriptor(a, 'aborted')).toBeUndefined();
+    expect(Object.getOwnPropertyDescriptor(a, 'reason')).toBeUndefined();
+    expect(Object.getPrototypeOf(a)).toBe(Object.getPrototypeOf(b));
+    const later = probe('later', true);
+    await expect(runEvaluators([first, later], options('z', controller.signal))).rejects.toThrow(
+      'stop after the first',
+    );
+    expect(later.seen).toHaveLength(0);
+  });
+
   it('stops at the first failure: its reason and name win and later evaluators do not run', async () => {
     const later = probe('later', true);
     const summary = await runEvaluators(

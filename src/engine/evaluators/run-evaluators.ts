@@ -71,16 +71,24 @@ const UNKNOWN_MODEL_ID = 'unknown';
  * if (!summary.passed) console.log(summary.failedEvaluator, summary.reason);
  */
 export function runEvaluators(list: readonly Evaluator[], options: RunEvaluatorsOptions): Promise<EvaluationSummary> {
-  const { signal } = options;
-  return runEvaluatorsUnder(list, options, {
-    get aborted() {
-      return signal.aborted;
-    },
-    get reason(): unknown {
-      return signal.reason;
-    },
-    signal,
-  });
+  return runEvaluatorsUnder(list, options, new SignalAbort(options.signal));
+}
+
+/**
+ * The caller's signal as an `EvaluationAbort`. Its `aborted` and `reason` are getters on this prototype, one for
+ * every call: an object literal's getters are closures of their own per call, described on V8's map of the object,
+ * which keeps them (and what they reach) past young collections.
+ */
+class SignalAbort implements EvaluationAbort {
+  constructor(readonly signal: AbortSignal) {}
+
+  get aborted(): boolean {
+    return this.signal.aborted;
+  }
+
+  get reason(): unknown {
+    return this.signal.reason;
+  }
 }
 
 /**

@@ -9,6 +9,14 @@ import { ModelCallError } from '../../contracts/errors.js';
 import { LazySignal } from './abort-fanout.js';
 import type { RunSession } from './run-session.js';
 
+/** The error a model call that took too long fails with (made when its timeout fires, not per call). */
+function modelCallTimeout(what: string, timeoutMs: number): ModelCallError {
+  return new ModelCallError({
+    kind: 'timeout',
+    message: `${what} took longer than modelCallTimeoutMs (${timeoutMs} ms)`,
+  });
+}
+
 /** What a call reads its abort signal from; the signal is only made if the call reads it. */
 export interface CallScope {
   readonly signal: AbortSignal;
@@ -27,8 +35,7 @@ export function callWithTimeout<Result>(
   timeoutMs: number,
   what: string,
   call: (scope: CallScope) => Promise<Result> | Result,
-  timeoutError: () => Error = () =>
-    new ModelCallError({ kind: 'timeout', message: `${what} took longer than modelCallTimeoutMs (${timeoutMs} ms)` }),
+  timeoutError?: () => Error,
 ): Promise<Result> {
   const scope = new LazySignal();
   return new Promise<Result>((resolve, reject) => {
@@ -48,13 +55,16 @@ export function callWithTimeout<Result>(
     try {
       // Infinity switches the bound off: a timer for it would fire at once (Node clamps what it cannot hold).
       if (!scope.aborted && Number.isFinite(timeoutMs))
-        cancelTimer = session.config.clock.setTimer(timeoutMs, () => stop(timeoutError()));
+        cancelTimer = session.config.clock.setTimer(timeoutMs, () =>
+          stop(timeoutError === undefined ? modelCallTimeout(what, timeoutMs) : timeoutError()),
+        );
     } catch (error) {
       stop(error);
     }
     // Started in a microtask, as before: a call that throws synchronously rejects like one that rejects.
-    Promise.resolve()
-      .then(() => call(scope))
+    // (`.then(call)` with the scope as the value: no closure of its own per call.)
+    Promise.resolve(scope)
+      .then(call)
       .then(
         (value) => {
           finish();

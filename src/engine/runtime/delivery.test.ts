@@ -49,6 +49,25 @@ describe('Delivery', () => {
     expect(log).toEqual(['actor run.started', 'perform', 'actor backoff.elapsed']);
   });
 
+  it('direct: no async frame of its own across the effect, and an effect that throws at once rejects as one that rejects', async () => {
+    const { log, toActor } = fixture();
+    const delivery = directDelivery(toActor);
+    // A run holds this promise across its model call: an async function's frame would be held (and promoted) with it.
+    expect(delivery.performAndDeliver.constructor.name).toBe('Function');
+    const thrown = delivery.performAndDeliver('sleep', () => {
+      throw new Error('prompt function threw');
+    });
+    expect(thrown).toBeInstanceOf(Promise);
+    await expect(thrown).rejects.toThrow('prompt function threw');
+    await expect(
+      delivery.performAndDeliver('sleep', () => Promise.reject(new Error('model rejected'))),
+    ).rejects.toThrow('model rejected');
+    expect(log).toEqual([]);
+    // What it resolves to once the actor has the outcome: nothing (the driver reads the actor's snapshot).
+    await expect(delivery.performAndDeliver('sleep', async () => elapsed)).resolves.toBeUndefined();
+    expect(log).toEqual(['actor backoff.elapsed']);
+  });
+
   it('journalled: journals each event before the machine sees it, then lets the journal snapshot', async () => {
     const { session, actor, log, hooks, toActor, perform } = fixture();
     const delivery = journalledDelivery(hooks, actor, session, toActor);

@@ -30,8 +30,14 @@ export type ToActor = (event: LoopEvent) => void;
 /** A run without a store: the outcome goes straight to the actor. */
 export function directDelivery(toActor: ToActor): Delivery {
   return {
-    async performAndDeliver(_kind, perform) {
-      toActor(await perform());
+    // No async frame of its own: a run holds this promise across its effect (a model call while a thousand other
+    // runs take their turn), and an async function's frame and await closures would outlive young GCs with it.
+    performAndDeliver(_kind, perform) {
+      try {
+        return perform().then(toActor);
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
     },
     deliver(event) {
       toActor(event);

@@ -117,6 +117,8 @@ export async function driveRun(
   // Every event reaches the actor through `send`; the delivery decides what happens around it (a journal, a workflow step).
   const toActor = (event: LoopEvent): void => send(actor, session, event);
   const delivery = deliveryFor(hooks, actor, session, toActor);
+  // One for the run, not one per effect: what an effect that throws or rejects ends in.
+  const failed = (error: unknown): LoopEvent => effectFailure(session, error);
   let cancelDeadline: () => void = () => undefined;
   // Everything after the listener and timer are armed runs inside try, so they are always disarmed.
   try {
@@ -164,8 +166,8 @@ export async function driveRun(
         }
         await delivery.performAndDeliver(effect.kind, () =>
           learning === null
-            ? perform(effect, snapshot, session, health)
-            : performLearning(effect, snapshot, session, health, learning),
+            ? perform(effect, snapshot, session, health, failed)
+            : performLearning(effect, snapshot, session, health, learning, failed),
         );
       }
       if (learning !== null) {
@@ -261,40 +263,70 @@ async function startRun(
   }
 }
 
-async function perform(
+/**
+ * Performs an effect and resolves to its outcome event; a failure no retry layer covers becomes `run.faulted`.
+ * No async frame of its own: the run holds this promise across the effect (a model call while many other runs
+ * take their turns), and a frame and its await closures held that long outlive young GCs.
+ */
+function perform(
   effect: Exclude<PendingEffect, { kind: 'done' }>,
   snapshot: LoopSnapshot,
   session: RunSession,
   health: ToolHealth,
+  failed: (error: unknown) => LoopEvent,
 ): Promise<LoopEvent> {
-  const { clock } = session.config;
-  if (session.aborts.aborted) return interruptionEvent(session);
+  if (session.aborts.aborted) return Promise.resolve(interruptionEvent(session));
+  let outcome: Promise<LoopEvent> | LoopEvent;
   try {
-    switch (effect.kind) {
-      case 'start':
-        throw new Error('the loop machine is waiting for run.started after the driver started it');
-      case 'callModel': {
-        if (effect.taskIndex !== session.taskIndex) session.beginTask(effect.taskIndex);
-        const withheld = session.task.requires?.find((name) => health.isOpen(name));
-        if (withheld !== undefined) return { type: 'tool.withheld', at: clock.now(), tool: withheld };
-        return await performModelCall(session, health, snapshot.context);
-      }
-      case 'runTools':
-        return await performToolRound(session, health, snapshot.context);
-      case 'evaluate':
-        return await performEvaluation(session, snapshot.context, effect.mayCallModel);
-      case 'sleep':
-        // A replayed model's waits were waited out when it was recorded; no provider is there to wait for now.
-        if (session.config.model.skipsBackoffWait !== true)
-          await session.aborts.race(clock.sleep(Math.max(0, effect.until - clock.now()), session.signal));
-        return { type: 'backoff.elapsed', at: clock.now() };
-    }
+    outcome = startEffect(effect, snapshot, session, health);
   } catch (error) {
-    if (session.aborts.aborted) return interruptionEvent(session);
-    // No retry layer covers this (a throwing policy hook or task prompt, a bug): stop with fatal_error, never crash.
-    session.recordFatalError(toError(error));
-    return { type: 'run.faulted', at: safeNow(clock), message: session.config.redact.text(describeThrown(error)) };
+    return Promise.resolve(failed(error));
   }
+  return outcome instanceof Promise ? outcome.then(undefined, failed) : Promise.resolve(outcome);
+}
+
+/** Starts the effect: its outcome, or a promise of it. */
+function startEffect(
+  effect: Exclude<PendingEffect, { kind: 'done' }>,
+  snapshot: LoopSnapshot,
+  session: RunSession,
+  health: ToolHealth,
+): Promise<LoopEvent> | LoopEvent {
+  switch (effect.kind) {
+    case 'start':
+      throw new Error('the loop machine is waiting for run.started after the driver started it');
+    case 'callModel': {
+      if (effect.taskIndex !== session.taskIndex) session.beginTask(effect.taskIndex);
+      const withheld = session.task.requires?.find((name) => health.isOpen(name));
+      if (withheld !== undefined) return { type: 'tool.withheld', at: session.config.clock.now(), tool: withheld };
+      return performModelCall(session, health, snapshot.context);
+    }
+    case 'runTools':
+      return performToolRound(session, health, snapshot.context);
+    case 'evaluate':
+      return performEvaluation(session, snapshot.context, effect.mayCallModel);
+    case 'sleep':
+      return waitOutBackoff(session, effect.until);
+  }
+}
+
+async function waitOutBackoff(session: RunSession, until: number): Promise<LoopEvent> {
+  const { clock } = session.config;
+  // A replayed model's waits were waited out when it was recorded; no provider is there to wait for now.
+  if (session.config.model.skipsBackoffWait !== true)
+    await session.aborts.race(clock.sleep(Math.max(0, until - clock.now()), session.signal));
+  return { type: 'backoff.elapsed', at: clock.now() };
+}
+
+/**
+ * What an effect that threw or rejected ends in: the interruption when the run was aborted, else `run.faulted`
+ * (no retry layer covers it: a throwing policy hook or task prompt, a bug), never a crash.
+ */
+function effectFailure(session: RunSession, error: unknown): LoopEvent {
+  if (session.aborts.aborted) return interruptionEvent(session);
+  const { clock } = session.config;
+  session.recordFatalError(toError(error));
+  return { type: 'run.faulted', at: safeNow(clock), message: session.config.redact.text(describeThrown(error)) };
 }
 
 /** `perform`, its evaluation verdicts noted for learning. */
@@ -304,8 +336,9 @@ async function performLearning(
   session: RunSession,
   health: ToolHealth,
   learning: LearningSession,
+  failed: (error: unknown) => LoopEvent,
 ): Promise<LoopEvent> {
-  const event = await perform(effect, snapshot, session, health);
+  const event = await perform(effect, snapshot, session, health, failed);
   // Redacted before it is stored: a reason may quote the output, and the store keeps it across runs.
   // A request for a person's review is no verdict: the person's decision is counted when it is applied.
   if (event.type === 'evaluation.completed' && event.needsReview !== true)

@@ -296,11 +296,12 @@ function generateWithin(session: RunSession, health: ToolHealth, context: LoopCo
   });
 }
 
-export async function performModelCall(
-  session: RunSession,
-  health: ToolHealth,
-  context: LoopContext,
-): Promise<LoopEvent> {
+/**
+ * The model step: the call, bounded by its timeout and the run's abort, and the event its reply or failure is.
+ * No async frame is held while the model answers (a run's frame and await closures, held that long while other
+ * runs take their turns, outlive young GCs): the reply is handled in a `.then` of the call.
+ */
+export function performModelCall(session: RunSession, health: ToolHealth, context: LoopContext): Promise<LoopEvent> {
   const { config } = session;
   const stepStartedAt = config.clock.now();
   session.record({
@@ -315,21 +316,59 @@ export async function performModelCall(
     elapsedMs: stepStartedAt - (context.startedAt ?? stepStartedAt),
   });
   applyFeedback(session, context);
-  const contextFit = await fitContextWindow(session, context);
+  return fitContextWindow(session, context).then((contextFit) => callModel(session, health, context, contextFit));
+}
+
+/** The call itself, once the context fits (or the stop its fitting ended in). */
+function callModel(
+  session: RunSession,
+  health: ToolHealth,
+  context: LoopContext,
+  contextFit: ContextFit,
+): LoopEvent | Promise<LoopEvent> {
   if (contextFit.stop !== null) return contextFit.stop;
-  const startedAt = config.clock.now();
-  let response: ModelResponse;
+  const startedAt = session.config.clock.now();
+  let call: Promise<ModelResponse>;
   try {
-    response = await generateWithin(session, health, context);
+    call = generateWithin(session, health, context);
   } catch (error) {
-    // The call was made, even if nobody waits for its answer any more.
-    if (session.aborts.aborted)
-      return {
-        ...interruptionEvent(session.aborts, config.clock.now(), 1 + contextFit.modelCalls),
-        ...spentOn(contextFit),
-      };
-    return modelFailure(session, context, error, config.clock.now(), contextFit, startedAt);
+    return callFailed(session, context, contextFit, startedAt, error);
   }
+  return call.then(
+    (response) => modelResponded(session, health, context, contextFit, startedAt, response),
+    (error: unknown) => callFailed(session, context, contextFit, startedAt, error),
+  );
+}
+
+/** A call that threw or rejected: the interruption if the run was aborted, else the model's failure. */
+function callFailed(
+  session: RunSession,
+  context: LoopContext,
+  contextFit: ContextFit,
+  startedAt: number,
+  error: unknown,
+): LoopEvent {
+  const { config } = session;
+  // The call was made, even if nobody waits for its answer any more.
+  if (session.aborts.aborted)
+    return {
+      ...interruptionEvent(session.aborts, config.clock.now(), 1 + contextFit.modelCalls),
+      ...spentOn(contextFit),
+    };
+  return modelFailure(session, context, error, config.clock.now(), contextFit, startedAt);
+}
+
+/** The event a reply is: checked, classified, recorded in the transcript and the trace. */
+function modelResponded(
+  session: RunSession,
+  health: ToolHealth,
+  context: LoopContext,
+  contextFit: ContextFit,
+  startedAt: number,
+  received: ModelResponse,
+): LoopEvent {
+  const { config } = session;
+  let response = received;
   const malformed = checkModelResponse(response);
   if (malformed !== null) return modelFailure(session, context, malformed, config.clock.now(), contextFit, startedAt);
   // Empty or repeated ids would share an idempotency key; from here on every call has its own id.

@@ -1,0 +1,119 @@
+/**
+ * `callWithTimeout`: one call bounded by its own timeout and the run's abort, on the run's clock; the default
+ * timeout error made only when the timer fires, the call started in a microtask, every timer and waiter let go.
+ */
+import { describe, expect, it } from 'vitest';
+import { ModelCallError } from '../../contracts/errors.js';
+import { scriptedModel } from '../../testing/index.js';
+import { virtualClock, type VirtualClock } from '../../testing/virtual-clock.js';
+import { resolveConfig } from '../config/config.js';
+import { RunAbort } from './abort-fanout.js';
+import { callWithTimeout } from './call-timeout.js';
+import { RunSession } from './run-session.js';
+
+/** A run's session on a clock whose timers the test counts and fires. */
+function sessionOn(clock: VirtualClock): { session: RunSession; run: RunAbort; timers: () => number } {
+  // Timers armed and neither fired nor cancelled yet (a cancel after the timer fired is harmless).
+  const armed = new Set<object>();
+  const counted = {
+    ...clock,
+    setTimer(ms: number, callback: () => void) {
+      const timer = {};
+      armed.add(timer);
+      const cancel = clock.setTimer(ms, () => {
+        armed.delete(timer);
+        callback();
+      });
+      return () => {
+        armed.delete(timer);
+        cancel();
+      };
+    },
+  };
+  const run = new RunAbort();
+  const config = resolveConfig({ model: scriptedModel([]), clock: counted });
+  return { session: new RunSession(config, 'run_1', 'goal', run), run, timers: () => armed.size };
+}
+
+const never = () => new Promise<never>(() => undefined);
+
+describe('callWithTimeout', () => {
+  it('rejects a call that outlasts its timeout with a timeout ModelCallError naming it, and aborts its signal', async () => {
+    const clock = virtualClock();
+    const { session, timers } = sessionOn(clock);
+    let signal: AbortSignal | undefined;
+    const call = callWithTimeout(session, 5_000, 'the model call', (scope) => {
+      signal = scope.signal;
+      return never();
+    });
+    await Promise.resolve();
+    expect(timers()).toBe(1);
+    clock.advance(4_999);
+    clock.advance(1);
+    const error = await call.then(
+      () => null,
+      (reason: unknown) => reason,
+    );
+    expect(ModelCallError.is(error)).toBe(true);
+    expect(error).toMatchObject({
+      kind: 'timeout',
+      message: 'the model call took longer than modelCallTimeoutMs (5000 ms)',
+    });
+    expect(signal?.aborted).toBe(true);
+    expect(signal?.reason).toBe(error);
+    expect(timers()).toBe(0);
+  });
+
+  it('rejects with the error a caller gives for its own limit, made only if the timer fires', async () => {
+    const clock = virtualClock();
+    const { session } = sessionOn(clock);
+    let made = 0;
+    const timeoutError = () => {
+      made++;
+      return new Error('the judge took too long');
+    };
+    await expect(callWithTimeout(session, 1_000, 'a judge', () => 'in time', timeoutError)).resolves.toBe('in time');
+    expect(made).toBe(0);
+    const late = callWithTimeout(session, 1_000, 'a judge', never, timeoutError);
+    clock.advance(1_000);
+    await expect(late).rejects.toThrow('the judge took too long');
+    expect(made).toBe(1);
+  });
+
+  it("rejects with the run's abort reason, and lets go of its timer and its waiter either way", async () => {
+    const clock = virtualClock();
+    const { session, run, timers } = sessionOn(clock);
+    await expect(callWithTimeout(session, 5_000, 'the model call', async () => 'done')).resolves.toBe('done');
+    expect(timers()).toBe(0);
+    const waiting = callWithTimeout(session, 5_000, 'the model call', never);
+    const reason = new Error('cancelled');
+    run.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    expect(timers()).toBe(0);
+    // Aborted before the call: no timer is armed, and the call still starts (it sees an aborted signal).
+    let sawAborted: boolean | undefined;
+    await expect(
+      callWithTimeout(session, 5_000, 'the model call', (scope) => {
+        sawAborted = scope.signal.aborted;
+        return 'late';
+      }),
+    ).rejects.toBe(reason);
+    await Promise.resolve();
+    expect(sawAborted).toBe(true);
+    expect(timers()).toBe(0);
+  });
+
+  it('starts the call in a microtask, so one that throws at once rejects like one that rejects; Infinity arms no timer', async () => {
+    const clock = virtualClock();
+    const { session, timers } = sessionOn(clock);
+    let started = false;
+    const call = callWithTimeout(session, Infinity, 'the model call', () => {
+      started = true;
+      throw new Error('threw at once');
+    });
+    expect(started).toBe(false);
+    expect(timers()).toBe(0);
+    await expect(call).rejects.toThrow('threw at once');
+    expect(started).toBe(true);
+  });
+});
