@@ -14,6 +14,8 @@ import type { LoopConfig } from '../../index.js';
 import type { Loop } from '../../index.js';
 import { thrownMessage } from '../../internal.js';
 import { CliError } from './cli-error.js';
+import { cacheFolderBeside } from './code-cached-require.js';
+import type { TypeScriptHooksData } from './typescript-hooks.js';
 
 /**
  * A loop file that cannot be loaded: missing, not a module the CLI can import, or without a loop
@@ -145,7 +147,14 @@ async function importTypeScript(loopFile: string, cwd: string): Promise<Record<s
   const hooks = new URL('./typescript-hooks.js', import.meta.url);
   const typescriptPath = findTypeScript(loopFile, cwd);
   if (existsSync(hooks) && typescriptPath !== undefined) {
-    if (!typescriptEnabled) register(hooks, { data: { typescriptPath } });
+    if (!typescriptEnabled) {
+      const data: TypeScriptHooksData = {
+        typescriptPath,
+        cacheFolder: cacheFolderBeside(typescriptPath),
+        sourceMaps: process.sourceMapsEnabled === true,
+      };
+      register(hooks, { data });
+    }
     typescriptEnabled = true;
     return (await import(url)) as Record<string, unknown>;
   }
