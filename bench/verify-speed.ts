@@ -10,9 +10,11 @@
  *
  *   npm run build && node dist/bench/verify-speed.js [rounds] [--compiled-only]
  *
- * `--cli <checkout>…` times what a user sees instead: `loopstate verify bench/triage-loop` as a process of its own
+ * `--cli <checkout>…` times what a user sees instead: `loopstate verify` on the triage loop as a process of its own
  * (start to exit, wall, and its CPU time on Linux), in each built checkout given (e.g. this one and a `git archive` of
- * main), alternately, `rounds` times each, with the exploration's own figure that the report prints.
+ * main), alternately, `rounds` times each, with the exploration's own figure that the report prints; for the built
+ * `.js` file and for the `.ts` source in a project of its own (unchanged, and edited before each round), which Node
+ * 20 runs through the CLI's TypeScript hooks and 22.6+ by stripping types itself.
  *
  *   node dist/bench/verify-speed.js 5 --cli . /tmp/before
  *
@@ -22,8 +24,8 @@
  *   node dist/bench/verify-speed.js 5 --cold . /tmp/before
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import incident from '../examples/incident.js';
@@ -57,35 +59,74 @@ function childrenCpuMs(): number | null {
   }
 }
 
+/**
+ * A user's project for the triage loop's TypeScript source, for the checkout at `root`: a folder with the loop file
+ * and `node_modules/loopstate` (the checkout) and `node_modules/zod`, as `npm install loopstate` leaves one.
+ * `bench/triage-loop.ts` itself cannot be the file: `bench/` is a package of its own (`bench/package.json`, named
+ * loopstate-bench, for the benchmark suite), so `import 'loopstate'` there finds neither the repo's package by
+ * self-reference nor one in `node_modules` (its built copy in `dist/bench/`, outside that package, can).
+ */
+function typescriptProject(root: string): string {
+  const project = mkdtempSync(join(tmpdir(), 'loopstate-verify-speed-'));
+  mkdirSync(join(project, 'node_modules'));
+  symlinkSync(root, join(project, 'node_modules', 'loopstate'), 'dir');
+  symlinkSync(join(root, 'node_modules', 'zod'), join(project, 'node_modules', 'zod'), 'dir');
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'triage', type: 'module', private: true }));
+  copyFileSync(join(root, 'bench', 'triage-loop.ts'), join(project, 'triage-loop.ts'));
+  return project;
+}
+
+/**
+ * The loop files `--cli` verifies in each checkout: the built `.js`, the `.ts` source (unchanged between rounds, so
+ * from the second round on Node 20's hooks find its transpile kept), and the `.ts` source edited before each round
+ * (a comment added: transpiled again, with the `typescript` package's code cache kept).
+ */
+const CLI_VARIANTS = ['.js', '.ts', '.ts, edited'] as const;
+
+function cliLoopFile(root: string, project: string, variant: (typeof CLI_VARIANTS)[number], round: number): string {
+  if (variant === '.js') return join(root, 'dist/bench/triage-loop.js');
+  if (variant === '.ts') return join(project, 'triage-loop.ts');
+  const edited = join(project, 'triage-loop-edited.ts');
+  writeFileSync(edited, `${readFileSync(join(project, 'triage-loop.ts'), 'utf8')}// edit ${round} ${process.pid}\n`);
+  return edited;
+}
+
 function timeCli(checkouts: string[]): void {
   console.log(
     `loopstate verify <triage loop>, one process each (Node ${process.version}), load average ${loadavg()[0]?.toFixed(2)}`,
   );
+  const projects = new Map(checkouts.map((checkout) => [resolve(checkout), typescriptProject(resolve(checkout))]));
   const results = new Map<string, { wall: number[]; cpu: Array<number | null>; explored: number[] }>();
-  for (let round = 0; round < rounds; round++)
-    for (const checkout of checkouts) {
-      const root = resolve(checkout);
-      const cpuBefore = childrenCpuMs();
-      const started = performance.now();
-      const run = spawnSync(
-        process.execPath,
-        [join(root, 'dist/src/tooling/cli/bin.js'), 'verify', join(root, 'dist/bench/triage-loop.js')],
-        { encoding: 'utf8' },
-      );
-      const wallMs = performance.now() - started;
-      const cpuAfter = childrenCpuMs();
-      const explored = /\(([\d,]+) states\/s\)/.exec(run.stdout)?.[1];
-      if (run.status !== 0 || explored === undefined) throw new Error(`verify in ${root} failed: ${run.stderr}`);
-      const entry = results.get(root) ?? { wall: [], cpu: [], explored: [] };
-      entry.wall.push(wallMs);
-      entry.cpu.push(cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore);
-      entry.explored.push(Number(explored.replaceAll(',', '')));
-      results.set(root, entry);
-    }
-  for (const [root, { wall, cpu, explored }] of results) {
+  try {
+    for (let round = 0; round < rounds; round++)
+      for (const variant of CLI_VARIANTS)
+        for (const [root, project] of projects) {
+          const cpuBefore = childrenCpuMs();
+          const started = performance.now();
+          const run = spawnSync(
+            process.execPath,
+            [join(root, 'dist/src/tooling/cli/bin.js'), 'verify', cliLoopFile(root, project, variant, round)],
+            { encoding: 'utf8', cwd: project },
+          );
+          const wallMs = performance.now() - started;
+          const cpuAfter = childrenCpuMs();
+          const explored = /\(([\d,]+) states\/s\)/.exec(run.stdout)?.[1];
+          if (run.status !== 0 || explored === undefined)
+            throw new Error(`verify (${variant}) in ${root} failed: ${run.stderr}`);
+          const key = `${root} ${variant}`;
+          const entry = results.get(key) ?? { wall: [], cpu: [], explored: [] };
+          entry.wall.push(wallMs);
+          entry.cpu.push(cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore);
+          entry.explored.push(Number(explored.replaceAll(',', '')));
+          results.set(key, entry);
+        }
+  } finally {
+    for (const project of projects.values()) rmSync(project, { recursive: true, force: true });
+  }
+  for (const [key, { wall, cpu, explored }] of results) {
     const cpuMs = cpu.every((value) => value !== null) ? ` CPU ${figure(median(cpu))} ms (user + sys)` : '';
     console.log(
-      `${root.padEnd(30)} CLI start to exit ${figure(median(wall))} ms (wall, median of ${wall.length}; fastest ${Math.round(Math.min(...wall))})${cpuMs}  exploration as reported ${figure(median(explored))} states/s`,
+      `${key.padEnd(40)} CLI start to exit ${figure(median(wall))} ms (wall, median of ${wall.length}; fastest ${Math.round(Math.min(...wall))})${cpuMs}  exploration as reported ${figure(median(explored))} states/s`,
     );
   }
   console.log(`load average at the end ${loadavg()[0]?.toFixed(2)}`);

@@ -9,12 +9,15 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunResult } from '../../src/engine/runtime/run-result.js';
 import { replyStep } from '../support/openai-fixtures.js';
 import { startOpenAIServer } from '../support/openai-server.js';
 import { traceEventSchema } from '../../src/contracts/trace-schema.js';
+import { cacheFolderBeside } from '../../src/tooling/cli/code-cached-require.js';
+import { transpiledFile } from '../../src/tooling/cli/transpile-cache.js';
 
 const run = promisify(execFile);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -195,6 +198,51 @@ export default createLoop(config);
     expect(stdout).toContain('loopstate run: my-loop.ts (model scripted)');
     expect(stdout).toContain('output:      "Said hello."');
   });
+
+  // Node 20's hooks only: Node 22.6+ strips types itself, which runs neither enums nor extensionless imports.
+  it.skipIf(Boolean((process.features as { typescript?: unknown }).typescript))(
+    'verifies a TypeScript loop file of every kind that loads (import type, enum, siblings as .js, .ts or bare), its transpile kept',
+    async () => {
+      write(
+        'helpers.ts',
+        `export interface Greeting { text: string }\nexport const greeting: Greeting = { text: 'Hello' };\n`,
+      );
+      write('levels.ts', 'export enum Level { Low = 1, High = 3 }\nexport type Named = { name: string };\n');
+      write('steps.ts', 'export const steps = (level: number): number => level + 1;\n');
+      write(
+        'kinds-loop.ts',
+        `import type { LoopConfig } from 'loopstate';
+import { createLoop, defineTool } from 'loopstate';
+import { reply, scriptedModel } from 'loopstate/testing';
+import { z } from 'zod';
+import { Level, type Named } from './levels';
+import { steps } from './steps.ts';
+import { greeting } from './helpers.js';
+
+const who: Named = { name: greeting.text };
+const look = defineTool({ name: 'look', description: who.name, input: z.object({}), access: 'read', execute: () => 'seen' });
+const config: LoopConfig = { model: scriptedModel([reply('done')]), tools: [look], limits: { maxSteps: steps(Level.High) } };
+export default createLoop(config);
+`,
+      );
+      const { code, stdout, stderr } = await loopstate(['verify', 'kinds-loop.ts']);
+      expect(stderr).toBe('');
+      expect(code).toBe(0);
+      expect(stdout).toContain('bounded: no run goes on for ever');
+      // Each file was transpiled by the CLI's hooks, and what they made is kept beside typescript.
+      const typescriptPath = createRequire(join(repoRoot, 'package.json')).resolve('typescript');
+      for (const name of ['kinds-loop.ts', 'levels.ts', 'steps.ts', 'helpers.ts']) {
+        const kept = transpiledFile({
+          folder: cacheFolderBeside(typescriptPath) as string,
+          typescriptPath,
+          fileName: join(directory, name),
+          sourceMaps: false,
+          source: readFileSync(join(directory, name), 'utf8'),
+        });
+        expect(readFileSync(kept, 'utf8'), name).not.toContain(': Named');
+      }
+    },
+  );
 
   it("runs the repo's own example as a TypeScript loop file, its sources transpiled on import", async () => {
     const { code, stdout } = await loopstate([

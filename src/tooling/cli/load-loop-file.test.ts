@@ -1,11 +1,13 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLoop } from '../../index.js';
 import { reply, scriptedModel } from '../../testing/index.js';
 import { CliError } from './cli-error.js';
-import { loadLoopFile, loopOfModule } from './load-loop-file.js';
+import { loadLoopFile, loopOfModule, missingLoopstateHint } from './load-loop-file.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loopstate-load-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -64,6 +66,34 @@ describe('loadLoopFile', () => {
     );
     const loaded = await loadLoopFile('loop.mjs', directory);
     expect(loaded).toMatchObject({ goal: 'Hi', loop: undefined, path: join(directory, 'loop.mjs') });
+  });
+
+  it('says where to install loopstate when the loop file cannot find it, and which package the file is in', () => {
+    // Node's own error, from a process of its own (vitest resolves loopstate for the modules it imports).
+    const project = join(directory, 'other-package');
+    mkdirSync(project);
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'not-loopstate', type: 'module' }));
+    writeFileSync(join(project, 'loop.mjs'), "import { createLoop } from 'loopstate/testing';\nexport default 1;\n");
+    writeFileSync(join(project, 'other.mjs'), "import 'no-such-package-here';\nexport default 1;\n");
+    const nodeError = (file: string) => {
+      const child = spawnSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import(${JSON.stringify(pathToFileURL(join(project, file)).href)}).catch((e) => console.log(JSON.stringify({ code: e.code, message: e.message })));`,
+        ],
+        { encoding: 'utf8' },
+      );
+      return Object.assign(new Error(), JSON.parse(child.stdout) as { code: string; message: string });
+    };
+    const missing = nodeError('loop.mjs');
+    expect(missing).toMatchObject({ code: 'ERR_MODULE_NOT_FOUND' });
+    expect(missingLoopstateHint(missing, join(project, 'loop.mjs'))).toBe(
+      `; install loopstate for it (npm install loopstate); the file is in the package of ${join(project, 'package.json')} ("not-loopstate"), where loopstate is not installed`,
+    );
+    expect(missingLoopstateHint(nodeError('other.mjs'), join(project, 'other.mjs'))).toBe('');
+    expect(missingLoopstateHint(new Error("Cannot find package 'loopstate'"), join(project, 'loop.mjs'))).toBe('');
   });
 
   it('evaluates a TypeScript file once a process, as import() does', async () => {

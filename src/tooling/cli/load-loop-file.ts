@@ -6,14 +6,16 @@
  * package found next to the loop file or beside loopstate, else through Vite's module runner when vite is
  * installed.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire, register } from 'node:module';
-import { extname, resolve as resolvePath } from 'node:path';
+import { dirname, extname, join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { LoopConfig } from '../../index.js';
 import type { Loop } from '../../index.js';
 import { thrownMessage } from '../../internal.js';
 import { CliError } from './cli-error.js';
+import { cacheFolderBeside } from './code-cached-require.js';
+import type { TypeScriptHooksData } from './typescript-hooks.js';
 
 /**
  * A loop file that cannot be loaded: missing, not a module the CLI can import, or without a loop
@@ -68,12 +70,39 @@ export async function loadLoopFile(file: string, cwd: string = process.cwd()): P
         : ((await import(pathToFileURL(path).href)) as Record<string, unknown>);
   } catch (error) {
     if (error instanceof LoopFileError) throw error;
-    throw fail(`${file} could not be imported: ${thrownMessage(error)}`, error);
+    throw fail(`${file} could not be imported: ${thrownMessage(error)}${missingLoopstateHint(error, path)}`, error);
   }
   try {
     return { ...loopOfModule(exports, file), path };
   } catch (error) {
     throw fail(thrownMessage(error), error);
+  }
+}
+
+/**
+ * When the loop file cannot find `loopstate` itself: where to install it, and which package the file is in (a
+ * folder with a package.json of its own, e.g. a monorepo's, is a package of its own, where loopstate's is not
+ * found by self-reference); an empty string for any other error.
+ * @example
+ * missingLoopstateHint(error, '/repo/bench/loop.ts'); // '; install loopstate for it (npm install loopstate); …'
+ */
+export function missingLoopstateHint(error: unknown, loopFile: string): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== 'ERR_MODULE_NOT_FOUND' || !/Cannot find package 'loopstate(\/[^']*)?'/.test(thrownMessage(error)))
+    return '';
+  const hint = '; install loopstate for it (npm install loopstate)';
+  for (let folder = dirname(loopFile); ; folder = dirname(folder)) {
+    const manifest = join(folder, 'package.json');
+    if (existsSync(manifest)) {
+      let name: unknown;
+      try {
+        name = (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: unknown }).name;
+      } catch {
+        return hint;
+      }
+      return `${hint}; the file is in the package of ${manifest}${typeof name === 'string' ? ` ("${name}")` : ''}, where loopstate is not installed`;
+    }
+    if (dirname(folder) === folder) return hint;
   }
 }
 
@@ -145,7 +174,14 @@ async function importTypeScript(loopFile: string, cwd: string): Promise<Record<s
   const hooks = new URL('./typescript-hooks.js', import.meta.url);
   const typescriptPath = findTypeScript(loopFile, cwd);
   if (existsSync(hooks) && typescriptPath !== undefined) {
-    if (!typescriptEnabled) register(hooks, { data: { typescriptPath } });
+    if (!typescriptEnabled) {
+      const data: TypeScriptHooksData = {
+        typescriptPath,
+        cacheFolder: cacheFolderBeside(typescriptPath),
+        sourceMaps: process.sourceMapsEnabled === true,
+      };
+      register(hooks, { data });
+    }
     typescriptEnabled = true;
     return (await import(url)) as Record<string, unknown>;
   }

@@ -1,0 +1,73 @@
+/**
+ * The CLI's TypeScript hooks keep what they transpiled, by the source's hash, in `node_modules/.cache/loopstate`: a
+ * `loopstate verify` of an unchanged `.ts` loop file (a pre-commit hook, run on every commit) then needs neither the
+ * `typescript` package nor its compile. Plain ESM with no import of the rest of loopstate: it runs on Node's hooks
+ * thread.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/** Bumped whenever the hooks transpile differently (other options), so no older output is taken. */
+const TRANSPILE_FORMAT = 1;
+
+/**
+ * The cache file for a transpile: under `folder`, named by the SHA-256 of everything the output depends on: the
+ * source, its path (a source map names it), whether a source map is made, and the `typescript` package (its entry
+ * file's size and modification time).
+ * @example
+ * transpiledFile({ folder, typescriptPath, fileName: '/p/loop.ts', sourceMaps: false, source });
+ * // '<folder>/transpiled/3f1c….js'
+ */
+export function transpiledFile({
+  folder,
+  typescriptPath,
+  fileName,
+  sourceMaps,
+  source,
+}: {
+  folder: string;
+  typescriptPath: string;
+  fileName: string;
+  sourceMaps: boolean;
+  source: string;
+}): string {
+  const { size, mtimeMs } = statSync(typescriptPath);
+  const key = createHash('sha256')
+    .update(JSON.stringify([TRANSPILE_FORMAT, typescriptPath, size, Math.trunc(mtimeMs), sourceMaps, fileName]))
+    .update('\0')
+    .update(source)
+    .digest('hex');
+  return join(folder, 'transpiled', `${key}.js`);
+}
+
+/**
+ * What the cache file holds, or undefined when there is none (or it cannot be read).
+ * @example
+ * const output = readTranspiled(file) ?? transpile(source);
+ */
+export function readTranspiled(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Keeps `output` in the cache file, written aside and renamed (a reader sees no half file); false when it could not
+ * (a read-only folder, a full disk): the cache is an optimisation, never a reason to fail.
+ * @example
+ * writeTranspiled(file, outputText);
+ */
+export function writeTranspiled(file: string, output: string): boolean {
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    const partial = `${file}.${process.pid}.partial`;
+    writeFileSync(partial, output);
+    renameSync(partial, file);
+    return true;
+  } catch {
+    return false;
+  }
+}
