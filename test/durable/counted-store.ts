@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { createLoop, defineTool, type Model, type Store, type StoreRow } from 'loopstate';
+import { createLoop, defineTool, type Evaluator, type Model, type Store, type StoreRow } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { virtualClock } from 'loopstate/testing';
 
@@ -17,19 +17,31 @@ let files = 0;
 
 export interface Counted {
   store: Store;
+  /** The SQLite file (for a second handle, as another process would open). */
+  path: string;
   /** Per append: the kinds of its rows. */
   appends: string[][];
   readControls: number;
-  /** Appends made before each model call. */
+  /** Appends made before each model call, and before each charge (the write tool) ran. */
   appendsAtModelCall: number[];
+  appendsAtCharge: number[];
   /** Per snapshot written: its seq, and the seqs of the rows appended before it. */
   snapshots: { seq: number; committed: number[] }[];
 }
 
 /** A real SQLite store, counted; `silent`: its appends answer nothing (the journal must then ask readControl). */
-export function counted(silent = false): Counted {
-  const inner = sqliteStore({ path: join(scratch, `run-${files++}.db`) });
-  const counts: Counted = { store: inner, appends: [], readControls: 0, appendsAtModelCall: [], snapshots: [] };
+export function counted(silent = false, pausePollMs?: number): Counted {
+  const path = join(scratch, `run-${files++}.db`);
+  const inner = sqliteStore({ path, ...(pausePollMs === undefined ? {} : { pausePollMs }) });
+  const counts: Counted = {
+    store: inner,
+    path,
+    appends: [],
+    readControls: 0,
+    appendsAtModelCall: [],
+    appendsAtCharge: [],
+    snapshots: [],
+  };
   const committed: number[] = [];
   counts.store = {
     ...inner,
@@ -60,6 +72,7 @@ export function groupedLoop(
   onModelCall: (step: number) => Promise<void> = async () => {},
   snapshotEvery = 1_000,
   grouping: { maxUncommittedSteps?: number; maxUncommittedMs?: number } = {},
+  evaluate: Evaluator[] = [],
 ) {
   const model: Model = {
     id: 'script',
@@ -93,7 +106,10 @@ export function groupedLoop(
     description: 'Charge (not idempotent)',
     input: z.object({ id: z.string() }),
     access: 'write',
-    execute: async ({ id }) => `charged ${id}`,
+    execute: async ({ id }) => {
+      counts.appendsAtCharge.push(counts.appends.length);
+      return `charged ${id}`;
+    },
   });
   return createLoop({
     model,
@@ -104,6 +120,8 @@ export function groupedLoop(
     // No snapshot inside the steps counted, unless asked for.
     durable: { snapshotEvery, ...grouping },
     noProgress: { unchangedState: 1_000 },
+    limits: { maxSteps: 100 },
+    evaluate,
   });
 }
 

@@ -649,8 +649,6 @@ export class RunJournal implements DriverHooks {
    * a crash meanwhile must not lose this one).
    */
   private async recordOutcome(key: string, tool: Tool, outcome: ToolOutcome): Promise<void> {
-    // A write round's outcomes are durable before the next model call.
-    if (!tool.idempotent || this.roundHasWrites) this.mustCommit = true;
     this.queue({
       schemaVersion: RECORD_SCHEMA_VERSION,
       kind: 'tool-result',
