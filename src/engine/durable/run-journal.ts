@@ -136,7 +136,7 @@ export class RunJournal implements DriverHooks {
    * Whether something queued since the last commit must be durable before the next model call (see
    * `beforeEffect`): the run's first records, a write round's outcomes, an evaluation's or a backoff's outcome,
    * a decision on a stop. Else the commit may wait, within bounds: `uncommittedReplies` model replies queued
-   * since the last commit, which started at `lastCommitAt` (performance.now()).
+   * since the last commit, which ended at `lastCommitAt` (performance.now()).
    */
   private mustCommit = true;
   /** A round with a call that is not idempotent ran: its event is committed before the next model call too. */
@@ -225,12 +225,13 @@ export class RunJournal implements DriverHooks {
       this.pendingSnapshot = null;
       this.mustCommit = false;
       this.uncommittedReplies = 0;
-      this.lastCommitAt = performance.now();
       const started = ++this.commitsStarted;
       if (rows.length > 0 || body !== undefined) {
         const control = await store.append(this.runId, rows, this.options.lease(), body, at);
         if (control) this.controlSeen = { control, commit: started };
       }
+      // From its end (an fsync may take long): what waits after it has waited that long at most.
+      this.lastCommitAt = performance.now();
       // Every row up to the snapshot's seq is committed now (this commit or one before it, in seq order).
       if (snapshot !== null) {
         const written = store.writeSnapshot(this.runId, snapshot, this.options.lease());
