@@ -14,6 +14,10 @@
  * this one's, driven by this checkout's engine, rounds interleaved: a store-side change measured side by side
  * in one process (e.g. `git archive 76fc999 | tar -x -C /tmp/before`, node_modules linked, `npx tsc -p
  * tsconfig.build.json` in it).
+ *
+ * LOOPSTATE_BENCH_GROUPS=1,4,8,16,32 adds, for each store, the same run with `durable.maxUncommittedSteps` at each
+ * bound (1: a commit before every model call, the behaviour before commits were grouped across steps), rounds
+ * interleaved with the defaults; commits a step are counted (the store's appends) and shown beside them.
  */
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -36,13 +40,20 @@ const scratch = mkdtempSync(join(tmpdir(), 'loopstate-durable-bench-'));
 
 const lookup = lookupTool(defineTool);
 
-const loopOf = (total: number, store: Store | undefined, hangAt: number | null = null, onHang?: () => void) =>
+const loopOf = (
+  total: number,
+  store: Store | undefined,
+  hangAt: number | null = null,
+  onHang?: () => void,
+  durable?: { maxUncommittedSteps: number },
+) =>
   createLoop({
     model: workloadModel(total, { hangAt, onCall: (call) => (call === hangAt ? onHang?.() : undefined) }),
     tools: [lookup],
     ...workloadLimits(total),
     ...(trace ? {} : { trace: { inMemory: false } }),
     ...(store ? { store } : {}),
+    ...(durable ? { durable } : {}),
   });
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
@@ -55,6 +66,10 @@ interface Configuration {
   samples: number[];
   /** CPU time of this process (user + system) per step: under a loaded machine it moves less than the wall time. */
   cpuSamples: number[];
+  /** `durable.maxUncommittedSteps`, when not the default. */
+  group?: number;
+  /** Appends a step (the last round's). */
+  commits?: number;
 }
 const beforeTree = process.env.LOOPSTATE_BENCH_BEFORE;
 const before =
@@ -89,17 +104,50 @@ if (postgresUrl)
     samples: [],
     cpuSamples: [],
   });
+const groups = (process.env.LOOPSTATE_BENCH_GROUPS ?? '')
+  .split(',')
+  .filter((group) => group !== '')
+  .map(Number);
+for (const config of configurations.filter((config) => config.name !== 'no store' && !config.name.includes(' of ')))
+  for (const group of groups)
+    configurations.push({
+      ...config,
+      name: `${config.name}, maxUncommittedSteps ${group}`,
+      samples: [],
+      cpuSamples: [],
+      group,
+    });
+
+/** The store, its appends counted. */
+function counting(store: Store | undefined, count: { appends: number }): Store | undefined {
+  if (store === undefined) return undefined;
+  const append = store.append.bind(store);
+  return Object.assign(Object.create(store) as Store, {
+    append: (...args: Parameters<Store['append']>) => {
+      count.appends += 1;
+      return append(...args);
+    },
+  });
+}
 
 const loadBefore = loadavg()[0]!;
 // A warm-up round, then `rounds` rounds interleaved: a noisy neighbour slows every configuration alike.
 for (let round = -1; round < rounds; round++) {
   for (const config of configurations) {
-    const store = config.make();
+    const count = { appends: 0 };
+    const store = counting(config.make(), count);
     const started = performance.now();
     const cpuBefore = process.cpuUsage();
-    const result = await loopOf(steps, store).run({ goal: 'go', runId: `run-${round}-${runs++}` });
+    const result = await loopOf(
+      steps,
+      store,
+      null,
+      undefined,
+      config.group === undefined ? undefined : { maxUncommittedSteps: config.group },
+    ).run({ goal: 'go', runId: `run-${round}-${runs++}` });
     const cpu = process.cpuUsage(cpuBefore);
     const elapsed = performance.now() - started;
+    config.commits = count.appends / steps;
     if (result.stopReason !== 'completed') throw new Error(`${config.name}: ${result.stopReason} ${result.detail}`);
     await store?.close();
     if (round >= 0) {
@@ -113,13 +161,15 @@ const cpuBaseline = median(configurations[0]!.cpuSamples);
 console.log(
   `S = ${steps}, ${rounds} rounds interleaved, trace ${trace ? 'in memory' : 'off'}, load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`,
 );
-console.log('| store | µs/step (median) | rounds | × no store | added µs/step | CPU µs/step | CPU × no store |');
-console.log('|---|---:|---|---:|---:|---:|---:|');
+console.log(
+  '| store | µs/step (median) | rounds | × no store | added µs/step | CPU µs/step | CPU × no store | appends/step |',
+);
+console.log('|---|---:|---|---:|---:|---:|---:|---:|');
 for (const config of configurations) {
   const micros = median(config.samples);
   const cpu = median(config.cpuSamples);
   console.log(
-    `| ${config.name} | ${micros.toFixed(0)} | ${config.samples.map((sample) => sample.toFixed(0)).join(' ')} | ${(micros / baseline).toFixed(2)}× | ${(micros - baseline).toFixed(0)} | ${cpu.toFixed(0)} | ${(cpu / cpuBaseline).toFixed(2)}× |`,
+    `| ${config.name} | ${micros.toFixed(0)} | ${config.samples.map((sample) => sample.toFixed(0)).join(' ')} | ${(micros / baseline).toFixed(2)}× | ${(micros - baseline).toFixed(0)} | ${cpu.toFixed(0)} | ${(cpu / cpuBaseline).toFixed(2)}× | ${config.commits?.toFixed(3) ?? ''} |`,
   );
 }
 

@@ -146,6 +146,8 @@ export const DEFAULT_DURABLE = Object.freeze({
   snapshotEvery: 32,
   approvalExpiresAfterMs: null as number | null,
   leaseMs: 30_000,
+  maxUncommittedSteps: 16,
+  maxUncommittedMs: 20,
 });
 
 /**

@@ -1,123 +1,35 @@
 /**
- * What a durable run commits, and when, on a real SQLite file: one commit a step for a round of
+ * What a durable run commits, and when, with `durable.maxUncommittedSteps` 0 or 1 (a commit before every model
+ * call: commit-groups.test.ts has the commits grouped across steps), on a real SQLite file: one commit a step for a round of
  * idempotent calls (the reply, its event, the outcomes and the round's event together, before the next
  * model call), two with a call that is not idempotent (the reply with the intents before it runs, the
  * outcomes after), no row a resume would never read, and the pause and cancel flags answered by the
  * commit itself rather than asked again.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createLoop, defineTool, type Model, type Store, type StoreRow } from 'loopstate';
-import { sqliteStore } from 'loopstate/sqlite';
-import { virtualClock } from 'loopstate/testing';
+import {
+  commitsPerStep,
+  counted,
+  groupedLoop,
+  kindsIn,
+  removeScratch,
+  type Counted,
+  type Round,
+} from './counted-store.js';
 
-const scratch = mkdtempSync(join(tmpdir(), 'loopstate-commit-grouping-'));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-let files = 0;
+afterAll(removeScratch);
 
-interface Counted {
-  store: Store;
-  /** Per append: the kinds of its rows. */
-  appends: string[][];
-  readControls: number;
-  /** Appends made before each model call. */
-  appendsAtModelCall: number[];
-  /** Per snapshot written: its seq, and the seqs of the rows appended before it. */
-  snapshots: { seq: number; committed: number[] }[];
-}
+describe.each([0, 1])('commits of a durable run, maxUncommittedSteps %i', (maxUncommittedSteps) => {
+  function loopOn(
+    counts: Counted,
+    rounds: Round[],
+    onModelCall?: (step: number) => Promise<void>,
+    snapshotEvery?: number,
+  ) {
+    // No time bound: only the step bound decides.
+    return groupedLoop(counts, rounds, onModelCall, snapshotEvery, { maxUncommittedSteps, maxUncommittedMs: Infinity });
+  }
 
-/** A real SQLite store, counted; `silent`: its appends answer nothing (the journal must then ask readControl). */
-function counted(silent = false): Counted {
-  const inner = sqliteStore({ path: join(scratch, `run-${files++}.db`) });
-  const counts: Counted = { store: inner, appends: [], readControls: 0, appendsAtModelCall: [], snapshots: [] };
-  const committed: number[] = [];
-  counts.store = {
-    ...inner,
-    pausePollMs: inner.pausePollMs,
-    async append(...args) {
-      counts.appends.push(args[1].map((row: StoreRow) => row.kind));
-      const control = await inner.append(...args);
-      committed.push(...args[1].map((row: StoreRow) => row.seq));
-      return silent ? undefined : control;
-    },
-    async writeSnapshot(runId, row, lease) {
-      counts.snapshots.push({ seq: row.seq, committed: [...committed] });
-      return inner.writeSnapshot(runId, row, lease);
-    },
-    async readControl(runId) {
-      counts.readControls += 1;
-      return inner.readControl(runId);
-    },
-  };
-  return counts;
-}
-
-type Round = ('lookup' | 'charge')[];
-
-function loopOn(
-  counts: Counted,
-  rounds: Round[],
-  onModelCall: (step: number) => Promise<void> = async () => {},
-  snapshotEvery = 1_000,
-) {
-  const model: Model = {
-    id: 'script',
-    async generate({ messages }) {
-      const step = messages.filter((message) => message.role === 'assistant').length;
-      counts.appendsAtModelCall.push(counts.appends.length);
-      await onModelCall(step);
-      const usage = { inputTokens: 10, outputTokens: 2 };
-      const round = rounds[step];
-      if (round === undefined) return { text: 'done', toolCalls: [], usage };
-      return {
-        text: null,
-        toolCalls: round.map((name, index) => ({
-          id: `c${step}_${index}`,
-          name,
-          arguments: JSON.stringify({ id: `s${step}_${index}` }),
-        })),
-        usage,
-      };
-    },
-  };
-  const lookup = defineTool({
-    name: 'lookup',
-    description: 'Read',
-    input: z.object({ id: z.string() }),
-    access: 'read',
-    execute: async ({ id }) => `found ${id}`,
-  });
-  const charge = defineTool({
-    name: 'charge',
-    description: 'Charge (not idempotent)',
-    input: z.object({ id: z.string() }),
-    access: 'write',
-    execute: async ({ id }) => `charged ${id}`,
-  });
-  return createLoop({
-    model,
-    tools: [lookup, charge],
-    store: counts.store,
-    clock: virtualClock(),
-    policy: { allow: ['read', 'write'] },
-    // No snapshot inside the steps counted, unless asked for.
-    durable: { snapshotEvery },
-    noProgress: { unchangedState: 1_000 },
-  });
-}
-
-/** Commits between one model call and the next, for each step after the first. */
-const commitsPerStep = (counts: Counted) =>
-  counts.appendsAtModelCall.slice(1).map((at, index) => at - counts.appendsAtModelCall[index]!);
-
-async function kindsIn(store: Store, runId: string): Promise<string[]> {
-  return (await store.readJournal(runId, 0)).map((row) => row.kind);
-}
-
-describe('commits of a durable run', () => {
   it('a step of idempotent calls commits once, with the reply, the outcomes and both events; nothing a resume never reads', async () => {
     const counts = counted();
     const result = await loopOn(

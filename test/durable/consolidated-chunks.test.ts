@@ -34,7 +34,8 @@ const loopOn = (store: Store, hangAt: number | null, onHang?: () => void, reques
     tools: [lookup],
     store,
     clock: virtualClock(),
-    durable: { snapshotEvery: 2 },
+    // maxUncommittedSteps 1: a commit before every model call (the journal these cases hang or crash on).
+    durable: { snapshotEvery: 2, maxUncommittedSteps: 1 },
     limits: { maxSteps: STEPS + 5, maxToolCalls: STEPS + 5 },
   });
 

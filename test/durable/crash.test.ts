@@ -102,11 +102,29 @@ describe.concurrent('SIGKILL at each effect boundary, resumed in a new process',
     expect(count(lines, 'start:charge_fee:')).toBe(1);
   }, 30_000);
 
-  it('killed before the model call after a round of idempotent calls: their outcomes and the reply were committed then, nothing repeats', async () => {
-    const { done, lines } = await crashAndFinish('before-model-1', { SPLIT_ROUND: '1', SNAPSHOT_EVERY: '32' });
+  it('killed before the model call after a round of idempotent calls, commits not grouped: their outcomes and the reply were committed then, nothing repeats', async () => {
+    const { done, lines } = await crashAndFinish('before-model-1', {
+      SPLIT_ROUND: '1',
+      SNAPSHOT_EVERY: '32',
+      MAX_UNCOMMITTED_STEPS: '1',
+    });
     expect(done.stopReason).toBe('completed');
     expectNothingRepeated(lines, [], 4);
     expect(count(lines, 'start:lookup:')).toBe(1);
+  }, 30_000);
+
+  it('killed before the model call after a round of idempotent calls, commits grouped: that step was not committed, so the model is asked again and the lookup re-runs under the same key', async () => {
+    const { done, lines } = await crashAndFinish('before-model-1', {
+      SPLIT_ROUND: '1',
+      SNAPSHOT_EVERY: '32',
+      MAX_UNCOMMITTED_STEPS: '4',
+    });
+    expect(done.stopReason).toBe('completed');
+    expectNothingRepeated(lines, [0], 4);
+    const starts = lines.filter((line) => line.startsWith('start:lookup:'));
+    expect(starts).toHaveLength(2);
+    expect(new Set(starts).size).toBe(1);
+    expect(count(lines, 'start:charge_fee:')).toBe(1);
   }, 30_000);
 
   it('killed inside an idempotent tool call of a round with a write (the reply and intents committed): re-run with the same key', async () => {

@@ -48,7 +48,8 @@ function loopOn(store: Store, hangAt: number | null, onHang: () => void = () => 
       { id: 'two', prompt: 'Look up two' },
     ],
     // No snapshot: a resume folds every event's fields from the first.
-    durable: { snapshotEvery: 1_000 },
+    // maxUncommittedSteps 1: a commit before every model call (the journal these cases hang or crash on).
+    durable: { snapshotEvery: 1_000, maxUncommittedSteps: 1 },
     limits: { maxSteps: 4 },
     noProgress: { repeatedToolCall: 1_000, unchangedState: 1_000 },
   });

@@ -22,7 +22,8 @@ const loopOn = (store: Store, distinct: number, hangAt: number | null, onHang?: 
     tools: [lookup],
     store,
     clock: virtualClock(),
-    durable: { snapshotEvery: 2 },
+    // maxUncommittedSteps 1: a commit before every model call (the journal these cases hang or crash on).
+    durable: { snapshotEvery: 2, maxUncommittedSteps: 1 },
     limits: { maxSteps: 1_000, maxToolCalls: 1_000, deadlineMs: Infinity },
     noProgress: { repeatedToolCall: 1_000, unchangedState: 1_000, duplicateObservation: 3 },
   });

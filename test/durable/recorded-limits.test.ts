@@ -57,7 +57,8 @@ function loopOn(store: Store, model: Model, maxSteps: number, snapshotEvery: num
     store,
     clock: virtualClock(),
     limits: { maxSteps, maxToolCalls: 100 },
-    durable: { snapshotEvery },
+    // maxUncommittedSteps 1: a commit before every model call (the journal these cases hang or crash on).
+    durable: { snapshotEvery, maxUncommittedSteps: 1 },
   });
 }
 

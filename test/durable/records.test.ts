@@ -145,7 +145,8 @@ describe('record envelopes', () => {
       tools: [tool],
       clock: virtualClock(),
       store: sqliteStore({ path }),
-      durable: { snapshotEvery: 2 },
+      // maxUncommittedSteps 1: a commit before every model call (the journal these cases hang or crash on).
+      durable: { snapshotEvery: 2, maxUncommittedSteps: 1 },
     });
     void loop.run({ goal: 'look', runId: 'r' });
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -51,6 +51,8 @@ function loopOn(store: Store | undefined, world: { modelCalls: number; lookups: 
   return createLoop({
     model: modelFrom(world),
     name: 'metadata-test',
+    // A commit before every model call (not grouped across steps): the crash windows the cases name.
+    durable: { maxUncommittedSteps: 1 },
     tools: [
       defineTool({
         name: 'lookup',

@@ -84,7 +84,8 @@ function process(
     clock: virtualClock(),
     random: () => 0.5,
     store,
-    durable: { snapshotEvery: 3 },
+    // maxUncommittedSteps 1: a commit before every model call (the journal these cases hang or crash on).
+    durable: { snapshotEvery: 3, maxUncommittedSteps: 1 },
     policy: { allow: ['read', 'write'] },
   });
 }

@@ -52,7 +52,8 @@ function loopOver(
     plan: true,
     clock: virtualClock(),
     store,
-    durable: { snapshotEvery: 4 },
+    // maxUncommittedSteps 1: a commit before every model call (the journal these cases hang or crash on).
+    durable: { snapshotEvery: 4, maxUncommittedSteps: 1 },
     context: { maxInputTokensPerCall: 600, keepTurns: 1 },
     tasks: [
       { id: 'collect', prompt: 'Collect A', evaluate: evaluators.schema(z.object({ found: z.string() })) },

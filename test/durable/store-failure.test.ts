@@ -96,6 +96,8 @@ function refundLoop(store: Store, calls: string[], idempotent = true) {
     tools: [lookup],
     store,
     clock: virtualClock(),
+    // A commit before every model call (not grouped across steps): the commits the cases fail are those.
+    durable: { maxUncommittedSteps: 1 },
     ...(idempotent ? {} : { policy: { allow: ['read', 'write'] as const } }),
   });
 }

@@ -45,7 +45,8 @@ function loopOn(store: Store, generate: Model) {
     model: generate,
     tools: [lookup],
     store,
-    durable: { snapshotEvery: 2 },
+    // maxUncommittedSteps 1: a commit before every model call (the journal these cases hang or crash on).
+    durable: { snapshotEvery: 2, maxUncommittedSteps: 1 },
     limits: {
       maxSteps: STEPS + 1,
       deadlineMs: Infinity,
@@ -123,7 +124,7 @@ describe('snapshots of a long run', () => {
       model: long,
       tools: [lookup],
       store: counted,
-      durable: { snapshotEvery: 2 },
+      durable: { snapshotEvery: 2, maxUncommittedSteps: 1 },
       limits: { maxSteps: steps, maxToolCalls: steps },
     }).run({ goal: 'go', runId: 'long' });
     expect(result.stopReason).toBe('completed');

@@ -23,7 +23,8 @@ const loopOn = (store: Store, hangAt: number | null, onHang?: () => void) =>
     tools: [lookup],
     store,
     clock: virtualClock(),
-    durable: { snapshotEvery: 2 },
+    // maxUncommittedSteps 1: a commit before every model call (the journal these cases hang or crash on).
+    durable: { snapshotEvery: 2, maxUncommittedSteps: 1 },
   });
 
 /** What `read` throws (a test fails when it throws nothing). */
@@ -170,7 +171,7 @@ describe('trace chunks', () => {
       tools: [lookup, refund],
       store,
       clock: virtualClock(),
-      durable: { snapshotEvery: 1 },
+      durable: { snapshotEvery: 1, maxUncommittedSteps: 1 },
     });
     const stopped = await loop.run({ goal: 'go', runId: 'w' });
     expect(stopped.status).toBe('needs_human');

@@ -62,7 +62,8 @@ const loopOn = (store: Store, hangAt: number | null, requests: ModelRequest[] = 
     tools: [lookup],
     store,
     clock: virtualClock(),
-    durable: { snapshotEvery: 2 },
+    // maxUncommittedSteps 1: a commit before every model call (the journal these cases hang or crash on).
+    durable: { snapshotEvery: 2, maxUncommittedSteps: 1 },
   });
 
 /** Runs (or resumes) the run until the model call at `hangAt` hangs, then frees its lease: a dead process. */
@@ -247,7 +248,7 @@ describe('transcript chunks', () => {
         tasks,
         store,
         clock: virtualClock(),
-        durable: { snapshotEvery: 2 },
+        durable: { snapshotEvery: 2, maxUncommittedSteps: 1 },
       });
     const expectedRequests: ModelRequest[] = [];
     const expected = await loop(memoryStore(), null, expectedRequests).run({ goal: 'go', runId: 'r' });
@@ -325,7 +326,7 @@ describe('transcript chunks under a context ceiling', () => {
         tools: [long],
         store,
         clock: virtualClock(),
-        durable: { snapshotEvery: 2 },
+        durable: { snapshotEvery: 2, maxUncommittedSteps: 1 },
         context: { maxInputTokensPerCall: 500, keepTurns: 1 },
       });
     const expectedRequests: ModelRequest[] = [];
@@ -393,7 +394,7 @@ describe('a long run with the trace off: the chain is read from near its snapsho
       clock: virtualClock(),
       limits: { maxSteps: STEPS + 10, maxToolCalls: STEPS + 10 },
       trace: { inMemory: false },
-      durable: { snapshotEvery: 2 },
+      durable: { snapshotEvery: 2, maxUncommittedSteps: 1 },
       ...(ceiling === undefined ? {} : { context: { maxInputTokensPerCall: ceiling, keepTurns: 1 } }),
     });
 

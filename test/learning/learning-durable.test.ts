@@ -40,6 +40,8 @@ function lookupLoop(store: Store, calls: string[], outcomes: number) {
     name: 'orders',
     tools: [lookup],
     store,
+    // A commit before every model call (not grouped across steps): the commits the cases fail are those.
+    durable: { maxUncommittedSteps: 1 },
     clock: virtualClock(),
     learning: { batchWindow: { outcomes } },
   });

@@ -199,7 +199,15 @@ describe('learning across runs', () => {
       execute: ({ n }) => `seen ${n}`,
     });
     const model = scriptedModel([1, 2, 3, 4, 5].map((n) => toolCall('counter', { n })).concat(reply('done')));
-    const loop = createLoop({ model, tools: [counter], store, clock, learning: { batchWindow: { outcomes: 2 } } });
+    // Outcomes are written once their events are committed: a commit before every model call (not grouped).
+    const loop = createLoop({
+      model,
+      tools: [counter],
+      store,
+      clock,
+      learning: { batchWindow: { outcomes: 2 } },
+      durable: { maxUncommittedSteps: 1 },
+    });
     const result = await loop.run({ goal: 'go' });
     expect(result.stopReason).toBe('completed');
     const saved = eventsOf(result.trace, 'learning-saved');
@@ -231,6 +239,8 @@ describe('learning across runs', () => {
       clock,
       learning: { batchWindow: { ms: 30_000 } },
       limits: { deadlineMs: Infinity },
+      // Outcomes are written once their events are committed: a commit before every model call (not grouped).
+      durable: { maxUncommittedSteps: 1 },
     });
     const result = await loop.run({ goal: 'go' });
     expect(result.stopReason).toBe('completed');

@@ -66,6 +66,8 @@ const loopOf = (total: number, store: Store, gate?: Promise<void>) =>
       maxCostUsd: Infinity,
     },
     noProgress: { unchangedState: 1_000_000 },
+    // A commit a step (not grouped across steps): the WAL sizes the cases count on.
+    durable: { maxUncommittedSteps: 1 },
     store,
   });
 
@@ -140,6 +142,8 @@ describe('sqliteStore: the WAL when a run stops', () => {
       store,
       limits: { maxSteps: 50 },
       noProgress: { unchangedState: 1_000 },
+      // A commit a step (not grouped across steps): the WAL the premise needs.
+      durable: { maxUncommittedSteps: 1 },
     }).run({ goal: 'Refund O-7', runId: 'ask' });
     expect(stopped.status).toBe('needs_human');
     expect(walBytes(path)).toBe(0);

@@ -321,7 +321,13 @@ export const configSchema = z
       .strict()
       .optional(),
     durable: z
-      .object({ snapshotEvery: positiveInt, approvalExpiresAfterMs: positiveInt, leaseMs: positiveInt })
+      .object({
+        snapshotEvery: positiveInt,
+        approvalExpiresAfterMs: positiveInt,
+        leaseMs: positiveInt,
+        maxUncommittedSteps: nonNegativeInt,
+        maxUncommittedMs: finiteOrInfinity(number().min(0)),
+      })
       .partial()
       .strict()
       .optional(),

@@ -187,6 +187,19 @@ export interface DurableOptions {
   approvalExpiresAfterMs?: number;
   /** How long a process holds a run without writing before another may take it over (default 30 000 ms). */
   leaseMs?: number;
+  /**
+   * At most this many model replies of steps whose tool calls are all idempotent are left uncommitted
+   * (default 16): their commits are grouped into one, made before the model call after them, so a crash asks
+   * the model again at most this many times (and runs those steps' idempotent calls again under the same
+   * keys). 1 (or 0) commits before every model call. Nothing else waits: a write's intent and outcome, an
+   * approval, an evaluation, a backoff and the run's stop are committed as always.
+   */
+  maxUncommittedSteps?: number;
+  /**
+   * Commits are grouped only while the last one is younger than this (default 20 ms): a run whose model
+   * calls take longer than that commits before every one. 0 commits before every model call.
+   */
+  maxUncommittedMs?: number;
 }
 
 /**
@@ -221,7 +234,13 @@ export interface ResolvedConfig {
   toolOrder: ToolOrder;
   store: Store | undefined;
   tenant: TenantBudget | undefined;
-  durable: { snapshotEvery: number; approvalExpiresAfterMs: number | null; leaseMs: number };
+  durable: {
+    snapshotEvery: number;
+    approvalExpiresAfterMs: number | null;
+    leaseMs: number;
+    maxUncommittedSteps: number;
+    maxUncommittedMs: number;
+  };
   inspect: InspectOption | undefined;
   /** Learning across runs, with its defaults; undefined when off. */
   learning: ResolvedLearning | undefined;
@@ -367,6 +386,8 @@ export function resolveConfig(input: unknown): ResolvedConfig {
       snapshotEvery: config.durable?.snapshotEvery ?? DEFAULT_DURABLE.snapshotEvery,
       approvalExpiresAfterMs: config.durable?.approvalExpiresAfterMs ?? DEFAULT_DURABLE.approvalExpiresAfterMs,
       leaseMs: config.durable?.leaseMs ?? DEFAULT_DURABLE.leaseMs,
+      maxUncommittedSteps: config.durable?.maxUncommittedSteps ?? DEFAULT_DURABLE.maxUncommittedSteps,
+      maxUncommittedMs: config.durable?.maxUncommittedMs ?? DEFAULT_DURABLE.maxUncommittedMs,
     },
     inspect: config.inspect,
     learning: config.learning === undefined ? undefined : resolveLearning(config.learning),

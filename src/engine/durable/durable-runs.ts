@@ -444,6 +444,8 @@ export class DurableRuns {
       runId,
       lease,
       snapshotEvery: this.resolved.durable.snapshotEvery,
+      maxUncommittedSteps: this.resolved.durable.maxUncommittedSteps,
+      maxUncommittedMs: this.resolved.durable.maxUncommittedMs,
       plan,
       ownsHealth: sharedHealth === undefined,
       continuedRunBody,

@@ -72,6 +72,13 @@ export interface RunJournalOptions {
   /** The run's metadata once it continues from a stop (state running, the calls decided), written with the superseding event. */
   continuedRunBody: string | undefined;
   snapshotEvery: number;
+  /**
+   * Commits before a model call are grouped across steps of idempotent calls only while fewer than
+   * `maxUncommittedSteps` replies are uncommitted and the last commit is younger than `maxUncommittedMs` (a
+   * monotonic wall clock); 0 for either (or absent) commits before every model call.
+   */
+  maxUncommittedSteps?: number;
+  maxUncommittedMs?: number;
   /** The rebuilt run to continue, or null for a new run. */
   plan: ResumePlan | null;
   /** Whether the run's tool health is its own (persisted) or the caller's shared one (not persisted). */
@@ -126,6 +133,17 @@ export class RunJournal implements DriverHooks {
   private roundHasWrites = true;
   /** Commits started so far, and the run's control as the latest commit that answered it found it (see `beforeEffect`). */
   private commitsStarted = 0;
+  /**
+   * Whether something queued since the last commit must be durable before the next model call (see
+   * `beforeEffect`): the run's first records, a write round's outcomes, an evaluation's or a backoff's outcome,
+   * a decision on a stop. Else the commit may wait, within bounds: `uncommittedReplies` model replies queued
+   * since the last commit, which ended at `lastCommitAt` (performance.now()).
+   */
+  private mustCommit = true;
+  /** A round with a call that is not idempotent ran: its event is committed before the next model call too. */
+  private writeRoundRan = false;
+  private uncommittedReplies = 0;
+  private lastCommitAt = 0;
   private controlSeen: { control: RunControl; commit: number } | null = null;
   /** How much of the in-memory trace the journal's trace chunks hold (the next chunk starts there). */
   private traceChunked: number;
@@ -208,11 +226,15 @@ export class RunJournal implements DriverHooks {
       this.pendingRunBody = undefined;
       this.pendingFinishedAt = undefined;
       this.pendingSnapshot = null;
+      this.mustCommit = false;
+      this.uncommittedReplies = 0;
       const started = ++this.commitsStarted;
       if (rows.length > 0 || body !== undefined) {
         const control = await store.append(this.runId, rows, this.options.lease(), body, at);
         if (control) this.controlSeen = { control, commit: started };
       }
+      // From its end (an fsync may take long): what waits after it has waited that long at most.
+      this.lastCommitAt = performance.now();
       // Every row up to the snapshot's seq is committed now (this commit or one before it, in seq order).
       if (snapshot !== null) {
         const written = store.writeSnapshot(this.runId, snapshot, this.options.lease());
@@ -413,6 +435,10 @@ export class RunJournal implements DriverHooks {
           }),
     };
     const runBody = this.superseding === null ? undefined : this.options.continuedRunBody;
+    // A decision on a stop (approvals, a review, a continue), or a write round's event (its outcomes may be
+    // committed already), is durable before the next model call.
+    if (this.superseding !== null || this.writeRoundRan) this.mustCommit = true;
+    this.writeRoundRan = false;
     this.superseding = null;
     this.queue(record, runBody);
     // A workflow step (DBOS) records its outcome inside the step: the step's result is durable with it.
@@ -506,13 +532,23 @@ export class RunJournal implements DriverHooks {
     // Before the next external effect: the last effect's outcome and the events since are committed. A tool
     // round commits in its calls instead (see `execute`): with its intents, or not before it runs at all.
     const since = this.commitsStarted;
-    const committed = kind !== 'runTools';
+    let committed = kind !== 'runTools';
     if (!committed) {
       this.roundHasWrites = hasWrites(session);
+      this.writeRoundRan = this.roundHasWrites;
       // A round of idempotent calls only is the rest of the step its model call began: a pause or a cancel
       // is seen before the next step (as the store's contract says), not between the two.
       if (!this.roundHasWrites) return committed;
-    } else await this.flush();
+    } else if (kind === 'callModel' && this.mayWait()) {
+      // Steps of idempotent calls only, grouped into one commit (see `mayWait`): the control is read instead,
+      // so a pause or a cancel is still seen before this step.
+      committed = false;
+    } else {
+      await this.flush();
+      // An evaluation's or a backoff's outcome is committed before the next model call (an LLM judge is not
+      // paid again for a commit saved).
+      if (kind !== 'callModel') this.mustCommit = true;
+    }
     // The control the commit just made found (the same round trip), or read now.
     let control =
       this.controlSeen !== null && this.controlSeen.commit > since
@@ -538,6 +574,24 @@ export class RunJournal implements DriverHooks {
     }
   }
 
+  /**
+   * Whether the commit before a model call may wait for a later one: nothing queued must be durable before
+   * it (only steps whose tool rounds were idempotent only, each of which a crash simply repeats: the model
+   * asked again, the calls run again under their keys), fewer than `maxUncommittedSteps` replies are
+   * uncommitted (so with the one this call brings, a crash repeats at most that many model calls: 1, or 0,
+   * is a commit before every model call), and the last commit is younger than `maxUncommittedMs`. Never for a
+   * workflow step (DBOS commits at every event).
+   */
+  private mayWait(): boolean {
+    const { maxUncommittedSteps = 0, maxUncommittedMs = 0 } = this.options;
+    return (
+      !this.mustCommit &&
+      this.effectStep === undefined &&
+      this.uncommittedReplies < maxUncommittedSteps &&
+      performance.now() - this.lastCommitAt < maxUncommittedMs
+    );
+  }
+
   /** The model call: a response journalled before the interruption is served, a new one queued for the next commit. */
   async generate(model: Model, request: ModelRequest): Promise<ModelResponse> {
     const index = this.modelCallsSinceEvent++;
@@ -558,6 +612,7 @@ export class RunJournal implements DriverHooks {
         // The metadata too, so a resumed run traces and warns about a served reply as it would the live one.
         response: { text, toolCalls: [...toolCalls], usage, ...knownMetadata(metadata) },
       });
+      this.uncommittedReplies += 1;
       // Committed with its event before anything depends on it: before the next model call, before a
       // tool that is not idempotent runs, or with the run's stop (a crash before that asks the model again).
     }

@@ -1,0 +1,204 @@
+/**
+ * Commits grouped across steps (`durable.maxUncommittedSteps`, `durable.maxUncommittedMs`), on a real SQLite
+ * file: steps whose tool calls are all idempotent share one commit, at most the bound's replies left
+ * uncommitted; a write's intent and outcome, an evaluation and the stop are committed as always; the time
+ * bound commits before every call of a model slower than it; a pause set through another handle is still
+ * seen before the next step; only the newest of a group's snapshots is written; bad bounds are refused.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLoop, DEFAULT_DURABLE, evaluators, type Model } from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
+import { configError } from '../support/config-error.js';
+import { commitsPerStep, counted, groupedLoop, kindsIn, removeScratch, type Round } from './counted-store.js';
+
+afterAll(removeScratch);
+
+const reads = (steps: number) => Array.from({ length: steps }, (): Round => ['lookup']);
+// Only the step bound decides, unless a test says otherwise.
+const noTimeBound = { maxUncommittedMs: Infinity };
+
+describe('commits grouped across steps of idempotent calls only', () => {
+  it.each([
+    [2, [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]],
+    [4, [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]],
+    [16, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]],
+  ])(
+    'maxUncommittedSteps %i: a commit before every that-many model calls, the control read before the others',
+    async (maxUncommittedSteps, expected) => {
+      const counts = counted();
+      const result = await groupedLoop(counts, reads(12), undefined, 1_000, {
+        maxUncommittedSteps,
+        ...noTimeBound,
+      }).run({ goal: 'read', runId: 'grouped' });
+      expect(result.stopReason).toBe('completed');
+      expect(result.steps).toBe(13);
+      // The run's first commit (its start) is before its first model call, whatever the bound.
+      expect(counts.appendsAtModelCall[0]).toBe(1);
+      expect(commitsPerStep(counts)).toEqual(expected);
+      // A pause or a cancel is still looked for before each step: read where no commit answered it.
+      const skipped = expected.filter((commits) => commits === 0).length;
+      expect(counts.readControls).toBe(skipped);
+      // Everything is in the journal at the end (the evaluation's commit took the last group), nothing twice.
+      const kinds = await kindsIn(counts.store, 'grouped');
+      expect(kinds.filter((kind) => kind === 'event').length).toBeGreaterThanOrEqual(2 * 13);
+      expect(kinds.filter((kind) => kind === 'model' || kind === 'tool-result')).toEqual([]);
+      const resumed = await groupedLoop(counts, reads(12)).resume('grouped');
+      expect(resumed.stopReason).toBe('completed');
+      expect(resumed.steps).toBe(13);
+      await counts.store.close();
+    },
+  );
+
+  it('by default (no durable options) an instant model’s steps are grouped: fewer commits than steps', async () => {
+    expect(DEFAULT_DURABLE).toMatchObject({ maxUncommittedSteps: 16, maxUncommittedMs: 20 });
+    const counts = counted();
+    const result = await groupedLoop(counts, reads(40)).run({ goal: 'read', runId: 'defaults' });
+    expect(result.stopReason).toBe('completed');
+    // Not an exact count: the 20 ms bound depends on how fast this machine runs the steps. At most one
+    // commit a step, and never more than 16 replies uncommitted.
+    const perStep = commitsPerStep(counts);
+    expect(Math.max(...perStep)).toBeLessThanOrEqual(1);
+    let uncommitted = 0;
+    for (const commits of perStep) {
+      uncommitted = commits === 0 ? uncommitted + 1 : 0;
+      expect(uncommitted).toBeLessThan(16);
+    }
+    await counts.store.close();
+  });
+
+  it('a write in the middle of a group: its intent is committed before it runs (with the group), its outcome before the next model call', async () => {
+    const counts = counted();
+    const rounds: Round[] = [['lookup'], ['lookup'], ['charge'], ['lookup'], ['lookup'], ['lookup', 'charge']];
+    const result = await groupedLoop(counts, rounds, undefined, 1_000, {
+      maxUncommittedSteps: 16,
+      ...noTimeBound,
+    }).run({ goal: 'mixed', runId: 'mixed' });
+    expect(result.stopReason).toBe('completed');
+    // Steps 1–2 wait; step 3 commits its reply with the intent, then its outcome before the next call;
+    // steps 4–5 wait; step 6's write commits the intent, the read's outcome while the charge runs, the rest.
+    expect(commitsPerStep(counts)).toEqual([0, 0, 2, 0, 0, 3]);
+    const intents = counts.appends.filter((kinds) => kinds.includes('intent'));
+    expect(intents).toHaveLength(2);
+    // The first intent's commit holds the two grouped steps before it (two events each) and its reply's event.
+    expect(intents[0]).toEqual(['event', 'event', 'event', 'event', 'event', 'intent']);
+    // Each charge ran after its intent's commit.
+    expect(counts.appendsAtCharge).toHaveLength(2);
+    for (const at of counts.appendsAtCharge) expect(counts.appends[at - 1]).toContain('intent');
+    await counts.store.close();
+  });
+
+  it('an evaluation is committed before it runs and its outcome before the next model call', async () => {
+    const counts = counted();
+    let evaluations = 0;
+    const result = await groupedLoop(counts, reads(3), undefined, 1_000, { maxUncommittedSteps: 16, ...noTimeBound }, [
+      evaluators.rule(() => ++evaluations > 1, 'look again'),
+    ]).run({ goal: 'read', runId: 'evaluated' });
+    expect(result.stopReason).toBe('completed');
+    expect(evaluations).toBe(2);
+    // Calls 1–3 wait; the evaluation of the answer commits before it, its rejection before the model is asked again.
+    expect(commitsPerStep(counts)).toEqual([0, 0, 0, 2]);
+    await counts.store.close();
+  });
+
+  it('maxUncommittedMs: a model slower than the bound has a commit before every call', async () => {
+    const counts = counted();
+    const slow = async () => new Promise<void>((resolve) => setTimeout(resolve, 5));
+    const result = await groupedLoop(counts, reads(6), slow, 1_000, {
+      maxUncommittedSteps: 16,
+      maxUncommittedMs: 2,
+    }).run({ goal: 'read', runId: 'slow' });
+    expect(result.stopReason).toBe('completed');
+    expect(commitsPerStep(counts)).toEqual([1, 1, 1, 1, 1, 1]);
+    await counts.store.close();
+  });
+
+  it('maxUncommittedMs 0 commits before every model call whatever the step bound', async () => {
+    const counts = counted();
+    await groupedLoop(counts, reads(6), undefined, 1_000, { maxUncommittedSteps: 16, maxUncommittedMs: 0 }).run({
+      goal: 'read',
+      runId: 'zero',
+    });
+    expect(commitsPerStep(counts)).toEqual([1, 1, 1, 1, 1, 1]);
+    await counts.store.close();
+  });
+
+  it('a pause set through another handle on the file, inside a group, is seen before the next step', async () => {
+    const counts = counted(false, 5);
+    const other = sqliteStore({ path: counts.path });
+    let pausedAt = -1;
+    let resumedAtReads = -1;
+    const callsWhilePaused: number[] = [];
+    const loop = groupedLoop(
+      counts,
+      reads(8),
+      async (step) => {
+        if (pausedAt >= 0 && resumedAtReads < 0) callsWhilePaused.push(step);
+        if (step !== 2) return;
+        // Another process pauses every run while this model call (in a group: no commit before it) runs.
+        await other.setPaused('incident');
+        pausedAt = counts.readControls;
+      },
+      1_000,
+      { maxUncommittedSteps: 16, ...noTimeBound },
+    );
+    const running = loop.run({ goal: 'read', runId: 'paused' });
+    // Lifted once the run has looked (and waited) a few times.
+    while (counts.readControls < pausedAt + 3 || pausedAt < 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    resumedAtReads = counts.readControls;
+    await other.setPaused(null);
+    const result = await running;
+    expect(result.stopReason).toBe('completed');
+    expect(callsWhilePaused).toEqual([]);
+    // The step after the pause had no commit before it: the pause was seen by a control read.
+    expect(commitsPerStep(counts)[2]).toBe(0);
+    await other.close();
+    await counts.store.close();
+  });
+
+  it('snapshots taken inside a group: only the newest is written, after the commit that holds its chunks', async () => {
+    const counts = counted();
+    const result = await groupedLoop(counts, reads(12), undefined, 3, { maxUncommittedSteps: 8, ...noTimeBound }).run({
+      goal: 'read',
+      runId: 'snapshots',
+    });
+    expect(result.stopReason).toBe('completed');
+    // A snapshot every 3 events (25 events): 8 taken; one written per commit that had one waiting.
+    expect(counts.snapshots.length).toBeGreaterThanOrEqual(2);
+    expect(counts.snapshots.length).toBeLessThanOrEqual(counts.appends.length);
+    for (const snapshot of counts.snapshots) {
+      expect(snapshot.committed).toContain(snapshot.seq);
+      expect(snapshot.committed).toContain(snapshot.seq + 1);
+    }
+    const resumed = await groupedLoop(counts, reads(12)).resume('snapshots');
+    expect(resumed.steps).toBe(13);
+    await counts.store.close();
+  });
+});
+
+describe('the bounds in config', () => {
+  const model: Model = {
+    id: 'm',
+    generate: async () => ({ text: 'x', toolCalls: [], usage: { inputTokens: 1, outputTokens: 1 } }),
+  };
+  it.each([
+    [{ maxUncommittedSteps: -1 }, 'durable.maxUncommittedSteps'],
+    [{ maxUncommittedSteps: 1.5 }, 'durable.maxUncommittedSteps'],
+    [{ maxUncommittedSteps: Infinity }, 'durable.maxUncommittedSteps'],
+    [{ maxUncommittedSteps: '4' }, 'durable.maxUncommittedSteps'],
+    [{ maxUncommittedMs: -1 }, 'durable.maxUncommittedMs'],
+    [{ maxUncommittedMs: Number.NaN }, 'durable.maxUncommittedMs'],
+    [{ maxUncommittedMs: '20' }, 'durable.maxUncommittedMs'],
+  ])('refuses %j naming %s', (durable, path) => {
+    const error = configError(() => createLoop({ model, store: sqliteStore({ path: ':memory:' }), durable } as never));
+    expect(error.issues.map((issue) => issue.path)).toEqual([path]);
+  });
+
+  it('takes 0 and Infinity (no time bound), and undefined as the default', () => {
+    for (const durable of [
+      { maxUncommittedSteps: 0, maxUncommittedMs: 0 },
+      { maxUncommittedMs: Infinity },
+      { maxUncommittedSteps: undefined, maxUncommittedMs: undefined },
+    ])
+      expect(() => createLoop({ model, durable })).not.toThrow();
+  });
+});
