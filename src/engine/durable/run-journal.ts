@@ -4,7 +4,7 @@
  * Design: the journal holds, under (runId, seq), every event the machine is sent — written before the
  * machine sees it — together with what that step changed in the session outside the machine (a
  * delta: appended messages, trace events and warnings, the small fields that changed). Records are
- * committed in groups (see `queue`). Every `snapshotEvery` events the machine's persisted snapshot and the
+ * committed in groups (see journal-commits.ts). Every `snapshotEvery` events the machine's persisted snapshot and the
  * session's small fields (all of them) are written too, with the in-memory trace since the last snapshot as a
  * trace chunk; the snapshot holds no history, so it stays small however long the run (but it still waits for
  * the journal since the last one to be as large as it, so snapshots never cost more than the journal). With
@@ -32,7 +32,7 @@ import type { TraceEvent } from '../trace/trace-event.js';
 import type { DriverHooks, EffectKind, EffectStep, RestoreTarget } from '../runtime/driver-hooks.js';
 import { RunInterruption } from '../runtime/interruption.js';
 import type { RunSession } from '../runtime/run-session.js';
-import type { Lease, RunControl, Store, StoreRow } from '../../contracts/store.js';
+import type { Lease, Store } from '../../contracts/store.js';
 import { isCallerFault, type Tool, type ToolContext, type ToolHealth } from '../tools/index.js';
 import { UnknownOutcomeError } from '../tools/unknown-outcome-error.js';
 import {
@@ -41,12 +41,9 @@ import {
   type ApprovalDecision,
   type EventRecord,
   type ReviewDecision,
-  type IntentRecord,
   type JournalRecord,
-  type ModelRecord,
   type ResultMessagesAt,
   type SnapshotRecord,
-  type ToolResultRecord,
 } from './records.js';
 import { TRANSCRIPT_WINDOW, type ResumePlan } from './resume-plan.js';
 import {
@@ -63,6 +60,7 @@ import { withRunLimits } from './recorded-limits.js';
 import { migrateTransportCounters } from './transport-counters-migration.js';
 import { lookUp, serialised, served, type ToolOutcome } from './tool-outcome.js';
 import { closingOf, TranscriptChain } from './transcript-chain.js';
+import { JournalCommits } from './journal-commits.js';
 
 export interface RunJournalOptions {
   store: Store;
@@ -96,9 +94,6 @@ export interface RunJournalOptions {
   stopTrace?: readonly TraceEvent[];
 }
 
-/** A record whose row is written only if no event follows it in its commit. */
-type PendingEffectRecord = ModelRecord | IntentRecord | ToolResultRecord;
-
 export class RunJournal implements DriverHooks {
   readonly machineSnapshot;
   readonly effectStep: EffectStep | undefined;
@@ -106,45 +101,18 @@ export class RunJournal implements DriverHooks {
   private lastEventSeq: number;
   private modelCallsSinceEvent = 0;
   private eventsSinceSnapshot = 0;
-  /** Journal bytes written since the last snapshot, and that snapshot's own size (see the design note above). */
-  private bytesSinceSnapshot = 0;
+  /** The last snapshot's size: the next waits for the journal since it to be as large (see the design note above). */
   private lastSnapshotBytes = 0;
   private cursor: SessionCursor | null = null;
-  /**
-   * Records not yet committed, and the run body to commit with them. Events and trace chunks are encoded
-   * when queued (they describe the session as it is now); a model reply, an intent or a tool outcome is
-   * encoded only if its commit has no event after it (see `commitRows`), and it is never changed once queued.
-   */
-  private pending: (StoreRow | PendingEffectRecord)[] = [];
-  private pendingRunBody: string | undefined = undefined;
-  private pendingFinishedAt: number | undefined = undefined;
-  /** A snapshot taken and not yet written: written right after the next commit, which holds its events (see `afterSend`). */
-  private pendingSnapshot: StoreRow | null = null;
-  /** Set by `finish`: the commit it makes is the run's last (see `flush`). */
-  private finishing = false;
-  /** The commit under way: commits happen one after the other, in seq order. */
-  private committing: Promise<void> = Promise.resolve();
-  /** A commit that waits for the one under way and has not taken its rows yet: a flush meanwhile joins it. */
-  private scheduled: Promise<void> | null = null;
   /**
    * Whether the tool round under way has a call that is not idempotent: its calls then wait for the commit
    * of the reply (and that call's intent) before they run; a round of idempotent calls only runs at once.
    */
   private roundHasWrites = true;
-  /** Commits started so far, and the run's control as the latest commit that answered it found it (see `beforeEffect`). */
-  private commitsStarted = 0;
-  /**
-   * Whether something queued since the last commit must be durable before the next model call (see
-   * `beforeEffect`): the run's first records, a write round's outcomes, an evaluation's or a backoff's outcome,
-   * a decision on a stop. Else the commit may wait, within bounds: `uncommittedReplies` model replies queued
-   * since the last commit, which ended at `lastCommitAt` (performance.now()).
-   */
-  private mustCommit = true;
   /** A round with a call that is not idempotent ran: its event is committed before the next model call too. */
   private writeRoundRan = false;
-  private uncommittedReplies = 0;
-  private lastCommitAt = 0;
-  private controlSeen: { control: RunControl; commit: number } | null = null;
+  /** What is queued for the store, and when it is committed. */
+  private readonly commits: JournalCommits;
   /** How much of the in-memory trace the journal's trace chunks hold (the next chunk starts there). */
   private traceChunked: number;
   /** The transcript chunks written with the snapshots, each continuing the one before. */
@@ -153,8 +121,6 @@ export class RunJournal implements DriverHooks {
   private wholeLinkSeq = 0;
   /** Tool calls running now: an outcome is committed at once while another call of its round still runs. */
   private toolsRunning = 0;
-  /** The first journal write that failed during the effect in flight, if one did. */
-  private writeFailure: unknown = null;
   private health: ToolHealth | null = null;
   /** The run's session, once the driver hands it over (`restore`): its transcript is chunked at the stop. */
   private session: RunSession | null = null;
@@ -177,6 +143,13 @@ export class RunJournal implements DriverHooks {
     // A snapshot whose trace is whole (version 2, or a run started before) leaves nothing in chunks: the first chunk holds it all.
     this.traceChunked = options.plan?.snapshot?.session.traceLength ?? 0;
     this.effectStep = options.effectStep;
+    this.commits = new JournalCommits(
+      options.store,
+      options.runId,
+      options.lease,
+      { maxUncommittedSteps: options.maxUncommittedSteps, maxUncommittedMs: options.maxUncommittedMs },
+      options.effectStep !== undefined,
+    );
   }
 
   /** The seq of the last event journalled. */
@@ -188,95 +161,17 @@ export class RunJournal implements DriverHooks {
     return this.options.runId;
   }
 
-  /**
-   * Queues a record for the next commit. Only what must be durable before the next external effect is
-   * committed (see `flush`): a model reply with its event before the next model call or a tool that is not
-   * idempotent, such a tool's intent before it runs, its outcome before the next effect; the rest rides along.
-   */
   private queue(record: JournalRecord, runBody?: string): void {
-    if (record.kind === 'model' || record.kind === 'intent' || record.kind === 'tool-result') this.pending.push(record);
-    else {
-      const row: StoreRow = { seq: record.seq, kind: record.kind, body: encodeRecord(record) };
-      this.bytesSinceSnapshot += row.body.length;
-      this.pending.push(row);
-    }
-    if (runBody !== undefined) this.pendingRunBody = runBody;
+    this.commits.queue(record, runBody);
   }
 
-  /**
-   * Commits the queued records (and a queued run body) in one append, after any commit still under way.
-   * A group commit: what is queued until that append starts goes with it, so the calls of one round that
-   * flush one after the other (an intent each) share it.
-   */
-  private flush(runBody?: string, finishedAt?: number): Promise<void> {
-    if (runBody !== undefined) this.pendingRunBody = runBody;
-    if (finishedAt !== undefined) this.pendingFinishedAt = finishedAt;
-    if (this.scheduled !== null) return this.scheduled;
-    if (this.pending.length === 0 && this.pendingRunBody === undefined && this.pendingSnapshot === null)
-      return this.committing;
-    const { store } = this.options;
-    const commit = this.committing.then(async () => {
-      this.scheduled = null;
-      const rows = this.commitRows(this.pending);
-      const body = this.pendingRunBody;
-      const at = this.pendingFinishedAt;
-      const snapshot = this.pendingSnapshot;
-      const last = this.finishing;
-      this.pending = [];
-      this.pendingRunBody = undefined;
-      this.pendingFinishedAt = undefined;
-      this.pendingSnapshot = null;
-      this.mustCommit = false;
-      this.uncommittedReplies = 0;
-      const started = ++this.commitsStarted;
-      if (rows.length > 0 || body !== undefined) {
-        const control = await store.append(this.runId, rows, this.options.lease(), body, at);
-        if (control) this.controlSeen = { control, commit: started };
-      }
-      // From its end (an fsync may take long): what waits after it has waited that long at most.
-      this.lastCommitAt = performance.now();
-      // Every row up to the snapshot's seq is committed now (this commit or one before it, in seq order).
-      if (snapshot !== null) {
-        const written = store.writeSnapshot(this.runId, snapshot, this.options.lease());
-        // The run's last commit holds how it ended: a snapshot that then fails to be written only makes a later
-        // resume (of a run that waits for a decision) start at the snapshot before, so the run's end stands.
-        await (last ? written.catch(() => undefined) : written);
-      }
-    });
-    // The next commit waits for this one whether it failed or not; the failure is the caller's to see.
-    this.committing = commit.catch(() => undefined);
-    const seen = commit.catch((error: unknown) => {
-      this.writeFailure ??= error;
-      throw error;
-    });
-    this.scheduled = seen;
-    return seen;
-  }
-
-  /**
-   * The rows of one commit. A model reply, intent or tool outcome that an event of the same commit follows
-   * is left out: a resume serves only the records after the last event (the event holds what they said),
-   * so such a row would never be read. Its seq stays taken: a journal may have gaps.
-   */
-  private commitRows(queued: readonly (StoreRow | PendingEffectRecord)[]): StoreRow[] {
-    let lastEvent = -1;
-    for (const item of queued) if (item.kind === 'event') lastEvent = item.seq;
-    const rows: StoreRow[] = [];
-    for (const item of queued) {
-      if ('body' in item) rows.push(item);
-      else if (item.seq > lastEvent) {
-        const body = encodeRecord(item);
-        this.bytesSinceSnapshot += body.length;
-        rows.push({ seq: item.seq, kind: item.kind, body });
-      }
-    }
-    return rows;
+  private flush(): Promise<void> {
+    return this.commits.flush();
   }
 
   /** Commits what is queued, with the run's metadata once it stopped (and when it finished): the run's last commit. */
   finish(runBody: string, finishedAt: number | undefined): Promise<void> {
-    this.finishing = true;
-    return this.flush(runBody, finishedAt);
+    return this.commits.finish(runBody, finishedAt);
   }
 
   /**
@@ -415,7 +310,7 @@ export class RunJournal implements DriverHooks {
     // effect saw it as the model's or the tool's failure, which it was not. That outcome is neither
     // journalled nor shown to the machine; the store's error ends the drive, and a resume redoes the
     // effect from what the journal holds.
-    if (this.writeFailure !== null) throw this.writeFailure;
+    if (this.commits.writeFailure !== null) throw this.commits.writeFailure;
     // A run started afresh on resume (interrupted before its first event): after its run-start.
     this.warnOfLimits(session, event.at);
     const cursor = this.cursor ?? cursorOf(session, this.health);
@@ -437,7 +332,7 @@ export class RunJournal implements DriverHooks {
     const runBody = this.superseding === null ? undefined : this.options.continuedRunBody;
     // A decision on a stop (approvals, a review, a continue), or a write round's event (its outcomes may be
     // committed already), is durable before the next model call.
-    if (this.superseding !== null || this.writeRoundRan) this.mustCommit = true;
+    if (this.superseding !== null || this.writeRoundRan) this.commits.mustCommit = true;
     this.writeRoundRan = false;
     this.superseding = null;
     this.queue(record, runBody);
@@ -459,12 +354,12 @@ export class RunJournal implements DriverHooks {
     const snapshot = actor.getSnapshot();
     if (
       this.eventsSinceSnapshot < this.options.snapshotEvery ||
-      this.bytesSinceSnapshot < this.lastSnapshotBytes ||
+      this.commits.bytesQueued < this.lastSnapshotBytes ||
       snapshot.status !== 'active'
     )
       return;
     this.eventsSinceSnapshot = 0;
-    this.bytesSinceSnapshot = 0;
+    this.commits.bytesQueued = 0;
     const traceInChunks = session.config.trace.inMemory;
     if (traceInChunks) {
       // The trace since the last chunk, committed with the events before the snapshot.
@@ -512,13 +407,13 @@ export class RunJournal implements DriverHooks {
     };
     const body = encodeRecord(record);
     this.lastSnapshotBytes = body.length;
-    this.bytesSinceSnapshot = 0;
+    this.commits.bytesQueued = 0;
     // The snapshot stands on the events before it (and its chunks): it is written right after the commit that
     // holds them, the next one, made before the next external effect as always — not with a commit of its own
     // in the middle of a step (one commit more every `snapshotEvery` events, and with `durability: 'full'` one
     // fsync more). A crash before it is written leaves the state of a crash before the snapshot was taken: its
     // chunks, if committed, are skipped (no snapshot names them) and a resume starts at the snapshot before.
-    this.pendingSnapshot = { seq: record.seq, kind: 'snapshot', body };
+    this.commits.pendingSnapshot = { seq: record.seq, kind: 'snapshot', body };
     // A workflow step (DBOS) commits at every event: the snapshot goes with the next one's commit, or now.
     if (this.effectStep !== undefined) await this.flush();
   }
@@ -531,7 +426,7 @@ export class RunJournal implements DriverHooks {
     const { store } = this.options;
     // Before the next external effect: the last effect's outcome and the events since are committed. A tool
     // round commits in its calls instead (see `execute`): with its intents, or not before it runs at all.
-    const since = this.commitsStarted;
+    const since = this.commits.started;
     let committed = kind !== 'runTools';
     if (!committed) {
       this.roundHasWrites = hasWrites(session);
@@ -539,7 +434,7 @@ export class RunJournal implements DriverHooks {
       // A round of idempotent calls only is the rest of the step its model call began: a pause or a cancel
       // is seen before the next step (as the store's contract says), not between the two.
       if (!this.roundHasWrites) return committed;
-    } else if (kind === 'callModel' && this.mayWait()) {
+    } else if (kind === 'callModel' && this.commits.mayWait()) {
       // Steps of idempotent calls only, grouped into one commit (see `mayWait`): the control is read instead,
       // so a pause or a cancel is still seen before this step.
       committed = false;
@@ -547,13 +442,10 @@ export class RunJournal implements DriverHooks {
       await this.flush();
       // An evaluation's or a backoff's outcome is committed before the next model call (an LLM judge is not
       // paid again for a commit saved).
-      if (kind !== 'callModel') this.mustCommit = true;
+      if (kind !== 'callModel') this.commits.mustCommit = true;
     }
     // The control the commit just made found (the same round trip), or read now.
-    let control =
-      this.controlSeen !== null && this.controlSeen.commit > since
-        ? this.controlSeen.control
-        : await store.readControl(this.runId);
+    let control = this.commits.controlSince(since) ?? (await store.readControl(this.runId));
     for (;;) {
       if (control.cancelRequested) {
         controller.abort(new RunInterruption('cancelled', 'cancelled through loop.cancel'));
@@ -572,24 +464,6 @@ export class RunJournal implements DriverHooks {
       });
       control = await store.readControl(this.runId);
     }
-  }
-
-  /**
-   * Whether the commit before a model call may wait for a later one: nothing queued must be durable before
-   * it (only steps whose tool rounds were idempotent only, each of which a crash simply repeats: the model
-   * asked again, the calls run again under their keys), fewer than `maxUncommittedSteps` replies are
-   * uncommitted (so with the one this call brings, a crash repeats at most that many model calls: 1, or 0,
-   * is a commit before every model call), and the last commit is younger than `maxUncommittedMs`. Never for a
-   * workflow step (DBOS commits at every event).
-   */
-  private mayWait(): boolean {
-    const { maxUncommittedSteps = 0, maxUncommittedMs = 0 } = this.options;
-    return (
-      !this.mustCommit &&
-      this.effectStep === undefined &&
-      this.uncommittedReplies < maxUncommittedSteps &&
-      performance.now() - this.lastCommitAt < maxUncommittedMs
-    );
   }
 
   /** The model call: a response journalled before the interruption is served, a new one queued for the next commit. */
@@ -612,7 +486,6 @@ export class RunJournal implements DriverHooks {
         // The metadata too, so a resumed run traces and warns about a served reply as it would the live one.
         response: { text, toolCalls: [...toolCalls], usage, ...knownMetadata(metadata) },
       });
-      this.uncommittedReplies += 1;
       // Committed with its event before anything depends on it: before the next model call, before a
       // tool that is not idempotent runs, or with the run's stop (a crash before that asks the model again).
     }
@@ -651,7 +524,7 @@ export class RunJournal implements DriverHooks {
     // A snapshot waiting for this commit is written first, in a commit of its own: a snapshot write that fails
     // after the intent is durable would end the run before the tool runs, and a resume could not tell it never
     // did (its outcome unknown). Failing before the intent, it leaves the call to run on resume.
-    if (!started && !tool.idempotent && this.pendingSnapshot !== null) await this.flush();
+    if (!started && !tool.idempotent && this.commits.pendingSnapshot !== null) await this.flush();
     // An idempotent call needs no intent: after a crash it runs again under the same key whatever the journal says.
     if (!started && !tool.idempotent)
       this.queue({

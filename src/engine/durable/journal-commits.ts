@@ -1,0 +1,191 @@
+/**
+ * A durable run's commits: the records queued since the last one, and when they go to the store.
+ *
+ * Commits happen one after the other, in seq order, and a flush joins the commit that has not taken its rows
+ * yet (so the calls of one round that flush one after the other share it). Before a model call the commit may
+ * wait for a later one, across steps of idempotent calls only, within `maxUncommittedSteps` replies and
+ * `maxUncommittedMs` since the last commit ended (see `mayWait`); what must be durable first sets `mustCommit`.
+ * The run journal decides what to queue and when a commit is due; this decides what a commit holds.
+ */
+import type { Lease, RunControl, Store, StoreRow } from '../../contracts/store.js';
+import {
+  encodeRecord,
+  type IntentRecord,
+  type JournalRecord,
+  type ModelRecord,
+  type ToolResultRecord,
+} from './records.js';
+
+/** A record whose row is written only if no event follows it in its commit. */
+type PendingEffectRecord = ModelRecord | IntentRecord | ToolResultRecord;
+
+/** How far the commits before model calls may be grouped (see `JournalCommits.mayWait`); 0 or absent: never. */
+export interface CommitBounds {
+  maxUncommittedSteps?: number;
+  maxUncommittedMs?: number;
+}
+
+export class JournalCommits {
+  /**
+   * Records not yet committed, and the run body to commit with them. Events and chunks are encoded when
+   * queued (they describe the session as it is now); a model reply, an intent or a tool outcome is encoded
+   * only if its commit has no event after it (see `commitRows`), and it is never changed once queued.
+   */
+  private pending: (StoreRow | PendingEffectRecord)[] = [];
+  private pendingRunBody: string | undefined = undefined;
+  private pendingFinishedAt: number | undefined = undefined;
+  /** A snapshot taken and not yet written: written right after the next commit, which holds its events. */
+  pendingSnapshot: StoreRow | null = null;
+  /** Set by `finish`: the commit it makes is the run's last (see `flush`). */
+  private finishing = false;
+  /** The commit under way: commits happen one after the other, in seq order. */
+  private committing: Promise<void> = Promise.resolve();
+  /** A commit that waits for the one under way and has not taken its rows yet: a flush meanwhile joins it. */
+  private scheduled: Promise<void> | null = null;
+  /** Commits started so far, and the run's control as the latest commit that answered it found it. */
+  private commitsStarted = 0;
+  private controlSeen: { control: RunControl; commit: number } | null = null;
+  /**
+   * Whether something queued since the last commit must be durable before the next model call: the run's
+   * first records, a write round's outcomes, an evaluation's or a backoff's outcome, a decision on a stop (the
+   * journal sets it). Else the commit may wait, within bounds: `uncommittedReplies` model replies queued since
+   * the last commit, which ended at `lastCommitAt` (performance.now()).
+   */
+  mustCommit = true;
+  private uncommittedReplies = 0;
+  private lastCommitAt = 0;
+  /** Characters of the rows encoded since the journal last set it to 0 (its snapshots' spacing). */
+  bytesQueued = 0;
+  /** The first commit that failed, if one did: the journal ends the drive with it. */
+  writeFailure: unknown = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly runId: string,
+    private readonly lease: () => Lease,
+    private readonly bounds: CommitBounds,
+    /** A workflow step (DBOS) commits at every event: its commits never wait. */
+    private readonly workflowStep: boolean,
+  ) {}
+
+  /** Commits started so far (see `controlSince`). */
+  get started(): number {
+    return this.commitsStarted;
+  }
+
+  /** The control a commit started after the `since`-th found (the same round trip), or null. */
+  controlSince(since: number): RunControl | null {
+    return this.controlSeen !== null && this.controlSeen.commit > since ? this.controlSeen.control : null;
+  }
+
+  /**
+   * Queues a record for the next commit. Only what must be durable before the next external effect is
+   * committed (the journal flushes then): a model reply with its event before the next model call (or a later
+   * one, see `mayWait`) or a tool that is not idempotent, such a tool's intent before it runs, its outcome
+   * before the next effect; the rest rides along.
+   */
+  queue(record: JournalRecord, runBody?: string): void {
+    if (record.kind === 'model' || record.kind === 'intent' || record.kind === 'tool-result') {
+      this.pending.push(record);
+      if (record.kind === 'model') this.uncommittedReplies += 1;
+    } else {
+      const row: StoreRow = { seq: record.seq, kind: record.kind, body: encodeRecord(record) };
+      this.bytesQueued += row.body.length;
+      this.pending.push(row);
+    }
+    if (runBody !== undefined) this.pendingRunBody = runBody;
+  }
+
+  /**
+   * Commits the queued records (and a queued run body) in one append, after any commit still under way.
+   * A group commit: what is queued until that append starts goes with it.
+   */
+  flush(runBody?: string, finishedAt?: number): Promise<void> {
+    if (runBody !== undefined) this.pendingRunBody = runBody;
+    if (finishedAt !== undefined) this.pendingFinishedAt = finishedAt;
+    if (this.scheduled !== null) return this.scheduled;
+    if (this.pending.length === 0 && this.pendingRunBody === undefined && this.pendingSnapshot === null)
+      return this.committing;
+    const { store } = this;
+    const commit = this.committing.then(async () => {
+      this.scheduled = null;
+      const rows = this.commitRows(this.pending);
+      const body = this.pendingRunBody;
+      const at = this.pendingFinishedAt;
+      const snapshot = this.pendingSnapshot;
+      const last = this.finishing;
+      this.pending = [];
+      this.pendingRunBody = undefined;
+      this.pendingFinishedAt = undefined;
+      this.pendingSnapshot = null;
+      this.mustCommit = false;
+      this.uncommittedReplies = 0;
+      const started = ++this.commitsStarted;
+      if (rows.length > 0 || body !== undefined) {
+        const control = await store.append(this.runId, rows, this.lease(), body, at);
+        if (control) this.controlSeen = { control, commit: started };
+      }
+      // From its end (an fsync may take long): what waits after it has waited that long at most.
+      this.lastCommitAt = performance.now();
+      // Every row up to the snapshot's seq is committed now (this commit or one before it, in seq order).
+      if (snapshot !== null) {
+        const written = store.writeSnapshot(this.runId, snapshot, this.lease());
+        // The run's last commit holds how it ended: a snapshot that then fails to be written only makes a later
+        // resume (of a run that waits for a decision) start at the snapshot before, so the run's end stands.
+        await (last ? written.catch(() => undefined) : written);
+      }
+    });
+    // The next commit waits for this one whether it failed or not; the failure is the caller's to see.
+    this.committing = commit.catch(() => undefined);
+    const seen = commit.catch((error: unknown) => {
+      this.writeFailure ??= error;
+      throw error;
+    });
+    this.scheduled = seen;
+    return seen;
+  }
+
+  /** Commits what is queued, with the run's metadata once it stopped (and when it finished): the run's last commit. */
+  finish(runBody: string, finishedAt: number | undefined): Promise<void> {
+    this.finishing = true;
+    return this.flush(runBody, finishedAt);
+  }
+
+  /**
+   * Whether the commit before a model call may wait for a later one: nothing queued must be durable before
+   * it (only steps whose tool rounds were idempotent only, each of which a crash simply repeats: the model
+   * asked again, the calls run again under their keys), fewer than `maxUncommittedSteps` replies are
+   * uncommitted (so with the one this call brings, a crash repeats at most that many model calls: 1, or 0,
+   * is a commit before every model call), and the last commit is younger than `maxUncommittedMs`. Never for a
+   * workflow step (DBOS commits at every event).
+   */
+  mayWait(): boolean {
+    const { maxUncommittedSteps = 0, maxUncommittedMs = 0 } = this.bounds;
+    return (
+      !this.mustCommit &&
+      !this.workflowStep &&
+      this.uncommittedReplies < maxUncommittedSteps &&
+      performance.now() - this.lastCommitAt < maxUncommittedMs
+    );
+  }
+
+  /**
+   * The rows of one commit. A model reply, intent or tool outcome that an event of the same commit follows
+   * is left out: a resume serves only the records after the last event (the event holds what they said),
+   * so such a row would never be read. Its seq stays taken: a journal may have gaps.
+   */
+  private commitRows(queued: readonly (StoreRow | PendingEffectRecord)[]): StoreRow[] {
+    let lastEvent = -1;
+    for (const item of queued) if (item.kind === 'event') lastEvent = item.seq;
+    const rows: StoreRow[] = [];
+    for (const item of queued) {
+      if ('body' in item) rows.push(item);
+      else if (item.seq > lastEvent) {
+        const body = encodeRecord(item);
+        this.bytesQueued += body.length;
+        rows.push({ seq: item.seq, kind: item.kind, body });
+      }
+    }
+    return rows;
+  }
+}
