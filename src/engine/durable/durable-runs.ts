@@ -6,7 +6,7 @@
 import type { ResolvedConfig, RunInput } from '../config/config.js';
 import { defaultRunId, resolveRunId } from '../hooks/run-id.js';
 import { driveRun } from '../runtime/driver.js';
-import type { PendingApproval, PendingReview, RunResult } from '../runtime/run-result.js';
+import type { RunResult } from '../runtime/run-result.js';
 import type { EffectStep } from '../runtime/driver-hooks.js';
 import type { Lease, Store } from '../../contracts/store.js';
 import type { ToolHealth } from '../tools/index.js';
@@ -29,7 +29,6 @@ import {
   RECORD_SCHEMA_VERSION,
   type ApprovalDecision,
   type Decisions,
-  type PendingApprovalRecord,
   type PendingReviewRecord,
   type DecidedReview,
   type ReviewDecision,
@@ -46,6 +45,7 @@ import {
 import type { TraceEvent } from '../trace/trace-event.js';
 import { resultTraceView } from '../trace/run-trace.js';
 import { RunJournal } from './run-journal.js';
+import { stoppedRecord } from './stopped-record.js';
 import { heldLimits, holdShare, settleShare, tenantStopNote } from './tenant-ledger.js';
 
 export { argumentsHash };
@@ -101,11 +101,6 @@ function decidedReview(pending: PendingReviewRecord, decision: ReviewDecision, w
     accept: decision.accept,
     reason: decision.accept ? null : decision.reason,
   };
-}
-
-/** The review a run waits for, as its record keeps it (the id is the stop's, `reviewIdOf`). */
-function pendingReviewRecord({ reviewId: _id, ...pending }: PendingReview): PendingReviewRecord {
-  return pending;
 }
 
 export class DurableRuns {
@@ -485,7 +480,13 @@ export class DurableRuns {
     const resultTrace = this.resolved.trace.inMemory && trace.length > 0 ? journal.chunkFinalTrace(trace) : undefined;
     // So are the messages: in the journal's transcript chunks, the run record naming the last (written now).
     const resultMessages = journal.chunkFinalTranscript(result.messages) ?? undefined;
-    const stopped = this.stoppedRecord(continued, result, journal.lastSeq, resultTrace, resultMessages);
+    const stopped = stoppedRecord(continued, result, {
+      lastEventSeq: journal.lastSeq,
+      resultTrace,
+      resultMessages,
+      approvalExpiresAfterMs: this.resolved.durable.approvalExpiresAfterMs,
+      now: this.resolved.clock.now(),
+    });
     // The events still queued and the run's new metadata: one commit.
     // Finished at the wall clock's time (not the run's clock): `prune` compares it with the caller's `Date.now()`.
     await journal.finish(encodeRecord(stopped), stopped.state === 'finished' ? Date.now() : undefined);
@@ -544,63 +545,4 @@ export class DurableRuns {
     ]);
     return { ...result, trace, messages };
   }
-
-  private stoppedRecord(
-    record: RunRecord,
-    result: RunResult,
-    lastEventSeq: number,
-    resultTrace: RunRecord['resultTrace'],
-    resultMessages: RunRecord['resultMessages'],
-  ): RunRecord {
-    const waiting =
-      result.stopReason === 'needs_human' && (result.pendingApprovals.length > 0 || result.pendingReview !== null);
-    const expiresAfter = this.resolved.durable.approvalExpiresAfterMs;
-    const now = this.resolved.clock.now();
-    const pendingApprovals: PendingApprovalRecord[] = waiting
-      ? result.pendingApprovals.map(({ callId, tool, args }) => ({
-          callId,
-          tool,
-          args: args ?? null,
-          argumentsHash: argumentsHash(args),
-          expiresAt: expiresAfter === null ? null : now + expiresAfter,
-        }))
-      : [];
-    const withHashes: PendingApproval[] = result.pendingApprovals.map((approval, index) => ({
-      ...approval,
-      argumentsHash: pendingApprovals[index]?.argumentsHash ?? argumentsHash(approval.args),
-      expiresAt: pendingApprovals[index]?.expiresAt ?? null,
-    }));
-    result.pendingApprovals = withHashes;
-    const waitingReview = waiting ? result.pendingReview : null;
-    if (waitingReview !== null) waitingReview.reviewId = reviewIdOf(lastEventSeq, waitingReview.outputHash);
-    return {
-      ...record,
-      state: waiting ? 'waiting' : 'finished',
-      waitingSeq: waiting ? lastEventSeq : null,
-      pendingApprovals,
-      // Written only while a review waits, so a record of a run without one reads as before.
-      ...(waitingReview === null ? {} : { pendingReview: pendingReviewRecord(waitingReview) }),
-      // Not a copy: the record is encoded (its JSON is the same) before the result is handed back.
-      result: (resultTrace === undefined && resultMessages === undefined
-        ? result
-        : withoutHistory(
-            result,
-            resultTrace !== undefined,
-            resultMessages !== undefined,
-          )) as unknown as RunRecord['result'],
-      ...(resultTrace === undefined ? {} : { resultTrace }),
-      ...(resultMessages === undefined ? {} : { resultMessages }),
-    };
-  }
-}
-
-/**
- * The result with an empty trace and/or messages (stored in the journal's chunks instead), its own trace left
- * unread.
- */
-function withoutHistory(result: RunResult, trace: boolean, messages: boolean): RunResult {
-  const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(result))
-    copy[key] = (trace && key === 'trace') || (messages && key === 'messages') ? [] : result[key as keyof RunResult];
-  return copy as unknown as RunResult;
 }
