@@ -7,6 +7,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLoop, DEFAULT_DURABLE, evaluators, type Model } from 'loopstate';
+import { modelError, reply, scriptedModel, virtualClock } from 'loopstate/testing';
 import { sqliteStore } from 'loopstate/sqlite';
 import { configError } from '../support/config-error.js';
 import { commitsPerStep, counted, groupedLoop, kindsIn, removeScratch, type Round } from './counted-store.js';
@@ -145,13 +146,48 @@ describe('commits grouped across steps of idempotent calls only', () => {
     // Lifted once the run has looked (and waited) a few times.
     while (counts.readControls < pausedAt + 3 || pausedAt < 0) await new Promise((resolve) => setTimeout(resolve, 5));
     resumedAtReads = counts.readControls;
+    // The group held back when the pause was seen is committed before the run waits: the journal (as another
+    // process reads it) holds every step so far, so a restart during the pause repeats none of them.
+    const whilePaused = (await other.readJournal('paused', 0)).filter((row) => row.kind === 'event').length;
+    expect(whilePaused).toBeGreaterThanOrEqual(2 * 3);
     await other.setPaused(null);
     const result = await running;
     expect(result.stopReason).toBe('completed');
     expect(callsWhilePaused).toEqual([]);
-    // The step after the pause had no commit before it: the pause was seen by a control read.
-    expect(commitsPerStep(counts)[2]).toBe(0);
+    // The step after the pause had no commit before it until the control read saw the pause: then one, for the group.
+    expect(commitsPerStep(counts)[2]).toBe(1);
     await other.close();
+    await counts.store.close();
+  });
+
+  it('a failed model call counts toward the bound: at 1, every model call has a commit before it, after a failure too', async () => {
+    const counts = counted();
+    const script = scriptedModel([reply('a done'), modelError({ kind: 'timeout' }), reply('c done')]);
+    const model: Model = {
+      id: 'tasks',
+      generate(request) {
+        counts.appendsAtModelCall.push(counts.appends.length);
+        return script.generate(request);
+      },
+    };
+    const loop = createLoop({
+      model,
+      store: counts.store,
+      clock: virtualClock(),
+      durable: { maxUncommittedSteps: 1, ...noTimeBound },
+      limits: { maxTransportAttempts: 1 },
+      tasks: [
+        { id: 'a', prompt: 'A' },
+        { id: 'b', prompt: 'B', onFailure: 'continue' },
+        { id: 'c', prompt: 'C' },
+      ],
+    });
+    const result = await loop.run({ goal: 'three tasks', runId: 'failed-call' });
+    expect(counts.appendsAtModelCall).toHaveLength(3);
+    // Task b's failed call (its model.failed and the task's failure) is committed before task c's call: a crash
+    // during that call must not ask b's model again (it might answer, and the resumed run would differ).
+    for (const commits of commitsPerStep(counts)) expect(commits).toBeGreaterThanOrEqual(1);
+    expect(result.stopReason).not.toBe('fatal_error');
     await counts.store.close();
   });
 

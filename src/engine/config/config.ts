@@ -188,8 +188,9 @@ export interface DurableOptions {
   /** How long a process holds a run without writing before another may take it over (default 30 000 ms). */
   leaseMs?: number;
   /**
-   * At most this many model replies of steps whose tool calls are all idempotent are left uncommitted
-   * (default 16): their commits are grouped into one, made before the model call after them, so a crash asks
+   * At most this many model calls of steps whose tool calls are all idempotent are left uncommitted
+   * (default 16; a failed call counts too): their commits are grouped into one, made before the model call
+   * after them (or when the run is found paused or cancelled), so a crash asks
    * the model again at most this many times (and runs those steps' idempotent calls again under the same
    * keys). 1 (or 0) commits before every model call. Nothing else waits: a write's intent and outcome, an
    * approval, an evaluation, a backoff and the run's stop are committed as always.

@@ -48,11 +48,12 @@ export class JournalCommits {
   /**
    * Whether something queued since the last commit must be durable before the next model call: the run's
    * first records, a write round's outcomes, an evaluation's or a backoff's outcome, a decision on a stop (the
-   * journal sets it). Else the commit may wait, within bounds: `uncommittedReplies` model replies queued since
-   * the last commit, which ended at `lastCommitAt` (performance.now()).
+   * journal sets it). Else the commit may wait, within bounds: `uncommittedCalls` model calls begun since the
+   * last commit started (a call that failed counts: its failure is uncommitted too), which ended at
+   * `lastCommitAt` (performance.now()).
    */
   mustCommit = true;
-  private uncommittedReplies = 0;
+  private uncommittedCalls = 0;
   private lastCommitAt = 0;
   /** Characters of the rows encoded since the journal last set it to 0 (its snapshots' spacing). */
   bytesQueued = 0;
@@ -85,10 +86,8 @@ export class JournalCommits {
    * before the next effect; the rest rides along.
    */
   queue(record: JournalRecord, runBody?: string): void {
-    if (record.kind === 'model' || record.kind === 'intent' || record.kind === 'tool-result') {
-      this.pending.push(record);
-      if (record.kind === 'model') this.uncommittedReplies += 1;
-    } else {
+    if (record.kind === 'model' || record.kind === 'intent' || record.kind === 'tool-result') this.pending.push(record);
+    else {
       const row: StoreRow = { seq: record.seq, kind: record.kind, body: encodeRecord(record) };
       this.bytesQueued += row.body.length;
       this.pending.push(row);
@@ -119,7 +118,7 @@ export class JournalCommits {
       this.pendingFinishedAt = undefined;
       this.pendingSnapshot = null;
       this.mustCommit = false;
-      this.uncommittedReplies = 0;
+      this.uncommittedCalls = 0;
       const started = ++this.commitsStarted;
       if (rows.length > 0 || body !== undefined) {
         const control = await store.append(this.runId, rows, this.lease(), body, at);
@@ -154,9 +153,9 @@ export class JournalCommits {
   /**
    * Whether the commit before a model call may wait for a later one: nothing queued must be durable before
    * it (only steps whose tool rounds were idempotent only, each of which a crash simply repeats: the model
-   * asked again, the calls run again under their keys), fewer than `maxUncommittedSteps` replies are
-   * uncommitted (so with the one this call brings, a crash repeats at most that many model calls: 1, or 0,
-   * is a commit before every model call), and the last commit is younger than `maxUncommittedMs`. Never for a
+   * asked again, the calls run again under their keys), fewer than `maxUncommittedSteps` model calls began
+   * since the last commit (so with this one, a crash repeats at most that many model calls: 1, or 0, is a
+   * commit before every model call), and the last commit is younger than `maxUncommittedMs`. Never for a
    * workflow step (DBOS commits at every event).
    */
   mayWait(): boolean {
@@ -164,9 +163,14 @@ export class JournalCommits {
     return (
       !this.mustCommit &&
       !this.workflowStep &&
-      this.uncommittedReplies < maxUncommittedSteps &&
+      this.uncommittedCalls < maxUncommittedSteps &&
       performance.now() - this.lastCommitAt < maxUncommittedMs
     );
+  }
+
+  /** A model call begins (after its commit, or without one: see `mayWait`). */
+  callBegins(): void {
+    this.uncommittedCalls += 1;
   }
 
   /**

@@ -444,8 +444,15 @@ export class RunJournal implements DriverHooks {
       // paid again for a commit saved).
       if (kind !== 'callModel') this.commits.mustCommit = true;
     }
+    if (kind === 'callModel') this.commits.callBegins();
     // The control the commit just made found (the same round trip), or read now.
     let control = this.commits.controlSince(since) ?? (await store.readControl(this.runId));
+    // A group held back for a pause (it may last hours, and processes restart meanwhile) or a cancel is
+    // committed first: the steps it holds are not repeated, and the run's record shows where it stands.
+    if (kind === 'callModel' && !committed && (control.cancelRequested || control.paused !== null)) {
+      await this.flush();
+      committed = true;
+    }
     for (;;) {
       if (control.cancelRequested) {
         controller.abort(new RunInterruption('cancelled', 'cancelled through loop.cancel'));
