@@ -8,8 +8,18 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
-/** Bumped whenever the hooks transpile differently (other options), so no older output is taken. */
-const TRANSPILE_FORMAT = 1;
+/**
+ * Bumped whenever the hooks transpile differently or the file's layout changes, so no older output is taken.
+ * 1: the output alone; 2: a `// sha256:<hex>` line of the output's hash first.
+ */
+const TRANSPILE_FORMAT = 2;
+
+/** The first line of a cache file: the SHA-256 of what follows it, so a truncated or emptied file is a miss. */
+const HEADER_PREFIX = '// sha256:';
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
 
 /**
  * The cache file for a transpile: under `folder`, named by the SHA-256 of everything the output depends on: the
@@ -42,20 +52,27 @@ export function transpiledFile({
 }
 
 /**
- * What the cache file holds, or undefined when there is none (or it cannot be read).
+ * What the cache file holds, or undefined when there is none, it cannot be read, or its output does not match the
+ * hash in its first line (a file truncated or emptied by a crash, or of an older format): then it is transpiled again.
  * @example
  * const output = readTranspiled(file) ?? transpile(source);
  */
 export function readTranspiled(file: string): string | undefined {
+  let content: string;
   try {
-    return readFileSync(file, 'utf8');
+    content = readFileSync(file, 'utf8');
   } catch {
     return undefined;
   }
+  const lineEnd = content.indexOf('\n');
+  if (lineEnd < 0 || !content.startsWith(HEADER_PREFIX)) return undefined;
+  const output = content.slice(lineEnd + 1);
+  return content.slice(HEADER_PREFIX.length, lineEnd) === sha256(output) ? output : undefined;
 }
 
 /**
- * Keeps `output` in the cache file, written aside and renamed (a reader sees no half file); false when it could not
+ * Keeps `output` in the cache file after a line of its hash, written aside and renamed (a reader sees no half file;
+ * a crash that leaves a short one is caught by the hash); false when it could not
  * (a read-only folder, a full disk): the cache is an optimisation, never a reason to fail.
  * @example
  * writeTranspiled(file, outputText);
@@ -64,7 +81,7 @@ export function writeTranspiled(file: string, output: string): boolean {
   try {
     mkdirSync(dirname(file), { recursive: true });
     const partial = `${file}.${process.pid}.partial`;
-    writeFileSync(partial, output);
+    writeFileSync(partial, `${HEADER_PREFIX}${sha256(output)}\n${output}`);
     renameSync(partial, file);
     return true;
   } catch {
