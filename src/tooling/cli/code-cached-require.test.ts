@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,6 +98,15 @@ describe('requireWithCodeCache', () => {
     expect(requireInChild(file, cacheFile)).toEqual({ cacheUsed: false, saved: true, sum: 6 });
     expect(readFileSync(cacheFile).equals(flipped)).toBe(false);
     expect(requireInChild(file, cacheFile)).toEqual({ cacheUsed: true, saved: false, sum: 6 });
+  });
+
+  it('leaves no partial cache file behind when the cache cannot be put in place', () => {
+    const file = commonJsModule('unplaced');
+    const folder = join(directory, 'unplaced-cache');
+    const cacheFile = join(folder, 'entry.v8cache');
+    mkdirSync(join(cacheFile, 'inside'), { recursive: true });
+    expect(requireWithCodeCache(file, cacheFile).saveCodeCache()).toBe(false);
+    expect(readdirSync(folder)).toEqual(['entry.v8cache']);
   });
 
   it('loads without a cache where none can be written (a file where the folder should be)', () => {

@@ -7,10 +7,11 @@
  * thread.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, sep } from 'node:path';
 import { Script } from 'node:vm';
+import { replaceFile } from './replace-file.js';
 
 /** A module required through the code cache, and how to write the cache once it holds what the process compiled. */
 export interface CodeCachedModule {
@@ -130,12 +131,9 @@ export function requireWithCodeCache(file: string, cacheFile: string | undefined
       if (saved) return false;
       saved = true;
       try {
-        mkdirSync(dirname(cacheFile), { recursive: true });
-        // Written aside and renamed, so a process reading it meanwhile sees the old file or the new, never half.
-        const partial = `${cacheFile}.${process.pid}.partial`;
         const data = script.createCachedData();
-        writeFileSync(partial, Buffer.concat([CACHE_TAG, createHash('sha256').update(data).digest(), data]));
-        renameSync(partial, cacheFile);
+        // Written aside and renamed, so a process reading it meanwhile sees the old file or the new, never half.
+        replaceFile(cacheFile, Buffer.concat([CACHE_TAG, createHash('sha256').update(data).digest(), data]));
         return true;
       } catch {
         return false;

@@ -5,8 +5,9 @@
  * thread.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { replaceFile } from './replace-file.js';
 
 /**
  * Bumped whenever the hooks transpile differently or the file's layout changes, so no older output is taken.
@@ -79,10 +80,7 @@ export function readTranspiled(file: string): string | undefined {
  */
 export function writeTranspiled(file: string, output: string): boolean {
   try {
-    mkdirSync(dirname(file), { recursive: true });
-    const partial = `${file}.${process.pid}.partial`;
-    writeFileSync(partial, `${HEADER_PREFIX}${sha256(output)}\n${output}`);
-    renameSync(partial, file);
+    replaceFile(file, `${HEADER_PREFIX}${sha256(output)}\n${output}`);
     return true;
   } catch {
     return false;

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -93,6 +93,18 @@ describe('the TypeScript hooks', () => {
       expect(await loaded('damaged.ts', LOOP)).toBe(first);
       expect(readFileSync(file, 'utf8')).toBe(intact);
     }
+  });
+
+  it('leave no partial cache file behind when one cannot be put in place, and pick a partial name no one else has', () => {
+    const folder = join(directory, 'unplaced');
+    const file = join(folder, 'entry.js');
+    mkdirSync(join(file, 'inside'), { recursive: true });
+    expect(writeTranspiled(file, 'export {};\n')).toBe(false);
+    expect(readdirSync(folder)).toEqual(['entry.js']);
+    // A partial file named after this process alone (another thread's, here a folder) does not stand in the way.
+    const shared = join(directory, 'shared', 'entry.js');
+    mkdirSync(`${shared}.${process.pid}.partial`, { recursive: true });
+    expect(writeTranspiled(shared, 'export {};\n')).toBe(true);
   });
 
   it('transpile where the cache folder cannot be written, and write nothing', async () => {
