@@ -5,8 +5,8 @@
  * thread.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { replaceFile } from './replace-file.js';
 
 /**
@@ -14,6 +14,12 @@ import { replaceFile } from './replace-file.js';
  * 1: the output alone; 2: a `// sha256:<hex>` line of the output's hash first.
  */
 const TRANSPILE_FORMAT = 2;
+
+/**
+ * How many transpiled files the cache keeps (one per source version and path): past it, writing one removes the
+ * oldest, so the folder does not grow for ever.
+ */
+export const MAX_TRANSPILED_ENTRIES = 256;
 
 /** The first line of a cache file: the SHA-256 of what follows it, so a truncated or emptied file is a miss. */
 const HEADER_PREFIX = '// sha256:';
@@ -75,14 +81,46 @@ export function readTranspiled(file: string): string | undefined {
  * Keeps `output` in the cache file after a line of its hash, written aside and renamed (a reader sees no half file;
  * a crash that leaves a short one is caught by the hash); false when it could not
  * (a read-only folder, a full disk): the cache is an optimisation, never a reason to fail.
+ * Past `maxEntries` files in its folder, the oldest others are removed.
  * @example
  * writeTranspiled(file, outputText);
  */
-export function writeTranspiled(file: string, output: string): boolean {
+export function writeTranspiled(file: string, output: string, maxEntries = MAX_TRANSPILED_ENTRIES): boolean {
   try {
     replaceFile(file, `${HEADER_PREFIX}${sha256(output)}\n${output}`);
-    return true;
   } catch {
     return false;
+  }
+  removeOldest(dirname(file), basename(file), maxEntries);
+  return true;
+}
+
+/**
+ * Removes the oldest (by modification time) cache files of `folder` other than `kept` until `maxEntries` are left;
+ * best effort: a file another process removed first, or one that cannot be removed, is passed over.
+ */
+function removeOldest(folder: string, kept: string, maxEntries: number): void {
+  let names: string[];
+  try {
+    names = readdirSync(folder).filter((name) => name.endsWith('.js'));
+  } catch {
+    return;
+  }
+  if (names.length <= maxEntries) return;
+  const others = names.flatMap((name) => {
+    if (name === kept) return [];
+    try {
+      return [{ path: join(folder, name), modified: statSync(join(folder, name)).mtimeMs }];
+    } catch {
+      return [];
+    }
+  });
+  others.sort((left, right) => left.modified - right.modified);
+  for (const { path } of others.slice(0, names.length - maxEntries)) {
+    try {
+      unlinkSync(path);
+    } catch {
+      // Gone already, or not ours to remove: the bound is best effort.
+    }
   }
 }
