@@ -31,7 +31,7 @@ async function loaded(name: string, source: string): Promise<string> {
 }
 
 describe('the TypeScript hooks', () => {
-  it('strip types, keep runtime code (enums too), and make no source map unless Node applies them', async () => {
+  it('strip types, keep runtime code (enums too), and make no source map unless something reads them', async () => {
     initialize({ typescriptPath, cacheFolder: undefined, sourceMaps: false });
     const output = await loaded('plain.ts', LOOP);
     expect(output).not.toContain('interface');
