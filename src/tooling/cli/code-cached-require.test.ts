@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,6 +87,28 @@ describe('requireWithCodeCache', () => {
     expect(requireInChild(file, cacheFile)).toEqual({ cacheUsed: true, saved: false, sum: 6 });
   });
 
+  it('takes no cache file whose data does not match its hash (V8 does not checksum it), and writes it afresh', () => {
+    const file = commonJsModule('flipped');
+    const cacheFile = join(directory, 'flipped.v8cache');
+    expect(requireInChild(file, cacheFile)).toEqual({ cacheUsed: false, saved: true, sum: 6 });
+    const written = readFileSync(cacheFile);
+    const flipped = Buffer.from(written);
+    flipped[flipped.length - 1] = (flipped[flipped.length - 1] as number) ^ 0x01;
+    writeFileSync(cacheFile, flipped);
+    expect(requireInChild(file, cacheFile)).toEqual({ cacheUsed: false, saved: true, sum: 6 });
+    expect(readFileSync(cacheFile).equals(flipped)).toBe(false);
+    expect(requireInChild(file, cacheFile)).toEqual({ cacheUsed: true, saved: false, sum: 6 });
+  });
+
+  it('leaves no partial cache file behind when the cache cannot be put in place', () => {
+    const file = commonJsModule('unplaced');
+    const folder = join(directory, 'unplaced-cache');
+    const cacheFile = join(folder, 'entry.v8cache');
+    mkdirSync(join(cacheFile, 'inside'), { recursive: true });
+    expect(requireWithCodeCache(file, cacheFile).saveCodeCache()).toBe(false);
+    expect(readdirSync(folder)).toEqual(['entry.v8cache']);
+  });
+
   it('loads without a cache where none can be written (a file where the folder should be)', () => {
     const file = commonJsModule('unwritable');
     writeFileSync(join(directory, 'blocked'), 'a file, not a folder');
@@ -113,12 +144,27 @@ describe('where the cache goes', () => {
     expect(cacheFolderBeside('/p/vendor/typescript.js')).toBeUndefined();
   });
 
-  it("is named after the file's size and time, Node's version and the architecture", () => {
+  it("is named after the file's package version, size and time, Node's version and the architecture", () => {
     const file = commonJsModule('named');
     const { size, mtimeMs } = statSync(file);
     expect(codeCacheFile(file, '/c')).toBe(
-      `/c/entry.cjs-${size}-${Math.trunc(mtimeMs)}-${process.version}-${process.arch}.v8cache`,
+      `/c/entry.cjs-unversioned-${size}-${Math.trunc(mtimeMs)}-${process.version}-${process.arch}.v8cache`,
     );
     expect(() => codeCacheFile(join(directory, 'missing.cjs'), '/c')).toThrow('ENOENT');
+  });
+
+  it('tells two releases of a package apart when npm gave their files the same size and time', () => {
+    const release = (version: string) => {
+      const folder = join(directory, 'release', version);
+      mkdirSync(join(folder, 'lib'), { recursive: true });
+      writeFileSync(join(folder, 'package.json'), JSON.stringify({ name: 'pkg', version }));
+      const file = join(folder, 'lib', 'index.js');
+      writeFileSync(file, 'exports.a = 1;\n');
+      // npm's fixed modification time for every file it installs.
+      utimesSync(file, new Date('1985-10-26T08:15:00Z'), new Date('1985-10-26T08:15:00Z'));
+      return codeCacheFile(file, '/c');
+    };
+    expect(release('1.0.0')).toContain('index.js-1.0.0-');
+    expect(release('1.0.1')).toContain('index.js-1.0.1-');
   });
 });

@@ -6,16 +6,21 @@
  * top level nor its parser and emitter. Plain ESM with no import of the rest of loopstate: it runs on Node's hooks
  * thread.
  */
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, sep } from 'node:path';
 import { Script } from 'node:vm';
+import { replaceFile } from './replace-file.js';
 
 /** A module required through the code cache, and how to write the cache once it holds what the process compiled. */
 export interface CodeCachedModule {
   /** What the module exported (`module.exports`). */
   exports: unknown;
-  /** Whether V8 took the cache file's code (false: there was none, or V8 refused it, e.g. another Node's). */
+  /**
+   * Whether V8 took the cache file's code (false: there was none, its hash did not match, or V8 refused it, e.g.
+   * another Node's).
+   */
   cacheUsed: boolean;
   /**
    * Writes the cache file from what V8 has compiled of the module by now, when it was not taken (missing or
@@ -26,15 +31,55 @@ export interface CodeCachedModule {
 }
 
 /**
- * The cache file for `file` in `folder`: named after the file, its size and modification time, Node's version and
- * the architecture, so a changed package or another Node writes a cache of its own instead of refusing one.
+ * The first bytes of a cache file: a tag, then the SHA-256 of the V8 data after it. V8 release builds do not
+ * checksum a code cache, so a damaged file of the right length would be deserialized; a mismatch is a miss.
+ */
+const CACHE_TAG = Buffer.from('loopstate-v8cache-1\n');
+const HASH_LENGTH = 32;
+
+/**
+ * The `version` of the nearest `package.json` above `file` (`unversioned` when there is none): npm gives every
+ * file of a package the same modification time (1985-10-26), so the version tells two releases apart.
+ */
+function packageVersionOf(file: string): string {
+  for (let folder = dirname(file); ; folder = dirname(folder)) {
+    try {
+      const { version } = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8')) as { version?: unknown };
+      return typeof version === 'string' ? version : 'unversioned';
+    } catch {
+      // No (readable) package.json here: look in the folder above.
+    }
+    if (dirname(folder) === folder) return 'unversioned';
+  }
+}
+
+/**
+ * The cache file for `file` in `folder`: named after the file, its package's version, its size and modification
+ * time, Node's version and the architecture, so a changed package or another Node writes a cache of its own instead
+ * of refusing one.
  * @example
  * codeCacheFile('/p/node_modules/typescript/lib/typescript.js', '/p/node_modules/.cache/loopstate');
- * // '/p/node_modules/.cache/loopstate/typescript.js-9031246-1700000000000-v20.20.2-x64.v8cache'
+ * // '/p/node_modules/.cache/loopstate/typescript.js-5.6.3-9031246-499162500000-v20.20.2-x64.v8cache'
  */
 export function codeCacheFile(file: string, folder: string): string {
   const { size, mtimeMs } = statSync(file);
-  return join(folder, `${basename(file)}-${size}-${Math.trunc(mtimeMs)}-${process.version}-${process.arch}.v8cache`);
+  const name = [basename(file), packageVersionOf(file), size, Math.trunc(mtimeMs), process.version, process.arch];
+  return join(folder, `${name.join('-')}.v8cache`);
+}
+
+/** The V8 data in a cache file, or undefined when there is none or its hash does not match (a damaged file). */
+function readCodeCache(cacheFile: string): Buffer | undefined {
+  let content: Buffer;
+  try {
+    content = readFileSync(cacheFile);
+  } catch {
+    return undefined;
+  }
+  const dataStart = CACHE_TAG.length + HASH_LENGTH;
+  if (content.length <= dataStart || !content.subarray(0, CACHE_TAG.length).equals(CACHE_TAG)) return undefined;
+  const data = content.subarray(dataStart);
+  const hash = createHash('sha256').update(data).digest();
+  return hash.equals(content.subarray(CACHE_TAG.length, dataStart)) ? data : undefined;
 }
 
 /**
@@ -60,12 +105,7 @@ export function cacheFolderBeside(file: string): string | undefined {
 export function requireWithCodeCache(file: string, cacheFile: string | undefined): CodeCachedModule {
   const require = createRequire(file);
   if (cacheFile === undefined) return { exports: require(file), cacheUsed: false, saveCodeCache: () => false };
-  let cachedData: Buffer | undefined;
-  try {
-    cachedData = readFileSync(cacheFile);
-  } catch {
-    cachedData = undefined;
-  }
+  const cachedData = readCodeCache(cacheFile);
   // CommonJS's own wrapper (Node's `Module.wrap`), so the file sees `exports`, `require`, `module` and its paths.
   const wrapped = `(function (exports, require, module, __filename, __dirname) { ${readFileSync(file, 'utf8')}\n});`;
   const script = new Script(wrapped, {
@@ -91,11 +131,9 @@ export function requireWithCodeCache(file: string, cacheFile: string | undefined
       if (saved) return false;
       saved = true;
       try {
-        mkdirSync(dirname(cacheFile), { recursive: true });
+        const data = script.createCachedData();
         // Written aside and renamed, so a process reading it meanwhile sees the old file or the new, never half.
-        const partial = `${cacheFile}.${process.pid}.partial`;
-        writeFileSync(partial, script.createCachedData());
-        renameSync(partial, cacheFile);
+        replaceFile(cacheFile, Buffer.concat([CACHE_TAG, createHash('sha256').update(data).digest(), data]));
         return true;
       } catch {
         return false;

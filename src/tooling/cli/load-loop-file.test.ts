@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createLoop } from '../../index.js';
 import { reply, scriptedModel } from '../../testing/index.js';
 import { CliError } from './cli-error.js';
-import { loadLoopFile, loopOfModule, missingLoopstateHint } from './load-loop-file.js';
+import { loadLoopFile, loopOfModule, missingLoopstateHint, sourceMapsRead } from './load-loop-file.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loopstate-load-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -46,6 +46,20 @@ describe('loopOfModule', () => {
       expect(error).toBeInstanceOf(CliError);
       expect(error).toMatchObject({ code: 'cli_loop_file', exitCode: 3 });
     }
+  });
+});
+
+describe('sourceMapsRead', () => {
+  it('is true under --enable-source-maps, a debugger (flag or NODE_OPTIONS) or V8 coverage, else false', () => {
+    const read = (execArgv: string[], env: Record<string, string>, sourceMapsEnabled = false) =>
+      sourceMapsRead({ sourceMapsEnabled, execArgv, env });
+    expect(read([], {})).toBe(false);
+    expect(read([], {}, true)).toBe(true);
+    for (const flag of ['--inspect', '--inspect-brk', '--inspect-wait', '--inspect=127.0.0.1:9230', '--inspect-brk=0'])
+      expect(read(['--no-warnings', flag], {})).toBe(true);
+    expect(read([], { NODE_OPTIONS: '--max-old-space-size=4096 --inspect-wait' })).toBe(true);
+    expect(read([], { NODE_V8_COVERAGE: '/tmp/coverage' })).toBe(true);
+    expect(read(['--inspect-port=9230'], { NODE_OPTIONS: '--no-warnings', NODE_V8_COVERAGE: '' })).toBe(false);
   });
 });
 

@@ -151,6 +151,31 @@ function describe(value: unknown): string {
 
 const loopFileError = (message: string, cause?: unknown, path = '') => new LoopFileError({ path, message, cause });
 
+/**
+ * Whether something in this process reads the source maps of transpiled TypeScript: Node's stack traces
+ * (`--enable-source-maps`), a debugger's breakpoints (`--inspect`, `--inspect-brk`, `--inspect-wait`, on the command
+ * line or in `NODE_OPTIONS`) or V8 coverage (`NODE_V8_COVERAGE`, which c8 sets).
+ * @example
+ * sourceMapsRead({ sourceMapsEnabled: false, execArgv: ['--inspect-brk'], env: {} }); // true
+ */
+export function sourceMapsRead({
+  sourceMapsEnabled,
+  execArgv,
+  env,
+}: {
+  sourceMapsEnabled: boolean | undefined;
+  execArgv: readonly string[];
+  env: Readonly<Record<string, string | undefined>>;
+}): boolean {
+  const inspects = (flag: string) => /^--inspect(-brk|-wait)?(=|$)/.test(flag);
+  return (
+    sourceMapsEnabled === true ||
+    execArgv.some(inspects) ||
+    (env.NODE_OPTIONS ?? '').split(/\s+/).some(inspects) ||
+    (env.NODE_V8_COVERAGE ?? '') !== ''
+  );
+}
+
 let typescriptEnabled = false;
 /**
  * Modules Vite's runner loaded, by path: each `runnerImport` starts a Vite server (~0.6 s) and evaluates the file
@@ -178,7 +203,11 @@ async function importTypeScript(loopFile: string, cwd: string): Promise<Record<s
       const data: TypeScriptHooksData = {
         typescriptPath,
         cacheFolder: cacheFolderBeside(typescriptPath),
-        sourceMaps: process.sourceMapsEnabled === true,
+        sourceMaps: sourceMapsRead({
+          sourceMapsEnabled: process.sourceMapsEnabled,
+          execArgv: process.execArgv,
+          env: process.env,
+        }),
       };
       register(hooks, { data });
     }

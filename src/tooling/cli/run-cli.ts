@@ -74,10 +74,23 @@ export async function runCli(argv: readonly string[], io: CliIo, options: RunCli
 
 /**
  * `thrownMessage`, imported when something was thrown: `loopstate/internal` loads the engine (~240 modules, ~0.1 s),
- * which `--version`, `--help` and a usage error do without, and each command imports for itself when it runs.
+ * which `--version`, `--help` and a usage error do without, and each command imports for itself when it runs. When
+ * that import fails too (a broken install), the error's own message, so something is always printed.
  */
 async function describeThrown(error: unknown): Promise<string> {
-  return (await import('../../internal.js')).thrownMessage(error);
+  return import('../../internal.js').then(
+    (internal) => internal.thrownMessage(error),
+    () => plainMessage(error),
+  );
+}
+
+/** An error's message, or the thrown value as a string (a value whose `toString` throws too: a fixed text). */
+function plainMessage(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return 'an unprintable value was thrown';
+  }
 }
 
 async function dispatch(

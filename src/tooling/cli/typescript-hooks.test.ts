@@ -1,10 +1,10 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { transpiledFile } from './transpile-cache.js';
+import { readTranspiled, transpiledFile, writeTranspiled } from './transpile-cache.js';
 import { initialize, load, resolve } from './typescript-hooks.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loopstate-ts-hooks-'));
@@ -31,7 +31,7 @@ async function loaded(name: string, source: string): Promise<string> {
 }
 
 describe('the TypeScript hooks', () => {
-  it('strip types, keep runtime code (enums too), and make no source map unless Node applies them', async () => {
+  it('strip types, keep runtime code (enums too), and make no source map unless something reads them', async () => {
     initialize({ typescriptPath, cacheFolder: undefined, sourceMaps: false });
     const output = await loaded('plain.ts', LOOP);
     expect(output).not.toContain('interface');
@@ -62,7 +62,7 @@ describe('the TypeScript hooks', () => {
     });
     expect(existsSync(file)).toBe(true);
     // What the cache holds is what is loaded (written here by hand, so a transpile could not have made it).
-    writeFileSync(file, 'export const goal = "from the cache";\n');
+    writeTranspiled(file, 'export const goal = "from the cache";\n');
     expect(await loaded('kept.ts', LOOP)).toBe('export const goal = "from the cache";\n');
     // A changed source is another key: transpiled afresh, the first output again for the first source.
     const changed = await loaded('kept.ts', `${LOOP}export const more = 1;\n`);
@@ -73,6 +73,38 @@ describe('the TypeScript hooks', () => {
     initialize({ typescriptPath, cacheFolder, sourceMaps: true });
     expect(await loaded('kept.ts', LOOP)).toContain('sourceMappingURL');
     expect(readdirSync(join(cacheFolder, 'transpiled'))).toHaveLength(3);
+  });
+
+  it('transpile again, and rewrite, a cache file that was truncated, emptied or is of the older format', async () => {
+    const cacheFolder = join(directory, 'damaged-cache');
+    initialize({ typescriptPath, cacheFolder, sourceMaps: false });
+    const first = await loaded('damaged.ts', LOOP);
+    const file = transpiledFile({
+      folder: cacheFolder,
+      typescriptPath,
+      fileName: join(directory, 'damaged.ts'),
+      sourceMaps: false,
+      source: LOOP,
+    });
+    const intact = readFileSync(file, 'utf8');
+    for (const damaged of [intact.slice(0, intact.length - 20), intact.slice(0, 30), '', first]) {
+      writeFileSync(file, damaged);
+      expect(readTranspiled(file)).toBeUndefined();
+      expect(await loaded('damaged.ts', LOOP)).toBe(first);
+      expect(readFileSync(file, 'utf8')).toBe(intact);
+    }
+  });
+
+  it('leave no partial cache file behind when one cannot be put in place, and pick a partial name no one else has', () => {
+    const folder = join(directory, 'unplaced');
+    const file = join(folder, 'entry.js');
+    mkdirSync(join(file, 'inside'), { recursive: true });
+    expect(writeTranspiled(file, 'export {};\n')).toBe(false);
+    expect(readdirSync(folder)).toEqual(['entry.js']);
+    // A partial file named after this process alone (another thread's, here a folder) does not stand in the way.
+    const shared = join(directory, 'shared', 'entry.js');
+    mkdirSync(`${shared}.${process.pid}.partial`, { recursive: true });
+    expect(writeTranspiled(shared, 'export {};\n')).toBe(true);
   });
 
   it('transpile where the cache folder cannot be written, and write nothing', async () => {

@@ -8,7 +8,8 @@
  * source's hash in `node_modules/.cache/loopstate` (beside the `typescript` package), so an unchanged file needs no
  * `typescript` at all; when one is needed, the package is compiled through V8's code cache there (written after the
  * first transpile, so the next process compiles neither the package nor its parser and emitter). A source map is
- * made only when Node applies source maps to stack traces (`--enable-source-maps`), as nothing else reads it.
+ * made only when something reads it: Node's stack traces (`--enable-source-maps`), a debugger (`--inspect*`) or V8
+ * coverage (`NODE_V8_COVERAGE`, c8).
  */
 import { readFile } from 'node:fs/promises';
 import { codeCacheFile, requireWithCodeCache, type CodeCachedModule } from './code-cached-require.js';
@@ -20,7 +21,7 @@ export interface TypeScriptHooksData {
   typescriptPath: string;
   /** The folder for the package's V8 code cache; undefined: none (a plain `require`). */
   cacheFolder?: string | undefined;
-  /** Whether to inline a source map in each transpiled file (Node applies source maps to stack traces). */
+  /** Whether to inline a source map in each transpiled file (stack traces, a debugger or V8 coverage read it). */
   sourceMaps?: boolean | undefined;
 }
 
