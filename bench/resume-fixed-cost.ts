@@ -143,6 +143,10 @@ async function hungRun(build: Build, total: number, into: string): Promise<numbe
   }).run({ goal: 'go', runId: 'long' });
   await hanging;
   const runMs = performance.now() - started;
+  // The process dies while its last model call is out, a timer tick or more after the call began (a hosted model
+  // takes hundreds of ms): the steps whose commit waited (grouped commits) are committed meanwhile. Copied in the
+  // same microtask as the call instead, a resume also redoes that group (≤ 16 instant steps, ~4–6 ms at S = 1,000).
+  await new Promise((resolve) => setTimeout(resolve, 10));
   const row = await first.readRun('long');
   if (row?.leaseOwner) await first.releaseLease('long', row.leaseOwner);
   // Its WAL included, copied while its connection is still open and idle (better-sqlite3 writes synchronously: no

@@ -191,6 +191,37 @@ describe('commits grouped across steps of idempotent calls only', () => {
     await counts.store.close();
   });
 
+  it('a model call that does not answer at once: the group waiting for a commit is committed while it works', async () => {
+    const counts = counted();
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const loop = groupedLoop(
+      counts,
+      reads(6),
+      async (step) => {
+        if (step === 4) await gate;
+      },
+      1_000,
+      { maxUncommittedSteps: 16, ...noTimeBound },
+    );
+    const running = loop.run({ goal: 'read', runId: 'hung' });
+    const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
+    while (counts.appendsAtModelCall.length < 5) await tick();
+    // Calls 1–4 were grouped (no commit before them); call 5 is out and does not answer.
+    expect(commitsPerStep(counts)).toEqual([0, 0, 0, 0]);
+    const atCall = counts.appends.length;
+    for (let waited = 0; waited < 400 && counts.appends.length === atCall; waited++) await tick();
+    expect(counts.appends.length).toBe(atCall + 1);
+    // The journal holds every step before the call out: a crash now would repeat none of them.
+    const events = (await kindsIn(counts.store, 'hung')).filter((kind) => kind === 'event').length;
+    expect(events).toBeGreaterThanOrEqual(1 + 2 * 4);
+    release();
+    const result = await running;
+    expect(result.stopReason).toBe('completed');
+    expect(result.steps).toBe(7);
+    await counts.store.close();
+  });
+
   it('snapshots taken inside a group: only the newest is written, after the commit that holds its chunks', async () => {
     const counts = counted();
     const result = await groupedLoop(counts, reads(12), undefined, 3, { maxUncommittedSteps: 8, ...noTimeBound }).run({

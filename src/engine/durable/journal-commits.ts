@@ -168,6 +168,11 @@ export class JournalCommits {
     );
   }
 
+  /** Whether anything waits for a commit (records, or a snapshot). */
+  hasQueued(): boolean {
+    return this.pending.length > 0 || this.pendingSnapshot !== null;
+  }
+
   /** A model call begins (after its commit, or without one: see `mayWait`). */
   callBegins(): void {
     this.uncommittedCalls += 1;
