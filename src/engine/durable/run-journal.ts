@@ -72,8 +72,8 @@ export interface RunJournalOptions {
   snapshotEvery: number;
   /**
    * Commits before a model call are grouped across steps of idempotent calls only while fewer than
-   * `maxUncommittedSteps` model calls began since the last commit and the last commit is younger than `maxUncommittedMs` (a
-   * monotonic wall clock); 0 for either (or absent) commits before every model call.
+   * `maxUncommittedSteps` model calls began since the last commit and the last commit is younger than
+   * `maxUncommittedMs` (a monotonic wall clock); 0 for either (or absent) commits before every model call.
    */
   maxUncommittedSteps?: number;
   maxUncommittedMs?: number;
