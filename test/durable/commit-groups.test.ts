@@ -56,7 +56,7 @@ describe('commits grouped across steps of idempotent calls only', () => {
     const result = await groupedLoop(counts, reads(40)).run({ goal: 'read', runId: 'defaults' });
     expect(result.stopReason).toBe('completed');
     // Not an exact count: the 20 ms bound depends on how fast this machine runs the steps. At most one
-    // commit a step, and never more than 16 replies uncommitted.
+    // commit a step, and never more than 16 model calls uncommitted.
     const perStep = commitsPerStep(counts);
     expect(Math.max(...perStep)).toBeLessThanOrEqual(1);
     let uncommitted = 0;

@@ -69,7 +69,7 @@ describe.concurrent('SIGKILL inside a group of uncommitted steps, resumed in a n
     expect(lines.filter((line) => line.startsWith('effect:charge:'))).toHaveLength(1);
   }, 60_000);
 
-  // Commits before calls 0, 4 (4 replies uncommitted), the charge's intent (reply 5), 6 (after the write), 10.
+  // Commits before calls 0, 4 (4 calls uncommitted), the charge's intent (reply 5), 6 (after the write), 10.
   it.each([
     ['before-model-3', [0, 1, 2]],
     ['before-model-4', []],
