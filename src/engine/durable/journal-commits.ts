@@ -168,10 +168,25 @@ export class JournalCommits {
     );
   }
 
-  /** Whether anything waits for a commit (records, or a snapshot). */
-  hasQueued(): boolean {
-    return this.pending.length > 0 || this.pendingSnapshot !== null;
+  /**
+   * Waits for `reply` (a model call's), committing what waits for a commit (a group of steps, see `mayWait`) if
+   * the reply does not come at once (any hosted model, or one that hangs): its latency hides the commit, and a
+   * crash meanwhile repeats none of those steps. An instant reply comes first (microtasks) and cancels it.
+   */
+  async meanwhile<Reply>(reply: Reply | Promise<Reply>): Promise<Reply> {
+    if (this.pending.length === 0 && this.pendingSnapshot === null) return reply;
+    const timer = setTimeout(this.commitNow, 0);
+    try {
+      return await reply;
+    } finally {
+      clearTimeout(timer);
+    }
   }
+
+  /** A commit started from a timer: a failure is kept in `writeFailure`, which ends the drive. */
+  private readonly commitNow = (): void => {
+    this.flush().catch(() => undefined);
+  };
 
   /** A model call begins (after its commit, or without one: see `mayWait`). */
   callBegins(): void {

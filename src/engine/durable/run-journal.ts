@@ -473,28 +473,14 @@ export class RunJournal implements DriverHooks {
     }
   }
 
-  /** Commits the group queued before a model call that has not answered yet; a failure ends the drive (`beforeSend`). */
-  private readonly commitMeanwhile = (): void => {
-    this.commits.flush().catch(() => undefined);
-  };
-
   /** The model call: a response journalled before the interruption is served, a new one queued for the next commit. */
   async generate(model: Model, request: ModelRequest): Promise<ModelResponse> {
     const index = this.modelCallsSinceEvent++;
     const served = this.tail.models.find((record) => record.afterEvent === this.lastEventSeq && record.index === index);
     if (served !== undefined) return served.response;
     const afterEvent = this.lastEventSeq;
-    const reply = model.generate(request);
-    // A group of steps whose commit waited (see `beforeEffect`) is committed while a model that does not answer
-    // at once (any hosted one, or one that hangs) works: its latency hides the commit, and a crash meanwhile
-    // repeats none of those steps. An instant reply comes first (microtasks) and cancels it.
-    const meanwhile = this.commits.hasQueued() ? setTimeout(this.commitMeanwhile, 0) : undefined;
-    let response: ModelResponse;
-    try {
-      response = await reply;
-    } finally {
-      if (meanwhile !== undefined) clearTimeout(meanwhile);
-    }
+    // A group whose commit waited (see `beforeEffect`) is committed while a model that does not answer at once works.
+    const response = await this.commits.meanwhile(model.generate(request));
     // A malformed response is the driver's to refuse (fatal_error); it is not worth serving again.
     if (isWellFormedResponse(response)) {
       const { text, toolCalls, usage, metadata } = response;
