@@ -15,7 +15,6 @@ import {
   type ModelRecord,
   type ToolResultRecord,
 } from './records.js';
-import { EncodedFragments } from './encoded-fragments.js';
 
 /** A record whose row is written only if no event follows it in its commit. */
 type PendingEffectRecord = ModelRecord | IntentRecord | ToolResultRecord;
@@ -60,8 +59,6 @@ export class JournalCommits {
   bytesQueued = 0;
   /** The first commit that failed, if one did: the journal ends the drive with it. */
   writeFailure: unknown = null;
-  /** The texts of the events' messages and trace events, joined into the chunks that hold them again. */
-  private readonly fragments = new EncodedFragments();
 
   constructor(
     private readonly store: Store,
@@ -91,7 +88,7 @@ export class JournalCommits {
   queue(record: JournalRecord, runBody?: string): void {
     if (record.kind === 'model' || record.kind === 'intent' || record.kind === 'tool-result') this.pending.push(record);
     else {
-      const row: StoreRow = { seq: record.seq, kind: record.kind, body: this.fragments.encode(record) };
+      const row: StoreRow = { seq: record.seq, kind: record.kind, body: encodeRecord(record) };
       this.bytesQueued += row.body.length;
       this.pending.push(row);
     }
