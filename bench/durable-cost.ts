@@ -15,6 +15,9 @@
  * in one process (e.g. `git archive 76fc999 | tar -x -C /tmp/before`, node_modules linked, `npx tsc -p
  * tsconfig.build.json` in it).
  *
+ * Beside them, sqliteStore (normal) whose file was made before the run's timer starts: the fresh database's fixed
+ * cost (making its schema and WAL), which the figure above includes, apart from the steps'.
+ *
  * LOOPSTATE_BENCH_GROUPS=1,4,8,16,32 adds, for each store, the same run with `durable.maxUncommittedSteps` at each
  * bound (1: a commit before every model call, the behaviour before commits were grouped across steps), rounds
  * interleaved with the defaults; commits a step are counted (the store's appends) and shown beside them.
@@ -97,6 +100,19 @@ for (const [durability, label] of [
     cpuSamples: [],
   });
 }
+// The same store with its file made (schema, WAL) before the timer starts: what of the ratio is the fresh
+// database's fixed cost (six fsyncs to make it, see bench/RESULTS.md) rather than the steps'.
+configurations.push({
+  name: 'sqliteStore (normal), file made before the run',
+  make: () => {
+    const store = sqliteStore({ path: join(scratch, `o${runs++}.db`) });
+    // The store opens (and makes) its file on first use, synchronously inside this call.
+    void store.readControl('opened');
+    return store;
+  },
+  samples: [],
+  cpuSamples: [],
+});
 if (postgresUrl)
   configurations.push({
     name: 'postgresStore',
@@ -108,7 +124,9 @@ const groups = (process.env.LOOPSTATE_BENCH_GROUPS ?? '')
   .split(',')
   .filter((group) => group !== '')
   .map(Number);
-for (const config of configurations.filter((config) => config.name !== 'no store' && !config.name.includes(' of ')))
+for (const config of configurations.filter(
+  (config) => config.name !== 'no store' && !config.name.includes(' of ') && !config.name.includes('made before'),
+))
   for (const group of groups)
     configurations.push({
       ...config,
