@@ -1,13 +1,15 @@
 /**
  * How many fsyncs a SQLite commit costs, counted with strace on a real child process: `durability: 'full'`
  * fsyncs the WAL at every journal commit and not at the snapshot commit after it (the next commit's fsync
- * covers it); `normal` fsyncs at checkpoints only. Skipped where strace is not installed.
+ * covers it); `normal` fsyncs at checkpoints only; a new file turns to WAL with one fsync of its own. Skipped where
+ * strace is not installed.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sqliteStore } from 'loopstate/sqlite';
 import { buildCrashChild, removeCrashChild } from '../durable/crash-harness.js';
 
 const entry = join('..', 'stores', 'fixtures', 'fsync-child.ts');
@@ -22,10 +24,17 @@ afterAll(() => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-/** The fsync and fdatasync calls of the child writing `commits` commits (each with a snapshot after it). */
-function syncs(durability: 'normal' | 'full', commits: number): { syncs: number; output: string } {
-  const path = join(scratch, `${durability}-${commits}.db`);
-  const trace = join(scratch, `${durability}-${commits}.strace`);
+/**
+ * The fsync and fdatasync calls of the child writing `commits` commits (each with a snapshot after it), on a new
+ * file; with `kill`, the child ends by SIGKILL after its last write (no close, no checkpoint).
+ */
+function syncs(
+  durability: 'normal' | 'full',
+  commits: number,
+  end: 'exit' | 'kill' = 'exit',
+): { syncs: number; files: string[]; output: string } {
+  const path = join(scratch, `${durability}-${commits}-${end}.db`);
+  const trace = join(scratch, `${durability}-${commits}-${end}.strace`);
   const run = spawnSync(
     'strace',
     [
@@ -33,6 +42,7 @@ function syncs(durability: 'normal' | 'full', commits: number): { syncs: number;
       '-qq',
       '-o',
       trace,
+      '-y',
       '-e',
       'trace=fsync,fdatasync',
       process.execPath,
@@ -40,14 +50,18 @@ function syncs(durability: 'normal' | 'full', commits: number): { syncs: number;
       path,
       durability,
       String(commits),
+      ...(end === 'kill' ? ['kill'] : []),
     ],
     { encoding: 'utf8' },
   );
-  if (run.status !== 0) throw new Error(`the child failed (${run.status}): ${run.stderr}`);
+  const ended = end === 'kill' ? run.signal === 'SIGKILL' : run.status === 0;
+  if (!ended) throw new Error(`the child failed (${run.status ?? run.signal}): ${run.stderr}`);
   const calls = readFileSync(trace, 'utf8')
     .split('\n')
     .filter((line) => /\b(fsync|fdatasync)\(/.test(line));
-  return { syncs: calls.length, output: run.stdout };
+  // `-y` names each call's file: `fsync(19</tmp/…/normal-0-kill.db-wal>)`.
+  const files = calls.map((line) => /<([^>]*)>/.exec(line)?.[1]?.replace(scratch, '.') ?? line);
+  return { syncs: calls.length, files, output: run.stdout };
 }
 
 describe.skipIf(!strace)('fsyncs of a SQLite commit (strace)', () => {
@@ -65,5 +79,36 @@ describe.skipIf(!strace)('fsyncs of a SQLite commit (strace)', () => {
     const large = syncs('normal', 40);
     expect(JSON.parse(large.output)).toEqual({ rows: 120, snapshot: 120 });
     expect(large.syncs - small.syncs).toBe(0);
+  });
+
+  it('a new file turns to WAL with one fsync, of the file itself (page 1, saying WAL), none of a rollback journal', () => {
+    // At synchronous=FULL, the switch to WAL went through a rollback journal: it fsynced the journal twice, its
+    // directory and the file (four), and only then the WAL's header at the first commit, with the directory.
+    const opened = syncs('normal', 0, 'kill');
+    expect(JSON.parse(opened.output)).toEqual({ rows: 0, snapshot: null });
+    expect(opened.files).toEqual(['./normal-0-kill.db', './normal-0-kill.db-wal', '.']);
+    // Page 1 is on disk saying WAL: bytes 18 and 19 of the header are 2.
+    const header = readFileSync(join(scratch, 'normal-0-kill.db')).subarray(18, 20);
+    expect([...header]).toEqual([2, 2]);
+    // 'full' then fsyncs every commit (the schema's and the run's) as before.
+    const full = syncs('full', 0, 'kill');
+    expect(full.files).toEqual([
+      './full-0-kill.db',
+      './full-0-kill.db-wal',
+      '.',
+      './full-0-kill.db-wal',
+      './full-0-kill.db-wal',
+    ]);
+  });
+
+  it('the run written before a kill reads back from a file opened that way', async () => {
+    syncs('full', 1, 'kill');
+    const store = sqliteStore({ path: join(scratch, 'full-1-kill.db') });
+    try {
+      expect((await store.readJournal('r', 0)).map((row) => row.seq)).toEqual([1, 2, 3]);
+      expect((await store.latestSnapshot('r'))?.seq).toBe(3);
+    } finally {
+      await store.close();
+    }
   });
 });
