@@ -8,6 +8,7 @@ import { defaultRunId, resolveRunId } from '../hooks/run-id.js';
 import { driveRun } from '../runtime/driver.js';
 import type { RunResult } from '../runtime/run-result.js';
 import type { EffectStep } from '../runtime/driver-hooks.js';
+import type { Message } from '../../contracts/model.js';
 import type { Lease, Store } from '../../contracts/store.js';
 import type { ToolHealth } from '../tools/index.js';
 import {
@@ -262,6 +263,37 @@ export class DurableRuns {
     if (row === null) return null;
     const record = decodeRunRecord(row.body, runId);
     return record.state === 'running' ? null : this.recordedResult(record);
+  }
+
+  /**
+   * The trace of the run's latest stop as recorded, read without its messages (a damaged transcript chunk does not
+   * fail it); null while the run runs or when the store does not have it.
+   */
+  async latestTrace(runId: string): Promise<readonly TraceEvent[] | null> {
+    const record = await this.latestStop(runId);
+    if (record === null) return null;
+    return record.resultTrace === undefined
+      ? (record.result as unknown as RunResult).trace
+      : readResultTrace(this.store, runId, record.resultTrace);
+  }
+
+  /**
+   * The messages of the run's latest stop as recorded, read without its trace; null while the run runs or when the
+   * store does not have it. A damaged chain of transcript chunks throws `StoreRecordError` naming the chunk's seq.
+   */
+  async latestMessages(runId: string): Promise<readonly Message[] | null> {
+    const record = await this.latestStop(runId);
+    if (record === null) return null;
+    return record.resultMessages === undefined
+      ? (record.result as unknown as RunResult).messages
+      : readResultMessages(this.store, runId, record.resultMessages);
+  }
+
+  private async latestStop(runId: string): Promise<RunRecord | null> {
+    const row = await this.store.readRun(runId);
+    if (row === null) return null;
+    const record = decodeRunRecord(row.body, runId);
+    return record.state === 'running' ? null : record;
   }
 
   /** The run's recorded state (`running`, `waiting`, `finished`), or null for a run the store does not have. */
