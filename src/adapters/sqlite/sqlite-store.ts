@@ -466,12 +466,29 @@ function readKinds(db: Database, statements: ReturnType<typeof prepare>, kinds: 
   const key = JSON.stringify(kinds);
   let statement = statements.readKinds.get(key);
   if (statement === undefined) {
-    const list = kinds.map((kind) => `'${String(kind).replaceAll("'", "''")}'`).join(', ');
-    statement = db.prepare(`${statements.journalRange} AND kind IN (${list}) ORDER BY ${statements.journalOrder}`);
+    statement = db.prepare(`${statements.journalRange}${kindsCondition(kinds)} ORDER BY ${statements.journalOrder}`);
     // A caller asking for many sets of kinds gets each prepared again rather than a cache without bound.
     if (statements.readKinds.size < 16) statements.readKinds.set(key, statement);
   }
   return statement;
+}
+
+/** The chunk index's own condition (SQLite uses a partial index only for a query that has its WHERE term as is). */
+const CHUNK_INDEX_CONDITION = "kind IN ('trace', 'transcript')";
+
+/**
+ * The condition on the journal's kinds: a subset of the chunk kinds (`transcript` alone, say) is asked with the
+ * chunk index's own condition too, so that it is read through that index rather than by visiting every row
+ * of the run.
+ * @example
+ * kindsCondition(['transcript']); // " AND kind IN ('trace', 'transcript') AND kind IN ('transcript')"
+ */
+export function kindsCondition(kinds: readonly string[]): string {
+  const list = kinds.map((kind) => `'${String(kind).replaceAll("'", "''")}'`).join(', ');
+  const chunksOnly = kinds.every((kind) => kind === 'trace' || kind === 'transcript');
+  return chunksOnly && list !== "'trace', 'transcript'"
+    ? ` AND ${CHUNK_INDEX_CONDITION} AND kind IN (${list})`
+    : ` AND kind IN (${list})`;
 }
 
 /**
