@@ -18,6 +18,7 @@
  *   LOOPSTATE_BENCH_TRACE=off node dist/bench/resume-fixed-cost.js 1000 20
  *   node dist/bench/resume-fixed-cost.js 1000 10 --cold
  *   node dist/bench/resume-fixed-cost.js 100,1000 20 --roots /tmp/before,.   # before / after
+ *   LOOPSTATE_BENCH_CRASHED=1 node dist/bench/resume-fixed-cost.js 1000 41   # the WAL not folded before the resume
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -33,6 +34,12 @@ import type * as LoopstateSqlite from 'loopstate/sqlite';
 
 const args = process.argv.slice(2);
 const trace = process.env.LOOPSTATE_BENCH_TRACE !== 'off';
+/**
+ * LOOPSTATE_BENCH_CRASHED=1: the dead process's WAL is left as a crash leaves it (its release does not fold it),
+ * so the resume appends to it and the resumed run's end folds it; by default the release folds it first and a
+ * resume starts a new WAL (its header's fsync on the path).
+ */
+const crashed = process.env.LOOPSTATE_BENCH_CRASHED === '1';
 
 /** What the bench uses of a build of loopstate. */
 interface Build {
@@ -121,7 +128,7 @@ const builds = await Promise.all(roots.map(buildAt));
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-resume-fixed-'));
 const loadAtStart = loadavg()[0]!;
 console.log(
-  `${cold ? 'cold (a process per resume)' : 'warm'}, trace ${trace ? 'in memory' : 'off'}, ${resumes} resumes each${builds.length > 1 ? ', builds side by side' : ''}`,
+  `${cold ? 'cold (a process per resume)' : 'warm'}, trace ${trace ? 'in memory' : 'off'}${crashed ? ', WAL left as a crash leaves it' : ''}, ${resumes} resumes each${builds.length > 1 ? ', builds side by side' : ''}`,
 );
 console.log(
   '| S | build | run ms | to next call ms (median) | to end ms | call → end ms | CPU ms | ÷ run (to end) | open store: to call / end ms | ÷ run |',
@@ -133,7 +140,7 @@ const here = fileURLToPath(import.meta.url);
 async function hungRun(build: Build, total: number, into: string): Promise<number> {
   const path = join(scratch, `hung-${total}.db`);
   for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
-  const first = build.sqliteStore({ path });
+  const first = build.sqliteStore({ path, ...(crashed ? { foldWalWhenIdle: false } : {}) });
   let hung: () => void = () => undefined;
   const hanging = new Promise<void>((resolve) => (hung = resolve));
   let calls = 0;

@@ -5,15 +5,19 @@
  * decided already; an output waiting for review is accepted; a request without the token, or naming another host, is refused. Saves docs/console.png with LOOPSTATE_UPDATE_SCREENSHOTS=1.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type BetterSqlite3 from 'better-sqlite3';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLoop } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { runCli } from '../../src/tooling/cli/run-cli.js';
+import { startConsole } from '../../src/tooling/console/console-server.js';
+import { openStoredLoop } from '../../src/tooling/console/stored-loop.js';
 import config from '../fixtures/console/refund-loop.js';
 import { CHROMIUM, ensureChromium } from '../support/ensure-chromium.js';
 import { screenshotPath } from '../support/screenshot-path.js';
@@ -207,5 +211,55 @@ describe('the console in chromium', () => {
     });
     expect(forged.status).toBe(421);
     expect(forged.body).not.toContain('refund-O-1');
+  });
+});
+
+describe("the console's run page in chromium, its transcript damaged", () => {
+  it('shows the trace, and says which transcript chunk is damaged (its seq)', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'loopstate-console-damaged-'));
+    const db = join(own, 'loops.db');
+    const store = sqliteStore({ path: db });
+    // A snapshot (and its transcript chunk) at every step: the stop's record refers to the chain of chunks.
+    const done = await createLoop({ ...config, store, durable: { snapshotEvery: 1 } }).run({
+      goal: 'Write a note for O-9',
+      runId: 'note-O-9',
+    });
+    expect(done.pendingReview).not.toBeNull();
+    await store.close();
+    const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
+    const raw = new Database(db);
+    const damaged = (
+      raw
+        .prepare("SELECT max(id & 4294967295) AS seq FROM journal WHERE run_id = ? AND kind = 'transcript'")
+        .get('note-O-9') as { seq: number }
+    ).seq;
+    raw
+      .prepare(`UPDATE journal SET body = '{"not a chunk', packed = NULL WHERE run_id = ? AND (id & 4294967295) = ?`)
+      .run('note-O-9', damaged);
+    raw.close();
+    const stored = await openStoredLoop({ loopFile: LOOP_FILE, store: db });
+    const running = await startConsole({ stored });
+    const page = await browser!.newPage();
+    try {
+      const at = new URL(running.url);
+      at.pathname = '/runs/note-O-9';
+      const response = await page.goto(at.toString());
+      expect(response?.status()).toBe(200);
+      // The trace's steps are shown; the transcript's damage is said, with the chunk's seq.
+      expect(await page.locator('#step-table tbody tr').count()).toBeGreaterThan(0);
+      const notices = await page.locator('li.warn').allTextContents();
+      expect(notices).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(
+            new RegExp(`transcript of this run cannot be read \\(its trace can\\).*seq ${damaged}`),
+          ),
+        ]),
+      );
+    } finally {
+      await page.close();
+      await running.close();
+      await stored.close();
+      rmSync(own, { recursive: true, force: true });
+    }
   });
 });

@@ -21,6 +21,8 @@ let files = 0;
 const freshPath = () => join(scratch, `wal-${files++}.db`);
 const size = (path: string) => (existsSync(path) ? statSync(path).size : 0);
 const walBytes = (path: string) => size(`${path}-wal`);
+/** The fold at the end of a store's last drive is done once the caller has its result: the next macrotask. */
+const afterReturn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Issue 18's workload: a read tool call a step with a 10-byte result, the answer at step `total`. */
 function stepsModel(total: number, gate?: Promise<void>): Model {
@@ -102,6 +104,9 @@ describe('sqliteStore: the WAL when a run stops', () => {
     const result = await loopOf(100, store).run({ goal: 'go', runId: 'long' });
     expect(result.stopReason).toBe('completed');
     expect(result.steps).toBe(100);
+    // Not on the run's path: when the result is handed back, the WAL is still there (all of it committed).
+    expect(walBytes(path)).toBeGreaterThan(256 * 1024);
+    await afterReturn();
     expect(walBytes(path)).toBe(0);
     expect(size(path) + walBytes(path)).toBeLessThanOrEqual(100 * 2_048);
     // Nothing was lost by the fold: the recorded run is read back whole.
@@ -146,6 +151,7 @@ describe('sqliteStore: the WAL when a run stops', () => {
       durable: { maxUncommittedSteps: 1 },
     }).run({ goal: 'Refund O-7', runId: 'ask' });
     expect(stopped.status).toBe('needs_human');
+    await afterReturn();
     expect(walBytes(path)).toBe(0);
     expect((await store.readRun('ask'))?.leaseOwner).toBeNull();
     await store.close();
@@ -159,9 +165,11 @@ describe('sqliteStore: the WAL when a run stops', () => {
     const slow = loopOf(40, store, gate).run({ goal: 'go', runId: 'slow' });
     const quick = await loopOf(40, store).run({ goal: 'go', runId: 'quick' });
     expect(quick.stopReason).toBe('completed');
+    await afterReturn();
     expect(walBytes(path)).toBeGreaterThan(0);
     open();
     expect((await slow).stopReason).toBe('completed');
+    await afterReturn();
     expect(walBytes(path)).toBe(0);
     await store.close();
   });
@@ -179,14 +187,17 @@ describe('sqliteStore: the WAL when a run stops', () => {
     expect(before).toBeGreaterThan(256 * 1024);
     // Not the holder: the run's lease and its drive stay.
     await store.releaseLease('held', 'b');
+    await afterReturn();
     expect((await store.readRun('held'))?.leaseOwner).toBe('a');
     expect(walBytes(path)).toBeGreaterThanOrEqual(before);
     // Another loop sharing this store takes the lease over; the first owner's late release ends nothing.
     expect(await store.acquireLease('held', { owner: 'b', until: now + 60_000 }, now, 'a')).toBe(true);
     await store.releaseLease('held', 'a');
+    await afterReturn();
     expect(walBytes(path)).toBeGreaterThanOrEqual(before);
     // The holder's release ends the last drive: the WAL is folded.
     await store.releaseLease('held', 'b');
+    await afterReturn();
     expect((await store.readRun('held'))?.leaseOwner).toBeNull();
     expect(walBytes(path)).toBe(0);
     await store.close();
@@ -201,6 +212,7 @@ describe('sqliteStore: the WAL when a run stops', () => {
       // Were the fold to wait for the reader through the busy handler, this would hang (the reader waits for us).
       const second = await loopOf(40, store).run({ goal: 'go', runId: 'second' });
       expect(second.stopReason).toBe('completed');
+      await afterReturn();
       // The reader's snapshot pins the WAL: the frames after it are folded, the file is not truncated.
       expect(walBytes(path)).toBeGreaterThan(0);
     } finally {
@@ -208,6 +220,7 @@ describe('sqliteStore: the WAL when a run stops', () => {
       await new Promise((resolve) => reader.once('exit', resolve));
     }
     await loopOf(5, store).run({ goal: 'go', runId: 'third' });
+    await afterReturn();
     expect(walBytes(path)).toBe(0);
     for (const runId of ['first', 'second', 'third'])
       expect((await store.listRuns!({ limit: 10 })).map((run) => run.runId)).toContain(runId);
@@ -218,12 +231,14 @@ describe('sqliteStore: the WAL when a run stops', () => {
     const path = freshPath();
     const store = storeAt(path);
     await loopOf(5, store).run({ goal: 'go', runId: 'short' });
+    await afterReturn();
     expect(walBytes(path)).toBeGreaterThan(0);
     expect(walBytes(path)).toBeLessThanOrEqual(256 * 1024);
     // The next short runs add to it until it passes 256 KiB; the stop after that folds it.
     const sizes: number[] = [];
     for (let run = 0; run < 12 && (sizes.length === 0 || sizes.at(-1)! > 0); run++) {
       await loopOf(5, store).run({ goal: 'go', runId: `next-${run}` });
+      await afterReturn();
       sizes.push(walBytes(path));
     }
     expect(sizes.at(-1)).toBe(0);
@@ -246,6 +261,7 @@ describe('sqliteStore: the WAL when a run stops', () => {
     const database = size(path);
     expect(database).toBeGreaterThan(4_000_000);
     await loopOf(5, store).run({ goal: 'go', runId: 'short' });
+    await afterReturn();
     expect(walBytes(path)).toBeGreaterThan(0);
     expect(walBytes(path)).toBeLessThanOrEqual(size(path) / 4);
     await store.close();

@@ -20,6 +20,7 @@ import {
   type JournalLayout,
 } from './sqlite-schema.js';
 import { SQLITE_LEARNING_SCHEMA, sqliteLearning } from './sqlite-learning.js';
+import { clearImmediate, setImmediate } from 'node:timers';
 import { foldWal } from './wal-fold.js';
 
 /**
@@ -47,12 +48,13 @@ export interface SqliteStoreOptions {
   /**
    * When a run stops (finished, or waiting for a person), no other run of this store is under way and
    * the WAL holds over a quarter of the database and over 256 KiB, fold the WAL back into the database and
-   * truncate it to 0 bytes, so db + wal right after `loop.run()` returns stays within 1.25 × the database
+   * truncate it to 0 bytes, so db + wal once `loop.run()` has returned stays within 1.25 × the database
    * or the database + 256 KiB, whichever is larger (default true). It never waits: while another connection
    * reads or writes, it folds what it can and leaves the rest to the next checkpoint. The fold runs on the
-   * main thread, in the call that releases the run (better-sqlite3 is synchronous): it copies the frames not
-   * yet written back and makes two fsyncs, a few ms on a local disk and more on a slow one. `false`: leave
-   * the WAL to `checkpointEvery` and SQLite's own checkpoints.
+   * main thread (better-sqlite3 is synchronous) once the run's caller has its result, in the next macrotask,
+   * not on the run's path (every record is committed before it): it copies the frames not yet written back
+   * and makes two fsyncs, a few ms on a local disk and more on a slow one. `close()` does a fold still
+   * pending. `false`: leave the WAL to `checkpointEvery` and SQLite's own checkpoints.
    */
   foldWalWhenIdle?: boolean;
   /** How often a paused run looks whether the pause was lifted, in ms (default 500). */
@@ -225,6 +227,18 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     writes ??= prepareWrites(db, statements, layout);
     return { db, statements, writes };
   };
+  /**
+   * The fold at the end of the last drive, done once the caller has its result (the next macrotask) rather
+   * than before: its checkpoint's fsyncs (1–10 ms) are not the run's. Every record is committed before it; a
+   * drive begun meanwhile keeps the WAL as it would have; `close` does a fold still pending.
+   */
+  let pendingFold: ReturnType<typeof setImmediate> | null = null;
+  const foldSoon = () => {
+    pendingFold ??= setImmediate(() => {
+      pendingFold = null;
+      if (db !== null && driving.size === 0) foldWal(db, busyTimeoutMs);
+    });
+  };
   const learning = sqliteLearning(use);
   return {
     pausePollMs: options.pausePollMs ?? 500,
@@ -263,7 +277,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       return acquired;
     },
     async releaseLease(runId, owner) {
-      const { db, statements } = use();
+      const { statements } = use();
       // A drive is over (the run finished, waits for a person, or failed): the last run out folds the WAL. A
       // release by an owner that does not hold the run here leaves its drive under way. Out of `driving` even
       // when the release throws (the store down), so the WAL is not kept from folding later; and when the
@@ -274,7 +288,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       } finally {
         if (ended) driving.delete(runId);
       }
-      if (ended && driving.size === 0 && options.foldWalWhenIdle !== false) foldWal(db, busyTimeoutMs);
+      if (ended && driving.size === 0 && options.foldWalWhenIdle !== false) foldSoon();
     },
     async append(runId, rows, lease, runBody, finishedAt) {
       const { db, writes } = use();
@@ -357,6 +371,12 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     },
     ...learning,
     async close() {
+      if (pendingFold !== null) {
+        clearImmediate(pendingFold);
+        pendingFold = null;
+        // SQLite folds the WAL at the close of the file's last connection only: another one open keeps it.
+        if (db !== null && driving.size === 0) foldWal(db, busyTimeoutMs);
+      }
       db?.close();
       db = null;
       driving.clear();
@@ -499,12 +519,29 @@ function readKinds(db: Database, statements: ReturnType<typeof prepare>, kinds: 
   const key = JSON.stringify(kinds);
   let statement = statements.readKinds.get(key);
   if (statement === undefined) {
-    const list = kinds.map((kind) => `'${String(kind).replaceAll("'", "''")}'`).join(', ');
-    statement = db.prepare(`${statements.journalRange} AND kind IN (${list}) ORDER BY ${statements.journalOrder}`);
+    statement = db.prepare(`${statements.journalRange}${kindsCondition(kinds)} ORDER BY ${statements.journalOrder}`);
     // A caller asking for many sets of kinds gets each prepared again rather than a cache without bound.
     if (statements.readKinds.size < 16) statements.readKinds.set(key, statement);
   }
   return statement;
+}
+
+/** The chunk index's own condition (SQLite uses a partial index only for a query that has its WHERE term as is). */
+const CHUNK_INDEX_CONDITION = "kind IN ('trace', 'transcript')";
+
+/**
+ * The condition on the journal's kinds: a subset of the chunk kinds (`transcript` alone, say) is asked with the
+ * chunk index's own condition too, so that it is read through that index rather than by visiting every row
+ * of the run.
+ * @example
+ * kindsCondition(['transcript']); // " AND kind IN ('trace', 'transcript') AND kind IN ('transcript')"
+ */
+export function kindsCondition(kinds: readonly string[]): string {
+  const list = kinds.map((kind) => `'${String(kind).replaceAll("'", "''")}'`).join(', ');
+  const chunksOnly = kinds.every((kind) => kind === 'trace' || kind === 'transcript');
+  return chunksOnly && list !== "'trace', 'transcript'"
+    ? ` AND ${CHUNK_INDEX_CONDITION} AND kind IN (${list})`
+    : ` AND kind IN (${list})`;
 }
 
 /**

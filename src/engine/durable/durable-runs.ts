@@ -8,6 +8,7 @@ import { defaultRunId, resolveRunId } from '../hooks/run-id.js';
 import { driveRun } from '../runtime/driver.js';
 import type { RunResult } from '../runtime/run-result.js';
 import type { EffectStep } from '../runtime/driver-hooks.js';
+import type { Message } from '../../contracts/model.js';
 import type { Lease, Store } from '../../contracts/store.js';
 import type { ToolHealth } from '../tools/index.js';
 import {
@@ -155,13 +156,13 @@ export class DurableRuns {
   async resume(runId: string, options: ResumeOptions = {}, driving: DrivingOptions = {}): Promise<RunResult> {
     const asked = checkedApprovals(options.approvals);
     const askedReview = checkedReview(options.review);
-    const before = await this.readRecord(runId);
+    const { record: before, leaseOwner } = await this.readRecordRow(runId);
     const approvals = await this.decisionsToTake(before, asked);
     const review = this.reviewToTake(before, askedReview);
     if (before.state === 'finished') await this.settle(before);
     if (before.state === 'finished' || (before.state === 'waiting' && approvals === undefined && review === undefined))
       return this.recordedResult(before);
-    const owner = await this.takeLease(runId);
+    const owner = await this.takeLease(runId, leaseOwner);
     try {
       // Read again under the lease: a resume that won a race may have decided these calls (or this review) meanwhile.
       const record = await this.readRecord(runId);
@@ -264,6 +265,37 @@ export class DurableRuns {
     return record.state === 'running' ? null : this.recordedResult(record);
   }
 
+  /**
+   * The trace of the run's latest stop as recorded, read without its messages (a damaged transcript chunk does not
+   * fail it); null while the run runs or when the store does not have it.
+   */
+  async latestTrace(runId: string): Promise<readonly TraceEvent[] | null> {
+    const record = await this.latestStop(runId);
+    if (record === null) return null;
+    return record.resultTrace === undefined
+      ? (record.result as unknown as RunResult).trace
+      : readResultTrace(this.store, runId, record.resultTrace);
+  }
+
+  /**
+   * The messages of the run's latest stop as recorded, read without its trace; null while the run runs or when the
+   * store does not have it. A damaged chain of transcript chunks throws `StoreRecordError` naming the chunk's seq.
+   */
+  async latestMessages(runId: string): Promise<readonly Message[] | null> {
+    const record = await this.latestStop(runId);
+    if (record === null) return null;
+    return record.resultMessages === undefined
+      ? (record.result as unknown as RunResult).messages
+      : readResultMessages(this.store, runId, record.resultMessages);
+  }
+
+  private async latestStop(runId: string): Promise<RunRecord | null> {
+    const row = await this.store.readRun(runId);
+    if (row === null) return null;
+    const record = decodeRunRecord(row.body, runId);
+    return record.state === 'running' ? null : record;
+  }
+
   /** The run's recorded state (`running`, `waiting`, `finished`), or null for a run the store does not have. */
   async state(runId: string): Promise<RunRecord['state'] | null> {
     const row = await this.store.readRun(runId);
@@ -331,6 +363,11 @@ export class DurableRuns {
   }
 
   private async readRecord(runId: string): Promise<RunRecord> {
+    return (await this.readRecordRow(runId)).record;
+  }
+
+  /** The run's record, checked against this loop's definition, and who held its lease when it was read. */
+  private async readRecordRow(runId: string): Promise<{ record: RunRecord; leaseOwner: string | null }> {
     const row = await this.store.readRun(runId);
     if (row === null)
       throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
@@ -344,13 +381,23 @@ export class DurableRuns {
         message: `run ${runId} was started by a loop with ${JSON.stringify(record.definition)}; this loop has ${ours}. Resume it with the loop it was started with`,
       });
     }
-    return record;
+    return { record, leaseOwner: row.leaseOwner };
   }
 
-  private async takeLease(runId: string): Promise<string> {
+  /**
+   * The run's lease for a new owner, taken over from `seenOwner` (who held it when the record was read) if that
+   * drive is over. Only when that fails is the run read again (a round trip less on the way to the next call):
+   * if the lease changed hands since, it is taken over from the new holder if that drive is over.
+   */
+  private async takeLease(runId: string, seenOwner: string | null): Promise<string> {
     const owner = newLeaseOwner();
+    if (await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(seenOwner))) return owner;
     const row = await this.store.readRun(runId);
-    if (await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(row?.leaseOwner ?? null)))
+    if (
+      row !== null &&
+      row.leaseOwner !== seenOwner &&
+      (await this.store.acquireLease(runId, this.lease(owner)(), Date.now(), deadOwner(row.leaseOwner)))
+    )
       return owner;
     // Read again: the row read before may predate the holder that just won the lease.
     const holder = (await this.store.readRun(runId)) ?? row;

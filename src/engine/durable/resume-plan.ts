@@ -71,6 +71,8 @@ export interface ResumePlan {
 
 /** The kinds of the rows written with snapshots: what a resume reads of the history before the latest one. */
 export const CHUNK_KINDS: readonly string[] = ['trace', 'transcript'];
+const TRANSCRIPT_KINDS: readonly string[] = ['transcript'];
+const TRACE_KINDS: readonly string[] = ['trace'];
 
 /** The tracker's triples folded from a chain of transcript chunks, and where the chain stands (the next link continues it). */
 export interface ChainedTriples {
@@ -201,14 +203,13 @@ async function historyAt(
 ): Promise<History> {
   const decoded = new Map<number, TranscriptRecord>();
   const from = Math.max(0, snapshotSeq - TRANSCRIPT_WINDOW);
-  // Both chunk kinds, as their index has them (trace chunks, if any, are passed over): a query for
-  // `transcript` alone would not use the partial index and would scan every row of the run.
+  // The transcript chunks alone (the stores read them through their chunk index all the same).
   if (from > 0) {
-    const rows = await store.readJournal(runId, from, CHUNK_KINDS);
+    const rows = await store.readJournal(runId, from, TRANSCRIPT_KINDS);
     const folded = historyChain(rows, head, snapshotSeq, runId, from, decoded, chained);
     if (folded !== null) return folded;
   }
-  const rows = await store.readJournal(runId, 0, CHUNK_KINDS);
+  const rows = await store.readJournal(runId, 0, TRANSCRIPT_KINDS);
   return historyChain(rows, head, snapshotSeq, runId, 0, decoded, chained)!;
 }
 
@@ -391,8 +392,8 @@ function firstEvent(
  * (`corrupt_record` naming its seq, or the run record's when the named chunk itself is missing).
  */
 export async function readResultMessages(store: Store, runId: string, at: ResultMessagesAt): Promise<Message[]> {
-  // Both chunk kinds, as their index has them (see historyAt).
-  const rows = await store.readJournal(runId, Math.max(0, at.from - 1), CHUNK_KINDS);
+  // The transcript chunks alone: the trace chunks' rows (their blobs) are not fetched to be passed over.
+  const rows = await store.readJournal(runId, Math.max(0, at.from - 1), TRANSCRIPT_KINDS);
   const bySeq = new Map<number, { seq: number; kind: string; body: string }>();
   for (const row of rows) if (row.kind === 'transcript') bySeq.set(row.seq, row);
   if (!bySeq.has(at.seq))
@@ -434,7 +435,7 @@ export async function readResultTrace(
   runId: string,
   at: { seq: number; length: number },
 ): Promise<TraceEvent[]> {
-  const rows = (await store.readJournal(runId, 0, CHUNK_KINDS)).filter(
+  const rows = (await store.readJournal(runId, 0, TRACE_KINDS)).filter(
     (row) => row.kind === 'trace' && row.seq <= at.seq,
   );
   return foldTrace(rows, runId, at.length, at.seq, () => true, "result's trace");

@@ -317,3 +317,55 @@ describe('the console server', () => {
     expect((await send(`/runs/run-nope?token=${token}`)).status).toBe(404);
   });
 });
+
+describe("the console's run page reads the trace apart from the transcript", () => {
+  it('a damaged transcript chunk: the page shows the trace, and says which chunk of the transcript is damaged', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'loopstate-console-damaged-'));
+    const db = join(own, 'loops.db');
+    const store = sqliteStore({ path: db });
+    // A snapshot (and its transcript chunk) at every step: the stop's record refers to the chain of chunks.
+    const loop = createLoop({ ...config, store, durable: { snapshotEvery: 1 } });
+    const done = await loop.run({ goal: 'Write a note for O-9', runId: 'note-O-9' });
+    expect(done.pendingReview).not.toBeNull();
+    await store.close();
+    const { default: Database } = await import('better-sqlite3');
+    const raw = new Database(db);
+    const chunks = raw
+      .prepare("SELECT id & 4294967295 AS seq FROM journal WHERE run_id = ? AND kind = 'transcript' ORDER BY id")
+      .all('note-O-9') as { seq: number }[];
+    expect(chunks.length).toBeGreaterThan(0);
+    const damaged = chunks.at(-1)!.seq;
+    raw
+      .prepare("UPDATE journal SET body = '{\"not a chunk', packed = NULL WHERE run_id = ? AND (id & 4294967295) = ?")
+      .run('note-O-9', damaged);
+    raw.close();
+    const storedHere = await openStoredLoop({ loopFile: LOOP_FILE, store: db });
+    const here = await startConsole({ stored: storedHere });
+    try {
+      const url = new URL(here.url);
+      const page = await new Promise<{ status: number; body: string }>((resolvePage, reject) => {
+        const sent = request(
+          { host: '127.0.0.1', port: Number(url.port), path: `/runs/note-O-9?token=${url.searchParams.get('token')}` },
+          (response) => {
+            let body = '';
+            response.setEncoding('utf8');
+            response.on('data', (chunk: string) => (body += chunk));
+            response.on('end', () => resolvePage({ status: response.statusCode ?? 0, body }));
+          },
+        );
+        sent.on('error', reject);
+        sent.end();
+      });
+      expect(page.status).toBe(200);
+      expect(page.body).toContain('Run <code>note-O-9</code>');
+      // The trace's steps are on the page, and the transcript's damage is said with the chunk's seq.
+      expect(page.body).toContain('run-end');
+      expect(page.body).toContain('the transcript of this run cannot be read (its trace can)');
+      expect(page.body).toContain(`seq ${damaged}`);
+    } finally {
+      await here.close();
+      await storedHere.close();
+      rmSync(own, { recursive: true, force: true });
+    }
+  });
+});

@@ -9,7 +9,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { LoopConfigError, LoopstateError } from '../../index.js';
+import { LoopConfigError, LoopstateError, StoreRecordError } from '../../index.js';
 import { durableRunsOf, listStoredRuns, storedRunOf, STORED_RUN_STATUSES, type StoredRun } from '../../internal.js';
 import { storedRunPage } from '../viewer/stored-run-view.js';
 import { namesThisServer } from '../viewer/viewer-server.js';
@@ -148,12 +148,22 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   async function runPage(runId: string): Promise<string | null> {
     const row = await stored.store.readRun(runId);
     if (row === null) return null;
-    const result = await durableRunsOf(stored.loop)?.latestResult(runId);
-    if (result === null || result === undefined) {
+    const runs = durableRunsOf(stored.loop);
+    // The page shows the trace; the transcript is read apart, so that a damaged transcript chunk is said, not
+    // made the page's failure (and a damaged trace chunk is the page's failure, whatever the transcript).
+    const trace = await runs?.latestTrace(runId);
+    if (trace === null || trace === undefined) {
       const run = storedRunOf({ ...row, finishedAt: null });
       return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>loopstate · ${escapeHtml(runId)}</title></head><body><h1>Run <code>${escapeHtml(runId)}</code></h1><p id="no-result">${escapeHtml(run.status)}: no result is recorded yet (the run is going, or its process died and a resume continues it).</p></body></html>`;
     }
-    return storedRunPage(runId, result.trace, `store ${stored.storeLabel}`);
+    const notices = await runs!.latestMessages(runId).then(
+      () => [],
+      (error: unknown) => {
+        if (!(error instanceof StoreRecordError)) throw error;
+        return [`the transcript of this run cannot be read (its trace can): ${error.message}`];
+      },
+    );
+    return storedRunPage(runId, trace, `store ${stored.storeLabel}`, notices);
   }
 
   /** The body's decision, checked field by field. */
