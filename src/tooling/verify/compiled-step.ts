@@ -372,15 +372,33 @@ function compile(machine: LoopMachine): CompiledMachine {
 
   // Made on the first step, from the first context (the machine's initial one): see context-merge.ts.
   let merge: ContextMerge | null = null;
+  /**
+   * The args of every assignment and guard call, one object each, refilled before each call: a step makes ~2 of each
+   * kind, hundreds of thousands an exploration, and V8 keeps them on the heap (the calls are not inlined). The
+   * machine's reducers and guards read them during the call and keep nothing of them.
+   */
+  const actionArgs = { context: undefined as never as LoopContext, event: undefined as never as LoopEvent };
+  const assignArgs = {
+    context: undefined as never as LoopContext,
+    event: undefined as never as LoopEvent,
+    spawn: noSpawn,
+    self: undefined,
+    system: undefined,
+  };
+  const guardArgs: GuardArgs = { context: undefined as never, event: undefined as never };
   const runActions = (actions: readonly CompiledAction[], context: LoopContext, event: LoopEvent): LoopContext => {
     let current = context;
     merge ??= createContextMerge(context);
     for (const action of actions) {
-      const params = action.paramsOf === null ? action.params : action.paramsOf({ context: current, event });
-      const update = action.assignment(
-        { context: current, event, spawn: noSpawn, self: undefined, system: undefined },
-        params,
-      );
+      let params = action.params;
+      if (action.paramsOf !== null) {
+        actionArgs.context = current;
+        actionArgs.event = event;
+        params = action.paramsOf(actionArgs);
+      }
+      assignArgs.context = current;
+      assignArgs.event = event;
+      const update = action.assignment(assignArgs, params);
       // The update its guards recorded (see recorded-context.ts) was merged already.
       const recorded = lastRecorded(current, event);
       current = recorded !== undefined && recorded.update === update ? recorded.after : merge(current, update);
@@ -426,7 +444,9 @@ function compile(machine: LoopMachine): CompiledMachine {
       let current = context;
       let done = start.final;
       let stoppedOn: string | null = null;
-      let args: GuardArgs = { context, event };
+      const args = guardArgs;
+      args.context = context;
+      args.event = event;
       // The event: the deepest state with an enabled candidate for it takes it.
       let chosen = select(start.on.get(event.type) ?? NONE, args, leaf);
       // Then eventless transitions (their guards see the same event), until none is enabled or the machine is done.
@@ -444,7 +464,7 @@ function compile(machine: LoopMachine): CompiledMachine {
         leaf = leaves[leafNumber] as Leaf;
         if (taken.final) done = true;
         if (done) break;
-        args = { context: current, event };
+        args.context = current;
         chosen = select(leaf.always, args, leaf);
       }
       // Entering a final state ends the run: every active state's exit actions, then (for a new state) the output.
