@@ -5,7 +5,7 @@
  * and on a statechart given other guards. The snapshots made of its states on demand are XState's own.
  */
 import { describe, expect, it } from 'vitest';
-import { createMachine, matchesState, type StateValue } from 'xstate';
+import { assign, createMachine, matchesState, type StateValue } from 'xstate';
 import { z } from 'zod';
 import { createLoop, defineTool, evaluators } from 'loopstate';
 import { reply, scriptedModel } from 'loopstate/testing';
@@ -18,7 +18,7 @@ import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js
 import type { LoopLimits } from '../../../machines/types.js';
 import { compileMachine, leafMatches } from './compiled-step.js';
 import { keyOptionsFor, stateKey } from './state-key.js';
-import { exploreLoop, type ExploredGraph, type ExploreProgress } from './explore.js';
+import { exploreLoop, outcomesOf, type ExploredGraph, type ExploreProgress } from './explore.js';
 import { resolveForVerify } from './resolve-for-verify.js';
 import { verifyModelOf } from './verify-model.js';
 
@@ -187,6 +187,73 @@ describe('the compiled macrostep', () => {
   it('explores a statechart given other guards as XState does', () => {
     const broken = loopMachine.provide({ guards: { isStepLimitReached: () => false } });
     const explore = explored(orderStatusLoop, { maxSteps: 3 }, broken);
+    expect(figures(explore('compiled'))).toEqual(figures(explore('xstate')));
+  }, 120_000);
+
+  /** Every step of an exploration taken twice, with every stop reason known and without: what each gives. */
+  function stepsBothWays(graph: ExploredGraph, machine: LoopMachine) {
+    const compiledMachine = compileMachine(machine);
+    if (compiledMachine === null) throw new Error('not compiled');
+    const marks = new Uint8Array(compiledMachine.definitions.length);
+    const everyStop = { has: () => true };
+    const steps: Array<{ full: unknown; skipped: unknown; stoppedOn: string | null }> = [];
+    graph.states.forEach((state, index) => {
+      const leaf = compiledMachine.leafOf(graph.snapshotOf(index));
+      for (const { event } of outcomesOf(graph, state)) {
+        const full = compiledMachine.step(leaf, state.context, event, marks);
+        const fullFigures = { leaf: full.leaf, done: full.done, reason: full.context.stop?.reason ?? null };
+        const fullUsage = full.context.usage;
+        expect(full.stoppedOn).toBeNull();
+        const skipped = compiledMachine.step(leaf, state.context, event, marks, everyStop);
+        const stoppedOn = skipped.stoppedOn;
+        steps.push({
+          full: { ...fullFigures, usage: fullUsage },
+          // Stopped on a reason: the reason stands for the stop record it did not write; the usage is the run's.
+          skipped: {
+            leaf: skipped.leaf,
+            done: skipped.done,
+            reason: stoppedOn ?? skipped.context.stop?.reason ?? null,
+            usage: skipped.context.usage,
+          },
+          stoppedOn,
+        });
+      }
+    });
+    return steps;
+  }
+
+  it('skips recording a stop the caller knows, landing where the whole step does with the same spend', () => {
+    const explore = explored(incidentLoop, { maxSteps: 4 });
+    const graph = explore('compiled');
+    const steps = stepsBothWays(graph, loopMachine);
+    for (const { full, skipped } of steps) expect(skipped).toEqual(full);
+    // Most steps end a run on a fixed reason (the count shows the shortcut is taken, and where).
+    const stopped = steps.filter((step) => step.stoppedOn !== null);
+    expect(stopped.length).toBeGreaterThan(steps.length / 3);
+    expect(new Set(stopped.map((step) => step.stoppedOn))).toEqual(
+      new Set([
+        'budget_exhausted',
+        'cancelled',
+        'completed',
+        'deadline_exceeded',
+        'fatal_error',
+        'max_steps',
+        'needs_human',
+        'no_progress',
+        'tool_unavailable',
+      ]),
+    );
+  }, 120_000);
+
+  it("records every stop of a statechart given its own stopRun: the shortcut is for the loop's own", () => {
+    const own = loopMachine.provide({
+      actions: { stopRun: assign(({ event }) => ({ stop: { reason: 'cancelled', detail: event.type } })) },
+    });
+    const explore = explored(orderStatusLoop, { maxSteps: 3 }, own);
+    const steps = stepsBothWays(explore('compiled'), own);
+    expect(steps.length).toBeGreaterThan(100);
+    expect(steps.filter((step) => step.stoppedOn !== null)).toEqual([]);
+    for (const { full, skipped } of steps) expect(skipped).toEqual(full);
     expect(figures(explore('compiled'))).toEqual(figures(explore('xstate')));
   }, 120_000);
 

@@ -12,6 +12,7 @@
 import { matchesState, type AnyStateNode, type AnyTransitionDefinition, type StateValue } from 'xstate';
 import type { LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
+import { stopRun } from '../../../actions/control.js';
 import { lastRecorded, plainGuardOf, RECORDED, recordedArgs } from '../../../machines/recorded-context.js';
 import type { LoopContext, LoopEvent } from '../../../machines/types.js';
 import { createContextMerge, type ContextMerge } from './context-merge.js';
@@ -31,6 +32,16 @@ export interface StepResult {
   leaf: number;
   context: LoopContext;
   done: boolean;
+  /**
+   * When the step ended the run on a stop reason the caller said it knows (`step`'s `knownStops`), that reason, and
+   * `context` is the context before the stop was recorded (its usage is the finished run's); else null.
+   */
+  stoppedOn: string | null;
+}
+
+/** Stop reasons whose finished state the caller already has (a finished state is keyed by its stop reason alone). */
+export interface KnownStops {
+  has(reason: string): boolean;
 }
 
 export interface CompiledMachine {
@@ -45,8 +56,19 @@ export interface CompiledMachine {
   /**
    * The macrostep `machine.transition(snapshot, event)` takes, from the state at `leaf` with `context`; each
    * transition it fires is marked in `fired` (by its number in `definitions`).
+   *
+   * `knownStops`: a transition into a final state whose last action is the loop's own `stopRun` with a fixed reason
+   * the caller knows (and no exit action runs) is taken without that action: the finished state's key is its reason
+   * alone, `stopRun` writes only the stop record and the feedback, and its detail (`describeStop`) is most of what
+   * such a step costs. The result says so (`stoppedOn`). Two thirds of an exploration's steps end a run this way.
    */
-  step(leaf: number, context: LoopContext, event: LoopEvent, fired: Uint8Array): StepResult;
+  step(
+    leaf: number,
+    context: LoopContext,
+    event: LoopEvent,
+    fired: Uint8Array,
+    knownStops?: KnownStops | null,
+  ): StepResult;
   /** The state a step reached, with the machine's output when it is done. */
   stateOf(leaf: number, context: LoopContext, done: boolean): SteppedState;
   /** The XState snapshot of a stepped state, the same as the one `machine.transition` returns. */
@@ -105,6 +127,12 @@ interface Taken {
   actions: CompiledAction[];
   leaf: number;
   final: boolean;
+  /**
+   * Into a final state whose exits run nothing, with the loop's `stopRun` and a fixed reason as the last action:
+   * that reason, else null. `beforeStop` is `actions` without that last one.
+   */
+  stopReason: string | null;
+  beforeStop: CompiledAction[];
 }
 
 class Unsupported extends Error {}
@@ -208,6 +236,20 @@ function compile(machine: LoopMachine): CompiledMachine {
   };
   walk(root);
 
+  /**
+   * The reason of a run stopped by `actions` into the final leaf `landed`: when the last action is the loop's own
+   * `stopRun` (its assignment is `actions/control.ts`' function, not one a test provided) with static params naming a
+   * reason, and no exit action runs on entering the final state (nothing could write the stop record after it).
+   */
+  const fixedStopReason = (actions: readonly Action[], landed: number): string | null => {
+    if ((leaves[landed] as Leaf).chain.some((node) => node.exit.length > 0)) return null;
+    const last = actions[actions.length - 1] as string | { type: string; params?: unknown } | undefined;
+    if (typeof last !== 'object' || last === null || (assignments.get(last.type) as unknown) !== stopRun) return null;
+    const params = last.params as { reason?: unknown } | undefined;
+    if (typeof params !== 'object' || params === null || typeof params.reason !== 'string') return null;
+    return params.reason;
+  };
+
   /** XState's exit set, transition content and entry set of an external transition, for one source leaf. */
   const take = (from: number, definition: AnyTransitionDefinition): Taken => {
     const source = definition.source;
@@ -245,7 +287,10 @@ function compile(machine: LoopMachine): CompiledMachine {
     });
     const landed = leafIndex.get(deepest);
     if (landed === undefined) throw new Error(`no leaf ${deepest.id}`);
-    return { actions: compileActions(actions), leaf: landed, final: (leaves[landed] as Leaf).final };
+    const final = (leaves[landed] as Leaf).final;
+    const compiled = compileActions(actions);
+    const stopReason = final ? fixedStopReason(actions, landed) : null;
+    return { actions: compiled, leaf: landed, final, stopReason, beforeStop: compiled.slice(0, -1) };
   };
 
   /** A guard as XState evaluates it (`evaluateGuard`), its implementation and static params looked up once. */
@@ -327,15 +372,33 @@ function compile(machine: LoopMachine): CompiledMachine {
 
   // Made on the first step, from the first context (the machine's initial one): see context-merge.ts.
   let merge: ContextMerge | null = null;
+  /**
+   * The args of every assignment and guard call, one object each, refilled before each call: a step makes ~2 of each
+   * kind, hundreds of thousands an exploration, and V8 keeps them on the heap (the calls are not inlined). The
+   * machine's reducers and guards read them during the call and keep nothing of them.
+   */
+  const actionArgs = { context: undefined as never as LoopContext, event: undefined as never as LoopEvent };
+  const assignArgs = {
+    context: undefined as never as LoopContext,
+    event: undefined as never as LoopEvent,
+    spawn: noSpawn,
+    self: undefined,
+    system: undefined,
+  };
+  const guardArgs: GuardArgs = { context: undefined as never, event: undefined as never };
   const runActions = (actions: readonly CompiledAction[], context: LoopContext, event: LoopEvent): LoopContext => {
     let current = context;
     merge ??= createContextMerge(context);
     for (const action of actions) {
-      const params = action.paramsOf === null ? action.params : action.paramsOf({ context: current, event });
-      const update = action.assignment(
-        { context: current, event, spawn: noSpawn, self: undefined, system: undefined },
-        params,
-      );
+      let params = action.params;
+      if (action.paramsOf !== null) {
+        actionArgs.context = current;
+        actionArgs.event = event;
+        params = action.paramsOf(actionArgs);
+      }
+      assignArgs.context = current;
+      assignArgs.event = event;
+      const update = action.assignment(assignArgs, params);
       // The update its guards recorded (see recorded-context.ts) was merged already.
       const recorded = lastRecorded(current, event);
       current = recorded !== undefined && recorded.update === update ? recorded.after : merge(current, update);
@@ -363,7 +426,7 @@ function compile(machine: LoopMachine): CompiledMachine {
     return undefined;
   };
 
-  const result: StepResult = { leaf: 0, context: undefined as never, done: false };
+  const result: StepResult = { leaf: 0, context: undefined as never, done: false, stoppedOn: null };
   return {
     definitions,
     leafOf(snapshot) {
@@ -374,13 +437,16 @@ function compile(machine: LoopMachine): CompiledMachine {
     },
     valueKeyOf: (leaf) => (leaves[leaf] as Leaf).valueKey,
     leafMatches: (leaf, value) => (leaves[leaf] as Leaf).matches(value),
-    step(from, context, event, fired) {
+    step(from, context, event, fired, knownStops = null) {
       const start = leaves[from] as Leaf;
       let leaf = start;
       let leafNumber = from;
       let current = context;
       let done = start.final;
-      let args: GuardArgs = { context, event };
+      let stoppedOn: string | null = null;
+      const args = guardArgs;
+      args.context = context;
+      args.event = event;
       // The event: the deepest state with an enabled candidate for it takes it.
       let chosen = select(start.on.get(event.type) ?? NONE, args, leaf);
       // Then eventless transitions (their guards see the same event), until none is enabled or the machine is done.
@@ -388,19 +454,25 @@ function compile(machine: LoopMachine): CompiledMachine {
       while (chosen !== undefined) {
         fired[chosen.number] = 1;
         const taken = chosen.taken;
-        current = runActions(taken.actions, current, event);
+        const reason = taken.stopReason;
+        if (reason !== null && knownStops !== null && knownStops.has(reason)) {
+          // Into a final state the caller has, by a fixed reason: all but `stopRun` (see `step`); its exits run nothing.
+          current = runActions(taken.beforeStop, current, event);
+          stoppedOn = reason;
+        } else current = runActions(taken.actions, current, event);
         leafNumber = taken.leaf;
         leaf = leaves[leafNumber] as Leaf;
         if (taken.final) done = true;
         if (done) break;
-        args = { context: current, event };
+        args.context = current;
         chosen = select(leaf.always, args, leaf);
       }
       // Entering a final state ends the run: every active state's exit actions, then (for a new state) the output.
-      if (done && !start.final) current = runActions(leaf.finalExits, current, event);
+      if (done && !start.final && stoppedOn === null) current = runActions(leaf.finalExits, current, event);
       result.leaf = leafNumber;
       result.context = current;
       result.done = done;
+      result.stoppedOn = stoppedOn;
       return result;
     },
     stateOf(leafNumber, context, done) {

@@ -375,7 +375,8 @@ export function exploreLoop(
           if (next < 0) next = addFound(step.next, edge, -1);
           nextContext = step.next.context;
         } else {
-          const step = compiled.step(leaf, context, outcome.event, firedMarks as Uint8Array);
+          // A step into a finished state already found by its stop reason skips recording the stop (see `step`).
+          const step = compiled.step(leaf, context, outcome.event, firedMarks as Uint8Array, finalStates);
           leafFacts(step.leaf);
           probe.status = step.done ? 'done' : 'active';
           probe.context = step.context;
@@ -383,7 +384,7 @@ export function exploreLoop(
           probe.valueId = step.leaf;
           probe.evaluating = evaluatingLeaves[step.leaf] === true;
           // A finished run is keyed by its stop reason alone: most successors are one of a few of them.
-          const reason = step.done ? finalKeyReason(step.context) : '';
+          const reason = step.done ? (step.stoppedOn ?? finalKeyReason(step.context)) : '';
           const known = step.done ? finalStates.get(reason) : undefined;
           if (known !== undefined) next = known;
           else {
