@@ -2,6 +2,8 @@
  * `callWithTimeout`: one call bounded by its own timeout and the run's abort, on the run's clock; the default
  * timeout error made only when the timer fires, the call started in a microtask, every timer and waiter let go.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { ModelCallError } from '../../contracts/errors.js';
 import { scriptedModel } from '../../testing/index.js';
@@ -214,5 +216,30 @@ describe('callWithTimeoutThen', () => {
     await expect(
       callWithTimeoutThen(session, 5_000, 'a call', () => Promise.reject(new Error('x')), broken),
     ).rejects.toThrow('bad failure handler');
+  });
+
+  it("keeps none of the caller's settlement once settled, though the call itself never settles", async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const clock = virtualClock();
+    const { session } = sessionOn(clock);
+    // A model that ignores its signal: its promise, and what it holds (the call's own object), live on.
+    const hung = never();
+    const { settled, settlementRef } = (() => {
+      const settlement: CallSettlement<string, string> = { fulfilled: () => 'reply', failed: () => 'timed out' };
+      return {
+        settled: callWithTimeoutThen(session, 1_000, 'the model call', () => hung, settlement),
+        settlementRef: new WeakRef(settlement),
+      };
+    })();
+    await Promise.resolve();
+    clock.advance(1_000);
+    await expect(settled).resolves.toBe('timed out');
+    for (let round = 0; round < 3 && settlementRef.deref() !== undefined; round++) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      gc();
+    }
+    expect(settlementRef.deref()).toBeUndefined();
+    expect(hung).toBeInstanceOf(Promise);
   });
 });

@@ -33,17 +33,21 @@ class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher {
   resolve: (value: Out | PromiseLike<Out>) => void = settleNothing;
   reject: (error: Error) => void = settleNothing;
   #cancelTimer: unknown = undefined;
-  /** Settled once: the call's own outcome after its timeout or the run's abort (or the reverse) changes nothing. */
-  #settled = false;
+  /**
+   * How it settles, until it has: the call's own outcome after its timeout or the run's abort (or the reverse)
+   * changes nothing, and a call that never settles after its timeout keeps none of the caller's state.
+   */
+  #then: CallSettlement<Result, Out> | null;
 
   constructor(
     readonly session: RunSession,
     readonly timeoutMs: number,
     readonly what: string,
     readonly timeoutError: (() => Error) | undefined,
-    readonly then: CallSettlement<Result, Out>,
+    then: CallSettlement<Result, Out>,
   ) {
     super();
+    this.#then = then;
   }
 
   /** Arms the call's timer on the run's clock (none for `Infinity`: Node clamps what it cannot hold). */
@@ -68,10 +72,11 @@ class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher {
 
   fulfilled(value: Result): void {
     this.finish();
-    if (this.#settled) return;
-    this.#settled = true;
+    const then = this.#then;
+    if (then === null) return;
+    this.#then = null;
     try {
-      this.resolve(this.then.fulfilled(value));
+      this.resolve(then.fulfilled(value));
     } catch (error) {
       this.reject(error as Error);
     }
@@ -79,10 +84,11 @@ class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher {
 
   failed(error: unknown): void {
     this.finish();
-    if (this.#settled) return;
-    this.#settled = true;
+    const then = this.#then;
+    if (then === null) return;
+    this.#then = null;
     try {
-      this.resolve(this.then.failed(error));
+      this.resolve(then.failed(error));
     } catch (thrown) {
       this.reject(thrown as Error);
     }
