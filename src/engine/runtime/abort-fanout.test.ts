@@ -161,3 +161,61 @@ function countAbortControllers(): { readonly count: number; restore(): void } {
     },
   };
 }
+
+describe('AbortWaiters: watchers, and the order waiters hear in', () => {
+  it('tells function waiters and watcher objects in the order they came, after any were forgotten or re-added', () => {
+    const run = new RunAbort();
+    const heard: string[] = [];
+    const watcher = (name: string) => ({ onAbort: (reason: unknown) => heard.push(`${name} ${String(reason)}`) });
+    const a = watcher('a');
+    const b = watcher('b');
+    run.watch(a);
+    const forgetF = run.subscribe((reason) => heard.push(`f ${String(reason)}`));
+    run.watch(b);
+    run.unwatch(a);
+    // The oldest gone while later ones wait: a new waiter comes after them, not before.
+    const c = watcher('c');
+    run.watch(c);
+    run.watch(c);
+    forgetF();
+    const d = watcher('d');
+    run.watch(d);
+    run.unwatch(d);
+    run.abort('stop');
+    expect(heard).toEqual(['b stop', 'c stop']);
+    // Told once; a watcher after the abort hears at once.
+    run.abort('again');
+    run.watch(watcher('late'));
+    expect(heard).toEqual(['b stop', 'c stop', 'late stop']);
+  });
+
+  it('makes no Set for one waiter at a time: a run adds and forgets one on every model call', () => {
+    // A Set that one waiter is added to and deleted from, call after call, makes itself a new table every
+    // other call, and a model call is waited on long enough for it to be promoted: a lone waiter is kept
+    // in a field instead. Counted by the Sets constructed meanwhile.
+    let made = 0;
+    const Original = globalThis.Set;
+    globalThis.Set = class CountedSet<T> extends Original<T> {
+      constructor(values?: Iterable<T> | null) {
+        super(values);
+        made++;
+      }
+    } as SetConstructor;
+    try {
+      const run = new RunAbort();
+      const watcher = { onAbort: () => undefined };
+      for (let call = 0; call < 10; call++) {
+        run.watch(watcher);
+        run.unwatch(watcher);
+        run.subscribe(() => undefined)();
+      }
+      expect(made).toBe(0);
+      // A second waiter while the first waits is what needs one.
+      run.watch(watcher);
+      run.subscribe(() => undefined);
+      expect(made).toBe(1);
+    } finally {
+      globalThis.Set = Original;
+    }
+  });
+});

@@ -9,6 +9,20 @@
 const NOTHING_TO_FORGET = (): void => undefined;
 
 /**
+ * A waiter that is an object rather than a function: `watch` keeps the object itself, so a caller that has
+ * an object per call anyway (`callWithTimeout`'s) needs no closure to hear of the abort, nor one to forget it.
+ * @example
+ * const call = { onAbort: (reason: unknown) => console.log('stopped', reason) };
+ * run.watch(call); // ... later
+ * run.unwatch(call);
+ */
+export interface AbortWatcher {
+  onAbort(reason: unknown): void;
+}
+
+type Waiter = ((reason: unknown) => void) | AbortWatcher;
+
+/**
  * Waiters on an abort, told once when it happens: the base of `AbortFanout` (over a given signal) and
  * `RunAbort` (a run's own abort, its signal made on first read). Effects wait through `subscribe` and `race`,
  * and ask `aborted` and `reason`, without reading `signal`.
@@ -16,8 +30,13 @@ const NOTHING_TO_FORGET = (): void => undefined;
  * const waitOn = (aborts: AbortWaiters, work: Promise<string>) => (aborts.aborted ? null : aborts.race(work));
  */
 export abstract class AbortWaiters {
-  /** Made on the first wait: most runs and rounds end without one. */
-  #waiters: Set<(reason: unknown) => void> | null = null;
+  /**
+   * The oldest waiter, while it is the only one or the others came after it: a run's model calls wait one at
+   * a time, and a `Set` that has one waiter added and deleted each step makes a new table every other step.
+   */
+  #first: Waiter | null = null;
+  /** The other waiters, in the order they came (all later than `#first`); made on the first second waiter. */
+  #waiters: Set<Waiter> | null = null;
 
   abstract get aborted(): boolean;
   abstract get reason(): unknown;
@@ -29,9 +48,30 @@ export abstract class AbortWaiters {
       onAbort(this.reason);
       return NOTHING_TO_FORGET;
     }
-    const waiters = (this.#waiters ??= new Set());
-    waiters.add(onAbort);
-    return () => waiters.delete(onAbort);
+    this.#add(onAbort);
+    return () => this.#remove(onAbort);
+  }
+
+  #add(waiter: Waiter): void {
+    if (this.#first === waiter) return;
+    if (this.#first === null && (this.#waiters === null || this.#waiters.size === 0)) this.#first = waiter;
+    else (this.#waiters ??= new Set()).add(waiter);
+  }
+
+  #remove(waiter: Waiter): void {
+    if (this.#first === waiter) this.#first = null;
+    else this.#waiters?.delete(waiter);
+  }
+
+  /** Calls `watcher.onAbort` once when the signal aborts (at once if it has), until `unwatch(watcher)`. */
+  watch(watcher: AbortWatcher): void {
+    if (this.aborted) watcher.onAbort(this.reason);
+    else this.#add(watcher);
+  }
+
+  /** Forgets a watcher given to `watch` (nothing, if it was told or never watched). */
+  unwatch(watcher: AbortWatcher): void {
+    this.#remove(watcher);
   }
 
   /**
@@ -61,18 +101,22 @@ export abstract class AbortWaiters {
 
   /** Forgets every waiter without telling them. */
   protected clearWaiters(): void {
+    this.#first = null;
     this.#waiters?.clear();
   }
 
   /** Tells every waiter of the abort, once; one that throws does not keep the others from hearing. */
   protected fire(): void {
-    if (this.#waiters === null || this.#waiters.size === 0) return;
-    const waiters = [...this.#waiters];
-    this.#waiters.clear();
+    const first = this.#first;
+    if (first === null && (this.#waiters === null || this.#waiters.size === 0)) return;
+    const waiters = first === null ? [] : [first];
+    if (this.#waiters !== null) for (const waiter of this.#waiters) waiters.push(waiter);
+    this.clearWaiters();
     const reason: unknown = this.reason;
     for (const waiter of waiters) {
       try {
-        waiter(reason);
+        if (typeof waiter === 'function') waiter(reason);
+        else waiter.onAbort(reason);
       } catch {
         // One waiter's failure must not keep the others from hearing of the abort.
       }

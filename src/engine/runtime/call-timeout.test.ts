@@ -2,13 +2,15 @@
  * `callWithTimeout`: one call bounded by its own timeout and the run's abort, on the run's clock; the default
  * timeout error made only when the timer fires, the call started in a microtask, every timer and waiter let go.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { ModelCallError } from '../../contracts/errors.js';
 import { scriptedModel } from '../../testing/index.js';
 import { virtualClock, type VirtualClock } from '../../testing/virtual-clock.js';
 import { resolveConfig } from '../config/config.js';
 import { RunAbort } from './abort-fanout.js';
-import { callWithTimeout } from './call-timeout.js';
+import { callWithTimeout, callWithTimeoutThen, type CallSettlement } from './call-timeout.js';
 import { RunSession } from './run-session.js';
 
 /** A run's session on a clock whose timers the test counts and fires. */
@@ -115,5 +117,129 @@ describe('callWithTimeout', () => {
     expect(timers()).toBe(0);
     await expect(call).rejects.toThrow('threw at once');
     expect(started).toBe(true);
+  });
+});
+
+describe('callWithTimeoutThen', () => {
+  /** A settlement that writes down each outcome it is handed. */
+  function outcomes(): { then: CallSettlement<string, string>; heard: string[] } {
+    const heard: string[] = [];
+    return {
+      heard,
+      then: {
+        fulfilled: (value) => {
+          heard.push(`fulfilled ${value}`);
+          return `event for ${value}`;
+        },
+        failed: (error) => {
+          heard.push(`failed ${(error as Error).message}`);
+          return 'failure event';
+        },
+      },
+    };
+  }
+
+  it("settles with what the settlement makes of the call's value or its rejection", async () => {
+    const { session, timers } = sessionOn(virtualClock());
+    const { then, heard } = outcomes();
+    await expect(callWithTimeoutThen(session, 5_000, 'the model call', async () => 'reply', then)).resolves.toBe(
+      'event for reply',
+    );
+    await expect(
+      callWithTimeoutThen(session, 5_000, 'the model call', () => Promise.reject(new Error('refused')), then),
+    ).resolves.toBe('failure event');
+    // A call that throws at once is a failure like a rejection (it starts in a microtask).
+    await expect(
+      callWithTimeoutThen(
+        session,
+        5_000,
+        'the model call',
+        () => {
+          throw new Error('threw');
+        },
+        then,
+      ),
+    ).resolves.toBe('failure event');
+    expect(heard).toEqual(['fulfilled reply', 'failed refused', 'failed threw']);
+    expect(timers()).toBe(0);
+  });
+
+  it('hands on the timeout and the abort once: the call settling afterwards changes nothing', async () => {
+    const clock = virtualClock();
+    const { session, run, timers } = sessionOn(clock);
+    const { then, heard } = outcomes();
+    // A call that rejects once its signal aborts, as a model adapter does: the timeout was already handed on.
+    const timedOut = callWithTimeoutThen(
+      session,
+      1_000,
+      'the model call',
+      (scope) =>
+        new Promise<string>((_, reject) => scope.signal.addEventListener('abort', () => reject(new Error('aborted')))),
+      then,
+    );
+    await Promise.resolve();
+    clock.advance(1_000);
+    await expect(timedOut).resolves.toBe('failure event');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(heard).toEqual(['failed the model call took longer than modelCallTimeoutMs (1000 ms)']);
+    // The run aborts, then the call fulfils late: the abort alone is handed on.
+    let answer: (value: string) => void = () => undefined;
+    const aborted = callWithTimeoutThen(
+      session,
+      1_000,
+      'the model call',
+      () => new Promise<string>((resolve) => (answer = resolve)),
+      then,
+    );
+    await Promise.resolve();
+    run.abort(new Error('cancelled'));
+    await expect(aborted).resolves.toBe('failure event');
+    answer('too late');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(heard.slice(1)).toEqual(['failed cancelled']);
+    expect(timers()).toBe(0);
+  });
+
+  it('rejects with what the settlement throws', async () => {
+    const { session } = sessionOn(virtualClock());
+    const broken: CallSettlement<string, string> = {
+      fulfilled: () => {
+        throw new Error('bad reply handler');
+      },
+      failed: () => {
+        throw new Error('bad failure handler');
+      },
+    };
+    await expect(callWithTimeoutThen(session, 5_000, 'a call', async () => 'reply', broken)).rejects.toThrow(
+      'bad reply handler',
+    );
+    await expect(
+      callWithTimeoutThen(session, 5_000, 'a call', () => Promise.reject(new Error('x')), broken),
+    ).rejects.toThrow('bad failure handler');
+  });
+
+  it("keeps none of the caller's settlement once settled, though the call itself never settles", async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const clock = virtualClock();
+    const { session } = sessionOn(clock);
+    // A model that ignores its signal: its promise, and what it holds (the call's own object), live on.
+    const hung = never();
+    const { settled, settlementRef } = (() => {
+      const settlement: CallSettlement<string, string> = { fulfilled: () => 'reply', failed: () => 'timed out' };
+      return {
+        settled: callWithTimeoutThen(session, 1_000, 'the model call', () => hung, settlement),
+        settlementRef: new WeakRef(settlement),
+      };
+    })();
+    await Promise.resolve();
+    clock.advance(1_000);
+    await expect(settled).resolves.toBe('timed out');
+    for (let round = 0; round < 3 && settlementRef.deref() !== undefined; round++) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      gc();
+    }
+    expect(settlementRef.deref()).toBeUndefined();
+    expect(hung).toBeInstanceOf(Promise);
   });
 });

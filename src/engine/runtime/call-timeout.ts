@@ -6,7 +6,7 @@
  * caller with another limit passes the error its timeout is.
  */
 import { ModelCallError } from '../../contracts/errors.js';
-import { LazySignal } from './abort-fanout.js';
+import { LazySignal, type AbortWatcher } from './abort-fanout.js';
 import type { RunSession } from './run-session.js';
 
 /** The error a model call that took too long fails with (made when its timeout fires, not per call). */
@@ -23,6 +23,108 @@ export interface CallScope {
 }
 
 /**
+ * One call under watch: its scope (the signal the call reads, made on first read), what it waits on (the run's
+ * abort, as a watcher object, and its timer) and how it settles, in one object. A model call is waited on
+ * while every other run in flight takes its turn, so what it holds outlives young GCs and is promoted: one
+ * object with its fields in place of a closure per role (stop, finish, the abort's subscription and its
+ * forgetting) keeps that small.
+ */
+class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher {
+  resolve: (value: Out | PromiseLike<Out>) => void = settleNothing;
+  reject: (error: Error) => void = settleNothing;
+  #cancelTimer: unknown = undefined;
+  /**
+   * How it settles, until it has: the call's own outcome after its timeout or the run's abort (or the reverse)
+   * changes nothing, and a call that never settles after its timeout keeps none of the caller's state.
+   */
+  #then: CallSettlement<Result, Out> | null;
+
+  constructor(
+    readonly session: RunSession,
+    readonly timeoutMs: number,
+    readonly what: string,
+    readonly timeoutError: (() => Error) | undefined,
+    then: CallSettlement<Result, Out>,
+  ) {
+    super();
+    this.#then = then;
+  }
+
+  /** Arms the call's timer on the run's clock (none for `Infinity`: Node clamps what it cannot hold). */
+  arm(): void {
+    if (this.aborted || !Number.isFinite(this.timeoutMs)) return;
+    try {
+      this.#cancelTimer = this.session.config.clock.setTimer(this.timeoutMs, () => this.timedOut());
+    } catch (error) {
+      this.onAbort(error);
+    }
+  }
+
+  timedOut(): void {
+    this.onAbort(this.timeoutError === undefined ? modelCallTimeout(this.what, this.timeoutMs) : this.timeoutError());
+  }
+
+  /** The run aborted, the timer fired or could not be set: the call's signal aborts and nobody waits any more. */
+  onAbort(reason: unknown): void {
+    this.abort(reason);
+    this.failed(reason);
+  }
+
+  fulfilled(value: Result): void {
+    this.finish();
+    const then = this.#then;
+    if (then === null) return;
+    this.#then = null;
+    try {
+      this.resolve(then.fulfilled(value));
+    } catch (error) {
+      this.reject(error as Error);
+    }
+  }
+
+  failed(error: unknown): void {
+    this.finish();
+    const then = this.#then;
+    if (then === null) return;
+    this.#then = null;
+    try {
+      this.resolve(then.failed(error));
+    } catch (thrown) {
+      this.reject(thrown as Error);
+    }
+  }
+
+  finish(): void {
+    this.session.aborts.unwatch(this);
+    // A clock whose setTimer returns no cancel function leaves a timer that fires into a settled call: harmless.
+    if (typeof this.#cancelTimer === 'function') this.#cancelTimer();
+  }
+}
+
+const settleNothing = (): void => undefined;
+
+/**
+ * What a call's outcome becomes, for `callWithTimeout`'s settlement: the value the call fulfilled with, or its
+ * failure (its rejection, the run's abort, its timeout). What either returns is what the promise settles with,
+ * and what either throws it rejects with. An object (its fields the caller's state), so a caller that goes on
+ * from the call holds no closures of its own while the call is waited on.
+ * @example
+ * const orNull: CallSettlement<string, string | null> = { fulfilled: (text) => text, failed: () => null };
+ */
+export interface CallSettlement<Result, Out> {
+  fulfilled(value: Result): Out | PromiseLike<Out>;
+  failed(error: unknown): Out | PromiseLike<Out>;
+}
+
+/** The settlement of a plain `callWithTimeout`: the call's value, or its failure as the rejection. */
+const AS_IS: CallSettlement<unknown, unknown> = {
+  fulfilled: (value) => value,
+  failed: (error) => {
+    throw error;
+  },
+};
+
+/**
  * Runs `call`, and stops waiting for it on the run's abort or after `timeoutMs` (never, for `Infinity`),
  * aborting the signal the call was given (made on first read: pass it on as a getter,
  * `get signal() { return scope.signal }`). `timeoutError` is what the timeout rejects with; by default the
@@ -37,43 +139,48 @@ export function callWithTimeout<Result>(
   call: (scope: CallScope) => Promise<Result> | Result,
   timeoutError?: () => Error,
 ): Promise<Result> {
-  const scope = new LazySignal();
-  return new Promise<Result>((resolve, reject) => {
-    let cancelTimer: unknown;
-    let forgetRunAbort = (): void => undefined;
-    const finish = () => {
-      forgetRunAbort();
-      // A clock whose setTimer returns no cancel function leaves a timer that fires into a settled call: harmless.
-      if (typeof cancelTimer === 'function') cancelTimer();
-    };
-    const stop = (reason: unknown) => {
-      scope.abort(reason);
-      finish();
-      reject(reason as Error);
-    };
-    forgetRunAbort = session.aborts.subscribe(stop);
-    try {
-      // Infinity switches the bound off: a timer for it would fire at once (Node clamps what it cannot hold).
-      if (!scope.aborted && Number.isFinite(timeoutMs))
-        cancelTimer = session.config.clock.setTimer(timeoutMs, () =>
-          stop(timeoutError === undefined ? modelCallTimeout(what, timeoutMs) : timeoutError()),
-        );
-    } catch (error) {
-      stop(error);
-    }
-    // Started in a microtask, as before: a call that throws synchronously rejects like one that rejects.
-    // (`.then(call)` with the scope as the value: no closure of its own per call.)
-    Promise.resolve(scope)
-      .then(call)
-      .then(
-        (value) => {
-          finish();
-          resolve(value);
-        },
-        (error: unknown) => {
-          finish();
-          reject(error as Error);
-        },
-      );
+  return watchCall(session, timeoutMs, what, call, timeoutError, AS_IS as CallSettlement<Result, Result>);
+}
+
+/**
+ * `callWithTimeout` whose promise settles with what `then` makes of the call's outcome (a model call's event
+ * from its reply or its failure): the same as `callWithTimeout(...).then(then.fulfilled, then.failed)`, without
+ * the second promise and the closures that hold the caller's state while the call is waited on.
+ * @example
+ * const event = await callWithTimeoutThen(session, 60_000, 'the model call', (scope) => model.generate(request(scope)), replyHandler);
+ */
+export function callWithTimeoutThen<Result, Out>(
+  session: RunSession,
+  timeoutMs: number,
+  what: string,
+  call: (scope: CallScope) => Promise<Result> | Result,
+  then: CallSettlement<Result, Out>,
+): Promise<Out> {
+  return watchCall(session, timeoutMs, what, call, undefined, then);
+}
+
+function watchCall<Result, Out>(
+  session: RunSession,
+  timeoutMs: number,
+  what: string,
+  call: (scope: CallScope) => Promise<Result> | Result,
+  timeoutError: (() => Error) | undefined,
+  then: CallSettlement<Result, Out>,
+): Promise<Out> {
+  const watched = new WatchedCall<Result, Out>(session, timeoutMs, what, timeoutError, then);
+  const settled = new Promise<Out>((resolve, reject) => {
+    watched.resolve = resolve;
+    watched.reject = reject;
   });
+  session.aborts.watch(watched);
+  watched.arm();
+  // Started in a microtask, as before: a call that throws synchronously rejects like one that rejects.
+  // (`.then(call)` with the call's own object as its scope: no closure of its own per call.)
+  Promise.resolve<CallScope>(watched)
+    .then(call)
+    .then(
+      (value) => watched.fulfilled(value),
+      (error: unknown) => watched.failed(error),
+    );
+  return settled;
 }

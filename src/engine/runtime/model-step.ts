@@ -19,7 +19,7 @@ import { toolCallFingerprint } from '../progress/index.js';
 import { assignUniqueCallIds, prepareToolCalls, type PreparedCall, type ToolHealth } from '../tools/index.js';
 import { describeThrown, errorFields, thrownMessage, toError } from '../redaction/describe-thrown.js';
 import { summarize } from '../trace/trace-event.js';
-import { callWithTimeout } from './call-timeout.js';
+import { callWithTimeoutThen, type CallSettlement } from './call-timeout.js';
 import { withSignal } from './signal-property.js';
 import { MESSAGE_OVERHEAD_CHARS } from './transcript.js';
 import { interruptionEvent } from './interruption.js';
@@ -271,7 +271,12 @@ function detailedUsage(usage: ModelUsage & { cachedInputTokens?: unknown; reason
 }
 
 /** The model call, bounded by the run's signal and its own timeout. */
-function generateWithin(session: RunSession, health: ToolHealth, context: LoopContext): Promise<ModelResponse> {
+function generateWithin(
+  session: RunSession,
+  health: ToolHealth,
+  context: LoopContext,
+  then: CallSettlement<ModelResponse, LoopEvent>,
+): Promise<LoopEvent> {
   const responseFormat = responseFormatOf(session);
   const onProgress = progressReporter(session, context);
   const tools = session.offeredTools(health);
@@ -287,13 +292,19 @@ function generateWithin(session: RunSession, health: ToolHealth, context: LoopCo
       tools: tools.map((tool) => tool.name),
     });
   }
-  return callWithTimeout(session, context.limits.modelCallTimeoutMs, 'the model call', (scope) => {
-    // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
-    const request: ModelRequest = withSignal({ messages: session.transcript.snapshot(), tools }, scope);
-    if (responseFormat !== undefined) request.responseFormat = responseFormat;
-    if (onProgress !== undefined) request.onProgress = onProgress;
-    return session.config.model.generate(request);
-  });
+  return callWithTimeoutThen(
+    session,
+    context.limits.modelCallTimeoutMs,
+    'the model call',
+    (scope) => {
+      // A frozen snapshot: a model that keeps or edits the array it was given cannot change the run's transcript.
+      const request: ModelRequest = withSignal({ messages: session.transcript.snapshot(), tools }, scope);
+      if (responseFormat !== undefined) request.responseFormat = responseFormat;
+      if (onProgress !== undefined) request.onProgress = onProgress;
+      return session.config.model.generate(request);
+    },
+    then,
+  );
 }
 
 /**
@@ -328,16 +339,34 @@ function callModel(
 ): LoopEvent | Promise<LoopEvent> {
   if (contextFit.stop !== null) return contextFit.stop;
   const startedAt = session.config.clock.now();
-  let call: Promise<ModelResponse>;
+  const then = new ModelCallOutcome(session, health, context, contextFit, startedAt);
   try {
-    call = generateWithin(session, health, context);
+    return generateWithin(session, health, context, then);
   } catch (error) {
     return callFailed(session, context, contextFit, startedAt, error);
   }
-  return call.then(
-    (response) => modelResponded(session, health, context, contextFit, startedAt, response),
-    (error: unknown) => callFailed(session, context, contextFit, startedAt, error),
-  );
+}
+
+/**
+ * What the model call ends in: the event of its reply or of its failure. One object with the step's state,
+ * held while the model answers, in place of two closures over it (and a second promise).
+ */
+class ModelCallOutcome implements CallSettlement<ModelResponse, LoopEvent> {
+  constructor(
+    readonly session: RunSession,
+    readonly health: ToolHealth,
+    readonly context: LoopContext,
+    readonly contextFit: ContextFit,
+    readonly startedAt: number,
+  ) {}
+
+  fulfilled(response: ModelResponse): LoopEvent {
+    return modelResponded(this.session, this.health, this.context, this.contextFit, this.startedAt, response);
+  }
+
+  failed(error: unknown): LoopEvent {
+    return callFailed(this.session, this.context, this.contextFit, this.startedAt, error);
+  }
 }
 
 /** A call that threw or rejected: the interruption if the run was aborted, else the model's failure. */

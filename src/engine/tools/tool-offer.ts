@@ -15,12 +15,10 @@ export function offeredToolNames(tools: ReadonlyMap<string, Tool>, order: ToolOr
 
 /** The specs of the offered tools, in the order they are offered. */
 export function offeredToolSpecs(tools: ReadonlyMap<string, Tool>, order: ToolOrder, health: ToolHealth): ToolSpec[] {
-  const specs: ToolSpec[] = [];
-  for (const name of offeredToolNames(tools, order, health)) {
-    const tool = tools.get(name);
-    if (tool !== undefined) specs.push(tool.spec);
-  }
-  return specs;
+  // `map` makes the array its exact length: a model call's request holds it while the model answers, and
+  // `push` onto an empty array would reserve 17 slots. A name the health's order made up has no spec.
+  const specs = offeredToolNames(tools, order, health).map((name) => tools.get(name)?.spec);
+  return specs.includes(undefined) ? specs.filter((spec) => spec !== undefined) : (specs as ToolSpec[]);
 }
 
 /** Every called tool's health as the `tool-health` trace event lists it. */
