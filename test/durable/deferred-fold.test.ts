@@ -104,4 +104,37 @@ describe('the fold after the last drive, deferred', () => {
       other.close();
     }
   });
+
+  it('a run started at once after another (before the next macrotask) does not put the owed fold off', async () => {
+    const path = join(scratch, 'back-to-back.db');
+    const store = sqliteStore({ path });
+    let answer: () => void = () => {};
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    let asked: () => void = () => {};
+    const wasAsked = new Promise<void>((resolve) => (asked = resolve));
+    const waiting: Model = {
+      id: 'waiting',
+      generate: async () => {
+        asked();
+        await answered;
+        return { text: 'done', toolCalls: [], usage: { inputTokens: 5, outputTokens: 1 } };
+      },
+    };
+    const limits = { maxSteps: STEPS + 1, maxToolCalls: STEPS };
+    const first = createLoop({ model, tools: [lookup], limits, noProgress: { unchangedState: 1_000_000 }, store });
+    const second = createLoop({ model: waiting, store });
+    expect((await first.run({ goal: 'go', runId: 'first' })).steps).toBe(STEPS);
+    const atReturn = walBytes(path);
+    // Started in the same macrotask as the first run's return: before the deferred fold's turn.
+    const running = second.run({ goal: 'go', runId: 'second' });
+    await wasAsked;
+    await new Promise((resolve) => setImmediate(resolve));
+    const whileSecondRuns = walBytes(path);
+    answer();
+    expect((await running).stopReason).toBe('completed');
+    await store.close();
+    // The premise: the first run left a WAL to fold. It was folded while the second ran, not after it.
+    expect(atReturn).toBeGreaterThan(256 * 1024);
+    expect(whileSecondRuns).toBeLessThan(64 * 1024);
+  });
 });

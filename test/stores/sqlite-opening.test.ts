@@ -4,7 +4,7 @@
  * index or a column is still brought up to date; a row refused before is refused as before.
  */
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -117,5 +117,35 @@ describe('opening a SQLite store', () => {
     expect((await again.run({ goal: 'second', runId: 'y' })).stopReason).toBe('completed');
     expect((await second.listRuns!({ limit: 10 })).map((run) => run.runId)).toEqual(['x', 'y']);
     await second.close();
+  });
+
+  it('opens a new file left as zeros only (its first page never synced) as new, losing nothing committed', async () => {
+    // What a power cut can leave of a file made unsynced: its size, and zeros. SQLite alone refuses it for good.
+    const path = join(scratch, 'zeroed.db');
+    writeFileSync(path, Buffer.alloc(4096));
+    const store = sqliteStore({ path });
+    const loop = createLoop({ model: scriptedModel([reply('done')]), store });
+    expect((await loop.run({ goal: 'go', runId: 'z' })).stopReason).toBe('completed');
+    await store.close();
+    expect(readFileSync(path).subarray(0, 16).toString('latin1')).toBe('SQLite format 3\0');
+  });
+
+  it('refuses a file that is not a database, leaves it as it was and keeps no handle to it', async () => {
+    const path = join(scratch, 'not-a-database.db');
+    writeFileSync(path, 'hello, not a database\n'.repeat(200));
+    const store = sqliteStore({ path });
+    const loop = createLoop({ model: scriptedModel([reply('done')]), store });
+    await expect(loop.run({ goal: 'go', runId: 'n' })).rejects.toThrow(/not a database/);
+    expect(readFileSync(path, 'utf8')).toBe('hello, not a database\n'.repeat(200));
+    // The connection that found it so is closed, not left to the garbage collector (Windows locks an open file).
+    const open = readdirSync('/proc/self/fd').flatMap((fd) => {
+      try {
+        return [readlinkSync(join('/proc/self/fd', fd))];
+      } catch {
+        return [];
+      }
+    });
+    expect(open.filter((target) => target.startsWith(path))).toEqual([]);
+    await store.close();
   });
 });

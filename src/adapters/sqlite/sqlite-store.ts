@@ -6,7 +6,7 @@
  */
 import { loadPeer } from '../../engine/peer-dependency.js';
 import { createRequire } from 'node:module';
-import { closeSync, fsyncSync, openSync, statSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, statSync, truncateSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
 import { LoopConfigError } from '../../contracts/errors.js';
 import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
@@ -120,6 +120,20 @@ function openDatabase(
 ): { db: Database; layout: JournalLayout } {
   const isNew = isNewFile(options.path);
   const db = new Driver(options.path);
+  try {
+    return prepareDatabase(db, options, isNew);
+  } catch (error) {
+    // Not left open (on Windows an open file cannot be removed or renamed) nor with synchronous=OFF.
+    db.close();
+    throw error;
+  }
+}
+
+function prepareDatabase(
+  db: Database,
+  options: SqliteStoreOptions,
+  isNew: boolean,
+): { db: Database; layout: JournalLayout } {
   if (isNew) {
     // A new file turns to WAL through a rollback-journal transaction, which at the default synchronous=FULL
     // costs four fsyncs (journal twice, its directory, the file): ~5-20 ms on this disk, as much as a 1,000-step
@@ -160,22 +174,36 @@ function openDatabase(
   return { db, layout };
 }
 
-/** Whether `path` names a database file that does not exist yet (or is empty): not `:memory:` nor a temporary one. */
+/**
+ * Whether `path` names a database file that does not exist yet or holds nothing: empty, or zeros only (a new
+ * file's first page written but not yet synced when the power went; SQLite would refuse it as "not a database"
+ * for good). A file of zeros is emptied, as SQLite's rollback journal did for a switch cut short: nothing was
+ * committed in it. Never `:memory:`, a temporary database or a URI.
+ */
 function isNewFile(path: string): boolean {
   if (path === ':memory:' || path === '' || path.startsWith('file:')) return false;
+  let size: number;
   try {
-    return statSync(path).size === 0;
+    size = statSync(path).size;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ENOENT';
   }
+  if (size === 0) return true;
+  if (size > ZEROED_FILE_LIMIT || readFileSync(path).some((byte) => byte !== 0)) return false;
+  truncateSync(path, 0);
+  return true;
 }
+
+/** The largest file read to see whether it is zeros only: a new file's first pages, never a database in use. */
+const ZEROED_FILE_LIMIT = 64 * 1024;
 
 /**
  * fsync of a new database file, so that page 1 (WAL mode in its header) is on disk before the first commit: a file
  * found empty drops its WAL. Its directory entry is synced by SQLite with the WAL's first sync (the WAL is new too).
  */
 function syncFile(path: string): void {
-  const fd = openSync(path, 'r');
+  // Read-write: Windows flushes a file (FlushFileBuffers) only through a handle that may write it.
+  const fd = openSync(path, 'r+');
   try {
     fsyncSync(fd);
   } finally {
@@ -229,15 +257,23 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   };
   /**
    * The fold at the end of the last drive, done once the caller has its result (the next macrotask) rather
-   * than before: its checkpoint's fsyncs (1–10 ms) are not the run's. Every record is committed before it; a
-   * drive begun meanwhile keeps the WAL as it would have; `close` does a fold still pending.
+   * than before: its checkpoint's fsyncs (1–10 ms) are not the run's. Every record is committed before it. It is
+   * owed once the drive ended: a run the caller starts at once (before the next macrotask) does not put it off,
+   * as it would the next run's whole length. `close` does a fold still pending.
    */
   let pendingFold: ReturnType<typeof setImmediate> | null = null;
+  const foldOwed = () => {
+    pendingFold = null;
+    // No transaction spans an await on this connection; if one were open, the fold is left to the next.
+    if (db === null || db.inTransaction) return;
+    try {
+      foldWal(db, busyTimeoutMs);
+    } catch {
+      // Best effort, off any caller's path: the WAL stays as it is and SQLite's next checkpoint takes it.
+    }
+  };
   const foldSoon = () => {
-    pendingFold ??= setImmediate(() => {
-      pendingFold = null;
-      if (db !== null && driving.size === 0) foldWal(db, busyTimeoutMs);
-    });
+    pendingFold ??= setImmediate(foldOwed);
   };
   const learning = sqliteLearning(use);
   return {
@@ -373,9 +409,8 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     async close() {
       if (pendingFold !== null) {
         clearImmediate(pendingFold);
-        pendingFold = null;
         // SQLite folds the WAL at the close of the file's last connection only: another one open keeps it.
-        if (db !== null && driving.size === 0) foldWal(db, busyTimeoutMs);
+        foldOwed();
       }
       db?.close();
       db = null;
