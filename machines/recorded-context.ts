@@ -38,6 +38,20 @@ interface Recording {
 
 let last: Recording | undefined;
 
+/**
+ * The one entry every recording after the first refills (`last` is it from then on): an exhaustive exploration records
+ * hundreds of thousands of replies, and a fresh entry and args object for each is garbage the moment the next one is
+ * made. Nothing keeps either across recordings: `lastRecorded` answers are read before the next event is recorded,
+ * and guards read `args` during their call. The update and the merged context are new objects each time.
+ */
+const spare: Recording = {
+  event: undefined as never,
+  before: undefined as never,
+  update: undefined as never,
+  after: undefined as never,
+  args: { context: undefined as never, event: undefined as never },
+};
+
 /** `{ ...context, ...update }`, as an object literal of the context's fields (see record-copy.ts) when it can be. */
 function merged(context: LoopContext, update: Partial<LoopContext>): LoopContext {
   const after = copyContext(context) as unknown as Record<string, unknown>;
@@ -57,7 +71,13 @@ function recorded(
   if (cached !== undefined && cached.event === event && cached.before === context) return cached;
   const update = record({ context, event });
   const after = merged(context, update);
-  const entry = { event, before: context, update, after, args: { context: after, event } };
+  const entry = spare;
+  entry.event = event;
+  entry.before = context;
+  entry.update = update;
+  entry.after = after;
+  entry.args.context = after;
+  entry.args.event = event;
   last = entry;
   return entry;
 }
