@@ -17,10 +17,12 @@ export const RECORDED = Object.freeze({ recorded: true as const });
 
 export type RecordedParams = typeof RECORDED | undefined;
 
-const RECORDERS: Partial<Record<LoopEvent['type'], (args: ReducerArgs) => Partial<LoopContext>>> = {
-  'model.responded': recordModelResponse,
-  'tools.completed': recordToolRound,
-};
+/**
+ * The reducer that records `type` here, if any: a reply's and a tool round's. Two comparisons instead of a keyed load
+ * by a type that varies from call to call (megamorphic), asked by every guard that reads the recorded context.
+ */
+const recorderOf = (type: LoopEvent['type']): ((args: ReducerArgs) => Partial<LoopContext>) | undefined =>
+  type === 'model.responded' ? recordModelResponse : type === 'tools.completed' ? recordToolRound : undefined;
 
 /**
  * The last event recorded, the context it was recorded into, the reducer's update and the result. One entry is
@@ -95,7 +97,7 @@ export function lastRecorded(
 
 /** The context after `event` is recorded into `context`; `context` itself for events that record nothing here. */
 export function recordedContext(context: LoopContext, event: LoopEvent): LoopContext {
-  const record = RECORDERS[event.type];
+  const record = recorderOf(event.type);
   return record === undefined ? context : recorded(context, event, record).after;
 }
 
@@ -110,7 +112,7 @@ export function recordedUpdate(
   event: LoopEvent,
   record: (args: ReducerArgs) => Partial<LoopContext>,
 ): Partial<LoopContext> {
-  return RECORDERS[event.type] === record ? recorded(context, event, record).update : record({ context, event });
+  return recorderOf(event.type) === record ? recorded(context, event, record).update : record({ context, event });
 }
 
 /**
@@ -122,7 +124,7 @@ export function recordedArgs(args: { context: LoopContext; event: LoopEvent }): 
   context: LoopContext;
   event: LoopEvent;
 } {
-  const record = RECORDERS[args.event.type];
+  const record = recorderOf(args.event.type);
   return record === undefined ? args : recorded(args.context, args.event, record).args;
 }
 
