@@ -3,7 +3,15 @@ import { createActor } from 'xstate';
 import { recordModelResponse, recordToolRound } from '../actions/record.js';
 import { isStepLimitReached } from '../guards/budget.js';
 import { loopMachine } from './loop-machine.js';
-import { plainGuardOf, RECORDED, readingRecorded, recordedArgs, recordedContext } from './recorded-context.js';
+import {
+  lastRecorded,
+  plainGuardOf,
+  RECORDED,
+  readingRecorded,
+  recordedArgs,
+  recordedContext,
+  recordedUpdate,
+} from './recorded-context.js';
 import {
   backoffElapsed,
   startedContextWith,
@@ -29,6 +37,41 @@ describe('recordedContext', () => {
     // Another context for the same event object is recorded afresh.
     const other = startedContextWith({ steps: 5 });
     expect(recordedContext(other, reply).steps).toBe(6);
+  });
+
+  it('answers for the last recording only, and leaves what earlier recordings gave as they were', () => {
+    // One entry is refilled by every recording: nothing an earlier one answered may change, and it may not answer for
+    // an event or context it no longer holds.
+    const context = startedContextWith({ steps: 3 });
+    const first = toolCallsReply({}, { stateDigest: 'first' });
+    const second = toolCallsReply({}, { stateDigest: 'second' });
+    const firstAfter = recordedContext(context, first);
+    const firstUpdate = recordedUpdate(context, first, recordModelResponse);
+    const firstCopy = structuredClone(firstAfter);
+    expect(lastRecorded(context, first)?.after).toBe(firstAfter);
+    const round = toolsCompleted({ maxRepeatCount: 2, allObservationsSeen: true, repeatedTool: 'lookup' });
+    const roundAfter = recordedContext(firstAfter, round);
+    expect(lastRecorded(context, first)).toBeUndefined();
+    expect(lastRecorded(firstAfter, round)?.update).toBe(recordedUpdate(firstAfter, round, recordToolRound));
+    const secondAfter = recordedContext(context, second);
+    expect(lastRecorded(firstAfter, round)).toBeUndefined();
+    expect(lastRecorded(context, first)).toBeUndefined();
+    expect(lastRecorded(context, second)?.after).toBe(secondAfter);
+    expect(secondAfter).not.toBe(firstAfter);
+    expect(firstAfter).toEqual(firstCopy);
+    expect(firstAfter.progress.lastStateDigest).toBe('first');
+    expect(secondAfter.progress.lastStateDigest).toBe('second');
+    expect(roundAfter.progress.repeatedTool).toBe('lookup');
+    expect(recordedUpdate(context, second, recordModelResponse)).not.toBe(firstUpdate);
+    // The args of the recording are the last one's, for the guards that read it now.
+    const args = recordedArgs({ context, event: second });
+    expect(args.context).toBe(secondAfter);
+    expect(args.event).toBe(second);
+    // Recorded afresh, the first event gives the same context again (a new object).
+    const again = recordedContext(context, first);
+    expect(again).toEqual(firstCopy);
+    expect(again).not.toBe(firstAfter);
+    expect(recordedArgs({ context, event: first }).context).toBe(again);
   });
 
   it('is the context itself for events this module does not record', () => {

@@ -17,10 +17,12 @@ export const RECORDED = Object.freeze({ recorded: true as const });
 
 export type RecordedParams = typeof RECORDED | undefined;
 
-const RECORDERS: Partial<Record<LoopEvent['type'], (args: ReducerArgs) => Partial<LoopContext>>> = {
-  'model.responded': recordModelResponse,
-  'tools.completed': recordToolRound,
-};
+/**
+ * The reducer that records `type` here, if any: a reply's and a tool round's. Two comparisons instead of a keyed load
+ * by a type that varies from call to call (megamorphic), asked by every guard that reads the recorded context.
+ */
+const recorderOf = (type: LoopEvent['type']): ((args: ReducerArgs) => Partial<LoopContext>) | undefined =>
+  type === 'model.responded' ? recordModelResponse : type === 'tools.completed' ? recordToolRound : undefined;
 
 /**
  * The last event recorded, the context it was recorded into, the reducer's update and the result. One entry is
@@ -37,6 +39,20 @@ interface Recording {
 }
 
 let last: Recording | undefined;
+
+/**
+ * The one entry every recording after the first refills (`last` is it from then on): an exhaustive exploration records
+ * hundreds of thousands of replies, and a fresh entry and args object for each is garbage the moment the next one is
+ * made. Nothing keeps either across recordings: `lastRecorded` answers are read before the next event is recorded,
+ * and guards read `args` during their call. The update and the merged context are new objects each time.
+ */
+const spare: Recording = {
+  event: undefined as never,
+  before: undefined as never,
+  update: undefined as never,
+  after: undefined as never,
+  args: { context: undefined as never, event: undefined as never },
+};
 
 /** `{ ...context, ...update }`, as an object literal of the context's fields (see record-copy.ts) when it can be. */
 function merged(context: LoopContext, update: Partial<LoopContext>): LoopContext {
@@ -57,7 +73,13 @@ function recorded(
   if (cached !== undefined && cached.event === event && cached.before === context) return cached;
   const update = record({ context, event });
   const after = merged(context, update);
-  const entry = { event, before: context, update, after, args: { context: after, event } };
+  const entry = spare;
+  entry.event = event;
+  entry.before = context;
+  entry.update = update;
+  entry.after = after;
+  entry.args.context = after;
+  entry.args.event = event;
   last = entry;
   return entry;
 }
@@ -75,7 +97,7 @@ export function lastRecorded(
 
 /** The context after `event` is recorded into `context`; `context` itself for events that record nothing here. */
 export function recordedContext(context: LoopContext, event: LoopEvent): LoopContext {
-  const record = RECORDERS[event.type];
+  const record = recorderOf(event.type);
   return record === undefined ? context : recorded(context, event, record).after;
 }
 
@@ -90,7 +112,7 @@ export function recordedUpdate(
   event: LoopEvent,
   record: (args: ReducerArgs) => Partial<LoopContext>,
 ): Partial<LoopContext> {
-  return RECORDERS[event.type] === record ? recorded(context, event, record).update : record({ context, event });
+  return recorderOf(event.type) === record ? recorded(context, event, record).update : record({ context, event });
 }
 
 /**
@@ -102,7 +124,7 @@ export function recordedArgs(args: { context: LoopContext; event: LoopEvent }): 
   context: LoopContext;
   event: LoopEvent;
 } {
-  const record = RECORDERS[args.event.type];
+  const record = recorderOf(args.event.type);
   return record === undefined ? args : recorded(args.context, args.event, record).args;
 }
 

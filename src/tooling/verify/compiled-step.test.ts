@@ -195,25 +195,37 @@ describe('the compiled macrostep', () => {
     const compiledMachine = compileMachine(machine);
     if (compiledMachine === null) throw new Error('not compiled');
     const marks = new Uint8Array(compiledMachine.definitions.length);
+    /** The transitions the step fired, by their numbers. */
+    const firedBy = (step: () => unknown) => {
+      marks.fill(0);
+      step();
+      return [...marks.keys()].filter((number) => marks[number] === 1);
+    };
     const everyStop = { has: () => true };
-    const steps: Array<{ full: unknown; skipped: unknown; stoppedOn: string | null }> = [];
+    const steps: Array<{ full: unknown; skipped: unknown; stoppedOn: string | null; fullFired: number[] }> = [];
     graph.states.forEach((state, index) => {
       const leaf = compiledMachine.leafOf(graph.snapshotOf(index));
       for (const { event } of outcomesOf(graph, state)) {
-        const full = compiledMachine.step(leaf, state.context, event, marks);
+        let full = compiledMachine.step(leaf, state.context, event, marks);
+        const fullFired = firedBy(() => (full = compiledMachine.step(leaf, state.context, event, marks)));
         const fullFigures = { leaf: full.leaf, done: full.done, reason: full.context.stop?.reason ?? null };
         const fullUsage = full.context.usage;
         expect(full.stoppedOn).toBeNull();
-        const skipped = compiledMachine.step(leaf, state.context, event, marks, everyStop);
+        let skipped = full;
+        const skippedFired = firedBy(
+          () => (skipped = compiledMachine.step(leaf, state.context, event, marks, everyStop)),
+        );
         const stoppedOn = skipped.stoppedOn;
         steps.push({
-          full: { ...fullFigures, usage: fullUsage },
+          fullFired,
+          full: { ...fullFigures, usage: fullUsage, fired: fullFired },
           // Stopped on a reason: the reason stands for the stop record it did not write; the usage is the run's.
           skipped: {
             leaf: skipped.leaf,
             done: skipped.done,
             reason: stoppedOn ?? skipped.context.stop?.reason ?? null,
             usage: skipped.context.usage,
+            fired: skippedFired,
           },
           stoppedOn,
         });
@@ -240,6 +252,7 @@ describe('the compiled macrostep', () => {
         'max_steps',
         'needs_human',
         'no_progress',
+        'retries_exhausted',
         'tool_unavailable',
       ]),
     );
@@ -252,9 +265,63 @@ describe('the compiled macrostep', () => {
     const explore = explored(orderStatusLoop, { maxSteps: 3 }, own);
     const steps = stepsBothWays(explore('compiled'), own);
     expect(steps.length).toBeGreaterThan(100);
-    expect(steps.filter((step) => step.stoppedOn !== null)).toEqual([]);
+    // Only a task that fails for good stops without the stop recorded (its stop is `stopWithTaskFailure`'s).
+    const ways = failedWays(own);
+    expect(steps.filter((step) => step.stoppedOn !== null && !step.fullFired.includes(ways.stop))).toEqual([]);
     for (const { full, skipped } of steps) expect(skipped).toEqual(full);
     expect(figures(explore('compiled'))).toEqual(figures(explore('xstate')));
+  }, 120_000);
+
+  /** The numbers of the task-failure state's two ways on: to the next task, and to the run's stop. */
+  function failedWays(machine: LoopMachine) {
+    const compiledMachine = compileMachine(machine);
+    if (compiledMachine === null) throw new Error('not compiled');
+    const numberFrom = (target: string) =>
+      compiledMachine.definitions.findIndex(
+        (definition) => definition.source.key === 'FAILED' && definition.target?.[0]?.key === target,
+      );
+    return { next: numberFrom('READY'), stop: numberFrom('TERMINATED') };
+  }
+
+  it('stops a run on a task that fails for good without recording the failure, and only then', () => {
+    const [, tasksThatContinue] = loops[0] as [string, unknown];
+    const explore = explored(tasksThatContinue, {});
+    const steps = stepsBothWays(explore('compiled'), loopMachine);
+    for (const { full, skipped } of steps) expect(skipped).toEqual(full);
+    const ways = failedWays(loopMachine);
+    expect(ways.next).toBeGreaterThanOrEqual(0);
+    expect(ways.stop).toBeGreaterThanOrEqual(0);
+    // Both ways out of the task-failure state are taken: the first task's failure continues, the second's stops.
+    const stoppedThere = steps.filter((step) => step.fullFired.includes(ways.stop));
+    const continued = steps.filter((step) => step.fullFired.includes(ways.next));
+    expect(stoppedThere.length).toBeGreaterThan(20);
+    expect(continued.length).toBeGreaterThan(20);
+    // Every stop through it is short-cut on its task's reason; a task that continues is never stopped.
+    for (const step of stoppedThere) expect(step.stoppedOn).toMatch(/^(retries_exhausted|max_steps)$/);
+    expect(new Set(stoppedThere.map((step) => step.stoppedOn))).toEqual(new Set(['retries_exhausted', 'max_steps']));
+    for (const step of continued) expect(step.stoppedOn).toBeNull();
+  }, 120_000);
+
+  it("records a task's failure when the statechart brings its own failTask or task-failure guard", () => {
+    const [, tasksThatContinue] = loops[0] as [string, unknown];
+    const machines = [
+      // Its own failure record: the reason the stop carries is not the transition's.
+      loopMachine.provide({
+        actions: { failTask: assign(() => ({ failure: { reason: 'fatal_error' as const, detail: 'own' } })) },
+      }),
+      // A guard that reads what failTask writes: asked before it, it would answer otherwise.
+      loopMachine.provide({ guards: { canContinueAfterTaskFailure: ({ context }) => context.failure === null } }),
+    ];
+    for (const machine of machines) {
+      const explore = explored(tasksThatContinue, {}, machine);
+      const steps = stepsBothWays(explore('compiled'), machine);
+      const ways = failedWays(machine);
+      const stoppedThere = steps.filter((step) => step.fullFired.includes(ways.stop));
+      expect(stoppedThere.length).toBeGreaterThan(20);
+      for (const step of stoppedThere) expect(step.stoppedOn).toBeNull();
+      for (const { full, skipped } of steps) expect(skipped).toEqual(full);
+      expect(figures(explore('compiled'))).toEqual(figures(explore('xstate')));
+    }
   }, 120_000);
 
   it('declines a statechart it does not cover, which is then explored through XState', () => {

@@ -12,7 +12,8 @@
 import { matchesState, type AnyStateNode, type AnyTransitionDefinition, type StateValue } from 'xstate';
 import type { LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
-import { stopRun } from '../../../actions/control.js';
+import { failTask, stopRun, stopWithTaskFailure } from '../../../actions/control.js';
+import { canContinueAfterTaskFailure } from '../../../guards/decision.js';
 import { lastRecorded, plainGuardOf, RECORDED, recordedArgs } from '../../../machines/recorded-context.js';
 import type { LoopContext, LoopEvent } from '../../../machines/types.js';
 import { createContextMerge, type ContextMerge } from './context-merge.js';
@@ -61,6 +62,9 @@ export interface CompiledMachine {
    * the caller knows (and no exit action runs) is taken without that action: the finished state's key is its reason
    * alone, `stopRun` writes only the stop record and the feedback, and its detail (`describeStop`) is most of what
    * such a step costs. The result says so (`stoppedOn`). Two thirds of an exploration's steps end a run this way.
+   * So does a task that fails for good (the loop's own `failTask` with a fixed reason into a state whose only ways on
+   * are the loop's own `canContinueAfterTaskFailure` and an unguarded `stopWithTaskFailure` into a final state): when
+   * the task cannot continue, the run stops on the task's reason without `failTask` or the stop recorded.
    */
   step(
     leaf: number,
@@ -133,6 +137,29 @@ interface Taken {
    */
   stopReason: string | null;
   beforeStop: CompiledAction[];
+  /** Into a state that is not final with the loop's own `failTask` and a fixed reason as the last action: that reason. */
+  failReason: string | null;
+  /** When that state is the loop's task-failure state: what stopping there takes (see `TaskFailureStop`). */
+  failStop: TaskFailureStop | null;
+}
+
+/**
+ * A transition whose last action is the loop's own `failTask` with a fixed reason, into a leaf whose eventless
+ * candidates are exactly the loop's own `canContinueAfterTaskFailure` (on the context as it is) and then an unguarded
+ * transition into a final state that runs nothing but the loop's own `stopWithTaskFailure`. `failTask` writes only
+ * `failure`, `failedTasks` and `feedback`, and the guard reads only `tasks` and `taskIndex`: it answers the same
+ * before `failTask` as after it. When it says no, the run stops with `stop` = the failure `failTask` records, whose
+ * reason is `reason`, and the spend of the context before `failTask` (neither action touches `usage`).
+ */
+interface TaskFailureStop {
+  reason: string;
+  /** The transition's actions without `failTask`, and `failTask` alone. */
+  beforeFail: CompiledAction[];
+  fail: CompiledAction[];
+  canContinue: PlainGuard;
+  /** The number of the unguarded transition to the final state, and the final leaf. */
+  stopNumber: number;
+  stopLeaf: number;
 }
 
 class Unsupported extends Error {}
@@ -250,6 +277,15 @@ function compile(machine: LoopMachine): CompiledMachine {
     return params.reason;
   };
 
+  /** The reason of the loop's own `failTask` with static params naming one, when it is the last of `actions`. */
+  const fixedFailReason = (actions: readonly Action[]): string | null => {
+    const last = actions[actions.length - 1] as string | { type: string; params?: unknown } | undefined;
+    if (typeof last !== 'object' || last === null || (assignments.get(last.type) as unknown) !== failTask) return null;
+    const params = last.params as { reason?: unknown } | undefined;
+    if (typeof params !== 'object' || params === null || typeof params.reason !== 'string') return null;
+    return params.reason;
+  };
+
   /** XState's exit set, transition content and entry set of an external transition, for one source leaf. */
   const take = (from: number, definition: AnyTransitionDefinition): Taken => {
     const source = definition.source;
@@ -290,7 +326,15 @@ function compile(machine: LoopMachine): CompiledMachine {
     const final = (leaves[landed] as Leaf).final;
     const compiled = compileActions(actions);
     const stopReason = final ? fixedStopReason(actions, landed) : null;
-    return { actions: compiled, leaf: landed, final, stopReason, beforeStop: compiled.slice(0, -1) };
+    return {
+      actions: compiled,
+      leaf: landed,
+      final,
+      stopReason,
+      beforeStop: compiled.slice(0, -1),
+      failStop: null,
+      failReason: final ? null : fixedFailReason(actions),
+    };
   };
 
   /** A guard as XState evaluates it (`evaluateGuard`), its implementation and static params looked up once. */
@@ -369,6 +413,30 @@ function compile(machine: LoopMachine): CompiledMachine {
     }
     leaf.finalExits = compileActions(leaf.chain.flatMap((node) => node.exit));
   });
+  // The task-failure stops, once every leaf's candidates are known (see `TaskFailureStop`).
+  const failStopInto = (landed: number, reason: string, taken: Taken): TaskFailureStop | null => {
+    const [first, second, ...more] = (leaves[landed] as Leaf).always;
+    if (first === undefined || second === undefined || more.length > 0) return null;
+    if (first.plain !== canContinueAfterTaskFailure || first.readsRecorded) return null;
+    const stop = second.taken;
+    if (second.guard !== null || !stop.final || stop.actions.length !== 1) return null;
+    const [only] = stop.actions as [CompiledAction];
+    if (only.assignment !== (stopWithTaskFailure as unknown) || only.paramsOf !== null) return null;
+    if ((leaves[stop.leaf] as Leaf).finalExits.length > 0) return null;
+    return {
+      reason,
+      beforeFail: taken.actions.slice(0, -1),
+      fail: taken.actions.slice(-1),
+      canContinue: first.plain,
+      stopNumber: second.number,
+      stopLeaf: stop.leaf,
+    };
+  };
+  for (const leaf of leaves)
+    for (const candidate of [...[...leaf.on.values()].flat(), ...leaf.always]) {
+      const taken = candidate.taken;
+      if (taken.failReason !== null) taken.failStop = failStopInto(taken.leaf, taken.failReason, taken);
+    }
 
   // Made on the first step, from the first context (the machine's initial one): see context-merge.ts.
   let merge: ContextMerge | null = null;
@@ -459,6 +527,20 @@ function compile(machine: LoopMachine): CompiledMachine {
           // Into a final state the caller has, by a fixed reason: all but `stopRun` (see `step`); its exits run nothing.
           current = runActions(taken.beforeStop, current, event);
           stoppedOn = reason;
+        } else if (taken.failStop !== null && knownStops !== null && knownStops.has(taken.failStop.reason)) {
+          // Into the task-failure state, by a fixed reason the caller has: when the task cannot continue, the run
+          // stops there on that reason, without `failTask` and the stop (see `TaskFailureStop`).
+          const failStop = taken.failStop;
+          current = runActions(failStop.beforeFail, current, event);
+          args.context = current;
+          if (!failStop.canContinue(args)) {
+            fired[failStop.stopNumber] = 1;
+            stoppedOn = failStop.reason;
+            leafNumber = failStop.stopLeaf;
+            done = true;
+            break;
+          }
+          current = runActions(failStop.fail, current, event);
         } else current = runActions(taken.actions, current, event);
         leafNumber = taken.leaf;
         leaf = leaves[leafNumber] as Leaf;
