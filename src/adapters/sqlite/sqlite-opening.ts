@@ -1,0 +1,160 @@
+/**
+ * Opening a SQLite store's file: WAL mode, the durability and limits asked for, and the schema brought up to date in
+ * one transaction. A new file is turned to WAL unsynced and then fsynced once (see `prepareDatabase`).
+ */
+import { closeSync, fsyncSync, openSync, readFileSync, statSync, truncateSync } from 'node:fs';
+import type BetterSqlite3 from 'better-sqlite3';
+import { JOURNAL_CHUNKS_INDEX, SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH, type JournalLayout } from './sqlite-schema.js';
+import { SQLITE_LEARNING_SCHEMA } from './sqlite-learning.js';
+
+type Database = BetterSqlite3.Database;
+
+/** What opening reads of `SqliteStoreOptions` (the store's own checks have run). */
+export interface OpeningOptions {
+  readonly path: string;
+  readonly durability?: 'normal' | 'full';
+  readonly busyTimeoutMs?: number;
+  readonly journalSizeLimitBytes?: number;
+}
+
+/** The columns added to a database made by an older version when it is opened (versions 2, 3 and 6). */
+const ADDED_COLUMNS = [
+  { table: 'runs', name: 'finished_at', type: 'INTEGER' },
+  { table: 'runs', name: 'packed', type: 'BLOB' },
+  { table: 'journal', name: 'packed', type: 'BLOB' },
+  { table: 'snapshots', name: 'packed', type: 'BLOB' },
+  { table: 'runs', name: 'number', type: 'INTEGER' },
+] as const;
+
+/** The tables and indexes a database up to date has, by name (read from the statements that make them). */
+const SCHEMA_OBJECTS = Array.from(
+  [SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH, JOURNAL_CHUNKS_INDEX.keyed, SQLITE_LEARNING_SCHEMA]
+    .join('\n')
+    .matchAll(/CREATE (?:UNIQUE )?(?:TABLE|INDEX) IF NOT EXISTS (\w+)/g),
+  (match) => match[1]!,
+);
+
+/**
+ * The tables and indexes of a database, and each table's columns, read in ONE statement (a `table_info` pragma per
+ * table and a look at `sqlite_schema` were seven statements prepared at every opening, ~0.3 ms).
+ */
+function readSchema(db: Database): Map<string, Set<string>> {
+  const rows = db
+    .prepare(
+      "SELECT m.name AS object, p.name AS column FROM sqlite_schema m LEFT JOIN pragma_table_info(m.name) p ON m.type = 'table' WHERE m.type IN ('table', 'index')",
+    )
+    .all() as { object: string; column: string | null }[];
+  const objects = new Map<string, Set<string>>();
+  for (const { object, column } of rows) {
+    let columns = objects.get(object);
+    if (columns === undefined) objects.set(object, (columns = new Set()));
+    if (column !== null) columns.add(column);
+  }
+  return objects;
+}
+
+/** Whether a database (as `readSchema` read it) lacks a table, an index or a column of this version. */
+const outOfDate = (schema: Map<string, Set<string>>) =>
+  SCHEMA_OBJECTS.some((name) => !schema.has(name)) ||
+  ADDED_COLUMNS.some(({ table, name }) => !schema.get(table)?.has(name));
+
+/**
+ * Opens the store's file (created when missing) and brings its schema up to date; returns the connection and the
+ * journal's layout. A connection that fails to get there is closed before the error is thrown.
+ */
+export function openDatabase(
+  Driver: typeof BetterSqlite3,
+  options: OpeningOptions,
+): { db: Database; layout: JournalLayout } {
+  const isNew = isNewFile(options.path);
+  const db = new Driver(options.path);
+  try {
+    return prepareDatabase(db, options, isNew);
+  } catch (error) {
+    // Not left open (on Windows an open file cannot be removed or renamed) nor with synchronous=OFF.
+    db.close();
+    throw error;
+  }
+}
+
+function prepareDatabase(
+  db: Database,
+  options: OpeningOptions,
+  isNew: boolean,
+): { db: Database; layout: JournalLayout } {
+  if (isNew) {
+    // A new file turns to WAL through a rollback-journal transaction, which at the default synchronous=FULL
+    // costs four fsyncs (journal twice, its directory, the file): ~5-20 ms on this disk, as much as a 1,000-step
+    // run's encoding. Unsynced, then one fsync of the file: page 1, WAL mode in it, is on disk before anything is
+    // committed, as it was.
+    db.pragma('synchronous = OFF');
+    db.pragma('journal_mode = WAL');
+    syncFile(options.path);
+  } else db.pragma('journal_mode = WAL');
+  // One exec, no statement kept: these pragmas return nothing to read.
+  db.exec(
+    `PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}; PRAGMA busy_timeout = ${options.busyTimeoutMs ?? 5_000}; PRAGMA journal_size_limit = ${options.journalSizeLimitBytes ?? 4 * 1024 * 1024};`,
+  );
+  let schema = readSchema(db);
+  // A new database (or an older one missing a table, an index or a column) is brought up to date in ONE write
+  // transaction, looked at again inside it: another process opening it at the same moment may have done it since
+  // the look outside (its ALTER would then fail with "duplicate column name"). Statement by statement, a new file
+  // took a dozen commits (a dozen WAL frames of page 1 and more, ~2 ms CPU and ~10 ms on this disk). A database up
+  // to date takes no lock.
+  if (outOfDate(schema)) {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.exec(SQLITE_SCHEMA);
+      const tables = readSchema(db);
+      for (const { table, name, type } of ADDED_COLUMNS)
+        if (!tables.get(table)?.has(name)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
+      db.exec(SQLITE_SCHEMA_FINISH);
+      db.exec(JOURNAL_CHUNKS_INDEX[tables.get('journal')?.has('id') === true ? 'keyed' : 'indexed']);
+      db.exec(SQLITE_LEARNING_SCHEMA);
+      db.exec('COMMIT');
+    } catch (error) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw error;
+    }
+    schema = readSchema(db);
+  }
+  const layout: JournalLayout = schema.get('journal')?.has('id') === true ? 'keyed' : 'indexed';
+  return { db, layout };
+}
+
+/**
+ * Whether `path` names a database file that does not exist yet or holds nothing: empty, or zeros only (a new
+ * file's first page written but not yet synced when the power went; SQLite would refuse it as "not a database"
+ * for good). A file of zeros is emptied, as SQLite's rollback journal did for a switch cut short: nothing was
+ * committed in it. Never `:memory:`, a temporary database or a URI.
+ */
+function isNewFile(path: string): boolean {
+  if (path === ':memory:' || path === '' || path.startsWith('file:')) return false;
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+  if (size === 0) return true;
+  if (size > ZEROED_FILE_LIMIT || readFileSync(path).some((byte) => byte !== 0)) return false;
+  truncateSync(path, 0);
+  return true;
+}
+
+/** The largest file read to see whether it is zeros only: a new file's first pages, never a database in use. */
+const ZEROED_FILE_LIMIT = 64 * 1024;
+
+/**
+ * fsync of a new database file, so that page 1 (WAL mode in its header) is on disk before the first commit: a file
+ * found empty drops its WAL. Its directory entry is synced by SQLite with the WAL's first sync (the WAL is new too).
+ */
+function syncFile(path: string): void {
+  // Read-write: Windows flushes a file (FlushFileBuffers) only through a handle that may write it.
+  const fd = openSync(path, 'r+');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
