@@ -119,15 +119,28 @@ describe('opening a SQLite store', () => {
     await second.close();
   });
 
-  it('opens a new file left as zeros only (its first page never synced) as new, losing nothing committed', async () => {
-    // What a power cut can leave of a file made unsynced: its size, and zeros. SQLite alone refuses it for good.
+  it("refuses a file of zeros only (a new file's unsynced first page after a power cut), saying what to do, untouched", async () => {
+    // What a power cut can leave of a file made unsynced: its size, and zeros. It is never emptied by the store:
+    // another process may be making that very file.
     const path = join(scratch, 'zeroed.db');
     writeFileSync(path, Buffer.alloc(4096));
     const store = sqliteStore({ path });
     const loop = createLoop({ model: scriptedModel([reply('done')]), store });
-    expect((await loop.run({ goal: 'go', runId: 'z' })).stopReason).toBe('completed');
+    const refused = loop.run({ goal: 'go', runId: 'z' });
+    await expect(refused).rejects.toThrow(/not a database/);
+    await expect(refused).rejects.toThrow(
+      /holds only zero bytes: a new store file whose first page never reached the disk/,
+    );
+    await expect(refused).rejects.toThrow(/Nothing was committed in it; delete it/);
+    expect(readFileSync(path)).toEqual(Buffer.alloc(4096));
     await store.close();
-    expect(readFileSync(path).subarray(0, 16).toString('latin1')).toBe('SQLite format 3\0');
+  });
+
+  it('opens a store on a directory as SQLite does (its error), not as a file to read', async () => {
+    const store = sqliteStore({ path: scratch });
+    const loop = createLoop({ model: scriptedModel([reply('done')]), store });
+    await expect(loop.run({ goal: 'go', runId: 'd' })).rejects.toThrow(/unable to open database file/);
+    await store.close();
   });
 
   it('refuses a file that is not a database, leaves it as it was and keeps no handle to it', async () => {

@@ -2,7 +2,7 @@
  * Opening a SQLite store's file: WAL mode, the durability and limits asked for, and the schema brought up to date in
  * one transaction. A new file is turned to WAL unsynced and then fsynced once (see `prepareDatabase`).
  */
-import { closeSync, fsyncSync, openSync, readFileSync, statSync, truncateSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, statSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
 import { JOURNAL_CHUNKS_INDEX, SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH, type JournalLayout } from './sqlite-schema.js';
 import { SQLITE_LEARNING_SCHEMA } from './sqlite-learning.js';
@@ -73,6 +73,8 @@ export function openDatabase(
   } catch (error) {
     // Not left open (on Windows an open file cannot be removed or renamed) nor with synchronous=OFF.
     db.close();
+    if (error instanceof Error && isZeroFilled(options.path))
+      error.message += ` (${options.path} holds only zero bytes: a new store file whose first page never reached the disk, as after a power cut while it was made. Nothing was committed in it; delete it, and its -wal and -shm files if any, to start afresh)`;
     throw error;
   }
 }
@@ -123,23 +125,32 @@ function prepareDatabase(
 }
 
 /**
- * Whether `path` names a database file that does not exist yet or holds nothing: empty, or zeros only (a new
- * file's first page written but not yet synced when the power went; SQLite would refuse it as "not a database"
- * for good). A file of zeros is emptied, as SQLite's rollback journal did for a switch cut short: nothing was
- * committed in it. Never `:memory:`, a temporary database or a URI.
+ * Whether `path` names a database file that does not exist yet or is empty (a regular file): not `:memory:`, a
+ * temporary database, a URI, a directory or a device, which SQLite opens (or refuses) as it always did.
  */
 function isNewFile(path: string): boolean {
   if (path === ':memory:' || path === '' || path.startsWith('file:')) return false;
-  let size: number;
   try {
-    size = statSync(path).size;
+    const stat = statSync(path);
+    return stat.isFile() && stat.size === 0;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ENOENT';
   }
-  if (size === 0) return true;
-  if (size > ZEROED_FILE_LIMIT || readFileSync(path).some((byte) => byte !== 0)) return false;
-  truncateSync(path, 0);
-  return true;
+}
+
+/**
+ * Whether `path` is a small regular file of zero bytes only: what a power cut can leave of a new file made unsynced.
+ * It is only ever named in the error, never emptied here: another process may be making that file at this moment.
+ */
+function isZeroFilled(path: string): boolean {
+  try {
+    const stat = statSync(path);
+    return (
+      stat.isFile() && stat.size > 0 && stat.size <= ZEROED_FILE_LIMIT && readFileSync(path).every((byte) => byte === 0)
+    );
+  } catch {
+    return false;
+  }
 }
 
 /** The largest file read to see whether it is zeros only: a new file's first pages, never a database in use. */
