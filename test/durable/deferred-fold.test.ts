@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createLoop, defineTool, type Model } from 'loopstate';
+import { createLoop, type Model } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { buildCrashChild, removeCrashChild, runChild } from './crash-harness.js';
+import { foldLoop, lookup, model, STEPS } from './fixtures/fold-loop.js';
 
 const entry = join('fixtures', 'fold-crash-child.ts');
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-deferred-fold-'));
@@ -26,37 +26,13 @@ afterAll(() => {
 });
 const walBytes = (path: string) => (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
 
-const STEPS = 100;
-const model: Model = {
-  id: 'fold-crash-model',
-  generate: async ({ messages }) => {
-    const step = messages.filter((message) => message.role === 'assistant').length + 1;
-    const usage = { inputTokens: 50, outputTokens: 10 };
-    if (step === STEPS) return { text: 'all read', toolCalls: [], usage };
-    return { text: null, toolCalls: [{ id: `c${step}`, name: 'lookup', arguments: `{"key":"k${step}"}` }], usage };
-  },
-};
-const lookup = defineTool({
-  name: 'lookup',
-  description: 'Look a key up.',
-  input: z.object({ key: z.string() }),
-  access: 'read',
-  execute: ({ key }) => `value ${key}`,
-});
 const loopOn = (path: string, calls: number[] = []) =>
-  createLoop({
-    model: {
-      id: model.id,
-      generate: (request) => {
-        calls.push(1);
-        return model.generate(request);
-      },
+  foldLoop(path, {
+    id: model.id,
+    generate: (request) => {
+      calls.push(1);
+      return model.generate(request);
     },
-    tools: [lookup],
-    limits: { maxSteps: STEPS + 1, maxToolCalls: STEPS },
-    noProgress: { unchangedState: 1_000_000 },
-    durable: { maxUncommittedSteps: 1 },
-    store: sqliteStore({ path }),
   });
 
 describe('the fold after the last drive, deferred', () => {
