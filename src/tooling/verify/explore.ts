@@ -25,7 +25,8 @@ import {
   type KeyedState,
 } from './state-key.js';
 import { createTransitionTracer, listTransitionDefinitions, type TransitionEntry } from './transition-catalog.js';
-import { compileMachine, type SteppedState } from './compiled-step.js';
+import type { SteppedState } from './compiled-machine.js';
+import { compileMachine } from './compiled-step.js';
 import { KeyTable } from './key-table.js';
 import type { VerifyModel } from './verify-model.js';
 import { groupDigits } from './group-digits.js';
