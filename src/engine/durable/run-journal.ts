@@ -370,15 +370,18 @@ export class RunJournal implements DriverHooks {
   }
 
   /**
-   * Whether a snapshot is worth taking while the model call about to be awaited is out (see `snapshotInWait`):
-   * events since the last one, and the journal since then at least as large as a snapshot (as in `afterSend`, so
-   * snapshots never cost more than the journal). Not for a workflow step (DBOS), which commits at every event.
+   * Whether a snapshot is worth taking while the model call about to be awaited is out (see `snapshotInWait`): a
+   * quarter of `snapshotEvery` events since the last one (so a run whose every call waits takes at most four times
+   * the snapshots of one that never waits, and a resume after a crash in a wait replays fewer than a quarter), and the
+   * journal since then at least as large as a snapshot (as in `afterSend`: snapshots never cost more than the
+   * journal). Not for a workflow step (DBOS), which commits at every event.
    */
   private snapshotInWaitDue(): boolean {
     return (
       this.effectStep === undefined &&
       this.actor !== null &&
       this.eventsSinceSnapshot > 0 &&
+      this.eventsSinceSnapshot * 4 >= this.options.snapshotEvery &&
       this.commits.bytesQueued >= this.lastSnapshotBytes
     );
   }
