@@ -424,7 +424,11 @@ describe('sqliteStore packed rows', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
       const db = new Database(path);
       const { seq, packed } = db
-        .prepare("SELECT seq, packed FROM journal WHERE run_id = 'r' AND packed IS NOT NULL ORDER BY seq LIMIT 1")
+        // A row the resume reads: the transcript chunk of the snapshot taken in the hanging call's wait (the events
+        // before it are not read), or without one the first event.
+        .prepare(
+          "SELECT seq, packed FROM journal WHERE run_id = 'r' AND packed IS NOT NULL ORDER BY kind = 'transcript' DESC, seq LIMIT 1",
+        )
         .get() as { seq: number; packed: Buffer };
       db.prepare("UPDATE journal SET packed = ? WHERE run_id = 'r' AND seq = ?").run(damage(packed), seq);
       db.prepare("UPDATE runs SET lease_owner = NULL WHERE run_id = 'r'").run();

@@ -180,7 +180,8 @@ export interface DurableOptions {
   /**
    * A snapshot of the whole run at least this many events apart (default 32), and never before the journal
    * since the last one is as large as that snapshot, so snapshots of a long run never cost more per step
-   * than the journal; a resume re-applies the events after the latest snapshot.
+   * than the journal; a resume re-applies the events after the latest snapshot. While a model call is out, the
+   * commit made meanwhile takes one once a quarter of this many events passed: a crash in that wait re-applies none.
    */
   snapshotEvery?: number;
   /** A pending approval expires this long after the run stopped for it (default: never). */

@@ -173,15 +173,26 @@ export class JournalCommits {
    * the reply does not come at once (any hosted model, or one that hangs): its latency hides the commit, and a
    * crash meanwhile repeats none of those steps. An instant reply comes first (microtasks) and cancels it.
    */
-  async meanwhile<Reply>(reply: Reply | Promise<Reply>): Promise<Reply> {
-    if (this.pending.length === 0 && this.pendingSnapshot === null) return reply;
-    const timer = setTimeout(this.commitNow, 0);
+  async meanwhile<Reply>(reply: Reply | Promise<Reply>, snapshotDue = false): Promise<Reply> {
+    if (!snapshotDue && this.pending.length === 0 && this.pendingSnapshot === null) return reply;
+    const timer = setTimeout(snapshotDue ? this.snapshotThenCommit : this.commitNow, 0);
     try {
       return await reply;
     } finally {
       clearTimeout(timer);
     }
   }
+
+  /**
+   * Set by the journal: queues a snapshot of where the run stands, called in a model call's wait (when `meanwhile`
+   * is told one is due) just before that wait's commit.
+   */
+  beforeWaitCommit: () => void = () => undefined;
+
+  private readonly snapshotThenCommit = (): void => {
+    this.beforeWaitCommit();
+    this.commitNow();
+  };
 
   /** A commit started from a timer: a failure is kept in `writeFailure`, which ends the drive. */
   private readonly commitNow = (): void => {

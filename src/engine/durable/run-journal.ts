@@ -51,6 +51,8 @@ import {
   cursorOf,
   restoreSessionState,
   sessionDelta,
+  standsAt,
+  type RecordedUpTo,
   sessionState,
   type SessionCursor,
 } from './session-state.js';
@@ -124,6 +126,8 @@ export class RunJournal implements DriverHooks {
   private health: ToolHealth | null = null;
   /** The run's session, once the driver hands it over (`restore`): its transcript is chunked at the stop. */
   private session: RunSession | null = null;
+  /** The run's actor, handed over with the session: a snapshot taken while a model call is awaited is of it. */
+  private actor: Actor<LoopMachine> | null = null;
   /** What the event the run stopped at (for approval) is replaced with, once rebuilt. */
   private superseding: { seq: number; approvals?: Record<string, ApprovalDecision>; review?: ReviewDecision } | null =
     null;
@@ -150,6 +154,7 @@ export class RunJournal implements DriverHooks {
       { maxUncommittedSteps: options.maxUncommittedSteps, maxUncommittedMs: options.maxUncommittedMs },
       options.effectStep !== undefined,
     );
+    this.commits.beforeWaitCommit = this.snapshotInWait;
   }
 
   /** The seq of the last event journalled. */
@@ -230,6 +235,7 @@ export class RunJournal implements DriverHooks {
   async restore({ actor, session, health, send, deliver }: RestoreTarget): Promise<boolean> {
     this.health = this.options.ownsHealth ? health : null;
     this.session = session;
+    this.actor = actor;
     const plan = this.options.plan;
     // A run interrupted before its first event has nothing to rebuild: it starts afresh.
     if (plan === null || (plan.snapshot === null && plan.events.length === 0)) {
@@ -358,6 +364,48 @@ export class RunJournal implements DriverHooks {
       snapshot.status !== 'active'
     )
       return;
+    this.takeSnapshot(actor, session);
+    // A workflow step (DBOS) commits at every event: the snapshot goes with the next one's commit, or now.
+    if (this.effectStep !== undefined) await this.flush();
+  }
+
+  /**
+   * Whether a snapshot is worth taking while the model call about to be awaited is out (see `snapshotInWait`): a
+   * quarter of `snapshotEvery` events since the last one (so a run whose every call waits takes at most four times
+   * the snapshots of one that never waits, and a resume after a crash in a wait replays fewer than a quarter), and the
+   * journal since then at least as large as a snapshot (as in `afterSend`: snapshots never cost more than the
+   * journal). Not for a workflow step (DBOS), which commits at every event.
+   */
+  private snapshotInWaitDue(): boolean {
+    return (
+      this.effectStep === undefined &&
+      this.actor !== null &&
+      this.eventsSinceSnapshot > 0 &&
+      this.eventsSinceSnapshot * 4 >= this.options.snapshotEvery &&
+      this.commits.bytesQueued >= this.lastSnapshotBytes
+    );
+  }
+
+  /**
+   * A model call that does not answer at once is where a run waits, and where a process mostly dies: the commit
+   * made meanwhile (see `JournalCommits.meanwhile`) takes a snapshot of where the run stands with it, so a resume
+   * from there restores it with no event to replay. Taken only when the session stands exactly where the last
+   * event left it (nothing recorded since: no prompt trace, no retry, no learning batch), the state a snapshot at
+   * that event would have held; else the resume replays from the snapshot before, as always.
+   */
+  private readonly snapshotInWait = (): void => {
+    const { actor, session, cursor } = this;
+    if (actor === null || session === null || cursor === null || !this.snapshotInWaitDue()) return;
+    if (actor.getSnapshot().status !== 'active' || !standsAt(session, cursor, this.health)) return;
+    // What the model step recorded before its call (its step-start, a prompt) is left out: a resume records it again.
+    this.takeSnapshot(actor, session, { trace: cursor.trace, warnings: cursor.warnings });
+  };
+
+  /**
+   * Queues the machine's snapshot and the session's (written after the commit that holds the events before it),
+   * with the trace and the transcript since their last chunks.
+   */
+  private takeSnapshot(actor: Actor<LoopMachine>, session: RunSession, upTo?: RecordedUpTo): void {
     this.eventsSinceSnapshot = 0;
     this.commits.bytesQueued = 0;
     const traceInChunks = session.config.trace.inMemory;
@@ -370,9 +418,12 @@ export class RunJournal implements DriverHooks {
         seq: this.takeSeq(),
         snapshotSeq: this.lastEventSeq,
         from: this.traceChunked,
-        events: session.traceSince(this.traceChunked),
+        events:
+          upTo === undefined
+            ? session.traceSince(this.traceChunked)
+            : session.traceSince(this.traceChunked).slice(0, upTo.trace - this.traceChunked),
       });
-      this.traceChunked = session.traceLength;
+      this.traceChunked = upTo?.trace ?? session.traceLength;
     }
     // The transcript since the last chunk, committed (like the trace's) with the events before the snapshot.
     const transcriptChunkSeq = this.takeSeq();
@@ -403,7 +454,7 @@ export class RunJournal implements DriverHooks {
       runId: this.runId,
       seq: this.lastEventSeq,
       machine: actor.getPersistedSnapshot() as unknown as SnapshotRecord['machine'],
-      session: sessionState(session, this.health, traceInChunks, transcriptChunkSeq),
+      session: sessionState(session, this.health, traceInChunks, transcriptChunkSeq, upTo),
     };
     const body = encodeRecord(record);
     this.lastSnapshotBytes = body.length;
@@ -414,8 +465,6 @@ export class RunJournal implements DriverHooks {
     // fsync more). A crash before it is written leaves the state of a crash before the snapshot was taken: its
     // chunks, if committed, are skipped (no snapshot names them) and a resume starts at the snapshot before.
     this.commits.pendingSnapshot = { seq: record.seq, kind: 'snapshot', body };
-    // A workflow step (DBOS) commits at every event: the snapshot goes with the next one's commit, or now.
-    if (this.effectStep !== undefined) await this.flush();
   }
 
   commit(): Promise<void> {
@@ -480,7 +529,7 @@ export class RunJournal implements DriverHooks {
     if (served !== undefined) return served.response;
     const afterEvent = this.lastEventSeq;
     // A group whose commit waited (see `beforeEffect`) is committed while a model that does not answer at once works.
-    const response = await this.commits.meanwhile(model.generate(request));
+    const response = await this.commits.meanwhile(model.generate(request), this.snapshotInWaitDue());
     // A malformed response is the driver's to refuse (fatal_error); it is not worth serving again.
     if (isWellFormedResponse(response)) {
       const { text, toolCalls, usage, metadata } = response;

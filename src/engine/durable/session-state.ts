@@ -196,6 +196,47 @@ function changedFieldsOf(
   return fields;
 }
 
+/**
+ * Whether the session stands where `cursor` left it but for trace events and warnings added since (the model step
+ * records its step-start, and a resumed run records it again): no message added, no small field moved, the
+ * tracker's scalars as they were. A snapshot taken now of the trace and warnings up to the cursor's (`RecordedUpTo`)
+ * is then the one that would have been taken at the cursor's event. Reads only; changes nothing.
+ */
+export function standsAt(session: RunSession, cursor: SessionCursor, health: ToolHealth | null): boolean {
+  const { transcript } = session;
+  const marks = cursor.fields;
+  const progress = session.progress.scalars();
+  return (
+    transcript === cursor.transcript &&
+    transcript.revision === cursor.revision &&
+    transcript.messages.length === cursor.messages &&
+    session.traceLength >= cursor.trace &&
+    session.warnings.length >= cursor.warnings &&
+    Object.keys(session.taskOutputs).length === cursor.taskOutputKeys &&
+    session.taskIndex === marks.taskIndex &&
+    // Replaced by an empty list at a step's start: none then, none now.
+    session.pendingCalls.length === 0 &&
+    (marks.pendingCalls as readonly unknown[]).length === 0 &&
+    session.lastReply === marks.lastReply &&
+    session.lastEvaluation === marks.lastEvaluation &&
+    session.fatalError === marks.fatalError &&
+    session.restingState === marks.restingState &&
+    (session.plan?.items ?? null) === marks.plan &&
+    (health?.revision ?? -1) === marks.health &&
+    session.unpricedModelIds.length === marks.unpricedModels &&
+    progress.schemaVersion === marks.progress.schemaVersion &&
+    progress.distinctObservationsHash === marks.progress.distinctObservationsHash &&
+    progress.failures === marks.progress.failures &&
+    progress.stateDigest === marks.progress.stateDigest
+  );
+}
+
+/** How much of the trace and the warnings a snapshot holds when not all of them (see `standsAt`). */
+export interface RecordedUpTo {
+  trace: number;
+  warnings: number;
+}
+
 /** What changed since `cursor`. `health` is null when the run's health is shared (the caller's, not the run's). */
 export function sessionDelta(session: RunSession, cursor: SessionCursor, health: ToolHealth | null): SessionDelta {
   return {
@@ -223,6 +264,7 @@ export function sessionState(
   health: ToolHealth | null,
   traceInChunks: boolean,
   transcriptChunk: number,
+  upTo?: RecordedUpTo,
 ): SnapshotRecord['session'] {
   const { transcript } = session;
   return {
@@ -230,8 +272,10 @@ export function sessionState(
     taskMessageIndex: taskMessageIndex(transcript),
     transcriptChunk,
     // The in-memory trace is in the journal's trace chunks, written with the snapshot.
-    ...(traceInChunks ? { trace: [], traceLength: session.traceLength } : { trace: [...session.trace] }),
-    warnings: [...session.warnings],
+    ...(traceInChunks
+      ? { trace: [], traceLength: upTo?.trace ?? session.traceLength }
+      : { trace: session.trace.slice(0, upTo?.trace ?? session.trace.length) }),
+    warnings: session.warnings.slice(0, upTo?.warnings ?? session.warnings.length),
     // The tracker's triples are in the transcript chunk's chain (`takeChainLink`): the snapshot stays as small at step 10,000 as at 100.
     fields: fieldsOf(session, health, true, { kind: 'chained' as const, ...session.progress.scalars() }),
   };
