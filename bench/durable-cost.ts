@@ -179,15 +179,26 @@ const cpuBaseline = median(configurations[0]!.cpuSamples);
 console.log(
   `S = ${steps}, ${rounds} rounds interleaved, trace ${trace ? 'in memory' : 'off'}, load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`,
 );
+// "× no store" divides two medians taken over the whole bench: the storeless run is the shortest (~50–130 ms at
+// S = 1,000), so a neighbour's burst or a change of load between rounds moves its median, and every ratio with it.
+// Two more columns, beside (not instead of) it: "paired" is the median of each round's own ratio (this round's run
+// ÷ the storeless run of the same round, a few ms apart: a change of load between rounds cancels out), wall and
+// CPU; "best ÷ best" divides the fastest rounds (the least disturbed run of each; disturbance only adds time).
+const paired = (samples: number[], base: number[]) =>
+  median(samples.map((sample, index) => sample / (base[index] ?? NaN)));
+const best = (values: number[]) => Math.min(...values);
+const noStore = configurations[0]!;
 console.log(
-  '| store | µs/step (median) | rounds | × no store | added µs/step | CPU µs/step | CPU × no store | appends/step |',
+  '| store | µs/step (median) | rounds | × no store | added µs/step | CPU µs/step | CPU × no store | appends/step | × paired (CPU) | best ÷ best (CPU) |',
 );
-console.log('|---|---:|---|---:|---:|---:|---:|---:|');
+console.log('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const config of configurations) {
   const micros = median(config.samples);
   const cpu = median(config.cpuSamples);
+  const pairedRatios = `${paired(config.samples, noStore.samples).toFixed(2)}× (${paired(config.cpuSamples, noStore.cpuSamples).toFixed(2)}×)`;
+  const bestRatios = `${(best(config.samples) / best(noStore.samples)).toFixed(2)}× (${(best(config.cpuSamples) / best(noStore.cpuSamples)).toFixed(2)}×)`;
   console.log(
-    `| ${config.name} | ${micros.toFixed(0)} | ${config.samples.map((sample) => sample.toFixed(0)).join(' ')} | ${(micros / baseline).toFixed(2)}× | ${(micros - baseline).toFixed(0)} | ${cpu.toFixed(0)} | ${(cpu / cpuBaseline).toFixed(2)}× | ${config.commits?.toFixed(3) ?? ''} |`,
+    `| ${config.name} | ${micros.toFixed(0)} | ${config.samples.map((sample) => sample.toFixed(0)).join(' ')} | ${(micros / baseline).toFixed(2)}× | ${(micros - baseline).toFixed(0)} | ${cpu.toFixed(0)} | ${(cpu / cpuBaseline).toFixed(2)}× | ${config.commits?.toFixed(3) ?? ''} | ${pairedRatios} | ${bestRatios} |`,
   );
 }
 

@@ -53,8 +53,10 @@ describe('opening a SQLite store', () => {
     // A statement is prepared once, at its first use.
     await store.readControl('a');
     await store.readControl('b');
-    expect(prepared).toHaveLength(3);
-    expect(prepared[2]).toMatch(/cancel_requested FROM runs WHERE run_id/);
+    // readControl: the database's data_version (whether another connection committed since), then the control.
+    expect(prepared).toHaveLength(4);
+    expect(prepared[2]).toBe('PRAGMA data_version');
+    expect(prepared[3]).toMatch(/cancel_requested FROM runs WHERE run_id/);
     await store.close();
   });
 

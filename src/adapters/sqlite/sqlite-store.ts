@@ -105,6 +105,14 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
    * lease another loop sharing this store took over).
    */
   const driving = new Map<string, string>();
+  /**
+   * The control the last `readControl` found, with the database's `data_version` read just before it: while that
+   * number stands, no other connection (another process, or another store on the file) has committed since, and
+   * this store wrote nothing meanwhile (each write method forgets it), so the control is as found. A grouped step
+   * (no commit before it) reads that number alone, not the control's rows. Forgotten at close: another
+   * connection's numbers are not comparable.
+   */
+  let controlSeen: { runId: string; version: number; control: RunControl } | null = null;
   const use = () => {
     if (db === null) ({ db, layout } = openDatabase(Driver, options));
     statements ??= prepare(db, layout);
@@ -135,6 +143,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   return {
     pausePollMs: options.pausePollMs ?? 500,
     async createRun(runId, body, lease) {
+      controlSeen = null;
       const row = pack(body);
       const created =
         use().statements.insertRun.run(runId, row.body, row.packed, lease.owner, lease.until).changes === 1;
@@ -162,6 +171,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
         : null;
     },
     async acquireLease(runId, lease: Lease, now, takeOverFrom) {
+      controlSeen = null;
       const acquired =
         use().statements.acquireLease.run(lease.owner, lease.until, runId, now, lease.owner, takeOverFrom ?? null)
           .changes === 1;
@@ -169,6 +179,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       return acquired;
     },
     async releaseLease(runId, owner) {
+      controlSeen = null;
       const { statements } = use();
       // A drive is over (the run finished, waits for a person, or failed): the last run out folds the WAL. A
       // release by an owner that does not hold the run here leaves its drive under way. Out of `driving` even
@@ -183,6 +194,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       if (ended && driving.size === 0 && options.foldWalWhenIdle !== false) foldSoon();
     },
     async append(runId, rows, lease, runBody, finishedAt) {
+      controlSeen = null;
       const { db, writes } = use();
       // Deflated before the transaction (the write lock is held for the inserts only), the rows in one group.
       const run = runBody === undefined ? undefined : pack(runBody);
@@ -202,6 +214,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       return unpackRows(runId, statement.all({ runId, afterSeq }) as PackedRow[], readRow);
     },
     async writeSnapshot(runId, row, lease) {
+      controlSeen = null;
       const { db, writes } = use();
       // `full`: the snapshot's commit is not fsynced on its own (an fsync per journal commit only). A snapshot stands
       // on journal rows committed (and fsynced) before it, and the next commit's fsync of the WAL makes it
@@ -220,6 +233,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       return row === undefined ? null : unpackRows(runId, [row], () => undefined)[0]!;
     },
     async prune({ finishedBefore }) {
+      controlSeen = null;
       const { db, writes } = use();
       const deleted = writes.prune.immediate(finishedBefore);
       // The deleted pages are reused by later writes; the WAL that recorded the deletes is folded back now,
@@ -245,24 +259,36 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     },
     // --- end of listing runs
     async requestCancel(runId) {
+      controlSeen = null;
       return use().statements.requestCancel.run(runId).changes === 1;
     },
     async setPaused(reason) {
+      controlSeen = null;
       use().statements.setPaused.run(reason);
     },
     async readControl(runId): Promise<RunControl> {
-      return readControl(use().statements, runId);
+      const { statements } = use();
+      // Read before the control: a commit landing between the two leaves a number older than what was read, and
+      // the next call reads the control again (never the other way round).
+      const version = (statements.dataVersion.get() as { data_version: number }).data_version;
+      if (controlSeen !== null && controlSeen.runId === runId && controlSeen.version === version)
+        return { ...controlSeen.control };
+      const control = readControl(statements, runId);
+      controlSeen = { runId, version, control: { ...control } };
+      return control;
     },
     async readLedger(tenantId) {
       return (use().statements.readLedger.get(tenantId) as { body: string; version: number } | undefined) ?? null;
     },
     async writeLedger(tenantId, body, expectedVersion) {
+      controlSeen = null;
       const { statements } = use();
       if (expectedVersion === null) return statements.insertLedger.run(tenantId, body).changes === 1;
       return statements.updateLedger.run(body, tenantId, expectedVersion).changes === 1;
     },
     ...learning,
     async close() {
+      controlSeen = null;
       if (pendingFold !== null) {
         clearImmediate(pendingFold);
         // SQLite folds the WAL at the close of the file's last connection only: another one open keeps it.
@@ -537,4 +563,6 @@ const STATEMENTS = (journal: ReturnType<typeof journalStatements>) => ({
     "INSERT INTO control (key, value) VALUES ('paused', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
   readControl:
     "SELECT (SELECT value FROM control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM runs WHERE run_id = ?) AS cancel_requested",
+  // Changes when another connection commits (never for this one's own commits): see `controlSeen`.
+  dataVersion: 'PRAGMA data_version',
 });
