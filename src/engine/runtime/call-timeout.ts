@@ -8,6 +8,7 @@
 import { ModelCallError } from '../../contracts/errors.js';
 import { LazySignal, type AbortWatcher } from './abort-fanout.js';
 import type { RunSession } from './run-session.js';
+import type { ReusableTimer, TimerTarget } from './clock.js';
 
 /** The error a model call that took too long fails with (made when its timeout fires, not per call). */
 function modelCallTimeout(what: string, timeoutMs: number): ModelCallError {
@@ -29,7 +30,7 @@ export interface CallScope {
  * object with its fields in place of a closure per role (stop, finish, the abort's subscription and its
  * forgetting) keeps that small.
  */
-class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher {
+class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher, TimerTarget {
   resolve: (value: Out | PromiseLike<Out>) => void = settleNothing;
   reject: (error: Error) => void = settleNothing;
   #cancelTimer: unknown = undefined;
@@ -50,9 +51,17 @@ class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher {
     this.#then = then;
   }
 
-  /** Arms the call's timer on the run's clock (none for `Infinity`: Node clamps what it cannot hold). */
+  /**
+   * Arms the call's timer: the run's own timer when it has one free for this duration (the system clock), else
+   * one on the run's clock (none for `Infinity`: Node clamps what it cannot hold).
+   */
   arm(): void {
     if (this.aborted || !Number.isFinite(this.timeoutMs)) return;
+    const shared = this.session.callTimer;
+    if (shared !== null && shared.set(this.timeoutMs, this)) {
+      this.#cancelTimer = shared;
+      return;
+    }
     try {
       this.#cancelTimer = this.session.config.clock.setTimer(this.timeoutMs, () => this.timedOut());
     } catch (error) {
@@ -96,8 +105,10 @@ class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher {
 
   finish(): void {
     this.session.aborts.unwatch(this);
+    const cancel = this.#cancelTimer;
     // A clock whose setTimer returns no cancel function leaves a timer that fires into a settled call: harmless.
-    if (typeof this.#cancelTimer === 'function') this.#cancelTimer();
+    if (typeof cancel === 'function') (cancel as () => void)();
+    else if (cancel !== undefined) (cancel as ReusableTimer).clear(this);
   }
 }
 
