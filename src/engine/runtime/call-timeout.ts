@@ -39,6 +39,8 @@ class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher, Timer
    * changes nothing, and a call that never settles after its timeout keeps none of the caller's state.
    */
   #then: CallSettlement<Result, Out> | null;
+  /** The call, until it is made. */
+  #call: ((scope: CallScope) => Promise<Result> | Result) | null;
 
   constructor(
     readonly session: RunSession,
@@ -46,9 +48,39 @@ class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher, Timer
     readonly what: string,
     readonly timeoutError: (() => Error) | undefined,
     then: CallSettlement<Result, Out>,
+    call: (scope: CallScope) => Promise<Result> | Result,
   ) {
     super();
     this.#then = then;
+    this.#call = call;
+  }
+
+  /**
+   * Makes the call and hears how its promise settles: a call that throws fails like one that rejects. The
+   * call's promise is listened to directly, not adopted by another promise first (which held a promise, a
+   * reaction and two resolving functions more across every call).
+   */
+  start(): void {
+    const call = this.#call;
+    this.#call = null;
+    if (call === null) return;
+    let result: Promise<Result> | Result;
+    let thenable: boolean;
+    try {
+      result = call(this);
+      thenable = isThenable(result);
+    } catch (error) {
+      this.failed(error);
+      return;
+    }
+    if (!thenable) {
+      this.fulfilled(result as Result);
+      return;
+    }
+    Promise.resolve(result).then(
+      (value) => this.fulfilled(value),
+      (error: unknown) => this.failed(error),
+    );
   }
 
   /**
@@ -114,6 +146,14 @@ class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher, Timer
 
 const settleNothing = (): void => undefined;
 
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  (typeof value === 'object' || typeof value === 'function') &&
+  value !== null &&
+  typeof (value as { then?: unknown }).then === 'function';
+
+/** One function for every call (not a closure a call): what starts a call in its microtask. */
+const startWatched = (watched: { start(): void }): void => watched.start();
+
 /**
  * What a call's outcome becomes, for `callWithTimeout`'s settlement: the value the call fulfilled with, or its
  * failure (its rejection, the run's abort, its timeout). What either returns is what the promise settles with,
@@ -178,7 +218,7 @@ function watchCall<Result, Out>(
   timeoutError: (() => Error) | undefined,
   then: CallSettlement<Result, Out>,
 ): Promise<Out> {
-  const watched = new WatchedCall<Result, Out>(session, timeoutMs, what, timeoutError, then);
+  const watched = new WatchedCall<Result, Out>(session, timeoutMs, what, timeoutError, then, call);
   const settled = new Promise<Out>((resolve, reject) => {
     watched.resolve = resolve;
     watched.reject = reject;
@@ -186,12 +226,6 @@ function watchCall<Result, Out>(
   session.aborts.watch(watched);
   watched.arm();
   // Started in a microtask, as before: a call that throws synchronously rejects like one that rejects.
-  // (`.then(call)` with the call's own object as its scope: no closure of its own per call.)
-  Promise.resolve<CallScope>(watched)
-    .then(call)
-    .then(
-      (value) => watched.fulfilled(value),
-      (error: unknown) => watched.failed(error),
-    );
+  void Promise.resolve(watched).then(startWatched);
   return settled;
 }
