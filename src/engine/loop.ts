@@ -112,14 +112,19 @@ export function createLoop<const Evaluate extends EvaluateOption, const Tasks ex
     name: resolved.name,
     toolHealth: resolved.toolHealth,
     config: Object.freeze({ ...config }) as Readonly<LoopConfig>,
-    // async, so invalid input rejects the returned promise instead of throwing synchronously.
+    // Invalid input rejects the returned promise instead of throwing synchronously. Not an async function: the
+    // run's own promise is returned, so a run in flight holds no second async frame waiting on it.
     // The cast is the one place the output type meets run time: only a value that passed these evaluators is output.
-    run: async (input) => {
-      refreshTools(resolved, config);
-      const checked = validateRunInput(input);
-      return (await (durable === null
-        ? driveRun(resolved, resolved.toolHealth, checked)
-        : durable.run(checked))) as Result;
+    run: (input) => {
+      try {
+        refreshTools(resolved, config);
+        const checked = validateRunInput(input);
+        return (
+          durable === null ? driveRun(resolved, resolved.toolHealth, checked) : durable.run(checked)
+        ) as Promise<Result>;
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
     },
     resume: async (runId, options) => {
       if (durable === null) throw needsStore('resume');

@@ -25,29 +25,52 @@ export interface GuardedClock extends Clock {
  * clock.now(); // throws LoopstateError (code 'clock_failed'); clock.safeNow() is 0
  */
 export function guardClock(clock: Clock): GuardedClock {
-  let lastTime = 0;
-  const now = (): number => {
-    const time: unknown = clock.now();
+  return new RunClock(clock);
+}
+
+/**
+ * One object a run, its methods on the prototype: a run in flight holds it across every model call, so four
+ * closures and their context would be promoted with every run (what a run holds is what its peak heap is).
+ */
+class RunClock implements GuardedClock {
+  readonly #clock: Clock;
+  #lastTime = 0;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  now(): number {
+    const time: unknown = this.#clock.now();
     if (typeof time !== 'number' || !Number.isFinite(time)) {
       throw new LoopstateError({
         code: 'clock_failed',
         message: `clock.now() returned ${typeof time === 'number' ? String(time) : typeof time}, not a finite number`,
       });
     }
-    return (lastTime = time);
-  };
-  return {
-    now,
-    safeNow: () => {
-      try {
-        return now();
-      } catch {
-        return lastTime;
-      }
-    },
-    sleep: (ms, signal) => clock.sleep(ms, signal),
-    setTimer: (ms, callback) => clock.setTimer(ms, callback),
-  };
+    return (this.#lastTime = time);
+  }
+
+  /** The clock it guards. */
+  get source(): Clock {
+    return this.#clock;
+  }
+
+  safeNow(): number {
+    try {
+      return this.now();
+    } catch {
+      return this.#lastTime;
+    }
+  }
+
+  sleep(ms: number, signal: AbortSignal): Promise<void> {
+    return this.#clock.sleep(ms, signal);
+  }
+
+  setTimer(ms: number, callback: () => void): () => void {
+    return this.#clock.setTimer(ms, callback);
+  }
 }
 
 /**
@@ -64,4 +87,13 @@ export function safeNow(clock: Clock): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * The clock a run's guarded clock wraps (the injected one), or `clock` itself when it is not a guarded clock.
+ * @example
+ * unguarded(session.config.clock) === systemClock; // for a loop on the wall clock
+ */
+export function unguarded(clock: Clock): Clock {
+  return clock instanceof RunClock ? clock.source : clock;
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { virtualClock } from '../../testing/virtual-clock.js';
 import { describeAbortReason } from './abort-reason.js';
-import { guardClock, safeNow } from './guarded-clock.js';
+import { guardClock, safeNow, unguarded } from './guarded-clock.js';
 import { resolveRunId } from './run-id.js';
 
 describe('guardClock', () => {
@@ -32,6 +32,30 @@ describe('guardClock', () => {
     expect(guardClock(broken).safeNow()).toBe(0);
     expect(safeNow(broken)).toBe(0);
     expect(safeNow(virtualClock(3))).toBe(3);
+  });
+});
+
+describe('guardClock, per run', () => {
+  it('shares its methods between runs (no closures a run: a run in flight holds its clock) and unwraps to the clock it guards', () => {
+    const clock = virtualClock(1);
+    const first = guardClock(clock);
+    const second = guardClock(clock);
+    expect(first).not.toBe(second);
+    for (const method of ['now', 'safeNow', 'sleep', 'setTimer'] as const) expect(first[method]).toBe(second[method]);
+    expect(Object.keys(first)).toEqual([]);
+    expect(unguarded(first)).toBe(clock);
+    expect(unguarded(clock)).toBe(clock);
+  });
+
+  it('keeps its last good time per run', () => {
+    let time: unknown = 4;
+    const clock = { ...virtualClock(), now: () => time as number };
+    const first = guardClock(clock);
+    expect(first.now()).toBe(4);
+    const second = guardClock(clock);
+    time = NaN;
+    expect(first.safeNow()).toBe(4);
+    expect(second.safeNow()).toBe(0);
   });
 });
 

@@ -4,7 +4,7 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ModelCallError } from '../../contracts/errors.js';
 import { scriptedModel } from '../../testing/index.js';
 import { virtualClock, type VirtualClock } from '../../testing/virtual-clock.js';
@@ -12,6 +12,7 @@ import { resolveConfig } from '../config/config.js';
 import { RunAbort } from './abort-fanout.js';
 import { callWithTimeout, callWithTimeoutThen, type CallSettlement } from './call-timeout.js';
 import { RunSession } from './run-session.js';
+import { reusableTimer, systemClock } from './clock.js';
 
 /** A run's session on a clock whose timers the test counts and fires. */
 function sessionOn(clock: VirtualClock): { session: RunSession; run: RunAbort; timers: () => number } {
@@ -241,5 +242,115 @@ describe('callWithTimeoutThen', () => {
     }
     expect(settlementRef.deref()).toBeUndefined();
     expect(hung).toBeInstanceOf(Promise);
+  });
+});
+
+describe("the run's one call timer on the system clock", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** A run's session on the wall clock (the default), and the Node timers it holds the process open with. */
+  function wallSession(): { session: RunSession; run: RunAbort } {
+    const run = new RunAbort();
+    const config = resolveConfig({ model: scriptedModel([]) });
+    return { session: new RunSession(config, 'run_1', 'goal', run), run };
+  }
+  const refedTimeouts = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+
+  it('re-arms one Node timer for call after call, lets it hold the process only while a call is out, and clears it at the end', async () => {
+    const { session } = wallSession();
+    const setTimeoutSpy = vi.spyOn(globalThis, 'setTimeout');
+    const before = refedTimeouts();
+    for (let call = 0; call < 5; call++) {
+      let during = -1;
+      await expect(
+        callWithTimeout(session, 60_000, 'the model call', () => {
+          during = refedTimeouts();
+          return `reply ${call}`;
+        }),
+      ).resolves.toBe(`reply ${call}`);
+      expect(during).toBe(before + 1);
+      expect(refedTimeouts()).toBe(before);
+    }
+    // One timer for the five calls (a timer a call before).
+    expect(setTimeoutSpy).toHaveBeenCalledTimes(1);
+    session.closeCallTimer();
+    expect(session.callTimer).toBeNull();
+    // After the run's end a call sets a timer of its own, and lets it go.
+    await expect(callWithTimeout(session, 60_000, 'late', () => 'ok')).resolves.toBe('ok');
+    expect(setTimeoutSpy).toHaveBeenCalledTimes(2);
+    expect(refedTimeouts()).toBe(before);
+  });
+
+  it('times out a later call after earlier ones settled in time, with the same error as a timer of its own', async () => {
+    const { session } = wallSession();
+    await expect(callWithTimeout(session, 30, 'the model call', () => 'fast')).resolves.toBe('fast');
+    await expect(callWithTimeout(session, 30, 'the model call', () => 'fast')).resolves.toBe('fast');
+    let signal: AbortSignal | undefined;
+    const error = await callWithTimeout(session, 30, 'the model call', (scope) => {
+      signal = scope.signal;
+      return never();
+    }).then(
+      () => null,
+      (reason: unknown) => reason,
+    );
+    expect(ModelCallError.is(error)).toBe(true);
+    expect(error).toMatchObject({
+      kind: 'timeout',
+      message: 'the model call took longer than modelCallTimeoutMs (30 ms)',
+    });
+    expect(signal?.reason).toBe(error);
+    session.closeCallTimer();
+  });
+
+  it("a call that settles after its timeout leaves the next call's timer armed", async () => {
+    const { session } = wallSession();
+    let settleFirst: (value: string) => void = () => undefined;
+    const first = callWithTimeout(
+      session,
+      30,
+      'the first call',
+      () => new Promise<string>((resolve) => (settleFirst = resolve)),
+    );
+    await expect(first).rejects.toMatchObject({ kind: 'timeout' });
+    const second = callWithTimeout(session, 30, 'the second call', never);
+    // The abandoned first call settles now, while the second waits on the timer.
+    settleFirst('late');
+    await Promise.resolve();
+    await expect(second).rejects.toMatchObject({
+      kind: 'timeout',
+      message: 'the second call took longer than modelCallTimeoutMs (30 ms)',
+    });
+    session.closeCallTimer();
+  });
+
+  it('gives a call out at the same time, or with another timeout, a timer of its own; each times out', async () => {
+    const { session } = wallSession();
+    const setTimeoutSpy = vi.spyOn(globalThis, 'setTimeout');
+    const outcomes = await Promise.allSettled([
+      callWithTimeout(session, 30, 'the model call', never),
+      callWithTimeout(session, 30, 'a judge', never),
+      callWithTimeout(session, 40, 'an evaluator', never),
+    ]);
+    expect(
+      outcomes.map((outcome) => (outcome.status === 'rejected' ? (outcome.reason as Error).message : null)),
+    ).toEqual([
+      'the model call took longer than modelCallTimeoutMs (30 ms)',
+      'a judge took longer than modelCallTimeoutMs (30 ms)',
+      'an evaluator took longer than modelCallTimeoutMs (40 ms)',
+    ]);
+    expect(setTimeoutSpy).toHaveBeenCalledTimes(3);
+    // The shared timer is free again: the next call of its duration re-arms it rather than setting another.
+    await expect(callWithTimeout(session, 30, 'the model call', () => 'ok')).resolves.toBe('ok');
+    expect(setTimeoutSpy).toHaveBeenCalledTimes(3);
+    session.closeCallTimer();
+  });
+
+  it('is only for the system clock: a run on any other clock sets its timers there', () => {
+    const { session } = sessionOn(virtualClock());
+    expect(session.callTimer).toBeNull();
+    expect(reusableTimer(systemClock)).not.toBeNull();
+    expect(reusableTimer({ ...systemClock })).toBeNull();
   });
 });

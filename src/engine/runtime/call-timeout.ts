@@ -8,6 +8,7 @@
 import { ModelCallError } from '../../contracts/errors.js';
 import { LazySignal, type AbortWatcher } from './abort-fanout.js';
 import type { RunSession } from './run-session.js';
+import type { ReusableTimer, TimerTarget } from './clock.js';
 
 /** The error a model call that took too long fails with (made when its timeout fires, not per call). */
 function modelCallTimeout(what: string, timeoutMs: number): ModelCallError {
@@ -29,7 +30,7 @@ export interface CallScope {
  * object with its fields in place of a closure per role (stop, finish, the abort's subscription and its
  * forgetting) keeps that small.
  */
-class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher {
+class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher, TimerTarget {
   resolve: (value: Out | PromiseLike<Out>) => void = settleNothing;
   reject: (error: Error) => void = settleNothing;
   #cancelTimer: unknown = undefined;
@@ -38,6 +39,8 @@ class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher {
    * changes nothing, and a call that never settles after its timeout keeps none of the caller's state.
    */
   #then: CallSettlement<Result, Out> | null;
+  /** The call, until it is made. */
+  #call: ((scope: CallScope) => Promise<Result> | Result) | null;
 
   constructor(
     readonly session: RunSession,
@@ -45,14 +48,52 @@ class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher {
     readonly what: string,
     readonly timeoutError: (() => Error) | undefined,
     then: CallSettlement<Result, Out>,
+    call: (scope: CallScope) => Promise<Result> | Result,
   ) {
     super();
     this.#then = then;
+    this.#call = call;
   }
 
-  /** Arms the call's timer on the run's clock (none for `Infinity`: Node clamps what it cannot hold). */
+  /**
+   * Makes the call and hears how its promise settles: a call that throws fails like one that rejects. The
+   * call's promise is listened to directly, not adopted by another promise first (which held a promise, a
+   * reaction and two resolving functions more across every call).
+   */
+  start(): void {
+    const call = this.#call;
+    this.#call = null;
+    if (call === null) return;
+    let result: Promise<Result> | Result;
+    let thenable: boolean;
+    try {
+      result = call(this);
+      thenable = isThenable(result);
+    } catch (error) {
+      this.failed(error);
+      return;
+    }
+    if (!thenable) {
+      this.fulfilled(result as Result);
+      return;
+    }
+    Promise.resolve(result).then(
+      (value) => this.fulfilled(value),
+      (error: unknown) => this.failed(error),
+    );
+  }
+
+  /**
+   * Arms the call's timer: the run's own timer when it has one free for this duration (the system clock), else
+   * one on the run's clock (none for `Infinity`: Node clamps what it cannot hold).
+   */
   arm(): void {
     if (this.aborted || !Number.isFinite(this.timeoutMs)) return;
+    const shared = this.session.callTimer;
+    if (shared !== null && shared.set(this.timeoutMs, this)) {
+      this.#cancelTimer = shared;
+      return;
+    }
     try {
       this.#cancelTimer = this.session.config.clock.setTimer(this.timeoutMs, () => this.timedOut());
     } catch (error) {
@@ -96,12 +137,22 @@ class WatchedCall<Result, Out> extends LazySignal implements AbortWatcher {
 
   finish(): void {
     this.session.aborts.unwatch(this);
+    const cancel = this.#cancelTimer;
     // A clock whose setTimer returns no cancel function leaves a timer that fires into a settled call: harmless.
-    if (typeof this.#cancelTimer === 'function') this.#cancelTimer();
+    if (typeof cancel === 'function') (cancel as () => void)();
+    else if (cancel !== undefined) (cancel as ReusableTimer).clear(this);
   }
 }
 
 const settleNothing = (): void => undefined;
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  (typeof value === 'object' || typeof value === 'function') &&
+  value !== null &&
+  typeof (value as { then?: unknown }).then === 'function';
+
+/** One function for every call (not a closure a call): what starts a call in its microtask. */
+const startWatched = (watched: { start(): void }): void => watched.start();
 
 /**
  * What a call's outcome becomes, for `callWithTimeout`'s settlement: the value the call fulfilled with, or its
@@ -167,7 +218,7 @@ function watchCall<Result, Out>(
   timeoutError: (() => Error) | undefined,
   then: CallSettlement<Result, Out>,
 ): Promise<Out> {
-  const watched = new WatchedCall<Result, Out>(session, timeoutMs, what, timeoutError, then);
+  const watched = new WatchedCall<Result, Out>(session, timeoutMs, what, timeoutError, then, call);
   const settled = new Promise<Out>((resolve, reject) => {
     watched.resolve = resolve;
     watched.reject = reject;
@@ -175,12 +226,6 @@ function watchCall<Result, Out>(
   session.aborts.watch(watched);
   watched.arm();
   // Started in a microtask, as before: a call that throws synchronously rejects like one that rejects.
-  // (`.then(call)` with the call's own object as its scope: no closure of its own per call.)
-  Promise.resolve<CallScope>(watched)
-    .then(call)
-    .then(
-      (value) => watched.fulfilled(value),
-      (error: unknown) => watched.failed(error),
-    );
+  void Promise.resolve(watched).then(startWatched);
   return settled;
 }

@@ -186,6 +186,7 @@ export async function driveRun(
         // A clock whose cancel function throws: the run is over either way.
       }
       input.signal?.removeEventListener('abort', onUserAbort);
+      session.closeCallTimer();
       actor.stop();
     }
     return buildResult(session, actor.getSnapshot());

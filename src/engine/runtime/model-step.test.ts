@@ -40,7 +40,7 @@ function loopOf(steps: number) {
 }
 
 describe('performModelCall', () => {
-  it('makes at most 27 promises a step (28 when the step went on from the call in a .then of its promise)', async () => {
+  it("makes at most 26 promises a step (27 when the call's promise was adopted by another before it was listened to, 28 when the step went on from the call in a .then of its promise)", async () => {
     let promises = 0;
     const hook = createHook({
       init(_id, type) {
@@ -63,6 +63,6 @@ describe('performModelCall', () => {
     // Ten steps more, so what a run makes once cancels out.
     const perStep = ((await promisesOfRun(20)) - (await promisesOfRun(10))) / 10;
     expect(perStep).toBeGreaterThan(0);
-    expect(perStep).toBeLessThanOrEqual(27);
+    expect(perStep).toBeLessThanOrEqual(26);
   });
 });

@@ -137,3 +137,35 @@ describe('RunSession', () => {
     expect(warnings).toBe(run.warnings);
   });
 });
+
+describe('RunSession, held by a run in flight', () => {
+  it('makes no Set of unpriced models until it warns of one, and keeps and restores them as before', () => {
+    const config = resolveConfig({ model: scriptedModel([]) });
+    const original = globalThis.Set;
+    let made = 0;
+    globalThis.Set = class CountedSet<T> extends original<T> {
+      constructor(values?: Iterable<T> | null) {
+        super(values);
+        made++;
+      }
+    } as SetConstructor;
+    let run: RunSession;
+    try {
+      run = new RunSession(config, 'run_1', 'Weekly report', new AbortController().signal);
+    } finally {
+      globalThis.Set = original;
+    }
+    expect(made).toBe(0);
+    expect(run.unpricedModelIds).toEqual([]);
+    run.warnIfUnpriced('mystery-model', 5);
+    run.warnIfUnpriced('mystery-model', 6);
+    expect(run.unpricedModelIds).toEqual(['mystery-model']);
+    expect(run.recordsForResult().warnings).toHaveLength(1);
+    run.restoreFields(restored({ unpricedModels: [] }));
+    expect(run.unpricedModelIds).toEqual([]);
+    run.restoreFields(restored({ unpricedModels: ['a', 'b'] }));
+    expect(run.unpricedModelIds).toEqual(['a', 'b']);
+    run.warnIfUnpriced('a', 7);
+    expect(run.recordsForResult().warnings).toHaveLength(1);
+  });
+});

@@ -20,6 +20,8 @@ import { offeredToolNames, offeredToolSpecs, toolHealthFigures } from '../tools/
 import { AbortFanout, RunAbort } from './abort-fanout.js';
 import { priceOf } from '../pricing/pricing.js';
 import { Transcript } from './transcript.js';
+import { reusableTimer, type ReusableTimer } from './clock.js';
+import { unguarded } from '../hooks/guarded-clock.js';
 import { taskTranscript } from '../conversation/task-transcript.js';
 import { toolSpecChars, type LoopSetup } from './loop-setup.js';
 
@@ -69,8 +71,10 @@ export class RunSession {
   #fatalError: Error | null = null;
   #restingState: string | null = null;
   #lastEvaluation: LastEvaluation | null = null;
-  /** Model ids already warned about as unpriced (persisted with a durable run). */
-  readonly #unpricedModels = new Set<string>();
+  /** The run's one timer for its calls' timeouts on the system clock (null: a timer a call); made at the first call. */
+  #callTimer: ReusableTimer | null | undefined = undefined;
+  /** Model ids already warned about as unpriced (persisted with a durable run); made at the first. */
+  #unpricedModels: Set<string> | undefined = undefined;
   readonly tasks: readonly TaskConfig[];
   /** The loop's tools plus the built-in plan tool when it is on. */
   readonly tools: ReadonlyMap<string, Tool>;
@@ -221,7 +225,7 @@ export class RunSession {
 
   /** Model ids warned about as unpriced, for a durable run's journal. */
   get unpricedModelIds(): string[] {
-    return [...this.#unpricedModels];
+    return this.#unpricedModels === undefined ? [] : [...this.#unpricedModels];
   }
 
   /** Start a fresh conversation for the task at `index`: each task is its own bounded loop. */
@@ -310,8 +314,7 @@ export class RunSession {
       Object.assign(this.#taskOutputs, fields.taskOutputs);
     }
     if (fields.progress !== null) this.#progress = fields.progress;
-    this.#unpricedModels.clear();
-    for (const id of fields.unpricedModels) this.#unpricedModels.add(id);
+    this.#unpricedModels = fields.unpricedModels.length === 0 ? undefined : new Set(fields.unpricedModels);
   }
 
   /** Puts back a journalled conversation: a fresh transcript when the record replaces it. */
@@ -385,6 +388,22 @@ export class RunSession {
     return this.#trace.wantsLiveEvents;
   }
 
+  /**
+   * The timer this run's calls re-arm for their timeouts, or null when the run's clock is not the system clock
+   * (each call sets its own on the run's clock) or the run has ended.
+   */
+  get callTimer(): ReusableTimer | null {
+    // Not `??=`: null (another clock, or the run has ended) stays null.
+    if (this.#callTimer === undefined) this.#callTimer = reusableTimer(unguarded(this.config.clock));
+    return this.#callTimer;
+  }
+
+  /** Clears the calls' timer at the run's end: a later call sets a timer of its own. Safe to call twice. */
+  closeCallTimer(): void {
+    this.#callTimer?.close();
+    this.#callTimer = null;
+  }
+
   /** Closes every sink (the trace file's descriptor, open spans); safe to call twice. */
   closeTrace(): void {
     this.#trace.close();
@@ -392,8 +411,8 @@ export class RunSession {
 
   /** Warns once per model id that has no price: its spend is invisible to maxCostUsd. */
   warnIfUnpriced(modelId: string, at: number): void {
-    if (priceOf(this.config.prices, modelId) !== undefined || this.#unpricedModels.has(modelId)) return;
-    this.#unpricedModels.add(modelId);
+    if (priceOf(this.config.prices, modelId) !== undefined || this.#unpricedModels?.has(modelId) === true) return;
+    (this.#unpricedModels ??= new Set()).add(modelId);
     this.warn(
       `no price for model "${modelId}": its cost counts as $0, so maxCostUsd cannot stop it; add it to \`prices\``,
       at,

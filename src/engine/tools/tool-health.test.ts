@@ -194,3 +194,36 @@ describe('ToolHealth half-open circuit', () => {
     expect(health.circuit('kb')).toBe('half_open');
   });
 });
+
+describe('ToolHealth, held by a run in flight', () => {
+  /** Counts the Maps made while `make` runs (the class's own fields included). */
+  function mapsMadeBy(make: () => unknown): number {
+    const original = globalThis.Map;
+    let made = 0;
+    globalThis.Map = class CountedMap<K, V> extends original<K, V> {
+      constructor(entries?: Iterable<readonly [K, V]> | null) {
+        super(entries);
+        made++;
+      }
+    } as MapConstructor;
+    try {
+      make();
+    } finally {
+      globalThis.Map = original;
+    }
+    return made;
+  }
+
+  it('makes no Map for what it learned until it learns something, and learns nothing from an empty record', () => {
+    expect(mapsMadeBy(() => new ToolHealth())).toBe(1);
+    const health = new ToolHealth({ threshold: 2, now: () => 1_000 });
+    expect(mapsMadeBy(() => health.restoreLearned({}))).toBe(1);
+    expect(health.weight('search')).toBe(1);
+    health.restoreLearned({ search: { weight: 0.25, consecutiveFailures: 2, lastFailureAt: 900 } });
+    expect(health.weight('search')).toBe(0.25);
+    expect(health.circuit('search')).toBe('open');
+    health.restoreLearned({});
+    expect(health.weight('search')).toBe(1);
+    expect(health.circuit('search')).toBe('closed');
+  });
+});

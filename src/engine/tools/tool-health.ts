@@ -81,7 +81,8 @@ export class ToolHealth {
   readonly threshold: number;
   readonly cooldownMs: number;
   readonly #counters = new Map<string, ToolHealthCounters>();
-  readonly #learned = new Map<string, LearnedToolHealth>();
+  /** Made when something is learned: most runs learn nothing, and a run in flight holds its health throughout. */
+  #learned: Map<string, LearnedToolHealth> | undefined = undefined;
   readonly #now: () => number;
   #revision = 0;
 
@@ -131,7 +132,7 @@ export class ToolHealth {
 
   /** The tool's circuit breaker state; `closed` for a tool never called (and never failing in a row before, when learned). */
   circuit(name: string): CircuitState {
-    return this.#circuit(this.#counters.get(name), this.#learned.get(name));
+    return this.#circuit(this.#counters.get(name), this.#learned?.get(name));
   }
 
   #circuit(counters: ToolHealthCounters | undefined, learned: LearnedToolHealth | undefined): CircuitState {
@@ -151,7 +152,7 @@ export class ToolHealth {
    */
   weight(name: string): number {
     const counters = this.#counters.get(name);
-    const prior = this.#learned.get(name)?.weight ?? 1;
+    const prior = this.#learned?.get(name)?.weight ?? 1;
     return counters === undefined ? prior : weightOf(counters, prior);
   }
 
@@ -163,7 +164,7 @@ export class ToolHealth {
    * health.isOpen('search'); // true while it cools down (threshold 3)
    */
   restoreLearned(learned: Readonly<Record<string, LearnedToolHealth>>): void {
-    this.#learned.clear();
+    const restored = new Map<string, LearnedToolHealth>();
     // A failure stamped later than this run's clock (another process's clock, a resumed run's clock that
     // continues where its journal left off) counts as failing now: it cools down for `cooldownMs`, not
     // for that gap as well.
@@ -174,7 +175,8 @@ export class ToolHealth {
       now = Infinity;
     }
     for (const [name, tool] of Object.entries(learned))
-      this.#learned.set(name, { ...tool, lastFailureAt: Math.min(tool.lastFailureAt, now) });
+      restored.set(name, { ...tool, lastFailureAt: Math.min(tool.lastFailureAt, now) });
+    this.#learned = restored.size === 0 ? undefined : restored;
   }
 
   /**
