@@ -35,6 +35,16 @@ export function startRun({ event }: ReducerArgs): Partial<LoopContext> {
   return { startedAt: event.at, lastEventAt: event.at, nextRequestTokens: event.nextRequestTokens };
 }
 
+/**
+ * The run's usage once `event` (a reply) is recorded into `context`: the reply's call added to it. `recordModelResponse`
+ * records exactly this; `verify` reads it alone for a reply that ends the run on a stop it already knows.
+ * @example
+ * replyUsage(context, event).modelCalls // context.usage.modelCalls + (event.modelCalls ?? 1)
+ */
+export function replyUsage(context: LoopContext, event: Extract<LoopEvent, { type: 'model.responded' }>): Usage {
+  return addUsage(context.usage, event.usage, event.modelCalls ?? 1);
+}
+
 export function recordModelResponse({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, 'model.responded');
   const { decision } = event;
@@ -56,7 +66,7 @@ export function recordModelResponse({ context, event }: ReducerArgs): Partial<Lo
     steps: context.steps + 1,
     lastEventAt: Math.max(context.lastEventAt, event.at),
     nextRequestTokens: event.nextRequestTokens,
-    usage: addUsage(context.usage, event.usage, event.modelCalls ?? 1),
+    usage: replyUsage(context, event),
     feedback: null,
     task: {
       steps: task.steps + 1,

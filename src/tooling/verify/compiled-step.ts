@@ -10,9 +10,11 @@
  * other machine `compileMachine` returns null and the exploration goes through XState.
  */
 import { matchesState, type AnyStateNode, type AnyTransitionDefinition, type StateValue } from 'xstate';
-import type { LoopMachine } from '../../../machines/loop-machine.js';
+import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import { failTask, stopRun, stopWithTaskFailure } from '../../../actions/control.js';
+import { replyUsage } from '../../../actions/record.js';
+import { isDeadlineExceeded } from '../../../guards/budget.js';
 import { canContinueAfterTaskFailure } from '../../../guards/decision.js';
 import { lastRecorded, plainGuardOf, RECORDED, recordedArgs } from '../../../machines/recorded-context.js';
 import type { LoopContext, LoopEvent } from '../../../machines/types.js';
@@ -51,7 +53,10 @@ interface Candidate {
    * instead of three: the wrapper's params are known here), else null and `guard` is called.
    */
   plain: PlainGuard | null;
-  /** Whether `plain` reads the recorded context (the wrapper's params are `RECORDED`). */
+  /**
+   * Whether `plain` reads the recorded context (the wrapper's params are `RECORDED`): false for the loop's own
+   * `isDeadlineExceeded`, which answers the same on the context before (see `readsRecordedDeadline`).
+   */
   readsRecorded: boolean;
   taken: Taken;
 }
@@ -77,6 +82,11 @@ interface Taken {
    */
   stopReason: string | null;
   beforeStop: CompiledAction[];
+  /**
+   * With a `stopReason`: whether `beforeStop` is the loop machine's own `recordModelResponse` alone. A reply that stops
+   * on a reason the caller knows leaves nothing but its spend, `replyUsage`: the recording is not made.
+   */
+  replyStop: boolean;
   /** Into a state that is not final with the loop's own `failTask` and a fixed reason as the last action: that reason. */
   failReason: string | null;
   /** When that state is the loop's task-failure state: what stopping there takes (see `TaskFailureStop`). */
@@ -266,12 +276,20 @@ function compile(machine: LoopMachine): CompiledMachine {
     const final = (leaves[landed] as Leaf).final;
     const compiled = compileActions(actions);
     const stopReason = final ? fixedStopReason(actions, landed) : null;
+    const beforeStop = compiled.slice(0, -1);
+    const [recording, ...more] = beforeStop;
     return {
       actions: compiled,
       leaf: landed,
       final,
       stopReason,
-      beforeStop: compiled.slice(0, -1),
+      beforeStop,
+      replyStop:
+        stopReason !== null &&
+        recording !== undefined &&
+        more.length === 0 &&
+        recording.paramsOf === null &&
+        recording.assignment === LOOP_RECORDS_REPLY,
       failStop: null,
       failReason: final ? null : fixedFailReason(actions),
     };
@@ -325,7 +343,8 @@ function compile(machine: LoopMachine): CompiledMachine {
     const params = typeof named === 'string' ? undefined : named.params;
     if (params !== undefined && params !== RECORDED) return null;
     const plain = plainGuardOf(implementations.guards[typeof named === 'string' ? named : named.type]);
-    return plain === undefined ? null : { plain, readsRecorded: params === RECORDED };
+    if (plain === undefined) return null;
+    return { plain, readsRecorded: params === RECORDED && !readsRecordedDeadline(plain) };
   };
   const candidate = (from: number, definition: AnyTransitionDefinition): Candidate => {
     let guard: CompiledGuard | null = null;
@@ -434,7 +453,13 @@ function compile(machine: LoopMachine): CompiledMachine {
     return undefined;
   };
 
-  const result: StepResult = { leaf: 0, context: undefined as never, done: false, stoppedOn: null };
+  const result: StepResult = {
+    leaf: 0,
+    context: undefined as never,
+    usage: undefined as never,
+    done: false,
+    stoppedOn: null,
+  };
   return {
     definitions,
     leafOf(snapshot) {
@@ -452,6 +477,7 @@ function compile(machine: LoopMachine): CompiledMachine {
       let current = context;
       let done = start.final;
       let stoppedOn: string | null = null;
+      let usage: LoopContext['usage'] | null = null;
       const args = guardArgs;
       args.context = context;
       args.event = event;
@@ -465,7 +491,10 @@ function compile(machine: LoopMachine): CompiledMachine {
         const reason = taken.stopReason;
         if (reason !== null && knownStops !== null && knownStops.has(reason)) {
           // Into a final state the caller has, by a fixed reason: all but `stopRun` (see `step`); its exits run nothing.
-          current = runActions(taken.beforeStop, current, event);
+          // A reply recorded and stopped leaves only its spend: the recording is made when a guard read it already.
+          if (taken.replyStop && event.type === 'model.responded')
+            usage = lastRecorded(current, event)?.after.usage ?? replyUsage(current, event);
+          else current = runActions(taken.beforeStop, current, event);
           stoppedOn = reason;
         } else if (taken.failStop !== null && knownStops !== null && knownStops.has(taken.failStop.reason)) {
           // Into the task-failure state, by a fixed reason the caller has: when the task cannot continue, the run
@@ -494,6 +523,7 @@ function compile(machine: LoopMachine): CompiledMachine {
       result.leaf = leafNumber;
       result.context = current;
       result.done = done;
+      result.usage = usage ?? current.usage;
       result.stoppedOn = stoppedOn;
       return result;
     },
@@ -521,6 +551,22 @@ function compile(machine: LoopMachine): CompiledMachine {
 }
 
 const NONE: readonly Candidate[] = [];
+
+/** The assignment of the loop machine's own `recordModelResponse` action (a statechart may provide its own). */
+const LOOP_RECORDS_REPLY = (loopMachine.implementations.actions as Record<string, { assignment?: unknown }>)
+  .recordModelResponse?.assignment;
+
+/**
+ * Whether `plain` is the loop's own `isDeadlineExceeded`, which answers the same on the context as the event will
+ * leave it (`RECORDED`) as on the context before: it reads `startedAt`, `limits.deadlineMs` and the event's time,
+ * `max(event.at, lastEventAt)`; the two events recorded for guards (a reply, a tool round) leave `startedAt` and
+ * `limits` as they are and set `lastEventAt` to `max(lastEventAt, event.at)`, which leaves that maximum as it was.
+ * Asked first of every reply, it would otherwise record every reply, those that stop without reading the recording
+ * too. Checked for every state and outcome of the example loops in compiled-step.test.ts.
+ */
+function readsRecordedDeadline(plain: PlainGuard): boolean {
+  return plain === isDeadlineExceeded;
+}
 
 /**
  * `matchesState(test, value)` without its parsing: a test that is a state name with no `.` or `\\` (as
