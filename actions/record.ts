@@ -81,12 +81,21 @@ export function recordModelResponse({ context, event }: ReducerArgs): Partial<Lo
   return update;
 }
 
+/**
+ * The run's usage once `event` (a failed call) is recorded into `context`: what the call spent added to it.
+ * `recordModelFailure` records exactly this; `verify` reads it alone for a failure that ends the run at once.
+ * @example
+ * failureUsage(context, event).modelCalls // context.usage.modelCalls + (event.modelCalls ?? 1)
+ */
+export function failureUsage(context: LoopContext, event: Extract<LoopEvent, { type: 'model.failed' }>): Usage {
+  return addUsage(context.usage, event.usage, event.modelCalls ?? 1);
+}
+
 export function recordModelFailure({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, 'model.failed');
-  const modelCalls = event.modelCalls ?? 1;
   return {
     lastEventAt: Math.max(context.lastEventAt, event.at),
-    usage: addUsage(context.usage, event.usage, modelCalls),
+    usage: failureUsage(context, event),
     feedback: null,
     transport: {
       consecutiveFailures: context.transport.consecutiveFailures + 1,

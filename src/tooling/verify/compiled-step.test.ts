@@ -326,6 +326,55 @@ describe('the compiled macrostep', () => {
     expect(figures(explore('compiled'))).toEqual(figures(explore('xstate')));
   }, 120_000);
 
+  it('stops a failed call that ends the run at once on a reason it knows without recording it', () => {
+    const [, deadlineAndBudgets] = loops[1] as [string, unknown];
+    const steps = stepsBothWays(explored(deadlineAndBudgets, {})('compiled'), loopMachine);
+    for (const { full, skipped } of steps) expect(skipped).toEqual(full);
+    const failures = steps.filter((step) => step.event.type === 'model.failed');
+    const unrecorded = failures.filter((step) => !step.changed);
+    expect(unrecorded.length).toBeGreaterThan(50);
+    for (const step of unrecorded) expect(step.stoppedOn).toMatch(/^(deadline_exceeded|fatal_error)$/);
+    expect(new Set(unrecorded.map((step) => step.stoppedOn))).toEqual(new Set(['deadline_exceeded', 'fatal_error']));
+    // A failure the run goes on from (a retry), that fails the task or whose retry would wake past the deadline (a
+    // guard that reads the recorded failures) is recorded.
+    const recorded = failures.filter((step) => step.changed);
+    expect(recorded.length).toBeGreaterThan(50);
+    for (const step of recorded) expect(step.stoppedOn).not.toBe('fatal_error');
+    expect(new Set(recorded.map((step) => step.stoppedOn))).toEqual(
+      new Set([null, 'deadline_exceeded', 'retries_exhausted']),
+    );
+  }, 120_000);
+
+  it('records a failed call when the statechart brings its own recordModelFailure', () => {
+    // Its own record of a failure: one more model call than the failure says. Stopping without it would miss that call.
+    const own = loopMachine.provide({
+      actions: {
+        recordModelFailure: assign(({ context }) => ({
+          usage: { ...context.usage, modelCalls: context.usage.modelCalls + 2 },
+          transport: { ...context.transport, consecutiveFailures: context.transport.consecutiveFailures + 1 },
+        })),
+      },
+    });
+    const [, deadlineAndBudgets] = loops[1] as [string, unknown];
+    const explore = explored(deadlineAndBudgets, {}, own);
+    const steps = stepsBothWays(explore('compiled'), own);
+    const failures = steps.filter((step) => step.event.type === 'model.failed');
+    expect(failures.filter((step) => step.stoppedOn === 'fatal_error').length).toBeGreaterThan(50);
+    for (const step of failures) expect(step.changed).toBe(true);
+    for (const { full, skipped } of steps) expect(skipped).toEqual(full);
+    expect(figures(explore('compiled'))).toEqual(figures(explore('xstate')));
+    // Its own guard of a fatal failure, one that reads the failures recorded (this one included, so it never says
+    // yes): asked before the recording, it would say yes to every first failure.
+    const ownGuard = loopMachine.provide({
+      guards: { isFatalModelFailure: readingRecorded(({ context }) => context.transport.consecutiveFailures === 0) },
+    });
+    const exploreOwn = explored(deadlineAndBudgets, {}, ownGuard);
+    const ownSteps = stepsBothWays(exploreOwn('compiled'), ownGuard);
+    for (const { full, skipped } of ownSteps) expect(skipped).toEqual(full);
+    expect(ownSteps.filter((step) => step.event.type === 'model.failed').length).toBeGreaterThan(50);
+    expect(figures(exploreOwn('compiled'))).toEqual(figures(exploreOwn('xstate')));
+  }, 120_000);
+
   it("asks the loop's own deadline of the context before the event: it answers as on the recorded one", () => {
     // The compiled step asks `isDeadlineExceeded` without recording the event first (see `readsRecordedDeadline`).
     const [, deadlineAndBudgets] = loops[1] as [string, unknown];

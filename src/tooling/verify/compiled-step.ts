@@ -13,9 +13,10 @@ import { matchesState, type AnyStateNode, type AnyTransitionDefinition, type Sta
 import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import { failTask, stopRun, stopWithTaskFailure } from '../../../actions/control.js';
-import { replyUsage } from '../../../actions/record.js';
+import { failureUsage, replyUsage } from '../../../actions/record.js';
 import { isDeadlineExceeded } from '../../../guards/budget.js';
 import { canContinueAfterTaskFailure } from '../../../guards/decision.js';
+import { isFatalModelFailure } from '../../../guards/retry.js';
 import { lastRecorded, plainGuardOf, RECORDED, recordedArgs } from '../../../machines/recorded-context.js';
 import type { LoopContext, LoopEvent } from '../../../machines/types.js';
 import { createContextMerge, type ContextMerge } from './context-merge.js';
@@ -91,6 +92,13 @@ interface Taken {
   failReason: string | null;
   /** When that state is the loop's task-failure state: what stopping there takes (see `TaskFailureStop`). */
   failStop: TaskFailureStop | null;
+  /**
+   * When the actions are the loop machine's own `recordModelFailure` alone, into a state that is not final: the first
+   * eventless candidates there whose guards answer the same before that recording as after it (see
+   * `answersBeforeFailure`), each into a final state by `stopRun` alone with a fixed reason. A
+   * failed call that one of them stops on a reason the caller knows leaves nothing but its spend, `failureUsage`.
+   */
+  failureStops: Candidate[] | null;
 }
 
 /**
@@ -292,6 +300,7 @@ function compile(machine: LoopMachine): CompiledMachine {
         recording.assignment === LOOP_RECORDS_REPLY,
       failStop: null,
       failReason: final ? null : fixedFailReason(actions),
+      failureStops: null,
     };
   };
 
@@ -391,10 +400,24 @@ function compile(machine: LoopMachine): CompiledMachine {
       stopLeaf: stop.leaf,
     };
   };
+  // The stops a failed call meets first, once every leaf's candidates are known (see `Taken.failureStops`).
+  const failureStopsInto = (taken: Taken): Candidate[] | null => {
+    const [only, ...more] = taken.actions;
+    if (taken.final || only === undefined || more.length > 0) return null;
+    if (only.paramsOf !== null || only.assignment !== LOOP_RECORDS_FAILURE) return null;
+    const stops: Candidate[] = [];
+    for (const next of (leaves[taken.leaf] as Leaf).always) {
+      if (next.plain === null || next.readsRecorded || !answersBeforeFailure(next.plain)) break;
+      if (next.taken.stopReason === null || next.taken.beforeStop.length > 0) break;
+      stops.push(next);
+    }
+    return stops.length > 0 ? stops : null;
+  };
   for (const leaf of leaves)
     for (const candidate of [...[...leaf.on.values()].flat(), ...leaf.always]) {
       const taken = candidate.taken;
       if (taken.failReason !== null) taken.failStop = failStopInto(taken.leaf, taken.failReason, taken);
+      taken.failureStops = failureStopsInto(taken);
     }
 
   // Made on the first step, from the first context (the machine's initial one): see context-merge.ts.
@@ -488,6 +511,26 @@ function compile(machine: LoopMachine): CompiledMachine {
       while (chosen !== undefined) {
         fired[chosen.number] = 1;
         const taken = chosen.taken;
+        const failureStops = taken.failureStops;
+        if (failureStops !== null && knownStops !== null && event.type === 'model.failed') {
+          // A failed call recorded, then stopped at once (see `Taken.failureStops`): asked before it is recorded.
+          args.context = current;
+          let stop: Candidate | undefined;
+          for (const candidate of failureStops)
+            if ((candidate.plain as PlainGuard)(args)) {
+              stop = candidate;
+              break;
+            }
+          const stopReason = stop?.taken.stopReason ?? null;
+          if (stop !== undefined && stopReason !== null && knownStops.has(stopReason)) {
+            fired[stop.number] = 1;
+            usage = failureUsage(current, event);
+            stoppedOn = stopReason;
+            leafNumber = stop.taken.leaf;
+            done = true;
+            break;
+          }
+        }
         const reason = taken.stopReason;
         if (reason !== null && knownStops !== null && knownStops.has(reason)) {
           // Into a final state the caller has, by a fixed reason: all but `stopRun` (see `step`); its exits run nothing.
@@ -552,9 +595,20 @@ function compile(machine: LoopMachine): CompiledMachine {
 
 const NONE: readonly Candidate[] = [];
 
+const loopActions = loopMachine.implementations.actions as Record<string, { assignment?: unknown }>;
 /** The assignment of the loop machine's own `recordModelResponse` action (a statechart may provide its own). */
-const LOOP_RECORDS_REPLY = (loopMachine.implementations.actions as Record<string, { assignment?: unknown }>)
-  .recordModelResponse?.assignment;
+const LOOP_RECORDS_REPLY = loopActions.recordModelResponse?.assignment;
+/** The assignment of the loop machine's own `recordModelFailure` action. */
+const LOOP_RECORDS_FAILURE = loopActions.recordModelFailure?.assignment;
+
+/**
+ * Whether `plain` answers the same before the loop's own `recordModelFailure` as after it: `isFatalModelFailure` reads
+ * the event alone, and `isDeadlineExceeded` reads `startedAt`, `limits` and `max(event.at, lastEventAt)`, of which the
+ * recording changes only `lastEventAt`, to `max(lastEventAt, event.at)` (see `readsRecordedDeadline`).
+ */
+function answersBeforeFailure(plain: PlainGuard): boolean {
+  return plain === isDeadlineExceeded || plain === isFatalModelFailure;
+}
 
 /**
  * Whether `plain` is the loop's own `isDeadlineExceeded`, which answers the same on the context as the event will
