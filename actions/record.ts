@@ -35,6 +35,16 @@ export function startRun({ event }: ReducerArgs): Partial<LoopContext> {
   return { startedAt: event.at, lastEventAt: event.at, nextRequestTokens: event.nextRequestTokens };
 }
 
+/**
+ * The run's usage once `event` (a reply) is recorded into `context`: the reply's call added to it. `recordModelResponse`
+ * records exactly this; `verify` reads it alone for a reply that ends the run on a stop it already knows.
+ * @example
+ * replyUsage(context, event).modelCalls // context.usage.modelCalls + (event.modelCalls ?? 1)
+ */
+export function replyUsage(context: LoopContext, event: Extract<LoopEvent, { type: 'model.responded' }>): Usage {
+  return addUsage(context.usage, event.usage, event.modelCalls ?? 1);
+}
+
 export function recordModelResponse({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, 'model.responded');
   const { decision } = event;
@@ -56,7 +66,7 @@ export function recordModelResponse({ context, event }: ReducerArgs): Partial<Lo
     steps: context.steps + 1,
     lastEventAt: Math.max(context.lastEventAt, event.at),
     nextRequestTokens: event.nextRequestTokens,
-    usage: addUsage(context.usage, event.usage, event.modelCalls ?? 1),
+    usage: replyUsage(context, event),
     feedback: null,
     task: {
       steps: task.steps + 1,
@@ -71,12 +81,21 @@ export function recordModelResponse({ context, event }: ReducerArgs): Partial<Lo
   return update;
 }
 
+/**
+ * The run's usage once `event` (a failed call) is recorded into `context`: what the call spent added to it.
+ * `recordModelFailure` records exactly this; `verify` reads it alone for a failure that ends the run at once.
+ * @example
+ * failureUsage(context, event).modelCalls // context.usage.modelCalls + (event.modelCalls ?? 1)
+ */
+export function failureUsage(context: LoopContext, event: Extract<LoopEvent, { type: 'model.failed' }>): Usage {
+  return addUsage(context.usage, event.usage, event.modelCalls ?? 1);
+}
+
 export function recordModelFailure({ context, event }: ReducerArgs): Partial<LoopContext> {
   assertEvent(event, 'model.failed');
-  const modelCalls = event.modelCalls ?? 1;
   return {
     lastEventAt: Math.max(context.lastEventAt, event.at),
-    usage: addUsage(context.usage, event.usage, modelCalls),
+    usage: failureUsage(context, event),
     feedback: null,
     transport: {
       consecutiveFailures: context.transport.consecutiveFailures + 1,

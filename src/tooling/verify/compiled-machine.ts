@@ -20,10 +20,15 @@ export interface SteppedState {
 export interface StepResult {
   leaf: number;
   context: LoopContext;
+  /**
+   * The run's usage after the step: `context.usage`, or, when it stopped on a reason the caller knows, the finished
+   * run's (a reply that stops that way is not recorded: `context` is the one before it, and this is its spend).
+   */
+  usage: LoopContext['usage'];
   done: boolean;
   /**
    * When the step ended the run on a stop reason the caller said it knows (`step`'s `knownStops`), that reason, and
-   * `context` is the context before the stop was recorded (its usage is the finished run's); else null.
+   * `context` is the context before the stop was recorded (and before a reply was: `usage` is the finished run's); else null.
    */
   stoppedOn: string | null;
 }

@@ -15,7 +15,9 @@ import toolFeedbackLoop from '../../../examples/tool-feedback.js';
 import weeklyReportLoop from '../../../examples/weekly-report.js';
 import triageLoop from '../../../bench/triage-loop.js';
 import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js';
-import type { LoopLimits } from '../../../machines/types.js';
+import type { LoopEvent, LoopLimits } from '../../../machines/types.js';
+import { isDeadlineExceeded } from '../../../guards/budget.js';
+import { lastRecorded, readingRecorded, recordedArgs } from '../../../machines/recorded-context.js';
 import { compileMachine, leafMatches } from './compiled-step.js';
 import { keyOptionsFor, stateKey } from './state-key.js';
 import { exploreLoop, outcomesOf, type ExploredGraph, type ExploreProgress } from './explore.js';
@@ -202,32 +204,52 @@ describe('the compiled macrostep', () => {
       return [...marks.keys()].filter((number) => marks[number] === 1);
     };
     const everyStop = { has: () => true };
-    const steps: Array<{ full: unknown; skipped: unknown; stoppedOn: string | null; fullFired: number[] }> = [];
+    const steps: Array<{
+      full: unknown;
+      skipped: unknown;
+      stoppedOn: string | null;
+      fullFired: number[];
+      event: LoopEvent;
+      /** Whether the short-cut step recorded its event (its guards or its actions, through recorded-context.ts). */
+      recorded: boolean;
+      /** Whether the short-cut step's context is not the one it started from. */
+      changed: boolean;
+    }> = [];
     graph.states.forEach((state, index) => {
       const leaf = compiledMachine.leafOf(graph.snapshotOf(index));
       for (const { event } of outcomesOf(graph, state)) {
+        // The short-cut step first: whether it recorded the event is read off the recording it leaves.
+        let skipped = compiledMachine.step(leaf, state.context, event, marks, everyStop);
+        const recorded = lastRecorded(state.context, event) !== undefined;
+        const skippedFired = firedBy(
+          () => (skipped = compiledMachine.step(leaf, state.context, event, marks, everyStop)),
+        );
+        const stoppedOn = skipped.stoppedOn;
+        const changed = skipped.context !== state.context;
+        const skippedFigures = {
+          leaf: skipped.leaf,
+          done: skipped.done,
+          reason: stoppedOn ?? skipped.context.stop?.reason ?? null,
+          usage: skipped.usage,
+          fired: skippedFired,
+        };
+        if (stoppedOn === null) expect(skipped.usage).toBe(skipped.context.usage);
         let full = compiledMachine.step(leaf, state.context, event, marks);
         const fullFired = firedBy(() => (full = compiledMachine.step(leaf, state.context, event, marks)));
         const fullFigures = { leaf: full.leaf, done: full.done, reason: full.context.stop?.reason ?? null };
         const fullUsage = full.context.usage;
         expect(full.stoppedOn).toBeNull();
-        let skipped = full;
-        const skippedFired = firedBy(
-          () => (skipped = compiledMachine.step(leaf, state.context, event, marks, everyStop)),
-        );
-        const stoppedOn = skipped.stoppedOn;
+        // A step that does not stop on a known reason gives its context's usage.
+        expect(full.usage).toBe(fullUsage);
         steps.push({
           fullFired,
           full: { ...fullFigures, usage: fullUsage, fired: fullFired },
           // Stopped on a reason: the reason stands for the stop record it did not write; the usage is the run's.
-          skipped: {
-            leaf: skipped.leaf,
-            done: skipped.done,
-            reason: stoppedOn ?? skipped.context.stop?.reason ?? null,
-            usage: skipped.context.usage,
-            fired: skippedFired,
-          },
+          skipped: skippedFigures,
           stoppedOn,
+          event,
+          recorded,
+          changed,
         });
       }
     });
@@ -256,6 +278,132 @@ describe('the compiled macrostep', () => {
         'tool_unavailable',
       ]),
     );
+  }, 120_000);
+
+  it('stops a reply on a reason it knows without recording it, when no guard read the recording', () => {
+    const [, deadlineAndBudgets] = loops[1] as [string, unknown];
+    for (const [loop, limits] of [
+      [incidentLoop, { maxSteps: 4 }],
+      [deadlineAndBudgets, {}],
+    ] as const) {
+      const steps = stepsBothWays(explored(loop, limits)('compiled'), loopMachine);
+      for (const { full, skipped } of steps) expect(skipped).toEqual(full);
+      const replies = steps.filter((step) => step.event.type === 'model.responded' && step.stoppedOn !== null);
+      // The stops the decision guards and the deadline choose (asked before any guard that reads the recording).
+      const unrecorded = replies.filter((step) => !step.recorded);
+      expect(unrecorded.length).toBeGreaterThan(50);
+      expect(new Set(unrecorded.map((step) => step.stoppedOn))).toEqual(
+        new Set(
+          loop === incidentLoop
+            ? ['deadline_exceeded', 'needs_human', 'tool_unavailable']
+            : ['deadline_exceeded', 'tool_unavailable'],
+        ),
+      );
+      // The spend and step stops read the recording their guards made.
+      const recorded = replies.filter((step) => step.recorded);
+      expect(recorded.length).toBeGreaterThan(50);
+      expect(recorded.map((step) => step.stoppedOn)).toContain('budget_exhausted');
+      expect(recorded.map((step) => step.stoppedOn)).not.toContain('tool_unavailable');
+    }
+  }, 120_000);
+
+  it("records a reply's stop when the statechart brings its own recordModelResponse", () => {
+    // Its own record of a reply: one more model call than the reply says. Stopping without it would miss that call.
+    const own = loopMachine.provide({
+      actions: {
+        recordModelResponse: assign(({ context }) => ({
+          steps: context.steps + 1,
+          usage: { ...context.usage, modelCalls: context.usage.modelCalls + 2 },
+        })),
+      },
+    });
+    const explore = explored(incidentLoop, { maxSteps: 4 }, own);
+    const steps = stepsBothWays(explore('compiled'), own);
+    const replies = steps.filter((step) => step.event.type === 'model.responded' && step.stoppedOn !== null);
+    expect(replies.length).toBeGreaterThan(50);
+    for (const step of replies) expect(step.changed).toBe(true);
+    for (const { full, skipped } of steps) expect(skipped).toEqual(full);
+    expect(figures(explore('compiled'))).toEqual(figures(explore('xstate')));
+  }, 120_000);
+
+  it('stops a failed call that ends the run at once on a reason it knows without recording it', () => {
+    const [, deadlineAndBudgets] = loops[1] as [string, unknown];
+    const steps = stepsBothWays(explored(deadlineAndBudgets, {})('compiled'), loopMachine);
+    for (const { full, skipped } of steps) expect(skipped).toEqual(full);
+    const failures = steps.filter((step) => step.event.type === 'model.failed');
+    const unrecorded = failures.filter((step) => !step.changed);
+    expect(unrecorded.length).toBeGreaterThan(50);
+    for (const step of unrecorded) expect(step.stoppedOn).toMatch(/^(deadline_exceeded|fatal_error)$/);
+    expect(new Set(unrecorded.map((step) => step.stoppedOn))).toEqual(new Set(['deadline_exceeded', 'fatal_error']));
+    // A failure the run goes on from (a retry), that fails the task or whose retry would wake past the deadline (a
+    // guard that reads the recorded failures) is recorded.
+    const recorded = failures.filter((step) => step.changed);
+    expect(recorded.length).toBeGreaterThan(50);
+    for (const step of recorded) expect(step.stoppedOn).not.toBe('fatal_error');
+    expect(new Set(recorded.map((step) => step.stoppedOn))).toEqual(
+      new Set([null, 'deadline_exceeded', 'retries_exhausted']),
+    );
+  }, 120_000);
+
+  it('records a failed call when the statechart brings its own recordModelFailure', () => {
+    // Its own record of a failure: one more model call than the failure says. Stopping without it would miss that call.
+    const own = loopMachine.provide({
+      actions: {
+        recordModelFailure: assign(({ context }) => ({
+          usage: { ...context.usage, modelCalls: context.usage.modelCalls + 2 },
+          transport: { ...context.transport, consecutiveFailures: context.transport.consecutiveFailures + 1 },
+        })),
+      },
+    });
+    const [, deadlineAndBudgets] = loops[1] as [string, unknown];
+    const explore = explored(deadlineAndBudgets, {}, own);
+    const steps = stepsBothWays(explore('compiled'), own);
+    const failures = steps.filter((step) => step.event.type === 'model.failed');
+    expect(failures.filter((step) => step.stoppedOn === 'fatal_error').length).toBeGreaterThan(50);
+    for (const step of failures) expect(step.changed).toBe(true);
+    for (const { full, skipped } of steps) expect(skipped).toEqual(full);
+    expect(figures(explore('compiled'))).toEqual(figures(explore('xstate')));
+    // Its own guard of a fatal failure, one that reads the failures recorded (this one included, so it never says
+    // yes): asked before the recording, it would say yes to every first failure.
+    const ownGuard = loopMachine.provide({
+      guards: { isFatalModelFailure: readingRecorded(({ context }) => context.transport.consecutiveFailures === 0) },
+    });
+    const exploreOwn = explored(deadlineAndBudgets, {}, ownGuard);
+    const ownSteps = stepsBothWays(exploreOwn('compiled'), ownGuard);
+    for (const { full, skipped } of ownSteps) expect(skipped).toEqual(full);
+    expect(ownSteps.filter((step) => step.event.type === 'model.failed').length).toBeGreaterThan(50);
+    expect(figures(exploreOwn('compiled'))).toEqual(figures(exploreOwn('xstate')));
+  }, 120_000);
+
+  it("asks the loop's own deadline of the context before the event: it answers as on the recorded one", () => {
+    // The compiled step asks `isDeadlineExceeded` without recording the event first (see `readsRecordedDeadline`).
+    const [, deadlineAndBudgets] = loops[1] as [string, unknown];
+    const graph = explored(deadlineAndBudgets, {})('compiled');
+    const answers = new Set<boolean>();
+    let recordedEvents = 0;
+    graph.states.forEach((state) => {
+      for (const { event } of outcomesOf(graph, state)) {
+        const args = { context: state.context, event };
+        const recorded = recordedArgs(args);
+        if (recorded !== args) recordedEvents += 1;
+        const answer = isDeadlineExceeded(args);
+        expect(isDeadlineExceeded(recorded)).toBe(answer);
+        answers.add(answer);
+      }
+    });
+    expect(recordedEvents).toBeGreaterThan(100);
+    expect(answers).toEqual(new Set([true, false]));
+  }, 120_000);
+
+  it('asks a deadline guard the statechart brings of the recorded context', () => {
+    // Its own deadline: the step count the reply leaves. Asked of the context before the reply, it answers otherwise.
+    const own = loopMachine.provide({
+      guards: { isDeadlineExceeded: readingRecorded(({ context }) => context.steps >= 2) },
+    });
+    const explore = explored(orderStatusLoop, { maxSteps: 4 }, own);
+    const compiled = figures(explore('compiled'));
+    expect(compiled.keys.length).toBeGreaterThan(20);
+    expect(compiled).toEqual(figures(explore('xstate')));
   }, 120_000);
 
   it("records every stop of a statechart given its own stopRun: the shortcut is for the loop's own", () => {

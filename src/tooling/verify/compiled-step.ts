@@ -10,10 +10,13 @@
  * other machine `compileMachine` returns null and the exploration goes through XState.
  */
 import { matchesState, type AnyStateNode, type AnyTransitionDefinition, type StateValue } from 'xstate';
-import type { LoopMachine } from '../../../machines/loop-machine.js';
+import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js';
 import type { LoopSnapshot } from '../../../machines/pending-effect.js';
 import { failTask, stopRun, stopWithTaskFailure } from '../../../actions/control.js';
+import { failureUsage, replyUsage } from '../../../actions/record.js';
+import { isDeadlineExceeded } from '../../../guards/budget.js';
 import { canContinueAfterTaskFailure } from '../../../guards/decision.js';
+import { isFatalModelFailure } from '../../../guards/retry.js';
 import { lastRecorded, plainGuardOf, RECORDED, recordedArgs } from '../../../machines/recorded-context.js';
 import type { LoopContext, LoopEvent } from '../../../machines/types.js';
 import { createContextMerge, type ContextMerge } from './context-merge.js';
@@ -51,7 +54,10 @@ interface Candidate {
    * instead of three: the wrapper's params are known here), else null and `guard` is called.
    */
   plain: PlainGuard | null;
-  /** Whether `plain` reads the recorded context (the wrapper's params are `RECORDED`). */
+  /**
+   * Whether `plain` reads the recorded context (the wrapper's params are `RECORDED`): false for the loop's own
+   * `isDeadlineExceeded`, which answers the same on the context before (see `readsRecordedDeadline`).
+   */
   readsRecorded: boolean;
   taken: Taken;
 }
@@ -77,10 +83,22 @@ interface Taken {
    */
   stopReason: string | null;
   beforeStop: CompiledAction[];
+  /**
+   * With a `stopReason`: whether `beforeStop` is the loop machine's own `recordModelResponse` alone. A reply that stops
+   * on a reason the caller knows leaves nothing but its spend, `replyUsage`: the recording is not made.
+   */
+  replyStop: boolean;
   /** Into a state that is not final with the loop's own `failTask` and a fixed reason as the last action: that reason. */
   failReason: string | null;
   /** When that state is the loop's task-failure state: what stopping there takes (see `TaskFailureStop`). */
   failStop: TaskFailureStop | null;
+  /**
+   * When the actions are the loop machine's own `recordModelFailure` alone, into a state that is not final: the first
+   * eventless candidates there whose guards answer the same before that recording as after it (see
+   * `answersBeforeFailure`), each into a final state by `stopRun` alone with a fixed reason. A
+   * failed call that one of them stops on a reason the caller knows leaves nothing but its spend, `failureUsage`.
+   */
+  failureStops: Candidate[] | null;
 }
 
 /**
@@ -266,14 +284,23 @@ function compile(machine: LoopMachine): CompiledMachine {
     const final = (leaves[landed] as Leaf).final;
     const compiled = compileActions(actions);
     const stopReason = final ? fixedStopReason(actions, landed) : null;
+    const beforeStop = compiled.slice(0, -1);
+    const [recording, ...more] = beforeStop;
     return {
       actions: compiled,
       leaf: landed,
       final,
       stopReason,
-      beforeStop: compiled.slice(0, -1),
+      beforeStop,
+      replyStop:
+        stopReason !== null &&
+        recording !== undefined &&
+        more.length === 0 &&
+        recording.paramsOf === null &&
+        recording.assignment === LOOP_RECORDS_REPLY,
       failStop: null,
       failReason: final ? null : fixedFailReason(actions),
+      failureStops: null,
     };
   };
 
@@ -325,7 +352,8 @@ function compile(machine: LoopMachine): CompiledMachine {
     const params = typeof named === 'string' ? undefined : named.params;
     if (params !== undefined && params !== RECORDED) return null;
     const plain = plainGuardOf(implementations.guards[typeof named === 'string' ? named : named.type]);
-    return plain === undefined ? null : { plain, readsRecorded: params === RECORDED };
+    if (plain === undefined) return null;
+    return { plain, readsRecorded: params === RECORDED && !readsRecordedDeadline(plain) };
   };
   const candidate = (from: number, definition: AnyTransitionDefinition): Candidate => {
     let guard: CompiledGuard | null = null;
@@ -372,10 +400,24 @@ function compile(machine: LoopMachine): CompiledMachine {
       stopLeaf: stop.leaf,
     };
   };
+  // The stops a failed call meets first, once every leaf's candidates are known (see `Taken.failureStops`).
+  const failureStopsInto = (taken: Taken): Candidate[] | null => {
+    const [only, ...more] = taken.actions;
+    if (taken.final || only === undefined || more.length > 0) return null;
+    if (only.paramsOf !== null || only.assignment !== LOOP_RECORDS_FAILURE) return null;
+    const stops: Candidate[] = [];
+    for (const next of (leaves[taken.leaf] as Leaf).always) {
+      if (next.plain === null || next.readsRecorded || !answersBeforeFailure(next.plain)) break;
+      if (next.taken.stopReason === null || next.taken.beforeStop.length > 0) break;
+      stops.push(next);
+    }
+    return stops.length > 0 ? stops : null;
+  };
   for (const leaf of leaves)
     for (const candidate of [...[...leaf.on.values()].flat(), ...leaf.always]) {
       const taken = candidate.taken;
       if (taken.failReason !== null) taken.failStop = failStopInto(taken.leaf, taken.failReason, taken);
+      taken.failureStops = failureStopsInto(taken);
     }
 
   // Made on the first step, from the first context (the machine's initial one): see context-merge.ts.
@@ -434,7 +476,13 @@ function compile(machine: LoopMachine): CompiledMachine {
     return undefined;
   };
 
-  const result: StepResult = { leaf: 0, context: undefined as never, done: false, stoppedOn: null };
+  const result: StepResult = {
+    leaf: 0,
+    context: undefined as never,
+    usage: undefined as never,
+    done: false,
+    stoppedOn: null,
+  };
   return {
     definitions,
     leafOf(snapshot) {
@@ -452,6 +500,7 @@ function compile(machine: LoopMachine): CompiledMachine {
       let current = context;
       let done = start.final;
       let stoppedOn: string | null = null;
+      let usage: LoopContext['usage'] | null = null;
       const args = guardArgs;
       args.context = context;
       args.event = event;
@@ -462,10 +511,33 @@ function compile(machine: LoopMachine): CompiledMachine {
       while (chosen !== undefined) {
         fired[chosen.number] = 1;
         const taken = chosen.taken;
+        const failureStops = taken.failureStops;
+        if (failureStops !== null && knownStops !== null && event.type === 'model.failed') {
+          // A failed call recorded, then stopped at once (see `Taken.failureStops`): asked before it is recorded.
+          args.context = current;
+          let stop: Candidate | undefined;
+          for (const candidate of failureStops)
+            if ((candidate.plain as PlainGuard)(args)) {
+              stop = candidate;
+              break;
+            }
+          const stopReason = stop?.taken.stopReason ?? null;
+          if (stop !== undefined && stopReason !== null && knownStops.has(stopReason)) {
+            fired[stop.number] = 1;
+            usage = failureUsage(current, event);
+            stoppedOn = stopReason;
+            leafNumber = stop.taken.leaf;
+            done = true;
+            break;
+          }
+        }
         const reason = taken.stopReason;
         if (reason !== null && knownStops !== null && knownStops.has(reason)) {
           // Into a final state the caller has, by a fixed reason: all but `stopRun` (see `step`); its exits run nothing.
-          current = runActions(taken.beforeStop, current, event);
+          // A reply recorded and stopped leaves only its spend: the recording is made when a guard read it already.
+          if (taken.replyStop && event.type === 'model.responded')
+            usage = lastRecorded(current, event)?.after.usage ?? replyUsage(current, event);
+          else current = runActions(taken.beforeStop, current, event);
           stoppedOn = reason;
         } else if (taken.failStop !== null && knownStops !== null && knownStops.has(taken.failStop.reason)) {
           // Into the task-failure state, by a fixed reason the caller has: when the task cannot continue, the run
@@ -494,6 +566,7 @@ function compile(machine: LoopMachine): CompiledMachine {
       result.leaf = leafNumber;
       result.context = current;
       result.done = done;
+      result.usage = usage ?? current.usage;
       result.stoppedOn = stoppedOn;
       return result;
     },
@@ -521,6 +594,33 @@ function compile(machine: LoopMachine): CompiledMachine {
 }
 
 const NONE: readonly Candidate[] = [];
+
+const loopActions = loopMachine.implementations.actions as Record<string, { assignment?: unknown }>;
+/** The assignment of the loop machine's own `recordModelResponse` action (a statechart may provide its own). */
+const LOOP_RECORDS_REPLY = loopActions.recordModelResponse?.assignment;
+/** The assignment of the loop machine's own `recordModelFailure` action. */
+const LOOP_RECORDS_FAILURE = loopActions.recordModelFailure?.assignment;
+
+/**
+ * Whether `plain` answers the same before the loop's own `recordModelFailure` as after it: `isFatalModelFailure` reads
+ * the event alone, and `isDeadlineExceeded` reads `startedAt`, `limits` and `max(event.at, lastEventAt)`, of which the
+ * recording changes only `lastEventAt`, to `max(lastEventAt, event.at)` (see `readsRecordedDeadline`).
+ */
+function answersBeforeFailure(plain: PlainGuard): boolean {
+  return plain === isDeadlineExceeded || plain === isFatalModelFailure;
+}
+
+/**
+ * Whether `plain` is the loop's own `isDeadlineExceeded`, which answers the same on the context as the event will
+ * leave it (`RECORDED`) as on the context before: it reads `startedAt`, `limits.deadlineMs` and the event's time,
+ * `max(event.at, lastEventAt)`; the two events recorded for guards (a reply, a tool round) leave `startedAt` and
+ * `limits` as they are and set `lastEventAt` to `max(lastEventAt, event.at)`, which leaves that maximum as it was.
+ * Asked first of every reply, it would otherwise record every reply, those that stop without reading the recording
+ * too. Checked for every state and outcome of the example loops in compiled-step.test.ts.
+ */
+function readsRecordedDeadline(plain: PlainGuard): boolean {
+  return plain === isDeadlineExceeded;
+}
 
 /**
  * `matchesState(test, value)` without its parsing: a test that is a state name with no `.` or `\\` (as

@@ -368,13 +368,13 @@ export function exploreLoop(
         if (INTERRUPTIONS.has(outcome.event.type)) memoisedEdges += 1;
         ({ next, modelCalls: spentModelCalls, toolCalls: spentToolCalls } = memo);
       } else {
-        let nextContext: LoopContext;
+        let nextUsage: LoopContext['usage'];
         if (compiled === null) {
           const step = tracer.step(state as LoopSnapshot, outcome.event);
           for (const definition of step.fired) fired.add(idOf.get(definition) ?? 'unknown');
           next = find(keyedState(step.next));
           if (next < 0) next = addFound(step.next, edge, -1);
-          nextContext = step.next.context;
+          nextUsage = step.next.context.usage;
         } else {
           // A step into a finished state already found by its stop reason skips recording the stop (see `step`).
           const step = compiled.step(leaf, context, outcome.event, firedMarks as Uint8Array, finalStates);
@@ -393,10 +393,10 @@ export function exploreLoop(
             if (next < 0) next = addFound(compiled.stateOf(step.leaf, step.context, step.done), edge, step.leaf);
             if (step.done) finalStates.set(reason, next);
           }
-          nextContext = step.context;
+          nextUsage = step.usage;
         }
-        spentModelCalls = nextContext.usage.modelCalls - context.usage.modelCalls;
-        spentToolCalls = nextContext.usage.toolCalls - context.usage.toolCalls;
+        spentModelCalls = nextUsage.modelCalls - context.usage.modelCalls;
+        spentToolCalls = nextUsage.toolCalls - context.usage.toolCalls;
         if (memoised)
           nodeSuccessors?.set(outcome.label, { next, modelCalls: spentModelCalls, toolCalls: spentToolCalls });
       }
