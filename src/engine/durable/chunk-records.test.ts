@@ -214,6 +214,19 @@ describe('decodeTranscriptChunkChange', () => {
     expect(decodeTranscriptChunkChange(body.replace('"a1b2":3', '"a1b2":"many"'), 'r', 9)).toEqual(rest);
   });
 
+  it("leaves the triples' counts to a caller that folds them (tripleCounts: false), their shape still checked", () => {
+    const body = encodeRecord(chunk);
+    const badCount = body.replace('"a1b2":3', '"a1b2":"many"');
+    expect(() => decodeTranscriptChunk(badCount, 'r', 9)).toThrow(/progress is not the tracker's triples/);
+    // One pass over a whole link's thousands of triples, not two: resume-plan's fold checks each count (and refuses).
+    expect(decodeTranscriptChunk(badCount, 'r', 9, false).progress).toEqual({ whole: true, triples: { a1b2: 'many' } });
+    for (const badShape of [
+      body.replace('"whole":true', '"whole":"yes"'),
+      body.replace('"triples":{"a1b2":3}', '"triples":[3]'),
+    ])
+      expect(() => decodeTranscriptChunk(badShape, 'r', 9, false)).toThrow(/progress is not the tracker's triples/);
+  });
+
   it('reads a chunk without triples (version 4) whole, and refuses a damaged one as the whole decode does', () => {
     const { progress: _progress, ...v4 } = chunk;
     expect(decodeTranscriptChunkChange(encodeRecord(v4), 'r', 9)).toEqual(v4);

@@ -33,6 +33,8 @@ import {
   decodeTranscriptChunk,
   decodeTranscriptChunkChange,
   decodeTranscriptPart,
+  isTripleCount,
+  NOT_TRIPLES,
   quickFirstTraceEvent,
 } from './chunk-records.js';
 
@@ -242,7 +244,10 @@ function historyChain(
     let record = decoded.get(seq);
     // A chunk read for its transcript only (by an earlier pass over a window) is read whole when its triples are wanted.
     if (record === undefined || (!transcriptOnly && record.progress === undefined && chained)) {
-      record = (transcriptOnly ? decodeTranscriptChunkChange : decodeTranscriptChunk)(row.body, runId, seq);
+      // Decoded whole for the tracker's chain, which checks each triple's count as it folds them (one pass, not two).
+      record = transcriptOnly
+        ? decodeTranscriptChunkChange(row.body, runId, seq)
+        : decodeTranscriptChunk(row.body, runId, seq, false);
       decoded.set(seq, record);
     }
     return record;
@@ -290,18 +295,24 @@ function tripleChain(
     seq = record.previous;
   }
   const wholeLink = chain.at(-1)!;
-  const whole = wholeLink.progress!.triples;
+  // The links were decoded without their counts checked: each is checked here, in the one pass that folds it.
   const triples = new Map<string, number>();
-  for (const key in whole) triples.set(key, whole[key]!);
-  let sinceWhole = 0;
-  for (let index = chain.length - 2; index >= 0; index--) {
-    const changed = chain[index]!.progress!.triples;
+  const fold = (link: TranscriptRecord): number => {
+    const changed = link.progress!.triples;
+    let folded = 0;
     for (const key in changed) {
-      triples.set(key, changed[key]!);
-      sinceWhole += 1;
+      const count = changed[key]!;
+      if (!isTripleCount(count))
+        throw new StoreRecordError({ code: 'corrupt_record', runId, seq: link.seq, problem: NOT_TRIPLES });
+      triples.set(key, count);
+      folded += 1;
     }
-  }
-  return { triples, chain: { wholeSize: Object.keys(whole).length, sinceWhole }, wholeSeq: wholeLink.seq };
+    return folded;
+  };
+  const wholeSize = fold(wholeLink);
+  let sinceWhole = 0;
+  for (let index = chain.length - 2; index >= 0; index--) sinceWhole += fold(chain[index]!);
+  return { triples, chain: { wholeSize, sinceWhole }, wholeSeq: wholeLink.seq };
 }
 
 /**

@@ -47,6 +47,34 @@ describe('TranscriptChain', () => {
     expect(whole.change.messages).toHaveLength(12);
     expect(restored.wholeSeq).toBe(48);
   });
+
+  it('weighs a restored whole chunk from the running count: its messages are not read again (thousands at 10,000 steps)', () => {
+    const transcript = new Transcript(0);
+    for (let index = 0; index < 10; index += 1) transcript.append(user('x'.repeat(100)));
+    // The whole chunk's 8 messages turned into traps: a restore that reads one fails here.
+    const trap = new Proxy(user(''), {
+      get: () => {
+        throw new Error('a whole chunk message was read');
+      },
+    });
+    for (let index = 0; index < 8; index += 1) transcript.messages[index] = trap;
+    const restored = new TranscriptChain();
+    restored.restore(40, transcript, 8, 31);
+    // The same decisions as from the messages weighed one by one (the test above): one more is not yet half.
+    transcript.append(user('x'.repeat(100)));
+    expect(restored.take(44, transcript)).toMatchObject({ previous: 40, consolidated: false });
+    // And a whole chunk of other sizes: 8 messages of 300 characters, 2 of 100 since; 9 more of 100 make half.
+    const larger = new Transcript(0);
+    for (let index = 0; index < 8; index += 1) larger.append(user('y'.repeat(300)));
+    for (let index = 0; index < 2; index += 1) larger.append(user('y'.repeat(100)));
+    const chain = new TranscriptChain();
+    chain.restore(40, larger, 8, 31);
+    // (8 × 332) / 2 = 1,328 against (2 + n) × 132: n = 9 reaches it, n = 8 (1,320: 8 short) does not.
+    for (let index = 0; index < 8; index += 1) larger.append(user('y'.repeat(100)));
+    expect(chain.take(44, larger)).toMatchObject({ consolidated: false });
+    larger.append(user('y'.repeat(100)));
+    expect(chain.take(48, larger)).toMatchObject({ consolidated: true });
+  });
 });
 
 describe('closingOf', () => {

@@ -15,10 +15,13 @@ import { markOf, transcriptChange, type TranscriptMark } from './session-state.j
  */
 export const CONSOLIDATE_AT = 0.5;
 
-/** What messages weigh in a chunk: their text, and a little for the JSON around each. */
-const transcriptSize = (messages: readonly Message[]): number => {
+/** What a message weighs in a chunk: its text, and a little for the JSON around it. */
+const MESSAGE_FRAMING = 32;
+
+/** What messages weigh in a chunk (those from `from` on). */
+const transcriptSize = (messages: readonly Message[], from = 0): number => {
   let size = 0;
-  for (const message of messages) size += messageChars(message) + 32;
+  for (let index = from; index < messages.length; index++) size += messageChars(messages[index]!) + MESSAGE_FRAMING;
   return size;
 };
 
@@ -67,7 +70,10 @@ export class TranscriptChain {
     this.wholeAt = wholeSeq;
     const { messages } = transcript;
     const whole = Math.min(wholeMessages, messages.length);
-    this.whole = { size: transcriptSize(messages.slice(0, whole)), since: transcriptSize(messages.slice(whole)) };
+    // The messages since the whole chunk are weighed one by one (at most half its size: see `CONSOLIDATE_AT`); the
+    // whole chunk's from the transcript's running count, without reading its messages (thousands at 10,000 steps).
+    const since = transcriptSize(messages, whole);
+    this.whole = { size: transcript.messageChars + MESSAGE_FRAMING * messages.length - since, since };
   }
 
   /**

@@ -82,6 +82,11 @@ export class Transcript {
     return index;
   }
 
+  /** The characters of every message that count towards the estimate (`messageChars` summed, kept as they join). */
+  get messageChars(): number {
+    return this.chars;
+  }
+
   /** Estimated input tokens of a request made now, plus `extraChars` about to be appended. */
   estimateTokens(extraChars = 0): number {
     return estimateRequestTokens(this.chars + this.fixedChars + extraChars, this.messages.length);
