@@ -77,3 +77,79 @@ describe('a snapshot write that fails', () => {
     expect(charged).toEqual(['s0', 's1', 's2']);
   });
 });
+
+/**
+ * A store whose writes are round trips (Postgres): the snapshot taken in a model call's wait is still being written
+ * when the reply comes, then fails. The reply's write tool queues its intent behind that commit.
+ */
+function slowFailingSnapshotOnce(store: Store): { store: Store; failedAt: number[] } {
+  const failedAt: number[] = [];
+  return {
+    failedAt,
+    store: {
+      ...store,
+      writeSnapshot: async (runId, row, lease) => {
+        if (failedAt.length > 0) return store.writeSnapshot(runId, row, lease);
+        failedAt.push(row.seq);
+        // Longer than the model's reply below: timers fire in the order they are due.
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        throw new Error('connection reset by peer');
+      },
+    },
+  };
+}
+
+/** Four `charge` calls, one a step, from a model that answers after 5 ms (its wait's commit is out meanwhile). */
+function hostedChargingLoop(store: Store, charged: string[]) {
+  const model: Model = {
+    id: 'hosted',
+    generate: ({ messages }) =>
+      new Promise((resolve) =>
+        setTimeout(() => {
+          const step = messages.filter((message) => message.role === 'assistant').length;
+          const usage = { inputTokens: 1, outputTokens: 1 };
+          if (step >= 4) return resolve({ text: 'done', toolCalls: [], usage });
+          const call = { id: `c${step}`, name: 'charge', arguments: JSON.stringify({ id: `s${step}` }) };
+          resolve({ text: null, toolCalls: [call], usage });
+        }, 5),
+      ),
+  };
+  const charge = defineTool({
+    name: 'charge',
+    description: 'Charge a card',
+    input: z.object({ id: z.string() }),
+    access: 'write',
+    execute: async ({ id }) => {
+      charged.push(id);
+      return `charged ${id}`;
+    },
+  });
+  return createLoop({
+    model,
+    tools: [charge],
+    store,
+    clock: virtualClock(),
+    policy: { allow: ['write'] },
+    durable: { snapshotEvery: 4 },
+  });
+}
+
+describe('a snapshot write in a model call wait that fails after the reply came', () => {
+  it('appends nothing after it: no tool runs on an intent whose outcome could not be kept; a resume charges each card once', async () => {
+    const store = memoryStore();
+    const flaky = slowFailingSnapshotOnce(store);
+    const charged: string[] = [];
+    await expect(hostedChargingLoop(flaky.store, charged).run({ goal: 'go', runId: 'r' })).rejects.toThrow(
+      'connection reset by peer',
+    );
+    expect(flaky.failedAt).toHaveLength(1);
+    const rows = await store.readJournal('r', 0);
+    const intents = rows.filter((row) => row.kind === 'intent').length;
+    // Every intent committed has its outcome: a charge made is known to be made.
+    expect(intents).toBe(charged.length);
+    await freeLease(store, 'r');
+    const resumed = await hostedChargingLoop(store, charged).resume('r');
+    expect(resumed.stopReason).toBe('completed');
+    expect(charged).toEqual(['s0', 's1', 's2', 's3']);
+  });
+});

@@ -108,6 +108,10 @@ export class JournalCommits {
     const { store } = this;
     const commit = this.committing.then(async () => {
       this.scheduled = null;
+      // After a failed commit nothing more is appended: a commit chained behind it (a tool's intent queued while
+      // it was out) would make that intent durable, its tool run, and its outcome never be (the failure ends the
+      // drive at the next event), so a resume could not tell whether the tool took effect.
+      if (this.writeFailure !== null) throw this.writeFailure;
       const rows = this.commitRows(this.pending);
       const body = this.pendingRunBody;
       const at = this.pendingFinishedAt;
@@ -134,8 +138,11 @@ export class JournalCommits {
         await (last ? written.catch(() => undefined) : written);
       }
     });
-    // The next commit waits for this one whether it failed or not; the failure is the caller's to see.
-    this.committing = commit.catch(() => undefined);
+    // The next commit waits for this one whether it failed or not; the failure is the caller's to see, and it is
+    // kept before the next commit starts (which then refuses to append).
+    this.committing = commit.catch((error: unknown) => {
+      this.writeFailure ??= error;
+    });
     const seen = commit.catch((error: unknown) => {
       this.writeFailure ??= error;
       throw error;
@@ -190,7 +197,14 @@ export class JournalCommits {
   beforeWaitCommit: () => void = () => undefined;
 
   private readonly snapshotThenCommit = (): void => {
-    this.beforeWaitCommit();
+    try {
+      this.beforeWaitCommit();
+    } catch (error) {
+      // Run from a timer: a snapshot that cannot be taken ends the drive at its next event, as a failed write does,
+      // instead of escaping as an uncaught exception.
+      this.writeFailure ??= error;
+      return;
+    }
     this.commitNow();
   };
 

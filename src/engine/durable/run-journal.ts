@@ -389,9 +389,10 @@ export class RunJournal implements DriverHooks {
   /**
    * A model call that does not answer at once is where a run waits, and where a process mostly dies: the commit
    * made meanwhile (see `JournalCommits.meanwhile`) takes a snapshot of where the run stands with it, so a resume
-   * from there restores it with no event to replay. Taken only when the session stands exactly where the last
-   * event left it (nothing recorded since: no prompt trace, no retry, no learning batch), the state a snapshot at
-   * that event would have held; else the resume replays from the snapshot before, as always.
+   * from there restores it with no event to replay. Taken only when the session stands where the last event left
+   * it but for trace events and warnings recorded since (the model step's step-start, a prompt trace), which the
+   * snapshot leaves out (`standsAt`): the state a snapshot at that event would have held. Else (a message added, a
+   * field moved) the resume replays from the snapshot before, as always.
    */
   private readonly snapshotInWait = (): void => {
     const { actor, session, cursor } = this;

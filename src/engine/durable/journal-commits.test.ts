@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { memoryStore } from '../store/memory-store.js';
+import { JournalCommits } from './journal-commits.js';
+
+const lease = () => ({ owner: 'me', until: Number.MAX_SAFE_INTEGER });
+
+describe('JournalCommits in a model call wait', () => {
+  it('keeps a snapshot that cannot be taken as the write failure, not an uncaught exception', async () => {
+    const commits = new JournalCommits(memoryStore(), 'r', lease as never, {}, false);
+    commits.beforeWaitCommit = () => {
+      throw new TypeError('Converting circular structure to JSON');
+    };
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const reply = new Promise<string>((resolve) => setTimeout(() => resolve('answer'), 20));
+      await expect(commits.meanwhile(reply, true)).resolves.toBe('answer');
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+    expect(uncaught).toEqual([]);
+    expect(commits.writeFailure).toBeInstanceOf(TypeError);
+  });
+
+  it('appends nothing once a commit failed: a later flush rejects with that failure', async () => {
+    const store = memoryStore();
+    let appends = 0;
+    const failing = {
+      ...store,
+      append: async () => {
+        appends += 1;
+        throw new Error('connection reset by peer');
+      },
+    };
+    const commits = new JournalCommits(failing, 'r', lease as never, {}, false);
+    const event = {
+      schemaVersion: 1,
+      kind: 'intent',
+      runId: 'r',
+      seq: 1,
+      key: 'k1',
+      tool: 'charge',
+      args: null,
+    } as never;
+    commits.queue(event);
+    await expect(commits.flush()).rejects.toThrow('connection reset by peer');
+    // An intent queued after the failure (a reply that came while the failed commit was out) is never appended.
+    commits.queue({ ...(event as object), seq: 2, key: 'k2' } as never);
+    await expect(commits.flush()).rejects.toThrow('connection reset by peer');
+    expect(appends).toBe(1);
+  });
+});
