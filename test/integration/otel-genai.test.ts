@@ -218,6 +218,39 @@ describe('GenAI spans', () => {
   });
 });
 
+describe('GenAI subject (the loop and model facts on every span)', () => {
+  /** A scripted model whose `modelName` (read for spans and metrics alone) counts its reads. */
+  function countingModel() {
+    const reads = { modelName: 0 };
+    const model = Object.defineProperty(scriptedModel([reply('ok'), reply('ok')]), 'modelName', {
+      get: () => {
+        reads.modelName++;
+        return 'provider-model-name';
+      },
+    });
+    return { model, reads };
+  }
+
+  it('is worked out only for a run that opens an OpenTelemetry sink', async () => {
+    const { model, reads } = countingModel();
+    const { loop } = createTestLoop({ model });
+    expect((await loop.run({ goal: 'go' })).stopReason).toBe('completed');
+    const off = createTestLoop({ model, trace: { otel: false } }).loop;
+    expect((await off.run({ goal: 'go' })).stopReason).toBe('completed');
+    expect(reads.modelName).toBe(0);
+  });
+
+  it('still names the model on the spans of a run that records them', async () => {
+    const { model, reads } = countingModel();
+    const captured = capture(false);
+    const { loop } = createTestLoop({ model, trace: { otel: captured.otel } });
+    expect((await loop.run({ goal: 'go' })).stopReason).toBe('completed');
+    expect(reads.modelName).toBeGreaterThan(0);
+    const chat = captured.spans().find((span) => span.name.startsWith('chat '));
+    expect(chat?.attributes['gen_ai.request.model']).toBe('provider-model-name');
+  });
+});
+
 describe('GenAI client metrics', () => {
   it('token usage and operation duration, with the advised buckets and a failure’s error.type', async () => {
     const captured = capture();

@@ -119,13 +119,15 @@ export class RunSession {
         sinkDropped: (message, at) => this.warn(message, at),
         closeFailed: (message) => this.#warnings.push(config.redact.text(message)),
       },
-      // Redacted like every event: spans and metrics carry these strings too.
-      config.redact.strings({
-        agentName: config.name,
-        modelId: config.model.id,
-        ...modelNameOf(config.model),
-        ...modelFacts(config.model),
-      }),
+      // Redacted like every event: spans and metrics carry these strings too. Worked out only for a run that
+      // opens an OpenTelemetry sink: most runs have none, and the model's facts are read again for `run-start`.
+      () =>
+        config.redact.strings({
+          agentName: config.name,
+          modelId: config.model.id,
+          ...modelNameOf(config.model),
+          ...modelFacts(config.model),
+        }),
     );
     this.prompts = config.trace.prompts ? new PromptRecorder() : null;
   }

@@ -89,6 +89,38 @@ export function redactedEvent(event: TraceEvent, redact: Redactor, runIdIsClean:
         ? event
         : { ...event, taskId, modelId, toolCalls, ...(metadata === undefined ? {} : { metadata }) };
     }
+    // The run's own events, one each a run (a warning: a few): their free text redacted field by field, not by a
+    // walk of every key. The limits are the loop's numbers (a copy of its own for this run's event), the status
+    // and stop reason words of the engine's vocabulary, as a transition's names are.
+    case 'run-start': {
+      const { server, settings } = event;
+      return {
+        ...event,
+        goalSummary: text(event.goalSummary),
+        tasks: event.tasks.map(text),
+        ...(event.name === undefined ? {} : { name: text(event.name) }),
+        modelId: text(event.modelId),
+        ...(event.provider === undefined ? {} : { provider: text(event.provider) }),
+        ...(server === undefined ? {} : { server: redact.strings(server) }),
+        ...(settings === undefined ? {} : { settings: redact.strings(settings) }),
+        promptVersion: text(event.promptVersion),
+      };
+    }
+    case 'warning': {
+      const message = text(event.message);
+      return message === event.message ? event : { ...event, message };
+    }
+    case 'run-end':
+      // The usage is the machine's output, `result.usage` too: the trace gets a copy, as a walk made one.
+      return { ...event, detail: text(event.detail), usage: redact.strings(event.usage) };
+    case 'evaluation-end':
+      return {
+        ...event,
+        taskId: text(event.taskId),
+        reason: text(event.reason),
+        evaluator: event.evaluator === null ? null : text(event.evaluator),
+        ...(event.usage === undefined || event.usage === null ? {} : { usage: redact.strings(event.usage) }),
+      };
     // The driver's summary of the event the machine takes, two a step: kept as it is when nothing in it is
     // redacted (the usual case), not copied. It is the very event the machine takes, so it goes only where
     // nothing changes it: the caller's `onEvent` gets a copy (`RunTrace`).

@@ -162,7 +162,8 @@ export class RunTrace {
     /** The run id holds nothing the redaction rules would change. */
     private readonly runIdIsClean: boolean,
     private readonly listener: RunTraceListener,
-    subject: GenAiSubject,
+    /** Or a function that works it out, called only when an OpenTelemetry sink opens. */
+    subject: GenAiSubject | (() => GenAiSubject),
   ) {
     const { sinks, problems } = openTraceSinks(options, subject);
     this.#sinks = sinks;

@@ -27,10 +27,14 @@ export interface TraceSink {
   close?(): void;
 }
 
-/** Opens the run's sinks (`subject`: the loop and model facts spans and metrics carry); a file that cannot be opened is a problem to warn about, not a failure. */
+/**
+ * Opens the run's sinks (`subject`: the loop and model facts spans and metrics carry, or a function that works
+ * them out, called only when an OpenTelemetry sink opens); a file that cannot be opened is a problem to warn
+ * about, not a failure.
+ */
 export function openTraceSinks(
   options: ResolvedTraceOptions,
-  subject: GenAiSubject,
+  subject: GenAiSubject | (() => GenAiSubject),
 ): { sinks: TraceSink[]; problems: string[] } {
   const sinks: TraceSink[] = [];
   const problems: string[] = [];
@@ -52,7 +56,7 @@ export function openTraceSinks(
       // unopenable trace.file is: the run goes on without it.
       try {
         if (!isOtelIdle(options.otel)) {
-          const otel = new OtelSink(options.otel, subject);
+          const otel = new OtelSink(options.otel, typeof subject === 'function' ? subject() : subject);
           sinks.push({ option: 'trace.otel', write: (event) => otel.write(event), close: () => otel.close() });
         }
       } catch (error) {
