@@ -143,6 +143,17 @@ describe("the tracker's triples as a chain of transcript chunks", () => {
     expect((error as Error).message).toMatch(/progress is not the tracker's triples/);
   });
 
+  it('a count no JSON number holds exactly (beyond 2^53) is refused as the schema refuses it', async () => {
+    for (const link of ['head', 'whole'] as const) {
+      const error = await damaged((chunk) => {
+        (chunk.progress as { triples: Record<string, unknown> }).triples = { abc: 1e300 };
+      }, link);
+      expect(error).toBeInstanceOf(StoreRecordError);
+      expect(error).toMatchObject({ code: 'corrupt_record' });
+      expect((error as Error).message).toMatch(/progress is not the tracker's triples/);
+    }
+  });
+
   it('a chain with no whole link (a version 4 chunk where it should be) is refused', async () => {
     const error = await damaged((chunk) => {
       delete chunk.progress;

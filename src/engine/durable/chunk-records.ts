@@ -61,8 +61,8 @@ function isTranscriptChange(value: unknown): value is TranscriptChange {
   );
 }
 
-/** Whether a tracker triple's count is one `tripleChangesSchema` accepts (a whole number, not negative). */
-export const isTripleCount = (count: unknown): boolean => Number.isInteger(count) && (count as number) >= 0;
+/** Whether a tracker triple's count is one `tripleChangesSchema` accepts (a safe whole number, not negative). */
+export const isTripleCount = (count: unknown): boolean => Number.isSafeInteger(count) && (count as number) >= 0;
 
 /** The refusal of a chunk whose `progress` is not the tracker's triples (its shape, or a count). */
 export const NOT_TRIPLES =
