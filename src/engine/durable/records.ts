@@ -34,6 +34,8 @@
  * `resultMessages` names the last transcript chunk, written with the stop, whose chain holds them (and the notes the
  * stop answered open calls with). A record without `resultMessages` holds them whole, as before. The other records
  * are shaped as version 5's; the bump makes an older loopstate refuse this version's records as too new.
+ * Also (version unchanged, the field optional): a snapshot's `session.chainFrom`, the seq of the first chunk its
+ * chains reach, so a resume reads the transcript chunks from there; an older snapshot has none (read from the start).
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
@@ -350,6 +352,11 @@ export const snapshotRecordSchema = z
         taskMessageIndex: z.number().int().nullable().optional(),
         /** Version 4: the seq of the `transcript` chunk written with this snapshot (the transcript is folded from its chain). */
         transcriptChunk: z.number().int().positive().optional(),
+        /**
+         * The seq of the earliest chunk its chains reach (the transcript's whole chunk or the triples' whole link):
+         * a resume reads the transcript chunks from there. Absent (older snapshots, or not known): from the start.
+         */
+        chainFrom: z.number().int().positive().optional(),
         /** Versions 1 and 2, or without the in-memory trace: the trace whole. Version 3 with it: empty, `traceLength` long in the chunks. */
         trace: traceSchema,
         traceLength: z.number().int().min(0).optional(),
