@@ -36,6 +36,7 @@
  * are shaped as version 5's; the bump makes an older loopstate refuse this version's records as too new.
  * Also (version unchanged, the field optional): a snapshot's `session.chainFrom`, the seq of the first chunk its
  * chains reach, so a resume reads the transcript chunks from there; an older snapshot has none (read from the start).
+ * And a transcript chunk's `progress.triples` is a flat array `[key, count, …]`; older chunks' object form still reads.
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
@@ -172,9 +173,21 @@ const snapshotFieldsSchema = sessionFieldsSchema.extend({
   progress: z.union([wholeProgressSchema, chainedProgressSchema]),
 });
 
-/** Version 5: the tracker's (call, result) triples in a transcript chunk: all of the task's, or those counted since the previous chunk. */
+/**
+ * Flat triples, key then count (`[key, count, …]`): how a chunk of this version holds them (an object of thousands
+ * of keys parses several times slower). That keys and counts alternate is checked where they are folded (resume-plan.ts
+ * `tripleChain`) and by the hand decoder (chunk-records.ts), not here: a refinement would keep every chunk off the
+ * as-is check's fast path.
+ */
+const flatTriplesSchema = z.array(z.union([z.string(), z.number().int().min(0)]));
+
+/**
+ * Version 5: the tracker's (call, result) triples in a transcript chunk: all of the task's, or those counted since
+ * the previous chunk. An object keyed by triple, or (since the object is slow to parse) a flat array of key, count.
+ */
 export const tripleChangesSchema = z
-  .object({ whole: z.boolean(), triples: z.record(z.string(), z.number().int().min(0)) })
+  // The array first: the as-is check is unsure of a record's option given an array (zod's to pass), sure of the reverse.
+  .object({ whole: z.boolean(), triples: z.union([flatTriplesSchema, z.record(z.string(), z.number().int().min(0))]) })
   .strict();
 
 const transcriptChangeSchema = z

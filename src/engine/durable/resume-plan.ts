@@ -33,6 +33,7 @@ import {
   decodeTranscriptChunk,
   decodeTranscriptChunkChange,
   decodeTranscriptPart,
+  isTriple,
   isTripleCount,
   NOT_TRIPLES,
   quickFirstTraceEvent,
@@ -339,6 +340,15 @@ function tripleChain(
   const fold = (link: TranscriptRecord): number => {
     const changed = link.progress!.triples;
     let folded = 0;
+    // This version's flat array (key, count, …); an older chunk's object keyed by triple below.
+    if (Array.isArray(changed)) {
+      for (let at = 0; at < changed.length; at += 2) {
+        if (!isTriple(changed, at))
+          throw new StoreRecordError({ code: 'corrupt_record', runId, seq: link.seq, problem: NOT_TRIPLES });
+        triples.set(changed[at] as string, changed[at + 1] as number);
+      }
+      return changed.length / 2;
+    }
     for (const key in changed) {
       const count = changed[key]!;
       if (!isTripleCount(count))
