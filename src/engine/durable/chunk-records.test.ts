@@ -10,6 +10,7 @@ import {
   quickFirstTraceEvent,
 } from './chunk-records.js';
 import {
+  decodeJournalRecord,
   encodeRecord,
   RECORD_SCHEMA_VERSION,
   type EventRecord,
@@ -225,6 +226,21 @@ describe('decodeTranscriptChunkChange', () => {
       body.replace('"triples":{"a1b2":3}', '"triples":[3]'),
     ])
       expect(() => decodeTranscriptChunk(badShape, 'r', 9, false)).toThrow(/progress is not the tracker's triples/);
+  });
+
+  it('reads the flat triples this version writes ([key, count, …]) as zod does, and refuses damaged ones', () => {
+    const flat = { ...chunk, progress: { whole: true, triples: ['a1b2', 3, 'c3d4', 0] } } as TranscriptRecord;
+    const body = encodeRecord(flat);
+    expect(decodeTranscriptChunk(body, 'r', 9)).toEqual(flat);
+    expect(decodeJournalRecord(body, 'r', 9)).toEqual(flat);
+    const { progress: _progress, ...rest } = flat;
+    expect(decodeTranscriptChunkChange(body, 'r', 9)).toEqual(rest);
+    const damaged = (triples: unknown[]) => encodeRecord({ ...flat, progress: { whole: true, triples } } as never);
+    for (const bad of [['a1b2'], ['a1b2', 'many'], [7, 3], ['a1b2', -1], ['a1b2', 1.5], ['a1b2', 3, 'c3d4']])
+      expect(() => decodeTranscriptChunk(damaged(bad), 'r', 9)).toThrow(/progress is not the tracker's triples/);
+    // tripleCounts: false checks the length alone; the fold checks each key and count.
+    expect(() => decodeTranscriptChunk(damaged(['a1b2']), 'r', 9, false)).toThrow(/progress is not the tracker's/);
+    expect(decodeTranscriptChunk(damaged(['a1b2', 'many']), 'r', 9, false).progress?.triples).toEqual(['a1b2', 'many']);
   });
 
   it('reads a chunk without triples (version 4) whole, and refuses a damaged one as the whole decode does', () => {

@@ -64,9 +64,13 @@ function isTranscriptChange(value: unknown): value is TranscriptChange {
 /** Whether a tracker triple's count is one `tripleChangesSchema` accepts (a safe whole number, not negative). */
 export const isTripleCount = (count: unknown): boolean => Number.isSafeInteger(count) && (count as number) >= 0;
 
+/** Whether a flat triples array holds a key and its count at `at` (an even index). */
+export const isTriple = (triples: readonly unknown[], at: number): boolean =>
+  typeof triples[at] === 'string' && isTripleCount(triples[at + 1]);
+
 /** The refusal of a chunk whose `progress` is not the tracker's triples (its shape, or a count). */
 export const NOT_TRIPLES =
-  "not a valid record: progress is not the tracker's triples ({ whole, triples: counts by key })";
+  "not a valid record: progress is not the tracker's triples ({ whole, triples: [key, count, …] or counts by key })";
 
 /**
  * What `tripleChangesSchema` accepts, checked by hand: a resume folds every triple of the task. `counts: false`
@@ -76,6 +80,12 @@ export const NOT_TRIPLES =
 function isTripleChanges(value: unknown, counts: boolean): boolean {
   if (!isObject(value) || Object.keys(value).length !== 2 || typeof value.whole !== 'boolean') return false;
   const { triples } = value;
+  // This version's flat array (key, count, …), or an older chunk's object keyed by triple.
+  if (Array.isArray(triples)) {
+    if (triples.length % 2 !== 0) return false;
+    if (counts) for (let at = 0; at < triples.length; at += 2) if (!isTriple(triples, at)) return false;
+    return true;
+  }
   if (!isObject(triples)) return false;
   if (counts) for (const key in triples) if (!isTripleCount(triples[key])) return false;
   return true;

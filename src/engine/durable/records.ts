@@ -34,6 +34,9 @@
  * `resultMessages` names the last transcript chunk, written with the stop, whose chain holds them (and the notes the
  * stop answered open calls with). A record without `resultMessages` holds them whole, as before. The other records
  * are shaped as version 5's; the bump makes an older loopstate refuse this version's records as too new.
+ * Also (version unchanged, the field optional): a snapshot's `session.chainFrom`, the seq of the first chunk its
+ * chains reach, so a resume reads the transcript chunks from there; an older snapshot has none (read from the start).
+ * And a transcript chunk's `progress.triples` is a flat array `[key, count, …]`; older chunks' object form still reads.
  * Every version up to this one is read; records are written with this one.
  */
 import { z } from 'zod';
@@ -170,9 +173,21 @@ const snapshotFieldsSchema = sessionFieldsSchema.extend({
   progress: z.union([wholeProgressSchema, chainedProgressSchema]),
 });
 
-/** Version 5: the tracker's (call, result) triples in a transcript chunk: all of the task's, or those counted since the previous chunk. */
+/**
+ * Flat triples, key then count (`[key, count, …]`): how a chunk of this version holds them (an object of thousands
+ * of keys parses several times slower). That keys and counts alternate is checked where they are folded (resume-plan.ts
+ * `tripleChain`) and by the hand decoder (chunk-records.ts), not here: a refinement would keep every chunk off the
+ * as-is check's fast path.
+ */
+const flatTriplesSchema = z.array(z.union([z.string(), z.number().int().min(0)]));
+
+/**
+ * Version 5: the tracker's (call, result) triples in a transcript chunk: all of the task's, or those counted since
+ * the previous chunk. An object keyed by triple, or (since the object is slow to parse) a flat array of key, count.
+ */
 export const tripleChangesSchema = z
-  .object({ whole: z.boolean(), triples: z.record(z.string(), z.number().int().min(0)) })
+  // The array first: the as-is check is unsure of a record's option given an array (zod's to pass), sure of the reverse.
+  .object({ whole: z.boolean(), triples: z.union([flatTriplesSchema, z.record(z.string(), z.number().int().min(0))]) })
   .strict();
 
 const transcriptChangeSchema = z
@@ -350,6 +365,11 @@ export const snapshotRecordSchema = z
         taskMessageIndex: z.number().int().nullable().optional(),
         /** Version 4: the seq of the `transcript` chunk written with this snapshot (the transcript is folded from its chain). */
         transcriptChunk: z.number().int().positive().optional(),
+        /**
+         * The seq of the earliest chunk its chains reach (the transcript's whole chunk or the triples' whole link):
+         * a resume reads the transcript chunks from there. Absent (older snapshots, or not known): from the start.
+         */
+        chainFrom: z.number().int().positive().optional(),
         /** Versions 1 and 2, or without the in-memory trace: the trace whole. Version 3 with it: empty, `traceLength` long in the chunks. */
         trace: traceSchema,
         traceLength: z.number().int().min(0).optional(),

@@ -33,6 +33,7 @@ import {
   decodeTranscriptChunk,
   decodeTranscriptChunkChange,
   decodeTranscriptPart,
+  isTriple,
   isTripleCount,
   NOT_TRIPLES,
   quickFirstTraceEvent,
@@ -103,10 +104,18 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
   const traceLength = snapshot?.session.traceLength;
   // The trace chunks are read only for an in-memory trace (all of them: `result.trace` holds the whole trace).
   const traceFromChunks = traceLength !== undefined && !rebuild && chunk !== undefined;
-  const [rows, chunkRows] = await Promise.all([
+  // Where the chains begin, when the snapshot names it: the transcript chunks before it are not read.
+  const chainFrom = chunk === undefined ? undefined : snapshot?.session.chainFrom;
+  const chainRead = chainFrom === undefined ? 0 : chainFrom - 1;
+  const [rows, chunkRows, transcriptRows] = await Promise.all([
     store.readJournal(runId, rebuild ? 0 : after),
     // A store may ignore the kinds: they are filtered here again.
-    traceFromChunks ? store.readJournal(runId, 0, CHUNK_KINDS) : Promise.resolve([]),
+    traceFromChunks
+      ? store.readJournal(runId, 0, chainFrom === undefined ? CHUNK_KINDS : TRACE_KINDS)
+      : Promise.resolve([]),
+    traceFromChunks && chainFrom !== undefined
+      ? store.readJournal(runId, chainRead, TRANSCRIPT_KINDS)
+      : Promise.resolve(null),
   ]);
   const before = rebuild ? rows.filter((row) => row.seq <= after) : [];
   // Chunks are written just after their snapshot's event: every chunk up to the snapshot's own.
@@ -127,9 +136,11 @@ export async function readResumePlan(store: Store, runId: string): Promise<Resum
   const history =
     chunk === undefined
       ? null
-      : traceFromChunks
-        ? historyChain(chunkRows, chunk, after, runId, 0, new Map(), chained)!
-        : await historyAt(store, runId, chunk, after, chained);
+      : transcriptRows !== null
+        ? chainAt(transcriptRows, chainRead, chunk, after, runId, chained)
+        : traceFromChunks
+          ? historyChain(chunkRows, chunk, after, runId, 0, new Map(), chained)!
+          : await historyAt(store, runId, chunk, after, chained, chainFrom);
   const transcript = history?.messages ?? (rebuild ? transcriptBefore(before, runId) : null);
   const records = (rebuild ? rows.filter((row) => row.seq > after) : rows)
     .filter((row) => row.kind !== 'trace' && row.kind !== 'transcript')
@@ -202,17 +213,46 @@ async function historyAt(
   head: number,
   snapshotSeq: number,
   chained: boolean,
+  chainFrom: number | undefined,
 ): Promise<History> {
   const decoded = new Map<number, TranscriptRecord>();
-  const from = Math.max(0, snapshotSeq - TRANSCRIPT_WINDOW);
+  // The snapshot names where its chains begin: from there (else a window before it, then everything).
+  const from = chainFrom === undefined ? Math.max(0, snapshotSeq - TRANSCRIPT_WINDOW) : chainFrom - 1;
   // The transcript chunks alone (the stores read them through their chunk index all the same).
   if (from > 0) {
     const rows = await store.readJournal(runId, from, TRANSCRIPT_KINDS);
     const folded = historyChain(rows, head, snapshotSeq, runId, from, decoded, chained);
     if (folded !== null) return folded;
+    if (chainFrom !== undefined) throw beforeChainFrom(runId, snapshotSeq, chainFrom);
   }
   const rows = await store.readJournal(runId, 0, TRANSCRIPT_KINDS);
   return historyChain(rows, head, snapshotSeq, runId, 0, decoded, chained)!;
+}
+
+/**
+ * Both chains from the snapshot's chunk, read from the chunk its `chainFrom` names (the rows after `readAfter`): a
+ * chain that reaches before it is refused (`corrupt_record` at the snapshot), not read further back.
+ */
+function chainAt(
+  rows: readonly { seq: number; kind: string; body: string }[],
+  readAfter: number,
+  head: number,
+  snapshotSeq: number,
+  runId: string,
+  chained: boolean,
+): History {
+  const history = historyChain(rows, head, snapshotSeq, runId, readAfter, new Map(), chained);
+  if (history === null) throw beforeChainFrom(runId, snapshotSeq, readAfter + 1);
+  return history;
+}
+
+function beforeChainFrom(runId: string, snapshotSeq: number, chainFrom: number): StoreRecordError {
+  return new StoreRecordError({
+    code: 'corrupt_record',
+    runId,
+    seq: snapshotSeq,
+    problem: `its chains reach a transcript chunk before the one its chainFrom names (seq ${chainFrom})`,
+  });
 }
 
 /** Both chains from the snapshot's chunk; null when either reaches before the rows read (after `readAfter`). */
@@ -300,6 +340,15 @@ function tripleChain(
   const fold = (link: TranscriptRecord): number => {
     const changed = link.progress!.triples;
     let folded = 0;
+    // This version's flat array (key, count, …); an older chunk's object keyed by triple below.
+    if (Array.isArray(changed)) {
+      for (let at = 0; at < changed.length; at += 2) {
+        if (!isTriple(changed, at))
+          throw new StoreRecordError({ code: 'corrupt_record', runId, seq: link.seq, problem: NOT_TRIPLES });
+        triples.set(changed[at] as string, changed[at + 1] as number);
+      }
+      return changed.length / 2;
+    }
     for (const key in changed) {
       const count = changed[key]!;
       if (!isTripleCount(count))

@@ -455,7 +455,15 @@ export class RunJournal implements DriverHooks {
       runId: this.runId,
       seq: this.lastEventSeq,
       machine: actor.getPersistedSnapshot() as unknown as SnapshotRecord['machine'],
-      session: sessionState(session, this.health, traceInChunks, transcriptChunkSeq, upTo),
+      // The first chunk both chains reach (each whole link's seq; 0 when one is not known): a resume reads from there.
+      session: sessionState(
+        session,
+        this.health,
+        traceInChunks,
+        transcriptChunkSeq,
+        upTo,
+        Math.min(this.transcriptChain.wholeSeq, this.wholeLinkSeq),
+      ),
     };
     const body = encodeRecord(record);
     this.lastSnapshotBytes = body.length;

@@ -265,12 +265,15 @@ export function sessionState(
   traceInChunks: boolean,
   transcriptChunk: number,
   upTo?: RecordedUpTo,
+  chainFrom = 0,
 ): SnapshotRecord['session'] {
   const { transcript } = session;
   return {
     messages: transcript.messages.length,
     taskMessageIndex: taskMessageIndex(transcript),
     transcriptChunk,
+    // Where the chains the chunk ends begin (0: not known, left out): a resume reads the chunks from there.
+    ...(chainFrom > 0 ? { chainFrom } : {}),
     // The in-memory trace is in the journal's trace chunks, written with the snapshot.
     ...(traceInChunks
       ? { trace: [], traceLength: upTo?.trace ?? session.traceLength }
