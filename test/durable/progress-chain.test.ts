@@ -161,6 +161,16 @@ describe("the tracker's triples as a chain of transcript chunks", () => {
     }
   });
 
+  it('a whole link that names a triple twice is refused, naming the record', async () => {
+    const error = await damaged((chunk) => {
+      const triples = (chunk.progress as { triples: unknown[] }).triples;
+      (chunk.progress as { triples: unknown[] }).triples = [...triples, triples[0], 1];
+    }, 'whole');
+    expect(error).toBeInstanceOf(StoreRecordError);
+    expect(error).toMatchObject({ code: 'corrupt_record' });
+    expect((error as Error).message).toMatch(/progress is not the tracker's triples/);
+  });
+
   it('a count no JSON number holds exactly (beyond 2^53) is refused as the schema refuses it', async () => {
     for (const triples of [{ abc: 1e300 }, ['abc', 1e300]]) {
       for (const which of ['head', 'whole'] as const) {

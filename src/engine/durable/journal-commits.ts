@@ -108,10 +108,11 @@ export class JournalCommits {
     const { store } = this;
     const commit = this.committing.then(async () => {
       this.scheduled = null;
-      // After a failed commit nothing more is appended: a commit chained behind it (a tool's intent queued while
-      // it was out) would make that intent durable, its tool run, and its outcome never be (the failure ends the
-      // drive at the next event), so a resume could not tell whether the tool took effect.
-      if (this.writeFailure !== null) throw this.writeFailure;
+      // After a failed commit only tools' outcomes are appended. A commit chained behind it holding a tool's intent
+      // (queued while it was out) would make that intent durable, its tool run, and its outcome never be (the
+      // failure ends the drive at the next event): a resume could not tell whether the tool took effect. But the
+      // outcome of a call already running (its intent durable before the failure) is kept, so a resume serves it.
+      if (this.writeFailure !== null && !this.onlyOutcomesPending()) throw this.writeFailure;
       const rows = this.commitRows(this.pending);
       const body = this.pendingRunBody;
       const at = this.pendingFinishedAt;
@@ -149,6 +150,13 @@ export class JournalCommits {
     });
     this.scheduled = seen;
     return seen;
+  }
+
+  /** Whether what waits for the next commit is tools' outcomes alone (no intent, event, chunk, run body or snapshot). */
+  private onlyOutcomesPending(): boolean {
+    if (this.pendingRunBody !== undefined || this.pendingSnapshot !== null) return false;
+    for (const item of this.pending) if (item.kind !== 'tool-result') return false;
+    return true;
   }
 
   /** Commits what is queued, with the run's metadata once it stopped (and when it finished): the run's last commit. */

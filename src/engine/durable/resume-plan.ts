@@ -359,6 +359,9 @@ function tripleChain(
     return folded;
   };
   const wholeSize = fold(wholeLink);
+  // The writer lists a key once a link (it builds the array from a Map): a whole link naming one twice is damaged.
+  if (triples.size !== wholeSize)
+    throw new StoreRecordError({ code: 'corrupt_record', runId, seq: wholeLink.seq, problem: NOT_TRIPLES });
   let sinceWhole = 0;
   for (let index = chain.length - 2; index >= 0; index--) sinceWhole += fold(chain[index]!);
   return { triples, chain: { wholeSize, sinceWhole }, wholeSeq: wholeLink.seq };
