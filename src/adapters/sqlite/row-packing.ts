@@ -65,11 +65,17 @@ export function packCommit(rows: readonly StoreRow[]): PackedRow[] {
     return rows.map((row) => ({ seq: row.seq, kind: row.kind, ...pack(row.body) }));
   const head = grouped[0]!;
   // Each body's own UTF-8 bytes, one after the other: joining the strings first could pair a body's last lone
-  // surrogate with the next one's first into one character, and the lengths would no longer add up.
-  const bodies = grouped.map((row) => Buffer.from(row.body, 'utf8'));
+  // surrogate with the next one's first into one character, and the lengths would no longer add up. Written into
+  // one buffer (the bytes `Buffer.from` gives each body): no buffer a body, nor a copy to join them.
+  const lengths = grouped.map((row) => Buffer.byteLength(row.body, 'utf8'));
+  const joined = Buffer.allocUnsafe(lengths.reduce((sum, length) => sum + length, 0));
+  let offset = 0;
+  grouped.forEach((row, index) => {
+    offset += joined.write(row.body, offset, lengths[index]!, 'utf8');
+  });
   const headPacked = withHeader(
-    [GROUP_HEAD + CURRENT_DICTIONARY, ...varints([grouped.length, ...bodies.map((body) => body.length)])],
-    deflated(Buffer.concat(bodies)),
+    [GROUP_HEAD + CURRENT_DICTIONARY, ...varints([grouped.length, ...lengths])],
+    deflated(joined),
   );
   const place = new Map(grouped.map((row, index) => [row, index]));
   return rows.map((row) => {
