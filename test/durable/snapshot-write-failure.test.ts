@@ -39,6 +39,11 @@ function chargingLoop(store: Store, charged: string[]) {
       return { text: 'thinking '.repeat(3_000), toolCalls: [call], usage };
     },
   };
+  return chargingLoopOf(model, store, charged, 1);
+}
+
+/** A loop of `model` with one write tool, `charge`, that records each card it charges. */
+function chargingLoopOf(model: Model, store: Store, charged: string[], snapshotEvery: number) {
   const charge = defineTool({
     name: 'charge',
     description: 'Charge a card',
@@ -55,7 +60,7 @@ function chargingLoop(store: Store, charged: string[]) {
     store,
     clock: virtualClock(),
     policy: { allow: ['write'] },
-    durable: { snapshotEvery: 1 },
+    durable: { snapshotEvery },
   });
 }
 
@@ -114,24 +119,7 @@ function hostedChargingLoop(store: Store, charged: string[]) {
         }, 5),
       ),
   };
-  const charge = defineTool({
-    name: 'charge',
-    description: 'Charge a card',
-    input: z.object({ id: z.string() }),
-    access: 'write',
-    execute: async ({ id }) => {
-      charged.push(id);
-      return `charged ${id}`;
-    },
-  });
-  return createLoop({
-    model,
-    tools: [charge],
-    store,
-    clock: virtualClock(),
-    policy: { allow: ['write'] },
-    durable: { snapshotEvery: 4 },
-  });
+  return chargingLoopOf(model, store, charged, 4);
 }
 
 describe('a snapshot write in a model call wait that fails after the reply came', () => {
