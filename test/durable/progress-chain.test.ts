@@ -136,7 +136,7 @@ describe("the tracker's triples as a chain of transcript chunks", () => {
       );
   }
 
-  it.each([
+  it.each<[Record<string, unknown>, string]>([
     [{ abc: 'two' }, 'not a number'],
     [{ abc: 1e300 }, 'beyond 2^53, as the schema refuses it'],
   ])(
