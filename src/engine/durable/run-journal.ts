@@ -408,7 +408,6 @@ export class RunJournal implements DriverHooks {
    */
   private takeSnapshot(actor: Actor<LoopMachine>, session: RunSession, upTo?: RecordedUpTo): void {
     this.eventsSinceSnapshot = 0;
-    this.commits.bytesQueued = 0;
     const traceInChunks = session.config.trace.inMemory;
     if (traceInChunks) {
       // The trace since the last chunk, committed with the events before the snapshot.
