@@ -49,8 +49,33 @@ const checks = storeContract(
 describe('postgresStore keeps the store contract (a schema per check)', () => {
   for (const check of checks) it(check.name, check.run);
 
+  it('takes the snapshot given with an append, in its statement (one round trip), checking and renewing alike', async () => {
+    const schema = `contract_${++made}`;
+    const store = postgresStore({ connectionString: server.url, schema });
+    const lease = { owner: 'owner-a', until: Date.now() + 60_000 };
+    const snapshot = (seq: number) => ({ seq, kind: 'snapshot', body: `{"at":${seq}}` });
+    try {
+      expect(await store.createRun('r', '{}', lease)).toBe(true);
+      const event = { seq: 1, kind: 'event', body: '{}' };
+      expect(await store.append('r', [event], lease, undefined, undefined, snapshot(1))).toEqual({
+        paused: null,
+        cancelRequested: false,
+        snapshotWritten: true,
+      });
+      expect(await store.latestSnapshot('r')).toEqual(snapshot(1));
+      // With the run's body (the statement that renews the lease).
+      const outcome = await store.append('r', [{ ...event, seq: 2 }], lease, '{"s":1}', undefined, snapshot(2));
+      expect(outcome?.snapshotWritten).toBe(true);
+      expect(await store.latestSnapshot('r')).toEqual(snapshot(2));
+      expect(await store.append('r', [{ ...event, seq: 3 }], lease)).toEqual({ paused: null, cancelRequested: false });
+    } finally {
+      await store.close();
+      await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
+    }
+  });
+
   it('left no schema behind (cleanup ran after every check)', async () => {
-    expect(made).toBe(checks.length);
+    expect(made).toBe(checks.length + 1);
     const { rows } = await admin.query(
       "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'contract\\_%'",
     );
