@@ -27,7 +27,7 @@ export interface SqliteStoreOptions {
   path: string;
   /**
    * `normal` (default): WAL with synchronous=NORMAL. `full`: synchronous=FULL, an fsync per journal commit (a
-   * snapshot is made durable by the next one).
+   * snapshot goes in its commit's transaction; one written apart with `writeSnapshot` is made durable by the next).
    */
   durability?: 'normal' | 'full';
   /** How long a writer waits for another process's write lock, in ms (default 5 000). */

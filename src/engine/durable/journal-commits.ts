@@ -34,7 +34,7 @@ export class JournalCommits {
   private pending: (StoreRow | PendingEffectRecord)[] = [];
   private pendingRunBody: string | undefined = undefined;
   private pendingFinishedAt: number | undefined = undefined;
-  /** A snapshot taken and not yet written: written right after the next commit, which holds its events. */
+  /** A snapshot taken and not yet written: written with the next commit (which holds its events), or right after it. */
   pendingSnapshot: StoreRow | null = null;
   /** Set by `finish`: the commit it makes is the run's last (see `flush`). */
   private finishing = false;
