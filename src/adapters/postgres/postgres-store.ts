@@ -265,14 +265,13 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   // What the owner checks before its next step, answered with each append ($1 the run): no second round trip.
   const controlColumns = `(SELECT value FROM ${schema}.control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM ${schema}.runs WHERE run_id = $1) AS cancel_requested`;
   // The snapshot given with an append (its seq, kind and body from `$first`), upserted in the append's statement (one
-  // transaction: durable with its rows or not at all), kept if newer, as `writeSnapshot` does.
+  // transaction: durable with its rows or not at all), kept if newer, as `writeSnapshot` does. Only in the statement
+  // that renews the lease: `writeSnapshot` renewed it too.
   const snapshotWritten = (first: number) =>
     `, written AS (INSERT INTO ${schema}.snapshots (run_id, seq, kind, body) SELECT $1, $${first}, $${first + 1}, $${first + 2} WHERE EXISTS (SELECT 1 FROM held)
       ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body WHERE excluded.seq >= ${schema}.snapshots.seq RETURNING 1)`;
-  const appendChecking = (
-    snapshot: boolean,
-  ) => `WITH held AS (SELECT 1 FROM ${schema}.runs WHERE run_id = $1 AND lease_owner = $2 FOR SHARE),
-    inserted AS (${insertRows('EXISTS (SELECT 1 FROM held)')})${snapshot ? snapshotWritten(6) : ''}
+  const appendChecking = `WITH held AS (SELECT 1 FROM ${schema}.runs WHERE run_id = $1 AND lease_owner = $2 FOR SHARE),
+    inserted AS (${insertRows('EXISTS (SELECT 1 FROM held)')})
     SELECT EXISTS (SELECT 1 FROM held) AS held, (SELECT count(*) FROM inserted) AS inserted, ${controlColumns}`;
   const appendRenewing = (
     snapshot: boolean,
@@ -329,14 +328,15 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       // One statement, so one round trip and its own transaction: the lease is checked (or renewed with
       // the run body) and the rows inserted only where it holds, with the snapshot when given (no round trip of its
       // own). A named statement is prepared once per connection.
-      const renews = rows.length === 0 || runBody !== undefined;
       const withSnapshot = snapshot !== undefined;
+      // With a snapshot, the lease is renewed as `writeSnapshot` renews it (a busy run's snapshots kept it fresh).
+      const renews = rows.length === 0 || runBody !== undefined || withSnapshot;
       // Not safe to send again once sent (a lost reply may hide a commit: sent twice, it would conflict
       // with itself); retried only when it never reached the server.
       const { rows: answer } = await attempt(false, (client) =>
         client.query<{ held: boolean; paused: string | null; cancel_requested: boolean | null }>({
           name: `loopstate-append-${renews ? 'renew' : 'check'}${withSnapshot ? '-snapshot' : ''}-${schema}`,
-          text: renews ? appendRenewing(withSnapshot) : appendChecking(withSnapshot),
+          text: renews ? appendRenewing(withSnapshot) : appendChecking,
           values: [
             runId,
             lease.owner,
