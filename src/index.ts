@@ -106,6 +106,7 @@ export type {
   RunRow,
   Lease,
   RunControl,
+  AppendOutcome,
   PruneOptions,
   LearningRow,
   ListRunsOptions,

@@ -52,6 +52,18 @@ export interface RunControl {
 }
 
 /**
+ * What an append resolves to: the run's control as the append found it and, when it was given a snapshot and wrote
+ * it in the same transaction as the rows, `snapshotWritten: true`.
+ * @example
+ * const outcome = await store.append(runId, rows, lease, undefined, undefined, snapshot);
+ * if (outcome?.snapshotWritten !== true) await store.writeSnapshot(runId, snapshot, lease);
+ */
+export interface AppendOutcome extends RunControl {
+  /** True when the append wrote the snapshot it was given, atomically with its rows; absent otherwise. */
+  snapshotWritten?: boolean;
+}
+
+/**
  * What `store.prune` deletes.
  * @example
  * await store.prune({ finishedBefore: Date.now() - 7 * 24 * 3_600_000 }); // runs finished over a week ago
@@ -124,7 +136,11 @@ export interface Store {
    * two writers of one run can never both succeed. `finishedAt` (epoch ms, with the run body of a
    * finished run): the run is finished from then on, and `prune` may delete it. May resolve to the run's
    * control as the append found it (what `readControl` would answer), so the owner needs no second call
-   * before its next step; a store that resolves to nothing is asked with `readControl`.
+   * before its next step; a store that resolves to nothing is asked with `readControl`. `snapshot` (optional, a
+   * row `writeSnapshot` would take, its seq at most the last row's): a store may write it in the same transaction
+   * as the rows (never before them: a snapshot must not be durable without the events it covers) and then resolves
+   * to `snapshotWritten: true`; a store that does not (resolves without it) is given it with `writeSnapshot` after
+   * the append, as before.
    */
   append(
     runId: string,
@@ -132,7 +148,8 @@ export interface Store {
     lease: Lease,
     runBody?: string,
     finishedAt?: number,
-  ): Promise<RunControl | void>;
+    snapshot?: StoreRow,
+  ): Promise<AppendOutcome | void>;
   /**
    * Journal rows with seq greater than `afterSeq`, in seq order; with `kinds`, only rows of those kinds (a
    * resume reads the chunks written with snapshots this way, not every row of a long run). The durable layer

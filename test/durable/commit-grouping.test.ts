@@ -67,7 +67,29 @@ describe.each([0, 1])('commits of a durable run, maxUncommittedSteps %i', (maxUn
       expect(snapshot.committed).toContain(snapshot.seq);
       expect(snapshot.committed).toContain(snapshot.seq + 1); // its trace chunk
     }
+    // sqliteStore writes each in the transaction of the commit that holds its events: no transaction of its own.
+    expect(counts.snapshots.every((snapshot) => snapshot.inAppend)).toBe(true);
+    expect(counts.writeSnapshots).toBe(0);
     expect((await counts.store.latestSnapshot('snapshots'))?.seq).toBe(counts.snapshots.at(-1)!.seq);
+    await counts.store.close();
+  });
+
+  it('a store whose append does not take a snapshot (one written before it could) is given each with writeSnapshot, after its events', async () => {
+    const counts = counted();
+    const inner = counts.store;
+    // An append of five arguments, as every store had: the snapshot argument is not passed on, nor acknowledged.
+    counts.store = {
+      ...inner,
+      pausePollMs: inner.pausePollMs,
+      append: (runId, rows, lease, runBody, finishedAt) => inner.append(runId, rows, lease, runBody, finishedAt),
+    };
+    const rounds = Array.from({ length: 8 }, (): Round => ['lookup']);
+    const result = await loopOn(counts, rounds, undefined, 3).run({ goal: 'read', runId: 'older-store' });
+    expect(result.stopReason).toBe('completed');
+    expect(counts.writeSnapshots).toBeGreaterThanOrEqual(3);
+    expect(counts.snapshots.every((snapshot) => !snapshot.inAppend)).toBe(true);
+    for (const snapshot of counts.snapshots) expect(snapshot.committed).toContain(snapshot.seq);
+    expect((await counts.store.latestSnapshot('older-store'))?.seq).toBe(counts.snapshots.at(-1)!.seq);
     await counts.store.close();
   });
 

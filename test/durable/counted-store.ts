@@ -25,8 +25,13 @@ export interface Counted {
   /** Appends made before each model call, and before each charge (the write tool) ran. */
   appendsAtModelCall: number[];
   appendsAtCharge: number[];
-  /** Per snapshot written: its seq, and the seqs of the rows appended before it. */
-  snapshots: { seq: number; committed: number[] }[];
+  /**
+   * Per snapshot written: its seq, the seqs of the rows committed with or before it, and whether it went in an
+   * append's transaction (`inAppend`) or through `writeSnapshot`.
+   */
+  snapshots: { seq: number; committed: number[]; inAppend: boolean }[];
+  /** `writeSnapshot` calls. */
+  writeSnapshots: number;
 }
 
 /** A real SQLite store, counted; `silent`: its appends answer nothing (the journal must then ask readControl). */
@@ -41,6 +46,7 @@ export function counted(silent = false, pausePollMs?: number): Counted {
     appendsAtModelCall: [],
     appendsAtCharge: [],
     snapshots: [],
+    writeSnapshots: 0,
   };
   const committed: number[] = [];
   counts.store = {
@@ -50,10 +56,14 @@ export function counted(silent = false, pausePollMs?: number): Counted {
       counts.appends.push(args[1].map((row: StoreRow) => row.kind));
       const control = await inner.append(...args);
       committed.push(...args[1].map((row: StoreRow) => row.seq));
+      const snapshot = args[5];
+      if (snapshot !== undefined && control?.snapshotWritten === true)
+        counts.snapshots.push({ seq: snapshot.seq, committed: [...committed], inAppend: true });
       return silent ? undefined : control;
     },
     async writeSnapshot(runId, row, lease) {
-      counts.snapshots.push({ seq: row.seq, committed: [...committed] });
+      counts.writeSnapshots += 1;
+      counts.snapshots.push({ seq: row.seq, committed: [...committed], inAppend: false });
       return inner.writeSnapshot(runId, row, lease);
     },
     async readControl(runId) {

@@ -49,8 +49,40 @@ const checks = storeContract(
 describe('postgresStore keeps the store contract (a schema per check)', () => {
   for (const check of checks) it(check.name, check.run);
 
+  it('takes the snapshot given with an append, in its statement (one round trip), renewing the lease as writeSnapshot did', async () => {
+    const schema = `contract_${++made}`;
+    const store = postgresStore({ connectionString: server.url, schema });
+    const lease = { owner: 'owner-a', until: Date.now() + 60_000 };
+    const later = { ...lease, until: lease.until + 5_000 };
+    const snapshot = (seq: number) => ({ seq, kind: 'snapshot', body: `{"at":${seq}}` });
+    const event = (seq: number) => ({ seq, kind: 'event', body: '{}' });
+    try {
+      expect(await store.createRun('r', '{}', lease)).toBe(true);
+      expect(await store.append('r', [event(1)], lease, undefined, undefined, snapshot(1))).toEqual({
+        paused: null,
+        cancelRequested: false,
+        snapshotWritten: true,
+      });
+      expect(await store.latestSnapshot('r')).toEqual(snapshot(1));
+      // An append without a snapshot checks the lease; one with a snapshot renews it.
+      expect(await store.append('r', [event(2)], later)).toEqual({ paused: null, cancelRequested: false });
+      expect((await store.readRun('r'))?.leaseUntil).toBe(lease.until);
+      await store.append('r', [event(3)], later, undefined, undefined, snapshot(3));
+      expect((await store.readRun('r'))?.leaseUntil).toBe(later.until);
+      expect(await store.latestSnapshot('r')).toEqual(snapshot(3));
+      // With the run's body.
+      const outcome = await store.append('r', [event(4)], later, '{"s":1}', undefined, snapshot(4));
+      expect(outcome?.snapshotWritten).toBe(true);
+      expect(await store.latestSnapshot('r')).toEqual(snapshot(4));
+      expect((await store.readRun('r'))?.body).toBe('{"s":1}');
+    } finally {
+      await store.close();
+      await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
+    }
+  });
+
   it('left no schema behind (cleanup ran after every check)', async () => {
-    expect(made).toBe(checks.length);
+    expect(made).toBe(checks.length + 1);
     const { rows } = await admin.query(
       "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'contract\\_%'",
     );

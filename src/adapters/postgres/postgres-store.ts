@@ -264,11 +264,19 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     `INSERT INTO ${schema}.journal (run_id, seq, kind, body) SELECT $1, * FROM unnest($3::int[], $4::text[], $5::text[]) WHERE ${condition} RETURNING 1`;
   // What the owner checks before its next step, answered with each append ($1 the run): no second round trip.
   const controlColumns = `(SELECT value FROM ${schema}.control WHERE key = 'paused') AS paused, (SELECT cancel_requested FROM ${schema}.runs WHERE run_id = $1) AS cancel_requested`;
+  // The snapshot given with an append (its seq, kind and body from `$first`), upserted in the append's statement (one
+  // transaction: durable with its rows or not at all), kept if newer, as `writeSnapshot` does. Only in the statement
+  // that renews the lease: `writeSnapshot` renewed it too.
+  const snapshotWritten = (first: number) =>
+    `, written AS (INSERT INTO ${schema}.snapshots (run_id, seq, kind, body) SELECT $1, $${first}, $${first + 1}, $${first + 2} WHERE EXISTS (SELECT 1 FROM held)
+      ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body WHERE excluded.seq >= ${schema}.snapshots.seq RETURNING 1)`;
   const appendChecking = `WITH held AS (SELECT 1 FROM ${schema}.runs WHERE run_id = $1 AND lease_owner = $2 FOR SHARE),
     inserted AS (${insertRows('EXISTS (SELECT 1 FROM held)')})
     SELECT EXISTS (SELECT 1 FROM held) AS held, (SELECT count(*) FROM inserted) AS inserted, ${controlColumns}`;
-  const appendRenewing = `WITH held AS (UPDATE ${schema}.runs SET lease_until = $6, body = coalesce($7, body), finished_at = CASE WHEN $7::text IS NULL THEN finished_at ELSE $8::bigint END WHERE run_id = $1 AND lease_owner = $2 RETURNING 1),
-    inserted AS (${insertRows('EXISTS (SELECT 1 FROM held)')})
+  const appendRenewing = (
+    snapshot: boolean,
+  ) => `WITH held AS (UPDATE ${schema}.runs SET lease_until = $6, body = coalesce($7, body), finished_at = CASE WHEN $7::text IS NULL THEN finished_at ELSE $8::bigint END WHERE run_id = $1 AND lease_owner = $2 RETURNING 1),
+    inserted AS (${insertRows('EXISTS (SELECT 1 FROM held)')})${snapshot ? snapshotWritten(9) : ''}
     SELECT EXISTS (SELECT 1 FROM held) AS held, (SELECT count(*) FROM inserted) AS inserted, ${controlColumns}`;
   // $1 run, $2 owner, $3 lease until, $4-$6 the snapshot row: the lease renewed, the snapshot kept if newer.
   const writeSnapshot = `WITH held AS (UPDATE ${schema}.runs SET lease_until = $3 WHERE run_id = $1 AND lease_owner = $2 RETURNING 1),
@@ -316,16 +324,19 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
         [runId, owner],
       );
     },
-    async append(runId, rows, lease, runBody, finishedAt) {
+    async append(runId, rows, lease, runBody, finishedAt, snapshot) {
       // One statement, so one round trip and its own transaction: the lease is checked (or renewed with
-      // the run body) and the rows inserted only where it holds. A named statement is prepared once per connection.
-      const renews = rows.length === 0 || runBody !== undefined;
+      // the run body) and the rows inserted only where it holds, with the snapshot when given (no round trip of its
+      // own). A named statement is prepared once per connection.
+      const withSnapshot = snapshot !== undefined;
+      // With a snapshot, the lease is renewed as `writeSnapshot` renews it (a busy run's snapshots kept it fresh).
+      const renews = rows.length === 0 || runBody !== undefined || withSnapshot;
       // Not safe to send again once sent (a lost reply may hide a commit: sent twice, it would conflict
       // with itself); retried only when it never reached the server.
       const { rows: answer } = await attempt(false, (client) =>
         client.query<{ held: boolean; paused: string | null; cancel_requested: boolean | null }>({
-          name: `loopstate-append-${renews ? 'renew' : 'check'}-${schema}`,
-          text: renews ? appendRenewing : appendChecking,
+          name: `loopstate-append-${renews ? 'renew' : 'check'}${withSnapshot ? '-snapshot' : ''}-${schema}`,
+          text: renews ? appendRenewing(withSnapshot) : appendChecking,
           values: [
             runId,
             lease.owner,
@@ -333,6 +344,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
             rows.map((row) => row.kind),
             rows.map((row) => row.body),
             ...(renews ? [lease.until, runBody ?? null, runBody === undefined ? null : (finishedAt ?? null)] : []),
+            ...(withSnapshot ? [snapshot.seq, snapshot.kind, snapshot.body] : []),
           ],
         }),
       ).catch((error: unknown) => {
@@ -347,7 +359,8 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       });
       const [found] = answer;
       if (found?.held !== true) throw lostLease(runId, rows[0]?.seq ?? null);
-      return { paused: found.paused ?? null, cancelRequested: found.cancel_requested === true };
+      const control = { paused: found.paused ?? null, cancelRequested: found.cancel_requested === true };
+      return withSnapshot ? { ...control, snapshotWritten: true } : control;
     },
     async prune({ finishedBefore }) {
       return transaction(async (client) => {

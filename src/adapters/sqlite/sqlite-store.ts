@@ -8,7 +8,7 @@ import { loadPeer } from '../../engine/peer-dependency.js';
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import { LoopConfigError } from '../../contracts/errors.js';
-import type { Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
+import type { AppendOutcome, Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
 import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
 import { pack, packCommit, unpack, unpackRows, type PackedRow } from './row-packing.js';
 import { SEQ_LIMIT, type JournalLayout } from './sqlite-schema.js';
@@ -27,7 +27,7 @@ export interface SqliteStoreOptions {
   path: string;
   /**
    * `normal` (default): WAL with synchronous=NORMAL. `full`: synchronous=FULL, an fsync per journal commit (a
-   * snapshot is made durable by the next one).
+   * snapshot goes in its commit's transaction; one written apart with `writeSnapshot` is made durable by the next).
    */
   durability?: 'normal' | 'full';
   /** How long a writer waits for another process's write lock, in ms (default 5 000). */
@@ -193,12 +193,14 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       }
       if (ended && driving.size === 0 && options.foldWalWhenIdle !== false) foldSoon();
     },
-    async append(runId, rows, lease, runBody, finishedAt) {
+    async append(runId, rows, lease, runBody, finishedAt, snapshot) {
       controlSeen = null;
       const { db, writes } = use();
       // Deflated before the transaction (the write lock is held for the inserts only), the rows in one group.
       const run = runBody === undefined ? undefined : pack(runBody);
-      const control = writes.append.immediate(runId, packCommit(rows), lease, run, finishedAt);
+      // A snapshot goes in the rows' transaction (one commit, not two), written after them.
+      const withSnapshot = snapshot === undefined ? undefined : packed(snapshot);
+      const control = writes.append.immediate(runId, packCommit(rows), lease, run, finishedAt, withSnapshot);
       if (++appendsSinceCheckpoint >= checkpointEvery) {
         appendsSinceCheckpoint = 0;
         // PASSIVE never waits for readers; journal_size_limit then keeps the WAL file small.
@@ -357,7 +359,8 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>, lay
         lease: Lease,
         runBody: { body: string; packed: Buffer | null } | undefined,
         finishedAt: number | undefined,
-      ) => {
+        snapshot: PackedRow | undefined,
+      ): AppendOutcome => {
         // A journal append checks the lease (a read: no page of the runs table rewritten per step), in the
         // statement that reads the run's control (the write lock is held: neither changes before the commit),
         // and renews it only when over half of it has gone (`renewIfStale`); a heartbeat (no rows) or a new run
@@ -400,9 +403,16 @@ function prepareWrites(db: Database, statements: ReturnType<typeof prepare>, lay
             throw conflict(runId, row.seq, `run ${runId} already has a journal record at seq ${row.seq}`, error);
           }
         }
+        // After the rows, with the lease checked above: the snapshot is durable with the events it covers, never alone.
+        if (snapshot !== undefined)
+          statements.upsertSnapshot.run(runId, snapshot.seq, snapshot.kind, snapshot.body, snapshot.packed);
         // Read in the write transaction: what the owner checks before its next step, without another call.
-        if (owned !== undefined) return { paused: owned.paused, cancelRequested: owned.cancel_requested === 1 };
-        return readControl(statements, runId);
+        const control: AppendOutcome =
+          owned !== undefined
+            ? { paused: owned.paused, cancelRequested: owned.cancel_requested === 1 }
+            : readControl(statements, runId);
+        if (snapshot !== undefined) control.snapshotWritten = true;
+        return control;
       },
     ),
     prune: db.transaction((finishedBefore: number): number => {

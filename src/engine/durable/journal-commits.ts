@@ -34,7 +34,7 @@ export class JournalCommits {
   private pending: (StoreRow | PendingEffectRecord)[] = [];
   private pendingRunBody: string | undefined = undefined;
   private pendingFinishedAt: number | undefined = undefined;
-  /** A snapshot taken and not yet written: written right after the next commit, which holds its events. */
+  /** A snapshot taken and not yet written: written with the next commit (which holds its events), or right after it. */
   pendingSnapshot: StoreRow | null = null;
   /** Set by `finish`: the commit it makes is the run's last (see `flush`). */
   private finishing = false;
@@ -125,14 +125,26 @@ export class JournalCommits {
       this.mustCommit = false;
       this.uncommittedCalls = 0;
       const started = ++this.commitsStarted;
+      let snapshotWritten = false;
       if (rows.length > 0 || body !== undefined) {
-        const control = await store.append(this.runId, rows, this.lease(), body, at);
-        if (control) this.controlSeen = { control, commit: started };
+        // The snapshot goes with the rows (one transaction) when the store can, but not in the run's last commit:
+        // a snapshot that fails then must not take the run's end with it (see below).
+        const outcome = await store.append(
+          this.runId,
+          rows,
+          this.lease(),
+          body,
+          at,
+          snapshot === null || last ? undefined : snapshot,
+        );
+        if (outcome) this.controlSeen = { control: outcome, commit: started };
+        snapshotWritten = outcome?.snapshotWritten === true;
       }
       // From its end (an fsync may take long): what waits after it has waited that long at most.
       this.lastCommitAt = performance.now();
-      // Every row up to the snapshot's seq is committed now (this commit or one before it, in seq order).
-      if (snapshot !== null) {
+      // Every row up to the snapshot's seq is committed now (this commit or one before it, in seq order): a store that
+      // did not write it with them is given it now.
+      if (snapshot !== null && !snapshotWritten) {
         const written = store.writeSnapshot(this.runId, snapshot, this.lease());
         // The run's last commit holds how it ended: a snapshot that then fails to be written only makes a later
         // resume (of a run that waits for a decision) start at the snapshot before, so the run's end stands.

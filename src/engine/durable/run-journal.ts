@@ -467,8 +467,9 @@ export class RunJournal implements DriverHooks {
     const body = encodeRecord(record);
     this.lastSnapshotBytes = body.length;
     this.commits.bytesQueued = 0;
-    // The snapshot stands on the events before it (and its chunks): it is written right after the commit that
-    // holds them, the next one, made before the next external effect as always — not with a commit of its own
+    // The snapshot stands on the events before it (and its chunks): it is written with the commit that holds them
+    // (in its transaction, or right after it by a store whose append does not take it), the next one, made before
+    // the next external effect as always — not with a commit of its own
     // in the middle of a step (one commit more every `snapshotEvery` events, and with `durability: 'full'` one
     // fsync more). A crash before it is written leaves the state of a crash before the snapshot was taken: its
     // chunks, if committed, are skipped (no snapshot names them) and a resume starts at the snapshot before.

@@ -303,6 +303,50 @@ export const recordChecks: ContractCheckBody[] = [
     },
   },
   {
+    name: 'snapshot with an append: a store that says it wrote one wrote it with the rows, and never without them',
+    async body(context) {
+      const { store } = context;
+      const lease = await createdRun(context, 'run-as');
+      const appendWith = (rows: StoreRow[], snapshot: StoreRow, as = lease) =>
+        store.append('run-as', rows, as, undefined, undefined, snapshot);
+      const outcome = await call(context, 'append(seqs 1, 2) with a snapshot at seq 2', () =>
+        appendWith([eventRow(1), eventRow(2)], snapshotRow(2)),
+      );
+      // A store may not take it (its owner then gives it with writeSnapshot); one that says it did must have.
+      if (outcome?.snapshotWritten !== true) return;
+      expectEqual(
+        context,
+        'latestSnapshot after an append that wrote a snapshot at seq 2',
+        await latestSnapshot(context, 'run-as'),
+        snapshotRow(2),
+      );
+      await expectConflict(
+        context,
+        'append(seqs 3, 2) with a snapshot at seq 3 (seq 2 taken)',
+        () => appendWith([eventRow(3), eventRow(2)], snapshotRow(3)),
+        'run-as',
+      );
+      await expectConflict(
+        context,
+        'append(seq 3) with a snapshot at seq 3 by owner-b (not the lease holder)',
+        () => appendWith([eventRow(3)], snapshotRow(3), { owner: 'owner-b', until: lease.until }),
+        'run-as',
+      );
+      expectEqual(
+        context,
+        'latestSnapshot after two refused appends with snapshots at seq 3',
+        await latestSnapshot(context, 'run-as'),
+        snapshotRow(2),
+      );
+      expectEqual(
+        context,
+        'the journal after two refused appends',
+        (await readJournal(context, 'run-as', 0)).map((row) => row.seq),
+        [1, 2],
+      );
+    },
+  },
+  {
     name: 'pause: setPaused is one flag for every run of the store, lifted with null',
     async body(context) {
       const { store } = context;

@@ -48,6 +48,7 @@ const LEASE_CAS = 'leases: take, renew';
 const LEASE_EXPIRY = 'leases: an expired lease';
 const LEASE_RACE = 'leases: of owners racing';
 const SNAPSHOTS = 'snapshots:';
+const APPEND_SNAPSHOT = 'snapshot with an append';
 const APPROVALS = 'approvals:';
 const IDS = 'ids:';
 const CANCEL = 'cancel:';
@@ -289,6 +290,27 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
     caughtBy: [APPEND_CONTROL],
   },
   {
+    breakage: 'says it wrote the snapshot given with an append, and did not',
+    patch: (inner) => ({
+      async append(runId, rows, lease, runBody, finishedAt, snapshot) {
+        const control = await inner.append(runId, rows, lease, runBody, finishedAt);
+        return snapshot === undefined || !control ? control : { ...control, snapshotWritten: true };
+      },
+    }),
+    caughtBy: [APPEND_SNAPSHOT],
+  },
+  {
+    breakage: 'writes the snapshot given with an append before its rows, so a refused append leaves it',
+    patch: (inner) => ({
+      async append(runId, rows, lease, runBody, finishedAt, snapshot) {
+        if (snapshot !== undefined) await inner.writeSnapshot(runId, snapshot, lease);
+        const control = await inner.append(runId, rows, lease, runBody, finishedAt);
+        return snapshot === undefined || !control ? control : { ...control, snapshotWritten: true };
+      },
+    }),
+    caughtBy: [APPEND_SNAPSHOT],
+  },
+  {
     breakage: 'creates a run over an existing one',
     patch: (inner) => ({
       async createRun(runId, body, lease) {
@@ -485,6 +507,6 @@ describe('storeContract', () => {
 
   it('names every check uniquely, so a runner shows each one', () => {
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(25);
+    expect(names.length).toBe(26);
   });
 });
