@@ -113,6 +113,7 @@ export type {
   ListedRun,
 } from './contracts/store.js';
 export { StoreConflictError } from './engine/store/store-conflict-error.js';
+export { appendTakesSnapshot } from './contracts/store.js';
 export {
   StoreRecordError,
   ApprovalError,

@@ -52,6 +52,22 @@ export interface RunControl {
 }
 
 /**
+ * The key under which a store says its `append` may write the snapshot it is given (see `Store.append`). Its value
+ * must be the store's own `writeSnapshot`: a wrapper that spreads such a store and replaces `writeSnapshot` (to count,
+ * mirror or encrypt snapshots) no longer matches it, so the journal gives that wrapper every snapshot through its
+ * `writeSnapshot` as before, and never lets the inner store write one the wrapper does not see.
+ * @example
+ * const store: Store = { ...myStore, [appendTakesSnapshot]: myStore.writeSnapshot };
+ */
+export const appendTakesSnapshot: unique symbol = Symbol.for('loopstate.appendTakesSnapshot');
+
+/** Marks `store` as taking snapshots with its appends (its `writeSnapshot` under `appendTakesSnapshot`). */
+export function markAppendTakesSnapshot<S extends Store>(store: S): S {
+  store[appendTakesSnapshot] = store.writeSnapshot;
+  return store;
+}
+
+/**
  * What an append resolves to: the run's control as the append found it and, when it was given a snapshot and wrote
  * it in the same transaction as the rows, `snapshotWritten: true`.
  * @example
@@ -119,6 +135,11 @@ export interface LearningRow {
  * const loop = createLoop({ model, tools, store: sqliteStore({ path: 'loops.db' }) });
  */
 export interface Store {
+  /**
+   * This store's own `writeSnapshot` when its `append` may take the snapshot (see `appendTakesSnapshot`); absent,
+   * or any other value, and every snapshot goes through `writeSnapshot`.
+   */
+  [appendTakesSnapshot]?: Store['writeSnapshot'];
   /** Creates the run's row holding `lease`; false when a run with this id exists already. */
   createRun(runId: string, body: string, lease: Lease): Promise<boolean>;
   readRun(runId: string): Promise<RunRow | null>;
@@ -137,10 +158,11 @@ export interface Store {
    * finished run): the run is finished from then on, and `prune` may delete it. May resolve to the run's
    * control as the append found it (what `readControl` would answer), so the owner needs no second call
    * before its next step; a store that resolves to nothing is asked with `readControl`. `snapshot` (optional, a
-   * row `writeSnapshot` would take, its seq at most the last row's): a store may write it in the same transaction
-   * as the rows (never before them: a snapshot must not be durable without the events it covers) and then resolves
-   * to `snapshotWritten: true`; a store that does not (resolves without it) is given it with `writeSnapshot` after
-   * the append, as before.
+   * row `writeSnapshot` would take, its seq at most the last row's): given only to a store whose
+   * `[appendTakesSnapshot]` is its own `writeSnapshot`. Such a store may write it in the same transaction as the
+   * rows (never before them: a snapshot must not be durable without the events it covers) and then resolves to
+   * `snapshotWritten: true`; one that does not (resolves without it) is given it with `writeSnapshot` after the
+   * append, as before.
    */
   append(
     runId: string,

@@ -6,7 +6,12 @@
  * outcomes after), no row a resume would never read, and the pause and cancel flags answered by the
  * commit itself rather than asked again.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { Store, StoreRow } from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
 import {
   commitsPerStep,
   counted,
@@ -72,6 +77,46 @@ describe.each([0, 1])('commits of a durable run, maxUncommittedSteps %i', (maxUn
     expect(counts.writeSnapshots).toBe(0);
     expect((await counts.store.latestSnapshot('snapshots'))?.seq).toBe(counts.snapshots.at(-1)!.seq);
     await counts.store.close();
+  });
+
+  it('a wrapper that spreads sqliteStore and replaces writeSnapshot (an encrypting one) is given every snapshot there: none is stored unsealed', async () => {
+    // As a user's wrapper of 0.1.0 would be: its append passes every argument on, its writeSnapshot and reads
+    // transform bodies. The inner store's mark names its own writeSnapshot, not the wrapper's, so no snapshot may be
+    // written by the inner append unseen (it would be stored as plain text the wrapper's reads refuse).
+    const folder = mkdtempSync(join(tmpdir(), 'loopstate-wrapped-'));
+    const inner = sqliteStore({ path: join(folder, 'wrapped.db') });
+    const seal = (row: StoreRow): StoreRow => ({ ...row, body: `sealed:${row.body}` });
+    const open = (row: StoreRow): StoreRow => {
+      if (!row.body.startsWith('sealed:')) throw new Error(`plain text row at seq ${row.seq} kind ${row.kind}`);
+      return { ...row, body: row.body.slice('sealed:'.length) };
+    };
+    let sealedSnapshots = 0;
+    const wrapped: Store = {
+      ...inner,
+      pausePollMs: inner.pausePollMs,
+      append: (runId, rows, ...rest) => inner.append(runId, rows.map(seal), ...rest),
+      async writeSnapshot(runId, row, lease) {
+        sealedSnapshots += 1;
+        return inner.writeSnapshot(runId, seal(row), lease);
+      },
+      async readJournal(runId, afterSeq, kinds) {
+        return (await inner.readJournal(runId, afterSeq, kinds)).map(open);
+      },
+      async latestSnapshot(runId) {
+        const row = await inner.latestSnapshot(runId);
+        return row === null ? null : open(row);
+      },
+    };
+    const counts: Counted = { ...counted(), store: wrapped };
+    const rounds = Array.from({ length: 8 }, (): Round => ['lookup']);
+    const result = await loopOn(counts, rounds, undefined, 3).run({ goal: 'read', runId: 'wrapped' });
+    expect(result.stopReason).toBe('completed');
+    expect(sealedSnapshots).toBeGreaterThanOrEqual(3);
+    const latest = await wrapped.latestSnapshot('wrapped');
+    expect(latest?.kind).toBe('snapshot');
+    expect(JSON.parse(latest!.body)).toBeTypeOf('object');
+    await inner.close();
+    rmSync(folder, { recursive: true, force: true });
   });
 
   it('a store whose append does not take a snapshot (one written before it could) is given each with writeSnapshot, after its events', async () => {

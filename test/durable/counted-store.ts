@@ -6,7 +6,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { createLoop, defineTool, type Evaluator, type Model, type Store, type StoreRow } from 'loopstate';
+import {
+  appendTakesSnapshot,
+  createLoop,
+  defineTool,
+  type Evaluator,
+  type Model,
+  type Store,
+  type StoreRow,
+} from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { virtualClock } from 'loopstate/testing';
 
@@ -49,8 +57,16 @@ export function counted(silent = false, pausePollMs?: number): Counted {
     writeSnapshots: 0,
   };
   const committed: number[] = [];
+  // Counted as it is written apart; the counted append takes snapshots as the inner store's does (its mark names
+  // this wrapper's writeSnapshot: a wrapper that replaces writeSnapshot is otherwise given every snapshot there).
+  const writeSnapshot: Store['writeSnapshot'] = async (runId, row, lease) => {
+    counts.writeSnapshots += 1;
+    counts.snapshots.push({ seq: row.seq, committed: [...committed], inAppend: false });
+    return inner.writeSnapshot(runId, row, lease);
+  };
   counts.store = {
     ...inner,
+    [appendTakesSnapshot]: writeSnapshot,
     pausePollMs: inner.pausePollMs,
     async append(...args) {
       counts.appends.push(args[1].map((row: StoreRow) => row.kind));
@@ -61,11 +77,7 @@ export function counted(silent = false, pausePollMs?: number): Counted {
         counts.snapshots.push({ seq: snapshot.seq, committed: [...committed], inAppend: true });
       return silent ? undefined : control;
     },
-    async writeSnapshot(runId, row, lease) {
-      counts.writeSnapshots += 1;
-      counts.snapshots.push({ seq: row.seq, committed: [...committed], inAppend: false });
-      return inner.writeSnapshot(runId, row, lease);
-    },
+    writeSnapshot,
     async readControl(runId) {
       counts.readControls += 1;
       return inner.readControl(runId);

@@ -8,7 +8,13 @@ import { createRequire } from 'node:module';
 import type * as Pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
 import { LoopConfigError } from '../../contracts/errors.js';
-import type { RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
+import {
+  markAppendTakesSnapshot,
+  type RunControl,
+  type RunRow,
+  type Store,
+  type StoreRow,
+} from '../../contracts/store.js';
 import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
 import { postgresSchema } from './postgres-schema.js';
 import { postgresLearning, postgresLearningSchema } from './postgres-learning.js';
@@ -283,7 +289,8 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     written AS (INSERT INTO ${schema}.snapshots (run_id, seq, kind, body) SELECT $1, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM held)
       ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, kind = excluded.kind, body = excluded.body WHERE excluded.seq >= ${schema}.snapshots.seq RETURNING 1)
     SELECT EXISTS (SELECT 1 FROM held) AS held, (SELECT count(*) FROM written) AS written`;
-  return {
+  // Its append writes a snapshot given with the rows in their transaction (one commit, not two).
+  return markAppendTakesSnapshot({
     pausePollMs: options.pausePollMs ?? 500,
     async createRun(runId, body, lease) {
       const result = await query(
@@ -554,5 +561,5 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       ready = null;
       await open?.end();
     },
-  };
+  });
 }

@@ -8,7 +8,15 @@ import { loadPeer } from '../../engine/peer-dependency.js';
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import { LoopConfigError } from '../../contracts/errors.js';
-import type { AppendOutcome, Lease, RunControl, RunRow, Store, StoreRow } from '../../contracts/store.js';
+import {
+  markAppendTakesSnapshot,
+  type AppendOutcome,
+  type Lease,
+  type RunControl,
+  type RunRow,
+  type Store,
+  type StoreRow,
+} from '../../contracts/store.js';
 import { StoreConflictError } from '../../engine/store/store-conflict-error.js';
 import { pack, packCommit, unpack, unpackRows, type PackedRow } from './row-packing.js';
 import { SEQ_LIMIT, type JournalLayout } from './sqlite-schema.js';
@@ -140,7 +148,8 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
     pendingFold ??= setImmediate(foldOwed);
   };
   const learning = sqliteLearning(use);
-  return {
+  // Its append writes a snapshot given with the rows in their transaction (one commit, not two).
+  return markAppendTakesSnapshot({
     pausePollMs: options.pausePollMs ?? 500,
     async createRun(runId, body, lease) {
       controlSeen = null;
@@ -302,7 +311,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       statements = null;
       writes = null;
     },
-  };
+  });
 }
 
 const packed = (row: StoreRow): PackedRow => ({ seq: row.seq, kind: row.kind, ...pack(row.body) });

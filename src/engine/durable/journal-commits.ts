@@ -7,7 +7,7 @@
  * `maxUncommittedMs` since the last commit ended (see `mayWait`); what must be durable first sets `mustCommit`.
  * The run journal decides what to queue and when a commit is due; this decides what a commit holds.
  */
-import type { Lease, RunControl, Store, StoreRow } from '../../contracts/store.js';
+import { appendTakesSnapshot, type Lease, type RunControl, type Store, type StoreRow } from '../../contracts/store.js';
 import {
   encodeRecord,
   type IntentRecord,
@@ -128,15 +128,10 @@ export class JournalCommits {
       let snapshotWritten = false;
       if (rows.length > 0 || body !== undefined) {
         // The snapshot goes with the rows (one transaction) when the store can, but not in the run's last commit:
-        // a snapshot that fails then must not take the run's end with it (see below).
-        const outcome = await store.append(
-          this.runId,
-          rows,
-          this.lease(),
-          body,
-          at,
-          snapshot === null || last ? undefined : snapshot,
-        );
+        // a snapshot that fails then must not take the run's end with it (see below). A wrapper that replaced the
+        // store's `writeSnapshot` no longer matches its mark, and is given every snapshot there.
+        const withRows = snapshot !== null && !last && store[appendTakesSnapshot] === store.writeSnapshot;
+        const outcome = await store.append(this.runId, rows, this.lease(), body, at, withRows ? snapshot : undefined);
         if (outcome) this.controlSeen = { control: outcome, commit: started };
         snapshotWritten = outcome?.snapshotWritten === true;
       }

@@ -338,11 +338,21 @@ export const recordChecks: ContractCheckBody[] = [
         await latestSnapshot(context, 'run-as'),
         snapshotRow(2),
       );
+      // As `writeSnapshot`: a snapshot older than the latest (here given with a later commit) leaves the latest.
+      await call(context, 'append(seq 3) with a snapshot at seq 1 (older than the latest)', () =>
+        appendWith([eventRow(3)], snapshotRow(1)),
+      );
       expectEqual(
         context,
-        'the journal after two refused appends',
+        'latestSnapshot after an append with a snapshot at seq 1 (seq 2 the latest)',
+        await latestSnapshot(context, 'run-as'),
+        snapshotRow(2),
+      );
+      expectEqual(
+        context,
+        'the journal after two refused appends and one accepted',
         (await readJournal(context, 'run-as', 0)).map((row) => row.seq),
-        [1, 2],
+        [1, 2, 3],
       );
     },
   },

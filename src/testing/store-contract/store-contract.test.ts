@@ -311,6 +311,23 @@ const breakages: { breakage: string; patch: (inner: Store) => Partial<Store>; ca
     caughtBy: [APPEND_SNAPSHOT],
   },
   {
+    breakage: 'writes the snapshot given with an append even when it is older than the latest',
+    patch: (inner) => {
+      // Only the append's snapshots are its own (no other check gives one): the last given wins, whatever its seq.
+      const given = new Map<string, StoreRow>();
+      return {
+        async append(runId, rows, lease, runBody, finishedAt, snapshot) {
+          const control = await inner.append(runId, rows, lease, runBody, finishedAt);
+          if (snapshot === undefined || !control) return control;
+          given.set(runId, snapshot);
+          return { ...control, snapshotWritten: true };
+        },
+        latestSnapshot: async (runId) => given.get(runId) ?? inner.latestSnapshot(runId),
+      };
+    },
+    caughtBy: [APPEND_SNAPSHOT],
+  },
+  {
     breakage: 'creates a run over an existing one',
     patch: (inner) => ({
       async createRun(runId, body, lease) {
