@@ -45,7 +45,7 @@ import {
   type ResultMessagesAt,
   type SnapshotRecord,
 } from './records.js';
-import { TRANSCRIPT_WINDOW, type ResumePlan } from './resume-plan.js';
+import { stopTraceAfter, TRANSCRIPT_WINDOW, type ResumePlan, type TraceTail } from './resume-plan.js';
 import {
   applyDelta,
   cursorOf,
@@ -90,10 +90,11 @@ export interface RunJournalOptions {
   /** Warned once the run is rebuilt or started: the resuming loop's limits differ from the run's. */
   limitsWarning: string | null;
   /**
-   * A run continuing from a stop: the stop's recorded trace. What it recorded after the event it stopped on
-   * is in no event's delta; its `learning-saved` (the leg's last batch) is put back into the rebuilt trace.
+   * A run continuing from a stop: the stop's recorded trace, from index `from` on (at most the trace length of the
+   * snapshot the run is rebuilt from). What it recorded after the event it stopped on is in no event's delta; its
+   * `learning-saved` (the leg's last batch) is put back into the rebuilt trace.
    */
-  stopTrace?: readonly TraceEvent[];
+  stopTrace?: TraceTail;
 }
 
 export class RunJournal implements DriverHooks {
@@ -271,7 +272,7 @@ export class RunJournal implements DriverHooks {
       }
       // The stop's last batch was written after the event it stopped on: its trace keeps it (sinks had it then).
       if (plan.continueWith !== null)
-        for (const event of (this.options.stopTrace ?? []).slice(session.traceLength))
+        for (const event of stopTraceAfter(this.options.stopTrace, session.traceLength))
           if (event.type === 'learning-saved') session.record(event);
     });
     // A plain resume stands exactly where its last event left the run, so the next record carries only the
@@ -403,6 +404,21 @@ export class RunJournal implements DriverHooks {
   };
 
   /**
+   * A pause may last hours, and the processes that drive runs restart meanwhile: as in a model call's wait (see
+   * `snapshotInWait`), a snapshot of where the run stands is queued when any event came since the last one and the
+   * session stands where the last event left it. Paid once a pause, never a step. Not for a workflow step (DBOS).
+   */
+  private snapshotAtPause(session: RunSession): boolean {
+    const { actor, cursor } = this;
+    if (this.effectStep !== undefined || actor === null || cursor === null || this.eventsSinceSnapshot === 0)
+      return false;
+    if (session.signal.aborted || actor.getSnapshot().status !== 'active' || !standsAt(session, cursor, this.health))
+      return false;
+    this.takeSnapshot(actor, session, { trace: cursor.trace, warnings: cursor.warnings });
+    return true;
+  }
+
+  /**
    * Queues the machine's snapshot and the session's (written after the commit that holds the events before it),
    * with the trace and the transcript since their last chunks.
    */
@@ -504,9 +520,13 @@ export class RunJournal implements DriverHooks {
     if (kind === 'callModel') this.commits.callBegins();
     // The control the commit just made found (the same round trip), or read now.
     let control = this.commits.controlSince(since) ?? (await store.readControl(this.runId));
+    // Paused before a model call: a snapshot of where the run stands (once a pause) lets a resume after a restart
+    // meanwhile replay no event; it goes with the commit below, or with one of its own.
+    const snapshotted =
+      kind === 'callModel' && control.paused !== null && !control.cancelRequested && this.snapshotAtPause(session);
     // A group held back for a pause (it may last hours, and processes restart meanwhile) or a cancel is
     // committed first: the steps it holds are not repeated, and the run's record shows where it stands.
-    if (kind === 'callModel' && !committed && (control.cancelRequested || control.paused !== null)) {
+    if (snapshotted || (kind === 'callModel' && !committed && (control.cancelRequested || control.paused !== null))) {
       await this.flush();
       committed = true;
     }

@@ -1,0 +1,204 @@
+/**
+ * The ways a run stops and is resumed besides a crash in a model call's wait (snapshot-in-wait.test.ts): a run
+ * stopped `needs_human` for an approval and resumed with it, and a run paused whose process died while it waited
+ * for the pause to be lifted. Each resume's next requests must be the uninterrupted run's, and each must not pay
+ * for what grows with the run where it need not: the approval's resume parses the stop's final trace chunk, not
+ * every chunk of the trace; the paused run's resume replays no event (a snapshot taken at the pause). On real
+ * SQLite files; the dead process is stood in for by a store whose calls never answer, its lease freed.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  createLoop,
+  defineTool,
+  memoryStore,
+  type LoopConfig,
+  type Model,
+  type ModelRequest,
+  type Store,
+  type StoreRow,
+} from 'loopstate';
+import { sqliteStore } from 'loopstate/sqlite';
+import { virtualClock } from 'loopstate/testing';
+import { freeLease } from './dead-owner.js';
+import { lookup } from './lookup-loop.js';
+import { expectSameEnd, withoutResumes } from './same-end.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'loopstate-resume-after-stops-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+let files = 0;
+
+const STEPS = 40;
+/** The step whose call is destructive (the approval case). */
+const CHARGE_AT = 29;
+
+const charge = defineTool({
+  name: 'charge',
+  description: 'Charge a key',
+  input: z.object({ key: z.string() }),
+  access: 'destructive',
+  execute: ({ key }) => `charged ${key}`,
+});
+
+/** Call n asks for `lookup` (or `charge` at CHARGE_AT), and answers `done` at STEPS; `onCall` hears of each call. */
+function model(requests: ModelRequest[], onCall: (call: number) => void = () => undefined): Model {
+  return {
+    id: 'scripted',
+    generate(request) {
+      requests.push(request);
+      const call = request.messages.filter((message) => message.role === 'assistant').length;
+      onCall(call);
+      const usage = { inputTokens: 10, outputTokens: 2 };
+      if (call >= STEPS) return Promise.resolve({ text: 'done', toolCalls: [], usage });
+      const name = call === CHARGE_AT ? 'charge' : 'lookup';
+      const toolCalls = [{ id: `c${call}`, name, arguments: JSON.stringify({ key: `k${call}` }) }];
+      return Promise.resolve({ text: null, toolCalls, usage });
+    },
+  };
+}
+
+const loopOn = (
+  store: Store,
+  requests: ModelRequest[],
+  options: { approvals: boolean; onCall?: (call: number) => void },
+) =>
+  createLoop({
+    model: model(requests, options.onCall),
+    tools: [lookup, charge],
+    store,
+    clock: virtualClock(),
+    durable: { snapshotEvery: 8 },
+    limits: { maxSteps: STEPS + 5, maxToolCalls: STEPS + 5 },
+    // The uninterrupted run's charge needs no approval; the stopped run's does (the default).
+    ...(options.approvals ? {} : { policy: { allow: ['read', 'write', 'destructive'], requireApproval: [] } }),
+  } satisfies LoopConfig);
+
+const uninterrupted = async () => {
+  const requests: ModelRequest[] = [];
+  const result = await loopOn(memoryStore(), requests, { approvals: false }).run({ goal: 'go', runId: 'r' });
+  expect(result.stopReason).toBe('completed');
+  return { result, requests };
+};
+
+/** A SQLite store whose rows' bodies, once read, are counted by kind (a body read is a chunk inflated and parsed). */
+function bodiesCounted(path: string) {
+  const inner = sqliteStore({ path });
+  const bodiesRead = new Map<string, number>();
+  const counted = (row: StoreRow): StoreRow => ({
+    seq: row.seq,
+    kind: row.kind,
+    get body() {
+      bodiesRead.set(row.kind, (bodiesRead.get(row.kind) ?? 0) + 1);
+      return row.body;
+    },
+  });
+  const store: Store = {
+    ...inner,
+    pausePollMs: inner.pausePollMs,
+    readJournal: async (...args) => (await inner.readJournal(...args)).map(counted),
+  };
+  return { store, inner, bodiesRead };
+}
+
+describe('a run stopped for an approval, resumed with it', () => {
+  it('reads the stop’s final trace chunk, not the whole trace, and goes on as the uninterrupted run', async () => {
+    const expected = await uninterrupted();
+    const path = join(scratch, `approval-${files++}.db`);
+    const first = sqliteStore({ path });
+    const stopped = await loopOn(first, [], { approvals: true }).run({ goal: 'go', runId: 'r' });
+    await first.close();
+    expect(stopped.status).toBe('needs_human');
+    const [pending] = stopped.pendingApprovals;
+    expect(pending?.tool).toBe('charge');
+
+    const { store, inner, bodiesRead } = bodiesCounted(path);
+    const requests: ModelRequest[] = [];
+    try {
+      const traceChunks = (await inner.readJournal('r', 0, ['trace'])).length;
+      expect(traceChunks).toBeGreaterThan(4);
+      const result = await loopOn(store, requests, { approvals: true }).resume('r', {
+        approvals: { [pending!.callId]: { approve: true, argumentsHash: pending!.argumentsHash } },
+      });
+      // Before `result.trace` is read: the stop's final chunk, and the first chunk's first event (the trace's schema).
+      expect(bodiesRead.get('trace') ?? 0).toBeLessThanOrEqual(2);
+      expect(requests.map((request) => request.messages)).toEqual(
+        expected.requests.slice(CHARGE_AT + 1).map((request) => request.messages),
+      );
+      expect(result.stopReason).toBe('completed');
+      expect(result.steps).toBe(expected.result.steps);
+      expect(result.messages).toEqual(expected.result.messages);
+      expect(result.usage).toEqual(expected.result.usage);
+      // The whole trace is still there when read: the uninterrupted run's, with the stop and its decision in it.
+      const trace = withoutResumes(result).filter(
+        (event) => !['approval-requested', 'approval-decided', 'run-end'].includes(event.type),
+      );
+      const expectedTrace = withoutResumes(expected.result).filter((event) => event.type !== 'run-end');
+      expect(trace.map((event) => event.type)).toEqual(expectedTrace.map((event) => event.type));
+    } finally {
+      await inner.close();
+    }
+  });
+});
+
+describe('a run paused, its process dead while it waited, resumed once the pause is lifted', () => {
+  it.each([13, 21, 30])(
+    'paused during step %i: the resume replays no event, and its next requests are the uninterrupted run’s',
+    async (pausedAt) => {
+      const expected = await uninterrupted();
+      const path = join(scratch, `paused-${files++}.db`);
+      const inner = sqliteStore({ path, pausePollMs: 1 });
+      // The dead process: once it has seen the pause, none of its store calls answers again.
+      let dead = false;
+      let pausedSeen = 0;
+      let sawPause: () => void = () => undefined;
+      const waiting = new Promise<void>((resolve) => (sawPause = resolve));
+      const store = new Proxy(inner, {
+        get(target, key, receiver) {
+          const value = Reflect.get(target, key, receiver) as unknown;
+          if (typeof value !== 'function') return value;
+          return async (...args: unknown[]) => {
+            if (dead) return new Promise(() => undefined);
+            const answer = (await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args)) as unknown;
+            // Looked at a second time (the pause was seen, and what the run commits then is committed): it waits.
+            if (key === 'readControl' && (answer as { paused: string | null }).paused !== null && ++pausedSeen === 2) {
+              dead = true;
+              sawPause();
+            }
+            return answer;
+          };
+        },
+      });
+      const pause = (call: number) => {
+        if (call === pausedAt) void inner.setPaused('maintenance');
+      };
+      void loopOn(store, [], { approvals: false, onCall: pause }).run({ goal: 'go', runId: 'r' });
+      await waiting;
+      await freeLease(inner, 'r');
+      const events = (await inner.readJournal('r', 0)).filter((row) => row.kind === 'event');
+      const snapshot = await inner.latestSnapshot('r');
+      await inner.close();
+      // The snapshot stands at the last event the journal holds: nothing after it to replay.
+      expect(snapshot?.seq).toBe(events.at(-1)!.seq);
+
+      const next = sqliteStore({ path });
+      const requests: ModelRequest[] = [];
+      try {
+        await next.setPaused(null);
+        const result = await loopOn(next, requests, { approvals: false }).resume('r');
+        expect(result.trace.find((event) => event.type === 'run-resume')).toMatchObject({
+          fromSeq: events.at(-1)!.seq,
+          replayedEvents: 0,
+        });
+        expect(requests.map((request) => request.messages)).toEqual(
+          expected.requests.slice(pausedAt + 1).map((request) => request.messages),
+        );
+        expectSameEnd(result, expected.result);
+      } finally {
+        await next.close();
+      }
+    },
+  );
+});
