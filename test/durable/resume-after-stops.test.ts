@@ -143,6 +143,74 @@ describe('a run stopped for an approval, resumed with it', () => {
   });
 });
 
+/** `inner` as a process that dies once `dies()` is called: none of its store calls answers from then on. */
+function dying(inner: Store) {
+  let dead = false;
+  const store = new Proxy(inner, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) =>
+        dead ? new Promise(() => undefined) : (value as (...a: unknown[]) => unknown).apply(target, args);
+    },
+  });
+  return { store, dies: () => (dead = true) };
+}
+
+describe('a run stopped for an approval, resumed with it, then dead in its next model call', () => {
+  it('the event that continues the stop carries the tracker’s changes, not the tracker whole, and a resume replays it to the same end', async () => {
+    const expected = await uninterrupted();
+    const path = join(scratch, `approval-crash-${files++}.db`);
+    const inner = sqliteStore({ path });
+    const stopped = await loopOn(inner, [], { approvals: true }).run({ goal: 'go', runId: 'r' });
+    const [pending] = stopped.pendingApprovals;
+    const { store, dies } = dying(inner);
+    let died: () => void = () => undefined;
+    const dead = new Promise<void>((resolve) => (died = resolve));
+    // Dies as the first model call after the approval begins: the decision's event was committed before it.
+    const onCall = (call: number) => {
+      if (call !== CHARGE_AT + 1) return;
+      dies();
+      died();
+    };
+    void loopOn(store, [], { approvals: true, onCall }).resume('r', {
+      approvals: { [pending!.callId]: { approve: true, argumentsHash: pending!.argumentsHash } },
+    });
+    await dead;
+    await freeLease(inner, 'r');
+    const rows = await inner.readJournal('r', 0);
+    const continuing = rows
+      .filter((row) => row.kind === 'event')
+      .map(
+        (row) =>
+          JSON.parse(row.body) as { seq: number; supersedes?: number; delta: { fields: Record<string, unknown> } },
+      )
+      .find((event) => event.supersedes !== undefined);
+    expect(continuing).toBeDefined();
+    const progress = continuing!.delta.fields.progress as { kind: string; triples?: Record<string, number> };
+    expect(progress.kind).toBe('changes');
+    expect(progress).not.toHaveProperty('snapshot');
+    // The resume below replays that event: no snapshot stands after it.
+    expect((await inner.latestSnapshot('r'))!.seq).toBeLessThan(continuing!.seq);
+    await inner.close();
+
+    const next = sqliteStore({ path });
+    const requests: ModelRequest[] = [];
+    try {
+      const result = await loopOn(next, requests, { approvals: true }).resume('r');
+      expect(requests.map((request) => request.messages)).toEqual(
+        expected.requests.slice(CHARGE_AT + 1).map((request) => request.messages),
+      );
+      expect(result.stopReason).toBe('completed');
+      expect(result.steps).toBe(expected.result.steps);
+      expect(result.messages).toEqual(expected.result.messages);
+      expect(result.usage).toEqual(expected.result.usage);
+    } finally {
+      await next.close();
+    }
+  });
+});
+
 describe('a run paused, its process dead while it waited, resumed once the pause is lifted', () => {
   it.each([13, 21, 30])(
     'paused during step %i: the resume replays no event, and its next requests are the uninterrupted run’s',

@@ -264,6 +264,13 @@ export class RunJournal implements DriverHooks {
       this.cursor = cursorOf(session, this.health, false);
       const stoppedAt = plan.continueWith?.waitingSeq ?? null;
       for (const record of plan.events) {
+        // The event that replaces the stop's carries what changed since the event before it, the stop's own changes
+        // to the tracker included (tracked from here): not the tracker whole, unless the stop's record held it whole.
+        if (record.seq === stoppedAt && record.delta.fields.progress.kind === 'changes') {
+          session.progress.trackChanges();
+          session.progress.takeChanges();
+          this.cursor = cursorOf(session, this.health, true);
+        }
         applyDelta(session, this.health, record.delta, { runId: this.runId, seq: record.seq });
         // The event the run stopped at is replaced, not replayed: the rebuilt run stands just before it.
         if (record.seq === stoppedAt) break;
@@ -277,7 +284,8 @@ export class RunJournal implements DriverHooks {
     });
     // A plain resume stands exactly where its last event left the run, so the next record carries only the
     // tracker's changes since then, not every triple of the task again. A continued stop's next event
-    // replaces the stop's (a later resume applies it to the state before that event): it carries the tracker whole.
+    // replaces the stop's (a later resume applies it to the state before that event): it carries what changed
+    // since that state (see above), or the tracker whole.
     if (plan.continueWith === null) {
       session.progress.trackChanges();
       session.progress.takeChanges();
