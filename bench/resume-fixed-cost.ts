@@ -179,7 +179,7 @@ const builds = await Promise.all(roots.map(buildAt));
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-resume-fixed-'));
 const loadAtStart = loadavg()[0]!;
 console.log(
-  `${cold ? 'cold (a process per resume)' : 'warm'}, trace ${trace ? 'in memory' : 'off'}${crashed ? ', WAL left as a crash leaves it' : ''}, ${resumes} resumes each${builds.length > 1 ? ', builds side by side' : ''}`,
+  `stopped: ${stop}; ${cold ? 'cold (a process per resume)' : 'warm'}, trace ${trace ? 'in memory' : 'off'}${crashed ? ', WAL left as a crash leaves it' : ''}, ${resumes} resumes each${builds.length > 1 ? ', builds side by side' : ''}`,
 );
 console.log(
   '| S | build | run ms | to next call ms (median) | to end ms | call → end ms | CPU ms | ÷ run (to end) | open store: to call / end ms | ÷ run |',

@@ -6,25 +6,17 @@
  * every chunk of the trace; the paused run's resume replays no event (a snapshot taken at the pause). On real
  * SQLite files; the dead process is stood in for by a store whose calls never answer, its lease freed.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  createLoop,
-  defineTool,
-  memoryStore,
-  type LoopConfig,
-  type Model,
-  type ModelRequest,
-  type Store,
-  type StoreRow,
-} from 'loopstate';
+import * as current from 'loopstate';
+import { memoryStore, type LoopConfig, type Model, type ModelRequest, type Store, type StoreRow } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
-import { lookup } from './lookup-loop.js';
 import { expectSameEnd, withoutResumes } from './same-end.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-resume-after-stops-'));
@@ -34,14 +26,6 @@ let files = 0;
 const STEPS = 40;
 /** The step whose call is destructive (the approval case). */
 const CHARGE_AT = 29;
-
-const charge = defineTool({
-  name: 'charge',
-  description: 'Charge a key',
-  input: z.object({ key: z.string() }),
-  access: 'destructive',
-  execute: ({ key }) => `charged ${key}`,
-});
 
 /** Call n asks for `lookup` (or `charge` at CHARGE_AT), and answers `done` at STEPS; `onCall` hears of each call. */
 function model(requests: ModelRequest[], onCall: (call: number) => void = () => undefined): Model {
@@ -60,14 +44,33 @@ function model(requests: ModelRequest[], onCall: (call: number) => void = () => 
   };
 }
 
+type Library = Pick<typeof current, 'createLoop' | 'defineTool'>;
+
+/** The loop, built with `lib` (this loopstate, or the build that wrote the fixture). */
 const loopOn = (
   store: Store,
   requests: ModelRequest[],
   options: { approvals: boolean; onCall?: (call: number) => void },
+  lib: Library = current,
 ) =>
-  createLoop({
+  lib.createLoop({
     model: model(requests, options.onCall),
-    tools: [lookup, charge],
+    tools: [
+      lib.defineTool({
+        name: 'lookup',
+        description: 'Look a key up',
+        input: z.object({ key: z.string() }),
+        access: 'read',
+        execute: ({ key }) => `value ${key}`,
+      }),
+      lib.defineTool({
+        name: 'charge',
+        description: 'Charge a key',
+        input: z.object({ key: z.string() }),
+        access: 'destructive',
+        execute: ({ key }) => `charged ${key}`,
+      }),
+    ],
     store,
     clock: virtualClock(),
     durable: { snapshotEvery: 8 },
@@ -211,6 +214,39 @@ describe('a run stopped for an approval, resumed with it, then dead in its next 
   });
 });
 
+/**
+ * A run paused during step `pausedAt` whose process dies once the run waits for the pause to be lifted (its store
+ * calls never answer from the run's second look at the control: what it commits on seeing the pause is committed),
+ * its lease freed. Returns the store, still open, with the pause still set.
+ */
+async function pausedRun(inner: Store, pausedAt: number, lib: Library = current): Promise<void> {
+  let dead = false;
+  let pausedSeen = 0;
+  let sawPause: () => void = () => undefined;
+  const waiting = new Promise<void>((resolve) => (sawPause = resolve));
+  const store = new Proxy(inner, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        if (dead) return new Promise(() => undefined);
+        const answer = (await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args)) as unknown;
+        if (key === 'readControl' && (answer as { paused: string | null }).paused !== null && ++pausedSeen === 2) {
+          dead = true;
+          sawPause();
+        }
+        return answer;
+      };
+    },
+  });
+  const pause = (call: number) => {
+    if (call === pausedAt) void inner.setPaused('maintenance');
+  };
+  void loopOn(store, [], { approvals: false, onCall: pause }, lib).run({ goal: 'go', runId: 'r' });
+  await waiting;
+  await freeLease(inner, 'r');
+}
+
 describe('a run paused, its process dead while it waited, resumed once the pause is lifted', () => {
   it.each([13, 21, 30])(
     'paused during step %i: the resume replays no event, and its next requests are the uninterrupted run’s',
@@ -218,33 +254,7 @@ describe('a run paused, its process dead while it waited, resumed once the pause
       const expected = await uninterrupted();
       const path = join(scratch, `paused-${files++}.db`);
       const inner = sqliteStore({ path, pausePollMs: 1 });
-      // The dead process: once it has seen the pause, none of its store calls answers again.
-      let dead = false;
-      let pausedSeen = 0;
-      let sawPause: () => void = () => undefined;
-      const waiting = new Promise<void>((resolve) => (sawPause = resolve));
-      const store = new Proxy(inner, {
-        get(target, key, receiver) {
-          const value = Reflect.get(target, key, receiver) as unknown;
-          if (typeof value !== 'function') return value;
-          return async (...args: unknown[]) => {
-            if (dead) return new Promise(() => undefined);
-            const answer = (await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args)) as unknown;
-            // Looked at a second time (the pause was seen, and what the run commits then is committed): it waits.
-            if (key === 'readControl' && (answer as { paused: string | null }).paused !== null && ++pausedSeen === 2) {
-              dead = true;
-              sawPause();
-            }
-            return answer;
-          };
-        },
-      });
-      const pause = (call: number) => {
-        if (call === pausedAt) void inner.setPaused('maintenance');
-      };
-      void loopOn(store, [], { approvals: false, onCall: pause }).run({ goal: 'go', runId: 'r' });
-      await waiting;
-      await freeLease(inner, 'r');
+      await pausedRun(inner, pausedAt);
       const events = (await inner.readJournal('r', 0)).filter((row) => row.kind === 'event');
       const snapshot = await inner.latestSnapshot('r');
       await inner.close();
@@ -269,4 +279,90 @@ describe('a run paused, its process dead while it waited, resumed once the pause
       }
     },
   );
+});
+
+const fixturePath = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'records-stops-8ff18da.json');
+const OLD_PAUSED_AT = 21;
+
+interface StoredRun {
+  run: string;
+  snapshot: StoreRow | null;
+  journal: StoreRow[];
+}
+
+const storedRun = async (store: Store): Promise<StoredRun> => ({
+  run: (await store.readRun('r'))!.body,
+  snapshot: await store.latestSnapshot('r'),
+  journal: await store.readJournal('r', 0),
+});
+
+/** A SQLite file holding `stored` as the older version wrote it, its lease free. */
+async function loaded(stored: StoredRun, path: string): Promise<Store> {
+  const store = sqliteStore({ path });
+  const lease = { owner: 'fixture-loader', until: Date.now() + 60_000 };
+  await store.createRun('r', stored.run, lease);
+  await store.append('r', stored.journal, lease);
+  if (stored.snapshot !== null) await store.writeSnapshot('r', stored.snapshot, lease);
+  await store.releaseLease('r', lease.owner);
+  return store;
+}
+
+describe('stops written by loopstate at 8ff18da (no snapshot at a pause, the tracker whole after a decision)', () => {
+  // LOOPSTATE_FIXTURE_BUILD=/tmp/before-s8 (a build of 8ff18da): its own library runs the loops and stores the rows.
+  it.runIf(process.env.LOOPSTATE_FIXTURE_BUILD !== undefined)('(writes the fixture)', async () => {
+    const root = process.env.LOOPSTATE_FIXTURE_BUILD!;
+    const lib = (await import(join(root, 'dist/src/index.js'))) as Library;
+    const old = (await import(join(root, 'dist/src/adapters/sqlite/index.js'))) as { sqliteStore: typeof sqliteStore };
+    const approvalStore = old.sqliteStore({ path: join(scratch, `old-approval-${files++}.db`) });
+    await loopOn(approvalStore, [], { approvals: true }, lib).run({ goal: 'go', runId: 'r' });
+    const pausedStore = old.sqliteStore({ path: join(scratch, `old-paused-${files++}.db`), pausePollMs: 1 });
+    await pausedRun(pausedStore, OLD_PAUSED_AT, lib);
+    const written = { approval: await storedRun(approvalStore), paused: await storedRun(pausedStore) };
+    writeFileSync(fixturePath, `${JSON.stringify(written)}\n`);
+    await approvalStore.close();
+  });
+
+  const fixture = () => JSON.parse(readFileSync(fixturePath, 'utf8')) as { approval: StoredRun; paused: StoredRun };
+
+  it('a run waiting for approval: approved, it goes on as the uninterrupted run', async () => {
+    const expected = await uninterrupted();
+    const store = await loaded(fixture().approval, join(scratch, `fixture-approval-${files++}.db`));
+    const requests: ModelRequest[] = [];
+    try {
+      const waiting = await loopOn(store, [], { approvals: true }).resume('r');
+      expect(waiting.status).toBe('needs_human');
+      const [pending] = waiting.pendingApprovals;
+      const result = await loopOn(store, requests, { approvals: true }).resume('r', {
+        approvals: { [pending!.callId]: { approve: true, argumentsHash: pending!.argumentsHash } },
+      });
+      expect(requests.map((request) => request.messages)).toEqual(
+        expected.requests.slice(CHARGE_AT + 1).map((request) => request.messages),
+      );
+      expect(result.messages).toEqual(expected.result.messages);
+      expect(result.usage).toEqual(expected.result.usage);
+      expect(result.trace.filter((event) => event.type === 'approval-decided')).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a paused run whose process died: the events since its last snapshot are replayed, to the same end', async () => {
+    const expected = await uninterrupted();
+    const stored = fixture().paused;
+    const store = await loaded(stored, join(scratch, `fixture-paused-${files++}.db`));
+    const requests: ModelRequest[] = [];
+    try {
+      await store.setPaused(null);
+      const result = await loopOn(store, requests, { approvals: false }).resume('r');
+      const replayed = result.trace.find((event) => event.type === 'run-resume');
+      expect(replayed).toMatchObject({ fromSeq: stored.snapshot!.seq });
+      expect((replayed as { replayedEvents: number }).replayedEvents).toBeGreaterThan(0);
+      expect(requests.map((request) => request.messages)).toEqual(
+        expected.requests.slice(OLD_PAUSED_AT + 1).map((request) => request.messages),
+      );
+      expectSameEnd(result, expected.result);
+    } finally {
+      await store.close();
+    }
+  });
 });
