@@ -107,7 +107,7 @@ function bodiesCounted(path: string) {
 }
 
 describe('a run stopped for an approval, resumed with it', () => {
-  it('reads the stop’s final trace chunk, not the whole trace, and goes on as the uninterrupted run', async () => {
+  it('replays no event, reads the stop’s final trace chunk (not the whole trace), and goes on as the uninterrupted run', async () => {
     const expected = await uninterrupted();
     const path = join(scratch, `approval-${files++}.db`);
     const first = sqliteStore({ path });
@@ -127,6 +127,9 @@ describe('a run stopped for an approval, resumed with it', () => {
       });
       // Before `result.trace` is read: the stop's final chunk, and the first chunk's first event (the trace's schema).
       expect(bodiesRead.get('trace') ?? 0).toBeLessThanOrEqual(2);
+      // A snapshot stands just before the reply that stopped the run (taken as the reply came): no event is replayed,
+      // the stop's own is applied and replaced.
+      expect(result.trace.find((event) => event.type === 'run-resume')).toMatchObject({ replayedEvents: 1 });
       expect(requests.map((request) => request.messages)).toEqual(
         expected.requests.slice(CHARGE_AT + 1).map((request) => request.messages),
       );

@@ -57,6 +57,7 @@ import {
   type SessionCursor,
 } from './session-state.js';
 import { applyApprovals } from './approval-decision.js';
+import { mayWaitForApproval } from './approval-checks.js';
 import { applyReview } from './review-decision.js';
 import { withRunLimits } from './recorded-limits.js';
 import { migrateTransportCounters } from './transport-counters-migration.js';
@@ -566,6 +567,9 @@ export class RunJournal implements DriverHooks {
     const afterEvent = this.lastEventSeq;
     // A group whose commit waited (see `beforeEffect`) is committed while a model that does not answer at once works.
     const response = await this.commits.meanwhile(model.generate(request), this.snapshotInWaitDue());
+    // A reply that may stop the run for an approval, come before any wait's snapshot: the run still stands where its
+    // last event left it, as in the wait, and a snapshot of that lets the resume with the decision replay no event.
+    if (this.session !== null && mayWaitForApproval(response, this.session)) this.snapshotInWait();
     // A malformed response is the driver's to refuse (fatal_error); it is not worth serving again.
     if (isWellFormedResponse(response)) {
       const { text, toolCalls, usage, metadata } = response;
