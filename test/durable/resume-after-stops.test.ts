@@ -149,6 +149,66 @@ describe('a run stopped for an approval, resumed with it', () => {
   });
 });
 
+describe('a run stopped for a review of its output, resumed with the decision', () => {
+  it('replays no event (a snapshot taken before the evaluation) and completes with the output as the run without review', async () => {
+    const reviewed = (store: Store, requests: ModelRequest[], review: boolean) =>
+      current.createLoop({
+        model: {
+          id: 'scripted',
+          generate(request) {
+            requests.push(request);
+            const call = request.messages.filter((message) => message.role === 'assistant').length;
+            const usage = { inputTokens: 10, outputTokens: 2 };
+            if (call >= STEPS) return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
+            const toolCalls = [{ id: `c${call}`, name: 'lookup', arguments: JSON.stringify({ key: `k${call}` }) }];
+            return Promise.resolve({ text: null, toolCalls, usage });
+          },
+        },
+        tools: [
+          current.defineTool({
+            name: 'lookup',
+            description: 'Look a key up',
+            input: z.object({ key: z.string() }),
+            access: 'read',
+            execute: ({ key }) => `value ${key}`,
+          }),
+        ],
+        store,
+        clock: virtualClock(),
+        durable: { snapshotEvery: 8 },
+        limits: { maxSteps: STEPS + 5, maxToolCalls: STEPS + 5 },
+        evaluate: review
+          ? current.evaluators.chain(
+              current.evaluators.schema(z.object({ done: z.boolean() })),
+              current.evaluators.review({ when: () => true, reason: 'a person checks every answer' }),
+            )
+          : current.evaluators.schema(z.object({ done: z.boolean() })),
+      });
+    const expected = await reviewed(memoryStore(), [], false).run({ goal: 'go', runId: 'r' });
+    expect(expected.stopReason).toBe('completed');
+    const path = join(scratch, `review-${files++}.db`);
+    const first = sqliteStore({ path });
+    const stopped = await reviewed(first, [], true).run({ goal: 'go', runId: 'r' });
+    await first.close();
+    expect(stopped.status).toBe('needs_human');
+    const next = sqliteStore({ path });
+    const requests: ModelRequest[] = [];
+    try {
+      const result = await reviewed(next, requests, true).resume('r', {
+        review: { accept: true, reviewId: stopped.pendingReview!.reviewId! },
+      });
+      expect(result.trace.find((event) => event.type === 'run-resume')).toMatchObject({ replayedEvents: 1 });
+      expect(requests).toEqual([]);
+      expect(result.stopReason).toBe('completed');
+      expect(result.output).toEqual(expected.output);
+      expect(result.messages).toEqual(expected.messages);
+      expect(result.usage).toEqual(expected.usage);
+    } finally {
+      await next.close();
+    }
+  });
+});
+
 /** `inner` as a process that dies once `dies()` is called: none of its store calls answers from then on. */
 function dying(inner: Store) {
   let dead = false;

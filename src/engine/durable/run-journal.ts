@@ -521,6 +521,9 @@ export class RunJournal implements DriverHooks {
       // so a pause or a cancel is still seen before this step.
       committed = false;
     } else {
+      // Before an evaluation (a judge waits as a model call does, a review stops the run at its outcome): the wait's
+      // snapshot, under its bound, goes with this commit; a resume from the outcome then replays no event.
+      if (kind === 'evaluate') this.snapshotInWait();
       await this.flush();
       // An evaluation's or a backoff's outcome is committed before the next model call (an LLM judge is not
       // paid again for a commit saved).
