@@ -209,6 +209,59 @@ describe('a run stopped for a review of its output, resumed with the decision', 
   });
 });
 
+describe('the snapshot before an evaluation', () => {
+  it('is taken only for a loop whose evaluations may wait or stop for a review, never for a schema check', async () => {
+    const snapshotsOf = async (evaluate: LoopConfig['evaluate']) => {
+      const store = memoryStore();
+      let written = 0;
+      const counting: Store = {
+        ...store,
+        pausePollMs: store.pausePollMs,
+        writeSnapshot: (...args) => {
+          written += 1;
+          return store.writeSnapshot(...args);
+        },
+      };
+      // Ten steps: fewer events than a snapshot's interval (32), more than the wait's bound (8).
+      const loop = current.createLoop({
+        model: {
+          id: 'scripted',
+          generate(request) {
+            const call = request.messages.filter((message) => message.role === 'assistant').length;
+            const usage = { inputTokens: 10, outputTokens: 2 };
+            if (call >= 10) return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
+            const toolCalls = [{ id: `c${call}`, name: 'lookup', arguments: JSON.stringify({ key: `k${call}` }) }];
+            return Promise.resolve({ text: null, toolCalls, usage });
+          },
+        },
+        tools: [
+          current.defineTool({
+            name: 'lookup',
+            description: 'Look a key up',
+            input: z.object({ key: z.string() }),
+            access: 'read',
+            execute: ({ key }) => `value ${key}`,
+          }),
+        ],
+        store: counting,
+        clock: virtualClock(),
+        limits: { maxSteps: 20, maxToolCalls: 20 },
+        evaluate,
+      });
+      const result = await loop.run({ goal: 'go', runId: 'r' });
+      return { written, status: result.status };
+    };
+    const schema = current.evaluators.schema(z.object({ done: z.boolean() }));
+    expect(await snapshotsOf(schema)).toEqual({ written: 0, status: 'succeeded' });
+    expect(await snapshotsOf(undefined)).toEqual({ written: 0, status: 'succeeded' });
+    const review = current.evaluators.review({ when: () => true, reason: 'a person checks every answer' });
+    expect(await snapshotsOf(current.evaluators.chain(schema, review))).toEqual({
+      written: 1,
+      status: 'needs_human',
+    });
+  });
+});
+
 /** `inner` as a process that dies once `dies()` is called: none of its store calls answers from then on. */
 function dying(inner: Store) {
   let dead = false;

@@ -197,15 +197,13 @@ export function checkArgumentsUnchanged(record: RunRecord, plan: ResumePlan, dec
 }
 
 /**
- * Whether a reply may stop the run to wait for a person's approval: it calls a tool whose access the policy holds
- * for one, or the policy decides call by call (its `decide` hook is not called here). Errs towards yes: it only
- * tells the journal a snapshot of the state before the reply is worth taking (see `RunJournal.generate`).
+ * Whether a reply may stop the run to wait for a person's approval: it calls a tool whose access the policy's
+ * `requireApproval` lists (a `decide` hook, not called here, may still let it run). It only tells the journal a
+ * snapshot of the state before the reply is worth taking (see `RunJournal.generate`).
  */
 export function mayWaitForApproval(response: ModelResponse, session: RunSession): boolean {
   if (!Array.isArray(response.toolCalls) || response.toolCalls.length === 0) return false;
-  const policy = session.config.policy;
-  if (policy?.decide !== undefined) return true;
-  const held: readonly string[] = policy?.requireApproval ?? DEFAULT_TOOL_POLICY.requireApproval;
+  const held: readonly string[] = session.config.policy?.requireApproval ?? DEFAULT_TOOL_POLICY.requireApproval;
   return response.toolCalls.some((call) => {
     const tool = session.tools.get(call.name);
     return tool !== undefined && held.includes(tool.access);

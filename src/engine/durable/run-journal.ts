@@ -58,6 +58,7 @@ import {
 } from './session-state.js';
 import { applyApprovals } from './approval-decision.js';
 import { mayWaitForApproval } from './approval-checks.js';
+import { evaluationMayWait } from './review-checks.js';
 import { applyReview } from './review-decision.js';
 import { withRunLimits } from './recorded-limits.js';
 import { migrateTransportCounters } from './transport-counters-migration.js';
@@ -101,6 +102,8 @@ export interface RunJournalOptions {
 export class RunJournal implements DriverHooks {
   readonly machineSnapshot;
   readonly effectStep: EffectStep | undefined;
+  /** Whether the loop's evaluations may wait (a judge) or stop for a review; worked out at the first evaluation. */
+  private evaluationMayWait: boolean | undefined = undefined;
   private nextSeq: number;
   private lastEventSeq: number;
   private modelCallsSinceEvent = 0;
@@ -523,7 +526,7 @@ export class RunJournal implements DriverHooks {
     } else {
       // Before an evaluation (a judge waits as a model call does, a review stops the run at its outcome): the wait's
       // snapshot, under its bound, goes with this commit; a resume from the outcome then replays no event.
-      if (kind === 'evaluate') this.snapshotInWait();
+      if (kind === 'evaluate' && (this.evaluationMayWait ??= evaluationMayWait(session.config))) this.snapshotInWait();
       await this.flush();
       // An evaluation's or a backoff's outcome is committed before the next model call (an LLM judge is not
       // paid again for a commit saved).
