@@ -19,6 +19,7 @@
  *   node dist/bench/resume-fixed-cost.js 1000 10 --cold
  *   node dist/bench/resume-fixed-cost.js 100,1000 20 --roots /tmp/before,.   # before / after
  *   LOOPSTATE_BENCH_CRASHED=1 node dist/bench/resume-fixed-cost.js 1000 41   # the WAL not folded before the resume
+ *   LOOPSTATE_BENCH_STOP=approval node dist/bench/resume-fixed-cost.js 1000 41  # how the run stopped (see `stop`)
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -27,9 +28,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
+import { z } from 'zod';
 import type * as Loopstate from 'loopstate';
-import { lookupTool, workloadLimits, workloadModel } from './durable-workload.js';
-import type { Store } from 'loopstate';
+import { callNumber, lookupTool, workloadLimits, workloadModel } from './durable-workload.js';
+import type { Model, Store } from 'loopstate';
 import type * as LoopstateSqlite from 'loopstate/sqlite';
 
 const args = process.argv.slice(2);
@@ -40,6 +42,23 @@ const trace = process.env.LOOPSTATE_BENCH_TRACE !== 'off';
  * resume starts a new WAL (its header's fsync on the path).
  */
 const crashed = process.env.LOOPSTATE_BENCH_CRASHED === '1';
+/**
+ * LOOPSTATE_BENCH_STOP: how the run stopped before the resume (the last step is S; its model call is call S).
+ * - `hung` (the default): the process died while model call S was out (a timer tick after it began: the steps whose
+ *   commit waited are committed meanwhile), its lease freed;
+ * - `grouped`: the process died as model call S began, before that wait's commit: the steps since the last commit
+ *   (≤ `maxUncommittedSteps` of idempotent calls) are lost and done again, its lease freed;
+ * - `write`: step S − 1 called a tool that is not idempotent (its intent and outcome committed before call S), then
+ *   the process died while call S was out, its lease freed;
+ * - `approval`: step S − 1 called a destructive tool: the run stopped `needs_human`, and the resume approves it;
+ * - `paused`: the store was paused during step S − 1; the process died while the run waited for the pause to be
+ *   lifted (its lease freed), and the pause was lifted before the resume.
+ */
+const stops = ['hung', 'grouped', 'write', 'approval', 'paused'] as const;
+const stop = (process.env.LOOPSTATE_BENCH_STOP ?? 'hung') as (typeof stops)[number];
+if (!stops.includes(stop)) throw new Error(`LOOPSTATE_BENCH_STOP: expected one of ${stops.join(', ')}, got ${stop}`);
+/** The tool step S − 1 calls instead of `lookup`, if any. */
+const lastTool = stop === 'write' ? 'record' : stop === 'approval' ? 'charge' : null;
 
 /** What the bench uses of a build of loopstate. */
 interface Build {
@@ -63,16 +82,48 @@ async function buildAt(root: string | null): Promise<Build> {
   };
 }
 
+/** The workload's model; step S − 1 calls `lastTool` when there is one. */
+function stopModel(total: number, hangAt: number | null, onCall: (call: number) => void): Model {
+  const model = workloadModel(total, { hangAt, onCall });
+  if (lastTool === null) return model;
+  return {
+    id: model.id,
+    generate(request) {
+      const call = callNumber(request.messages);
+      if (call !== total - 1) return model.generate(request);
+      onCall(call);
+      return Promise.resolve({
+        text: null,
+        toolCalls: [{ id: `c${call}`, name: lastTool, arguments: `{"key":"k${call}"}` }],
+        usage: { inputTokens: 50, outputTokens: 10 },
+      });
+    },
+  };
+}
+
 const loopOf = (
   build: Build,
   total: number,
   store: Store,
   hangAt: number | null,
-  onCall: () => void = () => undefined,
+  onCall: (call: number) => void = () => undefined,
 ) =>
   build.createLoop({
-    model: workloadModel(total, { hangAt, onCall: () => onCall() }),
-    tools: [lookupTool(build.defineTool)],
+    model: stopModel(total, hangAt, onCall),
+    tools: [
+      lookupTool(build.defineTool),
+      ...(lastTool === null
+        ? []
+        : [
+            build.defineTool({
+              name: lastTool,
+              description: 'Write a key.',
+              input: z.object({ key: z.string() }),
+              access: lastTool === 'record' ? 'write' : 'destructive',
+              execute: ({ key }) => `wrote ${key}`,
+            }),
+          ]),
+    ],
     ...workloadLimits(total),
     ...(trace ? {} : { trace: { inMemory: false } }),
     store,
@@ -100,7 +151,7 @@ async function resumeOnce(
     store,
     null,
     () => (calledAt = Number.isNaN(calledAt) ? performance.now() : calledAt),
-  ).resume('long');
+  ).resume('long', stop === 'approval' ? { approvals: { [`c${total - 1}`]: { approve: true } } } : {});
   const ended = performance.now();
   const cpu = process.cpuUsage(cpuBefore);
   if (result.stopReason !== 'completed' || result.steps !== total)
@@ -128,7 +179,7 @@ const builds = await Promise.all(roots.map(buildAt));
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-resume-fixed-'));
 const loadAtStart = loadavg()[0]!;
 console.log(
-  `${cold ? 'cold (a process per resume)' : 'warm'}, trace ${trace ? 'in memory' : 'off'}${crashed ? ', WAL left as a crash leaves it' : ''}, ${resumes} resumes each${builds.length > 1 ? ', builds side by side' : ''}`,
+  `stopped: ${stop}; ${cold ? 'cold (a process per resume)' : 'warm'}, trace ${trace ? 'in memory' : 'off'}${crashed ? ', WAL left as a crash leaves it' : ''}, ${resumes} resumes each${builds.length > 1 ? ', builds side by side' : ''}`,
 );
 console.log(
   '| S | build | run ms | to next call ms (median) | to end ms | call → end ms | CPU ms | ÷ run (to end) | open store: to call / end ms | ÷ run |',
@@ -136,32 +187,67 @@ console.log(
 console.log('|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|');
 const here = fileURLToPath(import.meta.url);
 
-/** A run of S steps left hanging at its last model call, its lease freed; the files as that dead process left them. */
+/** Copies the file `path` with its WAL to `into`, as they are now (better-sqlite3 writes synchronously: no write is half done). */
+function copyFiles(path: string, into: string): void {
+  for (const suffix of ['-wal', '-shm']) rmSync(into + suffix, { force: true });
+  copyFileSync(path, into);
+  if (existsSync(`${path}-wal`)) copyFileSync(`${path}-wal`, `${into}-wal`);
+}
+
+/** A run of S steps stopped as `stop` says, the files as that process left them copied to `into`; the run's own ms. */
 async function hungRun(build: Build, total: number, into: string): Promise<number> {
   const path = join(scratch, `hung-${total}.db`);
   for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
   const first = build.sqliteStore({ path, ...(crashed ? { foldWalWhenIdle: false } : {}) });
   let hung: () => void = () => undefined;
   const hanging = new Promise<void>((resolve) => (hung = resolve));
-  let calls = 0;
+  let owner: string | null = null;
   const started = performance.now();
-  void loopOf(build, total, first, total, () => {
-    if (++calls === total) hung();
-  }).run({ goal: 'go', runId: 'long' });
-  await hanging;
-  const runMs = performance.now() - started;
-  // The process dies while its last model call is out, a timer tick or more after the call began (a hosted model
-  // takes hundreds of ms): the steps whose commit waited (grouped commits) are committed meanwhile. Copied in the
-  // same microtask as the call instead, a resume also redoes that group (≤ 16 instant steps, ~4–6 ms at S = 1,000).
+  let runMs = NaN;
+  const onCall = (call: number) => {
+    if (call === total - 1) {
+      if (stop === 'paused') void first.setPaused('bench');
+      // The lease's owner, for `grouped` to free it in the very microtask the process dies in.
+      void first.readRun('long').then((row) => (owner = row?.leaseOwner ?? null));
+    }
+    if (call !== total) return;
+    runMs = performance.now() - started;
+    if (stop === 'grouped') {
+      // Dies as the call begins (before the wait's commit): the lease freed and the files copied at once.
+      void first.releaseLease('long', owner!);
+      copyFiles(path, into);
+    }
+    hung();
+  };
+  const running = loopOf(build, total, first, total, onCall).run({ goal: 'go', runId: 'long' });
+  if (stop === 'approval') {
+    const result = await running;
+    runMs = performance.now() - started;
+    if (result.status !== 'needs_human') throw new Error(`the run was to wait for approval: ${result.stopReason}`);
+  } else if (stop === 'paused') {
+    // The run's end is the pause; its own time is to the pause's first look (the tool of step S − 1 is instant).
+    running.catch(() => undefined);
+    while (owner === null) await new Promise((resolve) => setTimeout(resolve, 1));
+    runMs = performance.now() - started;
+  } else {
+    running.catch(() => undefined);
+    await hanging;
+  }
+  if (stop === 'grouped') {
+    await first.close();
+    return runMs;
+  }
+  // The process dies while its last model call is out (or the run waits), a timer tick or more after the call began
+  // (a hosted model takes hundreds of ms): the steps whose commit waited (grouped commits) are committed meanwhile.
   await new Promise((resolve) => setTimeout(resolve, 10));
   const row = await first.readRun('long');
   if (row?.leaseOwner) await first.releaseLease('long', row.leaseOwner);
+  // Lifted after the process died, before the resume (the run, paused, looks again only after `pausePollMs`).
+  if (stop === 'paused') await first.setPaused(null);
   // Its WAL included, copied while its connection is still open and idle (better-sqlite3 writes synchronously: no
   // write is half done here). A resume then appends to that WAL, as after a crash; a closed store would have
   // folded it, and every resume would start a new WAL (and sync its header).
-  for (const suffix of ['-wal', '-shm']) rmSync(into + suffix, { force: true });
-  copyFileSync(path, into);
-  if (existsSync(`${path}-wal`)) copyFileSync(`${path}-wal`, `${into}-wal`);
+  copyFiles(path, into);
   await first.close();
   return runMs;
 }
@@ -186,11 +272,7 @@ for (const total of lengths) {
       if (existsSync(`${saved(build)}-wal`)) copyFileSync(`${saved(build)}-wal`, `${kept}-wal`);
     }
   const copy = join(scratch, `resume-${total}.db`);
-  const fresh = (build: Build) => {
-    for (const suffix of ['-wal', '-shm']) rmSync(copy + suffix, { force: true });
-    copyFileSync(saved(build), copy);
-    if (existsSync(`${saved(build)}-wal`)) copyFileSync(`${saved(build)}-wal`, `${copy}-wal`);
-  };
+  const fresh = (build: Build) => copyFiles(saved(build), copy);
   const samples = new Map(
     builds.map((build) => [
       build,

@@ -11,6 +11,9 @@ import type { Store } from '../../contracts/store.js';
 import { ApprovalError } from './durable-errors.js';
 import { decodeJournalRecord, type ApprovalDecision, type Decisions, type RunRecord } from './records.js';
 import type { ResumePlan } from './resume-plan.js';
+import type { ModelResponse } from '../../contracts/model.js';
+import type { RunSession } from '../runtime/run-session.js';
+import { DEFAULT_TOOL_POLICY } from '../tools/index.js';
 
 /**
  * Canonical JSON of the arguments, hashed (16 hex characters): what an approval is bound to. A waiting call's
@@ -191,4 +194,18 @@ export function checkArgumentsUnchanged(record: RunRecord, plan: ResumePlan, dec
       });
     }
   }
+}
+
+/**
+ * Whether a reply may stop the run to wait for a person's approval: it calls a tool whose access the policy's
+ * `requireApproval` lists (a `decide` hook, not called here, may still let it run). It only tells the journal a
+ * snapshot of the state before the reply is worth taking (see `RunJournal.generate`).
+ */
+export function mayWaitForApproval(response: ModelResponse, session: RunSession): boolean {
+  if (!Array.isArray(response.toolCalls) || response.toolCalls.length === 0) return false;
+  const held: readonly string[] = session.config.policy?.requireApproval ?? DEFAULT_TOOL_POLICY.requireApproval;
+  return response.toolCalls.some((call) => {
+    const tool = session.tools.get(call.name);
+    return tool !== undefined && held.includes(tool.access);
+  });
 }

@@ -39,9 +39,11 @@ import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js
 import {
   readResultMessages,
   readResultTrace,
+  readResultTraceTail,
   readResumePlan,
   type ContinueWith,
   type ResumePlan,
+  type TraceTail,
 } from './resume-plan.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { resultTraceView } from '../trace/run-trace.js';
@@ -494,7 +496,7 @@ export class DurableRuns {
       limits: held,
       limitsWarning: isNew ? null : limitsKeptWarning(limits, this.resolved.limits),
       ...(driving.effectStep === undefined ? {} : { effectStep: driving.effectStep }),
-      ...(continueWith === null || record.result === null ? {} : { stopTrace: await this.stopTraceOf(record) }),
+      ...(continueWith === null || record.result === null ? {} : { stopTrace: await this.stopTraceOf(record, plan) }),
     });
     const config: ResolvedConfig = {
       ...this.resolved,
@@ -558,13 +560,24 @@ export class DurableRuns {
     return () => clearInterval(timer);
   }
 
-  /** The trace a waiting run's stop recorded; none when it cannot be read (the resumed trace then lacks what followed the stop's event). */
-  private async stopTraceOf(record: RunRecord): Promise<readonly TraceEvent[]> {
+  /**
+   * The trace a waiting run's stop recorded, from the snapshot the run is rebuilt from on (what the rebuilt run's
+   * trace has not): its final chunk alone when that chunk starts there or before, else all of it. None when it
+   * cannot be read (the resumed trace then lacks what followed the stop's event).
+   */
+  private async stopTraceOf(record: RunRecord, plan: ResumePlan | null): Promise<TraceTail> {
     try {
-      if (record.resultTrace === undefined) return (record.result as unknown as RunResult).trace;
-      return await readResultTrace(this.store, record.runId, record.resultTrace);
+      if (record.resultTrace === undefined) return { from: 0, events: (record.result as unknown as RunResult).trace };
+      // The final chunk holds the trace since the last chunk written, the snapshot's as a rule: a stop's trace is
+      // not read whole (every chunk parsed) for its last few events.
+      const rebuiltFrom = plan?.snapshot?.session.traceLength;
+      if (rebuiltFrom !== undefined) {
+        const tail = await readResultTraceTail(this.store, record.runId, record.resultTrace);
+        if (tail.from <= rebuiltFrom) return tail;
+      }
+      return { from: 0, events: await readResultTrace(this.store, record.runId, record.resultTrace) };
     } catch {
-      return [];
+      return { from: 0, events: [] };
     }
   }
 

@@ -504,6 +504,51 @@ export async function readResultTrace(
   return foldTrace(rows, runId, at.length, at.seq, () => true, "result's trace");
 }
 
+/** The events of a stop's trace from index `from` on (its final chunk's, or the whole trace from 0). */
+export interface TraceTail {
+  from: number;
+  events: readonly TraceEvent[];
+}
+
+/**
+ * The end of a stop's trace: its final chunk alone (the events from where it starts), read and parsed without the
+ * chunks before it, for a caller that wants only what follows a known point (a continued stop's last batch). The
+ * chunk is checked as `readResultTrace` checks it; one missing or not ending the trace where the record says is
+ * refused (`corrupt_record`).
+ */
+export async function readResultTraceTail(
+  store: Store,
+  runId: string,
+  at: { seq: number; length: number },
+): Promise<TraceTail> {
+  const row = (await store.readJournal(runId, at.seq - 1, TRACE_KINDS)).find(
+    (row) => row.kind === 'trace' && row.seq === at.seq,
+  );
+  if (row === undefined)
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId,
+      seq: null,
+      problem: `its resultTrace names the trace chunk at seq ${at.seq}, which is not in the journal`,
+    });
+  const chunk = decodeTraceChunk(row.body, runId, row.seq);
+  if (chunk.final !== true || chunk.from + chunk.events.length !== at.length)
+    throw new StoreRecordError({
+      code: 'corrupt_record',
+      runId,
+      seq: row.seq,
+      problem: `it is not the final trace chunk of ${at.length} events the run record's resultTrace names`,
+    });
+  return { from: chunk.from, events: chunk.events };
+}
+
+/** The events of a stop's trace at index `index` and after (none when it is not given). */
+export function stopTraceAfter(tail: TraceTail | undefined, index: number): readonly TraceEvent[] {
+  if (tail === undefined) return [];
+  // Read from the snapshot's trace length or before (see `DurableRuns.stopTraceOf`): `index` is at or past `from`.
+  return tail.events.slice(Math.max(0, index - tail.from));
+}
+
 function foldTrace(
   rows: readonly { seq: number; kind: string; body: string }[],
   runId: string,

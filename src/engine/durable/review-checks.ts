@@ -9,6 +9,8 @@ import { ReviewError } from './durable-errors.js';
 import type { ResumePlan } from './resume-plan.js';
 import type { DecidedReview, PendingReviewRecord, ReviewDecision, RunRecord } from './records.js';
 import { reviewIdOf } from './review-id.js';
+import type { ResolvedConfig } from '../config/config.js';
+import type { Evaluator } from '../evaluators/types.js';
 
 // Discriminated on `accept`, so a rejection without a reason is told as `review.reason`.
 const reviewSchema = z.discriminatedUnion('accept', [
@@ -141,4 +143,19 @@ export function checkReviewStop(record: RunRecord, plan: ResumePlan): void {
       message: `run ${record.runId}'s journal does not end at the review it waits for (seq ${String(record.waitingSeq)})`,
     });
   }
+}
+
+/**
+ * Whether an evaluation of the loop may wait as a model call does (an LLM judge) or stop the run for a person's
+ * review of its output: the journal then takes the wait's snapshot before it runs (see `RunJournal.beforeEffect`).
+ */
+export function evaluationMayWait(config: Pick<ResolvedConfig, 'evaluate' | 'tasks'>): boolean {
+  const lists = [config.evaluate, ...(config.tasks ?? []).map((task) => task.evaluate)];
+  return lists.some((list) =>
+    ([] as (Evaluator | undefined)[])
+      .concat(list as Evaluator | readonly Evaluator[] | undefined)
+      .some(
+        (evaluator) => evaluator !== undefined && (evaluator.kind === 'judge' || evaluator.mayRequestReview === true),
+      ),
+  );
 }

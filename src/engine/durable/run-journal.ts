@@ -45,7 +45,7 @@ import {
   type ResultMessagesAt,
   type SnapshotRecord,
 } from './records.js';
-import { TRANSCRIPT_WINDOW, type ResumePlan } from './resume-plan.js';
+import { stopTraceAfter, TRANSCRIPT_WINDOW, type ResumePlan, type TraceTail } from './resume-plan.js';
 import {
   applyDelta,
   cursorOf,
@@ -57,6 +57,8 @@ import {
   type SessionCursor,
 } from './session-state.js';
 import { applyApprovals } from './approval-decision.js';
+import { mayWaitForApproval } from './approval-checks.js';
+import { evaluationMayWait } from './review-checks.js';
 import { applyReview } from './review-decision.js';
 import { withRunLimits } from './recorded-limits.js';
 import { migrateTransportCounters } from './transport-counters-migration.js';
@@ -90,15 +92,18 @@ export interface RunJournalOptions {
   /** Warned once the run is rebuilt or started: the resuming loop's limits differ from the run's. */
   limitsWarning: string | null;
   /**
-   * A run continuing from a stop: the stop's recorded trace. What it recorded after the event it stopped on
-   * is in no event's delta; its `learning-saved` (the leg's last batch) is put back into the rebuilt trace.
+   * A run continuing from a stop: the stop's recorded trace, from index `from` on (at most the trace length of the
+   * snapshot the run is rebuilt from). What it recorded after the event it stopped on is in no event's delta; its
+   * `learning-saved` (the leg's last batch) is put back into the rebuilt trace.
    */
-  stopTrace?: readonly TraceEvent[];
+  stopTrace?: TraceTail;
 }
 
 export class RunJournal implements DriverHooks {
   readonly machineSnapshot;
   readonly effectStep: EffectStep | undefined;
+  /** Whether the loop's evaluations may wait (a judge) or stop for a review; worked out at the first evaluation. */
+  private evaluationMayWait: boolean | undefined = undefined;
   private nextSeq: number;
   private lastEventSeq: number;
   private modelCallsSinceEvent = 0;
@@ -263,6 +268,13 @@ export class RunJournal implements DriverHooks {
       this.cursor = cursorOf(session, this.health, false);
       const stoppedAt = plan.continueWith?.waitingSeq ?? null;
       for (const record of plan.events) {
+        // The event that replaces the stop's carries what changed since the event before it, the stop's own changes
+        // to the tracker included (tracked from here): not the tracker whole, unless the stop's record held it whole.
+        if (record.seq === stoppedAt && record.delta.fields.progress.kind === 'changes') {
+          session.progress.trackChanges();
+          session.progress.takeChanges();
+          this.cursor = cursorOf(session, this.health, true);
+        }
         applyDelta(session, this.health, record.delta, { runId: this.runId, seq: record.seq });
         // The event the run stopped at is replaced, not replayed: the rebuilt run stands just before it.
         if (record.seq === stoppedAt) break;
@@ -271,12 +283,13 @@ export class RunJournal implements DriverHooks {
       }
       // The stop's last batch was written after the event it stopped on: its trace keeps it (sinks had it then).
       if (plan.continueWith !== null)
-        for (const event of (this.options.stopTrace ?? []).slice(session.traceLength))
+        for (const event of stopTraceAfter(this.options.stopTrace, session.traceLength))
           if (event.type === 'learning-saved') session.record(event);
     });
     // A plain resume stands exactly where its last event left the run, so the next record carries only the
     // tracker's changes since then, not every triple of the task again. A continued stop's next event
-    // replaces the stop's (a later resume applies it to the state before that event): it carries the tracker whole.
+    // replaces the stop's (a later resume applies it to the state before that event): it carries what changed
+    // since that state (see above), or the tracker whole.
     if (plan.continueWith === null) {
       session.progress.trackChanges();
       session.progress.takeChanges();
@@ -403,6 +416,21 @@ export class RunJournal implements DriverHooks {
   };
 
   /**
+   * A pause may last hours, and the processes that drive runs restart meanwhile: as in a model call's wait (see
+   * `snapshotInWait`), a snapshot of where the run stands is queued when any event came since the last one and the
+   * session stands where the last event left it. Paid once a pause, never a step. Not for a workflow step (DBOS).
+   */
+  private snapshotAtPause(session: RunSession): boolean {
+    const { actor, cursor } = this;
+    if (this.effectStep !== undefined || actor === null || cursor === null || this.eventsSinceSnapshot === 0)
+      return false;
+    if (session.signal.aborted || actor.getSnapshot().status !== 'active' || !standsAt(session, cursor, this.health))
+      return false;
+    this.takeSnapshot(actor, session, { trace: cursor.trace, warnings: cursor.warnings });
+    return true;
+  }
+
+  /**
    * Queues the machine's snapshot and the session's (written after the commit that holds the events before it),
    * with the trace and the transcript since their last chunks.
    */
@@ -497,6 +525,9 @@ export class RunJournal implements DriverHooks {
       // so a pause or a cancel is still seen before this step.
       committed = false;
     } else {
+      // Before an evaluation (a judge waits as a model call does, a review stops the run at its outcome): the wait's
+      // snapshot, under its bound, goes with this commit; a resume from the outcome then replays no event.
+      if (kind === 'evaluate' && (this.evaluationMayWait ??= evaluationMayWait(session.config))) this.snapshotInWait();
       await this.flush();
       // An evaluation's or a backoff's outcome is committed before the next model call (an LLM judge is not
       // paid again for a commit saved).
@@ -505,9 +536,13 @@ export class RunJournal implements DriverHooks {
     if (kind === 'callModel') this.commits.callBegins();
     // The control the commit just made found (the same round trip), or read now.
     let control = this.commits.controlSince(since) ?? (await store.readControl(this.runId));
+    // Paused before a model call: a snapshot of where the run stands (once a pause) lets a resume after a restart
+    // meanwhile replay no event; it goes with the commit below, or with one of its own.
+    const snapshotted =
+      kind === 'callModel' && control.paused !== null && !control.cancelRequested && this.snapshotAtPause(session);
     // A group held back for a pause (it may last hours, and processes restart meanwhile) or a cancel is
     // committed first: the steps it holds are not repeated, and the run's record shows where it stands.
-    if (kind === 'callModel' && !committed && (control.cancelRequested || control.paused !== null)) {
+    if (snapshotted || (kind === 'callModel' && !committed && (control.cancelRequested || control.paused !== null))) {
       await this.flush();
       committed = true;
     }
@@ -539,6 +574,9 @@ export class RunJournal implements DriverHooks {
     const afterEvent = this.lastEventSeq;
     // A group whose commit waited (see `beforeEffect`) is committed while a model that does not answer at once works.
     const response = await this.commits.meanwhile(model.generate(request), this.snapshotInWaitDue());
+    // A reply that may stop the run for an approval, come before any wait's snapshot: the run still stands where its
+    // last event left it, as in the wait, and a snapshot of that lets the resume with the decision replay no event.
+    if (this.session !== null && mayWaitForApproval(response, this.session)) this.snapshotInWait();
     // A malformed response is the driver's to refuse (fatal_error); it is not worth serving again.
     if (isWellFormedResponse(response)) {
       const { text, toolCalls, usage, metadata } = response;

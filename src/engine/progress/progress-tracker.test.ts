@@ -345,3 +345,33 @@ describe('ProgressTracker.takeChainLink', () => {
     expect(rebuilt.observeCall('lookup:0', 'r').timesSeen).toBe(3);
   });
 });
+
+describe('ProgressTracker.applyChanges', () => {
+  it('counts what it applies among the changes once they are tracked: a record that replaces one applied carries them', () => {
+    const live = new ProgressTracker();
+    live.trackChanges();
+    live.observeCall('fingerprint-a', 'result');
+    const applied = live.takeChanges();
+    const rebuilt = new ProgressTracker();
+    rebuilt.trackChanges();
+    rebuilt.applyChanges(applied);
+    expect(rebuilt.takeChanges()).toEqual(applied);
+    // A task begun in the record applied: the next record says so, as `beginTask` makes it.
+    live.beginTask();
+    live.observeCall('fingerprint-b', 'result');
+    const restarted = live.takeChanges();
+    expect(restarted.restarted).toBe(true);
+    rebuilt.applyChanges(restarted);
+    expect(rebuilt.takeChanges()).toEqual(restarted);
+  });
+
+  it('tracks nothing until asked to', () => {
+    const live = new ProgressTracker();
+    live.trackChanges();
+    live.observeCall('fingerprint-a', 'result');
+    const rebuilt = new ProgressTracker();
+    rebuilt.applyChanges(live.takeChanges());
+    rebuilt.trackChanges();
+    expect(rebuilt.takeChanges()).toMatchObject({ restarted: false, triples: {} });
+  });
+});

@@ -252,6 +252,11 @@ export class ProgressTracker {
   applyChanges(changes: ProgressTrackerChanges): void {
     if (changes.restarted) {
       this.#triples = new Map();
+      // Tracked (a continued stop's changes are the next record's): as `beginTask` would have.
+      if (this.#changed !== null) {
+        this.#changed.clear();
+        this.#restarted = true;
+      }
       if (this.#chain !== null) {
         this.#chain.changed.clear();
         this.#chain.restarted = true;
@@ -259,6 +264,7 @@ export class ProgressTracker {
     }
     for (const [key, count] of Object.entries(changes.triples)) {
       this.#triples.set(key, count);
+      this.#changed?.add(key);
       this.#chain?.changed.add(key);
     }
     this.#distinctObservationsHash = changes.distinctObservationsHash;
