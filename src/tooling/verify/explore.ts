@@ -2,8 +2,9 @@
  * Breadth-first exploration of a loop's abstract state space: each abstract state (see `state-key.ts`) is
  * expanded once, under every abstract outcome of the effect it waits for, through the machine's compiled
  * macrostep (`compiled-step.ts`) or XState's `machine.transition`. Successors are looked up by the parts of
- * their key (`key-table.ts`); only a new state gets its key joined and is kept, as the compiled step left it
- * (an XState snapshot is made of it only when a path through it is replayed). Edges are kept in flat arrays
+ * their key (`key-table.ts`), whose encoding names the joined key exactly: a key is joined only when `keys` is read.
+ * A new state is kept as the compiled step left it (an XState snapshot is made of it only when a path through it is
+ * replayed). Edges are kept in flat arrays
  * (millions fit), with what each one spends; the transition definitions fired are collected for coverage.
  */
 import { initialTransition, type StateValue } from 'xstate';
@@ -17,7 +18,6 @@ import {
   finalKeyReason,
   keyedState,
   keyOptionsFor,
-  keyParts,
   reductionsOf,
   REDUCTION,
   toolCallsCanBind,
@@ -76,6 +76,7 @@ export interface ExploredGraph {
   model: VerifyModel;
   /** The statechart explored, to replay paths through it. */
   machine: LoopMachine;
+  /** Each state's key (see state-key.ts), joined when first read. */
   keys: string[];
   states: ExploredState[];
   /** The XState snapshot of a state (made on demand: the exploration keeps states as the compiled step left them). */
@@ -248,8 +249,8 @@ export function exploreLoop(
   const compiled = stepper === 'compiled' ? compileMachine(machine) : null;
   const [initial] = initialTransition(machine, model.input);
   const table = new KeyTable();
-  const byKey = new Map<string, number>();
-  const keys: string[] = [];
+  /** Each state's entry in the key table, which its key is joined from when asked for (`keys`). */
+  const keyEntries = new GrowableInt32(STATE_ROOM);
   const states: ExploredState[] = [];
   /** The compiled step's leaf of each state. */
   const leaves = new GrowableInt32(STATE_ROOM);
@@ -266,35 +267,23 @@ export function exploreLoop(
   const tally = new Array<number>(Object.keys(REDUCTION).length).fill(0);
   let memoisedEdges = 0;
 
-  // A state is looked up by its key's parts; only a new one has its key joined (`pending` until it is added).
-  let pendingKey = '';
+  // A state is looked up by its key's parts, as the key table encodes them; its key is joined only when asked for.
   let pendingReductions = 0;
   const find = (state: KeyedState): number => {
     const reduced = reductionsOf(state, keyOptions);
     table.begin();
     writeKeyParts(state, keyOptions, reduced, table);
     table.end();
-    const found = table.find();
-    if (found >= 0) return found;
-    const key = keyParts(state, keyOptions, reduced).join('|');
-    const known = byKey.get(key);
-    if (known !== undefined) {
-      table.insert(known);
-      return known;
-    }
-    pendingKey = key;
     pendingReductions = reduced;
-    return -1;
+    return table.find();
   };
   /** Adds the state `find` just missed. */
   const addFound = (state: ExploredState, parent: number, leaf: number): number => {
-    if (keys.length >= bound) throw new StateSpaceTooLargeError(bound);
-    const index = keys.length;
+    if (states.length >= bound) throw new StateSpaceTooLargeError(bound);
+    const index = states.length;
     for (let bit = 0; bit < tally.length; bit += 1)
       if ((pendingReductions & (1 << bit)) !== 0) tally[bit] = (tally[bit] as number) + 1;
-    byKey.set(pendingKey, index);
-    table.insert(index);
-    keys.push(pendingKey);
+    keyEntries.push(table.insert(index));
     states.push(state);
     parents.push(parent);
     leaves.push(leaf);
@@ -436,10 +425,13 @@ export function exploreLoop(
     const step = compiled.step(leaf, state.context, event, replayMarks as Uint8Array);
     return compiled.stateOf(step.leaf, step.context, step.done);
   };
+  let keys: string[] | undefined;
   return {
     model,
     machine,
-    keys,
+    get keys() {
+      return (keys ??= states.map((_, state) => table.keyOf(keyEntries.data[state] as number)));
+    },
     states,
     snapshotOf,
     successorOf,
