@@ -143,17 +143,18 @@ function spentBudget(context: LoopContext): string | null {
   return null;
 }
 
-const INTERRUPTIONS = new Set<string>(['run.cancelRequested', 'run.faulted', 'run.deadlineReached']);
+/** The interruptions' event types. Asked of every outcome, so by comparison (a set lookup by a string costs more). */
+const isInterruption = (type: LoopEvent['type']): boolean =>
+  type === 'run.cancelRequested' || type === 'run.faulted' || type === 'run.deadlineReached';
 
 /**
  * The outcomes whose successor is memoised per state node: the interruptions, and a tool withheld (its circuit open),
  * which in the shipped machine is the same kind of transition (one unguarded transition into TERMINATED with a fixed
  * stop reason, recording the event's time alone). The report's line counts the interruptions only, as it always has.
  */
-const MEMOISED = new Set<string>([...INTERRUPTIONS, 'tool.withheld']);
+const isMemoised = (type: LoopEvent['type']): boolean => type === 'tool.withheld' || isInterruption(type);
 
-function spends(outcome: AbstractOutcome): boolean {
-  const { event } = outcome;
+function spends(event: LoopEvent): boolean {
   if (event.type === 'model.responded' || event.type === 'model.failed') return true;
   return event.type === 'evaluation.completed' && event.modelCalls > 0;
 }
@@ -317,7 +318,7 @@ export function exploreLoop(
   const initialLeaf = compiled === null ? -1 : compiled.leafOf(initial);
   if (compiled !== null) leafFacts(initialLeaf);
   if (find(keyedState(initial)) < 0) addFound(initial, -1, initialLeaf);
-  // Memoised successors of the interruptions (and of a tool withheld: see `MEMOISED`): in the shipped machine each is one unguarded transition of the state
+  // Memoised successors of the interruptions (and of a tool withheld: see `isMemoised`): in the shipped machine each is one unguarded transition of the state
   // node into TERMINATED with a fixed stop reason (the final state's whole key), and the model calls it records come
   // from the event alone, so from one node the same outcome always has the same successor, transitions and spend.
   const interruptionSuccessors = new Map<
@@ -344,7 +345,8 @@ export function exploreLoop(
     for (let position = 0; position < outcomes.length; position += 1) {
       const outcome = outcomes[position] as AbstractOutcome;
       const edge = source.length;
-      const memoised = reduce && MEMOISED.has(outcome.event.type);
+      const event = outcome.event;
+      const memoised = reduce && isMemoised(event.type);
       if (memoised && nodeSuccessors === undefined) {
         nodeSuccessors = interruptionSuccessors.get(node) ?? new Map();
         interruptionSuccessors.set(node, nodeSuccessors);
@@ -354,19 +356,19 @@ export function exploreLoop(
       let spentModelCalls: number;
       let spentToolCalls: number;
       if (memo !== undefined) {
-        if (INTERRUPTIONS.has(outcome.event.type)) memoisedEdges += 1;
+        if (isInterruption(event.type)) memoisedEdges += 1;
         ({ next, modelCalls: spentModelCalls, toolCalls: spentToolCalls } = memo);
       } else {
         let nextUsage: LoopContext['usage'];
         if (compiled === null) {
-          const step = tracer.step(state as LoopSnapshot, outcome.event);
+          const step = tracer.step(state as LoopSnapshot, event);
           for (const definition of step.fired) fired.add(idOf.get(definition) ?? 'unknown');
           next = find(keyedState(step.next));
           if (next < 0) next = addFound(step.next, edge, -1);
           nextUsage = step.next.context.usage;
         } else {
           // A step into a finished state already found by its stop reason skips recording the stop (see `step`).
-          const step = compiled.step(leaf, context, outcome.event, firedMarks as Uint8Array, finalStates);
+          const step = compiled.step(leaf, context, event, firedMarks as Uint8Array, finalStates);
           leafFacts(step.leaf);
           probe.status = step.done ? 'done' : 'active';
           probe.context = step.context;
@@ -396,7 +398,7 @@ export function exploreLoop(
       toolCalls.push(spentToolCalls);
       // Asked of every edge, not only of those from a state with a budget spent: those come late in a cold run, and
       // a first call there would send the optimised loop back to the interpreter (`--trace-deopt`).
-      const paid = spends(outcome);
+      const paid = spends(event);
       if (spent !== null && paid)
         budgetFindings.push({ edge, detail: `${outcome.label} was paid after ${spent} was already spent` });
       if (outcome.destructiveTool !== undefined && isActing(next)) {

@@ -248,7 +248,11 @@ export class KeyTable implements KeyPartSink {
       this.pool = pool;
     }
     const entry = this.entries++;
-    this.pool.set(this.scratch.subarray(0, this.length), this.poolUsed);
+    // Copied part by part: a `subarray` to `set` from is an object made per new state.
+    const pool = this.pool;
+    const scratch = this.scratch;
+    const start = this.poolUsed;
+    for (let index = 0; index < this.length; index += 1) pool[start + index] = scratch[index] as number;
     this.entryStart[entry] = this.poolUsed;
     this.entryLength[entry] = this.length;
     this.entryHash[entry] = this.hash;
