@@ -384,12 +384,13 @@ function interruptionOutcomes(context: LoopContext, duringModelCall: boolean): A
   return outcomes;
 }
 
-/** The outcome lists of model calls and tool rounds already made in one exploration (its `OutcomeOptions`), by what they read. */
+/** The outcome lists of model calls, tool rounds and backoffs already made in one exploration (its `OutcomeOptions`), by what they read. */
 interface CallOutcomeMemo {
   model: VerifyModel;
   limits: LoopContext['limits'];
   lists: Map<string, AbstractOutcome[]>;
   toolLists: Map<string, AbstractOutcome[]>;
+  backoffLists: Map<string, AbstractOutcome[]>;
 }
 
 const callOutcomeMemos = new WeakMap<OutcomeOptions, CallOutcomeMemo>();
@@ -425,7 +426,7 @@ function callOutcomes(context: LoopContext, model: VerifyModel, options: Outcome
 function outcomeMemo(context: LoopContext, model: VerifyModel, options: OutcomeOptions): CallOutcomeMemo {
   let memo = callOutcomeMemos.get(options);
   if (memo === undefined || memo.model !== model || memo.limits !== context.limits) {
-    memo = { model, limits: context.limits, lists: new Map(), toolLists: new Map() };
+    memo = { model, limits: context.limits, lists: new Map(), toolLists: new Map(), backoffLists: new Map() };
     callOutcomeMemos.set(options, memo);
   }
   return memo;
@@ -500,22 +501,44 @@ export function abstractOutcomes(
         ...interruptionOutcomes(context, false),
       ];
     case 'sleep':
-      return [
-        {
-          label: 'backoff.elapsed',
-          event: { type: 'backoff.elapsed', at: Math.max(effect.until, context.lastEventAt) },
-          toolCalls: 0,
-        },
-        ...(past(context) === null
-          ? []
-          : [
-              {
-                label: 'backoff.elapsed: overslept past the deadline',
-                event: { type: 'backoff.elapsed', at: past(context) as number } as LoopEvent,
-                toolCalls: 0,
-              },
-            ]),
-        ...interruptionOutcomes(context, false),
-      ];
+      return backoffOutcomes(context, effect.until, model, options);
   }
+}
+
+/**
+ * A backoff's outcomes, then the interruptions: made once per exploration for each wake-up time and clock
+ * (`lastEventAt`, `startedAt`), all they read besides the limits, and shared by the states that read alike, as a
+ * model call's are (see `callOutcomes`).
+ */
+function backoffOutcomes(
+  context: LoopContext,
+  until: number,
+  model: VerifyModel,
+  options: OutcomeOptions,
+): AbstractOutcome[] {
+  const memo = outcomeMemo(context, model, options);
+  const key = `${until}|${context.lastEventAt}|${context.startedAt}`;
+  let outcomes = memo.backoffLists.get(key);
+  if (outcomes === undefined) {
+    const late = past(context);
+    outcomes = [
+      {
+        label: 'backoff.elapsed',
+        event: { type: 'backoff.elapsed', at: Math.max(until, context.lastEventAt) },
+        toolCalls: 0,
+      },
+      ...(late === null
+        ? []
+        : [
+            {
+              label: 'backoff.elapsed: overslept past the deadline',
+              event: { type: 'backoff.elapsed', at: late } as LoopEvent,
+              toolCalls: 0,
+            },
+          ]),
+      ...interruptionOutcomes(context, false),
+    ];
+    memo.backoffLists.set(key, outcomes);
+  }
+  return outcomes;
 }
