@@ -4,8 +4,8 @@
  * macrostep (`compiled-step.ts`) or XState's `machine.transition`. Successors are looked up by the parts of
  * their key (`key-table.ts`), whose encoding names the joined key exactly: a key is joined only when `keys` is read.
  * A new state is kept as the compiled step left it (an XState snapshot is made of it only when a path through it is
- * replayed). Edges are kept in flat arrays
- * (millions fit), with what each one spends; the transition definitions fired are collected for coverage.
+ * replayed). Edges are kept in flat arrays (millions fit), with what each one spends; the transition definitions
+ * fired are collected for coverage.
  */
 import { initialTransition, type StateValue } from 'xstate';
 import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js';
