@@ -12,7 +12,7 @@ function graphOf(loop: unknown, maxSteps: number) {
   return exploreLoop(verifyModelOf(config, { ...config.limits, maxSteps }));
 }
 
-describe('the outcomes of a model call, made once per exploration for the states that read alike', () => {
+describe('the outcomes of a model call, a tool round or a backoff, made once per exploration for the states that read alike', () => {
   it.each([
     ['incident', incidentLoop, 6],
     ['triage (22 tools)', triageLoop, 8],
@@ -21,13 +21,19 @@ describe('the outcomes of a model call, made once per exploration for the states
     (_name, loop, maxSteps) => {
       const graph = graphOf(loop, maxSteps);
       let calls = 0;
+      let rounds = 0;
+      let backoffs = 0;
       for (const state of graph.states) {
         // New options each time: a memo of their own, so these are computed afresh.
         const fresh = abstractOutcomes(state, graph.model, { ...graph.outcomeOptions });
         expect(abstractOutcomes(state, graph.model, graph.outcomeOptions)).toEqual(fresh);
         if (getPendingEffect(state).kind === 'callModel') calls += 1;
+        if (getPendingEffect(state).kind === 'runTools') rounds += 1;
+        if (getPendingEffect(state).kind === 'sleep') backoffs += 1;
       }
       expect(calls).toBeGreaterThan(100);
+      expect(rounds).toBeGreaterThan(20);
+      expect(backoffs).toBeGreaterThan(20);
     },
     60_000,
   );
@@ -56,6 +62,55 @@ describe('the outcomes of a model call, made once per exploration for the states
         ...graph.outcomeOptions,
       });
       expect(outcomes(variant)).toEqual(fresh);
+    }
+  }, 60_000);
+
+  it('is one list of tool round outcomes for states that read the same, and another for each value read', () => {
+    const graph = graphOf(triageLoop, 8);
+    const acting = graph.states.filter((state) => getPendingEffect(state).kind === 'runTools');
+    const state = acting.find((candidate) => candidate.context.progress.repeatCount >= 1) ?? acting[0];
+    if (state === undefined) throw new Error('no state runs tools');
+    const outcomes = (context: typeof state.context) =>
+      abstractOutcomes({ ...state, context }, graph.model, graph.outcomeOptions);
+    const { context } = state;
+    expect(outcomes({ ...context })).toBe(outcomes(context));
+    expect(outcomes({ ...context, failedTasks: context.failedTasks + 1 })).toBe(outcomes(context));
+    const { progress, usage } = context;
+    const variants = [
+      { ...context, lastEventAt: context.lastEventAt + 1 },
+      { ...context, startedAt: null },
+      { ...context, usage: { ...usage, toolCalls: context.limits.maxToolCalls - 1 } },
+      { ...context, progress: { ...progress, repeatCount: progress.repeatCount + 1 } },
+      { ...context, progress: { ...progress, repeatCount: 0 } },
+      { ...context, progress: { ...progress, planActive: !progress.planActive } },
+    ];
+    for (const variant of variants) {
+      expect(outcomes(variant)).not.toBe(outcomes(context));
+      expect(outcomes(variant)).toEqual(
+        abstractOutcomes({ ...state, context: variant }, graph.model, { ...graph.outcomeOptions }),
+      );
+    }
+  }, 60_000);
+
+  it('is one list of backoff outcomes for states that read the same, and another for each value read', () => {
+    const graph = graphOf(triageLoop, 8);
+    const state = graph.states.find((candidate) => getPendingEffect(candidate).kind === 'sleep');
+    if (state === undefined) throw new Error('no state backs off');
+    const outcomes = (context: typeof state.context) =>
+      abstractOutcomes({ ...state, context }, graph.model, graph.outcomeOptions);
+    const { context } = state;
+    expect(outcomes({ ...context })).toBe(outcomes(context));
+    expect(outcomes({ ...context, steps: context.steps + 1 })).toBe(outcomes(context));
+    const variants = [
+      { ...context, lastEventAt: context.lastEventAt + 1 },
+      { ...context, startedAt: null },
+      { ...context, retryAt: (context.retryAt ?? context.lastEventAt) + 5 },
+    ];
+    for (const variant of variants) {
+      expect(outcomes(variant)).not.toBe(outcomes(context));
+      expect(outcomes(variant)).toEqual(
+        abstractOutcomes({ ...state, context: variant }, graph.model, { ...graph.outcomeOptions }),
+      );
     }
   }, 60_000);
 });

@@ -384,11 +384,13 @@ function interruptionOutcomes(context: LoopContext, duringModelCall: boolean): A
   return outcomes;
 }
 
-/** The outcome lists of model calls already made in one exploration (its `OutcomeOptions`), by what they read. */
+/** The outcome lists of model calls, tool rounds and backoffs already made in one exploration (its `OutcomeOptions`), by what they read. */
 interface CallOutcomeMemo {
   model: VerifyModel;
   limits: LoopContext['limits'];
   lists: Map<string, AbstractOutcome[]>;
+  toolLists: Map<string, AbstractOutcome[]>;
+  backoffLists: Map<string, AbstractOutcome[]>;
 }
 
 const callOutcomeMemos = new WeakMap<OutcomeOptions, CallOutcomeMemo>();
@@ -410,16 +412,47 @@ function callOutcomeKey(context: LoopContext): string {
  * and its events are never changed by the exploration, the machine or the report.
  */
 function callOutcomes(context: LoopContext, model: VerifyModel, options: OutcomeOptions): AbstractOutcome[] {
-  let memo = callOutcomeMemos.get(options);
-  if (memo === undefined || memo.model !== model || memo.limits !== context.limits) {
-    memo = { model, limits: context.limits, lists: new Map() };
-    callOutcomeMemos.set(options, memo);
-  }
+  const memo = outcomeMemo(context, model, options);
   const key = callOutcomeKey(context);
   let outcomes = memo.lists.get(key);
   if (outcomes === undefined) {
     outcomes = [...modelOutcomes(context, model, options), ...interruptionOutcomes(context, true)];
     memo.lists.set(key, outcomes);
+  }
+  return outcomes;
+}
+
+/** The memo of one exploration's outcome lists: made afresh for other options, another model or other limits. */
+function outcomeMemo(context: LoopContext, model: VerifyModel, options: OutcomeOptions): CallOutcomeMemo {
+  let memo = callOutcomeMemos.get(options);
+  if (memo === undefined || memo.model !== model || memo.limits !== context.limits) {
+    memo = { model, limits: context.limits, lists: new Map(), toolLists: new Map(), backoffLists: new Map() };
+    callOutcomeMemos.set(options, memo);
+  }
+  return memo;
+}
+
+/**
+ * What a tool round's outcomes (`toolOutcomes`, then the interruptions) read of the context besides its limits, as one
+ * string: the size of a full round (the run's tool calls so far), the repeat count, whether a plan is active, and
+ * the clock (`lastEventAt`, `startedAt`).
+ */
+function toolOutcomeKey(context: LoopContext): string {
+  const { progress } = context;
+  return `${fullRound(context)}|${progress.repeatCount}|${progress.planActive ? 1 : 0}|${context.lastEventAt}|${context.startedAt}`;
+}
+
+/**
+ * A tool round's outcomes, then the interruptions: made once per exploration for each `toolOutcomeKey` and shared by
+ * the states that read alike, as a model call's are (see `callOutcomes`).
+ */
+function toolRoundOutcomes(context: LoopContext, model: VerifyModel, options: OutcomeOptions): AbstractOutcome[] {
+  const memo = outcomeMemo(context, model, options);
+  const key = toolOutcomeKey(context);
+  let outcomes = memo.toolLists.get(key);
+  if (outcomes === undefined) {
+    outcomes = [...toolOutcomes(context, model, options.toolCallsBinding), ...interruptionOutcomes(context, false)];
+    memo.toolLists.set(key, outcomes);
   }
   return outcomes;
 }
@@ -461,29 +494,51 @@ export function abstractOutcomes(
     case 'callModel':
       return callOutcomes(context, model, options);
     case 'runTools':
-      return [...toolOutcomes(context, model, options.toolCallsBinding), ...interruptionOutcomes(context, false)];
+      return toolRoundOutcomes(context, model, options);
     case 'evaluate':
       return [
         ...evaluationOutcomes(context, model, effect.mayCallModel, options),
         ...interruptionOutcomes(context, false),
       ];
     case 'sleep':
-      return [
-        {
-          label: 'backoff.elapsed',
-          event: { type: 'backoff.elapsed', at: Math.max(effect.until, context.lastEventAt) },
-          toolCalls: 0,
-        },
-        ...(past(context) === null
-          ? []
-          : [
-              {
-                label: 'backoff.elapsed: overslept past the deadline',
-                event: { type: 'backoff.elapsed', at: past(context) as number } as LoopEvent,
-                toolCalls: 0,
-              },
-            ]),
-        ...interruptionOutcomes(context, false),
-      ];
+      return backoffOutcomes(context, effect.until, model, options);
   }
+}
+
+/**
+ * A backoff's outcomes, then the interruptions: made once per exploration for each wake-up time and clock
+ * (`lastEventAt`, `startedAt`), all they read besides the limits, and shared by the states that read alike, as a
+ * model call's are (see `callOutcomes`).
+ */
+function backoffOutcomes(
+  context: LoopContext,
+  until: number,
+  model: VerifyModel,
+  options: OutcomeOptions,
+): AbstractOutcome[] {
+  const memo = outcomeMemo(context, model, options);
+  const key = `${until}|${context.lastEventAt}|${context.startedAt}`;
+  let outcomes = memo.backoffLists.get(key);
+  if (outcomes === undefined) {
+    const late = past(context);
+    outcomes = [
+      {
+        label: 'backoff.elapsed',
+        event: { type: 'backoff.elapsed', at: Math.max(until, context.lastEventAt) },
+        toolCalls: 0,
+      },
+      ...(late === null
+        ? []
+        : [
+            {
+              label: 'backoff.elapsed: overslept past the deadline',
+              event: { type: 'backoff.elapsed', at: late } as LoopEvent,
+              toolCalls: 0,
+            },
+          ]),
+      ...interruptionOutcomes(context, false),
+    ];
+    memo.backoffLists.set(key, outcomes);
+  }
+  return outcomes;
 }

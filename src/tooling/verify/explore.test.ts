@@ -1,5 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
+import { assign } from 'xstate';
+import { recordModelResponse } from '../../../actions/record.js';
 import incidentLoop from '../../../examples/incident.js';
+import orderStatusLoop from '../../../examples/order-status.js';
 import { loopMachine } from '../../../machines/loop-machine.js';
 import type { AbstractOutcome } from './abstract-outcomes.js';
 import type * as CompiledStep from './compiled-step.js';
@@ -109,4 +112,34 @@ describe('successorOf, the step a path is replayed with', () => {
     },
     60_000,
   );
+});
+
+describe('keys', () => {
+  /** The loop machine with parse errors recorded as `<error><mark>x`: keyed text that holds `mark`, or not. */
+  const markingParseErrors = (mark: string) =>
+    loopMachine.provide({
+      actions: {
+        recordModelResponse: assign((args) => {
+          const update = recordModelResponse(args);
+          const progress = update.progress;
+          if (progress === undefined || progress.lastParseError === null) return update;
+          return { ...update, progress: { ...progress, lastParseError: `${progress.lastParseError}${mark}x` } };
+        }),
+      },
+    });
+
+  it('names states apart by their joined keys when keyed text holds the separator "|"', () => {
+    const { config } = resolveForVerify(orderStatusLoop);
+    const small = verifyModelOf(config, { ...config.limits, maxSteps: 4 });
+    const options = keyOptionsFor(small.input.limits, false);
+    const separated = exploreLoop(small, undefined, markingParseErrors('|'));
+    const other = exploreLoop(small, undefined, markingParseErrors('~'));
+    expect(separated.keys.some((key) => key.includes('|x|'))).toBe(true);
+    // The same exploration as with a mark that is not the separator, state for state and edge for edge.
+    expect(separated.keys).toEqual(other.keys.map((key) => key.replaceAll('~x', '|x')));
+    expect([...separated.edgeTarget]).toEqual([...other.edgeTarget]);
+    expect([...separated.parentEdge]).toEqual([...other.parentEdge]);
+    expect(new Set(separated.keys).size).toBe(separated.keys.length);
+    separated.keys.forEach((key, state) => expect(stateKey(separated.snapshotOf(state), options)).toBe(key));
+  }, 60_000);
 });

@@ -2,9 +2,10 @@
  * Breadth-first exploration of a loop's abstract state space: each abstract state (see `state-key.ts`) is
  * expanded once, under every abstract outcome of the effect it waits for, through the machine's compiled
  * macrostep (`compiled-step.ts`) or XState's `machine.transition`. Successors are looked up by the parts of
- * their key (`key-table.ts`); only a new state gets its key joined and is kept, as the compiled step left it
- * (an XState snapshot is made of it only when a path through it is replayed). Edges are kept in flat arrays
- * (millions fit), with what each one spends; the transition definitions fired are collected for coverage.
+ * their key (`key-table.ts`), whose encoding names the joined key exactly: a key is joined only when `keys` is read.
+ * A new state is kept as the compiled step left it (an XState snapshot is made of it only when a path through it is
+ * replayed). Edges are kept in flat arrays (millions fit), with what each one spends; the transition definitions
+ * fired are collected for coverage.
  */
 import { initialTransition, type StateValue } from 'xstate';
 import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js';
@@ -17,7 +18,6 @@ import {
   finalKeyReason,
   keyedState,
   keyOptionsFor,
-  keyParts,
   reductionsOf,
   REDUCTION,
   toolCallsCanBind,
@@ -76,6 +76,7 @@ export interface ExploredGraph {
   model: VerifyModel;
   /** The statechart explored, to replay paths through it. */
   machine: LoopMachine;
+  /** Each state's key (see state-key.ts), joined when first read. */
   keys: string[];
   states: ExploredState[];
   /** The XState snapshot of a state (made on demand: the exploration keeps states as the compiled step left them). */
@@ -142,17 +143,18 @@ function spentBudget(context: LoopContext): string | null {
   return null;
 }
 
-const INTERRUPTIONS = new Set<string>(['run.cancelRequested', 'run.faulted', 'run.deadlineReached']);
+/** The interruptions' event types. Asked of every outcome, so by comparison (a set lookup by a string costs more). */
+const isInterruption = (type: LoopEvent['type']): boolean =>
+  type === 'run.cancelRequested' || type === 'run.faulted' || type === 'run.deadlineReached';
 
 /**
  * The outcomes whose successor is memoised per state node: the interruptions, and a tool withheld (its circuit open),
  * which in the shipped machine is the same kind of transition (one unguarded transition into TERMINATED with a fixed
  * stop reason, recording the event's time alone). The report's line counts the interruptions only, as it always has.
  */
-const MEMOISED = new Set<string>([...INTERRUPTIONS, 'tool.withheld']);
+const isMemoised = (type: LoopEvent['type']): boolean => type === 'tool.withheld' || isInterruption(type);
 
-function spends(outcome: AbstractOutcome): boolean {
-  const { event } = outcome;
+function spends(event: LoopEvent): boolean {
   if (event.type === 'model.responded' || event.type === 'model.failed') return true;
   return event.type === 'evaluation.completed' && event.modelCalls > 0;
 }
@@ -248,8 +250,8 @@ export function exploreLoop(
   const compiled = stepper === 'compiled' ? compileMachine(machine) : null;
   const [initial] = initialTransition(machine, model.input);
   const table = new KeyTable();
-  const byKey = new Map<string, number>();
-  const keys: string[] = [];
+  /** Each state's entry in the key table, which its key is joined from when asked for (`keys`). */
+  const keyEntries = new GrowableInt32(STATE_ROOM);
   const states: ExploredState[] = [];
   /** The compiled step's leaf of each state. */
   const leaves = new GrowableInt32(STATE_ROOM);
@@ -266,35 +268,23 @@ export function exploreLoop(
   const tally = new Array<number>(Object.keys(REDUCTION).length).fill(0);
   let memoisedEdges = 0;
 
-  // A state is looked up by its key's parts; only a new one has its key joined (`pending` until it is added).
-  let pendingKey = '';
+  // A state is looked up by its key's parts, as the key table encodes them; its key is joined only when asked for.
   let pendingReductions = 0;
   const find = (state: KeyedState): number => {
     const reduced = reductionsOf(state, keyOptions);
     table.begin();
     writeKeyParts(state, keyOptions, reduced, table);
     table.end();
-    const found = table.find();
-    if (found >= 0) return found;
-    const key = keyParts(state, keyOptions, reduced).join('|');
-    const known = byKey.get(key);
-    if (known !== undefined) {
-      table.insert(known);
-      return known;
-    }
-    pendingKey = key;
     pendingReductions = reduced;
-    return -1;
+    return table.find();
   };
   /** Adds the state `find` just missed. */
   const addFound = (state: ExploredState, parent: number, leaf: number): number => {
-    if (keys.length >= bound) throw new StateSpaceTooLargeError(bound);
-    const index = keys.length;
+    if (states.length >= bound) throw new StateSpaceTooLargeError(bound);
+    const index = states.length;
     for (let bit = 0; bit < tally.length; bit += 1)
       if ((pendingReductions & (1 << bit)) !== 0) tally[bit] = (tally[bit] as number) + 1;
-    byKey.set(pendingKey, index);
-    table.insert(index);
-    keys.push(pendingKey);
+    keyEntries.push(table.insert(index));
     states.push(state);
     parents.push(parent);
     leaves.push(leaf);
@@ -328,7 +318,7 @@ export function exploreLoop(
   const initialLeaf = compiled === null ? -1 : compiled.leafOf(initial);
   if (compiled !== null) leafFacts(initialLeaf);
   if (find(keyedState(initial)) < 0) addFound(initial, -1, initialLeaf);
-  // Memoised successors of the interruptions (and of a tool withheld: see `MEMOISED`): in the shipped machine each is one unguarded transition of the state
+  // Memoised successors of the interruptions (and of a tool withheld: see `isMemoised`): in the shipped machine each is one unguarded transition of the state
   // node into TERMINATED with a fixed stop reason (the final state's whole key), and the model calls it records come
   // from the event alone, so from one node the same outcome always has the same successor, transitions and spend.
   const interruptionSuccessors = new Map<
@@ -355,7 +345,8 @@ export function exploreLoop(
     for (let position = 0; position < outcomes.length; position += 1) {
       const outcome = outcomes[position] as AbstractOutcome;
       const edge = source.length;
-      const memoised = reduce && MEMOISED.has(outcome.event.type);
+      const event = outcome.event;
+      const memoised = reduce && isMemoised(event.type);
       if (memoised && nodeSuccessors === undefined) {
         nodeSuccessors = interruptionSuccessors.get(node) ?? new Map();
         interruptionSuccessors.set(node, nodeSuccessors);
@@ -365,19 +356,19 @@ export function exploreLoop(
       let spentModelCalls: number;
       let spentToolCalls: number;
       if (memo !== undefined) {
-        if (INTERRUPTIONS.has(outcome.event.type)) memoisedEdges += 1;
+        if (isInterruption(event.type)) memoisedEdges += 1;
         ({ next, modelCalls: spentModelCalls, toolCalls: spentToolCalls } = memo);
       } else {
         let nextUsage: LoopContext['usage'];
         if (compiled === null) {
-          const step = tracer.step(state as LoopSnapshot, outcome.event);
+          const step = tracer.step(state as LoopSnapshot, event);
           for (const definition of step.fired) fired.add(idOf.get(definition) ?? 'unknown');
           next = find(keyedState(step.next));
           if (next < 0) next = addFound(step.next, edge, -1);
           nextUsage = step.next.context.usage;
         } else {
           // A step into a finished state already found by its stop reason skips recording the stop (see `step`).
-          const step = compiled.step(leaf, context, outcome.event, firedMarks as Uint8Array, finalStates);
+          const step = compiled.step(leaf, context, event, firedMarks as Uint8Array, finalStates);
           leafFacts(step.leaf);
           probe.status = step.done ? 'done' : 'active';
           probe.context = step.context;
@@ -407,7 +398,7 @@ export function exploreLoop(
       toolCalls.push(spentToolCalls);
       // Asked of every edge, not only of those from a state with a budget spent: those come late in a cold run, and
       // a first call there would send the optimised loop back to the interpreter (`--trace-deopt`).
-      const paid = spends(outcome);
+      const paid = spends(event);
       if (spent !== null && paid)
         budgetFindings.push({ edge, detail: `${outcome.label} was paid after ${spent} was already spent` });
       if (outcome.destructiveTool !== undefined && isActing(next)) {
@@ -436,10 +427,13 @@ export function exploreLoop(
     const step = compiled.step(leaf, state.context, event, replayMarks as Uint8Array);
     return compiled.stateOf(step.leaf, step.context, step.done);
   };
+  let keys: string[] | undefined;
   return {
     model,
     machine,
-    keys,
+    get keys() {
+      return (keys ??= states.map((_, state) => table.keyOf(keyEntries.data[state] as number)));
+    },
     states,
     snapshotOf,
     successorOf,

@@ -74,7 +74,7 @@ const outgoingIndexes = new WeakMap<ExploredGraph, { start: Int32Array; edges: I
 function outgoingIndex(graph: ExploredGraph): { start: Int32Array; edges: Int32Array } {
   const known = outgoingIndexes.get(graph);
   if (known !== undefined) return known;
-  const index = edgeIndex(graph.keys.length, graph.edgeCount, graph.edgeSource);
+  const index = edgeIndex(graph.states.length, graph.edgeCount, graph.edgeSource);
   outgoingIndexes.set(graph, index);
   return index;
 }
@@ -100,7 +100,7 @@ function edgeIndex(count: number, edgeCount: number, endpoint: Int32Array): { st
 
 /** States from which no final state can be reached (a reverse breadth-first search from the final ones). */
 export function statesThatCannotFinish(graph: ExploredGraph): number[] {
-  const count = graph.keys.length;
+  const count = graph.states.length;
   // Incoming edges grouped by target, in edge order: the order the search visits sources in, as a list per target had.
   const incoming = edgeIndex(count, graph.edgeCount, graph.edgeTarget);
   const canFinish = new Uint8Array(count);
@@ -142,7 +142,7 @@ export interface Cycle {
  * successor, are peeled off one by one.
  */
 function earliestOnCycles(graph: ExploredGraph, start: Int32Array, edges: Int32Array, count = 8): number[] {
-  const states = graph.keys.length;
+  const states = graph.states.length;
   const indegree = new Int32Array(states);
   const outdegree = new Int32Array(states);
   const incoming: number[][] = Array.from({ length: states }, () => []);
@@ -231,7 +231,7 @@ const takingOrders = new WeakMap<ExploredGraph, { order: number[]; acyclic: bool
 function takingOrder(graph: ExploredGraph): { order: number[]; acyclic: boolean } {
   const known = takingOrders.get(graph);
   if (known !== undefined) return known;
-  const count = graph.keys.length;
+  const count = graph.states.length;
   const indegree = new Int32Array(count);
   for (let edge = 0; edge < graph.edgeCount; edge += 1) {
     const target = graph.edgeTarget[edge] as number;
@@ -258,7 +258,7 @@ export function findCycle(graph: ExploredGraph): Cycle | null {
   // A graph with a topological order of every state has no cycle: the heaviest runs made that order already.
   if (takingOrder(graph).acyclic) return null;
   const { start, edges } = outgoingIndex(graph);
-  const count = graph.keys.length;
+  const count = graph.states.length;
   const color = new Uint8Array(count); // 0 unseen, 1 on the stack, 2 done
   const viaEdge = new Int32Array(count).fill(-1);
   const cursor = new Int32Array(count);
@@ -295,7 +295,7 @@ export function findCycle(graph: ExploredGraph): Cycle | null {
 
 /** The largest sum of `weight` along any run from the initial state (the graph must be acyclic), and a run reaching it. */
 export function heaviestRun(graph: ExploredGraph, weight: Int32Array): { total: number; path: PathStep[] } {
-  const count = graph.keys.length;
+  const count = graph.states.length;
   const { start, edges } = outgoingIndex(graph);
   const { order } = takingOrder(graph);
   const best = new Float64Array(count).fill(-Infinity);

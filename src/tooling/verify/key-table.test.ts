@@ -28,15 +28,59 @@ describe('KeyTable', () => {
     expect(keys.find(['RUNNING', 4, '', 0.25, 'calls'])).toBe(-1);
   });
 
-  it('misses encodings that join to the same key, so the caller names them by the joined key', () => {
+  it('encodes a part by its text as the joined key shows it: 5 and "5", -0 and 0, null and "" are one part', () => {
     const keys = table();
-    keys.insert(['a', 5, 0], 1);
-    // '5' and 5, -0 and 0 join alike but encode apart: never a wrong hit, only a miss.
-    expect(keys.find(['a', '5', 0])).toBe(-1);
-    expect(keys.find(['a', 5, -0])).toBe(-1);
-    keys.insert(['a', '5', 0], 1);
-    expect(keys.find(['a', '5', 0])).toBe(1);
-    expect(keys.find(['a', 5, 0])).toBe(1);
+    keys.insert(['a', 5, 0, ''], 1);
+    expect(keys.find(['a', '5', 0, ''])).toBe(1);
+    expect(keys.find(['a', 5, -0, ''])).toBe(1);
+    expect(keys.find(['a', 5, '0', null as unknown as string])).toBe(1);
+    expect(keys.find(['a', 5, 0, undefined as unknown as string])).toBe(1);
+    // Texts that are not how JavaScript writes the number are other parts.
+    for (const other of ['05', '5.0', ' 5', '+5', '-0', 'NaN']) expect(keys.find(['a', other, 0, ''])).toBe(-1);
+    keys.insert(['b', 1e21, 0.1, Infinity, NaN, -3], 2);
+    expect(keys.find(['b', '1e+21', '0.1', 'Infinity', 'NaN', '-3'])).toBe(2);
+    expect(keys.find(['b', '1e21', 0.1, Infinity, NaN, -3])).toBe(-1);
+  });
+
+  it('joins an entry back to the key Array.prototype.join makes of its parts', () => {
+    const keys = new KeyTable();
+    const cases: unknown[][] = [
+      ['READY', 0, '', -0, 0.25, -1.5, 1e21, 1e-7, Infinity, -Infinity, NaN, null, undefined, '5', '05', 'a b', true],
+      [''],
+      ['done:stopped'],
+      [3, '', ''],
+    ];
+    for (const parts of cases) {
+      keys.encode(parts as Array<string | number>);
+      expect(keys.keyOf(keys.insert(7))).toBe(parts.join('|'));
+    }
+    expect(keys.exact).toBe(true);
+  });
+
+  it('names a key with a part that holds "|" by its joined key, which two encodings may share', () => {
+    const keys = table();
+    const plain = Array.from({ length: 300 }, (_, state) => [`s${state}`, state, 'x']);
+    plain.forEach((parts, state) => keys.insert(parts, state));
+    // 'a|b', 'c' and 'a', 'b|c' join alike: one key, so one state, whichever encoding came first.
+    keys.insert(['a|b', 'c', 1], 400);
+    expect(keys.find(['a', 'b|c', 1])).toBe(400);
+    expect(keys.find(['a', 'b', 'c', 1])).toBe(400);
+    expect(keys.find(['a|b|c', 1])).toBe(400);
+    expect(keys.find(['a', 'b|c', 2])).toBe(-1);
+    // A key made before the table held "|" is found by a later encoding that joins to it.
+    keys.insert(['p|q', 9], 500);
+    expect(keys.find(['s7|7', 'x'])).toBe(7);
+    expect(keys.find(['s7', '7|x'])).toBe(7);
+    expect(keys.find(['s7', 8, 'x'])).toBe(-1);
+    plain.forEach((parts, state) => expect(keys.find(parts)).toBe(state));
+  });
+
+  it('is exact until a part with "|" comes', () => {
+    const keys = new KeyTable();
+    keys.encode(['a', 1, 'b c', '', -2]);
+    expect(keys.exact).toBe(true);
+    keys.encode(['a', 'x|y']);
+    expect(keys.exact).toBe(false);
   });
 
   it('tells the empty string apart from every other part, wherever it comes (it has a code of its own)', () => {
@@ -76,7 +120,7 @@ describe('KeyTable', () => {
     expect(keys.find()).toBe(-1);
   });
 
-  it('names a state value by number or by text, apart, so the joined key decides between them', () => {
+  it('names a state value by number as by its text: one part, whichever way it comes', () => {
     const keys = new KeyTable();
     const withValue = (valueKey: string, valueId: number | undefined) => {
       keys.begin();
@@ -85,14 +129,17 @@ describe('KeyTable', () => {
       keys.end();
     };
     withValue('{"RUNNING":"acting"}', 7);
-    keys.insert(2);
+    expect(keys.keyOf(keys.insert(2))).toBe('{"RUNNING":"acting"}|1');
     withValue('{"RUNNING":"acting"}', 7);
     expect(keys.find()).toBe(2);
-    // The same value by its text is another encoding: a miss, never a wrong hit.
     withValue('{"RUNNING":"acting"}', undefined);
-    expect(keys.find()).toBe(-1);
+    expect(keys.find()).toBe(2);
     withValue('{"RUNNING":"deciding"}', 8);
     expect(keys.find()).toBe(-1);
+    withValue('"READY"', undefined);
+    keys.insert(3);
+    withValue('"READY"', 0);
+    expect(keys.find()).toBe(3);
   });
 
   it('tells apart more strings at one position than it remembers there', () => {

@@ -203,7 +203,7 @@ function familyOf(digest: string): string {
 
 /**
  * The parts of a state's key, which joined with `|` are the key: `reduced` is `reductionsOf(state, options)`.
- * The exploration looks states up by the parts themselves (see `key-table.ts`) and joins them for new states only.
+ * The exploration looks states up by the parts themselves (see `key-table.ts`) and joins them only when asked for the keys.
  */
 export function keyParts(state: KeyedState, options: KeyOptions, reduced: number): Array<string | number> {
   const list = new PartList();

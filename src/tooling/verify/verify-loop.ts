@@ -329,11 +329,11 @@ export function verifyLoopConfig(config: ResolvedConfig, options: VerifyOptions 
     limits,
     explored: {
       scaledTo,
-      states: graph.keys.length,
+      states: graph.states.length,
       transitions: graph.edgeCount,
       finalStates: reasons.size,
       elapsedMs,
-      statesPerSecond: Math.round((graph.keys.length / Math.max(graph.elapsedMs, 1)) * 1000),
+      statesPerSecond: Math.round((graph.states.length / Math.max(graph.elapsedMs, 1)) * 1000),
       reductions: graph.reductions,
     },
     coverage: {
