@@ -46,6 +46,31 @@ function model(requests: ModelRequest[], onCall: (call: number) => void = () => 
 
 type Library = Pick<typeof current, 'createLoop' | 'defineTool'>;
 
+/** The read-only tool every loop here calls. */
+const lookupTool = (lib: Library = current) =>
+  lib.defineTool({
+    name: 'lookup',
+    description: 'Look a key up',
+    input: z.object({ key: z.string() }),
+    access: 'read',
+    execute: ({ key }) => `value ${key}`,
+  });
+
+/** Calls `lookup` until call `steps`, then answers `{"done":true}` (an output evaluators can check). */
+function jsonAnswerModel(steps: number, requests: ModelRequest[] = []): Model {
+  return {
+    id: 'scripted',
+    generate(request) {
+      requests.push(request);
+      const call = request.messages.filter((message) => message.role === 'assistant').length;
+      const usage = { inputTokens: 10, outputTokens: 2 };
+      if (call >= steps) return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
+      const toolCalls = [{ id: `c${call}`, name: 'lookup', arguments: JSON.stringify({ key: `k${call}` }) }];
+      return Promise.resolve({ text: null, toolCalls, usage });
+    },
+  };
+}
+
 /** The loop, built with `lib` (this loopstate, or the build that wrote the fixture). */
 const loopOn = (
   store: Store,
@@ -56,13 +81,7 @@ const loopOn = (
   lib.createLoop({
     model: model(requests, options.onCall),
     tools: [
-      lib.defineTool({
-        name: 'lookup',
-        description: 'Look a key up',
-        input: z.object({ key: z.string() }),
-        access: 'read',
-        execute: ({ key }) => `value ${key}`,
-      }),
+      lookupTool(lib),
       lib.defineTool({
         name: 'charge',
         description: 'Charge a key',
@@ -153,26 +172,8 @@ describe('a run stopped for a review of its output, resumed with the decision', 
   it('replays no event (a snapshot taken before the evaluation) and completes with the output as the run without review', async () => {
     const reviewed = (store: Store, requests: ModelRequest[], review: boolean) =>
       current.createLoop({
-        model: {
-          id: 'scripted',
-          generate(request) {
-            requests.push(request);
-            const call = request.messages.filter((message) => message.role === 'assistant').length;
-            const usage = { inputTokens: 10, outputTokens: 2 };
-            if (call >= STEPS) return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
-            const toolCalls = [{ id: `c${call}`, name: 'lookup', arguments: JSON.stringify({ key: `k${call}` }) }];
-            return Promise.resolve({ text: null, toolCalls, usage });
-          },
-        },
-        tools: [
-          current.defineTool({
-            name: 'lookup',
-            description: 'Look a key up',
-            input: z.object({ key: z.string() }),
-            access: 'read',
-            execute: ({ key }) => `value ${key}`,
-          }),
-        ],
+        model: jsonAnswerModel(STEPS, requests),
+        tools: [lookupTool()],
         store,
         clock: virtualClock(),
         durable: { snapshotEvery: 8 },
@@ -224,25 +225,8 @@ describe('the snapshot before an evaluation', () => {
       };
       // Ten steps: fewer events than a snapshot's interval (32), more than the wait's bound (8).
       const loop = current.createLoop({
-        model: {
-          id: 'scripted',
-          generate(request) {
-            const call = request.messages.filter((message) => message.role === 'assistant').length;
-            const usage = { inputTokens: 10, outputTokens: 2 };
-            if (call >= 10) return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
-            const toolCalls = [{ id: `c${call}`, name: 'lookup', arguments: JSON.stringify({ key: `k${call}` }) }];
-            return Promise.resolve({ text: null, toolCalls, usage });
-          },
-        },
-        tools: [
-          current.defineTool({
-            name: 'lookup',
-            description: 'Look a key up',
-            input: z.object({ key: z.string() }),
-            access: 'read',
-            execute: ({ key }) => `value ${key}`,
-          }),
-        ],
+        model: jsonAnswerModel(10),
+        tools: [lookupTool()],
         store: counting,
         clock: virtualClock(),
         limits: { maxSteps: 20, maxToolCalls: 20 },
