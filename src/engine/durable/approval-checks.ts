@@ -198,11 +198,14 @@ export function checkArgumentsUnchanged(record: RunRecord, plan: ResumePlan, dec
 
 /**
  * Whether a reply may stop the run to wait for a person's approval: it calls a tool whose access the policy's
- * `requireApproval` lists (a `decide` hook, not called here, may still let it run). It only tells the journal a
- * snapshot of the state before the reply is worth taking (see `RunJournal.generate`).
+ * `requireApproval` lists, and no `decide` hook answers first. It only tells the journal a snapshot of the state
+ * before the reply is worth taking (see `RunJournal.generate`). With a hook, which is not called here and often lets
+ * most such calls through, none is taken: a run that never waits would pay a snapshot a reply (up to one every
+ * quarter of `snapshotEvery` events) for nothing; a resume after the hook's `needs_approval` replays events instead.
  */
 export function mayWaitForApproval(response: ModelResponse, session: RunSession): boolean {
   if (!Array.isArray(response.toolCalls) || response.toolCalls.length === 0) return false;
+  if (session.config.policy?.decide !== undefined) return false;
   const held: readonly string[] = session.config.policy?.requireApproval ?? DEFAULT_TOOL_POLICY.requireApproval;
   return response.toolCalls.some((call) => {
     const tool = session.tools.get(call.name);
