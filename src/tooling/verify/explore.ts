@@ -77,7 +77,7 @@ export interface ExploredGraph {
   /** The statechart explored, to replay paths through it. */
   machine: LoopMachine;
   /** Each state's key (see state-key.ts), joined when first read. */
-  keys: string[];
+  readonly keys: string[];
   states: ExploredState[];
   /** The XState snapshot of a state (made on demand: the exploration keeps states as the compiled step left them). */
   snapshotOf(state: number): LoopSnapshot;

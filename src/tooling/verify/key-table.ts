@@ -62,9 +62,12 @@ export class KeyTable implements KeyPartSink {
   private readonly valueCodes: number[] = [];
   /**
    * Whether no text encoded so far holds the separator: equal encodings then name equal joined keys and unequal ones
-   * unequal keys, so `find`'s miss is a key not in the table under any encoding.
+   * unequal keys, so `find`'s miss is a key not in the table under any encoding. Only ever turns false.
    */
-  exact = true;
+  get exact(): boolean {
+    return this.#exact;
+  }
+  #exact = true;
   /** Each entry's state by its joined key, once the table is not exact. */
   private byKey: Map<string, number> | null = null;
   /** Per position, the last `RECENT` string parts encoded there (compared by `===`) and their numbers. */
@@ -218,7 +221,7 @@ export class KeyTable implements KeyPartSink {
    */
   find(): number {
     const found = this.probe();
-    if (found >= 0 || this.exact) return found;
+    if (found >= 0 || this.#exact) return found;
     const byKey = (this.byKey ??= this.joinedKeys());
     const state = byKey.get(this.joined(this.scratch, 0, this.length));
     if (state === undefined) return -1;
@@ -319,7 +322,7 @@ export class KeyTable implements KeyPartSink {
       number = this.strings.size;
       this.strings.set(text, number);
       this.texts.push(text);
-      if (text.includes(SEPARATOR)) this.exact = false;
+      if (text.includes(SEPARATOR)) this.#exact = false;
     }
     return number;
   }
