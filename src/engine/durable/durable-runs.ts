@@ -24,17 +24,9 @@ import { reviewIdOf } from './review-id.js';
 import { LoopConfigError } from '../../contracts/errors.js';
 import { continuingClock, journalledModel, journalledTools } from './journalled-effects.js';
 import { deadOwner, describeLeaseHolder, newLeaseOwner, noteLeaseLeft } from './lease-owner.js';
-import {
-  decodeRunRecord,
-  encodeRecord,
-  RECORD_SCHEMA_VERSION,
-  type ApprovalDecision,
-  type Decisions,
-  type PendingReviewRecord,
-  type DecidedReview,
-  type ReviewDecision,
-  type RunRecord,
-} from './records.js';
+import { RECORD_SCHEMA_VERSION, type ApprovalDecision, type Decisions, type ReviewDecision } from './records.js';
+import { decodeRunRecord, encodeRecord } from './record-codec.js';
+import { type PendingReviewRecord, type DecidedReview, type RunRecord } from './run-record.js';
 import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
 import {
   readResultMessages,

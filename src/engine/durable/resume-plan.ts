@@ -13,9 +13,7 @@ import type { EarlierTrace } from '../trace/run-trace.js';
 import { StoreRecordError } from './durable-errors.js';
 import type { Message } from '../../contracts/model.js';
 import {
-  decodeJournalRecord,
   type TranscriptChange,
-  decodeSnapshotRecord,
   type EventRecord,
   type IntentRecord,
   type ModelRecord,
@@ -23,11 +21,11 @@ import {
   type ToolResultRecord,
   type TraceRecord,
   type TranscriptRecord,
-  type ResultMessagesAt,
   type Decisions,
-  type PendingReviewRecord,
   type ReviewDecision,
 } from './records.js';
+import { decodeJournalRecord, decodeSnapshotRecord } from './record-codec.js';
+import { type ResultMessagesAt, type PendingReviewRecord } from './run-record.js';
 import {
   decodeTraceChunk,
   decodeTranscriptChunk,

@@ -36,15 +36,15 @@ import type { Lease, Store } from '../../contracts/store.js';
 import { isCallerFault, type Tool, type ToolContext, type ToolHealth } from '../tools/index.js';
 import { UnknownOutcomeError } from '../tools/unknown-outcome-error.js';
 import {
-  encodeRecord,
   RECORD_SCHEMA_VERSION,
   type ApprovalDecision,
   type EventRecord,
   type ReviewDecision,
   type JournalRecord,
-  type ResultMessagesAt,
   type SnapshotRecord,
 } from './records.js';
+import { encodeRecord } from './record-codec.js';
+import { type ResultMessagesAt } from './run-record.js';
 import { stopTraceAfter, TRANSCRIPT_WINDOW, type ResumePlan, type TraceTail } from './resume-plan.js';
 import {
   applyDelta,
