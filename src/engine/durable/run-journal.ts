@@ -45,7 +45,8 @@ import {
 } from './records.js';
 import { encodeRecord } from './record-codec.js';
 import { type ResultMessagesAt } from './run-record.js';
-import { stopTraceAfter, TRANSCRIPT_WINDOW, type ResumePlan, type TraceTail } from './resume-plan.js';
+import { stopTraceAfter, type ResumePlan, type TraceTail } from './resume-plan.js';
+import { TRANSCRIPT_WINDOW } from './chain-folding.js';
 import {
   applyDelta,
   cursorOf,
