@@ -248,7 +248,7 @@ export function transcriptChain(
     if (record === null) return null;
     chain.push(record);
     // A chunk that replaced the transcript (a new task, a trimmed context, or the journal holding it whole again
-    // now and then: see CONSOLIDATE_AT in run-journal.ts) holds all of it: the chunks before are not read.
+    // now and then: see CONSOLIDATE_AT in transcript-chain.ts) holds all of it: the chunks before are not read.
     if (record.change.replace) break;
     referrer = seq;
     seq = record.previous;

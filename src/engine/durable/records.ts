@@ -172,7 +172,7 @@ const snapshotFieldsSchema = sessionFieldsSchema.extend({
 
 /**
  * Flat triples, key then count (`[key, count, …]`): how a chunk of this version holds them (an object of thousands
- * of keys parses several times slower). That keys and counts alternate is checked where they are folded (resume-plan.ts
+ * of keys parses several times slower). That keys and counts alternate is checked where they are folded (chain-folding.ts
  * `tripleChain`) and by the hand decoder (chunk-records.ts), not here: a refinement would keep every chunk off the
  * as-is check's fast path.
  */
