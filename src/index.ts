@@ -131,7 +131,7 @@ export {
 } from './engine/durable/durable-runs.js';
 export { UnknownOutcomeError } from './engine/tools/unknown-outcome-error.js';
 export { readTenantLedger } from './engine/durable/tenant-ledger.js';
-export type { LedgerRecord as TenantLedger } from './engine/durable/records.js';
+export type { LedgerRecord as TenantLedger } from './engine/durable/run-record.js';
 export type { RedactOptions } from './engine/redaction/redact.js';
 export type { InspectOption } from './engine/runtime/inspect-option.js';
 export { loopMachine, getPendingEffect, STOP_REASONS } from '../machines/index.js';

@@ -110,7 +110,7 @@ describe('commits grouped across steps of idempotent calls only', () => {
     }).run({ goal: 'read', runId: 'slow' });
     expect(result.stopReason).toBe('completed');
     // A commit before every call. A call's wait may add one of its own, holding only the chunks of a snapshot taken
-    // there (see run-journal's snapshotInWait), never more.
+    // there (see journal-snapshots.ts's snapshotInWait), never more.
     const perStep = commitsPerStep(counts);
     expect(perStep.map((commits) => Math.min(commits, 1))).toEqual([1, 1, 1, 1, 1, 1]);
     expect(Math.max(...perStep)).toBeLessThanOrEqual(2);

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { createLoop, defineTool, memoryStore, type Model, type RunResult, type Store } from 'loopstate';
 import { reply, scriptedModel, toolCall, virtualClock, type ScriptStep } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
-import { decodeJournalRecord } from '../../src/engine/durable/records.js';
+import { decodeJournalRecord } from '../../src/engine/durable/record-codec.js';
 
 const lookup = defineTool({
   name: 'lookup',

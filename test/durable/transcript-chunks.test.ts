@@ -22,7 +22,7 @@ import {
 } from 'loopstate';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
-import { TRANSCRIPT_WINDOW } from '../../src/engine/durable/resume-plan.js';
+import { TRANSCRIPT_WINDOW } from '../../src/engine/durable/chain-folding.js';
 import { withoutResumes } from './same-end.js';
 
 const lookup = defineTool({

@@ -7,19 +7,17 @@ import { refundTool } from '../../../test/support/refund-tool.js';
 import { passesAsIs } from './as-is-check.js';
 import { idRecordSchema } from './id-record.js';
 import {
-  decodeJournalRecord,
-  decodeRunRecord,
-  decodeSnapshotRecord,
   eventRecordSchema,
   intentRecordSchema,
   modelRecordSchema,
-  runRecordSchema,
   snapshotRecordSchema,
   toolResultRecordSchema,
   traceRecordSchema,
   transcriptRecordSchema,
   journalRecordSchema,
 } from './records.js';
+import { decodeJournalRecord, decodeRunRecord, decodeSnapshotRecord } from './record-codec.js';
+import { runRecordSchema } from './run-record.js';
 
 const journalSchemas: Record<string, z.ZodType> = {
   event: eventRecordSchema,

@@ -9,14 +9,8 @@ import {
   decodeTranscriptPart,
   quickFirstTraceEvent,
 } from './chunk-records.js';
-import {
-  decodeJournalRecord,
-  encodeRecord,
-  RECORD_SCHEMA_VERSION,
-  type EventRecord,
-  type TraceRecord,
-  type TranscriptRecord,
-} from './records.js';
+import { RECORD_SCHEMA_VERSION, type EventRecord, type TraceRecord, type TranscriptRecord } from './records.js';
+import { decodeJournalRecord, encodeRecord } from './record-codec.js';
 
 const fields: EventRecord['delta']['fields'] = {
   taskIndex: 0,

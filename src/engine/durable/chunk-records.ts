@@ -1,7 +1,7 @@
 /**
  * The records a resume reads in bulk — the trace and transcript chunks, and the transcript part of each event
  * before the snapshot — checked by hand rather than by zod, which would cost a resume in proportion to the run.
- * Refused as `decode` in records.ts refuses (`StoreRecordError`); the schemas there are the reference.
+ * Refused as `decode` in record-codec.ts refuses (`StoreRecordError`); the schemas in records.ts are the reference.
  */
 import type { TraceEvent } from '../trace/trace-event.js';
 import { StoreRecordError } from './durable-errors.js';
@@ -238,7 +238,7 @@ const PROGRESS_MARK = ',"progress":{"whole":';
  * then not parsed: with the trace off they are whole every thousand journal positions, most of a long chain's
  * bytes. The rest is checked as `decodeTranscriptChunk` checks a chunk; any other body is decoded whole (and
  * refused as that refuses it). Damage inside the triples part is not seen here: the tracker's chain decodes
- * every chunk it needs whole (resume-plan.ts folds it first), so such triples are never used.
+ * every chunk it needs whole (chain-folding.ts folds it first), so such triples are never used.
  */
 export function decodeTranscriptChunkChange(body: string, runId: string, seq: number): TranscriptRecord {
   const at = body.lastIndexOf(PROGRESS_MARK);

@@ -24,29 +24,20 @@ import { reviewIdOf } from './review-id.js';
 import { LoopConfigError } from '../../contracts/errors.js';
 import { continuingClock, journalledModel, journalledTools } from './journalled-effects.js';
 import { deadOwner, describeLeaseHolder, newLeaseOwner, noteLeaseLeft } from './lease-owner.js';
-import {
-  decodeRunRecord,
-  encodeRecord,
-  RECORD_SCHEMA_VERSION,
-  type ApprovalDecision,
-  type Decisions,
-  type PendingReviewRecord,
-  type DecidedReview,
-  type ReviewDecision,
-  type RunRecord,
-} from './records.js';
+import { RECORD_SCHEMA_VERSION, type ApprovalDecision, type Decisions, type ReviewDecision } from './records.js';
+import { decodeRunRecord, encodeRecord } from './record-codec.js';
+import { type PendingReviewRecord, type DecidedReview, type RunRecord } from './run-record.js';
 import { limitsKeptWarning, recordLimits, runLimits } from './recorded-limits.js';
-import {
-  readResultMessages,
-  readResultTrace,
-  readResultTraceTail,
-  readResumePlan,
-  type ContinueWith,
-  type ResumePlan,
-  type TraceTail,
-} from './resume-plan.js';
+import { readResumePlan, type ContinueWith, type ResumePlan } from './resume-plan.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import { resultTraceView } from '../trace/run-trace.js';
+import {
+  readLatestMessages,
+  readLatestResult,
+  readLatestTrace,
+  readRecordedResult,
+  readStopTrace,
+} from './recorded-results.js';
 import { RunJournal } from './run-journal.js';
 import { stoppedRecord } from './stopped-record.js';
 import { heldLimits, holdShare, settleShare, tenantStopNote } from './tenant-ledger.js';
@@ -163,7 +154,7 @@ export class DurableRuns {
     const review = this.reviewToTake(before, askedReview);
     if (before.state === 'finished') await this.settle(before);
     if (before.state === 'finished' || (before.state === 'waiting' && approvals === undefined && review === undefined))
-      return this.recordedResult(before);
+      return readRecordedResult(this.store, before);
     const owner = await this.takeLease(runId, leaseOwner);
     try {
       // Read again under the lease: a resume that won a race may have decided these calls (or this review) meanwhile.
@@ -174,7 +165,7 @@ export class DurableRuns {
         record.state === 'finished' ||
         (record.state === 'waiting' && decisions === undefined && decision === undefined)
       )
-        return await this.recordedResult(record);
+        return await readRecordedResult(this.store, record);
       return await this.drive(
         record,
         owner,
@@ -260,42 +251,24 @@ export class DurableRuns {
   }
 
   /** The result of the run's latest stop as recorded (finished or waiting), or null while it runs or when the store does not have it. */
-  async latestResult(runId: string): Promise<RunResult | null> {
-    const row = await this.store.readRun(runId);
-    if (row === null) return null;
-    const record = decodeRunRecord(row.body, runId);
-    return record.state === 'running' ? null : this.recordedResult(record);
+  latestResult(runId: string): Promise<RunResult | null> {
+    return readLatestResult(this.store, runId);
   }
 
   /**
    * The trace of the run's latest stop as recorded, read without its messages (a damaged transcript chunk does not
    * fail it); null while the run runs or when the store does not have it.
    */
-  async latestTrace(runId: string): Promise<readonly TraceEvent[] | null> {
-    const record = await this.latestStop(runId);
-    if (record === null) return null;
-    return record.resultTrace === undefined
-      ? (record.result as unknown as RunResult).trace
-      : readResultTrace(this.store, runId, record.resultTrace);
+  latestTrace(runId: string): Promise<readonly TraceEvent[] | null> {
+    return readLatestTrace(this.store, runId);
   }
 
   /**
    * The messages of the run's latest stop as recorded, read without its trace; null while the run runs or when the
    * store does not have it. A damaged chain of transcript chunks throws `StoreRecordError` naming the chunk's seq.
    */
-  async latestMessages(runId: string): Promise<readonly Message[] | null> {
-    const record = await this.latestStop(runId);
-    if (record === null) return null;
-    return record.resultMessages === undefined
-      ? (record.result as unknown as RunResult).messages
-      : readResultMessages(this.store, runId, record.resultMessages);
-  }
-
-  private async latestStop(runId: string): Promise<RunRecord | null> {
-    const row = await this.store.readRun(runId);
-    if (row === null) return null;
-    const record = decodeRunRecord(row.body, runId);
-    return record.state === 'running' ? null : record;
+  latestMessages(runId: string): Promise<readonly Message[] | null> {
+    return readLatestMessages(this.store, runId);
   }
 
   /** The run's recorded state (`running`, `waiting`, `finished`), or null for a run the store does not have. */
@@ -315,7 +288,7 @@ export class DurableRuns {
     const before = await this.readRecord(runId);
     if (before.state === 'finished') {
       await this.settle(before);
-      return this.recordedResult(before);
+      return readRecordedResult(this.store, before);
     }
     if (!(await this.store.requestCancel(runId)))
       throw new RunAccessError({ code: 'run_not_found', runId, message: `no run ${runId} in the store` });
@@ -327,7 +300,7 @@ export class DurableRuns {
       return null;
     try {
       const record = await this.readRecord(runId);
-      if (record.state === 'finished') return await this.recordedResult(record);
+      if (record.state === 'finished') return await readRecordedResult(this.store, record);
       const continueWith: ContinueWith | null =
         record.state === 'waiting'
           ? {
@@ -496,7 +469,9 @@ export class DurableRuns {
       limits: held,
       limitsWarning: isNew ? null : limitsKeptWarning(limits, this.resolved.limits),
       ...(driving.effectStep === undefined ? {} : { effectStep: driving.effectStep }),
-      ...(continueWith === null || record.result === null ? {} : { stopTrace: await this.stopTraceOf(record, plan) }),
+      ...(continueWith === null || record.result === null
+        ? {}
+        : { stopTrace: await readStopTrace(this.store, record, plan) }),
     });
     const config: ResolvedConfig = {
       ...this.resolved,
@@ -558,51 +533,5 @@ export class DurableRuns {
     // Never holds a Node, Bun or Deno process open; a browser's timers have no unref.
     (timer as { unref?: () => unknown }).unref?.();
     return () => clearInterval(timer);
-  }
-
-  /**
-   * The trace a waiting run's stop recorded, from the snapshot the run is rebuilt from on (what the rebuilt run's
-   * trace has not): its final chunk alone when that chunk starts there or before, else all of it. None when it
-   * cannot be read (the resumed trace then lacks what followed the stop's event).
-   */
-  private async stopTraceOf(record: RunRecord, plan: ResumePlan | null): Promise<TraceTail> {
-    try {
-      if (record.resultTrace === undefined) return { from: 0, events: (record.result as unknown as RunResult).trace };
-      // The final chunk holds the trace since the last chunk written, the snapshot's as a rule: a stop's trace is
-      // not read whole (every chunk parsed) for its last few events.
-      const rebuiltFrom = plan?.snapshot?.session.traceLength;
-      if (rebuiltFrom !== undefined) {
-        const tail = await readResultTraceTail(this.store, record.runId, record.resultTrace);
-        if (tail.from <= rebuiltFrom) return tail;
-      }
-      return { from: 0, events: await readResultTrace(this.store, record.runId, record.resultTrace) };
-    } catch {
-      return { from: 0, events: [] };
-    }
-  }
-
-  /** A stop's result as recorded, its trace put back from the journal's chunks when the record points there. */
-  private async recordedResult(record: RunRecord): Promise<RunResult> {
-    const stored = record.result as unknown as RunResult;
-    // A result recorded before reviews existed has no `pendingReview`: it waited for none.
-    const result: RunResult =
-      stored.pendingReview === undefined || stored.pendingReview === null
-        ? { ...stored, pendingReview: null }
-        : // Recorded before review ids: the id of the stop it waits at.
-          {
-            ...stored,
-            pendingReview: {
-              ...stored.pendingReview,
-              reviewId:
-                stored.pendingReview.reviewId ?? reviewIdOf(record.waitingSeq ?? 0, stored.pendingReview.outputHash),
-            },
-          };
-    const [trace, messages] = await Promise.all([
-      record.resultTrace === undefined ? result.trace : readResultTrace(this.store, record.runId, record.resultTrace),
-      record.resultMessages === undefined
-        ? result.messages
-        : readResultMessages(this.store, record.runId, record.resultMessages),
-    ]);
-    return { ...result, trace, messages };
   }
 }

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { hasId, idRecordSchema } from './id-record.js';
-import { decodeLedgerRecord, encodeRecord, RECORD_SCHEMA_VERSION, type LedgerRecord } from './records.js';
+import { RECORD_SCHEMA_VERSION } from './records.js';
+import { decodeLedgerRecord, encodeRecord } from './record-codec.js';
+import { type LedgerRecord } from './run-record.js';
 
 describe('idRecordSchema', () => {
   const schema = idRecordSchema(z.number(), 'an object keyed by run id');

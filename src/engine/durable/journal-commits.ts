@@ -8,13 +8,8 @@
  * The run journal decides what to queue and when a commit is due; this decides what a commit holds.
  */
 import { appendTakesSnapshot, type Lease, type RunControl, type Store, type StoreRow } from '../../contracts/store.js';
-import {
-  encodeRecord,
-  type IntentRecord,
-  type JournalRecord,
-  type ModelRecord,
-  type ToolResultRecord,
-} from './records.js';
+import { type IntentRecord, type JournalRecord, type ModelRecord, type ToolResultRecord } from './records.js';
+import { encodeRecord } from './record-codec.js';
 
 /** A record whose row is written only if no event follows it in its commit. */
 type PendingEffectRecord = ModelRecord | IntentRecord | ToolResultRecord;

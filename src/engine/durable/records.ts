@@ -37,17 +37,14 @@
  * Also (version unchanged, the field optional): a snapshot's `session.chainFrom`, the seq of the first chunk its
  * chains reach, so a resume reads the transcript chunks from there; an older snapshot has none (read from the start).
  * And a transcript chunk's `progress.triples` is a flat array `[key, count, …]`; older chunks' object form still reads.
- * Every version up to this one is read; records are written with this one.
+ * Every version up to this one is read; records are written with this one. The run record and a tenant's ledger are
+ * shaped in run-record.ts, and every record is decoded and encoded in record-codec.ts.
  */
 import { z } from 'zod';
 import { modelResponseSchema } from '../../contracts/model-response-schema.js';
 import type { Message } from '../../contracts/model.js';
 import type { TraceEvent } from '../trace/trace-event.js';
-import { describeZodIssues } from '../zod-issues.js';
-import { StoreRecordError } from './durable-errors.js';
-import { passesAsIs } from './as-is-check.js';
 import { idRecordSchema } from './id-record.js';
-import { recordedLimitsSchema } from './recorded-limits.js';
 
 export const RECORD_SCHEMA_VERSION = 6 as const;
 /** The versions this loopstate reads: the shapes of older ones are a subset of this one's. */
@@ -74,7 +71,7 @@ const messageSchema = z.union([
 ]);
 const traceEventSchema = z.looseObject({ type: z.string(), runId: z.string(), at: z.number() });
 // Checked for shape here; typed as what the runtime wrote (the union the trace and model modules define).
-const messagesSchema = z.array(messageSchema) as unknown as z.ZodType<Message[]>;
+export const messagesSchema = z.array(messageSchema) as unknown as z.ZodType<Message[]>;
 const traceSchema = z.array(traceEventSchema) as unknown as z.ZodType<TraceEvent[]>;
 const errorSchema = z.object({ name: z.string(), message: z.string(), code: z.string().optional() }).strict();
 
@@ -175,7 +172,7 @@ const snapshotFieldsSchema = sessionFieldsSchema.extend({
 
 /**
  * Flat triples, key then count (`[key, count, …]`): how a chunk of this version holds them (an object of thousands
- * of keys parses several times slower). That keys and counts alternate is checked where they are folded (resume-plan.ts
+ * of keys parses several times slower). That keys and counts alternate is checked where they are folded (chain-folding.ts
  * `tripleChain`) and by the hand decoder (chunk-records.ts), not here: a refinement would keep every chunk off the
  * as-is check's fast path.
  */
@@ -264,7 +261,7 @@ export const eventRecordSchema = z
  * ones). Checked after decoding, not as a zod refinement, so that an event passing as it is (as-is-check.ts, which
  * leaves refined objects to zod) is still checked.
  */
-function fieldsMissingBefore5(record: z.output<typeof eventRecordSchema>): string[] {
+export function fieldsMissingBefore5(record: z.output<typeof eventRecordSchema>): string[] {
   if (record.schemaVersion >= 5) return [];
   const { fields } = record.delta;
   const missing = allFieldKeys.filter((key) => !(key in fields));
@@ -380,117 +377,6 @@ export const snapshotRecordSchema = z
   })
   .strict();
 
-export const pendingApprovalRecordSchema = z
-  .object({
-    callId: z.string(),
-    tool: z.string(),
-    args: z.unknown(),
-    argumentsHash: z.string(),
-    /** Epoch ms after which the approval is refused as expired; null: it does not expire. */
-    expiresAt: z.number().nullable(),
-  })
-  .strict();
-
-/** An output waiting for a person's review: what `result.pendingReview` shows, and what an accept completes the task with. */
-export const pendingReviewRecordSchema = z
-  .object({
-    taskId: z.string(),
-    output: z.unknown(),
-    rawOutput: z.string(),
-    reason: z.string(),
-    evaluator: z.string(),
-    outputHash: z.string(),
-  })
-  .strict();
-
-/** A review decision the run took, by the output it was about. */
-export const decidedReviewSchema = z
-  .object({
-    outputHash: z.string(),
-    taskId: z.string(),
-    accept: z.boolean(),
-    reason: z.string().nullable(),
-    /** The stop it decided (`reviewIdOf`); absent in records written before review ids. */
-    reviewId: z.string().optional(),
-  })
-  .strict();
-
-const amountsSchema = z
-  .object({ costUsd: z.number().min(0), inputTokens: z.number().min(0), outputTokens: z.number().min(0) })
-  .strict();
-/** Per dimension, what a run holds of its tenant's budget; null where the tenant sets no cap. */
-const holdSchema = z
-  .object({
-    costUsd: z.number().min(0).nullable(),
-    inputTokens: z.number().min(0).nullable(),
-    outputTokens: z.number().min(0).nullable(),
-  })
-  .strict();
-
-/** A tenant's ledger: what its finished runs spent, and what its unfinished runs hold. */
-export const ledgerRecordSchema = z
-  .object({
-    schemaVersion: schemaVersionSchema,
-    kind: z.literal('ledger'),
-    tenantId: z.string(),
-    spent: amountsSchema,
-    holds: idRecordSchema(holdSchema, 'an object keyed by run id'),
-  })
-  .strict();
-
-export const runRecordSchema = z
-  .object({
-    schemaVersion: schemaVersionSchema,
-    kind: z.literal('run'),
-    runId: z.string(),
-    input: z.object({ goal: z.string().optional(), messages: messagesSchema.optional() }).strict(),
-    /** What the run was started with: a resume by a loop with other tools, tasks or plan setting is refused. */
-    definition: z
-      .object({ tools: z.array(z.string()), tasks: z.array(z.string()).nullable(), plan: z.boolean() })
-      .strict(),
-    /** The run's own limits as it started (before a tenant's share): the ones that apply on every resume. Absent in version 1. */
-    limits: recordedLimitsSchema.optional(),
-    /** running: in progress or crashed; waiting: stopped for approval; finished: a final result. */
-    state: z.enum(['running', 'waiting', 'finished']),
-    /** The seq of the event that stopped the run for approval (or review). */
-    waitingSeq: z.number().int().nullable(),
-    pendingApprovals: z.array(pendingApprovalRecordSchema),
-    decidedCalls: z.array(z.string()),
-    /** The output the run waits on a person's review of; absent (or null) when it waits for none. */
-    pendingReview: pendingReviewRecordSchema.nullable().optional(),
-    /** The review decisions the run took, oldest first; absent in records written before reviews. */
-    decidedReviews: z.array(decidedReviewSchema).optional(),
-    /** The run's share of its tenant's budget, held until it finishes; null without a tenant. */
-    tenantHold: z.object({ tenantId: z.string(), hold: holdSchema, tenantLeft: holdSchema }).strict().nullable(),
-    result: z
-      .looseObject({ runId: z.string(), status: z.string(), stopReason: z.string(), detail: z.string() })
-      .nullable(),
-    /**
-     * Version 3: the result's trace is not in `result` (empty there) but in the journal's trace chunks up
-     * to the final chunk at `seq`, `length` events: the trace is stored once. Absent: `result` holds it whole.
-     */
-    resultTrace: z
-      .object({ seq: z.number().int().positive(), length: z.number().int().min(0) })
-      .strict()
-      .optional(),
-    /**
-     * Version 6: the result's messages are not in `result` (empty there) but in the journal's transcript chunks: the
-     * chain from the chunk at `seq` (written with the stop) back to the chunk holding the transcript whole, which is
-     * at `from` or after it; `messages` long, then `closing` (what the stop answered calls left open with).
-     * Absent: `result` holds them whole.
-     */
-    resultMessages: z
-      .object({
-        seq: z.number().int().positive(),
-        from: z.number().int().min(0),
-        messages: z.number().int().min(0),
-        closing: messagesSchema,
-      })
-      .strict()
-      .optional(),
-  })
-  .strict();
-
 export type EventRecord = z.output<typeof eventRecordSchema>;
 export type ModelRecord = z.output<typeof modelRecordSchema>;
 export type IntentRecord = z.output<typeof intentRecordSchema>;
@@ -499,111 +385,14 @@ export type TraceRecord = z.output<typeof traceRecordSchema>;
 export type TranscriptRecord = z.output<typeof transcriptRecordSchema>;
 export type JournalRecord = z.output<typeof journalRecordSchema>;
 export type SnapshotRecord = z.output<typeof snapshotRecordSchema>;
-export type RunRecord = z.output<typeof runRecordSchema>;
-export type ResultMessagesAt = NonNullable<RunRecord['resultMessages']>;
 export type SessionDelta = z.output<typeof sessionDeltaSchema>;
 export type SessionFields = z.output<typeof deltaFieldsSchema>;
 export type SnapshotFields = z.output<typeof snapshotFieldsSchema>;
 export type TripleChanges = z.output<typeof tripleChangesSchema>;
-export type PendingApprovalRecord = z.output<typeof pendingApprovalRecordSchema>;
 export type ApprovalDecision = z.output<typeof approvalDecisionSchema>;
 export type ReviewDecision = z.output<typeof reviewDecisionSchema>;
-export type PendingReviewRecord = z.output<typeof pendingReviewRecordSchema>;
-export type DecidedReview = z.output<typeof decidedReviewSchema>;
-/**
- * A tenant's ledger: what its finished runs spent, and what each unfinished run holds (null: not capped).
- * @example
- * const ledger: LedgerRecord | null = await readTenantLedger(store, 'acme');
- */
-export type LedgerRecord = z.output<typeof ledgerRecordSchema>;
-export type TenantHold = z.output<typeof holdSchema>;
-
-/** Parses and validates one record; `seq` null is the run's metadata record (or a tenant's ledger, `runId` then naming it). */
-function decode<Schema extends z.ZodType>(
-  schema: Schema,
-  body: string,
-  runId: string,
-  seq: number | null,
-  owner: 'runId' | 'tenantId' = 'runId',
-): z.output<Schema> {
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch (error) {
-    throw new StoreRecordError({
-      code: 'corrupt_record',
-      runId,
-      seq,
-      problem: `not valid JSON (truncated or overwritten): ${(error as Error).message}`,
-    });
-  }
-  const version = (value as { schemaVersion?: unknown } | null)?.schemaVersion;
-  if (typeof version === 'number' && version > RECORD_SCHEMA_VERSION) {
-    throw new StoreRecordError({
-      code: 'unsupported_record_version',
-      runId,
-      seq,
-      problem: `schemaVersion ${version} is newer than this loopstate reads (${RECORD_SCHEMA_VERSION}); upgrade loopstate to resume it`,
-    });
-  }
-  // A record as this loopstate writes it passes as it is (no zod walk, no copy); zod runs for any other, and names what is wrong.
-  let data: z.output<Schema>;
-  if (passesAsIs(schema, value)) data = value as z.output<Schema>;
-  else {
-    const parsed = schema.safeParse(value);
-    if (!parsed.success) {
-      throw new StoreRecordError({
-        code: 'corrupt_record',
-        runId,
-        seq,
-        problem: `not a valid record: ${describeZodIssues(parsed.error.issues).join('; ')}`,
-      });
-    }
-    data = parsed.data;
-  }
-  const decoded = data as { runId?: unknown; tenantId?: unknown; seq?: unknown };
-  if (decoded[owner] !== runId || (seq !== null && decoded.seq !== seq)) {
-    throw new StoreRecordError({
-      code: 'corrupt_record',
-      runId,
-      seq,
-      problem: `it names ${String(decoded[owner])}${seq === null ? '' : ` seq ${String(decoded.seq)}`}, not where it is stored`,
-    });
-  }
-  return data;
-}
 
 export type TranscriptChange = z.output<typeof transcriptChangeSchema>;
-
-export function decodeJournalRecord(body: string, runId: string, seq: number): JournalRecord {
-  const record = decode(journalRecordSchema, body, runId, seq);
-  const missing = record.kind === 'event' ? fieldsMissingBefore5(record) : [];
-  if (missing.length > 0)
-    throw new StoreRecordError({
-      code: 'corrupt_record',
-      runId,
-      seq,
-      problem: `not a valid record: ${missing
-        .map((key) => `delta.fields.${key}: missing (an event of version ${record.schemaVersion} carries every field)`)
-        .join('; ')}`,
-    });
-  return record;
-}
-export const decodeSnapshotRecord = (body: string, runId: string, seq: number): SnapshotRecord =>
-  decode(snapshotRecordSchema, body, runId, seq);
-export const decodeRunRecord = (body: string, runId: string): RunRecord => decode(runRecordSchema, body, runId, null);
-export const decodeLedgerRecord = (body: string, tenantId: string): LedgerRecord =>
-  decode(ledgerRecordSchema, body, tenantId, null, 'tenantId');
-
-/** Serialises a record; bigints (database ids) are written as their decimal text, as tool results are. */
-export function encodeRecord(record: JournalRecord | SnapshotRecord | RunRecord | LedgerRecord): string {
-  try {
-    // Without a replacer first: a replacer function makes JSON.stringify several times slower, and bigints are rare.
-    return JSON.stringify(record);
-  } catch {
-    return JSON.stringify(record, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
-  }
-}
 
 /** A person's decisions by call id. */
 export type Decisions = ReadonlyMap<string, ApprovalDecision>;

@@ -8,7 +8,8 @@ import type { LoopEvent } from '../../../machines/types.js';
 import { reviewRejectedReason } from '../prompts.js';
 import { nextRequestEstimate } from '../runtime/evaluation-step.js';
 import type { RunSession } from '../runtime/run-session.js';
-import type { PendingReviewRecord, ReviewDecision } from './records.js';
+import type { ReviewDecision } from './records.js';
+import type { PendingReviewRecord } from './run-record.js';
 
 export function applyReview(
   session: RunSession,

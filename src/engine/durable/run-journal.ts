@@ -4,9 +4,9 @@
  * Design: the journal holds, under (runId, seq), every event the machine is sent — written before the
  * machine sees it — together with what that step changed in the session outside the machine (a
  * delta: appended messages, trace events and warnings, the small fields that changed). Records are
- * committed in groups (see journal-commits.ts). Every `snapshotEvery` events the machine's persisted snapshot and the
- * session's small fields (all of them) are written too, with the in-memory trace since the last snapshot as a
- * trace chunk; the snapshot holds no history, so it stays small however long the run (but it still waits for
+ * committed in groups (see journal-commits.ts). Every `snapshotEvery` events (see journal-snapshots.ts) the
+ * machine's persisted snapshot and the session's small fields (all of them) are written too, with the in-memory
+ * trace since the last snapshot as a trace chunk; the snapshot holds no history, so it stays small however long the run (but it still waits for
  * the journal since the last one to be as large as it, so snapshots never cost more than the journal). With
  * it goes a transcript chunk: the transcript's change since the previous chunk, which it names, and the
  * no-progress tracker's triples counted since then (or all of them), so a resume folds that chain (one row
@@ -36,26 +36,15 @@ import type { Lease, Store } from '../../contracts/store.js';
 import { isCallerFault, type Tool, type ToolContext, type ToolHealth } from '../tools/index.js';
 import { UnknownOutcomeError } from '../tools/unknown-outcome-error.js';
 import {
-  encodeRecord,
   RECORD_SCHEMA_VERSION,
   type ApprovalDecision,
   type EventRecord,
   type ReviewDecision,
   type JournalRecord,
-  type ResultMessagesAt,
-  type SnapshotRecord,
 } from './records.js';
-import { stopTraceAfter, TRANSCRIPT_WINDOW, type ResumePlan, type TraceTail } from './resume-plan.js';
-import {
-  applyDelta,
-  cursorOf,
-  restoreSessionState,
-  sessionDelta,
-  standsAt,
-  type RecordedUpTo,
-  sessionState,
-  type SessionCursor,
-} from './session-state.js';
+import { type ResultMessagesAt } from './run-record.js';
+import { stopTraceAfter, type ResumePlan, type TraceTail } from './resume-plan.js';
+import { applyDelta, cursorOf, restoreSessionState, sessionDelta, type SessionCursor } from './session-state.js';
 import { applyApprovals } from './approval-decision.js';
 import { mayWaitForApproval } from './approval-checks.js';
 import { evaluationMayWait } from './review-checks.js';
@@ -63,8 +52,8 @@ import { applyReview } from './review-decision.js';
 import { withRunLimits } from './recorded-limits.js';
 import { migrateTransportCounters } from './transport-counters-migration.js';
 import { lookUp, serialised, served, type ToolOutcome } from './tool-outcome.js';
-import { closingOf, TranscriptChain } from './transcript-chain.js';
 import { JournalCommits } from './journal-commits.js';
+import { JournalSnapshots } from './journal-snapshots.js';
 
 export interface RunJournalOptions {
   store: Store;
@@ -107,9 +96,6 @@ export class RunJournal implements DriverHooks {
   private nextSeq: number;
   private lastEventSeq: number;
   private modelCallsSinceEvent = 0;
-  private eventsSinceSnapshot = 0;
-  /** The last snapshot's size: the next waits for the journal since it to be as large (see the design note above). */
-  private lastSnapshotBytes = 0;
   private cursor: SessionCursor | null = null;
   /**
    * Whether the tool round under way has a call that is not idempotent: its calls then wait for the commit
@@ -120,12 +106,8 @@ export class RunJournal implements DriverHooks {
   private writeRoundRan = false;
   /** What is queued for the store, and when it is committed. */
   private readonly commits: JournalCommits;
-  /** How much of the in-memory trace the journal's trace chunks hold (the next chunk starts there). */
-  private traceChunked: number;
-  /** The transcript chunks written with the snapshots, each continuing the one before. */
-  private readonly transcriptChain = new TranscriptChain();
-  /** The seq of the last transcript chunk whose tracker triples are whole (see `afterSend`). */
-  private wholeLinkSeq = 0;
+  /** The snapshots, and the trace and transcript chunks written with them. */
+  private readonly snapshots: JournalSnapshots;
   /** Tool calls running now: an outcome is committed at once while another call of its round still runs. */
   private toolsRunning = 0;
   private health: ToolHealth | null = null;
@@ -149,8 +131,6 @@ export class RunJournal implements DriverHooks {
     this.nextSeq = options.plan?.nextSeq ?? 1;
     this.lastEventSeq = options.plan?.lastEventSeq ?? 0;
     this.tail = options.plan?.tail ?? { models: [], intents: new Map(), results: new Map() };
-    // A snapshot whose trace is whole (version 2, or a run started before) leaves nothing in chunks: the first chunk holds it all.
-    this.traceChunked = options.plan?.snapshot?.session.traceLength ?? 0;
     this.effectStep = options.effectStep;
     this.commits = new JournalCommits(
       options.store,
@@ -159,7 +139,19 @@ export class RunJournal implements DriverHooks {
       { maxUncommittedSteps: options.maxUncommittedSteps, maxUncommittedMs: options.maxUncommittedMs },
       options.effectStep !== undefined,
     );
-    this.commits.beforeWaitCommit = this.snapshotInWait;
+    this.snapshots = new JournalSnapshots(
+      {
+        runId: options.runId,
+        snapshotEvery: options.snapshotEvery,
+        effectStep: options.effectStep,
+        commits: this.commits,
+        lastEventSeq: () => this.lastEventSeq,
+        takeSeq: () => this.takeSeq(),
+        standing: () => ({ actor: this.actor, session: this.session, cursor: this.cursor, health: this.health }),
+      },
+      options.plan,
+    );
+    this.commits.beforeWaitCommit = this.snapshots.snapshotInWait;
   }
 
   /** The seq of the last event journalled. */
@@ -184,53 +176,17 @@ export class RunJournal implements DriverHooks {
     return this.commits.finish(runBody, finishedAt);
   }
 
-  /**
-   * Queues the in-memory trace since the last chunk as a final chunk, for the stop's recorded result
-   * (which then holds no trace: it is stored once). Returns where the run record finds it.
-   */
+  /** See `JournalSnapshots.chunkFinalTrace`. */
   chunkFinalTrace(trace: { readonly length: number; since(from: number): TraceEvent[] }): {
     seq: number;
     length: number;
   } {
-    const seq = this.takeSeq();
-    this.queue({
-      schemaVersion: RECORD_SCHEMA_VERSION,
-      kind: 'trace',
-      runId: this.runId,
-      seq,
-      snapshotSeq: this.lastEventSeq,
-      from: this.traceChunked,
-      events: trace.since(this.traceChunked),
-      final: true,
-    });
-    return { seq, length: trace.length };
+    return this.snapshots.chunkFinalTrace(trace);
   }
 
-  /**
-   * Queues the transcript's change since the chain's last chunk as a last chunk, for the stop's recorded result
-   * (which then holds no messages: the history is stored once), and returns where the run record finds them; null
-   * (the record then holds them whole) when `messages` (the result's) are not the transcript followed by notes that
-   * close its open calls, the run has no session (it never started), or no chain of transcript chunks yet (a run
-   * shorter than a snapshot: its messages are few, and a row of their own would cost more than it saves).
-   */
+  /** See `JournalSnapshots.chunkFinalTranscript`. */
   chunkFinalTranscript(messages: readonly Message[]): ResultMessagesAt | null {
-    const transcript = this.session?.transcript;
-    if (transcript === undefined || !this.transcriptChain.started) return null;
-    const closing = closingOf(transcript.messages, messages);
-    if (closing === null) return null;
-    const seq = this.takeSeq();
-    const { previous, change } = this.transcriptChain.take(seq, transcript);
-    // No tracker triples: no snapshot names this chunk, so no resume folds it.
-    this.queue({
-      schemaVersion: RECORD_SCHEMA_VERSION,
-      kind: 'transcript',
-      runId: this.runId,
-      seq,
-      snapshotSeq: this.lastEventSeq,
-      previous,
-      change,
-    });
-    return { seq, from: this.transcriptChain.wholeSeq, messages: transcript.messages.length, closing };
+    return this.snapshots.chunkFinalTranscript(messages);
   }
 
   private takeSeq(): number {
@@ -253,16 +209,7 @@ export class RunJournal implements DriverHooks {
           runId: this.runId,
           seq: plan.snapshot.seq,
         });
-      // The next chunk continues the snapshot's; after an older snapshot (none) it starts a chain, the transcript whole.
-      const chunkSeq = plan.snapshot?.session.transcriptChunk;
-      if (chunkSeq !== undefined)
-        this.transcriptChain.restore(
-          chunkSeq,
-          session.transcript,
-          plan.transcriptWhole ?? 0,
-          plan.transcriptWholeSeq ?? 0,
-        );
-      this.wholeLinkSeq = plan.progress?.wholeSeq ?? 0;
+      this.snapshots.restoreChains(plan, session);
       // Cursors of a rebuilt run carry the progress tracker whole in the next record (it was restored, not
       // tracked) unless it is found below to stand where the last event left it.
       this.cursor = cursorOf(session, this.health, false);
@@ -369,139 +316,9 @@ export class RunJournal implements DriverHooks {
 
   async afterSend(actor: Actor<LoopMachine>, session: RunSession): Promise<void> {
     this.cursor = cursorOf(session, this.health);
-    this.eventsSinceSnapshot += 1;
-    const snapshot = actor.getSnapshot();
-    if (
-      this.eventsSinceSnapshot < this.options.snapshotEvery ||
-      this.commits.bytesQueued < this.lastSnapshotBytes ||
-      snapshot.status !== 'active'
-    )
-      return;
-    this.takeSnapshot(actor, session);
+    if (!this.snapshots.afterEvent(actor, session)) return;
     // A workflow step (DBOS) commits at every event: the snapshot goes with the next one's commit, or now.
     if (this.effectStep !== undefined) await this.flush();
-  }
-
-  /**
-   * Whether a snapshot is worth taking while the model call about to be awaited is out (see `snapshotInWait`): a
-   * quarter of `snapshotEvery` events since the last one (so a run whose every call waits takes at most four times
-   * the snapshots of one that never waits, and a resume after a crash in a wait replays fewer than a quarter), and the
-   * journal since then at least as large as a snapshot (as in `afterSend`: snapshots never cost more than the
-   * journal). Not for a workflow step (DBOS), which commits at every event.
-   */
-  private snapshotInWaitDue(): boolean {
-    return (
-      this.effectStep === undefined &&
-      this.actor !== null &&
-      this.eventsSinceSnapshot > 0 &&
-      this.eventsSinceSnapshot * 4 >= this.options.snapshotEvery &&
-      this.commits.bytesQueued >= this.lastSnapshotBytes
-    );
-  }
-
-  /**
-   * A model call that does not answer at once is where a run waits, and where a process mostly dies: the commit
-   * made meanwhile (see `JournalCommits.meanwhile`) takes a snapshot of where the run stands with it, so a resume
-   * from there restores it with no event to replay. Taken only when the session stands where the last event left
-   * it but for trace events and warnings recorded since (the model step's step-start, a prompt trace), which the
-   * snapshot leaves out (`standsAt`): the state a snapshot at that event would have held. Else (a message added, a
-   * field moved) the resume replays from the snapshot before, as always.
-   */
-  private readonly snapshotInWait = (): void => {
-    const { actor, session, cursor } = this;
-    if (actor === null || session === null || cursor === null || !this.snapshotInWaitDue()) return;
-    if (actor.getSnapshot().status !== 'active' || !standsAt(session, cursor, this.health)) return;
-    // What the model step recorded before its call (its step-start, a prompt) is left out: a resume records it again.
-    this.takeSnapshot(actor, session, { trace: cursor.trace, warnings: cursor.warnings });
-  };
-
-  /**
-   * A pause may last hours, and the processes that drive runs restart meanwhile: as in a model call's wait (see
-   * `snapshotInWait`), a snapshot of where the run stands is queued when any event came since the last one and the
-   * session stands where the last event left it. Paid once a pause, never a step. Not for a workflow step (DBOS).
-   */
-  private snapshotAtPause(session: RunSession): boolean {
-    const { actor, cursor } = this;
-    if (this.effectStep !== undefined || actor === null || cursor === null || this.eventsSinceSnapshot === 0)
-      return false;
-    if (session.signal.aborted || actor.getSnapshot().status !== 'active' || !standsAt(session, cursor, this.health))
-      return false;
-    this.takeSnapshot(actor, session, { trace: cursor.trace, warnings: cursor.warnings });
-    return true;
-  }
-
-  /**
-   * Queues the machine's snapshot and the session's (written after the commit that holds the events before it),
-   * with the trace and the transcript since their last chunks.
-   */
-  private takeSnapshot(actor: Actor<LoopMachine>, session: RunSession, upTo?: RecordedUpTo): void {
-    this.eventsSinceSnapshot = 0;
-    const traceInChunks = session.config.trace.inMemory;
-    if (traceInChunks) {
-      // The trace since the last chunk, committed with the events before the snapshot.
-      this.queue({
-        schemaVersion: RECORD_SCHEMA_VERSION,
-        kind: 'trace',
-        runId: this.runId,
-        seq: this.takeSeq(),
-        snapshotSeq: this.lastEventSeq,
-        from: this.traceChunked,
-        events:
-          upTo === undefined
-            ? session.traceSince(this.traceChunked)
-            : session.traceSince(this.traceChunked).slice(0, upTo.trace - this.traceChunked),
-      });
-      this.traceChunked = upTo?.trace ?? session.traceLength;
-    }
-    // The transcript since the last chunk, committed (like the trace's) with the events before the snapshot.
-    const transcriptChunkSeq = this.takeSeq();
-    const { previous, change, consolidated } = this.transcriptChain.take(transcriptChunkSeq, session.transcript);
-    // The tracker's triples since the previous chunk (or all of them): the snapshot holds the rest of the tracker.
-    // A chunk made whole here has them whole too, so both chains a resume folds end there (not a transcript
-    // replaced by the run: under a context ceiling that is every chunk, and the triples outgrow it). With the trace off a
-    // resume reads the chunks of a window before its snapshot first (a context ceiling bounds the transcript's
-    // chain): the triples' chain is kept within it by a whole link once the last one would fall out of it
-    // (checked at every chunk, and this chunk is a seq or two after its snapshot: a margin of 64).
-    const progress = session.progress.takeChainLink(
-      consolidated || (!traceInChunks && transcriptChunkSeq - this.wholeLinkSeq > TRANSCRIPT_WINDOW - 64),
-    );
-    this.queue({
-      schemaVersion: RECORD_SCHEMA_VERSION,
-      kind: 'transcript',
-      runId: this.runId,
-      seq: transcriptChunkSeq,
-      snapshotSeq: this.lastEventSeq,
-      previous,
-      change,
-      progress,
-    });
-    if (progress.whole) this.wholeLinkSeq = transcriptChunkSeq;
-    const record: SnapshotRecord = {
-      schemaVersion: RECORD_SCHEMA_VERSION,
-      kind: 'snapshot',
-      runId: this.runId,
-      seq: this.lastEventSeq,
-      machine: actor.getPersistedSnapshot() as unknown as SnapshotRecord['machine'],
-      // The first chunk both chains reach (each whole link's seq; 0 when one is not known): a resume reads from there.
-      session: sessionState(
-        session,
-        this.health,
-        traceInChunks,
-        transcriptChunkSeq,
-        upTo,
-        Math.min(this.transcriptChain.wholeSeq, this.wholeLinkSeq),
-      ),
-    };
-    const body = encodeRecord(record);
-    this.lastSnapshotBytes = body.length;
-    this.commits.bytesQueued = 0;
-    // The snapshot stands on the events before it (and its chunks): it is written with the commit that holds them
-    // (in its transaction, or right after it by a store whose append does not take it), the next one, made before
-    // the next external effect as always — not with a commit of its own
-    // in the middle of a step (one commit more every `snapshotEvery` events, and with `durability: 'full'` one
-    // fsync more). A crash before it is written leaves the state of a crash before the snapshot was taken: its
-    // chunks, if committed, are skipped (no snapshot names them) and a resume starts at the snapshot before.
-    this.commits.pendingSnapshot = { seq: record.seq, kind: 'snapshot', body };
   }
 
   commit(): Promise<void> {
@@ -527,7 +344,8 @@ export class RunJournal implements DriverHooks {
     } else {
       // Before an evaluation (a judge waits as a model call does, a review stops the run at its outcome): the wait's
       // snapshot, under its bound, goes with this commit; a resume from the outcome then replays no event.
-      if (kind === 'evaluate' && (this.evaluationMayWait ??= evaluationMayWait(session.config))) this.snapshotInWait();
+      if (kind === 'evaluate' && (this.evaluationMayWait ??= evaluationMayWait(session.config)))
+        this.snapshots.snapshotInWait();
       await this.flush();
       // An evaluation's or a backoff's outcome is committed before the next model call (an LLM judge is not
       // paid again for a commit saved).
@@ -539,7 +357,10 @@ export class RunJournal implements DriverHooks {
     // Paused before a model call: a snapshot of where the run stands (once a pause) lets a resume after a restart
     // meanwhile replay no event; it goes with the commit below, or with one of its own.
     const snapshotted =
-      kind === 'callModel' && control.paused !== null && !control.cancelRequested && this.snapshotAtPause(session);
+      kind === 'callModel' &&
+      control.paused !== null &&
+      !control.cancelRequested &&
+      this.snapshots.snapshotAtPause(session);
     // A group held back for a pause (it may last hours, and processes restart meanwhile) or a cancel is
     // committed first: the steps it holds are not repeated, and the run's record shows where it stands.
     if (snapshotted || (kind === 'callModel' && !committed && (control.cancelRequested || control.paused !== null))) {
@@ -573,10 +394,10 @@ export class RunJournal implements DriverHooks {
     if (served !== undefined) return served.response;
     const afterEvent = this.lastEventSeq;
     // A group whose commit waited (see `beforeEffect`) is committed while a model that does not answer at once works.
-    const response = await this.commits.meanwhile(model.generate(request), this.snapshotInWaitDue());
+    const response = await this.commits.meanwhile(model.generate(request), this.snapshots.snapshotInWaitDue());
     // A reply that may stop the run for an approval, come before any wait's snapshot: the run still stands where its
     // last event left it, as in the wait, and a snapshot of that lets the resume with the decision replay no event.
-    if (this.session !== null && mayWaitForApproval(response, this.session)) this.snapshotInWait();
+    if (this.session !== null && mayWaitForApproval(response, this.session)) this.snapshots.snapshotInWait();
     // A malformed response is the driver's to refuse (fatal_error); it is not worth serving again.
     if (isWellFormedResponse(response)) {
       const { text, toolCalls, usage, metadata } = response;

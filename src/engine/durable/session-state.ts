@@ -15,7 +15,7 @@ import type { Message } from '../../contracts/model.js';
 import type { TraceEvent } from '../trace/trace-event.js';
 import type { EarlierTrace } from '../trace/run-trace.js';
 import type { SessionDelta, SessionFields, SnapshotFields, SnapshotRecord } from './records.js';
-import type { ChainedTriples } from './resume-plan.js';
+import type { ChainedTriples } from './chain-folding.js';
 
 /** Where the session stood after the last journalled event: the delta of the next one starts there. */
 export interface SessionCursor {

@@ -5,7 +5,7 @@
  */
 import type { PendingApproval, PendingReview, RunResult } from '../runtime/run-result.js';
 import { argumentsHash } from './approval-checks.js';
-import type { PendingApprovalRecord, PendingReviewRecord, RunRecord } from './records.js';
+import type { PendingApprovalRecord, PendingReviewRecord, RunRecord } from './run-record.js';
 import { reviewIdOf } from './review-id.js';
 
 /** What the stop's record needs besides the run's record and result. */

@@ -8,7 +8,8 @@ import type { Store } from '../../contracts/store.js';
 import { LoopstateError } from '../../contracts/errors.js';
 import { StoreRecordError } from './durable-errors.js';
 import { reviewIdOf } from './review-id.js';
-import { decodeRunRecord, type PendingApprovalRecord, type PendingReviewRecord, type RunRecord } from './records.js';
+import { decodeRunRecord } from './record-codec.js';
+import { type PendingApprovalRecord, type PendingReviewRecord, type RunRecord } from './run-record.js';
 
 /**
  * An output waiting for a person's review, as the run record holds it (from an `evaluators.review` stop).

@@ -12,14 +12,9 @@ import type { Store } from '../../contracts/store.js';
 import { StoreConflictError } from '../store/store-conflict-error.js';
 import { hasId } from './id-record.js';
 import { formatUsd } from '../pricing/pricing.js';
-import {
-  decodeLedgerRecord,
-  encodeRecord,
-  RECORD_SCHEMA_VERSION,
-  type LedgerRecord,
-  type RunRecord,
-  type TenantHold,
-} from './records.js';
+import { RECORD_SCHEMA_VERSION } from './records.js';
+import { decodeLedgerRecord, encodeRecord } from './record-codec.js';
+import { type LedgerRecord, type RunRecord, type TenantHold } from './run-record.js';
 
 type Dimension = 'costUsd' | 'inputTokens' | 'outputTokens';
 const DIMENSIONS: readonly { dimension: Dimension; cap: keyof Omit<TenantBudget, 'id'>; limit: keyof LoopLimits }[] = [
