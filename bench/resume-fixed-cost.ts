@@ -242,11 +242,15 @@ async function hungRun(build: Build, total: number, into: string): Promise<numbe
   await new Promise((resolve) => setTimeout(resolve, 10));
   const row = await first.readRun('long');
   if (row?.leaseOwner) await first.releaseLease('long', row.leaseOwner);
+  // The release's fold of the WAL runs on the next macrotask (not with `CRASHED=1`): let it, as a process that lives on
+  // after its run would; the copy below then has the folded file, and a resume starts a new WAL.
+  if (!crashed) await new Promise((resolve) => setImmediate(resolve));
   // Lifted after the process died, before the resume (the run, paused, looks again only after `pausePollMs`).
   if (stop === 'paused') await first.setPaused(null);
   // Its WAL included, copied while its connection is still open and idle (better-sqlite3 writes synchronously: no
-  // write is half done here). A resume then appends to that WAL, as after a crash; a closed store would have
-  // folded it, and every resume would start a new WAL (and sync its header).
+  // write is half done here). With `CRASHED=1` a resume then appends to that WAL, as after a crash (SQLite first
+  // rebuilds its index from the whole WAL); by default the WAL was folded, and every resume starts a new one (and
+  // syncs its header).
   copyFiles(path, into);
   await first.close();
   return runMs;
