@@ -76,7 +76,9 @@ afterAll(async () => {
 
 const row = (page: Page, runId: string) => page.locator(`tr[data-run="${runId}"]`);
 
-describe('the console in chromium', () => {
+// Each test waits on the page with polls of up to 30 s (a real browser, a server and runs resumed from SQLite);
+// under the whole suite's load one test can pass the default 20 s before a poll gives up.
+describe('the console in chromium', { timeout: 90_000 }, () => {
   // Chromium's first launch on a fresh machine (its font and profile caches) is not any one test's time.
   beforeAll(async () => {
     await ensureChromium();
