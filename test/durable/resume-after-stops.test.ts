@@ -13,7 +13,15 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import * as current from 'loopstate';
-import { memoryStore, type LoopConfig, type Model, type ModelRequest, type Store, type StoreRow } from 'loopstate';
+import {
+  memoryStore,
+  type LoopConfig,
+  type Model,
+  type ModelRequest,
+  type RunResult,
+  type Store,
+  type StoreRow,
+} from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { virtualClock } from 'loopstate/testing';
 import { freeLease } from './dead-owner.js';
@@ -105,6 +113,24 @@ const uninterrupted = async () => {
   return { result, requests };
 };
 
+/**
+ * A run resumed with the approval of its charge went on as the uninterrupted run: the same requests from the one after
+ * the charge's, and the same end (its trace, holding the stop and the decision, is each test's to compare).
+ */
+function expectGoesOnAsUninterrupted(
+  result: RunResult,
+  requests: ModelRequest[],
+  expected: Awaited<ReturnType<typeof uninterrupted>>,
+): void {
+  expect(requests.map((request) => request.messages)).toEqual(
+    expected.requests.slice(CHARGE_AT + 1).map((request) => request.messages),
+  );
+  expect(result.stopReason).toBe('completed');
+  expect(result.steps).toBe(expected.result.steps);
+  expect(result.messages).toEqual(expected.result.messages);
+  expect(result.usage).toEqual(expected.result.usage);
+}
+
 /** A SQLite store whose rows' bodies, once read, are counted by kind (a body read is a chunk inflated and parsed). */
 function bodiesCounted(path: string) {
   const inner = sqliteStore({ path });
@@ -149,13 +175,7 @@ describe('a run stopped for an approval, resumed with it', () => {
       // A snapshot stands just before the reply that stopped the run (taken as the reply came): no event is replayed,
       // the stop's own is applied and replaced.
       expect(result.trace.find((event) => event.type === 'run-resume')).toMatchObject({ replayedEvents: 1 });
-      expect(requests.map((request) => request.messages)).toEqual(
-        expected.requests.slice(CHARGE_AT + 1).map((request) => request.messages),
-      );
-      expect(result.stopReason).toBe('completed');
-      expect(result.steps).toBe(expected.result.steps);
-      expect(result.messages).toEqual(expected.result.messages);
-      expect(result.usage).toEqual(expected.result.usage);
+      expectGoesOnAsUninterrupted(result, requests, expected);
       // The whole trace is still there when read: the uninterrupted run's, with the stop and its decision in it.
       const trace = withoutResumes(result).filter(
         (event) => !['approval-requested', 'approval-decided', 'run-end'].includes(event.type),
@@ -301,13 +321,7 @@ describe('a run stopped for an approval, resumed with it, then dead in its next 
     const requests: ModelRequest[] = [];
     try {
       const result = await loopOn(next, requests, { approvals: true }).resume('r');
-      expect(requests.map((request) => request.messages)).toEqual(
-        expected.requests.slice(CHARGE_AT + 1).map((request) => request.messages),
-      );
-      expect(result.stopReason).toBe('completed');
-      expect(result.steps).toBe(expected.result.steps);
-      expect(result.messages).toEqual(expected.result.messages);
-      expect(result.usage).toEqual(expected.result.usage);
+      expectGoesOnAsUninterrupted(result, requests, expected);
     } finally {
       await next.close();
     }
@@ -435,11 +449,7 @@ describe('stops written by loopstate at 8ff18da (no snapshot at a pause, the tra
       const result = await loopOn(store, requests, { approvals: true }).resume('r', {
         approvals: { [pending!.callId]: { approve: true, argumentsHash: pending!.argumentsHash } },
       });
-      expect(requests.map((request) => request.messages)).toEqual(
-        expected.requests.slice(CHARGE_AT + 1).map((request) => request.messages),
-      );
-      expect(result.messages).toEqual(expected.result.messages);
-      expect(result.usage).toEqual(expected.result.usage);
+      expectGoesOnAsUninterrupted(result, requests, expected);
       expect(result.trace.filter((event) => event.type === 'approval-decided')).toHaveLength(1);
     } finally {
       await store.close();
