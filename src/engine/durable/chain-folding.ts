@@ -136,13 +136,7 @@ export function historyChain(
     const row = bySeq.get(seq);
     // Before the rows read: the caller reads further back.
     if (row === undefined && seq <= readAfter) return null;
-    if (row === undefined)
-      throw new StoreRecordError({
-        code: 'corrupt_record',
-        runId,
-        seq: referrer,
-        problem: `the transcript chunk it continues (seq ${seq}) is not in the journal`,
-      });
+    if (row === undefined) throw missingChunk(runId, referrer, seq);
     let record = decoded.get(seq);
     // A chunk read for its transcript only (by an earlier pass over a window) is read whole when its triples are wanted.
     if (record === undefined || (!transcriptOnly && record.progress === undefined && chained)) {
@@ -282,4 +276,14 @@ export function applyTranscriptChange(
     });
   for (const message of change.messages) messages.push(message);
   return messages;
+}
+
+/** The error for a transcript chunk (at `referrer`) continuing one at `seq` that the journal does not hold. */
+export function missingChunk(runId: string, referrer: number, seq: number): StoreRecordError {
+  return new StoreRecordError({
+    code: 'corrupt_record',
+    runId,
+    seq: referrer,
+    problem: `the transcript chunk it continues (seq ${seq}) is not in the journal`,
+  });
 }

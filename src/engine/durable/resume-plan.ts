@@ -33,6 +33,7 @@ import {
   transcriptChain,
   TRANSCRIPT_KINDS,
   type ChainedTriples,
+  missingChunk,
 } from './chain-folding.js';
 
 /** How a run stopped for a person goes on: with their approvals, their review decision, or cancelled there. */
@@ -225,13 +226,7 @@ export async function readResultMessages(store: Store, runId: string, at: Result
     });
   const link = (seq: number, referrer: number): TranscriptRecord => {
     const row = bySeq.get(seq);
-    if (row === undefined)
-      throw new StoreRecordError({
-        code: 'corrupt_record',
-        runId,
-        seq: referrer,
-        problem: `the transcript chunk it continues (seq ${seq}) is not in the journal`,
-      });
+    if (row === undefined) throw missingChunk(runId, referrer, seq);
     return decodeTranscriptChunkChange(row.body, runId, seq);
   };
   const { messages } = transcriptChain(link, at.seq, at.seq, runId)!;
