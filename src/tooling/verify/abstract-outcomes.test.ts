@@ -12,7 +12,7 @@ function graphOf(loop: unknown, maxSteps: number) {
   return exploreLoop(verifyModelOf(config, { ...config.limits, maxSteps }));
 }
 
-describe('the outcomes of a model call, a tool round or a backoff, made once per exploration for the states that read alike', () => {
+describe('the outcomes of a model call, a tool round, a backoff or an evaluation, made once per exploration for the states that read alike', () => {
   it.each([
     ['incident', incidentLoop, 6],
     ['triage (22 tools)', triageLoop, 8],
@@ -23,6 +23,7 @@ describe('the outcomes of a model call, a tool round or a backoff, made once per
       let calls = 0;
       let rounds = 0;
       let backoffs = 0;
+      let evaluations = 0;
       for (const state of graph.states) {
         // New options each time: a memo of their own, so these are computed afresh.
         const fresh = abstractOutcomes(state, graph.model, { ...graph.outcomeOptions });
@@ -30,7 +31,9 @@ describe('the outcomes of a model call, a tool round or a backoff, made once per
         if (getPendingEffect(state).kind === 'callModel') calls += 1;
         if (getPendingEffect(state).kind === 'runTools') rounds += 1;
         if (getPendingEffect(state).kind === 'sleep') backoffs += 1;
+        if (getPendingEffect(state).kind === 'evaluate') evaluations += 1;
       }
+      expect(evaluations).toBeGreaterThan(20);
       expect(calls).toBeGreaterThan(100);
       expect(rounds).toBeGreaterThan(20);
       expect(backoffs).toBeGreaterThan(20);
@@ -112,5 +115,38 @@ describe('the outcomes of a model call, a tool round or a backoff, made once per
         abstractOutcomes({ ...state, context: variant }, graph.model, { ...graph.outcomeOptions }),
       );
     }
+  }, 60_000);
+
+  it('is one list of evaluation outcomes for states that read the same, and another for each value read', () => {
+    const graph = graphOf(incidentLoop, 6);
+    const state = graph.states.find((candidate) => getPendingEffect(candidate).kind === 'evaluate');
+    if (state === undefined) throw new Error('no state evaluates');
+    const outcomes = (context: typeof state.context) =>
+      abstractOutcomes({ ...state, context }, graph.model, graph.outcomeOptions);
+    const { context } = state;
+    const { progress } = context;
+    expect(outcomes({ ...context })).toBe(outcomes(context));
+    expect(outcomes({ ...context, steps: context.steps + 1 })).toBe(outcomes(context));
+    const variants = [
+      { ...context, lastEventAt: context.lastEventAt + 1 },
+      { ...context, startedAt: null },
+      { ...context, taskIndex: context.taskIndex + 1 },
+      { ...context, transport: { ...context.transport, retries: context.transport.retries + 1 } },
+      { ...context, progress: { ...progress, unchangedStateStreak: progress.unchangedStateStreak > 1 ? 0 : 2 } },
+      { ...context, progress: { ...progress, lastOutputDigest: 'output-x' } },
+      { ...context, progress: { ...progress, lastEvaluatorReason: 'reason-x' } },
+      // Two texts that would join alike without the reason's length.
+      { ...context, progress: { ...progress, lastEvaluatorReason: 'r|=d', lastOutputDigest: null } },
+      { ...context, progress: { ...progress, lastEvaluatorReason: 'r', lastOutputDigest: 'd|-' } },
+    ];
+    const lists = new Set([outcomes(context)]);
+    for (const variant of variants) {
+      expect(outcomes(variant)).not.toBe(outcomes(context));
+      expect(outcomes(variant)).toEqual(
+        abstractOutcomes({ ...state, context: variant }, graph.model, { ...graph.outcomeOptions }),
+      );
+      lists.add(outcomes(variant));
+    }
+    expect(lists.size).toBe(variants.length + 1);
   }, 60_000);
 });

@@ -391,6 +391,7 @@ interface CallOutcomeMemo {
   lists: Map<string, AbstractOutcome[]>;
   toolLists: Map<string, AbstractOutcome[]>;
   backoffLists: Map<string, AbstractOutcome[]>;
+  evaluationLists: Map<string, AbstractOutcome[]>;
 }
 
 const callOutcomeMemos = new WeakMap<OutcomeOptions, CallOutcomeMemo>();
@@ -426,7 +427,14 @@ function callOutcomes(context: LoopContext, model: VerifyModel, options: Outcome
 function outcomeMemo(context: LoopContext, model: VerifyModel, options: OutcomeOptions): CallOutcomeMemo {
   let memo = callOutcomeMemos.get(options);
   if (memo === undefined || memo.model !== model || memo.limits !== context.limits) {
-    memo = { model, limits: context.limits, lists: new Map(), toolLists: new Map(), backoffLists: new Map() };
+    memo = {
+      model,
+      limits: context.limits,
+      lists: new Map(),
+      toolLists: new Map(),
+      backoffLists: new Map(),
+      evaluationLists: new Map(),
+    };
     callOutcomeMemos.set(options, memo);
   }
   return memo;
@@ -453,6 +461,39 @@ function toolRoundOutcomes(context: LoopContext, model: VerifyModel, options: Ou
   if (outcomes === undefined) {
     outcomes = [...toolOutcomes(context, model, options.toolCallsBinding), ...interruptionOutcomes(context, false)];
     memo.toolLists.set(key, outcomes);
+  }
+  return outcomes;
+}
+
+/**
+ * What an evaluation's outcomes (`evaluationOutcomes`, then the interruptions) read of the context besides its limits,
+ * as one string: whether a judge may be called, the task (its judges and reviews), whether the decision repeated the
+ * state, the clock (`lastEventAt`, `startedAt`), the run's transport retries, and the two texts: the last evaluator
+ * reason by its length and the last output's digest last, so no two contexts that differ in what is read give one key.
+ */
+function evaluationOutcomeKey(context: LoopContext, mayCallModel: boolean): string {
+  const { progress } = context;
+  const reason = progress.lastEvaluatorReason;
+  const digest = progress.lastOutputDigest;
+  return `${mayCallModel ? 1 : 0}|${context.taskIndex}|${progress.unchangedStateStreak > 1 ? 1 : 0}|${context.lastEventAt}|${context.startedAt}|${context.transport.retries}|${reason === null ? '-' : `${reason.length}:${reason}`}|${digest === null ? '-' : `=${digest}`}`;
+}
+
+/**
+ * An evaluation's outcomes, then the interruptions: made once per exploration for each `evaluationOutcomeKey` and
+ * shared by the states that read alike, as a model call's are (see `callOutcomes`).
+ */
+function evaluateOutcomes(
+  context: LoopContext,
+  model: VerifyModel,
+  mayCallModel: boolean,
+  options: OutcomeOptions,
+): AbstractOutcome[] {
+  const memo = outcomeMemo(context, model, options);
+  const key = evaluationOutcomeKey(context, mayCallModel);
+  let outcomes = memo.evaluationLists.get(key);
+  if (outcomes === undefined) {
+    outcomes = [...evaluationOutcomes(context, model, mayCallModel, options), ...interruptionOutcomes(context, false)];
+    memo.evaluationLists.set(key, outcomes);
   }
   return outcomes;
 }
@@ -496,10 +537,7 @@ export function abstractOutcomes(
     case 'runTools':
       return toolRoundOutcomes(context, model, options);
     case 'evaluate':
-      return [
-        ...evaluationOutcomes(context, model, effect.mayCallModel, options),
-        ...interruptionOutcomes(context, false),
-      ];
+      return evaluateOutcomes(context, model, effect.mayCallModel, options);
     case 'sleep':
       return backoffOutcomes(context, effect.until, model, options);
   }

@@ -5,7 +5,7 @@
  * and on a statechart given other guards. The snapshots made of its states on demand are XState's own.
  */
 import { describe, expect, it } from 'vitest';
-import { assign, createMachine, matchesState, type StateValue } from 'xstate';
+import { assign, createMachine } from 'xstate';
 import { z } from 'zod';
 import { createLoop, defineTool, evaluators } from 'loopstate';
 import { reply, scriptedModel } from 'loopstate/testing';
@@ -18,7 +18,7 @@ import { loopMachine, type LoopMachine } from '../../../machines/loop-machine.js
 import type { LoopEvent, LoopLimits } from '../../../machines/types.js';
 import { isDeadlineExceeded } from '../../../guards/budget.js';
 import { lastRecorded, readingRecorded, recordedArgs } from '../../../machines/recorded-context.js';
-import { compileMachine, leafMatches } from './compiled-step.js';
+import { compileMachine } from './compiled-step.js';
 import { keyOptionsFor, stateKey } from './state-key.js';
 import { exploreLoop, outcomesOf, type ExploredGraph, type ExploreProgress } from './explore.js';
 import { resolveForVerify } from './resolve-for-verify.js';
@@ -476,50 +476,5 @@ describe('the compiled macrostep', () => {
     expect(compileMachine(loopMachine)).not.toBeNull();
     const parallel = createMachine({ type: 'parallel', states: { a: {}, b: {} } });
     expect(compileMachine(parallel as unknown as LoopMachine)).toBeNull();
-  });
-});
-
-describe('leafMatches', () => {
-  const values: StateValue[] = [
-    'READY',
-    'TERMINATED',
-    { RUNNING: 'deciding' },
-    { RETRY: 'backingOff' },
-    { A: { B: 'c' } },
-  ];
-  const tests: StateValue[] = [
-    'READY',
-    'RUNNING',
-    'RUNNING.deciding',
-    'RUNNING.acting',
-    'A.B',
-    'A.B.c',
-    'A.B.d',
-    'deciding',
-    '',
-    'a\\.b',
-    { RUNNING: 'deciding' },
-    { RUNNING: 'acting' },
-    { RUNNING: 'deciding.x' },
-    { RETRY: 'backingOff' },
-    { A: 'B' },
-    { A: { B: 'c' } },
-    { A: { B: 'd' } },
-    { A: 'B.c' },
-    { A: 'B', RUNNING: 'deciding' },
-    {},
-  ];
-
-  it("answers as XState's matchesState for every test and value, state names and dotted paths alike", () => {
-    for (const value of values)
-      for (const test of tests)
-        expect([test, value, leafMatches(test, value)]).toEqual([test, value, matchesState(test, value)]);
-  });
-
-  it('reads a snapshot given as the test as its value, as XState does', () => {
-    const snapshot = { machine: {}, value: { RUNNING: 'deciding' } } as unknown as StateValue;
-    expect(leafMatches(snapshot, { RUNNING: 'deciding' })).toBe(matchesState(snapshot, { RUNNING: 'deciding' }));
-    expect(leafMatches(snapshot, { RUNNING: 'deciding' })).toBe(true);
-    expect(leafMatches(snapshot, 'READY')).toBe(false);
   });
 });
