@@ -1,7 +1,11 @@
 /**
  * What opening a SQLite store costs and still checks: its statements are prepared on first use (a resume
- * prepares what it runs, not all ~30), the schema is read in one statement, and a database missing a table, an
- * index or a column is still brought up to date; a row refused before is refused as before.
+ * prepares what it runs, not all ~30); a database this version made or brought up to date is known so by its
+ * header (`user_version`, schema 7) and its schema is not read again; any other is looked at in one statement,
+ * and one missing a table, an index or a column is still brought up to date; a row refused before is refused as
+ * before. fixtures/sqlite-schema-6.db was made by main at aed3b1c (before the stamp), never regenerated: run
+ * `done` of 3 steps completed, run `old` of 12 steps left in its 8th model call by a process that died (its
+ * lease long expired), the WAL folded into the file.
  */
 import { createRequire } from 'node:module';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,7 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { createLoop } from 'loopstate';
+import { z } from 'zod';
+import { copyFileSync, existsSync } from 'node:fs';
+import { createLoop, defineTool, type Message, type Model } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { reply, scriptedModel } from 'loopstate/testing';
 
@@ -39,16 +45,70 @@ function preparedSql(): string[] {
   return prepared;
 }
 
+const fixtures = join(import.meta.dirname, 'fixtures');
+
+/** The fixtures' loop: a `lookup` call a step (call n asks for key k<n>), the answer at step `total`; each request kept. */
+function fixtureLoop(total: number, store: ReturnType<typeof sqliteStore>, requests: (readonly Message[])[] = []) {
+  const callNumber = (messages: readonly Message[]) => {
+    const last = [...messages].reverse().find((message) => message.role === 'assistant');
+    return last === undefined ? 1 : Number(last.toolCalls![0]!.id.slice(1)) + 1;
+  };
+  const model: Model = {
+    id: 'scripted',
+    generate(request) {
+      requests.push(structuredClone(request.messages));
+      const call = callNumber(request.messages);
+      const usage = { inputTokens: 50, outputTokens: 10 };
+      if (call < total)
+        return Promise.resolve({
+          text: null,
+          toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
+          usage,
+        });
+      return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
+    },
+  };
+  return createLoop({
+    model,
+    tools: [
+      defineTool({
+        name: 'lookup',
+        description: 'Look a key up.',
+        input: z.object({ key: z.string() }),
+        access: 'read',
+        execute: ({ key }) => `value ${key}`,
+      }),
+    ],
+    limits: { maxSteps: total + 1, maxToolCalls: total },
+    store,
+  });
+}
+
+/** The `user_version` of a database, read by a connection of its own. */
+function stampOf(path: string): number {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.pragma('user_version', { simple: true }) as number;
+  } finally {
+    db.close();
+  }
+}
+
+/** The WAL's size: 0 (or no WAL) when nothing was written since it was last folded. */
+const walBytes = (path: string) => (existsSync(`${path}-wal`) ? readFileSync(`${path}-wal`).length : 0);
+
 describe('opening a SQLite store', () => {
-  it('prepares only the statements it runs: a read of a run prepares the schema look and that read', async () => {
+  it('prepares only the statements it runs: a read of a run prepares the header look and that read', async () => {
     const path = await storedRun('lazy');
     const prepared = preparedSql();
     const store = sqliteStore({ path });
     expect((await store.readRun('a'))?.runId).toBe('a');
     expect(await store.readRun('b')).toBeNull();
-    // Was 26 at the opening (every statement of the store and the schema look), before any read.
+    // Was 26 at the opening (every statement of the store and the schema look), before any read; then the schema
+    // look (`sqlite_schema` ⋈ `pragma_table_info`) and the read; now the header's stamp (a database this version
+    // made) and the read.
     expect(prepared).toHaveLength(2);
-    expect(prepared[0]).toContain('pragma_table_info');
+    expect(prepared[0]).toBe('PRAGMA user_version');
     expect(prepared[1]).toMatch(/^SELECT body, packed, lease_owner/);
     // A statement is prepared once, at its first use.
     await store.readControl('a');
@@ -87,7 +147,10 @@ describe('opening a SQLite store', () => {
   it('brings a database missing an index and a column up to date, and opens it again without a write', async () => {
     const path = await storedRun('old');
     const raw = new Database(path);
-    raw.exec('DROP INDEX journal_chunks; DROP INDEX runs_finished_at; ALTER TABLE snapshots DROP COLUMN packed;');
+    // As an older version left it: without them, and without the stamp (it never wrote one).
+    raw.exec(
+      'DROP INDEX journal_chunks; DROP INDEX runs_finished_at; ALTER TABLE snapshots DROP COLUMN packed; PRAGMA user_version = 0;',
+    );
     raw.close();
     const store = sqliteStore({ path });
     expect((await store.readRun('a'))?.runId).toBe('a');
@@ -99,6 +162,8 @@ describe('opening a SQLite store', () => {
     expect(names).toEqual(expect.arrayContaining(['journal_chunks', 'runs_finished_at', 'runs_number']));
     const columns = (check.pragma('table_info(snapshots)') as { name: string }[]).map((column) => column.name);
     expect(columns).toContain('packed');
+    // Stamped in that same commit: up to date, in the version 6 layout.
+    expect(check.pragma('user_version', { simple: true })).toBe(701);
     // Up to date now: a second opening takes no write lock (another connection holding one does not stop it).
     check.exec('BEGIN IMMEDIATE');
     const again = sqliteStore({ path, busyTimeoutMs: 1 });
@@ -161,6 +226,75 @@ describe('opening a SQLite store', () => {
       }
     });
     expect(open.filter((target) => target.startsWith(path))).toEqual([]);
+    await store.close();
+  });
+  it('opens a database made before the stamp (aed3b1c) by a look at its schema, writes nothing, and resumes it', async () => {
+    const path = join(scratch, 'schema-6.db');
+    copyFileSync(join(fixtures, 'sqlite-schema-6.db'), path);
+    const prepared = preparedSql();
+    const store = sqliteStore({ path });
+    expect((await store.readRun('old'))?.leaseOwner).not.toBeNull();
+    expect(prepared.slice(0, 2)).toEqual(['PRAGMA user_version', expect.stringContaining('pragma_table_info')]);
+    // Up to date already: neither brought up to date nor stamped (no write at an opening of a database up to date).
+    expect(walBytes(path)).toBe(0);
+    vi.restoreAllMocks();
+    // Resumed where its process died (its 8th model call), it sends the request an uninterrupted run sends there.
+    const requests: (readonly Message[])[] = [];
+    expect(await fixtureLoop(12, store, requests).resume('old')).toMatchObject({ stopReason: 'completed', steps: 12 });
+    await store.close();
+    expect(stampOf(path)).toBe(0);
+    const fresh = sqliteStore({ path: join(scratch, 'schema-6-uninterrupted.db') });
+    const uninterrupted: (readonly Message[])[] = [];
+    expect(await fixtureLoop(12, fresh, uninterrupted).run({ goal: 'go', runId: 'old' })).toMatchObject({
+      stopReason: 'completed',
+      steps: 12,
+    });
+    await fresh.close();
+    expect(requests).toHaveLength(5);
+    expect(requests).toEqual(uninterrupted.slice(7));
+  });
+
+  it('stamps a database it brings up to date, in that commit, and opens it next by its header alone, in its layout', async () => {
+    // A version 5 file (its journal a table and a (run_id, seq) index): brought up to date, it keeps that layout.
+    const path = join(scratch, 'schema-5.db');
+    copyFileSync(join(fixtures, 'sqlite-schema-5.db'), path);
+    const first = sqliteStore({ path });
+    expect(await first.readRun('old')).not.toBeNull();
+    await first.close();
+    expect(stampOf(path)).toBe(700);
+    const prepared = preparedSql();
+    const store = sqliteStore({ path });
+    expect((await store.readRun('old'))?.runId).toBe('old');
+    expect(prepared).toEqual(['PRAGMA user_version', expect.stringMatching(/^SELECT body, packed, lease_owner/)]);
+    vi.restoreAllMocks();
+    // Its rows appended in its own layout (the version 6 insert names a column `id` its journal does not have).
+    expect(await fixtureLoop(40, store).resume('old')).toMatchObject({ stopReason: 'completed', steps: 40 });
+    expect((await store.readJournal('old', 99)).length).toBeGreaterThan(0);
+    await store.close();
+  });
+
+  it('looks at the schema of a database stamped by another version, as before, and leaves its stamp', async () => {
+    const path = await storedRun('later');
+    const raw = new Database(path);
+    raw.pragma('user_version = 702');
+    raw.close();
+    const prepared = preparedSql();
+    const store = sqliteStore({ path });
+    expect((await store.readRun('a'))?.runId).toBe('a');
+    expect(prepared.slice(0, 2)).toEqual(['PRAGMA user_version', expect.stringContaining('pragma_table_info')]);
+    expect(walBytes(path)).toBe(0);
+    await store.close();
+    expect(stampOf(path)).toBe(702);
+  });
+
+  it('refuses a stamped database that lost a table (by hand) at the statement that needs it, naming the table', async () => {
+    const path = await storedRun('lost-table');
+    const raw = new Database(path);
+    raw.exec('DROP TABLE ledgers');
+    raw.close();
+    const store = sqliteStore({ path });
+    expect((await store.readRun('a'))?.runId).toBe('a');
+    await expect(store.readLedger('t')).rejects.toThrow(/no such table: ledgers/);
     await store.close();
   });
 });

@@ -19,6 +19,11 @@
  * opened; an older database keeps its journal as it is (both work alike, `JournalLayout` says which). An
  * older loopstate cannot use a version 6 database: SQLite refuses its journal insert statement when it is
  * prepared (`cannot INSERT into generated column "seq"`), so it fails at once rather than write a wrong key.
+ * 7: no table changes. A database this version makes or brings up to date says so in its header: `PRAGMA
+ * user_version` is `SCHEMA_STAMP[layout]`, set in the transaction that makes it or brings it up to date. An
+ * opening that finds it there reads nothing more of the schema (a query of `sqlite_schema` and every table's
+ * columns, ~0.1 ms, was made at every opening); any other value (0: a database made before, or by a later
+ * version that stamps its own) is looked at as before, and a database found up to date then is not written to.
  */
 export const SQLITE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -68,6 +73,12 @@ CREATE UNIQUE INDEX IF NOT EXISTS runs_number ON runs (number);
  * `indexed` (versions 2–5: a rowid table and a (run_id, seq) index; version 1: a WITHOUT ROWID table on it).
  */
 export type JournalLayout = 'keyed' | 'indexed';
+
+/**
+ * `PRAGMA user_version` of a database up to date for this version (7), by its journal's layout. Older
+ * versions leave it 0 and never read it.
+ */
+export const SCHEMA_STAMP: Record<JournalLayout, number> = { keyed: 701, indexed: 700 };
 
 /** The chunk index (version 4) of each layout: a resume reads a long run's chunks without its other rows. */
 export const JOURNAL_CHUNKS_INDEX: Record<JournalLayout, string> = {

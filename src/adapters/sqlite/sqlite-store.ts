@@ -65,14 +65,21 @@ export interface SqliteStoreOptions {
 
 type Database = BetterSqlite3.Database;
 
-/** better-sqlite3, loaded when a store is made (so a missing package is said at once, not at the first write). */
+/** better-sqlite3 once loaded: a store made after the first does not resolve the package again. */
+let driver: typeof BetterSqlite3 | undefined;
+
+/**
+ * better-sqlite3, loaded when the first store is made (so a missing package is said at once, not at the first
+ * write), then kept: a `createRequire` and the package's resolution were ~0.01–0.1 ms of every fresh store (a CLI
+ * command or a resume that opens its own). A load that fails is not kept: the next store tries again.
+ */
 function loadDriver(): typeof BetterSqlite3 {
-  const require = createRequire(import.meta.url);
-  return loadPeer(() => require('better-sqlite3') as typeof BetterSqlite3, {
+  driver ??= loadPeer(() => createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3, {
     packageName: 'better-sqlite3',
     installCommand: 'npm install better-sqlite3@~12.11',
     feature: 'sqliteStore',
   });
+  return driver;
 }
 
 function checkOptions(options: SqliteStoreOptions): void {
