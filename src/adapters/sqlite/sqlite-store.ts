@@ -50,13 +50,15 @@ export interface SqliteStoreOptions {
   /**
    * When a run stops (finished, or waiting for a person), no other run of this store is under way and
    * the WAL holds over a quarter of the database and over 256 KiB, fold the WAL back into the database and
-   * truncate it to 0 bytes, so db + wal once `loop.run()` has returned stays within 1.25 × the database
-   * or the database + 256 KiB, whichever is larger (default true). It never waits: while another connection
+   * truncate it, so db + wal once `loop.run()` has returned stays within 1.25 × the database
+   * or the database + 256 KiB, whichever is larger (default true). The WAL is then started again with one frame
+   * (4 KiB: SQLite syncs a new WAL's header at its first frame, here rather than at the next run's or resume's first
+   * write); `close()` leaves no WAL. It never waits: while another connection
    * reads or writes, it folds what it can and leaves the rest to the next checkpoint. The fold runs on the
    * main thread (better-sqlite3 is synchronous) once the run's caller has its result, in the next macrotask,
    * not on the run's path (every record is committed before it): it copies the frames not yet written back
-   * and makes two fsyncs, a few ms on a local disk and more on a slow one. `close()` does a fold still
-   * pending. `false`: leave the WAL to `checkpointEvery` and SQLite's own checkpoints.
+   * and makes two fsyncs (three with the new WAL's header), a few ms on a local disk and more on a slow one.
+   * `close()` does a fold still pending (without starting the WAL again). `false`: leave the WAL to `checkpointEvery` and SQLite's own checkpoints.
    */
   foldWalWhenIdle?: boolean;
   /** How often a paused run looks whether the pause was lifted, in ms (default 500). */
@@ -141,18 +143,20 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
    * as it would the next run's whole length. `close` does a fold still pending.
    */
   let pendingFold: ReturnType<typeof setImmediate> | null = null;
-  const foldOwed = () => {
+  const foldOwed = (startNext: boolean) => {
     pendingFold = null;
     // No transaction spans an await on this connection; if one were open, the fold is left to the next.
     if (db === null || db.inTransaction) return;
     try {
-      foldWal(db, busyTimeoutMs);
+      // The store stays open: the WAL is started again here, so the next drive's first write does not restart it
+      // (and fsync its header) on its way to its first model call. Not at close: SQLite removes the WAL then.
+      foldWal(db, busyTimeoutMs, false, startNext);
     } catch {
       // Best effort, off any caller's path: the WAL stays as it is and SQLite's next checkpoint takes it.
     }
   };
   const foldSoon = () => {
-    pendingFold ??= setImmediate(foldOwed);
+    pendingFold ??= setImmediate(foldOwed, true);
   };
   const learning = sqliteLearning(use);
   // Its append writes a snapshot given with the rows in their transaction (one commit, not two).
@@ -310,7 +314,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       if (pendingFold !== null) {
         clearImmediate(pendingFold);
         // SQLite folds the WAL at the close of the file's last connection only: another one open keeps it.
-        foldOwed();
+        foldOwed(false);
       }
       db?.close();
       db = null;
