@@ -50,15 +50,15 @@ export interface SqliteStoreOptions {
   /**
    * When a run stops (finished, or waiting for a person), no other run of this store is under way and
    * the WAL holds over a quarter of the database and over 256 KiB, fold the WAL back into the database and
-   * truncate it, so db + wal once `loop.run()` has returned stays within 1.25 × the database
-   * or the database + 256 KiB, whichever is larger (default true). The WAL is then started again with one frame
-   * (4 KiB: SQLite syncs a new WAL's header at its first frame, here rather than at the next run's or resume's first
-   * write); `close()` leaves no WAL. It never waits: while another connection
-   * reads or writes, it folds what it can and leaves the rest to the next checkpoint. The fold runs on the
-   * main thread (better-sqlite3 is synchronous) once the run's caller has its result, in the next macrotask,
-   * not on the run's path (every record is committed before it): it copies the frames not yet written back
-   * and makes two fsyncs (three with the new WAL's header), a few ms on a local disk and more on a slow one.
-   * `close()` does a fold still pending (without starting the WAL again). `false`: leave the WAL to `checkpointEvery` and SQLite's own checkpoints.
+   * truncate it, so db + wal once `loop.run()` has returned stays within 1.25 × the database or the database +
+   * 256 KiB, whichever is larger (default true). The WAL is then started again with one frame (4 KiB: SQLite
+   * syncs a new WAL's header at its first frame, here rather than at the next run's or resume's first write);
+   * `close()` leaves no WAL. It never waits: while another connection reads or writes, it folds what it can and
+   * leaves the rest to the next checkpoint. The fold runs on the main thread (better-sqlite3 is synchronous) once
+   * the run's caller has its result, in the next macrotask, not on the run's path (every record is committed
+   * before it): it copies the frames not yet written back and makes two fsyncs (three with the new WAL's header),
+   * a few ms on a local disk and more on a slow one. `close()` does a fold still pending (without starting the
+   * WAL again). `false`: leave the WAL to `checkpointEvery` and SQLite's own checkpoints.
    */
   foldWalWhenIdle?: boolean;
   /** How often a paused run looks whether the pause was lifted, in ms (default 500). */
