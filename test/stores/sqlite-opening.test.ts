@@ -297,4 +297,42 @@ describe('opening a SQLite store', () => {
     await expect(store.readLedger('t')).rejects.toThrow(/no such table: ledgers/);
     await store.close();
   });
+  it("prepares on a fresh store, before a resume's first model call, only what that resume runs (no schema look)", async () => {
+    // The aed3b1c file as this version makes it: the same layout (keyed), stamped.
+    const path = join(scratch, 'counted.db');
+    copyFileSync(join(fixtures, 'sqlite-schema-6.db'), path);
+    const raw = new Database(path);
+    raw.pragma('user_version = 701');
+    raw.close();
+    const prepared = preparedSql();
+    let atFirstCall: string[] = [];
+    const requests: (readonly Message[])[] = [];
+    // What was prepared when the model is first called.
+    const push = requests.push.bind(requests);
+    requests.push = (...items) => {
+      if (requests.length === 0) atFirstCall = [...prepared];
+      return push(...items);
+    };
+    const store = sqliteStore({ path });
+    expect((await fixtureLoop(12, store, requests).resume('old')).stopReason).toBe('completed');
+    await store.close();
+    // The header's stamp; the run read (twice: the same statement); the lease; the snapshot; the journal (the events
+    // after it, the trace chunks, the transcript chunks from the chain's start); the control (data_version, then it).
+    expect(atFirstCall[0]).toBe('PRAGMA user_version');
+    expect(atFirstCall.filter((sql) => sql.includes('pragma_table_info') || sql.includes('sqlite_schema'))).toEqual([]);
+    expect(new Set(atFirstCall).size).toBe(atFirstCall.length);
+    expect(atFirstCall.map((sql) => sql.slice(0, 40))).toMatchInlineSnapshot(`
+      [
+        "PRAGMA user_version",
+        "SELECT body, packed, lease_owner, lease_",
+        "UPDATE runs SET lease_owner = ?, lease_u",
+        "SELECT seq, kind, body, packed FROM snap",
+        "SELECT id & 4294967295 AS seq, kind, bod",
+        "SELECT id & 4294967295 AS seq, kind, bod",
+        "SELECT id & 4294967295 AS seq, kind, bod",
+        "PRAGMA data_version",
+        "SELECT (SELECT value FROM control WHERE ",
+      ]
+    `);
+  });
 });
