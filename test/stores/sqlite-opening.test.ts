@@ -8,16 +8,25 @@
  * lease long expired), the WAL folded into the file.
  */
 import { createRequire } from 'node:module';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { copyFileSync, existsSync } from 'node:fs';
 import { createLoop, defineTool, type Message, type Model } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { reply, scriptedModel } from 'loopstate/testing';
+import { SCHEMA_STAMP, STAMP_BASE } from '../../src/adapters/sqlite/sqlite-schema.js';
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-sqlite-opening-'));
@@ -94,6 +103,16 @@ function stampOf(path: string): number {
   }
 }
 
+/** The names of a database's indexes. */
+function indexesOf(path: string): string[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index'").pluck().all() as string[];
+  } finally {
+    db.close();
+  }
+}
+
 /** The WAL's size: 0 (or no WAL) when nothing was written since it was last folded. */
 const walBytes = (path: string) => (existsSync(`${path}-wal`) ? readFileSync(`${path}-wal`).length : 0);
 
@@ -163,7 +182,7 @@ describe('opening a SQLite store', () => {
     const columns = (check.pragma('table_info(snapshots)') as { name: string }[]).map((column) => column.name);
     expect(columns).toContain('packed');
     // Stamped in that same commit: up to date, in the version 6 layout.
-    expect(check.pragma('user_version', { simple: true })).toBe(701);
+    expect(check.pragma('user_version', { simple: true })).toBe(SCHEMA_STAMP.keyed);
     // Up to date now: a second opening takes no write lock (another connection holding one does not stop it).
     check.exec('BEGIN IMMEDIATE');
     const again = sqliteStore({ path, busyTimeoutMs: 1 });
@@ -261,7 +280,7 @@ describe('opening a SQLite store', () => {
     const first = sqliteStore({ path });
     expect(await first.readRun('old')).not.toBeNull();
     await first.close();
-    expect(stampOf(path)).toBe(700);
+    expect(stampOf(path)).toBe(SCHEMA_STAMP.indexed);
     const prepared = preparedSql();
     const store = sqliteStore({ path });
     expect((await store.readRun('old'))?.runId).toBe('old');
@@ -273,10 +292,11 @@ describe('opening a SQLite store', () => {
     await store.close();
   });
 
-  it('looks at the schema of a database stamped by another version, as before, and leaves its stamp', async () => {
+  it('looks at the schema of a database stamped by a later loopstate, as before, and leaves its stamp', async () => {
+    const later = STAMP_BASE + 801;
     const path = await storedRun('later');
     const raw = new Database(path);
-    raw.pragma('user_version = 702');
+    raw.pragma(`user_version = ${later}`);
     raw.close();
     const prepared = preparedSql();
     const store = sqliteStore({ path });
@@ -284,18 +304,111 @@ describe('opening a SQLite store', () => {
     expect(prepared.slice(0, 2)).toEqual(['PRAGMA user_version', expect.stringContaining('pragma_table_info')]);
     expect(walBytes(path)).toBe(0);
     await store.close();
-    expect(stampOf(path)).toBe(702);
+    expect(stampOf(path)).toBe(later);
+    // Out of date for this version too (an index lost): brought up to date, and the later stamp kept (no downgrade).
+    const lose = new Database(path);
+    lose.exec('DROP INDEX journal_chunks');
+    lose.close();
+    const again = sqliteStore({ path });
+    expect((await again.readRun('a'))?.runId).toBe('a');
+    await again.close();
+    expect(stampOf(path)).toBe(later);
+    expect(indexesOf(path)).toContain('journal_chunks');
   });
 
-  it('refuses a stamped database that lost a table (by hand) at the statement that needs it, naming the table', async () => {
-    const path = await storedRun('lost-table');
+  it("keeps an application's own user_version in its own file: its tables made, never stamped, looked at every opening", async () => {
+    // An application keeping loopstate's tables in its own database, its migrations counting in user_version: 700 and
+    // 701 were this version's first stamps, 3 a plain counter, a negative one allowed by SQLite.
+    for (const own of [701, 700, 3, -5]) {
+      const path = join(scratch, `own-${own}.db`);
+      const app = new Database(path);
+      app.exec(`CREATE TABLE app_users (id INTEGER PRIMARY KEY, name TEXT); PRAGMA user_version = ${own};`);
+      app.close();
+      const store = sqliteStore({ path });
+      const loop = createLoop({ model: scriptedModel([reply('done'), reply('again')]), store });
+      expect((await loop.run({ goal: 'go', runId: 'a' })).stopReason).toBe('completed');
+      await store.close();
+      expect(stampOf(path)).toBe(own);
+      // Opened again: looked at (its value says nothing of loopstate's tables), up to date, nothing written.
+      const prepared = preparedSql();
+      const again = sqliteStore({ path });
+      expect((await again.readRun('a'))?.runId).toBe('a');
+      expect(prepared.slice(0, 2)).toEqual(['PRAGMA user_version', expect.stringContaining('pragma_table_info')]);
+      vi.restoreAllMocks();
+      expect(
+        (await createLoop({ model: scriptedModel([reply('b')]), store: again }).run({ goal: 'go', runId: 'b' }))
+          .stopReason,
+      ).toBe('completed');
+      await again.close();
+      expect(stampOf(path)).toBe(own);
+      const check = new Database(path, { readonly: true });
+      expect(check.prepare('SELECT count(*) FROM app_users').pluck().get()).toBe(0);
+      check.close();
+    }
+  });
+
+  it('stamps over an older stamp of its own when it brings that file up to date', async () => {
+    const path = await storedRun('older-stamp');
     const raw = new Database(path);
-    raw.exec('DROP TABLE ledgers');
+    raw.exec(`DROP INDEX runs_finished_at; PRAGMA user_version = ${STAMP_BASE + 601};`);
     raw.close();
     const store = sqliteStore({ path });
     expect((await store.readRun('a'))?.runId).toBe('a');
-    await expect(store.readLedger('t')).rejects.toThrow(/no such table: ledgers/);
     await store.close();
+    expect(stampOf(path)).toBe(SCHEMA_STAMP.keyed);
+    expect(indexesOf(path)).toContain('runs_finished_at');
+  });
+
+  it('stamps a new file in the commit that makes its tables (another connection sees both at once)', async () => {
+    const path = join(scratch, 'created.db');
+    const executed: string[] = [];
+    const exec = Database.prototype.exec;
+    vi.spyOn(Database.prototype, 'exec').mockImplementation(function (this: BetterSqlite3.Database, sql: string) {
+      executed.push(sql.trim().split('\n')[0]!);
+      return exec.call(this, sql);
+    } as typeof exec);
+    const store = sqliteStore({ path });
+    expect(await store.readRun('a')).toBeNull();
+    // Read while the store is open (no close folding anything): committed, stamped, the tables there.
+    expect(stampOf(path)).toBe(SCHEMA_STAMP.keyed);
+    const check = new Database(path, { readonly: true });
+    expect(check.prepare('SELECT count(*) FROM runs').pluck().get()).toBe(0);
+    check.close();
+    // One transaction: the stamp is written between its BEGIN and its COMMIT, and nothing is committed after.
+    const begin = executed.indexOf('BEGIN IMMEDIATE');
+    const stamp = executed.indexOf(`PRAGMA user_version = ${SCHEMA_STAMP.keyed}`);
+    const commit = executed.indexOf('COMMIT');
+    expect(begin).toBeGreaterThanOrEqual(0);
+    expect(begin < stamp && stamp < commit).toBe(true);
+    expect(executed.slice(begin + 1).filter((sql) => sql === 'BEGIN IMMEDIATE' || sql === 'COMMIT')).toEqual([
+      'COMMIT',
+    ]);
+    await store.close();
+  });
+
+  it('refuses a stamped database that lost a table (by hand) at the statement that needs it, saying how to get it back', async () => {
+    const path = await storedRun('lost-table');
+    const raw = new Database(path);
+    raw.exec('DROP TABLE ledgers; DROP INDEX journal_chunks');
+    raw.close();
+    const store = sqliteStore({ path });
+    expect((await store.readRun('a'))?.runId).toBe('a');
+    const refused = store.readLedger('t');
+    await expect(refused).rejects.toThrow(/no such table: ledgers/);
+    await expect(refused).rejects.toThrow(/is not looked at again when opened. Run `PRAGMA user_version = 0` on it/);
+    await store.close();
+    // Nor is a lost index made again at an opening (its reads are slower, not refused).
+    expect(indexesOf(path)).not.toContain('journal_chunks');
+    // As said: with user_version 0, the next opening makes what is missing, and stamps it again.
+    const fix = new Database(path);
+    fix.pragma('user_version = 0');
+    fix.close();
+    const again = sqliteStore({ path });
+    expect(await again.readLedger('t')).toBeNull();
+    expect((await again.readRun('a'))?.runId).toBe('a');
+    await again.close();
+    expect(indexesOf(path)).toContain('journal_chunks');
+    expect(stampOf(path)).toBe(SCHEMA_STAMP.keyed);
   });
 
   it("prepares on a fresh store, before a resume's first model call, only what that resume runs (no schema look)", async () => {
@@ -303,7 +416,7 @@ describe('opening a SQLite store', () => {
     const path = join(scratch, 'counted.db');
     copyFileSync(join(fixtures, 'sqlite-schema-6.db'), path);
     const raw = new Database(path);
-    raw.pragma('user_version = 701');
+    raw.pragma(`user_version = ${SCHEMA_STAMP.keyed}`);
     raw.close();
     const prepared = preparedSql();
     let atFirstCall: string[] = [];

@@ -5,7 +5,9 @@
 import { closeSync, fsyncSync, openSync, readFileSync, statSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
 import {
+  ADDED_COLUMNS,
   JOURNAL_CHUNKS_INDEX,
+  mayStamp,
   SCHEMA_STAMP,
   SQLITE_SCHEMA,
   SQLITE_SCHEMA_FINISH,
@@ -22,15 +24,6 @@ export interface OpeningOptions {
   readonly busyTimeoutMs?: number;
   readonly journalSizeLimitBytes?: number;
 }
-
-/** The columns added to a database made by an older version when it is opened (versions 2, 3 and 6). */
-const ADDED_COLUMNS = [
-  { table: 'runs', name: 'finished_at', type: 'INTEGER' },
-  { table: 'runs', name: 'packed', type: 'BLOB' },
-  { table: 'journal', name: 'packed', type: 'BLOB' },
-  { table: 'snapshots', name: 'packed', type: 'BLOB' },
-  { table: 'runs', name: 'number', type: 'INTEGER' },
-] as const;
 
 /** The tables and indexes a database up to date has, by name (read from the statements that make them). */
 const SCHEMA_OBJECTS = Array.from(
@@ -124,8 +117,10 @@ function prepareDatabase(
       const made: JournalLayout = tables.get('journal')?.has('id') === true ? 'keyed' : 'indexed';
       db.exec(JOURNAL_CHUNKS_INDEX[made]);
       db.exec(SQLITE_LEARNING_SCHEMA);
-      // In the same commit: the next opening finds it up to date from the header alone.
-      db.exec(`PRAGMA user_version = ${SCHEMA_STAMP[made]}`);
+      // In the same commit: the next opening finds it up to date from the header alone. Read again here (another
+      // process may have stamped it since); an application's own value, or a later loopstate's stamp, is kept.
+      if (mayStamp(db.prepare('PRAGMA user_version').pluck().get() as number))
+        db.exec(`PRAGMA user_version = ${SCHEMA_STAMP[made]}`);
       db.exec('COMMIT');
     } catch (error) {
       if (db.inTransaction) db.exec('ROLLBACK');

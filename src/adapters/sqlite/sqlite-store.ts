@@ -22,6 +22,7 @@ import { pack, packCommit, unpack, unpackRows, type PackedRow } from './row-pack
 import { SEQ_LIMIT, type JournalLayout } from './sqlite-schema.js';
 import { sqliteLearning } from './sqlite-learning.js';
 import { openDatabase } from './sqlite-opening.js';
+import { prepareStatement } from './prepare-statement.js';
 import { clearImmediate, setImmediate } from 'node:timers';
 import { foldWal } from './wal-fold.js';
 
@@ -153,6 +154,21 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       foldWal(db, busyTimeoutMs, false, startNext);
     } catch {
       // Best effort, off any caller's path: the WAL stays as it is and SQLite's next checkpoint takes it.
+    }
+    // A transaction the fold began (starting the WAL again) and could not end, its ROLLBACK refused too, is not
+    // left open: the store's next writes would nest in it (better-sqlite3 makes a transaction within one a
+    // savepoint) and none would be committed. The connection is closed (SQLite rolls the transaction back) and the
+    // next call opens another.
+    if (db.inTransaction) {
+      try {
+        db.close();
+      } catch {
+        // Closed or not, it is not used again.
+      }
+      db = null;
+      statements = null;
+      writes = null;
+      controlSeen = null;
     }
   };
   const foldSoon = () => {
@@ -461,7 +477,10 @@ function readKinds(db: Database, statements: ReturnType<typeof prepare>, kinds: 
   const key = JSON.stringify(kinds);
   let statement = statements.readKinds.get(key);
   if (statement === undefined) {
-    statement = db.prepare(`${statements.journalRange}${kindsCondition(kinds)} ORDER BY ${statements.journalOrder}`);
+    statement = prepareStatement(
+      db,
+      `${statements.journalRange}${kindsCondition(kinds)} ORDER BY ${statements.journalOrder}`,
+    );
     // A caller asking for many sets of kinds gets each prepared again rather than a cache without bound.
     if (statements.readKinds.size < 16) statements.readKinds.set(key, statement);
   }
@@ -541,7 +560,7 @@ function preparedOnFirstUse<Name extends string>(
       enumerable: true,
       configurable: true,
       get() {
-        const statement = db.prepare(sql[name]);
+        const statement = prepareStatement(db, sql[name]);
         Object.defineProperty(statements, name, { value: statement, enumerable: true });
         return statement;
       },
