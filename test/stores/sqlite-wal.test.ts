@@ -12,13 +12,14 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createLoop, defineTool, LoopConfigError, type Model, type Store } from 'loopstate';
 import { sqliteStore, type SqliteStoreOptions } from 'loopstate/sqlite';
 
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-sqlite-wal-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+afterEach(() => vi.restoreAllMocks());
 let files = 0;
 const freshPath = () => join(scratch, `wal-${files++}.db`);
 const size = (path: string) => (existsSync(path) ? statSync(path).size : 0);
@@ -76,6 +77,18 @@ const loopOf = (total: number, store: Store, gate?: Promise<void>) =>
     durable: { maxUncommittedSteps: 1 },
     store,
   });
+
+const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
+
+/** The runs another connection sees committed in `path`. */
+function committedRuns(path: string): string[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare('SELECT run_id FROM runs ORDER BY run_id').pluck().all() as string[];
+  } finally {
+    db.close();
+  }
+}
 
 function storeAt(path: string, options: Partial<SqliteStoreOptions> = {}): Store {
   return sqliteStore({ path, ...options });
@@ -144,6 +157,76 @@ describe('sqliteStore: the WAL when a run stops', () => {
     await store.close();
     // Closed: SQLite folds and removes the WAL as it always did.
     expect(walBytes(path)).toBe(0);
+  });
+
+  it("starts the WAL again at durability 'full' too, and the next drive appends to it", async () => {
+    const path = freshPath();
+    const store = storeAt(path, { durability: 'full' });
+    expect((await loopOf(100, store).run({ goal: 'go', runId: 'long' })).steps).toBe(100);
+    await afterReturn();
+    expect(walBytes(path)).toBe(STARTED_WAL);
+    const header = readFileSync(`${path}-wal`).subarray(0, 32);
+    const now = Date.now();
+    expect(await store.acquireLease('long', { owner: 'next', until: now + 60_000 }, now)).toBe(true);
+    expect(walBytes(path)).toBe(2 * STARTED_WAL - 32);
+    expect(readFileSync(`${path}-wal`).subarray(0, 32)).toEqual(header);
+    await store.releaseLease('long', 'next');
+    expect((await loopOf(100, store).resume('long')).steps).toBe(100);
+    await store.close();
+  });
+
+  it('swallows a failure to start the WAL again: busy timeout restored, the WAL left truncated, the next run as before', async () => {
+    const path = freshPath();
+    const store = storeAt(path, { busyTimeoutMs: 1_234 });
+    await loopOf(100, store).run({ goal: 'go', runId: 'long' });
+    // Another connection taking the write lock between the checkpoint and the fold's own transaction.
+    // The store's connection, as the failing statement ran on it.
+    const failedOn: BetterSqlite3.Database[] = [];
+    const connection = () => failedOn[0];
+    const exec = Database.prototype.exec;
+    vi.spyOn(Database.prototype, 'exec').mockImplementation(function (this: BetterSqlite3.Database, sql: string) {
+      if (sql !== 'BEGIN IMMEDIATE') return exec.call(this, sql);
+      failedOn.push(this);
+      throw new Database.SqliteError('database is locked', 'SQLITE_BUSY');
+    } as typeof exec);
+    await afterReturn();
+    vi.restoreAllMocks();
+    expect(connection()?.open).toBe(true);
+    expect(connection()!.inTransaction).toBe(false);
+    expect(connection()!.pragma('busy_timeout', { simple: true })).toBe(1_234);
+    expect(walBytes(path)).toBe(0);
+    // The next run is recorded as ever (a WAL restarted by its first write), committed for any other connection.
+    expect((await loopOf(5, store).run({ goal: 'go', runId: 'next' })).stopReason).toBe('completed');
+    expect(committedRuns(path)).toEqual(['long', 'next']);
+    await store.close();
+  });
+
+  it("closes the connection a failed start of the WAL left in its transaction (ROLLBACK refused): later commits don't nest in it", async () => {
+    const path = freshPath();
+    const store = storeAt(path);
+    await loopOf(100, store).run({ goal: 'go', runId: 'long' });
+    // The store's connection, as the failing statement ran on it.
+    const failedOn: BetterSqlite3.Database[] = [];
+    const connection = () => failedOn[0];
+    const exec = Database.prototype.exec;
+    vi.spyOn(Database.prototype, 'exec').mockImplementation(function (this: BetterSqlite3.Database, sql: string) {
+      if (sql.startsWith('PRAGMA user_version =') || sql === 'ROLLBACK') {
+        failedOn.push(this);
+        throw new Database.SqliteError('disk I/O error', 'SQLITE_IOERR');
+      }
+      return exec.call(this, sql);
+    } as typeof exec);
+    await afterReturn();
+    vi.restoreAllMocks();
+    // Its transaction (BEGIN IMMEDIATE) could not be ended: the connection is closed, SQLite rolling it back.
+    expect(connection()?.open).toBe(false);
+    // The next run opens another: its commits are commits (nested in the old transaction, they were savepoints that
+    // no other connection saw, all lost at close).
+    expect((await loopOf(5, store).run({ goal: 'go', runId: 'next' })).stopReason).toBe('completed');
+    expect(committedRuns(path)).toEqual(['long', 'next']);
+    await store.close();
+    expect(committedRuns(path)).toEqual(['long', 'next']);
+    expect((await loopOf(5, storeAt(path)).resume('next')).stopReason).toBe('completed');
   });
 
   it('leaves the WAL as SQLite does with foldWalWhenIdle: false (the bound above is the fold)', async () => {
