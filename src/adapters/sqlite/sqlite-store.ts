@@ -53,13 +53,18 @@ export interface SqliteStoreOptions {
    * the WAL holds over a quarter of the database and over 256 KiB, fold the WAL back into the database and
    * truncate it, so db + wal once `loop.run()` has returned stays within 1.25 × the database or the database +
    * 256 KiB, whichever is larger (default true). The WAL is then started again with one frame (4 KiB: SQLite
-   * syncs a new WAL's header at its first frame, here rather than at the next run's or resume's first write);
-   * `close()` leaves no WAL. It never waits: while another connection reads or writes, it folds what it can and
-   * leaves the rest to the next checkpoint. The fold runs on the main thread (better-sqlite3 is synchronous) once
-   * the run's caller has its result, in the next macrotask, not on the run's path (every record is committed
-   * before it): it copies the frames not yet written back and makes two fsyncs (three with the new WAL's header),
-   * a few ms on a local disk and more on a slow one. `close()` does a fold still pending (without starting the
-   * WAL again). `false`: leave the WAL to `checkpointEvery` and SQLite's own checkpoints.
+   * syncs a new WAL's header at its first frame, here rather than at the next run's or resume's first write).
+   * That frame lasts while a connection keeps the file open (this store, or another process's) or when the
+   * process is killed (or calls `process.exit()`) after the fold; `close()`, or the process ending by itself,
+   * folds it and deletes the WAL, so the next process's first write pays that header's fsync as before. It never
+   * waits: while another connection reads or writes, it folds what it can and leaves the rest to the next
+   * checkpoint. The fold runs on the main thread (better-sqlite3 is synchronous) once the run's caller has its
+   * result, in the next macrotask, not on the run's path (every record is committed before it): it copies the
+   * frames not yet written back and makes 3 fsyncs at `durability: 'normal'` (the checkpoint's 2 and the new
+   * WAL's header) and 4 at `'full'` (and that frame's commit), a few ms on a local disk and more on a slow one; a
+   * `close()` after it with nothing written since makes 2 more (the frame folded). `close()` does a fold still
+   * pending, without starting the WAL again. `false`: leave the WAL to `checkpointEvery` and SQLite's own
+   * checkpoints.
    */
   foldWalWhenIdle?: boolean;
   /** How often a paused run looks whether the pause was lifted, in ms (default 500). */
