@@ -258,7 +258,7 @@ for (const total of foldLengths) {
 // where the WAL has grown past 256 KiB and a quarter of the database.
 const sequenceRuns = 200;
 console.log(
-  `\n| ${sequenceRuns} runs of 10 steps on one file | ms/run (mean) | CPU ms/run | runs that left a 0-byte WAL | db + wal bytes at the end (open) |`,
+  `\n| ${sequenceRuns} runs of 10 steps on one file | ms/run (mean) | CPU ms/run | runs that left the WAL folded (one frame or none) | db + wal bytes at the end (open) |`,
 );
 console.log('|---|---:|---:|---:|---:|');
 {
@@ -279,7 +279,8 @@ console.log('|---|---:|---:|---:|---:|');
       const cpu = process.cpuUsage(cpuBefore);
       sequence.wall += performance.now() - started;
       sequence.cpu += (cpu.user + cpu.system) / 1_000;
-      if (size(`${sequence.path}-wal`) === 0) sequence.folded++;
+      // A fold leaves the WAL started again with one frame (page 1: its header, a frame header and 4 KiB).
+      if (size(`${sequence.path}-wal`) <= 32 + 24 + 4_096) sequence.folded++;
     }
   for (const sequence of sequences) {
     console.log(

@@ -38,8 +38,8 @@ const args = process.argv.slice(2);
 const trace = process.env.LOOPSTATE_BENCH_TRACE !== 'off';
 /**
  * LOOPSTATE_BENCH_CRASHED=1: the dead process's WAL is left as a crash leaves it (its release does not fold it),
- * so the resume appends to it and the resumed run's end folds it; by default the release folds it first and a
- * resume starts a new WAL (its header's fsync on the path).
+ * so the resume appends to it and the resumed run's end folds it; by default the release folds it first (and starts
+ * the WAL again with one frame: a resume appends to it, as a resume on a store kept open does).
  */
 const crashed = process.env.LOOPSTATE_BENCH_CRASHED === '1';
 /**
@@ -243,14 +243,14 @@ async function hungRun(build: Build, total: number, into: string): Promise<numbe
   const row = await first.readRun('long');
   if (row?.leaseOwner) await first.releaseLease('long', row.leaseOwner);
   // The release's fold of the WAL runs on the next macrotask (not with `CRASHED=1`): let it, as a process that lives on
-  // after its run would; the copy below then has the folded file, and a resume starts a new WAL.
+  // after its run would; the copy below then has the folded file and its WAL of one frame.
   if (!crashed) await new Promise((resolve) => setImmediate(resolve));
   // Lifted after the process died, before the resume (the run, paused, looks again only after `pausePollMs`).
   if (stop === 'paused') await first.setPaused(null);
   // Its WAL included, copied while its connection is still open and idle (better-sqlite3 writes synchronously: no
   // write is half done here). With `CRASHED=1` a resume then appends to that WAL, as after a crash (SQLite first
-  // rebuilds its index from the whole WAL); by default the WAL was folded, and every resume starts a new one (and
-  // syncs its header).
+  // rebuilds its index from the whole WAL); by default the WAL was folded and started again (one frame: a build
+  // before resume13 left it empty, and every resume restarted it and synced its header).
   copyFiles(path, into);
   await first.close();
   return runMs;

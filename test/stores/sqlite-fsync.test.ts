@@ -1,7 +1,8 @@
 /**
  * How many fsyncs a SQLite commit costs, counted with strace on a real child process: `durability: 'full'`
  * fsyncs the WAL at every journal commit and not at the snapshot commit after it (the next commit's fsync
- * covers it); `normal` fsyncs at checkpoints only; a new file turns to WAL with one fsync of its own. Skipped where
+ * covers it); `normal` fsyncs at checkpoints only; a new file turns to WAL with one fsync of its own; the idle fold
+ * starts the WAL again (its header synced there), so the next drive's first write syncs no header. Skipped where
  * strace is not installed.
  */
 import { spawnSync } from 'node:child_process';
@@ -13,14 +14,17 @@ import { sqliteStore } from 'loopstate/sqlite';
 import { buildCrashChild, removeCrashChild } from '../durable/crash-harness.js';
 
 const entry = join('..', 'stores', 'fixtures', 'fsync-child.ts');
+const foldEntry = join('..', 'stores', 'fixtures', 'fold-child.ts');
 const strace = spawnSync('strace', ['-V']).status === 0;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-sqlite-fsync-'));
 let child = '';
+let foldChild = '';
 beforeAll(async () => {
-  if (strace) child = await buildCrashChild(entry);
+  if (strace) [child, foldChild] = [await buildCrashChild(entry), await buildCrashChild(foldEntry)];
 }, 120_000);
 afterAll(() => {
   removeCrashChild(entry);
+  removeCrashChild(foldEntry);
   rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -63,6 +67,59 @@ function syncs(
   const files = calls.map((line) => /<([^>]*)>/.exec(line)?.[1]?.replace(scratch, '.') ?? line);
   return { syncs: calls.length, files, output: run.stdout };
 }
+
+/**
+ * The fsync and fdatasync calls of fold-child.ts by phase (each phase's files, `.` for the scratch folder): `fold`
+ * from the lease's release to the fold's end, `write` the next drive's first write.
+ */
+function foldSyncs(durability: 'normal' | 'full'): { fold: string[]; write: string[]; output: string } {
+  const path = join(scratch, `fold-${durability}.db`);
+  const trace = join(scratch, `fold-${durability}.strace`);
+  const run = spawnSync(
+    'strace',
+    [
+      '-f',
+      '-qq',
+      '-o',
+      trace,
+      '-y',
+      '-e',
+      'trace=fsync,fdatasync,write',
+      process.execPath,
+      foldChild,
+      path,
+      durability,
+    ],
+    { encoding: 'utf8' },
+  );
+  if (run.signal !== 'SIGKILL') throw new Error(`the child failed (${run.status ?? run.signal}): ${run.stderr}`);
+  const phases: Record<string, string[]> = {};
+  let phase = 'run';
+  for (const line of readFileSync(trace, 'utf8').split('\n')) {
+    const marked = /"MARK-(\w+)"/.exec(line);
+    if (marked) phase = marked[1]!;
+    else if (/\b(fsync|fdatasync)\(/.test(line))
+      (phases[phase] ??= []).push(/<([^>]*)>/.exec(line)?.[1]?.replace(path, 'db').replace(scratch, '.') ?? line);
+  }
+  return { fold: phases['RELEASED'] ?? [], write: phases['FOLDED'] ?? [], output: run.stdout };
+}
+
+describe.skipIf(!strace)('fsyncs of the idle fold and the write after it (strace)', () => {
+  it("'normal': the fold's checkpoint (WAL, database) and the new WAL's header; the next write none", () => {
+    const { fold, write, output } = foldSyncs('normal');
+    expect(JSON.parse(output)).toEqual({ taken: true, rows: 200 });
+    expect(fold).toEqual(['db-wal', 'db', 'db-wal']);
+    // It appends to the WAL started by the fold: no restart, no header to sync on its way.
+    expect(write).toEqual([]);
+  });
+
+  it("'full': the same and the fold's commit (four); the next write its own commit's only", () => {
+    const { fold, write, output } = foldSyncs('full');
+    expect(JSON.parse(output)).toEqual({ taken: true, rows: 200 });
+    expect(fold).toEqual(['db-wal', 'db', 'db-wal', 'db-wal']);
+    expect(write).toEqual(['db-wal']);
+  });
+});
 
 describe.skipIf(!strace)('fsyncs of a SQLite commit (strace)', () => {
   it("durability 'full': one fsync a journal commit, none for the snapshot commit after it", () => {

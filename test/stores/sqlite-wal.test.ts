@@ -1,26 +1,31 @@
 /**
  * The SQLite file on disk right after a run stops: the last drive of a store folds the WAL back into the
  * database and truncates it (issue 18 target 2: ≤ 2 KB a step, db + wal, with the store still open), never
- * waiting for another process's reader, and `prune` leaves pages that later runs reuse.
+ * waiting for another process's reader, and `prune` leaves pages that later runs reuse. The folded WAL is started
+ * again with one frame, so the next drive's first write appends to it (a WAL restarted at a write has its new
+ * header fsynced on that write's path).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createLoop, defineTool, LoopConfigError, type Model, type Store } from 'loopstate';
 import { sqliteStore, type SqliteStoreOptions } from 'loopstate/sqlite';
 
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-sqlite-wal-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+afterEach(() => vi.restoreAllMocks());
 let files = 0;
 const freshPath = () => join(scratch, `wal-${files++}.db`);
 const size = (path: string) => (existsSync(path) ? statSync(path).size : 0);
 const walBytes = (path: string) => size(`${path}-wal`);
+/** A WAL folded and started again: its header (32 bytes) and one frame (24 bytes and a 4 KiB page: page 1). */
+const STARTED_WAL = 32 + 24 + 4_096;
 /** The fold at the end of a store's last drive is done once the caller has its result: the next macrotask. */
 const afterReturn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -73,6 +78,18 @@ const loopOf = (total: number, store: Store, gate?: Promise<void>) =>
     store,
   });
 
+const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
+
+/** The runs another connection sees committed in `path`. */
+function committedRuns(path: string): string[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare('SELECT run_id FROM runs ORDER BY run_id').pluck().all() as string[];
+  } finally {
+    db.close();
+  }
+}
+
 function storeAt(path: string, options: Partial<SqliteStoreOptions> = {}): Store {
   return sqliteStore({ path, ...options });
 }
@@ -107,11 +124,109 @@ describe('sqliteStore: the WAL when a run stops', () => {
     // Not on the run's path: when the result is handed back, the WAL is still there (all of it committed).
     expect(walBytes(path)).toBeGreaterThan(256 * 1024);
     await afterReturn();
-    expect(walBytes(path)).toBe(0);
+    expect(walBytes(path)).toBe(STARTED_WAL);
     expect(size(path) + walBytes(path)).toBeLessThanOrEqual(100 * 2_048);
     // Nothing was lost by the fold: the recorded run is read back whole.
     expect((await loopOf(100, store).resume('long')).steps).toBe(100);
     await store.close();
+  });
+
+  it('starts the folded WAL again, so the next drive appends to it: its header is not written (nor fsynced) again', async () => {
+    const path = freshPath();
+    const store = storeAt(path);
+    await loopOf(100, store).run({ goal: 'go', runId: 'long' });
+    await afterReturn();
+    // Folded, then one frame written: the WAL's header (its salts) is on disk, synced by that write.
+    expect(walBytes(path)).toBe(STARTED_WAL);
+    const header = readFileSync(`${path}-wal`).subarray(0, 32);
+    // The next drive's first write (a resume's lease, a new run's row) appends a frame after it. A WAL restarted
+    // there would get a new header (new salts), and SQLite fsyncs a restarted WAL's header before its first frame.
+    const now = Date.now();
+    expect(await store.acquireLease('long', { owner: 'next', until: now + 60_000 }, now)).toBe(true);
+    expect(walBytes(path)).toBe(2 * STARTED_WAL - 32);
+    expect(readFileSync(`${path}-wal`).subarray(0, 32)).toEqual(header);
+    // A store opened afresh on the file (another process's, after this one died) appends to it alike.
+    const other = storeAt(path);
+    expect(await other.createRun('other', '{}', { owner: 'o', until: now + 60_000 })).toBe(true);
+    expect(readFileSync(`${path}-wal`).subarray(0, 32)).toEqual(header);
+    expect(walBytes(path)).toBeGreaterThan(2 * STARTED_WAL - 32);
+    await other.close();
+    // Nothing was lost: the run resumes (its lease's owner gone with the release) to the same end.
+    await store.releaseLease('long', 'next');
+    expect((await loopOf(100, store).resume('long')).steps).toBe(100);
+    await store.close();
+    // Closed: SQLite folds and removes the WAL as it always did.
+    expect(walBytes(path)).toBe(0);
+  });
+
+  it("starts the WAL again at durability 'full' too, and the next drive appends to it", async () => {
+    const path = freshPath();
+    const store = storeAt(path, { durability: 'full' });
+    expect((await loopOf(100, store).run({ goal: 'go', runId: 'long' })).steps).toBe(100);
+    await afterReturn();
+    expect(walBytes(path)).toBe(STARTED_WAL);
+    const header = readFileSync(`${path}-wal`).subarray(0, 32);
+    const now = Date.now();
+    expect(await store.acquireLease('long', { owner: 'next', until: now + 60_000 }, now)).toBe(true);
+    expect(walBytes(path)).toBe(2 * STARTED_WAL - 32);
+    expect(readFileSync(`${path}-wal`).subarray(0, 32)).toEqual(header);
+    await store.releaseLease('long', 'next');
+    expect((await loopOf(100, store).resume('long')).steps).toBe(100);
+    await store.close();
+  });
+
+  it('swallows a failure to start the WAL again: busy timeout restored, the WAL left truncated, the next run as before', async () => {
+    const path = freshPath();
+    const store = storeAt(path, { busyTimeoutMs: 1_234 });
+    await loopOf(100, store).run({ goal: 'go', runId: 'long' });
+    // Another connection taking the write lock between the checkpoint and the fold's own transaction.
+    // The store's connection, as the failing statement ran on it.
+    const failedOn: BetterSqlite3.Database[] = [];
+    const connection = () => failedOn[0];
+    const exec = Database.prototype.exec;
+    vi.spyOn(Database.prototype, 'exec').mockImplementation(function (this: BetterSqlite3.Database, sql: string) {
+      if (sql !== 'BEGIN IMMEDIATE') return exec.call(this, sql);
+      failedOn.push(this);
+      throw new Database.SqliteError('database is locked', 'SQLITE_BUSY');
+    } as typeof exec);
+    await afterReturn();
+    vi.restoreAllMocks();
+    expect(connection()?.open).toBe(true);
+    expect(connection()!.inTransaction).toBe(false);
+    expect(connection()!.pragma('busy_timeout', { simple: true })).toBe(1_234);
+    expect(walBytes(path)).toBe(0);
+    // The next run is recorded as ever (a WAL restarted by its first write), committed for any other connection.
+    expect((await loopOf(5, store).run({ goal: 'go', runId: 'next' })).stopReason).toBe('completed');
+    expect(committedRuns(path)).toEqual(['long', 'next']);
+    await store.close();
+  });
+
+  it("closes the connection a failed start of the WAL left in its transaction (ROLLBACK refused): later commits don't nest in it", async () => {
+    const path = freshPath();
+    const store = storeAt(path);
+    await loopOf(100, store).run({ goal: 'go', runId: 'long' });
+    // The store's connection, as the failing statement ran on it.
+    const failedOn: BetterSqlite3.Database[] = [];
+    const connection = () => failedOn[0];
+    const exec = Database.prototype.exec;
+    vi.spyOn(Database.prototype, 'exec').mockImplementation(function (this: BetterSqlite3.Database, sql: string) {
+      if (sql.startsWith('PRAGMA user_version =') || sql === 'ROLLBACK') {
+        failedOn.push(this);
+        throw new Database.SqliteError('disk I/O error', 'SQLITE_IOERR');
+      }
+      return exec.call(this, sql);
+    } as typeof exec);
+    await afterReturn();
+    vi.restoreAllMocks();
+    // Its transaction (BEGIN IMMEDIATE) could not be ended: the connection is closed, SQLite rolling it back.
+    expect(connection()?.open).toBe(false);
+    // The next run opens another: its commits are commits (nested in the old transaction, they were savepoints that
+    // no other connection saw, all lost at close).
+    expect((await loopOf(5, store).run({ goal: 'go', runId: 'next' })).stopReason).toBe('completed');
+    expect(committedRuns(path)).toEqual(['long', 'next']);
+    await store.close();
+    expect(committedRuns(path)).toEqual(['long', 'next']);
+    expect((await loopOf(5, storeAt(path)).resume('next')).stopReason).toBe('completed');
   });
 
   it('leaves the WAL as SQLite does with foldWalWhenIdle: false (the bound above is the fold)', async () => {
@@ -152,7 +267,7 @@ describe('sqliteStore: the WAL when a run stops', () => {
     }).run({ goal: 'Refund O-7', runId: 'ask' });
     expect(stopped.status).toBe('needs_human');
     await afterReturn();
-    expect(walBytes(path)).toBe(0);
+    expect(walBytes(path)).toBe(STARTED_WAL);
     expect((await store.readRun('ask'))?.leaseOwner).toBeNull();
     await store.close();
   });
@@ -170,7 +285,7 @@ describe('sqliteStore: the WAL when a run stops', () => {
     open();
     expect((await slow).stopReason).toBe('completed');
     await afterReturn();
-    expect(walBytes(path)).toBe(0);
+    expect(walBytes(path)).toBe(STARTED_WAL);
     await store.close();
   });
 
@@ -199,7 +314,7 @@ describe('sqliteStore: the WAL when a run stops', () => {
     await store.releaseLease('held', 'b');
     await afterReturn();
     expect((await store.readRun('held'))?.leaseOwner).toBeNull();
-    expect(walBytes(path)).toBe(0);
+    expect(walBytes(path)).toBe(STARTED_WAL);
     await store.close();
   });
 
@@ -221,7 +336,7 @@ describe('sqliteStore: the WAL when a run stops', () => {
     }
     await loopOf(5, store).run({ goal: 'go', runId: 'third' });
     await afterReturn();
-    expect(walBytes(path)).toBe(0);
+    expect(walBytes(path)).toBe(STARTED_WAL);
     for (const runId of ['first', 'second', 'third'])
       expect((await store.listRuns!({ limit: 10 })).map((run) => run.runId)).toContain(runId);
     await store.close();
@@ -236,12 +351,12 @@ describe('sqliteStore: the WAL when a run stops', () => {
     expect(walBytes(path)).toBeLessThanOrEqual(256 * 1024);
     // The next short runs add to it until it passes 256 KiB; the stop after that folds it.
     const sizes: number[] = [];
-    for (let run = 0; run < 12 && (sizes.length === 0 || sizes.at(-1)! > 0); run++) {
+    for (let run = 0; run < 12 && (sizes.length === 0 || sizes.at(-1)! > STARTED_WAL); run++) {
       await loopOf(5, store).run({ goal: 'go', runId: `next-${run}` });
       await afterReturn();
       sizes.push(walBytes(path));
     }
-    expect(sizes.at(-1)).toBe(0);
+    expect(sizes.at(-1)).toBe(STARTED_WAL);
     expect(Math.max(...sizes)).toBeLessThanOrEqual(256 * 1024);
     await store.close();
   });

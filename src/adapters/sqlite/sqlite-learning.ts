@@ -4,6 +4,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { LearningRow, Store } from '../../contracts/store.js';
+import { prepareStatement } from './prepare-statement.js';
 
 /** Run when a database is opened (after the store's own tables). */
 export const SQLITE_LEARNING_SCHEMA = `
@@ -18,11 +19,11 @@ type LearningMethods = Pick<Store, 'readLearning' | 'writeLearning' | 'listLearn
 
 function prepareLearning(db: BetterSqlite3.Database) {
   return {
-    read: db.prepare('SELECT body, version FROM learning WHERE key = ?'),
-    insert: db.prepare('INSERT OR IGNORE INTO learning (key, body, version) VALUES (?, ?, 1)'),
-    update: db.prepare('UPDATE learning SET body = ?, version = version + 1 WHERE key = ? AND version = ?'),
-    list: db.prepare('SELECT key, body, version FROM learning ORDER BY key'),
-    remove: db.prepare('DELETE FROM learning WHERE key = ?'),
+    read: prepareStatement(db, 'SELECT body, version FROM learning WHERE key = ?'),
+    insert: prepareStatement(db, 'INSERT OR IGNORE INTO learning (key, body, version) VALUES (?, ?, 1)'),
+    update: prepareStatement(db, 'UPDATE learning SET body = ?, version = version + 1 WHERE key = ? AND version = ?'),
+    list: prepareStatement(db, 'SELECT key, body, version FROM learning ORDER BY key'),
+    remove: prepareStatement(db, 'DELETE FROM learning WHERE key = ?'),
   };
 }
 

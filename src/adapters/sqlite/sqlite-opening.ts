@@ -4,7 +4,15 @@
  */
 import { closeSync, fsyncSync, openSync, readFileSync, statSync } from 'node:fs';
 import type BetterSqlite3 from 'better-sqlite3';
-import { JOURNAL_CHUNKS_INDEX, SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH, type JournalLayout } from './sqlite-schema.js';
+import {
+  ADDED_COLUMNS,
+  JOURNAL_CHUNKS_INDEX,
+  mayStamp,
+  SCHEMA_STAMP,
+  SQLITE_SCHEMA,
+  SQLITE_SCHEMA_FINISH,
+  type JournalLayout,
+} from './sqlite-schema.js';
 import { SQLITE_LEARNING_SCHEMA } from './sqlite-learning.js';
 
 type Database = BetterSqlite3.Database;
@@ -16,15 +24,6 @@ export interface OpeningOptions {
   readonly busyTimeoutMs?: number;
   readonly journalSizeLimitBytes?: number;
 }
-
-/** The columns added to a database made by an older version when it is opened (versions 2, 3 and 6). */
-const ADDED_COLUMNS = [
-  { table: 'runs', name: 'finished_at', type: 'INTEGER' },
-  { table: 'runs', name: 'packed', type: 'BLOB' },
-  { table: 'journal', name: 'packed', type: 'BLOB' },
-  { table: 'snapshots', name: 'packed', type: 'BLOB' },
-  { table: 'runs', name: 'number', type: 'INTEGER' },
-] as const;
 
 /** The tables and indexes a database up to date has, by name (read from the statements that make them). */
 const SCHEMA_OBJECTS = Array.from(
@@ -97,6 +96,10 @@ function prepareDatabase(
   db.exec(
     `PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}; PRAGMA busy_timeout = ${options.busyTimeoutMs ?? 5_000}; PRAGMA journal_size_limit = ${options.journalSizeLimitBytes ?? 4 * 1024 * 1024};`,
   );
+  // A database this version made or brought up to date says so, with its layout, in its header: nothing more read.
+  const stamp = db.prepare('PRAGMA user_version').pluck().get();
+  if (stamp === SCHEMA_STAMP.keyed) return { db, layout: 'keyed' };
+  if (stamp === SCHEMA_STAMP.indexed) return { db, layout: 'indexed' };
   let schema = readSchema(db);
   // A new database (or an older one missing a table, an index or a column) is brought up to date in ONE write
   // transaction, looked at again inside it: another process opening it at the same moment may have done it since
@@ -111,8 +114,13 @@ function prepareDatabase(
       for (const { table, name, type } of ADDED_COLUMNS)
         if (!tables.get(table)?.has(name)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
       db.exec(SQLITE_SCHEMA_FINISH);
-      db.exec(JOURNAL_CHUNKS_INDEX[tables.get('journal')?.has('id') === true ? 'keyed' : 'indexed']);
+      const made: JournalLayout = tables.get('journal')?.has('id') === true ? 'keyed' : 'indexed';
+      db.exec(JOURNAL_CHUNKS_INDEX[made]);
       db.exec(SQLITE_LEARNING_SCHEMA);
+      // In the same commit: the next opening finds it up to date from the header alone. Read again here (another
+      // process may have stamped it since); an application's own value, or a later loopstate's stamp, is kept.
+      if (mayStamp(db.prepare('PRAGMA user_version').pluck().get() as number))
+        db.exec(`PRAGMA user_version = ${SCHEMA_STAMP[made]}`);
       db.exec('COMMIT');
     } catch (error) {
       if (db.inTransaction) db.exec('ROLLBACK');

@@ -22,6 +22,7 @@ import { pack, packCommit, unpack, unpackRows, type PackedRow } from './row-pack
 import { SEQ_LIMIT, type JournalLayout } from './sqlite-schema.js';
 import { sqliteLearning } from './sqlite-learning.js';
 import { openDatabase } from './sqlite-opening.js';
+import { prepareStatement } from './prepare-statement.js';
 import { clearImmediate, setImmediate } from 'node:timers';
 import { foldWal } from './wal-fold.js';
 
@@ -50,13 +51,20 @@ export interface SqliteStoreOptions {
   /**
    * When a run stops (finished, or waiting for a person), no other run of this store is under way and
    * the WAL holds over a quarter of the database and over 256 KiB, fold the WAL back into the database and
-   * truncate it to 0 bytes, so db + wal once `loop.run()` has returned stays within 1.25 × the database
-   * or the database + 256 KiB, whichever is larger (default true). It never waits: while another connection
-   * reads or writes, it folds what it can and leaves the rest to the next checkpoint. The fold runs on the
-   * main thread (better-sqlite3 is synchronous) once the run's caller has its result, in the next macrotask,
-   * not on the run's path (every record is committed before it): it copies the frames not yet written back
-   * and makes two fsyncs, a few ms on a local disk and more on a slow one. `close()` does a fold still
-   * pending. `false`: leave the WAL to `checkpointEvery` and SQLite's own checkpoints.
+   * truncate it, so db + wal once `loop.run()` has returned stays within 1.25 × the database or the database +
+   * 256 KiB, whichever is larger (default true). The WAL is then started again with one frame (4 KiB: SQLite
+   * syncs a new WAL's header at its first frame, here rather than at the next run's or resume's first write).
+   * That frame lasts while a connection keeps the file open (this store, or another process's) or when the
+   * process is killed (or calls `process.exit()`) after the fold; `close()`, or the process ending by itself,
+   * folds it and deletes the WAL, so the next process's first write pays that header's fsync as before. It never
+   * waits: while another connection reads or writes, it folds what it can and leaves the rest to the next
+   * checkpoint. The fold runs on the main thread (better-sqlite3 is synchronous) once the run's caller has its
+   * result, in the next macrotask, not on the run's path (every record is committed before it): it copies the
+   * frames not yet written back and makes 3 fsyncs at `durability: 'normal'` (the checkpoint's 2 and the new
+   * WAL's header) and 4 at `'full'` (and that frame's commit), a few ms on a local disk and more on a slow one; a
+   * `close()` after it with nothing written since makes 2 more (the frame folded). `close()` does a fold still
+   * pending, without starting the WAL again. `false`: leave the WAL to `checkpointEvery` and SQLite's own
+   * checkpoints.
    */
   foldWalWhenIdle?: boolean;
   /** How often a paused run looks whether the pause was lifted, in ms (default 500). */
@@ -65,14 +73,21 @@ export interface SqliteStoreOptions {
 
 type Database = BetterSqlite3.Database;
 
-/** better-sqlite3, loaded when a store is made (so a missing package is said at once, not at the first write). */
+/** better-sqlite3 once loaded: a store made after the first does not resolve the package again. */
+let driver: typeof BetterSqlite3 | undefined;
+
+/**
+ * better-sqlite3, loaded when the first store is made (so a missing package is said at once, not at the first
+ * write), then kept: a `createRequire` and the package's resolution were ~0.01–0.1 ms of every fresh store (a CLI
+ * command or a resume that opens its own). A load that fails is not kept: the next store tries again.
+ */
 function loadDriver(): typeof BetterSqlite3 {
-  const require = createRequire(import.meta.url);
-  return loadPeer(() => require('better-sqlite3') as typeof BetterSqlite3, {
+  driver ??= loadPeer(() => createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3, {
     packageName: 'better-sqlite3',
     installCommand: 'npm install better-sqlite3@~12.11',
     feature: 'sqliteStore',
   });
+  return driver;
 }
 
 function checkOptions(options: SqliteStoreOptions): void {
@@ -134,18 +149,35 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
    * as it would the next run's whole length. `close` does a fold still pending.
    */
   let pendingFold: ReturnType<typeof setImmediate> | null = null;
-  const foldOwed = () => {
+  const foldOwed = (startNext: boolean) => {
     pendingFold = null;
     // No transaction spans an await on this connection; if one were open, the fold is left to the next.
     if (db === null || db.inTransaction) return;
     try {
-      foldWal(db, busyTimeoutMs);
+      // The store stays open: the WAL is started again here, so the next drive's first write does not restart it
+      // (and fsync its header) on its way to its first model call. Not at close: SQLite removes the WAL then.
+      foldWal(db, busyTimeoutMs, false, startNext);
     } catch {
       // Best effort, off any caller's path: the WAL stays as it is and SQLite's next checkpoint takes it.
     }
+    // A transaction the fold began (starting the WAL again) and could not end, its ROLLBACK refused too, is not
+    // left open: the store's next writes would nest in it (better-sqlite3 makes a transaction within one a
+    // savepoint) and none would be committed. The connection is closed (SQLite rolls the transaction back) and the
+    // next call opens another.
+    if (db.inTransaction) {
+      try {
+        db.close();
+      } catch {
+        // Closed or not, it is not used again.
+      }
+      db = null;
+      statements = null;
+      writes = null;
+      controlSeen = null;
+    }
   };
   const foldSoon = () => {
-    pendingFold ??= setImmediate(foldOwed);
+    pendingFold ??= setImmediate(foldOwed, true);
   };
   const learning = sqliteLearning(use);
   // Its append writes a snapshot given with the rows in their transaction (one commit, not two).
@@ -303,7 +335,7 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
       if (pendingFold !== null) {
         clearImmediate(pendingFold);
         // SQLite folds the WAL at the close of the file's last connection only: another one open keeps it.
-        foldOwed();
+        foldOwed(false);
       }
       db?.close();
       db = null;
@@ -450,7 +482,10 @@ function readKinds(db: Database, statements: ReturnType<typeof prepare>, kinds: 
   const key = JSON.stringify(kinds);
   let statement = statements.readKinds.get(key);
   if (statement === undefined) {
-    statement = db.prepare(`${statements.journalRange}${kindsCondition(kinds)} ORDER BY ${statements.journalOrder}`);
+    statement = prepareStatement(
+      db,
+      `${statements.journalRange}${kindsCondition(kinds)} ORDER BY ${statements.journalOrder}`,
+    );
     // A caller asking for many sets of kinds gets each prepared again rather than a cache without bound.
     if (statements.readKinds.size < 16) statements.readKinds.set(key, statement);
   }
@@ -530,7 +565,7 @@ function preparedOnFirstUse<Name extends string>(
       enumerable: true,
       configurable: true,
       get() {
-        const statement = db.prepare(sql[name]);
+        const statement = prepareStatement(db, sql[name]);
         Object.defineProperty(statements, name, { value: statement, enumerable: true });
         return statement;
       },
