@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteStore } from 'loopstate/sqlite';
-import { kindsCondition } from '../../src/adapters/sqlite/sqlite-store.js';
+import { kindsCondition } from '../../src/adapters/sqlite/sqlite-statements.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-sqlite-chunk-reads-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

@@ -320,8 +320,9 @@ describe('opening a SQLite store', () => {
 
   it("keeps an application's own user_version in its own file: its tables made, never stamped, looked at every opening", async () => {
     // An application keeping loopstate's tables in its own database, its migrations counting in user_version: 700 and
-    // 701 were this version's first stamps, 3 a plain counter, a negative one allowed by SQLite.
-    for (const own of [701, 700, 3, -5]) {
+    // 701 were this version's first stamps, 3 a plain counter, a negative one allowed by SQLite, 0 before its
+    // migrations first counted (its own tables make the file its own: a stamp then would read as a later migration).
+    for (const own of [701, 700, 3, -5, 0]) {
       const path = join(scratch, `own-${own}.db`);
       const app = new Database(path);
       app.exec(`CREATE TABLE app_users (id INTEGER PRIMARY KEY, name TEXT); PRAGMA user_version = ${own};`);
@@ -411,6 +412,18 @@ describe('opening a SQLite store', () => {
     await again.close();
     expect(indexesOf(path)).toContain('journal_chunks');
     expect(stampOf(path)).toBe(SCHEMA_STAMP.keyed);
+  });
+
+  it("refuses an append to a stamped database that lost its journal table with SQLite's error, not as a taken seq", async () => {
+    const path = await storedRun('lost-journal');
+    const raw = new Database(path);
+    raw.exec('DROP TABLE journal');
+    raw.close();
+    const store = sqliteStore({ path });
+    const refused = createLoop({ model: scriptedModel([reply('done')]), store }).run({ goal: 'go', runId: 'b' });
+    await expect(refused).rejects.toThrow(/no such table: journal/);
+    await expect(refused).rejects.not.toMatchObject({ code: 'store_conflict' });
+    await store.close();
   });
 
   it("prepares on a fresh store, before a resume's first model call, only what that resume runs (no schema look)", async () => {

@@ -58,6 +58,19 @@ const outOfDate = (schema: Map<string, Set<string>>) =>
   ADDED_COLUMNS.some(({ table, name }) => !schema.get(table)?.has(name));
 
 /**
+ * Whether every table, index, view and trigger of the database is loopstate's: a file an application shares with
+ * the store (its own tables beside ours) is never stamped, even while its `user_version` is still 0, since its
+ * migrations may count there later.
+ */
+function holdsOnlyOurs(db: Database): boolean {
+  const names = db
+    .prepare("SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+    .pluck()
+    .all() as string[];
+  return names.every((name) => SCHEMA_OBJECTS.includes(name));
+}
+
+/**
  * Opens the store's file (created when missing) and brings its schema up to date; returns the connection and the
  * journal's layout. A connection that fails to get there is closed before the error is thrown.
  */
@@ -119,7 +132,7 @@ function prepareDatabase(
       db.exec(SQLITE_LEARNING_SCHEMA);
       // In the same commit: the next opening finds it up to date from the header alone. Read again here (another
       // process may have stamped it since); an application's own value, or a later loopstate's stamp, is kept.
-      if (mayStamp(db.prepare('PRAGMA user_version').pluck().get() as number))
+      if (mayStamp(db.prepare('PRAGMA user_version').pluck().get() as number) && holdsOnlyOurs(db))
         db.exec(`PRAGMA user_version = ${SCHEMA_STAMP[made]}`);
       db.exec('COMMIT');
     } catch (error) {

@@ -37,7 +37,7 @@ describe('the SQLite file layout stamp', () => {
   it('stands for the schema it was recorded with (a change of it needs the next stamp)', () => {
     expect(
       schemaFingerprint(),
-      `The SQLite schema definitions changed (SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH, JOURNAL_CHUNKS_INDEX, ADDED_COLUMNS or SQLITE_LEARNING_SCHEMA): bump the stamp. Files stamped ${SQLITE_LAYOUT_VERSION} are opened without a look at their schema and would never get the change. Raise SQLITE_LAYOUT_VERSION in sqlite-schema.ts, record this fingerprint under the new version in SCHEMA_FINGERPRINTS (never edit a recorded one) and note the version in the changelog above SQLITE_SCHEMA.`,
+      `The SQLite schema definitions changed (SQLITE_SCHEMA, SQLITE_SCHEMA_FINISH, JOURNAL_CHUNKS_INDEX, ADDED_COLUMNS or SQLITE_LEARNING_SCHEMA): bump the stamp. Files stamped ${SQLITE_LAYOUT_VERSION} are opened without a look at their schema and would never get the change. Raise SQLITE_LAYOUT_VERSION in sqlite-schema.ts, record this fingerprint under the new version in SCHEMA_FINGERPRINTS (never edit a recorded one) and note the version in the changelog above SQLITE_SCHEMA. A change that keeps an object's name (an index's condition, a CHECK) also needs an upgrade step: the opening brings a file up to date only by missing names and ADDED_COLUMNS.`,
     ).toBe(SCHEMA_FINGERPRINTS[SQLITE_LAYOUT_VERSION]);
   });
 
