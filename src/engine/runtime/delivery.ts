@@ -93,14 +93,14 @@ export function workflowStepDelivery(
   };
 }
 
-/** The delivery a run's hooks call for: none, a journal, or a journal inside workflow steps. */
+/** The delivery a run's hooks call for: none, a journal, or a journal inside workflow steps (which need the run's actor). */
 export function deliveryFor(
   hooks: DriverHooks | undefined,
-  actor: Actor<LoopMachine>,
+  actor: Actor<LoopMachine> | null,
   session: RunSession,
   toActor: ToActor,
 ): Delivery {
-  if (hooks === undefined) return directDelivery(toActor);
+  if (hooks === undefined || actor === null) return directDelivery(toActor);
   if (hooks.effectStep !== undefined) return workflowStepDelivery(hooks, hooks.effectStep, actor, session, toActor);
   return journalledDelivery(hooks, actor, session, toActor);
 }
