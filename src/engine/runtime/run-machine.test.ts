@@ -166,6 +166,15 @@ describe('ActorlessRun', () => {
     expect(machine.getSnapshot()).toBe(done);
   });
 
+  it('starts in the state an actor of the loop starts in, with the same context', () => {
+    const snapshot = setup.createRunMachine().getSnapshot();
+    const actor = setup.createRunActor().getSnapshot();
+    expect(snapshot.value).toEqual(actor.value);
+    expect(snapshot.status).toBe(actor.status);
+    expect(snapshot.context).toStrictEqual(actor.context);
+    expect(snapshot.machine).toBe(loopMachine);
+  });
+
   it('gives each run a context of its own, from the same initial state', () => {
     const [a, b] = [setup.createRunMachine(), setup.createRunMachine()];
     a.send({ type: 'run.started', at: 0, nextRequestTokens: 1 });
