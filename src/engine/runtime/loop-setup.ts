@@ -14,7 +14,8 @@ import { evaluatorList } from '../evaluators/index.js';
 import { priceOf } from '../pricing/pricing.js';
 import type { Tool } from '../tools/index.js';
 import { promptVersion, tracedLimits } from '../trace/run-facts.js';
-import { ActorlessRun, type RunMachine } from './run-machine.js';
+import { actorlessRunsWork, markActorlessBroken } from './actorless-probe.js';
+import { ActorlessRun, type HandOver, type RunMachine } from './run-machine.js';
 
 /** One loop's run-independent facts; see the module comment. */
 export interface LoopSetup {
@@ -33,7 +34,8 @@ export interface LoopSetup {
   createRunActor(inspect?: ActorOptions<LoopMachine>['inspect']): Actor<LoopMachine>;
   /**
    * A new run's machine without an actor (for a run no journal persists and no inspector watches), in the same
-   * initial state as `createRunActor`'s, with a context of its own.
+   * initial state as `createRunActor`'s, with a context of its own. An actor instead when the installed XState
+   * failed the probe (`actorless-probe.ts`) or a run's transition without an actor threw where an actor's did not.
    */
   createRunMachine(): RunMachine;
 }
@@ -73,6 +75,23 @@ function createSetup(config: ResolvedConfig): LoopSetup {
     tasks: Object.freeze(taskPlans(config)) as TaskPlan[],
   });
   let starting: StartingState | null = null;
+  const createRunActor = (inspect?: ActorOptions<LoopMachine>['inspect']): Actor<LoopMachine> => {
+    starting ??= startingState(machineInput);
+    // The machine's initial actions are assigns only: the state after them is the same for every run, and
+    // the context is the one part a run changes, so each run gets its own (its usage object is the run's).
+    const snapshot: RunStart = { context: createInitialContext({ input: machineInput }) };
+    return createActor(starting.machine, {
+      input: machineInput,
+      snapshot: snapshot as unknown as Snapshot<unknown>,
+      ...(inspect === undefined ? {} : { inspect }),
+    });
+  };
+  // As a resumed run's actor restores its journal's snapshot.
+  const handOver: HandOver = {
+    actor: (snapshot) =>
+      createActor(loopMachine, { input: machineInput, snapshot: loopMachine.getPersistedSnapshot(snapshot) }),
+    tookOver: markActorlessBroken,
+  };
   return {
     machineInput,
     tracedLimits: Object.freeze(tracedLimits(config.limits)),
@@ -91,23 +110,15 @@ function createSetup(config: ResolvedConfig): LoopSetup {
       }
       return facts;
     },
-    createRunActor(inspect) {
-      starting ??= startingState(machineInput);
-      // The machine's initial actions are assigns only: the state after them is the same for every run, and
-      // the context is the one part a run changes, so each run gets its own (its usage object is the run's).
-      const snapshot: RunStart = { context: createInitialContext({ input: machineInput }) };
-      return createActor(starting.machine, {
-        input: machineInput,
-        snapshot: snapshot as unknown as Snapshot<unknown>,
-        ...(inspect === undefined ? {} : { inspect }),
-      });
-    },
+    createRunActor,
     createRunMachine() {
+      if (!actorlessRunsWork()) return createRunActor();
       starting ??= startingState(machineInput);
-      return new ActorlessRun(loopMachine, {
-        ...starting.initial,
-        context: createInitialContext({ input: machineInput }),
-      });
+      return new ActorlessRun(
+        loopMachine,
+        { ...starting.initial, context: createInitialContext({ input: machineInput }) },
+        handOver,
+      );
     },
   };
 }

@@ -3,7 +3,7 @@
  * XState actor: the same result, trace (key order included) and messages as a run through an actor.
  */
 import { describe, expect, it, vi } from 'vitest';
-import type * as XState from 'xstate';
+import * as XState from 'xstate';
 import { z } from 'zod';
 import { loopMachine, type LoopSnapshot } from '../../../machines/index.js';
 import { createLoop, defineTool, evaluators, type LoopConfig, type RunResult } from 'loopstate';
@@ -11,7 +11,8 @@ import { modelError, reply, scriptedModel, toolCall, virtualClock } from '../../
 import { resolveConfig } from '../config/config.js';
 import { sampleLoopConfig } from '../../../test/support/sample-run.js';
 import { loopSetupOf } from './loop-setup.js';
-import { ActorlessRun } from './run-machine.js';
+import { actorlessRunsWork, probeActorlessRuns } from './actorless-probe.js';
+import { ActorlessRun, type HandOver } from './run-machine.js';
 
 /** Every XState actor made in this file's process, counted. */
 const actorsMade = vi.hoisted(() => ({ count: 0 }));
@@ -206,5 +207,67 @@ describe('ActorlessRun', () => {
     const machine = new ActorlessRun(loopMachine, setup.createRunMachine().getSnapshot());
     machine.send({ type: 'run.started', at: 3, nextRequestTokens: 1 });
     expect(machine.getSnapshot().context.startedAt).toBe(3);
+  });
+
+  it('hands a transition that threw to an actor restored from the snapshot before it, which goes on', () => {
+    const initial = setup.createRunMachine().getSnapshot();
+    const told: string[] = [];
+    const handOver: HandOver = {
+      actor: (snapshot) =>
+        XState.createActor(loopMachine, {
+          input: setup.machineInput,
+          snapshot: loopMachine.getPersistedSnapshot(snapshot),
+        }),
+      tookOver: (problem) => told.push(problem),
+    };
+    const machine = new ActorlessRun(
+      {
+        transition: () => {
+          throw new TypeError("Cannot read properties of undefined (reading 'clock')");
+        },
+      },
+      initial,
+      handOver,
+    );
+    machine.send({ type: 'run.started', at: 4, nextRequestTokens: 1 });
+    expect(machine.getSnapshot().value).toEqual({ RUNNING: 'deciding' });
+    expect(machine.getSnapshot().context.startedAt).toBe(4);
+    expect(told).toEqual([
+      "a transition without an actor threw TypeError: Cannot read properties of undefined (reading 'clock')",
+    ]);
+    machine.send({ type: 'run.cancelRequested', at: 5, message: 'stop' });
+    expect(machine.getSnapshot().output?.stopReason).toBe('cancelled');
+    expect(told).toHaveLength(1);
+  });
+
+  it('throws what a transition threw when the actor it is handed to fails too (a bug of the machine)', () => {
+    const broken = new Error('a guard of the machine threw');
+    const initial = setup.createRunMachine().getSnapshot();
+    const told: string[] = [];
+    const failing = XState.fromTransition(() => {
+      throw broken;
+    }, null);
+    const machine = new ActorlessRun(
+      {
+        transition: () => {
+          throw broken;
+        },
+      },
+      initial,
+      {
+        actor: () => XState.createActor(failing) as unknown as XState.Actor<typeof loopMachine>,
+        tookOver: (problem) => told.push(problem),
+      },
+    );
+    expect(() => machine.send({ type: 'run.started', at: 0, nextRequestTokens: 1 })).toThrow(broken);
+    expect(machine.getSnapshot().status).toBe('error');
+    expect(told).toEqual([]);
+  });
+});
+
+describe('the probe of the installed XState', () => {
+  it('finds that it computes a run without an actor as an actor does', () => {
+    expect(probeActorlessRuns()).toBeNull();
+    expect(actorlessRunsWork()).toBe(true);
   });
 });

@@ -5,7 +5,7 @@
  * with its registry and scheduler, a mailbox, observers, inspection events) and is made, started and stopped
  * once a run: about a tenth of what a one-step run costs, and its objects are held while the run waits.
  */
-import type { AnyActorScope } from 'xstate';
+import type { Actor, AnyActorScope } from 'xstate';
 import type { LoopMachine, LoopSnapshot } from '../../../machines/index.js';
 import type { LoopEvent } from '../../../machines/types.js';
 
@@ -50,10 +50,22 @@ const inertScope = {
 } as unknown as AnyActorScope;
 
 /**
+ * Where a run whose transition threw without an actor continues: an actor restored from the snapshot before the
+ * event (not started), and what is told once that actor took the event (the scope, not the machine, was at fault).
+ */
+export interface HandOver {
+  actor(snapshot: LoopSnapshot): Actor<LoopMachine>;
+  tookOver(problem: string): void;
+}
+
+/**
  * The loop machine of one run, without an actor. As an actor does, it takes no event once stopped or once its
- * snapshot is no longer active (a finished run). A transition that throws (a bug in the machine, never a
- * user's hook) leaves an `error` snapshot and throws to the caller, so the run rejects; an actor would report it
- * as an unhandled error and keep its last state.
+ * snapshot is no longer active (a finished run). A transition that throws is taken again by an actor restored
+ * from the snapshot before it (`handOver`): if the actor takes it, the scope was at fault (an XState whose
+ * macrostep reads what the inert scope lacks) and the run goes on through that actor. If the actor fails too (a
+ * bug in the machine, never a user's hook), or without `handOver`, the run is left in an `error` snapshot and the
+ * transition's error is thrown to the caller, so the run rejects; an actor would report it as an unhandled error
+ * and keep its last state.
  * @example
  * const machine = new ActorlessRun(loopMachine, initialSnapshot);
  * machine.send({ type: 'run.started', at: 0, nextRequestTokens: 12 });
@@ -61,27 +73,57 @@ const inertScope = {
 export class ActorlessRun implements RunMachine {
   #snapshot: LoopSnapshot;
   #stopped = false;
+  /** The actor the run continues in once a transition without one threw and the actor's did not. */
+  #actor: Actor<LoopMachine> | null = null;
 
   constructor(
     private readonly machine: Pick<LoopMachine, 'transition'>,
     initial: LoopSnapshot,
+    private readonly handOver?: HandOver,
   ) {
     this.#snapshot = initial;
   }
 
   getSnapshot(): LoopSnapshot {
-    return this.#snapshot;
+    return this.#actor === null ? this.#snapshot : this.#actor.getSnapshot();
   }
 
   send(event: LoopEvent): void {
+    if (this.#actor !== null) return this.#actor.send(event);
     const snapshot = this.#snapshot;
     if (this.#stopped || snapshot.status !== 'active') return;
     try {
       this.#snapshot = this.machine.transition(snapshot, event, inertScope);
     } catch (error) {
+      if (this.#handedOver(snapshot, event, error)) return;
       this.#snapshot = { ...snapshot, status: 'error', error } as LoopSnapshot;
       throw error;
     }
+  }
+
+  /** Whether an actor restored from `snapshot` took the `event` whose transition threw without one. */
+  #handedOver(snapshot: LoopSnapshot, event: LoopEvent, error: unknown): boolean {
+    if (this.handOver === undefined) return false;
+    let failed = false;
+    let actor: Actor<LoopMachine>;
+    try {
+      actor = this.handOver.actor(snapshot);
+      // Observed, so that an error of the actor's own is its snapshot's, not an unhandled one thrown later.
+      actor.subscribe({ error: () => (failed = true) });
+      actor.start();
+      actor.send(event);
+    } catch {
+      return false;
+    }
+    if (failed || actor.getSnapshot().status === 'error') {
+      actor.stop();
+      return false;
+    }
+    this.#actor = actor;
+    this.handOver.tookOver(
+      `a transition without an actor threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+    );
+    return true;
   }
 
   /** Nothing to start: the initial state was worked out once for the loop. */
@@ -89,5 +131,6 @@ export class ActorlessRun implements RunMachine {
 
   stop(): void {
     this.#stopped = true;
+    this.#actor?.stop();
   }
 }
