@@ -5,7 +5,7 @@
  * randomness live here; the machine stays a pure function of its events.
  */
 import { modelFacts } from '../trace/model-facts.js';
-import { createActor } from 'xstate';
+import { Actor, createActor } from 'xstate';
 import { getPendingEffect, loopMachine, type LoopSnapshot, type PendingEffect } from '../../../machines/index.js';
 import type { LoopEvent } from '../../../machines/types.js';
 import type { ResolvedConfig, RunInput } from '../config/config.js';
@@ -111,13 +111,16 @@ export async function driveRun(
           });
   const machine: RunMachine =
     actor ?? (inspect === undefined ? setup.createRunMachine() : setup.createRunActor(inspect));
+  // An actor whose transition throws keeps its last state in an `error` snapshot (`send` then ends the run); an
+  // observer of its errors keeps XState from also throwing the error, unhandled, on a later tick.
+  if (machine instanceof Actor) machine.subscribe({ error: ignoreError });
   const onUserAbort = () => {
     controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
   };
   input.signal?.addEventListener('abort', onUserAbort, { once: true });
   // Every event reaches the machine through `send`; the delivery decides what happens around it (a journal, a workflow step).
-  const toActor = (event: LoopEvent): void => send(machine, session, event);
-  const delivery = deliveryFor(hooks, actor, session, toActor);
+  const toMachine = (event: LoopEvent): void => send(machine, session, event);
+  const delivery = deliveryFor(hooks === undefined || actor === null ? null : { hooks, actor }, session, toMachine);
   // One for the run, not one per effect: what an effect that throws or rejects ends in.
   const failed = (error: unknown): LoopEvent => effectFailure(session, error);
   let cancelDeadline: () => void = () => undefined;
@@ -133,7 +136,7 @@ export async function driveRun(
               actor,
               session,
               health,
-              send: toActor,
+              send: toMachine,
               deliver: async (event) => delivery.deliver(event),
             })
           : false;
@@ -353,12 +356,21 @@ function interruptionEvent(session: RunSession): LoopEvent {
   return interruptionEventAt(session.aborts, safeNow(session.config.clock));
 }
 
-/** The one place an event reaches the machine: the transition and what it changed go to the trace. */
+/** The machine's errors are read from its snapshot (`send`). */
+const ignoreError = (): void => undefined;
+
+/**
+ * The one place an event reaches the machine: the transition and what it changed go to the trace. A transition
+ * that throws (a bug in the machine) rejects the run with its error, with or without an actor: an actor keeps
+ * its last state in an `error` snapshot and drops later events, so the run would otherwise ask for the same
+ * effect again and again; `ActorlessRun` throws it itself.
+ */
 function send(machine: RunMachine, session: RunSession, event: LoopEvent): void {
   const before = machine.getSnapshot();
   recordMachineEvent(session, event, before.context);
   machine.send(event);
   const after = machine.getSnapshot();
+  if (after.status === 'error') throw after.error;
   const to = stateName(after);
   session.record({
     type: 'transition',
