@@ -3,7 +3,8 @@
  * the snapshot in a field, each event taken by the machine's own `transition` (XState's macrostep: the same
  * microsteps, guards, assigns and output an actor computes). An actor adds what such a run never uses (a system
  * with its registry and scheduler, a mailbox, observers, inspection events) and is made, started and stopped
- * once a run: about a tenth of what a one-step run costs, and its objects are held while the run waits.
+ * once a run: about a quarter of what a one-step run costs (−27 to −30 % without it, bench/RESULTS.md), and its
+ * objects are held while the run waits.
  */
 import type { Actor, AnyActorScope } from 'xstate';
 import type { LoopMachine, LoopSnapshot } from '../../../machines/index.js';
@@ -29,8 +30,11 @@ const ignore = (): void => undefined;
 /**
  * The scope XState's transition functions are given: nothing of it is read by the loop machine, whose actions
  * are all assigns (an action with an effect is run at once, as an actor runs it), which has no children, no
- * delays and no inspector. One for every run: a microstep sets and restores `actionExecutor` around itself, and
- * transitions never interleave.
+ * delays and no inspector. One for every run, concurrent runs included: a microstep sets and restores
+ * `actionExecutor` around itself and transitions never interleave, and what keeps runs apart is that the machine
+ * stays assign-only (each run's state is its snapshot's). A machine action that kept anything on the scope
+ * (`self`, `system`, an emitted event, a spawned child) would share it between runs: such a change must give
+ * each run a scope of its own, or an actor.
  */
 const inertScope = {
   self: undefined,
@@ -64,8 +68,8 @@ export interface HandOver {
  * from the snapshot before it (`handOver`): if the actor takes it, the scope was at fault (an XState whose
  * macrostep reads what the inert scope lacks) and the run goes on through that actor. If the actor fails too (a
  * bug in the machine, never a user's hook), or without `handOver`, the run is left in an `error` snapshot and the
- * transition's error is thrown to the caller, so the run rejects; an actor would report it as an unhandled error
- * and keep its last state.
+ * transition's error is thrown to the caller. The driver ends a run the same way whose actor is left in an `error`
+ * snapshot (an actor keeps its last state and drops later events): the run rejects with the error.
  * @example
  * const machine = new ActorlessRun(loopMachine, initialSnapshot);
  * machine.send({ type: 'run.started', at: 0, nextRequestTokens: 12 });
