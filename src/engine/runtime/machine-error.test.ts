@@ -4,14 +4,21 @@
  * before the event in an `error` status and drops later events: a driver that only asked the pending effect again
  * would call the model forever (a hang) while XState threw the error unhandled on a later tick.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createLoop, type LoopConfig, type Model } from 'loopstate';
+import { sqliteStore } from '../../adapters/sqlite/sqlite-store.js';
 import { loopMachine } from '../../../machines/index.js';
 import { reply, scriptedModel, virtualClock } from '../../testing/index.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
+
+const folder = mkdtempSync(join(tmpdir(), 'loopstate-machine-error-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 /** Throws on every `breaksOn` event, whether an actor or a run without one takes it. */
 function breakTransitionOn(breaksOn: string): { throws: () => number } {
@@ -46,15 +53,23 @@ function countingModel(): { model: Model; calls: () => number; looping: Promise<
   return { model, calls: () => calls, looping };
 }
 
+/** How the run is driven: without an actor, through an inspected actor, or through a durable run's actor. */
+type Way = 'actorless' | 'inspected' | 'durable';
+
 async function runBroken(
-  inspected: boolean,
+  way: Way,
 ): Promise<{ outcome: string; modelCalls: number; throws: number; uncaught: unknown[] }> {
   const uncaught: unknown[] = [];
   const noteUncaught = (error: unknown) => void uncaught.push(error);
   process.on('uncaughtException', noteUncaught);
   const broken = breakTransitionOn('model.responded');
   const { model, calls, looping } = countingModel();
-  const config: LoopConfig = { clock: virtualClock(5), model, ...(inspected ? { inspect: () => undefined } : {}) };
+  const config: LoopConfig = {
+    clock: virtualClock(5),
+    model,
+    ...(way === 'inspected' ? { inspect: () => undefined } : {}),
+    ...(way === 'durable' ? { store: sqliteStore({ path: join(folder, 'runs.db') }) } : {}),
+  };
   const run = createLoop(config)
     .run({ goal: 'g' })
     .then(
@@ -71,12 +86,17 @@ async function runBroken(
 
 describe('a transition that throws (a bug in the machine)', () => {
   it('ends an inspected run (an actor): it rejects with the error after one model call', async () => {
-    const ended = await runBroken(true);
+    const ended = await runBroken('inspected');
+    expect(ended).toEqual({ outcome: 'rejected Error: machine bug', modelCalls: 1, throws: 1, uncaught: [] });
+  });
+
+  it('ends a durable run (an actor whose snapshots a SQLite journal keeps) the same way', async () => {
+    const ended = await runBroken('durable');
     expect(ended).toEqual({ outcome: 'rejected Error: machine bug', modelCalls: 1, throws: 1, uncaught: [] });
   });
 
   it('ends a run without an actor the same way (the actor it is handed to fails too)', async () => {
-    const ended = await runBroken(false);
+    const ended = await runBroken('actorless');
     expect(ended.outcome).toBe('rejected Error: machine bug');
     expect(ended.modelCalls).toBe(1);
     // Without an actor, then in the actor restored from the snapshot before the event.
