@@ -240,6 +240,45 @@ describe('ActorlessRun', () => {
     expect(told).toHaveLength(1);
   });
 
+  it('shows a later error of the actor it handed over to in its snapshot, which the driver ends the run on', async () => {
+    const initial = setup.createRunMachine().getSnapshot();
+    const machine = new ActorlessRun(
+      {
+        transition: () => {
+          throw new TypeError('the scope lacks a field');
+        },
+      },
+      initial,
+      {
+        actor: (snapshot) =>
+          XState.createActor(loopMachine, {
+            input: setup.machineInput,
+            snapshot: loopMachine.getPersistedSnapshot(snapshot),
+          }),
+        tookOver: () => undefined,
+      },
+    );
+    machine.send({ type: 'run.started', at: 4, nextRequestTokens: 1 });
+    expect(machine.getSnapshot().value).toEqual({ RUNNING: 'deciding' });
+    const broken = new Error('a guard of the machine threw');
+    const uncaught: unknown[] = [];
+    const noteUncaught = (error: unknown) => void uncaught.push(error);
+    process.on('uncaughtException', noteUncaught);
+    const transition = vi.spyOn(loopMachine, 'transition').mockImplementation(() => {
+      throw broken;
+    });
+    try {
+      machine.send({ type: 'run.cancelRequested', at: 5, message: 'stop' });
+      expect(machine.getSnapshot()).toMatchObject({ status: 'error', error: broken });
+      // Observed by the hand-over: XState throws nothing unhandled on a later tick.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      expect(uncaught).toEqual([]);
+    } finally {
+      transition.mockRestore();
+      process.off('uncaughtException', noteUncaught);
+    }
+  });
+
   it('throws what a transition threw when the actor it is handed to fails too (a bug of the machine)', () => {
     const broken = new Error('a guard of the machine threw');
     const initial = setup.createRunMachine().getSnapshot();
