@@ -31,18 +31,18 @@ function fixture(effectStep?: EffectStep) {
     commit: async () => undefined,
     ...(effectStep ? { effectStep } : {}),
   };
-  const toActor = (event: LoopEvent) => void log.push(`actor ${event.type}`);
+  const toMachine = (event: LoopEvent) => void log.push(`actor ${event.type}`);
   const perform = async () => {
     log.push('perform');
     return elapsed;
   };
-  return { session, actor, log, hooks, toActor, perform };
+  return { session, actor, log, hooks, toMachine, perform };
 }
 
 describe('Delivery', () => {
   it('direct: hands the outcome straight to the actor, and other events synchronously (no promise)', async () => {
-    const { log, toActor, perform } = fixture();
-    const delivery = directDelivery(toActor);
+    const { log, toMachine, perform } = fixture();
+    const delivery = directDelivery(toMachine);
     expect(delivery.deliver(started)).toBeUndefined();
     expect(log).toEqual(['actor run.started']);
     await delivery.performAndDeliver('sleep', perform);
@@ -50,8 +50,8 @@ describe('Delivery', () => {
   });
 
   it('direct: no async frame of its own across the effect, and an effect that throws at once rejects as one that rejects', async () => {
-    const { log, toActor } = fixture();
-    const delivery = directDelivery(toActor);
+    const { log, toMachine } = fixture();
+    const delivery = directDelivery(toMachine);
     // A run holds this promise across its model call: an async function's frame would be held (and promoted) with it.
     expect(delivery.performAndDeliver.constructor.name).toBe('Function');
     const thrown = delivery.performAndDeliver('sleep', () => {
@@ -69,8 +69,8 @@ describe('Delivery', () => {
   });
 
   it('journalled: journals each event before the machine sees it, then lets the journal snapshot', async () => {
-    const { session, actor, log, hooks, toActor, perform } = fixture();
-    const delivery = journalledDelivery(hooks, actor, session, toActor);
+    const { session, actor, log, hooks, toMachine, perform } = fixture();
+    const delivery = journalledDelivery(hooks, actor, session, toMachine);
     await delivery.deliver(started);
     await delivery.performAndDeliver('sleep', perform);
     expect(log).toEqual([
@@ -85,12 +85,12 @@ describe('Delivery', () => {
   });
 
   it('journalled: an event the journal could not write never reaches the machine', async () => {
-    const { session, actor, log, hooks, toActor, perform } = fixture();
+    const { session, actor, log, hooks, toMachine, perform } = fixture();
     const delivery = journalledDelivery(
       { ...hooks, beforeSend: () => Promise.reject(new Error('disk full')) },
       actor,
       session,
-      toActor,
+      toMachine,
     );
     await expect(delivery.performAndDeliver('sleep', perform)).rejects.toThrow('disk full');
     expect(log).toEqual(['perform']);
@@ -104,8 +104,8 @@ describe('Delivery', () => {
       log.push('step done');
       return event;
     };
-    const { session, actor, log, hooks, toActor, perform } = fixture(effectStep);
-    const delivery = workflowStepDelivery(hooks, effectStep, actor, session, toActor);
+    const { session, actor, log, hooks, toMachine, perform } = fixture(effectStep);
+    const delivery = workflowStepDelivery(hooks, effectStep, actor, session, toMachine);
     await delivery.performAndDeliver('sleep', perform);
     expect(steps).toEqual(['sleep']);
     expect(log).toEqual(['perform', 'journal backoff.elapsed', 'step done', 'actor backoff.elapsed', 'after send']);
@@ -113,7 +113,7 @@ describe('Delivery', () => {
 
   it('workflow step: a recovered step returns its recorded outcome without performing the effect again', async () => {
     const recorded: LoopEvent = { type: 'backoff.elapsed', at: 99 };
-    const { session, actor, log, hooks, toActor, perform } = fixture();
+    const { session, actor, log, hooks, toMachine, perform } = fixture();
     const seen: LoopEvent[] = [];
     const delivery = workflowStepDelivery(
       hooks,
@@ -122,7 +122,7 @@ describe('Delivery', () => {
       session,
       (event) => {
         seen.push(event);
-        toActor(event);
+        toMachine(event);
       },
     );
     await delivery.performAndDeliver('sleep', perform);
@@ -132,16 +132,16 @@ describe('Delivery', () => {
 
   it('workflow step: events that are no effect outcome are journalled, not stepped', async () => {
     const effectStep: EffectStep = () => Promise.reject(new Error('not a step'));
-    const { session, actor, log, hooks, toActor } = fixture(effectStep);
-    await workflowStepDelivery(hooks, effectStep, actor, session, toActor).deliver(started);
+    const { session, actor, log, hooks, toMachine } = fixture(effectStep);
+    await workflowStepDelivery(hooks, effectStep, actor, session, toMachine).deliver(started);
     expect(log).toEqual(['journal run.started', 'actor run.started', 'after send']);
   });
 
   it('is chosen once from the hooks: none, a journal, or a journal inside workflow steps', async () => {
     const direct = fixture();
-    expect(deliveryFor(undefined, direct.actor, direct.session, direct.toActor).deliver(started)).toBeUndefined();
+    expect(deliveryFor(null, direct.session, direct.toMachine).deliver(started)).toBeUndefined();
     const journalled = fixture();
-    await deliveryFor(journalled.hooks, journalled.actor, journalled.session, journalled.toActor).performAndDeliver(
+    await deliveryFor(journalled, journalled.session, journalled.toMachine).performAndDeliver(
       'sleep',
       journalled.perform,
     );
@@ -151,10 +151,7 @@ describe('Delivery', () => {
       kinds.push(kind);
       return run();
     });
-    await deliveryFor(stepped.hooks, stepped.actor, stepped.session, stepped.toActor).performAndDeliver(
-      'callModel',
-      stepped.perform,
-    );
+    await deliveryFor(stepped, stepped.session, stepped.toMachine).performAndDeliver('callModel', stepped.perform);
     expect(kinds).toEqual(['callModel']);
   });
 });

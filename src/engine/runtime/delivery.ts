@@ -1,5 +1,5 @@
 /**
- * How an effect's outcome reaches the machine: straight to the actor (a run without a store),
+ * How an effect's outcome reaches the machine: straight to it (a run without a store),
  * journalled first (a durable run), or as one durable step of a workflow engine (DBOS), which
  * performs the effect and journals its outcome inside the step. The driver picks one per run and
  * never branches on it again.
@@ -11,7 +11,7 @@ import type { DriverHooks, EffectStep } from './driver-hooks.js';
 import type { RunSession } from './run-session.js';
 
 /**
- * One way to perform effects and deliver their outcomes. `toActor` (the driver's `send`) is the one
+ * One way to perform effects and deliver their outcomes. `toMachine` (the driver's `send`) is the one
  * place an event reaches the machine; every delivery ends there.
  */
 export interface Delivery {
@@ -24,23 +24,23 @@ export interface Delivery {
   deliver(event: LoopEvent): Promise<void> | undefined;
 }
 
-/** Sends an event to the actor and records what it did (the driver's `send`). */
-export type ToActor = (event: LoopEvent) => void;
+/** Sends an event to the run's machine (an actor or an `ActorlessRun`) and records what it did (the driver's `send`). */
+export type ToMachine = (event: LoopEvent) => void;
 
-/** A run without a store: the outcome goes straight to the actor. */
-export function directDelivery(toActor: ToActor): Delivery {
+/** A run without a store: the outcome goes straight to the machine. */
+export function directDelivery(toMachine: ToMachine): Delivery {
   return {
     // No async frame of its own: a run holds this promise across its effect (a model call while a thousand other
     // runs take their turn), and an async function's frame and await closures would outlive young GCs with it.
     performAndDeliver(_kind, perform) {
       try {
-        return perform().then(toActor);
+        return perform().then(toMachine);
       } catch (error) {
         return Promise.reject(error as Error);
       }
     },
     deliver(event) {
-      toActor(event);
+      toMachine(event);
       return undefined;
     },
   };
@@ -51,11 +51,11 @@ export function journalledDelivery(
   hooks: DriverHooks,
   actor: Actor<LoopMachine>,
   session: RunSession,
-  toActor: ToActor,
+  toMachine: ToMachine,
 ): Delivery {
   const deliver = async (event: LoopEvent): Promise<void> => {
     await hooks.beforeSend(event, session);
-    toActor(event);
+    toMachine(event);
     await hooks.afterSend(actor, session);
   };
   return {
@@ -76,9 +76,9 @@ export function workflowStepDelivery(
   effectStep: EffectStep,
   actor: Actor<LoopMachine>,
   session: RunSession,
-  toActor: ToActor,
+  toMachine: ToMachine,
 ): Delivery {
-  const journalled = journalledDelivery(hooks, actor, session, toActor);
+  const journalled = journalledDelivery(hooks, actor, session, toMachine);
   return {
     async performAndDeliver(kind, perform) {
       const event = await effectStep(kind, async () => {
@@ -86,21 +86,23 @@ export function workflowStepDelivery(
         await hooks.beforeSend(outcome, session);
         return outcome;
       });
-      toActor(event);
+      toMachine(event);
       await hooks.afterSend(actor, session);
     },
     deliver: journalled.deliver,
   };
 }
 
-/** The delivery a run's hooks call for: none, a journal, or a journal inside workflow steps. */
-export function deliveryFor(
-  hooks: DriverHooks | undefined,
-  actor: Actor<LoopMachine>,
-  session: RunSession,
-  toActor: ToActor,
-): Delivery {
-  if (hooks === undefined) return directDelivery(toActor);
-  if (hooks.effectStep !== undefined) return workflowStepDelivery(hooks, hooks.effectStep, actor, session, toActor);
-  return journalledDelivery(hooks, actor, session, toActor);
+/** A durable run's hooks and the actor whose snapshots they persist: one never goes without the other. */
+export interface DurableDriving {
+  readonly hooks: DriverHooks;
+  readonly actor: Actor<LoopMachine>;
+}
+
+/** The delivery a run calls for: none (no hooks), a journal, or a journal inside workflow steps. */
+export function deliveryFor(durable: DurableDriving | null, session: RunSession, toMachine: ToMachine): Delivery {
+  if (durable === null) return directDelivery(toMachine);
+  const { hooks, actor } = durable;
+  if (hooks.effectStep !== undefined) return workflowStepDelivery(hooks, hooks.effectStep, actor, session, toMachine);
+  return journalledDelivery(hooks, actor, session, toMachine);
 }

@@ -1,17 +1,12 @@
 /**
- * The driver: runs the loop machine as an actor, performs the effect each resting state
+ * The driver: runs the loop machine (as an XState actor when a journal or an inspector needs one, else by its
+ * transitions alone), performs the effect each resting state
  * requests, and sends the outcome back as an event. All I/O, time and
  * randomness live here; the machine stays a pure function of its events.
  */
 import { modelFacts } from '../trace/model-facts.js';
-import { createActor, type Actor } from 'xstate';
-import {
-  getPendingEffect,
-  loopMachine,
-  type LoopMachine,
-  type LoopSnapshot,
-  type PendingEffect,
-} from '../../../machines/index.js';
+import { Actor, createActor } from 'xstate';
+import { getPendingEffect, loopMachine, type LoopSnapshot, type PendingEffect } from '../../../machines/index.js';
 import type { LoopEvent } from '../../../machines/types.js';
 import type { ResolvedConfig, RunInput } from '../config/config.js';
 import { describeAbortReason } from '../hooks/abort-reason.js';
@@ -38,6 +33,7 @@ import { RunSession } from './run-session.js';
 import { loadOtelApi } from '../trace/otel/otel-api.js';
 import { withTrace } from '../trace/run-trace.js';
 import { deliveryFor, type Delivery } from './delivery.js';
+import type { RunMachine } from './run-machine.js';
 import { performToolRound } from './tool-step.js';
 
 /** `parent.child` names, made once: a name per transition would otherwise be a new string every event. */
@@ -102,21 +98,29 @@ export async function driveRun(
       : guardedInspector(config.inspect, (message) => session.warn(message, safeNow(clock)));
   // A resumed run starts from its journal's snapshot, a new one from the loop's kept initial state: cheaper than
   // XState's initial microstep, and an inspector sees the same events (the `xstate.init` snapshot in READY).
+  // A journal persists an actor's snapshots and an inspector watches an actor; a run with neither needs none.
   const actor =
-    hooks?.machineSnapshot === undefined
-      ? setup.createRunActor(inspect)
-      : createActor(loopMachine, {
-          input: setup.machineInput,
-          snapshot: hooks.machineSnapshot,
-          ...(inspect === undefined ? {} : { inspect }),
-        });
+    hooks === undefined
+      ? null
+      : hooks.machineSnapshot === undefined
+        ? setup.createRunActor(inspect)
+        : createActor(loopMachine, {
+            input: setup.machineInput,
+            snapshot: hooks.machineSnapshot,
+            ...(inspect === undefined ? {} : { inspect }),
+          });
+  const machine: RunMachine =
+    actor ?? (inspect === undefined ? setup.createRunMachine() : setup.createRunActor(inspect));
+  // An actor whose transition throws keeps its last state in an `error` snapshot (`send` then ends the run); an
+  // observer of its errors keeps XState from also throwing the error, unhandled, on a later tick.
+  if (machine instanceof Actor) machine.subscribe({ error: ignoreError });
   const onUserAbort = () => {
     controller.abort(new RunInterruption('cancelled', describeAbortReason(input.signal?.reason)));
   };
   input.signal?.addEventListener('abort', onUserAbort, { once: true });
-  // Every event reaches the actor through `send`; the delivery decides what happens around it (a journal, a workflow step).
-  const toActor = (event: LoopEvent): void => send(actor, session, event);
-  const delivery = deliveryFor(hooks, actor, session, toActor);
+  // Every event reaches the machine through `send`; the delivery decides what happens around it (a journal, a workflow step).
+  const toMachine = (event: LoopEvent): void => send(machine, session, event);
+  const delivery = deliveryFor(hooks === undefined || actor === null ? null : { hooks, actor }, session, toMachine);
   // One for the run, not one per effect: what an effect that throws or rejects ends in.
   const failed = (error: unknown): LoopEvent => effectFailure(session, error);
   let cancelDeadline: () => void = () => undefined;
@@ -125,21 +129,22 @@ export async function driveRun(
     try {
       // Before the first task's prompt is built: its prompt function sees the feedback.
       await learning?.load();
-      actor.start();
-      const restored = hooks
-        ? await hooks.restore({
-            actor,
-            session,
-            health,
-            send: toActor,
-            deliver: async (event) => delivery.deliver(event),
-          })
-        : false;
+      machine.start();
+      const restored =
+        hooks !== undefined && actor !== null
+          ? await hooks.restore({
+              actor,
+              session,
+              health,
+              send: toMachine,
+              deliver: async (event) => delivery.deliver(event),
+            })
+          : false;
       // A resumed run's deadline counts from its start, on a clock that continues where the journal left off.
-      const armed = armDeadline(config, controller, restored ? actor.getSnapshot().context.startedAt : null);
+      const armed = armDeadline(config, controller, restored ? machine.getSnapshot().context.startedAt : null);
       cancelDeadline = armed.cancelDeadline;
       if (!restored) await startRun(delivery, session, setup, input, runIdFault ?? armed.fault);
-      else if (armed.fault !== null && actor.getSnapshot().status !== 'done') {
+      else if (armed.fault !== null && machine.getSnapshot().status !== 'done') {
         session.recordFatalError(armed.fault);
         await delivery.deliver({
           type: 'run.faulted',
@@ -151,7 +156,7 @@ export async function driveRun(
       // Aborted before the run began: the first effect sees it and sends run.cancelRequested.
       if (input.signal?.aborted) onUserAbort();
       for (;;) {
-        const snapshot = actor.getSnapshot();
+        const snapshot = machine.getSnapshot();
         const effect = getPendingEffect(snapshot);
         if (effect.kind === 'done') break;
         // Outcomes whose events are committed may be written: a resume never performs them again.
@@ -187,9 +192,9 @@ export async function driveRun(
       }
       input.signal?.removeEventListener('abort', onUserAbort);
       session.closeCallTimer();
-      actor.stop();
+      machine.stop();
     }
-    return buildResult(session, actor.getSnapshot());
+    return buildResult(session, machine.getSnapshot());
   } finally {
     // After run-end: the trace file's descriptor and any open span, whatever ended the run.
     session.closeTrace();
@@ -351,12 +356,21 @@ function interruptionEvent(session: RunSession): LoopEvent {
   return interruptionEventAt(session.aborts, safeNow(session.config.clock));
 }
 
-/** The one place an event reaches the actor: the transition and what it changed go to the trace. */
-function send(actor: Actor<LoopMachine>, session: RunSession, event: LoopEvent): void {
-  const before = actor.getSnapshot();
+/** The machine's errors are read from its snapshot (`send`). */
+const ignoreError = (): void => undefined;
+
+/**
+ * The one place an event reaches the machine: the transition and what it changed go to the trace. A transition
+ * that throws (a bug in the machine) rejects the run with its error, with or without an actor: an actor keeps
+ * its last state in an `error` snapshot and drops later events, so the run would otherwise ask for the same
+ * effect again and again; `ActorlessRun` throws it itself.
+ */
+function send(machine: RunMachine, session: RunSession, event: LoopEvent): void {
+  const before = machine.getSnapshot();
   recordMachineEvent(session, event, before.context);
-  actor.send(event);
-  const after = actor.getSnapshot();
+  machine.send(event);
+  const after = machine.getSnapshot();
+  if (after.status === 'error') throw after.error;
   const to = stateName(after);
   session.record({
     type: 'transition',

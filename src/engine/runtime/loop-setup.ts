@@ -14,6 +14,8 @@ import { evaluatorList } from '../evaluators/index.js';
 import { priceOf } from '../pricing/pricing.js';
 import type { Tool } from '../tools/index.js';
 import { promptVersion, tracedLimits } from '../trace/run-facts.js';
+import { actorlessRunsWork, markActorlessBroken } from './actorless-probe.js';
+import { ActorlessRun, type HandOver, type RunMachine } from './run-machine.js';
 
 /** One loop's run-independent facts; see the module comment. */
 export interface LoopSetup {
@@ -30,6 +32,12 @@ export interface LoopSetup {
    * a fresh actor would make it. A resumed run's actor restores its journal's snapshot instead (`loopMachine`).
    */
   createRunActor(inspect?: ActorOptions<LoopMachine>['inspect']): Actor<LoopMachine>;
+  /**
+   * A new run's machine without an actor (for a run no journal persists and no inspector watches), in the same
+   * initial state as `createRunActor`'s, with a context of its own. An actor instead when the installed XState
+   * failed the probe (`actorless-probe.ts`) or a run's transition without an actor threw where an actor's did not.
+   */
+  createRunMachine(): RunMachine;
 }
 
 const setups = new WeakMap<ResolvedConfig, LoopSetup>();
@@ -66,7 +74,24 @@ function createSetup(config: ResolvedConfig): LoopSetup {
     noProgress: config.noProgress,
     tasks: Object.freeze(taskPlans(config)) as TaskPlan[],
   });
-  let starting: LoopMachine | null = null;
+  let starting: StartingState | null = null;
+  const createRunActor = (inspect?: ActorOptions<LoopMachine>['inspect']): Actor<LoopMachine> => {
+    starting ??= startingState(machineInput);
+    // The machine's initial actions are assigns only: the state after them is the same for every run, and
+    // the context is the one part a run changes, so each run gets its own (its usage object is the run's).
+    const snapshot: RunStart = { context: createInitialContext({ input: machineInput }) };
+    return createActor(starting.machine, {
+      input: machineInput,
+      snapshot: snapshot as unknown as Snapshot<unknown>,
+      ...(inspect === undefined ? {} : { inspect }),
+    });
+  };
+  // As a resumed run's actor restores its journal's snapshot.
+  const handOver: HandOver = {
+    actor: (snapshot) =>
+      createActor(loopMachine, { input: machineInput, snapshot: loopMachine.getPersistedSnapshot(snapshot) }),
+    tookOver: markActorlessBroken,
+  };
   return {
     machineInput,
     tracedLimits: Object.freeze(tracedLimits(config.limits)),
@@ -85,18 +110,24 @@ function createSetup(config: ResolvedConfig): LoopSetup {
       }
       return facts;
     },
-    createRunActor(inspect) {
-      starting ??= startingMachine(machineInput);
-      // The machine's initial actions are assigns only: the state after them is the same for every run, and
-      // the context is the one part a run changes, so each run gets its own (its usage object is the run's).
-      const snapshot: RunStart = { context: createInitialContext({ input: machineInput }) };
-      return createActor(starting, {
-        input: machineInput,
-        snapshot: snapshot as unknown as Snapshot<unknown>,
-        ...(inspect === undefined ? {} : { inspect }),
-      });
+    createRunActor,
+    createRunMachine() {
+      if (!actorlessRunsWork()) return createRunActor();
+      starting ??= startingState(machineInput);
+      return new ActorlessRun(
+        loopMachine,
+        { ...starting.initial, context: createInitialContext({ input: machineInput }) },
+        handOver,
+      );
     },
   };
+}
+
+/** The loop's initial state, worked out once, and the machine whose actors start from it. */
+interface StartingState {
+  /** Frozen, as are its shared parts; a run's snapshot is a copy with a context of its own. */
+  readonly initial: LoopSnapshot;
+  readonly machine: LoopMachine;
 }
 
 /** What `createRunActor` hands its actor to restore: only the run's own context. */
@@ -112,18 +143,19 @@ interface RunStart {
  * rather than reach another run. Everything else (transitions, persisting, the inspector's view) is
  * `loopMachine`'s own, and a snapshot's `machine` is `loopMachine` itself.
  */
-function startingMachine(machineInput: LoopInput): LoopMachine {
+function startingState(machineInput: LoopInput): StartingState {
   const persisted = createActor(loopMachine, { input: machineInput }).getPersistedSnapshot();
   const restored = createActor(loopMachine, { input: machineInput, snapshot: persisted }).getSnapshot();
   Object.freeze(restored._nodes);
   Object.freeze(restored.children);
   Object.freeze(restored.historyValue);
   const initial = Object.freeze({ ...restored });
-  return Object.create(loopMachine, {
+  const machine = Object.create(loopMachine, {
     restoreSnapshot: {
       value: (start: RunStart): LoopSnapshot => ({ ...initial, context: start.context }),
     },
   }) as LoopMachine;
+  return { initial, machine };
 }
 
 /** The setup of the loop whose resolved config is `config`, worked out once. */
