@@ -235,9 +235,10 @@ describe('a run without an actor and a run with one, paired', () => {
   });
 
   it('keep concurrent runs apart: interleaved runs each end as the same run alone through an actor', async () => {
+    // Each its own clock and tool result: what a run took from another shows in its times or its transcript.
     const configFor = (index: number): LoopConfig => ({
       ...fixed,
-      clock: virtualClock(5),
+      clock: virtualClock(index * 1_000),
       tools: [lookup(async () => new Promise((resolve) => setTimeout(() => resolve(`v${index}`), index)))],
       model: scriptedModel([toolCall('lookup', { key: 'k' }), toolCall('lookup', { key: 'j' }), reply(`x${index}`)]),
     });
