@@ -5,10 +5,36 @@
  * a deadline, an approval asked for, a tool, an evaluator, `policy.decide` or the clock throwing, and a trace
  * observer that throws or aborts the run from inside a transition.
  */
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import type * as XState from 'xstate';
 import { z } from 'zod';
 import { createLoop, defineTool, type LoopConfig, type Model, type RunResult } from 'loopstate';
 import { modelError, reply, scriptedModel, toolCall, virtualClock } from '../../testing/index.js';
+import { actorlessRunsWork } from './actorless-probe.js';
+
+/**
+ * Every XState actor started in this file's process, counted (a loop's setup makes actors for its initial state
+ * but starts none): a run without an inspector must start none, an inspected run one.
+ */
+const actorsStarted = vi.hoisted(() => ({ count: 0 }));
+vi.mock('xstate', async (importOriginal) => {
+  const xstate = await importOriginal<typeof XState>();
+  return {
+    ...xstate,
+    createActor: (...args: Parameters<typeof xstate.createActor>) => {
+      const actor = xstate.createActor(...args);
+      const start = actor.start.bind(actor);
+      actor.start = () => {
+        actorsStarted.count++;
+        return start();
+      };
+      return actor;
+    },
+  };
+});
+
+// The probe's own actor, started once a process, before any counting.
+beforeAll(() => expect(actorlessRunsWork()).toBe(true));
 
 const fixed = { generateRunId: () => 'run-fixed', random: () => 0.5 } as const;
 
@@ -31,15 +57,16 @@ interface Ended {
   log: string[];
 }
 
-async function runOnce(make: MakeConfig, inspected: boolean): Promise<Ended> {
+async function runOnce(make: MakeConfig, inspected: boolean): Promise<Ended & { actors: number }> {
   const log: string[] = [];
   const controller = new AbortController();
   const config = { ...make(log, controller), ...(inspected ? { inspect: () => undefined } : {}) };
+  const before = actorsStarted.count;
   try {
     const result = await createLoop(config).run({ goal: 'Look k up', signal: controller.signal });
-    return { result, rejection: undefined, log };
+    return { result, rejection: undefined, log, actors: actorsStarted.count - before };
   } catch (error) {
-    return { result: undefined, rejection: String(error), log };
+    return { result: undefined, rejection: String(error), log, actors: actorsStarted.count - before };
   }
 }
 
@@ -47,6 +74,8 @@ async function runOnce(make: MakeConfig, inspected: boolean): Promise<Ended> {
 async function bothWays(make: MakeConfig): Promise<Ended> {
   const actorless = await runOnce(make, false);
   const inspected = await runOnce(make, true);
+  // One side without an actor (none started, none handed over to), the other with one.
+  expect([actorless.actors, inspected.actors]).toEqual([0, 1]);
   expect(actorless.rejection).toEqual(inspected.rejection);
   expect(actorless.log).toEqual(inspected.log);
   expect(actorless.result).toStrictEqual(inspected.result);
@@ -205,17 +234,23 @@ describe('a run without an actor and a run with one, paired', () => {
     expect(ended.result?.error?.message).toBe('clock bug');
   });
 
-  it('keep concurrent runs apart: interleaved runs each end with their own answer', async () => {
-    const loopFor = (index: number) =>
-      createLoop({
-        ...fixed,
-        clock: virtualClock(5),
-        tools: [lookup(async () => new Promise((resolve) => setTimeout(() => resolve('v'), index)))],
-        model: scriptedModel([toolCall('lookup', { key: 'k' }), toolCall('lookup', { key: 'j' }), reply(`x${index}`)]),
-      });
+  it('keep concurrent runs apart: interleaved runs each end as the same run alone through an actor', async () => {
+    // Each its own clock and tool result: what a run took from another shows in its times or its transcript.
+    const configFor = (index: number): LoopConfig => ({
+      ...fixed,
+      clock: virtualClock(index * 1_000),
+      tools: [lookup(async () => new Promise((resolve) => setTimeout(() => resolve(`v${index}`), index)))],
+      model: scriptedModel([toolCall('lookup', { key: 'k' }), toolCall('lookup', { key: 'j' }), reply(`x${index}`)]),
+    });
     const indices = [1, 2, 3, 4, 5, 6, 7, 8];
-    const results = await Promise.all(indices.map((index) => loopFor(index).run({ goal: 'g' })));
-    expect(results.map((result) => result.output)).toEqual(indices.map((index) => `x${index}`));
-    expect(results.map((result) => result.steps)).toEqual(indices.map(() => results[0]!.steps));
+    const before = actorsStarted.count;
+    const results = await Promise.all(indices.map((index) => createLoop(configFor(index)).run({ goal: 'g' })));
+    expect(actorsStarted.count).toBe(before);
+    for (const [at, index] of indices.entries()) {
+      const alone = await createLoop({ ...configFor(index), inspect: () => undefined }).run({ goal: 'g' });
+      expect(alone.output).toBe(`x${index}`);
+      expect(results[at]).toStrictEqual(alone);
+      expect(JSON.stringify(results[at])).toBe(JSON.stringify(alone));
+    }
   });
 });

@@ -12,7 +12,11 @@ import { sampleLoopConfig } from '../../../test/support/sample-run.js';
 import { probeActorlessRuns } from './actorless-probe.js';
 
 /** How the stubbed XState's transitions treat a scope without a system snapshot. */
-const scope = vi.hoisted(() => ({ mode: 'throws' as 'throws' | 'differs' | 'as-installed' }));
+const scope = vi.hoisted(() => ({
+  mode: 'throws' as 'throws' | 'differs' | 'as-installed' | 'recorded',
+  /** In 'recorded' mode, each transition without an actor: the event, the state it was taken in, the output after. */
+  seen: [] as { event: string; from: unknown; output: unknown }[],
+}));
 vi.mock('xstate', async (importOriginal) => {
   const xstate = await importOriginal<typeof XState>();
   const prototype = xstate.StateMachine.prototype as unknown as {
@@ -23,7 +27,14 @@ vi.mock('xstate', async (importOriginal) => {
     if (scope.mode === 'throws') actorScope.system.getSnapshot();
     // A later XState that, say, takes nothing without a system snapshot: no throw, a different state.
     if (scope.mode === 'differs' && typeof actorScope.system.getSnapshot !== 'function') return snapshot;
-    return transition.call(this, snapshot, event, actorScope);
+    const next = transition.call(this, snapshot, event, actorScope) as { output?: unknown };
+    if (scope.mode === 'recorded' && typeof actorScope.system.getSnapshot !== 'function')
+      scope.seen.push({
+        event: (event as { type: string }).type,
+        from: (snapshot as { value: unknown }).value,
+        output: next.output,
+      });
+    return next;
   };
   return xstate;
 });
@@ -49,12 +60,32 @@ async function bothWays(make: () => LoopConfig): Promise<[RunResult, RunResult]>
 describe('an XState that computes a run without an actor otherwise than an actor', () => {
   it('fails the probe, whether its transition throws or takes the event otherwise', () => {
     scope.mode = 'throws';
-    expect(probeActorlessRuns()).toMatch(/^a transition without an actor threw: TypeError: /);
+    expect(probeActorlessRuns()).toMatch(/^the probe machine's transition without an actor threw TypeError: /);
     scope.mode = 'differs';
     expect(probeActorlessRuns()).toMatch(/^after event 1 \(add\) an actor has .* a run without one /);
     scope.mode = 'as-installed';
     expect(probeActorlessRuns()).toBeNull();
     expect(actorlessWarnings()).toHaveLength(0);
+  });
+
+  it("takes the probe through a parent's handler in a child state, guarded arrays and two actions in order", () => {
+    scope.mode = 'recorded';
+    scope.seen = [];
+    expect(probeActorlessRuns()).toBeNull();
+    // `finish` reaches the transition in working.waiting (working's handler takes it), not only after done.
+    expect(scope.seen.map(({ event, from }) => [event, from])).toEqual([
+      ['add', 'idle'],
+      ['noise', { working: 'waiting' }],
+      ['add', { working: 'waiting' }],
+      ['add', 'idle'],
+      ['finish', { working: 'waiting' }],
+    ]);
+    // Both branches of idle's guarded array, each action pair in its order (`from even` after the add, `from
+    // odd` before it), the `and` guard taken, and the parent's handler ending the run.
+    expect(scope.seen.at(-1)!.output).toEqual({
+      count: 12,
+      log: ['idle@0', 'from even@4', 'below@4', 'over@11', 'idle@11', 'from odd@11', 'even@12', 'finish@12', 'done@12'],
+    });
   });
 
   it('runs every run through an actor, as it would have ended, and warns once naming the version', async () => {
@@ -67,7 +98,7 @@ describe('an XState that computes a run without an actor otherwise than an actor
     const said = actorlessWarnings();
     expect(said).toHaveLength(1);
     expect(said[0]![0]).toMatch(
-      /^loopstate: xstate 5\.\d+\.\d+ does not compute a run without an XState actor as an actor does \(a transition without an actor threw: TypeError: .*\); every run of this process uses an actor instead/,
+      /^loopstate: xstate 5\.\d+\.\d+ does not compute a run without an XState actor as an actor does \(the probe machine's transition without an actor threw TypeError: .*\); every run of this process uses an actor instead/,
     );
   });
 });

@@ -34,7 +34,10 @@ function probeMachine() {
     },
     actions: {
       add: assign({ count: ({ context, event }) => context.count + (event.type === 'add' ? event.by : 0) }),
-      note: assign({ log: ({ context }, params: { tag: string }) => [...context.log, params.tag] }),
+      // The count with the tag: the order of a transition's two actions shows in the log.
+      note: assign({
+        log: ({ context }, params: { tag: string }) => [...context.log, `${params.tag}@${context.count}`],
+      }),
     },
   }).createMachine({
     id: 'probe',
@@ -43,7 +46,13 @@ function probeMachine() {
     states: {
       idle: {
         entry: { type: 'note', params: { tag: 'idle' } },
-        on: { add: { target: 'working', actions: 'add' } },
+        // A guarded array of transitions, each with an array of two actions (their order shows in the log).
+        on: {
+          add: [
+            { guard: 'isEven', target: 'working', actions: ['add', { type: 'note', params: { tag: 'from even' } }] },
+            { target: 'working', actions: [{ type: 'note', params: { tag: 'from odd' } }, 'add'] },
+          ],
+        },
       },
       working: {
         initial: 'checking',
@@ -53,7 +62,7 @@ function probeMachine() {
             always: [
               {
                 guard: and([{ type: 'atLeast', params: { n: 10 } }, 'isEven']),
-                target: '#probe.done',
+                target: 'waiting',
                 actions: { type: 'note', params: { tag: 'even' } },
               },
               { guard: { type: 'atLeast', params: { n: 10 } }, target: 'over' },
@@ -70,14 +79,19 @@ function probeMachine() {
   });
 }
 
-/** Through every kind of step above: below, unhandled, an `always` chain back to idle, a final state, after done. */
+/**
+ * Through every kind of step above: both branches of idle's guarded array, below, unhandled, an `always` chain
+ * back to idle, the `and` guard taken, the parent's handler taking `finish` in a child state, a final state, and
+ * events after done.
+ */
 const probeEvents: readonly ProbeEvent[] = [
-  { type: 'add', by: 4 },
+  { type: 'add', by: 4 }, // idle (even) → working → checking → waiting
+  { type: 'noise' }, // not handled
+  { type: 'add', by: 7 }, // 11: checking → over → idle
+  { type: 'add', by: 1 }, // idle (odd) → working → checking, 12 even → waiting
+  { type: 'finish' }, // in working.waiting: working's handler → done
+  { type: 'add', by: 2 }, // after done
   { type: 'noise' },
-  { type: 'add', by: 7 },
-  { type: 'add', by: 1 },
-  { type: 'add', by: 2 },
-  { type: 'finish' },
 ];
 
 /** What the two ways must agree on, key order included. */
@@ -104,10 +118,12 @@ export function probeActorlessRuns(): string | null {
     let actorError: unknown = undefined;
     actor.subscribe({ error: (error) => (actorError = error) });
     actor.start();
-    // As a run without an actor starts from the state an actor worked out (the loop's kept initial state).
+    // As a run without an actor starts from the state an actor worked out (the loop's kept initial state), but a
+    // copy: no object is shared with the actor's, so a write in place by either side shows as a difference.
+    const start = actor.getPersistedSnapshot() as unknown as { value: string; context: ProbeContext };
     const actorless = new ActorlessRun(
       machine as unknown as LoopMachine,
-      actor.getSnapshot() as unknown as LoopSnapshot,
+      machine.resolveState({ value: start.value, context: structuredClone(start.context) }) as unknown as LoopSnapshot,
     );
     for (const [index, event] of probeEvents.entries()) {
       // A finished actor is stopped (XState's development build warns of an event sent to it): the run is not.
@@ -123,7 +139,7 @@ export function probeActorlessRuns(): string | null {
     if (actorless.getSnapshot().status !== 'done') return 'the probe machine did not finish';
     return null;
   } catch (error) {
-    return `a transition without an actor threw: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`;
+    return `the probe machine's transition without an actor threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`;
   }
 }
 

@@ -370,7 +370,8 @@ function send(machine: RunMachine, session: RunSession, event: LoopEvent): void 
   recordMachineEvent(session, event, before.context);
   machine.send(event);
   const after = machine.getSnapshot();
-  if (after.status === 'error') throw after.error;
+  // An Error always: a snapshot's error may be anything a transition threw (or a restored journal held).
+  if (after.status === 'error') throw toError(after.error);
   const to = stateName(after);
   session.record({
     type: 'transition',

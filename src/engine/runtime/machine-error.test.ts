@@ -21,13 +21,13 @@ const folder = mkdtempSync(join(tmpdir(), 'loopstate-machine-error-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 /** Throws on every `breaksOn` event, whether an actor or a run without one takes it. */
-function breakTransitionOn(breaksOn: string): { throws: () => number } {
+function breakTransitionOn(breaksOn: string, thrown: unknown): { throws: () => number } {
   const transition = loopMachine.transition.bind(loopMachine);
   let throws = 0;
   vi.spyOn(loopMachine, 'transition').mockImplementation(((snapshot, event, scope) => {
     if (event.type === breaksOn) {
       throws++;
-      throw new Error('machine bug');
+      throw thrown;
     }
     return transition(snapshot, event, scope);
   }) as typeof loopMachine.transition);
@@ -58,30 +58,34 @@ type Way = 'actorless' | 'inspected' | 'durable';
 
 async function runBroken(
   way: Way,
+  thrown: unknown = new Error('machine bug'),
 ): Promise<{ outcome: string; modelCalls: number; throws: number; uncaught: unknown[] }> {
   const uncaught: unknown[] = [];
   const noteUncaught = (error: unknown) => void uncaught.push(error);
   process.on('uncaughtException', noteUncaught);
-  const broken = breakTransitionOn('model.responded');
-  const { model, calls, looping } = countingModel();
-  const config: LoopConfig = {
-    clock: virtualClock(5),
-    model,
-    ...(way === 'inspected' ? { inspect: () => undefined } : {}),
-    ...(way === 'durable' ? { store: sqliteStore({ path: join(folder, 'runs.db') }) } : {}),
-  };
-  const run = createLoop(config)
-    .run({ goal: 'g' })
-    .then(
-      (result) => `resolved ${result.stopReason}`,
-      (error: unknown) => `rejected ${String(error)}`,
-    );
-  const outcome = await Promise.race([run, looping]);
-  // A tick for XState to throw an error no observer took (it throws it on a later macrotask).
-  await new Promise((resolve) => setTimeout(resolve, 0));
-  process.off('uncaughtException', noteUncaught);
-  vi.restoreAllMocks();
-  return { outcome, modelCalls: calls(), throws: broken.throws(), uncaught };
+  try {
+    const broken = breakTransitionOn('model.responded', thrown);
+    const { model, calls, looping } = countingModel();
+    const config: LoopConfig = {
+      clock: virtualClock(5),
+      model,
+      ...(way === 'inspected' ? { inspect: () => undefined } : {}),
+      ...(way === 'durable' ? { store: sqliteStore({ path: join(folder, 'runs.db') }) } : {}),
+    };
+    const run = createLoop(config)
+      .run({ goal: 'g' })
+      .then(
+        (result) => `resolved ${result.stopReason}`,
+        (error: unknown) => `rejected ${error instanceof Error ? '' : 'a non-Error '}${String(error)}`,
+      );
+    const outcome = await Promise.race([run, looping]);
+    // A tick for XState to throw an error no observer took (it throws it on a later macrotask).
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    return { outcome, modelCalls: calls(), throws: broken.throws(), uncaught };
+  } finally {
+    process.off('uncaughtException', noteUncaught);
+    vi.restoreAllMocks();
+  }
 }
 
 describe('a transition that throws (a bug in the machine)', () => {
@@ -101,6 +105,13 @@ describe('a transition that throws (a bug in the machine)', () => {
     expect(ended.modelCalls).toBe(1);
     // Without an actor, then in the actor restored from the snapshot before the event.
     expect(ended.throws).toBe(2);
+    expect(ended.uncaught).toEqual([]);
+  });
+
+  it('rejects with an Error when the transition threw something else (with an actor, whose snapshot holds it)', async () => {
+    const ended = await runBroken('inspected', 'a thrown string');
+    expect(ended.outcome).toMatch(/^rejected Error: .*a thrown string/);
+    expect(ended.modelCalls).toBe(1);
     expect(ended.uncaught).toEqual([]);
   });
 });

@@ -233,7 +233,7 @@ describe('ActorlessRun', () => {
     expect(machine.getSnapshot().value).toEqual({ RUNNING: 'deciding' });
     expect(machine.getSnapshot().context.startedAt).toBe(4);
     expect(told).toEqual([
-      "a transition without an actor threw TypeError: Cannot read properties of undefined (reading 'clock')",
+      "a run's transition without an actor threw TypeError: Cannot read properties of undefined (reading 'clock'), and an actor took it",
     ]);
     machine.send({ type: 'run.cancelRequested', at: 5, message: 'stop' });
     expect(machine.getSnapshot().output?.stopReason).toBe('cancelled');

@@ -125,7 +125,7 @@ export class ActorlessRun implements RunMachine {
     }
     this.#actor = actor;
     this.handOver.tookOver(
-      `a transition without an actor threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+      `a run's transition without an actor threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}, and an actor took it`,
     );
     return true;
   }
