@@ -5,7 +5,7 @@
  * starts the WAL again (its header synced there), so the next drive's first write syncs no header. Skipped where
  * strace is not installed.
  */
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +29,24 @@ afterAll(() => {
 });
 
 /**
+ * The lines strace wrote for `calls` (each call's file named, `-y`) while Node ran `args`, and the child's output;
+ * throws with the child's stderr unless `ended` accepts how it ended.
+ */
+function straced(
+  name: string,
+  calls: string,
+  args: string[],
+  ended: (run: SpawnSyncReturns<string>) => boolean,
+): { lines: string[]; output: string } {
+  const trace = join(scratch, `${name}.strace`);
+  const run = spawnSync('strace', ['-f', '-qq', '-o', trace, '-y', '-e', `trace=${calls}`, process.execPath, ...args], {
+    encoding: 'utf8',
+  });
+  if (!ended(run)) throw new Error(`the child failed (${run.status ?? run.signal}): ${run.stderr}`);
+  return { lines: readFileSync(trace, 'utf8').split('\n'), output: run.stdout };
+}
+
+/**
  * The fsync and fdatasync calls of the child writing `commits` commits (each with a snapshot after it), on a new
  * file; with `kill`, the child ends by SIGKILL after its last write (no close, no checkpoint).
  */
@@ -37,35 +55,18 @@ function syncs(
   commits: number,
   end: 'exit' | 'kill' = 'exit',
 ): { syncs: number; files: string[]; output: string } {
-  const path = join(scratch, `${durability}-${commits}-${end}.db`);
-  const trace = join(scratch, `${durability}-${commits}-${end}.strace`);
-  const run = spawnSync(
-    'strace',
-    [
-      '-f',
-      '-qq',
-      '-o',
-      trace,
-      '-y',
-      '-e',
-      'trace=fsync,fdatasync',
-      process.execPath,
-      child,
-      path,
-      durability,
-      String(commits),
-      ...(end === 'kill' ? ['kill'] : []),
-    ],
-    { encoding: 'utf8' },
+  const name = `${durability}-${commits}-${end}`;
+  const path = join(scratch, `${name}.db`);
+  const { lines, output } = straced(
+    name,
+    'fsync,fdatasync',
+    [child, path, durability, String(commits), ...(end === 'kill' ? ['kill'] : [])],
+    (run) => (end === 'kill' ? run.signal === 'SIGKILL' : run.status === 0),
   );
-  const ended = end === 'kill' ? run.signal === 'SIGKILL' : run.status === 0;
-  if (!ended) throw new Error(`the child failed (${run.status ?? run.signal}): ${run.stderr}`);
-  const calls = readFileSync(trace, 'utf8')
-    .split('\n')
-    .filter((line) => /\b(fsync|fdatasync)\(/.test(line));
+  const calls = lines.filter((line) => /\b(fsync|fdatasync)\(/.test(line));
   // `-y` names each call's file: `fsync(19</tmp/…/normal-0-kill.db-wal>)`.
   const files = calls.map((line) => /<([^>]*)>/.exec(line)?.[1]?.replace(scratch, '.') ?? line);
-  return { syncs: calls.length, files, output: run.stdout };
+  return { syncs: calls.length, files, output };
 }
 
 /**
@@ -74,34 +75,21 @@ function syncs(
  */
 function foldSyncs(durability: 'normal' | 'full'): { fold: string[]; write: string[]; output: string } {
   const path = join(scratch, `fold-${durability}.db`);
-  const trace = join(scratch, `fold-${durability}.strace`);
-  const run = spawnSync(
-    'strace',
-    [
-      '-f',
-      '-qq',
-      '-o',
-      trace,
-      '-y',
-      '-e',
-      'trace=fsync,fdatasync,write',
-      process.execPath,
-      foldChild,
-      path,
-      durability,
-    ],
-    { encoding: 'utf8' },
+  const { lines, output } = straced(
+    `fold-${durability}`,
+    'fsync,fdatasync,write',
+    [foldChild, path, durability],
+    (run) => run.signal === 'SIGKILL',
   );
-  if (run.signal !== 'SIGKILL') throw new Error(`the child failed (${run.status ?? run.signal}): ${run.stderr}`);
   const phases: Record<string, string[]> = {};
   let phase = 'run';
-  for (const line of readFileSync(trace, 'utf8').split('\n')) {
+  for (const line of lines) {
     const marked = /"MARK-(\w+)"/.exec(line);
     if (marked) phase = marked[1]!;
     else if (/\b(fsync|fdatasync)\(/.test(line))
       (phases[phase] ??= []).push(/<([^>]*)>/.exec(line)?.[1]?.replace(path, 'db').replace(scratch, '.') ?? line);
   }
-  return { fold: phases['RELEASED'] ?? [], write: phases['FOLDED'] ?? [], output: run.stdout };
+  return { fold: phases['RELEASED'] ?? [], write: phases['FOLDED'] ?? [], output };
 }
 
 describe.skipIf(!strace)('fsyncs of the idle fold and the write after it (strace)', () => {
