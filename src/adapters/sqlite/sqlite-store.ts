@@ -442,7 +442,7 @@ function prepareWrites(db: Database, statements: StoreStatements, layout: Journa
             else statements.insertRecord.run(runId, row.seq, row.kind, row.body, row.packed);
           } catch (error) {
             // Only a taken key is a conflict; anything else (a lost table, a full disk) is SQLite's own error.
-            if (!isConstraintError(error)) throw error;
+            if (!isTakenKeyError(error)) throw error;
             throw conflict(runId, row.seq, `run ${runId} already has a journal record at seq ${row.seq}`, error);
           }
         }
@@ -474,8 +474,8 @@ function prepareWrites(db: Database, statements: StoreStatements, layout: Journa
   };
 }
 
-/** Whether SQLite refused a row for a key or constraint it breaks (`SQLITE_CONSTRAINT_PRIMARYKEY`, `_UNIQUE`, ...). */
-function isConstraintError(error: unknown): boolean {
+/** Whether SQLite refused a row for a key another row holds (`SQLITE_CONSTRAINT_PRIMARYKEY` or `_UNIQUE`). */
+function isTakenKeyError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT');
+  return code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
