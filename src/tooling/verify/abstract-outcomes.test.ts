@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createLoop, evaluators } from '../../index.js';
+import { reply, scriptedModel } from '../../testing/index.js';
 import incidentLoop from '../../../examples/incident.js';
 import triageLoop from '../../../bench/triage-loop.js';
 import { getPendingEffect } from '../../../machines/pending-effect.js';
@@ -148,5 +151,33 @@ describe('the outcomes of a model call, a tool round, a backoff or an evaluation
       lists.add(outcomes(variant));
     }
     expect(lists.size).toBe(variants.length + 1);
+  }, 60_000);
+
+  it('is another list of evaluation outcomes once the spend budget leaves no model call for a judge', () => {
+    const judgeLoop = createLoop({
+      model: scriptedModel([reply('x')]),
+      evaluate: [
+        evaluators.schema(z.object({ answer: z.string() })),
+        evaluators.judge({ model: scriptedModel([reply('{"passed": true, "reason": "ok"}')]), criteria: 'kind' }),
+      ],
+      limits: { maxSteps: 3, maxOutputTokens: 1_000 },
+    });
+    const graph = graphOf(judgeLoop, 3);
+    const state = graph.states.find((candidate) => {
+      const effect = getPendingEffect(candidate);
+      return effect.kind === 'evaluate' && effect.mayCallModel;
+    });
+    if (state === undefined) throw new Error('no state evaluates with a judge it may call');
+    const outcomes = (context: typeof state.context) =>
+      abstractOutcomes({ ...state, context }, graph.model, graph.outcomeOptions);
+    const { context } = state;
+    const spent = { ...context, usage: { ...context.usage, outputTokens: 1_000 } };
+    const effect = getPendingEffect({ ...state, context: spent });
+    expect(effect.kind === 'evaluate' && effect.mayCallModel).toBe(false);
+    expect(outcomes(spent)).not.toBe(outcomes(context));
+    expect(outcomes(spent)).toEqual(
+      abstractOutcomes({ ...state, context: spent }, graph.model, { ...graph.outcomeOptions }),
+    );
+    expect(outcomes(spent)).not.toEqual(outcomes(context));
   }, 60_000);
 });
