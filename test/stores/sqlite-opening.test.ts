@@ -22,11 +22,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { z } from 'zod';
-import { createLoop, defineTool, type Message, type Model } from 'loopstate';
+import { createLoop, type Message } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { reply, scriptedModel } from 'loopstate/testing';
 import { SCHEMA_STAMP, STAMP_BASE } from '../../src/adapters/sqlite/sqlite-schema.js';
+import { fixtureLoop } from './fixture-loop.js';
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-sqlite-opening-'));
@@ -55,43 +55,6 @@ function preparedSql(): string[] {
 }
 
 const fixtures = join(import.meta.dirname, 'fixtures');
-
-/** The fixtures' loop: a `lookup` call a step (call n asks for key k<n>), the answer at step `total`; each request kept. */
-function fixtureLoop(total: number, store: ReturnType<typeof sqliteStore>, requests: (readonly Message[])[] = []) {
-  const callNumber = (messages: readonly Message[]) => {
-    const last = [...messages].reverse().find((message) => message.role === 'assistant');
-    return last === undefined ? 1 : Number(last.toolCalls![0]!.id.slice(1)) + 1;
-  };
-  const model: Model = {
-    id: 'scripted',
-    generate(request) {
-      requests.push(structuredClone(request.messages));
-      const call = callNumber(request.messages);
-      const usage = { inputTokens: 50, outputTokens: 10 };
-      if (call < total)
-        return Promise.resolve({
-          text: null,
-          toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
-          usage,
-        });
-      return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
-    },
-  };
-  return createLoop({
-    model,
-    tools: [
-      defineTool({
-        name: 'lookup',
-        description: 'Look a key up.',
-        input: z.object({ key: z.string() }),
-        access: 'read',
-        execute: ({ key }) => `value ${key}`,
-      }),
-    ],
-    limits: { maxSteps: total + 1, maxToolCalls: total },
-    store,
-  });
-}
 
 /** The `user_version` of a database, read by a connection of its own. */
 function stampOf(path: string): number {

@@ -11,11 +11,11 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLoop, defineTool, StoreRecordError, type Message, type Model } from 'loopstate';
+import { StoreRecordError } from 'loopstate';
 import { sqliteStore } from 'loopstate/sqlite';
 import { buildCrashChild, removeCrashChild } from '../durable/crash-harness.js';
+import { fixtureLoop } from './fixture-loop.js';
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
 const scratch = mkdtempSync(join(tmpdir(), 'loopstate-sqlite-v5-'));
@@ -30,43 +30,6 @@ afterAll(() => {
 });
 const fixture = join(import.meta.dirname, 'fixtures', 'sqlite-schema-5.db');
 let files = 0;
-
-/** The fixture's loop: a `lookup` call a step (call n asks for key k<n>), the answer at step `total`. */
-function model(total: number): Model {
-  const callNumber = (messages: readonly Message[]) => {
-    const last = [...messages].reverse().find((message) => message.role === 'assistant');
-    return last === undefined ? 1 : Number(last.toolCalls![0]!.id.slice(1)) + 1;
-  };
-  return {
-    id: 'scripted',
-    generate(request) {
-      const call = callNumber(request.messages);
-      const usage = { inputTokens: 50, outputTokens: 10 };
-      if (call < total)
-        return Promise.resolve({
-          text: null,
-          toolCalls: [{ id: `c${call}`, name: 'lookup', arguments: `{"key":"k${call}"}` }],
-          usage,
-        });
-      return Promise.resolve({ text: '{"done":true}', toolCalls: [], usage });
-    },
-  };
-}
-const loopOf = (total: number, store: ReturnType<typeof sqliteStore>) =>
-  createLoop({
-    model: model(total),
-    tools: [
-      defineTool({
-        name: 'lookup',
-        description: 'Look a key up.',
-        input: z.object({ key: z.string() }),
-        access: 'read',
-        execute: ({ key }) => `value ${key}`,
-      }),
-    ],
-    limits: { maxSteps: total + 1, maxToolCalls: total },
-    store,
-  });
 
 const journalSql = (path: string) => {
   const db = new Database(path, { readonly: true });
@@ -96,14 +59,14 @@ describe('a SQLite database made before version 6 (its journal a table and a (ru
         before.slice(index + 1).map((later) => later.body),
       );
     // The crashed run is resumed (its dead owner's lease long expired) and finishes at its 40th step.
-    const result = await loopOf(40, store).resume('old');
+    const result = await fixtureLoop(40, store).resume('old');
     expect(result).toMatchObject({ stopReason: 'completed', steps: 40 });
     const after = await store.readJournal('old', 0);
     expect(after.slice(0, 51).map((row) => row.seq)).toEqual(before.map((row) => row.seq));
     expect(after.length).toBeGreaterThan(51);
     expect(after.at(-1)!.seq).toBeGreaterThan(99);
     // A new run on the old file works alike.
-    expect((await loopOf(3, store).run({ goal: 'go', runId: 'new' })).stopReason).toBe('completed');
+    expect((await fixtureLoop(3, store).run({ goal: 'go', runId: 'new' })).stopReason).toBe('completed');
     expect((await store.readJournal('new', 0)).length).toBeGreaterThan(0);
     expect(await store.prune({ finishedBefore: Date.now() + 1 })).toBe(3);
     expect(await store.readJournal('old', 0)).toEqual([]);
@@ -136,7 +99,7 @@ describe('a SQLite database made before version 6 (its journal a table and a (ru
     }
     expect(raced).toBe(1);
     expect((await store.readJournal('done', 0)).length).toBe(12);
-    expect((await loopOf(3, store).run({ goal: 'go', runId: 'new' })).stopReason).toBe('completed');
+    expect((await fixtureLoop(3, store).run({ goal: 'go', runId: 'new' })).stopReason).toBe('completed');
     await store.close();
     // Opened again (nothing to add: no write lock taken), and each column is there once.
     const again = sqliteStore({ path });
