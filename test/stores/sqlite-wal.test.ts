@@ -131,49 +131,36 @@ describe('sqliteStore: the WAL when a run stops', () => {
     await store.close();
   });
 
-  it('starts the folded WAL again, so the next drive appends to it: its header is not written (nor fsynced) again', async () => {
-    const path = freshPath();
-    const store = storeAt(path);
-    await loopOf(100, store).run({ goal: 'go', runId: 'long' });
-    await afterReturn();
-    // Folded, then one frame written: the WAL's header (its salts) is on disk, synced by that write.
-    expect(walBytes(path)).toBe(STARTED_WAL);
-    const header = readFileSync(`${path}-wal`).subarray(0, 32);
-    // The next drive's first write (a resume's lease, a new run's row) appends a frame after it. A WAL restarted
-    // there would get a new header (new salts), and SQLite fsyncs a restarted WAL's header before its first frame.
-    const now = Date.now();
-    expect(await store.acquireLease('long', { owner: 'next', until: now + 60_000 }, now)).toBe(true);
-    expect(walBytes(path)).toBe(2 * STARTED_WAL - 32);
-    expect(readFileSync(`${path}-wal`).subarray(0, 32)).toEqual(header);
-    // A store opened afresh on the file (another process's, after this one died) appends to it alike.
-    const other = storeAt(path);
-    expect(await other.createRun('other', '{}', { owner: 'o', until: now + 60_000 })).toBe(true);
-    expect(readFileSync(`${path}-wal`).subarray(0, 32)).toEqual(header);
-    expect(walBytes(path)).toBeGreaterThan(2 * STARTED_WAL - 32);
-    await other.close();
-    // Nothing was lost: the run resumes (its lease's owner gone with the release) to the same end.
-    await store.releaseLease('long', 'next');
-    expect((await loopOf(100, store).resume('long')).steps).toBe(100);
-    await store.close();
-    // Closed: SQLite folds and removes the WAL as it always did.
-    expect(walBytes(path)).toBe(0);
-  });
-
-  it("starts the WAL again at durability 'full' too, and the next drive appends to it", async () => {
-    const path = freshPath();
-    const store = storeAt(path, { durability: 'full' });
-    expect((await loopOf(100, store).run({ goal: 'go', runId: 'long' })).steps).toBe(100);
-    await afterReturn();
-    expect(walBytes(path)).toBe(STARTED_WAL);
-    const header = readFileSync(`${path}-wal`).subarray(0, 32);
-    const now = Date.now();
-    expect(await store.acquireLease('long', { owner: 'next', until: now + 60_000 }, now)).toBe(true);
-    expect(walBytes(path)).toBe(2 * STARTED_WAL - 32);
-    expect(readFileSync(`${path}-wal`).subarray(0, 32)).toEqual(header);
-    await store.releaseLease('long', 'next');
-    expect((await loopOf(100, store).resume('long')).steps).toBe(100);
-    await store.close();
-  });
+  it.each(['normal', 'full'] as const)(
+    "starts the folded WAL again, so the next drive appends to it: its header is not written (nor fsynced) again (durability '%s')",
+    async (durability) => {
+      const path = freshPath();
+      const store = storeAt(path, { durability });
+      expect((await loopOf(100, store).run({ goal: 'go', runId: 'long' })).steps).toBe(100);
+      await afterReturn();
+      // Folded, then one frame written: the WAL's header (its salts) is on disk, synced by that write.
+      expect(walBytes(path)).toBe(STARTED_WAL);
+      const header = readFileSync(`${path}-wal`).subarray(0, 32);
+      // The next drive's first write (a resume's lease, a new run's row) appends a frame after it. A WAL restarted
+      // there would get a new header (new salts), and SQLite fsyncs a restarted WAL's header before its first frame.
+      const now = Date.now();
+      expect(await store.acquireLease('long', { owner: 'next', until: now + 60_000 }, now)).toBe(true);
+      expect(walBytes(path)).toBe(2 * STARTED_WAL - 32);
+      expect(readFileSync(`${path}-wal`).subarray(0, 32)).toEqual(header);
+      // A store opened afresh on the file (another process's, after this one died) appends to it alike.
+      const other = storeAt(path, { durability });
+      expect(await other.createRun('other', '{}', { owner: 'o', until: now + 60_000 })).toBe(true);
+      expect(readFileSync(`${path}-wal`).subarray(0, 32)).toEqual(header);
+      expect(walBytes(path)).toBeGreaterThan(2 * STARTED_WAL - 32);
+      await other.close();
+      // Nothing was lost: the run resumes (its lease's owner gone with the release) to the same end.
+      await store.releaseLease('long', 'next');
+      expect((await loopOf(100, store).resume('long')).steps).toBe(100);
+      await store.close();
+      // Closed: SQLite folds and removes the WAL as it always did.
+      expect(walBytes(path)).toBe(0);
+    },
+  );
 
   it('swallows a failure to start the WAL again: busy timeout restored, the WAL left truncated, the next run as before', async () => {
     const path = freshPath();
