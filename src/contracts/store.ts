@@ -181,7 +181,10 @@ export interface Store {
   writeSnapshot(runId: string, row: StoreRow, lease: Lease): Promise<void>;
   /** The snapshot with the highest seq, or null. */
   latestSnapshot(runId: string): Promise<StoreRow | null>;
-  /** Asks the run to stop; its owner sees it before its next step. False when there is no such run. */
+  /**
+   * Asks the run to stop; its owner sees it at its next commit or control read: before its next step, or within
+   * `durable.maxUncommittedMs` for steps grouped into one commit. False when there is no such run.
+   */
   requestCancel(runId: string): Promise<boolean>;
   /** Pauses (a reason) or unpauses (null) every run in the store: no run starts a new step while paused. */
   setPaused(reason: string | null): Promise<void>;

@@ -2,8 +2,9 @@
  * Commits grouped across steps (`durable.maxUncommittedSteps`, `durable.maxUncommittedMs`), on a real SQLite
  * file: steps whose tool calls are all idempotent share one commit, at most the bound's replies left
  * uncommitted; a write's intent and outcome, an evaluation and the stop are committed as always; the time
- * bound commits before every call of a model slower than it; a pause set through another handle is still
- * seen before the next step; only the newest of a group's snapshots is written; bad bounds are refused.
+ * bound commits before every call of a model slower than it; a grouped step reads no control of its own, so a pause
+ * set through another handle is seen at the group's next commit (before the next step when nothing is grouped);
+ * only the newest of a group's snapshots is written; bad bounds are refused.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLoop, DEFAULT_DURABLE, evaluators, type Model } from 'loopstate';
@@ -24,7 +25,7 @@ describe('commits grouped across steps of idempotent calls only', () => {
     [4, [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]],
     [16, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]],
   ])(
-    'maxUncommittedSteps %i: a commit before every that-many model calls, the control read before the others',
+    'maxUncommittedSteps %i: a commit before every that-many model calls, no control read before the others',
     async (maxUncommittedSteps, expected) => {
       const counts = counted();
       const result = await groupedLoop(counts, reads(12), undefined, 1_000, {
@@ -36,9 +37,8 @@ describe('commits grouped across steps of idempotent calls only', () => {
       // The run's first commit (its start) is before its first model call, whatever the bound.
       expect(counts.appendsAtModelCall[0]).toBe(1);
       expect(commitsPerStep(counts)).toEqual(expected);
-      // A pause or a cancel is still looked for before each step: read where no commit answered it.
-      const skipped = expected.filter((commits) => commits === 0).length;
-      expect(counts.readControls).toBe(skipped);
+      // A grouped step takes the control its group's last commit found (the commit's own read): none read apart.
+      expect(counts.readControls).toBe(0);
       // Everything is in the journal at the end (the evaluation's commit took the last group), nothing twice.
       const kinds = await kindsIn(counts.store, 'grouped');
       expect(kinds.filter((kind) => kind === 'event').length).toBeGreaterThanOrEqual(2 * 13);
@@ -131,42 +131,50 @@ describe('commits grouped across steps of idempotent calls only', () => {
     await counts.store.close();
   });
 
-  it('a pause set through another handle on the file, inside a group, is seen before the next step', async () => {
-    const counts = counted(false, 5);
-    const other = sqliteStore({ path: counts.path });
-    let pausedAt = -1;
-    let resumedAtReads = -1;
-    const callsWhilePaused: number[] = [];
-    const loop = groupedLoop(
-      counts,
-      reads(8),
-      async (step) => {
-        if (pausedAt >= 0 && resumedAtReads < 0) callsWhilePaused.push(step);
-        if (step !== 2) return;
-        // Another process pauses every run while this model call (in a group: no commit before it) runs.
-        await other.setPaused('incident');
-        pausedAt = counts.readControls;
-      },
-      1_000,
-      { maxUncommittedSteps: 16, ...noTimeBound },
-    );
-    const running = loop.run({ goal: 'read', runId: 'paused' });
-    // Lifted once the run has looked (and waited) a few times.
-    while (counts.readControls < pausedAt + 3 || pausedAt < 0) await new Promise((resolve) => setTimeout(resolve, 5));
-    resumedAtReads = counts.readControls;
-    // The group held back when the pause was seen is committed before the run waits: the journal (as another
-    // process reads it) holds every step so far, so a restart during the pause repeats none of them.
-    const whilePaused = (await other.readJournal('paused', 0)).filter((row) => row.kind === 'event').length;
-    expect(whilePaused).toBeGreaterThanOrEqual(2 * 3);
-    await other.setPaused(null);
-    const result = await running;
-    expect(result.stopReason).toBe('completed');
-    expect(callsWhilePaused).toEqual([]);
-    // The step after the pause had no commit before it until the control read saw the pause: then one, for the group.
-    expect(commitsPerStep(counts)[2]).toBe(1);
-    await other.close();
-    await counts.store.close();
-  });
+  it.each([
+    // Nothing grouped: a commit before every model call, which finds the pause before the next step.
+    [1, []],
+    // Groups of four (commits before the model calls of steps 4 and 8): the pause, set during step 2's call, is found
+    // by the commit before step 4's call; step 3, grouped, made its call on the control of the commit before step 0.
+    [4, [3]],
+  ])(
+    'maxUncommittedSteps %i: a pause set through another handle on the file during a step is seen at the next commit',
+    async (maxUncommittedSteps, callsBeforeSeen) => {
+      const counts = counted(false, 5);
+      const other = sqliteStore({ path: counts.path });
+      let paused = false;
+      let lifted = false;
+      const callsAfterPause: number[] = [];
+      const loop = groupedLoop(
+        counts,
+        reads(8),
+        async (step) => {
+          if (paused && !lifted) callsAfterPause.push(step);
+          if (step !== 2) return;
+          // Another process pauses every run while this model call runs.
+          await other.setPaused('incident');
+          paused = true;
+        },
+        1_000,
+        { maxUncommittedSteps, ...noTimeBound },
+      );
+      const running = loop.run({ goal: 'read', runId: 'paused' });
+      // Lifted once the run has looked again (and waited) a few times: it polls with readControl while paused.
+      while (!paused || counts.readControls < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+      lifted = true;
+      // The group held back when the pause was seen is committed before the run waits: the journal (as another
+      // process reads it) holds every step so far, so a restart during the pause repeats none of them.
+      const whilePaused = (await other.readJournal('paused', 0)).filter((row) => row.kind === 'event').length;
+      expect(whilePaused).toBeGreaterThanOrEqual(2 * (3 + callsBeforeSeen.length));
+      await other.setPaused(null);
+      const result = await running;
+      expect(result.stopReason).toBe('completed');
+      expect(result.steps).toBe(9);
+      expect(callsAfterPause).toEqual(callsBeforeSeen);
+      await other.close();
+      await counts.store.close();
+    },
+  );
 
   it('a failed model call counts toward the bound: at 1, every model call has a commit before it, after a failure too', async () => {
     const counts = counted();

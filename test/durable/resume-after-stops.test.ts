@@ -83,7 +83,11 @@ function jsonAnswerModel(steps: number, requests: ModelRequest[] = []): Model {
 const loopOn = (
   store: Store,
   requests: ModelRequest[],
-  options: { approvals: boolean; onCall?: (call: number) => void },
+  options: {
+    approvals: boolean;
+    onCall?: (call: number) => void;
+    grouping?: { maxUncommittedSteps?: number; maxUncommittedMs?: number };
+  },
   lib: Library = current,
 ) =>
   lib.createLoop({
@@ -100,7 +104,7 @@ const loopOn = (
     ],
     store,
     clock: virtualClock(),
-    durable: { snapshotEvery: 8 },
+    durable: { snapshotEvery: 8, ...options.grouping },
     limits: { maxSteps: STEPS + 5, maxToolCalls: STEPS + 5 },
     // The uninterrupted run's charge needs no approval; the stopped run's does (the default).
     ...(options.approvals ? {} : { policy: { allow: ['read', 'write', 'destructive'], requireApproval: [] } }),
@@ -333,8 +337,14 @@ describe('a run stopped for an approval, resumed with it, then dead in its next 
  * calls never answer from the run's second look at the control: what it commits on seeing the pause is committed),
  * its lease freed. Returns the store, still open, with the pause still set.
  */
-async function pausedRun(inner: Store, pausedAt: number, lib: Library = current): Promise<void> {
+async function pausedRun(
+  inner: Store,
+  pausedAt: number,
+  lib: Library = current,
+  grouping?: { maxUncommittedSteps?: number; maxUncommittedMs?: number },
+): Promise<number> {
   let dead = false;
+  let calls = 0;
   let pausedSeen = 0;
   let sawPause: () => void = () => undefined;
   const waiting = new Promise<void>((resolve) => (sawPause = resolve));
@@ -354,43 +364,81 @@ async function pausedRun(inner: Store, pausedAt: number, lib: Library = current)
     },
   });
   const pause = (call: number) => {
+    calls = Math.max(calls, call + 1);
     if (call === pausedAt) void inner.setPaused('maintenance');
   };
-  void loopOn(store, [], { approvals: false, onCall: pause }, lib).run({ goal: 'go', runId: 'r' });
+  void loopOn(store, [], { approvals: false, onCall: pause, grouping }, lib).run({ goal: 'go', runId: 'r' });
   await waiting;
   await freeLease(inner, 'r');
+  return calls;
 }
 
 describe('a run paused, its process dead while it waited, resumed once the pause is lifted', () => {
+  /** The paused run, resumed with the pause lifted: its journal's events and snapshot, the resume's requests and result. */
+  async function pausedThenResumed(
+    pausedAt: number,
+    grouping: { maxUncommittedSteps?: number; maxUncommittedMs?: number },
+  ) {
+    const path = join(scratch, `paused-${files++}.db`);
+    const inner = sqliteStore({ path, pausePollMs: 1 });
+    const calls = await pausedRun(inner, pausedAt, current, grouping);
+    const events = (await inner.readJournal('r', 0)).filter((row) => row.kind === 'event');
+    const snapshot = await inner.latestSnapshot('r');
+    await inner.close();
+    const next = sqliteStore({ path });
+    const requests: ModelRequest[] = [];
+    try {
+      await next.setPaused(null);
+      const result = await loopOn(next, requests, { approvals: false }).resume('r');
+      return { calls, events, snapshot, requests, result };
+    } finally {
+      await next.close();
+    }
+  }
+
   it.each([13, 21, 30])(
-    'paused during step %i: the resume replays no event, and its next requests are the uninterrupted run’s',
+    'paused during step %i, a commit before every model call: seen before the next step; the resume replays no event, and its next requests are the uninterrupted run’s',
     async (pausedAt) => {
       const expected = await uninterrupted();
-      const path = join(scratch, `paused-${files++}.db`);
-      const inner = sqliteStore({ path, pausePollMs: 1 });
-      await pausedRun(inner, pausedAt);
-      const events = (await inner.readJournal('r', 0)).filter((row) => row.kind === 'event');
-      const snapshot = await inner.latestSnapshot('r');
-      await inner.close();
+      const { calls, events, snapshot, requests, result } = await pausedThenResumed(pausedAt, {
+        maxUncommittedSteps: 1,
+      });
+      expect(calls).toBe(pausedAt + 1);
       // The snapshot stands at the last event the journal holds: nothing after it to replay.
       expect(snapshot?.seq).toBe(events.at(-1)!.seq);
+      expect(result.trace.find((event) => event.type === 'run-resume')).toMatchObject({
+        fromSeq: events.at(-1)!.seq,
+        replayedEvents: 0,
+      });
+      expect(requests.map((request) => request.messages)).toEqual(
+        expected.requests.slice(calls).map((request) => request.messages),
+      );
+      expectSameEnd(result, expected.result);
+    },
+  );
 
-      const next = sqliteStore({ path });
-      const requests: ModelRequest[] = [];
-      try {
-        await next.setPaused(null);
-        const result = await loopOn(next, requests, { approvals: false }).resume('r');
-        expect(result.trace.find((event) => event.type === 'run-resume')).toMatchObject({
-          fromSeq: events.at(-1)!.seq,
-          replayedEvents: 0,
-        });
-        expect(requests.map((request) => request.messages)).toEqual(
-          expected.requests.slice(pausedAt + 1).map((request) => request.messages),
-        );
-        expectSameEnd(result, expected.result);
-      } finally {
-        await next.close();
-      }
+  it.each([
+    // Groups of 16 (the default; only the step bound decides here): commits before calls 0, 16, 32. Seen by the
+    // commit before call 16: a snapshot there, no event replayed.
+    [13, 16, 0],
+    // Seen before the round with a write of call 29 (the charge), before the group's next commit: the session then
+    // holds the round's calls, which a snapshot does not, so the resume replays the events since the one before.
+    [21, 30, 4],
+  ])(
+    'paused during step %i, steps grouped: seen after call %i; the resume replays %i events and its next requests are the uninterrupted run’s',
+    async (pausedAt, callsMade, replayed) => {
+      const expected = await uninterrupted();
+      const { calls, events, snapshot, requests, result } = await pausedThenResumed(pausedAt, {
+        maxUncommittedMs: Infinity,
+      });
+      expect(calls).toBe(callsMade);
+      // Every step the run made is committed before it waits: the resume asks for none of them again.
+      expect(events.filter((row) => row.seq > snapshot!.seq)).toHaveLength(replayed);
+      expect(result.trace.find((event) => event.type === 'run-resume')).toMatchObject({ replayedEvents: replayed });
+      expect(requests.map((request) => request.messages)).toEqual(
+        expected.requests.slice(calls).map((request) => request.messages),
+      );
+      expectSameEnd(result, expected.result);
     },
   );
 });

@@ -1,8 +1,10 @@
 /**
- * sqliteStore's `readControl` answers a grouped step (no commit before it) from the control it last read while the
- * database's `data_version` stands (no other connection committed since) and the store wrote nothing meanwhile.
- * A cancel or a pause from anywhere must still be seen before the next step: through the same store, through
- * another store on the same file (another connection of this process), and from another process.
+ * sqliteStore's `readControl` answers from the control it last read while the database's `data_version` stands (no
+ * other connection committed since) and the store wrote nothing meanwhile. A cancel or a pause from anywhere must
+ * still be seen by the next read: through the same store, through another store on the same file (another
+ * connection of this process), and from another process. A run reads it (or takes it from a commit) before every
+ * step that has a commit before it; steps grouped into one commit take the control that commit found, so a cancel
+ * is seen at the group's next commit.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -105,57 +107,63 @@ describe('sqliteStore readControl between commits', () => {
   });
 
   it.each([
-    ['another store in this process', 'store'],
-    ['another process', 'process'],
-  ] as const)('a run of grouped steps stops before its next model call when %s cancels it', async (_name, from) => {
-    const path = freshPath();
-    const store = sqliteStore({ path });
-    const other = sqliteStore({ path });
-    let calls = 0;
-    const model: Model = {
-      id: 'scripted',
-      async generate(request) {
-        calls += 1;
-        const step = request.messages.filter((message: Message) => message.role === 'assistant').length + 1;
-        // At the fifth call (steps of read-only calls: no commit before them, the control read instead).
-        if (step === 5) {
-          if (from === 'store') await other.requestCancel('grouped');
-          else inAnotherProcess(path, 'UPDATE runs SET cancel_requested = 1 WHERE run_id = ?', 'grouped');
-        }
-        const usage = { inputTokens: 5, outputTokens: 5 };
-        return {
-          text: null,
-          toolCalls: [{ id: `c${step}`, name: 'look', arguments: `{"n":${step}}` }],
-          usage,
-        };
-      },
-    };
-    const look = defineTool({
-      name: 'look',
-      description: 'Looks.',
-      input: z.object({ n: z.number() }),
-      access: 'read',
-      execute: ({ n }) => `seen ${n}`,
-    });
-    try {
-      // The time bound far off: the other process takes long to start, and a commit (which reads the control in
-      // its own transaction) must not be what sees the cancel.
-      const loop = createLoop({
-        model,
-        tools: [look],
-        store,
-        limits: { maxSteps: 50 },
-        durable: { maxUncommittedMs: 600_000 },
+    // Nothing grouped (a commit before every model call): the commit before the sixth call finds the cancel.
+    ['another store in this process', 'store', 1, 5],
+    ['another process', 'process', 1, 5],
+    // Groups of 16 (the default): the first commit is before call 1, the next before call 17, which finds it.
+    ['another store in this process', 'store', 16, 16],
+    ['another process', 'process', 16, 16],
+  ] as const)(
+    '%s cancels a run at its fifth call: maxUncommittedSteps %i, it stops after call %i',
+    async (_name, from, maxUncommittedSteps, stopsAfter) => {
+      const path = freshPath();
+      const store = sqliteStore({ path });
+      const other = sqliteStore({ path });
+      let calls = 0;
+      const model: Model = {
+        id: 'scripted',
+        async generate(request) {
+          calls += 1;
+          const step = request.messages.filter((message: Message) => message.role === 'assistant').length + 1;
+          // At the fifth call (steps of read-only calls: grouped into one commit unless the bound is 1).
+          if (step === 5) {
+            if (from === 'store') await other.requestCancel('grouped');
+            else inAnotherProcess(path, 'UPDATE runs SET cancel_requested = 1 WHERE run_id = ?', 'grouped');
+          }
+          const usage = { inputTokens: 5, outputTokens: 5 };
+          return {
+            text: null,
+            toolCalls: [{ id: `c${step}`, name: 'look', arguments: `{"n":${step}}` }],
+            usage,
+          };
+        },
+      };
+      const look = defineTool({
+        name: 'look',
+        description: 'Looks.',
+        input: z.object({ n: z.number() }),
+        access: 'read',
+        execute: ({ n }) => `seen ${n}`,
       });
-      const result = await loop.run({
-        goal: 'go',
-        runId: 'grouped',
-      });
-      expect(result.stopReason).toBe('cancelled');
-      expect(calls).toBe(5);
-    } finally {
-      await other.close();
-      await store.close();
-    }
-  });
+      try {
+        // The time bound far off: the other process takes long to start, and only the step bound may decide.
+        const loop = createLoop({
+          model,
+          tools: [look],
+          store,
+          limits: { maxSteps: 50 },
+          durable: { maxUncommittedSteps, maxUncommittedMs: 600_000 },
+        });
+        const result = await loop.run({
+          goal: 'go',
+          runId: 'grouped',
+        });
+        expect(result.stopReason).toBe('cancelled');
+        expect(calls).toBe(stopsAfter);
+      } finally {
+        await other.close();
+        await store.close();
+      }
+    },
+  );
 });

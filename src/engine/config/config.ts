@@ -199,7 +199,8 @@ export interface DurableOptions {
   maxUncommittedSteps?: number;
   /**
    * Commits are grouped only while the last one is younger than this (default 20 ms): a run whose model
-   * calls take longer than that commits before every one. 0 commits before every model call.
+   * calls take longer than that commits before every one. 0 commits before every model call. A grouped step
+   * takes the pause and cancel flags its group's commit found: one set elsewhere is seen within this time.
    */
   maxUncommittedMs?: number;
 }

@@ -51,3 +51,44 @@ describe('JournalCommits in a model call wait', () => {
     expect(appends).toBe(1);
   });
 });
+
+describe('JournalCommits: the control a grouped step takes', () => {
+  const intent = (seq: number) =>
+    ({ schemaVersion: 1, kind: 'intent', runId: 'r', seq, key: `k${seq}`, tool: 'charge', args: null }) as never;
+
+  it('is the control the last commit found, while that commit is younger than maxUncommittedMs', async () => {
+    const store = memoryStore();
+    await store.createRun('r', '{}', lease());
+    const commits = new JournalCommits(store, 'r', lease as never, { maxUncommittedMs: 40 }, false);
+    expect(commits.recentControl()).toBeNull();
+    commits.queue(intent(1));
+    await commits.flush();
+    expect(commits.recentControl()).toEqual({ paused: null, cancelRequested: false });
+    // Set after that commit: not in what it found.
+    await store.setPaused('incident');
+    expect(commits.recentControl()).toEqual({ paused: null, cancelRequested: false });
+    commits.queue(intent(2));
+    await commits.flush();
+    expect(commits.recentControl()).toEqual({ paused: 'incident', cancelRequested: false });
+    // Older than the bound: none (the journal reads the control then).
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(commits.recentControl()).toBeNull();
+  });
+
+  it('is none when the store’s append does not answer the control, or grouping is off', async () => {
+    const store = memoryStore();
+    await store.createRun('r', '{}', lease());
+    const silent = {
+      ...store,
+      append: async (...args: Parameters<typeof store.append>) => void (await store.append(...args)),
+    };
+    const unanswered = new JournalCommits(silent, 'r', lease as never, { maxUncommittedMs: 60_000 }, false);
+    unanswered.queue(intent(1));
+    await unanswered.flush();
+    expect(unanswered.recentControl()).toBeNull();
+    const ungrouped = new JournalCommits(store, 'r', lease as never, {}, false);
+    ungrouped.queue(intent(2));
+    await ungrouped.flush();
+    expect(ungrouped.recentControl()).toBeNull();
+  });
+});

@@ -338,8 +338,8 @@ export class RunJournal implements DriverHooks {
       // is seen before the next step (as the store's contract says), not between the two.
       if (!this.roundHasWrites) return committed;
     } else if (kind === 'callModel' && this.commits.mayWait()) {
-      // Steps of idempotent calls only, grouped into one commit (see `mayWait`): the control is read instead,
-      // so a pause or a cancel is still seen before this step.
+      // Steps of idempotent calls only, grouped into one commit (see `mayWait`): the control the last commit found
+      // stands for them (see `recentControl`), else it is read.
       committed = false;
     } else {
       // Before an evaluation (a judge waits as a model call does, a review stops the run at its outcome): the wait's
@@ -352,18 +352,29 @@ export class RunJournal implements DriverHooks {
       if (kind !== 'callModel') this.commits.mustCommit = true;
     }
     if (kind === 'callModel') this.commits.callBegins();
-    // The control the commit just made found (the same round trip), or read now.
-    let control = this.commits.controlSince(since) ?? (await store.readControl(this.runId));
+    // The control the commit just made found (the same round trip); for a grouped step, the one the last commit
+    // found within `maxUncommittedMs`; else read now (always before a round with a write).
+    let control =
+      this.commits.controlSince(since) ??
+      (kind === 'callModel' && !committed ? this.commits.recentControl() : null) ??
+      (await store.readControl(this.runId));
     // Paused before a model call: a snapshot of where the run stands (once a pause) lets a resume after a restart
-    // meanwhile replay no event; it goes with the commit below, or with one of its own.
+    // meanwhile replay no event; it goes with the commit below, or with one of its own. (Before a round with a write
+    // the session holds the round's calls, which a snapshot does not: a resume then replays from the one before.)
     const snapshotted =
       kind === 'callModel' &&
       control.paused !== null &&
       !control.cancelRequested &&
       this.snapshots.snapshotAtPause(session);
-    // A group held back for a pause (it may last hours, and processes restart meanwhile) or a cancel is
-    // committed first: the steps it holds are not repeated, and the run's record shows where it stands.
-    if (snapshotted || (kind === 'callModel' && !committed && (control.cancelRequested || control.paused !== null))) {
+    // A group held back for a pause (it may last hours, and processes restart meanwhile) or a cancel is committed
+    // first: the steps it holds are not repeated, and the run's record shows where it stands. Grouped steps take the
+    // control of the commit before them, so a pause set meanwhile may be found first before a round with a write.
+    if (
+      snapshotted ||
+      ((kind === 'callModel' || kind === 'runTools') &&
+        !committed &&
+        (control.cancelRequested || control.paused !== null))
+    ) {
       await this.flush();
       committed = true;
     }
