@@ -186,7 +186,10 @@ export interface Store {
    * `durable.maxUncommittedMs` for steps grouped into one commit. False when there is no such run.
    */
   requestCancel(runId: string): Promise<boolean>;
-  /** Pauses (a reason) or unpauses (null) every run in the store: no run starts a new step while paused. */
+  /**
+   * Pauses (a reason) or unpauses (null) every run in the store: a run sees it at its next commit or control read
+   * (before its next step, or within `durable.maxUncommittedMs` for steps grouped into one commit) and waits.
+   */
   setPaused(reason: string | null): Promise<void>;
   readControl(runId: string): Promise<RunControl>;
   /** A tenant's ledger (encoded) and its version, or null when the tenant has none yet. */

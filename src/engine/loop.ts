@@ -79,9 +79,10 @@ export interface Loop<Output = unknown> {
    */
   resume(runId: string, options?: ResumeOptions): Promise<RunResult<Output>>;
   /**
-   * Cancels a run of this loop's `store`: a run this process drives stops at once; one no process
-   * holds is recorded as `cancelled` and its result returned; one another process drives stops at
-   * its next step (null). A cancel that throws records nothing. Needs a `store`.
+   * Cancels a run of this loop's `store`: a run this loop object drives stops at once; one no process
+   * holds is recorded as `cancelled` and its result returned; one another process (or loop object) drives
+   * stops at its next commit: before its next step, or within `durable.maxUncommittedMs` for steps grouped
+   * into one commit (null). A cancel that throws records nothing. Needs a `store`.
    */
   cancel(runId: string): Promise<RunResult<Output> | null>;
 }

@@ -176,6 +176,54 @@ describe('commits grouped across steps of idempotent calls only', () => {
     },
   );
 
+  it.each([Infinity, 20])(
+    'maxUncommittedMs %s: once a pause is lifted, the steps grouped after it take the look that saw it lifted',
+    async (maxUncommittedMs) => {
+      const counts = counted(false, 5);
+      const other = sqliteStore({ path: counts.path });
+      let paused = false;
+      const loop = groupedLoop(
+        counts,
+        reads(8),
+        async (step) => {
+          if (step !== 2) return;
+          await other.setPaused('incident');
+          paused = true;
+        },
+        1_000,
+        { maxUncommittedSteps: 4, maxUncommittedMs },
+      );
+      const running = loop.run({ goal: 'read', runId: 'lifted' });
+      while (!paused || counts.readControls < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+      const readsBefore = counts.readControls;
+      const snapshotsBefore = counts.snapshots.length;
+      await other.setPaused(null);
+      const result = await running;
+      expect(result.stopReason).toBe('completed');
+      // One look sees the pause lifted; no later step takes the commit's "paused" again (a second wait, a second
+      // snapshot at a pause).
+      expect(counts.readControls - readsBefore).toBe(1);
+      expect(counts.snapshots.length - snapshotsBefore).toBe(0);
+      await other.close();
+      await counts.store.close();
+    },
+  );
+
+  it('a store whose append answers no control is read once after each commit, the grouped steps taking that', async () => {
+    const counts = counted(true);
+    const result = await groupedLoop(counts, reads(12), undefined, 1_000, {
+      maxUncommittedSteps: 4,
+      ...noTimeBound,
+    }).run({ goal: 'read', runId: 'silent' });
+    expect(result.stopReason).toBe('completed');
+    const perStep = commitsPerStep(counts);
+    expect(perStep).toEqual([0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]);
+    // A read before the first model call and after each of the three group commits (which said nothing), and one
+    // before the evaluation: the grouped steps in between take the latest.
+    expect(counts.readControls).toBe(1 + 3 + 1);
+    await counts.store.close();
+  });
+
   it('a failed model call counts toward the bound: at 1, every model call has a commit before it, after a failure too', async () => {
     const counts = counted();
     const script = scriptedModel([reply('a done'), modelError({ kind: 'timeout' }), reply('c done')]);

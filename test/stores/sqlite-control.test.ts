@@ -114,7 +114,7 @@ describe('sqliteStore readControl between commits', () => {
     ['another store in this process', 'store', 16, 16],
     ['another process', 'process', 16, 16],
   ] as const)(
-    '%s cancels a run at its fifth call: maxUncommittedSteps %i, it stops after call %i',
+    '%s cancels a run at its fifth call (%s): maxUncommittedSteps %i, it stops after call %i',
     async (_name, from, maxUncommittedSteps, stopsAfter) => {
       const path = freshPath();
       const store = sqliteStore({ path });

@@ -131,9 +131,9 @@ export function sqliteStore(options: SqliteStoreOptions): Store {
   /**
    * The control the last `readControl` found, with the database's `data_version` read just before it: while that
    * number stands, no other connection (another process, or another store on the file) has committed since, and
-   * this store wrote nothing meanwhile (each write method forgets it), so the control is as found. A grouped step
-   * (no commit before it) reads that number alone, not the control's rows. Forgotten at close: another
-   * connection's numbers are not comparable.
+   * this store wrote nothing meanwhile (each write method forgets it), so the control is as found: a later read
+   * (a paused run's looks, a round with a write) reads that number alone, not the control's rows. Forgotten at
+   * close: another connection's numbers are not comparable.
    */
   let controlSeen: { runId: string; version: number; control: RunControl } | null = null;
   const use = () => {

@@ -277,7 +277,7 @@ export class DurableRuns {
     return row === null ? null : decodeRunRecord(row.body, runId).state;
   }
 
-  /** Cancels the run: now, if no process holds it (the recorded result is returned), else at its owner's next step (null). */
+  /** Cancels the run: now, if no process holds it (the recorded result is returned), else at its owner's next commit (null). */
   async cancel(runId: string): Promise<RunResult | null> {
     const running = this.active.get(runId);
     if (running) {

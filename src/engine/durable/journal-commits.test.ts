@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { memoryStore } from '../store/memory-store.js';
 import { JournalCommits } from './journal-commits.js';
 
@@ -55,6 +55,13 @@ describe('JournalCommits in a model call wait', () => {
 describe('JournalCommits: the control a grouped step takes', () => {
   const intent = (seq: number) =>
     ({ schemaVersion: 1, kind: 'intent', runId: 'r', seq, key: `k${seq}`, tool: 'charge', args: null }) as never;
+  /** performance.now() as the test sets it (JournalCommits reads the monotonic clock through it). */
+  let now = 1_000;
+  beforeEach(() => {
+    now = 1_000;
+    vi.spyOn(performance, 'now').mockImplementation(() => now);
+  });
+  afterEach(() => vi.restoreAllMocks());
 
   it('is the control the last commit found, while that commit is younger than maxUncommittedMs', async () => {
     const store = memoryStore();
@@ -66,13 +73,65 @@ describe('JournalCommits: the control a grouped step takes', () => {
     expect(commits.recentControl()).toEqual({ paused: null, cancelRequested: false });
     // Set after that commit: not in what it found.
     await store.setPaused('incident');
+    now += 39;
     expect(commits.recentControl()).toEqual({ paused: null, cancelRequested: false });
     commits.queue(intent(2));
     await commits.flush();
     expect(commits.recentControl()).toEqual({ paused: 'incident', cancelRequested: false });
-    // Older than the bound: none (the journal reads the control then).
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    // As old as the bound: none (the journal reads the control then).
+    now += 40;
     expect(commits.recentControl()).toBeNull();
+  });
+
+  it('counts its age from when the commit asked for it, not from when the commit ended', async () => {
+    const store = memoryStore();
+    await store.createRun('r', '{}', lease());
+    // A commit whose round trip (an fsync, a network) takes 30 ms after the control is read.
+    const slow = {
+      ...store,
+      append: async (...args: Parameters<typeof store.append>) => {
+        const answer = await store.append(...args);
+        now += 30;
+        return answer;
+      },
+    };
+    const commits = new JournalCommits(slow, 'r', lease as never, { maxUncommittedMs: 40 }, false);
+    commits.queue(intent(1));
+    await commits.flush();
+    now += 9;
+    expect(commits.recentControl()).not.toBeNull();
+    now += 1;
+    expect(commits.recentControl()).toBeNull();
+  });
+
+  it('is none while a later commit is under way, and a control the journal read itself stands after it', async () => {
+    const store = memoryStore();
+    await store.createRun('r', '{}', lease());
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let hold = false;
+    const slow = {
+      ...store,
+      append: async (...args: Parameters<typeof store.append>) => {
+        if (hold) await held;
+        return store.append(...args);
+      },
+    };
+    const commits = new JournalCommits(slow, 'r', lease as never, { maxUncommittedMs: 40 }, false);
+    commits.queue(intent(1));
+    await commits.flush();
+    expect(commits.recentControl()).not.toBeNull();
+    hold = true;
+    commits.queue(intent(2));
+    const second = commits.flush();
+    await Promise.resolve();
+    // The first commit's answer is older than the start of the one under way: not taken.
+    expect(commits.recentControl()).toBeNull();
+    commits.noteControl({ paused: 'read meanwhile', cancelRequested: false }, now);
+    expect(commits.recentControl()).toEqual({ paused: 'read meanwhile', cancelRequested: false });
+    release();
+    await second;
+    expect(commits.recentControl()).toEqual({ paused: null, cancelRequested: false });
   });
 
   it('is none when the store’s append does not answer the control, or grouping is off', async () => {

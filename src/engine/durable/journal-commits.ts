@@ -38,8 +38,8 @@ export class JournalCommits {
   /** A commit that waits for the one under way and has not taken its rows yet: a flush meanwhile joins it. */
   private scheduled: Promise<void> | null = null;
   /**
-   * Commits started so far, and the run's control as the latest commit that answered it found it (`at`: when that
-   * commit ended, performance.now()).
+   * Commits started so far, and the run's control as the latest commit that answered it found it, or as the journal
+   * read it since (`at`: when it was asked for, performance.now(); `commit`: the commits started by then).
    */
   private commitsStarted = 0;
   private controlSeen: { control: RunControl; commit: number; at: number } | null = null;
@@ -87,7 +87,16 @@ export class JournalCommits {
   recentControl(): RunControl | null {
     const { maxUncommittedMs = 0 } = this.bounds;
     const seen = this.controlSeen;
-    return seen !== null && performance.now() - seen.at < maxUncommittedMs ? seen.control : null;
+    // Not while a later commit is under way (one started in a model call's wait): the group's bound on model calls
+    // counts from that commit's start, so the control must be as recent.
+    return seen !== null && seen.commit === this.commitsStarted && performance.now() - seen.at < maxUncommittedMs
+      ? seen.control
+      : null;
+  }
+
+  /** The control the journal read itself (a paused run's looks): a grouped step after it takes this, not an older one. */
+  noteControl(control: RunControl, askedAt: number): void {
+    this.controlSeen = { control, commit: this.commitsStarted, at: askedAt };
   }
 
   /**
@@ -142,8 +151,10 @@ export class JournalCommits {
         // a snapshot that fails then must not take the run's end with it (see below). A wrapper that replaced the
         // store's `writeSnapshot` no longer matches its mark, and is given every snapshot there.
         const withRows = snapshot !== null && !last && store[appendTakesSnapshot] === store.writeSnapshot;
+        // The control is read inside the append, before its commit's fsync or round trip: its age counts from here.
+        const asked = performance.now();
         const outcome = await store.append(this.runId, rows, this.lease(), body, at, withRows ? snapshot : undefined);
-        if (outcome) this.controlSeen = { control: outcome, commit: started, at: performance.now() };
+        if (outcome) this.controlSeen = { control: outcome, commit: started, at: asked };
         snapshotWritten = outcome?.snapshotWritten === true;
       }
       // From its end (an fsync may take long): what waits after it has waited that long at most.

@@ -32,7 +32,7 @@ import type { TraceEvent } from '../trace/trace-event.js';
 import type { DriverHooks, EffectKind, EffectStep, RestoreTarget } from '../runtime/driver-hooks.js';
 import { RunInterruption } from '../runtime/interruption.js';
 import type { RunSession } from '../runtime/run-session.js';
-import type { Lease, Store } from '../../contracts/store.js';
+import type { Lease, RunControl, Store } from '../../contracts/store.js';
 import { isCallerFault, type Tool, type ToolContext, type ToolHealth } from '../tools/index.js';
 import { UnknownOutcomeError } from '../tools/unknown-outcome-error.js';
 import {
@@ -335,7 +335,7 @@ export class RunJournal implements DriverHooks {
       this.roundHasWrites = hasWrites(session);
       this.writeRoundRan = this.roundHasWrites;
       // A round of idempotent calls only is the rest of the step its model call began: a pause or a cancel
-      // is seen before the next step (as the store's contract says), not between the two.
+      // is seen at the next step's commit or control read, not between the two.
       if (!this.roundHasWrites) return committed;
     } else if (kind === 'callModel' && this.commits.mayWait()) {
       // Steps of idempotent calls only, grouped into one commit (see `mayWait`): the control the last commit found
@@ -357,7 +357,7 @@ export class RunJournal implements DriverHooks {
     let control =
       this.commits.controlSince(since) ??
       (kind === 'callModel' && !committed ? this.commits.recentControl() : null) ??
-      (await store.readControl(this.runId));
+      (await this.readControl());
     // Paused before a model call: a snapshot of where the run stands (once a pause) lets a resume after a restart
     // meanwhile replay no event; it goes with the commit below, or with one of its own. (Before a round with a write
     // the session holds the round's calls, which a snapshot does not: a resume then replays from the one before.)
@@ -377,6 +377,8 @@ export class RunJournal implements DriverHooks {
     ) {
       await this.flush();
       committed = true;
+      // The flush counted no model call as begun since it: this one is.
+      if (kind === 'callModel') this.commits.callBegins();
     }
     for (;;) {
       if (control.cancelRequested) {
@@ -394,8 +396,17 @@ export class RunJournal implements DriverHooks {
         }
         session.signal.addEventListener('abort', done, { once: true });
       });
-      control = await store.readControl(this.runId);
+      // A grouped step after the pause is lifted takes this look, not the commit's that found the pause.
+      control = await this.readControl();
     }
+  }
+
+  /** The run's control read from the store, and kept as the latest one found (see `JournalCommits.recentControl`). */
+  private async readControl(): Promise<RunControl> {
+    const askedAt = performance.now();
+    const control = await this.options.store.readControl(this.runId);
+    this.commits.noteControl(control, askedAt);
+    return control;
   }
 
   /** The model call: a response journalled before the interruption is served, a new one queued for the next commit. */

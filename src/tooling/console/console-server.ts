@@ -274,7 +274,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
           status: result?.status ?? null,
           stopReason: result?.stopReason ?? null,
           detail:
-            result === null ? 'cancel requested: the process driving it stops it at its next step' : result.detail,
+            result === null ? 'cancel requested: the process driving it stops it at its next commit' : result.detail,
         });
       },
       (error: unknown) => {

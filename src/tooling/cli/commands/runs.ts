@@ -35,7 +35,7 @@ Commands:
   review <runId> --accept | --reject --reason <text> [--review-id <id>]
                                        accept or reject an output waiting for review; --review-id (from
                                        show) binds the decision to the stop shown: another stop is refused
-  cancel <runId>                       cancel the run (one another process drives stops at its next step)
+  cancel <runId>                       cancel the run (one another process drives stops at its next commit)
   resume <runId>                       continue a run whose process died
 Options:
   --store <s>   a SQLite file a loop's sqliteStore wrote, or a postgres:// URL (required)
@@ -330,7 +330,7 @@ function report(result: RunResult | null, action: RunAction, flags: Flags, io: C
     return;
   }
   if (result === null) {
-    io.out(`run ${terminalLine(action.runId)}: cancel requested; the process driving it stops it at its next step`);
+    io.out(`run ${terminalLine(action.runId)}: cancel requested; the process driving it stops it at its next commit`);
     return;
   }
   const waiting = result.pendingApprovals.map((call) => `${call.callId} (${call.tool})`);
