@@ -176,9 +176,41 @@ describe('commits grouped across steps of idempotent calls only', () => {
     },
   );
 
-  it.each([Infinity, 20])(
-    'maxUncommittedMs %s: once a pause is lifted, the steps grouped after it take the look that saw it lifted',
-    async (maxUncommittedMs) => {
+  // With no time bound: under a 20 ms bound a pause that outlasts it leaves nothing grouped after it anyway.
+  it('once a pause is lifted, the steps grouped after it take the look that saw it lifted', async () => {
+    const maxUncommittedMs = Infinity;
+    const counts = counted(false, 5);
+    const other = sqliteStore({ path: counts.path });
+    let paused = false;
+    const loop = groupedLoop(
+      counts,
+      reads(8),
+      async (step) => {
+        if (step !== 2) return;
+        await other.setPaused('incident');
+        paused = true;
+      },
+      1_000,
+      { maxUncommittedSteps: 4, maxUncommittedMs },
+    );
+    const running = loop.run({ goal: 'read', runId: 'lifted' });
+    while (!paused || counts.readControls < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    const readsBefore = counts.readControls;
+    const snapshotsBefore = counts.snapshots.length;
+    await other.setPaused(null);
+    const result = await running;
+    expect(result.stopReason).toBe('completed');
+    // One look sees the pause lifted; no later step takes the commit's "paused" again (a second wait, a second
+    // snapshot at a pause).
+    expect(counts.readControls - readsBefore).toBe(1);
+    expect(counts.snapshots.length - snapshotsBefore).toBe(0);
+    await other.close();
+    await counts.store.close();
+  });
+
+  it.each([1, 2])(
+    'maxUncommittedSteps %i: the bound holds after a pause (the call the pause held counts toward the next group)',
+    async (maxUncommittedSteps) => {
       const counts = counted(false, 5);
       const other = sqliteStore({ path: counts.path });
       let paused = false;
@@ -191,19 +223,19 @@ describe('commits grouped across steps of idempotent calls only', () => {
           paused = true;
         },
         1_000,
-        { maxUncommittedSteps: 4, maxUncommittedMs },
+        { maxUncommittedSteps, ...noTimeBound },
       );
-      const running = loop.run({ goal: 'read', runId: 'lifted' });
+      const running = loop.run({ goal: 'read', runId: 'bound' });
       while (!paused || counts.readControls < 2) await new Promise((resolve) => setTimeout(resolve, 5));
-      const readsBefore = counts.readControls;
-      const snapshotsBefore = counts.snapshots.length;
       await other.setPaused(null);
       const result = await running;
       expect(result.stopReason).toBe('completed');
-      // One look sees the pause lifted; no later step takes the commit's "paused" again (a second wait, a second
-      // snapshot at a pause).
-      expect(counts.readControls - readsBefore).toBe(1);
-      expect(counts.snapshots.length - snapshotsBefore).toBe(0);
+      // Never `maxUncommittedSteps` model calls in a row without a commit before one of them.
+      let uncommitted = 0;
+      for (const commits of commitsPerStep(counts)) {
+        uncommitted = commits === 0 ? uncommitted + 1 : 0;
+        expect(uncommitted).toBeLessThan(maxUncommittedSteps);
+      }
       await other.close();
       await counts.store.close();
     },

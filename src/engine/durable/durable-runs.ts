@@ -98,7 +98,7 @@ function decidedReview(pending: PendingReviewRecord, decision: ReviewDecision, w
 }
 
 export class DurableRuns {
-  /** Runs this process drives now, by id: `cancel` aborts them directly. */
+  /** Runs this loop object drives now, by id: `cancel` aborts them directly. */
   private readonly active = new Map<string, AbortController>();
 
   constructor(

@@ -127,11 +127,47 @@ describe('JournalCommits: the control a grouped step takes', () => {
     await Promise.resolve();
     // The first commit's answer is older than the start of the one under way: not taken.
     expect(commits.recentControl()).toBeNull();
-    commits.noteControl({ paused: 'read meanwhile', cancelRequested: false }, now);
+    // A read asked for after that commit began (the journal waited on the slow store meanwhile) stands, and the
+    // commit's own answer, asked for before it, does not replace it when the commit ends.
+    now += 1;
+    commits.noteControl({ paused: 'read meanwhile', cancelRequested: false }, now, commits.started);
     expect(commits.recentControl()).toEqual({ paused: 'read meanwhile', cancelRequested: false });
     release();
     await second;
+    expect(commits.recentControl()).toEqual({ paused: 'read meanwhile', cancelRequested: false });
+    // A read asked for before a commit that then answers: the commit's answer is the newer.
+    now += 1;
+    commits.noteControl({ paused: 'older read', cancelRequested: false }, now, commits.started);
+    now += 1;
+    hold = false;
+    commits.queue(intent(3));
+    await commits.flush();
     expect(commits.recentControl()).toEqual({ paused: null, cancelRequested: false });
+  });
+
+  it('counts the model call under way when a commit starts in its wait (its reply is not in that commit)', async () => {
+    const store = memoryStore();
+    await store.createRun('r', '{}', lease());
+    const commits = new JournalCommits(
+      store,
+      'r',
+      lease as never,
+      { maxUncommittedSteps: 2, maxUncommittedMs: Infinity },
+      false,
+    );
+    commits.queue(intent(1));
+    await commits.flush();
+    // Step A: grouped, its call begins; what waits is committed while the model works (the timer in `meanwhile`).
+    expect(commits.mayWait()).toBe(true);
+    commits.callBegins();
+    commits.queue(intent(2));
+    const started = commits.started;
+    await commits.meanwhile(new Promise((resolve) => setTimeout(() => resolve('reply A'), 5)));
+    expect(commits.started).toBe(started + 1);
+    // Step B may be grouped (A's reply is the one uncommitted call); step C may not: with B's, two are.
+    expect(commits.mayWait()).toBe(true);
+    commits.callBegins();
+    expect(commits.mayWait()).toBe(false);
   });
 
   it('is none when the store’s append does not answer the control, or grouping is off', async () => {

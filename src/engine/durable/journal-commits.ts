@@ -78,8 +78,9 @@ export class JournalCommits {
   }
 
   /**
-   * For a step grouped into the commit before it (see `mayWait`): the control the last commit found, if that commit
-   * ended less than `maxUncommittedMs` ago, else null (the journal then reads it). A grouped step reads no control of
+   * For a step grouped into the commit before it (see `mayWait`): the latest control found (by the last commit, or
+   * read by the journal since: `noteControl`), if it was asked for less than `maxUncommittedMs` ago and no commit
+   * started after it, else null (the journal then reads it). A grouped step reads no control of
    * its own: a read between the engine's steps costs ~30-40 µs here (a system call, and the cold caches after it),
    * a third of what the journal adds to an instant step. So a pause or a cancel is seen within the bounds that
    * grouping already puts on what a crash repeats: `maxUncommittedMs` and `maxUncommittedSteps` model calls.
@@ -94,9 +95,12 @@ export class JournalCommits {
       : null;
   }
 
-  /** The control the journal read itself (a paused run's looks): a grouped step after it takes this, not an older one. */
-  noteControl(control: RunControl, askedAt: number): void {
-    this.controlSeen = { control, commit: this.commitsStarted, at: askedAt };
+  /**
+   * A control the journal read itself (a paused run's looks, a read before a step), asked for at `askedAt` when
+   * `commit` commits had started: a grouped step after it takes this, not an older one.
+   */
+  noteControl(control: RunControl, askedAt: number, commit: number): void {
+    if (this.controlSeen === null || askedAt >= this.controlSeen.at) this.controlSeen = { control, commit, at: askedAt };
   }
 
   /**
@@ -154,7 +158,9 @@ export class JournalCommits {
         // The control is read inside the append, before its commit's fsync or round trip: its age counts from here.
         const asked = performance.now();
         const outcome = await store.append(this.runId, rows, this.lease(), body, at, withRows ? snapshot : undefined);
-        if (outcome) this.controlSeen = { control: outcome, commit: started, at: asked };
+        // A read the journal asked for after this commit began (it waited on a slow store meanwhile) is newer.
+        if (outcome && (this.controlSeen === null || asked >= this.controlSeen.at))
+          this.controlSeen = { control: outcome, commit: started, at: asked };
         snapshotWritten = outcome?.snapshotWritten === true;
       }
       // From its end (an fsync may take long): what waits after it has waited that long at most.
@@ -220,10 +226,13 @@ export class JournalCommits {
   async meanwhile<Reply>(reply: Reply | Promise<Reply>, snapshotDue = false): Promise<Reply> {
     if (!snapshotDue && this.pending.length === 0 && this.pendingSnapshot === null) return reply;
     const timer = setTimeout(snapshotDue ? this.snapshotThenCommit : this.commitNow, 0);
+    const before = this.commitsStarted;
     try {
       return await reply;
     } finally {
       clearTimeout(timer);
+      // A commit begun in the wait counted no call from its start, but this call's reply is not in it: it is.
+      if (this.commitsStarted !== before) this.uncommittedCalls += 1;
     }
   }
 

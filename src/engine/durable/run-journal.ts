@@ -352,8 +352,8 @@ export class RunJournal implements DriverHooks {
       if (kind !== 'callModel') this.commits.mustCommit = true;
     }
     if (kind === 'callModel') this.commits.callBegins();
-    // The control the commit just made found (the same round trip); for a grouped step, the one the last commit
-    // found within `maxUncommittedMs`; else read now (always before a round with a write).
+    // The control the commit just made found (the same round trip); for a grouped step, the latest one found (by
+    // the last commit or a read since) within `maxUncommittedMs`; else read now (always before a round with a write).
     let control =
       this.commits.controlSince(since) ??
       (kind === 'callModel' && !committed ? this.commits.recentControl() : null) ??
@@ -404,8 +404,9 @@ export class RunJournal implements DriverHooks {
   /** The run's control read from the store, and kept as the latest one found (see `JournalCommits.recentControl`). */
   private async readControl(): Promise<RunControl> {
     const askedAt = performance.now();
+    const commit = this.commits.started;
     const control = await this.options.store.readControl(this.runId);
-    this.commits.noteControl(control, askedAt);
+    this.commits.noteControl(control, askedAt, commit);
     return control;
   }
 

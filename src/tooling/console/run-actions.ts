@@ -39,7 +39,7 @@ export function approvalsOf(action: RunAction): NonNullable<ResumeOptions['appro
 
 /**
  * Performs the action through the loop: the run's result after it (null: a cancel that another process
- * will act on at its next step). Throws what `loop.resume` / `loop.cancel` throw.
+ * will act on at its next commit). Throws what `loop.resume` / `loop.cancel` throw.
  * @example
  * const result = await performAction(loop, { kind: 'approve', runId: 'run-1', callId: 'c3' });
  */
