@@ -100,7 +100,8 @@ export class JournalCommits {
    * `commit` commits had started: a grouped step after it takes this, not an older one.
    */
   noteControl(control: RunControl, askedAt: number, commit: number): void {
-    if (this.controlSeen === null || askedAt >= this.controlSeen.at) this.controlSeen = { control, commit, at: askedAt };
+    if (this.controlSeen === null || askedAt >= this.controlSeen.at)
+      this.controlSeen = { control, commit, at: askedAt };
   }
 
   /**
