@@ -80,10 +80,10 @@ export class JournalCommits {
   /**
    * For a step grouped into the commit before it (see `mayWait`): the latest control found (by the last commit, or
    * read by the journal since: `noteControl`), if it was asked for less than `maxUncommittedMs` ago and no commit
-   * started after it, else null (the journal then reads it). A grouped step reads no control of
-   * its own: a read between the engine's steps costs ~30-40 µs here (a system call, and the cold caches after it),
-   * a third of what the journal adds to an instant step. So a pause or a cancel is seen within the bounds that
-   * grouping already puts on what a crash repeats: `maxUncommittedMs` and `maxUncommittedSteps` model calls.
+   * started after it, else null (the journal then reads it). A grouped step reads no control of its own: a read
+   * between the engine's steps costs ~30-40 µs here (a system call, and the cold caches after it), a third of what
+   * the journal adds to an instant step. So a pause or a cancel is seen within the bounds that grouping already puts
+   * on what a crash repeats: `maxUncommittedMs` and `maxUncommittedSteps` model calls.
    */
   recentControl(): RunControl | null {
     const { maxUncommittedMs = 0 } = this.bounds;

@@ -338,8 +338,8 @@ export class RunJournal implements DriverHooks {
       // is seen at the next step's commit or control read, not between the two.
       if (!this.roundHasWrites) return committed;
     } else if (kind === 'callModel' && this.commits.mayWait()) {
-      // Steps of idempotent calls only, grouped into one commit (see `mayWait`): the control the last commit found
-      // stands for them (see `recentControl`), else it is read.
+      // Steps of idempotent calls only, grouped into one commit (see `mayWait`): the latest control found stands
+      // for them (see `recentControl`), else it is read.
       committed = false;
     } else {
       // Before an evaluation (a judge waits as a model call does, a review stops the run at its outcome): the wait's
