@@ -7,7 +7,7 @@
  * only the newest of a group's snapshots is written; bad bounds are refused.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLoop, DEFAULT_DURABLE, evaluators, type Model } from 'loopstate';
+import { createLoop, DEFAULT_DURABLE, evaluators, type Model, type Store } from 'loopstate';
 import { modelError, reply, scriptedModel, virtualClock } from 'loopstate/testing';
 import { sqliteStore } from 'loopstate/sqlite';
 import { configError } from '../support/config-error.js';
@@ -18,6 +18,56 @@ afterAll(removeScratch);
 const reads = (steps: number) => Array.from({ length: steps }, (): Round => ['lookup']);
 // Only the step bound decides, unless a test says otherwise.
 const noTimeBound = { maxUncommittedMs: Infinity };
+
+/** The most model calls in a row with no commit before any of them. */
+function longestUncommitted(counts: ReturnType<typeof counted>): number {
+  let longest = 0;
+  let uncommitted = 0;
+  for (const commits of commitsPerStep(counts)) {
+    uncommitted = commits === 0 ? uncommitted + 1 : 0;
+    longest = Math.max(longest, uncommitted);
+  }
+  return longest;
+}
+
+/**
+ * A run of eight read steps that another handle on the file pauses during step 2's model call (a paused run looks
+ * every 5 ms). Once the run has looked `looks` times, `whilePaused` runs and the pause is lifted. Returns the run's
+ * result and the steps whose model calls began while it was paused.
+ */
+async function pausedDuringStep2(
+  runId: string,
+  grouping: { maxUncommittedSteps: number; maxUncommittedMs: number },
+  looks: number,
+  whilePaused: (counts: ReturnType<typeof counted>, other: Store) => Promise<void> = async () => {},
+) {
+  const counts = counted(false, 5);
+  const other = sqliteStore({ path: counts.path });
+  let paused = false;
+  let lifted = false;
+  const callsAfterPause: number[] = [];
+  const loop = groupedLoop(
+    counts,
+    reads(8),
+    async (step) => {
+      if (paused && !lifted) callsAfterPause.push(step);
+      if (step !== 2) return;
+      await other.setPaused('incident');
+      paused = true;
+    },
+    1_000,
+    grouping,
+  );
+  const running = loop.run({ goal: 'read', runId });
+  while (!paused || counts.readControls < looks) await new Promise((resolve) => setTimeout(resolve, 5));
+  lifted = true;
+  await whilePaused(counts, other);
+  await other.setPaused(null);
+  const result = await running;
+  await other.close();
+  await counts.store.close();
+  return { counts, result, callsAfterPause };
+}
 
 describe('commits grouped across steps of idempotent calls only', () => {
   it.each([
@@ -57,13 +107,8 @@ describe('commits grouped across steps of idempotent calls only', () => {
     expect(result.stopReason).toBe('completed');
     // Not an exact count: the 20 ms bound depends on how fast this machine runs the steps. At most one
     // commit a step, and never more than 16 model calls uncommitted.
-    const perStep = commitsPerStep(counts);
-    expect(Math.max(...perStep)).toBeLessThanOrEqual(1);
-    let uncommitted = 0;
-    for (const commits of perStep) {
-      uncommitted = commits === 0 ? uncommitted + 1 : 0;
-      expect(uncommitted).toBeLessThan(16);
-    }
+    expect(Math.max(...commitsPerStep(counts))).toBeLessThanOrEqual(1);
+    expect(longestUncommitted(counts)).toBeLessThan(16);
     await counts.store.close();
   });
 
@@ -140,104 +185,51 @@ describe('commits grouped across steps of idempotent calls only', () => {
   ])(
     'maxUncommittedSteps %i: a pause set through another handle on the file during a step is seen at the next commit',
     async (maxUncommittedSteps, callsBeforeSeen) => {
-      const counts = counted(false, 5);
-      const other = sqliteStore({ path: counts.path });
-      let paused = false;
-      let lifted = false;
-      const callsAfterPause: number[] = [];
-      const loop = groupedLoop(
-        counts,
-        reads(8),
-        async (step) => {
-          if (paused && !lifted) callsAfterPause.push(step);
-          if (step !== 2) return;
-          // Another process pauses every run while this model call runs.
-          await other.setPaused('incident');
-          paused = true;
-        },
-        1_000,
-        { maxUncommittedSteps, ...noTimeBound },
-      );
-      const running = loop.run({ goal: 'read', runId: 'paused' });
       // Lifted once the run has looked again (and waited) a few times: it polls with readControl while paused.
-      while (!paused || counts.readControls < 3) await new Promise((resolve) => setTimeout(resolve, 5));
-      lifted = true;
-      // The group held back when the pause was seen is committed before the run waits: the journal (as another
-      // process reads it) holds every step so far, so a restart during the pause repeats none of them.
-      const whilePaused = (await other.readJournal('paused', 0)).filter((row) => row.kind === 'event').length;
-      expect(whilePaused).toBeGreaterThanOrEqual(2 * (3 + callsBeforeSeen.length));
-      await other.setPaused(null);
-      const result = await running;
+      const { result, callsAfterPause } = await pausedDuringStep2(
+        'paused',
+        { maxUncommittedSteps, ...noTimeBound },
+        3,
+        async (_counts, other) => {
+          // The group held back when the pause was seen is committed before the run waits: the journal (as another
+          // process reads it) holds every step so far, so a restart during the pause repeats none of them.
+          const events = (await other.readJournal('paused', 0)).filter((row) => row.kind === 'event').length;
+          expect(events).toBeGreaterThanOrEqual(2 * (3 + callsBeforeSeen.length));
+        },
+      );
       expect(result.stopReason).toBe('completed');
       expect(result.steps).toBe(9);
       expect(callsAfterPause).toEqual(callsBeforeSeen);
-      await other.close();
-      await counts.store.close();
     },
   );
 
   // With no time bound: under a 20 ms bound a pause that outlasts it leaves nothing grouped after it anyway.
   it('once a pause is lifted, the steps grouped after it take the look that saw it lifted', async () => {
-    const maxUncommittedMs = Infinity;
-    const counts = counted(false, 5);
-    const other = sqliteStore({ path: counts.path });
-    let paused = false;
-    const loop = groupedLoop(
-      counts,
-      reads(8),
-      async (step) => {
-        if (step !== 2) return;
-        await other.setPaused('incident');
-        paused = true;
+    let readsBefore = 0;
+    let snapshotsBefore = 0;
+    const { counts, result } = await pausedDuringStep2(
+      'lifted',
+      { maxUncommittedSteps: 4, ...noTimeBound },
+      2,
+      async (seen) => {
+        readsBefore = seen.readControls;
+        snapshotsBefore = seen.snapshots.length;
       },
-      1_000,
-      { maxUncommittedSteps: 4, maxUncommittedMs },
     );
-    const running = loop.run({ goal: 'read', runId: 'lifted' });
-    while (!paused || counts.readControls < 2) await new Promise((resolve) => setTimeout(resolve, 5));
-    const readsBefore = counts.readControls;
-    const snapshotsBefore = counts.snapshots.length;
-    await other.setPaused(null);
-    const result = await running;
     expect(result.stopReason).toBe('completed');
     // One look sees the pause lifted; no later step takes the commit's "paused" again (a second wait, a second
     // snapshot at a pause).
     expect(counts.readControls - readsBefore).toBe(1);
     expect(counts.snapshots.length - snapshotsBefore).toBe(0);
-    await other.close();
-    await counts.store.close();
   });
 
   it.each([1, 2])(
     'maxUncommittedSteps %i: the bound holds after a pause (the call the pause held counts toward the next group)',
     async (maxUncommittedSteps) => {
-      const counts = counted(false, 5);
-      const other = sqliteStore({ path: counts.path });
-      let paused = false;
-      const loop = groupedLoop(
-        counts,
-        reads(8),
-        async (step) => {
-          if (step !== 2) return;
-          await other.setPaused('incident');
-          paused = true;
-        },
-        1_000,
-        { maxUncommittedSteps, ...noTimeBound },
-      );
-      const running = loop.run({ goal: 'read', runId: 'bound' });
-      while (!paused || counts.readControls < 2) await new Promise((resolve) => setTimeout(resolve, 5));
-      await other.setPaused(null);
-      const result = await running;
+      const { counts, result } = await pausedDuringStep2('bound', { maxUncommittedSteps, ...noTimeBound }, 2);
       expect(result.stopReason).toBe('completed');
       // Never `maxUncommittedSteps` model calls in a row without a commit before one of them.
-      let uncommitted = 0;
-      for (const commits of commitsPerStep(counts)) {
-        uncommitted = commits === 0 ? uncommitted + 1 : 0;
-        expect(uncommitted).toBeLessThan(maxUncommittedSteps);
-      }
-      await other.close();
-      await counts.store.close();
+      expect(longestUncommitted(counts)).toBeLessThan(maxUncommittedSteps);
     },
   );
 
